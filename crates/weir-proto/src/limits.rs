@@ -1,0 +1,45 @@
+//! Every limit the protocol core enforces: its default, and why that value.
+//!
+//! Time-based limits (head timeout, idle timeout, data rates) belong to the I/O layer, which owns
+//! the clock; they are documented on `weir::Config`.
+
+/// Size and count limits applied while parsing a request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Longest request line (`GET /path HTTP/1.1`) in bytes, CRLF included. Default 8 KiB, the
+    /// limit most servers and proxies apply, so URLs that pass them pass weir.
+    /// Breach: `414 URI Too Long`.
+    pub max_request_line: usize,
+    /// Largest request head (request line and every header line) in bytes. Default 32 KiB:
+    /// generous for cookies and tokens, small enough that idle connections cost little.
+    /// Breach: `431 Request Header Fields Too Large`.
+    pub max_head: usize,
+    /// Most header fields in one request. Default 100; real clients send 10 to 30.
+    /// Breach: `431`. Capped at [`Limits::HEADER_COUNT_CAP`].
+    pub max_headers: usize,
+    /// Total bytes of chunk extensions (`;name=value` after a chunk size) in one body.
+    /// Default 16 KiB: nobody uses extensions, and unbounded ones let a client make the server
+    /// parse forever without delivering data. Breach: `400`.
+    pub max_chunk_extensions: usize,
+    /// Largest trailer section of a chunked body, in bytes. Default 16 KiB.
+    /// Breach: `431`.
+    pub max_trailers: usize,
+}
+
+impl Limits {
+    /// The hard upper bound on [`Limits::max_headers`]: the parser keeps its header slots on the
+    /// stack, so the count must have a compile-time bound.
+    pub const HEADER_COUNT_CAP: usize = 512;
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_request_line: 8 * 1024,
+            max_head: 32 * 1024,
+            max_headers: 100,
+            max_chunk_extensions: 16 * 1024,
+            max_trailers: 16 * 1024,
+        }
+    }
+}

@@ -1,0 +1,285 @@
+//! Request head parsing: line endings and limits checked by hand, syntax by `httparse`, then the
+//! head copied into the pooled [`RequestHead`] and its framing decided.
+//!
+//! The parser is incremental: it remembers how far it has scanned, so feeding a head one byte at
+//! a time costs O(n), not O(n²). Before `httparse` sees the bytes, the scan rejects what it would
+//! let through: bare LF line endings (httparse accepts them, RFC 9112 §2.2 only allows it) and
+//! bare CR. The scan also enforces the request-line and head limits as soon as they are crossed,
+//! without waiting for the end of the head.
+
+use crate::error::ProtoError;
+use crate::framing::{FramingFields, trim_ows};
+use crate::limits::Limits;
+use crate::request::{RequestHead, Span};
+use http::{Method, Version};
+use std::mem::MaybeUninit;
+
+/// Incremental request head parser. One per connection; call [`HeadParser::reset`] after each
+/// head (the connection driver does it by creating the state afresh; it is two words).
+#[derive(Debug, Default)]
+pub struct HeadParser {
+    /// Bytes of the buffer already scanned for line endings.
+    scanned: usize,
+    /// End of the request line (index of its LF), once seen.
+    line_end: Option<usize>,
+}
+
+impl HeadParser {
+    /// A parser at the start of a head.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Forgets the scan position: the next call starts a new head.
+    pub fn reset(&mut self) {
+        *self = Self::default();
+    }
+
+    /// Parses the head at the start of `buf`.
+    ///
+    /// `Ok(Some(n))`: `head` holds the request and the head (with any empty lines before it)
+    /// took the first `n` bytes of `buf`; the body, if any, starts at `n`.
+    /// `Ok(None)`: the head is incomplete; call again with the same bytes and more appended.
+    /// `Err`: the request is malformed or over a limit; answer `err.status()` and close.
+    pub fn parse(
+        &mut self,
+        buf: &[u8],
+        limits: &Limits,
+        head: &mut RequestHead,
+    ) -> Result<Option<usize>, ProtoError> {
+        // RFC 9112 §2.2: ignore empty lines before the request line. They count toward the head
+        // limit, so a stream of CRLFs cannot keep the connection busy forever.
+        let mut start = 0;
+        while buf.len() >= start + 2 && buf[start] == b'\r' && buf[start + 1] == b'\n' {
+            start += 2;
+        }
+        if start > limits.max_head {
+            return Err(ProtoError::HeadTooLarge);
+        }
+        let Some(end) = self.scan(buf, start, limits)? else {
+            return Ok(None);
+        };
+        self.reset();
+        parse_complete_head(&buf[start..end], limits, head)?;
+        Ok(Some(end))
+    }
+
+    /// Scans for the end of the head (`CRLF CRLF`), checking every line ending on the way.
+    /// Returns the index just past the head.
+    fn scan(
+        &mut self,
+        buf: &[u8],
+        start: usize,
+        limits: &Limits,
+    ) -> Result<Option<usize>, ProtoError> {
+        let from = self.scanned.max(start);
+        for i in from..buf.len() {
+            match buf[i] {
+                b'\n' => {
+                    if i == start || buf[i - 1] != b'\r' {
+                        return Err(ProtoError::BareLineEnding);
+                    }
+                    if self.line_end.is_none() {
+                        if i + 1 - start > limits.max_request_line {
+                            return Err(ProtoError::RequestLineTooLong);
+                        }
+                        self.line_end = Some(i);
+                    } else if i >= start + 3 && buf[i - 3..=i] == *b"\r\n\r\n" {
+                        if i + 1 - start > limits.max_head {
+                            return Err(ProtoError::HeadTooLarge);
+                        }
+                        return Ok(Some(i + 1));
+                    }
+                }
+                b'\r' if i + 1 < buf.len() && buf[i + 1] != b'\n' => {
+                    return Err(ProtoError::BareLineEnding);
+                }
+                _ => {}
+            }
+        }
+        let seen = buf.len() - start;
+        if self.line_end.is_none() && seen > limits.max_request_line {
+            return Err(ProtoError::RequestLineTooLong);
+        }
+        if seen > limits.max_head {
+            return Err(ProtoError::HeadTooLarge);
+        }
+        // A trailing CR is judged once its successor is known: rescan it next time.
+        self.scanned = if buf.last() == Some(&b'\r') {
+            buf.len() - 1
+        } else {
+            buf.len()
+        };
+        Ok(None)
+    }
+}
+
+/// Parses a head known to be complete and free of bare line endings.
+fn parse_complete_head(
+    raw: &[u8],
+    limits: &Limits,
+    head: &mut RequestHead,
+) -> Result<(), ProtoError> {
+    let mut slots =
+        [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; Limits::HEADER_COUNT_CAP];
+    let max_headers = limits.max_headers.min(Limits::HEADER_COUNT_CAP);
+    let mut req = httparse::Request::new(&mut []);
+    match req.parse_with_uninit_headers(raw, &mut slots[..max_headers]) {
+        Ok(httparse::Status::Complete(_)) => {}
+        // The scan found CRLF CRLF, so httparse can only stop early on a CRLF CRLF inside
+        // something it does not accept as a head.
+        Ok(httparse::Status::Partial) => return Err(ProtoError::InvalidRequestLine),
+        Err(e) => return Err(map_httparse_error(e, raw)),
+    }
+
+    let base = raw.as_ptr() as usize;
+    let span_of = |s: &[u8]| {
+        let start = s.as_ptr() as usize - base;
+        Span::new(start..start + s.len())
+    };
+
+    let (Some(method), Some(target), Some(minor)) = (req.method, req.path, req.version) else {
+        return Err(ProtoError::InvalidRequestLine);
+    };
+    let method =
+        Method::from_bytes(method.as_bytes()).map_err(|_| ProtoError::InvalidRequestLine)?;
+    let version = if minor == 0 {
+        Version::HTTP_10
+    } else {
+        Version::HTTP_11
+    };
+    check_target(&method, target)?;
+
+    head.reset_from(raw);
+    head.set_line(method, span_of(target.as_bytes()), version);
+
+    let mut framing = FramingFields::default();
+    let mut hosts = 0u32;
+    let mut close = false;
+    let mut keep_alive_token = false;
+    let mut expect_continue = false;
+    for h in req.headers.iter() {
+        let value = trim_ows(h.value);
+        head.push_header_span(span_of(h.name.as_bytes()), span_of(value));
+        let name = h.name.as_bytes();
+        if name.eq_ignore_ascii_case(b"content-length") {
+            framing.content_length(value)?;
+        } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
+            framing.transfer_encoding(value)?;
+        } else if name.eq_ignore_ascii_case(b"host") {
+            hosts += 1;
+            if !is_valid_host(value) {
+                return Err(ProtoError::InvalidHost);
+            }
+        } else if name.eq_ignore_ascii_case(b"connection") {
+            for token in value.split(|&b| b == b',').map(trim_ows) {
+                close |= token.eq_ignore_ascii_case(b"close");
+                keep_alive_token |= token.eq_ignore_ascii_case(b"keep-alive");
+            }
+        } else if name.eq_ignore_ascii_case(b"expect") {
+            if !value.eq_ignore_ascii_case(b"100-continue") {
+                return Err(ProtoError::UnsupportedExpectation);
+            }
+            expect_continue = true;
+        }
+    }
+    // RFC 9112 §3.2: exactly one Host in HTTP/1.1; at most one in HTTP/1.0.
+    if hosts > 1 || (hosts == 0 && version == Version::HTTP_11) {
+        return Err(ProtoError::InvalidHost);
+    }
+    head.framing = framing.decide(version)?;
+    head.keep_alive = match version {
+        Version::HTTP_10 => keep_alive_token && !close,
+        _ => !close,
+    };
+    // RFC 9110 §10.1.1: a server MUST ignore 100-continue in an HTTP/1.0 request.
+    head.expect_continue = expect_continue && version == Version::HTTP_11;
+    Ok(())
+}
+
+fn map_httparse_error(e: httparse::Error, raw: &[u8]) -> ProtoError {
+    match e {
+        httparse::Error::HeaderName => ProtoError::InvalidHeaderName,
+        httparse::Error::HeaderValue => ProtoError::InvalidHeaderValue,
+        httparse::Error::TooManyHeaders => ProtoError::TooManyHeaders,
+        httparse::Error::NewLine => ProtoError::BareLineEnding,
+        httparse::Error::Version => version_error(raw),
+        httparse::Error::Status | httparse::Error::Token => ProtoError::InvalidRequestLine,
+    }
+}
+
+/// A syntactically valid `HTTP/x.y` that is not 1.0 or 1.1 deserves 505; anything else 400.
+fn version_error(raw: &[u8]) -> ProtoError {
+    let line = raw.split(|&b| b == b'\r').next().unwrap_or(raw);
+    let version = line.rsplit(|&b| b == b' ').next().unwrap_or(line);
+    match version {
+        [b'H', b'T', b'T', b'P', b'/', major, b'.', minor]
+            if major.is_ascii_digit() && minor.is_ascii_digit() =>
+        {
+            ProtoError::UnsupportedVersion
+        }
+        _ => ProtoError::InvalidRequestLine,
+    }
+}
+
+/// RFC 9112 §3.2: origin-form for most methods, absolute-form for any, authority-form only for
+/// CONNECT, asterisk-form only for OPTIONS.
+fn check_target(method: &Method, target: &str) -> Result<(), ProtoError> {
+    let ok = if target.starts_with('/') {
+        *method != Method::CONNECT
+    } else if target == "*" {
+        *method == Method::OPTIONS
+    } else if *method == Method::CONNECT {
+        is_valid_host(target.as_bytes()) && target.contains(':')
+    } else {
+        is_absolute_uri(target)
+    };
+    // httparse admits bytes >= 0x80 in the target; RFC 3986 does not.
+    if ok && target.is_ascii() {
+        Ok(())
+    } else {
+        Err(ProtoError::InvalidTarget)
+    }
+}
+
+fn is_absolute_uri(target: &str) -> bool {
+    let Some((scheme, rest)) = target.split_once("://") else {
+        return false;
+    };
+    let mut scheme_bytes = scheme.bytes();
+    scheme_bytes.next().is_some_and(|b| b.is_ascii_alphabetic())
+        && scheme_bytes.all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'))
+        && !rest.is_empty()
+}
+
+/// `Host` = uri-host [ ":" port ]: reg-name, IPv4 or IP-literal characters only (RFC 3986 §3.2.2).
+/// Empty is allowed (RFC 9112 §3.2, for targets without an authority).
+fn is_valid_host(value: &[u8]) -> bool {
+    value.iter().all(|&b| {
+        b.is_ascii_alphanumeric()
+            || matches!(
+                b,
+                b'-' | b'.'
+                    | b'_'
+                    | b'~'
+                    | b'%'
+                    | b'!'
+                    | b'$'
+                    | b'&'
+                    | b'\''
+                    | b'('
+                    | b')'
+                    | b'*'
+                    | b'+'
+                    | b','
+                    | b';'
+                    | b'='
+                    | b':'
+                    | b'['
+                    | b']'
+            )
+    })
+}
+
+#[cfg(test)]
+mod tests;

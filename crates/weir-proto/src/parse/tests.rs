@@ -1,0 +1,311 @@
+//! Every case is fed whole, one byte at a time, and split in two at every offset; all three must
+//! agree. That catches parsers that only work when a head arrives in one read.
+
+use super::*;
+use crate::Framing;
+
+#[derive(Debug, PartialEq)]
+struct Parsed {
+    consumed: usize,
+    method: Method,
+    target: String,
+    version: Version,
+    headers: Vec<(String, Vec<u8>)>,
+    framing: Framing,
+    keep_alive: bool,
+    expect_continue: bool,
+}
+
+fn feed(chunks: &[&[u8]], limits: &Limits) -> Result<Option<Parsed>, ProtoError> {
+    let mut parser = HeadParser::new();
+    let mut head = RequestHead::new();
+    let mut buf = Vec::new();
+    for chunk in chunks {
+        buf.extend_from_slice(chunk);
+        if let Some(consumed) = parser.parse(&buf, limits, &mut head)? {
+            return Ok(Some(Parsed {
+                consumed,
+                method: head.method().clone(),
+                target: head.target().to_owned(),
+                version: head.version(),
+                headers: head
+                    .headers()
+                    .map(|(n, v)| (n.to_owned(), v.to_vec()))
+                    .collect(),
+                framing: head.framing(),
+                keep_alive: head.keep_alive(),
+                expect_continue: head.expect_continue(),
+            }));
+        }
+    }
+    Ok(None)
+}
+
+/// Parses `input` whole, byte by byte, and split at every offset; asserts they agree.
+fn parse_with(input: &[u8], limits: &Limits) -> Result<Option<Parsed>, ProtoError> {
+    let whole = feed(&[input], limits);
+    let bytes: Vec<&[u8]> = input.chunks(1).collect();
+    assert_eq!(
+        feed(&bytes, limits),
+        whole,
+        "byte by byte differs for {input:?}"
+    );
+    for at in 1..input.len() {
+        let (a, b) = input.split_at(at);
+        assert_eq!(
+            feed(&[a, b], limits),
+            whole,
+            "split at {at} differs for {input:?}"
+        );
+    }
+    whole
+}
+
+fn parse(input: &[u8]) -> Result<Option<Parsed>, ProtoError> {
+    parse_with(input, &Limits::default())
+}
+
+fn parsed(input: &[u8]) -> Parsed {
+    match parse(input) {
+        Ok(Some(p)) => p,
+        other => panic!(
+            "{:?} did not parse: {other:?}",
+            String::from_utf8_lossy(input)
+        ),
+    }
+}
+
+fn err(input: &[u8]) -> ProtoError {
+    match parse(input) {
+        Err(e) => e,
+        other => panic!(
+            "{:?} was accepted: {other:?}",
+            String::from_utf8_lossy(input)
+        ),
+    }
+}
+
+#[test]
+fn simple_get() {
+    let p = parsed(b"GET /hello?x=1 HTTP/1.1\r\nHost: example.com\r\nAccept: */*\r\n\r\n");
+    assert_eq!(p.method, Method::GET);
+    assert_eq!(p.target, "/hello?x=1");
+    assert_eq!(p.version, Version::HTTP_11);
+    assert_eq!(p.headers.len(), 2);
+    assert_eq!(p.headers[0], ("Host".into(), b"example.com".to_vec()));
+    assert_eq!(p.framing, Framing::Length(0));
+    assert!(p.keep_alive);
+    assert!(!p.expect_continue);
+}
+
+#[test]
+fn consumed_stops_at_head_end() {
+    let input = b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello";
+    let p = parsed(input);
+    assert_eq!(p.consumed, input.len() - 5);
+    assert_eq!(p.framing, Framing::Length(5));
+}
+
+#[test]
+fn leading_empty_lines_are_skipped() {
+    let p = parsed(b"\r\n\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n");
+    assert_eq!(p.target, "/");
+    assert_eq!(p.consumed, 4 + 27);
+}
+
+#[test]
+fn incomplete_head_waits() {
+    for input in [
+        &b"GET / HTTP/1.1\r\nHost: a\r\n"[..],
+        b"GET / HTTP/1.1\r\nHost: a\r\n\r",
+        b"GE",
+        b"\r",
+    ] {
+        assert_eq!(parse(input), Ok(None), "{input:?}");
+    }
+}
+
+#[test]
+fn header_values_are_trimmed() {
+    let p = parsed(b"GET / HTTP/1.1\r\nHost: a\r\nX-A: \t spaced \t\r\nX-B:\r\n\r\n");
+    assert_eq!(p.headers[1].1, b"spaced");
+    assert_eq!(p.headers[2].1, b"");
+}
+
+#[test]
+fn keep_alive_rules() {
+    assert!(parsed(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n").keep_alive);
+    assert!(!parsed(b"GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n").keep_alive);
+    assert!(!parsed(b"GET / HTTP/1.1\r\nHost: a\r\nConnection: foo, Close\r\n\r\n").keep_alive);
+    assert!(!parsed(b"GET / HTTP/1.0\r\n\r\n").keep_alive);
+    assert!(parsed(b"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n").keep_alive);
+}
+
+#[test]
+fn expect_continue() {
+    let p =
+        parsed(b"PUT / HTTP/1.1\r\nHost: a\r\nExpect: 100-Continue\r\nContent-Length: 1\r\n\r\n");
+    assert!(p.expect_continue);
+    let p = parsed(b"PUT / HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 1\r\n\r\n");
+    assert!(!p.expect_continue, "HTTP/1.0 expectations are ignored");
+    assert_eq!(
+        err(b"PUT / HTTP/1.1\r\nHost: a\r\nExpect: 200-ok\r\n\r\n"),
+        ProtoError::UnsupportedExpectation
+    );
+}
+
+#[test]
+fn chunked_framing() {
+    let p = parsed(b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n");
+    assert_eq!(p.framing, Framing::Chunked);
+}
+
+#[test]
+fn framing_errors() {
+    use ProtoError::*;
+    let cases: &[(&[u8], ProtoError)] = &[
+        (b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n", ContentLengthWithTransferEncoding),
+        (b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\n", InvalidContentLength),
+        (b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1,2\r\n\r\n", InvalidContentLength),
+        (b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: -1\r\n\r\n", InvalidContentLength),
+        (b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: \r\n\r\n", InvalidContentLength),
+        (b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 99999999999999999999\r\n\r\n", InvalidContentLength),
+        (b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked, gzip\r\n\r\n", ChunkedNotFinal),
+        (b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n", ChunkedNotFinal),
+        (b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: xchunked\r\n\r\n", UnknownTransferCoding),
+        (b"POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", TransferEncodingInHttp10),
+    ];
+    for (input, expected) in cases {
+        assert_eq!(
+            err(input),
+            *expected,
+            "{:?}",
+            String::from_utf8_lossy(input)
+        );
+    }
+}
+
+#[test]
+fn syntax_errors() {
+    use ProtoError::*;
+    let cases: &[(&[u8], ProtoError)] = &[
+        (b"GET / HTTP/1.1\nHost: a\r\n\r\n", BareLineEnding),
+        (b"GET / HTTP/1.1\r\nHost: a\n\r\n", BareLineEnding),
+        (b"GET / HTTP/1.1\r\nHost: a\r\n\n", BareLineEnding),
+        (b"GET / HTTP/1.1\r\nHost: a\rX: b\r\n\r\n", BareLineEnding),
+        (b"\nGET / HTTP/1.1\r\nHost: a\r\n\r\n", BareLineEnding),
+        (b"GET / HTTP/1.1\r\nHost : a\r\n\r\n", InvalidHeaderName),
+        (b"GET / HTTP/1.1\r\n Host: a\r\n\r\n", InvalidHeaderName),
+        (
+            b"GET / HTTP/1.1\r\nHost: a\r\nX[y]: 1\r\n\r\n",
+            InvalidHeaderName,
+        ),
+        (
+            b"GET / HTTP/1.1\r\nHost: a\r\nX\xffy: 1\r\n\r\n",
+            InvalidHeaderName,
+        ),
+        (
+            b"GET / HTTP/1.1\r\nHost: a\r\nX: a\x00b\r\n\r\n",
+            InvalidHeaderValue,
+        ),
+        (
+            b"GET / HTTP/1.1\r\nHost: a\r\nX: 1\r\n folded\r\n\r\n",
+            InvalidHeaderName,
+        ),
+        (b"GET / HTTP/1.1\r\n\r\n", InvalidHost),
+        (b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", InvalidHost),
+        (b"GET / HTTP/1.1\r\nHost: a b\r\n\r\n", InvalidHost),
+        (b"GET / HTTP/1.1\r\nHost: a/b\r\n\r\n", InvalidHost),
+        (b"GET / HTTP/2.0\r\nHost: a\r\n\r\n", UnsupportedVersion),
+        (b"GET / HTTP/1.x\r\nHost: a\r\n\r\n", InvalidRequestLine),
+        (b"GET / FOO/1.1\r\nHost: a\r\n\r\n", InvalidRequestLine),
+        (b"GET  / HTTP/1.1\r\nHost: a\r\n\r\n", InvalidRequestLine),
+        (b"G(T / HTTP/1.1\r\nHost: a\r\n\r\n", InvalidRequestLine),
+        (b"GET /\xc3\xa9 HTTP/1.1\r\nHost: a\r\n\r\n", InvalidTarget),
+        (b"GET * HTTP/1.1\r\nHost: a\r\n\r\n", InvalidTarget),
+        (b"GET foo HTTP/1.1\r\nHost: a\r\n\r\n", InvalidTarget),
+        (b"CONNECT / HTTP/1.1\r\nHost: a\r\n\r\n", InvalidTarget),
+    ];
+    for (input, expected) in cases {
+        assert_eq!(
+            err(input),
+            *expected,
+            "{:?}",
+            String::from_utf8_lossy(input)
+        );
+    }
+}
+
+#[test]
+fn target_forms() {
+    assert_eq!(parsed(b"OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n").target, "*");
+    assert_eq!(
+        parsed(b"CONNECT a.com:443 HTTP/1.1\r\nHost: a.com:443\r\n\r\n").target,
+        "a.com:443"
+    );
+    assert_eq!(
+        parsed(b"GET http://a.com/x HTTP/1.1\r\nHost: a.com\r\n\r\n").target,
+        "http://a.com/x"
+    );
+}
+
+#[test]
+fn limits_request_line() {
+    let limits = Limits {
+        max_request_line: 32,
+        ..Limits::default()
+    };
+    let ok = b"GET /0123456789 HTTP/1.1\r\nHost: a\r\n\r\n";
+    assert!(parse_with(ok, &limits).unwrap().is_some());
+    let long = b"GET /0123456789012345678 HTTP/1.1\r\nHost: a\r\n\r\n";
+    assert_eq!(
+        parse_with(long, &limits),
+        Err(ProtoError::RequestLineTooLong)
+    );
+    // Detected before the line ends: a client cannot hold a connection with an endless line.
+    assert_eq!(
+        parse_with(&[b'a'; 40], &limits),
+        Err(ProtoError::RequestLineTooLong)
+    );
+}
+
+#[test]
+fn limits_head_and_count() {
+    let limits = Limits {
+        max_head: 64,
+        max_headers: 3,
+        ..Limits::default()
+    };
+    let ok = b"GET / HTTP/1.1\r\nHost: a\r\nA: 1\r\nB: 2\r\n\r\n";
+    assert!(parse_with(ok, &limits).unwrap().is_some());
+    let many = b"GET / HTTP/1.1\r\nHost: a\r\nA: 1\r\nB: 2\r\nC: 3\r\n\r\n";
+    assert_eq!(parse_with(many, &limits), Err(ProtoError::TooManyHeaders));
+    let big = b"GET / HTTP/1.1\r\nHost: a\r\nA: 0123456789012345678901234567890123456789\r\n\r\n";
+    assert_eq!(parse_with(big, &limits), Err(ProtoError::HeadTooLarge));
+    let endless = [&b"GET / HTTP/1.1\r\nA: "[..], &[b'x'; 80]].concat();
+    assert_eq!(parse_with(&endless, &limits), Err(ProtoError::HeadTooLarge));
+    let blank_lines = b"\r\n".repeat(40);
+    assert_eq!(
+        parse_with(&blank_lines, &limits),
+        Err(ProtoError::HeadTooLarge)
+    );
+}
+
+#[test]
+fn head_is_reused_without_growing() {
+    let mut parser = HeadParser::new();
+    let mut head = RequestHead::new();
+    let input = b"GET /a HTTP/1.1\r\nHost: a\r\nX: 1\r\n\r\n";
+    parser
+        .parse(input, &Limits::default(), &mut head)
+        .unwrap()
+        .unwrap();
+    let input2 = b"GET /b HTTP/1.1\r\nHost: b\r\n\r\n";
+    parser
+        .parse(input2, &Limits::default(), &mut head)
+        .unwrap()
+        .unwrap();
+    assert_eq!(head.target(), "/b");
+    assert_eq!(head.header_count(), 1);
+    assert_eq!(head.header("x"), None);
+}
