@@ -1,0 +1,159 @@
+//! The hyper peer: hyper 1.x's HTTP/1.1 server, configured as its users would for speed.
+//!
+//! A multi-threaded tokio runtime with `threads` workers; one task per connection running
+//! `http1::Builder::serve_connection`. `pipeline_flush` is a command-line switch because hyper
+//! flushes after every pipelined response unless it is set, and the comparison is reported both
+//! ways. hyper adds the `Date` header itself (cached per second).
+//!
+//! Upload sinks match the other systems: discard drops each frame hyper hands over; file writes
+//! each frame with plain `std::fs` on the connection's task (a `tokio::fs` write is a hop to the
+//! blocking pool per write and halves throughput). Frames are written as they come rather than
+//! regrouped into 256 KiB, which would add a copy; hyper's frames are up to its read buffer size.
+//! hyper has no splice path.
+
+use crate::server::plaintext::{BODY, CONTENT_TYPE, SERVER};
+use crate::server::sink::create_upload_file;
+use crate::server::trace::UploadTrace;
+use crate::server::{Endpoint, ServeArgs, Sink, StartError};
+use bytes::Bytes;
+use http::{Method, Request, Response, StatusCode, header};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+use tokio::io::{AsyncRead, AsyncWrite};
+
+/// Starts the runtime and the accept loop; returns once bound.
+pub fn start(args: &ServeArgs) -> Result<Endpoint, StartError> {
+    if args.sink == Sink::Splice {
+        return Err(StartError::Unavailable("hyper has no splice path".into()));
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(args.threads.max(1))
+        .enable_all()
+        .build()?;
+    let cfg = Arc::new(Cfg {
+        sink: args.sink,
+        dir: args.data_dir.clone(),
+        pipeline_flush: args.pipeline_flush,
+    });
+    let (listener, endpoint) = crate::server::raw::bind(args)?;
+    let endpoint2 = endpoint.clone();
+    std::thread::spawn(move || {
+        rt.block_on(async move {
+            if let Err(e) = accept_loop(listener, &endpoint2, cfg).await {
+                eprintln!("hyper peer: {e}");
+            }
+        })
+    });
+    Ok(endpoint)
+}
+
+struct Cfg {
+    sink: Sink,
+    dir: PathBuf,
+    pipeline_flush: bool,
+}
+
+async fn accept_loop(
+    listener: std::os::fd::OwnedFd,
+    endpoint: &Endpoint,
+    cfg: Arc<Cfg>,
+) -> std::io::Result<()> {
+    match endpoint {
+        Endpoint::Tcp(_) => {
+            let std_l = std::net::TcpListener::from(listener);
+            std_l.set_nonblocking(true)?;
+            let l = tokio::net::TcpListener::from_std(std_l)?;
+            loop {
+                let (s, _) = l.accept().await?;
+                s.set_nodelay(true)?;
+                spawn_connection(s, Arc::clone(&cfg));
+            }
+        }
+        Endpoint::Unix(_) => {
+            let std_l = std::os::unix::net::UnixListener::from(listener);
+            std_l.set_nonblocking(true)?;
+            let l = tokio::net::UnixListener::from_std(std_l)?;
+            loop {
+                let (s, _) = l.accept().await?;
+                spawn_connection(s, Arc::clone(&cfg));
+            }
+        }
+    }
+}
+
+fn spawn_connection<S>(stream: S, cfg: Arc<Cfg>)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    tokio::spawn(async move {
+        let svc_cfg = Arc::clone(&cfg);
+        let svc = service_fn(move |req| {
+            let cfg = Arc::clone(&svc_cfg);
+            async move { Ok::<_, std::convert::Infallible>(handle(req, &cfg).await) }
+        });
+        let _ = http1::Builder::new()
+            .pipeline_flush(cfg.pipeline_flush)
+            .serve_connection(TokioIo::new(stream), svc)
+            .await;
+    });
+}
+
+async fn handle(req: Request<Incoming>, cfg: &Cfg) -> Response<Full<Bytes>> {
+    match (req.method(), req.uri().path()) {
+        (&Method::GET, "/plaintext") => hello(),
+        (&Method::POST, "/post") => {
+            let mut body = req.into_body();
+            while let Some(Ok(_)) = body.frame().await {}
+            hello()
+        }
+        (&Method::POST, "/upload") => match upload(req, cfg).await {
+            Ok(trace) => Response::new(Full::new(Bytes::from(trace.encode()))),
+            Err(e) => status(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+        },
+        _ => status(StatusCode::NOT_FOUND, String::new()),
+    }
+}
+
+fn hello() -> Response<Full<Bytes>> {
+    let mut r = Response::new(Full::new(Bytes::from_static(BODY)));
+    let h = r.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static(CONTENT_TYPE),
+    );
+    h.insert(header::SERVER, header::HeaderValue::from_static(SERVER));
+    r
+}
+
+fn status(code: StatusCode, body: String) -> Response<Full<Bytes>> {
+    let mut r = Response::new(Full::new(Bytes::from(body)));
+    *r.status_mut() = code;
+    r
+}
+
+async fn upload(req: Request<Incoming>, cfg: &Cfg) -> std::io::Result<UploadTrace> {
+    let mut trace = UploadTrace::start();
+    let mut file = match cfg.sink {
+        Sink::File => Some(create_upload_file(&cfg.dir)?),
+        _ => None,
+    };
+    let mut body = req.into_body();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(std::io::Error::other)?;
+        if let Ok(data) = frame.into_data() {
+            trace.received(data.len());
+            if let Some(f) = file.as_mut() {
+                // Blocking write on the connection's task, on purpose: see the module docs.
+                f.write_all(&data)?;
+            }
+        }
+    }
+    trace.finish();
+    Ok(trace)
+}
