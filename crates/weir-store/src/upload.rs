@@ -1,0 +1,402 @@
+//! One upload in progress: a temporary file that becomes the target at commit, or disappears.
+//!
+//! Life cycle (each step consumes or checks the state, see [`State`]):
+//!
+//! ```text
+//! begin ──► Open ──write / record_external_write──► Open
+//!             │ \── any error ──► Discarded (temp removed, reservation released)
+//!             ├── commit ──► Done (file at target)   [errors before the rename: Discarded]
+//!             ├── abort  ──► Done (temp removed)
+//!             └── drop   ──► temp removed
+//! ```
+//!
+//! Commit, in order, and why:
+//! 1. check the length against `expected_len` and against the file itself (catches a body
+//!    that ended early, or external writes that were not recorded);
+//! 2. finish the digests and compare with the expected ones: a mismatch discards the upload
+//!    before anything is visible;
+//! 3. record the SHA-256 in an xattr (so that the fsync below covers it too);
+//! 4. `fsync` the file: its data is on disk before its name is;
+//! 5. under the store's commit lock, `lstat` the target (for `replaced` and the size it
+//!    frees) and `rename` the temp over it: readers see the old file or the new one;
+//! 6. `fsync` the directory: the rename itself is on disk when commit returns.
+//!
+//! Copies and allocations on the write path: [`Upload::write`] hands the caller's slice to the
+//! hasher (which reads it in place) and to `write(2)` (the kernel copies it into the page
+//! cache, the one copy a buffered write needs). Nothing is allocated per write; the only
+//! allocations are per upload (paths, in `begin`) and, only when bytes bypassed `write` and a
+//! digest is needed, one read buffer at commit.
+
+use crate::digest::{ContentDigest, Digests, Hashers};
+use crate::error::StoreError;
+use crate::fault::Op;
+use crate::local::{Missing, Shared, create_temp, lstat};
+use crate::path::StorePath;
+use crate::sys;
+use std::fs::{self, File};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// How to run one upload.
+#[derive(Clone, Debug)]
+pub struct UploadOptions {
+    /// Compute the SHA-256 of the body while it is written, report it from
+    /// [`Upload::commit`] and store it with the file. Default `true`. Turn it off for the
+    /// zero-copy path ([`Upload::file_mut`]), where the bytes never pass through user space.
+    pub hash: bool,
+    /// Digests the body must match (from `Content-Digest`). Verified whatever `hash` says:
+    /// computed while writing, or by reading the file back at commit if bytes bypassed
+    /// [`Upload::write`].
+    pub expected_digest: Option<ContentDigest>,
+    /// The body length, when known (`Content-Length`). Reserved against the quota at `begin`;
+    /// writing more, or committing fewer, is [`StoreError::LengthMismatch`].
+    pub expected_len: Option<u64>,
+}
+
+impl Default for UploadOptions {
+    fn default() -> Self {
+        UploadOptions {
+            hash: true,
+            expected_digest: None,
+            expected_len: None,
+        }
+    }
+}
+
+/// What a successful commit stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Committed {
+    /// Bytes stored.
+    pub size: u64,
+    /// The SHA-256 of the bytes, when computed (`hash` on, or a `sha-256` digest expected).
+    pub sha256: Option<[u8; 32]>,
+    /// A file existed at the target and was replaced (answer 200 rather than 201).
+    pub replaced: bool,
+}
+
+/// Where an upload is in its life cycle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    /// The temporary file exists and takes writes.
+    Open,
+    /// An error removed the temporary file and released the reservation; every further call
+    /// fails with [`StoreError::Discarded`].
+    Discarded,
+    /// Committed or aborted: nothing left to clean up.
+    Done,
+}
+
+/// An upload in progress. Dropping it without [`Upload::commit`] removes the temporary file:
+/// a handler that returns early (client gone, body too large, panic) leaves nothing behind.
+#[derive(Debug)]
+pub struct Upload {
+    shared: Arc<Shared>,
+    path: StorePath,
+    dir: PathBuf,
+    temp: PathBuf,
+    target: PathBuf,
+    file: File,
+    state: State,
+    /// Bytes written (and, for external writes, recorded).
+    size: u64,
+    /// Bytes reserved against the quota; always `>= size` while open.
+    reserved: u64,
+    expected_len: Option<u64>,
+    expected_digest: ContentDigest,
+    /// Which digests commit must produce.
+    want_sha256: bool,
+    want_sha512: bool,
+    /// Digests of everything written so far, while all bytes came through `write`. `None`
+    /// once an external write was recorded: commit then reads the file back.
+    inline: Option<Hashers>,
+}
+
+impl Upload {
+    pub(crate) fn begin(
+        shared: Arc<Shared>,
+        path: &StorePath,
+        options: UploadOptions,
+    ) -> Result<Upload, StoreError> {
+        let reserved = options.expected_len.unwrap_or(0);
+        shared.usage.reserve(reserved)?;
+        let prepared = (|| {
+            let dir = shared.walk(path.parent_segments(), Missing::Create)?;
+            let target = dir.join(path.file_name());
+            // Refuse now what the rename would refuse (or silently do) at commit, before the
+            // client sends its body.
+            match lstat(&target)? {
+                Some(m) if m.file_type().is_symlink() => return Err(StoreError::SymlinkRefused),
+                Some(m) if m.is_dir() => return Err(StoreError::IsDirectory),
+                _ => {}
+            }
+            let (temp, file) = create_temp(&dir)?;
+            Ok((dir, target, temp, file))
+        })();
+        let (dir, target, temp, file) = match prepared {
+            Ok(p) => p,
+            Err(e) => {
+                shared.usage.release(reserved);
+                return Err(e);
+            }
+        };
+        let expected_digest = options.expected_digest.unwrap_or_default();
+        let want_sha256 = options.hash || expected_digest.sha256.is_some();
+        let want_sha512 = expected_digest.sha512.is_some();
+        let hashers = Hashers::new(want_sha256, want_sha512);
+        Ok(Upload {
+            shared,
+            path: path.clone(),
+            dir,
+            temp,
+            target,
+            file,
+            state: State::Open,
+            size: 0,
+            reserved,
+            expected_len: options.expected_len,
+            expected_digest,
+            want_sha256,
+            want_sha512,
+            inline: (!hashers.is_empty()).then_some(hashers),
+        })
+    }
+
+    /// The path this upload will be committed to.
+    pub fn path(&self) -> &StorePath {
+        &self.path
+    }
+
+    /// Bytes written so far.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// Appends all of `buf` to the file (hashing it first, when hashing is on).
+    ///
+    /// Any error discards the upload: the temporary file is removed, existing files are
+    /// untouched, and later calls fail with [`StoreError::Discarded`].
+    pub fn write(&mut self, buf: &[u8]) -> Result<(), StoreError> {
+        self.ensure_open()?;
+        if buf.is_empty() {
+            return Ok(());
+        }
+        let n = buf.len() as u64;
+        self.account(n)?;
+        if let Some(h) = &mut self.inline {
+            h.update(buf);
+        }
+        let written = self
+            .shared
+            .faults
+            .check(Op::Write)
+            .and_then(|()| self.file.write_all(buf));
+        if let Err(e) = written {
+            return Err(self.discard(StoreError::from_io("write", e)));
+        }
+        self.size += n;
+        Ok(())
+    }
+
+    /// The temporary file, for writes that bypass [`Upload::write`]: `splice(2)` from a socket,
+    /// `copy_file_range(2)`, a `write_vectored`. Write sequentially at the file's current
+    /// position, then report every byte with [`Upload::record_external_write`].
+    ///
+    /// Meant for uploads begun with `hash: false`. With hashing on it still works, but commit
+    /// then reads the whole file back to hash it.
+    pub fn file_mut(&mut self) -> &mut File {
+        &mut self.file
+    }
+
+    /// Reports `n` bytes written through [`Upload::file_mut`], for the length check and the
+    /// quota. Fails (and discards the upload) if they exceed `expected_len` or the quota.
+    pub fn record_external_write(&mut self, n: u64) -> Result<(), StoreError> {
+        self.ensure_open()?;
+        self.account(n)?;
+        // The inline hashers did not see these bytes: commit re-reads the file if it needs a
+        // digest.
+        self.inline = None;
+        self.size += n;
+        Ok(())
+    }
+
+    /// Discards the upload because an external write failed, and classifies the error the way
+    /// [`Upload::write`] would: `ENOSPC`/`EDQUOT` become [`StoreError::NoSpace`].
+    pub fn abort_with(mut self, err: io::Error) -> StoreError {
+        let err = StoreError::from_io("write", err);
+        if self.state == State::Open {
+            self.discard(err)
+        } else {
+            err
+        }
+    }
+
+    /// Makes the upload the file at its path, durably and atomically (see the module doc).
+    ///
+    /// On error before the rename, the upload is discarded and the target untouched. If the
+    /// final directory fsync fails, the new file is already visible but may not survive a
+    /// crash; the error is reported so that the client retries (a PUT is idempotent).
+    pub fn commit(mut self) -> Result<Committed, StoreError> {
+        self.ensure_open()?;
+        let digests = match self.prepare() {
+            Ok(d) => d,
+            Err(e) => return Err(self.discard(e)),
+        };
+        let (replaced, freed) = match self.rename_into_place() {
+            Ok(r) => r,
+            Err(e) => return Err(self.discard(e)),
+        };
+        self.state = State::Done;
+        // The reservation becomes the file's share of the usage; what it replaced is freed.
+        self.shared.usage.release(self.reserved - self.size);
+        self.shared.usage.release(freed);
+        sys::sync_dir(&self.dir).map_err(|e| StoreError::from_io("sync directory", e))?;
+        Ok(Committed {
+            size: self.size,
+            sha256: digests.sha256,
+            replaced,
+        })
+    }
+
+    /// Removes the temporary file. Dropping the upload does the same, ignoring errors.
+    pub fn abort(mut self) -> Result<(), StoreError> {
+        if self.state != State::Open {
+            return Ok(());
+        }
+        self.state = State::Done;
+        self.shared.usage.release(self.reserved);
+        fs::remove_file(&self.temp).map_err(|e| StoreError::Io {
+            op: "remove temporary file",
+            source: e,
+        })
+    }
+
+    fn ensure_open(&self) -> Result<(), StoreError> {
+        match self.state {
+            State::Open => Ok(()),
+            State::Discarded | State::Done => Err(StoreError::Discarded),
+        }
+    }
+
+    /// Checks `n` more bytes against `expected_len` and the quota, reserving what is needed.
+    fn account(&mut self, n: u64) -> Result<(), StoreError> {
+        let new_size = self.size.saturating_add(n);
+        if let Some(expected) = self.expected_len {
+            if new_size > expected {
+                let err = StoreError::LengthMismatch {
+                    expected,
+                    actual: new_size,
+                };
+                return Err(self.discard(err));
+            }
+        }
+        if new_size > self.reserved {
+            if let Err(e) = self.shared.usage.reserve(new_size - self.reserved) {
+                return Err(self.discard(e));
+            }
+            self.reserved = new_size;
+        }
+        Ok(())
+    }
+
+    /// Steps 1 to 4 of commit: everything that can fail before the file becomes visible.
+    fn prepare(&mut self) -> Result<Digests, StoreError> {
+        if let Some(expected) = self.expected_len {
+            if self.size != expected {
+                return Err(StoreError::LengthMismatch {
+                    expected,
+                    actual: self.size,
+                });
+            }
+        }
+        let on_disk = self
+            .file
+            .metadata()
+            .map_err(|e| StoreError::from_io("stat", e))?
+            .len();
+        if on_disk != self.size {
+            // Bytes written through `file_mut` but not recorded (or recorded but not written):
+            // a bug in the caller, and the file is not what it thinks it is.
+            return Err(StoreError::LengthMismatch {
+                expected: self.size,
+                actual: on_disk,
+            });
+        }
+        let digests = match self.inline.take() {
+            Some(h) => h.finish(),
+            None if self.want_sha256 || self.want_sha512 => self
+                .read_back(Hashers::new(self.want_sha256, self.want_sha512))
+                .map_err(|e| StoreError::from_io("read back for digest", e))?,
+            None => Digests::default(),
+        };
+        if let Some(algorithm) = digests.mismatch(&self.expected_digest) {
+            return Err(StoreError::DigestMismatch { algorithm });
+        }
+        if let Some(sha256) = &digests.sha256 {
+            sys::write_digest(&self.file, sha256);
+        }
+        self.shared
+            .faults
+            .check(Op::SyncFile)
+            .and_then(|()| self.file.sync_all())
+            .map_err(|e| StoreError::from_io("fsync file", e))?;
+        Ok(digests)
+    }
+
+    /// Hashes the file's bytes by reading them back (after external writes).
+    fn read_back(&mut self, mut hashers: Hashers) -> io::Result<Digests> {
+        self.file.seek(SeekFrom::Start(0))?;
+        // The one allocation of the commit path, made only here: 256 KiB, the write size that
+        // measured best on this kind of machine, too big for a task's stack.
+        let mut buf = vec![0u8; 256 * 1024];
+        let mut left = self.size;
+        while left > 0 {
+            let want = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
+            let n = self.file.read(&mut buf[..want])?;
+            if n == 0 {
+                return Err(io::ErrorKind::UnexpectedEof.into());
+            }
+            hashers.update(&buf[..n]);
+            left -= n as u64;
+        }
+        Ok(hashers.finish())
+    }
+
+    /// Step 5 of commit. Returns whether a file was replaced, and its size.
+    fn rename_into_place(&self) -> Result<(bool, u64), StoreError> {
+        let _guard = self.shared.lock_commits();
+        let (replaced, freed) = match lstat(&self.target)? {
+            None => (false, 0),
+            // Placed after `begin` checked: never write through (or over) a link.
+            Some(m) if m.file_type().is_symlink() => return Err(StoreError::SymlinkRefused),
+            Some(m) if m.is_dir() => return Err(StoreError::IsDirectory),
+            Some(m) => (true, if m.is_file() { m.len() } else { 0 }),
+        };
+        fs::rename(&self.temp, &self.target)
+            .map_err(|e| StoreError::from_io("rename into place", e))?;
+        Ok((replaced, freed))
+    }
+
+    /// Removes the temporary file and releases the reservation, once; returns `err` for the
+    /// caller to pass on.
+    fn discard(&mut self, err: StoreError) -> StoreError {
+        if self.state == State::Open {
+            self.state = State::Discarded;
+            self.shared.usage.release(self.reserved);
+            // If this fails too, the temp is left for the next start-up cleanup: the error
+            // that matters to the caller is the first one.
+            let _ = fs::remove_file(&self.temp);
+        }
+        err
+    }
+}
+
+impl Drop for Upload {
+    fn drop(&mut self) {
+        if self.state == State::Open {
+            self.state = State::Done;
+            self.shared.usage.release(self.reserved);
+            let _ = fs::remove_file(&self.temp);
+        }
+    }
+}
