@@ -5,7 +5,7 @@
 //! - `.weir-lock` in the root: held with `flock` while a [`LocalStore`] is open, so that a
 //!   second process cannot clean up the first one's uploads in progress or skew its quota;
 //! - `.weir-upload-<pid>-<n>.tmp` next to each target: an upload in progress (see
-//!   [`Upload`](crate::Upload)).
+//!   [`Upload`]).
 //!
 //! Resolution never follows a symbolic link: every existing component is checked with
 //! `symlink_metadata` on the way down, a symlink anywhere is [`StoreError::SymlinkRefused`],
@@ -492,4 +492,302 @@ fn scan(root: &Path) -> io::Result<Scan> {
         }
     }
     Ok(scan)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::{p, read, store, temps};
+    use crate::{PathError, UploadOptions};
+
+    fn put(store: &LocalStore, path: &str, body: &[u8]) {
+        let mut up = store.begin(&p(path), UploadOptions::default()).unwrap();
+        up.write(body).unwrap();
+        up.commit().unwrap();
+    }
+
+    #[test]
+    fn open_creates_the_root_and_refuses_a_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("deep/new/root");
+        let store = LocalStore::open(&root, LocalOptions::default()).unwrap();
+        assert!(root.is_dir());
+        assert_eq!(store.root(), fs::canonicalize(&root).unwrap());
+        assert_eq!((store.usage(), store.removed_temporaries()), (0, 0));
+
+        let file = dir.path().join("file");
+        fs::write(&file, b"x").unwrap();
+        let err = LocalStore::open(&file, LocalOptions::default()).unwrap_err();
+        assert!(matches!(err, StoreError::Root { .. }), "{err}");
+        assert!(err.to_string().contains(&*file.to_string_lossy()), "{err}");
+        let err = LocalStore::open(file.join("below"), LocalOptions::default()).unwrap_err();
+        assert!(matches!(err, StoreError::Root { .. }), "{err}");
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_root_is_held_by_one_store_at_a_time() {
+        let (dir, store) = store();
+        let root = store.root().to_owned();
+        let err = LocalStore::open(&root, LocalOptions::default()).unwrap_err();
+        assert!(err.to_string().contains("in use"), "{err}");
+        // Clones share the lock; an upload in progress keeps it too.
+        let up = store
+            .clone()
+            .begin(&p("f"), UploadOptions::default())
+            .unwrap();
+        drop(store);
+        assert!(LocalStore::open(&root, LocalOptions::default()).is_err());
+        drop(up);
+        LocalStore::open(&root, LocalOptions::default()).unwrap();
+        drop(dir);
+    }
+
+    #[test]
+    fn open_removes_leftover_temporaries_and_counts_usage() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("root");
+        {
+            let store = LocalStore::open(&root, LocalOptions::default()).unwrap();
+            put(&store, "a/b/kept", b"12345");
+            put(&store, "top", b"123");
+        }
+        // What a SIGKILL during uploads leaves behind.
+        let leftovers = [
+            root.join(".weir-upload-1f-0.tmp"),
+            root.join("a/.weir-upload-2-7.tmp"),
+            root.join("a/b/.weir-upload-abc-1.tmp"),
+        ];
+        for t in &leftovers {
+            fs::write(t, vec![0u8; 1000]).unwrap();
+        }
+        // Not ours to remove: an unrelated hidden file, and a name that only looks similar.
+        fs::write(root.join(".hidden"), b"xy").unwrap();
+        fs::write(root.join("a/.weir-upload-notes"), b"").unwrap();
+
+        let store = LocalStore::open(&root, LocalOptions::default()).unwrap();
+        assert_eq!(store.removed_temporaries(), 3);
+        for t in &leftovers {
+            assert!(!t.exists(), "{}", t.display());
+        }
+        assert!(root.join(".hidden").exists());
+        assert!(root.join("a/.weir-upload-notes").exists());
+        assert_eq!(store.usage(), 5 + 3 + 2);
+        assert_eq!(read(&store, "a/b/kept"), b"12345");
+    }
+
+    #[test]
+    fn list_is_sorted_and_shows_only_what_can_be_fetched() {
+        let (_dir, store) = store();
+        put(&store, "d/zeta", b"zz");
+        put(&store, "d/alpha", b"a");
+        put(&store, "d/sub/x", b"xxx");
+        put(&store, "d/Beta", b"bbbb");
+        // An upload in progress, a file with a reserved name and one with a control
+        // character, made behind the store's back: none is listed.
+        let _in_progress = store
+            .begin(&p("d/pending"), UploadOptions::default())
+            .unwrap();
+        fs::write(store.root().join("d/.weir-other"), b"").unwrap();
+        fs::write(store.root().join("d/bad\nname"), b"").unwrap();
+
+        let entries = store.list(Some(&p("d"))).unwrap();
+        let names: Vec<_> = entries
+            .iter()
+            .map(|e| (e.name.as_str(), e.size, e.is_dir))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("Beta", 4, false),
+                ("alpha", 1, false),
+                ("sub", 0, true),
+                ("zeta", 2, false)
+            ]
+        );
+        assert_eq!(
+            temps(store.root()).len(),
+            1,
+            "the pending upload's temp exists"
+        );
+
+        let root: Vec<_> = store
+            .list(None)
+            .unwrap()
+            .into_iter()
+            .map(|e| e.name)
+            .collect();
+        assert_eq!(root, ["d"], "the root lock is not listed either");
+    }
+
+    #[test]
+    fn list_errors() {
+        let (_dir, store) = store();
+        put(&store, "d/file", b"x");
+        assert!(matches!(
+            store.list(Some(&p("absent"))),
+            Err(StoreError::NotFound)
+        ));
+        assert!(matches!(
+            store.list(Some(&p("d/absent"))),
+            Err(StoreError::NotFound)
+        ));
+        assert!(matches!(
+            store.list(Some(&p("d/file"))),
+            Err(StoreError::NotADirectory)
+        ));
+        assert!(matches!(
+            store.list(Some(&p("d/file/x"))),
+            Err(StoreError::NotFound)
+        ));
+        assert!(store.list(Some(&p("d"))).is_ok());
+    }
+
+    #[test]
+    fn open_file_errors() {
+        let (_dir, store) = store();
+        put(&store, "d/file", b"x");
+        assert!(matches!(
+            store.open_file(&p("absent")),
+            Err(StoreError::NotFound)
+        ));
+        assert!(matches!(
+            store.open_file(&p("d")),
+            Err(StoreError::IsDirectory)
+        ));
+        assert!(matches!(
+            store.open_file(&p("d/file/below")),
+            Err(StoreError::NotFound)
+        ));
+        assert!(matches!(
+            store.open_file(&p("no/such/dir/f")),
+            Err(StoreError::NotFound)
+        ));
+        // Temporaries cannot even be named.
+        assert_eq!(
+            StorePath::parse("d/.weir-upload-1-0.tmp"),
+            Err(PathError::Reserved)
+        );
+    }
+
+    #[test]
+    fn begin_errors_leave_nothing_behind() {
+        let (_dir, store) = store();
+        put(&store, "d/file", b"x");
+        let err = store.begin(&p("d"), UploadOptions::default()).unwrap_err();
+        assert!(matches!(err, StoreError::IsDirectory));
+        let err = store
+            .begin(&p("d/file/below"), UploadOptions::default())
+            .unwrap_err();
+        assert!(matches!(err, StoreError::NotADirectory));
+        assert!(temps(store.root()).is_empty());
+    }
+
+    #[test]
+    fn delete_removes_and_accounts() {
+        let (_dir, store) = store();
+        put(&store, "d/f", b"12345");
+        put(&store, "d/g", b"12");
+        store.delete(&p("d/f")).unwrap();
+        assert!(matches!(
+            store.open_file(&p("d/f")),
+            Err(StoreError::NotFound)
+        ));
+        assert!(matches!(store.delete(&p("d/f")), Err(StoreError::NotFound)));
+        assert!(matches!(store.delete(&p("x/y")), Err(StoreError::NotFound)));
+        assert!(matches!(
+            store.delete(&p("d")),
+            Err(StoreError::IsDirectory)
+        ));
+        assert_eq!(store.usage(), 2);
+        let names: Vec<_> = store
+            .list(Some(&p("d")))
+            .unwrap()
+            .into_iter()
+            .map(|e| e.name)
+            .collect();
+        assert_eq!(names, ["g"]);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn symlinks_out_of_the_root_are_refused_for_read_and_write() {
+        use std::os::unix::fs::symlink;
+        let (dir, store) = store();
+        let outside = dir.path().join("outside");
+        fs::create_dir(&outside).unwrap();
+        fs::write(outside.join("secret"), b"secret").unwrap();
+        let root = store.root().to_owned();
+        // A directory link and a file link, both pointing out of the root.
+        symlink(&outside, root.join("escape")).unwrap();
+        symlink(outside.join("secret"), root.join("secret-link")).unwrap();
+        fs::create_dir(root.join("d")).unwrap();
+        symlink("../../outside", root.join("d/rel")).unwrap();
+
+        let refused = |r: Result<(), StoreError>| {
+            assert!(matches!(r, Err(StoreError::SymlinkRefused)), "{r:?}");
+        };
+        for path in [
+            "escape/secret",
+            "secret-link",
+            "d/rel/secret",
+            "escape/new/deeper",
+        ] {
+            refused(store.open_file(&p(path)).map(drop));
+            refused(store.begin(&p(path), UploadOptions::default()).map(drop));
+            refused(store.delete(&p(path)));
+        }
+        refused(store.list(Some(&p("escape"))).map(drop));
+        refused(store.list(Some(&p("d/rel"))).map(drop));
+
+        // Nothing outside was touched, nothing was created, and links are not listed.
+        assert_eq!(fs::read(outside.join("secret")).unwrap(), b"secret");
+        assert_eq!(fs::read_dir(&outside).unwrap().count(), 1);
+        let names: Vec<_> = store
+            .list(None)
+            .unwrap()
+            .into_iter()
+            .map(|e| e.name)
+            .collect();
+        assert_eq!(names, ["d"]);
+        assert!(store.list(Some(&p("d"))).unwrap().is_empty());
+        assert!(temps(store.root()).is_empty());
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_symlink_swapped_in_after_the_check_is_not_followed() {
+        use std::os::unix::fs::symlink;
+        let (dir, store) = store();
+        fs::write(dir.path().join("secret"), b"secret").unwrap();
+        symlink(dir.path().join("secret"), store.root().join("f")).unwrap();
+        // What `open_file` does after its lstat: the open itself refuses the link.
+        let mut opts = OpenOptions::new();
+        opts.read(true);
+        sys::add_nofollow(&mut opts, true);
+        let err = opts.open(store.root().join("f")).unwrap_err();
+        assert!(sys::is_symlink_error(&err), "{err}");
+        // A link placed at the target during an upload is refused at commit, not replaced.
+        fs::remove_file(store.root().join("f")).unwrap();
+        let mut up = store.begin(&p("f"), UploadOptions::default()).unwrap();
+        up.write(b"new").unwrap();
+        symlink(dir.path().join("secret"), store.root().join("f")).unwrap();
+        assert!(matches!(up.commit(), Err(StoreError::SymlinkRefused)));
+        assert_eq!(fs::read(dir.path().join("secret")).unwrap(), b"secret");
+        assert!(temps(store.root()).is_empty());
+    }
+
+    #[test]
+    fn a_root_that_is_itself_a_symlink_is_resolved_once() {
+        // The operator may point `--root` at a link; only links *inside* the root are refused.
+        #[cfg(unix)]
+        {
+            let dir = tempfile::tempdir().unwrap();
+            fs::create_dir(dir.path().join("real")).unwrap();
+            std::os::unix::fs::symlink(dir.path().join("real"), dir.path().join("link")).unwrap();
+            let store = LocalStore::open(dir.path().join("link"), LocalOptions::default()).unwrap();
+            put(&store, "f", b"ok");
+            assert_eq!(fs::read(dir.path().join("real/f")).unwrap(), b"ok");
+        }
+    }
 }
