@@ -35,8 +35,12 @@ impl Usage {
         self.limit
     }
 
-    /// Takes `n` bytes, or fails without taking anything.
+    /// Takes `n` bytes, or fails without taking anything. Taking nothing always succeeds, even
+    /// when the files on disk already exceed the limit (a limit lowered between two starts).
     pub(crate) fn reserve(&self, n: u64) -> Result<(), StoreError> {
+        if n == 0 {
+            return Ok(());
+        }
         let limit = self.limit.unwrap_or(u64::MAX);
         // Relaxed is enough: the counter orders nothing but itself.
         self.used
@@ -88,6 +92,13 @@ mod tests {
         u.reserve(30).unwrap();
         u.release(1000);
         assert_eq!(u.used(), 0, "release saturates");
+    }
+
+    #[test]
+    fn over_the_limit_only_nothing_fits() {
+        let u = Usage::new(150, Some(100));
+        assert!(u.reserve(0).is_ok());
+        assert!(u.reserve(1).is_err());
     }
 
     #[test]

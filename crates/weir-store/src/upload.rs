@@ -248,7 +248,9 @@ impl Upload {
         };
         self.state = State::Done;
         // The reservation becomes the file's share of the usage; what it replaced is freed.
-        self.shared.usage.release(self.reserved - self.size);
+        self.shared
+            .usage
+            .release(self.reserved.saturating_sub(self.size));
         self.shared.usage.release(freed);
         sys::sync_dir(&self.dir).map_err(|e| StoreError::from_io("sync directory", e))?;
         Ok(Committed {

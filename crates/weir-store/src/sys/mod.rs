@@ -56,24 +56,18 @@ impl DigestRecord {
 
     /// The digest, if `value` is a record taken when the file had this size and mtime.
     pub(crate) fn check(value: &[u8], size: u64, mtime: SystemTime) -> Option<[u8; 32]> {
-        let value: &[u8; Self::LEN] = value.try_into().ok()?;
-        let mut sha256 = [0u8; 32];
-        sha256.copy_from_slice(&value[..32]);
-        let field = |r: std::ops::Range<usize>| {
-            let mut b = [0u8; 8];
-            b[..r.len()].copy_from_slice(&value[r]);
-            u64::from_le_bytes(b)
-        };
-        let record = DigestRecord {
-            sha256,
-            size: field(32..40),
+        let current = DigestRecord {
+            sha256: [0; 32],
+            size,
             mtime,
-        };
-        let since = mtime.duration_since(UNIX_EPOCH).ok()?;
-        let same = record.size == size
-            && field(40..48) == since.as_secs()
-            && field(48..52) == u64::from(since.subsec_nanos());
-        same.then_some(sha256)
+        }
+        .encode()?;
+        // Everything after the digest must be what the file is now.
+        (value.len() == Self::LEN && value[32..] == current[32..]).then(|| {
+            let mut sha256 = [0u8; 32];
+            sha256.copy_from_slice(&value[..32]);
+            sha256
+        })
     }
 }
 
