@@ -13,23 +13,35 @@ use weir::{Config, Exchange, Handler, http};
 pub fn run(args: ServeArgs) -> io::Result<()> {
     fs::create_dir_all(&args.root)
         .map_err(|e| io::Error::new(e.kind(), format!("root {}: {e}", args.root.display())))?;
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     runtime.block_on(async {
-        let mut config = Config::default();
-        config.pause_threshold = usize::try_from(args.pause_threshold).unwrap_or(usize::MAX);
+        let config = Config {
+            pause_threshold: usize::try_from(args.pause_threshold).unwrap_or(usize::MAX),
+            ..Config::default()
+        };
         let mut server = weir::Server::new(config);
         let addr = server
             .listen_tcp(args.listen)
             .await
             .map_err(|e| io::Error::new(e.kind(), format!("listen on {}: {e}", args.listen)))?;
         if let Some(path) = &args.unix {
-            server
-                .listen_unix(path)
-                .map_err(|e| io::Error::new(e.kind(), format!("listen on {}: {e}", path.display())))?;
+            server.listen_unix(path).map_err(|e| {
+                io::Error::new(e.kind(), format!("listen on {}: {e}", path.display()))
+            })?;
         }
         tracing::info!(%addr, unix = ?args.unix, root = %args.root.display(), "weir serving");
-        let service = Service { root: args.root, max_upload: args.max_upload, next_temp: AtomicU64::new(0) };
-        server.serve_until(service, async { let _ = tokio::signal::ctrl_c().await; }).await
+        let service = Service {
+            root: args.root,
+            max_upload: args.max_upload,
+            next_temp: AtomicU64::new(0),
+        };
+        server
+            .serve_until(service, async {
+                let _ = tokio::signal::ctrl_c().await;
+            })
+            .await
     })
 }
 
@@ -46,17 +58,29 @@ impl Handler for Service {
         if path == "/healthz" {
             return match method {
                 Method::GET | Method::HEAD => ex.respond(StatusCode::OK).body("ok\n").await,
-                _ => ex.respond(StatusCode::METHOD_NOT_ALLOWED).header("allow", "GET, HEAD").empty().await,
+                _ => {
+                    ex.respond(StatusCode::METHOD_NOT_ALLOWED)
+                        .header("allow", "GET, HEAD")
+                        .empty()
+                        .await
+                }
             };
         }
         let Some(name) = path.strip_prefix("/files/") else {
             return ex.respond(StatusCode::NOT_FOUND).body("not found\n").await;
         };
         if method != Method::PUT {
-            return ex.respond(StatusCode::METHOD_NOT_ALLOWED).header("allow", "PUT").empty().await;
+            return ex
+                .respond(StatusCode::METHOD_NOT_ALLOWED)
+                .header("allow", "PUT")
+                .empty()
+                .await;
         }
         let Some(name) = valid_name(name) else {
-            return ex.respond(StatusCode::BAD_REQUEST).body("invalid file name\n").await;
+            return ex
+                .respond(StatusCode::BAD_REQUEST)
+                .body("invalid file name\n")
+                .await;
         };
         let target = self.root.join(name);
         let temp = self.root.join(format!(
@@ -66,11 +90,17 @@ impl Handler for Service {
         ));
         ex.set_max_body_size(Some(self.max_upload));
         match store(ex, &temp, &target).await {
-            Ok(size) => ex.respond(StatusCode::CREATED).body(format!("{{\"size\":{size}}}\n")).await,
+            Ok(size) => {
+                ex.respond(StatusCode::CREATED)
+                    .body(format!("{{\"size\":{size}}}\n"))
+                    .await
+            }
             Err(e) => {
                 let _ = fs::remove_file(&temp);
                 if e.is_too_large() {
-                    ex.respond(StatusCode::PAYLOAD_TOO_LARGE).body("upload too large\n").await
+                    ex.respond(StatusCode::PAYLOAD_TOO_LARGE)
+                        .body("upload too large\n")
+                        .await
                 } else {
                     Err(e)
                 }

@@ -3,9 +3,13 @@
 /// Parses a size with an optional binary (KiB, MiB, GiB, TiB) or decimal (KB, MB, GB, TB) unit.
 pub fn parse_size(text: &str) -> Result<u64, String> {
     let text = text.trim();
-    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
     let (digits, unit) = text.split_at(split);
-    let n: u64 = digits.parse().map_err(|_| format!("{text:?} is not a size"))?;
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("{text:?} is not a size"))?;
     let multiplier: u64 = match unit.trim().to_ascii_lowercase().as_str() {
         "" | "b" => 1,
         "k" | "kib" => 1 << 10,
@@ -18,7 +22,8 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
         "tb" => 1_000_000_000_000,
         other => return Err(format!("unknown size unit {other:?}")),
     };
-    n.checked_mul(multiplier).ok_or_else(|| format!("{text:?} is too large"))
+    n.checked_mul(multiplier)
+        .ok_or_else(|| format!("{text:?} is too large"))
 }
 
 #[cfg(test)]
