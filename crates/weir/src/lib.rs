@@ -1,1 +1,105 @@
-//! placeholder
+//! weir: an HTTP/1.1 server library for large request bodies and many small requests.
+//!
+//! - A request body streams to the handler as it arrives, under backpressure: the server reads
+//!   at most the *pause threshold* (default 1 MiB) ahead of the handler, then stops reading the
+//!   socket ([`Config::pause_threshold`]).
+//! - Large reads go straight into the handler's buffer ([`Exchange::read_body`]), or from the
+//!   socket to a file with no user-space copy ([`Exchange::body_to_file`]).
+//! - One task per connection runs parsing, the handler and body reads: no hop between threads.
+//! - Per-connection state is reused from request to request: no heap allocation per request
+//!   in steady state.
+//!
+//! # Hello, world
+//!
+//! ```no_run
+//! use http::StatusCode;
+//!
+//! struct Hello;
+//!
+//! impl weir::Handler for Hello {
+//!     async fn handle(&self, ex: &mut weir::Exchange<'_>) -> Result<(), weir::Error> {
+//!         ex.respond(StatusCode::OK)
+//!             .header("content-type", "text/plain")
+//!             .body("Hello, World!")
+//!             .await
+//!     }
+//! }
+//!
+//! #[tokio::main]
+//! async fn main() -> std::io::Result<()> {
+//!     let server = weir::Server::bind("127.0.0.1:8080", weir::Config::default()).await?;
+//!     server.serve(Hello).await
+//! }
+//! ```
+//!
+//! # Streaming an upload to a file, with a per-request limit
+//!
+//! ```no_run
+//! use http::{Method, StatusCode};
+//!
+//! struct Upload;
+//!
+//! impl weir::Handler for Upload {
+//!     async fn handle(&self, ex: &mut weir::Exchange<'_>) -> Result<(), weir::Error> {
+//!         if ex.request().method() != Method::PUT {
+//!             return ex.respond(StatusCode::METHOD_NOT_ALLOWED).empty().await;
+//!         }
+//!         // This route takes up to 10 GiB; the server default stays at 30 MiB.
+//!         ex.set_max_body_size(Some(10 << 30));
+//!         let mut file = std::fs::File::create("upload.bin")?;
+//!         match ex.body_to_file(&mut file).await {
+//!             Ok(n) => ex.respond(StatusCode::CREATED).body(format!("{n} bytes\n")).await,
+//!             Err(e) if e.is_too_large() => {
+//!                 ex.respond(StatusCode::PAYLOAD_TOO_LARGE).empty().await
+//!             }
+//!             Err(e) => Err(e), // disconnect, timeout, bad framing: nothing to answer
+//!         }
+//!     }
+//! }
+//! # async fn run() -> std::io::Result<()> {
+//! # weir::Server::bind("127.0.0.1:0", weir::Config::default()).await?.serve(Upload).await
+//! # }
+//! ```
+//!
+//! # Several listeners, a Unix socket, and graceful shutdown
+//!
+//! ```no_run
+//! # struct Hello;
+//! # impl weir::Handler for Hello {
+//! #     async fn handle(&self, ex: &mut weir::Exchange<'_>) -> Result<(), weir::Error> {
+//! #         ex.respond(http::StatusCode::OK).body("hi").await
+//! #     }
+//! # }
+//! # async fn run() -> std::io::Result<()> {
+//! let mut config = weir::Config::default();
+//! config.pause_threshold = 4 << 20;
+//! let mut server = weir::Server::new(config);
+//! server.listen_tcp("127.0.0.1:8080").await?;
+//! server.listen_unix("/tmp/weir.sock")?;
+//! server.serve_until(Hello, async { let _ = tokio::signal::ctrl_c().await; }).await
+//! # }
+//! ```
+#![forbid(unsafe_code)]
+
+mod config;
+mod error;
+mod exchange;
+mod h1;
+mod handler;
+mod response;
+mod server;
+mod stats;
+pub mod transport;
+mod zero_copy;
+
+pub use config::{Config, DataRate, Limits};
+pub use error::Error;
+pub use exchange::Exchange;
+pub use handler::Handler;
+pub use response::{BodyWriter, Response};
+pub use server::{Server, ServerHandle};
+pub use stats::{BodyStats, Stats};
+pub use weir_proto::{Framing, ProtoError, RequestHead as Request};
+
+/// Re-exported so that handlers name the same `http` types as weir.
+pub use http;

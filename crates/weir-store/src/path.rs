@@ -1,0 +1,270 @@
+//! Store paths: the only way a name from a request reaches the filesystem.
+//!
+//! "Parse, don't validate": a [`StorePath`] can only be made by [`StorePath::parse`], so every
+//! function that takes one knows it is a relative path of plain names, with nothing that could
+//! climb out of the root (`..`), mean something else to the OS (`\`, NUL, control characters),
+//! or collide with the store's own files (names starting with [`RESERVED_PREFIX`]).
+//!
+//! The input is already percent-decoded by the caller: a `%2F` in a URL is a `/` here, and a
+//! `%00` is a NUL that is refused here. Symbolic links are a property of the filesystem, not of
+//! the string, so they are checked when the path is resolved (see `local`), not here.
+
+use std::fmt;
+
+/// Names starting with this prefix (compared ASCII case-insensitively, for case-insensitive
+/// filesystems) belong to the store itself: temporary upload files, the root lock file, and
+/// whatever later features (resumable uploads) need. They can never be addressed, listed or
+/// served.
+pub const RESERVED_PREFIX: &str = ".weir-";
+
+/// Longest path segment in bytes: `NAME_MAX` on Linux filesystems and most others. A longer
+/// name would fail with `ENAMETOOLONG` deep in a syscall; refusing it here makes it a 400.
+pub const MAX_SEGMENT_LEN: usize = 255;
+
+/// Longest path in bytes. Well under `PATH_MAX` (4096) so that the root prefix fits too,
+/// whatever directory the store is given.
+pub const MAX_PATH_LEN: usize = 1024;
+
+/// Why a string is not a valid [`StorePath`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PathError {
+    /// The path is empty.
+    Empty,
+    /// The path starts with `/`.
+    Absolute,
+    /// The path has an empty segment: `a//b`, or a trailing `/`.
+    EmptySegment,
+    /// A segment is `.` or `..`.
+    DotSegment,
+    /// The path contains a backslash, a path separator on Windows.
+    Backslash,
+    /// The path contains a NUL byte, which would truncate it at the syscall boundary.
+    Nul,
+    /// The path contains a control character (C0, DEL or C1) other than NUL.
+    ControlCharacter,
+    /// A segment starts with [`RESERVED_PREFIX`].
+    Reserved,
+    /// A segment is longer than [`MAX_SEGMENT_LEN`] bytes.
+    SegmentTooLong,
+    /// The path is longer than [`MAX_PATH_LEN`] bytes.
+    TooLong,
+}
+
+impl PathError {
+    /// A short, stable description, fit for an error response body.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PathError::Empty => "empty path",
+            PathError::Absolute => "absolute path",
+            PathError::EmptySegment => "empty path segment",
+            PathError::DotSegment => "'.' or '..' path segment",
+            PathError::Backslash => "backslash in path",
+            PathError::Nul => "NUL in path",
+            PathError::ControlCharacter => "control character in path",
+            PathError::Reserved => "reserved name in path",
+            PathError::SegmentTooLong => "path segment too long",
+            PathError::TooLong => "path too long",
+        }
+    }
+}
+
+impl fmt::Display for PathError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::error::Error for PathError {}
+
+/// A validated relative path inside a store: one or more `/`-separated names.
+///
+/// Invariants: non-empty, at most [`MAX_PATH_LEN`] bytes; every segment is non-empty, at most
+/// [`MAX_SEGMENT_LEN`] bytes, not `.` or `..`, does not start with [`RESERVED_PREFIX`]; no
+/// backslash, NUL or control character anywhere.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct StorePath(String);
+
+impl StorePath {
+    /// Parses a percent-decoded path such as `photos/2024/cat.jpg`.
+    pub fn parse(path: &str) -> Result<StorePath, PathError> {
+        if path.is_empty() {
+            return Err(PathError::Empty);
+        }
+        if path.starts_with('/') {
+            return Err(PathError::Absolute);
+        }
+        if path.len() > MAX_PATH_LEN {
+            return Err(PathError::TooLong);
+        }
+        for segment in path.split('/') {
+            validate_segment(segment)?;
+        }
+        Ok(StorePath(path.to_owned()))
+    }
+
+    /// The path as given, `/`-separated.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The segments, outermost first. Never empty.
+    pub fn segments(&self) -> impl Iterator<Item = &str> {
+        self.0.split('/')
+    }
+
+    /// The last segment: the file (or directory) name.
+    pub fn file_name(&self) -> &str {
+        // `rsplit` always yields at least one item.
+        self.0.rsplit('/').next().unwrap_or(&self.0)
+    }
+
+    /// The directory segments: every segment but the last.
+    pub fn parent_segments(&self) -> impl Iterator<Item = &str> {
+        let parent = match self.0.rfind('/') {
+            Some(i) => &self.0[..i],
+            None => "",
+        };
+        parent.split('/').filter(|s| !s.is_empty())
+    }
+}
+
+impl fmt::Display for StorePath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl AsRef<str> for StorePath {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+/// Checks one name. Also used by listings, to hide names that exist on disk (made by someone
+/// else) but could never be addressed through a [`StorePath`].
+pub(crate) fn validate_segment(segment: &str) -> Result<(), PathError> {
+    if segment.is_empty() {
+        return Err(PathError::EmptySegment);
+    }
+    if segment == "." || segment == ".." {
+        return Err(PathError::DotSegment);
+    }
+    if segment.len() > MAX_SEGMENT_LEN {
+        return Err(PathError::SegmentTooLong);
+    }
+    for c in segment.chars() {
+        match c {
+            '\0' => return Err(PathError::Nul),
+            '\\' => return Err(PathError::Backslash),
+            // Covers C0 (0x00-0x1F), DEL (0x7F) and C1 (0x80-0x9F): none has a use in a file
+            // name, and all of them can fool a terminal or a log reader.
+            c if c.is_control() => return Err(PathError::ControlCharacter),
+            _ => {}
+        }
+    }
+    if is_reserved(segment) {
+        return Err(PathError::Reserved);
+    }
+    Ok(())
+}
+
+/// Whether a name belongs to the store itself (see [`RESERVED_PREFIX`]).
+pub(crate) fn is_reserved(name: &str) -> bool {
+    let prefix = RESERVED_PREFIX.as_bytes();
+    name.len() >= prefix.len() && name.as_bytes()[..prefix.len()].eq_ignore_ascii_case(prefix)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accepts_plain_relative_paths() {
+        for ok in [
+            "a",
+            "a/b/c.txt",
+            "photos/2024/cat.jpg",
+            ".hidden",
+            "..a",
+            "a..",
+            "...",
+            "name with spaces",
+            "ünïcødé/файл",
+            "weir-upload",
+            ".weir",
+            "a/.weirdo",
+            "%2e%2e",
+        ] {
+            let p = StorePath::parse(ok).unwrap_or_else(|e| panic!("{ok:?}: {e}"));
+            assert_eq!(p.as_str(), ok);
+        }
+    }
+
+    #[test]
+    fn rejects_each_bad_form() {
+        use PathError::*;
+        let long_segment = "x".repeat(MAX_SEGMENT_LEN + 1);
+        let long_path = "a/".repeat(MAX_PATH_LEN / 2) + "a";
+        let cases: &[(&str, PathError)] = &[
+            ("", Empty),
+            ("/", Absolute),
+            ("/etc/passwd", Absolute),
+            ("//server/share", Absolute),
+            ("a//b", EmptySegment),
+            ("a/", EmptySegment),
+            ("a/b/", EmptySegment),
+            (".", DotSegment),
+            ("..", DotSegment),
+            ("../etc/passwd", DotSegment),
+            ("a/../../b", DotSegment),
+            ("a/./b", DotSegment),
+            ("a/..", DotSegment),
+            ("a\\b", Backslash),
+            ("..\\..\\windows", Backslash),
+            ("\\", Backslash),
+            ("a\0b", Nul),
+            ("a/b\0", Nul),
+            ("a\nb", ControlCharacter),
+            ("a\rb", ControlCharacter),
+            ("a\tb", ControlCharacter),
+            ("\x1b[31mred", ControlCharacter),
+            ("a\x7fb", ControlCharacter),
+            ("a\u{85}b", ControlCharacter),
+            (".weir-upload-1-2.tmp", Reserved),
+            ("dir/.weir-upload-1-2.tmp", Reserved),
+            (".weir-lock", Reserved),
+            (".weir-", Reserved),
+            (".WEIR-upload-x.tmp", Reserved),
+            (".weir-x/file", Reserved),
+            (&long_segment, SegmentTooLong),
+            (&long_path, TooLong),
+        ];
+        for (input, want) in cases {
+            assert_eq!(StorePath::parse(input), Err(*want), "{input:?}");
+        }
+    }
+
+    #[test]
+    fn limits_are_inclusive() {
+        let segment = "x".repeat(MAX_SEGMENT_LEN);
+        assert!(StorePath::parse(&segment).is_ok());
+        let mut path = "a/".repeat((MAX_PATH_LEN - 1) / 2);
+        while path.len() < MAX_PATH_LEN {
+            path.push('b');
+        }
+        assert_eq!(path.len(), MAX_PATH_LEN);
+        assert!(StorePath::parse(&path).is_ok());
+    }
+
+    #[test]
+    fn splits_parent_and_name() {
+        let p = StorePath::parse("a/b/c.txt").unwrap();
+        assert_eq!(p.file_name(), "c.txt");
+        assert_eq!(p.parent_segments().collect::<Vec<_>>(), ["a", "b"]);
+        assert_eq!(p.segments().count(), 3);
+        let p = StorePath::parse("top").unwrap();
+        assert_eq!(p.file_name(), "top");
+        assert_eq!(p.parent_segments().count(), 0);
+    }
+}

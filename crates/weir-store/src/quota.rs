@@ -1,0 +1,130 @@
+//! Space accounting for one store: bytes of committed files plus bytes reserved by uploads in
+//! progress, against an optional limit.
+//!
+//! Uploads reserve before they write, so the limit holds however many uploads run at once: a
+//! temporary file occupies the disk as much as a committed one. The counter is a single atomic;
+//! a reservation is a compare-and-swap loop that never lets `used` pass `limit`.
+//!
+//! The count is of apparent sizes (`st_size`), not of allocated blocks: that is what a client
+//! uploaded and what it can predict. It is exact as long as only this process writes the root
+//! (which the root lock enforces); files changed behind the store's back make it an estimate,
+//! corrected at the next start.
+
+use crate::error::StoreError;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+#[derive(Debug)]
+pub(crate) struct Usage {
+    used: AtomicU64,
+    limit: Option<u64>,
+}
+
+impl Usage {
+    pub(crate) fn new(used: u64, limit: Option<u64>) -> Self {
+        Usage {
+            used: AtomicU64::new(used),
+            limit,
+        }
+    }
+
+    pub(crate) fn used(&self) -> u64 {
+        self.used.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn limit(&self) -> Option<u64> {
+        self.limit
+    }
+
+    /// Takes `n` bytes, or fails without taking anything. Taking nothing always succeeds, even
+    /// when the files on disk already exceed the limit (a limit lowered between two starts).
+    pub(crate) fn reserve(&self, n: u64) -> Result<(), StoreError> {
+        if n == 0 {
+            return Ok(());
+        }
+        let limit = self.limit.unwrap_or(u64::MAX);
+        // Relaxed is enough: the counter orders nothing but itself.
+        self.used
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| {
+                used.checked_add(n).filter(|&total| total <= limit)
+            })
+            .map(drop)
+            .map_err(|used| StoreError::QuotaExceeded {
+                limit,
+                used,
+                requested: n,
+            })
+    }
+
+    /// Gives back `n` bytes: an upload discarded, a file deleted or replaced. Saturates at zero,
+    /// in case a file changed size behind the store's back.
+    pub(crate) fn release(&self, n: u64) {
+        if n == 0 {
+            return;
+        }
+        let _ = self
+            .used
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| {
+                Some(used.saturating_sub(n))
+            });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reserve_up_to_the_limit_and_no_further() {
+        let u = Usage::new(40, Some(100));
+        u.reserve(60).unwrap();
+        assert_eq!(u.used(), 100);
+        let err = u.reserve(1).unwrap_err();
+        assert!(matches!(
+            err,
+            StoreError::QuotaExceeded {
+                limit: 100,
+                used: 100,
+                requested: 1
+            }
+        ));
+        assert_eq!(u.used(), 100, "a failed reservation takes nothing");
+        u.release(30);
+        u.reserve(30).unwrap();
+        u.release(1000);
+        assert_eq!(u.used(), 0, "release saturates");
+    }
+
+    #[test]
+    fn over_the_limit_only_nothing_fits() {
+        let u = Usage::new(150, Some(100));
+        assert!(u.reserve(0).is_ok());
+        assert!(u.reserve(1).is_err());
+    }
+
+    #[test]
+    fn unlimited_still_counts() {
+        let u = Usage::new(0, None);
+        u.reserve(u64::MAX - 1).unwrap();
+        assert!(u.reserve(2).is_err(), "overflow is refused, not wrapped");
+        assert_eq!(u.used(), u64::MAX - 1);
+    }
+
+    #[test]
+    fn concurrent_reservations_never_pass_the_limit() {
+        let u = Usage::new(0, Some(1000));
+        let granted = std::sync::atomic::AtomicU64::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    for _ in 0..500 {
+                        if u.reserve(3).is_ok() {
+                            granted.fetch_add(3, Ordering::Relaxed);
+                        }
+                    }
+                });
+            }
+        });
+        assert_eq!(u.used(), granted.load(Ordering::Relaxed));
+        assert_eq!(u.used(), 999);
+    }
+}

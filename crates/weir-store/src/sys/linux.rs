@@ -1,0 +1,61 @@
+//! Linux: `O_NOFOLLOW`, the digest xattr and the root lock, through rustix (safe wrappers, so
+//! the crate stays `forbid(unsafe_code)`).
+
+use super::{DIGEST_XATTR, DigestRecord};
+use rustix::fs::{FlockOperation, OFlags, XattrFlags};
+use rustix::io::Errno;
+use std::fs::{File, Metadata, OpenOptions};
+use std::io;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+
+/// Makes the open fail (with `ELOOP`) if the final component is a symbolic link, closing the
+/// window between the store's `symlink_metadata` check and the open. `nonblock` keeps an open
+/// for reading from hanging on a FIFO someone left in the tree (no effect on regular files).
+pub(crate) fn add_nofollow(opts: &mut OpenOptions, nonblock: bool) {
+    let mut flags = OFlags::NOFOLLOW;
+    if nonblock {
+        flags |= OFlags::NONBLOCK;
+    }
+    // The flag bits are small positive constants: the cast to the C `int` is lossless.
+    opts.custom_flags(flags.bits() as i32);
+}
+
+/// Whether an open failed because `O_NOFOLLOW` met a symbolic link.
+pub(crate) fn is_symlink_error(err: &io::Error) -> bool {
+    err.raw_os_error() == Some(Errno::LOOP.raw_os_error())
+}
+
+/// Records the file's SHA-256 with its current size and mtime. Best effort: filesystems
+/// without user xattrs (some tmpfs, NFS, FAT) simply don't keep it, and the service then
+/// serves the file without a stored digest.
+pub(crate) fn write_digest(file: &File, sha256: &[u8; 32]) {
+    let Ok(meta) = file.metadata() else { return };
+    let Ok(mtime) = meta.modified() else { return };
+    let record = DigestRecord {
+        sha256: *sha256,
+        size: meta.len(),
+        mtime,
+    };
+    if let Some(value) = record.encode() {
+        let _ = rustix::fs::fsetxattr(file, DIGEST_XATTR, &value, XattrFlags::empty());
+    }
+}
+
+/// The SHA-256 recorded by [`write_digest`], if still valid for the file as it is now.
+pub(crate) fn read_digest(file: &File, meta: &Metadata) -> Option<[u8; 32]> {
+    let mut value = [0u8; DigestRecord::LEN + 1];
+    let n = rustix::fs::fgetxattr(file, DIGEST_XATTR, &mut value[..]).ok()?;
+    DigestRecord::check(&value[..n], meta.len(), meta.modified().ok()?)
+}
+
+/// Takes an exclusive advisory lock, or fails with `WouldBlock` if another open file holds it.
+/// Released when the file is closed (the store dropped, or the process killed).
+pub(crate) fn lock_exclusive(file: &File) -> io::Result<()> {
+    rustix::fs::flock(file, FlockOperation::NonBlockingLockExclusive).map_err(io::Error::from)
+}
+
+/// Makes a directory's entries (a rename, a new file or directory, an unlink) durable.
+pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}

@@ -1,0 +1,126 @@
+//! Platform specifics, in the manner of quinn-udp: `linux.rs` has the real thing, `fallback.rs`
+//! degrades gracefully with std only, and the rest of the crate calls the functions re-exported
+//! here without any `cfg`.
+//!
+//! | feature | Linux | fallback |
+//! | --- | --- | --- |
+//! | final component opened with `O_NOFOLLOW` | yes | no (the `symlink_metadata` check still runs) |
+//! | SHA-256 kept in the `user.weir.sha256` xattr | yes, where the filesystem allows | no |
+//! | root lock (`flock` on `.weir-lock`) | yes | no |
+//! | directory fsync | yes | on other Unixes; a no-op elsewhere |
+//!
+//! The fallback is compiled (and unit-tested) on Linux too, so it cannot rot unnoticed.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+#[cfg(target_os = "linux")]
+mod linux;
+#[cfg(target_os = "linux")]
+pub(crate) use linux::*;
+
+#[cfg_attr(target_os = "linux", allow(dead_code))]
+mod fallback;
+#[cfg(not(target_os = "linux"))]
+pub(crate) use fallback::*;
+
+/// The extended attribute that holds a committed file's SHA-256.
+pub(crate) const DIGEST_XATTR: &str = "user.weir.sha256";
+
+/// The value of [`DIGEST_XATTR`]: the digest, then the size and modification time of the file
+/// when the digest was taken. A file changed behind the store's back (an editor, `cat >>`)
+/// keeps its xattr but changes size or mtime, and then the digest is not reported rather than
+/// reported wrong.
+///
+/// Layout (52 bytes): sha256 `[u8; 32]`, size `u64` LE, mtime seconds since the epoch `u64`
+/// LE, mtime nanoseconds `u32` LE.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct DigestRecord {
+    pub(crate) sha256: [u8; 32],
+    pub(crate) size: u64,
+    pub(crate) mtime: SystemTime,
+}
+
+impl DigestRecord {
+    pub(crate) const LEN: usize = 52;
+
+    /// `None` for a file modified before 1970, which the layout cannot hold.
+    pub(crate) fn encode(&self) -> Option<[u8; Self::LEN]> {
+        let since = self.mtime.duration_since(UNIX_EPOCH).ok()?;
+        let mut out = [0u8; Self::LEN];
+        out[..32].copy_from_slice(&self.sha256);
+        out[32..40].copy_from_slice(&self.size.to_le_bytes());
+        out[40..48].copy_from_slice(&since.as_secs().to_le_bytes());
+        out[48..52].copy_from_slice(&since.subsec_nanos().to_le_bytes());
+        Some(out)
+    }
+
+    /// The digest, if `value` is a record taken when the file had this size and mtime.
+    pub(crate) fn check(value: &[u8], size: u64, mtime: SystemTime) -> Option<[u8; 32]> {
+        let current = DigestRecord {
+            sha256: [0; 32],
+            size,
+            mtime,
+        }
+        .encode()?;
+        // Everything after the digest must be what the file is now.
+        (value.len() == Self::LEN && value[32..] == current[32..]).then(|| {
+            let mut sha256 = [0u8; 32];
+            sha256.copy_from_slice(&value[..32]);
+            sha256
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn digest_record_round_trips_and_detects_changes() {
+        let mtime = UNIX_EPOCH + Duration::new(1_700_000_000, 123_456_789);
+        let r = DigestRecord {
+            sha256: [7; 32],
+            size: 42,
+            mtime,
+        };
+        let v = r.encode().unwrap();
+        assert_eq!(DigestRecord::check(&v, 42, mtime), Some([7; 32]));
+        assert_eq!(DigestRecord::check(&v, 43, mtime), None, "size changed");
+        let later = mtime + Duration::from_nanos(1);
+        assert_eq!(DigestRecord::check(&v, 42, later), None, "mtime changed");
+        assert_eq!(
+            DigestRecord::check(&v[..51], 42, mtime),
+            None,
+            "truncated value"
+        );
+        let before_epoch = UNIX_EPOCH - Duration::from_secs(1);
+        assert_eq!(
+            DigestRecord {
+                mtime: before_epoch,
+                ..r
+            }
+            .encode(),
+            None
+        );
+    }
+
+    #[test]
+    fn fallback_degrades_without_failing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let file = std::fs::File::create(&path).unwrap();
+        fallback::write_digest(&file, &[1; 32]);
+        assert_eq!(
+            fallback::read_digest(&file, &file.metadata().unwrap()),
+            None
+        );
+        fallback::lock_exclusive(&file).unwrap();
+        fallback::sync_dir(dir.path()).unwrap();
+        let mut opts = std::fs::OpenOptions::new();
+        fallback::add_nofollow(&mut opts, true);
+        opts.read(true).open(&path).unwrap();
+        let err = std::io::Error::from(std::io::ErrorKind::NotFound);
+        assert!(!fallback::is_symlink_error(&err));
+    }
+}

@@ -1,0 +1,267 @@
+//! The one error type a handler sees: small, opaque, and asked with predicates.
+//!
+//! An upload handler must tell a client that went away (`is_disconnect`) from a body that was too
+//! large (`is_too_large`), a client that was too slow (`is_timeout`) and a malformed body
+//! (`is_protocol`). When a handler returns an error before responding, the connection answers
+//! with [`Error::status`].
+
+use http::StatusCode;
+use std::fmt;
+use std::io;
+use weir_proto::ProtoError;
+
+/// An error from reading a request or writing a response, or one a handler raises.
+pub struct Error {
+    kind: Kind,
+    io: Option<io::Error>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    /// The client closed or reset the connection before the exchange was complete.
+    Disconnect,
+    /// The body is larger than the request's maximum body size.
+    TooLarge,
+    /// The client was too slow: head timeout, or body/response data rate below the minimum.
+    Timeout,
+    /// The body's framing is malformed.
+    Protocol(ProtoError),
+    /// The handler built an invalid response (bad header, wrong body length, responded twice).
+    InvalidResponse(Misuse),
+    /// A handler asked for this status to be sent.
+    Status(StatusCode),
+    /// Any other I/O error (for example writing an upload to disk).
+    Io,
+}
+
+impl Error {
+    pub(crate) fn disconnect(io: Option<io::Error>) -> Self {
+        Self {
+            kind: Kind::Disconnect,
+            io,
+        }
+    }
+
+    pub(crate) fn too_large() -> Self {
+        Self {
+            kind: Kind::TooLarge,
+            io: None,
+        }
+    }
+
+    pub(crate) fn timeout() -> Self {
+        Self {
+            kind: Kind::Timeout,
+            io: None,
+        }
+    }
+
+    pub(crate) fn protocol(e: ProtoError) -> Self {
+        Self {
+            kind: Kind::Protocol(e),
+            io: None,
+        }
+    }
+
+    pub(crate) fn invalid_response(what: Misuse) -> Self {
+        Self {
+            kind: Kind::InvalidResponse(what),
+            io: None,
+        }
+    }
+
+    /// An error that makes the server answer `status` if the handler has not responded yet.
+    pub fn status(status: StatusCode) -> Self {
+        Self {
+            kind: Kind::Status(status),
+            io: None,
+        }
+    }
+
+    /// Classifies an I/O error from the connection: resets, broken pipes and unexpected EOF are
+    /// disconnects; timeouts are timeouts.
+    pub(crate) fn from_conn_io(e: io::Error) -> Self {
+        match e.kind() {
+            io::ErrorKind::ConnectionReset
+            | io::ErrorKind::ConnectionAborted
+            | io::ErrorKind::BrokenPipe
+            | io::ErrorKind::UnexpectedEof
+            | io::ErrorKind::NotConnected => Self::disconnect(Some(e)),
+            io::ErrorKind::TimedOut => Self {
+                kind: Kind::Timeout,
+                io: Some(e),
+            },
+            _ => Self {
+                kind: Kind::Io,
+                io: Some(e),
+            },
+        }
+    }
+
+    /// The client closed or reset the connection (mid-body, or while the response was sent).
+    pub fn is_disconnect(&self) -> bool {
+        self.kind == Kind::Disconnect
+    }
+
+    /// The request body exceeded the maximum body size (answered with 413).
+    pub fn is_too_large(&self) -> bool {
+        self.kind == Kind::TooLarge
+    }
+
+    /// The client was too slow (answered with 408 if nothing was sent yet).
+    pub fn is_timeout(&self) -> bool {
+        self.kind == Kind::Timeout
+    }
+
+    /// The request body is malformed (answered with 400, or 431 for oversized trailers).
+    pub fn is_protocol(&self) -> bool {
+        matches!(self.kind, Kind::Protocol(_))
+    }
+
+    /// The protocol error behind an [`Error::is_protocol`] error.
+    pub fn protocol_error(&self) -> Option<ProtoError> {
+        match self.kind {
+            Kind::Protocol(e) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// The underlying I/O error, if there is one.
+    pub fn io_error(&self) -> Option<&io::Error> {
+        self.io.as_ref()
+    }
+
+    /// Whether the request body can no longer be read: the connection must close after this
+    /// exchange.
+    pub(crate) fn breaks_body(&self) -> bool {
+        matches!(
+            self.kind,
+            Kind::Disconnect | Kind::TooLarge | Kind::Timeout | Kind::Protocol(_)
+        )
+    }
+
+    /// The status the server answers with when a handler returns this error before responding.
+    pub fn status_code(&self) -> StatusCode {
+        match self.kind {
+            Kind::Disconnect => StatusCode::BAD_REQUEST,
+            Kind::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            Kind::Timeout => StatusCode::REQUEST_TIMEOUT,
+            Kind::Protocol(e) => e.status(),
+            Kind::Status(s) => s,
+            Kind::InvalidResponse(_) | Kind::Io => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+}
+
+/// How a handler misused the response API.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Misuse {
+    AlreadySent,
+    InformationalStatus,
+    NotInformational,
+    BodyTooLong,
+    BodyTooShort,
+    NoBodyOpen,
+    NoResponse,
+    InvalidHeader,
+    HeaderTooLong,
+}
+
+impl Misuse {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::AlreadySent => "a response was already sent",
+            Self::InformationalStatus => "1xx status: use send_informational",
+            Self::NotInformational => "not an informational status",
+            Self::BodyTooLong => "body longer than its Content-Length",
+            Self::BodyTooShort => "body shorter than its Content-Length",
+            Self::NoBodyOpen => "no response body is open",
+            Self::NoResponse => "handler returned without responding",
+            Self::InvalidHeader => "invalid response header",
+            Self::HeaderTooLong => "header value longer than 256 bytes",
+        }
+    }
+}
+
+impl From<io::Error> for Error {
+    /// Errors from the handler's own I/O (files, other services) answer 500.
+    fn from(e: io::Error) -> Self {
+        Self {
+            kind: Kind::Io,
+            io: Some(e),
+        }
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("weir::Error");
+        d.field("kind", &self.kind);
+        if let Some(io) = &self.io {
+            d.field("io", io);
+        }
+        d.finish()
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.kind {
+            Kind::Disconnect => f.write_str("client disconnected")?,
+            Kind::TooLarge => f.write_str("request body too large")?,
+            Kind::Timeout => f.write_str("client too slow")?,
+            Kind::Protocol(e) => write!(f, "malformed request body: {e}")?,
+            Kind::InvalidResponse(what) => write!(f, "invalid response: {}", what.as_str())?,
+            Kind::Status(s) => write!(f, "responding {s}")?,
+            Kind::Io => f.write_str("I/O error")?,
+        }
+        if let Some(io) = &self.io {
+            write!(f, ": {io}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.io.as_ref().map(|e| e as _)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_stays_small() {
+        // Returned from every body read: keep it two words.
+        assert!(
+            std::mem::size_of::<Error>() <= 16,
+            "{}",
+            std::mem::size_of::<Error>()
+        );
+    }
+
+    #[test]
+    fn predicates_and_statuses() {
+        assert!(Error::too_large().is_too_large());
+        assert_eq!(
+            Error::too_large().status_code(),
+            StatusCode::PAYLOAD_TOO_LARGE
+        );
+        let reset = Error::from_conn_io(io::ErrorKind::ConnectionReset.into());
+        assert!(reset.is_disconnect());
+        assert!(Error::timeout().is_timeout());
+        let p = Error::protocol(ProtoError::InvalidChunkSize);
+        assert!(p.is_protocol());
+        assert_eq!(p.status_code(), StatusCode::BAD_REQUEST);
+        assert_eq!(
+            Error::status(StatusCode::NOT_FOUND).status_code(),
+            StatusCode::NOT_FOUND
+        );
+        assert_eq!(
+            Error::from(io::Error::other("disk")).status_code(),
+            StatusCode::INTERNAL_SERVER_ERROR
+        );
+    }
+}

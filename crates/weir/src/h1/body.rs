@@ -1,0 +1,456 @@
+//! Reading the request body: pull-based, bounded by the pause threshold, copy-aware.
+//!
+//! The socket is read only inside a handler's body read, so a handler that stops reading stops
+//! the server reading and TCP flow control pushes back on the client. What the server buffers
+//! ahead of the handler is bounded by the pause threshold: a read into the connection buffer
+//! asks for at most `pause_threshold - buffered` bytes.
+//!
+//! Where the bytes go, cheapest first:
+//! - `body_to_file` on Linux: socket → pipe → file with `splice`, no user-space copy;
+//! - `read_body` with an empty connection buffer and a large caller buffer: the socket is read
+//!   straight into the caller's buffer (the kernel's copy is the only one);
+//! - otherwise bytes are read into the connection buffer (up to the threshold) and copied out
+//!   (the one user-space copy, counted in `BodyStats::copied`), or handed out as `Bytes` that
+//!   share the buffer (`read_body_chunk`, no copy).
+
+use super::conn::Conn;
+use super::io::{Io, Read};
+use crate::config::Config;
+use crate::stats::BodyStats;
+use crate::{Error, zero_copy};
+use bytes::{Buf, Bytes};
+use std::fs::File;
+use std::io::{self, Write};
+use std::time::Duration;
+use tokio::time::Instant;
+use weir_proto::body::BodyDecoder;
+use weir_proto::{Framing, Limits, ProtoError, RequestHead};
+
+/// Bytes moved per `splice` call: the pipe's capacity (weir asks the kernel for 1 MiB pipes).
+const SPLICE_CHUNK: usize = 1024 * 1024;
+
+/// The body half of an exchange. Reset, not reallocated, for each request.
+#[derive(Debug)]
+pub(crate) struct BodyState {
+    pub(crate) decoder: BodyDecoder,
+    pub(crate) max_size: Option<u64>,
+    pub(crate) pause_threshold: usize,
+    /// The client sent `Expect: 100-continue` and no 100 has been sent yet.
+    continue_pending: bool,
+    pub(crate) continue_sent: bool,
+    broken: Option<Broken>,
+    pub(crate) stats: BodyStats,
+    /// Bytes read from the socket for this body, framing included (for the data rate).
+    wire_bytes: u64,
+    /// Time spent waiting on the socket for this body (for the data rate): time the handler
+    /// spends elsewhere does not count against the client.
+    waited: Duration,
+    /// Reads at least this large go straight into the caller's buffer.
+    direct_read_min: usize,
+}
+
+/// Why the body can no longer be read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Broken {
+    TooLarge,
+    Timeout,
+    Disconnect,
+    Protocol(ProtoError),
+    /// Bytes left the socket but did not reach their destination (a failed splice).
+    Lost,
+}
+
+impl Broken {
+    fn error(self) -> Error {
+        match self {
+            Self::TooLarge => Error::too_large(),
+            Self::Timeout => Error::timeout(),
+            Self::Disconnect => Error::disconnect(None),
+            Self::Protocol(e) => Error::protocol(e),
+            Self::Lost => Error::from(io::Error::other("request body lost by a failed write")),
+        }
+    }
+}
+
+impl BodyState {
+    pub(crate) fn new(config: &Config) -> Self {
+        Self {
+            decoder: BodyDecoder::Length(0),
+            max_size: config.max_body_size,
+            pause_threshold: config.effective_pause_threshold(),
+            continue_pending: false,
+            continue_sent: false,
+            broken: None,
+            stats: BodyStats::default(),
+            wire_bytes: 0,
+            waited: Duration::ZERO,
+            direct_read_min: config.read_buffer_size,
+        }
+    }
+
+    pub(crate) fn begin(&mut self, head: &RequestHead, config: &Config) {
+        let limits: &Limits = &config.limits;
+        self.decoder = BodyDecoder::new(head.framing(), limits);
+        self.max_size = config.max_body_size;
+        self.pause_threshold = config.effective_pause_threshold();
+        self.continue_pending = head.expect_continue() && !self.decoder.is_done();
+        self.continue_sent = false;
+        self.broken = None;
+        self.stats = BodyStats::default();
+        self.wire_bytes = 0;
+        self.waited = Duration::ZERO;
+    }
+
+    /// A `100 Continue` went out (sent by the handler as an informational response).
+    pub(crate) fn note_continue_sent(&mut self) {
+        self.continue_pending = false;
+        self.continue_sent = true;
+    }
+
+    pub(crate) fn is_broken(&self) -> bool {
+        self.broken.is_some()
+    }
+
+    /// Records that the body cannot be read any further because of `e`.
+    pub(crate) fn mark_broken(&mut self, e: &Error) {
+        let broken = if e.is_too_large() {
+            Broken::TooLarge
+        } else if e.is_timeout() {
+            Broken::Timeout
+        } else if let Some(p) = e.protocol_error() {
+            Broken::Protocol(p)
+        } else {
+            Broken::Disconnect
+        };
+        self.broken.get_or_insert(broken);
+    }
+
+    fn break_with(&mut self, broken: Broken) -> Error {
+        self.broken.get_or_insert(broken);
+        broken.error()
+    }
+
+    /// How many more payload bytes may be taken before the maximum body size is exceeded.
+    fn room(&self) -> u64 {
+        self.max_size
+            .map_or(u64::MAX, |max| max.saturating_sub(self.stats.received))
+    }
+}
+
+impl Conn {
+    /// Checks limits and sends `100 Continue` before the first read.
+    async fn body_prologue(&mut self) -> Result<(), Error> {
+        if let Some(broken) = self.body.broken {
+            return Err(broken.error());
+        }
+        if let (Some(max), Framing::Length(len)) = (self.body.max_size, self.head.framing()) {
+            if len > max {
+                return Err(self.body.break_with(Broken::TooLarge));
+            }
+        }
+        if self.body.continue_pending {
+            self.body.continue_pending = false;
+            // After a final response the client must not be told to go on.
+            if !self.resp.is_started() {
+                self.io
+                    .wbuf
+                    .extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
+                let deadline = self.write_deadline(self.io.wbuf.len());
+                match self.io.write_all(&[], deadline).await {
+                    Ok(true) => self.body.continue_sent = true,
+                    Ok(false) => return Err(self.body.break_with(Broken::Timeout)),
+                    Err(_) => return Err(self.body.break_with(Broken::Disconnect)),
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads body payload into `dst`; `Ok(0)` at the end of the body.
+    pub(crate) async fn read_body(&mut self, dst: &mut [u8]) -> Result<usize, Error> {
+        if dst.is_empty() {
+            return Ok(0);
+        }
+        self.body_prologue().await?;
+        loop {
+            if self.body.decoder.is_done() {
+                return Ok(0);
+            }
+            let available = self.decode_buffered()?;
+            if available > 0 {
+                let n = available.min(dst.len());
+                // COPY: these bytes were read ahead into the connection buffer (with the head,
+                // or because the caller's reads are small); the caller owns `dst`, so handing
+                // them over is a copy.
+                dst[..n].copy_from_slice(&self.io.rbuf[..n]);
+                self.io.rbuf.advance(n);
+                self.take_payload(n)?;
+                self.body.stats.copied += n as u64;
+                return Ok(n);
+            }
+            if self.body.decoder.is_done() {
+                return Ok(0);
+            }
+            let window = self.body.decoder.direct_window();
+            if window > 0 && dst.len() >= self.body.direct_read_min {
+                // Nothing is buffered (decode_buffered took it all): read the socket straight
+                // into the caller's buffer, never past the payload or the size limit.
+                let want = window.min(dst.len() as u64).min(self.room_or_too_large()?) as usize;
+                let (deadline, started) = self.body_read_deadline();
+                let read = self.io.read_direct(&mut dst[..want], deadline).await;
+                let n = self.settle_read(read, started)?;
+                self.take_payload(n)?;
+                self.body.stats.direct += n as u64;
+                return Ok(n);
+            }
+            self.fill_body_buffer().await?;
+        }
+    }
+
+    /// Reads the next piece of body payload as `Bytes` sharing the connection buffer (no copy).
+    /// A piece is at most the pause threshold. `Ok(None)` at the end of the body.
+    pub(crate) async fn read_body_chunk(&mut self) -> Result<Option<Bytes>, Error> {
+        self.body_prologue().await?;
+        loop {
+            if self.body.decoder.is_done() {
+                return Ok(None);
+            }
+            let available = self.decode_buffered()?;
+            if available > 0 {
+                let chunk = self.io.rbuf.split_to(available).freeze();
+                self.take_payload(available)?;
+                return Ok(Some(chunk));
+            }
+            if self.body.decoder.is_done() {
+                return Ok(None);
+            }
+            self.fill_body_buffer().await?;
+        }
+    }
+
+    /// Writes the rest of the body to `file` (at its current position) and returns the number
+    /// of payload bytes written. On Linux, over TCP and Unix sockets, payload that is not yet
+    /// buffered moves socket → pipe → file with `splice` and never enters user space.
+    ///
+    /// File writes are synchronous, on the connection's task: they go to the page cache and
+    /// return in microseconds, while a hop to a blocking thread pool per write was measured to
+    /// halve throughput. Other connections on the same worker keep being served because the
+    /// multi-threaded runtime lets idle workers steal them.
+    pub(crate) async fn body_to_file(&mut self, file: &mut File) -> Result<u64, Error> {
+        self.body_prologue().await?;
+        let mut written = 0u64;
+        loop {
+            if self.body.decoder.is_done() {
+                return Ok(written);
+            }
+            let available = self.decode_buffered()?;
+            if available > 0 {
+                // COPY (kernel): buffered payload is written from the connection buffer.
+                file.write_all(&self.io.rbuf[..available])?;
+                self.io.rbuf.advance(available);
+                self.take_payload(available)?;
+                self.body.stats.copied += available as u64;
+                written += available as u64;
+                continue;
+            }
+            if self.body.decoder.is_done() {
+                return Ok(written);
+            }
+            let window = self.body.decoder.direct_window();
+            if window > 0 && self.ensure_pipe() {
+                let want = window
+                    .min(SPLICE_CHUNK as u64)
+                    .min(self.room_or_too_large()?) as usize;
+                let n = self.splice_body(file, want).await?;
+                self.take_payload(n)?;
+                self.body.stats.spliced += n as u64;
+                written += n as u64;
+                continue;
+            }
+            self.fill_body_buffer().await?;
+        }
+    }
+
+    /// Reads and discards at most `limit` more payload bytes; true if the body ended within
+    /// them (the connection can carry another request).
+    pub(crate) async fn drain_body(&mut self, limit: u64) -> bool {
+        let mut drained = 0u64;
+        loop {
+            if self.body.decoder.is_done() {
+                return true;
+            }
+            if self.body.is_broken() {
+                return false;
+            }
+            if !self.io.rbuf.is_empty() {
+                let Ok(d) = self.body.decoder.decode(&self.io.rbuf) else {
+                    return false;
+                };
+                self.io.rbuf.advance(d.framing + d.data);
+                self.body.decoder.consume(d.data);
+                drained += d.data as u64;
+                if drained > limit {
+                    return false;
+                }
+                if d.data > 0 || self.body.decoder.is_done() {
+                    continue;
+                }
+            }
+            let want = (limit - drained)
+                .saturating_add(1024)
+                .min(self.body.pause_threshold as u64);
+            let (deadline, started) = self.body_read_deadline();
+            let read = self.io.read_to_buf(want as usize, deadline).await;
+            if self.settle_read(read, started).is_err() {
+                return false;
+            }
+        }
+    }
+
+    /// Drops framing at the front of the connection buffer; returns how many payload bytes
+    /// follow it there.
+    fn decode_buffered(&mut self) -> Result<usize, Error> {
+        if self.io.rbuf.is_empty() {
+            return Ok(0);
+        }
+        match self.body.decoder.decode(&self.io.rbuf) {
+            Ok(d) => {
+                self.io.rbuf.advance(d.framing);
+                Ok(d.data)
+            }
+            Err(e) => Err(self.body.break_with(Broken::Protocol(e))),
+        }
+    }
+
+    /// Records `n` payload bytes handed over, enforcing the maximum body size.
+    fn take_payload(&mut self, n: usize) -> Result<(), Error> {
+        self.body.decoder.consume(n);
+        self.body.stats.received += n as u64;
+        match self.body.max_size {
+            Some(max) if self.body.stats.received > max => {
+                Err(self.body.break_with(Broken::TooLarge))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Room left under the maximum body size for payload that is known to be coming.
+    fn room_or_too_large(&mut self) -> Result<u64, Error> {
+        match self.body.room() {
+            0 => Err(self.body.break_with(Broken::TooLarge)),
+            room => Ok(room),
+        }
+    }
+
+    /// Reads more body bytes into the connection buffer, never holding more than the pause
+    /// threshold ahead of the handler.
+    async fn fill_body_buffer(&mut self) -> Result<(), Error> {
+        let buffered = self.io.rbuf.len();
+        let threshold = self.body.pause_threshold;
+        // A full buffer can only hold an incomplete framing line (payload would have been
+        // taken): read a little more so the line can complete. Extensions are bounded.
+        let mut want = if buffered < threshold {
+            threshold - buffered
+        } else {
+            1024
+        };
+        if let Some(remaining) = self.body.decoder.remaining_hint() {
+            // Never read past a Content-Length body: what follows is the next request.
+            let remaining = remaining.saturating_sub(buffered as u64).max(1);
+            want = want.min(usize::try_from(remaining).unwrap_or(usize::MAX));
+        }
+        let (deadline, started) = self.body_read_deadline();
+        let read = self.io.read_to_buf(want, deadline).await;
+        self.settle_read(read, started)?;
+        let buffered = self.io.rbuf.len();
+        if buffered > self.body.stats.peak_buffered {
+            self.body.stats.peak_buffered = buffered;
+            self.shared.stats.record_body_buffered(buffered);
+        }
+        Ok(())
+    }
+
+    /// Moves up to `max` payload bytes from the socket into `file` through the pipe.
+    async fn splice_body(&mut self, file: &File, max: usize) -> Result<usize, Error> {
+        let (deadline, started) = self.body_read_deadline();
+        let Some(pipe) = self.pipe.as_mut() else {
+            return Err(Error::from(io::Error::from(io::ErrorKind::Unsupported)));
+        };
+        let result = self.io.splice_to_file(pipe, file, max, deadline).await;
+        match result {
+            Ok(read) => self.settle_read(Ok(read), started),
+            Err(zero_copy::SpliceError::Socket(e)) => self.settle_read(Err(e), started),
+            Err(zero_copy::SpliceError::File(e)) => {
+                // Bytes may sit in the pipe, out of the socket but not in the file: the body
+                // cannot be resumed, and the pipe is not reusable.
+                self.pipe = None;
+                self.body.broken.get_or_insert(Broken::Lost);
+                Err(Error::from(e))
+            }
+        }
+    }
+
+    /// Creates the connection's splice pipe on first use; false where splice is unavailable
+    /// (TLS, non-Linux, or pipe creation failed: the buffered path still works).
+    fn ensure_pipe(&mut self) -> bool {
+        if self.pipe.is_none() && zero_copy::can_splice(&self.io.stream) {
+            self.pipe = zero_copy::Pipe::new().ok();
+        }
+        self.pipe.is_some()
+    }
+
+    /// The deadline for the next body read under the minimum data rate, and the time it starts.
+    fn body_read_deadline(&self) -> (Option<Instant>, Instant) {
+        let now = Instant::now();
+        let Some(rate) = self.shared.config.min_body_rate else {
+            return (None, now);
+        };
+        let earned = Duration::from_secs_f64(
+            self.body.wire_bytes as f64 / rate.bytes_per_second.max(1) as f64,
+        );
+        let allowed = earned.max(rate.grace).saturating_sub(self.body.waited);
+        (Some(now + allowed), now)
+    }
+
+    /// Accounts a finished socket read of the body; EOF and timeouts break the body.
+    fn settle_read(&mut self, read: io::Result<Read>, started: Instant) -> Result<usize, Error> {
+        self.body.waited += started.elapsed();
+        match read {
+            Ok(Read::Data(n)) => {
+                self.body.wire_bytes += n as u64;
+                Ok(n)
+            }
+            Ok(Read::Eof) => Err(self.body.break_with(Broken::Disconnect)),
+            Ok(Read::TimedOut) => Err(self.body.break_with(Broken::Timeout)),
+            Err(e) => {
+                self.body.broken.get_or_insert(Broken::Disconnect);
+                Err(Error::disconnect(Some(e)))
+            }
+        }
+    }
+}
+
+impl Io {
+    /// `splice` from the socket to `file` under a deadline.
+    pub(crate) async fn splice_to_file(
+        &mut self,
+        pipe: &mut zero_copy::Pipe,
+        file: &File,
+        max: usize,
+        deadline: Option<Instant>,
+    ) -> Result<Read, zero_copy::SpliceError> {
+        let (stream, timer) = self.stream_and_timer();
+        match Io::timed(
+            timer,
+            deadline,
+            zero_copy::splice_to_file(stream, pipe, file, max),
+        )
+        .await
+        {
+            None => Ok(Read::TimedOut),
+            Some(Ok(0)) => Ok(Read::Eof),
+            Some(Ok(n)) => Ok(Read::Data(n)),
+            Some(Err(e)) => Err(e),
+        }
+    }
+}

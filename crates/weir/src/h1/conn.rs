@@ -1,0 +1,307 @@
+//! The HTTP/1.1 connection driver: one task per connection runs head parsing, the handler and
+//! every body read, in sequence, on the connection's own task. There is no channel, no spawned
+//! task and no thread hop between the socket and the handler's reads: a body read is a method
+//! call that reads the socket when (and only when) the handler asks.
+//!
+//! The states of `weir_proto::conn` map to this code: `read_head` (ReadingHead), the handler
+//! call (Exchange), `finish_exchange` (Finishing) and `close` (Closing).
+
+use super::body::BodyState;
+use super::io::{Io, Read};
+use super::response::ResponseState;
+use crate::error::Misuse;
+use crate::exchange::Exchange;
+use crate::handler::Handler;
+use crate::server::Shared;
+use crate::{Error, zero_copy};
+use bytes::Buf;
+use http::StatusCode;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+use tokio::sync::watch;
+use tokio::time::Instant;
+use weir_proto::conn::{BodyLeft, Next, Persistence};
+use weir_proto::date::DateCache;
+use weir_proto::parse::HeadParser;
+use weir_proto::{ProtoError, RequestHead, encode};
+
+/// How long a closing connection keeps discarding what the client still sends.
+const LINGER: Duration = Duration::from_secs(1);
+
+/// Pipelined responses are flushed together, but not beyond this many bytes.
+const PIPELINE_FLUSH_LIMIT: usize = 64 * 1024;
+
+/// Everything one connection owns. Reused from request to request.
+pub(crate) struct Conn {
+    pub(crate) io: Io,
+    parser: HeadParser,
+    pub(crate) head: RequestHead,
+    pub(crate) body: BodyState,
+    pub(crate) resp: ResponseState,
+    pub(crate) persistence: Persistence,
+    pub(crate) shared: Arc<Shared>,
+    pub(super) date: DateCache,
+    pub(crate) pipe: Option<zero_copy::Pipe>,
+}
+
+/// Why reading a head ended without a request.
+enum HeadEnd {
+    /// Closed cleanly: EOF between requests, idle timeout, shutdown.
+    Closed,
+    /// A malformed or oversized head: answer and close.
+    Invalid(ProtoError),
+    /// The head did not arrive in time: 408 and close.
+    Timeout,
+    /// The connection failed; nothing can be sent.
+    Broken,
+}
+
+/// What to do after an exchange.
+enum After {
+    Continue,
+    Close,
+    /// The connection is unusable (the peer is gone): drop it without writing.
+    Abort,
+}
+
+pub(crate) async fn serve_connection<H: Handler>(
+    stream: crate::transport::Stream,
+    handler: &H,
+    shared: Arc<Shared>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let mut conn = Conn::new(stream, shared);
+    let mut first = true;
+    loop {
+        match conn.read_head(first, &mut shutdown).await {
+            Ok(()) => {}
+            Err(HeadEnd::Closed) => break,
+            Err(HeadEnd::Invalid(e)) => {
+                conn.respond_to_bad_head(e.status(), e.as_str());
+                break;
+            }
+            Err(HeadEnd::Timeout) => {
+                conn.respond_to_bad_head(StatusCode::REQUEST_TIMEOUT, "request head timeout");
+                break;
+            }
+            Err(HeadEnd::Broken) => return,
+        }
+        first = false;
+        conn.begin_exchange();
+        let result = {
+            let mut exchange = Exchange::h1(&mut conn);
+            handler.handle(&mut exchange).await
+        };
+        match conn.finish_exchange(result).await {
+            After::Continue => {}
+            After::Close => break,
+            After::Abort => return,
+        }
+    }
+    conn.close().await;
+}
+
+impl Conn {
+    fn new(stream: crate::transport::Stream, shared: Arc<Shared>) -> Self {
+        let config = &shared.config;
+        let head = RequestHead::new();
+        Self {
+            io: Io::new(stream, config.read_buffer_size),
+            parser: HeadParser::new(),
+            body: BodyState::new(config),
+            resp: ResponseState::NotStarted,
+            persistence: Persistence::new(&head),
+            head,
+            date: DateCache::new(),
+            pipe: None,
+            shared,
+        }
+    }
+
+    /// Reads until a whole head is parsed into `self.head`, flushing pipelined responses before
+    /// it waits on the socket.
+    async fn read_head(
+        &mut self,
+        first: bool,
+        shutdown: &mut watch::Receiver<bool>,
+    ) -> Result<(), HeadEnd> {
+        let config = &self.shared.config;
+        let now = Instant::now();
+        // The first head must arrive within the head timeout of the accept; later ones may wait
+        // the keep-alive timeout, then have the head timeout from their first byte.
+        let idle_deadline = now
+            + if first {
+                config.head_timeout
+            } else {
+                config.keep_alive_timeout
+            };
+        let mut head_deadline = first.then_some(idle_deadline);
+        self.parser.reset();
+        loop {
+            if !self.io.rbuf.is_empty() {
+                head_deadline.get_or_insert_with(|| Instant::now() + config.head_timeout);
+                match self
+                    .parser
+                    .parse(&self.io.rbuf, &config.limits, &mut self.head)
+                {
+                    Ok(Some(len)) => {
+                        self.io.rbuf.advance(len);
+                        return Ok(());
+                    }
+                    Ok(None) => {}
+                    Err(e) => return Err(HeadEnd::Invalid(e)),
+                }
+            }
+            if !self.io.wbuf.is_empty() {
+                let deadline = self.write_deadline(self.io.wbuf.len());
+                match self.io.write_all(&[], deadline).await {
+                    Ok(true) => {}
+                    Ok(false) | Err(_) => return Err(HeadEnd::Broken),
+                }
+            }
+            let idle = self.io.rbuf.is_empty();
+            if idle && *shutdown.borrow() {
+                return Err(HeadEnd::Closed);
+            }
+            let deadline = head_deadline.unwrap_or(idle_deadline);
+            let read = tokio::select! {
+                read = self.io.read_to_buf(config.read_buffer_size, Some(deadline)) => read,
+                _ = shutdown.changed(), if idle => return Err(HeadEnd::Closed),
+            };
+            match read {
+                Ok(Read::Data(_)) => {}
+                Ok(Read::Eof) if self.io.rbuf.is_empty() => return Err(HeadEnd::Closed),
+                Ok(Read::Eof) | Err(_) => return Err(HeadEnd::Broken),
+                Ok(Read::TimedOut) if self.io.rbuf.is_empty() && !first => {
+                    return Err(HeadEnd::Closed);
+                }
+                Ok(Read::TimedOut) => return Err(HeadEnd::Timeout),
+            }
+        }
+    }
+
+    fn begin_exchange(&mut self) {
+        self.body.begin(&self.head, &self.shared.config);
+        self.resp = ResponseState::NotStarted;
+        self.persistence = Persistence::new(&self.head);
+    }
+
+    /// Completes the response, drains or abandons the body, and decides the connection's fate.
+    async fn finish_exchange(&mut self, result: Result<(), Error>) -> After {
+        if let Err(e) = &result {
+            if e.breaks_body() {
+                self.body.mark_broken(e);
+            }
+            if e.is_disconnect() {
+                return After::Abort;
+            }
+        }
+        match (&result, self.resp.is_started()) {
+            (Err(e), false) => {
+                tracing::debug!(error = %e, "handler failed before responding");
+                let status = e.status_code();
+                if self.write_error_response(status, e).await.is_err() {
+                    return After::Abort;
+                }
+            }
+            (Err(e), true) => {
+                // The response is cut short: closing is the only way to tell the client.
+                tracing::debug!(error = %e, "handler failed while responding");
+                self.persistence.close();
+            }
+            (Ok(()), false) => {
+                tracing::warn!(
+                    path = self.head.path(),
+                    "handler returned without responding"
+                );
+                let e = Error::invalid_response(Misuse::NoResponse);
+                if self
+                    .write_error_response(StatusCode::INTERNAL_SERVER_ERROR, &e)
+                    .await
+                    .is_err()
+                {
+                    return After::Abort;
+                }
+            }
+            (Ok(()), true) => self.complete_response_if_open(),
+        }
+
+        let response_complete = self.resp.is_complete();
+        let drain_limit = self.shared.config.drain_limit;
+        let left = self.body_left();
+        let next = self.persistence.after_exchange(
+            response_complete,
+            left,
+            self.body.continue_sent,
+            drain_limit,
+        );
+        match next {
+            Next::ReadNext => {}
+            Next::Drain => {
+                if !self.drain_body(drain_limit).await {
+                    return After::Close;
+                }
+            }
+            Next::Close => return After::Close,
+        }
+        if self.io.wbuf.len() >= PIPELINE_FLUSH_LIMIT {
+            let deadline = self.write_deadline(self.io.wbuf.len());
+            if !matches!(self.io.write_all(&[], deadline).await, Ok(true)) {
+                return After::Abort;
+            }
+        }
+        self.io.shrink_read_buffer(
+            self.shared
+                .config
+                .effective_pause_threshold()
+                .min(256 * 1024),
+        );
+        After::Continue
+    }
+
+    /// What is left of the request body, for the persistence decision.
+    pub(crate) fn body_left(&self) -> BodyLeft {
+        if self.body.is_broken() {
+            BodyLeft::Broken
+        } else if self.body.decoder.is_done() {
+            BodyLeft::Nothing
+        } else {
+            match self.body.decoder.remaining_hint() {
+                Some(n) => BodyLeft::Known(n),
+                None => BodyLeft::Unknown,
+            }
+        }
+    }
+
+    /// Answers a head that could not be parsed, and marks the connection for closing.
+    fn respond_to_bad_head(&mut self, status: StatusCode, reason: &str) {
+        let wbuf = &mut self.io.wbuf;
+        encode::status_line(wbuf, status);
+        encode::content_length(wbuf, reason.len() as u64 + 1);
+        encode::header_unchecked(wbuf, b"content-type", b"text/plain; charset=utf-8");
+        encode::header_unchecked(wbuf, b"connection", b"close");
+        let date = self.date.value(SystemTime::now());
+        encode::header_unchecked(wbuf, b"date", date);
+        encode::end_head(wbuf);
+        wbuf.extend_from_slice(reason.as_bytes());
+        wbuf.push(b'\n');
+    }
+
+    /// Flushes, then closes gracefully (see `Io::linger_close`).
+    async fn close(&mut self) {
+        if !self.io.wbuf.is_empty() {
+            let deadline = self.write_deadline(self.io.wbuf.len());
+            if !matches!(self.io.write_all(&[], deadline).await, Ok(true)) {
+                return;
+            }
+        }
+        self.io.linger_close(LINGER).await;
+    }
+
+    /// The deadline for writing `len` bytes under the minimum response data rate.
+    pub(crate) fn write_deadline(&self, len: usize) -> Option<Instant> {
+        let rate = self.shared.config.min_response_rate?;
+        let needed = Duration::from_secs_f64(len as f64 / rate.bytes_per_second.max(1) as f64);
+        Some(Instant::now() + needed.max(rate.grace))
+    }
+}

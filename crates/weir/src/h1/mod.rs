@@ -1,0 +1,15 @@
+//! HTTP/1.1 over a [`Stream`](crate::transport::Stream): drives `weir_proto` with real
+//! sockets, buffers and timers.
+//!
+//! - `conn`: the per-connection task and its loop (read head → handler → finish);
+//! - `io`: the read and write buffers and timed socket operations;
+//! - `body`: request body reads (pause threshold, direct reads, splice);
+//! - `response`: response writing (coalescing, chunking, sendfile).
+
+mod body;
+mod conn;
+mod io;
+mod response;
+
+pub(crate) use conn::{Conn, serve_connection};
+pub(crate) use response::HeadFlags;

@@ -1,0 +1,392 @@
+//! Writing the response: head into the write buffer, body coalesced or written from the
+//! caller's memory, chunk framing on the stack, files with `sendfile`.
+//!
+//! Small responses (head + body up to `Config::write_coalesce_limit`) are assembled in the
+//! write buffer and leave in one write, together with any other pipelined responses, when the
+//! connection next waits for input. Larger bodies go out with one vectored write of the
+//! buffered head and the caller's slice, so they are never copied in user space.
+
+use super::conn::Conn;
+use crate::error::Misuse;
+use crate::{Error, zero_copy};
+use http::{Method, StatusCode, Version};
+use std::fs::File;
+use weir_proto::conn::ConnectionHeader;
+use weir_proto::encode::{self, ChunkHeader, InvalidHeader, ResponseFraming};
+
+/// Where the response of the current exchange stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ResponseState {
+    NotStarted,
+    /// The head is written (perhaps still buffered); body bytes may follow.
+    Body {
+        framing: ResponseFraming,
+        /// Bytes still owed under `Content-Length` framing.
+        remaining: u64,
+    },
+    Complete,
+    /// Writing failed: the connection is unusable.
+    Failed,
+}
+
+impl ResponseState {
+    pub(crate) fn is_started(self) -> bool {
+        self != Self::NotStarted
+    }
+
+    pub(crate) fn is_complete(self) -> bool {
+        self == Self::Complete
+    }
+}
+
+/// Headers weir would add itself that the handler set instead.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct HeadFlags {
+    pub(crate) date: bool,
+    pub(crate) server: bool,
+}
+
+impl Conn {
+    /// Starts a response head in the write buffer; returns where it starts (to undo it).
+    pub(crate) fn start_head(&mut self, status: StatusCode) -> Result<usize, Error> {
+        if self.resp.is_started() {
+            return Err(Error::invalid_response(Misuse::AlreadySent));
+        }
+        if status.is_informational() {
+            return Err(Error::invalid_response(Misuse::InformationalStatus));
+        }
+        let mark = self.io.wbuf.len();
+        encode::status_line(&mut self.io.wbuf, status);
+        Ok(mark)
+    }
+
+    /// Adds a handler's header to the head being built.
+    pub(crate) fn push_header(
+        &mut self,
+        name: &[u8],
+        value: &[u8],
+        flags: &mut HeadFlags,
+    ) -> Result<(), InvalidHeader> {
+        if name.eq_ignore_ascii_case(b"connection") {
+            // weir owns the Connection header (it knows about draining and shutdown); a
+            // handler's `close` is honoured, anything else is dropped.
+            if value
+                .split(|&b| b == b',')
+                .any(|t| t.trim_ascii().eq_ignore_ascii_case(b"close"))
+            {
+                self.persistence.close();
+            }
+            return Ok(());
+        }
+        flags.date |= name.eq_ignore_ascii_case(b"date");
+        flags.server |= name.eq_ignore_ascii_case(b"server");
+        encode::header(&mut self.io.wbuf, name, value)
+    }
+
+    /// Undoes a head that was not sent (builder dropped or header rejected).
+    pub(crate) fn abort_head(&mut self, mark: usize) {
+        self.io.wbuf.truncate(mark);
+    }
+
+    /// Completes the head: framing, `Date`, `Server`, `Connection`. `len` is the body length
+    /// when known.
+    pub(crate) fn finish_head(
+        &mut self,
+        status: StatusCode,
+        len: Option<u64>,
+        flags: HeadFlags,
+    ) -> ResponseFraming {
+        let method = self.head.method();
+        let framing = ResponseFraming::choose(method, self.head.version(), status, len);
+        // A HEAD response announces the length a GET would get, when it is known.
+        let head_len = (*method == Method::HEAD && encode::status_has_body(status))
+            .then_some(len)
+            .flatten();
+        let wbuf = &mut self.io.wbuf;
+        encode::framing_header(wbuf, framing, head_len);
+        if !flags.date {
+            let date = self.date.value(std::time::SystemTime::now());
+            encode::header_unchecked(wbuf, b"date", date);
+        }
+        if let (false, Some(server)) = (flags.server, &self.shared.config.server_header) {
+            encode::header_unchecked(wbuf, b"server", server.as_bytes());
+        }
+        if self.shared.is_shutting_down() {
+            self.persistence.close();
+        }
+        let body_left = self.body_left();
+        let connection = self.persistence.on_response_head(
+            framing,
+            body_left,
+            self.body.continue_sent,
+            self.shared.config.drain_limit,
+        );
+        let wbuf = &mut self.io.wbuf;
+        match connection {
+            ConnectionHeader::None => {}
+            ConnectionHeader::Close => encode::header_unchecked(wbuf, b"connection", b"close"),
+            ConnectionHeader::KeepAlive => {
+                encode::header_unchecked(wbuf, b"connection", b"keep-alive")
+            }
+        }
+        encode::end_head(wbuf);
+        self.resp = ResponseState::Body {
+            framing,
+            remaining: len.unwrap_or(0),
+        };
+        framing
+    }
+
+    /// Writes body bytes of a started response.
+    pub(crate) async fn write_body(&mut self, data: &[u8]) -> Result<(), Error> {
+        let ResponseState::Body { framing, remaining } = self.resp else {
+            return Err(Error::invalid_response(Misuse::NoBodyOpen));
+        };
+        match framing {
+            // HEAD, 204, 304: there is no body on the wire; the bytes are dropped.
+            ResponseFraming::NoBody => return Ok(()),
+            ResponseFraming::Length(_) if remaining < data.len() as u64 => {
+                self.fail_response();
+                return Err(Error::invalid_response(Misuse::BodyTooLong));
+            }
+            ResponseFraming::Length(_) => {
+                self.resp = ResponseState::Body {
+                    framing,
+                    remaining: remaining - data.len() as u64,
+                };
+            }
+            ResponseFraming::Chunked | ResponseFraming::CloseDelimited => {}
+        }
+        if data.is_empty() {
+            return Ok(());
+        }
+        let chunked = framing == ResponseFraming::Chunked;
+        let chunk_header = chunked.then(|| ChunkHeader::new(data.len() as u64));
+        let limit = self.shared.config.write_coalesce_limit;
+        if self.io.wbuf.len() + data.len() <= limit {
+            // COPY: a small body joins the head (and other pipelined responses) in the write
+            // buffer, so that they leave in one system call.
+            if let Some(h) = &chunk_header {
+                self.io.wbuf.extend_from_slice(h.as_bytes());
+            }
+            self.io.wbuf.extend_from_slice(data);
+            if chunked {
+                self.io.wbuf.extend_from_slice(encode::CHUNK_END);
+            }
+            return Ok(());
+        }
+        if let Some(h) = &chunk_header {
+            self.io.wbuf.extend_from_slice(h.as_bytes());
+        }
+        let end: &[u8] = if chunked { encode::CHUNK_END } else { &[] };
+        self.write_out(&[data, end]).await
+    }
+
+    /// Ends the body: the last chunk for chunked framing; checks a `Content-Length` body is
+    /// complete.
+    pub(crate) fn finish_body(&mut self) -> Result<(), Error> {
+        match self.resp {
+            ResponseState::Body {
+                framing: ResponseFraming::Chunked,
+                ..
+            } => {
+                self.io.wbuf.extend_from_slice(encode::LAST_CHUNK);
+                self.resp = ResponseState::Complete;
+                Ok(())
+            }
+            ResponseState::Body {
+                framing: ResponseFraming::Length(_),
+                remaining: 1..,
+            } => {
+                self.fail_response();
+                Err(Error::invalid_response(Misuse::BodyTooShort))
+            }
+            ResponseState::Body { .. } => {
+                self.resp = ResponseState::Complete;
+                Ok(())
+            }
+            ResponseState::Complete => Ok(()),
+            ResponseState::NotStarted | ResponseState::Failed => {
+                Err(Error::invalid_response(Misuse::NoBodyOpen))
+            }
+        }
+    }
+
+    /// After the handler returned: completes a chunked body it left open. A short
+    /// `Content-Length` body stays incomplete, and the connection will close.
+    pub(crate) fn complete_response_if_open(&mut self) {
+        if let ResponseState::Body { remaining, framing } = self.resp {
+            let complete = match framing {
+                ResponseFraming::Length(_) => remaining == 0,
+                _ => true,
+            };
+            if complete {
+                let _ = self.finish_body();
+            }
+        }
+    }
+
+    /// Sends `len` bytes of `file` from `offset` as the body: `sendfile` on plain sockets on
+    /// Linux (no user-space copy), else read into the write buffer in pieces.
+    pub(crate) async fn send_file(
+        &mut self,
+        file: &File,
+        offset: u64,
+        len: u64,
+    ) -> Result<(), Error> {
+        match self.resp {
+            ResponseState::Body {
+                framing: ResponseFraming::NoBody,
+                ..
+            } => {
+                // HEAD, 204, 304: the head is all there is.
+                self.resp = ResponseState::Complete;
+                return Ok(());
+            }
+            ResponseState::Body { .. } => {}
+            _ => return Err(Error::invalid_response(Misuse::NoBodyOpen)),
+        }
+        self.write_out(&[]).await?;
+        let mut sent = 0u64;
+        while sent < len {
+            let piece = (len - sent).min(8 * 1024 * 1024) as usize;
+            let n = if zero_copy::can_sendfile(&self.io.stream) {
+                let deadline = self.write_deadline(piece);
+                let (stream, timer) = self.io.stream_and_timer();
+                let send = zero_copy::sendfile(stream, file, offset + sent, piece);
+                match super::io::Io::timed(timer, deadline, send).await {
+                    Some(Ok(n)) => n,
+                    Some(Err(e)) => {
+                        self.fail_response();
+                        return Err(Error::from_conn_io(e));
+                    }
+                    None => {
+                        self.fail_response();
+                        return Err(Error::timeout());
+                    }
+                }
+            } else {
+                self.copy_file_piece(file, offset + sent, piece.min(64 * 1024))
+                    .await?
+            };
+            if n == 0 {
+                // The file is shorter than announced (truncated while being sent).
+                self.fail_response();
+                return Err(Error::from(std::io::Error::from(
+                    std::io::ErrorKind::UnexpectedEof,
+                )));
+            }
+            sent += n as u64;
+        }
+        self.resp = ResponseState::Complete;
+        Ok(())
+    }
+
+    /// The fallback of `send_file`: one piece through the (empty) write buffer.
+    async fn copy_file_piece(
+        &mut self,
+        file: &File,
+        offset: u64,
+        len: usize,
+    ) -> Result<usize, Error> {
+        use std::os::unix::fs::FileExt;
+        let wbuf = &mut self.io.wbuf;
+        wbuf.resize(len, 0);
+        let n = match file.read_at(wbuf, offset) {
+            Ok(n) => n,
+            Err(e) => {
+                wbuf.clear();
+                self.fail_response();
+                return Err(Error::from(e));
+            }
+        };
+        wbuf.truncate(n);
+        self.write_out(&[]).await?;
+        Ok(n)
+    }
+
+    /// Sends a 1xx response now (100, 103, ...). Ignored for HTTP/1.0 clients, which must not
+    /// receive them.
+    pub(crate) async fn send_informational(
+        &mut self,
+        status: StatusCode,
+        headers: &[(&str, &[u8])],
+    ) -> Result<(), Error> {
+        if !status.is_informational() || status == StatusCode::SWITCHING_PROTOCOLS {
+            return Err(Error::invalid_response(Misuse::NotInformational));
+        }
+        if self.resp.is_started() {
+            return Err(Error::invalid_response(Misuse::AlreadySent));
+        }
+        if self.head.version() == Version::HTTP_10 {
+            return Ok(());
+        }
+        let mark = self.io.wbuf.len();
+        encode::status_line(&mut self.io.wbuf, status);
+        for (name, value) in headers {
+            if encode::header(&mut self.io.wbuf, name.as_bytes(), value).is_err() {
+                self.io.wbuf.truncate(mark);
+                return Err(Error::invalid_response(Misuse::InvalidHeader));
+            }
+        }
+        encode::end_head(&mut self.io.wbuf);
+        if status == StatusCode::CONTINUE {
+            self.body.note_continue_sent();
+        }
+        self.write_out(&[]).await
+    }
+
+    /// Flushes what is buffered.
+    pub(crate) async fn flush_response(&mut self) -> Result<(), Error> {
+        if self.io.wbuf.is_empty() {
+            Ok(())
+        } else {
+            self.write_out(&[]).await
+        }
+    }
+
+    /// Writes the write buffer and `tail` now, under the response data rate.
+    async fn write_out(&mut self, tail: &[&[u8]]) -> Result<(), Error> {
+        let len = self.io.wbuf.len() + tail.iter().map(|t| t.len()).sum::<usize>();
+        let deadline = self.write_deadline(len);
+        match self.io.write_all(tail, deadline).await {
+            Ok(true) => Ok(()),
+            Ok(false) => {
+                self.fail_response();
+                Err(Error::timeout())
+            }
+            Err(e) => {
+                self.fail_response();
+                Err(Error::from_conn_io(e))
+            }
+        }
+    }
+
+    /// Writes a complete short response for an error (`status`, reason as text).
+    pub(crate) async fn write_error_response(
+        &mut self,
+        status: StatusCode,
+        error: &Error,
+    ) -> Result<(), Error> {
+        let mark = self.start_head(status)?;
+        let mut flags = HeadFlags::default();
+        let _ = self.push_header(b"content-type", b"text/plain; charset=utf-8", &mut flags);
+        let reason = status.canonical_reason().unwrap_or("Error");
+        let mut body = [0u8; 128];
+        let len = {
+            use std::io::Write;
+            let mut cursor = std::io::Cursor::new(&mut body[..]);
+            let _ = writeln!(cursor, "{} {reason}: {error}", status.as_u16());
+            cursor.position() as usize
+        };
+        debug_assert!(mark <= self.io.wbuf.len());
+        self.finish_head(status, Some(len as u64), flags);
+        self.write_body(&body[..len]).await?;
+        self.finish_body()
+    }
+
+    fn fail_response(&mut self) {
+        self.resp = ResponseState::Failed;
+        self.persistence.close();
+    }
+}

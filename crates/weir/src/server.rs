@@ -1,0 +1,249 @@
+//! [`Server`]: listeners, accept loops, connection limits and graceful shutdown.
+//!
+//! Each listener has an accept loop; each accepted connection gets one task that serves all its
+//! requests (`h1::serve_connection`). A semaphore bounds the connections: at the bound the
+//! accept loop stops accepting (clients wait in the kernel's backlog) while the others are
+//! served. Shutdown stops the accept loops, closes idle connections at once, lets in-flight
+//! exchanges finish (announcing `Connection: close`) up to `Config::shutdown_grace`, then aborts
+//! what is left.
+
+use crate::h1::serve_connection;
+use crate::stats::Stats;
+use crate::transport::{Listener, Stream};
+use crate::{Config, Handler};
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+use tokio::sync::{Semaphore, watch};
+use tokio::task::JoinSet;
+
+/// What every connection of a server shares.
+pub(crate) struct Shared {
+    pub(crate) config: Config,
+    pub(crate) stats: Stats,
+    /// Set once shutdown starts: responses written from then on announce `Connection: close`.
+    /// (The watch channel wakes waiting connections; this flag is the cheap check per response.)
+    shutting_down: AtomicBool,
+}
+
+impl Shared {
+    pub(crate) fn is_shutting_down(&self) -> bool {
+        self.shutting_down.load(Ordering::Relaxed)
+    }
+}
+
+/// An HTTP server: configuration and listeners, until [`Server::serve`] runs it.
+pub struct Server {
+    shared: Arc<Shared>,
+    listeners: Vec<Listener>,
+    shutdown: Arc<watch::Sender<bool>>,
+}
+
+/// Controls a running server from elsewhere: shutdown, statistics.
+#[derive(Clone)]
+pub struct ServerHandle {
+    shared: Arc<Shared>,
+    shutdown: Arc<watch::Sender<bool>>,
+}
+
+impl Server {
+    /// A server with `config` and no listeners yet.
+    pub fn new(config: Config) -> Self {
+        let (shutdown, _) = watch::channel(false);
+        Self {
+            shared: Arc::new(Shared {
+                config,
+                stats: Stats::default(),
+                shutting_down: AtomicBool::new(false),
+            }),
+            listeners: Vec::new(),
+            shutdown: Arc::new(shutdown),
+        }
+    }
+
+    /// A server with `config` listening on a TCP address (`"127.0.0.1:8080"`, port 0 for any).
+    pub async fn bind(addr: impl tokio::net::ToSocketAddrs, config: Config) -> io::Result<Self> {
+        let mut server = Self::new(config);
+        server.listen_tcp(addr).await?;
+        Ok(server)
+    }
+
+    /// Adds a TCP listener; returns its bound address.
+    pub async fn listen_tcp(
+        &mut self,
+        addr: impl tokio::net::ToSocketAddrs,
+    ) -> io::Result<SocketAddr> {
+        let listener = Listener::bind_tcp(addr).await?;
+        let addr = listener
+            .local_addr()
+            .ok_or_else(|| io::Error::other("no local address"))?;
+        self.listeners.push(listener);
+        Ok(addr)
+    }
+
+    /// Adds a Unix domain socket listener at `path`.
+    pub fn listen_unix(&mut self, path: impl AsRef<Path>) -> io::Result<()> {
+        self.listeners.push(Listener::bind_unix(path)?);
+        Ok(())
+    }
+
+    /// Adds a listener bound elsewhere.
+    pub fn add_listener(&mut self, listener: Listener) {
+        self.listeners.push(listener);
+    }
+
+    /// The address of the first TCP listener.
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        self.listeners.iter().find_map(Listener::local_addr)
+    }
+
+    /// The server's configuration.
+    pub fn config(&self) -> &Config {
+        &self.shared.config
+    }
+
+    /// A handle to shut the server down and read its statistics.
+    pub fn handle(&self) -> ServerHandle {
+        ServerHandle {
+            shared: self.shared.clone(),
+            shutdown: self.shutdown.clone(),
+        }
+    }
+
+    /// Serves until [`ServerHandle::shutdown`] is called and the shutdown has completed.
+    pub async fn serve<H: Handler>(self, handler: H) -> io::Result<()> {
+        if self.listeners.is_empty() {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "no listener"));
+        }
+        let handler = Arc::new(handler);
+        let permits = Arc::new(Semaphore::new(self.shared.config.max_connections.max(1)));
+        let mut loops = JoinSet::new();
+        for listener in self.listeners {
+            loops.spawn(accept_loop(
+                listener,
+                handler.clone(),
+                self.shared.clone(),
+                permits.clone(),
+                self.shutdown.subscribe(),
+            ));
+        }
+        let mut connections = Vec::new();
+        while let Some(joined) = loops.join_next().await {
+            connections.push(joined.map_err(io::Error::other)?);
+        }
+        // Every accept loop has stopped: shutdown was requested. Give in-flight exchanges the
+        // grace period, then abort the rest.
+        let grace = self.shared.config.shutdown_grace;
+        let drained = tokio::time::timeout(grace, async {
+            for set in &mut connections {
+                while set.join_next().await.is_some() {}
+            }
+        })
+        .await;
+        if drained.is_err() {
+            tracing::warn!("shutdown grace expired; closing remaining connections");
+            for set in &mut connections {
+                set.shutdown().await;
+            }
+        }
+        Ok(())
+    }
+
+    /// Serves until `signal` completes (for example `tokio::signal::ctrl_c()`), then shuts down
+    /// gracefully.
+    pub async fn serve_until<H: Handler>(
+        self,
+        handler: H,
+        signal: impl Future<Output = ()> + Send,
+    ) -> io::Result<()> {
+        let handle = self.handle();
+        let serve = self.serve(handler);
+        tokio::pin!(serve);
+        tokio::select! {
+            result = &mut serve => return result,
+            () = signal => handle.shutdown(),
+        }
+        serve.await
+    }
+}
+
+impl ServerHandle {
+    /// Starts a graceful shutdown: stop accepting, close idle connections, finish in-flight
+    /// requests (up to `Config::shutdown_grace`).
+    pub fn shutdown(&self) {
+        self.shared.shutting_down.store(true, Ordering::Relaxed);
+        self.shutdown.send_replace(true);
+    }
+
+    /// The server's counters.
+    pub fn stats(&self) -> &Stats {
+        &self.shared.stats
+    }
+
+    /// The server's configuration.
+    pub fn config(&self) -> &Config {
+        &self.shared.config
+    }
+}
+
+/// Accepts connections until shutdown; returns the connections still running.
+async fn accept_loop<H: Handler>(
+    listener: Listener,
+    handler: Arc<H>,
+    shared: Arc<Shared>,
+    permits: Arc<Semaphore>,
+    mut shutdown: watch::Receiver<bool>,
+) -> JoinSet<()> {
+    let mut connections = JoinSet::new();
+    loop {
+        // Reap finished connections so the set does not grow with the server's age.
+        while connections.try_join_next().is_some() {}
+        if *shutdown.borrow_and_update() {
+            break;
+        }
+        let permit = tokio::select! {
+            permit = permits.clone().acquire_owned() => match permit {
+                Ok(permit) => permit,
+                Err(_) => break,
+            },
+            _ = shutdown.changed() => break,
+        };
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            _ = shutdown.changed() => break,
+        };
+        let stream = match accepted {
+            Ok(stream) => stream,
+            Err(e) => {
+                // EMFILE, ENFILE, ENOBUFS...: back off instead of spinning; the permit is
+                // released and the loop retries.
+                tracing::warn!(error = %e, "accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let handler = handler.clone();
+        let shared = shared.clone();
+        let shutdown = shutdown.clone();
+        connections.spawn(async move {
+            let _permit = permit;
+            shared.stats.connection_opened();
+            serve(stream, &*handler, shared.clone(), shutdown).await;
+            shared.stats.connection_closed();
+        });
+    }
+    connections
+}
+
+async fn serve<H: Handler>(
+    stream: Stream,
+    handler: &H,
+    shared: Arc<Shared>,
+    shutdown: watch::Receiver<bool>,
+) {
+    serve_connection(stream, handler, shared, shutdown).await;
+}

@@ -1,0 +1,149 @@
+//! Timeouts, graceful shutdown, connection limits, Unix sockets.
+
+use crate::support::*;
+use std::io::Read;
+use std::time::Duration;
+use weir::{Config, DataRate};
+
+#[test]
+fn head_timeout_answers_408() {
+    let config = Config {
+        head_timeout: Duration::from_millis(300),
+        ..Config::default()
+    };
+    let server = TestServer::start(config);
+    let mut c = server.connect();
+    c.send(b"GET /hello HTTP/1.1\r\nHost:");
+    let resp = c.read_response();
+    assert_eq!(resp.status, 408);
+    c.assert_closed();
+}
+
+#[test]
+fn idle_keep_alive_connection_is_closed_silently() {
+    let config = Config {
+        keep_alive_timeout: Duration::from_millis(300),
+        ..Config::default()
+    };
+    let server = TestServer::start(config);
+    let mut c = server.connect();
+    c.send(b"GET /hello HTTP/1.1\r\nHost: a\r\n\r\n");
+    assert_eq!(c.read_response().status, 200);
+    c.assert_closed();
+}
+
+#[test]
+fn slow_body_is_cut_by_the_data_rate() {
+    let config = Config {
+        min_body_rate: Some(DataRate {
+            bytes_per_second: 1000,
+            grace: Duration::from_millis(200),
+        }),
+        ..Config::default()
+    };
+    let server = TestServer::start(config);
+    let mut c = server.connect();
+    c.send(b"PUT /observe?id=201 HTTP/1.1\r\nHost: a\r\nContent-Length: 100000\r\n\r\n");
+    // A byte now and then: each read makes progress, but the average rate is far too low.
+    for _ in 0..20 {
+        if c.try_send(b"x").is_err() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        if !OBSERVED.lock().unwrap().iter().any(|(i, _)| *i == 201) {
+            continue;
+        }
+        break;
+    }
+    assert_eq!(observed(201), "timeout");
+}
+
+#[test]
+fn shutdown_closes_idle_connections_and_finishes_in_flight() {
+    let server = TestServer::start(Config::default());
+    let mut idle = server.connect();
+    idle.send(b"GET /hello HTTP/1.1\r\nHost: a\r\n\r\n");
+    assert_eq!(idle.read_response().status, 200);
+    // In flight: the body is only half sent when shutdown starts.
+    let mut busy = server.connect();
+    busy.send(b"PUT /echo HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\n01234");
+    std::thread::sleep(Duration::from_millis(100));
+    server.handle.shutdown();
+    idle.assert_closed();
+    busy.send(b"56789");
+    let resp = busy.read_response();
+    assert_eq!(resp.text(), "0123456789");
+    assert_eq!(resp.header("connection"), Some("close"));
+    busy.assert_closed();
+    server.stop();
+}
+
+#[test]
+fn connection_limit_queues_new_clients() {
+    let config = Config {
+        max_connections: 2,
+        ..Config::default()
+    };
+    let server = TestServer::start(config);
+    let mut a = server.connect();
+    let mut b = server.connect();
+    a.send(b"GET /hello HTTP/1.1\r\nHost: a\r\n\r\n");
+    b.send(b"GET /hello HTTP/1.1\r\nHost: a\r\n\r\n");
+    assert_eq!(a.read_response().status, 200);
+    assert_eq!(b.read_response().status, 200);
+    // A third client connects (kernel backlog) but is not served while two are open.
+    let mut third = server.connect();
+    third.send(b"GET /hello HTTP/1.1\r\nHost: a\r\n\r\n");
+    third
+        .stream()
+        .set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    let mut byte = [0u8; 1];
+    let waiting = third.stream().read(&mut byte);
+    assert!(
+        waiting.is_err(),
+        "third connection was served while at the limit"
+    );
+    // The existing clients keep being served.
+    a.send(b"GET /hello HTTP/1.1\r\nHost: a\r\n\r\n");
+    assert_eq!(a.read_response().status, 200);
+    // When one leaves, the third is served.
+    drop(b);
+    third
+        .stream()
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    assert_eq!(third.read_response().text(), "Hello, World!");
+}
+
+#[test]
+fn unix_socket_serves_the_same_handler() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("weir.sock");
+    let server = TestServer::start_with(Config::default(), Routes, Some(path.clone()));
+    let stream = std::os::unix::net::UnixStream::connect(&path).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut reader = std::io::BufReader::new(stream);
+    use std::io::{BufRead, Write};
+    let data = pattern(4 << 20, 12);
+    reader
+        .get_mut()
+        .write_all(
+            format!(
+                "PUT /file HTTP/1.1\r\nHost: a\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                data.len()
+            )
+            .as_bytes(),
+        )
+        .unwrap();
+    reader.get_mut().write_all(&data).unwrap();
+    let mut status = String::new();
+    reader.read_line(&mut status).unwrap();
+    assert!(status.starts_with("HTTP/1.1 200"), "{status}");
+    let mut rest = String::new();
+    reader.read_to_string(&mut rest).unwrap();
+    assert!(rest.contains(&sha256_hex(&data)), "{rest}");
+    drop(server);
+}

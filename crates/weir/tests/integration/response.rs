@@ -1,0 +1,114 @@
+//! Response framing: sized, chunked, HEAD, 204/304, 1xx, files, errors.
+
+use crate::support::*;
+use weir::Config;
+
+#[test]
+fn sized_response_has_length_and_date() {
+    let server = TestServer::start(Config::default());
+    let resp = request(&server, b"GET /hello HTTP/1.1\r\nHost: a\r\n\r\n");
+    assert_eq!(resp.status, 200);
+    assert_eq!(resp.header("content-length"), Some("13"));
+    assert_eq!(resp.header("date").map(str::len), Some(29));
+    assert_eq!(resp.header("server"), None);
+}
+
+#[test]
+fn server_header_is_optional() {
+    let config = Config {
+        server_header: Some("weir".into()),
+        ..Config::default()
+    };
+    let server = TestServer::start(config);
+    let resp = request(&server, b"GET /hello HTTP/1.1\r\nHost: a\r\n\r\n");
+    assert_eq!(resp.header("server"), Some("weir"));
+}
+
+#[test]
+fn head_gets_length_without_body() {
+    let server = TestServer::start(Config::default());
+    let mut c = server.connect();
+    c.send(b"HEAD /hello HTTP/1.1\r\nHost: a\r\n\r\nGET /hello HTTP/1.1\r\nHost: a\r\n\r\n");
+    let head = c.read_response_for(true);
+    assert_eq!(head.header("content-length"), Some("13"));
+    // The next response starts right after the head: no body bytes were sent.
+    assert_eq!(c.read_response().text(), "Hello, World!");
+}
+
+#[test]
+fn no_content_and_not_modified_have_no_body() {
+    let server = TestServer::start(Config::default());
+    let mut c = server.connect();
+    c.send(b"GET /no-content HTTP/1.1\r\nHost: a\r\n\r\nGET /not-modified HTTP/1.1\r\nHost: a\r\n\r\nGET /hello HTTP/1.1\r\nHost: a\r\n\r\n");
+    let r = c.read_response();
+    assert_eq!(r.status, 204);
+    assert_eq!(r.header("content-length"), None);
+    assert_eq!(r.header("transfer-encoding"), None);
+    assert_eq!(c.read_response().status, 304);
+    assert_eq!(c.read_response().text(), "Hello, World!");
+}
+
+#[test]
+fn streamed_response_is_chunked_for_11_and_close_delimited_for_10() {
+    let server = TestServer::start(Config::default());
+    let resp = request(&server, b"GET /stream HTTP/1.1\r\nHost: a\r\n\r\n");
+    assert_eq!(resp.header("transfer-encoding"), Some("chunked"));
+    assert!(resp.text().starts_with("part 0\npart 1\npart 2\n"));
+    assert_eq!(resp.body.len(), 21 + 100_000);
+    let mut c = server.connect();
+    c.send(b"GET /stream HTTP/1.0\r\n\r\n");
+    let resp = c.read_response();
+    assert_eq!(resp.header("transfer-encoding"), None);
+    assert_eq!(resp.header("connection"), Some("close"));
+    assert_eq!(resp.body.len(), 21 + 100_000);
+}
+
+#[test]
+fn early_hints_before_the_final_response() {
+    let server = TestServer::start(Config::default());
+    let mut c = server.connect();
+    c.send(b"GET /hints HTTP/1.1\r\nHost: a\r\n\r\n");
+    let hints = c.read_response();
+    assert_eq!(hints.status, 103);
+    assert_eq!(hints.header("link"), Some("</a.css>; rel=preload"));
+    assert_eq!(c.read_response().text(), "after hints");
+    // HTTP/1.0 clients never see 1xx.
+    let mut c = server.connect();
+    c.send(b"GET /hints HTTP/1.0\r\n\r\n");
+    assert_eq!(c.read_response().status, 200);
+}
+
+#[test]
+fn handler_errors_and_omissions() {
+    let server = TestServer::start(Config::default());
+    let mut c = server.connect();
+    c.send(b"GET /forget HTTP/1.1\r\nHost: a\r\n\r\n");
+    assert_eq!(c.read_response().status, 500);
+    c.send(b"GET /fail HTTP/1.1\r\nHost: a\r\n\r\n");
+    assert_eq!(c.read_response().status, 418);
+    // A header with CR LF is refused: no response splitting; the handler's error becomes 500.
+    c.send(b"GET /bad-header HTTP/1.1\r\nHost: a\r\n\r\n");
+    let resp = c.read_response();
+    assert_eq!(resp.status, 500);
+    assert_eq!(resp.header("set-cookie"), None);
+    // The connection still works.
+    c.send(b"GET /hello HTTP/1.1\r\nHost: a\r\n\r\n");
+    assert_eq!(c.read_response().text(), "Hello, World!");
+}
+
+#[test]
+fn large_bodies_and_files() {
+    let server = TestServer::start(Config::default());
+    let mut c = server.connect();
+    c.send(b"GET /big?len=3000000 HTTP/1.1\r\nHost: a\r\n\r\n");
+    assert!(c.read_response().body == pattern(3_000_000, 7));
+    c.send(b"GET /sendfile?len=5000000 HTTP/1.1\r\nHost: a\r\n\r\n");
+    assert!(c.read_response().body == pattern(5_000_000, 9));
+    c.send(b"HEAD /sendfile?len=1000 HTTP/1.1\r\nHost: a\r\n\r\n");
+    assert_eq!(
+        c.read_response_for(true).header("content-length"),
+        Some("1000")
+    );
+    c.send(b"GET /hello HTTP/1.1\r\nHost: a\r\n\r\n");
+    assert_eq!(c.read_response().text(), "Hello, World!");
+}

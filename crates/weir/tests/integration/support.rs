@@ -1,0 +1,394 @@
+//! Test support: a server on a background runtime, a raw HTTP/1.1 client, and a handler with
+//! routes for every behaviour under test.
+
+use http::{Method, StatusCode};
+use sha2::{Digest, Sha256};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::mpsc;
+use std::time::Duration;
+use weir::{Config, Exchange, Handler, ServerHandle};
+
+/// A server running on its own thread and runtime, shut down on drop.
+pub struct TestServer {
+    pub addr: SocketAddr,
+    pub handle: ServerHandle,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl TestServer {
+    pub fn start(config: Config) -> Self {
+        Self::start_with(config, Routes, None)
+    }
+
+    pub fn start_with<H: Handler>(
+        config: Config,
+        handler: H,
+        unix: Option<std::path::PathBuf>,
+    ) -> Self {
+        let (tx, rx) = mpsc::channel();
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let mut server = weir::Server::new(config);
+                let addr = server.listen_tcp("127.0.0.1:0").await.unwrap();
+                if let Some(path) = unix {
+                    server.listen_unix(path).unwrap();
+                }
+                tx.send((addr, server.handle())).unwrap();
+                server.serve(handler).await.unwrap();
+            });
+        });
+        let (addr, handle) = rx.recv().unwrap();
+        Self {
+            addr,
+            handle,
+            thread: Some(thread),
+        }
+    }
+
+    pub fn connect(&self) -> Client {
+        Client::new(TcpStream::connect(self.addr).unwrap())
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{}", self.addr, path)
+    }
+
+    /// Shuts down and waits for `serve` to return.
+    pub fn stop(mut self) {
+        self.handle.shutdown();
+        if let Some(t) = self.thread.take() {
+            t.join().unwrap();
+        }
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        self.handle.shutdown();
+    }
+}
+
+/// A parsed response.
+#[derive(Debug)]
+pub struct Resp {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Resp {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+}
+
+/// A raw HTTP/1.1 client over a blocking socket (10 s read timeout, so a bug fails the test
+/// instead of hanging it).
+pub struct Client {
+    reader: BufReader<TcpStream>,
+}
+
+impl Client {
+    pub fn new(stream: TcpStream) -> Self {
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        Self {
+            reader: BufReader::new(stream),
+        }
+    }
+
+    pub fn send(&mut self, bytes: &[u8]) -> &mut Self {
+        self.reader.get_mut().write_all(bytes).unwrap();
+        self
+    }
+
+    /// Sends, ignoring errors (the server may have closed).
+    pub fn try_send(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.reader.get_mut().write_all(bytes)
+    }
+
+    pub fn stream(&mut self) -> &mut TcpStream {
+        self.reader.get_mut()
+    }
+
+    /// Reads one response; `head_only` for responses to HEAD.
+    pub fn read_response_for(&mut self, head_only: bool) -> Resp {
+        let mut line = String::new();
+        self.reader.read_line(&mut line).unwrap();
+        assert!(line.starts_with("HTTP/1.1 "), "bad status line {line:?}");
+        let status: u16 = line[9..12].parse().unwrap();
+        let mut headers = Vec::new();
+        loop {
+            let mut h = String::new();
+            self.reader.read_line(&mut h).unwrap();
+            assert!(h.ends_with("\r\n"), "bad header line {h:?}");
+            if h == "\r\n" {
+                break;
+            }
+            let (n, v) = h.trim_end().split_once(':').unwrap();
+            headers.push((n.to_string(), v.trim().to_string()));
+        }
+        let mut resp = Resp {
+            status,
+            headers,
+            body: Vec::new(),
+        };
+        if head_only || status / 100 == 1 || status == 204 || status == 304 {
+            return resp;
+        }
+        if let Some(len) = resp.header("content-length") {
+            let mut body = vec![0; len.parse().unwrap()];
+            self.reader.read_exact(&mut body).unwrap();
+            resp.body = body;
+        } else if resp.header("transfer-encoding") == Some("chunked") {
+            loop {
+                let mut size = String::new();
+                self.reader.read_line(&mut size).unwrap();
+                let size = usize::from_str_radix(size.trim_end(), 16).unwrap();
+                let mut data = vec![0; size + 2];
+                self.reader.read_exact(&mut data).unwrap();
+                assert_eq!(&data[size..], b"\r\n");
+                if size == 0 {
+                    break;
+                }
+                resp.body.extend_from_slice(&data[..size]);
+            }
+        } else {
+            self.reader.read_to_end(&mut resp.body).unwrap();
+        }
+        resp
+    }
+
+    pub fn read_response(&mut self) -> Resp {
+        self.read_response_for(false)
+    }
+
+    /// Asserts the server closed the connection (EOF, or a reset after it closed), with no
+    /// further response.
+    pub fn assert_closed(&mut self) {
+        let mut rest = Vec::new();
+        match self.reader.read_to_end(&mut rest) {
+            Ok(_) => assert!(
+                rest.is_empty(),
+                "unexpected bytes after close: {:?}",
+                String::from_utf8_lossy(&rest)
+            ),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
+            Err(e) => panic!("connection not closed: {e}"),
+        }
+    }
+}
+
+/// One request over a fresh connection.
+pub fn request(server: &TestServer, raw: &[u8]) -> Resp {
+    server.connect().send(raw).read_response()
+}
+
+pub fn sha256_hex(data: &[u8]) -> String {
+    hex(&Sha256::digest(data))
+}
+
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Deterministic pseudo-random bytes.
+pub fn pattern(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+/// Outcomes recorded by the `/observe` route, by request id: how a handler saw its body end.
+pub static OBSERVED: std::sync::Mutex<Vec<(u64, String)>> = std::sync::Mutex::new(Vec::new());
+
+/// Waits (up to 10 s) for the `/observe` route to record request `id`.
+pub fn observed(id: u64) -> String {
+    for _ in 0..1000 {
+        if let Some((_, v)) = OBSERVED.lock().unwrap().iter().find(|(i, _)| *i == id) {
+            return v.clone();
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    panic!("request {id} was not observed");
+}
+
+fn query_u64(ex: &Exchange<'_>, key: &str) -> Option<u64> {
+    ex.request().query()?.split('&').find_map(|kv| {
+        let (k, v) = kv.split_once('=')?;
+        (k == key).then(|| v.parse().ok()).flatten()
+    })
+}
+
+/// The routes the tests use.
+pub struct Routes;
+
+impl Handler for Routes {
+    async fn handle(&self, ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
+        if let Some(max) = query_u64(ex, "max") {
+            ex.set_max_body_size(Some(max));
+        }
+        if let Some(threshold) = query_u64(ex, "threshold") {
+            ex.set_pause_threshold(threshold as usize);
+        }
+        let path = ex.request().path().to_owned();
+        match (ex.request().method().clone(), path.as_str()) {
+            (Method::GET | Method::HEAD, "/hello") => {
+                ex.respond(StatusCode::OK)
+                    .header("content-type", "text/plain")
+                    .body("Hello, World!")
+                    .await
+            }
+            (_, "/echo") => {
+                let mut body = Vec::new();
+                let mut buf = vec![0u8; 64 * 1024];
+                loop {
+                    let n = ex.read_body(&mut buf).await?;
+                    if n == 0 {
+                        break;
+                    }
+                    body.extend_from_slice(&buf[..n]);
+                }
+                ex.respond(StatusCode::OK).body(&body).await
+            }
+            (_, "/sha") => {
+                // Streams the body through SHA-256 with a buffer size chosen by the client;
+                // `sleep` (ms) delays the first read, to test backpressure.
+                if let Some(ms) = query_u64(ex, "sleep") {
+                    tokio::time::sleep(Duration::from_millis(ms)).await;
+                }
+                let size = query_u64(ex, "buf").unwrap_or(256 * 1024) as usize;
+                let mut buf = vec![0u8; size];
+                let mut hasher = Sha256::new();
+                loop {
+                    match ex.read_body(&mut buf).await {
+                        Ok(0) => break,
+                        Ok(n) => hasher.update(&buf[..n]),
+                        Err(e) if e.is_too_large() => {
+                            return ex
+                                .respond(StatusCode::PAYLOAD_TOO_LARGE)
+                                .body("too large\n")
+                                .await;
+                        }
+                        Err(e) => return Err(e),
+                    }
+                }
+                let s = ex.body_stats();
+                let text = format!(
+                    "{} received={} copied={} direct={} spliced={} peak={}\n",
+                    hex(&hasher.finalize()),
+                    s.received,
+                    s.copied,
+                    s.direct,
+                    s.spliced,
+                    s.peak_buffered
+                );
+                ex.respond(StatusCode::OK).body(text).await
+            }
+            (_, "/chunks") => {
+                let mut hasher = Sha256::new();
+                let mut largest = 0;
+                while let Some(chunk) = ex.read_body_chunk().await? {
+                    largest = largest.max(chunk.len());
+                    hasher.update(&chunk);
+                }
+                let text = format!("{} largest={largest}\n", hex(&hasher.finalize()));
+                ex.respond(StatusCode::OK).body(text).await
+            }
+            (_, "/file") => {
+                let dir = tempfile::tempdir()?;
+                let path = dir.path().join("body");
+                let mut file = std::fs::File::create(&path)?;
+                let n = ex.body_to_file(&mut file).await?;
+                drop(file);
+                let data = std::fs::read(&path)?;
+                let s = ex.body_stats();
+                let text = format!(
+                    "{} len={n} spliced={} copied={}\n",
+                    sha256_hex(&data),
+                    s.spliced,
+                    s.copied
+                );
+                ex.respond(StatusCode::OK).body(text).await
+            }
+            (_, "/observe") => {
+                let id = query_u64(ex, "id").unwrap_or(0);
+                let mut buf = vec![0u8; 4096];
+                let mut total = 0;
+                let outcome = loop {
+                    match ex.read_body(&mut buf).await {
+                        Ok(0) => break format!("complete {total}"),
+                        Ok(n) => total += n,
+                        Err(e) if e.is_disconnect() => break "disconnect".to_string(),
+                        Err(e) if e.is_timeout() => break "timeout".to_string(),
+                        Err(e) if e.is_too_large() => break "too large".to_string(),
+                        Err(e) if e.is_protocol() => break "protocol".to_string(),
+                        Err(e) => break format!("other {e}"),
+                    }
+                };
+                OBSERVED.lock().unwrap().push((id, outcome.clone()));
+                ex.respond(StatusCode::OK).body(outcome).await
+            }
+            (_, "/ignore") => ex.respond(StatusCode::OK).body("ignored\n").await,
+            (_, "/unauthorized") => ex.respond(StatusCode::UNAUTHORIZED).empty().await,
+            (_, "/stream") => {
+                let n = query_u64(ex, "n").unwrap_or(3);
+                let mut w = ex.respond(StatusCode::OK).stream(None).await?;
+                for i in 0..n {
+                    w.write(format!("part {i}\n").as_bytes()).await?;
+                }
+                w.write(&vec![b'x'; 100_000]).await?;
+                w.finish().await
+            }
+            (_, "/hints") => {
+                ex.send_informational(
+                    StatusCode::from_u16(103).unwrap(),
+                    &[("link", b"</a.css>; rel=preload")],
+                )
+                .await?;
+                ex.respond(StatusCode::OK).body("after hints").await
+            }
+            (_, "/no-content") => ex.respond(StatusCode::NO_CONTENT).empty().await,
+            (_, "/not-modified") => ex.respond(StatusCode::NOT_MODIFIED).empty().await,
+            (_, "/forget") => Ok(()),
+            (_, "/fail") => Err(weir::Error::status(StatusCode::IM_A_TEAPOT)),
+            (_, "/bad-header") => {
+                ex.respond(StatusCode::OK)
+                    .header("x-evil", "a\r\nset-cookie: x=1")
+                    .body("no")
+                    .await
+            }
+            (_, "/big") => {
+                let len = query_u64(ex, "len").unwrap_or(1 << 20) as usize;
+                ex.respond(StatusCode::OK).body(pattern(len, 7)).await
+            }
+            (_, "/sendfile") => {
+                let len = query_u64(ex, "len").unwrap_or(1 << 20) as usize;
+                let mut file = tempfile::tempfile()?;
+                file.write_all(&pattern(len, 9))?;
+                ex.respond(StatusCode::OK).file(&file, 0, len as u64).await
+            }
+            _ => ex.respond(StatusCode::NOT_FOUND).body("not found\n").await,
+        }
+    }
+}
