@@ -62,7 +62,7 @@ fn rows(s: &Settings, a: &UploadArgs, dir: &Path) -> io::Result<Vec<Row>> {
         specs.push((label, args));
     }
     for &t in &a.thresholds {
-        for sink in [Sink::Discard, Sink::File] {
+        for sink in [Sink::Discard, Sink::File, Sink::Splice] {
             let mut args = s.serve_args(System::Weir, sink, dir);
             args.pause_threshold = Some(t);
             let label = format!("weir, pause {} → {sink}", size_label(t as u64));

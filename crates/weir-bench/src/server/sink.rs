@@ -7,8 +7,8 @@
 //!   64 KiB and 1 MiB writes into the page cache.
 //!
 //! Files go into the server's data directory under a unique name; the parent empties the
-//! directory after each round, outside the timed window, because unlinking a large file costs time
-//! that belongs to no system.
+//! directory after each upload, outside the timed window, because unlinking a large file costs
+//! time that belongs to no system.
 
 use std::fs::File;
 use std::io;
@@ -29,7 +29,10 @@ pub fn create_upload_file(dir: &Path) -> io::Result<File> {
     File::create(dir.join(format!("upload-{}-{n}", std::process::id())))
 }
 
-/// Removes every file in `dir` (not recursively): the parent's clean-up between rounds.
+/// Removes every file in `dir` (not recursively), then `syncfs`: the parent's clean-up between
+/// rounds. Without the sync, the filesystem's work for the deleted files (journal commits,
+/// discards, writeback of what was dirty) lands in the next round's timing, on whichever system
+/// runs next.
 pub fn empty_dir(dir: &Path) -> io::Result<()> {
     for entry in std::fs::read_dir(dir)? {
         let entry = entry?;
@@ -37,5 +40,6 @@ pub fn empty_dir(dir: &Path) -> io::Result<()> {
             std::fs::remove_file(entry.path())?;
         }
     }
+    rustix::fs::syncfs(File::open(dir)?)?;
     Ok(())
 }

@@ -1,17 +1,147 @@
-//! The weir peer. NOT WIRED YET: `crates/weir` has no `Server` on this branch.
+//! The weir peer: weir's HTTP/1.1 server with the same routes and sinks as the other systems.
 //!
-//! Until it lands, starting this system reports "not available yet" and every scenario prints
-//! that in place of a figure; nothing is estimated or faked. When it lands, this module serves
-//! the same routes as the others (see [`crate::server`]) through `weir::Handler`, with the
-//! same sinks: discard via `read_body` into a [`crate::server::sink::DISCARD_BUF`] buffer, file
-//! via `std::fs` writes of what each `read_body` returns into a
-//! [`crate::server::sink::FILE_WRITE`] buffer.
+//! A multi-threaded tokio runtime with `threads` workers (as `weir serve` runs it, and as the
+//! hyper peer runs); `Config::pause_threshold` from the command line; no body size limit (the
+//! uploads are hundreds of MiB; the library default is 30 MiB); the `Server` header from the
+//! config, the same value every system sends. weir adds `Date` itself.
+//!
+//! Sinks, as the other systems:
+//! - discard: `read_body` into a [`DISCARD_BUF`] buffer, which weir fills straight from the
+//!   socket when nothing is buffered;
+//! - file: `read_body` into a [`FILE_WRITE`] buffer, each read written with plain `std::fs` on
+//!   the connection's task;
+//! - splice: `Exchange::body_to_file`, weir's zero-copy socket → pipe → file path. It reports
+//!   only the total, so the trace's first-byte instant is the end of the body for this sink.
 
-use crate::server::{Endpoint, ServeArgs, StartError};
+use crate::server::plaintext::{BODY, CONTENT_TYPE, SERVER};
+use crate::server::sink::{DISCARD_BUF, FILE_WRITE, create_upload_file};
+use crate::server::trace::UploadTrace;
+use crate::server::{Endpoint, ServeArgs, Sink, StartError};
+use http::{Method, StatusCode};
+use std::io::Write;
+use std::path::PathBuf;
 
-/// Always unavailable until weir's server exists.
-pub fn start(_args: &ServeArgs) -> Result<Endpoint, StartError> {
-    Err(StartError::Unavailable(
-        "weir: not available yet (crates/weir has no Server on this branch)".into(),
-    ))
+/// Binds, then serves on a background thread.
+pub fn start(args: &ServeArgs) -> Result<Endpoint, StartError> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(args.threads.max(1))
+        .enable_all()
+        .build()?;
+    let mut config = weir::Config::default();
+    if let Some(t) = args.pause_threshold {
+        config.pause_threshold = t;
+    }
+    config.max_body_size = None;
+    config.server_header = Some(SERVER.to_string());
+    let (server, endpoint) = rt.block_on(async {
+        let mut server = weir::Server::new(config);
+        let endpoint = match &args.unix {
+            Some(path) => {
+                let _ = std::fs::remove_file(path);
+                server.listen_unix(path)?;
+                Endpoint::Unix(path.clone())
+            }
+            None => Endpoint::Tcp(server.listen_tcp("127.0.0.1:0").await?),
+        };
+        Ok::<_, std::io::Error>((server, endpoint))
+    })?;
+    let handler = Bench {
+        sink: args.sink,
+        dir: args.data_dir.clone(),
+    };
+    std::thread::spawn(move || {
+        if let Err(e) = rt.block_on(server.serve(handler)) {
+            eprintln!("weir peer: {e}");
+        }
+    });
+    Ok(endpoint)
+}
+
+struct Bench {
+    sink: Sink,
+    dir: PathBuf,
+}
+
+enum Route {
+    Plaintext,
+    Post,
+    Upload,
+    NotFound,
+}
+
+impl weir::Handler for Bench {
+    async fn handle(&self, ex: &mut weir::Exchange<'_>) -> Result<(), weir::Error> {
+        let route = {
+            let req = ex.request();
+            match (req.method(), req.path()) {
+                (&Method::GET, "/plaintext") => Route::Plaintext,
+                (&Method::POST, "/post") => Route::Post,
+                (&Method::POST, "/upload") => Route::Upload,
+                _ => Route::NotFound,
+            }
+        };
+        match route {
+            Route::Plaintext => hello(ex).await,
+            Route::Post => {
+                // Small bodies arrive with the head; a stack buffer takes them without a heap
+                // allocation.
+                let mut buf = [0u8; 4096];
+                while ex.read_body(&mut buf).await? > 0 {}
+                hello(ex).await
+            }
+            Route::Upload => {
+                let trace = self.upload(ex).await?;
+                ex.respond(StatusCode::OK)
+                    .header("content-type", "text/plain")
+                    .body(trace.encode())
+                    .await
+            }
+            Route::NotFound => ex.respond(StatusCode::NOT_FOUND).empty().await,
+        }
+    }
+}
+
+async fn hello(ex: &mut weir::Exchange<'_>) -> Result<(), weir::Error> {
+    ex.respond(StatusCode::OK)
+        .header("content-type", CONTENT_TYPE)
+        .body(BODY)
+        .await
+}
+
+impl Bench {
+    async fn upload(&self, ex: &mut weir::Exchange<'_>) -> Result<UploadTrace, weir::Error> {
+        let mut trace = UploadTrace::start();
+        match self.sink {
+            Sink::Discard => {
+                let mut buf = vec![0u8; DISCARD_BUF];
+                loop {
+                    let n = ex.read_body(&mut buf).await?;
+                    if n == 0 {
+                        break;
+                    }
+                    trace.received(n);
+                }
+            }
+            Sink::File => {
+                let mut file = create_upload_file(&self.dir)?;
+                let mut buf = vec![0u8; FILE_WRITE];
+                loop {
+                    let n = ex.read_body(&mut buf).await?;
+                    if n == 0 {
+                        break;
+                    }
+                    trace.received(n);
+                    // Blocking write on the connection's task, on purpose (see `sink`).
+                    file.write_all(&buf[..n])?;
+                }
+            }
+            Sink::Splice => {
+                let mut file = create_upload_file(&self.dir)?;
+                let n = ex.body_to_file(&mut file).await?;
+                trace.received(n as usize);
+            }
+        }
+        trace.finish();
+        Ok(trace)
+    }
 }
