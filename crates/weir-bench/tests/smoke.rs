@@ -33,6 +33,7 @@ fn every_scenario_reports_every_row() {
         "| weir, pause 256 KiB → file (write) ",
         "| weir, pause 1 MiB → discard ",
         "| weir, pause 4 MiB → file (write) ",
+        "| weir, pause 4 MiB → file (splice) ",
         "| hyper → discard ",
         "| hyper → file (write) ",
         // timeline
@@ -40,10 +41,12 @@ fn every_scenario_reports_every_row() {
         "| weir (pause 1 MiB) ",
         // plaintext
         "| raw responder ",
+        "| weir ",
         "| hyper, pipeline_flush ",
         // local
         "| raw responder TCP ",
         "| raw responder Unix ",
+        "| weir TCP ",
         "| weir Unix ",
         "| hyper Unix ",
         "| raw TCP ",
@@ -63,6 +66,11 @@ fn every_scenario_reports_every_row() {
         assert!(dir.path().join(format!("bench-{scenario}.svg")).exists());
     }
     assert!(text.contains("- Command: `cargo run"));
+    // Every system ran: no row fell back to "not available".
+    assert!(
+        !text.contains("not available"),
+        "a system did not start:\n{text}"
+    );
     // The timeline counts temporary files; the raw receiver creates none.
     assert!(
         text.lines()

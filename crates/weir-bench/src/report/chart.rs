@@ -58,20 +58,24 @@ fn draw_inner(path: &Path, chart: &Chart) -> Result<(), Box<dyn std::error::Erro
         .build_cartesian_2d(0f64..x_max, (0..n).into_segmented())?;
     c.configure_mesh()
         .disable_y_mesh()
+        .light_line_style(WHITE)
         .x_desc(chart.unit.as_str())
         .y_labels(n)
         .y_label_formatter(&|v| match v {
-            SegmentValue::CenterOf(i) => labels.get(*i).cloned().unwrap_or_default(),
+            // Row 0 is drawn at the top.
+            SegmentValue::CenterOf(j) if *j < n => labels[n - 1 - *j].clone(),
             _ => String::new(),
         })
         .draw()?;
     let color = RGBColor(70, 110, 180);
+    // Row 0 at the top: bar i sits in segment n - 1 - i.
     c.draw_series(chart.bars.iter().enumerate().filter_map(|(i, b)| {
         let (m, _, _) = b.value?;
+        let y = n - 1 - i;
         let mut r = Rectangle::new(
             [
-                (0.0, SegmentValue::Exact(i)),
-                (m, SegmentValue::Exact(i + 1)),
+                (0.0, SegmentValue::Exact(y)),
+                (m, SegmentValue::Exact(y + 1)),
             ],
             color.mix(0.75).filled(),
         );
@@ -80,11 +84,9 @@ fn draw_inner(path: &Path, chart: &Chart) -> Result<(), Box<dyn std::error::Erro
     }))?;
     c.draw_series(chart.bars.iter().enumerate().filter_map(|(i, b)| {
         let (_, lo, hi) = b.value?;
+        let y = SegmentValue::CenterOf(n - 1 - i);
         Some(PathElement::new(
-            vec![
-                (lo, SegmentValue::CenterOf(i)),
-                (hi, SegmentValue::CenterOf(i)),
-            ],
+            vec![(lo, y.clone()), (hi, y)],
             BLACK.stroke_width(2),
         ))
     }))?;

@@ -1,55 +1,89 @@
 //! The raw responder: the fastest plain-Rust answer to many small keep-alive requests.
 //!
-//! `threads` event loops, each with its own epoll set and its own connections; the listener is
-//! shared and registered with `EPOLLEXCLUSIVE` in every set, and each wake-up accepts one
-//! connection, so connections spread over the loops. Per readable event: one `read` into the
-//! connection's fixed buffer, then for each complete request found (`\r\n\r\n`, plus
-//! `Content-Length` bytes skipped for requests other than `GET`) the pre-encoded plaintext
-//! response is appended to the connection's output, which goes out in one `write`. Pipelined
-//! requests therefore get one `write` per batch. Nothing allocates per request once the buffers
-//! have grown.
+//! `threads` event loops, each with its own epoll set and its own connections, and one acceptor
+//! thread that deals accepted connections to the loops in turn (through a queue and an eventfd),
+//! so that every loop gets its share. (A listener shared by the loops with `EPOLLEXCLUSIVE` put all
+//! 64 connections on one loop: exclusive wake-ups go to the first waiter.) Per readable event:
+//! one `read` into the connection's fixed buffer, then for each complete request found
+//! (`\r\n\r\n`, plus `Content-Length` bytes skipped for requests other than `GET`) the
+//! pre-encoded plaintext response is appended to the connection's output, which goes out in one
+//! `write`. Pipelined requests therefore get one `write` per batch. Nothing allocates per request
+//! once the buffers have grown.
 
 use crate::server::plaintext::Encoded;
 use crate::server::{Endpoint, ServeArgs, StartError, raw};
 use crate::wire;
 use rustix::event::epoll::{self, CreateFlags, EventData, EventFlags};
+use rustix::event::{EventfdFlags, eventfd};
 use rustix::io::Errno;
 use rustix::net::SocketFlags;
+use std::io;
 use std::os::fd::OwnedFd;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 /// Per-connection read buffer: far above any request head the bench sends, and large enough for
 /// a 16-deep pipeline of 2 KB POSTs to arrive in one read.
 const READ_BUF: usize = 64 << 10;
-/// epoll key of the listener.
-const LISTENER: u64 = u64::MAX;
+/// epoll key of a loop's eventfd: new connections are waiting in its inbox.
+const WAKE: u64 = u64::MAX;
 
-/// Binds and starts the event loops.
+/// What the acceptor shares with one event loop.
+struct Loop {
+    wake: OwnedFd,
+    inbox: Mutex<Vec<OwnedFd>>,
+}
+
+/// Binds, starts the event loops and the acceptor.
 pub fn start(args: &ServeArgs) -> Result<Endpoint, StartError> {
     let (listener, endpoint) = raw::bind(args)?;
-    rustix::io::ioctl_fionbio(&listener, true).map_err(std::io::Error::from)?;
-    let listener = Arc::new(listener);
     let tcp = matches!(endpoint, Endpoint::Tcp(_));
+    let mut loops = Vec::new();
     for _ in 0..args.threads.max(1) {
-        let listener = Arc::clone(&listener);
-        let ep = epoll::create(CreateFlags::CLOEXEC).map_err(std::io::Error::from)?;
-        epoll::add(
-            &ep,
-            &*listener,
-            EventData::new_u64(LISTENER),
-            EventFlags::IN | EventFlags::EXCLUSIVE,
-        )
-        .map_err(std::io::Error::from)?;
+        let ep = epoll::create(CreateFlags::CLOEXEC).map_err(io::Error::from)?;
+        let wake =
+            eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK).map_err(io::Error::from)?;
+        epoll::add(&ep, &wake, EventData::new_u64(WAKE), EventFlags::IN)
+            .map_err(io::Error::from)?;
+        let l = Arc::new(Loop {
+            wake,
+            inbox: Mutex::new(Vec::new()),
+        });
+        loops.push(Arc::clone(&l));
         std::thread::Builder::new()
             .name("raw-responder".into())
             .spawn(move || {
-                if let Err(e) = event_loop(&ep, &listener, tcp) {
+                if let Err(e) = event_loop(&ep, &l) {
                     eprintln!("raw responder: {e}");
                 }
             })?;
     }
+    std::thread::Builder::new()
+        .name("raw-acceptor".into())
+        .spawn(move || accept_loop(&listener, tcp, &loops))?;
     Ok(endpoint)
+}
+
+fn accept_loop(listener: &OwnedFd, tcp: bool, loops: &[Arc<Loop>]) {
+    for n in 0.. {
+        let fd = match rustix::net::accept_with(
+            listener,
+            SocketFlags::NONBLOCK | SocketFlags::CLOEXEC,
+        ) {
+            Ok(fd) => fd,
+            Err(Errno::INTR | Errno::CONNABORTED) => continue,
+            Err(e) => {
+                eprintln!("raw responder: accept: {e}");
+                return;
+            }
+        };
+        if tcp && rustix::net::sockopt::set_tcp_nodelay(&fd, true).is_err() {
+            continue;
+        }
+        let l = &loops[n % loops.len()];
+        l.inbox.lock().unwrap_or_else(|p| p.into_inner()).push(fd);
+        let _ = rustix::io::write(&l.wake, &1u64.to_ne_bytes());
+    }
 }
 
 struct Conn {
@@ -68,7 +102,7 @@ enum Next {
     Close,
 }
 
-fn event_loop(ep: &OwnedFd, listener: &OwnedFd, tcp: bool) -> rustix::io::Result<()> {
+fn event_loop(ep: &OwnedFd, l: &Loop) -> rustix::io::Result<()> {
     let mut conns: Vec<Option<Conn>> = Vec::new();
     let mut events = Vec::with_capacity(256);
     let mut response = Encoded::new();
@@ -81,8 +115,8 @@ fn event_loop(ep: &OwnedFd, listener: &OwnedFd, tcp: bool) -> rustix::io::Result
         response.refresh(SystemTime::now());
         for ev in &events {
             let key = ev.data.u64();
-            if key == LISTENER {
-                accept_one(ep, listener, tcp, &mut conns)?;
+            if key == WAKE {
+                adopt(ep, l, &mut conns)?;
                 continue;
             }
             let i = key as usize;
@@ -103,36 +137,27 @@ fn event_loop(ep: &OwnedFd, listener: &OwnedFd, tcp: bool) -> rustix::io::Result
     }
 }
 
-fn accept_one(
-    ep: &OwnedFd,
-    listener: &OwnedFd,
-    tcp: bool,
-    conns: &mut Vec<Option<Conn>>,
-) -> rustix::io::Result<()> {
-    let fd = match rustix::net::accept_with(listener, SocketFlags::NONBLOCK | SocketFlags::CLOEXEC)
-    {
-        Ok(fd) => fd,
-        // Another loop took it, or the client gave up.
-        Err(Errno::AGAIN | Errno::CONNABORTED | Errno::INTR) => return Ok(()),
-        Err(e) => return Err(e),
-    };
-    if tcp {
-        rustix::net::sockopt::set_tcp_nodelay(&fd, true)?;
+/// Registers the connections the acceptor dealt to this loop.
+fn adopt(ep: &OwnedFd, l: &Loop, conns: &mut Vec<Option<Conn>>) -> rustix::io::Result<()> {
+    let mut count = [0u8; 8];
+    let _ = rustix::io::read(&l.wake, &mut count);
+    let new: Vec<OwnedFd> = std::mem::take(&mut *l.inbox.lock().unwrap_or_else(|p| p.into_inner()));
+    for fd in new {
+        let i = conns.iter().position(Option::is_none).unwrap_or_else(|| {
+            conns.push(None);
+            conns.len() - 1
+        });
+        epoll::add(ep, &fd, EventData::new_u64(i as u64), EventFlags::IN)?;
+        conns[i] = Some(Conn {
+            fd,
+            buf: vec![0; READ_BUF].into_boxed_slice(),
+            start: 0,
+            end: 0,
+            skip: 0,
+            out: Vec::with_capacity(4096),
+            out_pos: 0,
+        });
     }
-    let i = conns.iter().position(Option::is_none).unwrap_or_else(|| {
-        conns.push(None);
-        conns.len() - 1
-    });
-    epoll::add(ep, &fd, EventData::new_u64(i as u64), EventFlags::IN)?;
-    conns[i] = Some(Conn {
-        fd,
-        buf: vec![0; READ_BUF].into_boxed_slice(),
-        start: 0,
-        end: 0,
-        skip: 0,
-        out: Vec::with_capacity(4096),
-        out_pos: 0,
-    });
     Ok(())
 }
 
