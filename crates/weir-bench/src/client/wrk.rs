@@ -1,13 +1,18 @@
 //! The wrk cross-check: the same plaintext load measured by wrk, to show that the load generator
 //! is not what limits the figures.
 //!
-//! wrk pipelines with a Lua script that concatenates `depth` requests; its `Requests/sec` line is
-//! the figure. wrk is optional (not installed in CI): without it the cross-check reports why.
+//! wrk pipelines with a Lua script ([`SCRIPT`], with `DEPTH` replaced) that concatenates `depth`
+//! requests; its `Requests/sec` line is the figure. wrk is optional (not installed in CI): without it the cross-check reports why.
 
 use crate::server::Endpoint;
 use std::io;
 use std::process::Command;
 use std::time::Duration;
+
+/// The Lua script that makes wrk send `DEPTH` requests per batch.
+pub const SCRIPT: &str = "init = function(args)\n  local r = {}\n  for i = 1, DEPTH do \
+r[i] = wrk.format(nil, \"/plaintext\") end\n  req = table.concat(r)\nend\n\
+request = function() return req end\n";
 
 /// One wrk run.
 pub struct WrkRun {
@@ -30,14 +35,7 @@ pub fn run(
     };
     let dir = tempfile::tempdir()?;
     let script = dir.path().join("pipeline.lua");
-    std::fs::write(
-        &script,
-        format!(
-            "init = function(args)\n  local r = {{}}\n  for i = 1, {depth} do r[i] = \
-             wrk.format(nil, \"/plaintext\") end\n  req = table.concat(r)\nend\n\
-             request = function() return req end\n"
-        ),
-    )?;
+    std::fs::write(&script, SCRIPT.replace("DEPTH", &depth.to_string()))?;
     let secs = duration.as_secs().max(1);
     let args = [
         format!("-t{threads}"),
@@ -61,8 +59,7 @@ pub fn run(
         .ok_or_else(|| io::Error::other(format!("no Requests/sec in wrk output: {text}")))?;
     Ok(WrkRun {
         command: format!(
-            "wrk {} (pipeline.lua: {depth} requests per batch)",
-            args.join(" ")
+            "wrk -t{threads} -c{connections} -d{secs}s -s pipeline.lua http://<server>/plaintext"
         ),
         requests_per_sec: rps,
     })

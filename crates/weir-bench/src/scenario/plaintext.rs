@@ -272,7 +272,9 @@ fn wrk_cross_check(
                 depth,
                 window,
             )?;
-            commands.push(run.command.clone());
+            if !commands.contains(&run.command) {
+                commands.push(run.command.clone());
+            }
             t.row(vec![
                 peer.label.clone(),
                 depth.to_string(),
@@ -283,12 +285,15 @@ fn wrk_cross_check(
         }
     }
     Ok(format!(
-        "\nwrk cross-check (one run each, back to back, same servers; wrk commands: {}):\n\n{}",
+        "\nwrk cross-check: one run each, back to back with one run of this crate's client, \
+         same servers, same connections and threads. Command: {}, with `pipeline.lua` \
+         (`DEPTH` = the depth):\n\n```lua\n{}```\n\n{}",
         commands
             .iter()
             .map(|c| format!("`{c}`"))
             .collect::<Vec<_>>()
             .join(", "),
+        wrk::SCRIPT,
         t.markdown()
     ))
 }
