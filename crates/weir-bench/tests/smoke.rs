@@ -42,7 +42,9 @@ fn every_scenario_reports_every_row() {
         // plaintext
         "| raw responder ",
         "| weir ",
+        "| weir, per-core ",
         "| hyper, pipeline_flush ",
+        "| hyper, per-core, pipeline_flush ",
         // local
         "| raw responder TCP ",
         "| raw responder Unix ",

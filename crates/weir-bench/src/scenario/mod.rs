@@ -73,6 +73,7 @@ impl Settings {
             threads: self.server_threads,
             pause_threshold: None,
             pipeline_flush: false,
+            per_core: false,
             read_buf: None,
         }
     }

@@ -1,6 +1,8 @@
 //! Seed 003: plaintext requests per second, pipelined and not, and heap allocations per request.
 //!
-//! Systems: the raw responder, weir, hyper with and without `pipeline_flush`. For each depth
+//! Systems: the raw responder (an epoll loop per thread), weir (on a multi-threaded runtime, and
+//! per-core: a current-thread runtime per thread behind `SO_REUSEPORT`), hyper with and without
+//! `pipeline_flush`, and hyper per-core with `pipeline_flush` (as TechEmpower runs it). For each depth
 //! (requests in flight per connection) and round, each system gets the same load: `connections`
 //! keep-alive connections from [`crate::client::load`], a warm-up, then a measured window. Over
 //! the window: requests/s, latency percentiles, the server's CPU time per request, and its heap
@@ -67,17 +69,23 @@ impl Default for PlaintextArgs {
 pub const REQUEST: &[u8] = b"GET /plaintext HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
 
 fn peers(s: &Settings, dir: &Path) -> io::Result<Vec<Peer>> {
-    let mut specs: Vec<(&str, ServeArgs)> = vec![
+    let args = |system, per_core, pipeline_flush| {
+        let mut a = s.serve_args(system, Sink::Discard, dir);
+        a.per_core = per_core;
+        a.pipeline_flush = pipeline_flush;
+        a
+    };
+    let specs: [(&str, ServeArgs); 6] = [
+        ("raw responder", args(System::RawResponder, false, false)),
+        ("weir", args(System::Weir, false, false)),
+        ("weir, per-core", args(System::Weir, true, false)),
+        ("hyper", args(System::Hyper, false, false)),
+        ("hyper, pipeline_flush", args(System::Hyper, false, true)),
         (
-            "raw responder",
-            s.serve_args(System::RawResponder, Sink::Discard, dir),
+            "hyper, per-core, pipeline_flush",
+            args(System::Hyper, true, true),
         ),
-        ("weir", s.serve_args(System::Weir, Sink::Discard, dir)),
-        ("hyper", s.serve_args(System::Hyper, Sink::Discard, dir)),
     ];
-    let mut flush = s.serve_args(System::Hyper, Sink::Discard, dir);
-    flush.pipeline_flush = true;
-    specs.push(("hyper, pipeline_flush", flush));
     specs
         .into_iter()
         .map(|(label, args)| Peer::start(label, &args))

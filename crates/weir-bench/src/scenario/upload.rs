@@ -167,7 +167,8 @@ pub fn run(s: &Settings, a: &UploadArgs) -> io::Result<()> {
          {rounds} rounds, systems interleaved; servers use {} worker threads. \
          Sinks: discard (reads into a 1 MiB buffer), file (`std::fs` writes of 256 KiB on the \
          connection's task; raw fills each 256 KiB buffer before writing it), splice \
-         (socket → pipe → file). Files go to a temporary directory ({}) and are removed after \
+         (socket → pipe → file: raw with `splice(2)` through a 1 MiB pipe, weir with \
+         `Exchange::body_to_file`). Files go to a temporary directory ({}) and are removed after \
          each round, outside the timing. Peak RSS is `VmHWM`, reset before each upload; growth \
          is the peak minus the RSS before the upload. Server CPU is user + system time of the \
          server process over the upload.\n\n{}\n\

@@ -1,7 +1,8 @@
 //! The hyper peer: hyper 1.x's HTTP/1.1 server, configured as its users would for speed.
 //!
-//! A multi-threaded tokio runtime with `threads` workers; one task per connection running
-//! `http1::Builder::serve_connection`. `pipeline_flush` is a command-line switch because hyper
+//! A multi-threaded tokio runtime with `threads` workers (or, with `--per-core`, one
+//! current-thread runtime per thread behind `SO_REUSEPORT` listeners); one task per connection
+//! running `http1::Builder::serve_connection`. `pipeline_flush` is a command-line switch because hyper
 //! flushes after every pipelined response unless it is set, and the comparison is reported both
 //! ways. hyper adds the `Date` header itself (cached per second).
 //!
@@ -14,7 +15,7 @@
 use crate::server::plaintext::{BODY, CONTENT_TYPE, SERVER};
 use crate::server::sink::create_upload_file;
 use crate::server::trace::UploadTrace;
-use crate::server::{Endpoint, ServeArgs, Sink, StartError};
+use crate::server::{Endpoint, ServeArgs, Sink, StartError, listen};
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Full};
@@ -32,16 +33,19 @@ pub fn start(args: &ServeArgs) -> Result<Endpoint, StartError> {
     if args.sink == Sink::Splice {
         return Err(StartError::Unavailable("hyper has no splice path".into()));
     }
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(args.threads.max(1))
-        .enable_all()
-        .build()?;
     let cfg = Arc::new(Cfg {
         sink: args.sink,
         dir: args.data_dir.clone(),
         pipeline_flush: args.pipeline_flush,
     });
-    let (listener, endpoint) = crate::server::raw::bind(args)?;
+    if args.per_core {
+        return start_per_core(args, cfg);
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(args.threads.max(1))
+        .enable_all()
+        .build()?;
+    let (listener, endpoint) = listen::bind(args)?;
     let endpoint2 = endpoint.clone();
     std::thread::spawn(move || {
         rt.block_on(async move {
@@ -50,6 +54,34 @@ pub fn start(args: &ServeArgs) -> Result<Endpoint, StartError> {
             }
         })
     });
+    Ok(endpoint)
+}
+
+/// One current-thread runtime per thread, each with its own `SO_REUSEPORT` listener: how
+/// hyper is run in TechEmpower's benchmarks.
+fn start_per_core(args: &ServeArgs, cfg: Arc<Cfg>) -> Result<Endpoint, StartError> {
+    if args.unix.is_some() {
+        return Err(StartError::Unavailable(
+            "per-core serving is TCP only".into(),
+        ));
+    }
+    let (listeners, addr) = listen::bind_reuseport(args.threads)?;
+    let endpoint = Endpoint::Tcp(addr);
+    for (i, l) in listeners.into_iter().enumerate() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let (cfg, endpoint) = (Arc::clone(&cfg), endpoint.clone());
+        std::thread::Builder::new()
+            .name(format!("hyper-core-{i}"))
+            .spawn(move || {
+                rt.block_on(async move {
+                    if let Err(e) = accept_loop(l.into(), &endpoint, cfg).await {
+                        eprintln!("hyper peer: {e}");
+                    }
+                })
+            })?;
+    }
     Ok(endpoint)
 }
 

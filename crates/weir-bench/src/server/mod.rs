@@ -13,6 +13,7 @@
 
 pub mod control;
 pub mod hyper_peer;
+pub mod listen;
 pub mod plaintext;
 pub mod raw;
 pub mod sink;
@@ -84,6 +85,10 @@ pub struct ServeArgs {
     /// hyper: `pipeline_flush(true)` (coalesce pipelined responses into one write).
     #[arg(long)]
     pub pipeline_flush: bool,
+    /// weir and hyper: one single-threaded runtime per thread, each accepting from its own
+    /// `SO_REUSEPORT` listener (TCP only), instead of one multi-threaded runtime.
+    #[arg(long)]
+    pub per_core: bool,
     /// Raw upload: read buffer of the discard sink (default: `sink::DISCARD_BUF`).
     #[arg(long)]
     pub read_buf: Option<usize>,
@@ -109,6 +114,9 @@ impl ServeArgs {
         }
         if self.pipeline_flush {
             a.push("--pipeline-flush".into());
+        }
+        if self.per_core {
+            a.push("--per-core".into());
         }
         if let Some(b) = self.read_buf {
             a.extend(["--read-buf".into(), b.to_string()]);

@@ -1,7 +1,8 @@
 //! The weir peer: weir's HTTP/1.1 server with the same routes and sinks as the other systems.
 //!
 //! A multi-threaded tokio runtime with `threads` workers (as `weir serve` runs it, and as the
-//! hyper peer runs); `Config::pause_threshold` from the command line; no body size limit (the
+//! hyper peer runs), or with `--per-core` `Server::serve_per_core` (one current-thread runtime
+//! per thread behind `SO_REUSEPORT` listeners); `Config::pause_threshold` from the command line; no body size limit (the
 //! uploads are hundreds of MiB; the library default is 30 MiB); the `Server` header from the
 //! config, the same value every system sends. weir adds `Date` itself.
 //!
@@ -23,16 +24,29 @@ use std::path::PathBuf;
 
 /// Binds, then serves on a background thread.
 pub fn start(args: &ServeArgs) -> Result<Endpoint, StartError> {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(args.threads.max(1))
-        .enable_all()
-        .build()?;
     let mut config = weir::Config::default();
     if let Some(t) = args.pause_threshold {
         config.pause_threshold = t;
     }
     config.max_body_size = None;
     config.server_header = Some(SERVER.to_string());
+    config.reuse_port = args.per_core;
+    if args.per_core && args.unix.is_some() {
+        return Err(StartError::Unavailable(
+            "per-core serving is TCP only".into(),
+        ));
+    }
+    let rt = if args.per_core {
+        // Only binds; `serve_per_core` builds a runtime per thread.
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(args.threads.max(1))
+            .enable_all()
+            .build()?
+    };
     let (server, endpoint) = rt.block_on(async {
         let mut server = weir::Server::new(config);
         let endpoint = match &args.unix {
@@ -49,8 +63,17 @@ pub fn start(args: &ServeArgs) -> Result<Endpoint, StartError> {
         sink: args.sink,
         dir: args.data_dir.clone(),
     };
+    let threads = args.threads.max(1);
+    let per_core = args.per_core;
     std::thread::spawn(move || {
-        if let Err(e) = rt.block_on(server.serve(handler)) {
+        let served = if per_core {
+            // The binding runtime stays alive until the listeners are detached from it.
+            let _rt = rt;
+            server.serve_per_core(handler, threads)
+        } else {
+            rt.block_on(server.serve(handler))
+        };
+        if let Err(e) = served {
             eprintln!("weir peer: {e}");
         }
     });

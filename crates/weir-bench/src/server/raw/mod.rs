@@ -9,25 +9,3 @@
 
 pub mod responder;
 pub mod upload;
-
-use super::{Endpoint, ServeArgs};
-use std::io;
-use std::net::{Ipv4Addr, SocketAddr, TcpListener};
-use std::os::fd::OwnedFd;
-use std::os::unix::net::UnixListener;
-
-/// Binds 127.0.0.1:0 or the Unix path in `args`; returns the listener and where it listens.
-pub fn bind(args: &ServeArgs) -> io::Result<(OwnedFd, Endpoint)> {
-    match &args.unix {
-        Some(path) => {
-            let _ = std::fs::remove_file(path);
-            let l = UnixListener::bind(path)?;
-            Ok((l.into(), Endpoint::Unix(path.clone())))
-        }
-        None => {
-            let l = TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))?;
-            let addr = l.local_addr()?;
-            Ok((l.into(), Endpoint::Tcp(addr)))
-        }
-    }
-}

@@ -11,7 +11,7 @@
 //! once the buffers have grown.
 
 use crate::server::plaintext::Encoded;
-use crate::server::{Endpoint, ServeArgs, StartError, raw};
+use crate::server::{Endpoint, ServeArgs, StartError, listen};
 use crate::wire;
 use rustix::event::epoll::{self, CreateFlags, EventData, EventFlags};
 use rustix::event::{EventfdFlags, eventfd};
@@ -36,7 +36,7 @@ struct Loop {
 
 /// Binds, starts the event loops and the acceptor.
 pub fn start(args: &ServeArgs) -> Result<Endpoint, StartError> {
-    let (listener, endpoint) = raw::bind(args)?;
+    let (listener, endpoint) = listen::bind(args)?;
     let tcp = matches!(endpoint, Endpoint::Tcp(_));
     let mut loops = Vec::new();
     for _ in 0..args.threads.max(1) {

@@ -14,7 +14,7 @@
 
 use crate::server::sink::{DISCARD_BUF, FILE_WRITE, create_upload_file};
 use crate::server::trace::UploadTrace;
-use crate::server::{Endpoint, ServeArgs, Sink, StartError, raw};
+use crate::server::{Endpoint, ServeArgs, Sink, StartError, listen};
 use crate::wire;
 use rustix::pipe::{PipeFlags, SpliceFlags};
 use std::fs::File;
@@ -31,7 +31,7 @@ const PIPE_SIZE: usize = 1 << 20;
 
 /// Binds and starts the accept thread.
 pub fn start(args: &ServeArgs) -> Result<Endpoint, StartError> {
-    let (listener, endpoint) = raw::bind(args)?;
+    let (listener, endpoint) = listen::bind(args)?;
     let sink = args.sink;
     let read_buf = args.read_buf.unwrap_or(DISCARD_BUF);
     let dir = args.data_dir.clone();
