@@ -64,6 +64,22 @@ pub fn reset_peak(pid: &str) -> io::Result<()> {
     fs::write(format!("/proc/{pid}/clear_refs"), "5")
 }
 
+/// CPU time the whole machine has spent busy (every CPU, every state but idle and iowait, steal
+/// included), in seconds, from `/proc/stat`. Minus the bench's own processes' CPU time over the
+/// same interval, it is what other tenants took.
+pub fn machine_busy_seconds() -> Option<f64> {
+    let stat = fs::read_to_string("/proc/stat").ok()?;
+    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+    let ticks: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    // user nice system idle iowait irq softirq steal [guest guest_nice, already in user/nice]
+    let busy: u64 = ticks.iter().take(8).sum::<u64>() - ticks.get(3)? - ticks.get(4)?;
+    Some(busy as f64 / rustix::param::clock_ticks_per_second() as f64)
+}
+
 /// CPU pressure: the `some` line of `/proc/pressure/cpu`, if the kernel has PSI.
 #[derive(Clone, Copy, Debug)]
 pub struct Pressure {
@@ -119,5 +135,6 @@ mod tests {
         let m = memory("self").unwrap();
         assert!(m.rss_kib > 0 && m.peak_kib >= m.rss_kib);
         assert!(self_rss_kib() > 0);
+        assert!(machine_busy_seconds().unwrap() > 0.0);
     }
 }

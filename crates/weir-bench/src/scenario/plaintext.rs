@@ -24,6 +24,7 @@ use crate::report::table::Table;
 use crate::report::{self, Section};
 use crate::server::{ServeArgs, Sink, System};
 use crate::stats::Samples;
+use crate::{clock, procfs};
 use clap::Args;
 use std::io;
 use std::path::Path;
@@ -320,7 +321,7 @@ fn sustained(
         "Lowest interval",
         "Intervals < 0.9 × median",
         "Allocations/req",
-        "Every interval (requests/s)",
+        "Every interval: requests/s (other processes' CPU)",
     ]);
     for &depth in &a.depths {
         for peer in peers.iter_mut() {
@@ -345,17 +346,40 @@ fn sustained(
             let before = server.stats()?;
             let start = Instant::now();
             let mut rates = Samples::default();
-            let mut last = (load.completed(), Instant::now());
+            // Per interval, also the CPU that other processes took (the machine's busy time
+            // minus this bench's client and server): a dip that comes with a jump there is
+            // another tenant, one without it is the server.
+            let mut others = Vec::new();
+            let sample = |server: &mut crate::server::spawn::ServerProc| -> io::Result<_> {
+                let cpu =
+                    server.stats()?.cpu_ns as f64 / 1e9 + clock::process_cpu_ns() as f64 / 1e9;
+                Ok((
+                    load.completed(),
+                    Instant::now(),
+                    cpu,
+                    procfs::machine_busy_seconds(),
+                ))
+            };
+            let mut last = sample(server)?;
             while start.elapsed() < duration {
                 std::thread::sleep(a.interval.min(duration.saturating_sub(start.elapsed())));
-                let now = (load.completed(), Instant::now());
-                let rate = (now.0 - last.0) as f64 / (now.1 - last.1).as_secs_f64();
+                let now = sample(server)?;
+                let secs = (now.1 - last.1).as_secs_f64();
+                let rate = (now.0 - last.0) as f64 / secs;
+                let other = match (last.3, now.3) {
+                    (Some(a), Some(b)) => {
+                        let pct = ((b - a) - (now.2 - last.2)).max(0.0) / secs * 100.0;
+                        format!("{pct:.0}%")
+                    }
+                    _ => "?".into(),
+                };
                 eprintln!(
-                    "{} depth {depth}: {:>5.1} s  {rate:>10.0} req/s",
+                    "{} depth {depth}: {:>5.1} s  {rate:>10.0} req/s  other processes' CPU {other}",
                     peer.label,
                     start.elapsed().as_secs_f64()
                 );
                 rates.push(rate);
+                others.push(other);
                 last = now;
             }
             let after = server.stats()?;
@@ -380,17 +404,22 @@ fn sustained(
                 rates
                     .0
                     .iter()
-                    .map(|r| format!("{r:.0}"))
+                    .zip(&others)
+                    .map(|(r, p)| format!("{r:.0} ({p})"))
                     .collect::<Vec<_>>()
-                    .join(" "),
+                    .join(", "),
             ]);
         }
     }
     let body = format!(
         "Sustained mode: each system alone for {:.0} s ({} connections, {} client thread(s), \
          {} server threads), requests/s sampled every {:.0} s; an interval below 0.9 × the \
-         run's median is flagged. Allocations/req here cover the whole run, connection set-up \
-         included.\n\n{}",
+         run's median is flagged. Beside each interval: the CPU time other processes took in it, in % of one \
+         CPU (the machine's busy time from `/proc/stat`, steal included, minus this bench's \
+         client and server; softirq work for the bench's own traffic that is charged to no \
+         process lands here too, so it is not 0 on an idle machine): a dip that comes with a \
+         jump there points at another tenant, one without it at the server. \
+         Allocations/req here cover the whole run, connection set-up included.\n\n{}",
         duration.as_secs_f64(),
         a.connections,
         s.client_threads,
