@@ -80,6 +80,20 @@ pub fn machine_busy_seconds() -> Option<f64> {
     Some(busy as f64 / rustix::param::clock_ticks_per_second() as f64)
 }
 
+/// CPU time (user + system) of this process's children that have exited and been waited for,
+/// in seconds (`cutime + cstime` in `/proc/self/stat`): the server children, once stopped.
+pub fn waited_children_cpu_seconds() -> f64 {
+    let Ok(stat) = fs::read_to_string("/proc/self/stat") else {
+        return 0.0;
+    };
+    // The command name (field 2) may contain spaces; count fields after its closing ')'.
+    // There, state is index 0, so cutime (field 16) is index 13 and cstime index 14.
+    let after = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let tick = |i: usize| -> f64 { fields.get(i).and_then(|s| s.parse().ok()).unwrap_or(0.0) };
+    (tick(13) + tick(14)) / rustix::param::clock_ticks_per_second() as f64
+}
+
 /// CPU pressure: the `some` line of `/proc/pressure/cpu`, if the kernel has PSI.
 #[derive(Clone, Copy, Debug)]
 pub struct Pressure {

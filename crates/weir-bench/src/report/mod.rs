@@ -18,6 +18,14 @@ pub struct Context {
     date: String,
     pressure_before: Option<Pressure>,
     started: Instant,
+    /// Machine busy time, and this process's and its waited children's CPU time, at the start.
+    busy_before: Option<f64>,
+    own_before: f64,
+}
+
+/// CPU seconds used by the bench: this process and the server children it has stopped.
+fn own_cpu_seconds() -> f64 {
+    crate::clock::process_cpu_ns() as f64 / 1e9 + procfs::waited_children_cpu_seconds()
 }
 
 impl Context {
@@ -27,7 +35,17 @@ impl Context {
             date: httpdate::fmt_http_date(SystemTime::now()),
             pressure_before: procfs::cpu_pressure(),
             started: Instant::now(),
+            busy_before: procfs::machine_busy_seconds(),
+            own_before: own_cpu_seconds(),
         }
+    }
+
+    /// CPU that processes other than the bench took during the run, in % of one CPU; call once
+    /// every server has been stopped (and so waited for).
+    fn others_percent(&self, secs: f64) -> Option<f64> {
+        let busy = procfs::machine_busy_seconds()? - self.busy_before?;
+        let own = own_cpu_seconds() - self.own_before;
+        Some((busy - own).max(0.0) / secs * 100.0)
     }
 
     /// The header lines of a section: date, machine, command, pressure.
@@ -40,11 +58,20 @@ impl Context {
             procfs::nproc(),
             procfs::cpu_model(),
         );
+        let secs = self.started.elapsed().as_secs_f64();
         s.push_str(&pressure_line(
             self.pressure_before,
             procfs::cpu_pressure(),
-            self.started.elapsed().as_secs_f64(),
+            secs,
         ));
+        if let Some(pct) = self.others_percent(secs) {
+            s.push_str(&format!(
+                "- Other processes' CPU during the run: {pct:.0}% of one CPU on average (the \
+                 machine's busy time from `/proc/stat` minus the bench's client and servers; \
+                 kernel work for the bench's own traffic that is charged to no process counts \
+                 here too, so it is not 0 on an idle machine)\n"
+            ));
+        }
         s
     }
 }

@@ -109,7 +109,9 @@ pub fn run(s: &Settings, a: &PlaintextArgs) -> io::Result<()> {
     let dir = tempfile::tempdir()?;
     let mut peers = peers(s, dir.path())?;
     if let Some(d) = a.duration {
-        return sustained(s, a, &ctx, &mut peers, d);
+        let section = sustained(s, a, &mut peers, d)?;
+        drop(peers); // stop the servers: the report counts their CPU as the bench's own
+        return report::publish(&s.target, &ctx, &section);
     }
     let window = a.window.unwrap_or(s.pick(
         Duration::from_secs(10),
@@ -243,6 +245,7 @@ pub fn run(s: &Settings, a: &PlaintextArgs) -> io::Result<()> {
             bars,
         }],
     };
+    drop(peers); // stop the servers: the report counts their CPU as the bench's own
     report::publish(&s.target, &ctx, &section)
 }
 
@@ -310,10 +313,9 @@ fn wrk_cross_check(
 fn sustained(
     s: &Settings,
     a: &PlaintextArgs,
-    ctx: &report::Context,
     peers: &mut [Peer],
     duration: Duration,
-) -> io::Result<()> {
+) -> io::Result<Section> {
     let mut t = Table::new(&[
         "System",
         "Depth",
@@ -427,11 +429,10 @@ fn sustained(
         a.interval.as_secs_f64(),
         t.markdown()
     );
-    let section = Section {
+    Ok(Section {
         scenario: "plaintext-sustained",
         title: "plaintext, sustained: throughput over time (seed 003)".into(),
         body,
         charts: Vec::new(),
-    };
-    report::publish(&s.target, ctx, &section)
+    })
 }
