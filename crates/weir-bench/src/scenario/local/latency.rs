@@ -137,7 +137,12 @@ pub fn run(s: &Settings, a: &LocalArgs, dir: &Path) -> io::Result<(String, Chart
             }
         }
         let what = if connections == 1 {
-            "One connection, sequential requests".to_string()
+            "One connection, sequential requests. On a VM this is dominated by CPU wake-ups: \
+             each side sleeps while the other works, and waking an idle vCPU costs tens of µs. \
+             The raw responder sleeps in `epoll_wait` the moment it has answered, so here it can \
+             be slower than a runtime that stays awake a little longer; the loaded table below \
+             is the one that compares servers"
+                .to_string()
         } else {
             format!("{connections} connections, one request in flight on each")
         };
