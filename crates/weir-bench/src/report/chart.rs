@@ -56,8 +56,16 @@ fn draw_inner(path: &Path, chart: &Chart) -> Result<(), Box<dyn std::error::Erro
         .x_label_area_size(40)
         .y_label_area_size(300)
         .build_cartesian_2d(0f64..x_max, (0..n).into_segmented())?;
+    let x_label = |v: &f64| {
+        if x_max >= 1e4 {
+            format!("{:.0}k", v / 1e3)
+        } else {
+            format!("{}", (v * 1e3).round() / 1e3)
+        }
+    };
     c.configure_mesh()
         .disable_y_mesh()
+        .x_label_formatter(&x_label)
         .light_line_style(WHITE)
         .x_desc(chart.unit.as_str())
         .y_labels(n)
