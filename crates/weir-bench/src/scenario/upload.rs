@@ -176,7 +176,8 @@ pub fn run(s: &Settings, a: &UploadArgs) -> io::Result<()> {
          connection's task; raw fills each 256 KiB buffer before writing it), splice \
          (socket → pipe → file: raw with `splice(2)` through a 1 MiB pipe, weir with \
          `Exchange::body_to_file`). Files go to a temporary directory ({}) and are removed after \
-         each round, outside the timing. Peak RSS is `VmHWM`, reset before each upload; growth \
+         each upload, then `syncfs`, outside the timing (so no row pays for the filesystem work \
+         of the one before). Peak RSS is `VmHWM`, reset before each upload; growth \
          is the peak minus the RSS before the upload.{peak_note} Server CPU is user + system time \
          of the server process over the upload.\n\n{}\n\
          Ratios are GiB/s over the raw row of the same round: discard rows against raw → \
