@@ -30,6 +30,7 @@ fn every_scenario_reports_every_row() {
         "| raw TCP → file (write) ",
         "| raw TCP → file (splice) ",
         "| weir, pause 64 KiB → discard ",
+        "| weir, pause 64 KiB → discard, server's chunks ",
         "| weir, pause 256 KiB → file (write) ",
         "| weir, pause 1 MiB → discard ",
         "| weir, pause 4 MiB → file (write) ",

@@ -15,6 +15,7 @@ use crate::report::chart::{Bar, Chart};
 use crate::report::table::Table;
 use crate::report::{self, Section};
 use crate::server::sink::empty_dir;
+use crate::server::trace::BodyPath;
 use crate::server::{ServeArgs, Sink, System};
 use crate::stats::Samples;
 use clap::Args;
@@ -45,6 +46,8 @@ struct Row {
     peak_mib: Samples,
     growth_mib: Samples,
     cpu_s: Samples,
+    /// The last round's body path, where the server reports one.
+    path: Option<BodyPath>,
 }
 
 fn rows(s: &Settings, a: &UploadArgs, dir: &Path) -> io::Result<Vec<Row>> {
@@ -62,7 +65,7 @@ fn rows(s: &Settings, a: &UploadArgs, dir: &Path) -> io::Result<Vec<Row>> {
         specs.push((label, args));
     }
     for &t in &a.thresholds {
-        for sink in [Sink::Discard, Sink::File, Sink::Splice] {
+        for sink in [Sink::Discard, Sink::Chunks, Sink::File, Sink::Splice] {
             let mut args = s.serve_args(System::Weir, sink, dir);
             args.pause_threshold = Some(t);
             let label = format!("weir, pause {} → {sink}", size_label(t as u64));
@@ -80,13 +83,14 @@ fn rows(s: &Settings, a: &UploadArgs, dir: &Path) -> io::Result<Vec<Row>> {
         .map(|(label, args)| {
             Ok(Row {
                 // Raw → discard is row 0, raw → file (write) row 1.
-                baseline: usize::from(args.sink != Sink::Discard),
+                baseline: usize::from(matches!(args.sink, Sink::File | Sink::Splice)),
                 peer: Peer::start(label, &args)?,
                 seconds: Samples::default(),
                 gib_s: Samples::default(),
                 peak_mib: Samples::default(),
                 growth_mib: Samples::default(),
                 cpu_s: Samples::default(),
+                path: None,
             })
         })
         .collect()
@@ -129,6 +133,7 @@ pub fn run(s: &Settings, a: &UploadArgs) -> io::Result<()> {
             r.growth_mib
                 .push(after.peak_kib.saturating_sub(before.rss_kib) as f64 / 1024.0);
             r.cpu_s.push((after.cpu_ns - before.cpu_ns) as f64 / 1e9);
+            r.path = up.trace.path;
         }
         eprintln!("upload: round {}/{rounds} done", round + 1);
     }
@@ -140,6 +145,7 @@ pub fn run(s: &Settings, a: &UploadArgs) -> io::Result<()> {
         "Peak RSS (MiB)",
         "RSS growth (MiB)",
         "Server CPU (s)",
+        "Body path: direct / copied / spliced (MiB), peak read-ahead (KiB)",
     ]);
     let mut bars = Vec::new();
     for r in &rows {
@@ -154,6 +160,16 @@ pub fn run(s: &Settings, a: &UploadArgs) -> io::Result<()> {
                     r.peak_mib.show(1),
                     r.growth_mib.show(1),
                     r.cpu_s.show(3),
+                    r.path.map_or("—".into(), |p| {
+                        let mib = |n: u64| n as f64 / (1u64 << 20) as f64;
+                        format!(
+                            "{:.1} / {:.1} / {:.1}, {}",
+                            mib(p.direct),
+                            mib(p.copied),
+                            mib(p.spliced),
+                            p.peak_ahead >> 10
+                        )
+                    }),
                 ]);
                 bars.push(Bar {
                     label: r.peer.label.clone(),
@@ -172,7 +188,10 @@ pub fn run(s: &Settings, a: &UploadArgs) -> io::Result<()> {
     let body = format!(
         "One HTTP/1.1 connection uploads {} (`Content-Length`) from memory in {} writes; \
          {rounds} rounds, systems interleaved; servers use {} worker threads. \
-         Sinks: discard (reads into a 1 MiB buffer), file (`std::fs` writes of 256 KiB on the \
+         Sinks: discard (reads into a 1 MiB buffer; weir reads the socket straight into it, so \
+         its pause threshold does not come into play), discard of the server's chunks (weir's \
+         `read_body_chunk`: pieces of at most the pause threshold, the sink on which the \
+         threshold matters), file (`std::fs` writes of 256 KiB on the \
          connection's task; raw fills each 256 KiB buffer before writing it), splice \
          (socket → pipe → file: raw with `splice(2)` through a 1 MiB pipe, weir with \
          `Exchange::body_to_file`). Files go to a temporary directory ({}) and are removed after \
@@ -180,8 +199,11 @@ pub fn run(s: &Settings, a: &UploadArgs) -> io::Result<()> {
          of the one before). Peak RSS is `VmHWM`, reset before each upload; growth \
          is the peak minus the RSS before the upload.{peak_note} Server CPU is user + system time \
          of the server process over the upload.\n\n{}\n\
-         Ratios are GiB/s over the raw row of the same round: discard rows against raw → \
-         discard, file and splice rows against raw → file (write).\n",
+         Body path (weir only, from its `BodyStats`, last round): bytes read from the socket \
+         straight into the handler's buffer, bytes read ahead into weir's buffer and copied \
+         out, bytes spliced to the file, and the most body bytes held ahead of the handler.\n\n\
+         Ratios are GiB/s over the raw row of the same round: discard and chunk rows against \
+         raw → discard, file and splice rows against raw → file (write).\n",
         size_label(size),
         size_label(crate::client::upload::CHUNK as u64),
         s.server_threads,

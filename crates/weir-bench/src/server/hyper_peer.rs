@@ -30,8 +30,11 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 /// Starts the runtime and the accept loop; returns once bound.
 pub fn start(args: &ServeArgs) -> Result<Endpoint, StartError> {
-    if args.sink == Sink::Splice {
-        return Err(StartError::Unavailable("hyper has no splice path".into()));
+    match args.sink {
+        Sink::Splice => return Err(StartError::Unavailable("hyper has no splice path".into())),
+        // hyper's discard sink already takes hyper's own frames.
+        Sink::Chunks => return Err(StartError::Unavailable("use the discard sink".into())),
+        Sink::Discard | Sink::File => {}
     }
     let cfg = Arc::new(Cfg {
         sink: args.sink,

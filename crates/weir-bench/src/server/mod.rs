@@ -48,6 +48,10 @@ pub enum Sink {
     File,
     /// socket → pipe → file with `splice(2)`: no user-space copy.
     Splice,
+    /// weir only: take the body as the server buffered it (`read_body_chunk`, at most the pause
+    /// threshold per piece, no copy) and drop it. The seed's IIS case: the application reads
+    /// what the server read ahead, so the threshold bounds every read.
+    Chunks,
 }
 
 impl fmt::Display for Sink {
@@ -56,6 +60,7 @@ impl fmt::Display for Sink {
             Sink::Discard => "discard",
             Sink::File => "file (write)",
             Sink::Splice => "file (splice)",
+            Sink::Chunks => "discard, server's chunks",
         })
     }
 }

@@ -5,6 +5,9 @@
 //! timeline (the timestamps are raw `CLOCK_MONOTONIC`, see [`crate::clock`]):
 //!
 //! `bytes=<n> head=<ns> first=<ns> last=<ns> rss_head=<KiB> rss_first=<KiB> rss_last=<KiB>`
+//!
+//! A server that can say how the body travelled (weir's `BodyStats`) appends
+//! `direct=<n> copied=<n> spliced=<n> peak_ahead=<n>` ([`BodyPath`]).
 
 use crate::{clock, procfs};
 use std::fmt::Write;
@@ -26,6 +29,21 @@ pub struct UploadTrace {
     pub rss_first_kib: u64,
     /// RSS at the end of the body.
     pub rss_last_kib: u64,
+    /// How the body travelled, where the server can tell.
+    pub path: Option<BodyPath>,
+}
+
+/// How a body travelled through the server, in bytes (weir's `BodyStats`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BodyPath {
+    /// Read from the socket straight into the handler's buffer.
+    pub direct: u64,
+    /// Read into the server's buffer, then copied to the handler.
+    pub copied: u64,
+    /// Moved socket → file by `splice`.
+    pub spliced: u64,
+    /// Most body bytes held ahead of the handler.
+    pub peak_ahead: u64,
 }
 
 impl UploadTrace {
@@ -67,6 +85,13 @@ impl UploadTrace {
             self.rss_first_kib,
             self.rss_last_kib
         );
+        if let Some(p) = self.path {
+            let _ = write!(
+                s,
+                " direct={} copied={} spliced={} peak_ahead={}",
+                p.direct, p.copied, p.spliced, p.peak_ahead
+            );
+        }
         s
     }
 
@@ -74,10 +99,23 @@ impl UploadTrace {
     pub fn parse(body: &[u8]) -> Option<Self> {
         let text = std::str::from_utf8(body).ok()?;
         let mut t = Self::default();
+        let mut path = BodyPath::default();
         let mut seen = 0;
         for kv in text.split_whitespace() {
             let (k, v) = kv.split_once('=')?;
             let v: u64 = v.parse().ok()?;
+            let optional = match k {
+                "direct" => Some(&mut path.direct),
+                "copied" => Some(&mut path.copied),
+                "spliced" => Some(&mut path.spliced),
+                "peak_ahead" => Some(&mut path.peak_ahead),
+                _ => None,
+            };
+            if let Some(f) = optional {
+                *f = v;
+                t.path = Some(BodyPath::default());
+                continue;
+            }
             let field = match k {
                 "bytes" => &mut t.bytes,
                 "head" => &mut t.head_ns,
@@ -90,6 +128,9 @@ impl UploadTrace {
             };
             *field = v;
             seen += 1;
+        }
+        if t.path.is_some() {
+            t.path = Some(path);
         }
         (seen == 7).then_some(t)
     }
@@ -107,6 +148,13 @@ mod tests {
         t.finish();
         assert_eq!(t.bytes, 15);
         assert!(t.head_ns <= t.first_ns && t.first_ns <= t.last_ns);
+        assert_eq!(UploadTrace::parse(t.encode().as_bytes()), Some(t));
+        t.path = Some(BodyPath {
+            direct: 1,
+            copied: 2,
+            spliced: 3,
+            peak_ahead: 4,
+        });
         assert_eq!(UploadTrace::parse(t.encode().as_bytes()), Some(t));
         assert_eq!(UploadTrace::parse(b"bytes=1"), None);
     }

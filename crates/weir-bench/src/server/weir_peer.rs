@@ -11,12 +11,14 @@
 //!   socket when nothing is buffered;
 //! - file: `read_body` into a [`FILE_WRITE`] buffer, each read written with plain `std::fs` on
 //!   the connection's task;
+//! - chunks: `read_body_chunk` (pieces of at most the pause threshold, sharing weir's buffer),
+//!   dropped: the sink on which the pause threshold matters;
 //! - splice: `Exchange::body_to_file`, weir's zero-copy socket → pipe → file path. It reports
 //!   only the total, so the trace's first-byte instant is the end of the body for this sink.
 
 use crate::server::plaintext::{BODY, CONTENT_TYPE, SERVER};
 use crate::server::sink::{DISCARD_BUF, FILE_WRITE, create_upload_file};
-use crate::server::trace::UploadTrace;
+use crate::server::trace::{BodyPath, UploadTrace};
 use crate::server::{Endpoint, ServeArgs, Sink, StartError};
 use http::{Method, StatusCode};
 use std::io::Write;
@@ -158,6 +160,11 @@ impl Bench {
                     file.write_all(&buf[..n])?;
                 }
             }
+            Sink::Chunks => {
+                while let Some(chunk) = ex.read_body_chunk().await? {
+                    trace.received(chunk.len());
+                }
+            }
             Sink::Splice => {
                 let mut file = create_upload_file(&self.dir)?;
                 let n = ex.body_to_file(&mut file).await?;
@@ -165,6 +172,13 @@ impl Bench {
             }
         }
         trace.finish();
+        let b = ex.body_stats();
+        trace.path = Some(BodyPath {
+            direct: b.direct,
+            copied: b.copied,
+            spliced: b.spliced,
+            peak_ahead: b.peak_buffered as u64,
+        });
         Ok(trace)
     }
 }

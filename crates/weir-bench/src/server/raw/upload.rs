@@ -31,6 +31,11 @@ const PIPE_SIZE: usize = 1 << 20;
 
 /// Binds and starts the accept thread.
 pub fn start(args: &ServeArgs) -> Result<Endpoint, StartError> {
+    if args.sink == Sink::Chunks {
+        return Err(StartError::Unavailable(
+            "the raw receiver has no chunk API".into(),
+        ));
+    }
     let (listener, endpoint) = listen::bind(args)?;
     let sink = args.sink;
     let read_buf = args.read_buf.unwrap_or(DISCARD_BUF);
@@ -118,6 +123,7 @@ fn serve_connection<S: Read + Write + AsFd>(
                 let mut file = create_upload_file(dir)?;
                 to_file(&mut s, rest, &mut body, early, &mut file, &mut trace)?;
             }
+            Sink::Chunks => unreachable!("refused in start"),
             Sink::Splice => {
                 let mut file = create_upload_file(dir)?;
                 file.write_all(&head[early_range])?;
