@@ -168,9 +168,9 @@ pub fn replace_section(old: &str, scenario: &str, text: &str) -> String {
 const PREAMBLE: &str = "# Benchmarks\n\n\
 Written by `weir-bench` (`crates/weir-bench`); each section is replaced when its scenario runs \
 again. Every figure comes from the run whose command is printed beside it. Systems are \
-interleaved round by round (A B C, A B C, …) and each cell shows the median and, in brackets, \
-the min–max over the rounds; ratios are taken round by round against the baseline of the same \
-round, which is what to trust on a shared machine.\n";
+interleaved round by round, forward then backward (A B C, C B A, …), and each cell shows the \
+median and, in brackets, the min–max over the rounds; ratios are taken round by round against \
+the baseline of the same round, which is what to trust on a shared machine.\n";
 
 #[cfg(test)]
 mod tests {

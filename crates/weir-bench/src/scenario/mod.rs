@@ -1,8 +1,8 @@
 //! The scenarios, one per seed document, and what they share: run settings and the peers.
 //!
 //! Every scenario follows the same shape: start every server it compares (each a child process),
-//! run the systems interleaved round by round (A B C, A B C, …) so that drift in the machine
-//! hits every system alike, summarise each row as median and min–max, take ratios round by
+//! run the systems interleaved round by round (A B C, C B A, …: see [`order`]) so that drift in
+//! the machine hits every system alike, summarise each row as median and min–max, take ratios round by
 //! round against the baseline, publish the section, and stop every server (dropping a
 //! [`Peer`] stops its child).
 
@@ -112,6 +112,13 @@ impl Peer {
     }
 }
 
+/// The order in which to run `n` systems in round `round`: forward in even rounds, backward in
+/// odd ones (A B C, C B A, …), so that no system always runs first after a round's clean-up or
+/// always follows the same neighbour.
+pub fn order(n: usize, round: usize) -> impl Iterator<Item = usize> {
+    (0..n).map(move |i| if round % 2 == 0 { i } else { n - 1 - i })
+}
+
 /// Formats a byte count as MiB with no decimals, or KiB below 1 MiB.
 pub fn size_label(bytes: u64) -> String {
     if bytes >= 1 << 20 && bytes % (1 << 20) == 0 {
@@ -172,5 +179,7 @@ mod tests {
         assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
         assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
         assert_eq!(size_label(700 << 20), "700 MiB");
+        assert_eq!(order(3, 0).collect::<Vec<_>>(), [0, 1, 2]);
+        assert_eq!(order(3, 1).collect::<Vec<_>>(), [2, 1, 0]);
     }
 }

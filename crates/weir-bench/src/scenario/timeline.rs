@@ -9,7 +9,7 @@
 //! failure was a server that spooled the body to temporary files before the handler saw it, so
 //! the count must be zero.
 
-use super::{Peer, Settings, size_label, unavailable_note};
+use super::{Peer, Settings, order, size_label, unavailable_note};
 use crate::client::upload::{Upload, Uploader};
 use crate::report::chart::{Bar, Chart};
 use crate::report::table::Table;
@@ -99,7 +99,8 @@ pub fn run(s: &Settings, a: &TimelineArgs) -> io::Result<()> {
         }
     }
     for round in 0..rounds {
-        for w in &mut peers {
+        for i in order(peers.len(), round) {
+            let w = &mut peers[i];
             let Ok(p) = &w.peer.server else { continue };
             let dirs = w.dirs.each_ref().map(|d| d.path());
             let watch = Watch::start(&dirs)?;

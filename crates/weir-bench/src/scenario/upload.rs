@@ -9,7 +9,7 @@
 //! New rows (HTTPS, HTTP/2) are one more entry in [`rows`] with the server arguments that select
 //! them.
 
-use super::{Peer, Settings, size_label, unavailable_note};
+use super::{Peer, Settings, order, size_label, unavailable_note};
 use crate::client::upload::Uploader;
 use crate::report::chart::{Bar, Chart};
 use crate::report::table::Table;
@@ -113,7 +113,8 @@ pub fn run(s: &Settings, a: &UploadArgs) -> io::Result<()> {
     empty_dir(data.path())?;
     let mut peak_note = String::new();
     for round in 0..rounds {
-        for r in &mut rows {
+        for i in order(rows.len(), round) {
+            let r = &mut rows[i];
             let Ok(p) = &mut r.peer.server else { continue };
             // Without permission to write clear_refs the peak is since the server started,
             // which only overstates it; say so in the report rather than fail.

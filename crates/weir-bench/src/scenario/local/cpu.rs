@@ -6,7 +6,7 @@ use crate::client::upload::Uploader;
 use crate::memcpy::Memcpy;
 use crate::report::chart::{Bar, Chart};
 use crate::report::table::Table;
-use crate::scenario::{Peer, Settings, size_label, unavailable_note};
+use crate::scenario::{Peer, Settings, order, size_label, unavailable_note};
 use crate::server::System;
 use crate::stats::{Samples, linear_fit};
 use std::io;
@@ -48,7 +48,8 @@ pub fn run(s: &Settings, a: &LocalArgs, dir: &Path) -> io::Result<(String, Chart
     }
     for round in 0..rounds {
         for (z, &size) in sizes.iter().enumerate() {
-            for (i, (peer, _)) in peers.iter_mut().enumerate() {
+            for i in order(peers.len(), round) {
+                let (peer, _) = &mut peers[i];
                 let Ok(server) = &mut peer.server else {
                     continue;
                 };

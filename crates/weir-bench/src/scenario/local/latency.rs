@@ -5,7 +5,7 @@ use super::{LocalArgs, specs};
 use crate::client::load::{LoadSpec, run_for};
 use crate::report::chart::{Bar, Chart};
 use crate::report::table::Table;
-use crate::scenario::{Peer, Settings, size_label, unavailable_note};
+use crate::scenario::{Peer, Settings, order, size_label, unavailable_note};
 use crate::server::System;
 use crate::stats::Samples;
 use std::io;
@@ -62,7 +62,8 @@ pub fn run(s: &Settings, a: &LocalArgs, dir: &Path) -> io::Result<(String, Chart
         .collect();
     for round in 0..rounds {
         for (c, &connections) in conns.iter().enumerate() {
-            for (i, (peer, _)) in peers.iter().enumerate() {
+            for i in order(peers.len(), round) {
+                let (peer, _) = &peers[i];
                 let Ok(server) = &peer.server else { continue };
                 let spec = LoadSpec {
                     endpoint: server.endpoint().clone(),

@@ -19,7 +19,7 @@
 mod sustained;
 mod wrk_check;
 
-use super::{Peer, Settings, parse_duration, unavailable_note};
+use super::{Peer, Settings, order, parse_duration, unavailable_note};
 use crate::client::load::{Load, LoadSpec};
 use crate::report::chart::{Bar, Chart};
 use crate::report::table::Table;
@@ -132,7 +132,8 @@ pub fn run(s: &Settings, a: &PlaintextArgs) -> io::Result<()> {
         .collect();
     for round in 0..rounds {
         for (d, &depth) in a.depths.iter().enumerate() {
-            for (i, peer) in peers.iter_mut().enumerate() {
+            for i in order(peers.len(), round) {
+                let peer = &mut peers[i];
                 let Ok(server) = &mut peer.server else {
                     continue;
                 };
