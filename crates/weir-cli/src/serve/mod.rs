@@ -34,7 +34,9 @@ mod target;
 mod upload;
 
 pub use auth::Auth;
+pub(crate) use reply::hex;
 pub use service::{Service, ServiceOptions};
+pub(crate) use target::percent_decode;
 
 use crate::cli::ServeArgs;
 use std::fmt;

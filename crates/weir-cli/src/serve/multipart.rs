@@ -312,13 +312,12 @@ fn param(p: &str) -> Option<(&str, String)> {
 mod tests {
     use super::*;
 
+    /// (field name, file name, data) of one part.
+    type Parsed = (Option<String>, Option<String>, Vec<u8>);
+
     /// Runs the parser over `body` fed in pieces of `piece` bytes, the way the handler does
     /// (keeping unconsumed bytes), and returns (name, filename, data) per part.
-    fn parse_all(
-        boundary: &str,
-        body: &[u8],
-        piece: usize,
-    ) -> Result<Vec<(Option<String>, Option<String>, Vec<u8>)>, MultipartError> {
+    fn parse_all(boundary: &str, body: &[u8], piece: usize) -> Result<Vec<Parsed>, MultipartError> {
         let mut p = Parser::new(boundary)?;
         let mut parts = Vec::new();
         let mut buf: Vec<u8> = Vec::new();

@@ -150,7 +150,7 @@ async fn splice_body(ex: &mut Exchange<'_>, upload: &mut Upload) -> Result<(), B
             // A file error (ENOSPC...) during splice is the store's kind of failure: classify
             // it the way `Upload::write` would. Socket errors are disconnects, not I/O errors.
             let file_error =
-                !(e.is_disconnect() || e.is_too_large() || e.is_timeout()) && !e.is_protocol();
+                !(e.is_disconnect() || e.is_too_large() || e.is_timeout() || e.is_protocol());
             match e.io_error() {
                 Some(io) if file_error => {
                     let io = io.raw_os_error().map_or_else(
