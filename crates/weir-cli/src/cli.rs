@@ -80,6 +80,10 @@ pub struct PutArgs {
     /// Do not send a Content-Digest (skips hashing the file before sending it).
     #[arg(long)]
     pub no_digest: bool,
+    /// Send the body with sendfile(2) instead of through a 1 MiB buffer. On loopback TCP the
+    /// buffer measured faster (0.98 vs 0.71 × a raw TCP sender), so it is the default.
+    #[arg(long)]
+    pub sendfile: bool,
     #[command(flatten)]
     pub client: ClientArgs,
 }

@@ -47,7 +47,7 @@ impl Transport {
 
     /// Sends `len` bytes of `file` from `offset`, calling `progress` with the bytes sent so far.
     /// On Linux this is `sendfile(2)`: page cache → socket, no user-space copy. Elsewhere, and
-    /// for transports that must see the bytes, a read/write loop through one 256 KiB buffer.
+    /// for transports that must see the bytes, [`Transport::copy_file`].
     pub(crate) fn send_file(
         &mut self,
         file: &File,
@@ -101,9 +101,9 @@ impl Transport {
         Ok(())
     }
 
-    /// The portable path: read into a buffer, write it out.
-    #[cfg_attr(target_os = "linux", allow(dead_code))]
-    fn copy_file(
+    /// The portable path: read into a buffer, write it out. 1 MiB: few system calls, and
+    /// small enough to stay in the CPU cache between the read and the write.
+    pub(crate) fn copy_file(
         &mut self,
         file: &File,
         offset: u64,
@@ -112,7 +112,7 @@ impl Transport {
     ) -> io::Result<()> {
         use std::os::unix::fs::FileExt;
         // COPY: page cache → this buffer → socket; only where sendfile is unavailable.
-        let mut buf = vec![0u8; 256 * 1024];
+        let mut buf = vec![0u8; 1024 * 1024];
         let mut sent = 0u64;
         while sent < len {
             let want = usize::try_from(len - sent)
