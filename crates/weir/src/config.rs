@@ -61,6 +61,12 @@ pub struct Config {
     /// How long a graceful shutdown waits for in-flight requests before closing them.
     /// Default 30 s.
     pub shutdown_grace: Duration,
+    /// Bind TCP listeners with `SO_REUSEPORT` (Linux), as [`Server::serve_per_core`]
+    /// needs. Default off: with it, a second server on the same port would share it silently
+    /// instead of failing with "address in use".
+    ///
+    /// [`Server::serve_per_core`]: crate::Server::serve_per_core
+    pub reuse_port: bool,
     /// Value of the `Server` header, if any. Default none (it tells attackers what to try).
     pub server_header: Option<String>,
 }
@@ -86,6 +92,7 @@ impl Default for Config {
             }),
             max_connections: 10_000,
             shutdown_grace: Duration::from_secs(30),
+            reuse_port: false,
             server_header: None,
         }
     }

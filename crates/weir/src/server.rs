@@ -9,7 +9,7 @@
 
 use crate::h1::serve_connection;
 use crate::stats::Stats;
-use crate::transport::{Listener, Stream};
+use crate::transport::{DetachedListener, Listener, Stream};
 use crate::{Config, Handler};
 use std::future::Future;
 use std::io;
@@ -77,7 +77,7 @@ impl Server {
         &mut self,
         addr: impl tokio::net::ToSocketAddrs,
     ) -> io::Result<SocketAddr> {
-        let listener = Listener::bind_tcp(addr).await?;
+        let listener = Listener::bind_tcp_with(addr, self.shared.config.reuse_port).await?;
         let addr = listener
             .local_addr()
             .ok_or_else(|| io::Error::other("no local address"))?;
@@ -114,43 +114,80 @@ impl Server {
         }
     }
 
-    /// Serves until [`ServerHandle::shutdown`] is called and the shutdown has completed.
+    /// Serves until [`ServerHandle::shutdown`] is called and the shutdown has completed, on
+    /// the caller's tokio runtime (usually multi-threaded: connections are tasks that idle
+    /// workers can steal).
     pub async fn serve<H: Handler>(self, handler: H) -> io::Result<()> {
         if self.listeners.is_empty() {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "no listener"));
         }
-        let handler = Arc::new(handler);
         let permits = Arc::new(Semaphore::new(self.shared.config.max_connections.max(1)));
-        let mut loops = JoinSet::new();
+        let context = ServeContext {
+            handler: Arc::new(handler),
+            shared: self.shared,
+            permits,
+            shutdown: self.shutdown,
+        };
+        context.run(self.listeners).await
+    }
+
+    /// Serves with one single-threaded runtime per thread (`threads` of them, usually one per
+    /// core), each accepting from its own `SO_REUSEPORT` listener: no work stealing and no
+    /// cross-thread wake-ups; the kernel spreads connections over the listeners. Blocks until
+    /// shutdown completes; call it from a plain thread, not from inside a runtime.
+    ///
+    /// TCP listeners must have been bound with [`Config::reuse_port`]. Unix socket listeners
+    /// are served by the first thread.
+    pub fn serve_per_core<H: Handler>(self, handler: H, threads: usize) -> io::Result<()> {
+        if self.listeners.is_empty() {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "no listener"));
+        }
+        let threads = threads.max(1);
+        let mut per_thread: Vec<Vec<DetachedListener>> = (0..threads).map(|_| Vec::new()).collect();
         for listener in self.listeners {
-            loops.spawn(accept_loop(
-                listener,
-                handler.clone(),
-                self.shared.clone(),
-                permits.clone(),
-                self.shutdown.subscribe(),
-            ));
-        }
-        let mut connections = Vec::new();
-        while let Some(joined) = loops.join_next().await {
-            connections.push(joined.map_err(io::Error::other)?);
-        }
-        // Every accept loop has stopped: shutdown was requested. Give in-flight exchanges the
-        // grace period, then abort the rest.
-        let grace = self.shared.config.shutdown_grace;
-        let drained = tokio::time::timeout(grace, async {
-            for set in &mut connections {
-                while set.join_next().await.is_some() {}
-            }
-        })
-        .await;
-        if drained.is_err() {
-            tracing::warn!("shutdown grace expired; closing remaining connections");
-            for set in &mut connections {
-                set.shutdown().await;
+            let (first, siblings) = listener.detach(threads - 1)?;
+            per_thread[0].push(first);
+            for (i, sibling) in siblings.into_iter().enumerate() {
+                per_thread[i + 1].push(sibling);
             }
         }
-        Ok(())
+        let context = ServeContext {
+            handler: Arc::new(handler),
+            permits: Arc::new(Semaphore::new(self.shared.config.max_connections.max(1))),
+            shared: self.shared,
+            shutdown: self.shutdown,
+        };
+        let workers = per_thread
+            .into_iter()
+            .enumerate()
+            .map(|(i, listeners)| {
+                let context = context.clone();
+                std::thread::Builder::new()
+                    .name(format!("weir-core-{i}"))
+                    .spawn(move || {
+                        let runtime = tokio::runtime::Builder::new_current_thread()
+                            .enable_all()
+                            .build()?;
+                        runtime.block_on(async move {
+                            let listeners = listeners
+                                .into_iter()
+                                .map(DetachedListener::attach)
+                                .collect::<io::Result<Vec<_>>>()?;
+                            context.run(listeners).await
+                        })
+                    })
+            })
+            .collect::<io::Result<Vec<_>>>()?;
+        let mut result = Ok(());
+        for worker in workers {
+            let outcome = worker
+                .join()
+                .unwrap_or_else(|_| Err(io::Error::other("worker panicked")));
+            if result.is_ok() {
+                result = outcome;
+            }
+        }
+        result
     }
 
     /// Serves until `signal` completes (for example `tokio::signal::ctrl_c()`), then shuts down
@@ -187,6 +224,62 @@ impl ServerHandle {
     /// The server's configuration.
     pub fn config(&self) -> &Config {
         &self.shared.config
+    }
+}
+
+/// What serving needs, shared by every accept loop (on one runtime or one per core).
+struct ServeContext<H> {
+    handler: Arc<H>,
+    shared: Arc<Shared>,
+    permits: Arc<Semaphore>,
+    shutdown: Arc<watch::Sender<bool>>,
+}
+
+impl<H> Clone for ServeContext<H> {
+    fn clone(&self) -> Self {
+        Self {
+            handler: self.handler.clone(),
+            shared: self.shared.clone(),
+            permits: self.permits.clone(),
+            shutdown: self.shutdown.clone(),
+        }
+    }
+}
+
+impl<H: Handler> ServeContext<H> {
+    /// Runs accept loops on `listeners` (on the current runtime) until shutdown, then waits for
+    /// in-flight connections up to the grace period.
+    async fn run(self, listeners: Vec<Listener>) -> io::Result<()> {
+        let mut loops = JoinSet::new();
+        for listener in listeners {
+            loops.spawn(accept_loop(
+                listener,
+                self.handler.clone(),
+                self.shared.clone(),
+                self.permits.clone(),
+                self.shutdown.subscribe(),
+            ));
+        }
+        let mut connections = Vec::new();
+        while let Some(joined) = loops.join_next().await {
+            connections.push(joined.map_err(io::Error::other)?);
+        }
+        // Every accept loop has stopped: shutdown was requested. Give in-flight exchanges the
+        // grace period, then abort the rest.
+        let grace = self.shared.config.shutdown_grace;
+        let drained = tokio::time::timeout(grace, async {
+            for set in &mut connections {
+                while set.join_next().await.is_some() {}
+            }
+        })
+        .await;
+        if drained.is_err() {
+            tracing::warn!("shutdown grace expired; closing remaining connections");
+            for set in &mut connections {
+                set.shutdown().await;
+            }
+        }
+        Ok(())
     }
 }
 

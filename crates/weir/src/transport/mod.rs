@@ -7,5 +7,6 @@
 mod listener;
 mod stream;
 
-pub use listener::Listener;
+pub(crate) use listener::DetachedListener;
+pub use listener::{Listener, SocketFile};
 pub use stream::{PeerAddr, Stream};
