@@ -85,6 +85,7 @@ mod config;
 mod error;
 mod exchange;
 mod h1;
+mod h2;
 mod handler;
 mod response;
 mod server;
@@ -92,13 +93,14 @@ mod stats;
 pub mod transport;
 mod zero_copy;
 
-pub use config::{Config, DataRate, Limits};
+pub use config::{Config, DataRate, Http2Config, Limits};
 pub use error::Error;
 pub use exchange::Exchange;
 pub use handler::Handler;
 pub use response::{BodyWriter, Response};
 pub use server::{Server, ServerHandle};
 pub use stats::{BodyStats, Stats};
+pub use transport::{TlsConfig, TlsError};
 pub use weir_proto::{Framing, ProtoError, RequestHead as Request};
 
 /// Re-exported so that handlers name the same `http` types as weir.
