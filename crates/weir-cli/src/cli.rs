@@ -36,4 +36,11 @@ pub struct ServeArgs {
     /// Request body bytes read ahead of the handler before the server stops reading.
     #[arg(long, default_value = "1MiB", value_parser = parse_size)]
     pub pause_threshold: u64,
+    /// Serve HTTPS on --listen with this certificate chain (PEM, leaf first). HTTP/2 is
+    /// offered by ALPN.
+    #[arg(long, requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM).
+    #[arg(long, requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
 }

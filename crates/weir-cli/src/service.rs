@@ -11,6 +11,11 @@ use weir::{Config, Exchange, Handler, http};
 
 /// Runs the service until Ctrl-C.
 pub fn run(args: ServeArgs) -> io::Result<()> {
+    // Certificate problems are reported before anything else starts.
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(weir::TlsConfig::from_pem_files(cert, key)?),
+        _ => None,
+    };
     fs::create_dir_all(&args.root)
         .map_err(|e| io::Error::new(e.kind(), format!("root {}: {e}", args.root.display())))?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -22,16 +27,18 @@ pub fn run(args: ServeArgs) -> io::Result<()> {
             ..Config::default()
         };
         let mut server = weir::Server::new(config);
-        let addr = server
-            .listen_tcp(args.listen)
-            .await
+        let listening = match tls {
+            Some(tls) => server.listen_tls(args.listen, tls).await,
+            None => server.listen_tcp(args.listen).await,
+        };
+        let addr = listening
             .map_err(|e| io::Error::new(e.kind(), format!("listen on {}: {e}", args.listen)))?;
         if let Some(path) = &args.unix {
             server.listen_unix(path).map_err(|e| {
                 io::Error::new(e.kind(), format!("listen on {}: {e}", path.display()))
             })?;
         }
-        tracing::info!(%addr, unix = ?args.unix, root = %args.root.display(), "weir serving");
+        tracing::info!(%addr, tls = args.tls_cert.is_some(), unix = ?args.unix, root = %args.root.display(), "weir serving");
         let service = Service {
             root: args.root,
             max_upload: args.max_upload,
