@@ -105,7 +105,7 @@ impl<'c> Exchange<'c> {
             Backend::H1(conn) => conn.body_to_file(file).await,
             Backend::H2(stream) => {
                 stream.send_continue_if_expected()?;
-                stream.body.to_file(file).await
+                stream.body.write_to_file(file).await
             }
         }
     }

@@ -260,7 +260,7 @@ impl BodyIn {
     /// Writes the rest of the body to `file`; returns the payload bytes written. Writes are
     /// synchronous on the stream's task, as for HTTP/1.1 (page-cache writes return in
     /// microseconds; a hop to a blocking pool per write halved throughput when measured).
-    pub(crate) async fn to_file(&mut self, file: &mut File) -> Result<u64, Error> {
+    pub(crate) async fn write_to_file(&mut self, file: &mut File) -> Result<u64, Error> {
         let mut written = 0u64;
         while let Some(chunk) = self.read_chunk().await? {
             // COPY (kernel): from h2's buffer into the page cache.

@@ -63,6 +63,9 @@ impl Windows {
     }
 }
 
+// Events are consumed at once, one at a time: boxing the large variant would allocate per
+// stream for nothing.
+#[allow(clippy::large_enum_variant)]
 enum Event {
     Stream(http::Request<RecvStream>, SendResponse<Bytes>),
     Closed(Result<(), h2::Error>),

@@ -94,8 +94,8 @@ impl TlsConfig {
             ),
             e => TlsError::new(key_path, format!("malformed PEM: {e}")),
         })?;
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let server = ServerConfig::builder_with_provider(provider)
+        let provider = Arc::new(throughput_first(rustls::crypto::ring::default_provider()));
+        let mut server = ServerConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
             .map_err(|e| TlsError::new(None, format!("TLS setup failed: {e}")))?
             .with_no_client_auth()
@@ -109,6 +109,8 @@ impl TlsConfig {
                 };
                 TlsError::new(key_path.or(cert_path), what)
             })?;
+        // The server's order of cipher suites decides (see `throughput_first`).
+        server.ignore_client_order = true;
         Ok(Self {
             server: Arc::new(server),
         })
@@ -125,6 +127,23 @@ impl TlsConfig {
         };
         TlsAcceptor::from(Arc::new(server))
     }
+}
+
+/// The ring provider with AES-128-GCM ahead of AES-256-GCM (both secure; with AES-NI the
+/// 128-bit key needs fewer rounds, so bulk uploads decrypt faster), ChaCha20 after them.
+fn throughput_first(
+    mut provider: rustls::crypto::CryptoProvider,
+) -> rustls::crypto::CryptoProvider {
+    use rustls::CipherSuite::*;
+    let rank = |s: &rustls::SupportedCipherSuite| match s.suite() {
+        TLS13_AES_128_GCM_SHA256 => 0,
+        TLS13_AES_256_GCM_SHA384 => 1,
+        TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256 | TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256 => 2,
+        TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384 | TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384 => 3,
+        _ => 4,
+    };
+    provider.cipher_suites.sort_by_key(rank);
+    provider
 }
 
 /// A certificate or key that cannot be used, with the file it came from.

@@ -85,6 +85,29 @@ fn h2_client_upload_256_mib_each_read_path() {
 }
 
 #[test]
+fn adaptive_window_uploads_are_byte_exact() {
+    let mut config = upload_config();
+    config.http2.adaptive_window = true;
+    config.http2.max_window = 4 << 20;
+    let server = TlsTestServer::start(config);
+    rt().block_on(async {
+        let mut client = h2c(server.addr).await;
+        let data = Bytes::from(pattern(64 << 20, 43));
+        let resp = h2_request(&mut client, Method::PUT, "/sha", &[], data.clone())
+            .await
+            .unwrap();
+        assert!(
+            resp.text().starts_with(&sha256_hex(&data)),
+            "{}",
+            resp.text()
+        );
+        // Whatever the estimate did, the read-ahead stayed within the largest window.
+        let peak = server.handle.stats().peak_body_buffered();
+        assert!(peak <= 4 << 20, "peak read-ahead {peak}");
+    });
+}
+
+#[test]
 fn many_concurrent_streams_on_one_connection() {
     let server = TlsTestServer::start(upload_config());
     rt().block_on(async {
