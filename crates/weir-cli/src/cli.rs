@@ -57,6 +57,13 @@ pub struct ServeArgs {
     /// Require the token for reads (GET, HEAD) too.
     #[arg(long)]
     pub token_read: bool,
+    /// Serve HTTPS on --listen with this certificate chain (PEM, leaf first). HTTP/2 is
+    /// offered by ALPN.
+    #[arg(long, requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM).
+    #[arg(long, requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
 }
 
 /// Options shared by the client commands.

@@ -57,6 +57,8 @@ pub struct ServeConfig {
     pub hash: bool,
     pub token: Option<String>,
     pub token_read: bool,
+    /// Certificate chain and key (PEM) for HTTPS on `listen`.
+    pub tls: Option<(PathBuf, PathBuf)>,
 }
 
 /// A start-up or serving failure, printed as one line.
@@ -108,6 +110,7 @@ impl ServeConfig {
             hash: !args.no_hash,
             token,
             token_read: args.token_read,
+            tls: args.tls_cert.zip(args.tls_key),
         })
     }
 
@@ -133,6 +136,13 @@ impl ServeConfig {
 /// Runs `weir serve` until SIGINT or SIGTERM.
 pub fn run(args: ServeArgs) -> Result<(), ServeError> {
     let config = ServeConfig::from_args(args)?;
+    // Certificate problems are reported before anything else starts.
+    let tls = config
+        .tls
+        .as_ref()
+        .map(|(cert, key)| weir::TlsConfig::from_pem_files(cert, key))
+        .transpose()
+        .map_err(|e| ServeError(e.to_string()))?;
     let store = LocalStore::open(
         &config.root,
         LocalOptions {
@@ -154,16 +164,19 @@ pub fn run(args: ServeArgs) -> Result<(), ServeError> {
         .map_err(|e| ServeError(format!("cannot start the runtime: {e}")))?;
     runtime.block_on(async {
         let mut server = weir::Server::new(config.weir_config());
-        let addr = server
-            .listen_tcp(config.listen)
-            .await
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        let listening = match tls {
+            Some(tls) => server.listen_tls(config.listen, tls).await,
+            None => server.listen_tcp(config.listen).await,
+        };
+        let addr = listening
             .map_err(|e| ServeError(format!("cannot listen on {}: {e}", config.listen)))?;
         if let Some(path) = &config.unix {
             server
                 .listen_unix(path)
                 .map_err(|e| ServeError(format!("cannot listen on {}: {e}", path.display())))?;
         }
-        announce(addr, &config, &store);
+        announce(scheme, addr, &config, &store);
         let service = Service::new(store, config.service_options());
         server
             .serve_until(service, shutdown_signal())
@@ -173,11 +186,11 @@ pub fn run(args: ServeArgs) -> Result<(), ServeError> {
 }
 
 /// Says where the service listens, on stdout (one line per listener, flushed).
-fn announce(addr: SocketAddr, config: &ServeConfig, store: &LocalStore) {
+fn announce(scheme: &str, addr: SocketAddr, config: &ServeConfig, store: &LocalStore) {
     let mut out = std::io::stdout().lock();
     let _ = writeln!(
         out,
-        "weir: serving {} on http://{addr}",
+        "weir: serving {} on {scheme}://{addr}",
         store.root().display()
     );
     if let Some(path) = &config.unix {
