@@ -9,7 +9,14 @@
 //!
 //! Latency is measured per response, from the `write` of its batch to the `read` that completed
 //! it, so with `depth > 1` it includes waiting behind the batch's earlier responses, as a client
-//! of a pipelined server sees it. Histograms record only while [`Load::record`] is on, so a
+//! of a pipelined server sees it.
+//!
+//! Without a rate the load is closed-loop: each connection sends its next batch as soon as the
+//! last one is answered, so the run saturates whichever side is slower and latency mostly shows
+//! queueing. With [`LoadSpec::rate`] it is paced: each connection sends on a fixed schedule
+//! (staggered across connections), and latency runs from the *scheduled* send time, so a server
+//! that stalls is charged for the requests that would have been sent meanwhile (no coordinated
+//! omission). Latency under a given load is the paced figure. Histograms record only while [`Load::record`] is on, so a
 //! warm-up can be left out; the completed count is published per thread and can be sampled at any
 //! time for throughput over intervals.
 
@@ -19,6 +26,10 @@ use crate::server::Endpoint;
 use hdrhistogram::Histogram;
 use rustix::event::epoll::{self, CreateFlags, EventData, EventFlags};
 use rustix::io::Errno;
+use rustix::time::{
+    Itimerspec, TimerfdClockId, TimerfdFlags, TimerfdTimerFlags, Timespec, timerfd_create,
+    timerfd_settime,
+};
 use std::io;
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -28,6 +39,8 @@ use std::time::{Duration, Instant};
 
 /// Read buffer per connection.
 const READ_BUF: usize = 64 << 10;
+/// epoll key of a paced thread's timerfd.
+const TIMER: u64 = u64::MAX;
 /// Longest latency the histograms hold (60 s, in ns).
 const MAX_LATENCY_NS: u64 = 60_000_000_000;
 
@@ -44,6 +57,8 @@ pub struct LoadSpec {
     pub depth: usize,
     /// One complete request, pre-encoded.
     pub request: Vec<u8>,
+    /// Paced load: batches per second over all connections; `None`: closed loop.
+    pub rate: Option<f64>,
 }
 
 #[repr(align(64))]
@@ -95,9 +110,19 @@ impl Load {
             }
             let (shared, barrier, batch) = (shared.clone(), barrier.clone(), batch.clone());
             let depth = spec.depth.max(1);
+            // Each connection sends every `connections / rate` seconds.
+            let interval = spec
+                .rate
+                .filter(|r| *r > 0.0)
+                .map(|r| Duration::from_secs_f64(spec.connections as f64 / r));
             handles.push(std::thread::spawn(move || {
                 barrier.wait();
-                run_thread(t, conns, &batch, depth, &shared)
+                let cfg = ThreadCfg {
+                    batch: &batch,
+                    depth,
+                    interval,
+                };
+                run_thread(t, conns, &cfg, &shared)
             }));
         }
         barrier.wait();
@@ -155,14 +180,30 @@ struct Conn {
     written: usize,
     /// Whether the socket is registered for `EPOLLOUT` (the batch did not fit).
     out_armed: bool,
+    /// When the current batch was sent (paced: when it was scheduled).
     sent_at: Instant,
+    /// Paced: when the next batch is due.
+    next_send: Instant,
+}
+
+impl Conn {
+    fn idle(&self, batch: &[u8]) -> bool {
+        self.outstanding == 0 && self.written == batch.len()
+    }
+}
+
+/// What every connection of a thread sends, and how often.
+struct ThreadCfg<'a> {
+    batch: &'a [u8],
+    depth: usize,
+    /// Paced: time between a connection's batches.
+    interval: Option<Duration>,
 }
 
 fn run_thread(
     t: usize,
     fds: Vec<OwnedFd>,
-    batch: &[u8],
-    depth: usize,
+    cfg: &ThreadCfg<'_>,
     shared: &Shared,
 ) -> io::Result<ThreadResult> {
     let ep = epoll::create(CreateFlags::CLOEXEC)?;
@@ -171,6 +212,8 @@ fn run_thread(
         errors: 0,
         latency: new_histogram(),
     };
+    let n = fds.len().max(1) as u32;
+    let start = Instant::now();
     for (i, fd) in fds.into_iter().enumerate() {
         rustix::io::ioctl_fionbio(&fd, true)?;
         epoll::add(&ep, &fd, EventData::new_u64(i as u64), EventFlags::IN)?;
@@ -180,21 +223,66 @@ fn run_thread(
             start: 0,
             end: 0,
             outstanding: 0,
-            written: 0,
+            written: cfg.batch.len(),
             out_armed: false,
-            sent_at: Instant::now(),
+            sent_at: start,
+            // Paced connections start staggered over one interval.
+            next_send: start + cfg.interval.map_or(Duration::ZERO, |d| d * i as u32 / n),
         };
-        send_batch(&ep, i, &mut c, batch, depth)?;
+        if cfg.interval.is_none() {
+            send_batch(&ep, i, &mut c, cfg, Instant::now())?;
+        }
         conns.push(Some(c));
     }
     let mut completed = 0u64;
     let mut live = conns.len();
-    let mut events = Vec::with_capacity(conns.len().max(1));
-    let timeout = rustix::time::Timespec {
-        tv_sec: 0,
-        tv_nsec: 20_000_000,
+    let mut events = Vec::with_capacity(conns.len() + 1);
+    // Paced: a timerfd wakes the loop when the next batch is due. (`epoll_wait`'s own timeout
+    // has millisecond resolution, which would delay sends and be charged as latency.)
+    let timer = match cfg.interval {
+        Some(_) => {
+            let fd = timerfd_create(
+                TimerfdClockId::Monotonic,
+                TimerfdFlags::NONBLOCK | TimerfdFlags::CLOEXEC,
+            )?;
+            epoll::add(&ep, &fd, EventData::new_u64(TIMER), EventFlags::IN)?;
+            Some(fd)
+        }
+        None => None,
     };
     while live > 0 && !shared.stop.load(Ordering::Relaxed) {
+        // Wake at least every 20 ms to see `stop`; paced, also when a batch is due.
+        let mut wait = Duration::from_millis(20);
+        if let Some(timer) = &timer {
+            let now = Instant::now();
+            let due = conns
+                .iter()
+                .flatten()
+                .filter(|c| c.idle(cfg.batch))
+                .map(|c| c.next_send.saturating_duration_since(now))
+                .min();
+            if let Some(due) = due {
+                wait = Duration::ZERO;
+                if !due.is_zero() {
+                    let value = Itimerspec {
+                        it_interval: Timespec {
+                            tv_sec: 0,
+                            tv_nsec: 0,
+                        },
+                        it_value: Timespec {
+                            tv_sec: due.as_secs() as _,
+                            tv_nsec: due.subsec_nanos() as _,
+                        },
+                    };
+                    timerfd_settime(timer, TimerfdTimerFlags::empty(), &value)?;
+                    wait = Duration::from_millis(20);
+                }
+            }
+        }
+        let timeout = Timespec {
+            tv_sec: 0,
+            tv_nsec: wait.as_nanos() as _,
+        };
         events.clear();
         match epoll::wait(
             &ep,
@@ -206,13 +294,19 @@ fn run_thread(
         }
         let record = shared.record.load(Ordering::Relaxed);
         for ev in &events {
+            if ev.data.u64() == TIMER {
+                if let Some(timer) = &timer {
+                    let _ = rustix::io::read(timer, &mut [0u8; 8]);
+                }
+                continue;
+            }
             let i = ev.data.u64() as usize;
             let Some(c) = conns[i].as_mut() else { continue };
             let flags = ev.flags;
             let ok = if flags.contains(EventFlags::OUT) {
-                continue_batch(&ep, i, c, batch)
+                continue_batch(&ep, i, c, cfg.batch)
             } else {
-                on_readable(&ep, i, c, batch, depth, record, &mut result, &mut completed)
+                on_readable(&ep, i, c, cfg, record, &mut result, &mut completed)
             };
             if !ok {
                 result.errors += 1;
@@ -220,20 +314,33 @@ fn run_thread(
                 live -= 1;
             }
         }
+        if let Some(interval) = cfg.interval {
+            let now = Instant::now();
+            for (i, slot) in conns.iter_mut().enumerate() {
+                let Some(c) = slot else { continue };
+                if c.idle(cfg.batch) && c.next_send <= now {
+                    let due = c.next_send;
+                    c.next_send += interval;
+                    if send_batch(&ep, i, c, cfg, due).is_err() {
+                        result.errors += 1;
+                        *slot = None;
+                        live -= 1;
+                    }
+                }
+            }
+        }
         shared.completed[t].0.store(completed, Ordering::Relaxed);
     }
     Ok(result)
 }
 
-/// Reads, frames responses, starts the next batch when this one is done. `false`: drop the
-/// connection.
-#[allow(clippy::too_many_arguments)]
+/// Reads and frames responses; in a closed loop, starts the next batch when this one is done.
+/// `false`: drop the connection.
 fn on_readable(
     ep: &OwnedFd,
     i: usize,
     c: &mut Conn,
-    batch: &[u8],
-    depth: usize,
+    cfg: &ThreadCfg<'_>,
     record: bool,
     result: &mut ThreadResult,
     completed: &mut u64,
@@ -275,17 +382,24 @@ fn on_readable(
         c.start = 0;
         c.end = 0;
     }
-    if c.outstanding == 0 && c.written == batch.len() {
-        return send_batch(ep, i, c, batch, depth).is_ok();
+    if cfg.interval.is_none() && c.idle(cfg.batch) {
+        return send_batch(ep, i, c, cfg, now).is_ok();
     }
     true
 }
 
-fn send_batch(ep: &OwnedFd, i: usize, c: &mut Conn, batch: &[u8], depth: usize) -> io::Result<()> {
-    c.outstanding = depth;
+/// Starts a batch; `sent_at` is now (closed loop) or when it was due (paced).
+fn send_batch(
+    ep: &OwnedFd,
+    i: usize,
+    c: &mut Conn,
+    cfg: &ThreadCfg<'_>,
+    sent_at: Instant,
+) -> io::Result<()> {
+    c.outstanding = cfg.depth;
     c.written = 0;
-    c.sent_at = Instant::now();
-    if continue_batch(ep, i, c, batch) {
+    c.sent_at = sent_at;
+    if continue_batch(ep, i, c, cfg.batch) {
         Ok(())
     } else {
         Err(io::Error::other("write failed"))

@@ -55,13 +55,18 @@ pub fn run(s: &Settings, a: &LocalArgs, dir: &Path) -> io::Result<(String, Chart
     for (label, args, unix) in &specs {
         peers.push((Peer::start(label.clone(), args)?, *unix));
     }
-    let conns = [1, a.connections];
+    // (connections, paced rate): sequential, closed loop, paced.
+    let conns = [
+        (1, None),
+        (a.connections, None),
+        (a.connections, Some(a.rate)),
+    ];
     let mut results: Vec<Vec<Latency>> = conns
         .iter()
         .map(|_| peers.iter().map(|_| Latency::default()).collect())
         .collect();
     for round in 0..rounds {
-        for (c, &connections) in conns.iter().enumerate() {
+        for (c, &(connections, rate)) in conns.iter().enumerate() {
             for i in order(peers.len(), round) {
                 let (peer, _) = &peers[i];
                 let Ok(server) = &peer.server else { continue };
@@ -71,6 +76,7 @@ pub fn run(s: &Settings, a: &LocalArgs, dir: &Path) -> io::Result<(String, Chart
                     threads: s.client_threads,
                     depth: 1,
                     request: request.clone(),
+                    rate,
                 };
                 let (r, rps) = run_for(&spec, warmup, window)?;
                 if r.errors > 0 {
@@ -98,7 +104,7 @@ pub fn run(s: &Settings, a: &LocalArgs, dir: &Path) -> io::Result<(String, Chart
         s.server_threads
     );
     let mut bars = Vec::new();
-    for (c, &connections) in conns.iter().enumerate() {
+    for (c, &(connections, rate)) in conns.iter().enumerate() {
         let mut t = Table::new(&[
             "System",
             "Requests/s",
@@ -111,7 +117,7 @@ pub fn run(s: &Settings, a: &LocalArgs, dir: &Path) -> io::Result<(String, Chart
         for (i, (peer, unix)) in peers.iter().enumerate() {
             if let Err(why) = &peer.server {
                 t.row(vec![peer.label.clone(), unavailable_note(why)]);
-                if connections > 1 {
+                if rate.is_some() {
                     bars.push(Bar {
                         label: peer.label.clone(),
                         value: None,
@@ -130,22 +136,30 @@ pub fn run(s: &Settings, a: &LocalArgs, dir: &Path) -> io::Result<(String, Chart
                 l.max.show(0),
                 l.p99.ratio_to(&raw.p99).show(2),
             ]);
-            if connections > 1 {
+            if rate.is_some() {
                 bars.push(Bar {
                     label: peer.label.clone(),
                     value: Some((l.p99.median(), l.p99.min(), l.p99.max())),
                 });
             }
         }
-        let what = if connections == 1 {
-            "One connection, sequential requests. On a VM this is dominated by CPU wake-ups: \
-             each side sleeps while the other works, and waking an idle vCPU costs tens of µs. \
-             The raw responder sleeps in `epoll_wait` the moment it has answered, so here it can \
-             be slower than a runtime that stays awake a little longer; the loaded table below \
-             is the one that compares servers"
-                .to_string()
-        } else {
-            format!("{connections} connections, one request in flight on each")
+        let what = match rate {
+            _ if connections == 1 => "One connection, sequential requests. On a VM this is \
+                 dominated by CPU wake-ups: each side sleeps while the other works, and waking \
+                 an idle vCPU costs tens of µs. The raw responder sleeps in `epoll_wait` the \
+                 moment it has answered, so here it can be slower than a runtime that stays \
+                 awake a little longer; the paced table is the one that compares servers"
+                .to_string(),
+            None => format!(
+                "{connections} connections, closed loop (each sends its next request as soon as \
+                 the last is answered): throughput at saturation; the latency here is mostly \
+                 queueing in whichever of client and server is the bottleneck"
+            ),
+            Some(r) => format!(
+                "{connections} connections paced at {r:.0} requests/s in all (each connection \
+                 on a fixed schedule, staggered), latency from each request's *scheduled* send \
+                 time, so stalls are charged in full: latency under load, the figure to compare"
+            ),
         };
         text.push_str(&format!("{what}:\n\n{}\n", t.markdown()));
     }
@@ -153,9 +167,10 @@ pub fn run(s: &Settings, a: &LocalArgs, dir: &Path) -> io::Result<(String, Chart
     let chart = Chart {
         name: "local-latency".into(),
         title: format!(
-            "{} POST, {} connections: p99 latency",
+            "{} POST, {} connections at {:.0} requests/s: p99 latency",
             size_label(a.post_size as u64),
-            a.connections
+            a.connections,
+            a.rate
         ),
         unit: "p99 µs (median; whisker: min–max)".into(),
         bars,

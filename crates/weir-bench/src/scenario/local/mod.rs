@@ -28,9 +28,13 @@ pub struct LocalArgs {
     /// POST body size for the latency runs.
     #[arg(long, value_parser = super::parse_size, default_value = "2048")]
     pub post_size: usize,
-    /// Connections for the loaded latency run.
+    /// Connections for the loaded latency runs.
     #[arg(long, default_value_t = 64)]
     pub connections: usize,
+    /// Total request rate of the paced latency run: well under every system's capacity on a
+    /// 2-core machine shared with the client, so that latency, not saturation, is measured.
+    #[arg(long, default_value_t = 20_000.0)]
+    pub rate: f64,
     /// Large POST sizes (default: 50M,100M,200M; `--quick`: 25M,50M,100M).
     #[arg(long, value_delimiter = ',', value_parser = super::parse_size)]
     pub sizes: Vec<usize>,
@@ -44,6 +48,7 @@ impl Default for LocalArgs {
         Self {
             post_size: 2048,
             connections: 64,
+            rate: 20_000.0,
             sizes: Vec::new(),
             window: None,
         }

@@ -143,6 +143,7 @@ pub fn run(s: &Settings, a: &PlaintextArgs) -> io::Result<()> {
                     threads: s.client_threads,
                     depth,
                     request: REQUEST.to_vec(),
+                    rate: None,
                 };
                 let load = Load::start(&spec)?;
                 std::thread::sleep(warmup);

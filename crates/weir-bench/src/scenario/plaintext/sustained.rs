@@ -46,6 +46,7 @@ pub fn run(
                 threads: s.client_threads,
                 depth,
                 request: REQUEST.to_vec(),
+                rate: None,
             };
             let load = Load::start(&spec)?;
             let before = server.stats()?;

@@ -35,6 +35,7 @@ pub fn run(
                 threads: s.client_threads,
                 depth,
                 request: REQUEST.to_vec(),
+                rate: None,
             };
             let (_, ours) = run_for(&spec, Duration::from_millis(300), window)?;
             let run = wrk::run(
