@@ -1,5 +1,5 @@
-//! (a) Latency of a small POST: one connection sending sequentially, then many connections at
-//! once, against the raw responder on the same transport.
+//! (a) Latency of a small POST: one connection sending sequentially, then many connections in a
+//! closed loop and paced at a fixed rate, against the raw responder on the same transport.
 
 use super::{LocalArgs, specs};
 use crate::client::load::{LoadSpec, run_for};

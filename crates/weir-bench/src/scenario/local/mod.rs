@@ -1,9 +1,10 @@
 //! Seed 004: local requests, small and large, over TCP and Unix sockets.
 //!
-//! (a) Latency of a 2 KB POST: one connection sending sequentially (p50/p90/p99/max), then
-//! `connections` connections at once (p99 against the raw responder's: on an idle VM a single
-//! connection's latency is dominated by CPU wake-ups, the same for every server, so the loaded
-//! figure is the one that tells servers apart).
+//! (a) Latency of a 2 KB POST (p50/p90/p99/max): one connection sending sequentially; then
+//! `connections` connections in a closed loop (throughput at saturation); then the same
+//! connections paced at `--rate` requests/s, latency from the scheduled send time. On an idle VM
+//! a single connection's latency is dominated by CPU wake-ups, the same for every server, so the
+//! paced p99 against the raw responder's is the figure that tells servers apart.
 //!
 //! (b) CPU cost per byte of large POSTs (50, 100, 200 MiB by default): the server's CPU time
 //! (user + system, whole process) and the wall time, for each system and size, against a raw
