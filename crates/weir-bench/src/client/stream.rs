@@ -27,6 +27,20 @@ impl Stream {
         })
     }
 
+    /// Sets the read and write timeouts (`None`: block forever).
+    pub fn set_timeouts(&self, t: Option<std::time::Duration>) -> io::Result<()> {
+        match self {
+            Stream::Tcp(s) => {
+                s.set_read_timeout(t)?;
+                s.set_write_timeout(t)
+            }
+            Stream::Unix(s) => {
+                s.set_read_timeout(t)?;
+                s.set_write_timeout(t)
+            }
+        }
+    }
+
     /// The socket, for callers that drive it with raw syscalls.
     pub fn into_fd(self) -> OwnedFd {
         match self {

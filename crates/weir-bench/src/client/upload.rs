@@ -12,6 +12,9 @@ use crate::server::Endpoint;
 use crate::server::trace::UploadTrace;
 use std::io::{self, Read, Write};
 
+/// Longest a single read or write of the upload may block.
+const STALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Size of each body write.
 pub const CHUNK: usize = 8 << 20;
 
@@ -55,6 +58,8 @@ impl Uploader {
     pub fn upload(&self, endpoint: &Endpoint, size: u64) -> io::Result<Upload> {
         let start_ns = clock::monotonic_ns();
         let mut s = Stream::connect(endpoint)?;
+        // A server that stops reading or never answers fails the run instead of hanging it.
+        s.set_timeouts(Some(STALL_TIMEOUT))?;
         let head =
             format!("POST /upload HTTP/1.1\r\nHost: bench\r\nContent-Length: {size}\r\n\r\n");
         s.write_all(head.as_bytes())?;
