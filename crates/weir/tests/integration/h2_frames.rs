@@ -282,6 +282,11 @@ fn malformed_requests_are_reset_with_protocol_error() {
             "missing :path, with :authority",
             vec![(":method", "GET"), (":scheme", "http"), (":authority", "h")],
         ),
+        // RFC 9113 §8.3.1; h2 lets this one through (weir resets it).
+        (
+            "missing :path and :authority",
+            vec![(":method", "GET"), (":scheme", "http")],
+        ),
         ("empty :path", {
             let mut h = get("/");
             h[2] = (":path", "");
