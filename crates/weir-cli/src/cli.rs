@@ -26,6 +26,15 @@ pub enum Command {
     Get(GetArgs),
 }
 
+/// How `weir serve` uses threads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Runtime {
+    /// tokio's multi-threaded, work-stealing runtime.
+    MultiThread,
+    /// One current-thread runtime per core behind SO_REUSEPORT listeners.
+    PerCore,
+}
+
 #[derive(Debug, Args)]
 pub struct ServeArgs {
     /// TCP address to listen on (port 0: any free port).
@@ -46,6 +55,11 @@ pub struct ServeArgs {
     /// Request body bytes read ahead of the handler before the server stops reading.
     #[arg(long, default_value = "1MiB", value_parser = parse_size)]
     pub pause_threshold: u64,
+    /// Threading: `multi-thread` (one tokio runtime, connections move between worker threads)
+    /// or `per-core` (one single-threaded runtime per core, each with its own SO_REUSEPORT
+    /// listener). docs/BENCHMARKS.md compares them.
+    #[arg(long, value_enum, default_value_t = Runtime::MultiThread)]
+    pub runtime: Runtime,
     /// Do not compute SHA-256 of uploads: bodies move socket → file with splice, never
     /// entering user space (uploads that send Content-Digest are still verified).
     #[arg(long)]

@@ -38,7 +38,7 @@ pub(crate) use reply::hex;
 pub use service::{Service, ServiceOptions};
 pub(crate) use target::percent_decode;
 
-use crate::cli::ServeArgs;
+use crate::cli::{Runtime, ServeArgs};
 use std::fmt;
 use std::io::Write;
 use std::net::SocketAddr;
@@ -59,6 +59,7 @@ pub struct ServeConfig {
     pub token_read: bool,
     /// Certificate chain and key (PEM) for HTTPS on `listen`.
     pub tls: Option<(PathBuf, PathBuf)>,
+    pub runtime: Runtime,
 }
 
 /// A start-up or serving failure, printed as one line.
@@ -111,6 +112,7 @@ impl ServeConfig {
             token,
             token_read: args.token_read,
             tls: args.tls_cert.zip(args.tls_key),
+            runtime: args.runtime,
         })
     }
 
@@ -118,6 +120,7 @@ impl ServeConfig {
     pub fn weir_config(&self) -> weir::Config {
         weir::Config {
             pause_threshold: self.pause_threshold,
+            reuse_port: self.runtime == Runtime::PerCore,
             ..weir::Config::default()
         }
     }
@@ -158,11 +161,17 @@ pub fn run(args: ServeArgs) -> Result<(), ServeError> {
             "removed temporary files of interrupted uploads"
         );
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| ServeError(format!("cannot start the runtime: {e}")))?;
-    runtime.block_on(async {
+    let runtime = match config.runtime {
+        Runtime::MultiThread => tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build(),
+        // Only binds listeners and waits for the signal; the per-core threads run their own.
+        Runtime::PerCore => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build(),
+    }
+    .map_err(|e| ServeError(format!("cannot start the runtime: {e}")))?;
+    let server = runtime.block_on(async {
         let mut server = weir::Server::new(config.weir_config());
         let scheme = if tls.is_some() { "https" } else { "http" };
         let listening = match tls {
@@ -177,12 +186,31 @@ pub fn run(args: ServeArgs) -> Result<(), ServeError> {
                 .map_err(|e| ServeError(format!("cannot listen on {}: {e}", path.display())))?;
         }
         announce(scheme, addr, &config, &store);
-        let service = Service::new(store, config.service_options());
-        server
-            .serve_until(service, shutdown_signal())
-            .await
-            .map_err(|e| ServeError(format!("server failed: {e}")))
-    })
+        Ok::<_, ServeError>(server)
+    })?;
+    let service = Service::new(store, config.service_options());
+    let served = match config.runtime {
+        Runtime::MultiThread => runtime.block_on(server.serve_until(service, shutdown_signal())),
+        Runtime::PerCore => {
+            let handle = server.handle();
+            let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+            let (done, mut finished) = tokio::sync::oneshot::channel();
+            std::thread::spawn(move || {
+                let _ = done.send(server.serve_per_core(service, threads));
+            });
+            runtime.block_on(async {
+                let outcome = tokio::select! {
+                    outcome = &mut finished => outcome,
+                    () = shutdown_signal() => {
+                        handle.shutdown();
+                        finished.await
+                    }
+                };
+                outcome.unwrap_or_else(|_| Err(std::io::Error::other("server thread panicked")))
+            })
+        }
+    };
+    served.map_err(|e| ServeError(format!("server failed: {e}")))
 }
 
 /// Says where the service listens, on stdout (one line per listener, flushed).

@@ -282,3 +282,27 @@ pub fn hex_bytes(hex: &str) -> Vec<u8> {
         .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
         .collect()
 }
+
+#[test]
+fn per_core_runtime_serves_and_stops_on_sigterm() {
+    let mut s = Server::start(&["--runtime", "per-core"]);
+    let body = data(3_000_000, 9);
+    let r = s.request("PUT /files/per-core.bin HTTP/1.1", &body);
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(r.json()["sha256"], sha256(&body));
+    for _ in 0..8 {
+        let r = s.request("GET /files/per-core.bin HTTP/1.1", b"");
+        assert_eq!(r.body, body);
+    }
+    let pid = s.pid().to_string();
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let status = s.child.wait().unwrap();
+    assert!(
+        status.success(),
+        "weir serve --runtime per-core exited with {status}"
+    );
+}
