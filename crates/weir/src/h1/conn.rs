@@ -25,8 +25,10 @@ use weir_proto::date::DateCache;
 use weir_proto::parse::HeadParser;
 use weir_proto::{ProtoError, RequestHead, encode};
 
-/// How long a closing connection keeps discarding what the client still sends.
-const LINGER: Duration = Duration::from_secs(1);
+/// How long a closing connection keeps discarding what the client still sends, so that the
+/// kernel does not answer that data with a reset that destroys our last response before the
+/// client has read it (the "lingering close" of RFC 9112 §9.6).
+const LINGER: Duration = Duration::from_secs(2);
 
 /// Pipelined responses are flushed together, but not beyond this many bytes.
 const PIPELINE_FLUSH_LIMIT: usize = 64 * 1024;
@@ -239,6 +241,14 @@ impl Conn {
             self.body.continue_sent,
             drain_limit,
         );
+        if next == Next::Drain && !self.io.wbuf.is_empty() {
+            // The client may still be sending a body we will not use: let it see the answer
+            // now (clients stop sending on an early final response), not after the drain.
+            let deadline = self.write_deadline(self.io.wbuf.len());
+            if !matches!(self.io.write_all(&[], deadline).await, Ok(true)) {
+                return After::Abort;
+            }
+        }
         match next {
             Next::ReadNext => {}
             Next::Drain => {

@@ -157,9 +157,10 @@ impl Io {
         let deadline = Instant::now() + linger;
         let Self { stream, timer, .. } = self;
         let _ = Self::timed(timer, Some(deadline), stream.shutdown()).await;
-        let mut scratch = [0u8; 4096];
+        // Bounded in bytes as well as time: a fast client could otherwise keep the task busy.
+        let mut scratch = [0u8; 16 * 1024];
         let mut discarded = 0usize;
-        while discarded < 1024 * 1024 {
+        while discarded < 64 * 1024 * 1024 {
             match Self::timed(timer, Some(deadline), stream.read(&mut scratch)).await {
                 Some(Ok(n)) if n > 0 => discarded += n,
                 _ => break,

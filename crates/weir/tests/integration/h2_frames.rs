@@ -282,6 +282,11 @@ fn malformed_requests_are_reset_with_protocol_error() {
             "missing :path, with :authority",
             vec![(":method", "GET"), (":scheme", "http"), (":authority", "h")],
         ),
+        // RFC 9113 §8.3.1; h2 lets this one through (weir resets it).
+        (
+            "missing :path and :authority",
+            vec![(":method", "GET"), (":scheme", "http")],
+        ),
         ("empty :path", {
             let mut h = get("/");
             h[2] = (":path", "");
@@ -453,6 +458,26 @@ fn flow_control_and_frame_size_violations() {
         Some(FLOW_CONTROL_ERROR | PROTOCOL_ERROR)
     ));
     assert!(c.read_frame().is_none(), "closed after GOAWAY");
+    // Other control frames of a wrong length: FRAME_SIZE_ERROR by RFC 9113 §6.7 (PING ≠ 8),
+    // §6.9 (WINDOW_UPDATE ≠ 4), §6.4 (RST_STREAM ≠ 4); h2 answers PROTOCOL_ERROR (see
+    // docs/ARCHITECTURE.md, "Conformance"). Closed either way.
+    for (kind, stream, payload) in [
+        (PING, 0, &[0u8; 7][..]),
+        (WINDOW_UPDATE, 0, &[0, 0, 1][..]),
+        (RST_STREAM, 1, &[0, 0, 0][..]),
+    ] {
+        let mut c = Raw::connect(server.addr);
+        if stream != 0 {
+            c.headers(stream, &get("/hello"), false);
+        }
+        c.send(kind, 0, stream, payload);
+        let code = c.goaway();
+        assert!(
+            matches!(code, Some(FRAME_SIZE_ERROR | PROTOCOL_ERROR)),
+            "frame type {kind}: {code:?}"
+        );
+        assert!(c.read_frame().is_none(), "closed after GOAWAY");
+    }
     // SETTINGS_ENABLE_PUSH other than 0 or 1: PROTOCOL_ERROR.
     let mut c = Raw::connect(server.addr);
     c.send(SETTINGS, 0, 0, &[0, 2, 0, 0, 0, 2]);
