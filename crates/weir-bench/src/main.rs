@@ -16,6 +16,7 @@ mod scenario;
 mod server;
 mod stats;
 mod tempwatch;
+mod tls;
 mod wire;
 
 use clap::{Args, Parser, Subcommand};

@@ -1,4 +1,5 @@
-//! Smoke test: every scenario runs end to end with tiny sizes and writes every row of its report.
+//! Smoke test: every scenario runs end to end with tiny sizes and writes every row of its report,
+//! the upload scenario's HTTPS and HTTP/2 rows and their ratio table included.
 //!
 //! This keeps the harness from rotting; it asserts nothing about the figures (no timing
 //! assertions, ever: CI runs this in debug mode on a shared 2-core machine).
@@ -37,6 +38,24 @@ fn every_scenario_reports_every_row() {
         "| weir, pause 4 MiB → file (splice) ",
         "| hyper → discard ",
         "| hyper → file (write) ",
+        "| weir, HTTPS (HTTP/1.1) → discard ",
+        "| weir, HTTPS (HTTP/1.1) → file (write) ",
+        "| weir, h2c → discard ",
+        "| weir, h2c → file (write) ",
+        "| weir, HTTP/2 over TLS → discard ",
+        "| weir, HTTP/2 over TLS → file (write) ",
+        "| hyper, HTTPS (HTTP/1.1) → discard ",
+        "| hyper, HTTPS (HTTP/1.1) → file (write) ",
+        "| hyper, h2c → discard ",
+        "| hyper, h2c → file (write) ",
+        "| hyper, HTTP/2 over TLS → discard ",
+        "| hyper, HTTP/2 over TLS → file (write) ",
+        "| weir HTTPS (HTTP/1.1) ÷ weir HTTP/1.1 ",
+        "| weir h2c ÷ weir HTTP/1.1 ",
+        "| weir HTTP/2 over TLS ÷ weir HTTP/1.1 ",
+        "| weir HTTPS (HTTP/1.1) ÷ hyper HTTPS (HTTP/1.1) ",
+        "| weir h2c ÷ hyper h2c ",
+        "| weir HTTP/2 over TLS ÷ hyper HTTP/2 over TLS ",
         // timeline
         "| raw TCP ",
         "| weir (pause 1 MiB) ",
@@ -69,6 +88,25 @@ fn every_scenario_reports_every_row() {
         assert!(dir.path().join(format!("bench-{scenario}.svg")).exists());
     }
     assert!(text.contains("- Command: `cargo run"));
+    // The TLS rows negotiated what both servers prefer, and say so.
+    assert!(
+        text.contains("negotiated: TLS 1.3 TLS13_AES_128_GCM_SHA256."),
+        "TLS not as configured:\n{text}"
+    );
+    // Every ratio of the protocol table has a figure (none of its rows failed to match).
+    let ratios = text
+        .lines()
+        .skip_while(|l| !l.starts_with("| Ratio "))
+        .skip(2)
+        .take_while(|l| l.starts_with('|'));
+    assert_eq!(ratios.clone().count(), 12);
+    for line in ratios {
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        assert!(
+            cells[2..6].iter().all(|c| c.parse::<f64>().is_ok()),
+            "ratio without a figure: {line}"
+        );
+    }
     // Every system ran: no row fell back to "not available".
     assert!(
         !text.contains("not available"),

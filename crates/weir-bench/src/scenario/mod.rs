@@ -75,6 +75,9 @@ impl Settings {
             pipeline_flush: false,
             per_core: false,
             read_buf: None,
+            tls_cert: None,
+            tls_key: None,
+            h2c: false,
         }
     }
 }

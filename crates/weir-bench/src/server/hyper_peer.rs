@@ -1,17 +1,26 @@
-//! The hyper peer: hyper 1.x's HTTP/1.1 server, configured as its users would for speed.
+//! The hyper peer: hyper 1.x's HTTP/1.1 and HTTP/2 servers, configured as their users would for
+//! speed.
 //!
 //! A multi-threaded tokio runtime with `threads` workers (or, with `--per-core`, one
 //! current-thread runtime per thread behind `SO_REUSEPORT` listeners); one task per connection
-//! running `http1::Builder::serve_connection`. `pipeline_flush` is a command-line switch because hyper
-//! flushes after every pipelined response unless it is set, and the comparison is reported both
-//! ways. hyper adds the `Date` header itself (cached per second).
+//! running `http1::Builder::serve_connection`. `pipeline_flush` is a command-line switch because
+//! hyper flushes after every pipelined response unless it is set, and the comparison is reported
+//! both ways. hyper adds the `Date` header itself (cached per second).
+//!
+//! Protocols: with `--tls-cert`/`--tls-key`, each connection's TLS handshake runs on its task
+//! (tokio-rustls, ring, weir's cipher-suite order: [`crate::tls::server_config`]) and ALPN
+//! picks `http2::Builder` or `http1::Builder`; with `--h2c`, plain connections are HTTP/2 by
+//! prior knowledge. `http2::Builder` gets weir's default windows and frame size
+//! ([`H2Settings::weir_defaults`]) with hyper's adaptive window off, so that the HTTP/2 rows
+//! compare the servers and not their flow-control settings.
 //!
 //! Upload sinks match the other systems: discard drops each frame hyper hands over; file writes
 //! each frame with plain `std::fs` on the connection's task (a `tokio::fs` write is a hop to the
 //! blocking pool per write and halves throughput). Frames are written as they come rather than
-//! regrouped into 256 KiB, which would add a copy; hyper's frames are up to its read buffer size.
-//! hyper has no splice path.
+//! regrouped into 256 KiB, which would add a copy; hyper's frames are up to its read buffer size
+//! (HTTP/1.1) or one DATA frame (HTTP/2). hyper has no splice path.
 
+use crate::server::h2_settings::H2Settings;
 use crate::server::plaintext::{BODY, CONTENT_TYPE, SERVER};
 use crate::server::sink::create_upload_file;
 use crate::server::trace::UploadTrace;
@@ -20,9 +29,9 @@ use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
-use hyper::server::conn::http1;
+use hyper::server::conn::{http1, http2};
 use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioExecutor, TokioIo};
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -36,10 +45,19 @@ pub fn start(args: &ServeArgs) -> Result<Endpoint, StartError> {
         Sink::Chunks => return Err(StartError::Unavailable("use the discard sink".into())),
         Sink::Discard | Sink::File => {}
     }
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(tokio_rustls::TlsAcceptor::from(
+            crate::tls::server_config(cert, key).map_err(|e| StartError::Failed(e.to_string()))?,
+        )),
+        _ => None,
+    };
     let cfg = Arc::new(Cfg {
         sink: args.sink,
         dir: args.data_dir.clone(),
         pipeline_flush: args.pipeline_flush,
+        h2c: args.h2c,
+        tls,
+        h2: H2Settings::weir_defaults(),
     });
     if args.per_core {
         return start_per_core(args, cfg);
@@ -92,6 +110,12 @@ struct Cfg {
     sink: Sink,
     dir: PathBuf,
     pipeline_flush: bool,
+    /// Plain connections speak HTTP/2 by prior knowledge.
+    h2c: bool,
+    /// TLS on every connection; ALPN picks the protocol.
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    /// The HTTP/2 settings.
+    h2: H2Settings,
 }
 
 async fn accept_loop(
@@ -127,16 +151,47 @@ where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     tokio::spawn(async move {
-        let svc_cfg = Arc::clone(&cfg);
-        let svc = service_fn(move |req| {
-            let cfg = Arc::clone(&svc_cfg);
-            async move { Ok::<_, std::convert::Infallible>(handle(req, &cfg).await) }
-        });
+        match &cfg.tls {
+            Some(acceptor) => {
+                let Ok(tls) = acceptor.accept(stream).await else {
+                    return;
+                };
+                let h2 = tls.get_ref().1.alpn_protocol() == Some(crate::tls::ALPN_H2);
+                serve_connection(tls, h2, &cfg).await;
+            }
+            None => serve_connection(stream, cfg.h2c, &cfg).await,
+        }
+    });
+}
+
+/// Serves one connection with `http2::Builder` or `http1::Builder` until it closes.
+async fn serve_connection<S>(stream: S, h2: bool, cfg: &Arc<Cfg>)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let svc_cfg = Arc::clone(cfg);
+    let svc = service_fn(move |req| {
+        let cfg = Arc::clone(&svc_cfg);
+        async move { Ok::<_, std::convert::Infallible>(handle(req, &cfg).await) }
+    });
+    let io = TokioIo::new(stream);
+    if h2 {
+        let s = &cfg.h2;
+        let _ = http2::Builder::new(TokioExecutor::new())
+            .initial_stream_window_size(s.stream_window)
+            .initial_connection_window_size(s.connection_window)
+            .adaptive_window(false)
+            .max_frame_size(s.max_frame_size)
+            .max_concurrent_streams(s.max_concurrent_streams)
+            .max_header_list_size(s.max_header_list_size)
+            .serve_connection(io, svc)
+            .await;
+    } else {
         let _ = http1::Builder::new()
             .pipeline_flush(cfg.pipeline_flush)
-            .serve_connection(TokioIo::new(stream), svc)
+            .serve_connection(io, svc)
             .await;
-    });
+    }
 }
 
 async fn handle(req: Request<Incoming>, cfg: &Cfg) -> Response<Full<Bytes>> {

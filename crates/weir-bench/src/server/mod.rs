@@ -12,6 +12,7 @@
 //! answers `stats` and `reset-peak` commands on stdin, and exits on `quit` or end of input.
 
 pub mod control;
+pub mod h2_settings;
 pub mod hyper_peer;
 pub mod listen;
 pub mod plaintext;
@@ -97,6 +98,16 @@ pub struct ServeArgs {
     /// Raw upload: read buffer of the discard sink (default: `sink::DISCARD_BUF`).
     #[arg(long)]
     pub read_buf: Option<usize>,
+    /// weir and hyper: serve TLS with this certificate (PEM), ALPN `h2` then `http/1.1`.
+    #[arg(long, requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key (PEM) of `--tls-cert`.
+    #[arg(long, requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// hyper: serve plain connections as HTTP/2 by prior knowledge (h2c) instead of HTTP/1.1.
+    /// weir needs no switch: it recognises the HTTP/2 preface on every plain listener.
+    #[arg(long)]
+    pub h2c: bool,
 }
 
 impl ServeArgs {
@@ -125,6 +136,17 @@ impl ServeArgs {
         }
         if let Some(b) = self.read_buf {
             a.extend(["--read-buf".into(), b.to_string()]);
+        }
+        if let (Some(cert), Some(key)) = (&self.tls_cert, &self.tls_key) {
+            a.extend([
+                "--tls-cert".into(),
+                cert.display().to_string(),
+                "--tls-key".into(),
+                key.display().to_string(),
+            ]);
+        }
+        if self.h2c {
+            a.push("--h2c".into());
         }
         a
     }
@@ -194,6 +216,9 @@ impl From<std::io::Error> for StartError {
 /// Entry point of `weir-bench __serve`: starts the server, then runs the control loop.
 pub fn run_child(args: &ServeArgs) -> ! {
     let started = match args.system {
+        System::RawResponder | System::RawUpload if args.tls_cert.is_some() || args.h2c => Err(
+            StartError::Unavailable("the raw baselines speak plain HTTP/1.1 only".into()),
+        ),
         System::RawResponder => raw::responder::start(args),
         System::RawUpload => raw::upload::start(args),
         System::Hyper => hyper_peer::start(args),

@@ -2,9 +2,14 @@
 //!
 //! A multi-threaded tokio runtime with `threads` workers (as `weir serve` runs it, and as the
 //! hyper peer runs), or with `--per-core` `Server::serve_per_core` (one current-thread runtime
-//! per thread behind `SO_REUSEPORT` listeners); `Config::pause_threshold` from the command line; no body size limit (the
-//! uploads are hundreds of MiB; the library default is 30 MiB); the `Server` header from the
-//! config, the same value every system sends. weir adds `Date` itself.
+//! per thread behind `SO_REUSEPORT` listeners); `Config::pause_threshold` from the command line;
+//! no body size limit (the uploads are hundreds of MiB; the library default is 30 MiB); the
+//! `Server` header from the config, the same value every system sends. weir adds `Date` itself.
+//!
+//! Protocols: with `--tls-cert`/`--tls-key` the listener is `Server::listen_tls` (ALPN `h2`,
+//! `http/1.1`); otherwise a plain listener, on which weir serves HTTP/1.1 and, by prior
+//! knowledge, h2c. Everything else is weir's defaults, HTTP/2 windows included
+//! ([`super::h2_settings`]).
 //!
 //! Sinks, as the other systems:
 //! - discard: `read_body` into a [`DISCARD_BUF`] buffer, which weir fills straight from the
@@ -38,6 +43,13 @@ pub fn start(args: &ServeArgs) -> Result<Endpoint, StartError> {
             "per-core serving is TCP only".into(),
         ));
     }
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(
+            weir::TlsConfig::from_pem_files(cert, key)
+                .map_err(|e| StartError::Failed(e.to_string()))?,
+        ),
+        _ => None,
+    };
     let rt = if args.per_core {
         // Only binds; `serve_per_core` builds a runtime per thread.
         tokio::runtime::Builder::new_current_thread()
@@ -51,15 +63,19 @@ pub fn start(args: &ServeArgs) -> Result<Endpoint, StartError> {
     };
     let (server, endpoint) = rt.block_on(async {
         let mut server = weir::Server::new(config);
-        let endpoint = match &args.unix {
-            Some(path) => {
+        let endpoint = match (&args.unix, tls) {
+            (Some(_), Some(_)) => {
+                return Err(StartError::Unavailable("TLS rows are TCP only".into()));
+            }
+            (Some(path), None) => {
                 let _ = std::fs::remove_file(path);
                 server.listen_unix(path)?;
                 Endpoint::Unix(path.clone())
             }
-            None => Endpoint::Tcp(server.listen_tcp("127.0.0.1:0").await?),
+            (None, Some(tls)) => Endpoint::Tcp(server.listen_tls("127.0.0.1:0", tls).await?),
+            (None, None) => Endpoint::Tcp(server.listen_tcp("127.0.0.1:0").await?),
         };
-        Ok::<_, std::io::Error>((server, endpoint))
+        Ok::<_, StartError>((server, endpoint))
     })?;
     let handler = Bench {
         sink: args.sink,
