@@ -305,14 +305,18 @@ pub fn run(s: &Settings, a: &UploadArgs) -> io::Result<()> {
          straight into the handler's buffer, bytes read ahead into weir's buffer and copied \
          out, bytes spliced to the file, and the most body bytes held ahead of the handler.\n\n\
          Ratios are GiB/s over the raw row of the same round: discard and chunk rows against \
-         raw → discard, file and splice rows against raw → file (write); the HTTPS and HTTP/2 \
-         rows too (raw is plain TCP).\n{}",
+         raw → discard, file and splice rows against raw → file (write){}.\n{}",
         size_label(size),
         size_label(crate::client::upload::CHUNK as u64),
         s.server_threads,
         data.path().parent().unwrap_or(data.path()).display(),
         protocol_note(&rows),
         t.markdown(),
+        if protocols.is_empty() {
+            ""
+        } else {
+            "; the HTTPS and HTTP/2 rows too (raw is plain TCP)"
+        },
         protocols::ratio_table(&rows)
             .map(|t| format!(
                 "\nHTTPS and HTTP/2 against plain HTTP/1.1 on the same server, and weir against \
@@ -325,8 +329,11 @@ pub fn run(s: &Settings, a: &UploadArgs) -> io::Result<()> {
     );
     let section = Section {
         scenario: "upload",
-        title: "upload: one large upload, pause-threshold sweep; HTTPS and HTTP/2 (seed 000)"
-            .into(),
+        title: if protocols.is_empty() {
+            "upload: one large HTTP/1.1 upload, pause-threshold sweep (seed 000)".into()
+        } else {
+            "upload: one large upload, pause-threshold sweep; HTTPS and HTTP/2 (seed 000)".into()
+        },
         body,
         charts: vec![Chart {
             name: "upload".into(),
@@ -377,13 +384,13 @@ impl UploadArgs {
         if self.no_protocols {
             return Vec::new();
         }
-        let mut p: Vec<Protocol> = self
-            .protocols
-            .iter()
-            .copied()
-            .filter(|&p| p != Protocol::H1)
-            .collect();
-        p.dedup();
+        // `H1` cannot be named on the command line (the sweep is HTTP/1.1), only in code.
+        let mut p: Vec<Protocol> = Vec::new();
+        for &q in &self.protocols {
+            if q != Protocol::H1 && !p.contains(&q) {
+                p.push(q);
+            }
+        }
         p
     }
 }
