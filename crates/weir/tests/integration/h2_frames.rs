@@ -508,6 +508,27 @@ fn flood(c: Raw, frames: Vec<Vec<u8>>) -> (Option<u32>, usize) {
             break;
         }
     }
+    if code.is_some() {
+        // After its GOAWAY the server must stop serving the flood: the connection ends (EOF or
+        // reset), it does not sit open. A read timeout here means it kept the connection.
+        let mut sink = [0u8; 64 * 1024];
+        loop {
+            match reader.read(&mut sink) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e) => {
+                    assert!(
+                        !matches!(
+                            e.kind(),
+                            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                        ),
+                        "the server kept the connection open after GOAWAY"
+                    );
+                    break;
+                }
+            }
+        }
+    }
     let _ = reader.shutdown(std::net::Shutdown::Both);
     let written = sender.join().unwrap();
     assert!(written <= total);
@@ -522,9 +543,10 @@ fn ping_and_settings_floods_end_with_enhance_your_calm() {
     let pings = (0..20_000u64)
         .map(|i| frame_bytes(PING, 0, 0, &i.to_be_bytes()))
         .collect();
-    let (code, written) = flood(Raw::connect(server.addr), pings);
+    let (code, _) = flood(Raw::connect(server.addr), pings);
+    // (How many of the 20,000 PINGs the client managed to write before the close depends on
+    // the kernel's socket buffers, so it is not asserted; the close is, in `flood`.)
     assert_eq!(code, Some(ENHANCE_YOUR_CALM));
-    assert!(written < 20_000, "the whole flood was accepted");
     let settings = (0..20_000)
         .map(|_| frame_bytes(SETTINGS, 0, 0, &[0, 3, 0, 0, 0, 100]))
         .collect();
