@@ -80,6 +80,14 @@ pub enum StoreError {
     #[error("upload already discarded after an earlier error")]
     Discarded,
 
+    /// Bytes written with [`Upload::write_owned`](crate::Upload::write_owned) were not all
+    /// hashed, in file order, before an inline write or the commit: a
+    /// [`Written`](crate::Written) was dropped, a [`HashJob`](crate::HashJob) was not run and
+    /// attached back, or one that belongs to another upload was attached. The digest could not
+    /// be vouched for, so the upload was discarded (500: a bug in the caller).
+    #[error("upload bytes were not hashed in order (a hash job was lost or misused)")]
+    HashOutOfOrder,
+
     /// The root directory cannot be used: it cannot be created, is not a directory, is not
     /// writable, or another process holds it (fatal at startup).
     #[error("storage root {}: {source}", root.display())]

@@ -1,6 +1,7 @@
 //! Fault injection for tests: make the Nth write or fsync of a store fail with a chosen OS
 //! error, so that the handling of `ENOSPC`, `EDQUOT` or `EIO` can be tested without filling a
-//! disk (which needs privileges to mount a small filesystem).
+//! disk (which needs privileges to mount a small filesystem); and hold hash jobs at a gate
+//! ([`HashGate`]), so that a test can have a hash in flight at the moment it chooses.
 //!
 //! Compiled only for this crate's tests and with the `fault-injection` feature; without them
 //! [`Faults`] is an empty struct whose check compiles to nothing. The hook sits just before the
@@ -10,11 +11,13 @@
 use std::io;
 
 #[cfg(any(test, feature = "fault-injection"))]
-pub use enabled::{Fault, FaultOp};
+pub use enabled::{Fault, FaultOp, HashGate};
 
 #[cfg(any(test, feature = "fault-injection"))]
 mod enabled {
     use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+    use std::time::{Duration, Instant};
 
     /// Which operation a [`Fault`] makes fail.
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,8 +43,101 @@ mod enabled {
     #[derive(Debug, Default)]
     pub(crate) struct Counters {
         pub(crate) fault: Option<Fault>,
+        pub(crate) gate: Option<HashGate>,
         pub(crate) writes: AtomicU64,
         pub(crate) syncs: AtomicU64,
+    }
+
+    /// Holds every hash job of a store at the start of
+    /// [`HashJob::run`](crate::HashJob::run) until the test lets it through, one permit per
+    /// job (or all of them, once [`HashGate::open`]). Clones share the gate.
+    ///
+    /// A test sees which jobs wait (by the upload offset each will have hashed up to), and so
+    /// can act — disconnect a client, drop an upload — while a hash is known to be in flight.
+    #[derive(Clone, Debug, Default)]
+    pub struct HashGate {
+        inner: Arc<Gate>,
+    }
+
+    #[derive(Debug, Default)]
+    struct Gate {
+        state: Mutex<GateState>,
+        changed: Condvar,
+    }
+
+    #[derive(Debug, Default)]
+    struct GateState {
+        open: bool,
+        permits: u64,
+        /// The `end` offsets of the jobs waiting, in arrival order.
+        waiting: Vec<u64>,
+    }
+
+    impl HashGate {
+        /// A closed gate: every job waits for a permit.
+        pub fn closed() -> Self {
+            Self::default()
+        }
+
+        /// Lets `n` more jobs through.
+        pub fn release(&self, n: u64) {
+            self.lock().permits += n;
+            self.inner.changed.notify_all();
+        }
+
+        /// Lets every job through, now and from now on.
+        pub fn open(&self) {
+            self.lock().open = true;
+            self.inner.changed.notify_all();
+        }
+
+        /// The jobs waiting now: for each, the offset in its upload up to which it will have
+        /// hashed (its buffer's end).
+        pub fn waiting(&self) -> Vec<u64> {
+            self.lock().waiting.clone()
+        }
+
+        /// Waits until at least one job waits at the gate and returns [`HashGate::waiting`];
+        /// `None` after `timeout` (a test's guard against hanging, not a measurement).
+        pub fn wait_for_job(&self, timeout: Duration) -> Option<Vec<u64>> {
+            let deadline = Instant::now() + timeout;
+            let mut state = self.lock();
+            while state.waiting.is_empty() {
+                let left = deadline.checked_duration_since(Instant::now())?;
+                state = self
+                    .inner
+                    .changed
+                    .wait_timeout(state, left)
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0;
+            }
+            Some(state.waiting.clone())
+        }
+
+        /// Called by a job before it hashes: blocks until a permit or an open gate.
+        pub(crate) fn pass(&self, end: u64) {
+            let mut state = self.lock();
+            state.waiting.push(end);
+            self.inner.changed.notify_all();
+            while !state.open && state.permits == 0 {
+                state = self
+                    .inner
+                    .changed
+                    .wait(state)
+                    .unwrap_or_else(|e| e.into_inner());
+            }
+            if !state.open {
+                state.permits -= 1;
+            }
+            if let Some(i) = state.waiting.iter().position(|&e| e == end) {
+                state.waiting.remove(i);
+            }
+            self.inner.changed.notify_all();
+        }
+
+        fn lock(&self) -> MutexGuard<'_, GateState> {
+            self.inner.state.lock().unwrap_or_else(|e| e.into_inner())
+        }
     }
 
     impl Counters {
@@ -73,13 +169,20 @@ pub(crate) struct Faults {
 
 impl Faults {
     #[cfg(any(test, feature = "fault-injection"))]
-    pub(crate) fn new(fault: Option<Fault>) -> Self {
+    pub(crate) fn new(fault: Option<Fault>, gate: Option<HashGate>) -> Self {
         Faults {
             counters: enabled::Counters {
                 fault,
+                gate,
                 ..Default::default()
             },
         }
+    }
+
+    /// The gate hash jobs of this store pass, if a test set one.
+    #[cfg(any(test, feature = "fault-injection"))]
+    pub(crate) fn gate(&self) -> Option<HashGate> {
+        self.counters.gate.clone()
     }
 
     /// Fails if a fault is due for this occurrence of `op`.
@@ -107,11 +210,14 @@ mod tests {
 
     #[test]
     fn fails_exactly_the_nth_occurrence_of_its_op() {
-        let f = Faults::new(Some(Fault {
-            op: FaultOp::Write,
-            nth: 3,
-            raw_os_error: 28,
-        }));
+        let f = Faults::new(
+            Some(Fault {
+                op: FaultOp::Write,
+                nth: 3,
+                raw_os_error: 28,
+            }),
+            None,
+        );
         assert!(f.check(Op::Write).is_ok());
         assert!(f.check(Op::SyncFile).is_ok());
         assert!(f.check(Op::Write).is_ok());
@@ -119,5 +225,28 @@ mod tests {
         assert_eq!(err.raw_os_error(), Some(28));
         assert!(f.check(Op::Write).is_ok(), "once only");
         assert!(Faults::default().check(Op::SyncFile).is_ok());
+    }
+
+    #[test]
+    fn the_gate_holds_jobs_until_released() {
+        use std::time::Duration;
+        let gate = HashGate::closed();
+        assert!(gate.waiting().is_empty());
+        let g = gate.clone();
+        let job = std::thread::spawn(move || {
+            g.pass(10);
+            g.pass(20);
+        });
+        assert_eq!(gate.wait_for_job(Duration::from_secs(60)), Some(vec![10]));
+        gate.release(1);
+        // The first job passed; the second waits.
+        let mut waiting = gate.wait_for_job(Duration::from_secs(60));
+        while waiting == Some(vec![10]) {
+            waiting = gate.wait_for_job(Duration::from_secs(60));
+        }
+        assert_eq!(waiting, Some(vec![20]));
+        gate.open();
+        job.join().unwrap();
+        assert!(gate.waiting().is_empty());
     }
 }

@@ -7,6 +7,7 @@
 //! | --- | --- |
 //! | [`LocalStore::begin`] → [`Upload`] | temporary file next to the target |
 //! | [`Upload::write`] (or [`Upload::file_mut`] + [`Upload::record_external_write`]) | append |
+//! | [`Upload::write_owned`] → [`Upload::hash_job`] → [`HashJob::run`] (any thread) → [`Upload::attach`] | append now, hash on another thread |
 //! | [`Upload::commit`] \| [`Upload::abort`] (or drop) | fsync, rename, fsync dir \| unlink |
 //! | [`LocalStore::open_file`] | `open(O_NOFOLLOW)` + metadata and stored digest |
 //! | [`LocalStore::list`], [`LocalStore::delete`] | `readdir`, `unlink` + fsync dir |
@@ -26,7 +27,10 @@
 //! - **Crash.** A crash (or `SIGKILL`) at any point leaves the old file or the new one at the
 //!   target, plus possibly a temporary file `.weir-upload-*.tmp`, which
 //!   [`LocalStore::open`] removes at the next start.
-//! - **Integrity.** SHA-256 is computed as bytes are written and returned by commit; an
+//! - **Integrity.** SHA-256 is computed as bytes are written and returned by commit — on the
+//!   writer's thread, or on another one through a [`HashJob`] that owns the very buffer the
+//!   write read (the hash of one buffer then overlaps the receiving of the next; a job lost or
+//!   misused makes the commit fail, never the digest wrong: see [`HashJob`]); an
 //!   expected `Content-Digest` (SHA-256 and/or SHA-512) is verified before the rename, and a
 //!   mismatch stores nothing. The SHA-256 is kept with the file (an xattr on Linux) and
 //!   reported by [`LocalStore::open_file`] while the file is unchanged.
@@ -67,6 +71,7 @@
 mod digest;
 mod error;
 mod fault;
+mod hash_job;
 mod local;
 mod path;
 mod quota;
@@ -76,9 +81,10 @@ mod upload;
 pub use digest::{ContentDigest, DigestAlgorithm, DigestParseError};
 pub use error::StoreError;
 #[cfg(any(test, feature = "fault-injection"))]
-pub use fault::{Fault, FaultOp};
+pub use fault::{Fault, FaultOp, HashGate};
 pub use local::{Entry, FileMeta, LocalOptions, LocalStore};
 pub use path::{MAX_PATH_LEN, MAX_SEGMENT_LEN, PathError, RESERVED_PREFIX, StorePath};
+pub use hash_job::{HashJob, Hashed, Written};
 pub use upload::{Committed, Upload, UploadOptions};
 
 #[cfg(test)]

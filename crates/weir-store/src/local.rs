@@ -43,6 +43,10 @@ pub struct LocalOptions {
     /// [`Fault`](crate::Fault)). Only with the `fault-injection` feature.
     #[cfg(any(test, feature = "fault-injection"))]
     pub fault: Option<crate::fault::Fault>,
+    /// Test hook: hold every hash job of this store at a gate until the test lets it through
+    /// (see [`HashGate`](crate::HashGate)). Only with the `fault-injection` feature.
+    #[cfg(any(test, feature = "fault-injection"))]
+    pub hash_gate: Option<crate::fault::HashGate>,
 }
 
 /// Metadata of a stored file, from the open file itself (so it describes exactly the bytes
@@ -152,7 +156,7 @@ impl LocalStore {
 
         let scan = scan(&root).map_err(root_err)?;
         #[cfg(any(test, feature = "fault-injection"))]
-        let faults = Faults::new(options.fault);
+        let faults = Faults::new(options.fault, options.hash_gate);
         #[cfg(not(any(test, feature = "fault-injection")))]
         let faults = Faults::default();
         Ok(LocalStore {

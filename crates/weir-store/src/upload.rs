@@ -3,7 +3,7 @@
 //! Life cycle (each step consumes or checks the state, see [`State`]):
 //!
 //! ```text
-//! begin ──► Open ──write / record_external_write──► Open
+//! begin ──► Open ──write / write_owned, hash_job, attach / record_external_write──► Open
 //!             │ \── any error ──► Discarded (temp removed, reservation released)
 //!             ├── commit ──► Done (file at target)   [errors before the rename: Discarded]
 //!             ├── abort  ──► Done (temp removed)
@@ -23,13 +23,16 @@
 //!
 //! Copies and allocations on the write path: [`Upload::write`] hands the caller's slice to the
 //! hasher (which reads it in place) and to `write(2)` (the kernel copies it into the page
-//! cache, the one copy a buffered write needs). Nothing is allocated per write; the only
+//! cache, the one copy a buffered write needs). [`Upload::write_owned`] does the same
+//! `write(2)` and keeps the buffer, which a [`HashJob`] later reads in place on another thread
+//! (`hash_job.rs`): no copy either. Nothing is allocated per write; the only
 //! allocations are per upload (paths, in `begin`) and, only when bytes bypassed `write` and a
 //! digest is needed, one read buffer at commit.
 
 use crate::digest::{ContentDigest, Digests, Hashers};
 use crate::error::StoreError;
 use crate::fault::Op;
+use crate::hash_job::{HashJob, HashTrack, Hashed, Written};
 use crate::local::{Missing, Shared, create_temp, lstat};
 use crate::path::StorePath;
 use crate::sys;
@@ -107,9 +110,10 @@ pub struct Upload {
     /// Which digests commit must produce.
     want_sha256: bool,
     want_sha512: bool,
-    /// Digests of everything written so far, while all bytes came through `write`. `None`
-    /// once an external write was recorded: commit then reads the file back.
-    inline: Option<Hashers>,
+    /// Digests of everything written so far, while all bytes came through `write` or
+    /// `write_owned`; off once an external write was recorded (commit then reads the file
+    /// back). See `hash_job.rs`.
+    hash: HashTrack,
 }
 
 impl Upload {
@@ -144,6 +148,10 @@ impl Upload {
         let want_sha256 = options.hash || expected_digest.sha256.is_some();
         let want_sha512 = expected_digest.sha512.is_some();
         let hashers = Hashers::new(want_sha256, want_sha512);
+        #[cfg(any(test, feature = "fault-injection"))]
+        let hash = HashTrack::new(hashers, shared.faults.gate());
+        #[cfg(not(any(test, feature = "fault-injection")))]
+        let hash = HashTrack::new(hashers);
         Ok(Upload {
             shared,
             path: path.clone(),
@@ -158,7 +166,7 @@ impl Upload {
             expected_digest,
             want_sha256,
             want_sha512,
-            inline: (!hashers.is_empty()).then_some(hashers),
+            hash,
         })
     }
 
@@ -183,19 +191,67 @@ impl Upload {
         }
         let n = buf.len() as u64;
         self.account(n)?;
-        if let Some(h) = &mut self.inline {
-            h.update(buf);
+        if let Err(e) = self.hash.inline(self.size, buf) {
+            return Err(self.discard(e));
         }
+        self.write_file(buf)?;
+        self.size += n;
+        Ok(())
+    }
+
+    /// Appends `buf[..len]` to the file, like [`Upload::write`], but leaves the hashing to a
+    /// [`HashJob`] that may run on another thread while the caller receives the next bytes:
+    /// the returned [`Written`] keeps the buffer, so the bytes hashed are the bytes written
+    /// (see the `hash_job` module doc for the protocol). Pass it to [`Upload::hash_job`] in the
+    /// order written; commit fails while written bytes wait for their job.
+    ///
+    /// No copy: `write(2)` and the hasher both read `buf` in place. Errors discard the upload
+    /// as [`Upload::write`]'s do (and drop `buf`).
+    ///
+    /// # Panics
+    /// If `len > buf.as_ref().len()`.
+    pub fn write_owned<B: AsRef<[u8]>>(
+        &mut self,
+        buf: B,
+        len: usize,
+    ) -> Result<Written<B>, StoreError> {
+        self.ensure_open()?;
+        let bytes = &buf.as_ref()[..len];
+        let start = self.size;
+        let n = len as u64;
+        self.account(n)?;
+        self.write_file(bytes)?;
+        self.size += n;
+        Ok(self.hash.written(buf, start, self.size))
+    }
+
+    /// Hands the upload's hash state out with the next written bytes (in the order
+    /// [`Upload::write_owned`] wrote them), as a job to run anywhere. One job at a time: attach
+    /// it back with [`Upload::attach`] before the next. When the upload computes no digest the
+    /// job does nothing.
+    ///
+    /// Out of order, another upload's bytes, or a job already out: the upload is discarded
+    /// ([`StoreError::HashOutOfOrder`]).
+    pub fn hash_job<B>(&mut self, written: Written<B>) -> Result<HashJob<B>, StoreError> {
+        self.ensure_open()?;
+        self.hash.job(written).map_err(|e| self.discard(e))
+    }
+
+    /// Takes the hash state back from a job that ran, and returns its buffer. A job of another
+    /// upload, or one not expected now, discards the upload ([`StoreError::HashOutOfOrder`]).
+    pub fn attach<B>(&mut self, hashed: Hashed<B>) -> Result<B, StoreError> {
+        self.ensure_open()?;
+        self.hash.attach(hashed).map_err(|e| self.discard(e))
+    }
+
+    /// `write_all` to the temporary file (behind the write fault hook); an error discards.
+    fn write_file(&mut self, buf: &[u8]) -> Result<(), StoreError> {
         let written = self
             .shared
             .faults
             .check(Op::Write)
             .and_then(|()| self.file.write_all(buf));
-        if let Err(e) = written {
-            return Err(self.discard(StoreError::from_io("write", e)));
-        }
-        self.size += n;
-        Ok(())
+        written.map_err(|e| self.discard(StoreError::from_io("write", e)))
     }
 
     /// The temporary file, for writes that bypass [`Upload::write`]: `splice(2)` from a socket,
@@ -213,9 +269,8 @@ impl Upload {
     pub fn record_external_write(&mut self, n: u64) -> Result<(), StoreError> {
         self.ensure_open()?;
         self.account(n)?;
-        // The inline hashers did not see these bytes: commit re-reads the file if it needs a
-        // digest.
-        self.inline = None;
+        // The hashers did not see these bytes: commit re-reads the file if it needs a digest.
+        self.hash.external();
         self.size += n;
         Ok(())
     }
@@ -324,8 +379,8 @@ impl Upload {
                 actual: on_disk,
             });
         }
-        let digests = match self.inline.take() {
-            Some(h) => h.finish(),
+        let digests = match self.hash.finish(self.size)? {
+            Some(d) => d,
             None if self.want_sha256 || self.want_sha512 => self
                 .read_back(Hashers::new(self.want_sha256, self.want_sha512))
                 .map_err(|e| StoreError::from_io("read back for digest", e))?,

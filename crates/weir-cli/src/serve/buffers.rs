@@ -5,9 +5,12 @@
 //! the socket → buffer read is the only user-space copy. The handler is shared by every
 //! connection and weir gives it no per-connection slot, so buffers are lent per upload instead;
 //! a returned buffer is reused by the next upload on any connection. The lock is taken twice per
-//! upload, never per read.
+//! buffer lent (a pipelined upload borrows two: one is hashed while the other is filled), never
+//! per read. A buffer held by a hash job comes back when the job's result is dropped, on
+//! whatever thread that happens.
 
 use std::ops::{Deref, DerefMut};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Bytes per upload buffer. Large enough that one read moves what the socket holds (loopback
@@ -21,31 +24,50 @@ const KEEP_IDLE: usize = 16;
 
 #[derive(Debug, Default)]
 pub(crate) struct BufferPool {
-    idle: Arc<Mutex<Vec<Box<[u8]>>>>,
+    shared: Arc<Shared>,
+}
+
+#[derive(Debug, Default)]
+struct Shared {
+    idle: Mutex<Vec<Box<[u8]>>>,
+    /// Buffers lent and not yet returned.
+    lent: AtomicUsize,
 }
 
 impl BufferPool {
     /// Lends a buffer (allocated only if none is idle).
     pub(crate) fn take(&self) -> PooledBuffer {
-        let reused = self.idle.lock().ok().and_then(|mut idle| idle.pop());
+        let reused = self.shared.idle.lock().ok().and_then(|mut idle| idle.pop());
         // ALLOCATION: only when no idle buffer is left (the first uploads, or a burst).
         let buf = reused.unwrap_or_else(|| vec![0u8; UPLOAD_BUFFER].into_boxed_slice());
+        self.shared.lent.fetch_add(1, Ordering::Relaxed);
         PooledBuffer {
             buf: Some(buf),
-            idle: self.idle.clone(),
+            pool: Arc::clone(&self.shared),
         }
+    }
+
+    /// Buffers lent out now: 0 when no upload runs and no hash job holds one.
+    pub(crate) fn lent(&self) -> usize {
+        self.shared.lent.load(Ordering::Relaxed)
     }
 
     #[cfg(test)]
     fn idle(&self) -> usize {
-        self.idle.lock().map(|i| i.len()).unwrap_or(0)
+        self.shared.idle.lock().map(|i| i.len()).unwrap_or(0)
     }
 }
 
 /// A lent buffer; goes back to the pool on drop.
 pub(crate) struct PooledBuffer {
     buf: Option<Box<[u8]>>,
-    idle: Arc<Mutex<Vec<Box<[u8]>>>>,
+    pool: Arc<Shared>,
+}
+
+impl AsRef<[u8]> for PooledBuffer {
+    fn as_ref(&self) -> &[u8] {
+        self
+    }
 }
 
 impl Deref for PooledBuffer {
@@ -63,11 +85,12 @@ impl DerefMut for PooledBuffer {
 
 impl Drop for PooledBuffer {
     fn drop(&mut self) {
-        if let (Some(buf), Ok(mut idle)) = (self.buf.take(), self.idle.lock()) {
+        if let (Some(buf), Ok(mut idle)) = (self.buf.take(), self.pool.idle.lock()) {
             if idle.len() < KEEP_IDLE {
                 idle.push(buf);
             }
         }
+        self.pool.lent.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -87,8 +110,10 @@ mod tests {
         assert_eq!(b.as_ptr(), ptr, "the idle buffer is lent again");
         assert_eq!(b.len(), UPLOAD_BUFFER);
         let many: Vec<_> = (0..KEEP_IDLE + 5).map(|_| pool.take()).collect();
+        assert_eq!(pool.lent(), KEEP_IDLE + 6);
         drop(many);
         drop(b);
         assert_eq!(pool.idle(), KEEP_IDLE);
+        assert_eq!(pool.lent(), 0);
     }
 }

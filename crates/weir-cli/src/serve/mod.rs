@@ -18,12 +18,14 @@
 //! | `target` | `/files/...` URL paths: percent-decoding into `StorePath`s |
 //! | `reply` | JSON bodies and `StoreError` → status |
 //! | `buffers` | the pool of upload buffers |
+//! | `hasher` | the hashing threads: an upload's SHA-256 beside its connection's task |
 //! | `mime` | `Content-Type` by extension |
 
 mod auth;
 mod buffers;
 mod download;
 mod form;
+mod hasher;
 mod listing;
 mod mime;
 mod multipart;

@@ -22,6 +22,7 @@
 
 use super::auth::Auth;
 use super::buffers::BufferPool;
+use super::hasher::HashPool;
 use super::reply;
 use super::target::Target;
 use super::{download, form, listing, upload};
@@ -49,16 +50,26 @@ pub struct Service {
     pub(super) store: LocalStore,
     pub(super) options: ServiceOptions,
     pub(super) buffers: BufferPool,
+    pub(super) hashers: HashPool,
 }
 
 impl Service {
-    /// A service storing into `store`.
+    /// A service storing into `store`. Starts one hashing thread per core (they wait for
+    /// uploads' hash jobs; see `hasher.rs`).
     pub fn new(store: LocalStore, options: ServiceOptions) -> Self {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         Self {
             store,
             options,
             buffers: BufferPool::default(),
+            hashers: HashPool::new(cores),
         }
+    }
+
+    /// Upload buffers lent out now: 0 when no upload runs and no hash job holds one. For
+    /// tests and monitoring: a buffer that never comes back is a leak.
+    pub fn buffers_lent(&self) -> usize {
+        self.buffers.lent()
     }
 }
 

@@ -10,13 +10,21 @@
 //!   socket → pipe → file inside the kernel; nothing enters user space. The bytes are reported
 //!   to the upload afterwards (`record_external_write`), and commit checks the file's length.
 //! - **hashed**: `Exchange::read_body` reads the socket straight into a pooled 512 KiB buffer
-//!   (the one user-space copy), and `Upload::write` hashes it in place and writes it to the
-//!   file from the same buffer. No allocation per read or per upload in steady state.
+//!   (the one user-space copy), which is written to the file and hashed in place, from the same
+//!   buffer. The first [`PIPELINE_AFTER`] bytes are hashed inline (`Upload::write`: hash, then
+//!   write, on the connection's task); beyond, the hashing is **pipelined**: two buffers take
+//!   turns, one hashed on a hashing thread (`hasher.rs`) while the task receives and writes the
+//!   other (`Upload::write_owned` → `hash_job` → `attach`, weir-store's protocol that keeps the
+//!   digest exactly that of the bytes written). No copy is added: the hashing thread reads the
+//!   buffer `write(2)` read. No allocation per read; per upload, one reply slot when pipelined
+//!   (buffers come from the pool).
 //!
 //! Any failure drops the `Upload`, which removes its temporary file: a client that disconnects,
 //! a body that is too large, a digest that does not match, a full disk all leave the target as
 //! it was.
 
+use super::buffers::PooledBuffer;
+use super::hasher::Reply;
 use super::reply::{self, hex};
 use super::service::{Service, commit};
 use http::StatusCode;
@@ -70,9 +78,10 @@ pub(super) async fn put(
         Ok(u) => u,
         Err(e) => return reply::store_error(ex, &e).await,
     };
+    let hashing = svc.options.hash || verify;
     let received = match data_path {
         DataPath::Splice => splice_body(ex, &mut upload).await,
-        DataPath::Hashed => hashed_body(svc, ex, &mut upload).await,
+        DataPath::Hashed => hashed_body(svc, ex, &mut upload, hashing).await,
     };
     if let Err(failure) = received {
         drop(upload);
@@ -165,21 +174,82 @@ async fn splice_body(ex: &mut Exchange<'_>, upload: &mut Upload) -> Result<(), B
     }
 }
 
-/// Socket → pooled buffer (direct read) → hash + file.
+/// Body bytes hashed inline before the pipeline starts. A small upload is done before a
+/// hashing thread could help: handing a buffer over costs a thread wake-up each way, about what
+/// hashing tens of KiB costs, and overlap needs at least two buffers. Bodies without a
+/// `Content-Length` take the same rule, so nothing depends on the client announcing a size.
+pub(crate) const PIPELINE_AFTER: u64 = 2 << 20;
+
+/// Socket → pooled buffer (direct read) → file + hash: inline, then pipelined once the body is
+/// past [`PIPELINE_AFTER`] (when there is anything to hash).
 async fn hashed_body(
     svc: &Service,
     ex: &mut Exchange<'_>,
     upload: &mut Upload,
+    hashing: bool,
 ) -> Result<(), BodyFailure> {
     let mut buf = svc.buffers.take();
     loop {
+        if hashing && upload.size() >= PIPELINE_AFTER {
+            return pipelined_body(svc, ex, upload, buf).await;
+        }
         let n = ex.read_body(&mut buf).await.map_err(BodyFailure::Body)?;
         if n == 0 {
             return Ok(());
         }
+        // COPY: the kernel's, buffer → page cache; the hasher reads the buffer in place.
         upload.write(&buf[..n]).map_err(BodyFailure::Store)?;
     }
 }
+
+/// The pipelined rest of a hashed body: each buffer is written to the file on this task, then
+/// hashed on a hashing thread while this task receives and writes the next one into the other
+/// buffer. At most one job is out; before the next goes, the last one's result is awaited
+/// (never blocking the runtime's thread) and its buffer becomes the next to fill.
+///
+/// On any error the upload is dropped by the caller (temporary removed); a job still out
+/// finishes on its thread and its buffer returns to the pool with its result.
+async fn pipelined_body(
+    svc: &Service,
+    ex: &mut Exchange<'_>,
+    upload: &mut Upload,
+    mut free: PooledBuffer,
+) -> Result<(), BodyFailure> {
+    let reply = Reply::new();
+    // The second buffer, lent at the first job (the pool allocates only if none is idle).
+    let mut spare: Option<PooledBuffer> = None;
+    let mut out = false;
+    loop {
+        let n = ex.read_body(&mut free).await.map_err(BodyFailure::Body)?;
+        if n == 0 {
+            break;
+        }
+        // COPY: the kernel's, buffer → page cache. The buffer then moves, unchanged, to the
+        // job that hashes it.
+        let written = upload.write_owned(free, n).map_err(BodyFailure::Store)?;
+        free = if out {
+            out = false;
+            let done = reply.wait().await.ok_or(LOST)?;
+            upload.attach(done).map_err(BodyFailure::Store)?
+        } else {
+            spare.take().unwrap_or_else(|| svc.buffers.take())
+        };
+        let job = upload.hash_job(written).map_err(BodyFailure::Store)?;
+        match svc.hashers.submit(job, &reply) {
+            Ok(()) => out = true,
+            // Every hashing thread is busy with other uploads: hash here.
+            Err(job) => spare = Some(upload.attach(job.run()).map_err(BodyFailure::Store)?),
+        }
+    }
+    if out {
+        let done = reply.wait().await.ok_or(LOST)?;
+        upload.attach(done).map_err(BodyFailure::Store)?;
+    }
+    Ok(())
+}
+
+/// A hash job that never came back (its thread died): the upload cannot vouch for its digest.
+const LOST: BodyFailure = BodyFailure::Store(StoreError::HashOutOfOrder);
 
 /// The `Content-Digest` header(s), joined and parsed; an empty digest if absent.
 pub(super) fn content_digest(ex: &Exchange<'_>) -> Result<ContentDigest, String> {
