@@ -23,7 +23,10 @@
 //!   `tokio::task::spawn_blocking`, or in place. Only one job per upload is out at a time (the
 //!   hash state is sequential).
 //! - [`HashJob::run`] hashes and gives a [`Hashed`]; [`Upload::attach`] takes the hash state
-//!   back and returns the buffer.
+//!   back and returns the buffer. Or [`Hashed::chain`] goes straight on with the next
+//!   [`Written`] of the same upload: a hashing thread that already holds it need not wait for
+//!   the writer to attach and hand the state out again (the writer would only notice the job
+//!   is done at its next pause, and the hashing thread would idle until then).
 //!
 //! Why this shape rather than the alternatives:
 //! - *a public hasher the caller feeds*: the store could not know that what was fed is what was
@@ -72,12 +75,14 @@ pub struct HashJob<B> {
 }
 
 /// A finished [`HashJob`]: give it back with [`Upload::attach`](crate::Upload::attach), which
-/// returns the buffer.
+/// returns the buffer, or go on hashing the next written bytes with [`Hashed::chain`].
 pub struct Hashed<B> {
     upload: u64,
     end: u64,
     buf: B,
     hashers: Option<Hashers>,
+    #[cfg(any(test, feature = "fault-injection"))]
+    gate: Option<crate::fault::HashGate>,
 }
 
 impl<B: AsRef<[u8]>> HashJob<B> {
@@ -98,7 +103,41 @@ impl<B: AsRef<[u8]>> HashJob<B> {
             end: self.end,
             buf: self.buf,
             hashers: self.hashers,
+            #[cfg(any(test, feature = "fault-injection"))]
+            gate: self.gate,
         }
+    }
+}
+
+impl<B> Hashed<B> {
+    /// Goes on with the next written bytes of the same upload without taking the hash state
+    /// back to it: returns the job for `next` and this job's buffer. A hashing thread that
+    /// already holds `next` can start on it at once, instead of waiting for the writer to
+    /// attach this result and hand the state out again.
+    ///
+    /// `next` must be the upload's bytes that directly follow this job's; anything else is
+    /// [`StoreError::HashOutOfOrder`], and the hash state is dropped with both (the upload can
+    /// then never commit).
+    pub fn chain(self, next: Written<B>) -> Result<(HashJob<B>, B), StoreError> {
+        if next.upload != self.upload || next.start != self.end {
+            return Err(StoreError::HashOutOfOrder);
+        }
+        let len = usize::try_from(next.end - next.start).map_err(|_| StoreError::HashOutOfOrder)?;
+        let job = HashJob {
+            upload: self.upload,
+            end: next.end,
+            buf: next.buf,
+            len,
+            hashers: self.hashers,
+            #[cfg(any(test, feature = "fault-injection"))]
+            gate: self.gate,
+        };
+        Ok((job, self.buf))
+    }
+
+    /// The upload offset this result has hashed up to.
+    pub fn end(&self) -> u64 {
+        self.end
     }
 }
 
@@ -159,7 +198,8 @@ impl<B> fmt::Debug for Hashed<B> {
 enum State {
     /// Here, having seen the first `hashed` bytes of the file.
     Here(Hashers),
-    /// In a [`HashJob`] that will have hashed up to `end`.
+    /// In a [`HashJob`] (and the jobs chained to it), which will have hashed at least up to
+    /// `end`.
     Away { end: u64 },
     /// No digest is computed as bytes go by: none is wanted, or bytes bypassed the store
     /// (external writes) and commit reads the file back.
@@ -172,7 +212,8 @@ enum State {
 pub(crate) struct HashTrack {
     upload: u64,
     state: State,
-    /// Bytes hashed, or handed to the job that is out: the file's `0..hashed`.
+    /// Bytes hashed, or handed to the job that is out: the file's `0..hashed` (jobs chained
+    /// to it may take more; `attach` learns how far they got).
     hashed: u64,
     #[cfg(any(test, feature = "fault-injection"))]
     gate: Option<crate::fault::HashGate>,
@@ -256,8 +297,10 @@ impl HashTrack {
         match (&self.state, h.hashers) {
             // Hashing was turned off while the job ran (an external write): nothing to keep.
             (State::Off, _) => Ok(h.buf),
-            (State::Away { end }, Some(hashers)) if *end == h.end => {
+            // `chain` checked that every byte from `end` to `h.end` was hashed in order.
+            (State::Away { end }, Some(hashers)) if *end <= h.end => {
                 self.state = State::Here(hashers);
+                self.hashed = h.end;
                 Ok(h.buf)
             }
             _ => Err(StoreError::HashOutOfOrder),
@@ -364,6 +407,37 @@ mod tests {
     }
 
     #[test]
+    fn chained_jobs_hash_the_whole_body_on_one_thread() {
+        let (_dir, store) = store();
+        let body = data(10 * 4096 + 17, 3);
+        let mut up = store.begin(&p("f"), UploadOptions::default()).unwrap();
+        let mut pieces = body.chunks(4096).map(|c| {
+            let w = up.write_owned(c.to_vec(), c.len());
+            w.unwrap()
+        });
+        let first = pieces.next().unwrap();
+        let rest: Vec<_> = pieces.collect();
+        let job = up.hash_job(first).unwrap();
+        let hashed = std::thread::spawn(move || {
+            let mut done = job.run();
+            let mut returned = 0;
+            for w in rest {
+                let (job, buf) = done.chain(w).unwrap();
+                returned += buf.len();
+                done = job.run();
+            }
+            assert_eq!(returned, 10 * 4096);
+            done
+        })
+        .join()
+        .unwrap();
+        assert_eq!(hashed.end(), body.len() as u64);
+        assert_eq!(up.attach(hashed).unwrap().len(), 17);
+        assert_eq!(up.commit().unwrap().sha256, Some(sha256(&body)));
+        assert_eq!(read(&store, "f"), body);
+    }
+
+    #[test]
     fn inline_and_pipelined_writes_mix_in_order() {
         let (_dir, store) = store();
         let mut up = store.begin(&p("f"), UploadOptions::default()).unwrap();
@@ -444,6 +518,23 @@ mod tests {
         assert!(refused(up.hash_job(w2b)), "two jobs out");
         drop(job);
 
+        // A chain that skips or repeats bytes, or mixes uploads.
+        let mut up = begin("h");
+        let h1 = up.write_owned(vec![1u8; 8], 8).unwrap();
+        let w2 = up.write_owned(vec![2u8; 8], 8).unwrap();
+        let w3 = up.write_owned(vec![3u8; 8], 8).unwrap();
+        let done = up.hash_job(h1).unwrap().run();
+        assert!(refused(done.chain(w3)), "w2 skipped");
+        drop(w2);
+        assert!(refused(up.commit()), "the state went with the refused chain");
+        let mut one = begin("i");
+        let mut two = begin("j");
+        let w = one.write_owned(vec![1u8; 8], 8).unwrap();
+        let foreign = two.write_owned(vec![1u8; 8], 8).unwrap();
+        let done = one.hash_job(w).unwrap().run();
+        assert!(refused(done.chain(foreign)), "another upload's bytes");
+        drop((one, two));
+
         // Another upload's job or token.
         let mut one = begin("f");
         let mut two = begin("g");
@@ -455,7 +546,7 @@ mod tests {
         drop((w1, one, two));
 
         assert!(temps(store.root()).is_empty(), "every refusal discards");
-        for path in ["a", "b", "c", "d", "e", "f", "g"] {
+        for path in ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j"] {
             assert!(matches!(
                 store.open_file(&p(path)),
                 Err(StoreError::NotFound)

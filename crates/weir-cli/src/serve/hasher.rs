@@ -1,87 +1,151 @@
-//! The hashing threads: SHA-256 of one upload buffer runs here while the connection's task
-//! receives and writes the next one (weir-store's [`HashJob`] protocol; `upload.rs` drives it).
+//! The hashing threads: an upload's SHA-256 runs on one of them while the connection's task
+//! receives and writes the body (weir-store's [`HashJob`] protocol; `upload.rs` drives it).
 //!
-//! - One thread per core, taking jobs from one bounded queue (`sync_channel`: a ring allocated
-//!   once, so queueing a job allocates nothing). Jobs carry their own hash state, so any thread
-//!   can run any upload's next job; an upload has at most one job out at a time.
-//! - A job's result goes to its upload's [`Reply`], a slot the connection's task awaits: a
-//!   waker is stored, nothing is allocated per job. The task never blocks a runtime thread.
-//! - When the queue is full (every thread busy with other uploads' jobs) [`HashPool::submit`]
-//!   hands the job back and the task hashes inline: the cores are busy anyway, and a queue
-//!   would only add latency.
-//! - A job whose upload has gone (the client disconnected while it ran) still finishes; its
-//!   result is dropped with the last reference to the slot, and the buffer goes back to the
-//!   pool. A job that never finishes (a hashing thread that died) is reported as lost, so the
-//!   task fails the upload instead of waiting forever.
+//! Each pipelined upload has a [`Lane`] between its task and one hashing thread:
+//!
+//! ```text
+//! connection task                      Lane                         hashing thread
+//! read → write_owned ── Written ──►  queued (in file order)  ──► chain → run (SHA-256)
+//! read into it again ◄── buffer ───  free                    ◄── the buffer just hashed
+//! close, then attach ◄── Hashed ───  outcome                 ◄── after the last buffer
+//! ```
+//!
+//! - The thread keeps the hash state for the whole upload ([`Hashed::chain`]): when the task
+//!   is faster than SHA-256 (it is: a copy from the socket and one to the page cache against
+//!   about 2 GB/s of hashing) the next buffer is always queued, and the thread never waits for
+//!   the task. Handing the state back and forth per buffer made it idle until the task next
+//!   paused, about a fifth of the time.
+//! - A lane holds at most [`LANE_BUFFERS`] buffers (queued, being hashed, or being filled): the
+//!   task waits for a free one when the thread is behind, so memory stays bounded.
+//! - A lane starts only on an idle thread (a rendezvous channel). With every thread busy with
+//!   other uploads, [`HashPool::start`] hands the job back, the task hashes that buffer inline
+//!   and tries again with the next: the cores are busy anyway.
+//! - Nothing is allocated per buffer: the lane's queue and free list are sized once per upload,
+//!   the thread blocks on a condition variable, the task stores its waker (cloning a tokio
+//!   waker bumps a reference count).
+//! - A task that goes away (client disconnected, body too large) drops its [`LaneHandle`]: the
+//!   thread stops at the next buffer, drops what is queued, and every buffer goes back to the
+//!   pool. A thread that dies (a panic) leaves the lane lost: the task fails the upload rather
+//!   than wait forever.
 //!
 //! Dedicated threads rather than tokio's blocking pool: `spawn_blocking` allocates a task per
-//! call (one per 512 KiB buffer), and in the measurements of `docs/BENCHMARKS.md` it was no
-//! faster (see `docs/ARCHITECTURE.md`, "Hashing uploads beside the connection's task").
+//! call, and cannot keep one thread on one upload's stream of buffers.
 
 use super::buffers::PooledBuffer;
+use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
-use weir_store::{HashJob, Hashed};
+use weir_store::{HashJob, Hashed, Written};
 
 /// A hash job over a pooled upload buffer.
 pub(crate) type Job = HashJob<PooledBuffer>;
-/// What a job gives back.
+/// What a lane gives back at the end.
 pub(crate) type Done = Hashed<PooledBuffer>;
 
-/// The hashing threads and their queue. Dropping it stops the threads once the queue drains.
+/// Buffers one pipelined upload may hold: one being filled by the task, one being hashed, one
+/// queued so that the thread has the next at hand. 3 × 512 KiB per upload.
+pub(crate) const LANE_BUFFERS: usize = 3;
+
+/// The hashing threads. Dropping the pool stops them once their lanes end.
 pub(crate) struct HashPool {
-    queue: SyncSender<Task>,
+    lanes: SyncSender<Start>,
+}
+
+/// A lane for a thread to take on, with its first job.
+struct Start {
+    lane: Arc<Lane>,
+    job: Job,
 }
 
 impl HashPool {
     /// Starts `threads` hashing threads (at least one).
     pub(crate) fn new(threads: usize) -> Self {
-        let threads = threads.max(1);
-        let (queue, jobs) = mpsc::sync_channel(threads);
-        let jobs = Arc::new(Mutex::new(jobs));
-        for i in 0..threads {
-            let jobs = Arc::clone(&jobs);
+        // Capacity 0: a send succeeds only when a thread is waiting for a lane.
+        let (lanes, starts) = mpsc::sync_channel(0);
+        let starts = Arc::new(Mutex::new(starts));
+        for i in 0..threads.max(1) {
+            let starts = Arc::clone(&starts);
             let spawned = std::thread::Builder::new()
                 .name(format!("weir-hash-{i}"))
-                .spawn(move || work(&jobs));
+                .spawn(move || work(&starts));
             if let Err(e) = spawned {
-                // Fewer threads only means more jobs hashed inline.
+                // Fewer threads only means more uploads hashed inline.
                 tracing::warn!(error = %e, "cannot start a hashing thread");
             }
         }
-        Self { queue }
+        Self { lanes }
     }
 
-    /// Queues `job`; its result will arrive in `reply`. Hands the job back when every thread
-    /// is busy (or none runs), for the caller to run inline.
-    pub(crate) fn submit(&self, job: Job, reply: &Arc<Reply>) -> Result<(), Job> {
-        let task = Task {
-            job: Some(job),
-            reply: Arc::clone(reply),
+    /// Gives `lane` to an idle thread, which runs `job` and then everything pushed to the lane.
+    /// Hands the job back when no thread is idle, for the caller to run inline.
+    pub(crate) fn start(&self, job: Job, lane: &LaneHandle) -> Result<(), Job> {
+        let start = Start {
+            lane: Arc::clone(&lane.0),
+            job,
         };
-        match self.queue.try_send(task) {
+        match self.lanes.try_send(start) {
             Ok(()) => Ok(()),
-            Err(TrySendError::Full(mut t) | TrySendError::Disconnected(mut t)) => {
-                // Taken out here, the job is not reported lost when `t` drops.
-                Err(t.job.take().expect("a task is built with its job"))
-            }
+            Err(TrySendError::Full(s) | TrySendError::Disconnected(s)) => Err(s.job),
         }
     }
 }
 
-/// A hashing thread: runs jobs until the pool is dropped.
-fn work(jobs: &Mutex<Receiver<Task>>) {
+/// A hashing thread: takes lanes one after the other until the pool is dropped.
+fn work(starts: &Mutex<Receiver<Start>>) {
     loop {
-        // One thread at a time waits in `recv`; the others wait for the lock.
-        let next = lock(jobs).recv();
-        let Ok(mut task) = next else { return };
-        if let Some(job) = task.job.take() {
-            let done = job.run();
-            task.reply.put(Slot::Done(done));
-        }
+        // One thread at a time waits in `recv` (and makes the rendezvous possible); the
+        // others wait for the lock.
+        let next = lock(starts).recv();
+        let Ok(Start { lane, job }) = next else {
+            return;
+        };
+        let guard = LostGuard(&lane);
+        let outcome = run_lane(&lane, job);
+        std::mem::forget(guard);
+        lane.end(outcome);
+    }
+}
+
+/// Hashes `job`, then every buffer the task queues, until the task closes the lane (the
+/// result) or abandons it (`None`).
+fn run_lane(lane: &Lane, job: Job) -> Option<Done> {
+    let mut done = job.run();
+    loop {
+        let next = {
+            let mut state = lane.lock();
+            loop {
+                if state.abandoned {
+                    return None;
+                }
+                if let Some(w) = state.queued.pop_front() {
+                    break Some(w);
+                }
+                if state.closed {
+                    break None;
+                }
+                state = lane.more.wait(state).unwrap_or_else(|e| e.into_inner());
+            }
+        };
+        let Some(written) = next else {
+            return Some(done);
+        };
+        // The task queues buffers in the order written, so this cannot fail; if it did, the
+        // hash state is gone with the error and the upload cannot commit.
+        let (job, buf) = done.chain(written).ok()?;
+        lane.give_back(buf);
+        done = job.run();
+    }
+}
+
+/// Marks a lane lost if its thread unwinds out of `run_lane`.
+struct LostGuard<'a>(&'a Lane);
+
+impl Drop for LostGuard<'_> {
+    fn drop(&mut self) {
+        self.0.end(None);
     }
 }
 
@@ -89,85 +153,173 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// A job on its way to a thread, and where its result goes.
-struct Task {
-    /// `None` once a thread took it (or `submit` handed it back).
-    job: Option<Job>,
-    reply: Arc<Reply>,
+/// One upload's traffic with its hashing thread.
+pub(crate) struct Lane {
+    state: Mutex<LaneState>,
+    /// The thread waits here for the next buffer (or the close).
+    more: Condvar,
 }
 
-impl Drop for Task {
-    /// A task dropped with its job still in it never ran (its thread panicked, or the pool
-    /// went away with it queued): tell the waiting upload.
-    fn drop(&mut self) {
-        if self.job.is_some() {
-            self.reply.put(Slot::Lost);
-        }
-    }
+struct LaneState {
+    /// Written buffers, in file order, for the thread to hash.
+    queued: VecDeque<Written<PooledBuffer>>,
+    /// Hashed buffers, for the task to fill again.
+    free: Vec<PooledBuffer>,
+    /// The task wrote its last buffer.
+    closed: bool,
+    /// The task went away: stop at once.
+    abandoned: bool,
+    outcome: Outcome,
+    /// The task, when it waits for a buffer or the outcome.
+    waker: Option<Waker>,
 }
 
-/// Where one upload's job results arrive; one per upload, reused for every job.
-#[derive(Default)]
-pub(crate) struct Reply {
-    slot: Mutex<Slot>,
-}
-
-#[derive(Default)]
-enum Slot {
-    /// No result, nobody waiting.
-    #[default]
-    Empty,
-    /// The connection's task waits for the result.
-    Waiting(Waker),
+enum Outcome {
+    Running,
     Done(Done),
-    /// The job was dropped without running.
+    /// The thread died, or the lane ended without its result.
     Lost,
+    /// The result was taken.
+    Taken,
 }
 
-impl Reply {
-    /// A slot for one upload's jobs.
-    pub(crate) fn new() -> Arc<Self> {
-        // ALLOCATION: one per pipelined upload (not per job).
-        Arc::new(Self::default())
+impl Lane {
+    fn lock(&self) -> MutexGuard<'_, LaneState> {
+        lock(&self.state)
     }
 
-    /// Waits for the result of the job submitted last: `None` if it was lost.
-    pub(crate) fn wait(&self) -> Wait<'_> {
-        Wait { reply: self }
+    fn give_back(&self, buf: PooledBuffer) {
+        let waker = {
+            let mut state = self.lock();
+            state.free.push(buf);
+            state.waker.take()
+        };
+        // Woken outside the lock.
+        if let Some(w) = waker {
+            w.wake();
+        }
     }
 
-    fn put(&self, result: Slot) {
-        let previous = std::mem::replace(&mut *lock(&self.slot), result);
-        // Wake outside the lock.
-        if let Slot::Waiting(waker) = previous {
-            waker.wake();
+    fn end(&self, result: Option<Done>) {
+        let waker = {
+            let mut state = self.lock();
+            if matches!(state.outcome, Outcome::Running) {
+                state.outcome = result.map_or(Outcome::Lost, Outcome::Done);
+            }
+            state.waker.take()
+        };
+        if let Some(w) = waker {
+            w.wake();
         }
     }
 }
 
-/// The future of [`Reply::wait`].
-pub(crate) struct Wait<'a> {
-    reply: &'a Reply,
+/// The task's end of a lane. Dropping it abandons the lane (the thread stops at its next
+/// buffer); what the lane holds goes back to the pool as the lane is dropped.
+pub(crate) struct LaneHandle(Arc<Lane>);
+
+impl LaneHandle {
+    /// A lane for one upload.
+    pub(crate) fn new() -> Self {
+        // ALLOCATION: once per pipelined upload (the lane, its queue and free list).
+        Self(Arc::new(Lane {
+            state: Mutex::new(LaneState {
+                queued: VecDeque::with_capacity(LANE_BUFFERS),
+                free: Vec::with_capacity(LANE_BUFFERS),
+                closed: false,
+                abandoned: false,
+                outcome: Outcome::Running,
+                waker: None,
+            }),
+            more: Condvar::new(),
+        }))
+    }
+
+    /// Queues written bytes for the thread (in the order written).
+    pub(crate) fn push(&self, written: Written<PooledBuffer>) {
+        self.0.lock().queued.push_back(written);
+        self.0.more.notify_one();
+    }
+
+    /// A hashed buffer, if one is free now.
+    pub(crate) fn try_free(&self) -> Option<PooledBuffer> {
+        self.0.lock().free.pop()
+    }
+
+    /// Waits for a hashed buffer; `None` if the lane was lost.
+    pub(crate) fn free(&self) -> FreeBuffer<'_> {
+        FreeBuffer { lane: &self.0 }
+    }
+
+    /// Says the last buffer was queued, then waits for the hash state: `None` if the lane was
+    /// lost.
+    pub(crate) fn finish(&self) -> Finish<'_> {
+        self.0.lock().closed = true;
+        self.0.more.notify_one();
+        Finish { lane: &self.0 }
+    }
 }
 
-impl Future for Wait<'_> {
+impl Drop for LaneHandle {
+    fn drop(&mut self) {
+        let queued = {
+            let mut state = self.0.lock();
+            state.abandoned = true;
+            // Dropped here rather than by the thread: their buffers go back to the pool now.
+            std::mem::take(&mut state.queued)
+        };
+        self.0.more.notify_one();
+        drop(queued);
+    }
+}
+
+/// The future of [`LaneHandle::free`].
+pub(crate) struct FreeBuffer<'a> {
+    lane: &'a Lane,
+}
+
+impl Future for FreeBuffer<'_> {
+    type Output = Option<PooledBuffer>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<PooledBuffer>> {
+        let mut state = self.lane.lock();
+        if let Some(buf) = state.free.pop() {
+            return Poll::Ready(Some(buf));
+        }
+        if !matches!(state.outcome, Outcome::Running) {
+            return Poll::Ready(None);
+        }
+        register(&mut state.waker, cx);
+        Poll::Pending
+    }
+}
+
+/// The future of [`LaneHandle::finish`].
+pub(crate) struct Finish<'a> {
+    lane: &'a Lane,
+}
+
+impl Future for Finish<'_> {
     type Output = Option<Done>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Done>> {
-        let mut slot = lock(&self.reply.slot);
-        match std::mem::take(&mut *slot) {
-            Slot::Done(done) => Poll::Ready(Some(done)),
-            Slot::Lost => Poll::Ready(None),
-            Slot::Waiting(waker) if waker.will_wake(cx.waker()) => {
-                *slot = Slot::Waiting(waker);
-                Poll::Pending
-            }
-            Slot::Empty | Slot::Waiting(_) => {
-                // Cloning a tokio waker bumps a reference count; it allocates nothing.
-                *slot = Slot::Waiting(cx.waker().clone());
+        let mut state = self.lane.lock();
+        match std::mem::replace(&mut state.outcome, Outcome::Taken) {
+            Outcome::Done(done) => Poll::Ready(Some(done)),
+            Outcome::Lost | Outcome::Taken => Poll::Ready(None),
+            Outcome::Running => {
+                state.outcome = Outcome::Running;
+                register(&mut state.waker, cx);
                 Poll::Pending
             }
         }
+    }
+}
+
+fn register(slot: &mut Option<Waker>, cx: &Context<'_>) {
+    match slot {
+        Some(w) if w.will_wake(cx.waker()) => {}
+        _ => *slot = Some(cx.waker().clone()),
     }
 }
 
@@ -175,44 +327,63 @@ impl Future for Wait<'_> {
 mod tests {
     use super::*;
     use crate::serve::buffers::BufferPool;
+    use sha2::Digest;
     use weir_store::{LocalOptions, LocalStore, StorePath, UploadOptions};
 
+    fn rt() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+    }
+
     #[test]
-    fn jobs_run_on_the_threads_and_come_back() {
+    fn a_lane_hashes_every_buffer_in_order_and_returns_them() {
         let dir = tempfile::tempdir().unwrap();
         let store = LocalStore::open(dir.path(), LocalOptions::default()).unwrap();
         let buffers = BufferPool::default();
-        let pool = HashPool::new(2);
-        let reply = Reply::new();
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap();
+        let pool = HashPool::new(1);
         let path = StorePath::parse("f").unwrap();
         let mut up = store.begin(&path, UploadOptions::default()).unwrap();
+        let lane = LaneHandle::new();
         let mut want = Vec::new();
-        for i in 0..5u8 {
-            let mut buf = buffers.take();
-            buf[..3].copy_from_slice(&[i; 3]);
-            want.extend_from_slice(&[i; 3]);
-            let written = up.write_owned(buf, 3).unwrap();
-            let job = up.hash_job(written).unwrap();
-            assert!(pool.submit(job, &reply).is_ok());
-            let done = rt.block_on(reply.wait()).expect("not lost");
+        let mut started = false;
+        rt().block_on(async {
+            for i in 0..20u8 {
+                let mut buf = match lane.try_free() {
+                    Some(b) => b,
+                    None if buffers.lent() < LANE_BUFFERS => buffers.take(),
+                    None => lane.free().await.expect("not lost"),
+                };
+                buf[..5].copy_from_slice(&[i; 5]);
+                want.extend_from_slice(&[i; 5]);
+                let written = up.write_owned(buf, 5).unwrap();
+                if started {
+                    lane.push(written);
+                } else {
+                    // The pool's one thread may not be waiting yet: retry until it takes it.
+                    let mut job = up.hash_job(written).unwrap();
+                    while let Err(j) = pool.start(job, &lane) {
+                        job = j;
+                        std::thread::yield_now();
+                    }
+                    started = true;
+                }
+                assert!(buffers.lent() <= LANE_BUFFERS);
+            }
+            let done = lane.finish().await.expect("not lost");
             drop(up.attach(done).unwrap());
-        }
-        use sha2::Digest;
+        });
         let sha: [u8; 32] = sha2::Sha256::digest(&want).into();
         assert_eq!(up.commit().unwrap().sha256, Some(sha));
+        drop(lane);
         assert_eq!(buffers.lent(), 0);
     }
 
     #[test]
-    fn a_job_dropped_unrun_is_reported_lost() {
-        let reply = Reply::new();
-        reply.put(Slot::Lost);
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap();
-        assert!(rt.block_on(reply.wait()).is_none());
+    fn a_lane_whose_thread_died_is_lost() {
+        let lane = LaneHandle::new();
+        lane.0.end(None);
+        assert!(rt().block_on(lane.free()).is_none());
+        assert!(rt().block_on(lane.finish()).is_none());
     }
 }

@@ -24,7 +24,7 @@
 //! it was.
 
 use super::buffers::PooledBuffer;
-use super::hasher::Reply;
+use super::hasher::{LANE_BUFFERS, LaneHandle};
 use super::reply::{self, hex};
 use super::service::{Service, commit};
 use http::StatusCode;
@@ -79,9 +79,10 @@ pub(super) async fn put(
         Err(e) => return reply::store_error(ex, &e).await,
     };
     let hashing = svc.options.hash || verify;
+    let mut where_hashed = WhereHashed::default();
     let received = match data_path {
         DataPath::Splice => splice_body(ex, &mut upload).await,
-        DataPath::Hashed => hashed_body(svc, ex, &mut upload, hashing).await,
+        DataPath::Hashed => hashed_body(svc, ex, &mut upload, hashing, &mut where_hashed).await,
     };
     if let Err(failure) = received {
         drop(upload);
@@ -105,8 +106,22 @@ pub(super) async fn put(
         "replaced": committed.replaced,
         "data_path": data_path.as_str(),
         "body": body_stats_json(&stats),
+        "hashing": {
+            "inline": where_hashed.inline,
+            "pipelined": where_hashed.pipelined,
+        },
     });
     reply::json(ex, status, &body).await
+}
+
+/// Where a hashed body's bytes were hashed, for clients and tests to see (in the answer's
+/// `hashing`). Both 0 when nothing was hashed.
+#[derive(Clone, Copy, Debug, Default)]
+struct WhereHashed {
+    /// On the connection's task, as the bytes were written.
+    inline: u64,
+    /// On a hashing thread, while the task went on receiving.
+    pipelined: u64,
 }
 
 /// The body counters, for clients and tests to see which way the bytes went.
@@ -187,11 +202,12 @@ async fn hashed_body(
     ex: &mut Exchange<'_>,
     upload: &mut Upload,
     hashing: bool,
+    counts: &mut WhereHashed,
 ) -> Result<(), BodyFailure> {
     let mut buf = svc.buffers.take();
     loop {
         if hashing && upload.size() >= PIPELINE_AFTER {
-            return pipelined_body(svc, ex, upload, buf).await;
+            return pipelined_body(svc, ex, upload, buf, counts).await;
         }
         let n = ex.read_body(&mut buf).await.map_err(BodyFailure::Body)?;
         if n == 0 {
@@ -199,57 +215,91 @@ async fn hashed_body(
         }
         // COPY: the kernel's, buffer → page cache; the hasher reads the buffer in place.
         upload.write(&buf[..n]).map_err(BodyFailure::Store)?;
+        if hashing {
+            counts.inline += n as u64;
+        }
     }
 }
 
 /// The pipelined rest of a hashed body: each buffer is written to the file on this task, then
-/// hashed on a hashing thread while this task receives and writes the next one into the other
-/// buffer. At most one job is out; before the next goes, the last one's result is awaited
-/// (never blocking the runtime's thread) and its buffer becomes the next to fill.
+/// queued to a hashing thread (`hasher.rs`) which hashes it while this task receives and writes
+/// the next ones; a hashed buffer comes back to be filled again. At most
+/// [`LANE_BUFFERS`](super::hasher::LANE_BUFFERS) buffers are in play; when none is free the
+/// task waits (never blocking the runtime's thread). If no hashing thread is idle, buffers are
+/// hashed inline until one is.
 ///
-/// On any error the upload is dropped by the caller (temporary removed); a job still out
-/// finishes on its thread and its buffer returns to the pool with its result.
+/// On any error the upload is dropped by the caller (temporary removed) and the lane with it:
+/// its thread stops, and every buffer returns to the pool.
 async fn pipelined_body(
     svc: &Service,
     ex: &mut Exchange<'_>,
     upload: &mut Upload,
     mut free: PooledBuffer,
+    counts: &mut WhereHashed,
 ) -> Result<(), BodyFailure> {
-    let reply = Reply::new();
-    // The second buffer, lent at the first job (the pool allocates only if none is idle).
-    let mut spare: Option<PooledBuffer> = None;
-    let mut out = false;
+    let lane = LaneHandle::new();
+    let max_lent = exp("WEIR_EXP_LANE", LANE_BUFFERS);
+    let mut lent = 1;
+    let mut started = false;
     loop {
-        let n = ex.read_body(&mut free).await.map_err(BodyFailure::Body)?;
+        let n = fill(ex, &mut free).await?;
         if n == 0 {
             break;
         }
         // COPY: the kernel's, buffer → page cache. The buffer then moves, unchanged, to the
-        // job that hashes it.
+        // thread that hashes it.
         let written = upload.write_owned(free, n).map_err(BodyFailure::Store)?;
-        free = if out {
-            out = false;
-            let done = reply.wait().await.ok_or(LOST)?;
-            upload.attach(done).map_err(BodyFailure::Store)?
+        if started {
+            lane.push(written);
         } else {
-            spare.take().unwrap_or_else(|| svc.buffers.take())
-        };
-        let job = upload.hash_job(written).map_err(BodyFailure::Store)?;
-        match svc.hashers.submit(job, &reply) {
-            Ok(()) => out = true,
-            // Every hashing thread is busy with other uploads: hash here.
-            Err(job) => spare = Some(upload.attach(job.run()).map_err(BodyFailure::Store)?),
+            let job = upload.hash_job(written).map_err(BodyFailure::Store)?;
+            match svc.hashers.start(job, &lane) {
+                Ok(()) => started = true,
+                Err(job) => {
+                    // No hashing thread is idle: hash this buffer here, try again next time.
+                    free = upload.attach(job.run()).map_err(BodyFailure::Store)?;
+                    counts.inline += n as u64;
+                    continue;
+                }
+            }
         }
+        counts.pipelined += n as u64;
+        free = match lane.try_free() {
+            Some(buf) => buf,
+            None if lent < max_lent => {
+                lent += 1;
+                svc.buffers.take()
+            }
+            None => lane.free().await.ok_or(LOST)?,
+        };
     }
-    if out {
-        let done = reply.wait().await.ok_or(LOST)?;
+    if started {
+        let done = lane.finish().await.ok_or(LOST)?;
         upload.attach(done).map_err(BodyFailure::Store)?;
     }
     Ok(())
 }
 
-/// A hash job that never came back (its thread died): the upload cannot vouch for its digest.
+/// A hashing thread that died: the upload cannot vouch for its digest.
 const LOST: BodyFailure = BodyFailure::Store(StoreError::HashOutOfOrder);
+
+pub(crate) fn exp(name: &str, default: usize) -> usize {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+async fn fill(ex: &mut Exchange<'_>, buf: &mut [u8]) -> Result<usize, BodyFailure> {
+    static FILL: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    let target = *FILL.get_or_init(|| exp("WEIR_EXP_FILL", 0));
+    let mut filled = 0;
+    loop {
+        let n = ex.read_body(&mut buf[filled..]).await.map_err(BodyFailure::Body)?;
+        filled += n;
+        if n == 0 || filled >= target || buf.len() - filled < 64 * 1024 {
+            return Ok(filled);
+        }
+    }
+}
+
 
 /// The `Content-Digest` header(s), joined and parsed; an empty digest if absent.
 pub(super) fn content_digest(ex: &Exchange<'_>) -> Result<ContentDigest, String> {

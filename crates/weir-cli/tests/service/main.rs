@@ -12,6 +12,7 @@ mod large;
 mod multipart;
 mod operator;
 mod paths;
+mod pipeline;
 mod ranges;
 mod routes;
 mod tls;

@@ -1,0 +1,242 @@
+//! The pipelined hashed path: bodies past the inline prefix are hashed on a hashing thread
+//! while the connection's task receives the next buffers. Byte-exact files and digests, a
+//! `Content-Digest` checked by the pipelined hasher, and a client that goes away while a hash
+//! is in flight (held there by weir-store's `HashGate`, so the moment is chosen, not raced).
+
+use crate::routes::b64;
+use crate::support::*;
+use sha2::{Digest, Sha256, Sha512};
+use std::io::Write;
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use weir_cli::serve::{Auth, Service, ServiceOptions};
+use weir_store::{HashGate, LocalOptions, LocalStore};
+
+/// The bytes hashed inline before the pipeline starts (`serve::upload::PIPELINE_AFTER`).
+const INLINE_PREFIX: usize = 2 << 20;
+
+/// `weir serve`'s handler in this process, on a 2-worker runtime, with a gate on its store's
+/// hash jobs (open unless the test closes it).
+struct InProcess {
+    addr: SocketAddr,
+    service: Arc<Service>,
+    gate: HashGate,
+    root: PathBuf,
+    handle: weir::ServerHandle,
+    thread: Option<std::thread::JoinHandle<()>>,
+    _dir: tempfile::TempDir,
+}
+
+impl InProcess {
+    fn start(gate: HashGate) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LocalStore::open(
+            dir.path().join("root"),
+            LocalOptions {
+                hash_gate: Some(gate.clone()),
+                ..LocalOptions::default()
+            },
+        )
+        .unwrap();
+        let root = store.root().to_owned();
+        let service = Arc::new(Service::new(
+            store,
+            ServiceOptions {
+                max_upload: 1 << 30,
+                hash: true,
+                auth: Auth::new(None, false),
+                limited_storage: false,
+            },
+        ));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let serving = Arc::clone(&service);
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let mut server = weir::Server::new(weir::Config::default());
+                let addr = server.listen_tcp("127.0.0.1:0").await.unwrap();
+                tx.send((addr, server.handle())).unwrap();
+                server.serve(serving).await.unwrap();
+            });
+        });
+        let (addr, handle) = rx.recv().unwrap();
+        Self {
+            addr,
+            service,
+            gate,
+            root,
+            handle,
+            thread: Some(thread),
+            _dir: dir,
+        }
+    }
+
+    /// Waits until every upload buffer is back in the pool (a hash job that outlived its
+    /// upload returns its buffer when it ends, on its own thread).
+    fn wait_for_buffers(&self) {
+        wait_for("every upload buffer back in the pool", || {
+            self.service.buffers_lent() == 0
+        });
+    }
+}
+
+impl Drop for InProcess {
+    fn drop(&mut self) {
+        self.gate.open();
+        self.handle.shutdown();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn temp_len(root: &Path) -> Option<u64> {
+    let t = temps(root);
+    t.first().and_then(|t| std::fs::metadata(t).ok()).map(|m| m.len())
+}
+
+#[test]
+fn bodies_of_many_buffers_are_byte_exact_with_odd_sizes() {
+    let s = InProcess::start(HashGate::default());
+    s.gate.open();
+    // An odd size in every position: inside the inline prefix, just past it, and far past it
+    // (dozens of buffers, a short last one).
+    for (i, len) in [INLINE_PREFIX - 1, INLINE_PREFIX + 1, (24 << 20) + 12_345]
+        .into_iter()
+        .enumerate()
+    {
+        let body = data(len, 70 + i as u64);
+        let r = request(s.addr, &format!("PUT /files/p{i} HTTP/1.1"), &body);
+        assert_eq!(r.status, 201, "{}", r.text());
+        let j = r.json();
+        assert_eq!(j["sha256"], sha256(&body));
+        assert_eq!(j["size"], len as u64);
+        assert_eq!(j["data_path"], "hashed");
+        let inline = j["hashing"]["inline"].as_u64().unwrap();
+        let pipelined = j["hashing"]["pipelined"].as_u64().unwrap();
+        assert_eq!(inline + pipelined, len as u64, "{j}");
+        if len > 8 << 20 {
+            // Hashing threads were idle (one upload at a time): they did most of it.
+            assert!(inline >= INLINE_PREFIX as u64 && pipelined > len as u64 / 2, "{j}");
+        } else if len < INLINE_PREFIX {
+            assert_eq!(pipelined, 0, "{j}");
+        }
+        assert_eq!(
+            request(s.addr, &format!("GET /files/p{i} HTTP/1.1"), b"").body,
+            body
+        );
+    }
+    assert!(temps(&s.root).is_empty());
+    s.wait_for_buffers();
+}
+
+#[test]
+fn chunked_bodies_take_the_pipeline_too() {
+    let s = Server::start(&[]);
+    let body = data((9 << 20) + 777, 74);
+    let file = s.dir.path().join("chunked.bin");
+    std::fs::write(&file, &body).unwrap();
+    let (status, out) = curl_status(&[
+        "-T",
+        file.to_str().unwrap(),
+        "-H",
+        "transfer-encoding: chunked",
+        &s.url("/files/chunked"),
+    ]);
+    assert_eq!(status, 201, "{}", String::from_utf8_lossy(&out));
+    let j: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(j["sha256"], sha256(&body));
+    assert!(j["hashing"]["pipelined"].as_u64().unwrap() > 0, "{j}");
+    assert_eq!(s.request("GET /files/chunked HTTP/1.1", b"").body, body);
+}
+
+#[test]
+fn a_content_digest_mismatch_is_caught_by_the_pipelined_hasher() {
+    let s = InProcess::start(HashGate::default());
+    s.gate.open();
+    let body = data((12 << 20) + 3, 75);
+    let sha256_header = |b: &[u8]| format!("content-digest: sha-256=:{}:", b64(&Sha256::digest(b)));
+    let sha512_header = |b: &[u8]| format!("content-digest: sha-512=:{}:", b64(&Sha512::digest(b)));
+    // The last byte differs: only a hash of the whole body can tell.
+    let mut other = body.clone();
+    *other.last_mut().unwrap() ^= 0x80;
+    for header in [sha256_header(&other), sha512_header(&other)] {
+        let r = request(s.addr, &format!("PUT /files/d HTTP/1.1\r\n{header}"), &body);
+        assert_eq!(r.status, 400, "{header}: {}", r.text());
+        assert!(r.text().contains("digest"), "{}", r.text());
+        assert_eq!(request(s.addr, "GET /files/d HTTP/1.1", b"").status, 404);
+        assert!(temps(&s.root).is_empty());
+    }
+    for header in [sha256_header(&body), sha512_header(&body)] {
+        let r = request(s.addr, &format!("PUT /files/d HTTP/1.1\r\n{header}"), &body);
+        assert!(r.status == 201 || r.status == 200, "{header}: {}", r.text());
+        assert!(r.json()["hashing"]["pipelined"].as_u64().unwrap() > 0);
+    }
+    assert_eq!(request(s.addr, "GET /files/d HTTP/1.1", b"").body, body);
+    s.wait_for_buffers();
+}
+
+#[test]
+fn a_client_gone_while_a_hash_is_in_flight_leaves_nothing() {
+    let s = InProcess::start(HashGate::closed());
+    assert_eq!(
+        request(s.addr, "PUT /files/t HTTP/1.1", b"old version").status,
+        201
+    );
+    // The client announces 64 MiB and sends a little past the inline prefix.
+    let sent = INLINE_PREFIX + 300_001;
+    let mut sock = TcpStream::connect(s.addr).unwrap();
+    write!(
+        sock,
+        "PUT /files/t HTTP/1.1\r\nhost: t\r\ncontent-length: {}\r\n\r\n",
+        64 << 20
+    )
+    .unwrap();
+    sock.write_all(&data(sent, 76)).unwrap();
+    // Let jobs through one by one until the one that ends at the last byte sent waits at the
+    // gate and the file holds every byte: the task then has a free buffer and waits in a read.
+    let guard = Duration::from_secs(60);
+    loop {
+        let waiting = s.gate.wait_for_job(guard).expect("a hash job at the gate");
+        if waiting == [sent as u64] && temp_len(&s.root) == Some(sent as u64) {
+            break;
+        }
+        if waiting.iter().all(|&end| end < sent as u64) {
+            s.gate.release(1);
+            // Wait for that job to leave, so that the next look sees the next job.
+            wait_for("the released job to pass", || s.gate.waiting() != waiting);
+        } else {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+    // Gone, with the last buffer's hash in flight.
+    drop(sock);
+    let root = s.root.clone();
+    wait_for("the temporary file to be removed", || {
+        temps(&root).is_empty()
+    });
+    assert_eq!(
+        s.gate.waiting(),
+        [sent as u64],
+        "the hash was still in flight"
+    );
+    assert!(s.service.buffers_lent() > 0, "the job still holds its buffer");
+    // The job finishes after its upload is gone: its buffer goes back, nothing is stored.
+    s.gate.open();
+    s.wait_for_buffers();
+    assert!(temps(&s.root).is_empty());
+    let r = request(s.addr, "GET /files/t HTTP/1.1", b"");
+    assert_eq!(r.body, b"old version");
+    // The pipeline is still fine for the next upload.
+    let body = data(6 << 20, 77);
+    let r = request(s.addr, "PUT /files/t HTTP/1.1", &body);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["sha256"], sha256(&body));
+    s.wait_for_buffers();
+}
