@@ -94,6 +94,24 @@ pub fn waited_children_cpu_seconds() -> f64 {
     (tick(13) + tick(14)) / rustix::param::clock_ticks_per_second() as f64
 }
 
+/// CPU time (user + system, every thread, exited ones included) of process `pid`, in ns, from
+/// `utime + stime` of `/proc/<pid>/stat`: clock ticks, so 10 ms steps. For processes that
+/// cannot be asked for their own `CLOCK_PROCESS_CPUTIME_ID` (the `weir` binary).
+pub fn process_cpu_ns(pid: &str) -> io::Result<u64> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    // After the command name's ')', state is field 0: utime is 11, stime 12.
+    let after = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let tick = |i: usize| -> io::Result<u64> {
+        fields
+            .get(i)
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(|| io::Error::other(format!("/proc/{pid}/stat: no field {i}")))
+    };
+    let ticks = tick(11)? + tick(12)?;
+    Ok(ticks * 1_000_000_000 / rustix::param::clock_ticks_per_second())
+}
+
 /// CPU pressure: the `some` line of `/proc/pressure/cpu`, if the kernel has PSI.
 #[derive(Clone, Copy, Debug)]
 pub struct Pressure {
@@ -150,5 +168,8 @@ mod tests {
         assert!(m.rss_kib > 0 && m.peak_kib >= m.rss_kib);
         assert!(self_rss_kib() > 0);
         assert!(machine_busy_seconds().unwrap() > 0.0);
+        // This test has run for a while: some ticks, and not more than the process clock.
+        let ticks_ns = process_cpu_ns("self").unwrap();
+        assert!(ticks_ns <= crate::clock::process_cpu_ns() + 20_000_000);
     }
 }

@@ -1,5 +1,6 @@
 //! Smoke test: every scenario runs end to end with tiny sizes and writes every row of its report,
-//! the upload scenario's HTTPS and HTTP/2 rows and their ratio table included.
+//! the upload scenario's HTTPS and HTTP/2 rows, its `weir serve` rows (the real `weir` binary)
+//! and their ratio tables included.
 //!
 //! This keeps the harness from rotting; it asserts nothing about the figures (no timing
 //! assertions, ever: CI runs this in debug mode on a shared 2-core machine).
@@ -7,8 +8,33 @@
 use std::path::Path;
 use std::process::Command;
 
+/// Makes sure the `weir` binary is next to weir-bench, where the upload scenario's `weir serve`
+/// rows look for it. `cargo test --workspace` builds it for weir-cli's own tests; a run of this
+/// crate's tests alone may not have, so it is built here (same profile) rather than the rows
+/// skipped.
+fn ensure_weir_binary() {
+    let weir = Path::new(env!("CARGO_BIN_EXE_weir-bench")).with_file_name("weir");
+    if weir.is_file() {
+        return;
+    }
+    eprintln!(
+        "smoke: {} is missing; building it for the `weir serve` rows",
+        weir.display()
+    );
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut build = Command::new(cargo);
+    build.args(["build", "-p", "weir-cli", "--bin", "weir"]);
+    if !cfg!(debug_assertions) {
+        build.arg("--release");
+    }
+    let status = build.status().expect("run cargo build");
+    assert!(status.success(), "cargo build -p weir-cli failed");
+    assert!(weir.is_file(), "{} still missing", weir.display());
+}
+
 /// Runs `weir-bench --tiny --report <report> all` and returns the report.
 fn run_all(report: &Path) -> String {
+    ensure_weir_binary();
     let out = Command::new(env!("CARGO_BIN_EXE_weir-bench"))
         .args(["--tiny", "--report"])
         .arg(report)
@@ -30,6 +56,16 @@ fn every_scenario_reports_every_row() {
         "| raw TCP → discard ",
         "| raw TCP → file (write) ",
         "| raw TCP → file (splice) ",
+        "| raw TCP → file + SHA-256 (write) ",
+        "| raw TCP → file (write + fsync) ",
+        "| weir serve (SHA-256) → file ",
+        "| weir serve --no-hash → file (splice) ",
+        "| weir serve (SHA-256) ÷ raw → file (write) ",
+        "| weir serve --no-hash ÷ raw → file (write) ",
+        "| weir serve (SHA-256) ÷ hyper → file ",
+        "| weir serve --no-hash ÷ hyper → file ",
+        "| weir serve (SHA-256) ÷ raw → file (write + fsync) ",
+        "| raw → file + SHA-256 ÷ raw → file (write) ",
         "| weir, pause 64 KiB → discard ",
         "| weir, pause 64 KiB → discard, server's chunks ",
         "| weir, pause 256 KiB → file (write) ",

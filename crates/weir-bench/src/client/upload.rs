@@ -20,7 +20,7 @@ use super::response;
 use super::stream::Stream;
 use crate::clock;
 use crate::server::Endpoint;
-use crate::server::trace::UploadTrace;
+use crate::server::trace::{BodyPath, UploadTrace};
 use crate::tls::{self, BenchCert};
 use bytes::Bytes;
 use clap::ValueEnum;
@@ -259,11 +259,80 @@ fn tcp_addr(endpoint: &Endpoint) -> io::Result<std::net::SocketAddr> {
     }
 }
 
+impl Uploader {
+    /// `PUT /files/<path>` of `size` bytes to `weir serve` over HTTP/1.1, as [`Uploader::upload`]
+    /// writes its body; the trace is made of the service's JSON answer (the size stored and the
+    /// body counters; no instants).
+    pub fn put_file(&self, endpoint: &Endpoint, path: &str, size: u64) -> io::Result<Upload> {
+        let start_ns = clock::monotonic_ns();
+        let cpu_before = clock::thread_cpu_ns();
+        let mut s = Stream::connect(endpoint)?;
+        s.set_timeouts(Some(STALL_TIMEOUT))?;
+        let head =
+            format!("PUT /files/{path} HTTP/1.1\r\nHost: bench\r\nContent-Length: {size}\r\n\r\n");
+        let (status, body) = exchange(&mut s, head.as_bytes(), &self.chunk, size)?;
+        let end_ns = clock::monotonic_ns();
+        let client_cpu_ns = clock::thread_cpu_ns().saturating_sub(cpu_before);
+        let trace = trace_from_service(status, &body)?;
+        if trace.bytes != size {
+            return Err(io::Error::other(format!(
+                "weir serve stored {} of {size} bytes",
+                trace.bytes
+            )));
+        }
+        Ok(Upload {
+            start_ns,
+            end_ns,
+            client_cpu_ns,
+            tls: None,
+            trace,
+        })
+    }
+}
+
+/// The trace of a `weir serve` upload, from its JSON answer: `size`, and `body.direct`,
+/// `body.copied`, `body.spliced` as the body path.
+fn trace_from_service(status: u16, body: &[u8]) -> io::Result<UploadTrace> {
+    let bad = || {
+        io::Error::other(format!(
+            "weir serve answered {status}: {}",
+            String::from_utf8_lossy(body).trim()
+        ))
+    };
+    if status != 200 && status != 201 {
+        return Err(bad());
+    }
+    let j: serde_json::Value = serde_json::from_slice(body).map_err(|_| bad())?;
+    let n = |v: &serde_json::Value| v.as_u64().ok_or_else(bad);
+    Ok(UploadTrace {
+        bytes: n(&j["size"])?,
+        path: Some(BodyPath {
+            direct: n(&j["body"]["direct"])?,
+            copied: n(&j["body"]["copied"])?,
+            spliced: n(&j["body"]["spliced"])?,
+            peak_ahead: 0,
+        }),
+        ..UploadTrace::default()
+    })
+}
+
 /// One HTTP/1.1 upload on a connected stream: the head, the body in [`CHUNK`] writes, the
 /// response, its trace.
 fn exchange_h1<S: Read + Write>(s: &mut S, chunk: &[u8], size: u64) -> io::Result<UploadTrace> {
     let head = format!("POST /upload HTTP/1.1\r\nHost: bench\r\nContent-Length: {size}\r\n\r\n");
-    s.write_all(head.as_bytes())?;
+    let (status, body) = exchange(s, head.as_bytes(), chunk, size)?;
+    trace_from(status, &body)
+}
+
+/// Writes `head`, then `size` body bytes in [`CHUNK`] writes, and reads one response: its
+/// status and body.
+fn exchange<S: Read + Write>(
+    s: &mut S,
+    head: &[u8],
+    chunk: &[u8],
+    size: u64,
+) -> io::Result<(u16, Vec<u8>)> {
+    s.write_all(head)?;
     let mut left = size;
     while left > 0 {
         let n = (chunk.len() as u64).min(left) as usize;
@@ -288,7 +357,9 @@ fn exchange_h1<S: Read + Write>(s: &mut S, chunk: &[u8], size: u64) -> io::Resul
         }
         filled += n;
     };
-    trace_from(parsed.status, &buf[parsed.head_len..parsed.len])
+    buf.truncate(parsed.len);
+    buf.drain(..parsed.head_len);
+    Ok((parsed.status, buf))
 }
 
 /// The server's trace from an upload's response, or the error it answered with.

@@ -78,6 +78,8 @@ impl Settings {
             tls_cert: None,
             tls_key: None,
             h2c: false,
+            sha256: false,
+            fsync: false,
         }
     }
 }
@@ -112,6 +114,25 @@ impl Peer {
             }
         };
         Ok(Self { label, server })
+    }
+}
+
+impl Peer {
+    /// A row served by the real service: `weir serve` from the `weir` binary at `weir`, storing
+    /// into `root`. Fails the scenario if it does not start.
+    pub fn start_weir_serve(
+        label: impl Into<String>,
+        weir: &Path,
+        root: &Path,
+        args: &[&str],
+    ) -> io::Result<Self> {
+        let label = label.into();
+        let server = ServerProc::start_weir_serve(weir, root, args)
+            .map_err(|e| io::Error::other(format!("{label}: {e}")))?;
+        Ok(Self {
+            label,
+            server: Ok(server),
+        })
     }
 }
 

@@ -108,6 +108,14 @@ pub struct ServeArgs {
     /// weir needs no switch: it recognises the HTTP/2 preface on every plain listener.
     #[arg(long)]
     pub h2c: bool,
+    /// Raw upload, file sink only: SHA-256 of each buffer, inline, before it is written (the
+    /// honest baseline for a server that hashes: what one core does doing both).
+    #[arg(long)]
+    pub sha256: bool,
+    /// Raw upload, file sink only: `fsync` the file before answering (the baseline for a
+    /// server that makes uploads durable, as `weir serve` does at commit).
+    #[arg(long)]
+    pub fsync: bool,
 }
 
 impl ServeArgs {
@@ -147,6 +155,12 @@ impl ServeArgs {
         }
         if self.h2c {
             a.push("--h2c".into());
+        }
+        if self.sha256 {
+            a.push("--sha256".into());
+        }
+        if self.fsync {
+            a.push("--fsync".into());
         }
         a
     }
@@ -219,6 +233,13 @@ pub fn run_child(args: &ServeArgs) -> ! {
         System::RawResponder | System::RawUpload if args.tls_cert.is_some() || args.h2c => Err(
             StartError::Unavailable("the raw baselines speak plain HTTP/1.1 only".into()),
         ),
+        _ if (args.sha256 || args.fsync)
+            && !(args.system == System::RawUpload && args.sink == Sink::File) =>
+        {
+            Err(StartError::Unavailable(
+                "--sha256 and --fsync are options of the raw receiver's file sink".into(),
+            ))
+        }
         System::RawResponder => raw::responder::start(args),
         System::RawUpload => raw::upload::start(args),
         System::Hyper => hyper_peer::start(args),

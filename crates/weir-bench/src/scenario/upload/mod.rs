@@ -12,21 +12,23 @@
 //! TCP → file with `write`); the protocol rows also get their own ratio table.
 
 mod protocols;
+mod service;
 
 use super::{Peer, Settings, order, size_label, unavailable_note};
-use crate::client::upload::{Protocol, Uploader};
+use crate::client::upload::{Protocol, Upload, Uploader};
 use crate::report::chart::{Bar, Chart};
 use crate::report::table::Table;
 use crate::report::{self, Section};
 use crate::server::h2_settings::H2Settings;
 use crate::server::sink::empty_dir;
 use crate::server::trace::BodyPath;
-use crate::server::{ServeArgs, Sink, System};
+use crate::server::{Endpoint, ServeArgs, Sink, System};
 use crate::stats::Samples;
 use crate::tls::BenchCert;
 use clap::Args;
+use service::WeirServe;
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// `weir-bench upload` options.
 #[derive(Args, Clone, Debug)]
@@ -52,6 +54,14 @@ pub struct UploadArgs {
     /// Leave out the HTTPS and HTTP/2 rows.
     #[arg(long, conflicts_with = "protocols")]
     pub no_protocols: bool,
+    /// Only the rows whose label contains one of these (e.g. `--rows "weir serve,hyper → file"`),
+    /// plus the raw baselines they are compared with. Default: every row.
+    #[arg(long, value_delimiter = ',')]
+    pub rows: Vec<String>,
+    /// The `weir` binary for the `weir serve` rows (default: `weir` next to this executable,
+    /// which `cargo build --release -p weir-cli` puts there).
+    #[arg(long)]
+    pub weir: Option<PathBuf>,
 }
 
 struct Row {
@@ -61,6 +71,8 @@ struct Row {
     protocol: Protocol,
     /// weir's pause threshold, where the command line sets one.
     pause: Option<usize>,
+    /// For the `weir serve` rows: which, and its storage root.
+    service: Option<(WeirServe, PathBuf)>,
     /// Index of the row this one is compared with.
     baseline: usize,
     seconds: Samples,
@@ -78,8 +90,31 @@ struct Row {
     tls: Option<String>,
 }
 
+impl Row {
+    /// One upload of `size` bytes to this row's server: `POST /upload` over the row's
+    /// protocol, or `PUT /files/…` for `weir serve`.
+    fn upload(&self, uploader: &Uploader, endpoint: &Endpoint, size: u64) -> io::Result<Upload> {
+        match &self.service {
+            Some(_) => uploader.put_file(endpoint, service::STORED_NAME, size),
+            None => uploader.upload_over(self.protocol, endpoint, size),
+        }
+    }
+}
+
 /// The sinks of the HTTPS and HTTP/2 rows.
 const PROTOCOL_SINKS: [Sink; 2] = [Sink::Discard, Sink::File];
+
+/// Labels of the two baselines every other row is compared with.
+const RAW_DISCARD: &str = "raw TCP → discard";
+const RAW_FILE: &str = "raw TCP → file (write)";
+
+/// How a row's server is started.
+enum Start {
+    /// A `weir-bench __serve` child, uploaded to over `Protocol`.
+    Bench(ServeArgs, Protocol),
+    /// The `weir` binary's `weir serve`.
+    Service(WeirServe),
+}
 
 fn rows(
     s: &Settings,
@@ -87,26 +122,32 @@ fn rows(
     dir: &Path,
     cert: Option<&BenchCert>,
 ) -> io::Result<Vec<Row>> {
-    let mut specs: Vec<(String, ServeArgs, Protocol)> = Vec::new();
+    let mut specs: Vec<(String, Start)> = Vec::new();
     let h1 = Protocol::H1;
+    let bench = |args: ServeArgs, protocol: Protocol| Start::Bench(args, protocol);
     for sink in [Sink::Discard, Sink::File, Sink::Splice] {
-        specs.push((
-            format!("raw TCP → {sink}"),
-            s.serve_args(System::RawUpload, sink, dir),
-            h1,
-        ));
+        let args = s.serve_args(System::RawUpload, sink, dir);
+        specs.push((format!("raw TCP → {sink}"), bench(args, h1)));
     }
+    // The honest baselines for the service: hashing inline costs one core SHA-256 on top of the
+    // copy; durability costs the writeback that `fsync` waits for.
+    let mut args = s.serve_args(System::RawUpload, Sink::File, dir);
+    args.sha256 = true;
+    specs.push(("raw TCP → file + SHA-256 (write)".into(), bench(args, h1)));
+    let mut args = s.serve_args(System::RawUpload, Sink::File, dir);
+    args.fsync = true;
+    specs.push(("raw TCP → file (write + fsync)".into(), bench(args, h1)));
     for &b in &a.raw_read_bufs {
         let mut args = s.serve_args(System::RawUpload, Sink::Discard, dir);
         args.read_buf = Some(b);
         let label = format!("raw TCP → discard, {} reads", size_label(b as u64));
-        specs.push((label, args, h1));
+        specs.push((label, bench(args, h1)));
     }
     let weir_h1 = |t: usize, sink: Sink| {
         let mut args = s.serve_args(System::Weir, sink, dir);
         args.pause_threshold = Some(t);
         let label = format!("weir, pause {} → {sink}", size_label(t as u64));
-        (label, args, h1)
+        (label, Start::Bench(args, h1))
     };
     for &t in &a.thresholds {
         for sink in [Sink::Discard, Sink::Chunks, Sink::File, Sink::Splice] {
@@ -123,11 +164,11 @@ fn rows(
         }
     }
     for sink in [Sink::Discard, Sink::File] {
-        specs.push((
-            format!("hyper → {sink}"),
-            s.serve_args(System::Hyper, sink, dir),
-            h1,
-        ));
+        let args = s.serve_args(System::Hyper, sink, dir);
+        specs.push((format!("hyper → {sink}"), bench(args, h1)));
+    }
+    for mode in [WeirServe::Sha256, WeirServe::NoHash] {
+        specs.push((mode.label().into(), Start::Service(mode)));
     }
     for &protocol in &protocols {
         for system in [System::Weir, System::Hyper] {
@@ -145,33 +186,79 @@ fn rows(
                 } else {
                     "hyper"
                 };
-                specs.push((format!("{name}, {protocol} → {sink}"), args, protocol));
+                specs.push((format!("{name}, {protocol} → {sink}"), bench(args, protocol)));
             }
         }
     }
-    specs
-        .into_iter()
-        .map(|(label, args, protocol)| {
-            Ok(Row {
-                // Raw → discard is row 0, raw → file (write) row 1.
-                baseline: usize::from(matches!(args.sink, Sink::File | Sink::Splice)),
-                peer: Peer::start(label, &args)?,
-                system: args.system,
-                sink: args.sink,
+    // `--rows`: keep the rows asked for, and the baselines they are compared with.
+    specs.retain(|(label, _)| {
+        a.rows.is_empty()
+            || label == RAW_DISCARD
+            || label == RAW_FILE
+            || a.rows.iter().any(|r| label.contains(r.as_str()))
+    });
+    let weir_bin = if specs.iter().any(|(_, k)| matches!(k, Start::Service(_))) {
+        Some(service::weir_binary(a.weir.as_deref())?)
+    } else {
+        None
+    };
+    let mut rows = Vec::new();
+    for (i, (label, start)) in specs.into_iter().enumerate() {
+        let (peer, system, sink, protocol, pause, svc) = match start {
+            Start::Bench(args, protocol) => (
+                Peer::start(label, &args)?,
+                args.system,
+                args.sink,
                 protocol,
-                pause: args.pause_threshold,
-                seconds: Samples::default(),
-                gib_s: Samples::default(),
-                peak_mib: Samples::default(),
-                growth_mib: Samples::default(),
-                cpu_s: Samples::default(),
-                cpu_per_gib: Samples::default(),
-                client_per_gib: Samples::default(),
-                path: None,
-                tls: None,
-            })
-        })
-        .collect()
+                args.pause_threshold,
+                None,
+            ),
+            Start::Service(mode) => {
+                let root = dir.join(format!("weir-serve-{i}"));
+                let weir = weir_bin
+                    .as_deref()
+                    .ok_or_else(|| io::Error::other("no weir binary"))?;
+                let peer = Peer::start_weir_serve(label, weir, &root, mode.args())?;
+                (peer, System::Weir, mode.sink(), h1, None, Some((mode, root)))
+            }
+        };
+        rows.push(Row {
+            peer,
+            system,
+            sink,
+            protocol,
+            pause,
+            service: svc,
+            baseline: 0,
+            seconds: Samples::default(),
+            gib_s: Samples::default(),
+            peak_mib: Samples::default(),
+            growth_mib: Samples::default(),
+            cpu_s: Samples::default(),
+            cpu_per_gib: Samples::default(),
+            client_per_gib: Samples::default(),
+            path: None,
+            tls: None,
+        });
+    }
+    let find = |label: &str| rows.iter().position(|r| r.peer.label == label);
+    let (discard, file) = (find(RAW_DISCARD), find(RAW_FILE));
+    for r in &mut rows {
+        let file_row = matches!(r.sink, Sink::File | Sink::Splice);
+        r.baseline = if file_row { file } else { discard }.unwrap_or(0);
+    }
+    Ok(rows)
+}
+
+/// Removes what the last upload stored (files of the file sinks, the `weir serve` rows'
+/// stored file), then `syncfs`: outside the timing, so that no row pays for another's.
+fn clean_up(dir: &Path, rows: &[Row]) -> io::Result<()> {
+    for r in rows {
+        if let Some((_, root)) = &r.service {
+            service::remove_stored(root)?;
+        }
+    }
+    empty_dir(dir)
 }
 
 /// Runs the scenario and publishes its section.
@@ -192,20 +279,20 @@ pub fn run(s: &Settings, a: &UploadArgs) -> io::Result<()> {
         None => Uploader::new(),
     };
     // One small upload per server first, so that no row pays for first-touch page faults.
-    for r in &mut rows {
-        if let Ok(p) = &mut r.peer.server {
-            uploader
-                .upload_over(r.protocol, p.endpoint(), size / 8 + 1)
+    for r in &rows {
+        if let Ok(p) = &r.peer.server {
+            r.upload(&uploader, p.endpoint(), size / 8 + 1)
                 .map_err(|e| io::Error::other(format!("{}: {e}", r.peer.label)))?;
         }
     }
     let gib = size as f64 / (1u64 << 30) as f64;
-    empty_dir(data.path())?;
+    clean_up(data.path(), &rows)?;
     let mut peak_note = String::new();
     for round in 0..rounds {
         for i in order(rows.len(), round) {
-            let r = &mut rows[i];
-            let Ok(p) = &mut r.peer.server else { continue };
+            let Ok(p) = &mut rows[i].peer.server else {
+                continue;
+            };
             // Without permission to write clear_refs the peak is since the server started,
             // which only overstates it; say so in the report rather than fail.
             if let Err(e) = p.reset_peak() {
@@ -214,11 +301,16 @@ pub fn run(s: &Settings, a: &UploadArgs) -> io::Result<()> {
                 );
             }
             let before = p.stats()?;
-            let up = uploader
-                .upload_over(r.protocol, p.endpoint(), size)
-                .map_err(|e| io::Error::other(format!("{}: {e}", r.peer.label)))?;
-            let after = p.stats()?;
-            empty_dir(data.path())?;
+            let endpoint = p.endpoint().clone();
+            let up = rows[i]
+                .upload(&uploader, &endpoint, size)
+                .map_err(|e| io::Error::other(format!("{}: {e}", rows[i].peer.label)))?;
+            let after = match &mut rows[i].peer.server {
+                Ok(p) => p.stats()?,
+                Err(_) => continue,
+            };
+            clean_up(data.path(), &rows)?;
+            let r = &mut rows[i];
             let secs = up.seconds();
             r.seconds.push(secs);
             r.gib_s.push(gib / secs);
@@ -305,7 +397,7 @@ pub fn run(s: &Settings, a: &UploadArgs) -> io::Result<()> {
          straight into the handler's buffer, bytes read ahead into weir's buffer and copied \
          out, bytes spliced to the file, and the most body bytes held ahead of the handler.\n\n\
          Ratios are GiB/s over the raw row of the same round: discard and chunk rows against \
-         raw → discard, file and splice rows against raw → file (write){}.\n{}",
+         raw → discard, file and splice rows against raw → file (write){}.\n{}{}",
         size_label(size),
         size_label(crate::client::upload::CHUNK as u64),
         s.server_threads,
@@ -324,6 +416,21 @@ pub fn run(s: &Settings, a: &UploadArgs) -> io::Result<()> {
                  GiB, above 1 means the first costs more CPU per byte; weir's HTTP/1.1 row is the \
                  one at its default pause threshold, {}):\n\n{t}",
                 size_label(weir::Config::default().pause_threshold as u64)
+            ))
+            .unwrap_or_default(),
+        service::ratio_table(&rows)
+            .map(|t| format!(
+                "\nThe service: `weir serve` (the `weir` binary, its defaults: {} pause threshold, \
+                 one runtime worker per core) storing a `PUT /files/{}` from the same client; \
+                 SHA-256 (default: the body is read into pooled buffers, written, and hashed on a \
+                 hashing thread beside the connection's task past the first MiBs) or `--no-hash` \
+                 (splice). It answers after its commit: `fsync` of the file, rename, `fsync` of \
+                 the directory; raw → file (write) does none of that, raw → file (write + fsync) \
+                 syncs its file before answering, raw → file + SHA-256 hashes each 256 KiB \
+                 buffer inline before writing it. Server CPU of `weir serve` is read from \
+                 `/proc/<pid>/stat` (10 ms ticks). Medians of round-by-round ratios:\n\n{t}",
+                size_label(weir::Config::default().pause_threshold as u64),
+                service::STORED_NAME,
             ))
             .unwrap_or_default()
     );
@@ -403,6 +510,8 @@ impl Default for UploadArgs {
             raw_read_bufs: Vec::new(),
             protocols: vec![Protocol::Https, Protocol::H2c, Protocol::H2Tls],
             no_protocols: false,
+            rows: Vec::new(),
+            weir: None,
         }
     }
 }
