@@ -39,7 +39,7 @@ impl BufferPool {
     pub(crate) fn take(&self) -> PooledBuffer {
         let reused = self.shared.idle.lock().ok().and_then(|mut idle| idle.pop());
         // ALLOCATION: only when no idle buffer is left (the first uploads, or a burst).
-        let buf = reused.unwrap_or_else(|| vec![0u8; crate::serve::upload::exp("WEIR_EXP_BUF", UPLOAD_BUFFER)].into_boxed_slice());
+        let buf = reused.unwrap_or_else(|| vec![0u8; UPLOAD_BUFFER].into_boxed_slice());
         self.shared.lent.fetch_add(1, Ordering::Relaxed);
         PooledBuffer {
             buf: Some(buf),

@@ -238,11 +238,10 @@ async fn pipelined_body(
     counts: &mut WhereHashed,
 ) -> Result<(), BodyFailure> {
     let lane = LaneHandle::new();
-    let max_lent = exp("WEIR_EXP_LANE", LANE_BUFFERS);
     let mut lent = 1;
     let mut started = false;
     loop {
-        let n = fill(ex, &mut free).await?;
+        let n = fill(ex, &mut free).await.map_err(BodyFailure::Body)?;
         if n == 0 {
             break;
         }
@@ -266,7 +265,7 @@ async fn pipelined_body(
         counts.pipelined += n as u64;
         free = match lane.try_free() {
             Some(buf) => buf,
-            None if lent < max_lent => {
+            None if lent < LANE_BUFFERS => {
                 lent += 1;
                 svc.buffers.take()
             }
@@ -283,23 +282,24 @@ async fn pipelined_body(
 /// A hashing thread that died: the upload cannot vouch for its digest.
 const LOST: BodyFailure = BodyFailure::Store(StoreError::HashOutOfOrder);
 
-pub(crate) fn exp(name: &str, default: usize) -> usize {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
-}
+/// Room below which [`fill`] stops: weir reads the socket straight into a caller's buffer only
+/// when it is at least its read buffer size (16 KiB by default); a smaller one would be filled
+/// through weir's buffer, a copy.
+const FILL_MIN_ROOM: usize = 64 * 1024;
 
-async fn fill(ex: &mut Exchange<'_>, buf: &mut [u8]) -> Result<usize, BodyFailure> {
-    static FILL: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    let target = *FILL.get_or_init(|| exp("WEIR_EXP_FILL", 0));
+/// Reads into `buf` until it is full (or nearly: [`FILL_MIN_ROOM`]) or the body ends: one
+/// write and one hash job per full buffer rather than per read (a read returns what the
+/// socket holds, often less). Every read is direct, into `buf`. 0 at the end of the body.
+async fn fill(ex: &mut Exchange<'_>, buf: &mut [u8]) -> Result<usize, weir::Error> {
     let mut filled = 0;
     loop {
-        let n = ex.read_body(&mut buf[filled..]).await.map_err(BodyFailure::Body)?;
+        let n = ex.read_body(&mut buf[filled..]).await?;
         filled += n;
-        if n == 0 || filled >= target || buf.len() - filled < 64 * 1024 {
+        if n == 0 || buf.len() - filled < FILL_MIN_ROOM {
             return Ok(filled);
         }
     }
 }
-
 
 /// The `Content-Digest` header(s), joined and parsed; an empty digest if absent.
 pub(super) fn content_digest(ex: &Exchange<'_>) -> Result<ContentDigest, String> {

@@ -189,8 +189,7 @@ fn a_client_gone_while_a_hash_is_in_flight_leaves_nothing() {
         request(s.addr, "PUT /files/t HTTP/1.1", b"old version").status,
         201
     );
-    // The client announces 64 MiB and sends a little past the inline prefix.
-    let sent = INLINE_PREFIX + 300_001;
+    let body = data(4 << 20, 76);
     let mut sock = TcpStream::connect(s.addr).unwrap();
     write!(
         sock,
@@ -198,45 +197,41 @@ fn a_client_gone_while_a_hash_is_in_flight_leaves_nothing() {
         64 << 20
     )
     .unwrap();
-    sock.write_all(&data(sent, 76)).unwrap();
-    // Let jobs through one by one until the one that ends at the last byte sent waits at the
-    // gate and the file holds every byte: the task then has a free buffer and waits in a read.
-    let guard = Duration::from_secs(60);
-    loop {
-        let waiting = s.gate.wait_for_job(guard).expect("a hash job at the gate");
-        if waiting == [sent as u64] && temp_len(&s.root) == Some(sent as u64) {
-            break;
-        }
-        if waiting.iter().all(|&end| end < sent as u64) {
-            s.gate.release(1);
-            // Wait for that job to leave, so that the next look sees the next job.
-            wait_for("the released job to pass", || s.gate.waiting() != waiting);
-        } else {
-            std::thread::sleep(Duration::from_millis(5));
-        }
-    }
-    // Gone, with the last buffer's hash in flight.
-    drop(sock);
+    // Exactly the inline prefix first: the service hashes it inline, and the pipeline starts
+    // with the next byte.
+    sock.write_all(&body[..INLINE_PREFIX]).unwrap();
     let root = s.root.clone();
+    wait_for("the inline prefix in the temporary file", || {
+        temp_len(&root) == Some(INLINE_PREFIX as u64)
+    });
+    // Then more than one pipelined buffer's worth (512 KiB), less than two: the first buffer
+    // fills and goes to a hashing thread, where the gate holds its job; the task waits in a
+    // read with the rest in the next buffer.
+    sock.write_all(&body[INLINE_PREFIX..INLINE_PREFIX + (600 << 10)])
+        .unwrap();
+    let waiting = s
+        .gate
+        .wait_for_job(Duration::from_secs(60))
+        .expect("a hash job at the gate");
+    assert_eq!(waiting.len(), 1);
+    assert!(waiting[0] > INLINE_PREFIX as u64, "{waiting:?}");
+    // Gone, with that hash in flight.
+    drop(sock);
     wait_for("the temporary file to be removed", || {
         temps(&root).is_empty()
     });
-    assert_eq!(
-        s.gate.waiting(),
-        [sent as u64],
-        "the hash was still in flight"
-    );
+    assert_eq!(s.gate.waiting(), waiting, "the hash was still in flight");
     assert!(s.service.buffers_lent() > 0, "the job still holds its buffer");
-    // The job finishes after its upload is gone: its buffer goes back, nothing is stored.
+    // The job finishes after its upload is gone: every buffer goes back, nothing is stored.
     s.gate.open();
     s.wait_for_buffers();
     assert!(temps(&s.root).is_empty());
     let r = request(s.addr, "GET /files/t HTTP/1.1", b"");
     assert_eq!(r.body, b"old version");
-    // The pipeline is still fine for the next upload.
-    let body = data(6 << 20, 77);
+    // The hashing threads serve the next upload.
     let r = request(s.addr, "PUT /files/t HTTP/1.1", &body);
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(r.json()["sha256"], sha256(&body));
+    assert!(r.json()["hashing"]["pipelined"].as_u64().unwrap() > 0);
     s.wait_for_buffers();
 }
