@@ -41,7 +41,8 @@
 //! ([`StoreError::HashOutOfOrder`]) and its temporary is removed when it is dropped. A job that
 //! outlives its upload (the client went away while it ran) just finishes and drops its buffer.
 //!
-//! Tokens carry the id of their upload and the byte range they cover; nothing here allocates.
+//! Tokens carry the id of their upload and the byte range they cover. Nothing here allocates
+//! but the boxed hash state, once per upload.
 
 use crate::digest::{Digests, Hashers};
 use crate::error::StoreError;
@@ -69,7 +70,7 @@ pub struct HashJob<B> {
     buf: B,
     len: usize,
     /// `None` when the upload computes no digest: running the job does nothing.
-    hashers: Option<Hashers>,
+    hashers: Option<Box<Hashers>>,
     #[cfg(any(test, feature = "fault-injection"))]
     gate: Option<crate::fault::HashGate>,
 }
@@ -80,7 +81,7 @@ pub struct Hashed<B> {
     upload: u64,
     end: u64,
     buf: B,
-    hashers: Option<Hashers>,
+    hashers: Option<Box<Hashers>>,
     #[cfg(any(test, feature = "fault-injection"))]
     gate: Option<crate::fault::HashGate>,
 }
@@ -193,11 +194,12 @@ impl<B> fmt::Debug for Hashed<B> {
     }
 }
 
-/// Where an upload's hash state is.
+/// Where an upload's hash state is. The hashers (a few hundred bytes with SHA-512's state) are
+/// boxed once per upload, so that jobs and results move as a few words.
 #[derive(Debug)]
 enum State {
     /// Here, having seen the first `hashed` bytes of the file.
-    Here(Hashers),
+    Here(Box<Hashers>),
     /// In a [`HashJob`] (and the jobs chained to it), which will have hashed at least up to
     /// `end`.
     Away { end: u64 },
@@ -230,7 +232,8 @@ impl HashTrack {
             state: if hashers.is_empty() {
                 State::Off
             } else {
-                State::Here(hashers)
+                // ALLOCATION: once per upload that computes a digest.
+                State::Here(Box::new(hashers))
             },
             hashed: 0,
             #[cfg(any(test, feature = "fault-injection"))]
@@ -394,7 +397,11 @@ mod tests {
             expected_digest: Some(ContentDigest::parse(&header).unwrap()),
             ..UploadOptions::default()
         };
-        assert!(pipelined(&store, "ok", &body, opts.clone()).commit().is_ok());
+        assert!(
+            pipelined(&store, "ok", &body, opts.clone())
+                .commit()
+                .is_ok()
+        );
         let mut other = body.clone();
         other[999_999] ^= 1;
         let err = pipelined(&store, "bad", &other, opts).commit().unwrap_err();
@@ -526,7 +533,10 @@ mod tests {
         let done = up.hash_job(h1).unwrap().run();
         assert!(refused(done.chain(w3)), "w2 skipped");
         drop(w2);
-        assert!(refused(up.commit()), "the state went with the refused chain");
+        assert!(
+            refused(up.commit()),
+            "the state went with the refused chain"
+        );
         let mut one = begin("i");
         let mut two = begin("j");
         let w = one.write_owned(vec![1u8; 8], 8).unwrap();

@@ -14,7 +14,9 @@
 //!
 //! The code is synchronous std code, called from the connection's task: plain `write(2)` into
 //! the page cache was measured twice as fast as going through `tokio::fs`. Only `commit`'s
-//! fsyncs block for long, once per upload.
+//! fsyncs block for long, once per upload; to shorten them, a large upload's bytes are written
+//! back while it is still being received, by one writeback thread per store
+//! ([`LocalOptions::early_writeback`]).
 //!
 //! # Guarantees
 //! - **Atomicity.** An upload is invisible until commit renames its temporary file over the
@@ -77,14 +79,15 @@ mod path;
 mod quota;
 mod sys;
 mod upload;
+mod writeback;
 
 pub use digest::{ContentDigest, DigestAlgorithm, DigestParseError};
 pub use error::StoreError;
 #[cfg(any(test, feature = "fault-injection"))]
 pub use fault::{Fault, FaultOp, HashGate};
+pub use hash_job::{HashJob, Hashed, Written};
 pub use local::{Entry, FileMeta, LocalOptions, LocalStore};
 pub use path::{MAX_PATH_LEN, MAX_SEGMENT_LEN, PathError, RESERVED_PREFIX, StorePath};
-pub use hash_job::{HashJob, Hashed, Written};
 pub use upload::{Committed, Upload, UploadOptions};
 
 #[cfg(test)]

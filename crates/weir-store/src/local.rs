@@ -21,6 +21,7 @@ use crate::path::{StorePath, is_reserved, validate_segment};
 use crate::quota::Usage;
 use crate::sys;
 use crate::upload::{Upload, UploadOptions};
+use crate::writeback::{self, Flusher};
 use std::fs::{self, File, Metadata, OpenOptions};
 use std::io;
 use std::path::{Path, PathBuf};
@@ -34,11 +35,16 @@ pub(crate) const TEMP_PREFIX: &str = ".weir-upload-";
 pub(crate) const TEMP_SUFFIX: &str = ".tmp";
 
 /// Options for [`LocalStore::open`].
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct LocalOptions {
     /// The most bytes the files under the root may take, counted as the sum of file sizes
     /// (uploads in progress included). `None`: no limit but the disk's.
     pub max_storage: Option<u64>,
+    /// Start writing an upload back to disk every this many bytes written through
+    /// [`Upload::write`] or [`Upload::write_owned`], on the store's writeback thread, so that
+    /// commit's `fsync` has only the tail left to wait for (see the `writeback` module).
+    /// Default 16 MiB; `None`: the whole file at commit. Linux only (no effect elsewhere).
+    pub early_writeback: Option<u64>,
     /// Test hook: make one write or fsync fail with a chosen OS error (see
     /// [`Fault`](crate::Fault)). Only with the `fault-injection` feature.
     #[cfg(any(test, feature = "fault-injection"))]
@@ -47,6 +53,19 @@ pub struct LocalOptions {
     /// (see [`HashGate`](crate::HashGate)). Only with the `fault-injection` feature.
     #[cfg(any(test, feature = "fault-injection"))]
     pub hash_gate: Option<crate::fault::HashGate>,
+}
+
+impl Default for LocalOptions {
+    fn default() -> Self {
+        LocalOptions {
+            max_storage: None,
+            early_writeback: Some(writeback::DEFAULT_EVERY),
+            #[cfg(any(test, feature = "fault-injection"))]
+            fault: None,
+            #[cfg(any(test, feature = "fault-injection"))]
+            hash_gate: None,
+        }
+    }
 }
 
 /// Metadata of a stored file, from the open file itself (so it describes exactly the bytes
@@ -93,6 +112,9 @@ pub(crate) struct Shared {
     /// the `lstat` and the `rename` or `unlink`, never across an fsync.
     pub(crate) commit_lock: Mutex<()>,
     pub(crate) faults: Faults,
+    /// The writeback thread of uploads, and how often they use it.
+    pub(crate) flusher: Flusher,
+    pub(crate) early_writeback: Option<u64>,
     /// Temporary files removed at open.
     removed_at_open: u64,
     /// Holds the root lock for as long as the store or any upload lives.
@@ -165,6 +187,8 @@ impl LocalStore {
                 usage: Usage::new(scan.used, options.max_storage),
                 commit_lock: Mutex::new(()),
                 faults,
+                flusher: Flusher::default(),
+                early_writeback: options.early_writeback,
                 removed_at_open: scan.removed,
                 _lock: lock,
             }),
@@ -184,6 +208,11 @@ impl LocalStore {
     /// The configured `max_storage`.
     pub fn max_storage(&self) -> Option<u64> {
         self.shared.usage.limit()
+    }
+
+    #[cfg(test)]
+    pub(crate) fn shared(&self) -> &Shared {
+        &self.shared
     }
 
     /// How many leftover temporary files [`LocalStore::open`] removed.

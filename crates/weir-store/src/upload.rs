@@ -26,8 +26,9 @@
 //! cache, the one copy a buffered write needs). [`Upload::write_owned`] does the same
 //! `write(2)` and keeps the buffer, which a [`HashJob`] later reads in place on another thread
 //! (`hash_job.rs`): no copy either. Nothing is allocated per write; the only
-//! allocations are per upload (paths, in `begin`) and, only when bytes bypassed `write` and a
-//! digest is needed, one read buffer at commit.
+//! allocations are per upload (paths and the boxed hash state, in `begin`) and, only when bytes
+//! bypassed `write` and a digest is needed, one read buffer at commit. Every 16 MiB written
+//! (by default), a `dup` of the file goes to the store's writeback thread (`writeback.rs`).
 
 use crate::digest::{ContentDigest, Digests, Hashers};
 use crate::error::StoreError;
@@ -36,6 +37,7 @@ use crate::hash_job::{HashJob, HashTrack, Hashed, Written};
 use crate::local::{Missing, Shared, create_temp, lstat};
 use crate::path::StorePath;
 use crate::sys;
+use crate::writeback;
 use std::fs::{self, File};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::PathBuf;
@@ -114,6 +116,8 @@ pub struct Upload {
     /// `write_owned`; off once an external write was recorded (commit then reads the file
     /// back). See `hash_job.rs`.
     hash: HashTrack,
+    /// Writeback of `0..flushed` was requested (see `writeback.rs`).
+    flushed: u64,
 }
 
 impl Upload {
@@ -167,6 +171,7 @@ impl Upload {
             want_sha256,
             want_sha512,
             hash,
+            flushed: 0,
         })
     }
 
@@ -196,6 +201,7 @@ impl Upload {
         }
         self.write_file(buf)?;
         self.size += n;
+        self.write_back_early();
         Ok(())
     }
 
@@ -222,6 +228,7 @@ impl Upload {
         self.account(n)?;
         self.write_file(bytes)?;
         self.size += n;
+        self.write_back_early();
         Ok(self.hash.written(buf, start, self.size))
     }
 
@@ -242,6 +249,20 @@ impl Upload {
     pub fn attach<B>(&mut self, hashed: Hashed<B>) -> Result<B, StoreError> {
         self.ensure_open()?;
         self.hash.attach(hashed).map_err(|e| self.discard(e))
+    }
+
+    /// Asks the store's writeback thread to start on what was written since the last request,
+    /// every `early_writeback` bytes (`writeback.rs`). No system call here but a `dup` per
+    /// request (one per 16 MiB by default).
+    fn write_back_early(&mut self) {
+        let Some(every) = self.shared.early_writeback else {
+            return;
+        };
+        if let Some((offset, len)) = writeback::next_range(self.flushed, self.size, every) {
+            if self.shared.flusher.request(&self.file, offset, len) {
+                self.flushed = offset + len;
+            }
+        }
     }
 
     /// `write_all` to the temporary file (behind the write fault hook); an error discards.
@@ -543,6 +564,31 @@ mod tests {
         f.write_all(b"!").unwrap();
         drop(f);
         assert_eq!(store.open_file(&p("f")).unwrap().1.sha256, None);
+    }
+
+    #[test]
+    fn large_uploads_are_written_back_early_and_stay_byte_exact() {
+        let (_dir, store) = store_with(LocalOptions {
+            early_writeback: Some(4 << 20),
+            ..LocalOptions::default()
+        });
+        let body = data(13 << 20, 9);
+        let mut up = store.begin(&p("big"), UploadOptions::default()).unwrap();
+        for chunk in body.chunks(300_001) {
+            up.write(chunk).unwrap();
+        }
+        // Ranges up to 1 MiB behind the writer, every 4 MiB: 0..4, 4..8, then 8..12 MiB.
+        let queued = if crate::sys::EARLY_WRITEBACK { 3 } else { 0 };
+        assert_eq!(store.shared().flusher.queued(), queued);
+        assert_eq!(up.commit().unwrap().sha256, Some(sha256(&body)));
+        assert_eq!(read(&store, "big"), body);
+        // Off: nothing requested.
+        let (_dir, store) = store_with(LocalOptions {
+            early_writeback: None,
+            ..LocalOptions::default()
+        });
+        put(&store, "big", &body);
+        assert_eq!(store.shared().flusher.queued(), 0);
     }
 
     #[test]

@@ -98,7 +98,9 @@ impl Drop for InProcess {
 
 fn temp_len(root: &Path) -> Option<u64> {
     let t = temps(root);
-    t.first().and_then(|t| std::fs::metadata(t).ok()).map(|m| m.len())
+    t.first()
+        .and_then(|t| std::fs::metadata(t).ok())
+        .map(|m| m.len())
 }
 
 #[test]
@@ -123,7 +125,10 @@ fn bodies_of_many_buffers_are_byte_exact_with_odd_sizes() {
         assert_eq!(inline + pipelined, len as u64, "{j}");
         if len > 8 << 20 {
             // Hashing threads were idle (one upload at a time): they did most of it.
-            assert!(inline >= INLINE_PREFIX as u64 && pipelined > len as u64 / 2, "{j}");
+            assert!(
+                inline >= INLINE_PREFIX as u64 && pipelined > len as u64 / 2,
+                "{j}"
+            );
         } else if len < INLINE_PREFIX {
             assert_eq!(pipelined, 0, "{j}");
         }
@@ -221,7 +226,10 @@ fn a_client_gone_while_a_hash_is_in_flight_leaves_nothing() {
         temps(&root).is_empty()
     });
     assert_eq!(s.gate.waiting(), waiting, "the hash was still in flight");
-    assert!(s.service.buffers_lent() > 0, "the job still holds its buffer");
+    assert!(
+        s.service.buffers_lent() > 0,
+        "the job still holds its buffer"
+    );
     // The job finishes after its upload is gone: every buffer goes back, nothing is stored.
     s.gate.open();
     s.wait_for_buffers();

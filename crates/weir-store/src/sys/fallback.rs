@@ -35,3 +35,8 @@ pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
 pub(crate) fn sync_dir(_dir: &Path) -> io::Result<()> {
     Ok(())
 }
+
+/// No early writeback here: commit's fsync does all of it.
+pub(crate) const EARLY_WRITEBACK: bool = false;
+
+pub(crate) fn start_writeback(_file: &File, _offset: u64, _len: u64) {}

@@ -1,5 +1,5 @@
-//! Linux: `O_NOFOLLOW`, the digest xattr and the root lock, through rustix (safe wrappers, so
-//! the crate stays `forbid(unsafe_code)`).
+//! Linux: `O_NOFOLLOW`, the digest xattr, the root lock and early writeback, through rustix
+//! (safe wrappers, so the crate stays `forbid(unsafe_code)`).
 
 use super::{DIGEST_XATTR, DigestRecord};
 use rustix::fs::{FlockOperation, OFlags, XattrFlags};
@@ -58,4 +58,21 @@ pub(crate) fn lock_exclusive(file: &File) -> io::Result<()> {
 /// Makes a directory's entries (a rename, a new file or directory, an unlink) durable.
 pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
+}
+
+/// Early writeback is available (see `writeback.rs`).
+pub(crate) const EARLY_WRITEBACK: bool = true;
+
+/// Starts writing `len` bytes of `file` from `offset` back to disk:
+/// `posix_fadvise(POSIX_FADV_DONTNEED)`, which on Linux submits the range's dirty pages
+/// (`WB_SYNC_NONE`: it does not wait for them to reach the disk, though submitting can wait for
+/// room in the device's queue) and then drops the range's pages that are clean. Advice: errors
+/// are ignored (commit's fsync reports any I/O error).
+pub(crate) fn start_writeback(file: &File, offset: u64, len: u64) {
+    let _ = rustix::fs::fadvise(
+        file,
+        offset,
+        std::num::NonZeroU64::new(len),
+        rustix::fs::Advice::DontNeed,
+    );
 }

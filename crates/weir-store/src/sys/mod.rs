@@ -8,6 +8,7 @@
 //! | SHA-256 kept in the `user.weir.sha256` xattr | yes, where the filesystem allows | no |
 //! | root lock (`flock` on `.weir-lock`) | yes | no |
 //! | directory fsync | yes | on other Unixes; a no-op elsewhere |
+//! | early writeback of uploads (`writeback.rs`) | `posix_fadvise(DONTNEED)` | no (commit's fsync does it all) |
 //!
 //! The fallback is compiled (and unit-tested) on Linux too, so it cannot rot unnoticed.
 

@@ -186,7 +186,10 @@ fn rows(
                 } else {
                     "hyper"
                 };
-                specs.push((format!("{name}, {protocol} → {sink}"), bench(args, protocol)));
+                specs.push((
+                    format!("{name}, {protocol} → {sink}"),
+                    bench(args, protocol),
+                ));
             }
         }
     }
@@ -219,7 +222,14 @@ fn rows(
                     .as_deref()
                     .ok_or_else(|| io::Error::other("no weir binary"))?;
                 let peer = Peer::start_weir_serve(label, weir, &root, mode.args())?;
-                (peer, System::Weir, mode.sink(), h1, None, Some((mode, root)))
+                (
+                    peer,
+                    System::Weir,
+                    mode.sink(),
+                    h1,
+                    None,
+                    Some((mode, root)),
+                )
             }
         };
         rows.push(Row {

@@ -137,7 +137,9 @@ fn serve_connection<S: Read + Write + AsFd>(
                 trace.received(early);
                 let mut file = create_upload_file(dir)?;
                 let mut sha = file_opts.sha256.then(Sha256::new);
-                to_file(&mut s, rest, &mut body, early, &mut file, &mut sha, &mut trace)?;
+                to_file(
+                    &mut s, rest, &mut body, early, &mut file, &mut sha, &mut trace,
+                )?;
                 if file_opts.fsync {
                     file.sync_all()?;
                 }
