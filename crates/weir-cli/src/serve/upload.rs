@@ -12,12 +12,13 @@
 //! - **hashed**: `Exchange::read_body` reads the socket straight into a pooled 512 KiB buffer
 //!   (the one user-space copy), which is written to the file and hashed in place, from the same
 //!   buffer. The first [`PIPELINE_AFTER`] bytes are hashed inline (`Upload::write`: hash, then
-//!   write, on the connection's task); beyond, the hashing is **pipelined**: two buffers take
-//!   turns, one hashed on a hashing thread (`hasher.rs`) while the task receives and writes the
-//!   other (`Upload::write_owned` → `hash_job` → `attach`, weir-store's protocol that keeps the
-//!   digest exactly that of the bytes written). No copy is added: the hashing thread reads the
-//!   buffer `write(2)` read. No allocation per read; per upload, one reply slot when pipelined
-//!   (buffers come from the pool).
+//!   write, on the connection's task); beyond, the hashing is **pipelined**: up to three
+//!   buffers take turns, each filled and written by the task, then hashed on a hashing thread
+//!   (`hasher.rs`) while the task fills the next (`Upload::write_owned` → `hash_job` →
+//!   `Hashed::chain` → `attach`, weir-store's protocol that keeps the digest exactly that of
+//!   the bytes written). No copy is added: the hashing thread reads the buffer `write(2)`
+//!   read. No allocation per read; per pipelined upload, one lane (buffers come from the pool).
+//!   The answer's `hashing` says how many bytes were hashed `inline` and `pipelined`.
 //!
 //! Any failure drops the `Upload`, which removes its temporary file: a client that disconnects,
 //! a body that is too large, a digest that does not match, a full disk all leave the target as
@@ -193,7 +194,7 @@ async fn splice_body(ex: &mut Exchange<'_>, upload: &mut Upload) -> Result<(), B
 /// hashing thread could help: handing a buffer over costs a thread wake-up each way, about what
 /// hashing tens of KiB costs, and overlap needs at least two buffers. Bodies without a
 /// `Content-Length` take the same rule, so nothing depends on the client announcing a size.
-pub(crate) const PIPELINE_AFTER: u64 = 2 << 20;
+const PIPELINE_AFTER: u64 = 2 << 20;
 
 /// Socket → pooled buffer (direct read) → file + hash: inline, then pipelined once the body is
 /// past [`PIPELINE_AFTER`] (when there is anything to hash).
