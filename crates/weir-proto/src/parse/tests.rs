@@ -172,7 +172,8 @@ fn framing_errors() {
         (b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 99999999999999999999\r\n\r\n", InvalidContentLength),
         (b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked, gzip\r\n\r\n", ChunkedNotFinal),
         (b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n", ChunkedNotFinal),
-        (b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: xchunked\r\n\r\n", UnknownTransferCoding),
+        (b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: xchunked\r\n\r\n", ChunkedNotFinal),
+        (b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", UnknownTransferCoding),
         (b"POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", TransferEncodingInHttp10),
     ];
     for (input, expected) in cases {
