@@ -252,33 +252,53 @@ fn is_absolute_uri(target: &str) -> bool {
         && !rest.is_empty()
 }
 
-/// `Host` = uri-host [ ":" port ]: reg-name, IPv4 or IP-literal characters only (RFC 3986 §3.2.2).
-/// Empty is allowed (RFC 9112 §3.2, for targets without an authority).
+/// `Host` = uri-host [ ":" port ] (RFC 9110 §7.2): an IP-literal in brackets, or a reg-name /
+/// IPv4 address, then at most one `:` and a decimal port. Empty is allowed (RFC 9112 §3.2, for
+/// targets without an authority). A `Host` that fails this is a MUST-400 (RFC 9112 §3.2).
 fn is_valid_host(value: &[u8]) -> bool {
-    value.iter().all(|&b| {
-        b.is_ascii_alphanumeric()
-            || matches!(
-                b,
-                b'-' | b'.'
-                    | b'_'
-                    | b'~'
-                    | b'%'
-                    | b'!'
-                    | b'$'
-                    | b'&'
-                    | b'\''
-                    | b'('
-                    | b')'
-                    | b'*'
-                    | b'+'
-                    | b','
-                    | b';'
-                    | b'='
-                    | b':'
-                    | b'['
-                    | b']'
-            )
-    })
+    let (host, port) = if let Some(literal) = value.strip_prefix(b"[") {
+        // IP-literal (RFC 3986 §3.2.2): IPv6 or IPvFuture, no brackets inside.
+        let Some(close) = literal.iter().position(|&b| b == b']') else {
+            return false;
+        };
+        let inside = &literal[..close];
+        if inside.is_empty() || !inside.iter().all(|&b| is_reg_name_byte(b) || b == b':') {
+            return false;
+        }
+        (&b""[..], &literal[close + 1..])
+    } else {
+        let end = value.iter().position(|&b| b == b':').unwrap_or(value.len());
+        (&value[..end], &value[end..])
+    };
+    let port_ok = match port {
+        [] => true,
+        [b':', digits @ ..] => digits.iter().all(u8::is_ascii_digit),
+        _ => false,
+    };
+    port_ok && host.iter().all(|&b| is_reg_name_byte(b))
+}
+
+/// The bytes of a reg-name (RFC 3986 §3.2.2): unreserved, sub-delims and `%` of pct-encoded.
+fn is_reg_name_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric()
+        || matches!(
+            b,
+            b'-' | b'.'
+                | b'_'
+                | b'~'
+                | b'%'
+                | b'!'
+                | b'$'
+                | b'&'
+                | b'\''
+                | b'('
+                | b')'
+                | b'*'
+                | b'+'
+                | b','
+                | b';'
+                | b'='
+        )
 }
 
 #[cfg(test)]

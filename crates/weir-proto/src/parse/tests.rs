@@ -310,3 +310,32 @@ fn head_is_reused_without_growing() {
     assert_eq!(head.header_count(), 1);
     assert_eq!(head.header("x"), None);
 }
+
+/// RFC 9110 §7.2: `Host = uri-host [ ":" port ]`; anything else is a MUST-400 (RFC 9112 §3.2).
+#[test]
+fn host_grammar() {
+    for ok in [
+        "a",
+        "a.example:8080",
+        "a:",
+        "127.0.0.1:80",
+        "[::1]",
+        "[::1]:443",
+        "[v1.x]",
+        "",
+    ] {
+        let raw = format!("GET / HTTP/1.1\r\nHost: {ok}\r\n\r\n");
+        assert!(parse(raw.as_bytes()).is_ok(), "{ok:?} rejected");
+    }
+    for bad in [
+        "a:b", "a:1:2", "user@a", "[::1", "[]", "[::1]x", "[::1]:x", "a]", "a[b", "a/b",
+    ] {
+        let raw = format!("GET / HTTP/1.1\r\nHost: {bad}\r\n\r\n");
+        assert_eq!(err(raw.as_bytes()), ProtoError::InvalidHost, "{bad:?}");
+    }
+    // CONNECT's authority-form uses the same grammar.
+    assert_eq!(
+        err(b"CONNECT a:b HTTP/1.1\r\nHost: a\r\n\r\n"),
+        ProtoError::InvalidTarget
+    );
+}
