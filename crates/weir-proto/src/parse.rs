@@ -209,8 +209,13 @@ fn map_httparse_error(e: httparse::Error, raw: &[u8]) -> ProtoError {
 }
 
 /// A syntactically valid `HTTP/x.y` that is not 1.0 or 1.1 deserves 505; anything else 400.
+/// Only in a well-formed line (`method SP target SP version`): `GET /a b HTTP/1.1` fails in
+/// httparse as a version error too, but it is a bad request line, not a version weir lacks.
 fn version_error(raw: &[u8]) -> ProtoError {
     let line = raw.split(|&b| b == b'\r').next().unwrap_or(raw);
+    if line.iter().filter(|&&b| b == b' ').count() != 2 {
+        return ProtoError::InvalidRequestLine;
+    }
     let version = line.rsplit(|&b| b == b' ').next().unwrap_or(line);
     match version {
         [b'H', b'T', b'T', b'P', b'/', major, b'.', minor]

@@ -219,6 +219,9 @@ fn syntax_errors() {
         (b"GET / HTTP/1.1\r\nHost: a/b\r\n\r\n", InvalidHost),
         (b"GET / HTTP/2.0\r\nHost: a\r\n\r\n", UnsupportedVersion),
         (b"GET / HTTP/1.x\r\nHost: a\r\n\r\n", InvalidRequestLine),
+        // A space in the target: a bad line, not an unsupported version (400, not 505).
+        (b"GET /a b HTTP/1.1\r\nHost: a\r\n\r\n", InvalidRequestLine),
+        (b"GET /a HTTP/2.0 x\r\nHost: a\r\n\r\n", InvalidRequestLine),
         (b"GET / FOO/1.1\r\nHost: a\r\n\r\n", InvalidRequestLine),
         (b"GET  / HTTP/1.1\r\nHost: a\r\n\r\n", InvalidRequestLine),
         (b"G(T / HTTP/1.1\r\nHost: a\r\n\r\n", InvalidRequestLine),
