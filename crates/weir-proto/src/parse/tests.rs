@@ -226,6 +226,11 @@ fn syntax_errors() {
         (b"GET  / HTTP/1.1\r\nHost: a\r\n\r\n", InvalidRequestLine),
         (b"G(T / HTTP/1.1\r\nHost: a\r\n\r\n", InvalidRequestLine),
         (b"GET /\xc3\xa9 HTTP/1.1\r\nHost: a\r\n\r\n", InvalidTarget),
+        (b"GET /a#b HTTP/1.1\r\nHost: a\r\n\r\n", InvalidTarget),
+        (
+            b"GET http://a/#b HTTP/1.1\r\nHost: a\r\n\r\n",
+            InvalidTarget,
+        ),
         (b"GET * HTTP/1.1\r\nHost: a\r\n\r\n", InvalidTarget),
         (b"GET foo HTTP/1.1\r\nHost: a\r\n\r\n", InvalidTarget),
         (b"CONNECT / HTTP/1.1\r\nHost: a\r\n\r\n", InvalidTarget),
