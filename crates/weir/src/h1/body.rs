@@ -316,6 +316,11 @@ impl Conn {
         match self.body.decoder.decode(&self.io.rbuf) {
             Ok(d) => {
                 self.io.rbuf.advance(d.framing);
+                // A chunk announcing more than the body may still hold is refused now (413),
+                // not after its data has been waited for and read.
+                if self.body.decoder.direct_window() > self.body.room() {
+                    return Err(self.body.break_with(Broken::TooLarge));
+                }
                 Ok(d.data)
             }
             Err(e) => Err(self.body.break_with(Broken::Protocol(e))),

@@ -193,6 +193,8 @@ fn cases() -> Vec<Case> {
         reject("empty chunk size", "RFC 9112 §7.1", chunked(b"\r\nabc\r\n0\r\n\r\n"), 400, Body),
         reject("chunk size over 64 bits", "RFC 9112 §7.1 (MUST anticipate overflow)",
             chunked(b"10000000000000000\r\nabc\r\n0\r\n\r\n"), 400, Body),
+        reject("chunk size of 2^64-1", "RFC 9110 §15.5.14 (chunk larger than the limit: 413)",
+            chunked(b"ffffffffffffffff\r\nabc"), 413, Body),
         reject("chunks beyond the body limit", "RFC 9110 §15.5.14", chunked(&too_big_chunked), 413, Body),
         reject("chunk data longer than its size", "RFC 9112 §7.1 (CRLF after chunk-data)",
             chunked(b"3\r\nabcdef\r\n0\r\n\r\n"), 400, Body),
