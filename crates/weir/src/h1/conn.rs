@@ -7,13 +7,13 @@
 //! call (Exchange), `finish_exchange` (Finishing) and `close` (Closing).
 
 use super::body::BodyState;
-use super::io::{Io, Read};
+use super::io::{Io, RateClock, Read};
 use super::response::ResponseState;
 use crate::error::Misuse;
 use crate::exchange::Exchange;
 use crate::handler::Handler;
 use crate::server::Shared;
-use crate::{Error, zero_copy};
+use crate::{DataRate, Error, zero_copy};
 use bytes::Buf;
 use http::StatusCode;
 use std::sync::Arc;
@@ -153,8 +153,7 @@ impl Conn {
                 }
             }
             if !self.io.wbuf.is_empty() {
-                let deadline = self.write_deadline(self.io.wbuf.len());
-                match self.io.write_all(&[], deadline).await {
+                match self.io.write_all(&[], self.write_rate()).await {
                     Ok(true) => {}
                     Ok(false) | Err(_) => return Err(HeadEnd::Broken),
                 }
@@ -182,6 +181,7 @@ impl Conn {
 
     fn begin_exchange(&mut self) {
         self.body.begin(&self.head, &self.shared.config);
+        self.io.write_clock = RateClock::default();
         self.resp = ResponseState::NotStarted;
         self.persistence = Persistence::new(&self.head);
     }
@@ -244,11 +244,10 @@ impl Conn {
             }
             Next::Close => return After::Close,
         }
-        if self.io.wbuf.len() >= PIPELINE_FLUSH_LIMIT {
-            let deadline = self.write_deadline(self.io.wbuf.len());
-            if !matches!(self.io.write_all(&[], deadline).await, Ok(true)) {
-                return After::Abort;
-            }
+        if self.io.wbuf.len() >= PIPELINE_FLUSH_LIMIT
+            && !matches!(self.io.write_all(&[], self.write_rate()).await, Ok(true))
+        {
+            return After::Abort;
         }
         self.io.shrink_read_buffer(
             self.shared
@@ -289,19 +288,16 @@ impl Conn {
 
     /// Flushes, then closes gracefully (see `Io::linger_close`).
     async fn close(&mut self) {
-        if !self.io.wbuf.is_empty() {
-            let deadline = self.write_deadline(self.io.wbuf.len());
-            if !matches!(self.io.write_all(&[], deadline).await, Ok(true)) {
-                return;
-            }
+        if !self.io.wbuf.is_empty()
+            && !matches!(self.io.write_all(&[], self.write_rate()).await, Ok(true))
+        {
+            return;
         }
         self.io.linger_close(LINGER).await;
     }
 
-    /// The deadline for writing `len` bytes under the minimum response data rate.
-    pub(crate) fn write_deadline(&self, len: usize) -> Option<Instant> {
-        let rate = self.shared.config.min_response_rate?;
-        let needed = Duration::from_secs_f64(len as f64 / rate.bytes_per_second.max(1) as f64);
-        Some(Instant::now() + needed.max(rate.grace))
+    /// The minimum response data rate, which every write is held to (see `io::RateClock`).
+    pub(crate) fn write_rate(&self) -> Option<DataRate> {
+        self.shared.config.min_response_rate
     }
 }

@@ -308,17 +308,3 @@ fn parse_one(data: &[u8]) -> Option<(Resp, usize)> {
     resp.body = rest.to_vec();
     Some((resp, data.len()))
 }
-
-/// Reads from `stream` until `len` bytes arrived or the read limit passes.
-pub fn read_exactly(stream: &mut TcpStream, len: usize) -> Vec<u8> {
-    let mut out = vec![0u8; len];
-    let mut got = 0;
-    while got < len {
-        match stream.read(&mut out[got..]) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => got += n,
-        }
-    }
-    out.truncate(got);
-    out
-}
