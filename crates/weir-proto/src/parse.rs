@@ -73,21 +73,23 @@ impl HeadParser {
         limits: &Limits,
     ) -> Result<Option<usize>, ProtoError> {
         let from = self.scanned.max(start);
-        for i in from..buf.len() {
+        // Limits are checked at the byte that crosses them, in the same pass as the line
+        // endings, so the first violation in byte order decides the error, however the bytes
+        // were split into reads (found by fuzzing: a bare CR past the request-line limit was a
+        // 400 when it arrived in the same read, a 414 when it came later).
+        let head_end = buf.len().min(start.saturating_add(limits.max_head));
+        for i in from..head_end {
+            if self.line_end.is_none() && i - start >= limits.max_request_line {
+                return Err(ProtoError::RequestLineTooLong);
+            }
             match buf[i] {
                 b'\n' => {
                     if i == start || buf[i - 1] != b'\r' {
                         return Err(ProtoError::BareLineEnding);
                     }
                     if self.line_end.is_none() {
-                        if i + 1 - start > limits.max_request_line {
-                            return Err(ProtoError::RequestLineTooLong);
-                        }
                         self.line_end = Some(i);
                     } else if i >= start + 3 && buf[i - 3..=i] == *b"\r\n\r\n" {
-                        if i + 1 - start > limits.max_head {
-                            return Err(ProtoError::HeadTooLarge);
-                        }
                         return Ok(Some(i + 1));
                     }
                 }
@@ -97,11 +99,7 @@ impl HeadParser {
                 _ => {}
             }
         }
-        let seen = buf.len() - start;
-        if self.line_end.is_none() && seen > limits.max_request_line {
-            return Err(ProtoError::RequestLineTooLong);
-        }
-        if seen > limits.max_head {
+        if buf.len() > head_end {
             return Err(ProtoError::HeadTooLarge);
         }
         // A trailing CR is judged once its successor is known: rescan it next time.

@@ -347,3 +347,27 @@ fn host_grammar() {
         ProtoError::InvalidTarget
     );
 }
+
+/// Found by fuzzing: the first violation in byte order decides the error, whatever the reads.
+/// A bare CR just past the request-line limit was a 400 when it arrived in the same read as
+/// the start of the line and a 414 when it came in a later one; same for the head limit.
+#[test]
+fn first_violation_wins_whatever_the_split() {
+    let limits = Limits {
+        max_request_line: 16,
+        max_head: 40,
+        ..Limits::default()
+    };
+    let line = b"GET /aaaaaaaaaaaaaaaaaaaa\rx HTTP/1.1\r\n\r\n";
+    assert_eq!(
+        parse_with(line, &limits),
+        Err(ProtoError::RequestLineTooLong)
+    );
+    let head = [&b"GET / HTTP/1.1\r\nX: "[..], &[b'v'; 30], b"\rx\r\n\r\n"].concat();
+    assert_eq!(parse_with(&head, &limits), Err(ProtoError::HeadTooLarge));
+    // Within the limits the bare CR is what is wrong.
+    assert_eq!(
+        parse_with(b"GET /a\rb HTTP/1.1\r\n\r\n", &limits),
+        Err(ProtoError::BareLineEnding)
+    );
+}
