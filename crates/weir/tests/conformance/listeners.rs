@@ -31,7 +31,7 @@ fn unix_socket_over_a_regular_file_is_refused_and_the_file_kept() {
     let path = dir.path().join("data.txt");
     std::fs::write(&path, b"precious").expect("write");
     let result = runtime().block_on(async { Server::new(Config::default()).listen_unix(&path) });
-    let err = result.err().expect("bound over a regular file");
+    let err = result.expect_err("bound over a regular file");
     assert_eq!(err.kind(), io::ErrorKind::AddrInUse, "{err}");
     assert_eq!(std::fs::read(&path).expect("file is gone"), b"precious");
 }
@@ -53,7 +53,7 @@ fn unix_socket_of_a_live_server_is_refused_and_left_working() {
     let path = dir.path().join("live.sock");
     let live = UnixListener::bind(&path).expect("bind");
     let result = runtime().block_on(async { Server::new(Config::default()).listen_unix(&path) });
-    let err = result.err().expect("stole a live server's socket");
+    let err = result.expect_err("stole a live server's socket");
     assert_eq!(err.kind(), io::ErrorKind::AddrInUse, "{err}");
     UnixStream::connect(&path).expect("the live server's socket was destroyed");
     drop(live);
