@@ -1,25 +1,20 @@
-//! `weir`: the upload/download service (`weir serve`). Parses the command line and hands a
-//! configuration to the service; everything else lives in the modules.
+//! `weir`: parse the command line, run the command, turn a failure into one line on stderr and
+//! a non-zero exit status. Everything else lives in the library (`weir_cli`).
 #![forbid(unsafe_code)]
-
-mod cli;
-mod service;
-mod size;
 
 use clap::Parser;
 use std::process::ExitCode;
+use weir_cli::cli::{Cli, Command};
 
 fn main() -> ExitCode {
-    let cli = cli::Cli::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return weir_cli::usage_error(e),
+    };
     let result = match cli.command {
-        cli::Command::Serve(args) => service::run(args),
+        Command::Serve(args) => weir_cli::serve::run(args).map_err(|e| e.to_string()),
+        Command::Put(args) => weir_cli::client::put(args).map_err(|e| e.to_string()),
+        Command::Get(args) => weir_cli::client::get(args).map_err(|e| e.to_string()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,10 +1,15 @@
 //! [`Exchange`]: one request and its response, as the handler sees them.
 //!
-//! An exchange borrows the connection's pooled state (request head, buffers, body decoder,
-//! response state), so creating one per request costs nothing. Body reads go to the socket
-//! from inside the handler's own calls: there is no background reader.
+//! An exchange borrows the protocol's state: for HTTP/1.1 the connection's pooled state
+//! (request head, buffers, body decoder, response state), for HTTP/2 the stream's. Creating one
+//! costs nothing, and the backend is an enum of two references: each call is one `match`, no
+//! boxing, no dynamic dispatch, so the HTTP/1.1 path stays as it was. HTTP/1.1 body reads go to
+//! the socket from inside the handler's own calls; HTTP/2 body reads take frames that the
+//! connection's task has received, under the stream's flow-control window.
 
-use crate::h1::Conn;
+use crate::error::Misuse;
+use crate::h1::{Conn, HeadFlags};
+use crate::h2::H2Stream;
 use crate::response::Response;
 use crate::stats::BodyStats;
 use crate::transport::PeerAddr;
@@ -13,24 +18,48 @@ use bytes::Bytes;
 use http::StatusCode;
 use std::fs::File;
 
-/// A request being handled, and the means to answer it.
+/// A request being handled, and the means to answer it, over HTTP/1.1 or HTTP/2 alike.
 pub struct Exchange<'c> {
-    pub(crate) conn: &'c mut Conn,
+    backend: Backend<'c>,
+}
+
+/// The protocol behind an exchange.
+enum Backend<'c> {
+    H1(&'c mut Conn),
+    H2(&'c mut H2Stream),
 }
 
 impl<'c> Exchange<'c> {
     pub(crate) fn h1(conn: &'c mut Conn) -> Self {
-        Self { conn }
+        Self {
+            backend: Backend::H1(conn),
+        }
     }
 
-    /// The request head: method, target, version, headers.
+    pub(crate) fn h2(stream: &'c mut H2Stream) -> Self {
+        Self {
+            backend: Backend::H2(stream),
+        }
+    }
+
+    /// The request head: method, target, version, headers. Over HTTP/2 the version is
+    /// `HTTP/2.0`, the target is `:path`, `:authority` is also given as `host` (unless the
+    /// client sent one), and a body without `content-length` reports
+    /// [`Framing::Chunked`](crate::Framing::Chunked) (its length is unknown until the stream
+    /// ends).
     pub fn request(&self) -> &Request {
-        &self.conn.head
+        match &self.backend {
+            Backend::H1(conn) => &conn.head,
+            Backend::H2(stream) => &stream.head,
+        }
     }
 
     /// The client's address.
     pub fn peer_addr(&self) -> PeerAddr {
-        self.conn.io.stream.peer_addr()
+        match &self.backend {
+            Backend::H1(conn) => conn.io.stream.peer_addr(),
+            Backend::H2(stream) => stream.peer,
+        }
     }
 
     // ---- request body ----
@@ -45,14 +74,26 @@ impl<'c> Exchange<'c> {
     /// ([`Error::is_disconnect`]; never a clean end of body), was too slow
     /// ([`Error::is_timeout`]) or sent malformed framing ([`Error::is_protocol`]).
     pub async fn read_body(&mut self, buf: &mut [u8]) -> Result<usize, Error> {
-        self.conn.read_body(buf).await
+        match &mut self.backend {
+            Backend::H1(conn) => conn.read_body(buf).await,
+            Backend::H2(stream) => {
+                stream.send_continue_if_expected()?;
+                stream.body.read(buf).await
+            }
+        }
     }
 
     /// Reads the next piece of body payload without copying it: the returned `Bytes` share the
     /// connection's read buffer. A piece is at most the pause threshold. `Ok(None)` once the
     /// body is complete.
     pub async fn read_body_chunk(&mut self) -> Result<Option<Bytes>, Error> {
-        self.conn.read_body_chunk().await
+        match &mut self.backend {
+            Backend::H1(conn) => conn.read_body_chunk().await,
+            Backend::H2(stream) => {
+                stream.send_continue_if_expected()?;
+                stream.body.read_chunk().await
+            }
+        }
     }
 
     /// Writes the rest of the body to `file` at its current position; returns the payload
@@ -60,7 +101,13 @@ impl<'c> Exchange<'c> {
     /// the socket to the file with `splice`, never entering user space. File errors come back
     /// as I/O errors (not disconnects), so a full disk can be answered with `507`.
     pub async fn body_to_file(&mut self, file: &mut File) -> Result<u64, Error> {
-        self.conn.body_to_file(file).await
+        match &mut self.backend {
+            Backend::H1(conn) => conn.body_to_file(file).await,
+            Backend::H2(stream) => {
+                stream.send_continue_if_expected()?;
+                stream.body.write_to_file(file).await
+            }
+        }
     }
 
     /// Reads the whole remaining body into `out` (bounded by the maximum body size).
@@ -77,34 +124,52 @@ impl<'c> Exchange<'c> {
     /// Changes the maximum body size for this request (before or while reading it); `None`
     /// removes the limit. Like ASP.NET's `IHttpMaxRequestBodySizeFeature`.
     pub fn set_max_body_size(&mut self, max: Option<u64>) {
-        self.conn.body.max_size = max;
+        match &mut self.backend {
+            Backend::H1(conn) => conn.body.max_size = max,
+            Backend::H2(stream) => stream.body.max_size = max,
+        }
     }
 
     /// The maximum body size in force for this request.
     pub fn max_body_size(&self) -> Option<u64> {
-        self.conn.body.max_size
+        match &self.backend {
+            Backend::H1(conn) => conn.body.max_size,
+            Backend::H2(stream) => stream.body.max_size,
+        }
     }
 
     /// Changes the pause threshold for this request: how many body bytes the server may read
     /// ahead of the handler (at least [`Config::MIN_PAUSE_THRESHOLD`]).
     pub fn set_pause_threshold(&mut self, bytes: usize) {
-        self.conn.body.pause_threshold = bytes.max(Config::MIN_PAUSE_THRESHOLD);
+        match &mut self.backend {
+            Backend::H1(conn) => conn.body.pause_threshold = bytes.max(Config::MIN_PAUSE_THRESHOLD),
+            Backend::H2(stream) => stream.body.set_pause_threshold(bytes),
+        }
     }
 
     /// The pause threshold in force for this request.
     pub fn pause_threshold(&self) -> usize {
-        self.conn.body.pause_threshold
+        match &self.backend {
+            Backend::H1(conn) => conn.body.pause_threshold,
+            Backend::H2(stream) => stream.body.effective_threshold(),
+        }
     }
 
     /// Whether the whole body has been read.
     pub fn is_body_complete(&self) -> bool {
-        self.conn.body.decoder.is_done()
+        match &self.backend {
+            Backend::H1(conn) => conn.body.decoder.is_done(),
+            Backend::H2(stream) => stream.body.is_done(),
+        }
     }
 
     /// Counters of this request's body: bytes received, copied, read directly, spliced, and the
     /// peak read ahead of the handler.
     pub fn body_stats(&self) -> BodyStats {
-        self.conn.body.stats
+        match &self.backend {
+            Backend::H1(conn) => conn.body.stats,
+            Backend::H2(stream) => stream.body.stats,
+        }
     }
 
     // ---- response ----
@@ -131,11 +196,106 @@ impl<'c> Exchange<'c> {
         status: StatusCode,
         headers: &[(&str, &[u8])],
     ) -> Result<(), Error> {
-        self.conn.send_informational(status, headers).await
+        match &mut self.backend {
+            Backend::H1(conn) => conn.send_informational(status, headers).await,
+            Backend::H2(stream) => stream.send_informational(status, headers),
+        }
     }
 
     /// Whether a response has been started.
     pub fn is_responded(&self) -> bool {
-        self.conn.resp.is_started()
+        match &self.backend {
+            Backend::H1(conn) => conn.resp.is_started(),
+            Backend::H2(stream) => stream.resp.is_started(),
+        }
+    }
+
+    // ---- response plumbing for `Response` and `BodyWriter` ----
+
+    /// Starts a response head; returns where it starts (HTTP/1.1: to undo it).
+    pub(crate) fn start_head(&mut self, status: StatusCode) -> Result<usize, Error> {
+        match &mut self.backend {
+            Backend::H1(conn) => conn.start_head(status),
+            Backend::H2(stream) => stream.resp.start_head(status).map(|()| 0),
+        }
+    }
+
+    pub(crate) fn push_header(
+        &mut self,
+        name: &[u8],
+        value: &[u8],
+        flags: &mut HeadFlags,
+    ) -> Result<(), Error> {
+        let ok = match &mut self.backend {
+            Backend::H1(conn) => conn.push_header(name, value, flags).is_ok(),
+            Backend::H2(stream) => stream.resp.push_header(name, value, flags).is_ok(),
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(Error::invalid_response(Misuse::InvalidHeader))
+        }
+    }
+
+    pub(crate) fn abort_head(&mut self, mark: usize) {
+        match &mut self.backend {
+            Backend::H1(conn) => conn.abort_head(mark),
+            Backend::H2(stream) => stream.resp.abort_head(),
+        }
+    }
+
+    /// Completes the head (HTTP/1.1: into the write buffer; HTTP/2: sends HEADERS).
+    pub(crate) fn finish_head(
+        &mut self,
+        status: StatusCode,
+        len: Option<u64>,
+        flags: HeadFlags,
+    ) -> Result<(), Error> {
+        match &mut self.backend {
+            Backend::H1(conn) => {
+                conn.finish_head(status, len, flags);
+                Ok(())
+            }
+            Backend::H2(stream) => stream.finish_head(status, len, flags),
+        }
+    }
+
+    pub(crate) async fn write_body(&mut self, data: &[u8]) -> Result<(), Error> {
+        match &mut self.backend {
+            Backend::H1(conn) => conn.write_body(data).await,
+            Backend::H2(stream) => stream.resp.write_body(data, &stream.shared).await,
+        }
+    }
+
+    pub(crate) fn finish_body(&mut self) -> Result<(), Error> {
+        match &mut self.backend {
+            Backend::H1(conn) => conn.finish_body(),
+            Backend::H2(stream) => stream.resp.finish_body(),
+        }
+    }
+
+    pub(crate) async fn flush_response(&mut self) -> Result<(), Error> {
+        match &mut self.backend {
+            Backend::H1(conn) => conn.flush_response().await,
+            // h2's connection task writes queued frames as soon as it can.
+            Backend::H2(_) => Ok(()),
+        }
+    }
+
+    pub(crate) async fn send_file(
+        &mut self,
+        file: &File,
+        offset: u64,
+        len: u64,
+    ) -> Result<(), Error> {
+        match &mut self.backend {
+            Backend::H1(conn) => conn.send_file(file, offset, len).await,
+            Backend::H2(stream) => {
+                stream
+                    .resp
+                    .send_file(file, offset, len, &stream.shared)
+                    .await
+            }
+        }
     }
 }

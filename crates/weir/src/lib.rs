@@ -1,4 +1,5 @@
-//! weir: an HTTP/1.1 server library for large request bodies and many small requests.
+//! weir: an HTTP server library (HTTP/1.1, HTTP/2, TLS) for large request bodies and many small
+//! requests. One handler API serves every protocol.
 //!
 //! - A request body streams to the handler as it arrives, under backpressure: the server reads
 //!   at most the *pause threshold* (default 1 MiB) ahead of the handler, then stops reading the
@@ -61,7 +62,7 @@
 //! # }
 //! ```
 //!
-//! # Several listeners, a Unix socket, and graceful shutdown
+//! # Several listeners: HTTPS (with HTTP/2), a Unix socket, and graceful shutdown
 //!
 //! ```no_run
 //! # struct Hello;
@@ -74,7 +75,9 @@
 //! let mut config = weir::Config::default();
 //! config.pause_threshold = 4 << 20;
 //! let mut server = weir::Server::new(config);
-//! server.listen_tcp("127.0.0.1:8080").await?;
+//! server.listen_tcp("127.0.0.1:8080").await?; // HTTP/1.1 and h2c (prior knowledge)
+//! let tls = weir::TlsConfig::from_pem_files("cert.pem", "key.pem")?;
+//! server.listen_tls("127.0.0.1:8443", tls).await?; // HTTPS: h2 or http/1.1 by ALPN
 //! server.listen_unix("/tmp/weir.sock")?;
 //! server.serve_until(Hello, async { let _ = tokio::signal::ctrl_c().await; }).await
 //! # }
@@ -85,6 +88,7 @@ mod config;
 mod error;
 mod exchange;
 mod h1;
+mod h2;
 mod handler;
 mod response;
 mod server;
@@ -92,13 +96,14 @@ mod stats;
 pub mod transport;
 mod zero_copy;
 
-pub use config::{Config, DataRate, Limits};
+pub use config::{Config, DataRate, Http2Config, Limits};
 pub use error::Error;
 pub use exchange::Exchange;
 pub use handler::Handler;
 pub use response::{BodyWriter, Response};
 pub use server::{Server, ServerHandle};
 pub use stats::{BodyStats, Stats};
+pub use transport::{TlsConfig, TlsError};
 pub use weir_proto::{Framing, ProtoError, RequestHead as Request};
 
 /// Re-exported so that handlers name the same `http` types as weir.

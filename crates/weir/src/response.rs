@@ -26,7 +26,7 @@ pub struct Response<'x, 'c> {
 
 impl<'x, 'c> Response<'x, 'c> {
     pub(crate) fn new(exchange: &'x mut Exchange<'c>, status: StatusCode) -> Self {
-        let (mark, error) = match exchange.conn.start_head(status) {
+        let (mark, error) = match exchange.start_head(status) {
             Ok(mark) => (Some(mark), None),
             Err(e) => (None, Some(e)),
         };
@@ -45,11 +45,8 @@ impl<'x, 'c> Response<'x, 'c> {
     pub fn header(mut self, name: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Self {
         if self.error.is_none() {
             if let Some(ex) = self.exchange.as_deref_mut() {
-                let result = ex
-                    .conn
-                    .push_header(name.as_ref(), value.as_ref(), &mut self.flags);
-                if result.is_err() {
-                    self.error = Some(Error::invalid_response(Misuse::InvalidHeader));
+                if let Err(e) = ex.push_header(name.as_ref(), value.as_ref(), &mut self.flags) {
+                    self.error = Some(e);
                 }
             }
         }
@@ -74,8 +71,8 @@ impl<'x, 'c> Response<'x, 'c> {
     pub async fn body(mut self, body: impl AsRef<[u8]>) -> Result<(), Error> {
         let body = body.as_ref();
         let ex = self.begin(Some(body.len() as u64))?;
-        ex.conn.write_body(body).await?;
-        ex.conn.finish_body()
+        ex.write_body(body).await?;
+        ex.finish_body()
     }
 
     /// Sends the response with an empty body (for example `204 No Content`).
@@ -96,7 +93,7 @@ impl<'x, 'c> Response<'x, 'c> {
     /// entering user space.
     pub async fn file(mut self, file: &File, offset: u64, len: u64) -> Result<(), Error> {
         let ex = self.begin(Some(len))?;
-        ex.conn.send_file(file, offset, len).await
+        ex.send_file(file, offset, len).await
     }
 
     /// Completes the head and hands back the exchange.
@@ -107,11 +104,11 @@ impl<'x, 'c> Response<'x, 'c> {
             .ok_or_else(|| Error::invalid_response(Misuse::AlreadySent))?;
         if let Some(e) = self.error.take() {
             if let Some(mark) = self.mark {
-                ex.conn.abort_head(mark);
+                ex.abort_head(mark);
             }
             return Err(e);
         }
-        ex.conn.finish_head(self.status, len, self.flags);
+        ex.finish_head(self.status, len, self.flags)?;
         Ok(ex)
     }
 }
@@ -120,7 +117,7 @@ impl Drop for Response<'_, '_> {
     fn drop(&mut self) {
         // Dropped without sending: take back the partial head.
         if let (Some(ex), Some(mark)) = (self.exchange.as_deref_mut(), self.mark) {
-            ex.conn.abort_head(mark);
+            ex.abort_head(mark);
         }
     }
 }
@@ -136,17 +133,17 @@ impl<'c> BodyWriter<'_, 'c> {
     /// Writes `data` as body bytes (one chunk for chunked framing). Small writes are gathered
     /// in the write buffer; large ones are written from `data` directly.
     pub async fn write(&mut self, data: &[u8]) -> Result<(), Error> {
-        self.exchange.conn.write_body(data).await
+        self.exchange.write_body(data).await
     }
 
     /// Sends everything buffered so far.
     pub async fn flush(&mut self) -> Result<(), Error> {
-        self.exchange.conn.flush_response().await
+        self.exchange.flush_response().await
     }
 
     /// Ends the body.
     pub async fn finish(self) -> Result<(), Error> {
-        self.exchange.conn.finish_body()
+        self.exchange.finish_body()
     }
 
     /// The exchange, to read the request body while streaming the response (echo, transform).

@@ -1,15 +1,19 @@
 //! [`Server`]: listeners, accept loops, connection limits and graceful shutdown.
 //!
 //! Each listener has an accept loop; each accepted connection gets one task that serves all its
-//! requests (`h1::serve_connection`). A semaphore bounds the connections: at the bound the
+//! requests. That task first completes the TLS handshake (TLS listeners), then picks the
+//! protocol: HTTP/2 when ALPN chose `h2` or a cleartext connection starts with the HTTP/2
+//! preface (`h2::serve_h2`, which runs a task per stream), HTTP/1.1 otherwise
+//! (`h1::serve_connection`). A semaphore bounds the connections: at the bound the
 //! accept loop stops accepting (clients wait in the kernel's backlog) while the others are
 //! served. Shutdown stops the accept loops, closes idle connections at once, lets in-flight
 //! exchanges finish (announcing `Connection: close`) up to `Config::shutdown_grace`, then aborts
 //! what is left.
 
 use crate::h1::serve_connection;
+use crate::h2::{H2Io, PREFACE, Sniffed, serve_h2, sniff_preface};
 use crate::stats::Stats;
-use crate::transport::{Listener, Stream};
+use crate::transport::{ALPN_H2, DetachedListener, Listener, Stream, TlsAccept, TlsConfig};
 use crate::{Config, Handler};
 use std::future::Future;
 use std::io;
@@ -39,8 +43,10 @@ impl Shared {
 /// An HTTP server: configuration and listeners, until [`Server::serve`] runs it.
 pub struct Server {
     shared: Arc<Shared>,
-    listeners: Vec<Listener>,
+    listeners: Vec<(Listener, Option<TlsAccept>)>,
     shutdown: Arc<watch::Sender<bool>>,
+    /// Bounds TLS handshakes in progress, across all TLS listeners.
+    handshakes: Arc<Semaphore>,
 }
 
 /// Controls a running server from elsewhere: shutdown, statistics.
@@ -54,7 +60,9 @@ impl Server {
     /// A server with `config` and no listeners yet.
     pub fn new(config: Config) -> Self {
         let (shutdown, _) = watch::channel(false);
+        let handshakes = Arc::new(Semaphore::new(config.max_tls_handshakes.max(1)));
         Self {
+            handshakes,
             shared: Arc::new(Shared {
                 config,
                 stats: Stats::default(),
@@ -77,28 +85,53 @@ impl Server {
         &mut self,
         addr: impl tokio::net::ToSocketAddrs,
     ) -> io::Result<SocketAddr> {
-        let listener = Listener::bind_tcp(addr).await?;
+        let listener = Listener::bind_tcp_with(addr, self.shared.config.reuse_port).await?;
         let addr = listener
             .local_addr()
             .ok_or_else(|| io::Error::other("no local address"))?;
-        self.listeners.push(listener);
+        self.listeners.push((listener, None));
         Ok(addr)
+    }
+
+    /// Adds a TLS listener on a TCP address; returns its bound address. ALPN offers `h2`
+    /// (unless [`Http2Config::enabled`](crate::Http2Config::enabled) is off) and `http/1.1`.
+    pub async fn listen_tls(
+        &mut self,
+        addr: impl tokio::net::ToSocketAddrs,
+        tls: TlsConfig,
+    ) -> io::Result<SocketAddr> {
+        let listener = Listener::bind_tcp_with(addr, self.shared.config.reuse_port).await?;
+        let addr = listener
+            .local_addr()
+            .ok_or_else(|| io::Error::other("no local address"))?;
+        self.add_tls_listener(listener, tls);
+        Ok(addr)
+    }
+
+    /// Adds a listener bound elsewhere whose connections speak TLS (TCP or Unix socket).
+    pub fn add_tls_listener(&mut self, listener: Listener, tls: TlsConfig) {
+        let accept = TlsAccept {
+            acceptor: tls.acceptor(self.shared.config.http2.enabled),
+            handshakes: self.handshakes.clone(),
+            timeout: self.shared.config.tls_handshake_timeout,
+        };
+        self.listeners.push((listener, Some(accept)));
     }
 
     /// Adds a Unix domain socket listener at `path`.
     pub fn listen_unix(&mut self, path: impl AsRef<Path>) -> io::Result<()> {
-        self.listeners.push(Listener::bind_unix(path)?);
+        self.listeners.push((Listener::bind_unix(path)?, None));
         Ok(())
     }
 
     /// Adds a listener bound elsewhere.
     pub fn add_listener(&mut self, listener: Listener) {
-        self.listeners.push(listener);
+        self.listeners.push((listener, None));
     }
 
     /// The address of the first TCP listener.
     pub fn local_addr(&self) -> Option<SocketAddr> {
-        self.listeners.iter().find_map(Listener::local_addr)
+        self.listeners.iter().find_map(|(l, _)| l.local_addr())
     }
 
     /// The server's configuration.
@@ -114,43 +147,80 @@ impl Server {
         }
     }
 
-    /// Serves until [`ServerHandle::shutdown`] is called and the shutdown has completed.
+    /// Serves until [`ServerHandle::shutdown`] is called and the shutdown has completed, on
+    /// the caller's tokio runtime (usually multi-threaded: connections are tasks that idle
+    /// workers can steal).
     pub async fn serve<H: Handler>(self, handler: H) -> io::Result<()> {
         if self.listeners.is_empty() {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "no listener"));
         }
-        let handler = Arc::new(handler);
-        let permits = Arc::new(Semaphore::new(self.shared.config.max_connections.max(1)));
-        let mut loops = JoinSet::new();
-        for listener in self.listeners {
-            loops.spawn(accept_loop(
-                listener,
-                handler.clone(),
-                self.shared.clone(),
-                permits.clone(),
-                self.shutdown.subscribe(),
-            ));
+        let context = ServeContext {
+            handler: Arc::new(handler),
+            permits: Arc::new(Semaphore::new(self.shared.config.max_connections.max(1))),
+            shared: self.shared,
+            shutdown: self.shutdown,
+        };
+        context.run(self.listeners).await
+    }
+
+    /// Serves with one single-threaded runtime per thread (`threads` of them, usually one per
+    /// core), each accepting from its own `SO_REUSEPORT` listener: no work stealing and no
+    /// cross-thread wake-ups; the kernel spreads connections over the listeners. Blocks until
+    /// shutdown completes; call it from a plain thread, not from inside a runtime.
+    ///
+    /// TCP listeners must have been bound with [`Config::reuse_port`]. Unix socket listeners
+    /// are served by the first thread.
+    pub fn serve_per_core<H: Handler>(self, handler: H, threads: usize) -> io::Result<()> {
+        if self.listeners.is_empty() {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "no listener"));
         }
-        let mut connections = Vec::new();
-        while let Some(joined) = loops.join_next().await {
-            connections.push(joined.map_err(io::Error::other)?);
-        }
-        // Every accept loop has stopped: shutdown was requested. Give in-flight exchanges the
-        // grace period, then abort the rest.
-        let grace = self.shared.config.shutdown_grace;
-        let drained = tokio::time::timeout(grace, async {
-            for set in &mut connections {
-                while set.join_next().await.is_some() {}
+        let threads = threads.max(1);
+        let mut per_thread: Vec<Vec<(DetachedListener, Option<TlsAccept>)>> =
+            (0..threads).map(|_| Vec::new()).collect();
+        for (listener, tls) in self.listeners {
+            let (first, siblings) = listener.detach(threads - 1)?;
+            for (i, sibling) in siblings.into_iter().enumerate() {
+                per_thread[i + 1].push((sibling, tls.clone()));
             }
-        })
-        .await;
-        if drained.is_err() {
-            tracing::warn!("shutdown grace expired; closing remaining connections");
-            for set in &mut connections {
-                set.shutdown().await;
+            per_thread[0].push((first, tls));
+        }
+        let context = ServeContext {
+            handler: Arc::new(handler),
+            permits: Arc::new(Semaphore::new(self.shared.config.max_connections.max(1))),
+            shared: self.shared,
+            shutdown: self.shutdown,
+        };
+        let workers = per_thread
+            .into_iter()
+            .enumerate()
+            .map(|(i, listeners)| {
+                let context = context.clone();
+                std::thread::Builder::new()
+                    .name(format!("weir-core-{i}"))
+                    .spawn(move || {
+                        let runtime = tokio::runtime::Builder::new_current_thread()
+                            .enable_all()
+                            .build()?;
+                        runtime.block_on(async move {
+                            let listeners = listeners
+                                .into_iter()
+                                .map(|(l, tls)| Ok((l.attach()?, tls)))
+                                .collect::<io::Result<Vec<_>>>()?;
+                            context.run(listeners).await
+                        })
+                    })
+            })
+            .collect::<io::Result<Vec<_>>>()?;
+        let mut result = Ok(());
+        for worker in workers {
+            let outcome = worker
+                .join()
+                .unwrap_or_else(|_| Err(io::Error::other("worker panicked")));
+            if result.is_ok() {
+                result = outcome;
             }
         }
-        Ok(())
+        result
     }
 
     /// Serves until `signal` completes (for example `tokio::signal::ctrl_c()`), then shuts down
@@ -190,9 +260,67 @@ impl ServerHandle {
     }
 }
 
+/// What serving needs, shared by every accept loop (on one runtime or one per core).
+struct ServeContext<H> {
+    handler: Arc<H>,
+    shared: Arc<Shared>,
+    permits: Arc<Semaphore>,
+    shutdown: Arc<watch::Sender<bool>>,
+}
+
+impl<H> Clone for ServeContext<H> {
+    fn clone(&self) -> Self {
+        Self {
+            handler: self.handler.clone(),
+            shared: self.shared.clone(),
+            permits: self.permits.clone(),
+            shutdown: self.shutdown.clone(),
+        }
+    }
+}
+
+impl<H: Handler> ServeContext<H> {
+    /// Runs accept loops on `listeners` (on the current runtime) until shutdown, then waits for
+    /// in-flight connections up to the grace period.
+    async fn run(self, listeners: Vec<(Listener, Option<TlsAccept>)>) -> io::Result<()> {
+        let mut loops = JoinSet::new();
+        for (listener, tls) in listeners {
+            loops.spawn(accept_loop(
+                listener,
+                tls,
+                self.handler.clone(),
+                self.shared.clone(),
+                self.permits.clone(),
+                self.shutdown.subscribe(),
+            ));
+        }
+        let mut connections = Vec::new();
+        while let Some(joined) = loops.join_next().await {
+            connections.push(joined.map_err(io::Error::other)?);
+        }
+        // Every accept loop has stopped: shutdown was requested. Give in-flight exchanges the
+        // grace period, then abort the rest.
+        let grace = self.shared.config.shutdown_grace;
+        let drained = tokio::time::timeout(grace, async {
+            for set in &mut connections {
+                while set.join_next().await.is_some() {}
+            }
+        })
+        .await;
+        if drained.is_err() {
+            tracing::warn!("shutdown grace expired; closing remaining connections");
+            for set in &mut connections {
+                set.shutdown().await;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Accepts connections until shutdown; returns the connections still running.
 async fn accept_loop<H: Handler>(
     listener: Listener,
+    tls: Option<TlsAccept>,
     handler: Arc<H>,
     shared: Arc<Shared>,
     permits: Arc<Semaphore>,
@@ -229,21 +357,54 @@ async fn accept_loop<H: Handler>(
         let handler = handler.clone();
         let shared = shared.clone();
         let shutdown = shutdown.clone();
+        let tls = tls.clone();
         connections.spawn(async move {
             let _permit = permit;
             shared.stats.connection_opened();
-            serve(stream, &*handler, shared.clone(), shutdown).await;
+            serve(stream, tls, handler, shared.clone(), shutdown).await;
             shared.stats.connection_closed();
         });
     }
     connections
 }
 
+/// Serves one accepted connection: TLS handshake if the listener has TLS, then HTTP/2 or
+/// HTTP/1.1.
 async fn serve<H: Handler>(
     stream: Stream,
-    handler: &H,
+    tls: Option<TlsAccept>,
+    handler: Arc<H>,
     shared: Arc<Shared>,
-    shutdown: watch::Receiver<bool>,
+    mut shutdown: watch::Receiver<bool>,
 ) {
-    serve_connection(stream, handler, shared, shutdown).await;
+    let mut stream = match tls {
+        Some(tls) => match tls.handshake(stream).await {
+            Some(stream) => stream,
+            None => return,
+        },
+        None => stream,
+    };
+    let budget = shared.config.http2.control_frame_budget;
+    if shared.config.http2.enabled {
+        if stream.is_tls() {
+            if stream.alpn_protocol() == Some(ALPN_H2) {
+                let io = H2Io::new(stream, &[], budget);
+                return serve_h2(io, handler, shared, shutdown).await;
+            }
+        } else {
+            let deadline = tokio::time::Instant::now() + shared.config.head_timeout;
+            match sniff_preface(&mut stream, deadline, &mut shutdown).await {
+                Sniffed::Http2 => {
+                    let io = H2Io::new(stream, PREFACE, budget);
+                    return serve_h2(io, handler, shared, shutdown).await;
+                }
+                Sniffed::Http1 { read, len } => {
+                    return serve_connection(stream, &read[..len], &*handler, shared, shutdown)
+                        .await;
+                }
+                Sniffed::Closed => return,
+            }
+        }
+    }
+    serve_connection(stream, &[], &*handler, shared, shutdown).await;
 }

@@ -64,13 +64,17 @@ enum After {
     Abort,
 }
 
+/// Serves HTTP/1.1 on `stream`. `already_read` holds bytes read from the stream before (the
+/// server reads up to 24 to tell HTTP/2 prior knowledge from HTTP/1.1); they are parsed first.
 pub(crate) async fn serve_connection<H: Handler>(
     stream: crate::transport::Stream,
+    already_read: &[u8],
     handler: &H,
     shared: Arc<Shared>,
     mut shutdown: watch::Receiver<bool>,
 ) {
     let mut conn = Conn::new(stream, shared);
+    conn.io.rbuf.extend_from_slice(already_read);
     let mut first = true;
     loop {
         match conn.read_head(first, &mut shutdown).await {

@@ -6,33 +6,66 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use tokio::net::{TcpListener, UnixListener};
 
+/// Connections the kernel queues for a listener while the server is at its connection limit or
+/// busy (what `listen(2)` calls the backlog). 1024, as tokio and most servers use.
+const BACKLOG: i32 = 1024;
+
 /// A listening socket.
 #[derive(Debug)]
 pub enum Listener {
     /// A TCP listener.
     Tcp(TcpListener),
-    /// A Unix domain socket listener, with the path it is bound to (removed on drop).
-    Unix(UnixListener, PathBuf),
+    /// A Unix domain socket listener; its socket file is removed when the listener is dropped.
+    Unix(UnixListener, SocketFile),
+}
+
+/// The path a Unix listener is bound to, removed on drop.
+#[derive(Debug)]
+pub struct SocketFile(PathBuf);
+
+impl Drop for SocketFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
 }
 
 impl Listener {
-    /// Binds a TCP listener (with `SO_REUSEADDR`, so a restarted server can bind at once).
+    /// Binds a TCP listener with `SO_REUSEADDR`, so a restarted server can bind at once.
     pub async fn bind_tcp(addr: impl tokio::net::ToSocketAddrs) -> io::Result<Self> {
-        Ok(Self::Tcp(TcpListener::bind(addr).await?))
+        Self::bind_tcp_with(addr, false).await
+    }
+
+    /// Binds a TCP listener; with `reuse_port` (Linux), also `SO_REUSEPORT`, so that a per-core
+    /// server can open one listener per thread on the same address. Off by default: with it, a
+    /// second server started on the same port by the same user would silently share it instead
+    /// of failing with "address in use".
+    pub async fn bind_tcp_with(
+        addr: impl tokio::net::ToSocketAddrs,
+        reuse_port: bool,
+    ) -> io::Result<Self> {
+        let mut last_error = None;
+        for addr in tokio::net::lookup_host(addr).await? {
+            match bind_tcp_std(addr, reuse_port).and_then(TcpListener::from_std) {
+                Ok(l) => return Ok(Self::Tcp(l)),
+                Err(e) => last_error = Some(e),
+            }
+        }
+        Err(last_error.unwrap_or_else(|| io::Error::other("address resolved to nothing")))
     }
 
     /// Binds a Unix domain socket at `path`. A stale socket file left by a dead server is
     /// replaced; a path where a server still listens, or that is not a socket, is an error.
     pub fn bind_unix(path: impl AsRef<Path>) -> io::Result<Self> {
         let path = path.as_ref();
-        match UnixListener::bind(path) {
-            Ok(l) => Ok(Self::Unix(l, path.to_owned())),
+        let listener = match UnixListener::bind(path) {
+            Ok(l) => l,
             Err(e) if e.kind() == io::ErrorKind::AddrInUse && is_stale_socket(path) => {
                 std::fs::remove_file(path)?;
-                Ok(Self::Unix(UnixListener::bind(path)?, path.to_owned()))
+                UnixListener::bind(path)?
             }
-            Err(e) => Err(e),
-        }
+            Err(e) => return Err(e),
+        };
+        Ok(Self::Unix(listener, SocketFile(path.to_owned())))
     }
 
     /// The bound TCP address (`None` for a Unix socket).
@@ -55,14 +88,64 @@ impl Listener {
             Self::Unix(l, _) => Ok(Stream::Unix(l.accept().await?.0)),
         }
     }
-}
 
-impl Drop for Listener {
-    fn drop(&mut self) {
-        if let Self::Unix(_, path) = self {
-            let _ = std::fs::remove_file(path);
+    /// Detaches the listener from the runtime it was created on, to be re-attached (with
+    /// [`DetachedListener::attach`]) on another thread's runtime; for a TCP listener, also
+    /// opens `extra` more listeners on the same address with `SO_REUSEPORT`.
+    pub(crate) fn detach(
+        self,
+        extra: usize,
+    ) -> io::Result<(DetachedListener, Vec<DetachedListener>)> {
+        match self {
+            Self::Tcp(l) => {
+                let std = l.into_std()?;
+                let addr = std.local_addr()?;
+                if extra > 0 && !socket2::SockRef::from(&std).reuse_port()? {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        "per-core serving needs listeners bound with Config::reuse_port",
+                    ));
+                }
+                let siblings = (0..extra)
+                    .map(|_| bind_tcp_std(addr, true).map(DetachedListener::Tcp))
+                    .collect::<io::Result<_>>()?;
+                Ok((DetachedListener::Tcp(std), siblings))
+            }
+            Self::Unix(l, file) => Ok((DetachedListener::Unix(l.into_std()?, file), Vec::new())),
         }
     }
+}
+
+/// A listener not attached to any runtime, in transit to a per-core thread.
+#[derive(Debug)]
+pub(crate) enum DetachedListener {
+    Tcp(std::net::TcpListener),
+    Unix(std::os::unix::net::UnixListener, SocketFile),
+}
+
+impl DetachedListener {
+    /// Registers the listener with the current thread's runtime.
+    pub(crate) fn attach(self) -> io::Result<Listener> {
+        Ok(match self {
+            Self::Tcp(l) => Listener::Tcp(TcpListener::from_std(l)?),
+            Self::Unix(l, file) => Listener::Unix(UnixListener::from_std(l)?, file),
+        })
+    }
+}
+
+/// A non-blocking std TCP listener with the options described on [`Listener::bind_tcp`].
+fn bind_tcp_std(addr: SocketAddr, reuse_port: bool) -> io::Result<std::net::TcpListener> {
+    use socket2::{Domain, Socket, Type};
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
+    socket.set_reuse_address(true)?;
+    #[cfg(target_os = "linux")]
+    socket.set_reuse_port(reuse_port)?;
+    #[cfg(not(target_os = "linux"))]
+    let _ = reuse_port;
+    socket.set_nonblocking(true)?;
+    socket.bind(&addr.into())?;
+    socket.listen(BACKLOG)?;
+    Ok(socket.into())
 }
 
 fn is_stale_socket(path: &Path) -> bool {

@@ -1,4 +1,5 @@
-//! Byte streams and listeners: TCP and Unix domain sockets behind one enum each.
+//! Byte streams and listeners: TCP and Unix domain sockets behind one enum each, and TLS
+//! (`tls`) as a further stream variant.
 //!
 //! One enum (not a generic parameter) keeps the handler API and the connection driver
 //! monomorphic: a handler is compiled once, whatever the transport. The match per read or write
@@ -6,6 +7,11 @@
 
 mod listener;
 mod stream;
+mod tls;
 
-pub use listener::Listener;
+pub(crate) use listener::DetachedListener;
+pub use listener::{Listener, SocketFile};
 pub use stream::{PeerAddr, Stream};
+pub(crate) use tls::ALPN_H2;
+pub(crate) use tls::TlsAccept;
+pub use tls::{TlsConfig, TlsError};

@@ -1,4 +1,4 @@
-//! [`Stream`]: one accepted connection, TCP or Unix domain socket.
+//! [`Stream`]: one accepted connection: TCP, Unix domain socket, or TLS over either.
 
 use std::io::{self, IoSlice};
 use std::net::SocketAddr;
@@ -6,6 +6,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpStream, UnixStream};
+use tokio_rustls::server::TlsStream;
 
 /// An accepted connection.
 #[derive(Debug)]
@@ -14,6 +15,10 @@ pub enum Stream {
     Tcp(TcpStream),
     /// A Unix domain socket connection.
     Unix(UnixStream),
+    /// A TLS connection over TCP or a Unix socket (after the handshake). Boxed: the rustls
+    /// state is large, and plain streams should not pay for its size. Zero-copy paths refuse
+    /// it (`zero_copy::can_splice`): the bytes must pass through user space to be decrypted.
+    Tls(Box<TlsStream<Stream>>),
 }
 
 /// The address of the client.
@@ -31,6 +36,20 @@ impl Stream {
         match self {
             Self::Tcp(s) => s.peer_addr().map(PeerAddr::Tcp).unwrap_or(PeerAddr::Unix),
             Self::Unix(_) => PeerAddr::Unix,
+            Self::Tls(s) => s.get_ref().0.peer_addr(),
+        }
+    }
+
+    /// Whether the connection is encrypted.
+    pub fn is_tls(&self) -> bool {
+        matches!(self, Self::Tls(_))
+    }
+
+    /// The protocol the client chose by ALPN during the TLS handshake, if any.
+    pub fn alpn_protocol(&self) -> Option<&[u8]> {
+        match self {
+            Self::Tls(s) => s.get_ref().1.alpn_protocol(),
+            Self::Tcp(_) | Self::Unix(_) => None,
         }
     }
 }
@@ -44,6 +63,7 @@ impl AsyncRead for Stream {
         match self.get_mut() {
             Self::Tcp(s) => Pin::new(s).poll_read(cx, buf),
             Self::Unix(s) => Pin::new(s).poll_read(cx, buf),
+            Self::Tls(s) => Pin::new(s).poll_read(cx, buf),
         }
     }
 }
@@ -57,6 +77,7 @@ impl AsyncWrite for Stream {
         match self.get_mut() {
             Self::Tcp(s) => Pin::new(s).poll_write(cx, buf),
             Self::Unix(s) => Pin::new(s).poll_write(cx, buf),
+            Self::Tls(s) => Pin::new(s).poll_write(cx, buf),
         }
     }
 
@@ -68,6 +89,7 @@ impl AsyncWrite for Stream {
         match self.get_mut() {
             Self::Tcp(s) => Pin::new(s).poll_write_vectored(cx, bufs),
             Self::Unix(s) => Pin::new(s).poll_write_vectored(cx, bufs),
+            Self::Tls(s) => Pin::new(s).poll_write_vectored(cx, bufs),
         }
     }
 
@@ -79,6 +101,7 @@ impl AsyncWrite for Stream {
         match self.get_mut() {
             Self::Tcp(s) => Pin::new(s).poll_flush(cx),
             Self::Unix(s) => Pin::new(s).poll_flush(cx),
+            Self::Tls(s) => Pin::new(s).poll_flush(cx),
         }
     }
 
@@ -86,6 +109,7 @@ impl AsyncWrite for Stream {
         match self.get_mut() {
             Self::Tcp(s) => Pin::new(s).poll_shutdown(cx),
             Self::Unix(s) => Pin::new(s).poll_shutdown(cx),
+            Self::Tls(s) => Pin::new(s).poll_shutdown(cx),
         }
     }
 }

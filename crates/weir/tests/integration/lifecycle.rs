@@ -147,3 +147,61 @@ fn unix_socket_serves_the_same_handler() {
     assert!(rest.contains(&sha256_hex(&data)), "{rest}");
     drop(server);
 }
+
+#[test]
+fn per_core_runtimes_share_the_port() {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let thread = std::thread::spawn(move || {
+        let setup = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let config = Config {
+            reuse_port: true,
+            ..Config::default()
+        };
+        let server = setup
+            .block_on(weir::Server::bind("127.0.0.1:0", config))
+            .unwrap();
+        tx.send((server.local_addr().unwrap(), server.handle()))
+            .unwrap();
+        drop(setup);
+        server.serve_per_core(Routes, 2).unwrap();
+    });
+    let (addr, handle) = rx.recv().unwrap();
+    let mut clients: Vec<Client> = (0..8)
+        .map(|_| Client::new(std::net::TcpStream::connect(addr).unwrap()))
+        .collect();
+    for round in 0..3 {
+        for c in &mut clients {
+            c.send(b"GET /hello HTTP/1.1\r\nHost: a\r\n\r\n");
+        }
+        for c in &mut clients {
+            assert_eq!(c.read_response().text(), "Hello, World!", "round {round}");
+        }
+    }
+    handle.shutdown();
+    thread.join().unwrap();
+}
+
+#[test]
+fn address_in_use_is_an_error_without_reuse_port() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let first = weir::Server::bind("127.0.0.1:0", Config::default())
+            .await
+            .unwrap();
+        let addr = first.local_addr().unwrap();
+        let second = weir::Server::bind(addr, Config::default()).await;
+        assert_eq!(
+            second.err().map(|e| e.kind()),
+            Some(std::io::ErrorKind::AddrInUse)
+        );
+        // Per-core serving refuses listeners that cannot share their port.
+        let err = first.serve_per_core(Routes, 2).unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
+    });
+}

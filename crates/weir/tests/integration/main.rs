@@ -2,12 +2,18 @@
 //!
 //! Areas: `framing` (malformed requests: 400 and close), `pipelining`, `body` (streaming,
 //! limits, backpressure, copies), `response` (framing of responses, 1xx, HEAD), `curl` (uploads
-//! with a real client), `lifecycle` (timeouts, shutdown, connection limits).
+//! with a real client), `lifecycle` (timeouts, shutdown, connection limits), `tls` (HTTPS over
+//! HTTP/1.1 and HTTP/2), `h2` (HTTP/2 behaviour with curl and the h2 client), `h2_frames`
+//! (HTTP/2 conformance and flood defences with raw frames).
 
 mod body;
 mod curl;
 mod framing;
+mod h2;
+mod h2_frames;
+mod h2_support;
 mod lifecycle;
 mod pipelining;
 mod response;
 mod support;
+mod tls;

@@ -1,0 +1,194 @@
+//! `POST /files/{dir}/` with `multipart/form-data` (browser forms, `curl -F`): every file part
+//! is streamed into the store under `{dir}/{filename}`.
+//!
+//! The body is read straight into a pooled buffer (`Exchange::read_body`, direct reads) and
+//! the parser hands out slices of it, which `Upload::write` hashes and writes in place. The only
+//! other copy moves the few bytes held back at the end of the buffer (a possible delimiter, or
+//! a part's headers not yet complete) to its front before the next read.
+//!
+//! All or nothing per request: each file goes to its own temporary file, and they are committed
+//! (in order) only once the whole body has arrived and parsed. A body that fails midway (client
+//! gone, malformed, too large, disk full) stores none of its files. Form fields without a file
+//! name are read and ignored. `filename` may contain `/` (a browser's folder upload); it is
+//! validated as a store path like any URL path.
+
+use super::multipart::{self, Event, MultipartError, Parser};
+use super::reply::{self, hex};
+use super::service::{Service, commit};
+use super::upload::{BodyFailure, too_large};
+use http::StatusCode;
+use weir::{Exchange, http};
+use weir_store::{StorePath, Upload, UploadOptions};
+
+/// Most files in one form: each holds an open temporary file until the end of the body.
+const MAX_FILES: usize = 1000;
+
+pub(super) async fn post(
+    svc: &Service,
+    ex: &mut Exchange<'_>,
+    dir: Option<StorePath>,
+) -> Result<(), weir::Error> {
+    let boundary = ex
+        .request()
+        .header_str("content-type")
+        .and_then(multipart::boundary);
+    let Some(boundary) = boundary else {
+        return reply::error(
+            ex,
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "POST needs multipart/form-data with a boundary (use PUT for a raw body)",
+            &[],
+        )
+        .await;
+    };
+    let max = svc.options.max_upload;
+    if ex.request().content_length().is_some_and(|len| len > max) {
+        return too_large(ex, max).await;
+    }
+    ex.set_max_body_size(Some(max));
+    let parser = match Parser::new(&boundary) {
+        Ok(p) => p,
+        Err(e) => return reply::error(ex, StatusCode::BAD_REQUEST, e.0, &[]).await,
+    };
+    let staged = match receive(svc, ex, parser, dir.as_ref()).await {
+        Ok(staged) => staged,
+        Err(FormFailure::Malformed(message)) => {
+            return reply::error(ex, StatusCode::BAD_REQUEST, message, &[]).await;
+        }
+        Err(FormFailure::Body(failure)) => return failure.answer(ex, max).await,
+    };
+    if staged.is_empty() {
+        return reply::error(ex, StatusCode::BAD_REQUEST, "no file in the form", &[]).await;
+    }
+    let mut stored = Vec::with_capacity(staged.len());
+    for (path, upload) in staged {
+        // A failure here (disk full at fsync) leaves the files committed before it in place;
+        // the others are dropped, which removes their temporaries.
+        let committed = match commit(upload) {
+            Ok(c) => c,
+            Err(e) => return reply::store_error(ex, &e).await,
+        };
+        stored.push(serde_json::json!({
+            "path": path.as_str(),
+            "size": committed.size,
+            "sha256": committed.sha256.map(|d| hex(&d)),
+            "replaced": committed.replaced,
+        }));
+    }
+    let body = serde_json::json!({
+        "files": stored,
+        "body": super::upload::body_stats_json(&ex.body_stats()),
+    });
+    reply::json(ex, StatusCode::CREATED, &body).await
+}
+
+enum FormFailure {
+    Malformed(&'static str),
+    Body(BodyFailure),
+}
+
+impl From<MultipartError> for FormFailure {
+    fn from(e: MultipartError) -> Self {
+        Self::Malformed(e.0)
+    }
+}
+
+/// Reads and parses the whole body, writing each file part to its own upload.
+async fn receive(
+    svc: &Service,
+    ex: &mut Exchange<'_>,
+    mut parser: Parser,
+    dir: Option<&StorePath>,
+) -> Result<Vec<(StorePath, Upload)>, FormFailure> {
+    let mut buf = svc.buffers.take();
+    let (mut start, mut end) = (0usize, 0usize);
+    let mut staged = Vec::new();
+    // The part being received: `None` between parts; `Some(None)` for a field being skipped.
+    let mut current: Option<Option<(StorePath, Upload)>> = None;
+    loop {
+        loop {
+            let (consumed, event) = parser.step(&buf[start..end])?;
+            start += consumed;
+            match event {
+                None => break,
+                Some(Event::Part(head)) => {
+                    let upload = match head.filename {
+                        Some(name) if !name.is_empty() => {
+                            if staged.len() == MAX_FILES {
+                                return Err(FormFailure::Malformed("too many files in one form"));
+                            }
+                            Some(begin(svc, dir, &name)?)
+                        }
+                        _ => None,
+                    };
+                    current = Some(upload);
+                }
+                Some(Event::Data(data)) => match current.as_mut() {
+                    Some(Some((_, upload))) => upload
+                        .write(data)
+                        .map_err(|e| FormFailure::Body(BodyFailure::Store(e)))?,
+                    Some(None) => {}
+                    None => return Err(FormFailure::Malformed("data outside a part")),
+                },
+                Some(Event::PartEnd) => {
+                    if let Some(Some(done)) = current.take() {
+                        staged.push(done);
+                    }
+                }
+                Some(Event::End) => {}
+            }
+        }
+        if start == end {
+            (start, end) = (0, 0);
+        } else if start > 0 {
+            // COPY: the held-back tail (under a delimiter's length, or an incomplete part
+            // head) moves to the front so the next read can append to it.
+            buf.copy_within(start..end, 0);
+            (start, end) = (0, end - start);
+        }
+        if end == buf.len() {
+            // Cannot happen: a part head is at most `MAX_PART_HEAD`, far below the buffer.
+            return Err(FormFailure::Malformed("multipart part headers too large"));
+        }
+        let n = ex
+            .read_body(&mut buf[end..])
+            .await
+            .map_err(|e| FormFailure::Body(BodyFailure::Body(e)))?;
+        if n == 0 {
+            break;
+        }
+        end += n;
+    }
+    if !parser.is_done() {
+        return Err(FormFailure::Malformed(
+            "multipart body ends before its close delimiter",
+        ));
+    }
+    Ok(staged)
+}
+
+/// Starts the upload of one file part.
+fn begin(
+    svc: &Service,
+    dir: Option<&StorePath>,
+    filename: &str,
+) -> Result<(StorePath, Upload), FormFailure> {
+    let joined;
+    let full = match dir {
+        Some(dir) => {
+            joined = format!("{dir}/{filename}");
+            &joined
+        }
+        None => filename,
+    };
+    let path = StorePath::parse(full).map_err(|e| FormFailure::Malformed(e.as_str()))?;
+    let options = UploadOptions {
+        hash: svc.options.hash,
+        ..UploadOptions::default()
+    };
+    let upload = svc
+        .store
+        .begin(&path, options)
+        .map_err(|e| FormFailure::Body(BodyFailure::Store(e)))?;
+    Ok((path, upload))
+}

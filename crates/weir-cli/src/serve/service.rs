@@ -1,0 +1,156 @@
+//! The [`Service`] handler: routes requests to uploads, downloads, listings and deletes.
+//!
+//! | request | answer |
+//! | --- | --- |
+//! | `GET /healthz` | `200 ok` (never needs a token) |
+//! | `PUT /files/{path}` | stream the body into the store: `201` (`200` if replaced) + JSON |
+//! | `POST /files/{dir}/` (multipart) | every file part into `{dir}`: `201` + JSON list |
+//! | `GET`/`HEAD /files/{path}` | the file (`Range`, conditionals) |
+//! | `GET /files/` or `/files/{dir}/` | JSON listing |
+//! | `DELETE /files/{path}` | `204`, `404` if absent |
+//!
+//! Order of checks for every `/files/` request: method (405), token (401), path (400); all of
+//! them before any of the body is read, so a refused upload costs the client nothing but its
+//! head (weir sends no `100 Continue` for it).
+//!
+//! File I/O (writes, fsync, open, readdir) is synchronous std code on the connection's task:
+//! `tokio::fs` sends every call to the blocking pool, which was measured to halve upload
+//! throughput. Writes land in the page cache and return in microseconds, and the multi-thread
+//! runtime lets idle workers steal other connections' tasks meanwhile. The one call that can
+//! block for long, the fsyncs of a commit, runs under `block_in_place` (see `commit`), which
+//! hands this worker's other tasks to another thread first.
+
+use super::auth::Auth;
+use super::buffers::BufferPool;
+use super::reply;
+use super::target::Target;
+use super::{download, form, listing, upload};
+use http::{Method, StatusCode};
+use weir::{Exchange, Handler, http};
+use weir_store::{Committed, LocalStore, StoreError, Upload};
+
+/// What the service is configured to do.
+#[derive(Clone, Debug)]
+pub struct ServiceOptions {
+    /// Largest upload body; larger ones get 413 (checked on `Content-Length` before reading).
+    pub max_upload: u64,
+    /// Compute SHA-256 of uploads. Off: bodies are spliced socket → file (unless the client
+    /// sent a `Content-Digest`, which is always verified).
+    pub hash: bool,
+    /// Token requirements.
+    pub auth: Auth,
+    /// A `max_storage` quota is set: a spliced body must have a `Content-Length`, so that the
+    /// quota is reserved before the bytes reach the disk (else the buffered path is taken).
+    pub limited_storage: bool,
+}
+
+/// The upload/download service: a [`Handler`] over a [`LocalStore`].
+pub struct Service {
+    pub(super) store: LocalStore,
+    pub(super) options: ServiceOptions,
+    pub(super) buffers: BufferPool,
+}
+
+impl Service {
+    /// A service storing into `store`.
+    pub fn new(store: LocalStore, options: ServiceOptions) -> Self {
+        Self {
+            store,
+            options,
+            buffers: BufferPool::default(),
+        }
+    }
+}
+
+impl Handler for Service {
+    async fn handle(&self, ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
+        let path = ex.request().path();
+        if path == "/healthz" {
+            return match *ex.request().method() {
+                Method::GET | Method::HEAD => {
+                    ex.respond(StatusCode::OK)
+                        .header("content-type", "text/plain")
+                        .body("ok\n")
+                        .await
+                }
+                _ => method_not_allowed(ex, "GET, HEAD").await,
+            };
+        }
+        let Some(raw) = path.strip_prefix("/files/") else {
+            if path == "/files" {
+                return ex
+                    .respond(StatusCode::MOVED_PERMANENTLY)
+                    .header("location", "/files/")
+                    .empty()
+                    .await;
+            }
+            return reply::error(ex, StatusCode::NOT_FOUND, "not found", &[]).await;
+        };
+        let write = match *ex.request().method() {
+            Method::GET | Method::HEAD => false,
+            Method::PUT | Method::POST | Method::DELETE => true,
+            _ => return method_not_allowed(ex, "GET, HEAD, PUT, POST, DELETE").await,
+        };
+        if self.options.auth.required(write)
+            && !self
+                .options
+                .auth
+                .accepts(ex.request().header("authorization"))
+        {
+            return reply::error(
+                ex,
+                StatusCode::UNAUTHORIZED,
+                "missing or wrong bearer token",
+                &[("www-authenticate", "Bearer realm=\"weir\"")],
+            )
+            .await;
+        }
+        // ALLOCATION: the decoded path (the store keeps it as a `StorePath` anyway).
+        let target = match Target::parse(raw) {
+            Ok(t) => t,
+            Err(e) => return reply::error(ex, StatusCode::BAD_REQUEST, e.as_str(), &[]).await,
+        };
+        let method = ex.request().method().clone();
+        match (method, target) {
+            (Method::GET | Method::HEAD, Target::File(p)) => download::serve(self, ex, &p).await,
+            (Method::GET | Method::HEAD, Target::Root) => listing::serve(self, ex, None).await,
+            (Method::GET | Method::HEAD, Target::Dir(p)) => {
+                listing::serve(self, ex, Some(&p)).await
+            }
+            (Method::PUT, Target::File(p)) => upload::put(self, ex, p).await,
+            (Method::POST, Target::Root) => form::post(self, ex, None).await,
+            (Method::POST, Target::Dir(p) | Target::File(p)) => form::post(self, ex, Some(p)).await,
+            (Method::DELETE, Target::File(p)) => match self.store.delete(&p) {
+                Ok(()) => ex.respond(StatusCode::NO_CONTENT).empty().await,
+                Err(e) => reply::store_error(ex, &e).await,
+            },
+            (Method::PUT | Method::DELETE, _) => method_not_allowed(ex, "GET, HEAD, POST").await,
+            _ => method_not_allowed(ex, "GET, HEAD, PUT, POST, DELETE").await,
+        }
+    }
+}
+
+async fn method_not_allowed(ex: &mut Exchange<'_>, allow: &str) -> Result<(), weir::Error> {
+    reply::error(
+        ex,
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method not allowed here",
+        &[("allow", allow)],
+    )
+    .await
+}
+
+/// Commits an upload: fsync the file, rename, fsync the directory. The fsyncs can take seconds
+/// on a busy disk (they write back everything the upload left in the page cache), so they run
+/// under `block_in_place`: the runtime moves this worker's other connections to another thread
+/// first. Falls back to a plain call on a current-thread runtime, where that is impossible.
+pub(super) fn commit(upload: Upload) -> Result<Committed, StoreError> {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    let multi_thread =
+        Handle::try_current().is_ok_and(|h| h.runtime_flavor() == RuntimeFlavor::MultiThread);
+    if multi_thread {
+        tokio::task::block_in_place(|| upload.commit())
+    } else {
+        upload.commit()
+    }
+}

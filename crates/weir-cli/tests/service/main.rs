@@ -1,0 +1,16 @@
+//! Integration tests of `weir serve`, `weir put` and `weir get`: the real binary on 127.0.0.1
+//! ports chosen by the OS (or Unix sockets), with curl, raw sockets and the weir client.
+
+mod support;
+
+mod auth;
+mod client;
+mod conditional;
+mod crash;
+mod enospc;
+mod large;
+mod multipart;
+mod operator;
+mod paths;
+mod ranges;
+mod routes;

@@ -1,0 +1,121 @@
+//! Bad operator input: one clear line on stderr and a non-zero exit, before serving anything.
+
+use crate::support::*;
+use std::process::Command;
+
+/// Runs `weir ARGS` expecting a start-up failure; returns its one line of stderr.
+fn fails(args: &[&str]) -> String {
+    let out = Command::new(WEIR)
+        .args(args)
+        .env_remove("WEIR_TOKEN")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!out.status.success(), "{args:?} succeeded");
+    assert_eq!(err.lines().count(), 1, "{args:?}: {err:?}");
+    assert!(err.starts_with("weir: "), "{err}");
+    assert!(out.stdout.is_empty(), "{args:?} started serving");
+    err
+}
+
+#[test]
+fn invalid_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("r");
+    let root = root.to_str().unwrap();
+    let err = fails(&["serve", "--bogus"]);
+    assert!(err.contains("--bogus"), "{err}");
+    let err = fails(&["serve", "--root", root, "--max-upload", "5parsecs"]);
+    assert!(err.contains("max-upload"), "{err}");
+    let err = fails(&["serve", "--root", root, "--listen", "nowhere"]);
+    assert!(err.contains("listen"), "{err}");
+    let err = fails(&["serve", "--root", root, "--pause-threshold", "1"]);
+    assert!(err.contains("pause-threshold"), "{err}");
+    let err = fails(&["serve", "--root", root, "--token-read"]);
+    assert!(err.contains("token"), "{err}");
+    fails(&["frobnicate"]);
+    fails(&["put", "only-one-arg"]);
+    assert!(
+        !dir.path().join("r").exists(),
+        "nothing created for a bad command line"
+    );
+}
+
+#[test]
+fn address_in_use() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("r");
+    let err = fails(&["serve", "--root", root.to_str().unwrap(), "--listen", &addr]);
+    assert!(
+        err.contains("cannot listen on") && err.contains(&addr),
+        "{err}"
+    );
+}
+
+#[test]
+fn unusable_roots() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, b"x").unwrap();
+    let err = fails(&[
+        "serve",
+        "--root",
+        file.to_str().unwrap(),
+        "--listen",
+        "127.0.0.1:0",
+    ]);
+    assert!(
+        err.contains("storage root") && err.contains("a-file"),
+        "{err}"
+    );
+    let below = file.join("below");
+    fails(&[
+        "serve",
+        "--root",
+        below.to_str().unwrap(),
+        "--listen",
+        "127.0.0.1:0",
+    ]);
+    // A directory nobody may create files in, even root: procfs.
+    let err = fails(&[
+        "serve",
+        "--root",
+        "/proc/self/fdinfo",
+        "--listen",
+        "127.0.0.1:0",
+    ]);
+    assert!(err.contains("storage root"), "{err}");
+    // Permissions, where they apply (not to root).
+    let ro = dir.path().join("read-only");
+    std::fs::create_dir(&ro).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o555)).unwrap();
+    if std::fs::write(ro.join("probe"), b"").is_err() {
+        let err = fails(&[
+            "serve",
+            "--root",
+            ro.to_str().unwrap(),
+            "--listen",
+            "127.0.0.1:0",
+        ]);
+        assert!(err.contains("storage root"), "{err}");
+    }
+    std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+#[test]
+fn a_root_held_by_another_weir() {
+    let s = Server::start(&[]);
+    let err = fails(&[
+        "serve",
+        "--root",
+        s.root.to_str().unwrap(),
+        "--listen",
+        "127.0.0.1:0",
+    ]);
+    assert!(err.contains("in use"), "{err}");
+    // The first one is unaffected.
+    assert_eq!(s.request("GET /healthz HTTP/1.1", b"").status, 200);
+}

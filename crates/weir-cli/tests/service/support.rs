@@ -1,0 +1,314 @@
+//! Test support: the real `weir` binary as a server on a free port, raw HTTP requests, curl,
+//! deterministic test data.
+
+use sha2::{Digest, Sha256};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+pub const WEIR: &str = env!("CARGO_BIN_EXE_weir");
+
+/// A `weir serve` process on 127.0.0.1 with a fresh root, killed on drop.
+pub struct Server {
+    pub child: Child,
+    pub addr: SocketAddr,
+    pub dir: tempfile::TempDir,
+    pub root: PathBuf,
+}
+
+impl Server {
+    /// Starts `weir serve` with `args` on a new root.
+    pub fn start(args: &[&str]) -> Server {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("root");
+        Self::start_at(dir, root, args)
+    }
+
+    /// Starts `weir serve` on `root` (kept in `dir`).
+    pub fn start_at(dir: tempfile::TempDir, root: PathBuf, args: &[&str]) -> Server {
+        let (child, addr) = spawn(&root, dir.path(), args, &[]).unwrap_or_else(|e| panic!("{e}"));
+        Server {
+            child,
+            addr,
+            dir,
+            root,
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// SIGKILL, and wait for the process to be gone.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Kills the server and hands back its directory and root (to restart on them).
+    pub fn into_parts(mut self) -> (tempfile::TempDir, PathBuf) {
+        self.kill();
+        let dir = std::mem::replace(&mut self.dir, tempfile::tempdir().unwrap());
+        (dir, self.root.clone())
+    }
+
+    /// A request over a new connection; see [`request`].
+    pub fn request(&self, head: &str, body: &[u8]) -> Resp {
+        request(self.addr, head, body)
+    }
+
+    /// Temporary upload files anywhere under the root.
+    pub fn temps(&self) -> Vec<PathBuf> {
+        temps(&self.root)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Spawns `weir serve --root ROOT --listen 127.0.0.1:0 ARGS` and waits for its "serving" line;
+/// on failure returns its stderr.
+pub fn spawn(
+    root: &Path,
+    logs: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> Result<(Child, SocketAddr), String> {
+    let stderr = std::fs::File::create(logs.join("server-stderr.log")).unwrap();
+    let mut cmd = Command::new(WEIR);
+    cmd.arg("serve")
+        .arg("--root")
+        .arg(root)
+        .args(["--listen", "127.0.0.1:0"])
+        .args(args)
+        .env_remove("WEIR_TOKEN")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(stderr);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut line = String::new();
+    BufReader::new(stdout).read_line(&mut line).unwrap();
+    match line.trim().rsplit_once(" on http://") {
+        Some((_, addr)) => Ok((child, addr.parse().unwrap())),
+        None => {
+            let _ = child.kill();
+            let _ = child.wait();
+            Err(std::fs::read_to_string(logs.join("server-stderr.log")).unwrap_or_default())
+        }
+    }
+}
+
+/// A parsed response.
+#[derive(Debug)]
+pub struct Resp {
+    pub status: u16,
+    pub head: String,
+    pub body: Vec<u8>,
+}
+
+impl Resp {
+    pub fn header(&self, name: &str) -> Option<String> {
+        self.head.lines().skip(1).find_map(|l| {
+            let (n, v) = l.split_once(':')?;
+            n.trim()
+                .eq_ignore_ascii_case(name)
+                .then(|| v.trim().to_owned())
+        })
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&self.body)))
+    }
+
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+}
+
+/// Sends `head` (request line and headers, without the final CRLF; `Connection: close` and
+/// `Content-Length` are added) and `body`, reads the response until the server closes.
+pub fn request(addr: SocketAddr, head: &str, body: &[u8]) -> Resp {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let mut req = format!("{head}\r\nhost: test\r\nconnection: close\r\n");
+    if !head.to_ascii_lowercase().contains("content-length") && !body.is_empty() {
+        req.push_str(&format!("content-length: {}\r\n", body.len()));
+    }
+    req.push_str("\r\n");
+    s.write_all(req.as_bytes()).unwrap();
+    // The server may answer early (413, 507) and stop reading: keep the answer.
+    let _ = s.write_all(body);
+    let mut raw = Vec::new();
+    let _ = s.read_to_end(&mut raw);
+    parse_response(&raw, head.starts_with("HEAD "))
+}
+
+pub fn parse_response(raw: &[u8], head_request: bool) -> Resp {
+    let end = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .unwrap_or_else(|| panic!("no response head in {:?}", String::from_utf8_lossy(raw)));
+    let head = String::from_utf8_lossy(&raw[..end]).into_owned();
+    let status = head[9..12].parse().unwrap();
+    let mut body = raw[end + 4..].to_vec();
+    let resp = Resp {
+        status,
+        head,
+        body: Vec::new(),
+    };
+    if let Some(len) = resp.header("content-length") {
+        let len: usize = len.parse().unwrap();
+        if !head_request {
+            assert!(body.len() >= len, "short body: {} of {len}", body.len());
+            body.truncate(len);
+        } else {
+            body.clear();
+        }
+    }
+    Resp { body, ..resp }
+}
+
+/// Runs curl with `args` (silent, showing errors) and returns its output.
+pub fn curl(args: &[&str]) -> Output {
+    Command::new("curl")
+        .args(["-sS", "--max-time", "120"])
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// Runs curl and returns (status, body); `-w` appends the status after the body.
+pub fn curl_status(args: &[&str]) -> (u16, Vec<u8>) {
+    let mut all = vec!["-w", "\n%{http_code}"];
+    all.extend_from_slice(args);
+    let out = curl(&all);
+    let text = out.stdout;
+    let split = text.iter().rposition(|&b| b == b'\n').unwrap();
+    let status = String::from_utf8_lossy(&text[split + 1..]).parse().unwrap();
+    (status, text[..split].to_vec())
+}
+
+/// Runs `weir ARGS` and returns its output.
+pub fn weir(args: &[&str]) -> Output {
+    Command::new(WEIR)
+        .args(args)
+        .env_remove("WEIR_TOKEN")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+/// Deterministic pseudo-random bytes (xorshift), different per seed.
+pub fn data(len: usize, seed: u64) -> Vec<u8> {
+    let mut out = vec![0u8; len];
+    fill(&mut out, seed);
+    out
+}
+
+fn fill(buf: &mut [u8], seed: u64) -> u64 {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    for chunk in buf.chunks_mut(8) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        chunk.copy_from_slice(&x.to_le_bytes()[..chunk.len()]);
+    }
+    x
+}
+
+/// A 256 MiB file of test data, made once and kept in the target directory between runs.
+pub fn big_file() -> &'static Path {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    PATH.get_or_init(|| {
+        const LEN: u64 = 256 << 20;
+        let path = Path::new(env!("CARGO_TARGET_TMPDIR")).join("weir-cli-256MiB.bin");
+        if std::fs::metadata(&path).map(|m| m.len()).ok() != Some(LEN) {
+            let partial = path.with_extension("partial");
+            let mut f = std::fs::File::create(&partial).unwrap();
+            let mut buf = vec![0u8; 1 << 20];
+            for i in 0..(LEN >> 20) {
+                fill(&mut buf, 1000 + i);
+                f.write_all(&buf).unwrap();
+            }
+            f.sync_all().unwrap();
+            std::fs::rename(&partial, &path).unwrap();
+        }
+        path
+    })
+}
+
+/// SHA-256 of a file, hex.
+pub fn sha256_file(path: &Path) -> String {
+    let mut f = std::fs::File::open(path).unwrap();
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = f.read(&mut buf).unwrap();
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+    }
+    hex(&h.finalize())
+}
+
+pub fn sha256(data: &[u8]) -> String {
+    hex(&Sha256::digest(data))
+}
+
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// `.weir-upload-*` files under `root`.
+pub fn temps(root: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut dirs = vec![root.to_owned()];
+    while let Some(dir) = dirs.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            if e.file_type().unwrap().is_dir() {
+                dirs.push(e.path());
+            } else if e.file_name().to_string_lossy().starts_with(".weir-upload-") {
+                out.push(e.path());
+            }
+        }
+    }
+    out
+}
+
+/// A field of `/proc/PID/status` in KiB (`VmHWM`, `VmRSS`).
+pub fn proc_status_kib(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {field} in /proc/{pid}/status"))
+}
+
+/// Polls `cond` every 10 ms for up to 30 s.
+pub fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}

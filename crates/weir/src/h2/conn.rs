@@ -1,0 +1,266 @@
+//! The HTTP/2 connection driver: one task per connection drives the `h2` crate (reads and
+//! writes frames, flow control, SETTINGS, PING), and each stream's handler runs on a task of
+//! its own.
+//!
+//! The driver only accepts a new stream while fewer than `max_concurrent_streams` handlers run
+//! for the connection. A stream the client reset still counts until its handler returns, so a
+//! client cannot multiply running handlers by opening and resetting streams (rapid reset,
+//! CVE-2023-44487); streams it opens meanwhile wait in h2's accept queue, and resetting those
+//! trips h2's own limit on pending-accept resets (GOAWAY ENHANCE_YOUR_CALM).
+//!
+//! Closing: on the server's shutdown signal, or when no stream has run for the keep-alive
+//! timeout, the driver starts h2's graceful shutdown (GOAWAY, then in-flight streams finish);
+//! a client that does not let it complete within `DRAIN_LIMIT` is dropped. When the frame
+//! meter reports a control-frame flood, the connection is closed with
+//! GOAWAY(ENHANCE_YOUR_CALM).
+
+use super::bdp::AdaptiveWindow;
+use super::io::{H2Io, MeterReport};
+use super::stream::H2Stream;
+use crate::Handler;
+use crate::exchange::Exchange;
+use crate::server::Shared;
+use bytes::Bytes;
+use h2::server::{Connection, SendResponse};
+use h2::{Ping, PingPong, Reason, RecvStream};
+use std::future::poll_fn;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+
+/// The largest flow-control window HTTP/2 allows (RFC 9113 §6.9.1).
+const MAX_WINDOW: u64 = (1 << 31) - 1;
+
+/// How long a closing connection may take to complete h2's graceful shutdown once no stream
+/// runs (the client must answer a PING).
+const DRAIN_LIMIT: Duration = Duration::from_secs(5);
+
+/// The windows a connection advertises.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Windows {
+    pub(crate) stream: u32,
+    pub(crate) connection: u32,
+}
+
+impl Windows {
+    /// The stream window is the pause threshold; the connection window lets every stream fill
+    /// its window at once, unless configured.
+    pub(crate) fn new(stream: usize, config: &crate::Http2Config) -> Self {
+        let stream = (stream as u64).clamp(1, MAX_WINDOW) as u32;
+        Self {
+            stream,
+            connection: Self::connection_for(stream, config),
+        }
+    }
+
+    fn connection_for(stream: u32, config: &crate::Http2Config) -> u32 {
+        let derived = u64::from(stream) * u64::from(config.max_concurrent_streams.max(1));
+        let window = config.connection_window.map_or(derived, u64::from);
+        window.clamp(65_535, MAX_WINDOW) as u32
+    }
+}
+
+// Events are consumed at once, one at a time: boxing the large variant would allocate per
+// stream for nothing.
+#[allow(clippy::large_enum_variant)]
+enum Event {
+    Stream(http::Request<RecvStream>, SendResponse<Bytes>),
+    Closed(Result<(), h2::Error>),
+    Shutdown,
+    Idle,
+}
+
+/// The adaptive window and the PING handle it samples with.
+struct Adaptive {
+    pings: PingPong,
+    window: AdaptiveWindow,
+    /// The stream window last accepted by h2 (a change waits while SETTINGS are unacked).
+    applied: u32,
+}
+
+/// Serves one HTTP/2 connection until it closes.
+pub(crate) async fn serve_h2<H: Handler>(
+    io: H2Io,
+    handler: Arc<H>,
+    shared: Arc<Shared>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let config = &shared.config;
+    let h2_config = &config.http2;
+    let peer = io.stream().peer_addr();
+    let report = io.report();
+    let windows = Windows::new(config.effective_pause_threshold(), h2_config);
+    let max_streams = h2_config.max_concurrent_streams.max(1);
+    let mut builder = h2::server::Builder::new();
+    builder
+        .initial_window_size(windows.stream)
+        .initial_connection_window_size(windows.connection)
+        .max_frame_size(h2_config.max_frame_size.clamp(16_384, 16_777_215))
+        .max_header_list_size(h2_config.max_header_list_size)
+        .max_concurrent_streams(max_streams);
+    // The preface and the client's SETTINGS must come within the head timeout.
+    let handshake = tokio::time::timeout(config.head_timeout, builder.handshake::<_, Bytes>(io));
+    let mut conn = match handshake.await {
+        Ok(Ok(conn)) => conn,
+        Ok(Err(e)) => {
+            tracing::debug!(error = %e, "HTTP/2 handshake failed");
+            return;
+        }
+        Err(_) => {
+            tracing::debug!("HTTP/2 handshake timed out");
+            return;
+        }
+    };
+    let mut adaptive = if h2_config.adaptive_window {
+        conn.ping_pong().map(|pings| Adaptive {
+            pings,
+            window: AdaptiveWindow::new(windows.stream, h2_config.max_window, Instant::now()),
+            applied: windows.stream,
+        })
+    } else {
+        None
+    };
+
+    let mut tasks: JoinSet<()> = JoinSet::new();
+    let mut draining = false;
+    let mut calmed = false;
+    let idle = tokio::time::sleep(config.keep_alive_timeout);
+    tokio::pin!(idle);
+    let mut idle_armed = true;
+    loop {
+        if tasks.is_empty() && !idle_armed {
+            let wait = if draining {
+                DRAIN_LIMIT
+            } else {
+                config.keep_alive_timeout
+            };
+            idle.as_mut().reset(Instant::now() + wait);
+            idle_armed = true;
+        }
+        let event = tokio::select! {
+            biased;
+            _ = shutdown.changed(), if !draining => Event::Shutdown,
+            () = &mut idle, if idle_armed => Event::Idle,
+            event = poll_fn(|cx| poll_connection(
+                cx, &mut conn, &mut tasks, max_streams, &report, &mut adaptive, &mut calmed,
+                h2_config,
+            )) => event,
+        };
+        match event {
+            Event::Stream(request, respond) => {
+                idle_armed = false;
+                let handler = handler.clone();
+                let shared = shared.clone();
+                let window = adaptive.as_ref().map_or(windows.stream, |a| a.applied);
+                tasks.spawn(async move {
+                    let mut stream = H2Stream::new(request, respond, window, peer, shared);
+                    let result = {
+                        let mut exchange = Exchange::h2(&mut stream);
+                        handler.handle(&mut exchange).await
+                    };
+                    stream.finish(result).await;
+                });
+            }
+            Event::Shutdown => {
+                conn.graceful_shutdown();
+                draining = true;
+                idle_armed = false;
+            }
+            Event::Idle if draining => {
+                tracing::debug!("HTTP/2 client did not complete the shutdown; closing");
+                break;
+            }
+            Event::Idle => {
+                conn.graceful_shutdown();
+                draining = true;
+                idle_armed = false;
+            }
+            Event::Closed(Ok(())) => break,
+            Event::Closed(Err(e)) => {
+                tracing::debug!(error = %e, "HTTP/2 connection closed with an error");
+                break;
+            }
+        }
+    }
+    // Dropping the connection fails the streams' pending I/O at once, so handlers still
+    // running see a disconnect instead of waiting on a connection nobody drives.
+    drop(conn);
+    while tasks.join_next().await.is_some() {}
+}
+
+/// Drives the connection: reaps finished handlers, runs the adaptive window, closes on a
+/// flood, and accepts the next stream while below the handler bound.
+#[allow(clippy::too_many_arguments)]
+fn poll_connection(
+    cx: &mut Context<'_>,
+    conn: &mut Connection<H2Io, Bytes>,
+    tasks: &mut JoinSet<()>,
+    max_streams: u32,
+    report: &MeterReport,
+    adaptive: &mut Option<Adaptive>,
+    calmed: &mut bool,
+    config: &crate::Http2Config,
+) -> Poll<Event> {
+    if report.is_flooded() && !*calmed {
+        tracing::debug!("HTTP/2 control frame flood; closing with ENHANCE_YOUR_CALM");
+        *calmed = true;
+        conn.abrupt_shutdown(Reason::ENHANCE_YOUR_CALM);
+    }
+    while let Poll::Ready(Some(joined)) = tasks.poll_join_next(cx) {
+        if let Err(e) = joined {
+            if e.is_panic() {
+                tracing::error!("HTTP/2 stream handler panicked");
+            }
+        }
+    }
+    if let Some(adaptive) = adaptive {
+        adapt_window(cx, conn, adaptive, report, config);
+    }
+    if tasks.len() < max_streams as usize {
+        match conn.poll_accept(cx) {
+            Poll::Ready(Some(Ok((request, respond)))) => {
+                Poll::Ready(Event::Stream(request, respond))
+            }
+            Poll::Ready(Some(Err(e))) => Poll::Ready(Event::Closed(Err(e))),
+            Poll::Ready(None) => Poll::Ready(Event::Closed(Ok(()))),
+            Poll::Pending => Poll::Pending,
+        }
+    } else {
+        // At the bound: keep the connection moving (frames, flow control, resets) without
+        // taking new streams; a finishing handler wakes this task through the join set.
+        conn.poll_closed(cx).map(Event::Closed)
+    }
+}
+
+/// One step of the adaptive window: sample with a PING while data flows, and widen the
+/// windows when the estimate grows.
+fn adapt_window(
+    cx: &mut Context<'_>,
+    conn: &mut Connection<H2Io, Bytes>,
+    adaptive: &mut Adaptive,
+    report: &MeterReport,
+    config: &crate::Http2Config,
+) {
+    let now = Instant::now();
+    let bytes = report.bytes();
+    if adaptive.window.is_ping_in_flight() {
+        if let Poll::Ready(Ok(_)) = adaptive.pings.poll_pong(cx) {
+            adaptive.window.pong_received(now, bytes);
+        }
+    } else if adaptive.window.wants_ping(now, bytes)
+        && adaptive.pings.send_ping(Ping::opaque()).is_ok()
+    {
+        adaptive.window.ping_sent(bytes);
+        // Registers this task for the PONG (it is read by this same task).
+        let _ = adaptive.pings.poll_pong(cx);
+    }
+    let wanted = adaptive.window.window();
+    if wanted != adaptive.applied && conn.set_initial_window_size(wanted).is_ok() {
+        tracing::debug!(window = wanted, "HTTP/2 adaptive window grew");
+        adaptive.applied = wanted;
+        conn.set_target_window_size(Windows::connection_for(wanted, config));
+    }
+}

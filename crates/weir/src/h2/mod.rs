@@ -1,0 +1,70 @@
+//! HTTP/2 over the `h2` crate, with the same handler API as HTTP/1.1.
+//!
+//! - `conn`: the connection driver (one task), a task per stream, the handler bound, shutdown;
+//! - `io`: the stream under h2: replay of sniffed bytes, frame meter (flood budget, byte count);
+//! - `bdp`: the adaptive stream window;
+//! - `stream`: a stream as the exchange's HTTP/2 backend (request head, finishing);
+//! - `body`: request bodies under flow control (the pause threshold is the stream window);
+//! - `response`: responses as HEADERS and DATA frames under the client's window.
+//!
+//! Which floods `h2` (0.4) already bounds, and what weir adds, is listed in
+//! `docs/ARCHITECTURE.md` ("HTTP/2 defences").
+
+mod bdp;
+mod body;
+mod conn;
+mod io;
+mod response;
+mod stream;
+
+pub(crate) use conn::serve_h2;
+pub(crate) use io::{H2Io, PREFACE};
+pub(crate) use stream::H2Stream;
+
+use crate::transport::Stream;
+use tokio::io::AsyncReadExt;
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+/// What the first bytes of a cleartext connection say.
+pub(crate) enum Sniffed {
+    /// The HTTP/2 connection preface: all 24 bytes were read.
+    Http2,
+    /// Anything else: HTTP/1.1. The bytes read so far (at most 24) must be replayed.
+    Http1 {
+        read: [u8; PREFACE.len()],
+        len: usize,
+    },
+    /// The client closed, timed out, or the server is shutting down before a byte came.
+    Closed,
+}
+
+/// Reads just enough of a cleartext connection to tell HTTP/2 prior knowledge (RFC 9113 §3.3)
+/// from HTTP/1.1: at most 24 bytes, usually one read (an HTTP/1.1 request differs at its
+/// first byte, or at the fourth for `PRI`-less methods starting with `P`).
+pub(crate) async fn sniff_preface(
+    stream: &mut Stream,
+    deadline: Instant,
+    shutdown: &mut watch::Receiver<bool>,
+) -> Sniffed {
+    let mut read = [0u8; PREFACE.len()];
+    let mut len = 0;
+    loop {
+        let n = tokio::select! {
+            n = tokio::time::timeout_at(deadline, stream.read(&mut read[len..])) => n,
+            _ = shutdown.changed(), if len == 0 => return Sniffed::Closed,
+        };
+        match n {
+            Ok(Ok(0)) | Ok(Err(_)) | Err(_) if len == 0 => return Sniffed::Closed,
+            // A partial head then EOF or silence: HTTP/1.1 answers or closes as it would.
+            Ok(Ok(0)) | Ok(Err(_)) | Err(_) => return Sniffed::Http1 { read, len },
+            Ok(Ok(n)) => len += n,
+        }
+        if read[..len] != PREFACE[..len] {
+            return Sniffed::Http1 { read, len };
+        }
+        if len == PREFACE.len() {
+            return Sniffed::Http2;
+        }
+    }
+}

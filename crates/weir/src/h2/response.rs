@@ -1,0 +1,434 @@
+//! Writing an HTTP/2 response: head as a HEADERS frame, body as DATA frames under the client's
+//! flow-control window.
+//!
+//! The head is collected in a header map (h2 encodes it with HPACK) and sent when the handler
+//! starts the body. Body bytes are sent as capacity is granted: the writer asks h2 for
+//! capacity, waits until the client's window and h2's send buffer allow, then hands over a
+//! piece. The wait is bounded by the minimum response data rate; a client that never opens its
+//! window gets its stream reset instead of holding the handler forever.
+//!
+//! COPY: h2 queues DATA frames until the connection task writes them, so each piece is copied
+//! into an owned buffer. The buffer is one `BytesMut` reused for the stream's life: once h2
+//! has written a piece and dropped it, the space is reclaimed.
+
+use crate::Error;
+use crate::error::Misuse;
+use crate::h1::HeadFlags;
+use crate::h2::stream::{is_connection_specific, stream_error};
+use crate::server::Shared;
+use bytes::{Bytes, BytesMut};
+use h2::server::SendResponse;
+use h2::{Reason, SendStream};
+use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
+use std::fs::File;
+use std::future::poll_fn;
+use std::task::Poll;
+use std::time::{Duration, SystemTime};
+use tokio::time::Instant;
+use weir_proto::date::DateCache;
+
+/// Most bytes asked of h2's flow control at once: h2 grants at most its send buffer size
+/// anyway, and a bounded request keeps one stream from claiming the whole connection window.
+const MAX_PIECE: usize = 1024 * 1024;
+
+/// Where the response stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    NotStarted,
+    /// `start_head` was called; headers are being added.
+    Head,
+    /// The head is sent; body bytes may follow.
+    Body {
+        /// No body goes on the wire (HEAD, 204, 304): written bytes are dropped.
+        no_body: bool,
+        /// Bytes still owed under a declared length.
+        remaining: Option<u64>,
+    },
+    Complete,
+    Failed,
+}
+
+/// The response half of an HTTP/2 stream.
+pub(crate) struct ResponseOut {
+    respond: SendResponse<Bytes>,
+    send: Option<SendStream<Bytes>>,
+    state: State,
+    headers: HeaderMap,
+    is_head: bool,
+    date: DateCache,
+    scratch: BytesMut,
+}
+
+impl ResponseOut {
+    pub(crate) fn new(respond: SendResponse<Bytes>, method: &Method) -> Self {
+        Self {
+            respond,
+            send: None,
+            state: State::NotStarted,
+            headers: HeaderMap::new(),
+            is_head: method == Method::HEAD,
+            date: DateCache::new(),
+            scratch: BytesMut::new(),
+        }
+    }
+
+    pub(crate) fn is_started(&self) -> bool {
+        !matches!(self.state, State::NotStarted | State::Head)
+    }
+
+    pub(crate) fn is_complete(&self) -> bool {
+        self.state == State::Complete
+    }
+
+    pub(crate) fn start_head(&mut self, status: StatusCode) -> Result<(), Error> {
+        if self.state != State::NotStarted {
+            return Err(Error::invalid_response(Misuse::AlreadySent));
+        }
+        if status.is_informational() {
+            return Err(Error::invalid_response(Misuse::InformationalStatus));
+        }
+        self.headers.clear();
+        self.state = State::Head;
+        Ok(())
+    }
+
+    pub(crate) fn push_header(
+        &mut self,
+        name: &[u8],
+        value: &[u8],
+        flags: &mut HeadFlags,
+    ) -> Result<(), ()> {
+        // Same rules as HTTP/1.1: a token name, no control characters in the value, and no
+        // framing headers (weir sets content-length itself).
+        let name = HeaderName::from_bytes(name).map_err(drop)?;
+        if name == http::header::CONTENT_LENGTH || name == http::header::TRANSFER_ENCODING {
+            return Err(());
+        }
+        let value = HeaderValue::from_bytes(value).map_err(drop)?;
+        if is_connection_specific(&name) {
+            // Meaningless in HTTP/2 (RFC 9113 §8.2.2): dropped, like a handler's
+            // `Connection: close` (a stream cannot close its connection).
+            return Ok(());
+        }
+        flags.date |= name == http::header::DATE;
+        flags.server |= name == http::header::SERVER;
+        // ALLOC: h2 sends a header map; its entries are allocated per response.
+        self.headers.append(name, value);
+        Ok(())
+    }
+
+    pub(crate) fn abort_head(&mut self) {
+        if self.state == State::Head {
+            self.headers.clear();
+            self.state = State::NotStarted;
+        }
+    }
+
+    /// Sends the head: `content-length` when the length is known, `date`, `server`. The head
+    /// ends the stream when no body follows (HEAD, 204, 304, or a length of 0).
+    pub(crate) fn finish_head(
+        &mut self,
+        status: StatusCode,
+        len: Option<u64>,
+        flags: HeadFlags,
+        server: &Option<String>,
+    ) -> Result<(), Error> {
+        if self.state != State::Head {
+            return Err(Error::invalid_response(Misuse::AlreadySent));
+        }
+        let no_body = self.is_head || !weir_proto::encode::status_has_body(status);
+        let mut headers = std::mem::take(&mut self.headers);
+        if let Some(len) = len {
+            if weir_proto::encode::status_has_body(status) {
+                headers.insert(http::header::CONTENT_LENGTH, HeaderValue::from(len));
+            }
+        }
+        if !flags.date {
+            let date = self.date.value(SystemTime::now());
+            if let Ok(v) = HeaderValue::from_bytes(date) {
+                headers.insert(http::header::DATE, v);
+            }
+        }
+        if let (false, Some(server)) = (flags.server, server) {
+            if let Ok(v) = HeaderValue::from_str(server) {
+                headers.insert(http::header::SERVER, v);
+            }
+        }
+        let mut response = http::Response::new(());
+        *response.status_mut() = status;
+        *response.headers_mut() = headers;
+        let end = no_body || len == Some(0);
+        match self.respond.send_response(response, end) {
+            Ok(send) => {
+                self.send = Some(send);
+                self.state = if no_body {
+                    // Nothing more goes on the wire; later writes are dropped.
+                    State::Body {
+                        no_body: true,
+                        remaining: None,
+                    }
+                } else if end {
+                    State::Complete
+                } else {
+                    State::Body {
+                        no_body: false,
+                        remaining: len,
+                    }
+                };
+                Ok(())
+            }
+            Err(e) => {
+                self.state = State::Failed;
+                Err(stream_error(e))
+            }
+        }
+    }
+
+    /// Writes body bytes; the last bytes of a declared length end the stream with them.
+    pub(crate) async fn write_body(&mut self, data: &[u8], shared: &Shared) -> Result<(), Error> {
+        let State::Body { no_body, remaining } = self.state else {
+            if self.state == State::Complete && data.is_empty() {
+                return Ok(());
+            }
+            return Err(Error::invalid_response(Misuse::NoBodyOpen));
+        };
+        if no_body {
+            return Ok(());
+        }
+        let end = match remaining {
+            Some(left) if left < data.len() as u64 => {
+                self.fail(Reason::INTERNAL_ERROR);
+                return Err(Error::invalid_response(Misuse::BodyTooLong));
+            }
+            Some(left) => {
+                let left = left - data.len() as u64;
+                self.state = State::Body {
+                    no_body,
+                    remaining: Some(left),
+                };
+                left == 0
+            }
+            None => false,
+        };
+        if data.is_empty() && !end {
+            return Ok(());
+        }
+        self.send_pieces(data, end, shared).await?;
+        if end {
+            self.state = State::Complete;
+        }
+        Ok(())
+    }
+
+    /// Sends `data` in pieces as flow control allows; `end` ends the stream with the last one.
+    async fn send_pieces(
+        &mut self,
+        mut data: &[u8],
+        end: bool,
+        shared: &Shared,
+    ) -> Result<(), Error> {
+        loop {
+            let cap = if data.is_empty() {
+                0
+            } else {
+                self.capacity(data.len(), shared).await?
+            };
+            let n = cap.min(data.len());
+            // COPY: into the stream's reusable send buffer (see the module doc).
+            self.scratch.reserve(n);
+            self.scratch.extend_from_slice(&data[..n]);
+            let piece = self.scratch.split().freeze();
+            data = &data[n..];
+            let last = end && data.is_empty();
+            let Some(send) = self.send.as_mut() else {
+                return Err(Error::invalid_response(Misuse::NoBodyOpen));
+            };
+            if let Err(e) = send.send_data(piece, last) {
+                self.state = State::Failed;
+                return Err(stream_error(e));
+            }
+            if data.is_empty() {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Waits until h2 grants send capacity for up to `want` bytes, under the response rate.
+    async fn capacity(&mut self, want: usize, shared: &Shared) -> Result<usize, Error> {
+        let deadline = write_deadline(shared, want);
+        let Some(send) = self.send.as_mut() else {
+            return Err(Error::invalid_response(Misuse::NoBodyOpen));
+        };
+        send.reserve_capacity(want.min(MAX_PIECE));
+        let wait = poll_fn(|cx| {
+            loop {
+                let cap = send.capacity();
+                if cap > 0 {
+                    return Poll::Ready(Ok(cap));
+                }
+                match send.poll_capacity(cx) {
+                    Poll::Ready(Some(Ok(_))) => {}
+                    Poll::Ready(Some(Err(e))) => return Poll::Ready(Err(stream_error(e))),
+                    Poll::Ready(None) => return Poll::Ready(Err(Error::disconnect(None))),
+                    Poll::Pending => return Poll::Pending,
+                }
+            }
+        });
+        let out = match deadline {
+            None => Some(wait.await),
+            Some(d) => tokio::time::timeout_at(d, wait).await.ok(),
+        };
+        match out {
+            Some(Ok(cap)) => Ok(cap),
+            Some(Err(e)) => {
+                self.state = State::Failed;
+                Err(e)
+            }
+            None => {
+                self.fail(Reason::CANCEL);
+                Err(Error::timeout())
+            }
+        }
+    }
+
+    /// Ends the body; a declared length must have been sent in full.
+    pub(crate) fn finish_body(&mut self) -> Result<(), Error> {
+        match self.state {
+            State::Body {
+                no_body: false,
+                remaining: Some(1..),
+            } => {
+                self.fail(Reason::INTERNAL_ERROR);
+                Err(Error::invalid_response(Misuse::BodyTooShort))
+            }
+            State::Body { no_body, .. } => {
+                if !no_body {
+                    if let Some(send) = self.send.as_mut() {
+                        send.send_data(Bytes::new(), true).map_err(stream_error)?;
+                    }
+                }
+                self.state = State::Complete;
+                Ok(())
+            }
+            State::Complete => Ok(()),
+            State::NotStarted | State::Head | State::Failed => {
+                Err(Error::invalid_response(Misuse::NoBodyOpen))
+            }
+        }
+    }
+
+    /// After the handler returned: ends a body of unknown length it left open; a short
+    /// declared body resets the stream, so the client sees it is incomplete.
+    pub(crate) fn complete_if_open(&mut self) {
+        if let State::Body { .. } = self.state {
+            let _ = self.finish_body();
+        }
+    }
+
+    /// Sends `len` bytes of `file` from `offset` as the body, read in pieces into the send
+    /// buffer (no `sendfile`: h2 frames the bytes in user space).
+    pub(crate) async fn send_file(
+        &mut self,
+        file: &File,
+        offset: u64,
+        len: u64,
+        shared: &Shared,
+    ) -> Result<(), Error> {
+        use std::os::unix::fs::FileExt;
+        if let State::Body { no_body: true, .. } = self.state {
+            self.state = State::Complete;
+            return Ok(());
+        }
+        let mut sent = 0u64;
+        while sent < len {
+            let want = (len - sent).min(MAX_PIECE as u64) as usize;
+            let cap = self.capacity(want, shared).await?;
+            let n = cap.min(want);
+            self.scratch.reserve(n);
+            self.scratch.resize(n, 0);
+            // COPY: file → the stream's send buffer (pread); h2 writes it from there.
+            let got = match file.read_at(&mut self.scratch, offset + sent) {
+                Ok(got) => got,
+                Err(e) => {
+                    self.scratch.clear();
+                    self.fail(Reason::INTERNAL_ERROR);
+                    return Err(Error::from(e));
+                }
+            };
+            if got == 0 {
+                self.scratch.clear();
+                self.fail(Reason::INTERNAL_ERROR);
+                return Err(Error::from(std::io::Error::from(
+                    std::io::ErrorKind::UnexpectedEof,
+                )));
+            }
+            self.scratch.truncate(got);
+            let piece = self.scratch.split().freeze();
+            sent += got as u64;
+            let last = sent == len;
+            self.state = State::Body {
+                no_body: false,
+                remaining: Some(len - sent),
+            };
+            let Some(send) = self.send.as_mut() else {
+                return Err(Error::invalid_response(Misuse::NoBodyOpen));
+            };
+            if let Err(e) = send.send_data(piece, last) {
+                self.state = State::Failed;
+                return Err(stream_error(e));
+            }
+        }
+        self.state = State::Complete;
+        Ok(())
+    }
+
+    /// Sends a 1xx response now.
+    pub(crate) fn send_informational(
+        &mut self,
+        status: StatusCode,
+        headers: &[(&str, &[u8])],
+    ) -> Result<(), Error> {
+        if !status.is_informational() || status == StatusCode::SWITCHING_PROTOCOLS {
+            return Err(Error::invalid_response(Misuse::NotInformational));
+        }
+        if self.is_started() {
+            return Err(Error::invalid_response(Misuse::AlreadySent));
+        }
+        let mut response = http::Response::new(());
+        *response.status_mut() = status;
+        for (name, value) in headers {
+            let name = HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| Error::invalid_response(Misuse::InvalidHeader))?;
+            let value = HeaderValue::from_bytes(value)
+                .map_err(|_| Error::invalid_response(Misuse::InvalidHeader))?;
+            if !is_connection_specific(&name) {
+                response.headers_mut().append(name, value);
+            }
+        }
+        self.respond
+            .send_informational(response)
+            .map_err(stream_error)
+    }
+
+    /// Resets the stream (once); the response is then failed.
+    pub(crate) fn reset(&mut self, reason: Reason) {
+        self.fail(reason);
+    }
+
+    fn fail(&mut self, reason: Reason) {
+        if self.state != State::Failed {
+            match self.send.as_mut() {
+                Some(send) => send.send_reset(reason),
+                None => self.respond.send_reset(reason),
+            }
+        }
+        self.state = State::Failed;
+    }
+}
+
+/// The deadline for sending `len` bytes under the minimum response data rate.
+fn write_deadline(shared: &Shared, len: usize) -> Option<Instant> {
+    let rate = shared.config.min_response_rate?;
+    let needed = Duration::from_secs_f64(len as f64 / rate.bytes_per_second.max(1) as f64);
+    Some(Instant::now() + needed.max(rate.grace))
+}

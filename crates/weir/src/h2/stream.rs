@@ -1,0 +1,249 @@
+//! [`H2Stream`]: one HTTP/2 request and its response, as the exchange's HTTP/2 backend.
+//!
+//! Each stream runs its handler on a task of its own (spawned by the connection driver), so
+//! that streams of one connection proceed independently. The stream owns its request head, the
+//! `h2` handles of its two directions and its body and response state; the handler borrows it
+//! through [`Exchange`](crate::Exchange) exactly as it borrows an HTTP/1.1 connection.
+//!
+//! Unlike HTTP/1.1, the request is allocated per stream: `h2` allocates each stream's state and
+//! header map itself, and a task per stream is the price of independent streams.
+
+use super::body::BodyIn;
+use super::response::ResponseOut;
+use crate::error::Misuse;
+use crate::server::Shared;
+use crate::transport::PeerAddr;
+use crate::{Error, Request};
+use bytes::Bytes;
+use h2::server::SendResponse;
+use h2::{Reason, RecvStream};
+use http::{HeaderName, Method, StatusCode, Version};
+use std::sync::Arc;
+use weir_proto::Framing;
+
+/// One stream: request head, body in, response out.
+pub(crate) struct H2Stream {
+    pub(crate) head: Request,
+    pub(crate) peer: PeerAddr,
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) body: BodyIn,
+    pub(crate) resp: ResponseOut,
+}
+
+impl H2Stream {
+    /// A stream for `request`, whose body may run `window` bytes ahead of the handler (the
+    /// stream's flow-control window when it opened).
+    pub(crate) fn new(
+        request: http::Request<RecvStream>,
+        respond: SendResponse<Bytes>,
+        window: u32,
+        peer: PeerAddr,
+        shared: Arc<Shared>,
+    ) -> Self {
+        let (parts, recv) = request.into_parts();
+        let mut head = Request::new();
+        fill_head(&mut head, &parts, recv.is_end_stream());
+        let body = BodyIn::new(recv, &head, window as usize, &shared.config);
+        let resp = ResponseOut::new(respond, &parts.method);
+        Self {
+            head,
+            peer,
+            shared,
+            body,
+            resp,
+        }
+    }
+
+    /// Sends `100 Continue` before the first body read if the client asked for it (and no
+    /// response has started: then the client must not be told to go on).
+    pub(crate) fn send_continue_if_expected(&mut self) -> Result<(), Error> {
+        if self.body.take_continue() && !self.resp.is_started() {
+            self.resp.send_informational(StatusCode::CONTINUE, &[])?;
+        }
+        Ok(())
+    }
+
+    /// Sends a 1xx response; a `100 Continue` answers `Expect: 100-continue`.
+    pub(crate) fn send_informational(
+        &mut self,
+        status: StatusCode,
+        headers: &[(&str, &[u8])],
+    ) -> Result<(), Error> {
+        self.resp.send_informational(status, headers)?;
+        if status == StatusCode::CONTINUE {
+            self.body.note_continue_sent();
+        }
+        Ok(())
+    }
+
+    /// After the handler returned: answers an error or a missing response, completes a body
+    /// left open, or resets the stream when the response cannot be completed.
+    pub(crate) async fn finish(&mut self, result: Result<(), Error>) {
+        self.shared
+            .stats
+            .record_body_buffered(self.body.stats.peak_buffered);
+        match (&result, self.resp.is_started()) {
+            (Err(e), false) if e.is_disconnect() => {
+                // The client reset the stream or the connection is gone: nothing to answer.
+                self.resp.reset(Reason::CANCEL);
+            }
+            (Err(e), false) => {
+                tracing::debug!(error = %e, "handler failed before responding (h2)");
+                let _ = self.write_error_response(e.status_code(), e).await;
+            }
+            (Err(e), true) => {
+                tracing::debug!(error = %e, "handler failed while responding (h2)");
+                if !self.resp.is_complete() {
+                    self.resp.reset(Reason::INTERNAL_ERROR);
+                }
+            }
+            (Ok(()), false) => {
+                tracing::warn!(
+                    path = self.head.path(),
+                    "handler returned without responding"
+                );
+                let e = Error::invalid_response(Misuse::NoResponse);
+                let _ = self
+                    .write_error_response(StatusCode::INTERNAL_SERVER_ERROR, &e)
+                    .await;
+            }
+            (Ok(()), true) => self.resp.complete_if_open(),
+        }
+        // Dropping the request body now makes h2 tell the client to stop sending it:
+        // RST_STREAM(NO_ERROR) after a complete response (RFC 9113 §8.1), CANCEL otherwise.
+    }
+
+    /// A short plain-text response for an error, as HTTP/1.1 sends.
+    async fn write_error_response(
+        &mut self,
+        status: StatusCode,
+        error: &Error,
+    ) -> Result<(), Error> {
+        let reason = status.canonical_reason().unwrap_or("Error");
+        let mut body = [0u8; 128];
+        let len = {
+            use std::io::Write;
+            let mut cursor = std::io::Cursor::new(&mut body[..]);
+            let _ = writeln!(cursor, "{} {reason}: {error}", status.as_u16());
+            cursor.position() as usize
+        };
+        self.resp.start_head(status)?;
+        let mut flags = crate::h1::HeadFlags::default();
+        let _ = self
+            .resp
+            .push_header(b"content-type", b"text/plain; charset=utf-8", &mut flags);
+        self.finish_head(status, Some(len as u64), flags)?;
+        self.resp.write_body(&body[..len], &self.shared).await?;
+        self.resp.finish_body()
+    }
+
+    /// Sends the response head (see `ResponseOut::finish_head`).
+    pub(crate) fn finish_head(
+        &mut self,
+        status: StatusCode,
+        len: Option<u64>,
+        flags: crate::h1::HeadFlags,
+    ) -> Result<(), Error> {
+        self.resp
+            .finish_head(status, len, flags, &self.shared.config.server_header)
+    }
+}
+
+/// Fills `head` from an HTTP/2 request: the target is the `:path` (or the authority for
+/// CONNECT), `:authority` becomes `host` when the client sent no `host`, and the body framing
+/// is its `content-length`, or "until the end of the stream" (reported as
+/// [`Framing::Chunked`]: length unknown), or empty when HEADERS ended the stream.
+pub(crate) fn fill_head(head: &mut Request, parts: &http::request::Parts, end_of_stream: bool) {
+    let uri = &parts.uri;
+    let target = if parts.method == Method::CONNECT {
+        uri.authority().map_or("", |a| a.as_str())
+    } else {
+        uri.path_and_query().map_or("/", |pq| pq.as_str())
+    };
+    head.set_request_line(parts.method.clone(), target, Version::HTTP_2);
+    if !parts.headers.contains_key(http::header::HOST) {
+        if let Some(authority) = uri.authority() {
+            head.push_header("host", authority.as_str().as_bytes());
+        }
+    }
+    for (name, value) in &parts.headers {
+        head.push_header(name.as_str(), value.as_bytes());
+    }
+    let length = parts
+        .headers
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| weir_proto::framing::parse_content_length(v.as_bytes()).ok());
+    head.set_framing(match (length, end_of_stream) {
+        (_, true) => Framing::Length(0),
+        (Some(n), false) => Framing::Length(n),
+        (None, false) => Framing::Chunked,
+    });
+}
+
+/// Whether a response header is connection-specific, which HTTP/2 forbids (RFC 9113 §8.2.2):
+/// weir drops it rather than sending a malformed response.
+pub(crate) fn is_connection_specific(name: &HeaderName) -> bool {
+    matches!(
+        name.as_str(),
+        "connection" | "keep-alive" | "proxy-connection" | "transfer-encoding" | "upgrade"
+    )
+}
+
+/// Maps an `h2` error on a stream to what a handler sees. The client resetting the stream, a
+/// GOAWAY or a broken connection are disconnects; a body that broke HTTP/2's rules (h2 reset
+/// the stream with PROTOCOL_ERROR, e.g. more data than its content-length) is a protocol error.
+pub(crate) fn stream_error(e: h2::Error) -> Error {
+    if e.is_io() {
+        return match e.into_io() {
+            Some(io) => Error::from_conn_io(io),
+            None => Error::disconnect(None),
+        };
+    }
+    if e.reason() == Some(Reason::PROTOCOL_ERROR) && !e.is_remote() && e.is_reset() {
+        return Error::protocol(weir_proto::ProtoError::InvalidContentLength);
+    }
+    Error::disconnect(Some(std::io::Error::other(e)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn head_of(req: http::Request<()>, end_of_stream: bool) -> Request {
+        let (parts, ()) = req.into_parts();
+        let mut head = Request::new();
+        fill_head(&mut head, &parts, end_of_stream);
+        head
+    }
+
+    #[test]
+    fn head_from_pseudo_headers() {
+        let req = http::Request::builder()
+            .method("PUT")
+            .uri("https://example.com:8443/files/a?x=1")
+            .version(Version::HTTP_2)
+            .header("content-length", "12")
+            .body(())
+            .unwrap();
+        let head = head_of(req, false);
+        assert_eq!(head.method(), Method::PUT);
+        assert_eq!(head.target(), "/files/a?x=1");
+        assert_eq!(head.path(), "/files/a");
+        assert_eq!(head.version(), Version::HTTP_2);
+        assert_eq!(head.header("host"), Some(&b"example.com:8443"[..]));
+        assert_eq!(head.content_length(), Some(12));
+    }
+
+    #[test]
+    fn framing_without_length() {
+        let req = || {
+            http::Request::builder()
+                .method("POST")
+                .uri("http://h/u")
+                .body(())
+                .unwrap()
+        };
+        assert_eq!(head_of(req(), false).framing(), Framing::Chunked);
+        assert_eq!(head_of(req(), true).framing(), Framing::Length(0));
+    }
+}

@@ -1,0 +1,263 @@
+//! TLS with rustls: certificates from PEM files, ALPN (`h2`, `http/1.1`), and the server side
+//! of the handshake under a timeout and a concurrency bound.
+//!
+//! The handshake runs on the connection's own task (never in the accept loop, so a slow client
+//! cannot hold up accepting). A server-wide semaphore bounds how many handshakes are in
+//! progress at once ([`Config::max_tls_handshakes`](crate::Config::max_tls_handshakes)): a
+//! flood of clients that open connections and stall in the handshake costs at most that many
+//! slots, each for at most [`Config::tls_handshake_timeout`](crate::Config::tls_handshake_timeout).
+//!
+//! The crypto provider is `ring`, named explicitly so that the process-wide default provider
+//! (which another crate in the same program may have installed) does not matter.
+
+use super::Stream;
+use rustls::ServerConfig;
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::Semaphore;
+use tokio_rustls::TlsAcceptor;
+
+/// The ALPN protocol id of HTTP/2 (RFC 9113 §3.2).
+pub(crate) const ALPN_H2: &[u8] = b"h2";
+/// The ALPN protocol id of HTTP/1.1.
+pub(crate) const ALPN_HTTP11: &[u8] = b"http/1.1";
+
+/// A server certificate chain and its private key, ready to serve TLS.
+///
+/// ```no_run
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// let tls = weir::TlsConfig::from_pem_files("cert.pem", "key.pem")?;
+/// let mut server = weir::Server::new(weir::Config::default());
+/// server.listen_tls("127.0.0.1:8443", tls).await?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct TlsConfig {
+    server: Arc<ServerConfig>,
+}
+
+impl fmt::Debug for TlsConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TlsConfig")
+            .field("alpn", &self.server.alpn_protocols)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TlsConfig {
+    /// Loads a certificate chain (PEM, leaf first) and its private key (PEM: PKCS#8, PKCS#1 or
+    /// SEC1) from files. Errors name the file and say what is wrong with it: unreadable, no
+    /// certificate or key in it, malformed, or a key that does not belong to the certificate.
+    pub fn from_pem_files(
+        cert_path: impl AsRef<Path>,
+        key_path: impl AsRef<Path>,
+    ) -> Result<Self, TlsError> {
+        let (cert_path, key_path) = (cert_path.as_ref(), key_path.as_ref());
+        let cert_pem = std::fs::read(cert_path)
+            .map_err(|e| TlsError::new(Some(cert_path), format!("cannot read it: {e}")))?;
+        let key_pem = std::fs::read(key_path)
+            .map_err(|e| TlsError::new(Some(key_path), format!("cannot read it: {e}")))?;
+        Self::build(&cert_pem, Some(cert_path), &key_pem, Some(key_path))
+    }
+
+    /// Like [`TlsConfig::from_pem_files`], from PEM text in memory.
+    pub fn from_pem(cert_pem: &[u8], key_pem: &[u8]) -> Result<Self, TlsError> {
+        Self::build(cert_pem, None, key_pem, None)
+    }
+
+    fn build(
+        cert_pem: &[u8],
+        cert_path: Option<&Path>,
+        key_pem: &[u8],
+        key_path: Option<&Path>,
+    ) -> Result<Self, TlsError> {
+        let certs = CertificateDer::pem_slice_iter(cert_pem)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| TlsError::new(cert_path, format!("malformed PEM: {e}")))?;
+        if certs.is_empty() {
+            return Err(TlsError::new(
+                cert_path,
+                "no certificate found (expected a PEM block 'BEGIN CERTIFICATE')".into(),
+            ));
+        }
+        let key = PrivateKeyDer::from_pem_slice(key_pem).map_err(|e| match e {
+            rustls_pki_types::pem::Error::NoItemsFound => TlsError::new(
+                key_path,
+                "no private key found (expected a PEM block 'BEGIN PRIVATE KEY', \
+                 'BEGIN RSA PRIVATE KEY' or 'BEGIN EC PRIVATE KEY')"
+                    .into(),
+            ),
+            e => TlsError::new(key_path, format!("malformed PEM: {e}")),
+        })?;
+        let provider = Arc::new(throughput_first(rustls::crypto::ring::default_provider()));
+        let mut server = ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| TlsError::new(None, format!("TLS setup failed: {e}")))?
+            .with_no_client_auth()
+            .with_single_cert(certs, key)
+            .map_err(|e| {
+                let what = match e {
+                    rustls::Error::InconsistentKeys(_) => {
+                        "the private key does not match the certificate".to_string()
+                    }
+                    e => format!("unusable certificate or key: {e}"),
+                };
+                TlsError::new(key_path.or(cert_path), what)
+            })?;
+        // The server's order of cipher suites decides (see `throughput_first`).
+        server.ignore_client_order = true;
+        Ok(Self {
+            server: Arc::new(server),
+        })
+    }
+
+    /// The acceptor for a listener: this configuration with the ALPN protocols the server
+    /// speaks (`h2` first when HTTP/2 is enabled, then `http/1.1`).
+    pub(crate) fn acceptor(&self, http2: bool) -> TlsAcceptor {
+        let mut server = (*self.server).clone();
+        server.alpn_protocols = if http2 {
+            vec![ALPN_H2.to_vec(), ALPN_HTTP11.to_vec()]
+        } else {
+            vec![ALPN_HTTP11.to_vec()]
+        };
+        TlsAcceptor::from(Arc::new(server))
+    }
+}
+
+/// The ring provider with AES-128-GCM ahead of AES-256-GCM (both secure; with AES-NI the
+/// 128-bit key needs fewer rounds, so bulk uploads decrypt faster), ChaCha20 after them.
+fn throughput_first(
+    mut provider: rustls::crypto::CryptoProvider,
+) -> rustls::crypto::CryptoProvider {
+    use rustls::CipherSuite::*;
+    let rank = |s: &rustls::SupportedCipherSuite| match s.suite() {
+        TLS13_AES_128_GCM_SHA256 => 0,
+        TLS13_AES_256_GCM_SHA384 => 1,
+        TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256 | TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256 => 2,
+        TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384 | TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384 => 3,
+        _ => 4,
+    };
+    provider.cipher_suites.sort_by_key(rank);
+    provider
+}
+
+/// A certificate or key that cannot be used, with the file it came from.
+#[derive(Debug)]
+pub struct TlsError {
+    path: Option<PathBuf>,
+    what: String,
+}
+
+impl TlsError {
+    fn new(path: Option<&Path>, what: String) -> Self {
+        Self {
+            path: path.map(Path::to_owned),
+            what,
+        }
+    }
+
+    /// The file at fault, if the error is about one.
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+}
+
+impl fmt::Display for TlsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.path {
+            Some(path) => write!(f, "TLS: {}: {}", path.display(), self.what),
+            None => write!(f, "TLS: {}", self.what),
+        }
+    }
+}
+
+impl std::error::Error for TlsError {}
+
+impl From<TlsError> for io::Error {
+    fn from(e: TlsError) -> Self {
+        io::Error::new(io::ErrorKind::InvalidInput, e.to_string())
+    }
+}
+
+/// What a TLS listener needs to accept: the acceptor and the server-wide handshake bound.
+#[derive(Clone)]
+pub(crate) struct TlsAccept {
+    pub(crate) acceptor: TlsAcceptor,
+    pub(crate) handshakes: Arc<Semaphore>,
+    pub(crate) timeout: Duration,
+}
+
+impl TlsAccept {
+    /// Runs the server side of the handshake on `stream`: waits for a handshake slot, then
+    /// handshakes, all within the handshake timeout. `None` if the client failed, stalled or
+    /// spoke something other than TLS (nothing can be answered to it).
+    pub(crate) async fn handshake(&self, stream: Stream) -> Option<Stream> {
+        let handshake = async {
+            let _slot = self.handshakes.acquire().await.ok()?;
+            match self.acceptor.accept(stream).await {
+                Ok(tls) => Some(Stream::Tls(Box::new(tls))),
+                Err(e) => {
+                    tracing::debug!(error = %e, "TLS handshake failed");
+                    None
+                }
+            }
+        };
+        match tokio::time::timeout(self.timeout, handshake).await {
+            Ok(stream) => stream,
+            Err(_) => {
+                tracing::debug!("TLS handshake timed out");
+                None
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn self_signed() -> (String, String) {
+        let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+        (cert.cert.pem(), cert.signing_key.serialize_pem())
+    }
+
+    #[test]
+    fn loads_a_matching_pair() {
+        let (cert, key) = self_signed();
+        let tls = TlsConfig::from_pem(cert.as_bytes(), key.as_bytes()).unwrap();
+        let acceptor = tls.acceptor(true);
+        assert_eq!(
+            acceptor.config().alpn_protocols,
+            vec![b"h2".to_vec(), b"http/1.1".to_vec()]
+        );
+        assert_eq!(
+            tls.acceptor(false).config().alpn_protocols,
+            vec![b"http/1.1".to_vec()]
+        );
+    }
+
+    #[test]
+    fn errors_say_what_is_wrong() {
+        let (cert, key) = self_signed();
+        let (_, other_key) = self_signed();
+        let e = TlsConfig::from_pem(b"", key.as_bytes()).unwrap_err();
+        assert!(e.to_string().contains("no certificate found"), "{e}");
+        let e = TlsConfig::from_pem(cert.as_bytes(), cert.as_bytes()).unwrap_err();
+        assert!(e.to_string().contains("no private key found"), "{e}");
+        let e = TlsConfig::from_pem(cert.as_bytes(), other_key.as_bytes()).unwrap_err();
+        assert!(e.to_string().contains("does not match"), "{e}");
+        let e =
+            TlsConfig::from_pem_files("/nonexistent/cert.pem", "/nonexistent/key.pem").unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("/nonexistent/cert.pem: cannot read it"),
+            "{e}"
+        );
+        assert_eq!(e.path(), Some(Path::new("/nonexistent/cert.pem")));
+    }
+}

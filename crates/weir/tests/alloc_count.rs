@@ -1,0 +1,172 @@
+//! Zero heap allocations per request in steady state, counted.
+//!
+//! A counting global allocator counts only on the server's runtime threads (marked when each
+//! worker starts); the client runs on the test thread and is not counted. After a warm-up of
+//! 100 requests (buffers reach their working size), 2,000 keep-alive GETs and 2,000 POSTs with a
+//! 2 KB body that the handler reads fully must allocate exactly 0 times.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+use weir::http::{Method, StatusCode};
+use weir::{Config, Exchange, Handler};
+
+struct Counting;
+
+static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    static ON_SERVER_THREAD: Cell<bool> = const { Cell::new(false) };
+}
+
+// SAFETY: delegates every operation to the system allocator unchanged; the counter is a
+// side effect that touches no allocator state.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        count();
+        // SAFETY: same contract as our caller's.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: same contract as our caller's.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        count();
+        // SAFETY: same contract as our caller's.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        count();
+        // SAFETY: same contract as our caller's.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+fn count() {
+    // `try_with`: during thread teardown the thread-local may be gone.
+    if ON_SERVER_THREAD.try_with(Cell::get).unwrap_or(false) {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// The handler of the plaintext benchmark and a small-POST route: nothing here allocates.
+struct Plaintext;
+
+impl Handler for Plaintext {
+    async fn handle(&self, ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
+        if ex.request().method() == Method::POST {
+            let mut buf = [0u8; 4096];
+            let mut total = 0;
+            loop {
+                let n = ex.read_body(&mut buf).await?;
+                if n == 0 {
+                    break;
+                }
+                total += n;
+            }
+            return ex
+                .respond(StatusCode::OK)
+                .header_display("x-received", total)
+                .body("ok")
+                .await;
+        }
+        ex.respond(StatusCode::OK)
+            .header("content-type", "text/plain")
+            .body("Hello, World!")
+            .await
+    }
+}
+
+fn start_server(config: Config) -> std::net::SocketAddr {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .on_thread_start(|| ON_SERVER_THREAD.with(|c| c.set(true)))
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let server = weir::Server::bind("127.0.0.1:0", config).await.unwrap();
+            tx.send(server.local_addr().unwrap()).unwrap();
+            server.serve(Plaintext).await.unwrap();
+        });
+    });
+    rx.recv().unwrap()
+}
+
+/// Reads one response with a `content-length`, into reused buffers.
+fn read_response(reader: &mut BufReader<TcpStream>, line: &mut String, body: &mut Vec<u8>) {
+    line.clear();
+    reader.read_line(line).unwrap();
+    assert!(line.starts_with("HTTP/1.1 200"), "{line}");
+    let mut len = 0;
+    loop {
+        line.clear();
+        reader.read_line(line).unwrap();
+        if line == "\r\n" {
+            break;
+        }
+        if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+            len = v.trim().parse().unwrap();
+        }
+    }
+    body.resize(len, 0);
+    reader.read_exact(body).unwrap();
+}
+
+#[test]
+fn keep_alive_requests_allocate_nothing_in_steady_state() {
+    let addr = start_server(Config::default());
+    let stream = TcpStream::connect(addr).unwrap();
+    let mut writer = stream.try_clone().unwrap();
+    let mut reader = BufReader::new(stream);
+    let (mut line, mut body) = (String::new(), Vec::new());
+    let get = b"GET /plaintext HTTP/1.1\r\nHost: localhost\r\n\r\n";
+    let mut post =
+        b"POST /post HTTP/1.1\r\nHost: localhost\r\nContent-Length: 2048\r\n\r\n".to_vec();
+    post.extend(std::iter::repeat_n(b'x', 2048));
+
+    let mut exchange = |request: &[u8]| {
+        writer.write_all(request).unwrap();
+        read_response(&mut reader, &mut line, &mut body);
+    };
+    for _ in 0..50 {
+        exchange(get);
+        exchange(&post);
+    }
+    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    for _ in 0..2000 {
+        exchange(get);
+    }
+    let after_gets = ALLOCATIONS.load(Ordering::Relaxed);
+    for _ in 0..2000 {
+        exchange(&post);
+    }
+    let after_posts = ALLOCATIONS.load(Ordering::Relaxed);
+    let (gets, posts) = (after_gets - before, after_posts - after_gets);
+    println!("allocations on server threads: {gets} for 2000 GETs, {posts} for 2000 POSTs");
+    assert_eq!(gets, 0, "allocations during 2000 keep-alive GETs");
+    assert_eq!(posts, 0, "allocations during 2000 2 KB POSTs");
+}
+
+#[test]
+fn the_counter_counts() {
+    // Guards the test above against a counter that cannot see allocations.
+    ON_SERVER_THREAD.with(|c| c.set(true));
+    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    let v: Vec<u8> = Vec::with_capacity(std::hint::black_box(100));
+    drop(std::hint::black_box(v));
+    ON_SERVER_THREAD.with(|c| c.set(false));
+    assert!(ALLOCATIONS.load(Ordering::Relaxed) > before);
+}

@@ -1,0 +1,372 @@
+//! HTTP/2 with the same handler API: h2c by prior knowledge on the HTTP/1.1 port (curl and the
+//! h2 client), 256 MiB uploads byte-exact, many concurrent streams on one connection, a stalled
+//! stream holding back only its own window, responses of every kind, limits, and shutdown.
+
+use crate::h2_support::*;
+use crate::support::*;
+use bytes::Bytes;
+use http::{Method, StatusCode};
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+use weir::Config;
+
+fn upload_config() -> Config {
+    Config {
+        max_body_size: None,
+        ..Config::default()
+    }
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn curl_h2c_prior_knowledge_upload_is_byte_exact() {
+    assert_curl_has_http2();
+    let server = TlsTestServer::start(upload_config());
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("upload.bin");
+    let data = pattern(256 << 20, 31);
+    std::fs::write(&path, &data).unwrap();
+    let expected = sha256_hex(&data);
+    let path = path.to_str().unwrap();
+    let out = curl(&[
+        "--http2-prior-knowledge",
+        "-T",
+        path,
+        "--write-out",
+        "v=%{http_version}",
+        &server.url("/file"),
+    ]);
+    assert!(out.starts_with(&expected), "{out}");
+    assert!(out.ends_with("v=2"), "{out}");
+    let out = curl(&[
+        "--http2-prior-knowledge",
+        "--data-binary",
+        &format!("@{path}"),
+        &server.url("/chunks"),
+    ]);
+    assert!(out.starts_with(&expected), "{out}");
+    // The same port still serves HTTP/1.1.
+    let out = curl(&["--http1.1", &server.url("/version")]);
+    assert!(out.starts_with("HTTP/1.1 GET /version"), "{out}");
+}
+
+#[test]
+fn h2_client_upload_256_mib_each_read_path() {
+    let mut config = upload_config();
+    // With a fixed window the read-ahead bound is exact (the adaptive window may grow it).
+    config.http2.adaptive_window = false;
+    let server = TlsTestServer::start(config);
+    rt().block_on(async {
+        let mut client = h2c(server.addr).await;
+        let data = Bytes::from(pattern(256 << 20, 41));
+        let expected = sha256_hex(&data);
+        for path in ["/sha?buf=1048576", "/chunks", "/file"] {
+            let resp = h2_request(&mut client, Method::PUT, path, &[], data.clone())
+                .await
+                .unwrap();
+            assert_eq!(resp.status, StatusCode::OK, "{path}");
+            assert!(
+                resp.text().starts_with(&expected),
+                "{path}: {}",
+                resp.text()
+            );
+        }
+        // Read-ahead never exceeded the stream window (the pause threshold, 1 MiB).
+        let peak = server.handle.stats().peak_body_buffered();
+        assert!(peak <= 1 << 20, "peak read-ahead {peak}");
+    });
+}
+
+#[test]
+fn adaptive_window_uploads_are_byte_exact() {
+    let mut config = upload_config();
+    config.http2.adaptive_window = true;
+    config.http2.max_window = 4 << 20;
+    let server = TlsTestServer::start(config);
+    rt().block_on(async {
+        let mut client = h2c(server.addr).await;
+        let data = Bytes::from(pattern(64 << 20, 43));
+        let resp = h2_request(&mut client, Method::PUT, "/sha", &[], data.clone())
+            .await
+            .unwrap();
+        assert!(
+            resp.text().starts_with(&sha256_hex(&data)),
+            "{}",
+            resp.text()
+        );
+        // Whatever the estimate did, the read-ahead stayed within the largest window.
+        let peak = server.handle.stats().peak_body_buffered();
+        assert!(peak <= 4 << 20, "peak read-ahead {peak}");
+    });
+}
+
+#[test]
+fn many_concurrent_streams_on_one_connection() {
+    let server = TlsTestServer::start(upload_config());
+    rt().block_on(async {
+        let client = h2c(server.addr).await;
+        let mut tasks = Vec::new();
+        for i in 0..200u64 {
+            let mut client = client.clone();
+            tasks.push(tokio::spawn(async move {
+                let data = Bytes::from(pattern(1000 + (i as usize) * 997, i));
+                let resp = h2_request(&mut client, Method::POST, "/echo", &[], data.clone())
+                    .await
+                    .unwrap();
+                assert_eq!(resp.status, StatusCode::OK);
+                assert_eq!(resp.body, data, "stream {i}");
+                let resp = h2_request(&mut client, Method::GET, "/hello", &[], Bytes::new())
+                    .await
+                    .unwrap();
+                assert_eq!(resp.text(), "Hello, World!");
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+    });
+}
+
+#[test]
+fn a_stalled_stream_holds_back_only_its_own_window() {
+    let server = TlsTestServer::start(upload_config());
+    rt().block_on(async {
+        let mut client = h2c(server.addr).await;
+        // Stream A: its handler does not read. Send as much as flow control lets through.
+        let request = http::Request::builder()
+            .method(Method::PUT)
+            .uri("http://localhost/hold?g=0")
+            .body(())
+            .unwrap();
+        let (response_a, mut send_a) = client.send_request(request, false).unwrap();
+        let mut sent_a = 0usize;
+        send_a.reserve_capacity(8 << 20);
+        loop {
+            let cap = tokio::time::timeout(
+                Duration::from_millis(500),
+                std::future::poll_fn(|cx| send_a.poll_capacity(cx)),
+            )
+            .await;
+            match cap {
+                Ok(Some(Ok(n))) if n > 0 => {
+                    send_a.send_data(Bytes::from(vec![b'a'; n]), false).unwrap();
+                    sent_a += n;
+                    send_a.reserve_capacity(8 << 20);
+                }
+                Ok(Some(Ok(_))) => {}
+                // No more capacity granted: A is held at its window.
+                Err(_) => break,
+                Ok(other) => panic!("stream A failed: {other:?}"),
+            }
+        }
+        // The client may send exactly the stream window (1 MiB, the pause threshold).
+        assert_eq!(sent_a, 1 << 20, "A sent {sent_a}");
+        assert_eq!(HOLDING[0].load(Ordering::SeqCst), 1);
+
+        // Meanwhile other streams upload far more than A's window and complete.
+        for i in 0..4 {
+            let data = Bytes::from(pattern(8 << 20, 100 + i));
+            let resp = h2_request(&mut client, Method::PUT, "/sha", &[], data.clone())
+                .await
+                .unwrap();
+            assert!(
+                resp.text().starts_with(&sha256_hex(&data)),
+                "{}",
+                resp.text()
+            );
+        }
+        // A is still held, and still has sent no more than its window.
+        assert_eq!(HOLDING[0].load(Ordering::SeqCst), 1);
+        assert_eq!(send_a.capacity(), 0);
+
+        // Released, A completes.
+        hold_release(0).notify_waiters();
+        let resp = response_a.await.unwrap();
+        assert_eq!(resp.status(), StatusCode::OK);
+    });
+}
+
+#[test]
+fn responses_of_every_kind() {
+    let server = TlsTestServer::start(Config::default());
+    rt().block_on(async {
+        let mut c = h2c(server.addr).await;
+        let get = |path: &'static str| (Method::GET, path);
+        let c2 = c.clone();
+        let req = |(method, path): (Method, &'static str)| {
+            let mut c = c2.clone();
+            async move {
+                h2_request(&mut c, method, path, &[], Bytes::new())
+                    .await
+                    .unwrap()
+            }
+        };
+        let r = req(get("/hello")).await;
+        assert_eq!(r.text(), "Hello, World!");
+        assert_eq!(r.headers["content-length"], "13");
+        assert!(r.headers.contains_key("date"));
+        let r = req((Method::HEAD, "/hello")).await;
+        assert_eq!(r.status, StatusCode::OK);
+        assert_eq!(r.headers["content-length"], "13");
+        assert!(r.body.is_empty());
+        let r = req(get("/stream?n=5")).await;
+        assert!(r.text().starts_with("part 0\npart 1\n"));
+        assert_eq!(r.body.len(), 5 * 7 + 100_000);
+        assert!(!r.headers.contains_key("content-length"));
+        let r = req(get("/sendfile?len=2500000")).await;
+        assert_eq!(r.body, pattern(2_500_000, 9));
+        let r = req(get("/big?len=5000000")).await;
+        assert_eq!(r.body, pattern(5_000_000, 7));
+        let r = req(get("/no-content")).await;
+        assert_eq!(r.status, StatusCode::NO_CONTENT);
+        let r = req(get("/not-modified")).await;
+        assert_eq!(r.status, StatusCode::NOT_MODIFIED);
+        let r = req(get("/forget")).await;
+        assert_eq!(r.status, StatusCode::INTERNAL_SERVER_ERROR);
+        let r = req(get("/fail")).await;
+        assert_eq!(r.status, StatusCode::IM_A_TEAPOT);
+        assert!(r.text().starts_with("418"), "{}", r.text());
+        let r = req(get("/nope")).await;
+        assert_eq!(r.status, StatusCode::NOT_FOUND);
+        // An invalid header makes the handler's send fail: 500, nothing of it sent.
+        let r = req(get("/bad-header")).await;
+        assert_eq!(r.status, StatusCode::INTERNAL_SERVER_ERROR);
+        assert!(!r.headers.contains_key("x-evil"));
+
+        // 103 Early Hints, then the response.
+        let request = http::Request::get("http://localhost/hints")
+            .body(())
+            .unwrap();
+        let (response, _) = c.send_request(request, true).unwrap();
+        let response = response.await.unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+    });
+}
+
+#[test]
+fn body_limits_and_expect_continue() {
+    let server = TlsTestServer::start(Config::default());
+    rt().block_on(async {
+        let mut c = h2c(server.addr).await;
+        // Declared length above the limit: 413 before any body byte is needed.
+        let r = h2_request(
+            &mut c,
+            Method::PUT,
+            "/sha?max=1000",
+            &[("content-length", "5000")],
+            Bytes::from(vec![1u8; 5000]),
+        )
+        .await
+        .unwrap();
+        assert_eq!(r.status, StatusCode::PAYLOAD_TOO_LARGE);
+        // Undeclared length beyond the limit: 413 when the limit is crossed.
+        let r = h2_request(
+            &mut c,
+            Method::PUT,
+            "/sha?max=100000",
+            &[],
+            Bytes::from(vec![1u8; 300_000]),
+        )
+        .await
+        .unwrap();
+        assert_eq!(r.status, StatusCode::PAYLOAD_TOO_LARGE);
+        // The connection is still good.
+        let r = h2_request(&mut c, Method::GET, "/hello", &[], Bytes::new())
+            .await
+            .unwrap();
+        assert_eq!(r.text(), "Hello, World!");
+
+        // Expect: 100-continue: the server says 100 on the first read; the client may then
+        // send. (The h2 client treats the 100 as informational and waits for the final.)
+        let data = Bytes::from(pattern(100_000, 3));
+        let r = h2_request(
+            &mut c,
+            Method::PUT,
+            "/sha",
+            &[("expect", "100-continue")],
+            data.clone(),
+        )
+        .await
+        .unwrap();
+        assert!(r.text().starts_with(&sha256_hex(&data)));
+        // A response without reading the body: the rest of the upload is refused politely.
+        let r = h2_request(
+            &mut c,
+            Method::PUT,
+            "/unauthorized",
+            &[],
+            Bytes::from(vec![0u8; 4 << 20]),
+        )
+        .await
+        .unwrap();
+        assert_eq!(r.status, StatusCode::UNAUTHORIZED);
+        let r = h2_request(&mut c, Method::GET, "/hello", &[], Bytes::new())
+            .await
+            .unwrap();
+        assert_eq!(r.text(), "Hello, World!");
+    });
+}
+
+#[test]
+fn a_client_reset_is_a_disconnect_for_the_handler() {
+    let server = TlsTestServer::start(Config::default());
+    rt().block_on(async {
+        let mut c = h2c(server.addr).await;
+        let request = http::Request::put("http://localhost/observe?id=7001")
+            .body(())
+            .unwrap();
+        let (_response, mut send) = c.send_request(request, false).unwrap();
+        send.send_data(Bytes::from(vec![0u8; 10_000]), false)
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        send.send_reset(h2::Reason::CANCEL);
+        let outcome = tokio::task::spawn_blocking(|| observed(7001))
+            .await
+            .unwrap();
+        assert_eq!(outcome, "disconnect");
+    });
+}
+
+#[test]
+fn shutdown_sends_goaway_and_lets_streams_finish() {
+    let server = TlsTestServer::start(upload_config());
+    rt().block_on(async {
+        let mut c = h2c(server.addr).await;
+        let request = http::Request::put("http://localhost/sha").body(()).unwrap();
+        let (response, mut send) = c.send_request(request, false).unwrap();
+        send.send_data(Bytes::from(vec![7u8; 1000]), false).unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        server.handle.shutdown();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        // The in-flight stream still completes.
+        send.send_data(Bytes::from(vec![7u8; 1000]), true).unwrap();
+        let resp = response.await.unwrap();
+        assert_eq!(resp.status(), StatusCode::OK);
+        let mut body = resp.into_body();
+        let mut text = Vec::new();
+        while let Some(chunk) = body.data().await {
+            text.extend_from_slice(&chunk.unwrap());
+        }
+        assert!(String::from_utf8_lossy(&text).starts_with(&sha256_hex(&[7u8; 2000])));
+        // New streams are refused after the GOAWAY.
+        let request = http::Request::get("http://localhost/hello")
+            .body(())
+            .unwrap();
+        let refused = match c.ready().await {
+            Err(_) => true,
+            Ok(mut ready) => match ready.send_request(request, true) {
+                Err(_) => true,
+                Ok((response, _)) => response.await.is_err(),
+            },
+        };
+        assert!(refused);
+    });
+    server.stop();
+}

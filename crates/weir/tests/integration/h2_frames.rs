@@ -1,0 +1,596 @@
+//! HTTP/2 conformance (RFC 9113) and flood defences, checked with raw frames over h2c.
+//!
+//! h2spec (the usual conformance suite) is a Go binary that no allowed registry ships, so the
+//! checks that matter are written here: the preface and SETTINGS exchange, flow-control and
+//! stream-state violations, malformed requests (pseudo-headers, connection-specific headers,
+//! content-length), frame size and SETTINGS errors, and the known floods (rapid reset,
+//! CONTINUATION, PING, SETTINGS, HPACK bomb).
+
+use crate::h2_support::*;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+use weir::Config;
+
+// Frame types and flags (RFC 9113 §6).
+const DATA: u8 = 0x0;
+const HEADERS: u8 = 0x1;
+const RST_STREAM: u8 = 0x3;
+const SETTINGS: u8 = 0x4;
+const PING: u8 = 0x6;
+const GOAWAY: u8 = 0x7;
+const WINDOW_UPDATE: u8 = 0x8;
+const CONTINUATION: u8 = 0x9;
+const END_STREAM: u8 = 0x1;
+const ACK: u8 = 0x1;
+const END_HEADERS: u8 = 0x4;
+
+// Error codes (RFC 9113 §7).
+const PROTOCOL_ERROR: u32 = 0x1;
+const FLOW_CONTROL_ERROR: u32 = 0x3;
+const STREAM_CLOSED: u32 = 0x5;
+const FRAME_SIZE_ERROR: u32 = 0x6;
+const COMPRESSION_ERROR: u32 = 0x9;
+const ENHANCE_YOUR_CALM: u32 = 0xb;
+
+#[derive(Debug, Clone)]
+struct Frame {
+    kind: u8,
+    flags: u8,
+    stream: u32,
+    payload: Vec<u8>,
+}
+
+impl Frame {
+    fn error_code(&self) -> u32 {
+        let at = if self.kind == GOAWAY { 4 } else { 0 };
+        u32::from_be_bytes(self.payload[at..at + 4].try_into().unwrap())
+    }
+}
+
+fn frame_bytes(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+    let len = payload.len();
+    let mut f = vec![(len >> 16) as u8, (len >> 8) as u8, len as u8, kind, flags];
+    f.extend_from_slice(&stream.to_be_bytes());
+    f.extend_from_slice(payload);
+    f
+}
+
+/// HPACK integer with an `n`-bit prefix (RFC 7541 §5.1).
+fn hpack_int(out: &mut Vec<u8>, first: u8, n: u32, mut value: usize) {
+    let max = (1usize << n) - 1;
+    if value < max {
+        out.push(first | value as u8);
+        return;
+    }
+    out.push(first | max as u8);
+    value -= max;
+    while value >= 128 {
+        out.push((value % 128 + 128) as u8);
+        value /= 128;
+    }
+    out.push(value as u8);
+}
+
+/// A header block of literal fields without indexing, new names, no Huffman.
+fn hpack(headers: &[(&str, &str)]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (name, value) in headers {
+        out.push(0x00);
+        hpack_int(&mut out, 0, 7, name.len());
+        out.extend_from_slice(name.as_bytes());
+        hpack_int(&mut out, 0, 7, value.len());
+        out.extend_from_slice(value.as_bytes());
+    }
+    out
+}
+
+fn get(path: &str) -> Vec<(&str, &str)> {
+    vec![
+        (":method", "GET"),
+        (":scheme", "http"),
+        (":path", path),
+        (":authority", "localhost"),
+    ]
+}
+
+/// The `:status` of a response header block, for the forms h2 sends: an indexed static entry,
+/// or a literal with the static `:status` name and a (Huffman-coded) three-digit value.
+fn status_of(block: &[u8]) -> u16 {
+    const STATIC: [(u8, u16); 7] = [
+        (8, 200),
+        (9, 204),
+        (10, 206),
+        (11, 304),
+        (12, 400),
+        (13, 404),
+        (14, 500),
+    ];
+    let b = block[0];
+    if b & 0x80 != 0 {
+        let index = b & 0x7f;
+        return STATIC.iter().find(|(i, _)| *i == index).unwrap().1;
+    }
+    assert!(
+        b == 0x08 || b == 0x18 || b == 0x48,
+        "unexpected :status form {b:#x}"
+    );
+    let huffman = block[1] & 0x80 != 0;
+    let len = (block[1] & 0x7f) as usize;
+    let value = &block[2..2 + len];
+    if !huffman {
+        return std::str::from_utf8(value).unwrap().parse().unwrap();
+    }
+    // Digits in the HPACK Huffman code: 0-2 are 5 bits (00000..00010), 3-9 six bits
+    // (011001..011111).
+    let bits: Vec<u8> = value
+        .iter()
+        .flat_map(|byte| (0..8).rev().map(move |i| (byte >> i) & 1))
+        .collect();
+    let mut at = 0;
+    let mut status = 0u16;
+    for _ in 0..3 {
+        let five = bits[at..at + 5].iter().fold(0u8, |a, b| a << 1 | b);
+        let digit = if five <= 2 {
+            at += 5;
+            five
+        } else {
+            let six = bits[at..at + 6].iter().fold(0u8, |a, b| a << 1 | b);
+            at += 6;
+            six - 0b011001 + 3
+        };
+        status = status * 10 + u16::from(digit);
+    }
+    status
+}
+
+/// A raw HTTP/2 client connection.
+struct Raw {
+    s: TcpStream,
+    /// SETTINGS the server sent first.
+    settings: Vec<(u16, u32)>,
+}
+
+impl Raw {
+    /// Connects, sends the preface and empty SETTINGS, reads the server's SETTINGS and
+    /// acknowledges them, and waits for the acknowledgement of ours.
+    fn connect(addr: SocketAddr) -> Self {
+        let s = TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut raw = Self {
+            s,
+            settings: Vec::new(),
+        };
+        raw.write(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+        raw.send(SETTINGS, 0, 0, &[]);
+        let first = raw.read_frame().expect("server SETTINGS");
+        assert_eq!((first.kind, first.flags, first.stream), (SETTINGS, 0, 0));
+        raw.settings = first
+            .payload
+            .chunks(6)
+            .map(|c| {
+                (
+                    u16::from_be_bytes([c[0], c[1]]),
+                    u32::from_be_bytes([c[2], c[3], c[4], c[5]]),
+                )
+            })
+            .collect();
+        raw.send(SETTINGS, ACK, 0, &[]);
+        loop {
+            let f = raw.read_frame().expect("SETTINGS ACK");
+            if f.kind == SETTINGS && f.flags & ACK != 0 {
+                return raw;
+            }
+        }
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        self.s.write_all(bytes).unwrap();
+    }
+
+    fn send(&mut self, kind: u8, flags: u8, stream: u32, payload: &[u8]) {
+        self.write(&frame_bytes(kind, flags, stream, payload));
+    }
+
+    fn headers(&mut self, stream: u32, fields: &[(&str, &str)], end_stream: bool) {
+        let flags = END_HEADERS | if end_stream { END_STREAM } else { 0 };
+        self.send(HEADERS, flags, stream, &hpack(fields));
+    }
+
+    /// The next frame; `None` at EOF, reset or timeout.
+    fn read_frame(&mut self) -> Option<Frame> {
+        read_frame(&mut self.s)
+    }
+
+    /// Reads until a frame matches; `None` if the connection ends first.
+    fn until(&mut self, want: impl Fn(&Frame) -> bool) -> Option<Frame> {
+        loop {
+            let f = self.read_frame()?;
+            if want(&f) {
+                return Some(f);
+            }
+        }
+    }
+
+    /// The error code of the GOAWAY the server sends next (skipping other frames).
+    fn goaway(&mut self) -> Option<u32> {
+        self.until(|f| f.kind == GOAWAY).map(|f| f.error_code())
+    }
+
+    /// What happens to `stream`: its RST_STREAM code, or the GOAWAY code (as `Err`).
+    fn reset_of(&mut self, stream: u32) -> Result<u32, Option<u32>> {
+        match self.until(|f| (f.kind == RST_STREAM && f.stream == stream) || f.kind == GOAWAY) {
+            Some(f) if f.kind == RST_STREAM => Ok(f.error_code()),
+            Some(f) => Err(Some(f.error_code())),
+            None => Err(None),
+        }
+    }
+
+    /// The `:status` of the response on `stream`.
+    fn status(&mut self, stream: u32) -> u16 {
+        let f = self
+            .until(|f| f.kind == HEADERS && f.stream == stream)
+            .expect("response HEADERS");
+        status_of(&f.payload)
+    }
+}
+
+fn read_frame(s: &mut TcpStream) -> Option<Frame> {
+    let mut head = [0u8; 9];
+    s.read_exact(&mut head).ok()?;
+    let len = usize::from(head[0]) << 16 | usize::from(head[1]) << 8 | usize::from(head[2]);
+    let mut payload = vec![0u8; len];
+    s.read_exact(&mut payload).ok()?;
+    Some(Frame {
+        kind: head[3],
+        flags: head[4],
+        stream: u32::from_be_bytes([head[5], head[6], head[7], head[8]]) & 0x7fff_ffff,
+        payload,
+    })
+}
+
+#[test]
+fn preface_settings_and_a_request() {
+    let server = TlsTestServer::start(Config::default());
+    let mut c = Raw::connect(server.addr);
+    // SETTINGS advertise the configured limits (ids: 3 streams, 4 window, 5 frame, 6 header
+    // list).
+    let setting = |id| c.settings.iter().find(|(i, _)| *i == id).map(|(_, v)| *v);
+    assert_eq!(setting(3), Some(100));
+    assert_eq!(setting(4), Some(1 << 20));
+    assert_eq!(setting(5), Some(256 * 1024));
+    assert_eq!(setting(6), Some(32 * 1024));
+    c.headers(1, &get("/hello"), true);
+    assert_eq!(c.status(1), 200);
+    let data = c.until(|f| f.kind == DATA && f.stream == 1).unwrap();
+    assert_eq!(data.payload, b"Hello, World!");
+    // PING is answered with the same payload.
+    c.send(PING, 0, 0, b"12345678");
+    let pong = c.until(|f| f.kind == PING).unwrap();
+    assert_eq!(
+        (pong.flags, pong.payload.as_slice()),
+        (ACK, &b"12345678"[..])
+    );
+}
+
+#[test]
+fn malformed_requests_are_reset_with_protocol_error() {
+    let server = TlsTestServer::start(Config::default());
+    let cases: Vec<(&str, Vec<(&str, &str)>)> = vec![
+        (
+            "missing :path, with :authority",
+            vec![(":method", "GET"), (":scheme", "http"), (":authority", "h")],
+        ),
+        ("empty :path", {
+            let mut h = get("/");
+            h[2] = (":path", "");
+            h
+        }),
+        ("unknown pseudo-header", {
+            let mut h = get("/");
+            h.push((":foo", "bar"));
+            h
+        }),
+        ("pseudo-header after a field", {
+            let mut h = vec![(":method", "GET"), ("x-a", "1")];
+            h.extend_from_slice(&get("/")[1..]);
+            h
+        }),
+        ("duplicate :method", {
+            let mut h = get("/");
+            h.push((":method", "POST"));
+            h
+        }),
+        ("uppercase field name", {
+            let mut h = get("/");
+            h.push(("X-Upper", "1"));
+            h
+        }),
+        ("connection-specific field", {
+            let mut h = get("/");
+            h.push(("connection", "keep-alive"));
+            h
+        }),
+        ("te other than trailers", {
+            let mut h = get("/");
+            h.push(("te", "gzip"));
+            h
+        }),
+    ];
+    // Each on a connection of its own: a stream error (RST_STREAM) is expected, and a
+    // connection error (GOAWAY) of the same type is the permitted escalation.
+    let mut wrong = Vec::new();
+    for (what, fields) in &cases {
+        let mut c = Raw::connect(server.addr);
+        c.headers(1, fields, true);
+        let got = c.reset_of(1);
+        if !matches!(got, Ok(PROTOCOL_ERROR) | Err(Some(PROTOCOL_ERROR))) {
+            wrong.push(format!("{what}: {got:?}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+    let mut c = Raw::connect(server.addr);
+    let mut stream = 1;
+    // Content-length that the DATA does not match.
+    let mut fields = get("/sha");
+    fields[0] = (":method", "PUT");
+    fields.push(("content-length", "10"));
+    c.headers(stream, &fields, false);
+    c.send(DATA, END_STREAM, stream, b"12345");
+    assert_eq!(
+        c.reset_of(stream),
+        Ok(PROTOCOL_ERROR),
+        "content-length mismatch"
+    );
+    // The connection still serves well-formed requests.
+    stream += 2;
+    c.headers(stream, &get("/hello"), true);
+    assert_eq!(c.status(stream), 200);
+}
+
+#[test]
+fn stream_state_violations() {
+    let server = TlsTestServer::start(Config::default());
+    // DATA on an idle stream: connection error PROTOCOL_ERROR.
+    let mut c = Raw::connect(server.addr);
+    c.send(DATA, 0, 1, b"x");
+    assert_eq!(c.goaway(), Some(PROTOCOL_ERROR));
+    // HEADERS on a stream closed by END_STREAM in both directions: STREAM_CLOSED.
+    let mut c = Raw::connect(server.addr);
+    c.headers(1, &get("/hello"), true);
+    c.until(|f| f.kind == DATA && f.flags & END_STREAM != 0)
+        .unwrap();
+    c.headers(1, &get("/hello"), true);
+    // STREAM_CLOSED (RFC 9113 §5.1) or PROTOCOL_ERROR (§5.1.1: a reused stream id): h2 says
+    // the latter; both close the connection.
+    let got = c.reset_of(1);
+    assert!(
+        matches!(got, Err(Some(STREAM_CLOSED | PROTOCOL_ERROR))),
+        "HEADERS on a closed stream: {got:?}"
+    );
+    // A stream id lower than one already used: PROTOCOL_ERROR.
+    let mut c = Raw::connect(server.addr);
+    c.headers(5, &get("/hello"), true);
+    c.until(|f| f.kind == HEADERS && f.stream == 5).unwrap();
+    c.headers(3, &get("/hello"), true);
+    assert_eq!(c.goaway(), Some(PROTOCOL_ERROR));
+    // An even (server-initiated) stream id from the client: PROTOCOL_ERROR.
+    let mut c = Raw::connect(server.addr);
+    c.headers(2, &get("/hello"), true);
+    assert_eq!(c.goaway(), Some(PROTOCOL_ERROR));
+    // DATA after END_STREAM on a half-closed stream: STREAM_CLOSED.
+    let mut c = Raw::connect(server.addr);
+    let mut fields = get("/hold?g=3");
+    fields[0] = (":method", "PUT");
+    c.headers(1, &fields, false);
+    c.send(DATA, END_STREAM, 1, b"abc");
+    c.send(DATA, 0, 1, b"more");
+    // RFC 9113 §5.1 asks for a stream error STREAM_CLOSED; h2 escalates to a connection error
+    // PROTOCOL_ERROR (permitted: the connection is closed).
+    let got = c.reset_of(1);
+    assert!(
+        matches!(
+            got,
+            Ok(STREAM_CLOSED) | Err(Some(STREAM_CLOSED | PROTOCOL_ERROR))
+        ),
+        "DATA after END_STREAM: {got:?}"
+    );
+    hold_release(3).notify_waiters();
+}
+
+#[test]
+fn flow_control_and_frame_size_violations() {
+    let server = TlsTestServer::start(Config::default());
+    // More DATA than the stream window (1 MiB) on a stream whose handler does not read.
+    let mut c = Raw::connect(server.addr);
+    let mut fields = get("/hold?g=3");
+    fields[0] = (":method", "PUT");
+    c.headers(1, &fields, false);
+    let piece = vec![0u8; 16 * 1024];
+    for _ in 0..64 {
+        c.send(DATA, 0, 1, &piece);
+    }
+    c.send(DATA, 0, 1, b"x");
+    assert!(
+        matches!(
+            c.reset_of(1),
+            Ok(FLOW_CONTROL_ERROR) | Err(Some(FLOW_CONTROL_ERROR))
+        ),
+        "window overrun"
+    );
+    hold_release(3).notify_waiters();
+    // WINDOW_UPDATE with a zero increment on the connection: PROTOCOL_ERROR.
+    let mut c = Raw::connect(server.addr);
+    c.send(WINDOW_UPDATE, 0, 0, &0u32.to_be_bytes());
+    assert_eq!(c.goaway(), Some(PROTOCOL_ERROR));
+    // A window grown past 2^31-1: FLOW_CONTROL_ERROR.
+    let mut c = Raw::connect(server.addr);
+    c.send(WINDOW_UPDATE, 0, 0, &0x7fff_ffffu32.to_be_bytes());
+    assert_eq!(c.goaway(), Some(FLOW_CONTROL_ERROR));
+    // A frame larger than SETTINGS_MAX_FRAME_SIZE (256 KiB): FRAME_SIZE_ERROR.
+    let mut c = Raw::connect(server.addr);
+    c.headers(1, &fields, false);
+    c.send(DATA, 0, 1, &vec![0u8; 256 * 1024 + 1]);
+    assert_eq!(c.goaway(), Some(FRAME_SIZE_ERROR));
+    hold_release(3).notify_waiters();
+    // SETTINGS of a length that is not a multiple of 6: a connection error. RFC 9113 §6.5 says
+    // FRAME_SIZE_ERROR; h2 answers PROTOCOL_ERROR (it maps every malformed control frame to
+    // it). Either way the connection is closed.
+    let mut c = Raw::connect(server.addr);
+    c.send(SETTINGS, 0, 0, &[0, 4, 0, 0, 0]);
+    assert!(matches!(
+        c.goaway(),
+        Some(FRAME_SIZE_ERROR | PROTOCOL_ERROR)
+    ));
+    assert!(c.read_frame().is_none(), "closed after GOAWAY");
+    // SETTINGS_INITIAL_WINDOW_SIZE above 2^31-1: FLOW_CONTROL_ERROR by RFC 9113 §6.5.2; h2
+    // answers PROTOCOL_ERROR. The connection is closed either way.
+    let mut c = Raw::connect(server.addr);
+    c.send(SETTINGS, 0, 0, &[0, 4, 0x80, 0, 0, 0]);
+    assert!(matches!(
+        c.goaway(),
+        Some(FLOW_CONTROL_ERROR | PROTOCOL_ERROR)
+    ));
+    assert!(c.read_frame().is_none(), "closed after GOAWAY");
+    // SETTINGS_ENABLE_PUSH other than 0 or 1: PROTOCOL_ERROR.
+    let mut c = Raw::connect(server.addr);
+    c.send(SETTINGS, 0, 0, &[0, 2, 0, 0, 0, 2]);
+    assert_eq!(c.goaway(), Some(PROTOCOL_ERROR));
+}
+
+/// Writes `frames` from another thread while this one reads, so that the server's GOAWAY is
+/// read even if the server closes while the flood is still being written. Returns the GOAWAY
+/// code and how many of the frames were written before the connection ended.
+fn flood(c: Raw, frames: Vec<Vec<u8>>) -> (Option<u32>, usize) {
+    let mut writer = c.s.try_clone().unwrap();
+    let total = frames.len();
+    let sender = std::thread::spawn(move || {
+        let mut written = 0;
+        for f in frames {
+            if writer.write_all(&f).is_err() {
+                break;
+            }
+            written += 1;
+        }
+        written
+    });
+    let mut reader = c.s;
+    let mut code = None;
+    while let Some(f) = read_frame(&mut reader) {
+        if f.kind == GOAWAY {
+            code = Some(f.error_code());
+            break;
+        }
+    }
+    let _ = reader.shutdown(std::net::Shutdown::Both);
+    let written = sender.join().unwrap();
+    assert!(written <= total);
+    (code, written)
+}
+
+#[test]
+fn ping_and_settings_floods_end_with_enhance_your_calm() {
+    let mut config = Config::default();
+    config.http2.control_frame_budget = 500;
+    let server = TlsTestServer::start(config);
+    let pings = (0..20_000u64)
+        .map(|i| frame_bytes(PING, 0, 0, &i.to_be_bytes()))
+        .collect();
+    let (code, written) = flood(Raw::connect(server.addr), pings);
+    assert_eq!(code, Some(ENHANCE_YOUR_CALM));
+    assert!(written < 20_000, "the whole flood was accepted");
+    let settings = (0..20_000)
+        .map(|_| frame_bytes(SETTINGS, 0, 0, &[0, 3, 0, 0, 0, 100]))
+        .collect();
+    let (code, _) = flood(Raw::connect(server.addr), settings);
+    assert_eq!(code, Some(ENHANCE_YOUR_CALM));
+    // Requests earn budget back: 2,000 requests with a PING each are fine.
+    let mut c = Raw::connect(server.addr);
+    for i in 0..2000u32 {
+        c.send(PING, 0, 0, &u64::from(i).to_be_bytes());
+        c.headers(2 * i + 1, &get("/hello"), true);
+        if i % 50 == 49 {
+            c.until(|f| f.kind == DATA && f.stream == 2 * i + 1)
+                .unwrap();
+        }
+    }
+    c.headers(4001, &get("/hello"), true);
+    assert_eq!(c.status(4001), 200);
+}
+
+#[test]
+fn continuation_flood_is_cut_off() {
+    let server = TlsTestServer::start(Config::default());
+    let c = Raw::connect(server.addr);
+    let mut frames = vec![frame_bytes(HEADERS, 0, 1, &hpack(&get("/hello")))];
+    // Endless CONTINUATION without END_HEADERS, each carrying a 16 KiB header field.
+    let big = "v".repeat(16 * 1024);
+    for i in 0..2000 {
+        let name = format!("x-flood-{i}");
+        frames.push(frame_bytes(CONTINUATION, 0, 1, &hpack(&[(&name, &big)])));
+    }
+    let (code, written) = flood(c, frames);
+    assert!(
+        matches!(
+            code,
+            Some(ENHANCE_YOUR_CALM | COMPRESSION_ERROR | PROTOCOL_ERROR)
+        ) || code.is_none(),
+        "{code:?}"
+    );
+    // Cut off long before 32 MiB of headers were taken.
+    assert!(written < 2000, "all {written} frames accepted");
+}
+
+#[test]
+fn hpack_bomb_is_refused() {
+    let server = TlsTestServer::start(Config::default());
+    let mut c = Raw::connect(server.addr);
+    // One 4 KiB field stored in the dynamic table (literal with incremental indexing)...
+    let mut block = hpack(&get("/hello"));
+    block.push(0x40);
+    hpack_int(&mut block, 0, 7, 6);
+    block.extend_from_slice(b"x-bomb");
+    hpack_int(&mut block, 0, 7, 4000);
+    block.extend_from_slice(&[b'b'; 4000]);
+    // ... then referenced 200 times with one byte each (index 62: the newest entry): 800 KB
+    // decoded from a 5 KB block.
+    block.extend(std::iter::repeat_n(0xbe, 200));
+    c.send(HEADERS, END_HEADERS | END_STREAM, 1, &block);
+    let outcome = c.until(|f| {
+        (f.kind == HEADERS || f.kind == RST_STREAM) && f.stream == 1 || f.kind == GOAWAY
+    });
+    match outcome {
+        Some(f) if f.kind == HEADERS => assert_eq!(status_of(&f.payload), 431),
+        Some(f) if f.kind == RST_STREAM => {}
+        Some(f) => assert_eq!(f.error_code(), ENHANCE_YOUR_CALM),
+        None => {}
+    }
+}
+
+#[test]
+fn rapid_reset_cannot_exceed_the_handler_bound() {
+    let mut config = Config::default();
+    config.http2.max_concurrent_streams = 8;
+    let server = TlsTestServer::start(config);
+    let c = Raw::connect(server.addr);
+    let mut frames = Vec::new();
+    for i in 0..500u32 {
+        let stream = 2 * i + 1;
+        frames.push(frame_bytes(
+            HEADERS,
+            END_HEADERS | END_STREAM,
+            stream,
+            &hpack(&get("/hold?g=1")),
+        ));
+        frames.push(frame_bytes(RST_STREAM, 0, stream, &8u32.to_be_bytes()));
+    }
+    let (code, _) = flood(c, frames);
+    // h2's limit on streams reset while waiting to be accepted closes the connection.
+    assert_eq!(code, Some(ENHANCE_YOUR_CALM));
+    // Never more handlers at once than the advertised stream limit (often none ran at all:
+    // h2 saw the resets before the streams were accepted).
+    let max = MAX_HOLDING[1].load(Ordering::SeqCst);
+    assert!(max <= 8, "{max} handlers ran at once");
+    hold_release(1).notify_waiters();
+}

@@ -1,0 +1,182 @@
+//! HTTPS: curl over HTTP/1.1 and HTTP/2 (ALPN) with a self-signed certificate, 256 MiB
+//! uploads byte-exact, the h2 client over TLS, and the handshake's timeout and bound.
+
+use crate::h2_support::*;
+use crate::support::*;
+use bytes::Bytes;
+use http::Method;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+use weir::Config;
+
+fn upload_config() -> Config {
+    Config {
+        max_body_size: None,
+        ..Config::default()
+    }
+}
+
+/// 256 MiB of test data in a file, and its SHA-256.
+fn big_file(dir: &tempfile::TempDir) -> (String, String) {
+    let path = dir.path().join("upload.bin");
+    let data = pattern(256 << 20, 21);
+    std::fs::write(&path, &data).unwrap();
+    (path.to_str().unwrap().to_owned(), sha256_hex(&data))
+}
+
+#[test]
+fn curl_https_uploads_over_http1_and_http2_are_byte_exact() {
+    assert_curl_has_http2();
+    let server = TlsTestServer::start(upload_config());
+    let dir = tempfile::tempdir().unwrap();
+    let (path, expected) = big_file(&dir);
+    let cacert = server.cert.cert_path.to_str().unwrap().to_owned();
+    for (version_flag, version) in [("--http1.1", "1.1"), ("--http2", "2")] {
+        // To a file (the buffered path: no splice over TLS).
+        let out = curl(&[
+            version_flag,
+            "--cacert",
+            &cacert,
+            "-T",
+            &path,
+            "-H",
+            "Expect:",
+            "--write-out",
+            "v=%{http_version}",
+            &server.tls_url("/file"),
+        ]);
+        assert!(out.starts_with(&expected), "{version_flag}: {out}");
+        assert!(out.contains("spliced=0"), "{version_flag}: {out}");
+        assert!(
+            out.ends_with(&format!("v={version}")),
+            "{version_flag}: {out}"
+        );
+        // Through read_body with a large buffer.
+        let out = curl(&[
+            version_flag,
+            "--cacert",
+            &cacert,
+            "--data-binary",
+            &format!("@{path}"),
+            &server.tls_url("/sha?buf=1048576"),
+        ]);
+        assert!(out.starts_with(&expected), "{version_flag}: {out}");
+    }
+}
+
+#[test]
+fn alpn_picks_the_protocol_and_the_handler_sees_it() {
+    assert_curl_has_http2();
+    let server = TlsTestServer::start(Config::default());
+    let cacert = server.cert.cert_path.to_str().unwrap().to_owned();
+    let url = server.tls_url("/version?x=1");
+    let h1 = curl(&["--http1.1", "--cacert", &cacert, &url]);
+    assert_eq!(
+        h1,
+        format!(
+            "HTTP/1.1 GET /version?x=1 host=localhost:{}\n",
+            server.tls_addr.port()
+        )
+    );
+    let h2 = curl(&["--http2", "--cacert", &cacert, &url]);
+    assert_eq!(
+        h2,
+        format!(
+            "HTTP/2.0 GET /version?x=1 host=localhost:{}\n",
+            server.tls_addr.port()
+        )
+    );
+}
+
+#[test]
+fn http2_disabled_offers_only_http1() {
+    assert_curl_has_http2();
+    let mut config = Config::default();
+    config.http2.enabled = false;
+    let server = TlsTestServer::start(config);
+    let cacert = server.cert.cert_path.to_str().unwrap().to_owned();
+    let out = curl(&[
+        "--http2",
+        "--cacert",
+        &cacert,
+        "--write-out",
+        " v=%{http_version}",
+        &server.tls_url("/hello"),
+    ]);
+    assert_eq!(out, "Hello, World! v=1.1");
+}
+
+#[test]
+fn h2_client_over_tls_uploads_and_downloads() {
+    let server = TlsTestServer::start(upload_config());
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let mut client = h2_tls(server.tls_addr, &server.cert).await;
+        let data = Bytes::from(pattern(32 << 20, 5));
+        let resp = h2_request(&mut client, Method::PUT, "/file", &[], data.clone())
+            .await
+            .unwrap();
+        assert!(
+            resp.text().starts_with(&sha256_hex(&data)),
+            "{}",
+            resp.text()
+        );
+        let resp = h2_request(
+            &mut client,
+            Method::GET,
+            "/big?len=3000000",
+            &[],
+            Bytes::new(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(resp.body, pattern(3_000_000, 7));
+    });
+}
+
+#[test]
+fn stalled_handshake_times_out_and_frees_its_slot() {
+    let config = Config {
+        tls_handshake_timeout: Duration::from_millis(300),
+        max_tls_handshakes: 1,
+        ..Config::default()
+    };
+    let server = TlsTestServer::start(config);
+    // Holds the only handshake slot: connects and sends nothing. The server closes it when the
+    // handshake timeout passes, without a byte sent to it.
+    let mut staller = TcpStream::connect(server.tls_addr).unwrap();
+    staller
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut buf = [0u8; 16];
+    match staller.read(&mut buf) {
+        Ok(0) => {}
+        Err(e) => assert!(
+            !matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            ),
+            "never closed"
+        ),
+        Ok(n) => panic!("server sent {n} bytes before a ClientHello"),
+    }
+    // The slot is free again: a real client gets through.
+    assert_curl_has_http2();
+    let cacert = server.cert.cert_path.to_str().unwrap().to_owned();
+    let out = curl(&["--cacert", &cacert, &server.tls_url("/hello")]);
+    assert_eq!(out, "Hello, World!");
+}
+
+#[test]
+fn plaintext_on_the_tls_port_is_dropped() {
+    let server = TlsTestServer::start(Config::default());
+    let mut s = TcpStream::connect(server.tls_addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(b"GET /hello HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let mut rest = Vec::new();
+    let _ = s.read_to_end(&mut rest);
+    // rustls answers a non-TLS record with an alert at most; never an HTTP response.
+    assert!(!rest.starts_with(b"HTTP/"), "{rest:?}");
+}
