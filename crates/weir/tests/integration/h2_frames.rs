@@ -594,3 +594,26 @@ fn rapid_reset_cannot_exceed_the_handler_bound() {
     assert!(max <= 8, "{max} handlers ran at once");
     hold_release(1).notify_waiters();
 }
+
+/// A client that opens a stream and never grants flow-control credit: the wait for send
+/// capacity is bounded by the response rate on the piece waited for, not on the whole write
+/// (a 64 MiB body at 1 MiB/s waited 64 s for a window that never opened).
+#[test]
+fn stalled_window_under_one_large_write_is_reset() {
+    let config = Config {
+        min_response_rate: Some(weir::DataRate {
+            bytes_per_second: 1 << 20,
+            grace: Duration::from_millis(200),
+        }),
+        ..Config::default()
+    };
+    let server = TlsTestServer::start(config);
+    let mut c = Raw::connect(server.addr);
+    c.headers(1, &get("/big?len=67108864"), true);
+    // The first 64 KiB window goes out; no WINDOW_UPDATE ever follows.
+    assert_eq!(
+        c.reset_of(1),
+        Ok(0x8),
+        "no RST_STREAM(CANCEL) for the stalled stream"
+    );
+}
