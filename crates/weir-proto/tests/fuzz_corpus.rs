@@ -5,6 +5,14 @@
 #[path = "../../../fuzz/checks.rs"]
 mod checks;
 
+// `weir serve`'s Range evaluation is fuzzed from its source file (it is crate-private in
+// weir-cli); its corpus is replayed here the same way. Its own unit tests come along and run too.
+#[allow(dead_code)]
+#[path = "../../weir-cli/src/serve/range.rs"]
+mod range;
+#[path = "../../../fuzz/range_checks.rs"]
+mod range_checks;
+
 use std::path::Path;
 
 /// Runs `check` over every file of `fuzz/corpus/<target>`; returns how many there were.
@@ -38,4 +46,9 @@ fn chunked_corpus() {
 #[test]
 fn content_length_corpus() {
     assert!(replay("content_length", checks::content_length) >= 10);
+}
+
+#[test]
+fn range_corpus() {
+    assert!(replay("range", range_checks::range) >= 10);
 }
