@@ -225,6 +225,7 @@ def main():
     p.add_argument("--sample-every", type=float, default=5)
     p.add_argument("--rss-margin-mib", type=float, default=32,
                    help="allowed RSS growth of the second half over the first")
+    p.add_argument("--samples-csv", help="write every sample to this CSV file")
     args = p.parse_args()
 
     root = tempfile.mkdtemp(prefix="weir-soak-")
@@ -283,8 +284,8 @@ def main():
                 with open(path, "rb") as fh:
                     if hashlib.sha256(fh.read()).hexdigest() != expected.pop(rel):
                         damaged.append(rel)
-            elif soak.downloads == "disk" or not rel.startswith("."):
-                leftovers.append(rel)
+            elif f != ".weir-lock":  # the store's lock file; anything else (temporary
+                leftovers.append(rel)  # `.weir-upload-*.tmp` files included) is a leftover
     if soak.downloads == "disk" and expected:
         failures.append(f"completed uploads missing: {sorted(expected)[:5]}")
     if damaged:
@@ -313,6 +314,12 @@ def main():
         failures.append(f"fds not released: {idle_before['fds']} idle before, "
                         f"{idle_after['fds']} idle after")
 
+    if args.samples_csv:
+        with open(args.samples_csv, "w") as f:
+            f.write("t,rss_kib,hwm_kib,fds,threads,requests\n")
+            for x in samples:
+                f.write(f"{x['t']},{x['rss_kib']},{x['hwm_kib']},{x['fds']},{x['threads']},"
+                        f"{x['requests']}\n")
     c = soak.counts
     print(f"requests: {c.get('healthz', 0)} healthz, {c.get('uploads', 0)} uploads "
           f"({c.get('upload_bytes', 0) / MiB:.0f} MiB), {c.get('downloads', 0)} downloads "

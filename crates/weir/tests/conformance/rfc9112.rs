@@ -145,6 +145,8 @@ fn cases() -> Vec<Case> {
             post("Content-Length: \u{663}\r\n".as_bytes(), b"abc"), 400, Head),
         reject("Content-Length above the body limit", "RFC 9110 §15.5.14 (413)",
             post(b"Content-Length: 100000\r\n", b"0123456789"), 413, Body),
+        reject("100-continue with a Content-Length above the limit", "RFC 9110 §10.1.1 (a final status instead of 100)",
+            post(b"Expect: 100-continue\r\nContent-Length: 100000\r\n", b""), 413, Body),
 
         // ---- Transfer-Encoding (RFC 9112 §6.1, §6.3 ¶4, §7) ----
         reject("chunked not the final coding", "RFC 9112 §6.3 ¶4 (MUST 400, close)",
