@@ -243,6 +243,38 @@ fn non_reading_client_of_one_large_write_is_dropped() {
     non_reading_client_is_dropped("/big-one", 128 << 20);
 }
 
+/// 100,000 pipelined requests from a client that never reads the answers: responses are
+/// flushed in bounded batches, the flush stalls, the response rate cuts it, and the server
+/// stops reading the flood (its task ends) instead of buffering answers without limit.
+#[test]
+fn pipelined_flood_from_a_client_that_never_reads_is_dropped() {
+    let server = TestServer::start(response_rate_config());
+    let stream = server.connect();
+    let mut writer = stream.try_clone().expect("clone");
+    let flood = std::thread::spawn(move || {
+        let request = b"GET /sentinel HTTP/1.1\r\nHost: a\r\n\r\n";
+        let batch = request.repeat(1000);
+        let mut sent = 0;
+        for _ in 0..100 {
+            if writer.write_all(&batch).is_err() {
+                break;
+            }
+            sent += 1000;
+        }
+        sent
+    });
+    assert!(server.wait_active(|n| n == 1), "never served");
+    assert!(
+        server.wait_idle(),
+        "connection task still running with a client that does not read"
+    );
+    // What the client can still read is what the kernel had buffered: far less than the
+    // answers to everything it sent.
+    let t = read_until_closed(stream);
+    let sent = flood.join().expect("flood thread");
+    assert!(t.responses.len() < sent, "every request was answered");
+}
+
 /// The response rate does not cut a client that reads.
 #[test]
 fn reading_client_gets_the_whole_large_response() {
