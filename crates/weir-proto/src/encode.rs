@@ -86,7 +86,7 @@ pub fn status_line(buf: &mut Vec<u8>, status: StatusCode) {
 
 /// Writes a header line after checking the name and value.
 pub fn header(buf: &mut Vec<u8>, name: &[u8], value: &[u8]) -> Result<(), InvalidHeader> {
-    if name.is_empty() || !name.iter().all(|&b| crate::framing::is_tchar(b)) {
+    if !crate::chars::is_token(name) {
         return Err(InvalidHeader::Name);
     }
     if name.eq_ignore_ascii_case(b"content-length")
@@ -94,10 +94,7 @@ pub fn header(buf: &mut Vec<u8>, name: &[u8], value: &[u8]) -> Result<(), Invali
     {
         return Err(InvalidHeader::Framing);
     }
-    if !value
-        .iter()
-        .all(|&b| b == b'\t' || (b >= 0x20 && b != 0x7f))
-    {
+    if !crate::chars::is_field_value(value) {
         return Err(InvalidHeader::Value);
     }
     header_unchecked(buf, name, value);

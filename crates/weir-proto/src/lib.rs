@@ -18,6 +18,7 @@
 #![forbid(unsafe_code)]
 
 pub mod body;
+pub mod chars;
 pub mod conn;
 pub mod date;
 pub mod encode;

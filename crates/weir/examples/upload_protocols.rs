@@ -4,8 +4,15 @@
 //! measurement behind the HTTP/2 and HTTPS targets.
 //!
 //! ```sh
-//! cargo run --release -p weir --example upload_protocols -- [MiB] [rounds]
+//! cargo run --release -p weir --example upload_protocols -- [MiB] [rounds] [PROTOCOLS]
 //! ```
+//!
+//! `PROTOCOLS`, a comma-separated list, runs those alone against the first window setting (for
+//! profiling: `perf record -g` sees the client on the main thread and the server on the
+//! `tokio-rt-worker` threads): `h1`, `h2c`, `tls-h1`, `tls-h2`, and two that isolate the
+//! client's share of HTTPS: `tls-h1-64k` (the TLS client with rustls's default 64 KiB send
+//! buffer instead of 1 MiB) and `tls-send` (the TLS client alone: the same upload to a server
+//! that completes the handshake and then discards the ciphertext without decrypting it).
 //!
 //! Prints GB/s per protocol and per window setting, and ratios against HTTP/1.1 of the same
 //! round (rounds are interleaved, so a noisy neighbour affects every protocol alike).
@@ -38,6 +45,8 @@ impl Handler for Discard {
 
 struct Tls {
     server: weir::TlsConfig,
+    /// The same certificate, for the ciphertext-discarding server.
+    raw_server: Arc<rustls::ServerConfig>,
     client: Arc<rustls::ClientConfig>,
 }
 
@@ -51,6 +60,13 @@ fn tls() -> Tls {
     let mut roots = rustls::RootCertStore::empty();
     roots.add(cert.cert.der().clone()).unwrap();
     let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let key = rustls_pki_types::PrivateKeyDer::try_from(cert.signing_key.serialize_der()).unwrap();
+    let raw_server = rustls::ServerConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(vec![cert.cert.der().clone()], key)
+        .unwrap();
     let mut client = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .unwrap()
@@ -59,6 +75,7 @@ fn tls() -> Tls {
     client.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Tls {
         server,
+        raw_server: Arc::new(raw_server),
         client: Arc::new(client),
     }
 }
@@ -83,20 +100,74 @@ fn start(config: Config, tls: weir::TlsConfig) -> (SocketAddr, SocketAddr, weir:
     rx.recv().unwrap()
 }
 
+/// A TLS server that completes the handshake, then reads and discards the ciphertext without
+/// decrypting it, and answers one raw byte at the end of the stream: what is left is the
+/// client's cost. Returns its address.
+fn start_raw_tls_discard(config: Arc<rustls::ServerConfig>) -> SocketAddr {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            tx.send(listener.local_addr().unwrap()).unwrap();
+            let acceptor = tokio_rustls::TlsAcceptor::from(config);
+            let mut buf = vec![0u8; 1 << 20];
+            loop {
+                let (tcp, _) = listener.accept().await.unwrap();
+                let (mut tcp, _) = acceptor.accept(tcp).await.unwrap().into_inner();
+                while tcp.read(&mut buf).await.unwrap_or(0) > 0 {}
+                let _ = tcp.write_all(b"k").await;
+            }
+        });
+    });
+    rx.recv().unwrap()
+}
+
+/// The client's side of `tls-send`: head and body encrypted and sent, then the write side
+/// closed, then the server's one raw byte.
+async fn send_only(mut s: tokio_rustls::client::TlsStream<TcpStream>, piece: &Bytes, len: u64) {
+    let head = format!("PUT /u HTTP/1.1\r\nHost: x\r\nContent-Length: {len}\r\n\r\n");
+    s.write_all(head.as_bytes()).await.unwrap();
+    let mut left = len;
+    while left > 0 {
+        let n = left.min(piece.len() as u64) as usize;
+        s.write_all(&piece[..n]).await.unwrap();
+        left -= n as u64;
+    }
+    s.flush().await.unwrap();
+    let tcp = s.get_mut().0;
+    tcp.shutdown().await.unwrap();
+    let mut done = [0u8; 1];
+    assert_eq!(tcp.read(&mut done).await.unwrap(), 1);
+}
+
+/// rustls encrypts at most 64 KiB ahead of the socket by default, so each `writev` carries
+/// 64 KiB; the plain-text client writes 1 MiB at a time. This limit (1 MiB of records plus
+/// their overheads) lets the TLS client do the same. `weir put` uses the same value.
+const CLIENT_TLS_BUFFER: usize = (1 << 20) + 64 * 1024;
+
 async fn connect_tls(
     addr: SocketAddr,
     client: &Arc<rustls::ClientConfig>,
     alpn: &[u8],
+    buffer: Option<usize>,
 ) -> tokio_rustls::client::TlsStream<TcpStream> {
     let mut config = (**client).clone();
     config.alpn_protocols = vec![alpn.to_vec()];
     let tcp = TcpStream::connect(addr).await.unwrap();
     tcp.set_nodelay(true).unwrap();
     let name = rustls_pki_types::ServerName::try_from("localhost").unwrap();
-    tokio_rustls::TlsConnector::from(Arc::new(config))
+    let mut tls = tokio_rustls::TlsConnector::from(Arc::new(config))
         .connect(name, tcp)
         .await
-        .unwrap()
+        .unwrap();
+    if buffer.is_some() {
+        tls.get_mut().1.set_buffer_limit(buffer);
+    }
+    tls
 }
 
 /// HTTP/1.1: the head, then the body in 1 MiB writes.
@@ -152,15 +223,71 @@ async fn upload_h2<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
     assert_eq!(response.status(), StatusCode::OK);
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 enum Proto {
     H1,
     H2c,
     TlsH1,
     TlsH2,
+    TlsH1With64k,
+    TlsSend,
 }
 
-async fn run(proto: Proto, plain: SocketAddr, secure: SocketAddr, t: &Tls, len: u64) -> f64 {
+impl Proto {
+    fn parse(name: &str) -> Proto {
+        match name {
+            "h1" => Proto::H1,
+            "h2c" => Proto::H2c,
+            "tls-h1" => Proto::TlsH1,
+            "tls-h2" => Proto::TlsH2,
+            "tls-h1-64k" => Proto::TlsH1With64k,
+            "tls-send" => Proto::TlsSend,
+            other => panic!(
+                "unknown protocol {other:?}: h1, h2c, tls-h1, tls-h2, tls-h1-64k or tls-send"
+            ),
+        }
+    }
+}
+
+struct Addrs {
+    plain: SocketAddr,
+    secure: SocketAddr,
+    raw_tls: SocketAddr,
+}
+
+/// CPU time of this thread and of the whole process, in nanoseconds (`/proc/*/schedstat`: time
+/// spent running, with nanosecond resolution). The client runs on this thread; the servers'
+/// threads are otherwise idle, so the difference is the server's.
+fn cpu_ns() -> (u64, u64) {
+    let read = |path: &std::path::Path| -> u64 {
+        std::fs::read_to_string(path)
+            .ok()
+            .and_then(|s| s.split_whitespace().next()?.parse().ok())
+            .unwrap_or(0)
+    };
+    let this = read(std::path::Path::new("/proc/thread-self/schedstat"));
+    let all = std::fs::read_dir("/proc/self/task")
+        .map(|tasks| {
+            tasks
+                .filter_map(Result::ok)
+                .map(|t| read(&t.path().join("schedstat")))
+                .sum()
+        })
+        .unwrap_or(0);
+    (this, all)
+}
+
+/// One upload: GB/s, and the client's and server's CPU seconds.
+struct Measured {
+    gbps: f64,
+    client_cpu: f64,
+    server_cpu: f64,
+}
+
+async fn run(proto: Proto, a: &Addrs, t: &Tls, len: u64) -> Measured {
+    let cpu_before = cpu_ns();
+    let (plain, secure) = (a.plain, a.secure);
+    let big = Some(CLIENT_TLS_BUFFER);
     let piece = Bytes::from(vec![0x5au8; 1 << 20]);
     let start = Instant::now();
     match proto {
@@ -175,22 +302,40 @@ async fn run(proto: Proto, plain: SocketAddr, secure: SocketAddr, t: &Tls, len: 
             upload_h2(s, &piece, len).await;
         }
         Proto::TlsH1 => {
-            upload_h1(
-                connect_tls(secure, &t.client, b"http/1.1").await,
-                &piece,
-                len,
-            )
-            .await
+            let s = connect_tls(secure, &t.client, b"http/1.1", big).await;
+            upload_h1(s, &piece, len).await
         }
-        Proto::TlsH2 => upload_h2(connect_tls(secure, &t.client, b"h2").await, &piece, len).await,
+        Proto::TlsH2 => {
+            let s = connect_tls(secure, &t.client, b"h2", big).await;
+            upload_h2(s, &piece, len).await
+        }
+        Proto::TlsH1With64k => {
+            let s = connect_tls(secure, &t.client, b"http/1.1", None).await;
+            upload_h1(s, &piece, len).await
+        }
+        Proto::TlsSend => {
+            let s = connect_tls(a.raw_tls, &t.client, b"http/1.1", big).await;
+            send_only(s, &piece, len).await
+        }
     }
-    len as f64 / start.elapsed().as_secs_f64() / 1e9
+    let gbps = len as f64 / start.elapsed().as_secs_f64() / 1e9;
+    let cpu_after = cpu_ns();
+    let client = cpu_after.0.saturating_sub(cpu_before.0);
+    let all = cpu_after.1.saturating_sub(cpu_before.1);
+    Measured {
+        gbps,
+        client_cpu: client as f64 / 1e9,
+        server_cpu: all.saturating_sub(client) as f64 / 1e9,
+    }
 }
 
 fn main() {
     let mut args = std::env::args().skip(1);
     let mib: u64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(700);
     let rounds: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(3);
+    let only: Option<Vec<Proto>> = args
+        .next()
+        .map(|a| a.split(',').map(Proto::parse).collect());
     let len = mib << 20;
     let t = tls();
     let variants: Vec<(&str, Config)> = {
@@ -213,20 +358,31 @@ fn main() {
     };
     let servers: Vec<_> = variants
         .into_iter()
+        .take(if only.is_some() { 1 } else { usize::MAX })
         .map(|(name, config)| (name, start(config, t.server.clone())))
         .collect();
+    let raw_tls = start_raw_tls_discard(t.raw_server.clone());
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
     println!("upload of {mib} MiB over one connection, {rounds} interleaved rounds; GB/s");
-    let protos = [Proto::H1, Proto::H2c, Proto::TlsH1, Proto::TlsH2];
+    let protos = only.unwrap_or_else(|| vec![Proto::H1, Proto::H2c, Proto::TlsH1, Proto::TlsH2]);
     let mut results: Vec<Vec<Vec<f64>>> = vec![vec![Vec::new(); protos.len()]; servers.len()];
+    // CPU seconds per GB: [server][protocol] → (client, server) per round.
+    let mut cpu: Vec<Vec<Vec<(f64, f64)>>> = vec![vec![Vec::new(); protos.len()]; servers.len()];
     for _ in 0..rounds {
         for (v, (_, (plain, secure, _))) in servers.iter().enumerate() {
+            let addrs = Addrs {
+                plain: *plain,
+                secure: *secure,
+                raw_tls,
+            };
             for (p, proto) in protos.iter().enumerate() {
-                let gbps = rt.block_on(run(*proto, *plain, *secure, &t, len));
-                results[v][p].push(gbps);
+                let m = rt.block_on(run(*proto, &addrs, &t, len));
+                results[v][p].push(m.gbps);
+                let gb = len as f64 / 1e9;
+                cpu[v][p].push((m.client_cpu / gb, m.server_cpu / gb));
             }
         }
     }
@@ -235,29 +391,59 @@ fn main() {
         xs.sort_by(|a, b| a.total_cmp(b));
         xs[xs.len() / 2]
     };
+    // Ratios are medians of per-round ratios against HTTP/1.1 of the same round (or the first
+    // protocol listed), so that a slow round slows both sides of its ratio.
+    let base = protos.iter().position(|p| *p == Proto::H1).unwrap_or(0);
     for (v, (name, (_, _, handle))) in servers.iter().enumerate() {
-        let m: Vec<f64> = results[v].iter().map(median).collect();
         println!(
             "\n{name} (peak read-ahead {} KiB)",
             handle.stats().peak_body_buffered() >> 10
         );
+        let rows = &results[v];
+        let ratio = |p: usize, q: usize| {
+            let per_round: Vec<f64> = rows[p].iter().zip(&rows[q]).map(|(a, b)| a / b).collect();
+            median(&per_round)
+        };
         for (p, proto) in protos.iter().enumerate() {
             println!(
-                "  {:<7} {:>6.2} GB/s  {:>5.2} x h1   (rounds: {:?})",
+                "  {:<13} {:>6.2} GB/s  {:>5.2} x {:?}   (rounds: {:?})",
                 format!("{proto:?}"),
-                m[p],
-                m[p] / m[0],
-                results[v][p]
+                median(&rows[p]),
+                ratio(p, base),
+                protos[base],
+                rows[p]
                     .iter()
                     .map(|x| (x * 100.0).round() / 100.0)
                     .collect::<Vec<_>>()
             );
         }
         println!(
-            "  TLS h1 / h1 = {:.2}, h2c / h1 = {:.2}, TLS h2 / TLS h1 = {:.2}",
-            m[2] / m[0],
-            m[1] / m[0],
-            m[3] / m[2]
+            "  CPU seconds per GB (medians): client, server; server / server of {:?}",
+            protos[base]
         );
+        for (p, proto) in protos.iter().enumerate() {
+            let client: Vec<f64> = cpu[v][p].iter().map(|c| c.0).collect();
+            let server: Vec<f64> = cpu[v][p].iter().map(|c| c.1).collect();
+            let server_ratio: Vec<f64> = cpu[v][p]
+                .iter()
+                .zip(&cpu[v][base])
+                .map(|(c, b)| c.1 / b.1)
+                .collect();
+            println!(
+                "  {:<13} client {:>5.3}  server {:>5.3}  server x {:.2}",
+                format!("{proto:?}"),
+                median(&client),
+                median(&server),
+                median(&server_ratio)
+            );
+        }
+        if protos.len() == 4 && protos[3] == Proto::TlsH2 {
+            println!(
+                "  TLS h1 / h1 = {:.2}, h2c / h1 = {:.2}, TLS h2 / TLS h1 = {:.2}",
+                ratio(2, 0),
+                ratio(1, 0),
+                ratio(3, 2)
+            );
+        }
     }
 }

@@ -84,6 +84,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+mod clock;
 mod config;
 mod error;
 mod exchange;

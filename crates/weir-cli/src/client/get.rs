@@ -37,7 +37,7 @@ pub fn get(args: GetArgs) -> Result<(), ClientError> {
         headers,
     };
     let io = |e: std::io::Error| ClientError::new(format!("download failed: {e}"));
-    conn.send_head(&request).map_err(io)?;
+    conn.send_head(&request, false).map_err(io)?;
     let head = conn
         .read_head(None)
         .map_err(io)?

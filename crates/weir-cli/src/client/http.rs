@@ -106,7 +106,8 @@ impl Connection {
             head.push_str("\r\n");
         }
         head.push_str("\r\n");
-        self.transport.write_all(head.as_bytes())
+        self.transport.write_all(head.as_bytes())?;
+        self.transport.flush()
     }
 
     /// Reads a response head. With `timeout`, returns `Ok(None)` if nothing arrived in time
@@ -271,20 +272,6 @@ impl Connection {
                 }
             },
         }
-    }
-
-    /// Reads the rest of a (small) body into a string, at most `limit` bytes.
-    pub(crate) fn read_text(&mut self, body: &mut Body, limit: usize) -> io::Result<String> {
-        let mut out = Vec::new();
-        let mut chunk = [0u8; 4096];
-        loop {
-            let n = self.read_body(body, &mut chunk)?;
-            if n == 0 || out.len() >= limit {
-                break;
-            }
-            out.extend_from_slice(&chunk[..n]);
-        }
-        Ok(String::from_utf8_lossy(&out).into_owned())
     }
 
     /// Reads more bytes into the buffer (compacting it first).

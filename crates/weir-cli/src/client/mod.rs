@@ -1,24 +1,29 @@
-//! `weir put` and `weir get`: a small blocking HTTP/1.1 client, built to not be the bottleneck.
+//! `weir put` and `weir get`: a small client for HTTP/1.1 (blocking, in the clear or TLS) and
+//! HTTP/2 (over TLS by ALPN, or cleartext by prior knowledge), built to not be the bottleneck.
 //!
 //! | module | what it is |
 //! | --- | --- |
-//! | `transport` | [`Transport`](transport::Transport): TCP or Unix socket; `send_file` with `sendfile` |
+//! | `transport` | [`Transport`](transport::Transport): TCP or Unix socket, in the clear (`send_file` with `sendfile`) or under rustls |
+//! | `tls` | trusted roots (`--cacert` or the system's), rustls configuration, TLS errors as advice |
 //! | `http` | one HTTP/1.1 exchange: head out, head in, body framing |
-//! | `url` | `http://` URLs |
+//! | `h2` | one HTTP/2 exchange over the `h2` crate, on a current-thread runtime |
+//! | `conn` | [`Connection`](conn::Connection): either of the two behind the calls `put`/`get` make |
+//! | `url` | `http://` and `https://` URLs |
 //! | `put` / `get` | the commands |
 //! | `progress` | the progress bar and summary formatting |
-//!
-//! Layers for later: TLS is one more `Transport` variant; HTTP/2 an alternative to
-//! `http::Connection` behind the same request/response calls in `put`/`get`.
 
+mod conn;
 mod get;
+mod h2;
 mod http;
 mod progress;
 mod put;
+mod tls;
 mod transport;
 mod url;
 
 use crate::cli::ClientArgs;
+use conn::Connection;
 use std::fmt;
 use std::path::PathBuf;
 
@@ -47,6 +52,8 @@ impl std::error::Error for ClientError {}
 pub(crate) struct Options {
     pub(crate) token: Option<String>,
     pub(crate) unix: Option<PathBuf>,
+    pub(crate) cacert: Option<PathBuf>,
+    pub(crate) http2: bool,
 }
 
 impl Options {
@@ -57,6 +64,8 @@ impl Options {
                 .or_else(|| std::env::var("WEIR_TOKEN").ok())
                 .filter(|t| !t.is_empty()),
             unix: args.unix,
+            cacert: args.cacert,
+            http2: args.http2,
         }
     }
 
@@ -68,22 +77,74 @@ impl Options {
     }
 }
 
-/// Connects to the server of `url` (or the Unix socket), naming the endpoint on failure.
-pub(crate) fn connect(url: &url::Url, options: &Options) -> Result<http::Connection, ClientError> {
-    let transport = transport::Transport::connect(&url.authority, options.unix.as_deref())
-        .map_err(|e| {
-            let endpoint = match &options.unix {
-                Some(p) => format!("unix:{}", p.display()),
-                None => url.authority.clone(),
-            };
-            ClientError::new(format!("cannot connect to {endpoint}: {e}"))
-        })?;
-    Ok(http::Connection::new(transport))
+/// Connects to the server of `url` (or the Unix socket): TLS for `https`, HTTP/2 with
+/// `--http2`. Failures name the endpoint and say what went wrong in one line.
+pub(crate) fn connect(url: &url::Url, options: &Options) -> Result<Connection, ClientError> {
+    let endpoint = match &options.unix {
+        Some(p) => format!("unix:{}", p.display()),
+        None => url.authority.clone(),
+    };
+    let tls = if url.https {
+        let alpn = if options.http2 {
+            tls::ALPN_H2
+        } else {
+            tls::ALPN_HTTP11
+        };
+        Some(h2::TlsSetup {
+            config: tls::config(options.cacert.as_deref(), alpn)?,
+            name: tls::server_name(url.server_name())?,
+        })
+    } else {
+        None
+    };
+    let cannot_connect =
+        |e: std::io::Error| ClientError::new(format!("cannot connect to {endpoint}: {e}"));
+    let tls_failed = |e: std::io::Error| {
+        let what = match tls::rustls_error(&e) {
+            Some(e) => tls::describe(e, url.server_name()),
+            None if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                "the server closed the connection during the handshake".to_owned()
+            }
+            None => e.to_string(),
+        };
+        ClientError::new(format!("TLS with {endpoint} failed: {what}"))
+    };
+    if options.http2 {
+        use h2::ConnectError;
+        let conn = h2::H2Connection::connect(&url.authority, options.unix.as_deref(), tls)
+            .map_err(|e| match e {
+                ConnectError::Socket(e) => cannot_connect(e),
+                ConnectError::Tls(e) => tls_failed(e),
+                ConnectError::NotH2 => ClientError::new(format!(
+                    "{endpoint} does not speak HTTP/2 over TLS (ALPN did not choose h2)"
+                )),
+                ConnectError::Handshake(e) => {
+                    ClientError::new(format!("HTTP/2 with {endpoint} failed: {e}"))
+                }
+            })?;
+        return Ok(Connection::H2(Box::new(conn)));
+    }
+    let socket = transport::Socket::connect(&url.authority, options.unix.as_deref())
+        .map_err(cannot_connect)?;
+    let transport = match tls {
+        None => transport::Transport::Plain(socket),
+        Some(setup) => {
+            let t =
+                transport::Transport::tls(socket, setup.config, setup.name).map_err(tls_failed)?;
+            if t.alpn_protocol().is_some_and(|p| p != tls::ALPN_HTTP11) {
+                return Err(ClientError::new(format!(
+                    "{endpoint} chose a protocol other than HTTP/1.1 by ALPN"
+                )));
+            }
+            t
+        }
+    };
+    Ok(Connection::H1(http::Connection::new(transport)))
 }
 
 /// Turns an error response into a one-line error with the server's message.
 pub(crate) fn status_error(
-    conn: &mut http::Connection,
+    conn: &mut Connection,
     method: &str,
     head: &http::ResponseHead,
 ) -> ClientError {

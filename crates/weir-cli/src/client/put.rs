@@ -1,4 +1,5 @@
-//! `weir put FILE URL`: upload a file with `sendfile`, verified end to end.
+//! `weir put FILE URL`: upload a file, verified end to end, over HTTP/1.1 or HTTP/2, in the
+//! clear or over TLS.
 //!
 //! 1. Hash the file (SHA-256, unless `--no-digest`) and send it as `Content-Digest`: the server
 //!    verifies the body against it before committing, so what is stored is what was read here.
@@ -7,8 +8,8 @@
 //! 2. Send the head with `Expect: 100-continue` and wait (up to a second) for the server's
 //!    go-ahead: a refusal (401, 413, 507, bad path) costs no body bytes.
 //! 3. Send the body: by default read into one 1 MiB buffer and written from it (the buffer
-//!    stays in the CPU cache between the two copies); with `--sendfile`, page cache → socket
-//!    with `sendfile(2)`. On loopback TCP the buffered path measured 0.98 × a raw TCP sender
+//!    stays in the CPU cache between the two copies, or the copy and the encryption); with
+//!    `--sendfile` (HTTP/1.1 in the clear only), page cache → socket with `sendfile(2)`. On loopback TCP the buffered path measured 0.98 × a raw TCP sender
 //!    writing from memory, `sendfile` 0.71 (a raw `sendfile` sender too: the limit is the
 //!    kernel's, not weir's), so the buffer is the default (`examples/upload_bench.rs`).
 //! 4. Read the answer; compare the server's SHA-256 with ours.
@@ -82,7 +83,7 @@ pub fn put(args: PutArgs) -> Result<(), ClientError> {
         headers,
     };
     let io = |e: std::io::Error| ClientError::new(format!("upload failed: {e}"));
-    conn.send_head(&request).map_err(io)?;
+    conn.send_head(&request, len > 0).map_err(io)?;
 
     let mut early: Option<ResponseHead> = None;
     if len > 0 {
@@ -97,13 +98,8 @@ pub fn put(args: PutArgs) -> Result<(), ClientError> {
         Some(head) => head,
         None => {
             let bar = progress::bar(len, "Uploading");
-            let transport = conn.transport();
             let mut progress = |n| bar.set_position(n);
-            let sent = if args.sendfile {
-                transport.send_file(&file, 0, len, &mut progress)
-            } else {
-                transport.copy_file(&file, 0, len, &mut progress)
-            };
+            let sent = conn.send_file(&file, len, args.sendfile, &mut progress);
             bar.finish_and_clear();
             if let Err(e) = sent {
                 // The server may have answered (507, 413) and closed: show its reason.
@@ -151,7 +147,7 @@ pub fn put(args: PutArgs) -> Result<(), ClientError> {
 }
 
 /// The final response, skipping a `100 Continue` that arrived late.
-fn final_head(conn: &mut super::http::Connection) -> std::io::Result<ResponseHead> {
+fn final_head(conn: &mut super::conn::Connection) -> std::io::Result<ResponseHead> {
     loop {
         let head = conn
             .read_head(None)?

@@ -1,29 +1,28 @@
-//! [`Transport`]: the byte stream under the client, TCP or Unix domain socket.
+//! [`Transport`]: the byte stream under the HTTP/1.1 client: TCP or a Unix domain socket,
+//! in the clear or under TLS (rustls, blocking).
 //!
 //! Everything above it (`http.rs`, `put.rs`, `get.rs`) sees only `Read`, `Write` and
-//! [`Transport::send_file`], so that TLS can join as one more variant (`--cacert`): its
-//! `send_file` would take the copying path, since the bytes must be encrypted in user space.
-//! HTTP/2 (`--http2`) would sit above this type, next to `http::Connection`.
+//! [`Transport::send_file`]. Under TLS `send_file` takes the copying path: the bytes must be
+//! encrypted in user space. HTTP/2 (`h2.rs`) has its own, asynchronous, streams.
 
+use super::tls::SEND_BUFFER;
+use rustls::{ClientConfig, ClientConnection, StreamOwned};
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
-/// A connected byte stream.
+/// A connected socket.
 #[derive(Debug)]
-pub(crate) enum Transport {
+pub(crate) enum Socket {
     Tcp(TcpStream),
     Unix(UnixStream),
 }
 
-/// Bytes per `sendfile` call: large, so calls are few, and small enough that the progress bar
-/// moves.
-const SENDFILE_PIECE: usize = 8 * 1024 * 1024;
-
-impl Transport {
+impl Socket {
     /// Connects to `authority` (`host:port`), or to the Unix socket `unix` if given.
     pub(crate) fn connect(authority: &str, unix: Option<&Path>) -> io::Result<Self> {
         match unix {
@@ -37,17 +36,148 @@ impl Transport {
         }
     }
 
-    /// Sets the read timeout (`None`: wait forever).
-    pub(crate) fn set_read_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
+    fn set_read_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
         match self {
             Self::Tcp(s) => s.set_read_timeout(timeout),
             Self::Unix(s) => s.set_read_timeout(timeout),
         }
     }
+}
+
+impl Read for Socket {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Self::Tcp(s) => s.read(buf),
+            Self::Unix(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Socket {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Self::Tcp(s) => s.write(buf),
+            Self::Unix(s) => s.write(buf),
+        }
+    }
+
+    fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        match self {
+            Self::Tcp(s) => s.write_vectored(bufs),
+            Self::Unix(s) => s.write_vectored(bufs),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Ciphertext read from the socket per `recv` under TLS (at most). rustls asks for a record
+/// (≤ 16 KiB) at a time; reading ahead lets one system call bring several, and lets
+/// [`Transport::read`] decrypt all the records at hand into one caller's buffer.
+const TLS_READ_AHEAD: usize = 256 * 1024;
+
+/// The socket under rustls: large reads, served in the pieces rustls asks for.
+#[derive(Debug)]
+pub(crate) struct ReadAhead {
+    socket: Socket,
+    /// `buf[start..end]` is ciphertext read but not yet taken by rustls.
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+}
+
+impl ReadAhead {
+    fn has_buffered(&self) -> bool {
+        self.start < self.end
+    }
+}
+
+impl Read for ReadAhead {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        if self.start == self.end {
+            if self.buf.is_empty() {
+                self.buf = vec![0; TLS_READ_AHEAD];
+            }
+            // COPY: ciphertext, socket → this buffer → rustls's (a memcpy in cache, instead of
+            // a system call per record).
+            self.end = self.socket.read(&mut self.buf)?;
+            self.start = 0;
+        }
+        let n = (self.end - self.start).min(out.len());
+        out[..n].copy_from_slice(&self.buf[self.start..self.start + n]);
+        self.start += n;
+        Ok(n)
+    }
+}
+
+impl Write for ReadAhead {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.socket.write(buf)
+    }
+
+    fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        self.socket.write_vectored(bufs)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A connected byte stream.
+#[derive(Debug)]
+pub(crate) enum Transport {
+    Plain(Socket),
+    Tls(Box<StreamOwned<ClientConnection, ReadAhead>>),
+}
+
+/// Bytes per `sendfile` call: large, so calls are few, and small enough that the progress bar
+/// moves.
+const SENDFILE_PIECE: usize = 8 * 1024 * 1024;
+
+impl Transport {
+    /// Runs the TLS handshake over `socket` (blocking). Errors are I/O errors; a refused
+    /// certificate is a rustls error inside one (see `tls::describe`).
+    pub(crate) fn tls(
+        socket: Socket,
+        config: Arc<ClientConfig>,
+        name: rustls::pki_types::ServerName<'static>,
+    ) -> io::Result<Self> {
+        let mut conn = ClientConnection::new(config, name).map_err(io::Error::other)?;
+        conn.set_buffer_limit(Some(SEND_BUFFER));
+        let mut io = ReadAhead {
+            socket,
+            buf: Vec::new(),
+            start: 0,
+            end: 0,
+        };
+        while conn.is_handshaking() {
+            conn.complete_io(&mut io)?;
+        }
+        Ok(Self::Tls(Box::new(StreamOwned::new(conn, io))))
+    }
+
+    /// The protocol the server chose by ALPN (TLS only).
+    pub(crate) fn alpn_protocol(&self) -> Option<&[u8]> {
+        match self {
+            Self::Plain(_) => None,
+            Self::Tls(s) => s.conn.alpn_protocol(),
+        }
+    }
+
+    /// Sets the read timeout (`None`: wait forever).
+    pub(crate) fn set_read_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
+        match self {
+            Self::Plain(s) => s.set_read_timeout(timeout),
+            Self::Tls(s) => s.sock.socket.set_read_timeout(timeout),
+        }
+    }
 
     /// Sends `len` bytes of `file` from `offset`, calling `progress` with the bytes sent so far.
-    /// On Linux this is `sendfile(2)`: page cache → socket, no user-space copy. Elsewhere, and
-    /// for transports that must see the bytes, [`Transport::copy_file`].
+    /// On Linux, in the clear, this is `sendfile(2)`: page cache → socket, no user-space copy.
+    /// Elsewhere, and under TLS, [`Transport::copy_file`].
     pub(crate) fn send_file(
         &mut self,
         file: &File,
@@ -56,53 +186,14 @@ impl Transport {
         progress: &mut dyn FnMut(u64),
     ) -> io::Result<()> {
         #[cfg(target_os = "linux")]
-        {
-            self.sendfile_linux(file, offset, len, progress)
+        if let Self::Plain(socket) = self {
+            return sendfile_linux(socket, file, offset, len, progress);
         }
-        #[cfg(not(target_os = "linux"))]
-        {
-            self.copy_file(file, offset, len, progress)
-        }
-    }
-
-    #[cfg(target_os = "linux")]
-    fn sendfile_linux(
-        &mut self,
-        file: &File,
-        offset: u64,
-        len: u64,
-        progress: &mut dyn FnMut(u64),
-    ) -> io::Result<()> {
-        use std::os::fd::AsFd;
-        let socket = match &*self {
-            Self::Tcp(s) => s.as_fd(),
-            Self::Unix(s) => s.as_fd(),
-        };
-        let mut sent = 0u64;
-        while sent < len {
-            let piece = usize::try_from(len - sent)
-                .unwrap_or(usize::MAX)
-                .min(SENDFILE_PIECE);
-            let mut at = offset + sent;
-            let n = match rustix::fs::sendfile(socket, file, Some(&mut at), piece) {
-                Ok(n) => n,
-                Err(rustix::io::Errno::INTR) => continue,
-                Err(e) => return Err(e.into()),
-            };
-            if n == 0 {
-                return Err(io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    "the file got shorter while it was being sent",
-                ));
-            }
-            sent += n as u64;
-            progress(sent);
-        }
-        Ok(())
+        self.copy_file(file, offset, len, progress)
     }
 
     /// The portable path: read into a buffer, write it out. 1 MiB: few system calls, and
-    /// small enough to stay in the CPU cache between the read and the write.
+    /// small enough to stay in the CPU cache between the read and the write (or encryption).
     pub(crate) fn copy_file(
         &mut self,
         file: &File,
@@ -111,7 +202,8 @@ impl Transport {
         progress: &mut dyn FnMut(u64),
     ) -> io::Result<()> {
         use std::os::unix::fs::FileExt;
-        // COPY: page cache → this buffer → socket; only where sendfile is unavailable.
+        // COPY: page cache → this buffer → socket (under TLS: → rustls's records, encrypted in
+        // place, → socket).
         let mut buf = vec![0u8; 1024 * 1024];
         let mut sent = 0u64;
         while sent < len {
@@ -129,15 +221,66 @@ impl Transport {
             sent += n as u64;
             progress(sent);
         }
-        Ok(())
+        self.flush()
     }
 }
 
+#[cfg(target_os = "linux")]
+fn sendfile_linux(
+    socket: &Socket,
+    file: &File,
+    offset: u64,
+    len: u64,
+    progress: &mut dyn FnMut(u64),
+) -> io::Result<()> {
+    use std::os::fd::AsFd;
+    let socket = match socket {
+        Socket::Tcp(s) => s.as_fd(),
+        Socket::Unix(s) => s.as_fd(),
+    };
+    let mut sent = 0u64;
+    while sent < len {
+        let piece = usize::try_from(len - sent)
+            .unwrap_or(usize::MAX)
+            .min(SENDFILE_PIECE);
+        let mut at = offset + sent;
+        let n = match rustix::fs::sendfile(socket, file, Some(&mut at), piece) {
+            Ok(n) => n,
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
+        };
+        if n == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "the file got shorter while it was being sent",
+            ));
+        }
+        sent += n as u64;
+        progress(sent);
+    }
+    Ok(())
+}
+
 impl Read for Transport {
+    /// Under TLS: decrypts the records at hand into `buf`, blocking only for the first.
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self {
-            Self::Tcp(s) => s.read(buf),
-            Self::Unix(s) => s.read(buf),
+            Self::Plain(s) => s.read(buf),
+            Self::Tls(s) => {
+                let mut n = s.read(buf)?;
+                // More records already read from the socket: take them too, so that a large
+                // read is not cut at every 16 KiB record. A partial record at the end of the
+                // buffer makes the next read wait for its rest, which the server is sending.
+                while n > 0 && n < buf.len() && s.sock.has_buffered() {
+                    match s.read(&mut buf[n..]) {
+                        Ok(0) => break,
+                        Ok(m) => n += m,
+                        // Reported by the next call.
+                        Err(_) => break,
+                    }
+                }
+                Ok(n)
+            }
         }
     }
 }
@@ -145,13 +288,17 @@ impl Read for Transport {
 impl Write for Transport {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         match self {
-            Self::Tcp(s) => s.write(buf),
-            Self::Unix(s) => s.write(buf),
+            Self::Plain(s) => s.write(buf),
+            Self::Tls(s) => s.write(buf),
         }
     }
 
+    /// Under TLS: sends what rustls still holds.
     fn flush(&mut self) -> io::Result<()> {
-        Ok(())
+        match self {
+            Self::Plain(_) => Ok(()),
+            Self::Tls(s) => s.flush(),
+        }
     }
 }
 
@@ -168,7 +315,7 @@ mod tests {
         file.rewind().unwrap();
         for use_sendfile in [true, false] {
             let (a, mut b) = UnixStream::pair().unwrap();
-            let mut t = Transport::Unix(a);
+            let mut t = Transport::Plain(Socket::Unix(a));
             let reader = std::thread::spawn(move || {
                 let mut got = Vec::new();
                 b.read_to_end(&mut got).unwrap();

@@ -1,11 +1,12 @@
-//! `http://host[:port]/path` URLs, just what the client needs. `https` is refused with a clear
-//! message until TLS lands (`--cacert`).
+//! `http://` and `https://host[:port]/path` URLs, just what the client needs.
 
 use super::ClientError;
 
-/// A parsed `http` URL.
+/// A parsed `http` or `https` URL.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Url {
+    /// Whether the URL is `https`: TLS, port 443 by default.
+    pub(crate) https: bool,
     /// `host:port`, to connect to.
     pub(crate) authority: String,
     /// For the `Host` header.
@@ -17,12 +18,12 @@ pub(crate) struct Url {
 impl Url {
     pub(crate) fn parse(url: &str) -> Result<Url, ClientError> {
         let bad = |why: &str| ClientError::new(format!("invalid URL {url:?}: {why}"));
-        let rest = if let Some(rest) = url.strip_prefix("http://") {
-            rest
-        } else if url.starts_with("https://") {
-            return Err(bad("https is not supported yet"));
+        let (https, rest) = if let Some(rest) = url.strip_prefix("http://") {
+            (false, rest)
+        } else if let Some(rest) = url.strip_prefix("https://") {
+            (true, rest)
         } else {
-            return Err(bad("it must start with http://"));
+            return Err(bad("it must start with http:// or https://"));
         };
         let (authority, target) = match rest.find('/') {
             Some(i) => (&rest[..i], &rest[i..]),
@@ -46,13 +47,24 @@ impl Url {
         let connect = if has_port {
             authority.to_owned()
         } else {
-            format!("{authority}:80")
+            format!("{authority}:{}", if https { 443 } else { 80 })
         };
         Ok(Url {
+            https,
             authority: connect,
             host: authority.to_owned(),
             target: target.to_owned(),
         })
+    }
+
+    /// The host without the port or IPv6 brackets: the name the server's certificate must
+    /// carry.
+    pub(crate) fn server_name(&self) -> &str {
+        let host = match self.host.rfind(':') {
+            Some(i) if !self.host[i..].contains(']') => &self.host[..i],
+            _ => &self.host,
+        };
+        host.trim_start_matches('[').trim_end_matches(']')
     }
 
     /// The path without the query.
@@ -94,8 +106,19 @@ mod tests {
         assert_eq!(u.authority, "[::1]:80");
         let u = Url::parse("http://[::1]:9/x").unwrap();
         assert_eq!(u.authority, "[::1]:9");
+        assert_eq!(u.server_name(), "::1");
+        assert!(!u.https);
+        let u = Url::parse("https://localhost/files/a").unwrap();
+        assert!(u.https);
+        assert_eq!(u.authority, "localhost:443");
+        assert_eq!(u.server_name(), "localhost");
+        let u = Url::parse("https://127.0.0.1:8443/").unwrap();
+        assert_eq!(
+            (u.authority.as_str(), u.server_name()),
+            ("127.0.0.1:8443", "127.0.0.1")
+        );
+        assert_eq!(Url::parse("https://[::1]/").unwrap().authority, "[::1]:443");
         for bad in [
-            "https://x/",
             "ftp://x",
             "http://",
             "http:///x",

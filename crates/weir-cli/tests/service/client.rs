@@ -95,9 +95,9 @@ fn failures_are_one_line_and_non_zero() {
             vec![
                 "put".into(),
                 src.display().to_string(),
-                "https://example/x".into(),
+                "ftp://example/x".into(),
             ],
-            "https",
+            "must start with http:// or https://",
         ),
         (vec!["get".into(), s.url("/files/")], "give a FILE"),
     ];

@@ -14,3 +14,4 @@ mod operator;
 mod paths;
 mod ranges;
 mod routes;
+mod tls;

@@ -42,6 +42,11 @@ impl Server {
         format!("http://{}{path}", self.addr)
     }
 
+    /// The `https://` URL of `path` (for a server started with `--tls-cert`).
+    pub fn https_url(&self, path: &str) -> String {
+        format!("https://{}{path}", self.addr)
+    }
+
     pub fn pid(&self) -> u32 {
         self.child.id()
     }
@@ -102,7 +107,11 @@ pub fn spawn(
     let stdout = child.stdout.take().unwrap();
     let mut line = String::new();
     BufReader::new(stdout).read_line(&mut line).unwrap();
-    match line.trim().rsplit_once(" on http://") {
+    let addr = line
+        .trim()
+        .rsplit_once(" on http://")
+        .or_else(|| line.trim().rsplit_once(" on https://"));
+    match addr {
         Some((_, addr)) => Ok((child, addr.parse().unwrap())),
         None => {
             let _ = child.kill();

@@ -150,7 +150,11 @@ pub(crate) async fn serve_h2<H: Handler>(
             )) => event,
         };
         match event {
-            Event::Stream(request, respond) => {
+            Event::Stream(request, mut respond) => {
+                if super::stream::lacks_path(request.method(), request.uri()) {
+                    respond.send_reset(Reason::PROTOCOL_ERROR);
+                    continue;
+                }
                 idle_armed = false;
                 let handler = handler.clone();
                 let shared = shared.clone();

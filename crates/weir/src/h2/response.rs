@@ -23,7 +23,7 @@ use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use std::fs::File;
 use std::future::poll_fn;
 use std::task::Poll;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 use tokio::time::Instant;
 use weir_proto::date::DateCache;
 
@@ -144,7 +144,7 @@ impl ResponseOut {
             }
         }
         if !flags.date {
-            let date = self.date.value(SystemTime::now());
+            let date = self.date.value(crate::clock::coarse_now());
             if let Ok(v) = HeaderValue::from_bytes(date) {
                 headers.insert(http::header::DATE, v);
             }

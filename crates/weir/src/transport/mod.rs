@@ -8,6 +8,7 @@
 mod listener;
 mod stream;
 mod tls;
+mod tls_stream;
 
 pub(crate) use listener::DetachedListener;
 pub use listener::{Listener, SocketFile};
@@ -15,3 +16,4 @@ pub use stream::{PeerAddr, Stream};
 pub(crate) use tls::ALPN_H2;
 pub(crate) use tls::TlsAccept;
 pub use tls::{TlsConfig, TlsError};
+pub use tls_stream::TlsStream;

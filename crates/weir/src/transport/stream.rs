@@ -1,12 +1,12 @@
 //! [`Stream`]: one accepted connection: TCP, Unix domain socket, or TLS over either.
 
+use super::TlsStream;
 use std::io::{self, IoSlice};
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpStream, UnixStream};
-use tokio_rustls::server::TlsStream;
 
 /// An accepted connection.
 #[derive(Debug)]
@@ -18,7 +18,7 @@ pub enum Stream {
     /// A TLS connection over TCP or a Unix socket (after the handshake). Boxed: the rustls
     /// state is large, and plain streams should not pay for its size. Zero-copy paths refuse
     /// it (`zero_copy::can_splice`): the bytes must pass through user space to be decrypted.
-    Tls(Box<TlsStream<Stream>>),
+    Tls(Box<TlsStream>),
 }
 
 /// The address of the client.
@@ -36,7 +36,7 @@ impl Stream {
         match self {
             Self::Tcp(s) => s.peer_addr().map(PeerAddr::Tcp).unwrap_or(PeerAddr::Unix),
             Self::Unix(_) => PeerAddr::Unix,
-            Self::Tls(s) => s.get_ref().0.peer_addr(),
+            Self::Tls(s) => s.peer_addr(),
         }
     }
 
@@ -48,7 +48,7 @@ impl Stream {
     /// The protocol the client chose by ALPN during the TLS handshake, if any.
     pub fn alpn_protocol(&self) -> Option<&[u8]> {
         match self {
-            Self::Tls(s) => s.get_ref().1.alpn_protocol(),
+            Self::Tls(s) => s.alpn_protocol(),
             Self::Tcp(_) | Self::Unix(_) => None,
         }
     }

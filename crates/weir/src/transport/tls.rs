@@ -11,6 +11,7 @@
 //! (which another crate in the same program may have installed) does not matter.
 
 use super::Stream;
+use super::tls_stream::{ReadAhead, TlsStream};
 use rustls::ServerConfig;
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
@@ -199,8 +200,8 @@ impl TlsAccept {
     pub(crate) async fn handshake(&self, stream: Stream) -> Option<Stream> {
         let handshake = async {
             let _slot = self.handshakes.acquire().await.ok()?;
-            match self.acceptor.accept(stream).await {
-                Ok(tls) => Some(Stream::Tls(Box::new(tls))),
+            match self.acceptor.accept(ReadAhead::new(stream)).await {
+                Ok(tls) => Some(Stream::Tls(Box::new(TlsStream::new(tls)))),
                 Err(e) => {
                     tracing::debug!(error = %e, "TLS handshake failed");
                     None

@@ -282,6 +282,11 @@ fn malformed_requests_are_reset_with_protocol_error() {
             "missing :path, with :authority",
             vec![(":method", "GET"), (":scheme", "http"), (":authority", "h")],
         ),
+        // RFC 9113 §8.3.1; h2 lets this one through (weir resets it).
+        (
+            "missing :path and :authority",
+            vec![(":method", "GET"), (":scheme", "http")],
+        ),
         ("empty :path", {
             let mut h = get("/");
             h[2] = (":path", "");
@@ -453,6 +458,26 @@ fn flow_control_and_frame_size_violations() {
         Some(FLOW_CONTROL_ERROR | PROTOCOL_ERROR)
     ));
     assert!(c.read_frame().is_none(), "closed after GOAWAY");
+    // Other control frames of a wrong length: FRAME_SIZE_ERROR by RFC 9113 §6.7 (PING ≠ 8),
+    // §6.9 (WINDOW_UPDATE ≠ 4), §6.4 (RST_STREAM ≠ 4); h2 answers PROTOCOL_ERROR (see
+    // docs/ARCHITECTURE.md, "Conformance"). Closed either way.
+    for (kind, stream, payload) in [
+        (PING, 0, &[0u8; 7][..]),
+        (WINDOW_UPDATE, 0, &[0, 0, 1][..]),
+        (RST_STREAM, 1, &[0, 0, 0][..]),
+    ] {
+        let mut c = Raw::connect(server.addr);
+        if stream != 0 {
+            c.headers(stream, &get("/hello"), false);
+        }
+        c.send(kind, 0, stream, payload);
+        let code = c.goaway();
+        assert!(
+            matches!(code, Some(FRAME_SIZE_ERROR | PROTOCOL_ERROR)),
+            "frame type {kind}: {code:?}"
+        );
+        assert!(c.read_frame().is_none(), "closed after GOAWAY");
+    }
     // SETTINGS_ENABLE_PUSH other than 0 or 1: PROTOCOL_ERROR.
     let mut c = Raw::connect(server.addr);
     c.send(SETTINGS, 0, 0, &[0, 2, 0, 0, 0, 2]);
@@ -483,6 +508,27 @@ fn flood(c: Raw, frames: Vec<Vec<u8>>) -> (Option<u32>, usize) {
             break;
         }
     }
+    if code.is_some() {
+        // After its GOAWAY the server must stop serving the flood: the connection ends (EOF or
+        // reset), it does not sit open. A read timeout here means it kept the connection.
+        let mut sink = [0u8; 64 * 1024];
+        loop {
+            match reader.read(&mut sink) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e) => {
+                    assert!(
+                        !matches!(
+                            e.kind(),
+                            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                        ),
+                        "the server kept the connection open after GOAWAY"
+                    );
+                    break;
+                }
+            }
+        }
+    }
     let _ = reader.shutdown(std::net::Shutdown::Both);
     let written = sender.join().unwrap();
     assert!(written <= total);
@@ -497,9 +543,10 @@ fn ping_and_settings_floods_end_with_enhance_your_calm() {
     let pings = (0..20_000u64)
         .map(|i| frame_bytes(PING, 0, 0, &i.to_be_bytes()))
         .collect();
-    let (code, written) = flood(Raw::connect(server.addr), pings);
+    let (code, _) = flood(Raw::connect(server.addr), pings);
+    // (How many of the 20,000 PINGs the client managed to write before the close depends on
+    // the kernel's socket buffers, so it is not asserted; the close is, in `flood`.)
     assert_eq!(code, Some(ENHANCE_YOUR_CALM));
-    assert!(written < 20_000, "the whole flood was accepted");
     let settings = (0..20_000)
         .map(|_| frame_bytes(SETTINGS, 0, 0, &[0, 3, 0, 0, 0, 100]))
         .collect();

@@ -1,0 +1,303 @@
+//! The upload client: one connection, one request, the body written from memory in large writes,
+//! over HTTP/1.1, HTTPS (HTTP/1.1 over TLS), h2c or HTTP/2 over TLS ([`Protocol`]).
+//!
+//! curl tops out near 1 GB/s on loopback, a quarter of what the socket can do, so throughput is
+//! measured with this instead: the body is a [`CHUNK`]-sized buffer (filled with a non-constant
+//! pattern and touched up front) written again and again, so the client spends its time in the
+//! kernel copying (and, over TLS, encrypting), not in its own code:
+//! - HTTP/1.1: blocking `write`s of the whole buffer;
+//! - HTTPS: the same writes through a blocking rustls stream whose send buffer is
+//!   [`CLIENT_SEND_BUFFER`](crate::tls::CLIENT_SEND_BUFFER) (1 MiB of records per `writev`, as
+//!   `weir put` does, instead of rustls's 64 KiB);
+//! - HTTP/2 (h2c and over TLS): see [`super::h2_upload`].
+//!
+//! Every upload records the client thread's CPU time, so the report can show that the client
+//! was not the limit. The HTTP/2 client runs on a current-thread tokio runtime on the calling
+//! thread, so that figure covers all of its work too.
+
+use super::h2_upload;
+use super::response;
+use super::stream::Stream;
+use crate::clock;
+use crate::server::Endpoint;
+use crate::server::trace::UploadTrace;
+use crate::tls::{self, BenchCert};
+use bytes::Bytes;
+use clap::ValueEnum;
+use rustls::ClientConfig;
+use rustls::pki_types::ServerName;
+use std::fmt;
+use std::io::{self, Read, Write};
+use std::net::TcpStream;
+use std::sync::Arc;
+
+/// Longest a single read or write of the upload may block.
+pub const STALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Size of each body write (HTTP/1.1) and the buffer every body piece is cut from.
+pub const CHUNK: usize = 8 << 20;
+
+/// How the client talks to the server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Protocol {
+    /// HTTP/1.1 over plain TCP (or a Unix socket): the sweep's rows.
+    #[value(skip)]
+    H1,
+    /// HTTP/1.1 over TLS (ALPN `http/1.1`).
+    Https,
+    /// HTTP/2 over plain TCP, by prior knowledge.
+    H2c,
+    /// HTTP/2 over TLS (ALPN `h2`).
+    H2Tls,
+}
+
+impl Protocol {
+    /// Whether the connection is TLS.
+    pub fn is_tls(self) -> bool {
+        matches!(self, Protocol::Https | Protocol::H2Tls)
+    }
+}
+
+impl fmt::Display for Protocol {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Protocol::H1 => "HTTP/1.1",
+            Protocol::Https => "HTTPS (HTTP/1.1)",
+            Protocol::H2c => "h2c",
+            Protocol::H2Tls => "HTTP/2 over TLS",
+        })
+    }
+}
+
+/// One finished upload.
+#[derive(Clone, Debug)]
+pub struct Upload {
+    /// `CLOCK_MONOTONIC` ns before connecting.
+    pub start_ns: u64,
+    /// `CLOCK_MONOTONIC` ns after the whole response was read.
+    pub end_ns: u64,
+    /// CPU time of the client (the calling thread) over the upload, in ns.
+    pub client_cpu_ns: u64,
+    /// The TLS version and cipher suite negotiated, for TLS connections.
+    pub tls: Option<String>,
+    /// What the server reported.
+    pub trace: UploadTrace,
+}
+
+impl Upload {
+    /// Wall time of the upload in seconds.
+    pub fn seconds(&self) -> f64 {
+        (self.end_ns - self.start_ns) as f64 / 1e9
+    }
+}
+
+/// Holds the body buffer across uploads, and the TLS client configurations.
+pub struct Uploader {
+    /// `Bytes`, so the HTTP/2 client sends slices of it without copying.
+    chunk: Bytes,
+    tls: Option<TlsClients>,
+}
+
+struct TlsClients {
+    h1: Arc<ClientConfig>,
+    h2: Arc<ClientConfig>,
+}
+
+impl Default for Uploader {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Uploader {
+    /// Allocates and fills the body buffer.
+    pub fn new() -> Self {
+        let chunk: Vec<u8> = (0..CHUNK).map(|i| (i * 31 + i / 4096) as u8).collect();
+        Self {
+            chunk: Bytes::from(chunk),
+            tls: None,
+        }
+    }
+
+    /// Trusts `cert` for the TLS protocols.
+    pub fn with_tls(mut self, cert: &BenchCert) -> Self {
+        self.tls = Some(TlsClients {
+            h1: Arc::clone(&cert.client_h1),
+            h2: Arc::clone(&cert.client_h2),
+        });
+        self
+    }
+
+    /// POSTs `size` bytes to `/upload` on `endpoint` over HTTP/1.1 and checks the server got
+    /// all of them.
+    pub fn upload(&self, endpoint: &Endpoint, size: u64) -> io::Result<Upload> {
+        self.upload_over(Protocol::H1, endpoint, size)
+    }
+
+    /// [`Uploader::upload`] over `protocol`.
+    pub fn upload_over(
+        &self,
+        protocol: Protocol,
+        endpoint: &Endpoint,
+        size: u64,
+    ) -> io::Result<Upload> {
+        // The HTTP/2 client's runtime is built before the clock starts (it costs microseconds,
+        // but it is no part of the upload).
+        let rt = match protocol {
+            Protocol::H2c | Protocol::H2Tls => Some(
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()?,
+            ),
+            Protocol::H1 | Protocol::Https => None,
+        };
+        let start_ns = clock::monotonic_ns();
+        let cpu_before = clock::thread_cpu_ns();
+        let (trace, tls) = match protocol {
+            Protocol::H1 => {
+                let mut s = Stream::connect(endpoint)?;
+                // A server that stops reading or never answers fails the run instead of
+                // hanging it.
+                s.set_timeouts(Some(STALL_TIMEOUT))?;
+                (exchange_h1(&mut s, &self.chunk, size)?, None)
+            }
+            Protocol::Https => {
+                let (trace, tls) = self.https(endpoint, size)?;
+                (trace, Some(tls))
+            }
+            Protocol::H2c | Protocol::H2Tls => {
+                let tls = match protocol {
+                    Protocol::H2Tls => Some(Arc::clone(&self.tls_clients()?.h2)),
+                    _ => None,
+                };
+                let rt = rt
+                    .as_ref()
+                    .ok_or_else(|| io::Error::other("no runtime for HTTP/2"))?;
+                rt.block_on(h2_upload::upload(
+                    tcp_addr(endpoint)?,
+                    tls,
+                    &self.chunk,
+                    size,
+                ))?
+            }
+        };
+        let end_ns = clock::monotonic_ns();
+        let client_cpu_ns = clock::thread_cpu_ns().saturating_sub(cpu_before);
+        // The runtime, and the connection task it may still hold, go only now: closing the
+        // connection is no part of the upload.
+        drop(rt);
+        if trace.bytes != size {
+            return Err(io::Error::other(format!(
+                "server received {} of {size} bytes",
+                trace.bytes
+            )));
+        }
+        Ok(Upload {
+            start_ns,
+            end_ns,
+            client_cpu_ns,
+            tls,
+            trace,
+        })
+    }
+
+    fn tls_clients(&self) -> io::Result<&TlsClients> {
+        self.tls
+            .as_ref()
+            .ok_or_else(|| io::Error::other("TLS upload without a certificate to trust"))
+    }
+
+    /// HTTPS: a blocking rustls stream with a 1 MiB send buffer.
+    fn https(&self, endpoint: &Endpoint, size: u64) -> io::Result<(UploadTrace, String)> {
+        let tcp = TcpStream::connect(tcp_addr(endpoint)?)?;
+        tcp.set_nodelay(true)?;
+        tcp.set_read_timeout(Some(STALL_TIMEOUT))?;
+        tcp.set_write_timeout(Some(STALL_TIMEOUT))?;
+        let name = ServerName::try_from(tls::SERVER_NAME).map_err(io::Error::other)?;
+        let mut conn = rustls::ClientConnection::new(Arc::clone(&self.tls_clients()?.h1), name)
+            .map_err(io::Error::other)?;
+        conn.set_buffer_limit(Some(tls::CLIENT_SEND_BUFFER));
+        let mut s = rustls::StreamOwned::new(conn, tcp);
+        let trace = exchange_h1(&mut s, &self.chunk, size)?;
+        let negotiated = negotiated(&s.conn, tls::ALPN_HTTP11)?;
+        s.conn.send_close_notify();
+        let _ = s.conn.complete_io(&mut s.sock);
+        Ok((trace, negotiated))
+    }
+}
+
+/// The TLS version and cipher suite of a connection, checking that ALPN chose `alpn`.
+pub fn negotiated<S>(conn: &rustls::ConnectionCommon<S>, alpn: &[u8]) -> io::Result<String> {
+    if conn.alpn_protocol() != Some(alpn) {
+        return Err(io::Error::other(format!(
+            "server chose ALPN {:?}, not {:?}",
+            conn.alpn_protocol().map(String::from_utf8_lossy),
+            String::from_utf8_lossy(alpn)
+        )));
+    }
+    let version = conn.protocol_version().map(|v| match v {
+        rustls::ProtocolVersion::TLSv1_3 => "TLS 1.3",
+        rustls::ProtocolVersion::TLSv1_2 => "TLS 1.2",
+        _ => "TLS (older)",
+    });
+    let suite = conn
+        .negotiated_cipher_suite()
+        .and_then(|s| s.suite().as_str());
+    Ok(format!(
+        "{} {}",
+        version.unwrap_or("TLS ?"),
+        suite.unwrap_or("unknown suite")
+    ))
+}
+
+fn tcp_addr(endpoint: &Endpoint) -> io::Result<std::net::SocketAddr> {
+    match endpoint {
+        Endpoint::Tcp(a) => Ok(*a),
+        Endpoint::Unix(_) => Err(io::Error::other(
+            "the TLS and HTTP/2 uploads are over TCP only",
+        )),
+    }
+}
+
+/// One HTTP/1.1 upload on a connected stream: the head, the body in [`CHUNK`] writes, the
+/// response, its trace.
+fn exchange_h1<S: Read + Write>(s: &mut S, chunk: &[u8], size: u64) -> io::Result<UploadTrace> {
+    let head = format!("POST /upload HTTP/1.1\r\nHost: bench\r\nContent-Length: {size}\r\n\r\n");
+    s.write_all(head.as_bytes())?;
+    let mut left = size;
+    while left > 0 {
+        let n = (chunk.len() as u64).min(left) as usize;
+        s.write_all(&chunk[..n])?;
+        left -= n as u64;
+    }
+    s.flush()?;
+    let mut buf = vec![0u8; 4096];
+    let mut filled = 0;
+    let parsed = loop {
+        if let Some(p) =
+            response::parse(&buf[..filled]).map_err(|_| io::Error::other("malformed response"))?
+        {
+            break p;
+        }
+        if filled == buf.len() {
+            buf.resize(buf.len() * 2, 0);
+        }
+        let n = s.read(&mut buf[filled..])?;
+        if n == 0 {
+            return Err(io::ErrorKind::UnexpectedEof.into());
+        }
+        filled += n;
+    };
+    trace_from(parsed.status, &buf[parsed.head_len..parsed.len])
+}
+
+/// The server's trace from an upload's response, or the error it answered with.
+pub fn trace_from(status: u16, body: &[u8]) -> io::Result<UploadTrace> {
+    if status != 200 {
+        return Err(io::Error::other(format!(
+            "status {status}: {}",
+            String::from_utf8_lossy(body)
+        )));
+    }
+    UploadTrace::parse(body).ok_or_else(|| io::Error::other("bad trace"))
+}

@@ -1,0 +1,142 @@
+//! `weir-bench`: whole-system benchmarks of weir against hyper, raw sockets and memcpy.
+//!
+//! One subcommand per seed scenario (`upload`, `timeline`, `plaintext`, `local`) and `all`.
+//! Each starts its servers as child processes of this binary (the hidden `__serve`
+//! subcommand), runs the systems interleaved over several rounds, prints its table and writes
+//! its section of `docs/BENCHMARKS.md` with an SVG chart beside it. See `README.md` in this
+//! crate for how to run them and what each figure means.
+
+mod alloc_count;
+mod client;
+mod clock;
+mod memcpy;
+mod procfs;
+mod report;
+mod scenario;
+mod server;
+mod stats;
+mod tempwatch;
+mod tls;
+mod wire;
+
+use clap::{Args, Parser, Subcommand};
+use scenario::{Mode, Settings};
+use std::path::PathBuf;
+
+/// Every process of this binary, servers included, counts its heap allocations.
+#[global_allocator]
+static ALLOC: alloc_count::Counting = alloc_count::Counting;
+
+#[derive(Parser)]
+#[command(version, about = "weir's whole-system benchmarks")]
+struct Cli {
+    #[command(flatten)]
+    common: Common,
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Args)]
+struct Common {
+    /// Smaller sizes and fewer rounds: each scenario in under a minute.
+    #[arg(long, global = true)]
+    quick: bool,
+    /// Tiny sizes and one round, for the smoke test; the figures mean nothing.
+    #[arg(long, global = true, hide = true)]
+    tiny: bool,
+    /// The Markdown report to update; charts go beside it.
+    #[arg(long, global = true, default_value = default_report())]
+    report: PathBuf,
+    /// Rounds per scenario (default: 5 full, 3 quick; fewer for the longer scenarios).
+    #[arg(long, global = true)]
+    rounds: Option<usize>,
+    /// Worker threads of every server (default: nproc).
+    #[arg(long, global = true)]
+    server_threads: Option<usize>,
+    /// Load-generator threads (default: 1; see README.md for why).
+    #[arg(long, global = true, default_value_t = 1)]
+    client_threads: usize,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Seed 000: one large upload, pause-threshold sweep, discard / file / splice sinks.
+    Upload(scenario::upload::UploadArgs),
+    /// Seed 002: when the handler sees the head and the body, RSS at each point, temp files.
+    Timeline(scenario::timeline::TimelineArgs),
+    /// Seed 003: plaintext requests/s, pipelined and not, allocations per request.
+    Plaintext(scenario::plaintext::PlaintextArgs),
+    /// Seed 004: 2 KB POST latency; CPU per byte of 50/100/200 MiB POSTs against raw and memcpy.
+    Local(scenario::local::LocalArgs),
+    /// Every scenario, with its default options.
+    All,
+    /// Runs one server under test (used by the scenarios).
+    #[command(name = "__serve", hide = true)]
+    Serve(server::ServeArgs),
+}
+
+fn default_report() -> &'static str {
+    concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/BENCHMARKS.md")
+}
+
+fn main() {
+    let cli = Cli::parse();
+    if let Cmd::Serve(args) = &cli.cmd {
+        server::run_child(args);
+    }
+    let settings = settings(&cli.common);
+    let result = match cli.cmd {
+        Cmd::Upload(a) => scenario::upload::run(&settings, &a),
+        Cmd::Timeline(a) => scenario::timeline::run(&settings, &a),
+        Cmd::Plaintext(a) => scenario::plaintext::run(&settings, &a),
+        Cmd::Local(a) => scenario::local::run(&settings, &a),
+        Cmd::All => scenario::upload::run(&settings, &scenario::upload::UploadArgs::default())
+            .and_then(|()| scenario::timeline::run(&settings, &Default::default()))
+            .and_then(|()| scenario::plaintext::run(&settings, &Default::default()))
+            .and_then(|()| scenario::local::run(&settings, &Default::default())),
+        Cmd::Serve(_) => unreachable!("handled above"),
+    };
+    if let Err(e) = result {
+        eprintln!("weir-bench: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn settings(c: &Common) -> Settings {
+    let mode = match (c.tiny, c.quick) {
+        (true, _) => Mode::Tiny,
+        (false, true) => Mode::Quick,
+        (false, false) => Mode::Full,
+    };
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let profile = if cfg!(debug_assertions) {
+        ""
+    } else {
+        " --release"
+    };
+    let command = format!("cargo run{profile} -p weir-bench -- {}", args.join(" "));
+    Settings {
+        mode,
+        rounds: c.rounds,
+        server_threads: c.server_threads.unwrap_or_else(procfs::nproc),
+        client_threads: c.client_threads,
+        target: report::Target {
+            path: normalize(&c.report),
+            command,
+        },
+    }
+}
+
+/// Removes `..` components lexically, so the report path prints cleanly.
+fn normalize(p: &std::path::Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            std::path::Component::ParentDir if out.file_name().is_some() => {
+                out.pop();
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}

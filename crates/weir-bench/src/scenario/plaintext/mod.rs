@@ -1,0 +1,255 @@
+//! Seed 003: plaintext requests per second, pipelined and not, and heap allocations per request.
+//!
+//! Systems: the raw responder (an epoll loop per thread), weir (on a multi-threaded runtime, and
+//! per-core: a current-thread runtime per thread behind `SO_REUSEPORT`), hyper with and without
+//! `pipeline_flush`, and hyper per-core with `pipeline_flush` (as TechEmpower runs it). For each depth
+//! (requests in flight per connection) and round, each system gets the same load: `connections`
+//! keep-alive connections from [`crate::client::load`], a warm-up, then a measured window. Over
+//! the window: requests/s, latency percentiles, the server's CPU time per request, and its heap
+//! allocations per request (the server's own counting allocator, queried over the control pipe
+//! just before and just after the window: a real count, not an estimate).
+//!
+//! `--duration 60s` runs the sustained mode instead: each system alone for that long, requests/s
+//! per interval, and every interval below 0.9 × the run's median flagged (the seed's server
+//! degraded from 311k to 61k requests/s over three minutes).
+//!
+//! `--wrk` cross-checks the load generator: the same servers measured with wrk, figures side by
+//! side (wrk is optional; it is not installed in CI).
+
+mod sustained;
+mod wrk_check;
+
+use super::{Peer, Settings, order, parse_duration, unavailable_note};
+use crate::client::load::{Load, LoadSpec};
+use crate::report::chart::{Bar, Chart};
+use crate::report::table::Table;
+use crate::report::{self, Section};
+use crate::server::{ServeArgs, Sink, System};
+use crate::stats::Samples;
+use clap::Args;
+use std::io;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// `weir-bench plaintext` options.
+#[derive(Args, Clone, Debug)]
+pub struct PlaintextArgs {
+    /// Keep-alive connections.
+    #[arg(long, default_value_t = 64)]
+    pub connections: usize,
+    /// Pipelining depths to run.
+    #[arg(long, value_delimiter = ',', default_value = "1,16")]
+    pub depths: Vec<usize>,
+    /// Measured window per run (default: 10s; `--quick`: 1s).
+    #[arg(long, value_parser = parse_duration)]
+    pub window: Option<Duration>,
+    /// Sustained mode: run each system this long, reporting each interval.
+    #[arg(long, value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+    /// Sustained mode: interval length.
+    #[arg(long, value_parser = parse_duration, default_value = "5s")]
+    pub interval: Duration,
+    /// Also measure with wrk (if installed) and report both figures.
+    #[arg(long)]
+    pub wrk: bool,
+}
+
+impl Default for PlaintextArgs {
+    fn default() -> Self {
+        Self {
+            connections: 64,
+            depths: vec![1, 16],
+            window: None,
+            duration: None,
+            interval: Duration::from_secs(5),
+            wrk: false,
+        }
+    }
+}
+
+/// The request every client sends, as wrk sends it.
+pub const REQUEST: &[u8] = b"GET /plaintext HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+
+fn peers(s: &Settings, dir: &Path) -> io::Result<Vec<Peer>> {
+    let args = |system, per_core, pipeline_flush| {
+        let mut a = s.serve_args(system, Sink::Discard, dir);
+        a.per_core = per_core;
+        a.pipeline_flush = pipeline_flush;
+        a
+    };
+    let specs: [(&str, ServeArgs); 6] = [
+        ("raw responder", args(System::RawResponder, false, false)),
+        ("weir", args(System::Weir, false, false)),
+        ("weir, per-core", args(System::Weir, true, false)),
+        ("hyper", args(System::Hyper, false, false)),
+        ("hyper, pipeline_flush", args(System::Hyper, false, true)),
+        (
+            "hyper, per-core, pipeline_flush",
+            args(System::Hyper, true, true),
+        ),
+    ];
+    specs
+        .into_iter()
+        .map(|(label, args)| Peer::start(label, &args))
+        .collect()
+}
+
+#[derive(Default)]
+struct Cell {
+    rps: Samples,
+    p50_us: Samples,
+    p99_us: Samples,
+    allocs_per_req: Samples,
+    cpu_us_per_req: Samples,
+    errors: u64,
+}
+
+/// Runs the scenario (or the sustained mode) and publishes its section.
+pub fn run(s: &Settings, a: &PlaintextArgs) -> io::Result<()> {
+    let ctx = report::Context::capture();
+    let dir = tempfile::tempdir()?;
+    let mut peers = peers(s, dir.path())?;
+    if let Some(d) = a.duration {
+        let section = sustained::run(s, a, &mut peers, d)?;
+        drop(peers); // stop the servers: the report counts their CPU as the bench's own
+        return report::publish(&s.target, &ctx, &section);
+    }
+    let window = a.window.unwrap_or(s.pick(
+        Duration::from_secs(10),
+        Duration::from_secs(1),
+        Duration::from_millis(100),
+    ));
+    let warmup = s.pick(
+        Duration::from_secs(2),
+        Duration::from_millis(500),
+        Duration::from_millis(30),
+    );
+    let rounds = s.rounds(3, 2);
+    let mut cells: Vec<Vec<Cell>> = a
+        .depths
+        .iter()
+        .map(|_| peers.iter().map(|_| Cell::default()).collect())
+        .collect();
+    for round in 0..rounds {
+        for (d, &depth) in a.depths.iter().enumerate() {
+            for i in order(peers.len(), round) {
+                let peer = &mut peers[i];
+                let Ok(server) = &mut peer.server else {
+                    continue;
+                };
+                let spec = LoadSpec {
+                    endpoint: server.endpoint().clone(),
+                    connections: a.connections,
+                    threads: s.client_threads,
+                    depth,
+                    request: REQUEST.to_vec(),
+                    rate: None,
+                };
+                let load = Load::start(&spec)?;
+                std::thread::sleep(warmup);
+                let before = server.stats()?;
+                let (n0, t0) = (load.completed(), Instant::now());
+                load.record(true);
+                std::thread::sleep(window);
+                let (n1, t1) = (load.completed(), Instant::now());
+                let after = server.stats()?;
+                load.record(false);
+                let result = load.finish()?;
+                let n = (n1 - n0).max(1) as f64;
+                let c = &mut cells[d][i];
+                c.rps.push(n / (t1 - t0).as_secs_f64());
+                c.p50_us
+                    .push(result.latency.value_at_quantile(0.5) as f64 / 1e3);
+                c.p99_us
+                    .push(result.latency.value_at_quantile(0.99) as f64 / 1e3);
+                c.allocs_per_req
+                    .push((after.allocations - before.allocations) as f64 / n);
+                c.cpu_us_per_req
+                    .push((after.cpu_ns - before.cpu_ns) as f64 / 1e3 / n);
+                c.errors += result.errors;
+            }
+        }
+        eprintln!("plaintext: round {}/{rounds} done", round + 1);
+    }
+    let mut t = Table::new(&[
+        "System",
+        "Depth",
+        "Requests/s",
+        "× raw",
+        "p50 (µs)",
+        "p99 (µs)",
+        "Server CPU (µs/req)",
+        "Allocations/req",
+        "Errors",
+    ]);
+    let mut bars = Vec::new();
+    for (d, &depth) in a.depths.iter().enumerate() {
+        for (i, peer) in peers.iter().enumerate() {
+            let c = &cells[d][i];
+            let label = format!("{}, depth {depth}", peer.label);
+            if let Err(why) = &peer.server {
+                t.row(vec![
+                    peer.label.clone(),
+                    depth.to_string(),
+                    unavailable_note(why),
+                ]);
+                bars.push(Bar { label, value: None });
+                continue;
+            }
+            t.row(vec![
+                peer.label.clone(),
+                depth.to_string(),
+                c.rps.show(0),
+                c.rps.ratio_to(&cells[d][0].rps).show(2),
+                c.p50_us.show(0),
+                c.p99_us.show(0),
+                c.cpu_us_per_req.show(2),
+                c.allocs_per_req.show(2),
+                c.errors.to_string(),
+            ]);
+            // The ratio, not requests/s: depth 1 and depth 16 differ tenfold in absolute terms.
+            let ratio = c.rps.ratio_to(&cells[d][0].rps);
+            bars.push(Bar {
+                label,
+                value: Some((ratio.median(), ratio.min(), ratio.max())),
+            });
+        }
+    }
+    let mut body = format!(
+        "`GET /plaintext` (`Hello, World!`, `Content-Type`, `Server`, `Date`), {} keep-alive \
+         connections over {} client thread(s), each connection sending `depth` requests at a \
+         time and waiting for all their responses (wrk's pipelining); servers use {} worker \
+         threads; {rounds} rounds of a {:.1} s warm-up and a {:.1} s measured window, systems \
+         interleaved. Latency runs from a batch's write to the read that completed each \
+         response. Allocations/req is the server process's heap allocation count over the \
+         window (counting global allocator, queried before and after) divided by the responses \
+         received in it. × raw is requests/s over the raw responder's in the same round.\n\n{}",
+        a.connections,
+        s.client_threads,
+        s.server_threads,
+        warmup.as_secs_f64(),
+        window.as_secs_f64(),
+        t.markdown()
+    );
+    if a.wrk {
+        body.push_str(&wrk_check::run(s, a, &mut peers, window)?);
+    } else {
+        body.push_str(
+            "\nwrk cross-check: not run (add `--wrk`, with `wrk` installed, to measure the same \
+             servers with wrk as well).\n",
+        );
+    }
+    let section = Section {
+        scenario: "plaintext",
+        title: "plaintext: requests/s and allocations per request (seed 003)".into(),
+        body,
+        charts: vec![Chart {
+            name: "plaintext".into(),
+            title: format!("plaintext, {} connections", a.connections),
+            unit: "requests/s × raw responder's, same round (median; whisker: min–max)".into(),
+            bars,
+        }],
+    };
+    drop(peers); // stop the servers: the report counts their CPU as the bench's own
+    report::publish(&s.target, &ctx, &section)
+}

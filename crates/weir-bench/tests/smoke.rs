@@ -1,0 +1,120 @@
+//! Smoke test: every scenario runs end to end with tiny sizes and writes every row of its report,
+//! the upload scenario's HTTPS and HTTP/2 rows and their ratio table included.
+//!
+//! This keeps the harness from rotting; it asserts nothing about the figures (no timing
+//! assertions, ever: CI runs this in debug mode on a shared 2-core machine).
+
+use std::path::Path;
+use std::process::Command;
+
+/// Runs `weir-bench --tiny --report <report> all` and returns the report.
+fn run_all(report: &Path) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_weir-bench"))
+        .args(["--tiny", "--report"])
+        .arg(report)
+        .arg("all")
+        .output()
+        .expect("run weir-bench");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "weir-bench failed:\n{stderr}");
+    std::fs::read_to_string(report).expect("report written")
+}
+
+#[test]
+fn every_scenario_reports_every_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("BENCHMARKS.md");
+    let text = run_all(&report);
+    let rows = [
+        // upload
+        "| raw TCP → discard ",
+        "| raw TCP → file (write) ",
+        "| raw TCP → file (splice) ",
+        "| weir, pause 64 KiB → discard ",
+        "| weir, pause 64 KiB → discard, server's chunks ",
+        "| weir, pause 256 KiB → file (write) ",
+        "| weir, pause 1 MiB → discard ",
+        "| weir, pause 4 MiB → file (write) ",
+        "| weir, pause 4 MiB → file (splice) ",
+        "| hyper → discard ",
+        "| hyper → file (write) ",
+        "| weir, HTTPS (HTTP/1.1) → discard ",
+        "| weir, HTTPS (HTTP/1.1) → file (write) ",
+        "| weir, h2c → discard ",
+        "| weir, h2c → file (write) ",
+        "| weir, HTTP/2 over TLS → discard ",
+        "| weir, HTTP/2 over TLS → file (write) ",
+        "| hyper, HTTPS (HTTP/1.1) → discard ",
+        "| hyper, HTTPS (HTTP/1.1) → file (write) ",
+        "| hyper, h2c → discard ",
+        "| hyper, h2c → file (write) ",
+        "| hyper, HTTP/2 over TLS → discard ",
+        "| hyper, HTTP/2 over TLS → file (write) ",
+        "| weir HTTPS (HTTP/1.1) ÷ weir HTTP/1.1 ",
+        "| weir h2c ÷ weir HTTP/1.1 ",
+        "| weir HTTP/2 over TLS ÷ weir HTTP/1.1 ",
+        "| weir HTTPS (HTTP/1.1) ÷ hyper HTTPS (HTTP/1.1) ",
+        "| weir h2c ÷ hyper h2c ",
+        "| weir HTTP/2 over TLS ÷ hyper HTTP/2 over TLS ",
+        // timeline
+        "| raw TCP ",
+        "| weir (pause 1 MiB) ",
+        // plaintext
+        "| raw responder ",
+        "| weir ",
+        "| weir, per-core ",
+        "| hyper, pipeline_flush ",
+        "| hyper, per-core, pipeline_flush ",
+        // local
+        "| raw responder TCP ",
+        "| raw responder Unix ",
+        "| weir TCP ",
+        "| weir Unix ",
+        "| hyper Unix ",
+        "| raw TCP ",
+        "| raw Unix ",
+        "| memcpy (same process) ",
+    ];
+    for row in rows {
+        assert!(text.contains(row), "report lacks row {row:?}:\n{text}");
+    }
+    for scenario in ["upload", "timeline", "plaintext", "local"] {
+        assert_eq!(
+            text.matches(&format!("<!-- weir-bench:{scenario}:begin -->"))
+                .count(),
+            1,
+            "section {scenario}"
+        );
+        assert!(dir.path().join(format!("bench-{scenario}.svg")).exists());
+    }
+    assert!(text.contains("- Command: `cargo run"));
+    // The TLS rows negotiated what both servers prefer, and say so.
+    assert!(
+        text.contains("negotiated: TLS 1.3 TLS13_AES_128_GCM_SHA256."),
+        "TLS not as configured:\n{text}"
+    );
+    // Every ratio of the protocol table has a figure (none of its rows failed to match).
+    let ratios = text
+        .lines()
+        .skip_while(|l| !l.starts_with("| Ratio "))
+        .skip(2)
+        .take_while(|l| l.starts_with('|'));
+    assert_eq!(ratios.clone().count(), 12);
+    for line in ratios {
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        assert!(
+            cells[2..6].iter().all(|c| c.parse::<f64>().is_ok()),
+            "ratio without a figure: {line}"
+        );
+    }
+    // Every system ran: no row fell back to "not available".
+    assert!(
+        !text.contains("not available"),
+        "a system did not start:\n{text}"
+    );
+    // The timeline counts temporary files; the raw receiver creates none.
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("| raw TCP ") && l.contains("| 0 / 0 "))
+    );
+}

@@ -1,0 +1,93 @@
+//! [`Connection`]: one request and its response over HTTP/1.1 (`http.rs`, on a blocking
+//! [`Transport`](super::transport::Transport), in the clear or TLS) or HTTP/2 (`h2.rs`),
+//! behind the calls `put` and `get` make. A `match` per call; the work is in the two modules.
+
+use super::h2::H2Connection;
+use super::http::{self, Request, ResponseHead};
+use std::fs::File;
+use std::io;
+use std::time::Duration;
+
+/// A connection carrying one exchange.
+pub(crate) enum Connection {
+    H1(http::Connection),
+    H2(Box<H2Connection>),
+}
+
+/// How a response body is read.
+pub(crate) enum Body {
+    H1(http::Body),
+    /// HTTP/2 frames its own bodies; the connection holds the stream.
+    H2,
+}
+
+impl Connection {
+    /// Sends the request head; `has_body` says that [`Connection::send_file`] follows (HTTP/2
+    /// ends the stream with the head otherwise).
+    pub(crate) fn send_head(&mut self, req: &Request<'_>, has_body: bool) -> io::Result<()> {
+        match self {
+            Self::H1(c) => c.send_head(req),
+            Self::H2(c) => c.send_head(req, has_body),
+        }
+    }
+
+    /// Reads a response head (`1xx` included). With `timeout`, `Ok(None)` if nothing arrived
+    /// in time.
+    pub(crate) fn read_head(
+        &mut self,
+        timeout: Option<Duration>,
+    ) -> io::Result<Option<ResponseHead>> {
+        match self {
+            Self::H1(c) => c.read_head(timeout),
+            Self::H2(c) => c.read_head(timeout),
+        }
+    }
+
+    /// Sends `len` bytes of `file` as the request body; `sendfile` asks for `sendfile(2)`
+    /// where the transport allows it (HTTP/1.1 in the clear).
+    pub(crate) fn send_file(
+        &mut self,
+        file: &File,
+        len: u64,
+        sendfile: bool,
+        progress: &mut dyn FnMut(u64),
+    ) -> io::Result<()> {
+        match self {
+            Self::H1(c) if sendfile => c.transport().send_file(file, 0, len, progress),
+            Self::H1(c) => c.transport().copy_file(file, 0, len, progress),
+            Self::H2(c) => c.send_file(file, len, progress),
+        }
+    }
+
+    /// How the body of a response to `method` is delimited.
+    pub(crate) fn body(&self, method: &str, head: &ResponseHead) -> io::Result<Body> {
+        match self {
+            Self::H1(c) => c.body(method, head).map(Body::H1),
+            Self::H2(_) => Ok(Body::H2),
+        }
+    }
+
+    /// Reads body bytes into `dst`; `Ok(0)` at the end of the body. A body cut short is an
+    /// error, never a short body.
+    pub(crate) fn read_body(&mut self, body: &mut Body, dst: &mut [u8]) -> io::Result<usize> {
+        match (self, body) {
+            (Self::H1(c), Body::H1(body)) => c.read_body(body, dst),
+            (Self::H2(c), Body::H2) => c.read_body(dst),
+            _ => Err(io::Error::other("body read on the wrong protocol")),
+        }
+    }
+
+    /// Reads the rest of a (small) body into a string, at most `limit` bytes.
+    pub(crate) fn read_text(&mut self, body: &mut Body, limit: usize) -> io::Result<String> {
+        let mut out = Vec::new();
+        let mut chunk = [0u8; 4096];
+        loop {
+            let n = self.read_body(body, &mut chunk)?;
+            if n == 0 || out.len() >= limit {
+                break;
+            }
+            out.extend_from_slice(&chunk[..n]);
+        }
+        Ok(String::from_utf8_lossy(&out).into_owned())
+    }
+}
