@@ -280,7 +280,11 @@ fn is_valid_host(value: &[u8]) -> bool {
             return false;
         };
         let inside = &literal[..close];
-        if inside.is_empty() || !inside.iter().all(|&b| is_reg_name_byte(b) || b == b':') {
+        if inside.is_empty()
+            || !inside
+                .iter()
+                .all(|&b| crate::chars::is_reg_name_byte(b) || b == b':')
+        {
             return false;
         }
         (&b""[..], &literal[close + 1..])
@@ -293,30 +297,7 @@ fn is_valid_host(value: &[u8]) -> bool {
         [b':', digits @ ..] => digits.iter().all(u8::is_ascii_digit),
         _ => false,
     };
-    port_ok && host.iter().all(|&b| is_reg_name_byte(b))
-}
-
-/// The bytes of a reg-name (RFC 3986 §3.2.2): unreserved, sub-delims and `%` of pct-encoded.
-fn is_reg_name_byte(b: u8) -> bool {
-    b.is_ascii_alphanumeric()
-        || matches!(
-            b,
-            b'-' | b'.'
-                | b'_'
-                | b'~'
-                | b'%'
-                | b'!'
-                | b'$'
-                | b'&'
-                | b'\''
-                | b'('
-                | b')'
-                | b'*'
-                | b'+'
-                | b','
-                | b';'
-                | b'='
-        )
+    port_ok && host.iter().all(|&b| crate::chars::is_reg_name_byte(b))
 }
 
 #[cfg(test)]
