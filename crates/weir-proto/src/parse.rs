@@ -78,26 +78,39 @@ impl HeadParser {
         // were split into reads (found by fuzzing: a bare CR past the request-line limit was a
         // 400 when it arrived in the same read, a 414 when it came later).
         let head_end = buf.len().min(start.saturating_add(limits.max_head));
-        for i in from..head_end {
-            if self.line_end.is_none() && i - start >= limits.max_request_line {
-                return Err(ProtoError::RequestLineTooLong);
+        // Only CR and LF need a decision; `memchr2` jumps between them (SIMD), which halved
+        // this function's share of a pipelined plaintext profile compared with a byte loop.
+        let mut i = from;
+        while i < head_end {
+            let next = memchr::memchr2(b'\r', b'\n', &buf[i..head_end]).map(|k| i + k);
+            if self.line_end.is_none() {
+                // Every byte up to (and including) the next line ending is still in the
+                // request line: the first one at or past the limit decides.
+                let last = next.unwrap_or(head_end - 1);
+                if last - start >= limits.max_request_line {
+                    return Err(ProtoError::RequestLineTooLong);
+                }
             }
-            match buf[i] {
+            let Some(at) = next else {
+                break;
+            };
+            match buf[at] {
                 b'\n' => {
-                    if i == start || buf[i - 1] != b'\r' {
+                    if at == start || buf[at - 1] != b'\r' {
                         return Err(ProtoError::BareLineEnding);
                     }
                     if self.line_end.is_none() {
-                        self.line_end = Some(i);
-                    } else if i >= start + 3 && buf[i - 3..=i] == *b"\r\n\r\n" {
-                        return Ok(Some(i + 1));
+                        self.line_end = Some(at);
+                    } else if at >= start + 3 && buf[at - 3..=at] == *b"\r\n\r\n" {
+                        return Ok(Some(at + 1));
                     }
                 }
-                b'\r' if i + 1 < buf.len() && buf[i + 1] != b'\n' => {
+                _ if at + 1 < buf.len() && buf[at + 1] != b'\n' => {
                     return Err(ProtoError::BareLineEnding);
                 }
                 _ => {}
             }
+            i = at + 1;
         }
         if buf.len() > head_end {
             return Err(ProtoError::HeadTooLarge);
@@ -267,7 +280,11 @@ fn is_valid_host(value: &[u8]) -> bool {
             return false;
         };
         let inside = &literal[..close];
-        if inside.is_empty() || !inside.iter().all(|&b| is_reg_name_byte(b) || b == b':') {
+        if inside.is_empty()
+            || !inside
+                .iter()
+                .all(|&b| crate::chars::is_reg_name_byte(b) || b == b':')
+        {
             return false;
         }
         (&b""[..], &literal[close + 1..])
@@ -280,30 +297,7 @@ fn is_valid_host(value: &[u8]) -> bool {
         [b':', digits @ ..] => digits.iter().all(u8::is_ascii_digit),
         _ => false,
     };
-    port_ok && host.iter().all(|&b| is_reg_name_byte(b))
-}
-
-/// The bytes of a reg-name (RFC 3986 §3.2.2): unreserved, sub-delims and `%` of pct-encoded.
-fn is_reg_name_byte(b: u8) -> bool {
-    b.is_ascii_alphanumeric()
-        || matches!(
-            b,
-            b'-' | b'.'
-                | b'_'
-                | b'~'
-                | b'%'
-                | b'!'
-                | b'$'
-                | b'&'
-                | b'\''
-                | b'('
-                | b')'
-                | b'*'
-                | b'+'
-                | b','
-                | b';'
-                | b'='
-        )
+    port_ok && host.iter().all(|&b| crate::chars::is_reg_name_byte(b))
 }
 
 #[cfg(test)]

@@ -292,7 +292,7 @@ impl Conn {
         encode::content_length(wbuf, reason.len() as u64 + 1);
         encode::header_unchecked(wbuf, b"content-type", b"text/plain; charset=utf-8");
         encode::header_unchecked(wbuf, b"connection", b"close");
-        let date = self.date.value(crate::clock::coarse_now());
+        let date = self.date.value_at(crate::clock::unix_seconds());
         encode::header_unchecked(wbuf, b"date", date);
         encode::end_head(wbuf);
         wbuf.extend_from_slice(reason.as_bytes());

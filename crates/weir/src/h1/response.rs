@@ -105,7 +105,7 @@ impl Conn {
         let wbuf = &mut self.io.wbuf;
         encode::framing_header(wbuf, framing, head_len);
         if !flags.date {
-            let date = self.date.value(crate::clock::coarse_now());
+            let date = self.date.value_at(crate::clock::unix_seconds());
             encode::header_unchecked(wbuf, b"date", date);
         }
         if let (false, Some(server)) = (flags.server, &self.shared.config.server_header) {

@@ -144,7 +144,7 @@ impl ResponseOut {
             }
         }
         if !flags.date {
-            let date = self.date.value(crate::clock::coarse_now());
+            let date = self.date.value_at(crate::clock::unix_seconds());
             if let Ok(v) = HeaderValue::from_bytes(date) {
                 headers.insert(http::header::DATE, v);
             }
