@@ -28,13 +28,26 @@ pub fn usage_error(e: clap::Error) -> ExitCode {
             }
         }
         _ => {
+            // clap renders a paragraph (the error, then indented details such as the missing
+            // arguments, then usage); keep the error and its details on one line.
             let rendered = e.render().to_string();
-            let first = rendered
-                .lines()
-                .find(|l| !l.trim().is_empty())
-                .unwrap_or("invalid arguments");
-            let first = first.strip_prefix("error: ").unwrap_or(first);
-            eprintln!("weir: {first} (see 'weir --help')");
+            let mut message = String::new();
+            for line in rendered.lines().map(str::trim) {
+                if line.is_empty() || line.starts_with("Usage:") || line.starts_with("For more") {
+                    if !message.is_empty() {
+                        break;
+                    }
+                    continue;
+                }
+                if !message.is_empty() {
+                    message.push(' ');
+                }
+                message.push_str(line.strip_prefix("error: ").unwrap_or(line));
+            }
+            if message.is_empty() {
+                message.push_str("invalid arguments");
+            }
+            eprintln!("weir: {message} (see 'weir --help')");
             ExitCode::from(2)
         }
     }

@@ -25,12 +25,42 @@ const fn field_value_char(b: u8) -> bool {
     b == b'\t' || (b >= 0x20 && b != 0x7f)
 }
 
+/// The bytes of a reg-name (RFC 3986 §3.2.2): unreserved, sub-delims and `%` of
+/// pct-encoded.
+const fn reg_name(b: u8) -> bool {
+    b.is_ascii_alphanumeric()
+        || matches!(
+            b,
+            b'-' | b'.'
+                | b'_'
+                | b'~'
+                | b'%'
+                | b'!'
+                | b'$'
+                | b'&'
+                | b'\''
+                | b'('
+                | b')'
+                | b'*'
+                | b'+'
+                | b','
+                | b';'
+                | b'='
+        )
+}
+
 static TCHAR: [bool; 256] = table!(tchar);
+static REG_NAME: [bool; 256] = table!(reg_name);
 static FIELD_VALUE: [bool; 256] = table!(field_value_char);
 
 /// Whether every byte of `s` is a `tchar` (RFC 9110 §5.6.2) and `s` is not empty: a token.
 pub fn is_token(s: &[u8]) -> bool {
     !s.is_empty() && s.iter().all(|&b| TCHAR[usize::from(b)])
+}
+
+/// Whether `b` may appear in a `Host` name (reg-name or IPv4 address).
+pub fn is_reg_name_byte(b: u8) -> bool {
+    REG_NAME[usize::from(b)]
 }
 
 /// Whether `s` can be a field value on the wire: no CR, LF, NUL or other control character.

@@ -33,18 +33,22 @@ impl DateCache {
 
     /// The IMF-fixdate for `now`, reformatted only when the second has changed.
     pub fn value(&mut self, now: SystemTime) -> &[u8] {
-        let second = now
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0);
+        let second = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        self.value_at(second)
+    }
+
+    /// The IMF-fixdate for `second` seconds after the Unix epoch, for callers that read a
+    /// clock in seconds and need not build a `SystemTime` per response.
+    pub fn value_at(&mut self, second: u64) -> &[u8] {
         if second != self.second {
             self.second = second;
             let mut out = FixedBuf {
                 buf: &mut self.value,
                 len: 0,
             };
+            let time = UNIX_EPOCH + std::time::Duration::from_secs(second);
             // Cannot fail: an HttpDate always formats to exactly 29 ASCII bytes.
-            let _ = write!(out, "{}", httpdate::HttpDate::from(now));
+            let _ = write!(out, "{}", httpdate::HttpDate::from(time));
         }
         &self.value
     }

@@ -36,9 +36,11 @@ pub enum ProtoError {
     InvalidContentLength,
     /// Both `Content-Length` and `Transfer-Encoding` (RFC 9112 §6.3 rule 3) (400).
     ContentLengthWithTransferEncoding,
-    /// `chunked` is not the final transfer coding, or is applied twice (RFC 9112 §6.3) (400).
+    /// `chunked` is not the final transfer coding (or is missing: `Transfer-Encoding: gzip`), or
+    /// is applied twice: the body length cannot be determined (RFC 9112 §6.3 ¶4) (400).
     ChunkedNotFinal,
-    /// A transfer coding weir does not implement (RFC 9112 §6.1) (501).
+    /// A transfer coding weir does not implement, before a final `chunked` (RFC 9112 §6.1)
+    /// (501).
     UnknownTransferCoding,
     /// `Transfer-Encoding` in an HTTP/1.0 request: faulty framing (RFC 9112 §6.1) (400).
     TransferEncodingInHttp10,

@@ -4,8 +4,9 @@
 //! vector when weir sits behind (or in front of) another parser:
 //! - `Content-Length` must be one field with one value of 1 to 19 ASCII digits that fits `u64`.
 //!   Lists (`5, 5`), repeats (even identical), signs, hex, spaces inside, empty: all rejected.
-//! - `Transfer-Encoding` (all fields, in order) must end in `chunked` and contain it only once;
-//!   any other coding is not implemented (501).
+//! - `Transfer-Encoding` (all fields, in order) must end in `chunked` and contain it only once:
+//!   otherwise the body length cannot be determined (400, §6.3 ¶4), whatever the other codings
+//!   are. A well-framed body with another coding before `chunked` is not implemented (501, §6.1).
 //! - Both `Content-Length` and `Transfer-Encoding`: rejected (§6.3 rule 3 allows it; the safe
 //!   choice is 400 and close).
 //! - `Transfer-Encoding` in an HTTP/1.0 request: faulty framing (§6.1).
@@ -33,7 +34,8 @@ pub(crate) struct FramingFields {
     /// `chunked` was the last coding seen so far.
     chunked_last: bool,
     chunked_count: u32,
-    unknown_coding: bool,
+    /// A coding other than `chunked` (a token weir does not implement, or not a token at all).
+    other_coding: bool,
 }
 
 impl FramingFields {
@@ -58,11 +60,9 @@ impl FramingFields {
                 self.chunked_count += 1;
                 self.chunked_last = true;
             } else {
-                if !coding.iter().all(|&b| is_tchar(b)) {
-                    // Parameters, quotes or stray bytes: not a coding we could ever apply.
-                    return Err(ProtoError::UnknownTransferCoding);
-                }
-                self.unknown_coding = true;
+                // Another token, or parameters, quotes, stray bytes (`chunked;q=1`,
+                // `"chunked"`): not `chunked`, so where it is last the framing is unknown.
+                self.other_coding = true;
                 self.chunked_last = false;
             }
         }
@@ -79,17 +79,15 @@ impl FramingFields {
         if self.content_length_fields > 0 {
             return Err(ProtoError::ContentLengthWithTransferEncoding);
         }
-        if self.chunked_count > 1 || (self.chunked_count == 1 && !self.chunked_last) {
+        // §6.3 ¶4: chunked not final (or absent: `gzip`, an empty field) means the length of
+        // the body cannot be determined: 400 and close, before any thought of the codings.
+        if self.chunked_count != 1 || !self.chunked_last {
             return Err(ProtoError::ChunkedNotFinal);
         }
-        if self.unknown_coding {
-            // `gzip, chunked` is well framed, but weir does not decode content codings for the
+        if self.other_coding {
+            // `gzip, chunked` is well framed, but weir does not decode transfer codings for the
             // handler; 501 is the RFC's answer (§6.1).
             return Err(ProtoError::UnknownTransferCoding);
-        }
-        if self.chunked_count == 0 {
-            // A Transfer-Encoding field with only empty elements.
-            return Err(ProtoError::ChunkedNotFinal);
         }
         Ok(Framing::Chunked)
     }
@@ -171,6 +169,33 @@ mod tests {
         }
     }
 
+    /// RFC 9112 §6.3 ¶4: whenever `chunked` is not the final coding, the length of the body
+    /// cannot be determined, which is a 400 (MUST) even if the coding is unknown (not 501).
+    #[test]
+    fn chunked_not_final_is_400_whatever_the_coding() {
+        use ProtoError::*;
+        let v11 = Version::HTTP_11;
+        for te in [
+            "gzip",
+            "identity",
+            "xchunked",
+            "\"chunked\"",
+            "chunked;q=1",
+            "chunked, gzip",
+        ] {
+            assert_eq!(decide(v11, &[], &[te]), Err(ChunkedNotFinal), "{te:?}");
+            assert_eq!(ChunkedNotFinal.status(), http::StatusCode::BAD_REQUEST);
+        }
+        assert_eq!(
+            decide(v11, &[], &["gzip, chunked"]),
+            Err(UnknownTransferCoding)
+        );
+        assert_eq!(
+            decide(v11, &[], &["x\"y, chunked"]),
+            Err(UnknownTransferCoding)
+        );
+    }
+
     #[test]
     fn framing_decisions() {
         use Framing::*;
@@ -200,12 +225,15 @@ mod tests {
             decide(v11, &[], &["gzip, chunked"]),
             Err(UnknownTransferCoding)
         );
-        assert_eq!(decide(v11, &[], &["identity"]), Err(UnknownTransferCoding));
+        assert_eq!(decide(v11, &[], &[""]), Err(ChunkedNotFinal));
         assert_eq!(
-            decide(v11, &[], &["chunked;q=1"]),
+            decide(v11, &[], &["gzip;level=1, chunked"]),
             Err(UnknownTransferCoding)
         );
-        assert_eq!(decide(v11, &[], &[""]), Err(ChunkedNotFinal));
+        assert_eq!(
+            decide(v11, &[], &["gzip", "chunked"]),
+            Err(UnknownTransferCoding)
+        );
         assert_eq!(
             decide(Version::HTTP_10, &[], &["chunked"]),
             Err(TransferEncodingInHttp10)

@@ -106,6 +106,13 @@ impl RequestHead {
     /// target it is the path part of the URI (`/` when the URI has none).
     pub fn path(&self) -> &str {
         let target = self.target();
+        // Origin form (almost every request): the path is everything before `?`.
+        if target.starts_with('/') {
+            return match memchr::memchr(b'?', target.as_bytes()) {
+                Some(q) => &target[..q],
+                None => target,
+            };
+        }
         let path_and_query = match target.find("://") {
             Some(scheme_end) => {
                 let rest = &target[scheme_end + 3..];

@@ -1,7 +1,9 @@
 //! Upload throughput over HTTP/1.1, HTTP/2 (h2c) and TLS (HTTP/1.1 and HTTP/2), side by side in
 //! one run: one connection, a body written from memory in large pieces, a server that reads it
-//! into a 1 MiB buffer and discards it. Until `weir-bench` has these rows, this is the
-//! measurement behind the HTTP/2 and HTTPS targets.
+//! into a 1 MiB buffer and discards it. The figures of record are `weir-bench upload`'s HTTPS
+//! and HTTP/2 rows; this example stays as the quick, in-process tool for profiling one
+//! protocol (`perf record` sees client and server in one process) and for trying window
+//! settings.
 //!
 //! ```sh
 //! cargo run --release -p weir --example upload_protocols -- [MiB] [rounds] [PROTOCOLS]

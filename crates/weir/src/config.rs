@@ -51,8 +51,11 @@ pub struct Config {
     /// a 5 s grace (Kestrel's values). Breach: `408` (if not responded yet) and close.
     /// `None` disables it.
     pub min_body_rate: Option<DataRate>,
-    /// Minimum response data rate, against clients that stop reading. Default 240 bytes/s
-    /// after a 5 s grace. Breach: close. `None` disables it.
+    /// Minimum response data rate, against clients that stop reading. Measured over the
+    /// exchange's writes: they may wait on the client for the grace, or for what the bytes the
+    /// client has accepted earned at this rate if that is longer; a client that stops reading
+    /// is cut once that runs out, however large the pending write. Default 240 bytes/s after a
+    /// 5 s grace. Breach: close. `None` disables it.
     pub min_response_rate: Option<DataRate>,
     /// Most connections served at once. At the bound the server stops accepting (new clients
     /// wait in the listen backlog) and keeps serving the others. Default 10,000; the process's

@@ -11,7 +11,7 @@
 //! what is left.
 
 use crate::h1::serve_connection;
-use crate::h2::{H2Io, PREFACE, Sniffed, serve_h2, sniff_preface};
+use crate::h2::{PREFACE, Sniffed, serve_h2, sniff_preface};
 use crate::stats::Stats;
 use crate::transport::{ALPN_H2, DetachedListener, Listener, Stream, TlsAccept, TlsConfig};
 use crate::{Config, Handler};
@@ -384,19 +384,16 @@ async fn serve<H: Handler>(
         },
         None => stream,
     };
-    let budget = shared.config.http2.control_frame_budget;
     if shared.config.http2.enabled {
         if stream.is_tls() {
             if stream.alpn_protocol() == Some(ALPN_H2) {
-                let io = H2Io::new(stream, &[], budget);
-                return serve_h2(io, handler, shared, shutdown).await;
+                return serve_h2(stream, &[], handler, shared, shutdown).await;
             }
         } else {
             let deadline = tokio::time::Instant::now() + shared.config.head_timeout;
             match sniff_preface(&mut stream, deadline, &mut shutdown).await {
                 Sniffed::Http2 => {
-                    let io = H2Io::new(stream, PREFACE, budget);
-                    return serve_h2(io, handler, shared, shutdown).await;
+                    return serve_h2(stream, PREFACE, handler, shared, shutdown).await;
                 }
                 Sniffed::Http1 { read, len } => {
                     return serve_connection(stream, &read[..len], &*handler, shared, shutdown)

@@ -119,3 +119,42 @@ fn a_root_held_by_another_weir() {
     // The first one is unaffected.
     assert_eq!(s.request("GET /healthz HTTP/1.1", b"").status, 200);
 }
+
+#[test]
+fn unusable_certificates() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("r");
+    let root = root.to_str().unwrap();
+    let garbage = dir.path().join("garbage.pem");
+    std::fs::write(&garbage, "not a certificate\n").unwrap();
+    let garbage = garbage.to_str().unwrap();
+    let missing = dir.path().join("missing.pem");
+    let missing = missing.to_str().unwrap();
+    let serve = |cert: &str, key: &str| {
+        fails(&[
+            "serve",
+            "--root",
+            root,
+            "--listen",
+            "127.0.0.1:0",
+            "--tls-cert",
+            cert,
+            "--tls-key",
+            key,
+        ])
+    };
+    let err = serve(missing, garbage);
+    assert!(err.contains("missing.pem"), "{err}");
+    let err = serve(garbage, garbage);
+    assert!(
+        err.contains("garbage.pem") && err.contains("certificate"),
+        "{err}"
+    );
+    // A key without its certificate flag is a usage error.
+    let err = fails(&["serve", "--root", root, "--tls-key", garbage]);
+    assert!(err.contains("tls-cert"), "{err}");
+    assert!(
+        !dir.path().join("r").exists(),
+        "nothing created before the certificate loads"
+    );
+}

@@ -172,7 +172,8 @@ fn framing_errors() {
         (b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 99999999999999999999\r\n\r\n", InvalidContentLength),
         (b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked, gzip\r\n\r\n", ChunkedNotFinal),
         (b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n", ChunkedNotFinal),
-        (b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: xchunked\r\n\r\n", UnknownTransferCoding),
+        (b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: xchunked\r\n\r\n", ChunkedNotFinal),
+        (b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", UnknownTransferCoding),
         (b"POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", TransferEncodingInHttp10),
     ];
     for (input, expected) in cases {
@@ -218,10 +219,18 @@ fn syntax_errors() {
         (b"GET / HTTP/1.1\r\nHost: a/b\r\n\r\n", InvalidHost),
         (b"GET / HTTP/2.0\r\nHost: a\r\n\r\n", UnsupportedVersion),
         (b"GET / HTTP/1.x\r\nHost: a\r\n\r\n", InvalidRequestLine),
+        // A space in the target: a bad line, not an unsupported version (400, not 505).
+        (b"GET /a b HTTP/1.1\r\nHost: a\r\n\r\n", InvalidRequestLine),
+        (b"GET /a HTTP/2.0 x\r\nHost: a\r\n\r\n", InvalidRequestLine),
         (b"GET / FOO/1.1\r\nHost: a\r\n\r\n", InvalidRequestLine),
         (b"GET  / HTTP/1.1\r\nHost: a\r\n\r\n", InvalidRequestLine),
         (b"G(T / HTTP/1.1\r\nHost: a\r\n\r\n", InvalidRequestLine),
         (b"GET /\xc3\xa9 HTTP/1.1\r\nHost: a\r\n\r\n", InvalidTarget),
+        (b"GET /a#b HTTP/1.1\r\nHost: a\r\n\r\n", InvalidTarget),
+        (
+            b"GET http://a/#b HTTP/1.1\r\nHost: a\r\n\r\n",
+            InvalidTarget,
+        ),
         (b"GET * HTTP/1.1\r\nHost: a\r\n\r\n", InvalidTarget),
         (b"GET foo HTTP/1.1\r\nHost: a\r\n\r\n", InvalidTarget),
         (b"CONNECT / HTTP/1.1\r\nHost: a\r\n\r\n", InvalidTarget),
@@ -308,4 +317,57 @@ fn head_is_reused_without_growing() {
     assert_eq!(head.target(), "/b");
     assert_eq!(head.header_count(), 1);
     assert_eq!(head.header("x"), None);
+}
+
+/// RFC 9110 §7.2: `Host = uri-host [ ":" port ]`; anything else is a MUST-400 (RFC 9112 §3.2).
+#[test]
+fn host_grammar() {
+    for ok in [
+        "a",
+        "a.example:8080",
+        "a:",
+        "127.0.0.1:80",
+        "[::1]",
+        "[::1]:443",
+        "[v1.x]",
+        "",
+    ] {
+        let raw = format!("GET / HTTP/1.1\r\nHost: {ok}\r\n\r\n");
+        assert!(parse(raw.as_bytes()).is_ok(), "{ok:?} rejected");
+    }
+    for bad in [
+        "a:b", "a:1:2", "user@a", "[::1", "[]", "[::1]x", "[::1]:x", "a]", "a[b", "a/b",
+    ] {
+        let raw = format!("GET / HTTP/1.1\r\nHost: {bad}\r\n\r\n");
+        assert_eq!(err(raw.as_bytes()), ProtoError::InvalidHost, "{bad:?}");
+    }
+    // CONNECT's authority-form uses the same grammar.
+    assert_eq!(
+        err(b"CONNECT a:b HTTP/1.1\r\nHost: a\r\n\r\n"),
+        ProtoError::InvalidTarget
+    );
+}
+
+/// Found by fuzzing: the first violation in byte order decides the error, whatever the reads.
+/// A bare CR just past the request-line limit was a 400 when it arrived in the same read as
+/// the start of the line and a 414 when it came in a later one; same for the head limit.
+#[test]
+fn first_violation_wins_whatever_the_split() {
+    let limits = Limits {
+        max_request_line: 16,
+        max_head: 40,
+        ..Limits::default()
+    };
+    let line = b"GET /aaaaaaaaaaaaaaaaaaaa\rx HTTP/1.1\r\n\r\n";
+    assert_eq!(
+        parse_with(line, &limits),
+        Err(ProtoError::RequestLineTooLong)
+    );
+    let head = [&b"GET / HTTP/1.1\r\nX: "[..], &[b'v'; 30], b"\rx\r\n\r\n"].concat();
+    assert_eq!(parse_with(&head, &limits), Err(ProtoError::HeadTooLarge));
+    // Within the limits the bare CR is what is wrong.
+    assert_eq!(
+        parse_with(b"GET /a\rb HTTP/1.1\r\n\r\n", &limits),
+        Err(ProtoError::BareLineEnding)
+    );
 }

@@ -155,8 +155,7 @@ impl Conn {
                 self.io
                     .wbuf
                     .extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
-                let deadline = self.write_deadline(self.io.wbuf.len());
-                match self.io.write_all(&[], deadline).await {
+                match self.io.write_all(&[], self.write_rate()).await {
                     Ok(true) => self.body.continue_sent = true,
                     Ok(false) => return Err(self.body.break_with(Broken::Timeout)),
                     Err(_) => return Err(self.body.break_with(Broken::Disconnect)),
@@ -316,6 +315,11 @@ impl Conn {
         match self.body.decoder.decode(&self.io.rbuf) {
             Ok(d) => {
                 self.io.rbuf.advance(d.framing);
+                // A chunk announcing more than the body may still hold is refused now (413),
+                // not after its data has been waited for and read.
+                if self.body.decoder.direct_window() > self.body.room() {
+                    return Err(self.body.break_with(Broken::TooLarge));
+                }
                 Ok(d.data)
             }
             Err(e) => Err(self.body.break_with(Broken::Protocol(e))),

@@ -7,13 +7,13 @@
 //! call (Exchange), `finish_exchange` (Finishing) and `close` (Closing).
 
 use super::body::BodyState;
-use super::io::{Io, Read};
+use super::io::{Io, RateClock, Read};
 use super::response::ResponseState;
 use crate::error::Misuse;
 use crate::exchange::Exchange;
 use crate::handler::Handler;
 use crate::server::Shared;
-use crate::{Error, zero_copy};
+use crate::{DataRate, Error, zero_copy};
 use bytes::Buf;
 use http::StatusCode;
 use std::sync::Arc;
@@ -155,8 +155,7 @@ impl Conn {
             }
             let now = Instant::now();
             if !self.io.wbuf.is_empty() {
-                let deadline = self.write_deadline_from(now, self.io.wbuf.len());
-                match self.io.write_all(&[], deadline).await {
+                match self.io.write_all(&[], self.write_rate()).await {
                     Ok(true) => {}
                     Ok(false) | Err(_) => return Err(HeadEnd::Broken),
                 }
@@ -188,6 +187,7 @@ impl Conn {
 
     fn begin_exchange(&mut self) {
         self.body.begin(&self.head, &self.shared.config);
+        self.io.write_clock = RateClock::default();
         self.resp = ResponseState::NotStarted;
         self.persistence = Persistence::new(&self.head);
     }
@@ -244,8 +244,7 @@ impl Conn {
         if next == Next::Drain && !self.io.wbuf.is_empty() {
             // The client may still be sending a body we will not use: let it see the answer
             // now (clients stop sending on an early final response), not after the drain.
-            let deadline = self.write_deadline(self.io.wbuf.len());
-            if !matches!(self.io.write_all(&[], deadline).await, Ok(true)) {
+            if !matches!(self.io.write_all(&[], self.write_rate()).await, Ok(true)) {
                 return After::Abort;
             }
         }
@@ -258,11 +257,10 @@ impl Conn {
             }
             Next::Close => return After::Close,
         }
-        if self.io.wbuf.len() >= PIPELINE_FLUSH_LIMIT {
-            let deadline = self.write_deadline(self.io.wbuf.len());
-            if !matches!(self.io.write_all(&[], deadline).await, Ok(true)) {
-                return After::Abort;
-            }
+        if self.io.wbuf.len() >= PIPELINE_FLUSH_LIMIT
+            && !matches!(self.io.write_all(&[], self.write_rate()).await, Ok(true))
+        {
+            return After::Abort;
         }
         self.io.shrink_read_buffer(
             self.shared
@@ -294,7 +292,7 @@ impl Conn {
         encode::content_length(wbuf, reason.len() as u64 + 1);
         encode::header_unchecked(wbuf, b"content-type", b"text/plain; charset=utf-8");
         encode::header_unchecked(wbuf, b"connection", b"close");
-        let date = self.date.value(crate::clock::coarse_now());
+        let date = self.date.value_at(crate::clock::unix_seconds());
         encode::header_unchecked(wbuf, b"date", date);
         encode::end_head(wbuf);
         wbuf.extend_from_slice(reason.as_bytes());
@@ -303,24 +301,16 @@ impl Conn {
 
     /// Flushes, then closes gracefully (see `Io::linger_close`).
     async fn close(&mut self) {
-        if !self.io.wbuf.is_empty() {
-            let deadline = self.write_deadline(self.io.wbuf.len());
-            if !matches!(self.io.write_all(&[], deadline).await, Ok(true)) {
-                return;
-            }
+        if !self.io.wbuf.is_empty()
+            && !matches!(self.io.write_all(&[], self.write_rate()).await, Ok(true))
+        {
+            return;
         }
         self.io.linger_close(LINGER).await;
     }
 
-    /// The deadline for writing `len` bytes under the minimum response data rate.
-    pub(crate) fn write_deadline(&self, len: usize) -> Option<Instant> {
-        self.write_deadline_from(Instant::now(), len)
-    }
-
-    /// [`Conn::write_deadline`] from a clock reading the caller already has.
-    fn write_deadline_from(&self, now: Instant, len: usize) -> Option<Instant> {
-        let rate = self.shared.config.min_response_rate?;
-        let needed = Duration::from_secs_f64(len as f64 / rate.bytes_per_second.max(1) as f64);
-        Some(now + needed.max(rate.grace))
+    /// The minimum response data rate, which every write is held to (see `io::RateClock`).
+    pub(crate) fn write_rate(&self) -> Option<DataRate> {
+        self.shared.config.min_response_rate
     }
 }

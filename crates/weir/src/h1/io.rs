@@ -9,11 +9,13 @@
 //! re-armed per operation (extending a registered tokio timer is an atomic store, not a
 //! re-registration), so timeouts cost no allocation either.
 
+use crate::config::DataRate;
 use crate::transport::Stream;
 use bytes::{Buf, BufMut, BytesMut};
 use std::future::Future;
 use std::io::{self, IoSlice};
 use std::pin::Pin;
+use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::time::{Instant, Sleep};
 
@@ -28,6 +30,34 @@ pub(crate) enum Read {
     TimedOut,
 }
 
+/// The minimum data rate of the response writes of one exchange (`Config::min_response_rate`):
+/// the time writes may spend waiting on the client is the grace, or what the bytes the client
+/// accepted earned at the minimum rate if that is more. Progress extends the deadline; a stall
+/// does not, so a client that stops reading is cut however large the pending write is.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct RateClock {
+    bytes: u64,
+    waited: Duration,
+}
+
+impl RateClock {
+    /// The deadline of a transfer starting `now`, or `None` without a minimum rate.
+    pub(crate) fn deadline(&self, rate: Option<DataRate>, now: Instant) -> Option<Instant> {
+        let rate = rate?;
+        let earned =
+            Duration::try_from_secs_f64(self.bytes as f64 / rate.bytes_per_second.max(1) as f64)
+                .unwrap_or(Duration::MAX);
+        let allowed = earned.max(rate.grace).saturating_sub(self.waited);
+        Some(now.checked_add(allowed).unwrap_or_else(far_future))
+    }
+
+    /// Accounts a transfer of `bytes` that started at `started`.
+    pub(crate) fn record(&mut self, bytes: usize, started: Instant) {
+        self.bytes += bytes as u64;
+        self.waited += started.elapsed();
+    }
+}
+
 #[derive(Debug)]
 pub(crate) struct Io {
     pub(crate) stream: Stream,
@@ -35,6 +65,8 @@ pub(crate) struct Io {
     pub(crate) wbuf: Vec<u8>,
     timer: Pin<Box<Sleep>>,
     read_buffer_size: usize,
+    /// The response rate of the current exchange; reset when an exchange begins.
+    pub(crate) write_clock: RateClock,
 }
 
 impl Io {
@@ -46,6 +78,7 @@ impl Io {
             // Far in the future until an operation sets a real deadline.
             timer: Box::pin(tokio::time::sleep_until(far_future())),
             read_buffer_size,
+            write_clock: RateClock::default(),
         }
     }
 
@@ -113,28 +146,26 @@ impl Io {
         })
     }
 
-    /// Writes the write buffer, then each of `tail`, completely. Returns `Ok(false)` if the
-    /// deadline passed first.
+    /// Writes the write buffer, then each of `tail`, completely, under the minimum data `rate`
+    /// (see [`RateClock`]). Returns `Ok(false)` if the client fell below the rate.
+    ///
+    /// The write buffer is emptied whatever the outcome: after a failure part of it may have
+    /// been sent, and the connection can only be closed (writing it again would repeat bytes).
     pub(crate) async fn write_all(
         &mut self,
         tail: &[&[u8]],
-        deadline: Option<Instant>,
+        rate: Option<DataRate>,
     ) -> io::Result<bool> {
         let Self {
             stream,
             wbuf,
             timer,
+            write_clock,
             ..
         } = self;
-        let written = Self::timed(timer, deadline, write_parts(stream, wbuf, tail)).await;
-        match written {
-            None => Ok(false),
-            Some(r) => {
-                r?;
-                wbuf.clear();
-                Ok(true)
-            }
-        }
+        let written = write_parts(stream, timer, write_clock, rate, wbuf, tail).await;
+        wbuf.clear();
+        written
     }
 
     /// Shrinks a read buffer that grew for a large body back to its working size, keeping any
@@ -169,8 +200,16 @@ impl Io {
     }
 }
 
-/// Writes `head` then every part of `tail` with vectored writes.
-async fn write_parts(stream: &mut Stream, head: &[u8], tail: &[&[u8]]) -> io::Result<()> {
+/// Writes `head` then every part of `tail` with vectored writes, each under the deadline the
+/// clock gives it; `Ok(false)` when one passes.
+async fn write_parts(
+    stream: &mut Stream,
+    timer: &mut Pin<Box<Sleep>>,
+    clock: &mut RateClock,
+    rate: Option<DataRate>,
+    head: &[u8],
+    tail: &[&[u8]],
+) -> io::Result<bool> {
     const MAX_PARTS: usize = 4;
     debug_assert!(tail.len() < MAX_PARTS);
     let mut parts: [&[u8]; MAX_PARTS] = [&[]; MAX_PARTS];
@@ -183,7 +222,7 @@ async fn write_parts(stream: &mut Stream, head: &[u8], tail: &[&[u8]]) -> io::Re
             first += 1;
         }
         if first == count {
-            return Ok(());
+            return Ok(true);
         }
         let slices = [
             IoSlice::new(parts[first]),
@@ -191,7 +230,31 @@ async fn write_parts(stream: &mut Stream, head: &[u8], tail: &[&[u8]]) -> io::Re
             IoSlice::new(parts.get(first + 2).copied().unwrap_or(&[])),
             IoSlice::new(parts.get(first + 3).copied().unwrap_or(&[])),
         ];
-        let n = stream.write_vectored(&slices[..count - first]).await?;
+        let mut write = std::pin::pin!(stream.write_vectored(&slices[..count - first]));
+        // A write the socket takes at once costs no clock reading: the rate only concerns
+        // time spent waiting on the client.
+        let n = match poll_once(write.as_mut()).await {
+            Some(result) => {
+                let n = result?;
+                clock.bytes += n as u64;
+                n
+            }
+            None if rate.is_some() => {
+                let started = Instant::now();
+                let deadline = clock.deadline(rate, started);
+                let written = Io::timed(timer, deadline, write).await;
+                let moved = match &written {
+                    Some(Ok(n)) => *n,
+                    _ => 0,
+                };
+                clock.record(moved, started);
+                match written {
+                    Some(r) => r?,
+                    None => return Ok(false),
+                }
+            }
+            None => write.await?,
+        };
         if n == 0 {
             return Err(io::ErrorKind::WriteZero.into());
         }
@@ -207,7 +270,51 @@ async fn write_parts(stream: &mut Stream, head: &[u8], tail: &[&[u8]]) -> io::Re
     }
 }
 
+/// Polls `fut` once: its output if it is ready, `None` (with the waker registered) if not.
+async fn poll_once<F: Future>(mut fut: Pin<&mut F>) -> Option<F::Output> {
+    std::future::poll_fn(|cx| match fut.as_mut().poll(cx) {
+        std::task::Poll::Ready(out) => std::task::Poll::Ready(Some(out)),
+        std::task::Poll::Pending => std::task::Poll::Ready(None),
+    })
+    .await
+}
+
 /// A deadline that never comes in practice (about 30 years).
 pub(crate) fn far_future() -> Instant {
     Instant::now() + std::time::Duration::from_secs(86400 * 365 * 30)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rate_clock_deadline_follows_progress_not_length() {
+        let rate = Some(DataRate {
+            bytes_per_second: 1000,
+            grace: Duration::from_secs(1),
+        });
+        let now = Instant::now();
+        let mut clock = RateClock::default();
+        assert_eq!(clock.deadline(None, now), None);
+        // Nothing accepted yet: the grace, however much is about to be written.
+        assert_eq!(
+            clock.deadline(rate, now),
+            Some(now + Duration::from_secs(1))
+        );
+        // 5,000 bytes accepted earn 5 s at 1,000 B/s, less the time already spent waiting.
+        clock.bytes = 5000;
+        clock.waited = Duration::from_secs(2);
+        assert_eq!(
+            clock.deadline(rate, now),
+            Some(now + Duration::from_secs(3))
+        );
+        // A client that stalls past what it earned gets no time at all.
+        clock.waited = Duration::from_secs(9);
+        assert_eq!(clock.deadline(rate, now), Some(now));
+        // Absurd figures do not overflow.
+        clock.bytes = u64::MAX;
+        clock.waited = Duration::ZERO;
+        assert!(clock.deadline(rate, now).is_some());
+    }
 }

@@ -105,7 +105,7 @@ impl Conn {
         let wbuf = &mut self.io.wbuf;
         encode::framing_header(wbuf, framing, head_len);
         if !flags.date {
-            let date = self.date.value(crate::clock::coarse_now());
+            let date = self.date.value_at(crate::clock::unix_seconds());
             encode::header_unchecked(wbuf, b"date", date);
         }
         if let (false, Some(server)) = (flags.server, &self.shared.config.server_header) {
@@ -251,10 +251,17 @@ impl Conn {
         while sent < len {
             let piece = (len - sent).min(8 * 1024 * 1024) as usize;
             let n = if zero_copy::can_sendfile(&self.io.stream) {
-                let deadline = self.write_deadline(piece);
+                let started = tokio::time::Instant::now();
+                let deadline = self.io.write_clock.deadline(self.write_rate(), started);
                 let (stream, timer) = self.io.stream_and_timer();
                 let send = zero_copy::sendfile(stream, file, offset + sent, piece);
-                match super::io::Io::timed(timer, deadline, send).await {
+                let sent_now = super::io::Io::timed(timer, deadline, send).await;
+                let moved = match &sent_now {
+                    Some(Ok(n)) => *n,
+                    _ => 0,
+                };
+                self.io.write_clock.record(moved, started);
+                match sent_now {
                     Some(Ok(n)) => n,
                     Some(Err(e)) => {
                         self.fail_response();
@@ -347,9 +354,7 @@ impl Conn {
 
     /// Writes the write buffer and `tail` now, under the response data rate.
     async fn write_out(&mut self, tail: &[&[u8]]) -> Result<(), Error> {
-        let len = self.io.wbuf.len() + tail.iter().map(|t| t.len()).sum::<usize>();
-        let deadline = self.write_deadline(len);
-        match self.io.write_all(tail, deadline).await {
+        match self.io.write_all(tail, self.write_rate()).await {
             Ok(true) => Ok(()),
             Ok(false) => {
                 self.fail_response();

@@ -15,11 +15,12 @@
 //! GOAWAY(ENHANCE_YOUR_CALM).
 
 use super::bdp::AdaptiveWindow;
-use super::io::{H2Io, MeterReport};
+use super::io::{H2Io, MeterReport, linger_close};
 use super::stream::H2Stream;
 use crate::Handler;
 use crate::exchange::Exchange;
 use crate::server::Shared;
+use crate::transport::{PeerAddr, Stream};
 use bytes::Bytes;
 use h2::server::{Connection, SendResponse};
 use h2::{Ping, PingPong, Reason, RecvStream};
@@ -81,16 +82,36 @@ struct Adaptive {
     applied: u32,
 }
 
-/// Serves one HTTP/2 connection until it closes.
+/// Serves one HTTP/2 connection until it closes. `already_read` (at most 24 bytes: what
+/// preface detection consumed) is replayed to h2 before the stream is read.
 pub(crate) async fn serve_h2<H: Handler>(
-    io: H2Io,
+    mut stream: Stream,
+    already_read: &[u8],
+    handler: Arc<H>,
+    shared: Arc<Shared>,
+    shutdown: watch::Receiver<bool>,
+) {
+    let peer = stream.peer_addr();
+    let io = H2Io::new(
+        &mut stream,
+        already_read,
+        shared.config.http2.control_frame_budget,
+    );
+    drive(io, peer, handler, shared, shutdown).await;
+    // h2 is done with the stream (its last frames are written): close without losing them.
+    linger_close(&mut stream).await;
+}
+
+/// Drives h2 over `io` until the connection ends, then waits for the stream handlers.
+async fn drive<H: Handler>(
+    io: H2Io<'_>,
+    peer: PeerAddr,
     handler: Arc<H>,
     shared: Arc<Shared>,
     mut shutdown: watch::Receiver<bool>,
 ) {
     let config = &shared.config;
     let h2_config = &config.http2;
-    let peer = io.stream().peer_addr();
     let report = io.report();
     let windows = Windows::new(config.effective_pause_threshold(), h2_config);
     let max_streams = h2_config.max_concurrent_streams.max(1);
@@ -200,7 +221,7 @@ pub(crate) async fn serve_h2<H: Handler>(
 #[allow(clippy::too_many_arguments)]
 fn poll_connection(
     cx: &mut Context<'_>,
-    conn: &mut Connection<H2Io, Bytes>,
+    conn: &mut Connection<H2Io<'_>, Bytes>,
     tasks: &mut JoinSet<()>,
     max_streams: u32,
     report: &MeterReport,
@@ -243,7 +264,7 @@ fn poll_connection(
 /// windows when the estimate grows.
 fn adapt_window(
     cx: &mut Context<'_>,
-    conn: &mut Connection<H2Io, Bytes>,
+    conn: &mut Connection<H2Io<'_>, Bytes>,
     adaptive: &mut Adaptive,
     report: &MeterReport,
     config: &crate::Http2Config,

@@ -18,7 +18,7 @@ mod response;
 mod stream;
 
 pub(crate) use conn::serve_h2;
-pub(crate) use io::{H2Io, PREFACE};
+pub(crate) use io::PREFACE;
 pub(crate) use stream::H2Stream;
 
 use crate::transport::Stream;

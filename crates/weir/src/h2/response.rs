@@ -144,7 +144,7 @@ impl ResponseOut {
             }
         }
         if !flags.date {
-            let date = self.date.value(crate::clock::coarse_now());
+            let date = self.date.value_at(crate::clock::unix_seconds());
             if let Ok(v) = HeaderValue::from_bytes(date) {
                 headers.insert(http::header::DATE, v);
             }
@@ -255,7 +255,10 @@ impl ResponseOut {
 
     /// Waits until h2 grants send capacity for up to `want` bytes, under the response rate.
     async fn capacity(&mut self, want: usize, shared: &Shared) -> Result<usize, Error> {
-        let deadline = write_deadline(shared, want);
+        // The wait is for one piece at most: its deadline is that piece's time at the minimum
+        // rate, not the whole write's (a 64 MiB body at 1 MiB/s waited 64 s on a window that
+        // never opened).
+        let deadline = write_deadline(shared, want.min(MAX_PIECE));
         let Some(send) = self.send.as_mut() else {
             return Err(Error::invalid_response(Misuse::NoBodyOpen));
         };

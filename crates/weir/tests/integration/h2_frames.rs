@@ -156,7 +156,21 @@ impl Raw {
     /// Connects, sends the preface and empty SETTINGS, reads the server's SETTINGS and
     /// acknowledges them, and waits for the acknowledgement of ours.
     fn connect(addr: SocketAddr) -> Self {
-        let s = TcpStream::connect(addr).unwrap();
+        Self::over(TcpStream::connect(addr).unwrap())
+    }
+
+    /// [`Raw::connect`] over a socket whose receive buffer is about `size` bytes: the server's
+    /// bytes back up in its send buffer as soon as this client reads slower than it writes.
+    fn connect_with_receive_buffer(addr: SocketAddr, size: usize) -> Self {
+        let socket =
+            socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+        socket.set_recv_buffer_size(size).unwrap();
+        socket.connect(&addr.into()).unwrap();
+        Self::over(socket.into())
+    }
+
+    /// The connection preface and SETTINGS exchange over `s`.
+    fn over(s: TcpStream) -> Self {
         s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         let mut raw = Self {
             s,
@@ -484,10 +498,25 @@ fn flow_control_and_frame_size_violations() {
     assert_eq!(c.goaway(), Some(PROTOCOL_ERROR));
 }
 
+/// What a flood got from the server.
+struct Flooded {
+    /// The GOAWAY's error code, if one was read.
+    code: Option<u32>,
+    /// How many of the frames were written before the connection ended.
+    written: usize,
+    /// Acknowledgements (PING or SETTINGS) read before the GOAWAY: the frames the server
+    /// processed.
+    acks: usize,
+}
+
 /// Writes `frames` from another thread while this one reads, so that the server's GOAWAY is
-/// read even if the server closes while the flood is still being written. Returns the GOAWAY
-/// code and how many of the frames were written before the connection ended.
-fn flood(c: Raw, frames: Vec<Vec<u8>>) -> (Option<u32>, usize) {
+/// read even if the server closes while the flood is still being written.
+fn flood(c: Raw, frames: Vec<Vec<u8>>) -> Flooded {
+    flood_reading_after(c, frames, Duration::ZERO)
+}
+
+/// [`flood`], with this thread starting to read only after `pause`.
+fn flood_reading_after(c: Raw, frames: Vec<Vec<u8>>, pause: Duration) -> Flooded {
     let mut writer = c.s.try_clone().unwrap();
     let total = frames.len();
     let sender = std::thread::spawn(move || {
@@ -500,12 +529,17 @@ fn flood(c: Raw, frames: Vec<Vec<u8>>) -> (Option<u32>, usize) {
         }
         written
     });
+    std::thread::sleep(pause);
     let mut reader = c.s;
     let mut code = None;
+    let mut acks = 0;
     while let Some(f) = read_frame(&mut reader) {
         if f.kind == GOAWAY {
             code = Some(f.error_code());
             break;
+        }
+        if matches!(f.kind, PING | SETTINGS) && f.flags & ACK != 0 {
+            acks += 1;
         }
     }
     if code.is_some() {
@@ -532,7 +566,11 @@ fn flood(c: Raw, frames: Vec<Vec<u8>>) -> (Option<u32>, usize) {
     let _ = reader.shutdown(std::net::Shutdown::Both);
     let written = sender.join().unwrap();
     assert!(written <= total);
-    (code, written)
+    Flooded {
+        code,
+        written,
+        acks,
+    }
 }
 
 #[test]
@@ -543,27 +581,87 @@ fn ping_and_settings_floods_end_with_enhance_your_calm() {
     let pings = (0..20_000u64)
         .map(|i| frame_bytes(PING, 0, 0, &i.to_be_bytes()))
         .collect();
-    let (code, _) = flood(Raw::connect(server.addr), pings);
+    let f = flood(Raw::connect(server.addr), pings);
     // (How many of the 20,000 PINGs the client managed to write before the close depends on
     // the kernel's socket buffers, so it is not asserted; the close is, in `flood`.)
-    assert_eq!(code, Some(ENHANCE_YOUR_CALM));
+    assert_eq!(f.code, Some(ENHANCE_YOUR_CALM));
+    // The server stops reading when the budget is spent: it answers the 500 PINGs of the
+    // budget and at most the rest of the read that spent it (h2 reads 8 KiB at a time: under
+    // 500 PINGs), however many the client wrote.
+    assert!(f.acks < 1_500, "{} PINGs answered", f.acks);
     let settings = (0..20_000)
         .map(|_| frame_bytes(SETTINGS, 0, 0, &[0, 3, 0, 0, 0, 100]))
         .collect();
-    let (code, _) = flood(Raw::connect(server.addr), settings);
-    assert_eq!(code, Some(ENHANCE_YOUR_CALM));
-    // Requests earn budget back: 2,000 requests with a PING each are fine.
+    let f = flood(Raw::connect(server.addr), settings);
+    assert_eq!(f.code, Some(ENHANCE_YOUR_CALM));
+    assert!(f.acks < 1_500, "{} SETTINGS acknowledged", f.acks);
+    // Requests earn budget back: 2,000 requests with a PING each are fine. They go in batches
+    // of 50, each answered in full before the next is sent. A stream counts against the 100
+    // concurrent streams the server advertises until its END_STREAM arrives, and responses come
+    // in any order (each has a task of its own): a client that sends the next batch as soon as
+    // the last stream of a batch is answered can have more than 100 open, and the server
+    // refuses the excess with RST_STREAM(REFUSED_STREAM), as RFC 9113 §5.1.2 allows.
     let mut c = Raw::connect(server.addr);
-    for i in 0..2000u32 {
-        c.send(PING, 0, 0, &u64::from(i).to_be_bytes());
-        c.headers(2 * i + 1, &get("/hello"), true);
-        if i % 50 == 49 {
-            c.until(|f| f.kind == DATA && f.stream == 2 * i + 1)
-                .unwrap();
+    let mut acks = 0u64;
+    for batch in 0..40u32 {
+        let streams = (batch * 50..batch * 50 + 50).map(|i| 2 * i + 1);
+        for id in streams.clone() {
+            c.send(PING, 0, 0, &u64::from(id / 2).to_be_bytes());
+            c.headers(id, &get("/hello"), true);
+        }
+        let mut open: Vec<u32> = streams.collect();
+        while !open.is_empty() {
+            let f = c
+                .read_frame()
+                .unwrap_or_else(|| panic!("connection ended with streams {open:?} unanswered"));
+            match f.kind {
+                DATA if f.flags & END_STREAM != 0 => open.retain(|&id| id != f.stream),
+                PING if f.flags & ACK != 0 => {
+                    assert_eq!(f.payload, acks.to_be_bytes(), "PING ACKs in order");
+                    acks += 1;
+                }
+                RST_STREAM => panic!("stream {} reset ({:#x})", f.stream, f.error_code()),
+                GOAWAY => panic!("GOAWAY ({:#x})", f.error_code()),
+                _ => {}
+            }
         }
     }
+    // Each PING was answered before the response to the request sent after it.
+    assert_eq!(acks, 2000);
     c.headers(4001, &get("/hello"), true);
     assert_eq!(c.status(4001), 200);
+}
+
+/// The GOAWAY that ends a flood is not lost behind response bytes the client has not read yet.
+/// Closing a socket with unread bytes (the rest of the flood) resets the connection, and a
+/// reset drops what the server had queued but not yet sent (the rest of the response, then the
+/// GOAWAY); the server must keep reading until the client has its bytes and closes.
+#[test]
+fn goaway_after_a_flood_arrives_behind_unread_data() {
+    let mut config = Config::default();
+    config.http2.control_frame_budget = 500;
+    let server = TlsTestServer::start(config);
+    // A small receive buffer: what the server writes waits in its own send buffer, which a
+    // reset empties. Windows as large as allowed: a 32 MiB response keeps that buffer full.
+    let mut c = Raw::connect_with_receive_buffer(server.addr, 4096);
+    c.send(SETTINGS, 0, 0, &[0, 4, 0x7f, 0xff, 0xff, 0xff]);
+    c.send(
+        WINDOW_UPDATE,
+        0,
+        0,
+        &(0x7fff_ffff - 65_535u32).to_be_bytes(),
+    );
+    c.headers(1, &get("/big?len=33554432"), true);
+    c.until(|f| f.kind == DATA && f.stream == 1)
+        .expect("response DATA");
+    let pings = (0..20_000u64)
+        .map(|i| frame_bytes(PING, 0, 0, &i.to_be_bytes()))
+        .collect();
+    // The client reads nothing for a while: the response fills the socket buffers, and the
+    // GOAWAY is queued behind it. (The pause does not decide the outcome against a correct
+    // server; without it, the test is less likely to catch one that closes at once.)
+    let f = flood_reading_after(c, pings, Duration::from_millis(300));
+    assert_eq!(f.code, Some(ENHANCE_YOUR_CALM));
 }
 
 #[test]
@@ -577,7 +675,7 @@ fn continuation_flood_is_cut_off() {
         let name = format!("x-flood-{i}");
         frames.push(frame_bytes(CONTINUATION, 0, 1, &hpack(&[(&name, &big)])));
     }
-    let (code, written) = flood(c, frames);
+    let Flooded { code, written, .. } = flood(c, frames);
     assert!(
         matches!(
             code,
@@ -632,12 +730,35 @@ fn rapid_reset_cannot_exceed_the_handler_bound() {
         ));
         frames.push(frame_bytes(RST_STREAM, 0, stream, &8u32.to_be_bytes()));
     }
-    let (code, _) = flood(c, frames);
+    let f = flood(c, frames);
     // h2's limit on streams reset while waiting to be accepted closes the connection.
-    assert_eq!(code, Some(ENHANCE_YOUR_CALM));
+    assert_eq!(f.code, Some(ENHANCE_YOUR_CALM));
     // Never more handlers at once than the advertised stream limit (often none ran at all:
     // h2 saw the resets before the streams were accepted).
     let max = MAX_HOLDING[1].load(Ordering::SeqCst);
     assert!(max <= 8, "{max} handlers ran at once");
     hold_release(1).notify_waiters();
+}
+
+/// A client that opens a stream and never grants flow-control credit: the wait for send
+/// capacity is bounded by the response rate on the piece waited for, not on the whole write
+/// (a 64 MiB body at 1 MiB/s waited 64 s for a window that never opened).
+#[test]
+fn stalled_window_under_one_large_write_is_reset() {
+    let config = Config {
+        min_response_rate: Some(weir::DataRate {
+            bytes_per_second: 1 << 20,
+            grace: Duration::from_millis(200),
+        }),
+        ..Config::default()
+    };
+    let server = TlsTestServer::start(config);
+    let mut c = Raw::connect(server.addr);
+    c.headers(1, &get("/big?len=67108864"), true);
+    // The first 64 KiB window goes out; no WINDOW_UPDATE ever follows.
+    assert_eq!(
+        c.reset_of(1),
+        Ok(0x8),
+        "no RST_STREAM(CANCEL) for the stalled stream"
+    );
 }

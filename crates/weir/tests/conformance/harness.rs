@@ -1,0 +1,310 @@
+//! The conformance harness: a `weir::Server` on 127.0.0.1 with probe routes, and a raw client
+//! that sends bytes exactly as given and reads everything the server sends until it closes.
+//!
+//! Reading to EOF (rather than one response) is what lets a case prove the negative: the server
+//! answered exactly once and then closed, and no byte after the bad request was ever served.
+
+use http::StatusCode;
+use std::io::{Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+use weir::{Config, Exchange, Handler, ServerHandle};
+
+/// Appended after every request: if it is ever answered, the server parsed bytes it should not
+/// have. It asks to close, so a server that keeps the connection answers it and then closes.
+pub const SENTINEL: &[u8] = b"GET /sentinel HTTP/1.1\r\nHost: s\r\nConnection: close\r\n\r\n";
+/// What `/sentinel` answers.
+pub const SENTINEL_BODY: &str = "SENTINEL";
+/// A request hidden in a body: answered only by a server that got the framing wrong.
+pub const SMUGGLED: &[u8] = b"GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n";
+/// What `/smuggled` answers.
+pub const SMUGGLED_BODY: &str = "SMUGGLED";
+
+/// How long a client waits for the server to close before the case fails.
+const READ_LIMIT: Duration = Duration::from_secs(10);
+
+/// A server on its own runtime thread; shut down and joined on drop.
+pub struct TestServer {
+    pub addr: SocketAddr,
+    pub handle: ServerHandle,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl TestServer {
+    pub fn start(config: Config) -> Self {
+        let (tx, rx) = mpsc::channel();
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .expect("runtime");
+            rt.block_on(async move {
+                let mut server = weir::Server::new(config);
+                let addr = server.listen_tcp("127.0.0.1:0").await.expect("bind");
+                tx.send((addr, server.handle())).expect("send addr");
+                server.serve(Probe).await.expect("serve");
+            });
+        });
+        let (addr, handle) = rx.recv().expect("server started");
+        Self {
+            addr,
+            handle,
+            thread: Some(thread),
+        }
+    }
+
+    pub fn connect(&self) -> TcpStream {
+        let stream = TcpStream::connect(self.addr).expect("connect");
+        stream.set_read_timeout(Some(READ_LIMIT)).expect("timeout");
+        stream
+    }
+
+    /// Waits (up to 20 s) until the server has no open connection: every connection task has
+    /// ended. Returns whether that happened.
+    pub fn wait_idle(&self) -> bool {
+        self.wait_active(|n| n == 0)
+    }
+
+    /// Waits (up to 20 s) until the count of open connections satisfies `ok`.
+    pub fn wait_active(&self, ok: impl Fn(usize) -> bool) -> bool {
+        let until = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < until {
+            if ok(self.handle.stats().active_connections()) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        false
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        self.handle.shutdown();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The probe routes.
+///
+/// - `/echo`: reads the whole body, answers it back; a body error is returned to weir, which
+///   answers with the error's status (400, 408, 413, 431) and closes.
+/// - `/ignore`: answers without reading the body (weir must drain or close).
+/// - `/sentinel`, `/smuggled`: fixed answers, see the constants.
+/// - `/big?len=N`: N bytes of response in 64 KiB writes; `/big-one?len=N`: one N-byte write.
+/// - `/count`: reads the body and answers `received N` or `timeout after N`.
+pub struct Probe;
+
+impl Handler for Probe {
+    async fn handle(&self, ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
+        let path = ex.request().path().to_owned();
+        match path.as_str() {
+            "/echo" => {
+                let mut body = Vec::new();
+                let mut buf = vec![0u8; 16 * 1024];
+                loop {
+                    let n = ex.read_body(&mut buf).await?;
+                    if n == 0 {
+                        break;
+                    }
+                    body.extend_from_slice(&buf[..n]);
+                }
+                ex.respond(StatusCode::OK).body(&body).await
+            }
+            "/ignore" => ex.respond(StatusCode::OK).body("ignored").await,
+            "/sentinel" => ex.respond(StatusCode::OK).body(SENTINEL_BODY).await,
+            "/smuggled" => ex.respond(StatusCode::OK).body(SMUGGLED_BODY).await,
+            "/big" => {
+                static BLOCK: [u8; 64 * 1024] = [b'z'; 64 * 1024];
+                let len = query_u64(ex, "len").unwrap_or(1 << 20);
+                let mut w = ex.respond(StatusCode::OK).stream(Some(len)).await?;
+                let mut left = len;
+                while left > 0 {
+                    let n = left.min(BLOCK.len() as u64) as usize;
+                    w.write(&BLOCK[..n]).await?;
+                    left -= n as u64;
+                }
+                w.finish().await
+            }
+            "/big-one" => {
+                let len = query_u64(ex, "len").unwrap_or(1 << 20) as usize;
+                ex.respond(StatusCode::OK).body(vec![b'z'; len]).await
+            }
+            "/count" => {
+                let mut buf = [0u8; 4096];
+                let mut total = 0u64;
+                loop {
+                    match ex.read_body(&mut buf).await {
+                        Ok(0) => break,
+                        Ok(n) => total += n as u64,
+                        Err(e) if e.is_timeout() => {
+                            return ex
+                                .respond(StatusCode::REQUEST_TIMEOUT)
+                                .body(format!("timeout after {total}"))
+                                .await;
+                        }
+                        Err(e) => return Err(e),
+                    }
+                }
+                ex.respond(StatusCode::OK)
+                    .body(format!("received {total}"))
+                    .await
+            }
+            _ => ex.respond(StatusCode::NOT_FOUND).body("not found").await,
+        }
+    }
+}
+
+fn query_u64(ex: &Exchange<'_>, key: &str) -> Option<u64> {
+    ex.request().query()?.split('&').find_map(|kv| {
+        let (k, v) = kv.split_once('=')?;
+        (k == key).then(|| v.parse().ok()).flatten()
+    })
+}
+
+/// A response as read off the wire.
+#[derive(Debug)]
+pub struct Resp {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Resp {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+}
+
+/// Everything a connection produced: the responses, bytes that did not parse as one, and
+/// whether the server closed (EOF or reset) rather than the read limit expiring.
+#[derive(Debug)]
+pub struct Transcript {
+    pub responses: Vec<Resp>,
+    pub garbage: Vec<u8>,
+    pub closed: bool,
+}
+
+impl Transcript {
+    /// Whether any response body is `body`.
+    pub fn answered(&self, body: &str) -> bool {
+        self.responses.iter().any(|r| r.text() == body)
+    }
+}
+
+/// Sends `bytes` (from another thread, so a server that answers and closes early cannot
+/// deadlock the client), then reads until the server closes.
+pub fn exchange(server: &TestServer, bytes: Vec<u8>) -> Transcript {
+    let stream = server.connect();
+    let mut writer = stream.try_clone().expect("clone");
+    let sender = std::thread::spawn(move || {
+        // The server may close before it has read everything: that is allowed.
+        let _ = writer.write_all(&bytes);
+    });
+    let transcript = read_until_closed(stream);
+    let _ = sender.join();
+    transcript
+}
+
+/// Reads until EOF, a reset, or the read limit; parses what arrived.
+pub fn read_until_closed(mut stream: TcpStream) -> Transcript {
+    let mut data = Vec::new();
+    let mut buf = [0u8; 64 * 1024];
+    let started = Instant::now();
+    let closed = loop {
+        match stream.read(&mut buf) {
+            Ok(0) => break true,
+            Ok(n) => data.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => break true,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => break false,
+        }
+        if started.elapsed() > READ_LIMIT {
+            break false;
+        }
+    };
+    let _ = stream.shutdown(Shutdown::Both);
+    let (responses, garbage) = parse_responses(&data);
+    Transcript {
+        responses,
+        garbage,
+        closed,
+    }
+}
+
+/// Parses consecutive responses (`Content-Length` or chunked bodies); returns them and the
+/// bytes left over.
+pub fn parse_responses(mut data: &[u8]) -> (Vec<Resp>, Vec<u8>) {
+    let mut out = Vec::new();
+    while !data.is_empty() {
+        match parse_one(data) {
+            Some((resp, used)) => {
+                out.push(resp);
+                data = &data[used..];
+            }
+            None => break,
+        }
+    }
+    (out, data.to_vec())
+}
+
+fn parse_one(data: &[u8]) -> Option<(Resp, usize)> {
+    let head_end = data.windows(4).position(|w| w == b"\r\n\r\n")? + 4;
+    let head = std::str::from_utf8(&data[..head_end - 4]).ok()?;
+    let mut lines = head.split("\r\n");
+    let status_line = lines.next()?;
+    let status: u16 = status_line
+        .strip_prefix("HTTP/1.1 ")?
+        .get(..3)?
+        .parse()
+        .ok()?;
+    let headers: Vec<(String, String)> = lines
+        .map(|l| {
+            let (n, v) = l.split_once(':').unwrap_or((l, ""));
+            (n.to_string(), v.trim().to_string())
+        })
+        .collect();
+    let mut resp = Resp {
+        status,
+        headers,
+        body: Vec::new(),
+    };
+    let rest = &data[head_end..];
+    if status / 100 == 1 {
+        return Some((resp, head_end));
+    }
+    if let Some(len) = resp.header("content-length") {
+        let len: usize = len.parse().ok()?;
+        resp.body = rest.get(..len)?.to_vec();
+        return Some((resp, head_end + len));
+    }
+    if resp.header("transfer-encoding") == Some("chunked") {
+        let mut pos = 0;
+        loop {
+            let line_end = rest[pos..].windows(2).position(|w| w == b"\r\n")? + pos;
+            let size =
+                usize::from_str_radix(std::str::from_utf8(&rest[pos..line_end]).ok()?, 16).ok()?;
+            pos = line_end + 2;
+            if size == 0 {
+                // No trailers from weir: the final CRLF follows.
+                return Some((resp, head_end + pos + 2));
+            }
+            resp.body.extend_from_slice(rest.get(pos..pos + size)?);
+            pos += size + 2;
+        }
+    }
+    // Close-delimited: the rest is the body.
+    resp.body = rest.to_vec();
+    Some((resp, data.len()))
+}
