@@ -64,6 +64,36 @@ pub struct Written<B> {
 
 /// A buffer's bytes and the upload's hash state, to be hashed on any thread with
 /// [`HashJob::run`]. Made by [`Upload::hash_job`](crate::Upload::hash_job).
+///
+/// The protocol: [`Upload::write_owned`](crate::Upload::write_owned) writes a buffer and keeps
+/// it in a [`Written`]; [`Upload::hash_job`](crate::Upload::hash_job) sends the hash state out
+/// with it (in file order, one job out at a time); [`HashJob::run`] hashes, anywhere;
+/// [`Hashed::chain`] goes on with the next [`Written`], or
+/// [`Upload::attach`](crate::Upload::attach) takes the state back and returns the buffer.
+/// Meanwhile the writer goes on writing. A job lost or misused makes the commit fail
+/// ([`StoreError::HashOutOfOrder`]), never the digest wrong.
+///
+/// ```
+/// use weir_store::{LocalOptions, LocalStore, StorePath, UploadOptions};
+///
+/// # fn main() -> Result<(), weir_store::StoreError> {
+/// # let dir = tempfile::tempdir().unwrap();
+/// let store = LocalStore::open(dir.path(), LocalOptions::default())?;
+/// let mut upload = store.begin(&StorePath::parse("f")?, UploadOptions::default())?;
+/// let (a, b) = (vec![1u8; 4096], vec![2u8; 4096]);
+/// let written_a = upload.write_owned(a, 4096)?;
+/// let job = upload.hash_job(written_a)?;
+/// let hashing = std::thread::spawn(move || job.run()); // hashes `a` on another thread...
+/// let written_b = upload.write_owned(b, 100)?; // ...while `b` is written
+/// let a = upload.attach(hashing.join().unwrap())?; // `a` is free again
+/// let job = upload.hash_job(written_b)?;
+/// let b = upload.attach(job.run())?; // or inline
+/// let done = upload.commit()?;
+/// assert_eq!(done.size, 4196);
+/// assert!(done.sha256.is_some());
+/// # let _ = (a, b);
+/// # Ok(()) }
+/// ```
 pub struct HashJob<B> {
     upload: u64,
     end: u64,

@@ -208,8 +208,8 @@ impl Upload {
     /// Appends `buf[..len]` to the file, like [`Upload::write`], but leaves the hashing to a
     /// [`HashJob`] that may run on another thread while the caller receives the next bytes:
     /// the returned [`Written`] keeps the buffer, so the bytes hashed are the bytes written
-    /// (see the `hash_job` module doc for the protocol). Pass it to [`Upload::hash_job`] in the
-    /// order written; commit fails while written bytes wait for their job.
+    /// (see [`HashJob`] for the protocol). Pass it to [`Upload::hash_job`] in the order
+    /// written; commit fails while written bytes wait for their job.
     ///
     /// No copy: `write(2)` and the hasher both read `buf` in place. Errors discard the upload
     /// as [`Upload::write`]'s do (and drop `buf`).
