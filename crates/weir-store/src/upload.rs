@@ -293,6 +293,8 @@ impl Upload {
         // The hashers did not see these bytes: commit re-reads the file if it needs a digest.
         self.hash.external();
         self.size += n;
+        // Spliced bytes are in the page cache like written ones: start their writeback too.
+        self.write_back_early();
         Ok(())
     }
 

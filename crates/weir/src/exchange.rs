@@ -101,11 +101,23 @@ impl<'c> Exchange<'c> {
     /// the socket to the file with `splice`, never entering user space. File errors come back
     /// as I/O errors (not disconnects), so a full disk can be answered with `507`.
     pub async fn body_to_file(&mut self, file: &mut File) -> Result<u64, Error> {
+        self.body_to_file_at_most(file, u64::MAX).await
+    }
+
+    /// As [`Exchange::body_to_file`], but stops after `limit` payload bytes; returns the bytes
+    /// written, fewer than `limit` only at the end of the body (`Ok(0)` once it is complete).
+    /// For callers that act between pieces: report progress, account a quota, or start
+    /// writeback of what is written while the rest arrives.
+    pub async fn body_to_file_at_most(
+        &mut self,
+        file: &mut File,
+        limit: u64,
+    ) -> Result<u64, Error> {
         match &mut self.backend {
-            Backend::H1(conn) => conn.body_to_file(file).await,
+            Backend::H1(conn) => conn.body_to_file(file, limit).await,
             Backend::H2(stream) => {
                 stream.send_continue_if_expected()?;
-                stream.body.write_to_file(file).await
+                stream.body.write_to_file(file, limit).await
             }
         }
     }

@@ -167,34 +167,47 @@ impl BodyFailure {
     }
 }
 
-/// Socket → file with splice, then tells the upload how many bytes it got.
-async fn splice_body(ex: &mut Exchange<'_>, upload: &mut Upload) -> Result<(), BodyFailure> {
-    match ex.body_to_file(upload.file_mut()).await {
-        Ok(n) => upload.record_external_write(n).map_err(BodyFailure::Store),
-        Err(e) => {
-            // A file error (ENOSPC...) during splice is the store's kind of failure: classify
-            // it the way `Upload::write` would. Socket errors are disconnects, not I/O errors.
-            let file_error =
-                !(e.is_disconnect() || e.is_too_large() || e.is_timeout() || e.is_protocol());
-            match e.io_error() {
-                Some(io) if file_error => {
-                    let io = io.raw_os_error().map_or_else(
-                        || std::io::Error::from(io.kind()),
-                        std::io::Error::from_raw_os_error,
-                    );
-                    Err(BodyFailure::Store(StoreError::from_io("write", io)))
-                }
-                _ => Err(BodyFailure::Body(e)),
-            }
-        }
-    }
-}
-
 /// Body bytes hashed inline before the pipeline starts. A small upload is done before a
 /// hashing thread could help: handing a buffer over costs a thread wake-up each way, about what
 /// hashing tens of KiB costs, and overlap needs at least two buffers. Bodies without a
 /// `Content-Length` take the same rule, so nothing depends on the client announcing a size.
 const PIPELINE_AFTER: u64 = 2 << 20;
+
+/// How many bytes the splice path moves before telling the upload: the store then starts
+/// writing them back to disk while the rest arrives (the commit's fsync has less to do).
+const SPLICE_PIECE: u64 = 8 << 20;
+
+/// Socket → file with splice, in pieces; after each, tells the upload how many bytes it got.
+async fn splice_body(ex: &mut Exchange<'_>, upload: &mut Upload) -> Result<(), BodyFailure> {
+    loop {
+        match ex
+            .body_to_file_at_most(upload.file_mut(), SPLICE_PIECE)
+            .await
+        {
+            Ok(0) => return Ok(()),
+            Ok(n) => upload
+                .record_external_write(n)
+                .map_err(BodyFailure::Store)?,
+            Err(e) => return Err(splice_failure(e)),
+        }
+    }
+}
+
+/// A file error (ENOSPC...) during splice is the store's kind of failure: classify it the way
+/// `Upload::write` would. Socket errors are disconnects, not I/O errors.
+fn splice_failure(e: weir::Error) -> BodyFailure {
+    let file_error = !(e.is_disconnect() || e.is_too_large() || e.is_timeout() || e.is_protocol());
+    match e.io_error() {
+        Some(io) if file_error => {
+            let io = io.raw_os_error().map_or_else(
+                || std::io::Error::from(io.kind()),
+                std::io::Error::from_raw_os_error,
+            );
+            BodyFailure::Store(StoreError::from_io("write", io))
+        }
+        _ => BodyFailure::Body(e),
+    }
+}
 
 /// Socket → pooled buffer (direct read) → file + hash: inline, then pipelined once the body is
 /// past [`PIPELINE_AFTER`] (when there is anything to hash).

@@ -235,14 +235,20 @@ impl Conn {
     /// return in microseconds, while a hop to a blocking thread pool per write was measured to
     /// halve throughput. Other connections on the same worker keep being served because the
     /// multi-threaded runtime lets idle workers steal them.
-    pub(crate) async fn body_to_file(&mut self, file: &mut File) -> Result<u64, Error> {
+    ///
+    /// At most `limit` payload bytes are written (fewer only at the end of the body), so a
+    /// caller can act between pieces (report progress, start writeback).
+    pub(crate) async fn body_to_file(&mut self, file: &mut File, limit: u64) -> Result<u64, Error> {
         self.body_prologue().await?;
         let mut written = 0u64;
         loop {
-            if self.body.decoder.is_done() {
+            if self.body.decoder.is_done() || written == limit {
                 return Ok(written);
             }
-            let available = self.decode_buffered()?;
+            let left = limit - written;
+            let available = self
+                .decode_buffered()?
+                .min(usize::try_from(left).unwrap_or(usize::MAX));
             if available > 0 {
                 // COPY (kernel): buffered payload is written from the connection buffer.
                 file.write_all(&self.io.rbuf[..available])?;
@@ -259,6 +265,7 @@ impl Conn {
             if window > 0 && self.ensure_pipe() {
                 let want = window
                     .min(SPLICE_CHUNK as u64)
+                    .min(left)
                     .min(self.room_or_too_large()?) as usize;
                 let n = self.splice_body(file, want).await?;
                 self.take_payload(n)?;

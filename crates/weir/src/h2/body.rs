@@ -236,6 +236,12 @@ impl BodyIn {
 
     /// The next received frame's payload, handed over without a copy. `Ok(None)` at the end.
     pub(crate) async fn read_chunk(&mut self) -> Result<Option<Bytes>, Error> {
+        self.next_piece(usize::MAX).await
+    }
+
+    /// The next piece of the body, at most `max` bytes of the current frame (no copy: the
+    /// rest of the frame stays for the next call).
+    async fn next_piece(&mut self, max: usize) -> Result<Option<Bytes>, Error> {
         self.check_start()?;
         if self.chunk.is_empty() && !self.done {
             let (deadline, started) = self.deadline();
@@ -252,22 +258,36 @@ impl BodyIn {
         if self.chunk.is_empty() {
             return Ok(None);
         }
-        let chunk = std::mem::take(&mut self.chunk);
-        self.consumed(chunk.len());
-        Ok(Some(chunk))
+        let take = self.chunk.len().min(max);
+        let piece = if take == self.chunk.len() {
+            std::mem::take(&mut self.chunk)
+        } else {
+            self.chunk.split_to(take)
+        };
+        self.consumed(piece.len());
+        Ok(Some(piece))
     }
 
-    /// Writes the rest of the body to `file`; returns the payload bytes written. Writes are
-    /// synchronous on the stream's task, as for HTTP/1.1 (page-cache writes return in
-    /// microseconds; a hop to a blocking pool per write halved throughput when measured).
-    pub(crate) async fn write_to_file(&mut self, file: &mut File) -> Result<u64, Error> {
+    /// Writes at most `limit` more body bytes to `file`; returns the payload bytes written
+    /// (fewer than `limit` only at the end of the body). Writes are synchronous on the
+    /// stream's task, as for HTTP/1.1 (page-cache writes return in microseconds; a hop to a
+    /// blocking pool per write halved throughput when measured).
+    pub(crate) async fn write_to_file(
+        &mut self,
+        file: &mut File,
+        limit: u64,
+    ) -> Result<u64, Error> {
         let mut written = 0u64;
-        while let Some(chunk) = self.read_chunk().await? {
+        while written < limit {
+            let max = usize::try_from(limit - written).unwrap_or(usize::MAX);
+            let Some(piece) = self.next_piece(max).await? else {
+                break;
+            };
             // COPY (kernel): from h2's buffer into the page cache.
-            file.write_all(&chunk)?;
-            // `read_chunk` already gave the capacity back: the bytes left h2's buffer.
-            self.stats.copied += chunk.len() as u64;
-            written += chunk.len() as u64;
+            file.write_all(&piece)?;
+            // `next_piece` already gave the capacity back: the bytes left h2's buffer.
+            self.stats.copied += piece.len() as u64;
+            written += piece.len() as u64;
         }
         Ok(written)
     }

@@ -279,3 +279,31 @@ fn disconnect_mid_body_is_an_error_not_an_end() {
         assert_eq!(observed(id), "disconnect");
     }
 }
+
+#[test]
+fn body_to_file_in_bounded_pieces() {
+    let server = TestServer::start(Config::default());
+    let data = pattern(5 << 20, 13);
+    let mut c = server.connect();
+    for framing in ["content-length", "chunked"] {
+        let head = if framing == "chunked" {
+            "PUT /file-pieces?piece=1000000 HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n".to_string()
+        } else {
+            format!(
+                "PUT /file-pieces?piece=1000000 HTTP/1.1\r\nHost: a\r\nContent-Length: {}\r\n\r\n",
+                data.len()
+            )
+        };
+        c.send(head.as_bytes());
+        if framing == "chunked" {
+            c.send(&chunked_encode(&data, &[700_000, 3]));
+        } else {
+            c.send(&data);
+        }
+        let text = c.read_response().text();
+        assert!(text.starts_with(&sha256_hex(&data)), "{framing}: {text}");
+        assert_eq!(field(&text, "len"), data.len() as u64);
+        assert!(field(&text, "largest") <= 1_000_000, "{framing}: {text}");
+        assert!(field(&text, "pieces") >= 6, "{framing}: {text}");
+    }
+}

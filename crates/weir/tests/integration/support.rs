@@ -349,6 +349,29 @@ impl Handler for Routes {
                 OBSERVED.lock().unwrap().push((id, outcome.clone()));
                 ex.respond(StatusCode::OK).body(outcome).await
             }
+            (_, "/file-pieces") => {
+                let piece = query_u64(ex, "piece").unwrap_or(1 << 20);
+                let mut file = tempfile::tempfile()?;
+                let (mut total, mut pieces, mut largest) = (0u64, 0u64, 0u64);
+                loop {
+                    let n = ex.body_to_file_at_most(&mut file, piece).await?;
+                    if n == 0 {
+                        break;
+                    }
+                    total += n;
+                    pieces += 1;
+                    largest = largest.max(n);
+                }
+                use std::io::{Read, Seek};
+                file.rewind()?;
+                let mut data = Vec::new();
+                file.read_to_end(&mut data)?;
+                let text = format!(
+                    "{} len={total} pieces={pieces} largest={largest}\n",
+                    sha256_hex(&data)
+                );
+                ex.respond(StatusCode::OK).body(text).await
+            }
             (_, "/ignore") => ex.respond(StatusCode::OK).body("ignored\n").await,
             (_, "/unauthorized") => ex.respond(StatusCode::UNAUTHORIZED).empty().await,
             (_, "/stream") => {
