@@ -11,11 +11,12 @@
 //! Closing: on the server's shutdown signal, or when no stream has run for the keep-alive
 //! timeout, the driver starts h2's graceful shutdown (GOAWAY, then in-flight streams finish);
 //! a client that does not let it complete within `DRAIN_LIMIT` is dropped. When the frame
-//! meter reports a control-frame flood, the connection is closed with
-//! GOAWAY(ENHANCE_YOUR_CALM).
+//! meter gives a verdict (a control-frame flood, or a frame h2 would answer with the wrong
+//! error code), the connection is closed with GOAWAY and the verdict's code.
 
 use super::bdp::AdaptiveWindow;
-use super::io::{H2Io, MeterReport, linger_close};
+use super::io::{H2Io, linger_close};
+use super::meter::MeterReport;
 use super::stream::H2Stream;
 use crate::Handler;
 use crate::exchange::Exchange;
@@ -147,7 +148,7 @@ async fn drive<H: Handler>(
 
     let mut tasks: JoinSet<()> = JoinSet::new();
     let mut draining = false;
-    let mut calmed = false;
+    let mut stopped = false;
     let idle = tokio::time::sleep(config.keep_alive_timeout);
     tokio::pin!(idle);
     let mut idle_armed = true;
@@ -166,7 +167,7 @@ async fn drive<H: Handler>(
             _ = shutdown.changed(), if !draining => Event::Shutdown,
             () = &mut idle, if idle_armed => Event::Idle,
             event = poll_fn(|cx| poll_connection(
-                cx, &mut conn, &mut tasks, max_streams, &report, &mut adaptive, &mut calmed,
+                cx, &mut conn, &mut tasks, max_streams, &report, &mut adaptive, &mut stopped,
                 h2_config,
             )) => event,
         };
@@ -217,7 +218,7 @@ async fn drive<H: Handler>(
 }
 
 /// Drives the connection: reaps finished handlers, runs the adaptive window, closes on a
-/// flood, and accepts the next stream while below the handler bound.
+/// meter's verdict, and accepts the next stream while below the handler bound.
 #[allow(clippy::too_many_arguments)]
 fn poll_connection(
     cx: &mut Context<'_>,
@@ -226,13 +227,13 @@ fn poll_connection(
     max_streams: u32,
     report: &MeterReport,
     adaptive: &mut Option<Adaptive>,
-    calmed: &mut bool,
+    stopped: &mut bool,
     config: &crate::Http2Config,
 ) -> Poll<Event> {
-    if report.is_flooded() && !*calmed {
-        tracing::debug!("HTTP/2 control frame flood; closing with ENHANCE_YOUR_CALM");
-        *calmed = true;
-        conn.abrupt_shutdown(Reason::ENHANCE_YOUR_CALM);
+    if let Some(verdict) = report.verdict().filter(|_| !*stopped) {
+        tracing::debug!(?verdict, "HTTP/2 frame meter closes the connection");
+        *stopped = true;
+        conn.abrupt_shutdown(verdict.reason());
     }
     while let Poll::Ready(Some(joined)) = tasks.poll_join_next(cx) {
         if let Err(e) = joined {

@@ -1,135 +1,22 @@
 //! [`H2Io`]: the byte stream under the `h2` crate: replays the bytes read while detecting the
-//! cleartext preface, and meters the frames the client sends.
+//! cleartext preface, and passes what it reads through the [`FrameMeter`] before h2 sees it.
 //!
-//! The meter follows frame boundaries in the bytes as they are read (nine-byte headers, payloads
-//! skipped by length: O(1) per read, no copy), for two things the `h2` crate does not do:
-//! - it counts bytes received, for the adaptive window's bandwidth-delay estimate;
-//! - it keeps a budget of control frames (PING, SETTINGS, PRIORITY, RST_STREAM, unknown types):
-//!   each costs one token, each HEADERS or non-empty DATA frame earns one back. When the budget
-//!   is spent nothing more is read (h2 handles what it already holds: one read's worth), and
-//!   the connection driver closes the connection with GOAWAY(ENHANCE_YOUR_CALM).
-//!   `h2` already bounds the *memory* of such floods (it stops reading until a PING or
-//!   SETTINGS is acknowledged); the budget bounds the *work*, for a client that reads the
-//!   acknowledgements as fast as it floods.
-//!
-//! The meter runs in the connection's task (it is inside the connection's I/O), and publishes to
-//! the driver through relaxed atomics read after each poll.
+//! Once the meter gives a verdict nothing more is read: h2 handles what it was given (never the
+//! whole of an offending frame), and the connection driver, woken here, closes the connection
+//! with GOAWAY and the verdict's error code. After that h2 only writes (GOAWAY, then shutdown).
 //!
 //! `H2Io` borrows the stream rather than owning it: `h2` never hands its I/O back, and the
 //! driver needs the stream after `h2` is done with it, for [`linger_close`].
 
+use super::meter::{Fed, FrameMeter, MeterReport, PREFACE};
 use crate::transport::Stream;
 use std::io::{self, IoSlice};
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::time::Instant;
-
-/// The HTTP/2 client connection preface (RFC 9113 §3.4).
-pub(crate) const PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
-
-/// Frame header length (RFC 9113 §4.1).
-const FRAME_HEADER_LEN: usize = 9;
-
-/// What the meter tells the connection driver.
-#[derive(Debug, Default)]
-pub(crate) struct MeterReport {
-    /// Bytes read from the client so far.
-    pub(crate) bytes: AtomicU64,
-    /// The control-frame budget is spent.
-    pub(crate) flooded: AtomicBool,
-}
-
-impl MeterReport {
-    pub(crate) fn bytes(&self) -> u64 {
-        self.bytes.load(Ordering::Relaxed)
-    }
-
-    pub(crate) fn is_flooded(&self) -> bool {
-        self.flooded.load(Ordering::Relaxed)
-    }
-}
-
-/// Follows frame boundaries in the client's byte stream.
-#[derive(Debug)]
-struct FrameMeter {
-    /// Preface bytes still to skip.
-    preface_left: usize,
-    header: [u8; FRAME_HEADER_LEN],
-    header_len: usize,
-    /// Payload bytes of the current frame still to skip.
-    payload_left: usize,
-    tokens: u32,
-    budget: u32,
-}
-
-impl FrameMeter {
-    fn new(budget: u32) -> Self {
-        Self {
-            preface_left: PREFACE.len(),
-            header: [0; FRAME_HEADER_LEN],
-            header_len: 0,
-            payload_left: 0,
-            tokens: budget,
-            budget,
-        }
-    }
-
-    /// Feeds bytes as read; returns false once the control-frame budget is spent.
-    fn feed(&mut self, mut data: &[u8]) -> bool {
-        while !data.is_empty() {
-            if self.preface_left > 0 {
-                let n = self.preface_left.min(data.len());
-                self.preface_left -= n;
-                data = &data[n..];
-            } else if self.payload_left > 0 {
-                let n = self.payload_left.min(data.len());
-                self.payload_left -= n;
-                data = &data[n..];
-            } else {
-                let n = (FRAME_HEADER_LEN - self.header_len).min(data.len());
-                self.header[self.header_len..self.header_len + n].copy_from_slice(&data[..n]);
-                self.header_len += n;
-                data = &data[n..];
-                if self.header_len == FRAME_HEADER_LEN {
-                    self.header_len = 0;
-                    let h = self.header;
-                    let len = usize::from(h[0]) << 16 | usize::from(h[1]) << 8 | usize::from(h[2]);
-                    self.payload_left = len;
-                    self.account(h[3], h[4], len);
-                }
-            }
-        }
-        self.tokens > 0
-    }
-
-    fn account(&mut self, kind: u8, flags: u8, len: usize) {
-        const ACK: u8 = 0x1;
-        let cost = match kind {
-            // DATA with payload, HEADERS: a request's work earns budget back.
-            0x0 if len > 0 => -1,
-            0x1 => -1,
-            // PRIORITY, RST_STREAM: cost.
-            0x2 | 0x3 => 1,
-            // SETTINGS, PING: cost unless they acknowledge ours.
-            0x4 | 0x6 if flags & ACK == 0 => 1,
-            // Empty DATA (h2 bounds these itself), acknowledgements, PUSH_PROMISE (an error from
-            // a client), GOAWAY, WINDOW_UPDATE (a client reading a large response sends many),
-            // CONTINUATION (bounded by h2 with the header list size).
-            0x0 | 0x4..=0x9 => 0,
-            // Unknown frame types are ignored by h2, but still read and parsed.
-            _ => 1,
-        };
-        if cost > 0 {
-            self.tokens = self.tokens.saturating_sub(1);
-        } else if cost < 0 && self.tokens > 0 {
-            self.tokens = (self.tokens + 1).min(self.budget);
-        }
-    }
-}
 
 /// The connection's stream as `h2` sees it.
 pub(crate) struct H2Io<'s> {
@@ -158,23 +45,13 @@ impl<'s> H2Io<'s> {
             replay,
             replay_pos: 0,
             replay_len,
-            meter: FrameMeter::new(control_frame_budget.max(1)),
+            meter: FrameMeter::new(control_frame_budget),
             report: Arc::new(MeterReport::default()),
         }
     }
 
     pub(crate) fn report(&self) -> Arc<MeterReport> {
         self.report.clone()
-    }
-
-    fn observe(&mut self, data: &[u8], cx: &mut Context<'_>) {
-        self.report
-            .bytes
-            .fetch_add(data.len() as u64, Ordering::Relaxed);
-        if !self.meter.feed(data) && !self.report.flooded.swap(true, Ordering::Relaxed) {
-            // Make sure the driver looks at the report soon, even if h2 has nothing to say.
-            cx.waker().wake_by_ref();
-        }
     }
 }
 
@@ -185,11 +62,9 @@ impl AsyncRead for H2Io<'_> {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        if this.report.is_flooded() {
-            // Nothing more is read once the budget is spent, so h2 stops parsing (and
-            // answering) the flood. No wake-up is registered: `observe` woke the driver when
-            // the budget ran out, and on that poll it closes the connection, after which h2
-            // only writes (GOAWAY, then shutdown) and never reads again.
+        if this.report.verdict().is_some() {
+            // No wake-up is registered: the driver was woken when the verdict came, and on
+            // that poll it closes the connection, after which h2 never reads again.
             return Poll::Pending;
         }
         let before = buf.filled().len();
@@ -203,9 +78,30 @@ impl AsyncRead for H2Io<'_> {
                 other => return other,
             }
         }
+        let read = buf.filled().len() - before;
+        if read == 0 {
+            return Poll::Ready(Ok(())); // EOF
+        }
         // The new bytes live in `buf`, not in `this`: the meter reads them in place.
-        this.observe(&buf.filled()[before..], cx);
-        Poll::Ready(Ok(()))
+        match this.meter.feed(&buf.filled()[before..]) {
+            Fed::Pass => {
+                this.report.add_bytes(read);
+                Poll::Ready(Ok(()))
+            }
+            Fed::Stop { keep, verdict } => {
+                this.report.add_bytes(keep);
+                this.report.set_verdict(verdict);
+                // The driver must look at the report soon, even if h2 has nothing to say.
+                cx.waker().wake_by_ref();
+                // What follows `keep` is dropped: the connection is closing.
+                buf.set_filled(before + keep);
+                if keep == 0 {
+                    // Nothing to pass on, and an empty read would be taken for EOF.
+                    return Poll::Pending;
+                }
+                Poll::Ready(Ok(()))
+            }
+        }
     }
 }
 
@@ -284,30 +180,20 @@ pub(crate) async fn linger_close(stream: &mut Stream) {
 
 #[cfg(test)]
 mod tests {
+    use super::super::meter::Verdict;
     use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
 
     fn frame(kind: u8, flags: u8, payload: &[u8]) -> Vec<u8> {
         let len = payload.len();
         let mut f = vec![(len >> 16) as u8, (len >> 8) as u8, len as u8, kind, flags];
-        f.extend_from_slice(&1u32.to_be_bytes());
+        f.extend_from_slice(&0u32.to_be_bytes());
         f.extend_from_slice(payload);
         f
     }
 
-    #[test]
-    fn pings_spend_the_budget_and_requests_earn_it_back() {
-        let mut m = FrameMeter::new(3);
-        assert!(m.feed(PREFACE));
-        assert!(m.feed(&frame(0x4, 0, &[]))); // SETTINGS
-        assert!(m.feed(&frame(0x6, 0, &[0; 8]))); // PING
-        assert!(m.feed(&frame(0x1, 0x4, &[0x82]))); // HEADERS earns one back
-        assert!(m.feed(&frame(0x6, 0x1, &[0; 8]))); // PING ACK is free
-        assert!(m.feed(&frame(0x6, 0, &[0; 8])));
-        assert!(!m.feed(&frame(0x6, 0, &[0; 8])));
-    }
-
     /// Counts wake-ups.
-    struct CountWakes(std::sync::atomic::AtomicUsize);
+    struct CountWakes(AtomicUsize);
 
     impl std::task::Wake for CountWakes {
         fn wake(self: Arc<Self>) {
@@ -319,17 +205,24 @@ mod tests {
         }
     }
 
+    /// Writes `sent` into a socket pair and returns the reading end, with everything readable.
+    async fn socket_holding(sent: &[u8]) -> Stream {
+        let (a, mut b) = tokio::net::UnixStream::pair().unwrap();
+        b.write_all(sent).await.unwrap();
+        // Keep the writing end open: the reader must not see EOF.
+        std::mem::forget(b);
+        a.readable().await.unwrap();
+        Stream::Unix(a)
+    }
+
     #[tokio::test]
     async fn nothing_is_read_once_the_budget_is_spent() {
-        let (a, mut b) = tokio::net::UnixStream::pair().unwrap();
         let mut sent = PREFACE.to_vec();
         sent.extend(frame(0x6, 0, &[0; 8]));
         sent.extend(frame(0x6, 0, &[0; 8]));
         let spent_at = sent.len();
         sent.extend(frame(0x6, 0, &[0; 8]));
-        b.write_all(&sent).await.unwrap();
-        a.readable().await.unwrap();
-        let mut stream = Stream::Unix(a);
+        let mut stream = socket_holding(&sent).await;
         let mut io = H2Io::new(&mut stream, &[], 2);
         let wakes = Arc::new(CountWakes(Default::default()));
         let waker = std::task::Waker::from(wakes.clone());
@@ -339,7 +232,7 @@ mod tests {
         let mut buf = ReadBuf::new(&mut head);
         assert!(Pin::new(&mut io).poll_read(&mut cx, &mut buf).is_ready());
         assert_eq!(buf.filled().len(), spent_at);
-        assert!(io.report().is_flooded());
+        assert_eq!(io.report().verdict(), Some(Verdict::Flood));
         assert_eq!(wakes.0.load(Ordering::SeqCst), 1, "the driver is woken");
         // The third PING is in the socket, but is not read.
         let mut rest = [0u8; 64];
@@ -348,21 +241,48 @@ mod tests {
         assert_eq!(io.report().bytes(), spent_at as u64);
     }
 
-    #[test]
-    fn frames_split_at_every_offset_are_followed() {
-        let mut stream = PREFACE.to_vec();
-        stream.extend(frame(0x0, 0, &[7; 100]));
-        for _ in 0..5 {
-            stream.extend(frame(0x6, 0, &[0; 8]));
-        }
-        for split in 0..stream.len() {
-            // Five PINGs spend a budget of five (the DATA frame earns nothing: it is full).
-            let mut m = FrameMeter::new(5);
-            m.feed(&stream[..split]);
-            assert!(!m.feed(&stream[split..]), "split at {split}");
-            let mut m = FrameMeter::new(6);
-            m.feed(&stream[..split]);
-            assert!(m.feed(&stream[split..]), "split at {split}");
-        }
+    #[tokio::test]
+    async fn an_offending_frame_is_cut_short_and_the_driver_woken() {
+        let mut sent = PREFACE.to_vec();
+        sent.extend(frame(0x4, 0, &[]));
+        let bad_at = sent.len();
+        sent.extend(frame(0x6, 0, &[0; 7])); // PING of 7 octets
+        let mut stream = socket_holding(&sent).await;
+        let mut io = H2Io::new(&mut stream, &[], 100);
+        let wakes = Arc::new(CountWakes(Default::default()));
+        let waker = std::task::Waker::from(wakes.clone());
+        let mut cx = Context::from_waker(&waker);
+        let mut space = vec![0u8; 1024];
+        let mut buf = ReadBuf::new(&mut space);
+        assert!(Pin::new(&mut io).poll_read(&mut cx, &mut buf).is_ready());
+        // Everything up to the PING header's last byte: h2 never sees the whole frame.
+        assert_eq!(buf.filled(), &sent[..bad_at + 8]);
+        assert_eq!(io.report().verdict(), Some(Verdict::FrameSize));
+        assert_eq!(wakes.0.load(Ordering::SeqCst), 1, "the driver is woken");
+        let mut buf = ReadBuf::new(&mut space);
+        assert!(Pin::new(&mut io).poll_read(&mut cx, &mut buf).is_pending());
+    }
+
+    #[tokio::test]
+    async fn a_verdict_on_the_first_byte_of_a_read_is_not_taken_for_eof() {
+        // The PING's header ends on the first byte of the second read: nothing of that read
+        // may be passed on, and an empty Ready would be EOF to h2.
+        let mut sent = PREFACE.to_vec();
+        sent.extend(frame(0x6, 0, &[0; 7]));
+        let mut stream = socket_holding(&sent).await;
+        let mut io = H2Io::new(&mut stream, &[], 100);
+        let waker = std::task::Waker::noop();
+        let mut cx = Context::from_waker(waker);
+        let first = PREFACE.len() + 8;
+        let mut space = vec![0u8; first];
+        let mut buf = ReadBuf::new(&mut space);
+        assert!(Pin::new(&mut io).poll_read(&mut cx, &mut buf).is_ready());
+        assert_eq!(buf.filled().len(), first);
+        assert_eq!(io.report().verdict(), None);
+        let mut rest = vec![0u8; 64];
+        let mut buf = ReadBuf::new(&mut rest);
+        assert!(Pin::new(&mut io).poll_read(&mut cx, &mut buf).is_pending());
+        assert!(buf.filled().is_empty());
+        assert_eq!(io.report().verdict(), Some(Verdict::FrameSize));
     }
 }

@@ -1,7 +1,9 @@
 //! HTTP/2 over the `h2` crate, with the same handler API as HTTP/1.1.
 //!
 //! - `conn`: the connection driver (one task), a task per stream, the handler bound, shutdown;
-//! - `io`: the stream under h2: replay of sniffed bytes, frame meter (flood budget, byte count);
+//! - `io`: the stream under h2: replay of sniffed bytes, every read through the frame meter;
+//! - `meter`: frame boundaries before h2 parses them: byte count, flood budget, and the error
+//!   codes RFC 9113 asks for where h2 answers PROTOCOL_ERROR;
 //! - `bdp`: the adaptive stream window;
 //! - `stream`: a stream as the exchange's HTTP/2 backend (request head, finishing);
 //! - `body`: request bodies under flow control (the pause threshold is the stream window);
@@ -14,11 +16,12 @@ mod bdp;
 mod body;
 mod conn;
 mod io;
+mod meter;
 mod response;
 mod stream;
 
 pub(crate) use conn::serve_h2;
-pub(crate) use io::PREFACE;
+pub(crate) use meter::PREFACE;
 pub(crate) use stream::H2Stream;
 
 use crate::transport::Stream;
