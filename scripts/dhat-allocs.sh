@@ -34,8 +34,18 @@ blocks() {
     valgrind --tool=dhat --dhat-out-file="$work/dhat-$n.json" "$bin" serve \
         --listen "127.0.0.1:$port" --root "$work/root-$n" >"$work/log-$n" 2>&1 &
     local pid=$!
-    client "$n"
-    kill -INT "$pid"
+    # A count from a server that died early would look like "0 per request": every request
+    # must be answered, and the server must still be there to be stopped.
+    if ! client "$n"; then
+        echo "the client failed after starting $n requests; server log:" >&2
+        tail -40 "$work/log-$n" >&2
+        exit 1
+    fi
+    if ! kill -INT "$pid"; then
+        echo "weir serve exited before it was stopped; server log:" >&2
+        tail -40 "$work/log-$n" >&2
+        exit 1
+    fi
     wait "$pid" || true
     grep -E "Total:" "$work/log-$n" | sed -E 's/.* in ([0-9,]+) blocks.*/\1/' | tr -d ,
 }

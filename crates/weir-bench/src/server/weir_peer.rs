@@ -117,7 +117,8 @@ impl weir::Handler for Bench {
             match (req.method(), req.path()) {
                 (&Method::GET, "/plaintext") => Route::Plaintext,
                 (&Method::POST, "/post") => Route::Post,
-                (&Method::POST, "/upload") => Route::Upload,
+                // PUT too: `weir put` uploads with it (the `weir put` row).
+                (&Method::POST | &Method::PUT, "/upload") => Route::Upload,
                 _ => Route::NotFound,
             }
         };

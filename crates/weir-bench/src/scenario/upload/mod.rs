@@ -12,6 +12,7 @@
 //! TCP → file with `write`); the protocol rows also get their own ratio table.
 
 mod protocols;
+mod put;
 mod service;
 
 use super::{Peer, Settings, order, size_label, unavailable_note};
@@ -26,6 +27,7 @@ use crate::server::{Endpoint, ServeArgs, Sink, System};
 use crate::stats::Samples;
 use crate::tls::BenchCert;
 use clap::Args;
+use put::PutSources;
 use service::WeirServe;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -73,6 +75,8 @@ struct Row {
     pause: Option<usize>,
     /// For the `weir serve` rows: which, and its storage root.
     service: Option<(WeirServe, PathBuf)>,
+    /// For the `weir put` rows: the client is the `weir` binary, sending the way it says.
+    weir_put: Option<(PathBuf, put::Send)>,
     /// Index of the row this one is compared with.
     baseline: usize,
     seconds: Samples,
@@ -93,12 +97,21 @@ struct Row {
 impl Row {
     /// One upload of `size` bytes to this row's server: `POST /upload` over the row's
     /// protocol, or `PUT /files/…` for `weir serve`.
-    fn upload(&self, uploader: &Uploader, endpoint: &Endpoint, size: u64) -> io::Result<Upload> {
-        match &self.service {
-            Some(_) => uploader.put_file(endpoint, service::STORED_NAME, size),
-            None => uploader.upload_over(self.protocol, endpoint, size),
+    fn upload(&self, clients: &Clients, endpoint: &Endpoint, size: u64) -> io::Result<Upload> {
+        match (&self.service, &self.weir_put) {
+            (Some(_), _) => clients
+                .uploader
+                .put_file(endpoint, service::STORED_NAME, size),
+            (None, Some((weir, send))) => clients.put.upload(weir, *send, endpoint, size),
+            (None, None) => clients.uploader.upload_over(self.protocol, endpoint, size),
         }
     }
+}
+
+/// The clients of the rows: the bench's own, and `weir put`'s files.
+struct Clients {
+    uploader: Uploader,
+    put: PutSources,
 }
 
 /// The sinks of the HTTPS and HTTP/2 rows.
@@ -114,6 +127,8 @@ enum Start {
     Bench(ServeArgs, Protocol),
     /// The `weir` binary's `weir serve`.
     Service(WeirServe),
+    /// A `weir-bench __serve` child, uploaded to by `weir put`.
+    Put(ServeArgs, put::Send),
 }
 
 fn rows(
@@ -167,6 +182,16 @@ fn rows(
         let args = s.serve_args(System::Hyper, sink, dir);
         specs.push((format!("hyper → {sink}"), bench(args, h1)));
     }
+    // `weir put` to the server of weir's default discard row (added here when the sweep
+    // leaves that row out, so the two clients are always compared on the same server).
+    let mut args = s.serve_args(System::Weir, Sink::Discard, dir);
+    args.pause_threshold = Some(default_pause);
+    if !specs.iter().any(|(label, _)| label == put::SAME_SERVER) {
+        specs.push(weir_h1(default_pause, Sink::Discard));
+    }
+    for send in [put::Send::Buffered, put::Send::Sendfile] {
+        specs.push((send.label().into(), Start::Put(args.clone(), send)));
+    }
     for mode in [WeirServe::Sha256, WeirServe::NoHash] {
         specs.push((mode.label().into(), Start::Service(mode)));
     }
@@ -194,19 +219,29 @@ fn rows(
         }
     }
     // `--rows`: keep the rows asked for, and the baselines they are compared with.
+    let put_asked = a.rows.iter().any(|r| {
+        [put::Send::Buffered, put::Send::Sendfile]
+            .iter()
+            .any(|s| s.label().contains(r.as_str()))
+    });
     specs.retain(|(label, _)| {
         a.rows.is_empty()
             || label == RAW_DISCARD
             || label == RAW_FILE
+            || (put_asked && label == put::SAME_SERVER)
             || a.rows.iter().any(|r| label.contains(r.as_str()))
     });
-    let weir_bin = if specs.iter().any(|(_, k)| matches!(k, Start::Service(_))) {
+    let weir_bin = if specs
+        .iter()
+        .any(|(_, k)| matches!(k, Start::Service(_) | Start::Put(..)))
+    {
         Some(service::weir_binary(a.weir.as_deref())?)
     } else {
         None
     };
     let mut rows = Vec::new();
     for (i, (label, start)) in specs.into_iter().enumerate() {
+        let mut weir_put = None;
         let (peer, system, sink, protocol, pause, svc) = match start {
             Start::Bench(args, protocol) => (
                 Peer::start(label, &args)?,
@@ -216,6 +251,17 @@ fn rows(
                 args.pause_threshold,
                 None,
             ),
+            Start::Put(args, send) => {
+                weir_put = weir_bin.clone().map(|w| (w, send));
+                (
+                    Peer::start(label, &args)?,
+                    args.system,
+                    args.sink,
+                    h1,
+                    args.pause_threshold,
+                    None,
+                )
+            }
             Start::Service(mode) => {
                 let root = dir.join(format!("weir-serve-{i}"));
                 let weir = weir_bin
@@ -239,6 +285,7 @@ fn rows(
             protocol,
             pause,
             service: svc,
+            weir_put,
             baseline: 0,
             seconds: Samples::default(),
             gib_s: Samples::default(),
@@ -284,14 +331,18 @@ pub fn run(s: &Settings, a: &UploadArgs) -> io::Result<()> {
         None
     };
     let mut rows = rows(s, a, data.path(), cert.as_ref())?;
-    let uploader = match &cert {
-        Some(c) => Uploader::new().with_tls(c),
-        None => Uploader::new(),
+    let clients = Clients {
+        uploader: match &cert {
+            Some(c) => Uploader::new().with_tls(c),
+            None => Uploader::new(),
+        },
+        // Beside the directory the rounds empty, not in it.
+        put: PutSources::new(data.path().join("put-sources"))?,
     };
     // One small upload per server first, so that no row pays for first-touch page faults.
     for r in &rows {
         if let Ok(p) = &r.peer.server {
-            r.upload(&uploader, p.endpoint(), size / 8 + 1)
+            r.upload(&clients, p.endpoint(), size / 8 + 1)
                 .map_err(|e| io::Error::other(format!("{}: {e}", r.peer.label)))?;
         }
     }
@@ -313,7 +364,7 @@ pub fn run(s: &Settings, a: &UploadArgs) -> io::Result<()> {
             let before = p.stats()?;
             let endpoint = p.endpoint().clone();
             let up = rows[i]
-                .upload(&uploader, &endpoint, size)
+                .upload(&clients, &endpoint, size)
                 .map_err(|e| io::Error::other(format!("{}: {e}", rows[i].peer.label)))?;
             let after = match &mut rows[i].peer.server {
                 Ok(p) => p.stats()?,
@@ -407,7 +458,7 @@ pub fn run(s: &Settings, a: &UploadArgs) -> io::Result<()> {
          straight into the handler's buffer, bytes read ahead into weir's buffer and copied \
          out, bytes spliced to the file, and the most body bytes held ahead of the handler.\n\n\
          Ratios are GiB/s over the raw row of the same round: discard and chunk rows against \
-         raw → discard, file and splice rows against raw → file (write){}.\n{}{}",
+         raw → discard, file and splice rows against raw → file (write){}.\n{}{}{}",
         size_label(size),
         size_label(crate::client::upload::CHUNK as u64),
         s.server_threads,
@@ -419,6 +470,7 @@ pub fn run(s: &Settings, a: &UploadArgs) -> io::Result<()> {
         } else {
             "; the HTTPS and HTTP/2 rows too (raw is plain TCP)"
         },
+        put::ratio_note(&rows).unwrap_or_default(),
         protocols::ratio_table(&rows)
             .map(|t| format!(
                 "\nHTTPS and HTTP/2 against plain HTTP/1.1 on the same server, and weir against \
