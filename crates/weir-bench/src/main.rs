@@ -10,6 +10,7 @@ mod alloc_count;
 mod client;
 mod clock;
 mod memcpy;
+mod prefault;
 mod procfs;
 mod report;
 mod scenario;
