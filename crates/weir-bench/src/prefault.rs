@@ -9,6 +9,11 @@
 //! of free memory had been touched). Which row met fresh pages was luck, so the file rows of one
 //! run varied up to 8× from round to round. Touching free memory once makes every row meet
 //! pages the host already backs; on bare metal it only costs the time of the touch.
+//!
+//! It helps only until the guest frees memory again: this VM also has virtio-balloon free page
+//! reporting (feature REPORTING, `page_reporting_order` 9), which hands free 2 MiB blocks back
+//! to the host a few seconds after they are freed, so a row that frees and refills much page
+//! cache can still meet pages the host must fault in again. The report says when this ran.
 
 use std::fs;
 

@@ -9,9 +9,10 @@
 //!    go-ahead: a refusal (401, 413, 507, bad path) costs no body bytes.
 //! 3. Send the body: by default read into one 1 MiB buffer and written from it (the buffer
 //!    stays in the CPU cache between the two copies, or the copy and the encryption); with
-//!    `--sendfile` (HTTP/1.1 in the clear only), page cache → socket with `sendfile(2)`. On loopback TCP the buffered path measured 0.98 × a raw TCP sender
-//!    writing from memory, `sendfile` 0.71 (a raw `sendfile` sender too: the limit is the
-//!    kernel's, not weir's), so the buffer is the default (`examples/upload_bench.rs`).
+//!    `--sendfile` (HTTP/1.1 in the clear only), page cache → socket with `sendfile(2)`. On
+//!    loopback TCP (weir-bench's `weir put` rows) the buffered path measured 0.57–1.07 × a raw
+//!    TCP sender writing from memory, round by round; `sendfile` anywhere from 0.42 to 1.91 ×
+//!    (its slow rounds cost the receiver twice the CPU per byte), so the buffer is the default.
 //! 4. Read the answer; compare the server's SHA-256 with ours.
 
 use super::http::{Request, ResponseHead};
