@@ -173,7 +173,9 @@ async fn drive<H: Handler>(
         };
         match event {
             Event::Stream(request, mut respond) => {
-                if super::stream::lacks_path(request.method(), request.uri()) {
+                let (method, uri, headers) = (request.method(), request.uri(), request.headers());
+                if let Some(fault) = super::validate::malformed(method, uri, headers) {
+                    tracing::debug!(?fault, "malformed HTTP/2 request; resetting its stream");
                     respond.send_reset(Reason::PROTOCOL_ERROR);
                     continue;
                 }

@@ -11,8 +11,9 @@
 //!   budget bounds the *work*, for a client that reads the acknowledgements as fast as it floods;
 //! - gives the error codes RFC 9113 asks for where `h2` 0.4 answers PROTOCOL_ERROR instead
 //!   (docs/ARCHITECTURE.md, "Conformance"): control frames of a wrong length
-//!   (FRAME_SIZE_ERROR), SETTINGS_INITIAL_WINDOW_SIZE above 2³¹−1 (FLOW_CONTROL_ERROR), DATA on a
-//!   stream the client already ended (STREAM_CLOSED). The offending frame is held back (h2 never
+//!   (FRAME_SIZE_ERROR), SETTINGS_INITIAL_WINDOW_SIZE above 2³¹−1 (FLOW_CONTROL_ERROR), DATA or
+//!   HEADERS on a stream the client already ended or reset (STREAM_CLOSED); and it answers a
+//!   client's PUSH_PROMISE (PROTOCOL_ERROR), which h2 leaves unanswered. The offending frame is held back (h2 never
 //!   receives all of it, so never answers it) and the connection is closed with that code.
 //!
 //! Invariant: a [`Verdict`] is final. After one, the meter reads nothing more, and the bytes it
@@ -36,6 +37,10 @@ const MAX_WINDOW: u32 = (1 << 31) - 1;
 /// forgotten and DATA on streams at or below it is left to `h2` (which closes the connection
 /// with PROTOCOL_ERROR instead of STREAM_CLOSED): bounded memory whatever the client opens.
 const OPEN_STREAMS_TRACKED: usize = 256;
+
+/// How many streams the client ended (END_STREAM or RST_STREAM) the meter remembers, newest
+/// first out of a ring: HEADERS on one of them is STREAM_CLOSED. Older ones are left to h2.
+const ENDED_STREAMS_TRACKED: usize = 64;
 
 mod kind {
     pub(super) const DATA: u8 = 0x0;
@@ -65,8 +70,12 @@ pub(crate) enum Verdict {
     FrameSize,
     /// SETTINGS_INITIAL_WINDOW_SIZE above 2³¹−1: FLOW_CONTROL_ERROR.
     FlowControl,
-    /// DATA on a stream the client ended or reset: STREAM_CLOSED (a stream error by RFC 9113
-    /// §5.1, answered as a connection error: h2 has no hook to reset the stream instead).
+    /// PUSH_PROMISE from a client, which cannot push (RFC 9113 §8.4): PROTOCOL_ERROR. `h2`
+    /// leaves such a connection hanging.
+    PushPromise,
+    /// DATA or HEADERS on a stream the client ended or reset: STREAM_CLOSED (a stream error by
+    /// RFC 9113 §5.1, answered as a connection error: h2 has no hook to reset the stream
+    /// instead).
     StreamClosed,
 }
 
@@ -76,6 +85,7 @@ impl Verdict {
             Self::Flood => h2::Reason::ENHANCE_YOUR_CALM,
             Self::FrameSize => h2::Reason::FRAME_SIZE_ERROR,
             Self::FlowControl => h2::Reason::FLOW_CONTROL_ERROR,
+            Self::PushPromise => h2::Reason::PROTOCOL_ERROR,
             Self::StreamClosed => h2::Reason::STREAM_CLOSED,
         }
     }
@@ -86,6 +96,7 @@ impl Verdict {
             Self::FrameSize => 2,
             Self::FlowControl => 3,
             Self::StreamClosed => 4,
+            Self::PushPromise => 5,
         }
     }
 
@@ -95,6 +106,7 @@ impl Verdict {
             Self::FrameSize,
             Self::FlowControl,
             Self::StreamClosed,
+            Self::PushPromise,
         ]
         .into_iter()
         .find(|v| v.code() == code)
@@ -173,6 +185,9 @@ pub(crate) struct FrameMeter {
     open: Vec<u32>,
     /// Streams at or below this id may have been forgotten from `open` (it overflowed).
     forgotten_up_to: u32,
+    /// The streams the client ended last (a ring; 0 is never a client stream).
+    ended: [u32; ENDED_STREAMS_TRACKED],
+    ended_next: usize,
     tokens: u32,
     budget: u32,
     stopped: bool,
@@ -193,6 +208,8 @@ impl FrameMeter {
             // ALLOC: once per connection, bounded by OPEN_STREAMS_TRACKED.
             open: Vec::new(),
             forgotten_up_to: 0,
+            ended: [0; ENDED_STREAMS_TRACKED],
+            ended_next: 0,
             tokens: budget.max(1),
             budget: budget.max(1),
             stopped: false,
@@ -264,8 +281,8 @@ impl FrameMeter {
         }
         match kind {
             kind::DATA => return self.data(stream, flags),
-            kind::HEADERS => self.headers(stream, flags),
-            kind::PUSH_PROMISE => self.in_header_block = flags & flag::END_HEADERS == 0,
+            kind::HEADERS => return self.headers(stream, flags),
+            kind::PUSH_PROMISE => return Some(Verdict::PushPromise),
             kind::RST_STREAM => self.close(stream),
             _ => {}
         }
@@ -300,28 +317,40 @@ impl FrameMeter {
         wrong.then_some(Verdict::FrameSize)
     }
 
-    fn headers(&mut self, stream: u32, flags: u8) {
+    fn headers(&mut self, stream: u32, flags: u8) -> Option<Verdict> {
         self.in_header_block = flags & flag::END_HEADERS == 0;
         // Client streams are odd; anything else is h2's PROTOCOL_ERROR.
         if stream % 2 == 0 {
-            return;
+            return None;
         }
         let ends = flags & flag::END_STREAM != 0;
         if stream > self.last_opened {
             self.last_opened = stream;
-            if !ends {
+            if ends {
+                self.mark_ended(stream);
+            } else {
                 self.remember(stream);
             }
-        } else if ends {
-            // Trailers end an open stream (HEADERS on a closed one is h2's to answer).
-            self.close(stream);
+            return None;
         }
+        if self.open.contains(&stream) {
+            // Trailers (without END_STREAM they are h2's PROTOCOL_ERROR).
+            if ends {
+                self.close(stream);
+            }
+            return None;
+        }
+        // A stream the client ended: STREAM_CLOSED. One it never opened (a lower id than one it
+        // did) is h2's PROTOCOL_ERROR (§5.1.1), and so is one forgotten from the ring.
+        self.ended
+            .contains(&stream)
+            .then_some(Verdict::StreamClosed)
     }
 
     fn data(&mut self, stream: u32, flags: u8) -> Option<Verdict> {
-        if let Some(i) = self.open.iter().rposition(|&s| s == stream) {
+        if self.open.contains(&stream) {
             if flags & flag::END_STREAM != 0 {
-                self.open.swap_remove(i);
+                self.close(stream);
             }
             return None;
         }
@@ -346,10 +375,17 @@ impl FrameMeter {
         self.open.push(stream);
     }
 
+    /// The client ended (or reset) `stream`.
     fn close(&mut self, stream: u32) {
         if let Some(i) = self.open.iter().rposition(|&s| s == stream) {
             self.open.swap_remove(i);
+            self.mark_ended(stream);
         }
+    }
+
+    fn mark_ended(&mut self, stream: u32) {
+        self.ended[self.ended_next] = stream;
+        self.ended_next = (self.ended_next + 1) % ENDED_STREAMS_TRACKED;
     }
 
     /// Reads SETTINGS parameters from `bytes` (part of the payload); returns how many bytes
@@ -587,6 +623,46 @@ mod tests {
         let mut reset = put.clone();
         reset.extend(frame(kind::RST_STREAM, 0, &[0, 0, 0, 8]));
         assert_stopped(&reset, &frame(kind::DATA, 0, b"x"), Verdict::StreamClosed);
+    }
+
+    #[test]
+    fn a_push_promise_from_the_client_is_a_protocol_error() {
+        let opening = frame(kind::HEADERS, flag::END_HEADERS, &[0x83]);
+        let promise = frame(kind::PUSH_PROMISE, flag::END_HEADERS, &[0, 0, 0, 2, 0x88]);
+        assert_stopped(&opening, &promise, Verdict::PushPromise);
+        assert_eq!(Verdict::PushPromise.reason(), h2::Reason::PROTOCOL_ERROR);
+    }
+
+    #[test]
+    fn headers_on_a_stream_the_client_ended_is_stream_closed() {
+        let get = frame(kind::HEADERS, flag::END_HEADERS | flag::END_STREAM, &[0x82]);
+        let again = frame(kind::HEADERS, flag::END_HEADERS | flag::END_STREAM, &[0x82]);
+        assert_stopped(&get, &again, Verdict::StreamClosed);
+        let put = frame(kind::HEADERS, flag::END_HEADERS, &[0x83]);
+        let mut ended = put.clone();
+        ended.extend(frame(kind::DATA, flag::END_STREAM, b"abc"));
+        assert_stopped(&ended, &again, Verdict::StreamClosed);
+        let mut reset = put.clone();
+        reset.extend(frame(kind::RST_STREAM, 0, &[0, 0, 0, 8]));
+        assert_stopped(&reset, &again, Verdict::StreamClosed);
+    }
+
+    #[test]
+    fn headers_on_a_stream_never_opened_or_as_trailers_is_left_to_h2() {
+        let mut stream = PREFACE.to_vec();
+        // Stream 5 opens; stream 3 was never opened (h2: PROTOCOL_ERROR, §5.1.1).
+        stream.extend(frame_on(kind::HEADERS, flag::END_HEADERS, 5, &[0x83]));
+        stream.extend(frame_on(kind::HEADERS, flag::END_HEADERS, 3, &[0x82]));
+        // Trailers end stream 5.
+        stream.extend(frame_on(
+            kind::HEADERS,
+            flag::END_HEADERS | flag::END_STREAM,
+            5,
+            &[0x40],
+        ));
+        for (split, got) in feed_split(&stream, 100).into_iter().enumerate() {
+            assert_eq!(got, (None, stream.len()), "split at {split}");
+        }
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //!   codes RFC 9113 asks for where h2 answers PROTOCOL_ERROR;
 //! - `bdp`: the adaptive stream window;
 //! - `stream`: a stream as the exchange's HTTP/2 backend (request head, finishing);
+//! - `validate`: the request-head checks h2 does not make (malformed requests are reset);
 //! - `body`: request bodies under flow control (the pause threshold is the stream window);
 //! - `response`: responses as HEADERS and DATA frames under the client's window.
 //!
@@ -19,6 +20,7 @@ mod io;
 mod meter;
 mod response;
 mod stream;
+mod validate;
 
 pub(crate) use conn::serve_h2;
 pub(crate) use meter::PREFACE;

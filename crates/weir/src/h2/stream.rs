@@ -180,16 +180,6 @@ pub(crate) fn fill_head(head: &mut Request, parts: &http::request::Parts, end_of
     });
 }
 
-/// Whether a request lacks its `:path` (RFC 9113 §8.3.1: every request but CONNECT carries a
-/// non-empty one; without it the request is malformed, a stream error PROTOCOL_ERROR). `h2`
-/// rejects an empty `:path`, and a missing one when `:authority` is present (the URI cannot be
-/// built), but lets a request with neither through with an empty URI: that one is caught here.
-pub(crate) fn lacks_path(method: &Method, uri: &http::Uri) -> bool {
-    // `Uri::path` is empty only for a URI built without path (and without scheme: h2 drops
-    // `:scheme` when there is no `:authority`); `path_and_query()` would say "/".
-    *method != Method::CONNECT && uri.path().is_empty()
-}
-
 /// Whether a response header is connection-specific, which HTTP/2 forbids (RFC 9113 §8.2.2):
 /// weir drops it rather than sending a malformed response.
 pub(crate) fn is_connection_specific(name: &HeaderName) -> bool {
@@ -242,19 +232,6 @@ mod tests {
         assert_eq!(head.version(), Version::HTTP_2);
         assert_eq!(head.header("host"), Some(&b"example.com:8443"[..]));
         assert_eq!(head.content_length(), Some(12));
-    }
-
-    #[test]
-    fn a_request_without_path_is_malformed() {
-        // What h2 builds from a request with neither `:path` nor `:authority`.
-        let empty = http::Uri::from_parts(http::uri::Parts::default()).unwrap();
-        assert!(lacks_path(&Method::GET, &empty));
-        for uri in ["/", "*", "https://h/x?q"] {
-            let uri: http::Uri = uri.parse().unwrap();
-            assert!(!lacks_path(&Method::GET, &uri), "{uri}");
-        }
-        let authority: http::Uri = "h:443".parse().unwrap();
-        assert!(!lacks_path(&Method::CONNECT, &authority));
     }
 
     #[test]

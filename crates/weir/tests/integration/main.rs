@@ -4,12 +4,14 @@
 //! limits, backpressure, copies), `response` (framing of responses, 1xx, HEAD), `curl` (uploads
 //! with a real client), `lifecycle` (timeouts, shutdown, connection limits), `tls` (HTTPS over
 //! HTTP/1.1 and HTTP/2), `h2` (HTTP/2 behaviour with curl and the h2 client), `h2_frames`
-//! (HTTP/2 conformance and flood defences with raw frames).
+//! (HTTP/2 conformance and flood defences with raw frames), `h2_conformance` (the external
+//! `httpwg` suite, a port of h2spec).
 
 mod body;
 mod curl;
 mod framing;
 mod h2;
+mod h2_conformance;
 mod h2_frames;
 mod h2_support;
 mod lifecycle;
