@@ -93,7 +93,7 @@ pub fn server_config(cert: &Path, key: &Path) -> io::Result<Arc<ServerConfig>> {
         .map_err(|e| io::Error::other(format!("{}: {e}", cert.display())))?;
     let key = PrivateKeyDer::from_pem_file(key)
         .map_err(|e| io::Error::other(format!("{}: {e}", key.display())))?;
-    let provider = Arc::new(throughput_first(rustls::crypto::ring::default_provider()));
+    let provider = Arc::new(weir::TlsConfig::crypto_provider());
     let mut config = ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(io::Error::other)?
@@ -103,24 +103,6 @@ pub fn server_config(cert: &Path, key: &Path) -> io::Result<Arc<ServerConfig>> {
     config.ignore_client_order = true;
     config.alpn_protocols = vec![ALPN_H2.to_vec(), ALPN_HTTP11.to_vec()];
     Ok(Arc::new(config))
-}
-
-/// The ring provider with AES-128-GCM ahead of AES-256-GCM, ChaCha20 after them: the order
-/// weir's `TlsConfig` uses (copied: weir keeps it private), so both servers negotiate the same
-/// suite with the same client.
-fn throughput_first(
-    mut provider: rustls::crypto::CryptoProvider,
-) -> rustls::crypto::CryptoProvider {
-    use rustls::CipherSuite::*;
-    let rank = |s: &rustls::SupportedCipherSuite| match s.suite() {
-        TLS13_AES_128_GCM_SHA256 => 0,
-        TLS13_AES_256_GCM_SHA384 => 1,
-        TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256 | TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256 => 2,
-        TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384 | TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384 => 3,
-        _ => 4,
-    };
-    provider.cipher_suites.sort_by_key(rank);
-    provider
 }
 
 #[cfg(test)]

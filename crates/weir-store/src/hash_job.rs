@@ -360,16 +360,10 @@ impl HashTrack {
 mod tests {
     use super::*;
     use crate::digest::tests::header_for;
-    use crate::testutil::{p, read, sha256, store, store_with, temps};
+    use crate::testutil::{data, p, read, sha256, store, store_with, temps};
     use crate::{ContentDigest, HashGate, LocalOptions, LocalStore, Upload, UploadOptions};
     use std::sync::mpsc;
     use std::time::Duration;
-
-    fn data(len: usize, seed: u8) -> Vec<u8> {
-        (0..len)
-            .map(|i| (i as u8).wrapping_mul(29).wrapping_add(seed) ^ (i >> 9) as u8)
-            .collect()
-    }
 
     /// Uploads `body` the way the service does: two buffers, each hashed on a hasher thread
     /// while the other is filled and written. Returns the upload, ready to commit.

@@ -51,3 +51,11 @@ pub(crate) fn sha256(data: &[u8]) -> [u8; 32] {
     use sha2::Digest;
     sha2::Sha256::digest(data).into()
 }
+
+/// Deterministic, non-repeating-looking test data: `seed` makes bodies of the same length
+/// differ.
+pub(crate) fn data(len: usize, seed: u8) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed) ^ (i >> 8) as u8)
+        .collect()
+}

@@ -95,7 +95,7 @@ impl TlsConfig {
             ),
             e => TlsError::new(key_path, format!("malformed PEM: {e}")),
         })?;
-        let provider = Arc::new(throughput_first(rustls::crypto::ring::default_provider()));
+        let provider = Arc::new(Self::crypto_provider());
         let mut server = ServerConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
             .map_err(|e| TlsError::new(None, format!("TLS setup failed: {e}")))?
@@ -117,6 +117,14 @@ impl TlsConfig {
         })
     }
 
+    /// The rustls crypto provider weir's servers use: ring, with AES-128-GCM ahead of
+    /// AES-256-GCM (both secure; with AES-NI the 128-bit key needs fewer rounds, so bulk
+    /// uploads decrypt faster) and ChaCha20 after them. The server's order decides. Public so
+    /// that a peer measured beside weir (weir-bench's hyper) can negotiate the same suite.
+    pub fn crypto_provider() -> rustls::crypto::CryptoProvider {
+        throughput_first(rustls::crypto::ring::default_provider())
+    }
+
     /// The acceptor for a listener: this configuration with the ALPN protocols the server
     /// speaks (`h2` first when HTTP/2 is enabled, then `http/1.1`).
     pub(crate) fn acceptor(&self, http2: bool) -> TlsAcceptor {
@@ -130,8 +138,8 @@ impl TlsConfig {
     }
 }
 
-/// The ring provider with AES-128-GCM ahead of AES-256-GCM (both secure; with AES-NI the
-/// 128-bit key needs fewer rounds, so bulk uploads decrypt faster), ChaCha20 after them.
+/// `provider` with AES-128-GCM ahead of AES-256-GCM, ChaCha20 after them (see
+/// [`TlsConfig::crypto_provider`]).
 fn throughput_first(
     mut provider: rustls::crypto::CryptoProvider,
 ) -> rustls::crypto::CryptoProvider {

@@ -4,6 +4,8 @@
 //! Reading to EOF (rather than one response) is what lets a case prove the negative: the server
 //! answered exactly once and then closed, and no byte after the bad request was ever served.
 
+pub use crate::common::Resp;
+use crate::common::query_u64;
 use http::StatusCode;
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
@@ -156,34 +158,6 @@ impl Handler for Probe {
             }
             _ => ex.respond(StatusCode::NOT_FOUND).body("not found").await,
         }
-    }
-}
-
-fn query_u64(ex: &Exchange<'_>, key: &str) -> Option<u64> {
-    ex.request().query()?.split('&').find_map(|kv| {
-        let (k, v) = kv.split_once('=')?;
-        (k == key).then(|| v.parse().ok()).flatten()
-    })
-}
-
-/// A response as read off the wire.
-#[derive(Debug)]
-pub struct Resp {
-    pub status: u16,
-    pub headers: Vec<(String, String)>,
-    pub body: Vec<u8>,
-}
-
-impl Resp {
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-
-    pub fn text(&self) -> String {
-        String::from_utf8_lossy(&self.body).into_owned()
     }
 }
 

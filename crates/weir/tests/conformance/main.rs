@@ -7,6 +7,8 @@
 //!   connections, with short configured values; assertions on behaviour, not durations.
 //! - `listeners`: binding mistakes come back as clear `io::Error`s and destroy nothing.
 
+#[path = "../common/mod.rs"]
+mod common;
 mod harness;
 mod listeners;
 mod rfc9112;

@@ -8,6 +8,8 @@
 //! `httpwg` suite, a port of h2spec).
 
 mod body;
+#[path = "../common/mod.rs"]
+mod common;
 mod curl;
 mod framing;
 mod h2;

@@ -1,6 +1,8 @@
 //! Test support: a server on a background runtime, a raw HTTP/1.1 client, and a handler with
 //! routes for every behaviour under test.
 
+pub use crate::common::Resp;
+use crate::common::query_u64;
 use http::{Method, StatusCode};
 use sha2::{Digest, Sha256};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -71,27 +73,6 @@ impl TestServer {
 impl Drop for TestServer {
     fn drop(&mut self) {
         self.handle.shutdown();
-    }
-}
-
-/// A parsed response.
-#[derive(Debug)]
-pub struct Resp {
-    pub status: u16,
-    pub headers: Vec<(String, String)>,
-    pub body: Vec<u8>,
-}
-
-impl Resp {
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-
-    pub fn text(&self) -> String {
-        String::from_utf8_lossy(&self.body).into_owned()
     }
 }
 
@@ -231,13 +212,6 @@ pub fn observed(id: u64) -> String {
         std::thread::sleep(Duration::from_millis(10));
     }
     panic!("request {id} was not observed");
-}
-
-fn query_u64(ex: &Exchange<'_>, key: &str) -> Option<u64> {
-    ex.request().query()?.split('&').find_map(|kv| {
-        let (k, v) = kv.split_once('=')?;
-        (k == key).then(|| v.parse().ok()).flatten()
-    })
 }
 
 /// The routes the tests use.

@@ -1,0 +1,658 @@
+//! Tests of [`Upload`]: the life cycle, commit's checks and order, faults at every step.
+
+use super::*;
+use crate::digest::tests::header_for;
+use crate::testutil::{data, p, read, sha256, store, store_with, temps};
+use crate::{DigestAlgorithm, Fault, FaultOp, LocalOptions, LocalStore};
+
+fn put(store: &LocalStore, path: &str, body: &[u8]) -> Committed {
+    let mut up = store.begin(&p(path), UploadOptions::default()).unwrap();
+    up.write(body).unwrap();
+    up.commit().unwrap()
+}
+
+fn expecting(header: &str) -> UploadOptions {
+    UploadOptions {
+        expected_digest: Some(ContentDigest::parse(header).unwrap()),
+        ..UploadOptions::default()
+    }
+}
+
+#[test]
+fn commit_then_read_back_byte_exact() {
+    let (_dir, store) = store();
+    let body = data(1_000_003, 7);
+    let mut up = store
+        .begin(&p("a/b/c.bin"), UploadOptions::default())
+        .unwrap();
+    // Uneven chunks, including an empty one.
+    for chunk in body.chunks(65_537).chain([&[][..]]) {
+        up.write(chunk).unwrap();
+    }
+    assert_eq!(up.size(), body.len() as u64);
+    assert_eq!(
+        temps(store.root()).len(),
+        1,
+        "in progress: one temp, next to the target"
+    );
+    assert!(matches!(
+        store.open_file(&p("a/b/c.bin")),
+        Err(StoreError::NotFound)
+    ));
+    let done = up.commit().unwrap();
+    assert_eq!(
+        done,
+        Committed {
+            size: body.len() as u64,
+            sha256: Some(sha256(&body)),
+            replaced: false
+        }
+    );
+    assert_eq!(read(&store, "a/b/c.bin"), body);
+    assert!(temps(store.root()).is_empty());
+    assert_eq!(store.usage(), body.len() as u64);
+    let (_, meta) = store.open_file(&p("a/b/c.bin")).unwrap();
+    if let Some(stored) = meta.sha256 {
+        assert_eq!(stored, sha256(&body));
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn digest_is_stored_with_the_file_and_dropped_when_it_changes() {
+    let (_dir, store) = store();
+    put(&store, "f", b"hello world");
+    let (_, meta) = store.open_file(&p("f")).unwrap();
+    let Some(stored) = meta.sha256 else {
+        eprintln!("skipped: the test directory's filesystem keeps no user xattrs");
+        return;
+    };
+    assert_eq!(stored, sha256(b"hello world"));
+    // Changed behind the store's back: the digest is no longer reported.
+    let mut f = fs::OpenOptions::new()
+        .append(true)
+        .open(store.root().join("f"))
+        .unwrap();
+    f.write_all(b"!").unwrap();
+    drop(f);
+    assert_eq!(store.open_file(&p("f")).unwrap().1.sha256, None);
+}
+
+#[test]
+fn large_uploads_are_written_back_early_and_stay_byte_exact() {
+    let (_dir, store) = store_with(LocalOptions {
+        early_writeback: Some(4 << 20),
+        ..LocalOptions::default()
+    });
+    let body = data(13 << 20, 9);
+    let mut up = store.begin(&p("big"), UploadOptions::default()).unwrap();
+    for chunk in body.chunks(300_001) {
+        up.write(chunk).unwrap();
+    }
+    // Ranges up to 1 MiB behind the writer, every 4 MiB: 0..4, 4..8, then 8..12 MiB.
+    let queued = if crate::sys::EARLY_WRITEBACK { 3 } else { 0 };
+    assert_eq!(store.shared().flusher.queued(), queued);
+    assert_eq!(up.commit().unwrap().sha256, Some(sha256(&body)));
+    assert_eq!(read(&store, "big"), body);
+    // Off: nothing requested.
+    let (_dir, store) = store_with(LocalOptions {
+        early_writeback: None,
+        ..LocalOptions::default()
+    });
+    put(&store, "big", &body);
+    assert_eq!(store.shared().flusher.queued(), 0);
+}
+
+#[test]
+fn empty_upload_commits_an_empty_file() {
+    let (_dir, store) = store();
+    let up = store.begin(&p("empty"), UploadOptions::default()).unwrap();
+    let done = up.commit().unwrap();
+    assert_eq!(done.size, 0);
+    assert_eq!(done.sha256, Some(sha256(b"")));
+    assert_eq!(read(&store, "empty"), b"");
+}
+
+#[test]
+fn replace_reports_replaced_and_frees_the_old_size() {
+    let (_dir, store) = store();
+    assert!(!put(&store, "f", &data(1000, 1)).replaced);
+    let done = put(&store, "f", &data(300, 2));
+    assert!(done.replaced);
+    assert_eq!(read(&store, "f"), data(300, 2));
+    assert_eq!(store.usage(), 300);
+}
+
+#[test]
+fn an_open_reader_keeps_the_version_it_opened() {
+    use std::io::Read;
+    let (_dir, store) = store();
+    put(&store, "f", b"old content");
+    let (mut old, _) = store.open_file(&p("f")).unwrap();
+    put(&store, "f", b"new");
+    let mut buf = Vec::new();
+    old.read_to_end(&mut buf).unwrap();
+    assert_eq!(buf, b"old content");
+    assert_eq!(read(&store, "f"), b"new");
+}
+
+#[test]
+fn abort_and_drop_leave_no_temp_and_no_target() {
+    let (_dir, store) = store();
+    let mut up = store
+        .begin(&p("d/aborted"), UploadOptions::default())
+        .unwrap();
+    up.write(b"partial").unwrap();
+    up.abort().unwrap();
+    let mut up = store
+        .begin(&p("d/dropped"), UploadOptions::default())
+        .unwrap();
+    up.write(b"partial").unwrap();
+    drop(up);
+    assert!(temps(store.root()).is_empty());
+    for path in ["d/aborted", "d/dropped"] {
+        assert!(matches!(
+            store.open_file(&p(path)),
+            Err(StoreError::NotFound)
+        ));
+    }
+    assert_eq!(store.usage(), 0);
+}
+
+#[test]
+fn abort_and_drop_leave_an_existing_file_untouched() {
+    let (_dir, store) = store();
+    put(&store, "f", b"keep me");
+    let mut up = store.begin(&p("f"), UploadOptions::default()).unwrap();
+    up.write(b"replacement").unwrap();
+    drop(up);
+    let mut up = store.begin(&p("f"), UploadOptions::default()).unwrap();
+    up.write(b"replacement").unwrap();
+    up.abort().unwrap();
+    assert_eq!(read(&store, "f"), b"keep me");
+    assert_eq!(store.usage(), 7);
+    assert!(temps(store.root()).is_empty());
+}
+
+#[test]
+fn digest_match_with_sha256_and_sha512() {
+    let (_dir, store) = store();
+    let body = data(100_000, 3);
+    for (s256, s512) in [(true, false), (false, true), (true, true)] {
+        let opts = expecting(&header_for(&body, s256, s512));
+        let mut up = store.begin(&p("f"), opts).unwrap();
+        up.write(&body).unwrap();
+        let done = up.commit().unwrap();
+        assert_eq!(done.sha256, Some(sha256(&body)));
+    }
+    assert_eq!(read(&store, "f"), body);
+}
+
+#[test]
+fn digest_mismatch_stores_nothing_and_keeps_the_existing_file() {
+    let (_dir, store) = store();
+    put(&store, "f", b"original");
+    let body = b"the body";
+    let other = b"the bodY";
+    for (s256, s512, algorithm) in [
+        (true, false, DigestAlgorithm::Sha256),
+        (false, true, DigestAlgorithm::Sha512),
+        (true, true, DigestAlgorithm::Sha256),
+    ] {
+        for path in ["f", "new"] {
+            let mut up = store.begin(&p(path), expecting(&header_for(other, s256, s512)));
+            let up_ref = up.as_mut().unwrap();
+            up_ref.write(body).unwrap();
+            let err = up.unwrap().commit().unwrap_err();
+            assert!(
+                matches!(err, StoreError::DigestMismatch { algorithm: a } if a == algorithm),
+                "{err}"
+            );
+        }
+    }
+    assert_eq!(read(&store, "f"), b"original");
+    assert!(matches!(
+        store.open_file(&p("new")),
+        Err(StoreError::NotFound)
+    ));
+    assert!(temps(store.root()).is_empty());
+    assert_eq!(store.usage(), 8);
+}
+
+#[test]
+fn sha512_only_mismatch_is_caught_even_when_sha256_matches() {
+    let (_dir, store) = store();
+    let body = b"payload";
+    let mut d = ContentDigest::parse(&header_for(body, true, true)).unwrap();
+    d.sha512.as_mut().unwrap()[0] ^= 1;
+    let opts = UploadOptions {
+        expected_digest: Some(d),
+        ..UploadOptions::default()
+    };
+    let mut up = store.begin(&p("f"), opts).unwrap();
+    up.write(body).unwrap();
+    let err = up.commit().unwrap_err();
+    assert!(matches!(
+        err,
+        StoreError::DigestMismatch {
+            algorithm: DigestAlgorithm::Sha512
+        }
+    ));
+}
+
+/// The zero-copy path: bytes go into `file_mut()` (as `splice` would) and are reported.
+fn put_external(
+    store: &LocalStore,
+    path: &str,
+    body: &[u8],
+    opts: UploadOptions,
+) -> Result<Committed, StoreError> {
+    let mut up = store.begin(&p(path), opts)?;
+    for chunk in body.chunks(40_000) {
+        up.file_mut().write_all(chunk).unwrap();
+        up.record_external_write(chunk.len() as u64)?;
+    }
+    up.commit()
+}
+
+#[test]
+fn hash_off_with_external_writes_gives_the_right_size() {
+    let (_dir, store) = store();
+    let body = data(300_001, 4);
+    let opts = UploadOptions {
+        hash: false,
+        ..UploadOptions::default()
+    };
+    let done = put_external(&store, "x/f", &body, opts).unwrap();
+    assert_eq!(
+        done,
+        Committed {
+            size: 300_001,
+            sha256: None,
+            replaced: false
+        }
+    );
+    assert_eq!(read(&store, "x/f"), body);
+    assert_eq!(store.usage(), 300_001);
+    assert_eq!(store.open_file(&p("x/f")).unwrap().1.sha256, None);
+}
+
+#[test]
+fn hash_off_with_plain_writes_reports_no_digest() {
+    let (_dir, store) = store();
+    let mut up = store
+        .begin(
+            &p("f"),
+            UploadOptions {
+                hash: false,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    up.write(b"abc").unwrap();
+    assert_eq!(up.commit().unwrap().sha256, None);
+}
+
+#[test]
+fn external_writes_are_verified_by_reading_back() {
+    let (_dir, store) = store();
+    let body = data(600_000, 5);
+    // Hashing on: the digest is still right, computed at commit.
+    let done = put_external(&store, "a", &body, UploadOptions::default()).unwrap();
+    assert_eq!(done.sha256, Some(sha256(&body)));
+    // Hashing off but a digest expected: verified, both ways.
+    let opts = UploadOptions {
+        hash: false,
+        ..expecting(&header_for(&body, true, true))
+    };
+    assert!(put_external(&store, "b", &body, opts.clone()).is_ok());
+    let err = put_external(&store, "c", &data(600_000, 6), opts).unwrap_err();
+    assert!(matches!(err, StoreError::DigestMismatch { .. }));
+    assert!(matches!(
+        store.open_file(&p("c")),
+        Err(StoreError::NotFound)
+    ));
+    assert!(temps(store.root()).is_empty());
+}
+
+#[test]
+fn mixed_writes_are_hashed_whole() {
+    let (_dir, store) = store();
+    let mut up = store.begin(&p("f"), UploadOptions::default()).unwrap();
+    up.write(b"inline ").unwrap();
+    up.file_mut().write_all(b"external ").unwrap();
+    up.record_external_write(9).unwrap();
+    up.write(b"inline").unwrap();
+    let done = up.commit().unwrap();
+    assert_eq!(done.sha256, Some(sha256(b"inline external inline")));
+    assert_eq!(read(&store, "f"), b"inline external inline");
+}
+
+#[test]
+fn unrecorded_external_writes_are_caught() {
+    let (_dir, store) = store();
+    let opts = UploadOptions {
+        hash: false,
+        ..UploadOptions::default()
+    };
+    let mut up = store.begin(&p("f"), opts.clone()).unwrap();
+    up.file_mut().write_all(b"unreported").unwrap();
+    let err = up.commit().unwrap_err();
+    assert!(matches!(
+        err,
+        StoreError::LengthMismatch {
+            expected: 0,
+            actual: 10
+        }
+    ));
+    let mut up = store.begin(&p("f"), opts).unwrap();
+    up.record_external_write(5).unwrap();
+    assert!(matches!(
+        up.commit(),
+        Err(StoreError::LengthMismatch { .. })
+    ));
+    assert!(matches!(
+        store.open_file(&p("f")),
+        Err(StoreError::NotFound)
+    ));
+    assert!(temps(store.root()).is_empty());
+}
+
+#[test]
+fn expected_len_is_enforced() {
+    let (_dir, store) = store();
+    let opts = UploadOptions {
+        expected_len: Some(10),
+        ..UploadOptions::default()
+    };
+    // Short: the body ended early; never committed as complete.
+    let mut up = store.begin(&p("f"), opts.clone()).unwrap();
+    up.write(b"12345").unwrap();
+    let err = up.commit().unwrap_err();
+    assert!(matches!(
+        err,
+        StoreError::LengthMismatch {
+            expected: 10,
+            actual: 5
+        }
+    ));
+    // Long: refused at the write that goes past it, and the upload is discarded.
+    let mut up = store.begin(&p("f"), opts.clone()).unwrap();
+    up.write(b"1234567").unwrap();
+    let err = up.write(b"89AB").unwrap_err();
+    assert!(matches!(
+        err,
+        StoreError::LengthMismatch {
+            expected: 10,
+            actual: 11
+        }
+    ));
+    assert!(temps(store.root()).is_empty());
+    assert!(matches!(up.write(b"x"), Err(StoreError::Discarded)));
+    assert!(matches!(up.commit(), Err(StoreError::Discarded)));
+    // Exact: fine.
+    let mut up = store.begin(&p("f"), opts).unwrap();
+    up.write(b"1234567890").unwrap();
+    assert_eq!(up.commit().unwrap().size, 10);
+    assert_eq!(store.usage(), 10);
+}
+
+#[test]
+fn quota_is_enforced_on_writes_and_restored_on_failure() {
+    let (_dir, store) = store_with(LocalOptions {
+        max_storage: Some(100),
+        ..Default::default()
+    });
+    put(&store, "a", &[1; 60]);
+    let mut up = store.begin(&p("b"), UploadOptions::default()).unwrap();
+    up.write(&[2; 30]).unwrap();
+    let err = up.write(&[2; 20]).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            StoreError::QuotaExceeded {
+                limit: 100,
+                used: 90,
+                requested: 20
+            }
+        ),
+        "{err}"
+    );
+    assert!(temps(store.root()).is_empty(), "temp removed at once");
+    drop(up);
+    assert_eq!(store.usage(), 60);
+    assert!(matches!(
+        store.open_file(&p("b")),
+        Err(StoreError::NotFound)
+    ));
+    assert_eq!(read(&store, "a"), [1; 60]);
+    // What is left still fits, exactly.
+    put(&store, "b", &[3; 40]);
+    assert_eq!(store.usage(), 100);
+}
+
+#[test]
+fn quota_checks_expected_len_up_front() {
+    let (_dir, store) = store_with(LocalOptions {
+        max_storage: Some(100),
+        ..Default::default()
+    });
+    put(&store, "a", &[1; 60]);
+    let opts = |n| UploadOptions {
+        expected_len: Some(n),
+        ..UploadOptions::default()
+    };
+    let err = store.begin(&p("big"), opts(41)).unwrap_err();
+    assert!(matches!(
+        err,
+        StoreError::QuotaExceeded { requested: 41, .. }
+    ));
+    assert!(temps(store.root()).is_empty());
+    // A reservation counts while the upload runs, so a second upload cannot take it.
+    let mut first = store.begin(&p("b"), opts(40)).unwrap();
+    assert_eq!(store.usage(), 100);
+    let mut second = store.begin(&p("c"), UploadOptions::default()).unwrap();
+    assert!(matches!(
+        second.write(b"x"),
+        Err(StoreError::QuotaExceeded { .. })
+    ));
+    first.write(&[2; 40]).unwrap();
+    first.commit().unwrap();
+    assert_eq!(store.usage(), 100);
+    // A dropped reservation is given back.
+    store.delete(&p("b")).unwrap();
+    drop(store.begin(&p("d"), opts(40)).unwrap());
+    assert_eq!(store.usage(), 60);
+}
+
+#[test]
+fn quota_counts_replacements_and_deletes() {
+    let (_dir, store) = store_with(LocalOptions {
+        max_storage: Some(100),
+        ..Default::default()
+    });
+    put(&store, "a", &[1; 70]);
+    // Replacing needs room for both until the rename (the disk holds both too)...
+    let mut up = store.begin(&p("a"), UploadOptions::default()).unwrap();
+    assert!(matches!(
+        up.write(&[2; 31]),
+        Err(StoreError::QuotaExceeded { .. })
+    ));
+    // ...and frees the old size after it.
+    put(&store, "a", &[2; 30]);
+    assert_eq!(store.usage(), 30);
+    store.delete(&p("a")).unwrap();
+    assert_eq!(store.usage(), 0);
+    put(&store, "b", &[3; 100]);
+}
+
+#[test]
+fn quota_covers_external_writes() {
+    let (_dir, store) = store_with(LocalOptions {
+        max_storage: Some(50),
+        ..Default::default()
+    });
+    let opts = UploadOptions {
+        hash: false,
+        ..UploadOptions::default()
+    };
+    let err = put_external(&store, "f", &[0; 51], opts).unwrap_err();
+    assert!(matches!(err, StoreError::QuotaExceeded { .. }));
+    assert!(temps(store.root()).is_empty());
+    assert_eq!(store.usage(), 0);
+}
+
+fn faulty(op: FaultOp, nth: u64, raw_os_error: i32) -> (tempfile::TempDir, LocalStore) {
+    store_with(LocalOptions {
+        fault: Some(Fault {
+            op,
+            nth,
+            raw_os_error,
+        }),
+        ..Default::default()
+    })
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn injected_enospc_on_write_is_no_space_and_cleans_up() {
+    use rustix::io::Errno;
+    // Writes 1 and 2 make the existing file; the 5th write fails.
+    let (_dir, store) = faulty(FaultOp::Write, 5, Errno::NOSPC.raw_os_error());
+    put(&store, "f", b"existing ");
+    put(&store, "g", b"other");
+    let mut up = store.begin(&p("f"), UploadOptions::default()).unwrap();
+    up.write(b"one").unwrap();
+    up.write(b"two").unwrap();
+    let err = up.write(b"three").unwrap_err();
+    assert!(matches!(err, StoreError::NoSpace), "{err}");
+    assert!(
+        temps(store.root()).is_empty(),
+        "temp removed at the error, not at drop"
+    );
+    assert!(matches!(up.write(b"more"), Err(StoreError::Discarded)));
+    assert!(matches!(up.commit(), Err(StoreError::Discarded)));
+    assert_eq!(read(&store, "f"), b"existing ");
+    assert_eq!(store.usage(), 14);
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn injected_edquot_on_fsync_is_no_space_and_cleans_up() {
+    use rustix::io::Errno;
+    let (_dir, store) = faulty(FaultOp::SyncFile, 2, Errno::DQUOT.raw_os_error());
+    put(&store, "f", b"existing");
+    let mut up = store.begin(&p("f"), UploadOptions::default()).unwrap();
+    up.write(b"replacement").unwrap();
+    assert!(matches!(up.commit(), Err(StoreError::NoSpace)));
+    assert!(temps(store.root()).is_empty());
+    assert_eq!(read(&store, "f"), b"existing");
+    assert_eq!(store.usage(), 8);
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn injected_eio_on_fsync_is_an_io_error() {
+    use rustix::io::Errno;
+    let (_dir, store) = faulty(FaultOp::SyncFile, 1, Errno::IO.raw_os_error());
+    let mut up = store.begin(&p("f"), UploadOptions::default()).unwrap();
+    up.write(b"data").unwrap();
+    let err = up.commit().unwrap_err();
+    assert!(
+        matches!(
+            err,
+            StoreError::Io {
+                op: "fsync file",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(matches!(
+        store.open_file(&p("f")),
+        Err(StoreError::NotFound)
+    ));
+    assert!(temps(store.root()).is_empty());
+}
+
+#[test]
+fn abort_with_classifies_external_write_errors() {
+    let (_dir, store) = store();
+    let up = store.begin(&p("f"), UploadOptions::default()).unwrap();
+    let err = up.abort_with(io::ErrorKind::StorageFull.into());
+    assert!(matches!(err, StoreError::NoSpace));
+    let up = store.begin(&p("f"), UploadOptions::default()).unwrap();
+    let err = up.abort_with(io::ErrorKind::ConnectionReset.into());
+    assert!(matches!(err, StoreError::Io { .. }));
+    assert!(temps(store.root()).is_empty());
+}
+
+#[test]
+fn concurrent_uploads_to_one_path_each_land_whole() {
+    use std::io::Read;
+    const WRITERS: u8 = 4;
+    const ROUNDS: usize = 5;
+    const LEN: usize = 96 * 1024;
+    let (_dir, store) = store();
+    let body = |writer: u8, round: usize| vec![writer * 16 + round as u8; LEN + writer as usize];
+    let done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        // A reader that must never see a mix of two uploads.
+        let reader = s.spawn(|| {
+            let mut seen = 0;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                let Ok((mut f, meta)) = store.open_file(&p("shared/f")) else {
+                    continue;
+                };
+                let mut buf = Vec::new();
+                f.read_to_end(&mut buf).unwrap();
+                assert_eq!(buf.len() as u64, meta.size);
+                assert!(buf.iter().all(|&b| b == buf[0]), "a mix of two uploads");
+                assert_eq!(buf.len(), LEN + (buf[0] / 16) as usize);
+                seen += 1;
+            }
+            seen
+        });
+        let writers: Vec<_> = (0..WRITERS)
+            .map(|w| {
+                let store = store.clone();
+                s.spawn(move || {
+                    for round in 0..ROUNDS {
+                        let body = body(w, round);
+                        let mut up = store
+                            .begin(&p("shared/f"), UploadOptions::default())
+                            .unwrap();
+                        for chunk in body.chunks(8 * 1024) {
+                            up.write(chunk).unwrap();
+                        }
+                        up.commit().unwrap();
+                    }
+                })
+            })
+            .collect();
+        for w in writers {
+            w.join().unwrap();
+        }
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        reader.join().unwrap();
+    });
+    let last = read(&store, "shared/f");
+    let candidates: Vec<_> = (0..WRITERS)
+        .flat_map(|w| (0..ROUNDS).map(move |r| body(w, r)))
+        .collect();
+    assert_eq!(candidates.iter().filter(|c| **c == last).count(), 1);
+    assert!(temps(store.root()).is_empty());
+    assert_eq!(
+        store.usage(),
+        last.len() as u64,
+        "usage exact despite the races"
+    );
+}
+
+#[test]
+fn upload_and_store_can_move_between_threads() {
+    fn send_sync<T: Send + Sync>() {}
+    fn send<T: Send>() {}
+    send_sync::<LocalStore>();
+    send::<Upload>();
+}
