@@ -83,49 +83,18 @@ fn a_full_tmpfs_is_507_for_both_data_paths() {
 
 #[test]
 fn injected_enospc_is_507_in_process() {
-    use weir_cli::serve::{Auth, Service, ServiceOptions};
-    use weir_store::{Fault, FaultOp, LocalOptions, LocalStore};
+    use weir_store::{Fault, FaultOp, LocalOptions};
 
-    let dir = tempfile::tempdir().unwrap();
-    let store = LocalStore::open(
-        dir.path().join("root"),
-        LocalOptions {
-            // Writes 1..=4 make the first file (four 512 KiB reads at most); a later one fails.
-            fault: Some(Fault {
-                op: FaultOp::Write,
-                nth: 40,
-                raw_os_error: 28, // ENOSPC
-            }),
-            ..LocalOptions::default()
-        },
-    )
-    .unwrap();
-    let root = store.root().to_owned();
-    let service = Service::new(
-        store,
-        ServiceOptions {
-            max_upload: 1 << 30,
-            hash: true,
-            auth: Auth::new(None, false),
-            limited_storage: false,
-        },
-    );
-    let (tx, rx) = std::sync::mpsc::channel();
-    let thread = std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let mut server = weir::Server::new(weir::Config::default());
-            let addr = server.listen_tcp("127.0.0.1:0").await.unwrap();
-            let handle = server.handle();
-            tx.send((addr, handle)).unwrap();
-            server.serve(service).await.unwrap();
-        });
+    let s = InProcessServe::start(LocalOptions {
+        // Writes 1..=4 make the first file (four 512 KiB reads at most); a later one fails.
+        fault: Some(Fault {
+            op: FaultOp::Write,
+            nth: 40,
+            raw_os_error: 28, // ENOSPC
+        }),
+        ..LocalOptions::default()
     });
-    let (addr, handle) = rx.recv().unwrap();
+    let (addr, root) = (s.addr, s.root.clone());
     let keep = data(100_000, 62);
     assert_eq!(request(addr, "PUT /files/keep HTTP/1.1", &keep).status, 201);
     // Enough writes to reach the 40th, whatever the read sizes.
@@ -134,6 +103,5 @@ fn injected_enospc_is_507_in_process() {
     assert!(r.text().contains("no space"), "{}", r.text());
     assert!(temps(&root).is_empty());
     assert_eq!(request(addr, "GET /files/keep HTTP/1.1", b"").body, keep);
-    handle.shutdown();
-    thread.join().unwrap();
+    s.stop();
 }

@@ -7,92 +7,44 @@ use crate::routes::b64;
 use crate::support::*;
 use sha2::{Digest, Sha256, Sha512};
 use std::io::Write;
-use std::net::{SocketAddr, TcpStream};
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::net::TcpStream;
+use std::path::Path;
 use std::time::Duration;
-use weir_cli::serve::{Auth, Service, ServiceOptions};
-use weir_store::{HashGate, LocalOptions, LocalStore};
+use weir_store::{HashGate, LocalOptions};
 
 /// The bytes hashed inline before the pipeline starts (`serve::upload::PIPELINE_AFTER`).
 const INLINE_PREFIX: usize = 2 << 20;
 
-/// `weir serve`'s handler in this process, on a 2-worker runtime, with a gate on its store's
-/// hash jobs (open unless the test closes it).
+/// `weir serve`'s handler in this process with a gate on its store's hash jobs (open unless
+/// the test closes it).
 struct InProcess {
-    addr: SocketAddr,
-    service: Arc<Service>,
+    serve: InProcessServe,
     gate: HashGate,
-    root: PathBuf,
-    handle: weir::ServerHandle,
-    thread: Option<std::thread::JoinHandle<()>>,
-    _dir: tempfile::TempDir,
 }
 
 impl InProcess {
     fn start(gate: HashGate) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let store = LocalStore::open(
-            dir.path().join("root"),
-            LocalOptions {
-                hash_gate: Some(gate.clone()),
-                ..LocalOptions::default()
-            },
-        )
-        .unwrap();
-        let root = store.root().to_owned();
-        let service = Arc::new(Service::new(
-            store,
-            ServiceOptions {
-                max_upload: 1 << 30,
-                hash: true,
-                auth: Auth::new(None, false),
-                limited_storage: false,
-            },
-        ));
-        let (tx, rx) = std::sync::mpsc::channel();
-        let serving = Arc::clone(&service);
-        let thread = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async move {
-                let mut server = weir::Server::new(weir::Config::default());
-                let addr = server.listen_tcp("127.0.0.1:0").await.unwrap();
-                tx.send((addr, server.handle())).unwrap();
-                server.serve(serving).await.unwrap();
-            });
+        let serve = InProcessServe::start(LocalOptions {
+            hash_gate: Some(gate.clone()),
+            ..LocalOptions::default()
         });
-        let (addr, handle) = rx.recv().unwrap();
-        Self {
-            addr,
-            service,
-            gate,
-            root,
-            handle,
-            thread: Some(thread),
-            _dir: dir,
-        }
+        Self { serve, gate }
     }
 
     /// Waits until every upload buffer is back in the pool (a hash job that outlived its
     /// upload returns its buffer when it ends, on its own thread).
     fn wait_for_buffers(&self) {
         wait_for("every upload buffer back in the pool", || {
-            self.service.buffers_lent() == 0
+            self.serve.service.buffers_lent() == 0
         });
     }
 }
 
 impl Drop for InProcess {
     fn drop(&mut self) {
+        // Before the server stops (the field drops after this): a closed gate would hold its
+        // hash jobs, and with them the shutdown.
         self.gate.open();
-        self.handle.shutdown();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
     }
 }
 
@@ -114,7 +66,7 @@ fn bodies_of_many_buffers_are_byte_exact_with_odd_sizes() {
         .enumerate()
     {
         let body = data(len, 70 + i as u64);
-        let r = request(s.addr, &format!("PUT /files/p{i} HTTP/1.1"), &body);
+        let r = request(s.serve.addr, &format!("PUT /files/p{i} HTTP/1.1"), &body);
         assert_eq!(r.status, 201, "{}", r.text());
         let j = r.json();
         assert_eq!(j["sha256"], sha256(&body));
@@ -133,11 +85,11 @@ fn bodies_of_many_buffers_are_byte_exact_with_odd_sizes() {
             assert_eq!(pipelined, 0, "{j}");
         }
         assert_eq!(
-            request(s.addr, &format!("GET /files/p{i} HTTP/1.1"), b"").body,
+            request(s.serve.addr, &format!("GET /files/p{i} HTTP/1.1"), b"").body,
             body
         );
     }
-    assert!(temps(&s.root).is_empty());
+    assert!(temps(&s.serve.root).is_empty());
     s.wait_for_buffers();
 }
 
@@ -172,18 +124,32 @@ fn a_content_digest_mismatch_is_caught_by_the_pipelined_hasher() {
     let mut other = body.clone();
     *other.last_mut().unwrap() ^= 0x80;
     for header in [sha256_header(&other), sha512_header(&other)] {
-        let r = request(s.addr, &format!("PUT /files/d HTTP/1.1\r\n{header}"), &body);
+        let r = request(
+            s.serve.addr,
+            &format!("PUT /files/d HTTP/1.1\r\n{header}"),
+            &body,
+        );
         assert_eq!(r.status, 400, "{header}: {}", r.text());
         assert!(r.text().contains("digest"), "{}", r.text());
-        assert_eq!(request(s.addr, "GET /files/d HTTP/1.1", b"").status, 404);
-        assert!(temps(&s.root).is_empty());
+        assert_eq!(
+            request(s.serve.addr, "GET /files/d HTTP/1.1", b"").status,
+            404
+        );
+        assert!(temps(&s.serve.root).is_empty());
     }
     for header in [sha256_header(&body), sha512_header(&body)] {
-        let r = request(s.addr, &format!("PUT /files/d HTTP/1.1\r\n{header}"), &body);
+        let r = request(
+            s.serve.addr,
+            &format!("PUT /files/d HTTP/1.1\r\n{header}"),
+            &body,
+        );
         assert!(r.status == 201 || r.status == 200, "{header}: {}", r.text());
         assert!(r.json()["hashing"]["pipelined"].as_u64().unwrap() > 0);
     }
-    assert_eq!(request(s.addr, "GET /files/d HTTP/1.1", b"").body, body);
+    assert_eq!(
+        request(s.serve.addr, "GET /files/d HTTP/1.1", b"").body,
+        body
+    );
     s.wait_for_buffers();
 }
 
@@ -191,11 +157,11 @@ fn a_content_digest_mismatch_is_caught_by_the_pipelined_hasher() {
 fn a_client_gone_while_a_hash_is_in_flight_leaves_nothing() {
     let s = InProcess::start(HashGate::closed());
     assert_eq!(
-        request(s.addr, "PUT /files/t HTTP/1.1", b"old version").status,
+        request(s.serve.addr, "PUT /files/t HTTP/1.1", b"old version").status,
         201
     );
     let body = data(4 << 20, 76);
-    let mut sock = TcpStream::connect(s.addr).unwrap();
+    let mut sock = TcpStream::connect(s.serve.addr).unwrap();
     write!(
         sock,
         "PUT /files/t HTTP/1.1\r\nhost: t\r\ncontent-length: {}\r\n\r\n",
@@ -205,7 +171,7 @@ fn a_client_gone_while_a_hash_is_in_flight_leaves_nothing() {
     // Exactly the inline prefix first: the service hashes it inline, and the pipeline starts
     // with the next byte.
     sock.write_all(&body[..INLINE_PREFIX]).unwrap();
-    let root = s.root.clone();
+    let root = s.serve.root.clone();
     wait_for("the inline prefix in the temporary file", || {
         temp_len(&root) == Some(INLINE_PREFIX as u64)
     });
@@ -227,17 +193,17 @@ fn a_client_gone_while_a_hash_is_in_flight_leaves_nothing() {
     });
     assert_eq!(s.gate.waiting(), waiting, "the hash was still in flight");
     assert!(
-        s.service.buffers_lent() > 0,
+        s.serve.service.buffers_lent() > 0,
         "the job still holds its buffer"
     );
     // The job finishes after its upload is gone: every buffer goes back, nothing is stored.
     s.gate.open();
     s.wait_for_buffers();
-    assert!(temps(&s.root).is_empty());
-    let r = request(s.addr, "GET /files/t HTTP/1.1", b"");
+    assert!(temps(&s.serve.root).is_empty());
+    let r = request(s.serve.addr, "GET /files/t HTTP/1.1", b"");
     assert_eq!(r.body, b"old version");
     // The hashing threads serve the next upload.
-    let r = request(s.addr, "PUT /files/t HTTP/1.1", &body);
+    let r = request(s.serve.addr, "PUT /files/t HTTP/1.1", &body);
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(r.json()["sha256"], sha256(&body));
     assert!(r.json()["hashing"]["pipelined"].as_u64().unwrap() > 0);

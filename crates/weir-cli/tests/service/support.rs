@@ -321,3 +321,74 @@ pub fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
         std::thread::sleep(Duration::from_millis(10));
     }
 }
+
+/// `weir serve`'s handler (`weir_cli::serve::Service`) in this process, on a 2-worker runtime,
+/// over a fresh store opened with `options`: for tests that reach into the store (injected
+/// faults, a gate on hash jobs) where a child process cannot.
+pub struct InProcessServe {
+    pub addr: SocketAddr,
+    pub service: std::sync::Arc<weir_cli::serve::Service>,
+    pub root: PathBuf,
+    handle: weir::ServerHandle,
+    thread: Option<std::thread::JoinHandle<()>>,
+    _dir: tempfile::TempDir,
+}
+
+impl InProcessServe {
+    pub fn start(options: weir_store::LocalOptions) -> Self {
+        use weir_cli::serve::{Auth, Service, ServiceOptions};
+        let dir = tempfile::tempdir().unwrap();
+        let store = weir_store::LocalStore::open(dir.path().join("root"), options).unwrap();
+        let root = store.root().to_owned();
+        let service = std::sync::Arc::new(Service::new(
+            store,
+            ServiceOptions {
+                max_upload: 1 << 30,
+                hash: true,
+                auth: Auth::new(None, false),
+                limited_storage: false,
+            },
+        ));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let serving = std::sync::Arc::clone(&service);
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let mut server = weir::Server::new(weir::Config::default());
+                let addr = server.listen_tcp("127.0.0.1:0").await.unwrap();
+                tx.send((addr, server.handle())).unwrap();
+                server.serve(serving).await.unwrap();
+            });
+        });
+        let (addr, handle) = rx.recv().unwrap();
+        Self {
+            addr,
+            service,
+            root,
+            handle,
+            thread: Some(thread),
+            _dir: dir,
+        }
+    }
+
+    /// Shuts the server down and fails if its thread panicked.
+    pub fn stop(mut self) {
+        self.handle.shutdown();
+        if let Some(t) = self.thread.take() {
+            t.join().unwrap();
+        }
+    }
+}
+
+impl Drop for InProcessServe {
+    fn drop(&mut self) {
+        self.handle.shutdown();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
