@@ -131,15 +131,7 @@ fn start_raw_tls_discard(config: Arc<rustls::ServerConfig>) -> SocketAddr {
 /// The client's side of `tls-send`: head and body encrypted and sent, then the write side
 /// closed, then the server's one raw byte.
 async fn send_only(mut s: tokio_rustls::client::TlsStream<TcpStream>, piece: &Bytes, len: u64) {
-    let head = format!("PUT /u HTTP/1.1\r\nHost: x\r\nContent-Length: {len}\r\n\r\n");
-    s.write_all(head.as_bytes()).await.unwrap();
-    let mut left = len;
-    while left > 0 {
-        let n = left.min(piece.len() as u64) as usize;
-        s.write_all(&piece[..n]).await.unwrap();
-        left -= n as u64;
-    }
-    s.flush().await.unwrap();
+    send_request(&mut s, piece, len).await;
     let tcp = s.get_mut().0;
     tcp.shutdown().await.unwrap();
     let mut done = [0u8; 1];
@@ -174,15 +166,7 @@ async fn connect_tls(
 
 /// HTTP/1.1: the head, then the body in 1 MiB writes.
 async fn upload_h1<S: AsyncRead + AsyncWrite + Unpin>(mut s: S, piece: &Bytes, len: u64) {
-    let head = format!("PUT /u HTTP/1.1\r\nHost: x\r\nContent-Length: {len}\r\n\r\n");
-    s.write_all(head.as_bytes()).await.unwrap();
-    let mut left = len;
-    while left > 0 {
-        let n = left.min(piece.len() as u64) as usize;
-        s.write_all(&piece[..n]).await.unwrap();
-        left -= n as u64;
-    }
-    s.flush().await.unwrap();
+    send_request(&mut s, piece, len).await;
     let mut resp = vec![0u8; 4096];
     let n = s.read(&mut resp).await.unwrap();
     assert!(resp[..n].starts_with(b"HTTP/1.1 200"), "{:?}", &resp[..n]);
@@ -448,4 +432,17 @@ fn main() {
             );
         }
     }
+}
+
+/// Writes a `PUT` head for `len` body bytes, then the body in `piece`-sized writes.
+async fn send_request<S: AsyncWrite + Unpin>(s: &mut S, piece: &Bytes, len: u64) {
+    let head = format!("PUT /u HTTP/1.1\r\nHost: x\r\nContent-Length: {len}\r\n\r\n");
+    s.write_all(head.as_bytes()).await.unwrap();
+    let mut left = len;
+    while left > 0 {
+        let n = left.min(piece.len() as u64) as usize;
+        s.write_all(&piece[..n]).await.unwrap();
+        left -= n as u64;
+    }
+    s.flush().await.unwrap();
 }

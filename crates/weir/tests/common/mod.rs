@@ -31,3 +31,60 @@ pub fn query_u64(ex: &Exchange<'_>, key: &str) -> Option<u64> {
         (k == key).then(|| v.parse().ok()).flatten()
     })
 }
+
+/// A `weir::Server` serving `handler` on its own 2-worker runtime thread. Dropping it shuts the
+/// server down; [`ServerThread::stop`] also waits for `serve` to return.
+pub struct ServerThread {
+    pub handle: weir::ServerHandle,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl ServerThread {
+    /// Starts the server once `listen` has added its listeners; returns with what `listen`
+    /// returned (their addresses) when it is accepting.
+    pub fn start<H, T>(
+        config: weir::Config,
+        handler: H,
+        listen: impl AsyncFnOnce(&mut weir::Server) -> T + Send + 'static,
+    ) -> (Self, T)
+    where
+        H: weir::Handler,
+        T: Send + 'static,
+    {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .expect("runtime");
+            rt.block_on(async move {
+                let mut server = weir::Server::new(config);
+                let listening = listen(&mut server).await;
+                tx.send((listening, server.handle()))
+                    .expect("send addresses");
+                server.serve(handler).await.expect("serve");
+            });
+        });
+        let (listening, handle) = rx.recv().expect("server started");
+        let server = Self {
+            handle,
+            thread: Some(thread),
+        };
+        (server, listening)
+    }
+
+    /// Shuts down and waits for `serve` to return; fails if the server's thread panicked.
+    pub fn stop(mut self) {
+        self.handle.shutdown();
+        if let Some(t) = self.thread.take() {
+            t.join().expect("server thread");
+        }
+    }
+}
+
+impl Drop for ServerThread {
+    fn drop(&mut self) {
+        self.handle.shutdown();
+    }
+}

@@ -5,11 +5,10 @@
 //! answered exactly once and then closed, and no byte after the bad request was ever served.
 
 pub use crate::common::Resp;
-use crate::common::query_u64;
+use crate::common::{ServerThread, query_u64};
 use http::StatusCode;
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 use weir::{Config, Exchange, Handler, ServerHandle};
 
@@ -26,34 +25,22 @@ pub const SMUGGLED_BODY: &str = "SMUGGLED";
 /// How long a client waits for the server to close before the case fails.
 const READ_LIMIT: Duration = Duration::from_secs(10);
 
-/// A server on its own runtime thread; shut down and joined on drop.
+/// A server on its own runtime thread; shut down on drop.
 pub struct TestServer {
     pub addr: SocketAddr,
     pub handle: ServerHandle,
-    thread: Option<std::thread::JoinHandle<()>>,
+    _server: ServerThread,
 }
 
 impl TestServer {
     pub fn start(config: Config) -> Self {
-        let (tx, rx) = mpsc::channel();
-        let thread = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .expect("runtime");
-            rt.block_on(async move {
-                let mut server = weir::Server::new(config);
-                let addr = server.listen_tcp("127.0.0.1:0").await.expect("bind");
-                tx.send((addr, server.handle())).expect("send addr");
-                server.serve(Probe).await.expect("serve");
-            });
+        let (server, addr) = ServerThread::start(config, Probe, async |s: &mut weir::Server| {
+            s.listen_tcp("127.0.0.1:0").await.expect("bind")
         });
-        let (addr, handle) = rx.recv().expect("server started");
         Self {
             addr,
-            handle,
-            thread: Some(thread),
+            handle: server.handle.clone(),
+            _server: server,
         }
     }
 
@@ -79,15 +66,6 @@ impl TestServer {
             std::thread::sleep(Duration::from_millis(10));
         }
         false
-    }
-}
-
-impl Drop for TestServer {
-    fn drop(&mut self) {
-        self.handle.shutdown();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
     }
 }
 

@@ -8,6 +8,7 @@
 //! - `listeners`: binding mistakes come back as clear `io::Error`s and destroy nothing.
 
 #[path = "../common/mod.rs"]
+#[allow(dead_code)] // shared with the integration tests, which use all of it
 mod common;
 mod harness;
 mod listeners;

@@ -1,6 +1,7 @@
 //! Test support for TLS and HTTP/2: a server with a plain and a TLS listener, a self-signed
 //! certificate, curl with HTTP/2, and clients built on the `h2` crate (cleartext and TLS).
 
+use crate::common::ServerThread;
 use crate::support::Routes;
 use bytes::Bytes;
 use h2::client::SendRequest;
@@ -9,7 +10,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock, mpsc};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tokio::net::TcpStream;
 use tokio::sync::Notify;
@@ -72,7 +73,7 @@ pub struct TlsTestServer {
     pub tls_addr: SocketAddr,
     pub cert: TestCert,
     pub handle: ServerHandle,
-    thread: Option<std::thread::JoinHandle<()>>,
+    server: ServerThread,
 }
 
 impl TlsTestServer {
@@ -83,28 +84,18 @@ impl TlsTestServer {
     pub fn start_with<H: Handler>(config: Config, handler: H) -> Self {
         let cert = TestCert::new();
         let tls = cert.tls_config();
-        let (tx, rx) = mpsc::channel();
-        let thread = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async move {
-                let mut server = weir::Server::new(config);
-                let addr = server.listen_tcp("127.0.0.1:0").await.unwrap();
-                let tls_addr = server.listen_tls("127.0.0.1:0", tls).await.unwrap();
-                tx.send((addr, tls_addr, server.handle())).unwrap();
-                server.serve(handler).await.unwrap();
+        let (server, (addr, tls_addr)) =
+            ServerThread::start(config, handler, async move |s: &mut weir::Server| {
+                let addr = s.listen_tcp("127.0.0.1:0").await.unwrap();
+                let tls_addr = s.listen_tls("127.0.0.1:0", tls).await.unwrap();
+                (addr, tls_addr)
             });
-        });
-        let (addr, tls_addr, handle) = rx.recv().unwrap();
         Self {
             addr,
             tls_addr,
             cert,
-            handle,
-            thread: Some(thread),
+            handle: server.handle.clone(),
+            server,
         }
     }
 
@@ -117,17 +108,8 @@ impl TlsTestServer {
     }
 
     /// Shuts down and waits for `serve` to return.
-    pub fn stop(mut self) {
-        self.handle.shutdown();
-        if let Some(t) = self.thread.take() {
-            t.join().unwrap();
-        }
-    }
-}
-
-impl Drop for TlsTestServer {
-    fn drop(&mut self) {
-        self.handle.shutdown();
+    pub fn stop(self) {
+        self.server.stop();
     }
 }
 

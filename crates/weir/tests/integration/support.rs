@@ -2,12 +2,12 @@
 //! routes for every behaviour under test.
 
 pub use crate::common::Resp;
+use crate::common::ServerThread;
 use crate::common::query_u64;
 use http::{Method, StatusCode};
 use sha2::{Digest, Sha256};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::sync::mpsc;
 use std::time::Duration;
 use weir::{Config, Exchange, Handler, ServerHandle};
 
@@ -15,7 +15,7 @@ use weir::{Config, Exchange, Handler, ServerHandle};
 pub struct TestServer {
     pub addr: SocketAddr,
     pub handle: ServerHandle,
-    thread: Option<std::thread::JoinHandle<()>>,
+    server: ServerThread,
 }
 
 impl TestServer {
@@ -28,28 +28,18 @@ impl TestServer {
         handler: H,
         unix: Option<std::path::PathBuf>,
     ) -> Self {
-        let (tx, rx) = mpsc::channel();
-        let thread = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async move {
-                let mut server = weir::Server::new(config);
-                let addr = server.listen_tcp("127.0.0.1:0").await.unwrap();
+        let (server, addr) =
+            ServerThread::start(config, handler, async move |s: &mut weir::Server| {
+                let addr = s.listen_tcp("127.0.0.1:0").await.unwrap();
                 if let Some(path) = unix {
-                    server.listen_unix(path).unwrap();
+                    s.listen_unix(path).unwrap();
                 }
-                tx.send((addr, server.handle())).unwrap();
-                server.serve(handler).await.unwrap();
+                addr
             });
-        });
-        let (addr, handle) = rx.recv().unwrap();
         Self {
             addr,
-            handle,
-            thread: Some(thread),
+            handle: server.handle.clone(),
+            server,
         }
     }
 
@@ -62,17 +52,8 @@ impl TestServer {
     }
 
     /// Shuts down and waits for `serve` to return.
-    pub fn stop(mut self) {
-        self.handle.shutdown();
-        if let Some(t) = self.thread.take() {
-            t.join().unwrap();
-        }
-    }
-}
-
-impl Drop for TestServer {
-    fn drop(&mut self) {
-        self.handle.shutdown();
+    pub fn stop(self) {
+        self.server.stop();
     }
 }
 
