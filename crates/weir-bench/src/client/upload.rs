@@ -91,6 +91,12 @@ impl Upload {
     }
 }
 
+/// The bytes every upload sends: `len` of a fixed, non-repeating-looking pattern (not zeros,
+/// which a compressing layer or a sparse file could shortcut).
+pub fn body_pattern(len: usize) -> Vec<u8> {
+    (0..len).map(|i| (i * 31 + i / 4096) as u8).collect()
+}
+
 /// Holds the body buffer across uploads, and the TLS client configurations.
 pub struct Uploader {
     /// `Bytes`, so the HTTP/2 client sends slices of it without copying.
@@ -112,7 +118,7 @@ impl Default for Uploader {
 impl Uploader {
     /// Allocates and fills the body buffer.
     pub fn new() -> Self {
-        let chunk: Vec<u8> = (0..CHUNK).map(|i| (i * 31 + i / 4096) as u8).collect();
+        let chunk = body_pattern(CHUNK);
         Self {
             chunk: Bytes::from(chunk),
             tls: None,

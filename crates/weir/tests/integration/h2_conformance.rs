@@ -110,7 +110,6 @@ fn run_suite(config: Config) -> Outcome {
         .arg(server.addr.to_string())
         // One case at a time: no case's timing depends on the others'.
         .env("SEQUENTIAL", "1")
-        .env("NO_COLOR", "1")
         .output()
         .expect("run httpwg");
     server.stop();

@@ -73,10 +73,7 @@ struct Row {
     protocol: Protocol,
     /// weir's pause threshold, where the command line sets one.
     pause: Option<usize>,
-    /// For the `weir serve` rows: which, and its storage root.
-    service: Option<(WeirServe, PathBuf)>,
-    /// For the `weir put` rows: the client is the `weir` binary, sending the way it says.
-    weir_put: Option<(PathBuf, put::Send)>,
+    client: Client,
     /// Index of the row this one is compared with.
     baseline: usize,
     seconds: Samples,
@@ -94,16 +91,25 @@ struct Row {
     tls: Option<String>,
 }
 
+/// Who uploads in a row, and how.
+enum Client {
+    /// weir-bench's own client: `POST /upload` over the row's protocol.
+    Bench,
+    /// weir-bench's own client: `PUT /files/…` to `weir serve`, which stores under this root.
+    Service(PathBuf),
+    /// The `weir` binary's `weir put`, sending the way it says.
+    WeirPut(PathBuf, put::Send),
+}
+
 impl Row {
-    /// One upload of `size` bytes to this row's server: `POST /upload` over the row's
-    /// protocol, or `PUT /files/…` for `weir serve`.
+    /// One upload of `size` bytes to this row's server.
     fn upload(&self, clients: &Clients, endpoint: &Endpoint, size: u64) -> io::Result<Upload> {
-        match (&self.service, &self.weir_put) {
-            (Some(_), _) => clients
+        match &self.client {
+            Client::Bench => clients.uploader.upload_over(self.protocol, endpoint, size),
+            Client::Service(..) => clients
                 .uploader
                 .put_file(endpoint, service::STORED_NAME, size),
-            (None, Some((weir, send))) => clients.put.upload(weir, *send, endpoint, size),
-            (None, None) => clients.uploader.upload_over(self.protocol, endpoint, size),
+            Client::WeirPut(weir, send) => clients.put.upload(weir, *send, endpoint, size),
         }
     }
 }
@@ -241,40 +247,38 @@ fn rows(
     };
     let mut rows = Vec::new();
     for (i, (label, start)) in specs.into_iter().enumerate() {
-        let mut weir_put = None;
-        let (peer, system, sink, protocol, pause, svc) = match start {
+        let weir = || {
+            weir_bin
+                .clone()
+                .ok_or_else(|| io::Error::other("no weir binary"))
+        };
+        let (peer, system, sink, protocol, pause, client) = match start {
             Start::Bench(args, protocol) => (
                 Peer::start(label, &args)?,
                 args.system,
                 args.sink,
                 protocol,
                 args.pause_threshold,
-                None,
+                Client::Bench,
             ),
-            Start::Put(args, send) => {
-                weir_put = weir_bin.clone().map(|w| (w, send));
-                (
-                    Peer::start(label, &args)?,
-                    args.system,
-                    args.sink,
-                    h1,
-                    args.pause_threshold,
-                    None,
-                )
-            }
+            Start::Put(args, send) => (
+                Peer::start(label, &args)?,
+                args.system,
+                args.sink,
+                h1,
+                args.pause_threshold,
+                Client::WeirPut(weir()?, send),
+            ),
             Start::Service(mode) => {
                 let root = dir.join(format!("weir-serve-{i}"));
-                let weir = weir_bin
-                    .as_deref()
-                    .ok_or_else(|| io::Error::other("no weir binary"))?;
-                let peer = Peer::start_weir_serve(label, weir, &root, mode.args())?;
+                let peer = Peer::start_weir_serve(label, &weir()?, &root, mode.args())?;
                 (
                     peer,
                     System::Weir,
                     mode.sink(),
                     h1,
                     None,
-                    Some((mode, root)),
+                    Client::Service(root),
                 )
             }
         };
@@ -284,8 +288,7 @@ fn rows(
             sink,
             protocol,
             pause,
-            service: svc,
-            weir_put,
+            client,
             baseline: 0,
             seconds: Samples::default(),
             gib_s: Samples::default(),
@@ -311,7 +314,7 @@ fn rows(
 /// stored file), then `syncfs`: outside the timing, so that no row pays for another's.
 fn clean_up(dir: &Path, rows: &[Row]) -> io::Result<()> {
     for r in rows {
-        if let Some((_, root)) = &r.service {
+        if let Client::Service(root) = &r.client {
             service::remove_stored(root)?;
         }
     }

@@ -64,7 +64,7 @@ fn find(rows: &[Row], (system, protocol): (System, Protocol), sink: Sink) -> Opt
             && (system != System::Weir
                 || protocol != Protocol::H1
                 || r.pause == Some(default_pause))
-            && r.service.is_none()
+            && matches!(r.client, super::Client::Bench)
             && r.peer.server.is_ok()
     })
 }

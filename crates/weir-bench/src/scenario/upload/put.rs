@@ -61,9 +61,7 @@ impl PutSources {
             return Ok(path);
         }
         let mut f = File::create(&path)?;
-        let piece: Vec<u8> = (0..1usize << 20)
-            .map(|i| (i * 31 + i / 4096) as u8)
-            .collect();
+        let piece = crate::client::upload::body_pattern(1 << 20);
         let mut left = size;
         while left > 0 {
             let n = (piece.len() as u64).min(left) as usize;
