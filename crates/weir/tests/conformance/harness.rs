@@ -85,14 +85,7 @@ impl Handler for Probe {
         match path.as_str() {
             "/echo" => {
                 let mut body = Vec::new();
-                let mut buf = vec![0u8; 16 * 1024];
-                loop {
-                    let n = ex.read_body(&mut buf).await?;
-                    if n == 0 {
-                        break;
-                    }
-                    body.extend_from_slice(&buf[..n]);
-                }
+                ex.read_body_to_end(&mut body).await?;
                 ex.respond(StatusCode::OK).body(&body).await
             }
             "/ignore" => ex.respond(StatusCode::OK).body("ignored").await,
