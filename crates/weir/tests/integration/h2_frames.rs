@@ -1,7 +1,7 @@
 //! HTTP/2 conformance (RFC 9113) and flood defences, checked with raw frames over h2c.
 //!
-//! h2spec (the usual conformance suite) is a Go binary that no allowed registry ships, so the
-//! checks that matter are written here: the preface and SETTINGS exchange, flow-control and
+//! The external suite (`h2_conformance.rs`) checks the RFC case by case; these are weir's own
+//! checks, with the exact code expected for each fault: the preface and SETTINGS exchange, flow-control and
 //! stream-state violations, malformed requests (pseudo-headers, connection-specific headers,
 //! content-length), frame size and SETTINGS errors, and the known floods (rapid reset,
 //! CONTINUATION, PING, SETTINGS, HPACK bomb).
@@ -416,6 +416,55 @@ fn stream_state_violations() {
     );
     assert!(c.read_frame().is_none(), "closed after GOAWAY");
     hold_release(3).notify_waiters();
+}
+
+/// The faults patched in vendor/h2 (vendor/h2/WEIR-PATCHES.md), each answered as RFC 9113 asks.
+#[test]
+fn faults_fixed_in_the_vendored_h2() {
+    let server = TlsTestServer::start(Config::default());
+    // HPACK decoding errors are connection errors COMPRESSION_ERROR (§4.3): an indexed field
+    // with index 0 (RFC 7541 §6.1), and a block that ends inside a field.
+    let mut c = Raw::connect(server.addr);
+    c.send(HEADERS, END_HEADERS | END_STREAM, 1, &[0x80]);
+    assert_eq!(c.goaway(), Some(COMPRESSION_ERROR), "index 0");
+    let mut c = Raw::connect(server.addr);
+    let mut block = hpack(&get("/hello"));
+    block.extend_from_slice(&[0x00, 0x05, b'x']);
+    c.send(HEADERS, END_HEADERS | END_STREAM, 1, &block);
+    assert_eq!(c.goaway(), Some(COMPRESSION_ERROR), "truncated block");
+
+    // A pseudo-header field in trailers makes the request malformed (§8.1): the stream is
+    // reset, and the connection serves on.
+    let mut c = Raw::connect(server.addr);
+    let mut fields = get("/sha");
+    fields[0] = (":method", "PUT");
+    c.headers(1, &fields, false);
+    c.send(DATA, 0, 1, b"abc");
+    c.headers(1, &[(":path", "/elsewhere")], true);
+    assert_eq!(
+        c.reset_of(1),
+        Ok(PROTOCOL_ERROR),
+        "pseudo-header in trailers"
+    );
+    c.headers(3, &get("/hello"), true);
+    assert_eq!(c.status(3), 200);
+
+    // The client's GOAWAY (with an error code unknown to the server, which must trigger no
+    // special behaviour, §7) only says it opens no more streams: a PING sent after it, once the
+    // server has had time to act on the GOAWAY alone, is still answered.
+    let mut c = Raw::connect(server.addr);
+    let mut goaway = 0u32.to_be_bytes().to_vec();
+    goaway.extend_from_slice(&0xbad_c0deu32.to_be_bytes());
+    c.send(GOAWAY, 0, 0, &goaway);
+    std::thread::sleep(Duration::from_millis(200));
+    c.send(PING, 0, 0, b"after-ga");
+    let pong = c
+        .until(|f| f.kind == PING)
+        .expect("PING answered after the client's GOAWAY");
+    assert_eq!(
+        (pong.flags, pong.payload.as_slice()),
+        (ACK, &b"after-ga"[..])
+    );
 }
 
 #[test]

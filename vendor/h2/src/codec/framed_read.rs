@@ -148,6 +148,30 @@ impl FrameDecoder {
 /// Decodes a frame.
 ///
 /// This function is intentionally de-generified and outlined because it is very large.
+/// weir patch: the connection error for a header block that failed to load. "A receiver MUST
+/// terminate the connection with a connection error of type COMPRESSION_ERROR if it does not
+/// decompress a field block" (RFC 9113 §4.3): HPACK decoding errors (RFC 7541) and a block that
+/// ends inside a representation. Fields that decode but are not valid HTTP (names, values,
+/// pseudo-header fields) stay PROTOCOL_ERROR, as upstream answers them.
+fn hpack_error_reason(e: &frame::Error) -> Reason {
+    use hpack::DecoderError::*;
+    match e {
+        frame::Error::Hpack(InvalidUtf8 | InvalidStatusCode | InvalidPseudoheader) => {
+            Reason::PROTOCOL_ERROR
+        }
+        frame::Error::Hpack(
+            InvalidRepresentation
+            | InvalidIntegerPrefix
+            | InvalidTableIndex
+            | InvalidHuffmanCode
+            | InvalidMaxDynamicSize
+            | IntegerOverflow
+            | NeedMore(_),
+        ) => Reason::COMPRESSION_ERROR,
+        _ => Reason::PROTOCOL_ERROR,
+    }
+}
+
 fn decode_frame(decoder: &mut FrameDecoder, mut bytes: BytesMut) -> Result<Option<Frame>, Error> {
     let span = tracing::trace_span!("FramedRead::decode_frame", offset = bytes.len());
     let _e = span.enter();
@@ -207,7 +231,7 @@ fn decode_frame(decoder: &mut FrameDecoder, mut bytes: BytesMut) -> Result<Optio
                 },
                 Err(e) => {
                     proto_err!(conn: "failed HPACK decoding; err={:?}", e);
-                    return Err(Error::library_go_away(Reason::PROTOCOL_ERROR));
+                    return Err(Error::library_go_away(hpack_error_reason(&e)));
                 }
             }
 
@@ -390,7 +414,7 @@ fn decode_frame(decoder: &mut FrameDecoder, mut bytes: BytesMut) -> Result<Optio
                 }
                 Err(e) => {
                     proto_err!(conn: "failed HPACK decoding; err={:?}", e);
-                    return Err(Error::library_go_away(Reason::PROTOCOL_ERROR));
+                    return Err(Error::library_go_away(hpack_error_reason(&e)));
                 }
             }
 

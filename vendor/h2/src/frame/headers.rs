@@ -558,6 +558,16 @@ impl Continuation {
 // ===== impl Pseudo =====
 
 impl Pseudo {
+    /// weir patch: whether no pseudo-header field was received (trailers must have none).
+    pub fn is_empty(&self) -> bool {
+        self.method.is_none()
+            && self.scheme.is_none()
+            && self.authority.is_none()
+            && self.path.is_none()
+            && self.protocol.is_none()
+            && self.status.is_none()
+    }
+
     pub fn request(method: Method, uri: Uri, protocol: Option<Protocol>) -> Self {
         let parts = uri::Parts::from(uri);
 

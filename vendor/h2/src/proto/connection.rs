@@ -324,8 +324,17 @@ where
                             // This will also handle flushing `self.codec`
                             ready!(self.inner.streams.poll_complete(cx, &mut self.codec))?;
 
-                            if (self.inner.error.is_some()
-                                || self.inner.go_away.should_close_on_idle())
+                            // weir patch: a server no longer closes an idle connection
+                            // because the client sent GOAWAY. The client only said it opens
+                            // no more streams; frames it still sends (PING, SETTINGS) are
+                            // answered, and "an endpoint MUST NOT trigger any special
+                            // behavior" for an unknown error code (RFC 9113 §7). Upstream
+                            // closed here, racing a PING sent right after the GOAWAY. The
+                            // connection ends when the client closes it, or by the server's
+                            // idle timeout or graceful shutdown.
+                            let peer_went_away =
+                                self.inner.error.is_some() && !P::r#dyn().is_server();
+                            if (peer_went_away || self.inner.go_away.should_close_on_idle())
                                 && !self.inner.streams.has_streams()
                             {
                                 self.inner.as_dyn().go_away_now(Reason::NO_ERROR);

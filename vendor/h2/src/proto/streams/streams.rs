@@ -590,6 +590,14 @@ impl Inner {
                     return Err(Error::library_reset(stream.id, Reason::PROTOCOL_ERROR));
                 }
 
+                // weir patch: "Pseudo-header fields MUST NOT appear in a trailer section"
+                // (RFC 9113 §8.1); such a message is malformed, a stream error. Upstream decoded
+                // them and then dropped them with the rest of the pseudo-header block.
+                if !frame.pseudo().is_empty() {
+                    proto_err!(stream: "recv_headers: pseudo-header fields in trailers; stream={:?}", stream.id);
+                    return Err(Error::library_reset(stream.id, Reason::PROTOCOL_ERROR));
+                }
+
                 actions.recv.recv_trailers(frame, stream)
             };
 
