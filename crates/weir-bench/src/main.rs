@@ -81,6 +81,9 @@ fn default_report() -> &'static str {
 }
 
 fn main() {
+    // Every process of the suite (servers of every system, clients) runs with the allocator
+    // settings `weir` runs with (weir::malloc): the same for hyper as for weir.
+    weir::malloc::tune_for_streaming();
     let cli = Cli::parse();
     if let Cmd::Serve(args) = &cli.cmd {
         server::run_child(args);

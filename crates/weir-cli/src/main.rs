@@ -7,6 +7,9 @@ use std::process::ExitCode;
 use weir_cli::cli::{Cli, Command};
 
 fn main() -> ExitCode {
+    // HTTP/2 bodies arrive in buffers that glibc's defaults give back to the kernel as soon as
+    // they are freed (weir::malloc): keep them for reuse, before any thread starts.
+    weir::malloc::tune_for_streaming();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => return weir_cli::usage_error(e),
