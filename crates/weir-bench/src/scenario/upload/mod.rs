@@ -64,6 +64,11 @@ pub struct UploadArgs {
     /// which `cargo build --release -p weir-cli` puts there).
     #[arg(long)]
     pub weir: Option<PathBuf>,
+    /// Pause the kernel's free page reporting (virtio-balloon) for the run, and restore it after:
+    /// on a VM that has it, freed page cache goes back to the host and is faulted in again on
+    /// reuse, which makes file rows swing several-fold (`prefault.rs`). Needs root.
+    #[arg(long)]
+    pub pause_page_reporting: bool,
 }
 
 struct Row {
@@ -321,6 +326,34 @@ fn clean_up(dir: &Path, rows: &[Row]) -> io::Result<()> {
     empty_dir(dir)
 }
 
+/// Pauses free page reporting if asked (the pause lasts as long as the returned guard), and
+/// says in the report whether it was on.
+fn pause_page_reporting(
+    asked: bool,
+) -> io::Result<(Option<crate::prefault::ReportingPause>, String)> {
+    use crate::prefault::{ReportingPause, reporting_order};
+    if asked {
+        let pause = ReportingPause::start().map_err(io::Error::other)?;
+        let note = format!(
+            " The kernel's free page reporting (virtio-balloon) was paused for the run \
+             (`--pause-page-reporting`: `page_reporting_order` {} → 11, restored after): with it \
+             on, page cache freed between rounds goes back to the host and is faulted in again \
+             when reused, and the file rows swing several-fold from round to round.",
+            pause.previous()
+        );
+        return Ok((Some(pause), note));
+    }
+    let note = match reporting_order() {
+        Some(order) => format!(
+            " The kernel's free page reporting was on (`page_reporting_order` {order}): page \
+             cache freed between rounds may go back to the host and be faulted in again, so \
+             file rows can swing several-fold; `--pause-page-reporting` pauses it."
+        ),
+        None => String::new(),
+    };
+    Ok((None, note))
+}
+
 /// Runs the scenario and publishes its section.
 pub fn run(s: &Settings, a: &UploadArgs) -> io::Result<()> {
     let ctx = report::Context::capture();
@@ -328,6 +361,7 @@ pub fn run(s: &Settings, a: &UploadArgs) -> io::Result<()> {
     let rounds = s.rounds(5, 3);
     let data = tempfile::tempdir()?;
     let protocols = a.protocols();
+    let (_reporting_pause, reporting_note) = pause_page_reporting(a.pause_page_reporting)?;
     // Full runs only: a quick run's files are small, and its seconds count.
     let touched = if s.pick(true, false, false) {
         crate::prefault::touch_free_memory()
@@ -470,7 +504,7 @@ pub fn run(s: &Settings, a: &UploadArgs) -> io::Result<()> {
          (socket → pipe → file: raw with `splice(2)` through a 1 MiB pipe, weir with \
          `Exchange::body_to_file`). Files go to a temporary directory ({}) and are removed after \
          each upload, then `syncfs`, outside the timing (so no row pays for the filesystem work \
-         of the one before).{prefault_note} Peak RSS is `VmHWM`, reset before each upload; growth \
+         of the one before).{prefault_note}{reporting_note} Peak RSS is `VmHWM`, reset before each upload; growth \
          is the peak minus the RSS before the upload.{peak_note} Server CPU is user + system time \
          of the server process over the upload, also per GiB of body; client CPU is the time of \
          the client's thread (which also drives its HTTP/2 connection), per GiB.{}\n\n{}\n\
@@ -594,6 +628,7 @@ impl Default for UploadArgs {
             no_protocols: false,
             rows: Vec::new(),
             weir: None,
+            pause_page_reporting: false,
         }
     }
 }
