@@ -4,6 +4,7 @@
 
 use super::h2::H2Connection;
 use super::http::{self, Request, ResponseHead};
+use crate::cli::SendfileMode;
 use std::fs::File;
 use std::io;
 use std::time::Duration;
@@ -43,18 +44,24 @@ impl Connection {
         }
     }
 
-    /// Sends `len` bytes of `file` as the request body; `sendfile` asks for `sendfile(2)`
-    /// where the transport allows it (HTTP/1.1 in the clear).
+    /// Sends `len` bytes of `file` as the request body; `sendfile` says when to use
+    /// `sendfile(2)` where the transport allows it (HTTP/1.1 in the clear).
     pub(crate) fn send_file(
         &mut self,
         file: &File,
         len: u64,
-        sendfile: bool,
+        sendfile: SendfileMode,
         progress: &mut dyn FnMut(u64),
     ) -> io::Result<()> {
         match self {
-            Self::H1(c) if sendfile => c.transport().send_file(file, 0, len, progress),
-            Self::H1(c) => c.transport().copy_file(file, 0, len, progress),
+            Self::H1(c) => {
+                let transport = c.transport();
+                if sendfile.chooses(transport.sendfile_pays()) {
+                    transport.send_file(file, 0, len, progress)
+                } else {
+                    transport.copy_file(file, 0, len, progress)
+                }
+            }
             Self::H2(c) => c.send_file(file, len, progress),
         }
     }

@@ -7,12 +7,12 @@
 //!    reported apart from the transfer.
 //! 2. Send the head with `Expect: 100-continue` and wait (up to a second) for the server's
 //!    go-ahead: a refusal (401, 413, 507, bad path) costs no body bytes.
-//! 3. Send the body: by default read into one 1 MiB buffer and written from it (the buffer
-//!    stays in the CPU cache between the two copies, or the copy and the encryption); with
-//!    `--sendfile` (HTTP/1.1 in the clear only), page cache → socket with `sendfile(2)`. On
-//!    loopback TCP (weir-bench's `weir put` rows) the buffered path measured 0.57–1.07 × a raw
-//!    TCP sender writing from memory, round by round; `sendfile` anywhere from 0.42 to 1.91 ×
-//!    (its slow rounds cost the receiver twice the CPU per byte), so the buffer is the default.
+//! 3. Send the body, HTTP/1.1 in the clear: with `sendfile(2)` (page cache → socket, no copy
+//!    in user space) to a TCP peer on another host; through one 1 MiB buffer (the buffer stays in
+//!    the CPU cache between the two copies) on loopback and Unix sockets, where `sendfile`
+//!    measured slower: the receiver's copy then reads page cache no CPU has touched lately
+//!    (`Transport::sendfile_pays`). `--sendfile` / `--no-sendfile` override. Under TLS and HTTP/2
+//!    the body is encrypted or framed in user space: always through the buffer.
 //! 4. Read the answer; compare the server's SHA-256 with ours.
 
 use super::http::{Request, ResponseHead};
@@ -30,6 +30,7 @@ const CONTINUE_WAIT: Duration = Duration::from_secs(1);
 
 /// Runs `weir put`.
 pub fn put(args: PutArgs) -> Result<(), ClientError> {
+    let sendfile = args.sendfile_mode();
     let options = Options::from_args(args.client);
     let mut url = Url::parse(&args.url)?;
     let shown = args.file.display().to_string();
@@ -100,7 +101,7 @@ pub fn put(args: PutArgs) -> Result<(), ClientError> {
         None => {
             let bar = progress::bar(len, "Uploading");
             let mut progress = |n| bar.set_position(n);
-            let sent = conn.send_file(&file, len, args.sendfile, &mut progress);
+            let sent = conn.send_file(&file, len, sendfile, &mut progress);
             bar.finish_and_clear();
             if let Err(e) = sent {
                 // The server may have answered (507, 413) and closed: show its reason.

@@ -175,6 +175,19 @@ impl Transport {
         }
     }
 
+    /// Whether `sendfile(2)` beats the buffer on this connection: in the clear, to a TCP peer on
+    /// another host, where the NIC reads the page cache and no CPU copies the body. On loopback
+    /// (and Unix sockets) the receiver's copy reads the sender's page cache, which no CPU has
+    /// touched lately, instead of bytes the sender's copy just brought into the shared cache:
+    /// measured on this project's 2-core VM with `perf`, the receiving server's `recv` copy took
+    /// 4.4× as long and its CPU per upload doubled (docs/BENCHMARKS.md, `weir put` rows).
+    pub(crate) fn sendfile_pays(&self) -> bool {
+        match self {
+            Self::Plain(Socket::Tcp(s)) => s.peer_addr().is_ok_and(|a| !a.ip().is_loopback()),
+            Self::Plain(Socket::Unix(_)) | Self::Tls(_) => false,
+        }
+    }
+
     /// Sends `len` bytes of `file` from `offset`, calling `progress` with the bytes sent so far.
     /// On Linux, in the clear, this is `sendfile(2)`: page cache → socket, no user-space copy.
     /// Elsewhere, and under TLS, [`Transport::copy_file`].
@@ -306,6 +319,15 @@ impl Write for Transport {
 mod tests {
     use super::*;
     use std::io::Seek;
+
+    #[test]
+    fn sendfile_does_not_pay_on_loopback_or_unix_sockets() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let tcp = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        assert!(!Transport::Plain(Socket::Tcp(tcp)).sendfile_pays());
+        let (a, _b) = UnixStream::pair().unwrap();
+        assert!(!Transport::Plain(Socket::Unix(a)).sendfile_pays());
+    }
 
     #[test]
     fn send_file_and_copy_file_send_the_same_bytes() {

@@ -36,8 +36,14 @@ fn round_trip_256_mib_hashing_on_and_off() {
         } else {
             assert!(j["body"]["spliced"].as_u64().unwrap() > 200 << 20, "{j}");
         }
-        // weir put (sendfile, Content-Digest verified by the server).
-        let out = weir(&["put", big.to_str().unwrap(), &s.url("/files/big-put")]);
+        // weir put with sendfile (loopback would choose the buffer), Content-Digest verified by
+        // the server.
+        let out = weir(&[
+            "put",
+            "--sendfile",
+            big.to_str().unwrap(),
+            &s.url("/files/big-put"),
+        ]);
         assert!(
             out.status.success(),
             "{}",

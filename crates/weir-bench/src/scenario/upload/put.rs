@@ -24,7 +24,7 @@ use std::process::{Command, Stdio};
 /// How `weir put` sends the body.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Send {
-    /// Its default: read into one 1 MiB buffer, written from it.
+    /// Its default on loopback: read into one 1 MiB buffer, written from it.
     Buffered,
     /// `--sendfile`.
     Sendfile,
@@ -145,7 +145,7 @@ pub(super) fn ratio_note(rows: &[super::Row]) -> Option<String> {
         note.push_str(&format!(
             "- {}: {} × raw TCP → discard",
             match send {
-                Send::Buffered => "through its 1 MiB buffer (the default)",
+                Send::Buffered => "through its 1 MiB buffer (its default on loopback)",
                 Send::Sendfile => "with `--sendfile`",
             },
             put.gib_s.ratio_to(&raw.gib_s).show(2)
