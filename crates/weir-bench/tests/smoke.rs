@@ -62,7 +62,7 @@ fn every_scenario_reports_every_row() {
         "| weir serve --no-hash → file (splice) ",
         "| weir put → weir, pause 1 MiB → discard ",
         "| weir put --sendfile → weir, pause 1 MiB → discard ",
-        "- through its 1 MiB buffer (the default): ",
+        "- through its 1 MiB buffer (its default on loopback): ",
         "- with `--sendfile`: ",
         "| weir serve (SHA-256) ÷ raw → file (write) ",
         "| weir serve --no-hash ÷ raw → file (write) ",

@@ -502,6 +502,17 @@ fn flow_control_and_frame_size_violations() {
     c.send(DATA, 0, 1, &vec![0u8; 256 * 1024 + 1]);
     assert_eq!(c.goaway(), Some(FRAME_SIZE_ERROR));
     hold_release(3).notify_waiters();
+    // A HEADERS frame larger than that: a connection error FRAME_SIZE_ERROR too (§4.2: a field
+    // block can change the connection's HPACK state). The suite's case for it cannot run at
+    // 256 KiB frames (it needs a header block larger than the largest frame).
+    let mut c = Raw::connect(server.addr);
+    let mut fields = get("/hello");
+    let big = "a".repeat(256 * 1024);
+    fields.push(("x-big", &big));
+    let block = hpack(&fields);
+    assert!(block.len() > 256 * 1024);
+    c.send(HEADERS, END_HEADERS | END_STREAM, 1, &block);
+    assert_eq!(c.goaway(), Some(FRAME_SIZE_ERROR), "oversized HEADERS");
     // SETTINGS_INITIAL_WINDOW_SIZE above 2^31-1: FLOW_CONTROL_ERROR (RFC 9113 §6.5.2; h2
     // alone would answer PROTOCOL_ERROR: weir's frame meter gives the right code).
     let mut c = Raw::connect(server.addr);
