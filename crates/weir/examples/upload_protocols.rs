@@ -316,6 +316,8 @@ async fn run(proto: Proto, a: &Addrs, t: &Tls, len: u64) -> Measured {
 }
 
 fn main() {
+    // As the `weir` binary does: keep h2's freed frame buffers for reuse (weir::malloc).
+    weir::malloc::tune_for_streaming();
     let mut args = std::env::args().skip(1);
     let mib: u64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(700);
     let rounds: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(3);
