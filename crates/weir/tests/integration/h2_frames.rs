@@ -432,6 +432,57 @@ fn faults_fixed_in_the_vendored_h2() {
     block.extend_from_slice(&[0x00, 0x05, b'x']);
     c.send(HEADERS, END_HEADERS | END_STREAM, 1, &block);
     assert_eq!(c.goaway(), Some(COMPRESSION_ERROR), "truncated block");
+    // The other decoding errors of RFC 7541 (h2spec's "hpack" group), each after a valid
+    // request's fields unless it must come first.
+    let after: [(&str, &[u8]); 7] = [
+        ("indexed field, index past both tables (§2.3.3)", &[0xc5]),
+        (
+            "literal with a name index past both tables (§2.3.3)",
+            &[0x7f, 0x06, 0x01, b'x'],
+        ),
+        ("table size update after a field (§4.2)", &[0x20]),
+        (
+            "Huffman padding longer than 7 bits (§5.2)",
+            &[0x00, 0x01, b'x', 0x81, 0xff],
+        ),
+        (
+            "Huffman padding that is not EOS's prefix (§5.2)",
+            &[0x00, 0x01, b'x', 0x81, 0x00],
+        ),
+        (
+            "Huffman string holding EOS (§5.2)",
+            &[0x00, 0x01, b'x', 0x84, 0xff, 0xff, 0xff, 0xff],
+        ),
+        (
+            "table size update above SETTINGS_HEADER_TABLE_SIZE (§6.3)",
+            &[0x3f, 0xe2, 0x1f],
+        ),
+    ];
+    let mut wrong = Vec::new();
+    for (what, bytes) in after {
+        let mut block = if what.contains("§6.3") {
+            bytes.to_vec()
+        } else {
+            Vec::new()
+        };
+        block.extend_from_slice(&hpack(&get("/hello")));
+        if !what.contains("§6.3") {
+            block.extend_from_slice(bytes);
+        }
+        let mut c = Raw::connect(server.addr);
+        c.send(HEADERS, END_HEADERS | END_STREAM, 1, &block);
+        let got = c.goaway();
+        if got != Some(COMPRESSION_ERROR) {
+            wrong.push(format!("{what}: {got:?}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+    // Two table size updates at the start of a block are allowed (§4.2): served.
+    let mut c = Raw::connect(server.addr);
+    let mut block = vec![0x20, 0x3f, 0xe1, 0x1f];
+    block.extend_from_slice(&hpack(&get("/hello")));
+    c.send(HEADERS, END_HEADERS | END_STREAM, 1, &block);
+    assert_eq!(c.status(1), 200, "two table size updates first");
 
     // A pseudo-header field in trailers makes the request malformed (§8.1): the stream is
     // reset, and the connection serves on.
