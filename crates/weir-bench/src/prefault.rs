@@ -11,9 +11,9 @@
 //! pages the host already backs; on bare metal it only costs the time of the touch.
 //!
 //! It helps only until the guest frees memory again: this VM also has virtio-balloon free page
-//! reporting (feature REPORTING, `page_reporting_order` 9), which hands free 2 MiB blocks back
-//! to the host a few seconds after they are freed, so a row that frees and refills much page
-//! cache can still meet pages the host must fault in again. The report says when this ran.
+//! reporting (feature REPORTING, `page_reporting_order` 9, `min_free_ms` 0), which hands free
+//! 2 MiB blocks back to the host soon after they are freed, so a row that frees and refills much
+//! page cache can still meet pages the host must fault in again. The report says when this ran.
 //!
 //! So the upload scenario can also pause that reporting for its run ([`ReportingPause`],
 //! `--pause-page-reporting`, root only): raising `page_reporting_order` above the largest block
