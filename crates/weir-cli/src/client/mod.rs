@@ -3,11 +3,11 @@
 //!
 //! | module | what it is |
 //! | --- | --- |
-//! | `transport` | [`Transport`](transport::Transport): TCP or Unix socket, in the clear (`send_file` with `sendfile`) or under rustls |
+//! | `transport` | `Transport`: TCP or Unix socket, in the clear (`send_file` with `sendfile` where it pays) or under rustls |
 //! | `tls` | trusted roots (`--cacert` or the system's), rustls configuration, TLS errors as advice |
 //! | `http` | one HTTP/1.1 exchange: head out, head in, body framing |
 //! | `h2` | one HTTP/2 exchange over the `h2` crate, on a current-thread runtime |
-//! | `conn` | [`Connection`](conn::Connection): either of the two behind the calls `put`/`get` make |
+//! | `conn` | `Connection`: either of the two behind the calls `put`/`get` make |
 //! | `url` | `http://` and `https://` URLs |
 //! | `put` / `get` | the commands |
 //! | `progress` | the progress bar and summary formatting |
