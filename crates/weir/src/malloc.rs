@@ -10,9 +10,10 @@
 //! (`munmap` for blocks above the mmap threshold, `madvise(MADV_DONTNEED)` when a thread arena's
 //! free top exceeds the trim threshold), and the next buffer takes page faults and kernel zeroing
 //! on every page: one `madvise` per MiB received was counted (strace), and a 400 MiB HTTP/2
-//! upload to a file cost 2.2× the server CPU and 2.3× the time of the same upload with the
-//! settings below (docs/BENCHMARKS.md). HTTP/1.1 bodies in weir allocate nothing per read and are
-//! unaffected.
+//! upload to a file (`weir put --http2` to weir-bench's file sink) cost 2.2× the server CPU and
+//! 2.3× the time of the same upload with the settings below. In weir-bench's upload scenario the
+//! HTTP/2 to-file rows went from 0.52–0.55 to 1.25–1.38 × HTTP/1.1 (docs/BENCHMARKS.md). HTTP/1.1
+//! bodies in weir allocate nothing per read and are unaffected.
 //!
 //! The settings: blocks up to [`MMAP_THRESHOLD`] come from the arenas (not `mmap`), and an arena
 //! keeps up to [`TRIM_THRESHOLD`] of free memory at its top instead of returning it. That bounds
