@@ -91,7 +91,8 @@ mod tests {
         .unwrap();
         // With glibc's defaults the 1.5 MiB freed at the arena's top exceeds the trim threshold
         // and goes back to the kernel: every round faults its 384 pages in again (35,234
-        // faults, measured). Tuned, the freed blocks are reused.
-        assert!(faults < 384, "{faults} minor faults in 100 rounds");
+        // faults, measured). Tuned, the freed blocks are reused; the bound leaves room for other
+        // test threads sharing the arena, and is still a tenth of the untuned count.
+        assert!(faults < 10 * 384, "{faults} minor faults in 100 rounds");
     }
 }
