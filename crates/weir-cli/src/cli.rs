@@ -132,9 +132,9 @@ pub struct PutArgs {
     pub no_digest: bool,
     /// Always send the body with sendfile(2) (HTTP/1.1 in the clear; under TLS or HTTP/2 the
     /// body is encrypted or framed in user space). By default sendfile is used to a TCP peer on
-    /// another host, and a 1 MiB buffer on loopback and Unix sockets, where sendfile measured
-    /// slower (the receiver then copies from page cache the CPU has not touched, not from bytes
-    /// the sender's copy just brought into the cache).
+    /// another host, and a 1 MiB buffer on loopback and Unix sockets, where the buffer measured
+    /// steadier (after sendfile the receiver copies from page cache the CPU has not touched, not
+    /// from bytes the sender's copy just brought into the cache, and is often slower).
     #[arg(long, conflicts_with = "no_sendfile")]
     pub sendfile: bool,
     /// Never use sendfile(2): always send through the 1 MiB buffer.
