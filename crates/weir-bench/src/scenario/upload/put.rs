@@ -1,6 +1,6 @@
 //! The `weir put` rows: the `weir` binary's own client uploads a file to weir's discard handler
 //! (the server of the row "weir, pause 1 MiB → discard"), in the same rounds as the bench's
-//! client and the raw baselines. GUIDE.md's target for it: ≥ 0.90 × raw TCP (curl: ~0.2).
+//! client and the raw baselines. The project's target for it: ≥ 0.90 × raw TCP.
 //! Two rows: `weir put`'s default (the file read into a 1 MiB buffer, written from it) and
 //! `--sendfile` (page cache → socket), so the choice of default stays measured.
 //!

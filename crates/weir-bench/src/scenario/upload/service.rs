@@ -5,7 +5,7 @@
 //! What the service does that the raw file sink does not: it writes to a temporary file, and
 //! commits it (`fsync` of the file, rename, `fsync` of the directory) before it answers, so
 //! the upload is durable when the client sees the answer. The raw baselines are therefore
-//! three: `write` only (the GUIDE's baseline), `write + fsync` (the same durability), and
+//! three: `write` only (the project's baseline), `write + fsync` (the same durability), and
 //! `write` with SHA-256 inline (what hashing on one core costs). The ratio table sets the
 //! service against each, with the targets that apply.
 
