@@ -21,6 +21,13 @@ use http::{HeaderName, Method, StatusCode, Version};
 use std::sync::Arc;
 use weir_proto::Framing;
 
+/// How long a stream whose response is complete waits for the rest of a body its handler left
+/// unread (see `BodyIn::discard_rest`) before h2 resets it with NO_ERROR. The frames this is
+/// for were sent before the client saw the response, so they are one round trip away; the
+/// limit only bounds a client that stops sending, whose stream still counts against the
+/// connection's handler bound meanwhile.
+const DISCARD_LIMIT: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// One stream: request head, body in, response out.
 pub(crate) struct H2Stream {
     pub(crate) head: Request,
@@ -108,6 +115,12 @@ impl H2Stream {
                     .await;
             }
             (Ok(()), true) => self.resp.complete_if_open(),
+        }
+        if self.resp.is_complete() {
+            // What the client sent of the body before it could see the response is judged as
+            // if the handler were still reading; see `BodyIn::discard_rest`.
+            let deadline = tokio::time::Instant::now() + DISCARD_LIMIT;
+            self.body.discard_rest(deadline).await;
         }
         // Dropping the request body now makes h2 tell the client to stop sending it:
         // RST_STREAM(NO_ERROR) after a complete response (RFC 9113 §8.1), CANCEL otherwise.
