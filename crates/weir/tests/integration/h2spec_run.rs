@@ -15,9 +15,11 @@ pub const H2C_INVALID_PREFACE: &str =
 
 /// The h2spec binary: `../shared/tools/h2spec` from the workspace root, or `$H2SPEC`.
 pub fn h2spec_binary() -> Option<PathBuf> {
-    let path = std::env::var_os("H2SPEC").map(PathBuf::from).unwrap_or_else(|| {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/tools/h2spec")
-    });
+    let path = std::env::var_os("H2SPEC")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/tools/h2spec")
+        });
     if path.is_file() {
         return Some(path);
     }
@@ -81,13 +83,18 @@ fn parse(output: String) -> H2specRun {
     // The report's "Failures:" part lists each failed case under its section heading.
     let mut failed = Vec::new();
     let mut section = "";
-    let failures = output.split_once("\nFailures:").map_or("", |(_, rest)| rest);
+    let failures = output
+        .split_once("\nFailures:")
+        .map_or("", |(_, rest)| rest);
     for line in failures.lines() {
         let line = line.trim();
         if let Some(case) = line.strip_prefix("× ") {
             failed.push(format!("{section} / {case}"));
         } else if line.split(' ').next().is_some_and(|n| {
-            n.ends_with('.') && n.trim_end_matches('.').split('.').all(|d| d.parse::<u32>().is_ok())
+            n.ends_with('.')
+                && n.trim_end_matches('.')
+                    .split('.')
+                    .all(|d| d.parse::<u32>().is_ok())
         }) {
             section = line;
         }
