@@ -292,27 +292,11 @@ impl BodyIn {
         Ok(written)
     }
 
-    /// After a complete response to a request whose body the handler left unread: lets the
-    /// rest the client may already send arrive, so that h2 judges it as on any open stream (a
-    /// `content-length` the DATA contradicts, trailers without END_STREAM or with
-    /// pseudo-headers: RST_STREAM(PROTOCOL_ERROR)) whether or not the response was faster.
-    /// The bytes are dropped and their capacity is not given back, so the client can send no
-    /// more than its window already allows. Returns when the client ended the stream, h2 reset
-    /// it, the window is used up, or at `deadline`; the caller then drops the stream (h2 sends
-    /// RST_STREAM(NO_ERROR) if it is still open).
-    pub(crate) async fn discard_rest(&mut self, deadline: Instant) {
-        if self.done || self.broken.is_some() {
-            return;
-        }
-        let discard = async {
-            while self.recv.flow_control().available_capacity() > 0 {
-                match self.recv.data().await {
-                    Some(Ok(_dropped)) => {}
-                    None | Some(Err(_)) => break,
-                }
-            }
-        };
-        let _ = tokio::time::timeout_at(deadline, discard).await;
+    /// The stream's receiving half while the client may still send body bytes (it has not
+    /// ended the stream, and the body has not failed): for `H2Stream::finish` to let the rest
+    /// arrive after an early response.
+    pub(crate) fn unfinished(&mut self) -> Option<&mut RecvStream> {
+        (!self.done && self.broken.is_none()).then_some(&mut self.recv)
     }
 
     fn fail(&mut self, e: h2::Error) -> Error {
