@@ -8,6 +8,9 @@ mod client;
 mod conditional;
 mod crash;
 mod enospc;
+mod h2spec;
+#[path = "../../../weir/tests/integration/h2spec_run.rs"]
+mod h2spec_run;
 mod large;
 mod multipart;
 mod operator;

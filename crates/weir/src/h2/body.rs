@@ -292,6 +292,13 @@ impl BodyIn {
         Ok(written)
     }
 
+    /// The stream's receiving half while the client may still send body bytes (it has not
+    /// ended the stream, and the body has not failed): for `H2Stream::finish` to let the rest
+    /// arrive after an early response.
+    pub(crate) fn unfinished(&mut self) -> Option<&mut RecvStream> {
+        (!self.done && self.broken.is_none()).then_some(&mut self.recv)
+    }
+
     fn fail(&mut self, e: h2::Error) -> Error {
         let error = stream_error(e);
         let broken = if error.is_protocol() {

@@ -5,6 +5,11 @@
 //! `h2` handles of its two directions and its body and response state; the handler borrows it
 //! through [`Exchange`](crate::Exchange) exactly as it borrows an HTTP/1.1 connection.
 //!
+//! A response that ends before the request body does not end the stream at once: the stream
+//! waits, at most `DISCARD_LIMIT`, for what the client already sent of the body, so that h2
+//! answers a fault in it (a wrong `content-length`, malformed trailers) the same whether the
+//! handler answered first or not.
+//!
 //! Unlike HTTP/1.1, the request is allocated per stream: `h2` allocates each stream's state and
 //! header map itself, and a task per stream is the price of independent streams.
 
@@ -19,7 +24,15 @@ use h2::server::SendResponse;
 use h2::{Reason, RecvStream};
 use http::{HeaderName, Method, StatusCode, Version};
 use std::sync::Arc;
+use std::time::Duration;
 use weir_proto::Framing;
+
+/// How long a stream whose response is complete waits for the rest of a body its handler left
+/// unread (see `discard_rest`) before h2 resets it with NO_ERROR. The frames this is for were
+/// sent before the client saw the response, so they are one round trip away; the limit only
+/// bounds a client that stops sending, whose stream still counts against the connection's
+/// handler bound meanwhile.
+const DISCARD_LIMIT: Duration = Duration::from_secs(1);
 
 /// One stream: request head, body in, response out.
 pub(crate) struct H2Stream {
@@ -109,6 +122,9 @@ impl H2Stream {
             }
             (Ok(()), true) => self.resp.complete_if_open(),
         }
+        if let (true, Some(recv)) = (self.resp.is_complete(), self.body.unfinished()) {
+            let _ = tokio::time::timeout(DISCARD_LIMIT, discard_rest(recv)).await;
+        }
         // Dropping the request body now makes h2 tell the client to stop sending it:
         // RST_STREAM(NO_ERROR) after a complete response (RFC 9113 §8.1), CANCEL otherwise.
     }
@@ -146,6 +162,24 @@ impl H2Stream {
     ) -> Result<(), Error> {
         self.resp
             .finish_head(status, len, flags, &self.shared.config.server_header)
+    }
+}
+
+/// After a complete response to a request whose body the handler left unread: lets the rest
+/// the client may already send arrive, so that h2 judges it as on a stream whose handler still
+/// reads, whether or not the response was faster (RST_STREAM(PROTOCOL_ERROR) for DATA beyond
+/// `content-length` or trailers without END_STREAM or with a pseudo-header field,
+/// FLOW_CONTROL_ERROR for a stream WINDOW_UPDATE past 2³¹−1). The bytes are dropped and their
+/// capacity is not given back, so the client can send no more than its window already allows.
+/// Returns when the client ends the stream, h2 resets it, or the window is used up; the caller
+/// bounds the wait, then drops the stream (h2 sends RST_STREAM(NO_ERROR) if it is still open).
+async fn discard_rest(recv: &mut RecvStream) {
+    while recv.flow_control().available_capacity() > 0 {
+        match recv.data().await {
+            // Dropped unread: the response is already complete.
+            Some(Ok(_)) => {}
+            None | Some(Err(_)) => return,
+        }
     }
 }
 

@@ -519,6 +519,72 @@ fn faults_fixed_in_the_vendored_h2() {
     );
 }
 
+/// A handler that answers before reading the body does not change how the rest of the
+/// request is judged: frames the client sent before it saw the response get the code they get
+/// on a stream whose handler still reads (RFC 9113 §8.1.1, §8.1, §6.9.1), not h2's silence
+/// after an early RST_STREAM(NO_ERROR). Each fault is sent only once the whole response has
+/// arrived, the order in which h2 used to ignore it.
+#[test]
+fn faults_after_an_early_response_are_judged_as_before_it() {
+    let server = TlsTestServer::start(Config::default());
+    // GET /hello answers without reading a body; this one has a body (no END_STREAM).
+    let answered_early = |fields: &[(&str, &str)]| {
+        let mut c = Raw::connect(server.addr);
+        c.headers(1, fields, false);
+        assert_eq!(c.status(1), 200);
+        c.until(|f| f.kind == DATA && f.stream == 1 && f.flags & END_STREAM != 0)
+            .expect("the whole response");
+        c
+    };
+    let mut declared = get("/hello");
+    declared.push(("content-length", "1"));
+    let mut wrong = Vec::new();
+
+    let mut c = answered_early(&declared);
+    c.send(DATA, END_STREAM, 1, b"test");
+    let got = c.reset_of(1);
+    if got != Ok(PROTOCOL_ERROR) {
+        wrong.push(format!("DATA beyond content-length (§8.1.1): {got:?}"));
+    }
+
+    let mut c = answered_early(&get("/hello"));
+    c.send(DATA, 0, 1, b"test");
+    c.headers(1, &[("x-test", "ok")], false);
+    let got = c.reset_of(1);
+    if got != Ok(PROTOCOL_ERROR) {
+        wrong.push(format!("trailers without END_STREAM (§8.1): {got:?}"));
+    }
+
+    let mut c = answered_early(&get("/hello"));
+    c.headers(1, &[(":path", "/elsewhere")], true);
+    let got = c.reset_of(1);
+    if got != Ok(PROTOCOL_ERROR) {
+        wrong.push(format!("pseudo-header in trailers (§8.1): {got:?}"));
+    }
+
+    let mut c = answered_early(&get("/hello"));
+    c.send(WINDOW_UPDATE, 0, 1, &0x7fff_ffffu32.to_be_bytes());
+    c.send(WINDOW_UPDATE, 0, 1, &0x7fff_ffffu32.to_be_bytes());
+    let got = c.reset_of(1);
+    if got != Ok(FLOW_CONTROL_ERROR) {
+        wrong.push(format!("stream window above 2^31-1 (§6.9.1): {got:?}"));
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+
+    // A well-formed rest of the body ends the stream without a reset, and the connection
+    // serves on.
+    let mut c = answered_early(&declared);
+    c.send(DATA, END_STREAM, 1, b"x");
+    c.headers(3, &get("/hello"), true);
+    let next = c
+        .until(|f| f.stream != 0 && f.kind != DATA)
+        .expect("the next frame");
+    assert_eq!((next.kind, next.stream), (HEADERS, 3), "{next:?}");
+    // A client that sends nothing more is told to stop, with NO_ERROR.
+    let mut c = answered_early(&get("/hello"));
+    assert_eq!(c.reset_of(1), Ok(0));
+}
+
 #[test]
 fn flow_control_and_frame_size_violations() {
     let server = TlsTestServer::start(Config::default());

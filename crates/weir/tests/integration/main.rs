@@ -5,7 +5,7 @@
 //! with a real client), `lifecycle` (timeouts, shutdown, connection limits), `tls` (HTTPS over
 //! HTTP/1.1 and HTTP/2), `h2` (HTTP/2 behaviour with curl and the h2 client), `h2_frames`
 //! (HTTP/2 conformance and flood defences with raw frames), `h2_conformance` (the external
-//! `httpwg` suite, a port of h2spec).
+//! `httpwg` suite, a port of h2spec), `h2spec` (h2spec itself, strict).
 
 mod body;
 #[path = "../common/mod.rs"]
@@ -16,6 +16,8 @@ mod h2;
 mod h2_conformance;
 mod h2_frames;
 mod h2_support;
+mod h2spec;
+mod h2spec_run;
 mod lifecycle;
 mod pipelining;
 mod response;

@@ -298,6 +298,13 @@ impl Prioritize {
         let _e = span.enter();
 
         if stream.state.is_send_closed() && stream.buffered_send_data == 0 {
+            // weir patch: a half-closed (local) stream still has a send window, and an
+            // increment past 2^31-1 is a stream error FLOW_CONTROL_ERROR (RFC 9113 §6.9.1)
+            // there as on an open stream; only a closed stream ignores it (§5.1). Upstream
+            // returned here, so the answer depended on whether the response had ended.
+            if !stream.state.is_closed() {
+                stream.send_flow.inc_window(inc)?;
+            }
             // We can't send any data, so don't bother doing anything else.
             return Ok(());
         }
