@@ -70,10 +70,12 @@
 //! ```
 #![forbid(unsafe_code)]
 
+mod batch;
 mod digest;
 mod error;
 mod fault;
 mod hash_job;
+mod intent;
 mod local;
 mod path;
 mod quota;

@@ -4,6 +4,7 @@ use super::*;
 use crate::digest::tests::header_for;
 use crate::testutil::{data, p, read, sha256, store, store_with, temps};
 use crate::{DigestAlgorithm, Fault, FaultOp, LocalOptions, LocalStore};
+use std::fs;
 
 fn put(store: &LocalStore, path: &str, body: &[u8]) -> Committed {
     let mut up = store.begin(&p(path), UploadOptions::default()).unwrap();
