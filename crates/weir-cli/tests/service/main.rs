@@ -8,6 +8,7 @@ mod client;
 mod conditional;
 mod crash;
 mod enospc;
+mod forms;
 mod large;
 mod multipart;
 mod operator;
