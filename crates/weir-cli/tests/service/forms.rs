@@ -163,3 +163,42 @@ fn a_form_of_many_files_holds_one_upload_descriptor() {
         parts[299].1
     );
 }
+
+#[test]
+fn serve_raises_its_open_file_limit_to_the_hard_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    // Started with a soft limit of 256, as a careless service manager might.
+    let script = format!(
+        "ulimit -Sn 256 && exec '{WEIR}' serve --root '{}' --listen 127.0.0.1:0",
+        dir.path().join("root").display()
+    );
+    let mut child = std::process::Command::new("sh")
+        .args(["-c", &script])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert!(line.contains("http://"), "{line}");
+    let limits = std::fs::read_to_string(format!("/proc/{}/limits", child.id())).unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    let open_files: Vec<_> = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .unwrap()
+        .split_whitespace()
+        .skip(3)
+        .take(2)
+        .collect();
+    assert_eq!(
+        open_files[0], open_files[1],
+        "soft and hard: {open_files:?}"
+    );
+    assert_ne!(open_files[0], "256");
+}
