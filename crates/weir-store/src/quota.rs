@@ -17,6 +17,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub(crate) struct Usage {
     used: AtomicU64,
     limit: Option<u64>,
+    /// Test hook: runs at every release, before the count goes down.
+    #[cfg(test)]
+    pub(crate) on_release: crate::testutil::Hook,
 }
 
 impl Usage {
@@ -24,6 +27,8 @@ impl Usage {
         Usage {
             used: AtomicU64::new(used),
             limit,
+            #[cfg(test)]
+            on_release: Default::default(),
         }
     }
 
@@ -61,6 +66,8 @@ impl Usage {
         if n == 0 {
             return;
         }
+        #[cfg(test)]
+        self.on_release.run();
         let _ = self
             .used
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| {

@@ -657,3 +657,57 @@ fn upload_and_store_can_move_between_threads() {
     send_sync::<LocalStore>();
     send::<Upload>();
 }
+
+/// Whether this process has a descriptor open on a file under `dir`.
+#[cfg(target_os = "linux")]
+fn open_under(dir: &std::path::Path) -> bool {
+    fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .filter_map(|e| fs::read_link(e.ok()?.path()).ok())
+        .any(|target| target != dir && target.starts_with(dir))
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn space_is_given_back_only_once_the_temporary_is_unlinked_and_closed() {
+    use std::sync::{Arc, Mutex};
+    let (_dir, store) = store_with(LocalOptions {
+        max_storage: Some(100),
+        ..LocalOptions::default()
+    });
+    let staging = store.root().join(crate::local::STAGING_NAME);
+    // At every release: is a temporary still on disk, or still open?
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let probe = {
+        let (seen, staging) = (seen.clone(), staging.clone());
+        move || {
+            let on_disk = fs::read_dir(&staging).unwrap().count();
+            seen.lock().unwrap().push((on_disk, open_under(&staging)));
+        }
+    };
+    store.shared().usage.on_release.set(probe);
+    // Over the quota while writing; an explicit abort; a drop; a commit that fails.
+    let mut up = store.begin(&p("a"), UploadOptions::default()).unwrap();
+    up.write(&[1; 60]).unwrap();
+    assert!(up.write(&[1; 60]).is_err());
+    let mut up = store.begin(&p("b"), UploadOptions::default()).unwrap();
+    up.write(&[2; 10]).unwrap();
+    up.abort().unwrap();
+    let mut up = store.begin(&p("c"), UploadOptions::default()).unwrap();
+    up.write(&[3; 10]).unwrap();
+    drop(up);
+    let mut up = store
+        .begin(
+            &p("d"),
+            UploadOptions {
+                expected_len: Some(20),
+                ..UploadOptions::default()
+            },
+        )
+        .unwrap();
+    up.write(&[4; 10]).unwrap();
+    assert!(up.commit().is_err());
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen, [(0, false); 4]);
+    assert_eq!(store.usage(), 0);
+}
