@@ -22,6 +22,7 @@
 use crate::error::StoreError;
 use crate::intent;
 use crate::local::{LocalStore, Missing, Resolved, parent_of};
+use crate::quota::ENTRY_COST;
 use crate::upload::{Committed, Upload, check_target, replacing};
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -60,11 +61,27 @@ impl LocalStore {
         }
 
         let guard = shared.lock_commits();
+        // ALLOCATION: the set of directories the batch creates, once per batch.
+        let mut new_dirs = HashSet::new();
         for upload in &uploads {
             check_target(shared, &upload.path)?;
+            let parent = parent_of(&upload.path);
+            if !parent.is_empty() && !new_dirs.contains(parent) {
+                let missing = shared.missing_dirs(parent)?;
+                new_dirs.extend(prefixes(parent).rev().take(missing));
+            }
         }
+        // Charged before the record: once it is written, the batch must be able to finish.
+        let dir_cost = (new_dirs.len() as u64).saturating_mul(ENTRY_COST);
+        shared.usage.reserve(dir_cost)?;
         let record = intent::encode(uploads.iter().map(|u| (u.temp.as_str(), &u.path)));
-        let record = intent::write(&shared.staging, &record)?;
+        let record = match intent::write(&shared.staging, &record) {
+            Ok(name) => name,
+            Err(e) => {
+                shared.usage.release(dir_cost);
+                return Err(e);
+            }
+        };
 
         let renamed = self.rename_all(&uploads);
         drop(guard);
@@ -137,6 +154,13 @@ fn sync(shared: &crate::local::Shared, dir: &Resolved) -> Result<(), StoreError>
     dir.get(shared)
         .sync()
         .map_err(|e| StoreError::from_io("sync directory", e))
+}
+
+/// `a`, `a/b`, `a/b/c` for `a/b/c`.
+fn prefixes(rel: &str) -> impl DoubleEndedIterator<Item = &str> {
+    rel.match_indices('/')
+        .map(|(i, _)| &rel[..i])
+        .chain(std::iter::once(rel))
 }
 
 /// Step 1: the same path twice, or one path inside another.

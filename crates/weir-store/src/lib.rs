@@ -90,6 +90,7 @@ pub use fault::{Fault, FaultOp, HashGate};
 pub use hash_job::{HashJob, Hashed, Written};
 pub use local::{Entry, FileMeta, LocalOptions, LocalStore};
 pub use path::{MAX_PATH_LEN, MAX_SEGMENT_LEN, PathError, RESERVED_PREFIX, StorePath};
+pub use quota::ENTRY_COST;
 pub use upload::{Committed, Upload, UploadOptions};
 
 #[cfg(test)]

@@ -31,7 +31,7 @@ use crate::error::StoreError;
 use crate::fault::Faults;
 use crate::intent;
 use crate::path::{StorePath, is_reserved, validate_segment};
-use crate::quota::Usage;
+use crate::quota::{ENTRY_COST, Usage};
 use crate::sys::{self, DirHandle, EntryKind, EntryStat};
 use crate::upload::{Upload, UploadOptions};
 use crate::writeback::{self, Flusher};
@@ -425,7 +425,7 @@ impl LocalStore {
             })?;
             size
         };
-        self.shared.usage.release(size);
+        self.shared.usage.release(size.saturating_add(ENTRY_COST));
         dir.sync().map_err(|e| StoreError::Io {
             op: "sync directory",
             source: e,
@@ -485,6 +485,43 @@ impl Shared {
         )?;
         self.resolved();
         Ok(resolved)
+    }
+
+    /// How many directories of `rel` are missing: the trailing segments from the first absent
+    /// one. A file or a link on the way is refused as by [`Missing::Stop`].
+    pub(crate) fn missing_dirs(&self, rel: &str) -> Result<usize, StoreError> {
+        match self.resolve(rel) {
+            Ok(_) => return Ok(0),
+            Err(StoreError::NotFound) => {}
+            Err(e) => return Err(e),
+        }
+        let mut current: Option<DirHandle> = None;
+        let segments = || rel.split('/').filter(|s| !s.is_empty());
+        for (depth, segment) in segments().enumerate() {
+            let dir = current.as_ref().unwrap_or(&self.root);
+            let opened = dir.open_dir(segment);
+            match open_dir_result(dir, segment, opened, Missing::Stop)? {
+                Some(next) => current = Some(next),
+                None => return Ok(segments().count() - depth),
+            }
+        }
+        Ok(0)
+    }
+
+    /// Creates the missing directories of `rel`, each charged [`ENTRY_COST`] first (all or
+    /// none: [`StoreError::QuotaExceeded`] creates nothing). Call with the commit lock held.
+    pub(crate) fn create_dirs(&self, rel: &str) -> Result<Resolved, StoreError> {
+        let cost = (self.missing_dirs(rel)? as u64).saturating_mul(ENTRY_COST);
+        self.usage.reserve(cost)?;
+        match self.walk(rel, Missing::Create) {
+            Ok(Some(dir)) => Ok(dir),
+            Ok(None) => Err(StoreError::NotFound),
+            Err(e) => {
+                // Some may have been made: they are counted again at the next start.
+                self.usage.release(cost);
+                Err(e)
+            }
+        }
     }
 
     /// The directory a listing reads: the root, or `dir` which must be a directory
@@ -698,13 +735,18 @@ fn scan(root: &DirHandle) -> io::Result<Scan> {
             };
             match meta.kind {
                 EntryKind::Dir if path.is_empty() && name == STAGING_NAME => {}
-                EntryKind::Dir => dirs.push(child),
+                EntryKind::Dir => {
+                    scan.used = scan.used.saturating_add(ENTRY_COST);
+                    dirs.push(child);
+                }
                 EntryKind::File if is_temp_name(&name) => {
                     dir.unlink(&name).map_err(|e| with_path(e, &child))?;
                     scan.removed += 1;
                 }
                 EntryKind::File if !is_reserved(&name) => {
-                    scan.used = scan.used.saturating_add(meta.size);
+                    scan.used = scan
+                        .used
+                        .saturating_add(meta.size.saturating_add(ENTRY_COST));
                 }
                 _ => {}
             }
@@ -791,7 +833,9 @@ mod tests {
         }
         assert!(root.join(".hidden").exists());
         assert!(root.join("a/.weir-upload-notes").exists());
-        assert_eq!(store.usage(), 5 + 3 + 2);
+        // Three files and two directories, each an entry.
+        let e = crate::ENTRY_COST;
+        assert_eq!(store.usage(), 5 + 3 + 2 + 5 * e);
         assert_eq!(read(&store, "a/b/kept"), b"12345");
     }
 
@@ -918,7 +962,7 @@ mod tests {
             store.delete(&p("d")),
             Err(StoreError::IsDirectory)
         ));
-        assert_eq!(store.usage(), 2);
+        assert_eq!(store.usage(), 2 + 2 * crate::ENTRY_COST);
         let names: Vec<_> = store
             .list(Some(&p("d")))
             .unwrap()
@@ -1144,7 +1188,8 @@ mod tests {
         for (path, body) in files {
             assert_eq!(read(&store, path), *body);
         }
-        assert_eq!(store.usage(), 7);
+        // Three files and two directories.
+        assert_eq!(store.usage(), 7 + 5 * crate::ENTRY_COST);
         assert!(temps(store.root()).is_empty());
         assert_eq!(
             fs::read_dir(store.root().join(STAGING_NAME))
@@ -1179,7 +1224,7 @@ mod tests {
             assert_eq!(err.to_string(), *message, "{files:?}");
             assert_eq!(tree(store.root()), before, "{files:?}");
             assert!(temps(store.root()).is_empty());
-            assert_eq!(store.usage(), 2);
+            assert_eq!(store.usage(), 2 + 2 * crate::ENTRY_COST);
             store.delete(&p("late")).unwrap();
             fs::remove_dir(store.root().join("latedir")).unwrap();
         }
@@ -1215,7 +1260,8 @@ mod tests {
             for (path, body) in files {
                 assert_eq!(read(&store, path), *body, "crash after {renamed} renames");
             }
-            assert_eq!(store.usage(), 10);
+            // Four files and four directories (a, a/b, d, d/e).
+            assert_eq!(store.usage(), 10 + 8 * crate::ENTRY_COST);
             assert_eq!(fs::read_dir(root.join(STAGING_NAME)).unwrap().count(), 0);
         }
     }

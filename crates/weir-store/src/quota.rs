@@ -6,12 +6,19 @@
 //! a reservation is a compare-and-swap loop that never lets `used` pass `limit`.
 //!
 //! The count is of apparent sizes (`st_size`), not of allocated blocks: that is what a client
-//! uploaded and what it can predict. It is exact as long as only this process writes the root
+//! uploaded and what it can predict. Each file and each directory also costs [`ENTRY_COST`], as
+//! a filesystem block and an inode would: without it, empty files and directories would cost
+//! nothing and a small quota could hold any number of them. It is exact as long as only this process writes the root
 //! (which the root lock enforces); files changed behind the store's back make it an estimate,
 //! corrected at the next start.
 
 use crate::error::StoreError;
 use std::sync::atomic::{AtomicU64, Ordering};
+
+/// What each file and each directory under the root costs against
+/// [`max_storage`](crate::LocalOptions::max_storage) besides its bytes: one 4 KiB block. An
+/// upload in progress reserves it at begin; a directory takes it when a commit creates it.
+pub const ENTRY_COST: u64 = 4096;
 
 #[derive(Debug)]
 pub(crate) struct Usage {

@@ -36,6 +36,7 @@ use crate::fault::Op;
 use crate::hash_job::{HashJob, HashTrack, Hashed, Written};
 use crate::local::{Missing, Resolved, Shared, create_temp, parent_of, stat};
 use crate::path::StorePath;
+use crate::quota::ENTRY_COST;
 use crate::sys::{self, DirHandle, EntryKind};
 use crate::writeback;
 use std::fs::File;
@@ -126,7 +127,8 @@ impl Upload {
         options: UploadOptions,
     ) -> Result<Upload, StoreError> {
         let reserved = options.expected_len.unwrap_or(0);
-        shared.usage.reserve(reserved)?;
+        // The temporary is an entry from now on, and the file will be one.
+        shared.usage.reserve(reserved.saturating_add(ENTRY_COST))?;
         let prepared = (|| {
             // Refuse now what the rename would refuse (or silently do) at commit, before the
             // client sends its body; create nothing in the tree yet.
@@ -136,7 +138,7 @@ impl Upload {
         let (temp, file) = match prepared {
             Ok(p) => p,
             Err(e) => {
-                shared.usage.release(reserved);
+                shared.usage.release(reserved.saturating_add(ENTRY_COST));
                 return Err(e);
             }
         };
@@ -372,7 +374,9 @@ impl Upload {
         // Closed before the space is given back: the temporary's blocks are free only once it
         // is both unlinked and closed.
         self.file = None;
-        self.shared.usage.release(self.reserved);
+        self.shared
+            .usage
+            .release(self.reserved.saturating_add(ENTRY_COST));
         removed.map_err(|e| StoreError::Io {
             op: "remove temporary file",
             source: e,
@@ -487,10 +491,7 @@ impl Upload {
         let _guard = self.shared.lock_commits();
         let resolved = match found {
             Some(dir) => dir,
-            None => self
-                .shared
-                .walk(parent, Missing::Create)?
-                .ok_or(StoreError::NotFound)?,
+            None => self.shared.create_dirs(parent)?,
         };
         let dir = resolved.get(&self.shared);
         let (replaced, freed) = replacing(dir, self.path.file_name())?;
@@ -518,7 +519,9 @@ impl Upload {
     fn remove_temp(&mut self) {
         let _ = self.shared.staging.unlink(&self.temp);
         self.file = None;
-        self.shared.usage.release(self.reserved);
+        self.shared
+            .usage
+            .release(self.reserved.saturating_add(ENTRY_COST));
     }
 
     /// Marks a committed upload done, and gives back what its file did not use of the
@@ -549,15 +552,17 @@ impl Drop for Upload {
     }
 }
 
-/// Whether the upload's target is a file that a rename would replace, and its size; refuses a
-/// link or a directory there (never write through, or over, one).
+/// Whether the upload's target is a file that a rename would replace, and what replacing it
+/// frees (its size and its entry); refuses a link or a directory there (never write through,
+/// or over, one).
 pub(crate) fn replacing(dir: &DirHandle, name: &str) -> Result<(bool, u64), StoreError> {
     Ok(match stat(dir, name)? {
         None => (false, 0),
         Some(m) => match m.kind {
             EntryKind::Symlink => return Err(StoreError::SymlinkRefused),
             EntryKind::Dir => return Err(StoreError::IsDirectory),
-            EntryKind::File => (true, m.size),
+            EntryKind::File => (true, m.size.saturating_add(ENTRY_COST)),
+            // Never counted (see `scan`).
             EntryKind::Other => (true, 0),
         },
     })
