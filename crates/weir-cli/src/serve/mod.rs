@@ -239,8 +239,8 @@ fn announce(scheme: &str, addr: SocketAddr, config: &ServeConfig, store: &LocalS
 /// Raises the soft limit on open files to the hard limit. Each connection holds its socket and,
 /// while it uploads, one file (a form parks its finished parts: see `form.rs`), plus short-lived
 /// directory descriptors; the common default soft limit of 1,024 would make `accept` fail long
-/// before the connection limit. Warns when even the hard limit is below what the connection
-/// limit may need.
+/// before the connection limit. Warns when even the hard limit cannot give every connection its
+/// socket.
 #[cfg(target_os = "linux")]
 fn raise_open_files_limit(max_connections: usize) {
     use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
@@ -254,16 +254,16 @@ fn raise_open_files_limit(max_connections: usize) {
     } else {
         limit.current
     };
-    // A socket and an upload file per connection, and room for listeners, logs, the store.
-    let needed = (max_connections as u64)
-        .saturating_mul(2)
-        .saturating_add(64);
+    // A socket per connection, and room for listeners, logs and the store. Uploading
+    // connections need one more descriptor each: the warning is for a limit that even idle
+    // connections reach.
+    let needed = (max_connections as u64).saturating_add(64);
     match now {
         Some(now) if now < needed => tracing::warn!(
             open_files = now,
             needed,
-            "the open-file limit (hard limit, ulimit -Hn) is below what the connection limit \
-             may need: at the limit, new connections fail to be accepted"
+            "the open-file limit (hard limit, ulimit -Hn) is below the connection limit: near \
+             it, new connections fail to be accepted"
         ),
         _ => tracing::debug!(open_files = ?now, "open-file limit"),
     }
