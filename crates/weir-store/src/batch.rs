@@ -23,7 +23,7 @@ use crate::error::StoreError;
 use crate::intent;
 use crate::local::{LocalStore, Missing, Resolved, parent_of};
 use crate::quota::ENTRY_COST;
-use crate::upload::{Committed, Upload, check_target, replacing};
+use crate::upload::{Committed, Upload, check_target, rename_over};
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -136,12 +136,7 @@ impl LocalStore {
             };
             let dir = resolved.get(shared);
             let name = upload.path.file_name();
-            let outcome = replacing(dir, name)?;
-            shared
-                .staging
-                .rename(&upload.temp, dir, name)
-                .map_err(|e| StoreError::from_io("rename into place", e))?;
-            outcomes.push(outcome);
+            outcomes.push(rename_over(shared, &upload.temp, dir, name)?);
         }
         if let Some((_, dir)) = current {
             sync(shared, &dir)?;

@@ -79,6 +79,7 @@ mod intent;
 mod local;
 mod path;
 mod quota;
+mod readers;
 mod sys;
 mod upload;
 mod writeback;
@@ -91,6 +92,7 @@ pub use hash_job::{HashJob, Hashed, Written};
 pub use local::{Entry, FileMeta, LocalOptions, LocalStore};
 pub use path::{MAX_PATH_LEN, MAX_SEGMENT_LEN, PathError, RESERVED_PREFIX, StorePath};
 pub use quota::ENTRY_COST;
+pub use readers::StoredFile;
 pub use upload::{Committed, Upload, UploadOptions};
 
 #[cfg(test)]

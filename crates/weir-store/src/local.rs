@@ -32,6 +32,7 @@ use crate::fault::Faults;
 use crate::intent;
 use crate::path::{StorePath, is_reserved, validate_segment};
 use crate::quota::{ENTRY_COST, Usage};
+use crate::readers::{Readers, StoredFile};
 use crate::sys::{self, DirHandle, EntryKind, EntryStat};
 use crate::upload::{Upload, UploadOptions};
 use crate::writeback::{self, Flusher};
@@ -127,6 +128,8 @@ pub(crate) struct Shared {
     /// The staging area, held open: temporaries and intent records live here.
     pub(crate) staging: DirHandle,
     pub(crate) usage: Usage,
+    /// Files open for reading, whose space outlives their name (see `readers.rs`).
+    pub(crate) readers: Readers,
     /// Serializes "look at the target, then rename over it or unlink it", and the creation of
     /// directories, so that `replaced` and the usage count are exact when uploads and deletes
     /// of one path race, and a multi-file commit's checks still hold when it renames. Held for
@@ -240,6 +243,7 @@ impl LocalStore {
                 root,
                 staging,
                 usage: Usage::new(scan.used, options.max_storage),
+                readers: Readers::default(),
                 commit_lock: Mutex::new(()),
                 faults,
                 flusher: Flusher::default(),
@@ -303,8 +307,9 @@ impl LocalStore {
     }
 
     /// Opens a stored file for reading (GET, HEAD). The file handle keeps reading the same
-    /// bytes even if the path is replaced or deleted meanwhile.
-    pub fn open_file(&self, path: &StorePath) -> Result<(File, FileMeta), StoreError> {
+    /// bytes even if the path is replaced or deleted meanwhile, and the space those bytes take
+    /// stays counted against the quota until it is dropped.
+    pub fn open_file(&self, path: &StorePath) -> Result<(StoredFile, FileMeta), StoreError> {
         let opened = match self.shared.beneath_root() {
             Some(root) => root.open_file_beneath(path.as_str()),
             None => None,
@@ -325,10 +330,12 @@ impl LocalStore {
                 StoreError::from_io("open file", e)
             }
         })?;
-        let meta = file.metadata().map_err(|e| StoreError::Io {
-            op: "stat file",
-            source: e,
-        })?;
+        let charge = |meta: &std::fs::Metadata| meta.len().saturating_add(ENTRY_COST);
+        let (file, meta) =
+            StoredFile::open(&self.shared, file, charge).map_err(|e| StoreError::Io {
+                op: "stat file",
+                source: e,
+            })?;
         if meta.is_dir() {
             return Err(StoreError::IsDirectory);
         }
@@ -405,27 +412,34 @@ impl LocalStore {
         let resolved = self.shared.resolve(parent_of(path))?;
         let dir = resolved.get(&self.shared);
         let name = path.file_name();
-        let size = {
+        let releasable = {
             let _guard = self.shared.lock_commits();
-            let size = match stat(dir, name)? {
+            let meta = match stat(dir, name)? {
                 None => return Err(StoreError::NotFound),
                 Some(m) => match m.kind {
                     EntryKind::Symlink => return Err(StoreError::SymlinkRefused),
                     EntryKind::Dir => return Err(StoreError::IsDirectory),
                     EntryKind::Other => return Err(StoreError::NotFound),
-                    EntryKind::File => m.size,
+                    EntryKind::File => m,
                 },
             };
-            dir.unlink(name).map_err(|e| match e.kind() {
-                io::ErrorKind::NotFound => StoreError::NotFound,
-                _ => StoreError::Io {
-                    op: "delete file",
-                    source: e,
-                },
-            })?;
-            size
+            // A reader still holding the file keeps its space counted (`readers.rs`).
+            let charge = meta.size.saturating_add(ENTRY_COST);
+            let unlink = || dir.unlink(name);
+            let ((), releasable) = self
+                .shared
+                .readers
+                .remove_name(meta.id, charge, unlink)
+                .map_err(|e| match e.kind() {
+                    io::ErrorKind::NotFound => StoreError::NotFound,
+                    _ => StoreError::Io {
+                        op: "delete file",
+                        source: e,
+                    },
+                })?;
+            releasable
         };
-        self.shared.usage.release(size.saturating_add(ENTRY_COST));
+        self.shared.usage.release(releasable);
         dir.sync().map_err(|e| StoreError::Io {
             op: "sync directory",
             source: e,

@@ -67,6 +67,16 @@ impl Usage {
             })
     }
 
+    /// Takes `n` bytes whatever the limit: space that turned out to be still in use (a file
+    /// whose name was removed, still read).
+    pub(crate) fn charge(&self, n: u64) {
+        let _ = self
+            .used
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| {
+                Some(used.saturating_add(n))
+            });
+    }
+
     /// Gives back `n` bytes: an upload discarded, a file deleted or replaced. Saturates at zero,
     /// in case a file changed size behind the store's back.
     pub(crate) fn release(&self, n: u64) {

@@ -37,6 +37,7 @@ use crate::hash_job::{HashJob, HashTrack, Hashed, Written};
 use crate::local::{Missing, Resolved, Shared, create_temp, parent_of, stat};
 use crate::path::StorePath;
 use crate::quota::ENTRY_COST;
+use crate::readers::FileId;
 use crate::sys::{self, DirHandle, EntryKind};
 use crate::writeback;
 use std::fs::File;
@@ -494,11 +495,7 @@ impl Upload {
             None => self.shared.create_dirs(parent)?,
         };
         let dir = resolved.get(&self.shared);
-        let (replaced, freed) = replacing(dir, self.path.file_name())?;
-        self.shared
-            .staging
-            .rename(&self.temp, dir, self.path.file_name())
-            .map_err(|e| StoreError::from_io("rename into place", e))?;
+        let (replaced, freed) = rename_over(&self.shared, &self.temp, dir, self.path.file_name())?;
         Ok((resolved, replaced, freed))
     }
 
@@ -552,20 +549,41 @@ impl Drop for Upload {
     }
 }
 
-/// Whether the upload's target is a file that a rename would replace, and what replacing it
-/// frees (its size and its entry); refuses a link or a directory there (never write through,
-/// or over, one).
-pub(crate) fn replacing(dir: &DirHandle, name: &str) -> Result<(bool, u64), StoreError> {
+/// Whether the upload's target is a file that a rename would replace, what replacing it frees
+/// (its size and its entry) and which file it is; refuses a link or a directory there (never
+/// write through, or over, one).
+pub(crate) fn replacing(
+    dir: &DirHandle,
+    name: &str,
+) -> Result<(bool, u64, Option<FileId>), StoreError> {
     Ok(match stat(dir, name)? {
-        None => (false, 0),
+        None => (false, 0, None),
         Some(m) => match m.kind {
             EntryKind::Symlink => return Err(StoreError::SymlinkRefused),
             EntryKind::Dir => return Err(StoreError::IsDirectory),
-            EntryKind::File => (true, m.size.saturating_add(ENTRY_COST)),
+            EntryKind::File => (true, m.size.saturating_add(ENTRY_COST), m.id),
             // Never counted (see `scan`).
-            EntryKind::Other => (true, 0),
+            EntryKind::Other => (true, 0, None),
         },
     })
+}
+
+/// Renames the staged `temp` over `name` in `dir` (call with the commit lock held). Returns
+/// whether a file was replaced and what may be released now of the space it held: none while
+/// readers still have it open (see `readers.rs`).
+pub(crate) fn rename_over(
+    shared: &Shared,
+    temp: &str,
+    dir: &DirHandle,
+    name: &str,
+) -> Result<(bool, u64), StoreError> {
+    let (replaced, freed, id) = replacing(dir, name)?;
+    let rename = || shared.staging.rename(temp, dir, name);
+    let ((), releasable) = shared
+        .readers
+        .remove_name(id, freed, rename)
+        .map_err(|e| StoreError::from_io("rename into place", e))?;
+    Ok((replaced, releasable))
 }
 
 /// Checks, creating nothing, that a file could be committed at `path`: no link on the way or

@@ -162,6 +162,11 @@ fn entry_stat(meta: &fs::Metadata) -> EntryStat {
         size: meta.len(),
         modified: meta.modified().unwrap_or(UNIX_EPOCH),
         // No portable inode number.
-        id: (0, 0),
+        id: None,
     }
+}
+
+/// No portable inode number: readers are not tracked (see `readers`).
+pub(crate) fn file_identity(_meta: &fs::Metadata) -> Option<((u64, u64), u64)> {
+    None
 }

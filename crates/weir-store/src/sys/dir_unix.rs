@@ -196,6 +196,12 @@ fn entry_stat(st: &rustix::fs::Stat) -> EntryStat {
         kind,
         size: st.st_size as u64,
         modified,
-        id: (st.st_dev as u64, st.st_ino as u64),
+        id: Some((st.st_dev as u64, st.st_ino as u64)),
     }
+}
+
+/// Which file this is (device, inode), and how many names it has.
+pub(crate) fn file_identity(meta: &std::fs::Metadata) -> Option<((u64, u64), u64)> {
+    use std::os::unix::fs::MetadataExt;
+    Some(((meta.dev(), meta.ino()), meta.nlink()))
 }

@@ -27,12 +27,12 @@ pub(crate) use fallback::*;
 #[cfg(unix)]
 mod dir_unix;
 #[cfg(unix)]
-pub(crate) use dir_unix::{DirHandle, is_symlink_error};
+pub(crate) use dir_unix::{DirHandle, file_identity, is_symlink_error};
 
 #[cfg_attr(unix, allow(dead_code))]
 mod dir_paths;
 #[cfg(not(unix))]
-pub(crate) use dir_paths::{DirHandle, is_symlink_error};
+pub(crate) use dir_paths::{DirHandle, file_identity, is_symlink_error};
 
 /// What a directory entry is, never following a symbolic link.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,8 +50,8 @@ pub(crate) struct EntryStat {
     pub(crate) kind: EntryKind,
     pub(crate) size: u64,
     pub(crate) modified: SystemTime,
-    /// Device and inode number: which file this is, whatever its name.
-    pub(crate) id: (u64, u64),
+    /// Device and inode number: which file this is, whatever its name (Unix only).
+    pub(crate) id: Option<(u64, u64)>,
 }
 
 /// The extended attribute that holds a committed file's SHA-256.

@@ -767,3 +767,45 @@ fn empty_files_and_directories_cost_an_entry_each() {
     store.commit_all(vec![begin("n/y"), begin("n/z")]).unwrap();
     assert_eq!(store.usage(), 3 * E);
 }
+
+#[cfg(unix)]
+#[test]
+fn a_file_still_read_keeps_its_space_until_the_reader_closes_it() {
+    use std::io::Read;
+    // Room for 100 bytes in two files.
+    let (_dir, store) = store_with(LocalOptions {
+        max_storage: Some(100 + 2 * E),
+        ..LocalOptions::default()
+    });
+    put(&store, "f", &[1; 100]);
+    // Deleted while read: its blocks stay on disk, and in the count, until the reader closes.
+    let (mut reader, _) = store.open_file(&p("f")).unwrap();
+    let (second, _) = store.open_file(&p("f")).unwrap();
+    store.delete(&p("f")).unwrap();
+    assert_eq!(store.usage(), 100 + E);
+    let one_byte = UploadOptions {
+        expected_len: Some(1),
+        ..UploadOptions::default()
+    };
+    assert!(matches!(
+        store.begin(&p("g"), one_byte),
+        Err(StoreError::QuotaExceeded { .. })
+    ));
+    let mut body = Vec::new();
+    reader.read_to_end(&mut body).unwrap();
+    assert_eq!(body, [1; 100]);
+    drop(reader);
+    assert_eq!(store.usage(), 100 + E, "one reader is left");
+    drop(second);
+    assert_eq!(store.usage(), 0);
+
+    // Replaced while read: the same.
+    put(&store, "f", &[2; 50]);
+    let (reader, _) = store.open_file(&p("f")).unwrap();
+    let mut up = store.begin(&p("f"), UploadOptions::default()).unwrap();
+    up.write(&[3; 40]).unwrap();
+    up.commit().unwrap();
+    assert_eq!(store.usage(), 50 + 40 + 2 * E);
+    drop(reader);
+    assert_eq!(store.usage(), 40 + E);
+}
