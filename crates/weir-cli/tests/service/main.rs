@@ -5,6 +5,7 @@ mod support;
 
 mod auth;
 mod client;
+mod confinement;
 mod conditional;
 mod crash;
 mod enospc;
