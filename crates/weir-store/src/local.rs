@@ -1147,8 +1147,11 @@ mod tests {
         }
     }
 
+    /// A file of a batch: its path and body.
+    type BatchFile<'a> = (&'a str, &'a [u8]);
+
     /// Uploads of `(path, body)` pairs, begun and written, not committed.
-    fn uploads(store: &LocalStore, files: &[(&str, &[u8])]) -> Vec<Upload> {
+    fn uploads(store: &LocalStore, files: &[BatchFile<'_>]) -> Vec<Upload> {
         files
             .iter()
             .map(|(path, body)| {
@@ -1218,7 +1221,7 @@ mod tests {
     fn commit_all_refuses_conflicts_and_leaves_nothing() {
         let (_dir, store) = store();
         put(&store, "file", b"f");
-        let cases: &[(&[(&str, &[u8])], &str)] = &[
+        let cases: &[(&[BatchFile<'_>], &str)] = &[
             // A later part needs an earlier one's path as a directory, or the reverse.
             (&[("x", b"1"), ("x/y", b"2")], "not a directory"),
             (&[("n/m/z", b"1"), ("n/m", b"2")], "not a directory"),

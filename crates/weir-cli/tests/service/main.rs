@@ -5,8 +5,8 @@ mod support;
 
 mod auth;
 mod client;
-mod confinement;
 mod conditional;
+mod confinement;
 mod crash;
 mod enospc;
 mod forms;
