@@ -53,8 +53,10 @@ pub(crate) const TEMP_SUFFIX: &str = ".tmp";
 /// Options for [`LocalStore::open`].
 #[derive(Clone, Debug)]
 pub struct LocalOptions {
-    /// The most bytes the files under the root may take, counted as the sum of file sizes
-    /// (uploads in progress included). `None`: no limit but the disk's.
+    /// The most bytes the files under the root may take, counted as the sum of file sizes plus
+    /// [`ENTRY_COST`](crate::ENTRY_COST) per file and per directory (uploads in progress
+    /// included, and files deleted or replaced while still read). `None`: no limit but the
+    /// disk's.
     pub max_storage: Option<u64>,
     /// Start writing an upload back to disk every this many bytes written through
     /// [`Upload::write`] or [`Upload::write_owned`], on the store's writeback thread, so that
@@ -266,7 +268,8 @@ impl LocalStore {
         &self.shared.root_path
     }
 
-    /// Bytes in use: committed files plus uploads in progress.
+    /// Bytes in use: committed files plus uploads in progress, and [`ENTRY_COST`] per file and
+    /// directory.
     pub fn usage(&self) -> u64 {
         self.shared.usage.used()
     }

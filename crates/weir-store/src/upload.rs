@@ -17,9 +17,17 @@
 //!    before anything is visible;
 //! 3. record the SHA-256 in an xattr (so that the fsync below covers it too);
 //! 4. `fsync` the file: its data is on disk before its name is;
-//! 5. under the store's commit lock, `lstat` the target (for `replaced` and the size it
-//!    frees) and `rename` the temp over it: readers see the old file or the new one;
+//! 5. resolve the target's directory (`openat2`, no lock); under the store's commit lock,
+//!    create the directories still missing (each charged [`ENTRY_COST`] first, so that a quota
+//!    that cannot hold them fails before any is made), `fstatat` the target (for `replaced`
+//!    and what it frees) and `renameat` the temp from the staging area over it: readers see
+//!    the old file or the new one;
 //! 6. `fsync` the directory: the rename itself is on disk when commit returns.
+//!
+//! The temporary lives in the staging area, never next to its target, so that an upload that
+//! fails leaves nothing in the tree. [`Upload::park`] closes its descriptor until it is needed
+//! again (reopened by name relative to the staging area's descriptor). Discarding unlinks it,
+//! closes it, and only then gives its reservation back.
 //!
 //! Copies and allocations on the write path: [`Upload::write`] hands the caller's slice to the
 //! hasher (which reads it in place) and to `write(2)` (the kernel copies it into the page
