@@ -1007,18 +1007,23 @@ mod tests {
         let refused = |r: Result<(), StoreError>| {
             assert!(matches!(r, Err(StoreError::SymlinkRefused)), "{r:?}");
         };
-        for path in [
-            "escape/secret",
-            "secret-link",
-            "d/rel/secret",
-            "escape/new/deeper",
-        ] {
-            refused(store.open_file(&p(path)).map(drop));
-            refused(store.begin(&p(path), UploadOptions::default()).map(drop));
-            refused(store.delete(&p(path)));
+        // With one-call resolution (`openat2`) where the kernel has it, and with the walk.
+        for force_walk in [false, true] {
+            let walk = &store.shared().force_walk;
+            walk.store(force_walk, std::sync::atomic::Ordering::Relaxed);
+            for path in [
+                "escape/secret",
+                "secret-link",
+                "d/rel/secret",
+                "escape/new/deeper",
+            ] {
+                refused(store.open_file(&p(path)).map(drop));
+                refused(store.begin(&p(path), UploadOptions::default()).map(drop));
+                refused(store.delete(&p(path)));
+            }
+            refused(store.list(Some(&p("escape"))).map(drop));
+            refused(store.list(Some(&p("d/rel"))).map(drop));
         }
-        refused(store.list(Some(&p("escape"))).map(drop));
-        refused(store.list(Some(&p("d/rel"))).map(drop));
 
         // Nothing outside was touched, nothing was created, and links are not listed.
         assert_eq!(fs::read(outside.join("secret")).unwrap(), b"secret");

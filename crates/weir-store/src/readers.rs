@@ -92,6 +92,8 @@ impl StoredFile {
             };
             return Ok((file, meta));
         };
+        // ALLOCATION: a map entry per file being read (not per reader), freed at its last
+        // close; and a reference count on the store per reader, below.
         let entry = held.entry(id).or_default();
         if entry.readers == 0 && links == 0 {
             // Its name went before this reader registered, and gave its space back: take it

@@ -120,6 +120,7 @@ fn sigkill_during_the_commit_of_a_form_leaves_all_or_none() {
 }
 
 /// Descriptors of the server that are open on upload temporaries.
+#[cfg(target_os = "linux")]
 fn open_temporaries(pid: u32) -> usize {
     std::fs::read_dir(format!("/proc/{pid}/fd"))
         .unwrap()
@@ -128,6 +129,7 @@ fn open_temporaries(pid: u32) -> usize {
         .count()
 }
 
+#[cfg(target_os = "linux")]
 #[test]
 fn a_form_of_many_files_holds_one_upload_descriptor() {
     const FILES: usize = 300;
@@ -164,6 +166,7 @@ fn a_form_of_many_files_holds_one_upload_descriptor() {
     );
 }
 
+#[cfg(target_os = "linux")]
 #[test]
 fn serve_raises_its_open_file_limit_to_the_hard_limit() {
     let dir = tempfile::tempdir().unwrap();
