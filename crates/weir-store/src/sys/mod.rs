@@ -1,16 +1,18 @@
 //! Platform specifics, in the manner of quinn-udp: `linux.rs` has the real thing, `fallback.rs`
 //! degrades gracefully with std only, and the rest of the crate calls the functions re-exported
-//! here without any `cfg`.
+//! here without any `cfg`. Directory handles split along another line: `dir_unix.rs` on every
+//! Unix (descriptors and `*at` calls), `dir_paths.rs` elsewhere (paths).
 //!
 //! | feature | Linux | fallback |
 //! | --- | --- | --- |
 //! | resolution relative to directory descriptors (`dir_unix.rs`: `openat2` beneath the root, else an `O_NOFOLLOW` walk) | yes (all Unixes; `openat2` on Linux 5.6+) | no: by path, each name checked with `symlink_metadata` first (`dir_paths.rs`) |
 //! | SHA-256 kept in the `user.weir.sha256` xattr | yes, where the filesystem allows | no |
 //! | root lock (`flock` on `.weir-lock`) | yes | no |
-//! | directory fsync | yes | on other Unixes; a no-op elsewhere |
+//! | directory fsync (through the directory's descriptor) | yes | on other Unixes; a no-op elsewhere |
 //! | early writeback of uploads (`writeback.rs`) | `posix_fadvise(DONTNEED)` | no (commit's fsync does it all) |
 //!
-//! The fallback is compiled (and unit-tested) on Linux too, so it cannot rot unnoticed.
+//! The fallbacks are compiled (`fallback.rs` also unit-tested) on Linux too, so they cannot rot
+//! unnoticed.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
