@@ -150,4 +150,58 @@ mod tests {
         );
         fallback::lock_exclusive(&file).unwrap();
     }
+
+    /// The by-path directory handle (other platforms) and the descriptor one agree on what
+    /// the store uses, links refused included.
+    #[cfg(unix)]
+    #[test]
+    fn both_directory_handles_do_the_same() {
+        macro_rules! exercise {
+            ($module:ident, $path:expr) => {{
+                use std::io::Write;
+                let path: &std::path::Path = $path;
+                std::fs::create_dir(path).unwrap();
+                let root = $module::DirHandle::open_root(path).unwrap();
+                let mut seen = Vec::new();
+                root.mkdir("d").unwrap();
+                let d = root.open_dir("d").unwrap();
+                d.create_new("f").unwrap().write_all(b"abc").unwrap();
+                assert!(d.create_new("f").is_err(), "O_EXCL");
+                let st = d.stat("f").unwrap().unwrap();
+                seen.push(format!("{:?} {}", st.kind, st.size));
+                d.rename("f", &root, "g").unwrap();
+                seen.push(format!("{:?}", root.stat("g").unwrap().map(|s| s.kind)));
+                seen.push(format!("{:?}", d.stat("f").unwrap()));
+                std::os::unix::fs::symlink("d", path.join("link")).unwrap();
+                let mut names = root.names().unwrap();
+                names.sort();
+                seen.push(format!("{names:?}"));
+                // A link is refused, as ELOOP or as "not a directory" that `stat` calls a link.
+                let err = root.open_dir("link").unwrap_err();
+                let kind = root.stat("link").unwrap().map(|s| s.kind);
+                let refused = $module::is_symlink_error(&err) || kind == Some(EntryKind::Symlink);
+                seen.push(format!("link refused: {refused}"));
+                assert!(root.open_read("link").is_err());
+                root.sync().unwrap();
+                root.unlink("g").unwrap();
+                seen.push(format!("{:?}", root.stat("g").unwrap()));
+                seen
+            }};
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let by_descriptor = exercise!(dir_unix, &dir.path().join("a"));
+        let by_path = exercise!(dir_paths, &dir.path().join("b"));
+        assert_eq!(by_descriptor, by_path);
+        assert_eq!(
+            by_descriptor,
+            [
+                "File 3",
+                "Some(File)",
+                "None",
+                r#"["d", "g", "link"]"#,
+                "link refused: true",
+                "None"
+            ]
+        );
+    }
 }
