@@ -71,7 +71,8 @@ pub struct ServeArgs {
     /// Largest accepted upload (e.g. 100GiB, 512MiB, 1000000); larger ones get 413.
     #[arg(long, default_value = "100GiB", value_parser = parse_size)]
     pub max_upload: u64,
-    /// Most bytes all stored files may take together; uploads past it get 507.
+    /// Most bytes all stored files may take together, counting 4 KiB per file and directory;
+    /// uploads past it get 507.
     #[arg(long, value_parser = parse_size)]
     pub max_storage: Option<u64>,
     /// Request body bytes read ahead of the handler before the server stops reading.

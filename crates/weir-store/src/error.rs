@@ -31,6 +31,14 @@ pub enum StoreError {
     #[error("is a directory")]
     IsDirectory,
 
+    /// Two uploads committed together ([`LocalStore::commit_all`](crate::LocalStore::commit_all))
+    /// name the same path; none was stored (409).
+    #[error("{path} is named twice")]
+    DuplicatePath {
+        /// The path named twice.
+        path: String,
+    },
+
     /// A directory is needed but a file is in the way: uploading `a/b` when `a` is a file, or
     /// listing a file (409).
     #[error("not a directory")]

@@ -613,7 +613,7 @@ mod tests {
     #[test]
     fn quota_and_length_apply_to_owned_writes() {
         let (_dir, store) = store_with(LocalOptions {
-            max_storage: Some(10),
+            max_storage: Some(10 + crate::ENTRY_COST),
             ..LocalOptions::default()
         });
         let mut up = store.begin(&p("f"), UploadOptions::default()).unwrap();

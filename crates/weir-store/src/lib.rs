@@ -5,12 +5,17 @@
 //!
 //! | operation | local backend |
 //! | --- | --- |
-//! | [`LocalStore::begin`] → [`Upload`] | temporary file next to the target |
+//! | [`LocalStore::begin`] → [`Upload`] | temporary file in the staging area (`.weir-staging/`) |
 //! | [`Upload::write`] (or [`Upload::file_mut`] + [`Upload::record_external_write`]) | append |
 //! | [`Upload::write_owned`] → [`Upload::hash_job`] → [`HashJob::run`] (any thread) → [`Upload::attach`] | append now, hash on another thread |
-//! | [`Upload::commit`] \| [`Upload::abort`] (or drop) | fsync, rename, fsync dir \| unlink |
-//! | [`LocalStore::open_file`] | `open(O_NOFOLLOW)` + metadata and stored digest |
-//! | [`LocalStore::list`], [`LocalStore::delete`] | `readdir`, `unlink` + fsync dir |
+//! | [`Upload::park`] | close the temporary's descriptor until the next write or the commit |
+//! | [`Upload::commit`] \| [`Upload::abort`] (or drop) | fsync, make directories, `renameat` into place, fsync dir \| unlink |
+//! | [`LocalStore::commit_all`] | several uploads all or none: an intent record, then the renames |
+//! | [`LocalStore::open_file`] → [`StoredFile`] | `openat2` beneath the root + metadata and stored digest |
+//! | [`LocalStore::list`], [`LocalStore::delete`] | `readdir` + `fstatat`, `unlinkat` + fsync dir |
+//!
+//! Every system call on the tree is relative to a directory descriptor, reached from the root's
+//! without following any symbolic link (see `local.rs`).
 //!
 //! The code is synchronous std code, called from the connection's task: plain `write(2)` into
 //! the page cache was measured twice as fast as going through `tokio::fs`. Only `commit`'s
@@ -19,16 +24,21 @@
 //! ([`LocalOptions::early_writeback`]).
 //!
 //! # Guarantees
-//! - **Atomicity.** An upload is invisible until commit renames its temporary file over the
-//!   target, in the same directory (`rename(2)` is atomic within a filesystem). A reader opens
-//!   the old file or the new one, never a mix, and keeps reading the version it opened.
-//!   Concurrent uploads to one path are each atomic; the last to commit wins.
+//! - **Atomicity.** An upload is invisible until commit renames its temporary file from the
+//!   staging area over the target (`rename(2)` is atomic within a filesystem: the root must be
+//!   one filesystem, a mount point inside it makes commits below it fail with `EXDEV`). A
+//!   reader opens the old file or the new one, never a mix, and keeps reading the version it
+//!   opened. Concurrent uploads to one path are each atomic; the last to commit wins. An upload
+//!   that fails leaves nothing in the tree, not even a directory: directories are made at
+//!   commit. [`LocalStore::commit_all`] extends this to several files: all or none, checked
+//!   against each other and the tree before anything is made.
 //! - **Durability.** When [`Upload::commit`] returns `Ok`, the file's data (`fsync` of the
 //!   file, before the rename) and its name (`fsync` of the directory, after) are on disk; new
 //!   directories are made durable when created. [`LocalStore::delete`] fsyncs the directory too.
 //! - **Crash.** A crash (or `SIGKILL`) at any point leaves the old file or the new one at the
-//!   target, plus possibly a temporary file `.weir-upload-*.tmp`, which
-//!   [`LocalStore::open`] removes at the next start.
+//!   target, plus possibly temporaries in `.weir-staging/`, which [`LocalStore::open`] removes
+//!   at the next start. A crash during [`LocalStore::commit_all`] after its intent record was
+//!   made durable is finished by the next [`LocalStore::open`]: all the files, never some.
 //! - **Integrity.** SHA-256 is computed as bytes are written and returned by commit — on the
 //!   writer's thread, or on another one through a [`HashJob`] that owns the very buffer the
 //!   write read (the hash of one buffer then overlaps the receiving of the next; a job lost or
@@ -38,15 +48,25 @@
 //!   reported by [`LocalStore::open_file`] while the file is unchanged.
 //! - **Space.** A full disk (`ENOSPC`, `EDQUOT`) is [`StoreError::NoSpace`]; the optional
 //!   `max_storage` quota is [`StoreError::QuotaExceeded`]. Either way the upload is discarded
-//!   and existing files are untouched.
-//! - **Confinement.** Paths are [`StorePath`]s, validated when parsed; resolution refuses
-//!   symbolic links anywhere under the root ([`StoreError::SymlinkRefused`]).
+//!   and existing files are untouched. The quota counts bytes plus [`ENTRY_COST`] per file and
+//!   directory; it is never exceeded by what is on disk: an upload's space is given back only
+//!   once its temporary is unlinked and closed, and a deleted or replaced file still read
+//!   through a [`StoredFile`] stays counted until the last reader drops it.
+//! - **Confinement.** Paths are [`StorePath`]s, validated when parsed. No symbolic link under
+//!   the root is ever followed ([`StoreError::SymlinkRefused`]), not even one swapped in for a
+//!   directory while a request goes through it: resolution and every operation are relative to
+//!   directory descriptors (`openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)`, else an
+//!   `O_NOFOLLOW` walk; by path with a check on platforms without `openat`).
 //!
 //! # Invariants
 //! - Every name the store creates for itself starts with `.weir-`; no [`StorePath`] can, so
 //!   they are never addressed, listed or served.
 //! - A temporary file exists only while its [`Upload`] is open: commit renames it, every
-//!   error, abort and drop unlink it; start-up removes those a crash left.
+//!   error, abort and drop unlink it; start-up removes those a crash left (after finishing the
+//!   intent records that name them).
+//! - An upload holds at most one descriptor (none while parked); a resolution holds one
+//!   directory descriptor at a time beyond the root's and the staging area's, closed when the
+//!   operation ends. So open upload files number at most the uploads receiving bytes.
 //! - One process per root: [`LocalStore::open`] takes a lock on the root (Linux), so cleanup
 //!   never removes another live process's uploads and the usage count stays exact.
 //!
@@ -70,13 +90,16 @@
 //! ```
 #![forbid(unsafe_code)]
 
+mod batch;
 mod digest;
 mod error;
 mod fault;
 mod hash_job;
+mod intent;
 mod local;
 mod path;
 mod quota;
+mod readers;
 mod sys;
 mod upload;
 mod writeback;
@@ -88,6 +111,8 @@ pub use fault::{Fault, FaultOp, HashGate};
 pub use hash_job::{HashJob, Hashed, Written};
 pub use local::{Entry, FileMeta, LocalOptions, LocalStore};
 pub use path::{MAX_PATH_LEN, MAX_SEGMENT_LEN, PathError, RESERVED_PREFIX, StorePath};
+pub use quota::ENTRY_COST;
+pub use readers::StoredFile;
 pub use upload::{Committed, Upload, UploadOptions};
 
 #[cfg(test)]

@@ -4,25 +4,39 @@
 //! root holds only names starting with [`RESERVED_PREFIX`](crate::path::RESERVED_PREFIX):
 //! - `.weir-lock` in the root: held with `flock` while a [`LocalStore`] is open, so that a
 //!   second process cannot clean up the first one's uploads in progress or skew its quota;
-//! - `.weir-upload-<pid>-<n>.tmp` next to each target: an upload in progress (see
-//!   [`Upload`]).
+//! - `.weir-staging/`, the staging area: `.weir-upload-<pid>-<n>.tmp`, an upload in
+//!   progress (see [`Upload`]), and `.weir-intent-<pid>-<n>`, the intent record of a
+//!   multi-file commit in progress (see `batch.rs` and `intent.rs`). Uploads are staged here
+//!   rather than next to their target, so that an upload that fails creates nothing in the
+//!   tree, not even its directories: those are made at commit.
 //!
-//! Resolution never follows a symbolic link: every existing component is checked with
-//! `symlink_metadata` on the way down, a symlink anywhere is [`StoreError::SymlinkRefused`],
-//! and final files are opened with `O_NOFOLLOW` on Linux. What remains is the window between
-//! checking a directory and using it: a process that can write inside the root could swap a
-//! checked directory for a symlink in between. The store assumes that nothing but itself
-//! writes the root (the lock keeps other weir processes out); closing that window completely
-//! would take `openat`-relative resolution, which can come later without changing the API.
+//! # Resolution
+//! No symbolic link below the root is ever followed, even one swapped in while a request is
+//! being served. The root is held open as a directory descriptor ([`DirHandle`]) and every
+//! operation is relative to a descriptor, never to a path: a directory is reached with
+//! `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)` from the root in one system call (Linux
+//! 5.6+), or else by opening one component at a time with `O_NOFOLLOW | O_DIRECTORY`; then the
+//! file is opened, created, stat'ed, renamed or unlinked relative to that directory's
+//! descriptor (`openat(O_NOFOLLOW)`, `fstatat(AT_SYMLINK_NOFOLLOW)`, `renameat`, `unlinkat`),
+//! and the directory is fsynced through it. A directory replaced by a symlink after it was
+//! opened is simply no longer on the path: the descriptor still names the directory it opened,
+//! inside the root. Nothing is `stat`ed on the way down (a symlink makes the open fail), which
+//! also saves the `lstat` per component that checking paths took.
+//!
+//! Where there is no `openat` (not Unix), `sys::dir_paths` does the same by path, checking each
+//! name with `symlink_metadata` first: links are refused but the window between check and use
+//! remains there.
 
 use crate::error::StoreError;
 use crate::fault::Faults;
+use crate::intent;
 use crate::path::{StorePath, is_reserved, validate_segment};
-use crate::quota::Usage;
-use crate::sys;
+use crate::quota::{ENTRY_COST, Usage};
+use crate::readers::{Readers, StoredFile};
+use crate::sys::{self, DirHandle, EntryKind, EntryStat};
 use crate::upload::{Upload, UploadOptions};
 use crate::writeback::{self, Flusher};
-use std::fs::{self, File, Metadata, OpenOptions};
+use std::fs::{self, File};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -30,6 +44,8 @@ use std::time::SystemTime;
 
 /// Name of the lock file in the root.
 const LOCK_NAME: &str = ".weir-lock";
+/// Name of the staging area in the root.
+pub(crate) const STAGING_NAME: &str = ".weir-staging";
 /// Temporary upload files are named `TEMP_PREFIX` + unique part + `TEMP_SUFFIX`.
 pub(crate) const TEMP_PREFIX: &str = ".weir-upload-";
 pub(crate) const TEMP_SUFFIX: &str = ".tmp";
@@ -37,8 +53,10 @@ pub(crate) const TEMP_SUFFIX: &str = ".tmp";
 /// Options for [`LocalStore::open`].
 #[derive(Clone, Debug)]
 pub struct LocalOptions {
-    /// The most bytes the files under the root may take, counted as the sum of file sizes
-    /// (uploads in progress included). `None`: no limit but the disk's.
+    /// The most bytes the files under the root may take, counted as the sum of file sizes plus
+    /// [`ENTRY_COST`](crate::ENTRY_COST) per file and per directory (uploads in progress
+    /// included, and files deleted or replaced while still read). `None`: no limit but the
+    /// disk's.
     pub max_storage: Option<u64>,
     /// Start writing an upload back to disk every this many bytes written through
     /// [`Upload::write`] or [`Upload::write_owned`], on the store's writeback thread, so that
@@ -104,12 +122,21 @@ pub struct LocalStore {
 /// What a store and its uploads in progress share.
 #[derive(Debug)]
 pub(crate) struct Shared {
-    /// Canonical root: no symlink in it, so that joining checked segments stays below it.
-    pub(crate) root: PathBuf,
+    /// The root as given to `open`, canonicalized: for [`LocalStore::root`] and messages only,
+    /// never to reach a file.
+    root_path: PathBuf,
+    /// The root, held open: every lookup starts here.
+    pub(crate) root: DirHandle,
+    /// The staging area, held open: temporaries and intent records live here.
+    pub(crate) staging: DirHandle,
     pub(crate) usage: Usage,
-    /// Serializes "look at the target, then rename over it or unlink it", so that `replaced`
-    /// and the usage count are exact when uploads and deletes of one path race. Held only for
-    /// the `lstat` and the `rename` or `unlink`, never across an fsync.
+    /// Files open for reading, whose space outlives their name (see `readers.rs`).
+    pub(crate) readers: Readers,
+    /// Serializes "look at the target, then rename over it or unlink it", and the creation of
+    /// directories, so that `replaced` and the usage count are exact when uploads and deletes
+    /// of one path race, and a multi-file commit's checks still hold when it renames. Held for
+    /// the `fstatat` and the `renameat` or `unlinkat` of a single file (and the `mkdirat`s
+    /// its commit needs); a multi-file commit holds it across its intent record's fsync.
     pub(crate) commit_lock: Mutex<()>,
     pub(crate) faults: Faults,
     /// The writeback thread of uploads, and how often they use it.
@@ -117,22 +144,57 @@ pub(crate) struct Shared {
     pub(crate) early_writeback: Option<u64>,
     /// Temporary files removed at open.
     removed_at_open: u64,
+    /// Files that [`LocalStore::open`] committed by finishing interrupted multi-file commits.
+    rolled_forward: u64,
+    /// Test hook: runs after each directory resolution, before the directory is used.
+    #[cfg(test)]
+    pub(crate) after_resolve: crate::testutil::Hook,
+    /// Test hook: resolve by walking even where `openat2` works.
+    #[cfg(test)]
+    pub(crate) force_walk: std::sync::atomic::AtomicBool,
+    /// Test hook: a multi-file commit "crashes" (stops, leaving everything as a crash would)
+    /// after this many renames.
+    #[cfg(test)]
+    pub(crate) crash_after_renames: Mutex<Option<usize>>,
     /// Holds the root lock for as long as the store or any upload lives.
     _lock: File,
 }
 
-/// Whether a walk creates missing directories.
+/// What a walk does with a directory that does not exist.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Missing {
+    /// Creates it (and the ones below), making each durable. A file on the way is
+    /// [`StoreError::NotADirectory`].
     Create,
+    /// Stops there: the walk returns `None`. A file on the way is
+    /// [`StoreError::NotADirectory`] (what creating would meet).
+    Stop,
+    /// Fails with [`StoreError::NotFound`]; a file on the way is not found either.
     NotFound,
+}
+
+/// A directory reached from the root: the root itself (no descriptor to open) or one below.
+#[derive(Debug)]
+pub(crate) enum Resolved {
+    Root,
+    Below(DirHandle),
+}
+
+impl Resolved {
+    pub(crate) fn get<'a>(&'a self, shared: &'a Shared) -> &'a DirHandle {
+        match self {
+            Resolved::Root => &shared.root,
+            Resolved::Below(dir) => dir,
+        }
+    }
 }
 
 impl LocalStore {
     /// Opens (creating it if needed) the store rooted at `root`.
     ///
-    /// Checks that the root is a writable directory that no other process holds, removes the
-    /// temporary files of uploads that a crash interrupted, and counts the space in use. It
+    /// Checks that the root is a writable directory that no other process holds, finishes the
+    /// multi-file commits that a crash interrupted after their intent was recorded, removes
+    /// the temporary files of uploads that a crash interrupted, and counts the space in use. It
     /// walks the whole tree to do so: start-up time grows with the number of files.
     ///
     /// Errors are [`StoreError::Root`], fit to print before exiting.
@@ -142,21 +204,14 @@ impl LocalStore {
             root: given.to_owned(),
             source,
         };
+        let store_err = |e: StoreError| match e {
+            StoreError::Io { source, .. } | StoreError::Root { source, .. } => root_err(source),
+            other => root_err(io::Error::other(other.to_string())),
+        };
         fs::create_dir_all(given).map_err(root_err)?;
-        let root = fs::canonicalize(given).map_err(root_err)?;
-        if !fs::metadata(&root).map_err(root_err)?.is_dir() {
-            return Err(root_err(io::Error::new(
-                io::ErrorKind::NotADirectory,
-                "not a directory",
-            )));
-        }
-        let lock = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(root.join(LOCK_NAME))
-            .map_err(root_err)?;
+        let root_path = fs::canonicalize(given).map_err(root_err)?;
+        let root = DirHandle::open_root(&root_path).map_err(root_err)?;
+        let lock = root.create_or_open(LOCK_NAME).map_err(root_err)?;
         sys::lock_exclusive(&lock).map_err(|e| {
             root_err(if e.kind() == io::ErrorKind::WouldBlock {
                 io::Error::new(
@@ -167,15 +222,18 @@ impl LocalStore {
                 e
             })
         })?;
+        let staging = match walk(&root, [STAGING_NAME].into_iter(), Missing::Create) {
+            Ok(Some(Resolved::Below(dir))) => dir,
+            Ok(_) => return Err(root_err(io::ErrorKind::NotFound.into())),
+            Err(e) => return Err(store_err(e)),
+        };
         // Prove that files can be created where uploads will be created (a read-only mount
         // or a directory without write permission fails here, not at the first upload).
-        let (probe, probe_file) = create_temp(&root).map_err(|e| match e {
-            StoreError::Io { source, .. } => root_err(source),
-            other => root_err(io::Error::other(other.to_string())),
-        })?;
+        let (probe, probe_file) = create_temp(&staging).map_err(store_err)?;
         drop(probe_file);
-        fs::remove_file(&probe).map_err(root_err)?;
+        staging.unlink(&probe).map_err(root_err)?;
 
+        let staged = intent::recover(&root, &staging).map_err(store_err)?;
         let scan = scan(&root).map_err(root_err)?;
         #[cfg(any(test, feature = "fault-injection"))]
         let faults = Faults::new(options.fault, options.hash_gate);
@@ -183,13 +241,23 @@ impl LocalStore {
         let faults = Faults::default();
         Ok(LocalStore {
             shared: Arc::new(Shared {
+                root_path,
                 root,
+                staging,
                 usage: Usage::new(scan.used, options.max_storage),
+                readers: Readers::default(),
                 commit_lock: Mutex::new(()),
                 faults,
                 flusher: Flusher::default(),
                 early_writeback: options.early_writeback,
-                removed_at_open: scan.removed,
+                removed_at_open: scan.removed + staged.removed,
+                rolled_forward: staged.rolled_forward,
+                #[cfg(test)]
+                after_resolve: Default::default(),
+                #[cfg(test)]
+                force_walk: Default::default(),
+                #[cfg(test)]
+                crash_after_renames: Default::default(),
                 _lock: lock,
             }),
         })
@@ -197,10 +265,11 @@ impl LocalStore {
 
     /// The canonical root directory.
     pub fn root(&self) -> &Path {
-        &self.shared.root
+        &self.shared.root_path
     }
 
-    /// Bytes in use: committed files plus uploads in progress.
+    /// Bytes in use: committed files plus uploads in progress, and [`ENTRY_COST`] per file and
+    /// directory.
     pub fn usage(&self) -> u64 {
         self.shared.usage.used()
     }
@@ -215,13 +284,24 @@ impl LocalStore {
         &self.shared
     }
 
+    pub(crate) fn shared_arc(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
     /// How many leftover temporary files [`LocalStore::open`] removed.
     pub fn removed_temporaries(&self) -> u64 {
         self.shared.removed_at_open
     }
 
-    /// Starts an upload to `path`: creates the directories on the way and a temporary file
-    /// next to the target. Nothing is visible at `path` until [`Upload::commit`].
+    /// How many files [`LocalStore::open`] committed by finishing multi-file commits that a
+    /// crash interrupted (see [`LocalStore::commit_all`]).
+    pub fn recovered_files(&self) -> u64 {
+        self.shared.rolled_forward
+    }
+
+    /// Starts an upload to `path`: checks that it could be stored there and creates a
+    /// temporary file in the staging area. Nothing is visible at `path`, and no directory is
+    /// created, until [`Upload::commit`].
     ///
     /// With `options.expected_len`, the whole length is reserved against the quota now, so an
     /// upload that cannot fit fails before the client sends its body.
@@ -230,35 +310,35 @@ impl LocalStore {
     }
 
     /// Opens a stored file for reading (GET, HEAD). The file handle keeps reading the same
-    /// bytes even if the path is replaced or deleted meanwhile.
-    pub fn open_file(&self, path: &StorePath) -> Result<(File, FileMeta), StoreError> {
-        let dir = self
-            .shared
-            .walk(path.parent_segments(), Missing::NotFound)?;
-        let target = dir.join(path.file_name());
-        match lstat(&target)? {
-            None => return Err(StoreError::NotFound),
-            Some(m) if m.file_type().is_symlink() => return Err(StoreError::SymlinkRefused),
-            Some(m) if m.is_dir() => return Err(StoreError::IsDirectory),
-            Some(m) if !m.is_file() => return Err(StoreError::NotFound),
-            Some(_) => {}
+    /// bytes even if the path is replaced or deleted meanwhile, and the space those bytes take
+    /// stays counted against the quota until it is dropped.
+    pub fn open_file(&self, path: &StorePath) -> Result<(StoredFile, FileMeta), StoreError> {
+        let opened = match self.shared.beneath_root() {
+            Some(root) => root.open_file_beneath(path.as_str()),
+            None => None,
+        };
+        let file = match opened {
+            Some(file) => file,
+            None => {
+                let dir = self.shared.resolve(parent_of(path))?;
+                dir.get(&self.shared).open_read(path.file_name())
+            }
         }
-        let mut opts = OpenOptions::new();
-        opts.read(true);
-        sys::add_nofollow(&mut opts, true);
-        let file = opts.open(&target).map_err(|e| match e.kind() {
-            io::ErrorKind::NotFound => StoreError::NotFound,
-            _ if sys::is_symlink_error(&e) => StoreError::SymlinkRefused,
-            _ => StoreError::Io {
-                op: "open file",
+        .map_err(|e| {
+            if sys::is_symlink_error(&e) {
+                StoreError::SymlinkRefused
+            } else if is_absent(&e) {
+                StoreError::NotFound
+            } else {
+                StoreError::from_io("open file", e)
+            }
+        })?;
+        let charge = |meta: &std::fs::Metadata| meta.len().saturating_add(ENTRY_COST);
+        let (file, meta) =
+            StoredFile::open(&self.shared, file, charge).map_err(|e| StoreError::Io {
+                op: "stat file",
                 source: e,
-            },
-        })?;
-        // Check again on the open handle: the path may have changed since the lstat.
-        let meta = file.metadata().map_err(|e| StoreError::Io {
-            op: "stat file",
-            source: e,
-        })?;
+            })?;
         if meta.is_dir() {
             return Err(StoreError::IsDirectory);
         }
@@ -266,7 +346,10 @@ impl LocalStore {
             return Err(StoreError::NotFound);
         }
         let sha256 = sys::read_digest(&file, &meta);
-        let modified = modified(&meta)?;
+        let modified = meta.modified().map_err(|e| StoreError::Io {
+            op: "read modification time",
+            source: e,
+        })?;
         Ok((
             file,
             FileMeta {
@@ -281,22 +364,9 @@ impl LocalStore {
     /// reserved names, symbolic links, special files and names that are not valid store path
     /// segments are left out: a listing shows exactly what can be fetched.
     pub fn list(&self, dir: Option<&StorePath>) -> Result<Vec<Entry>, StoreError> {
-        let path = match dir {
-            None => self.shared.root.clone(),
-            Some(dir) => {
-                let parent = self.shared.walk(dir.parent_segments(), Missing::NotFound)?;
-                let path = parent.join(dir.file_name());
-                match lstat(&path)? {
-                    None => return Err(StoreError::NotFound),
-                    Some(m) if m.file_type().is_symlink() => {
-                        return Err(StoreError::SymlinkRefused);
-                    }
-                    Some(m) if !m.is_dir() => return Err(StoreError::NotADirectory),
-                    Some(_) => path,
-                }
-            }
-        };
-        let read_dir = fs::read_dir(&path).map_err(|e| match e.kind() {
+        let resolved = self.shared.open_listed_dir(dir)?;
+        let handle = resolved.get(&self.shared);
+        let names = handle.names().map_err(|e| match e.kind() {
             io::ErrorKind::NotFound => StoreError::NotFound,
             _ => StoreError::Io {
                 op: "read directory",
@@ -304,22 +374,18 @@ impl LocalStore {
             },
         })?;
         let mut entries = Vec::new();
-        for dirent in read_dir {
-            let dirent = dirent.map_err(|e| StoreError::Io {
-                op: "read directory",
-                source: e,
-            })?;
-            let Ok(name) = dirent.file_name().into_string() else {
+        for name in names {
+            let Ok(name) = name.into_string() else {
                 continue;
             };
             if validate_segment(&name).is_err() {
                 continue;
             }
-            // `DirEntry::metadata` does not follow symlinks.
-            let meta = match dirent.metadata() {
-                Ok(m) => m,
+            // `fstatat(AT_SYMLINK_NOFOLLOW)` relative to the listed directory's descriptor.
+            let meta = match handle.stat(&name) {
+                Ok(Some(m)) => m,
                 // Deleted between readdir and stat: it is simply not there any more.
-                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Ok(None) => continue,
                 Err(e) => {
                     return Err(StoreError::Io {
                         op: "stat entry",
@@ -327,14 +393,14 @@ impl LocalStore {
                     });
                 }
             };
-            let is_dir = meta.is_dir();
-            if !is_dir && !meta.is_file() {
+            let is_dir = meta.kind == EntryKind::Dir;
+            if !is_dir && meta.kind != EntryKind::File {
                 continue;
             }
             entries.push(Entry {
                 name,
-                size: if is_dir { 0 } else { meta.len() },
-                modified: modified(&meta)?,
+                size: if is_dir { 0 } else { meta.size },
+                modified: meta.modified,
                 is_dir,
             });
         }
@@ -346,30 +412,38 @@ impl LocalStore {
     /// ([`StoreError::IsDirectory`]); empty ones are left behind by design, since another
     /// upload may be about to use them.
     pub fn delete(&self, path: &StorePath) -> Result<(), StoreError> {
-        let dir = self
-            .shared
-            .walk(path.parent_segments(), Missing::NotFound)?;
-        let target = dir.join(path.file_name());
-        let size = {
+        let resolved = self.shared.resolve(parent_of(path))?;
+        let dir = resolved.get(&self.shared);
+        let name = path.file_name();
+        let releasable = {
             let _guard = self.shared.lock_commits();
-            let size = match lstat(&target)? {
+            let meta = match stat(dir, name)? {
                 None => return Err(StoreError::NotFound),
-                Some(m) if m.file_type().is_symlink() => return Err(StoreError::SymlinkRefused),
-                Some(m) if m.is_dir() => return Err(StoreError::IsDirectory),
-                Some(m) if !m.is_file() => return Err(StoreError::NotFound),
-                Some(m) => m.len(),
-            };
-            fs::remove_file(&target).map_err(|e| match e.kind() {
-                io::ErrorKind::NotFound => StoreError::NotFound,
-                _ => StoreError::Io {
-                    op: "delete file",
-                    source: e,
+                Some(m) => match m.kind {
+                    EntryKind::Symlink => return Err(StoreError::SymlinkRefused),
+                    EntryKind::Dir => return Err(StoreError::IsDirectory),
+                    EntryKind::Other => return Err(StoreError::NotFound),
+                    EntryKind::File => m,
                 },
-            })?;
-            size
+            };
+            // A reader still holding the file keeps its space counted (`readers.rs`).
+            let charge = meta.size.saturating_add(ENTRY_COST);
+            let unlink = || dir.unlink(name);
+            let ((), releasable) = self
+                .shared
+                .readers
+                .remove_name(meta.id, charge, unlink)
+                .map_err(|e| match e.kind() {
+                    io::ErrorKind::NotFound => StoreError::NotFound,
+                    _ => StoreError::Io {
+                        op: "delete file",
+                        source: e,
+                    },
+                })?;
+            releasable
         };
-        self.shared.usage.release(size);
-        sys::sync_dir(&dir).map_err(|e| StoreError::Io {
+        self.shared.usage.release(releasable);
+        dir.sync().map_err(|e| StoreError::Io {
             op: "sync directory",
             source: e,
         })
@@ -384,73 +458,211 @@ impl Shared {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Walks directory segments down from the root, refusing symlinks, and returns the
-    /// directory they name. Missing directories are created (and made durable: each new entry's
-    /// parent is fsynced) or are [`StoreError::NotFound`]. A file on the way is
-    /// [`StoreError::NotADirectory`] when creating, [`StoreError::NotFound`] when reading.
-    pub(crate) fn walk<'a>(
-        &self,
-        segments: impl Iterator<Item = &'a str>,
-        missing: Missing,
-    ) -> Result<PathBuf, StoreError> {
-        let mut dir = self.root.clone();
-        for segment in segments {
-            dir.push(segment);
-            match lstat(&dir)? {
-                Some(m) if m.file_type().is_symlink() => return Err(StoreError::SymlinkRefused),
-                Some(m) if m.is_dir() => continue,
-                Some(_) => {
-                    return Err(match missing {
-                        Missing::Create => StoreError::NotADirectory,
-                        Missing::NotFound => StoreError::NotFound,
-                    });
-                }
-                None if missing == Missing::NotFound => return Err(StoreError::NotFound),
-                None => {}
-            }
-            match fs::create_dir(&dir) {
-                Ok(()) => {
-                    let parent = dir.parent().unwrap_or(&self.root);
-                    sys::sync_dir(parent).map_err(|e| StoreError::from_io("sync directory", e))?;
-                }
-                // Created by a concurrent upload: fine if it is a real directory.
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => match lstat(&dir)? {
-                    Some(m) if m.is_dir() && !m.file_type().is_symlink() => {}
-                    Some(m) if m.file_type().is_symlink() => {
-                        return Err(StoreError::SymlinkRefused);
-                    }
-                    _ => return Err(StoreError::NotADirectory),
-                },
-                Err(e) => return Err(StoreError::from_io("create directory", e)),
+    /// The root, when one-call resolution (`openat2`) may be tried from it.
+    fn beneath_root(&self) -> Option<&DirHandle> {
+        #[cfg(test)]
+        if self.force_walk.load(std::sync::atomic::Ordering::Relaxed) {
+            return None;
+        }
+        Some(&self.root)
+    }
+
+    /// The existing directory `rel` (`a/b`, or `""` for the root), for reading: absent, or a
+    /// file on the way, is [`StoreError::NotFound`]; a symbolic link anywhere is
+    /// [`StoreError::SymlinkRefused`]. One `openat2` where the kernel has it, else one
+    /// `openat(O_NOFOLLOW | O_DIRECTORY)` per component.
+    pub(crate) fn resolve(&self, rel: &str) -> Result<Resolved, StoreError> {
+        if rel.is_empty() {
+            return Ok(Resolved::Root);
+        }
+        let opened = self
+            .beneath_root()
+            .and_then(|root| root.open_dir_beneath(rel));
+        let resolved = match opened {
+            Some(Ok(dir)) => Resolved::Below(dir),
+            Some(Err(e)) if sys::is_symlink_error(&e) => return Err(StoreError::SymlinkRefused),
+            Some(Err(e)) if is_absent(&e) => return Err(StoreError::NotFound),
+            Some(Err(e)) => return Err(StoreError::from_io("open directory", e)),
+            None => match walk(&self.root, rel.split('/'), Missing::NotFound)? {
+                Some(resolved) => resolved,
+                None => return Err(StoreError::NotFound),
+            },
+        };
+        self.resolved();
+        Ok(resolved)
+    }
+
+    /// Walks `rel` from the root, doing what `missing` says with absent directories (see
+    /// [`walk`]).
+    pub(crate) fn walk(&self, rel: &str, missing: Missing) -> Result<Option<Resolved>, StoreError> {
+        let resolved = walk(
+            &self.root,
+            rel.split('/').filter(|s| !s.is_empty()),
+            missing,
+        )?;
+        self.resolved();
+        Ok(resolved)
+    }
+
+    /// How many directories of `rel` are missing: the trailing segments from the first absent
+    /// one. A file or a link on the way is refused as by [`Missing::Stop`].
+    pub(crate) fn missing_dirs(&self, rel: &str) -> Result<usize, StoreError> {
+        match self.resolve(rel) {
+            Ok(_) => return Ok(0),
+            Err(StoreError::NotFound) => {}
+            Err(e) => return Err(e),
+        }
+        let mut current: Option<DirHandle> = None;
+        let segments = || rel.split('/').filter(|s| !s.is_empty());
+        for (depth, segment) in segments().enumerate() {
+            let dir = current.as_ref().unwrap_or(&self.root);
+            let opened = dir.open_dir(segment);
+            match open_dir_result(dir, segment, opened, Missing::Stop)? {
+                Some(next) => current = Some(next),
+                None => return Ok(segments().count() - depth),
             }
         }
-        Ok(dir)
+        Ok(0)
+    }
+
+    /// Creates the missing directories of `rel`, each charged [`ENTRY_COST`] first (all or
+    /// none: [`StoreError::QuotaExceeded`] creates nothing). Call with the commit lock held.
+    pub(crate) fn create_dirs(&self, rel: &str) -> Result<Resolved, StoreError> {
+        let cost = (self.missing_dirs(rel)? as u64).saturating_mul(ENTRY_COST);
+        self.usage.reserve(cost)?;
+        match self.walk(rel, Missing::Create) {
+            Ok(Some(dir)) => Ok(dir),
+            Ok(None) => Err(StoreError::NotFound),
+            Err(e) => {
+                // Some may have been made: they are counted again at the next start.
+                self.usage.release(cost);
+                Err(e)
+            }
+        }
+    }
+
+    /// The directory a listing reads: the root, or `dir` which must be a directory
+    /// ([`StoreError::NotADirectory`] for a file).
+    fn open_listed_dir(&self, dir: Option<&StorePath>) -> Result<Resolved, StoreError> {
+        let Some(dir) = dir else {
+            return Ok(Resolved::Root);
+        };
+        let parent = self.resolve(parent_of(dir))?;
+        let opened = parent.get(self).open_dir(dir.file_name());
+        // `Stop`: a file there is `NotADirectory`, an absent name `None`.
+        let dir = open_dir_result(parent.get(self), dir.file_name(), opened, Missing::Stop)?;
+        match dir {
+            Some(dir) => {
+                self.resolved();
+                Ok(Resolved::Below(dir))
+            }
+            None => Err(StoreError::NotFound),
+        }
+    }
+
+    /// Test hook of `commit_all`, before the rename of the `renamed`+1-th file.
+    #[cfg(test)]
+    pub(crate) fn before_batch_rename(&self, renamed: usize) -> Result<(), StoreError> {
+        if *self.crash_after_renames.lock().unwrap() == Some(renamed) {
+            return Err(StoreError::from_io(
+                "rename into place",
+                io::Error::other("simulated crash"),
+            ));
+        }
+        Ok(())
+    }
+
+    #[cfg(test)]
+    fn resolved(&self) {
+        self.after_resolve.run();
+    }
+
+    #[cfg(not(test))]
+    fn resolved(&self) {}
+}
+
+/// The directory part of a path (`a/b` for `a/b/c`, `""` for a top-level name).
+pub(crate) fn parent_of(path: &StorePath) -> &str {
+    path.as_str().rsplit_once('/').map_or("", |(dir, _)| dir)
+}
+
+/// Walks directory segments down from `root` one `openat(O_NOFOLLOW | O_DIRECTORY)` at a
+/// time, refusing symlinks, and returns the directory they name. Missing directories are
+/// created (and made durable: each new entry's parent is fsynced), end the walk (`None`), or
+/// are [`StoreError::NotFound`], as `missing` says.
+pub(crate) fn walk<'a>(
+    root: &DirHandle,
+    segments: impl Iterator<Item = &'a str>,
+    missing: Missing,
+) -> Result<Option<Resolved>, StoreError> {
+    let mut current: Option<DirHandle> = None;
+    for segment in segments {
+        let dir = current.as_ref().unwrap_or(root);
+        let opened = dir.open_dir(segment);
+        let next = match open_dir_result(dir, segment, opened, missing)? {
+            Some(next) => next,
+            None if missing == Missing::Stop => return Ok(None),
+            None => {
+                match dir.mkdir(segment) {
+                    Ok(()) => dir
+                        .sync()
+                        .map_err(|e| StoreError::from_io("sync directory", e))?,
+                    // Created by a concurrent upload: fine if it is a real directory.
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                    Err(e) => return Err(StoreError::from_io("create directory", e)),
+                }
+                let opened = dir.open_dir(segment);
+                match open_dir_result(dir, segment, opened, missing)? {
+                    Some(next) => next,
+                    None => return Err(StoreError::NotFound),
+                }
+            }
+        };
+        current = Some(next);
+    }
+    Ok(Some(current.map_or(Resolved::Root, Resolved::Below)))
+}
+
+/// Classifies the outcome of opening the subdirectory `name` of `dir`: `None` when absent;
+/// what is in the way otherwise, looked at (without following it) only on this error path.
+fn open_dir_result(
+    dir: &DirHandle,
+    name: &str,
+    opened: io::Result<DirHandle>,
+    missing: Missing,
+) -> Result<Option<DirHandle>, StoreError> {
+    let err = match opened {
+        Ok(d) => return Ok(Some(d)),
+        Err(e) => e,
+    };
+    if sys::is_symlink_error(&err) {
+        return Err(StoreError::SymlinkRefused);
+    }
+    if !is_absent(&err) {
+        return Err(StoreError::from_io("open directory", err));
+    }
+    // `ENOENT`, or `ENOTDIR`: a file, or a symlink (`O_NOFOLLOW | O_DIRECTORY` on a link
+    // fails with `ENOTDIR` rather than `ELOOP`).
+    match stat(dir, name)? {
+        None => Ok(None),
+        Some(m) if m.kind == EntryKind::Symlink => Err(StoreError::SymlinkRefused),
+        Some(_) if missing == Missing::NotFound => Err(StoreError::NotFound),
+        Some(_) => Err(StoreError::NotADirectory),
     }
 }
 
-/// `symlink_metadata`, with "absent" as `None`. A file where a directory was expected on the
-/// way (`ENOTDIR`) also counts as absent.
-pub(crate) fn lstat(path: &Path) -> Result<Option<Metadata>, StoreError> {
-    match fs::symlink_metadata(path) {
-        Ok(m) => Ok(Some(m)),
-        Err(e)
-            if matches!(
-                e.kind(),
-                io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
-            ) =>
-        {
-            Ok(None)
-        }
-        Err(e) => Err(StoreError::Io {
-            op: "stat",
-            source: e,
-        }),
-    }
+/// `ENOENT` or `ENOTDIR`: nothing usable by that name.
+fn is_absent(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+    )
 }
 
-fn modified(meta: &Metadata) -> Result<SystemTime, StoreError> {
-    meta.modified().map_err(|e| StoreError::Io {
-        op: "read modification time",
+/// `fstatat(AT_SYMLINK_NOFOLLOW)` of `name` in `dir`, with "absent" as `None`.
+pub(crate) fn stat(dir: &DirHandle, name: &str) -> Result<Option<EntryStat>, StoreError> {
+    dir.stat(name).map_err(|e| StoreError::Io {
+        op: "stat",
         source: e,
     })
 }
@@ -460,24 +672,25 @@ pub(crate) fn is_temp_name(name: &str) -> bool {
     name.starts_with(TEMP_PREFIX) && name.ends_with(TEMP_SUFFIX)
 }
 
-/// Creates a new, uniquely named temporary file in `dir`. `create_new` (`O_EXCL`) makes the
-/// name ours alone even if a leftover from a process with the same pid is still there.
-pub(crate) fn create_temp(dir: &Path) -> Result<(PathBuf, File), StoreError> {
+/// A name unique to this process for a new file in the staging area.
+pub(crate) fn unique_name(prefix: &str, suffix: &str) -> String {
     use std::sync::atomic::{AtomicU64, Ordering};
     static NEXT: AtomicU64 = AtomicU64::new(0);
-    let pid = std::process::id();
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    // ALLOCATION: one short name per upload.
+    format!("{prefix}{:x}-{n:x}{suffix}", std::process::id())
+}
+
+/// Creates a new, uniquely named temporary file in the staging area. `O_EXCL` makes the name
+/// ours alone even if a leftover from a process with the same pid is still there.
+pub(crate) fn create_temp(staging: &DirHandle) -> Result<(String, File), StoreError> {
     let mut last_err = None;
     // A handful of tries: a collision needs a leftover with the same pid and counter, and the
     // counter moves on at each try.
     for _ in 0..8 {
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let path = dir.join(format!("{TEMP_PREFIX}{pid:x}-{n:x}{TEMP_SUFFIX}"));
-        let mut opts = OpenOptions::new();
-        // Read access too: a commit may need to read the bytes back to verify a digest.
-        opts.read(true).write(true).create_new(true);
-        sys::add_nofollow(&mut opts, false);
-        match opts.open(&path) {
-            Ok(file) => return Ok((path, file)),
+        let name = unique_name(TEMP_PREFIX, TEMP_SUFFIX);
+        match staging.create_new(&name) {
+            Ok(file) => return Ok((name, file)),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last_err = Some(e),
             Err(e) => return Err(StoreError::from_io("create temporary file", e)),
         }
@@ -494,33 +707,65 @@ struct Scan {
     removed: u64,
 }
 
-/// Walks the tree once at open: removes leftover temporary files and adds up the sizes of the
-/// others. Symlinks are neither followed nor counted. Removals are not fsynced: a temporary
-/// that reappears after another crash is removed at the next open.
-fn scan(root: &Path) -> io::Result<Scan> {
+/// Walks the tree once at open (the staging area aside, which `intent::recover` empties):
+/// removes leftover temporary files of older versions, which kept them next to their target,
+/// and adds up the sizes of the others. Symlinks are neither followed nor counted. Removals are
+/// not fsynced: a temporary that reappears after another crash is removed at the next open.
+fn scan(root: &DirHandle) -> io::Result<Scan> {
     let mut scan = Scan {
         used: 0,
         removed: 0,
     };
-    let mut dirs = vec![root.to_owned()];
-    let with_path =
-        |e: io::Error, p: &Path| io::Error::new(e.kind(), format!("{}: {e}", p.display()));
-    while let Some(dir) = dirs.pop() {
-        for dirent in fs::read_dir(&dir).map_err(|e| with_path(e, &dir))? {
-            let dirent = dirent.map_err(|e| with_path(e, &dir))?;
-            let path = dirent.path();
-            let file_type = dirent.file_type().map_err(|e| with_path(e, &path))?;
-            if file_type.is_dir() {
-                dirs.push(path);
-            } else if file_type.is_file() {
-                let name = dirent.file_name();
-                if name.to_str().is_some_and(is_temp_name) {
-                    fs::remove_file(&path).map_err(|e| with_path(e, &path))?;
-                    scan.removed += 1;
-                } else if !name.to_str().is_some_and(is_reserved) {
-                    let meta = dirent.metadata().map_err(|e| with_path(e, &path))?;
-                    scan.used = scan.used.saturating_add(meta.len());
+    let with_path = |e: io::Error, p: &str| io::Error::new(e.kind(), format!("{p}: {e}"));
+    let as_io = |e: StoreError, p: &str| match e {
+        StoreError::Io { source, .. } => with_path(source, p),
+        other => io::Error::other(format!("{p}: {other}")),
+    };
+    // Directories still to list, by path: each is reopened from the root when its turn comes,
+    // so that a wide tree does not hold a descriptor per directory waiting.
+    let mut dirs = vec![String::new()];
+    while let Some(path) = dirs.pop() {
+        let handle = match walk(
+            root,
+            path.split('/').filter(|s| !s.is_empty()),
+            Missing::NotFound,
+        ) {
+            Ok(Some(Resolved::Below(dir))) => Some(dir),
+            Ok(_) => None,
+            // Replaced by a link or removed since its parent was listed: not counted.
+            Err(StoreError::SymlinkRefused | StoreError::NotFound) => continue,
+            Err(e) => return Err(as_io(e, &path)),
+        };
+        let dir = handle.as_ref().unwrap_or(root);
+        for name in dir.names().map_err(|e| with_path(e, &path))? {
+            // Names that are not UTF-8 are none the store made or can serve: not counted.
+            let Ok(name) = name.into_string() else {
+                continue;
+            };
+            let child = if path.is_empty() {
+                name.clone()
+            } else {
+                format!("{path}/{name}")
+            };
+            let Some(meta) = dir.stat(&name).map_err(|e| with_path(e, &child))? else {
+                continue;
+            };
+            match meta.kind {
+                EntryKind::Dir if path.is_empty() && name == STAGING_NAME => {}
+                EntryKind::Dir => {
+                    scan.used = scan.used.saturating_add(ENTRY_COST);
+                    dirs.push(child);
                 }
+                EntryKind::File if is_temp_name(&name) => {
+                    dir.unlink(&name).map_err(|e| with_path(e, &child))?;
+                    scan.removed += 1;
+                }
+                EntryKind::File if !is_reserved(&name) => {
+                    scan.used = scan
+                        .used
+                        .saturating_add(meta.size.saturating_add(ENTRY_COST));
+                }
+                _ => {}
             }
         }
     }
@@ -605,7 +850,9 @@ mod tests {
         }
         assert!(root.join(".hidden").exists());
         assert!(root.join("a/.weir-upload-notes").exists());
-        assert_eq!(store.usage(), 5 + 3 + 2);
+        // Three files and two directories, each an entry.
+        let e = crate::ENTRY_COST;
+        assert_eq!(store.usage(), 5 + 3 + 2 + 5 * e);
         assert_eq!(read(&store, "a/b/kept"), b"12345");
     }
 
@@ -732,7 +979,7 @@ mod tests {
             store.delete(&p("d")),
             Err(StoreError::IsDirectory)
         ));
-        assert_eq!(store.usage(), 2);
+        assert_eq!(store.usage(), 2 + 2 * crate::ENTRY_COST);
         let names: Vec<_> = store
             .list(Some(&p("d")))
             .unwrap()
@@ -760,18 +1007,23 @@ mod tests {
         let refused = |r: Result<(), StoreError>| {
             assert!(matches!(r, Err(StoreError::SymlinkRefused)), "{r:?}");
         };
-        for path in [
-            "escape/secret",
-            "secret-link",
-            "d/rel/secret",
-            "escape/new/deeper",
-        ] {
-            refused(store.open_file(&p(path)).map(drop));
-            refused(store.begin(&p(path), UploadOptions::default()).map(drop));
-            refused(store.delete(&p(path)));
+        // With one-call resolution (`openat2`) where the kernel has it, and with the walk.
+        for force_walk in [false, true] {
+            let walk = &store.shared().force_walk;
+            walk.store(force_walk, std::sync::atomic::Ordering::Relaxed);
+            for path in [
+                "escape/secret",
+                "secret-link",
+                "d/rel/secret",
+                "escape/new/deeper",
+            ] {
+                refused(store.open_file(&p(path)).map(drop));
+                refused(store.begin(&p(path), UploadOptions::default()).map(drop));
+                refused(store.delete(&p(path)));
+            }
+            refused(store.list(Some(&p("escape"))).map(drop));
+            refused(store.list(Some(&p("d/rel"))).map(drop));
         }
-        refused(store.list(Some(&p("escape"))).map(drop));
-        refused(store.list(Some(&p("d/rel"))).map(drop));
 
         // Nothing outside was touched, nothing was created, and links are not listed.
         assert_eq!(fs::read(outside.join("secret")).unwrap(), b"secret");
@@ -787,27 +1039,310 @@ mod tests {
         assert!(temps(store.root()).is_empty());
     }
 
-    #[cfg(target_os = "linux")]
+    #[cfg(unix)]
     #[test]
-    fn a_symlink_swapped_in_after_the_check_is_not_followed() {
+    fn a_symlink_placed_at_the_target_during_an_upload_is_refused_at_commit() {
         use std::os::unix::fs::symlink;
         let (dir, store) = store();
         fs::write(dir.path().join("secret"), b"secret").unwrap();
-        symlink(dir.path().join("secret"), store.root().join("f")).unwrap();
-        // What `open_file` does after its lstat: the open itself refuses the link.
-        let mut opts = OpenOptions::new();
-        opts.read(true);
-        sys::add_nofollow(&mut opts, true);
-        let err = opts.open(store.root().join("f")).unwrap_err();
-        assert!(sys::is_symlink_error(&err), "{err}");
-        // A link placed at the target during an upload is refused at commit, not replaced.
-        fs::remove_file(store.root().join("f")).unwrap();
         let mut up = store.begin(&p("f"), UploadOptions::default()).unwrap();
         up.write(b"new").unwrap();
         symlink(dir.path().join("secret"), store.root().join("f")).unwrap();
         assert!(matches!(up.commit(), Err(StoreError::SymlinkRefused)));
         assert_eq!(fs::read(dir.path().join("secret")).unwrap(), b"secret");
         assert!(temps(store.root()).is_empty());
+    }
+
+    /// What a local process that can write inside the root could do between two steps of a
+    /// request: replace the directory `root/d` by a symlink to `outside` (the real directory
+    /// moves to `root/moved`).
+    #[cfg(unix)]
+    fn swap_for_link(root: &Path, outside: &Path) {
+        fs::rename(root.join("d"), root.join("moved")).unwrap();
+        std::os::unix::fs::symlink(outside, root.join("d")).unwrap();
+    }
+
+    /// Arms the store to swap `d` for a link right after its next directory resolution.
+    #[cfg(unix)]
+    fn swap_after_next_resolution(store: &LocalStore, outside: &Path) {
+        let (root, outside) = (store.root().to_owned(), outside.to_owned());
+        let mut armed = true;
+        store.shared().after_resolve.set(move || {
+            if std::mem::take(&mut armed) {
+                swap_for_link(&root, &outside);
+            }
+        });
+    }
+
+    /// Undoes [`swap_for_link`], if it happened.
+    #[cfg(unix)]
+    fn unswap(store: &LocalStore) {
+        let root = store.root();
+        if root.join("moved").exists() {
+            fs::remove_file(root.join("d")).unwrap();
+            fs::rename(root.join("moved"), root.join("d")).unwrap();
+        }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_directory_swapped_for_a_symlink_after_resolution_is_not_followed() {
+        use std::sync::atomic::Ordering::Relaxed;
+        // With one-call resolution (`openat2`) where the kernel has it, and with the
+        // component-by-component walk.
+        for force_walk in [false, true] {
+            let (dir, store) = store();
+            store.shared().force_walk.store(force_walk, Relaxed);
+            let outside = dir.path().join("outside");
+            fs::create_dir(&outside).unwrap();
+            for name in ["f", "g", "secret"] {
+                fs::write(outside.join(name), b"outside").unwrap();
+            }
+            put(&store, "d/f", b"inside");
+            put(&store, "d/g", b"g");
+            let outside_untouched = || {
+                let mut names: Vec<_> = fs::read_dir(&outside)
+                    .unwrap()
+                    .map(|e| e.unwrap().file_name().into_string().unwrap())
+                    .collect();
+                names.sort();
+                assert_eq!(names, ["f", "g", "secret"], "walk: {force_walk}");
+                for name in &names {
+                    assert_eq!(fs::read(outside.join(name)).unwrap(), b"outside");
+                }
+            };
+
+            // Read: the directory opened is the one read from, wherever it moved.
+            swap_after_next_resolution(&store, &outside);
+            if let Ok((mut file, _)) = store.open_file(&p("d/f")) {
+                let mut body = Vec::new();
+                std::io::Read::read_to_end(&mut file, &mut body).unwrap();
+                assert_eq!(body, b"inside", "walk: {force_walk}");
+            }
+            unswap(&store);
+
+            // List: the entries of the directory resolved, never the link's target.
+            swap_after_next_resolution(&store, &outside);
+            let names: Vec<_> = store
+                .list(Some(&p("d")))
+                .unwrap()
+                .into_iter()
+                .map(|e| e.name)
+                .collect();
+            assert_eq!(names, ["f", "g"], "walk: {force_walk}");
+            unswap(&store);
+
+            // Write: the commit renames into the directory it resolved, inside the root.
+            let mut up = store.begin(&p("d/new"), UploadOptions::default()).unwrap();
+            up.write(b"new").unwrap();
+            swap_after_next_resolution(&store, &outside);
+            up.commit().unwrap();
+            unswap(&store);
+            assert_eq!(read(&store, "d/new"), b"new");
+
+            // Delete: unlinks in the directory it resolved.
+            swap_after_next_resolution(&store, &outside);
+            store.delete(&p("d/g")).unwrap();
+            unswap(&store);
+            assert!(matches!(
+                store.open_file(&p("d/g")),
+                Err(StoreError::NotFound)
+            ));
+
+            outside_untouched();
+            assert!(temps(store.root()).is_empty());
+            assert!(temps(&outside).is_empty());
+        }
+    }
+
+    /// A file of a batch: its path and body.
+    type BatchFile<'a> = (&'a str, &'a [u8]);
+
+    /// Uploads of `(path, body)` pairs, begun and written, not committed.
+    fn uploads(store: &LocalStore, files: &[BatchFile<'_>]) -> Vec<Upload> {
+        files
+            .iter()
+            .map(|(path, body)| {
+                let mut up = store.begin(&p(path), UploadOptions::default()).unwrap();
+                up.write(body).unwrap();
+                up.park().unwrap();
+                up
+            })
+            .collect()
+    }
+
+    /// Every path under the root, reserved names aside, sorted: what a batch left.
+    fn tree(root: &Path) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut dirs = vec![root.to_owned()];
+        while let Some(dir) = dirs.pop() {
+            for e in fs::read_dir(&dir).unwrap() {
+                let e = e.unwrap();
+                let name = e.file_name().into_string().unwrap();
+                if name.starts_with(".weir-") {
+                    continue;
+                }
+                let rel = e
+                    .path()
+                    .strip_prefix(root)
+                    .unwrap()
+                    .to_str()
+                    .unwrap()
+                    .to_owned();
+                if e.file_type().unwrap().is_dir() {
+                    dirs.push(e.path());
+                    out.push(format!("{rel}/"));
+                } else {
+                    out.push(rel);
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn commit_all_stores_every_file() {
+        let (_dir, store) = store();
+        put(&store, "a/old", b"old");
+        let files: &[(&str, &[u8])] = &[("a/old", b"new"), ("a/b/c", b"abc"), ("top", b"t")];
+        let done = store.commit_all(uploads(&store, files)).unwrap();
+        let replaced: Vec<_> = done.iter().map(|c| (c.size, c.replaced)).collect();
+        assert_eq!(replaced, [(3, true), (3, false), (1, false)]);
+        assert_eq!(done[1].sha256, Some(crate::testutil::sha256(b"abc")));
+        for (path, body) in files {
+            assert_eq!(read(&store, path), *body);
+        }
+        // Three files and two directories.
+        assert_eq!(store.usage(), 7 + 5 * crate::ENTRY_COST);
+        assert!(temps(store.root()).is_empty());
+        assert_eq!(
+            fs::read_dir(store.root().join(STAGING_NAME))
+                .unwrap()
+                .count(),
+            0,
+            "the intent record is gone"
+        );
+    }
+
+    #[test]
+    fn commit_all_refuses_conflicts_and_leaves_nothing() {
+        let (_dir, store) = store();
+        put(&store, "file", b"f");
+        let cases: &[(&[BatchFile<'_>], &str)] = &[
+            // A later part needs an earlier one's path as a directory, or the reverse.
+            (&[("x", b"1"), ("x/y", b"2")], "not a directory"),
+            (&[("n/m/z", b"1"), ("n/m", b"2")], "not a directory"),
+            // The same name twice.
+            (&[("y", b"1"), ("q", b"2"), ("y", b"3")], "y is named twice"),
+            // Against the tree, as it became after the uploads began: a file where a
+            // directory goes, a directory at the path.
+            (&[("ok", b"1"), ("late/z", b"2")], "not a directory"),
+            (&[("ok", b"1"), ("latedir", b"2")], "is a directory"),
+        ];
+        for (files, message) in cases {
+            let batch = uploads(&store, files);
+            put(&store, "late", b"l");
+            fs::create_dir(store.root().join("latedir")).unwrap();
+            let before = tree(store.root());
+            let err = store.commit_all(batch).unwrap_err();
+            assert_eq!(err.to_string(), *message, "{files:?}");
+            assert_eq!(tree(store.root()), before, "{files:?}");
+            assert!(temps(store.root()).is_empty());
+            assert_eq!(store.usage(), 2 + 2 * crate::ENTRY_COST);
+            store.delete(&p("late")).unwrap();
+            fs::remove_dir(store.root().join("latedir")).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_batch_interrupted_between_renames_is_finished_at_the_next_open() {
+        let files: &[(&str, &[u8])] = &[
+            ("a/old", b"new"),
+            ("a/b/c", b"abc"),
+            ("top", b"t"),
+            ("d/e/f", b"def"),
+        ];
+        for renamed in 0..files.len() {
+            let dir = tempfile::tempdir().unwrap();
+            let root = dir.path().join("root");
+            {
+                let store = LocalStore::open(&root, LocalOptions::default()).unwrap();
+                put(&store, "a/old", b"old");
+                *store.shared().crash_after_renames.lock().unwrap() = Some(renamed);
+                let batch = uploads(&store, files);
+                assert!(store.commit_all(batch).is_err());
+                // What the crash left: the first `renamed` files only.
+                let visible = files
+                    .iter()
+                    .filter(|(path, body)| fs::read(root.join(path)).ok().as_deref() == Some(*body))
+                    .count();
+                assert_eq!(visible, renamed);
+            }
+            let store = LocalStore::open(&root, LocalOptions::default()).unwrap();
+            assert_eq!(store.recovered_files(), (files.len() - renamed) as u64);
+            assert_eq!(store.removed_temporaries(), 0);
+            for (path, body) in files {
+                assert_eq!(read(&store, path), *body, "crash after {renamed} renames");
+            }
+            // Four files and four directories (a, a/b, d, d/e).
+            assert_eq!(store.usage(), 10 + 8 * crate::ENTRY_COST);
+            assert_eq!(fs::read_dir(root.join(STAGING_NAME)).unwrap().count(), 0);
+        }
+    }
+
+    #[test]
+    fn staged_files_without_a_complete_record_are_removed_at_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("root");
+        drop(LocalStore::open(&root, LocalOptions::default()).unwrap());
+        let staging = root.join(STAGING_NAME);
+        // A crash before the record was complete: its temporaries and the cut record.
+        fs::write(staging.join(".weir-upload-1-0.tmp"), b"one").unwrap();
+        fs::write(staging.join(".weir-upload-1-1.tmp"), b"two").unwrap();
+        let record = crate::intent::encode(
+            [
+                (".weir-upload-1-0.tmp", &p("x")),
+                (".weir-upload-1-1.tmp", &p("y/z")),
+            ]
+            .into_iter(),
+        );
+        fs::write(
+            staging.join(".weir-intent-1-2"),
+            &record[..record.len() - 1],
+        )
+        .unwrap();
+        let store = LocalStore::open(&root, LocalOptions::default()).unwrap();
+        assert_eq!(
+            (store.recovered_files(), store.removed_temporaries()),
+            (0, 2)
+        );
+        assert!(tree(store.root()).is_empty(), "{:?}", tree(store.root()));
+        assert_eq!(fs::read_dir(&staging).unwrap().count(), 0);
+        assert_eq!(store.usage(), 0);
+    }
+
+    #[test]
+    fn a_failed_upload_creates_no_directory() {
+        let (_dir, store) = store();
+        let mut up = store
+            .begin(&p("new/deep/dir/f"), UploadOptions::default())
+            .unwrap();
+        up.write(b"partial").unwrap();
+        drop(up);
+        let mut up = store
+            .begin(
+                &p("other/f"),
+                UploadOptions {
+                    expected_len: Some(10),
+                    ..UploadOptions::default()
+                },
+            )
+            .unwrap();
+        up.write(b"short").unwrap();
+        assert!(up.commit().is_err());
+        assert!(tree(store.root()).is_empty(), "{:?}", tree(store.root()));
+        assert!(store.list(None).unwrap().is_empty());
     }
 
     #[test]

@@ -6,17 +6,27 @@
 //! a reservation is a compare-and-swap loop that never lets `used` pass `limit`.
 //!
 //! The count is of apparent sizes (`st_size`), not of allocated blocks: that is what a client
-//! uploaded and what it can predict. It is exact as long as only this process writes the root
+//! uploaded and what it can predict. Each file and each directory also costs [`ENTRY_COST`], as
+//! a filesystem block and an inode would: without it, empty files and directories would cost
+//! nothing and a small quota could hold any number of them. It is exact as long as only this process writes the root
 //! (which the root lock enforces); files changed behind the store's back make it an estimate,
 //! corrected at the next start.
 
 use crate::error::StoreError;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+/// What each file and each directory under the root costs against
+/// [`max_storage`](crate::LocalOptions::max_storage) besides its bytes: one 4 KiB block. An
+/// upload in progress reserves it at begin; a directory takes it when a commit creates it.
+pub const ENTRY_COST: u64 = 4096;
+
 #[derive(Debug)]
 pub(crate) struct Usage {
     used: AtomicU64,
     limit: Option<u64>,
+    /// Test hook: runs at every release, before the count goes down.
+    #[cfg(test)]
+    pub(crate) on_release: crate::testutil::Hook,
 }
 
 impl Usage {
@@ -24,6 +34,8 @@ impl Usage {
         Usage {
             used: AtomicU64::new(used),
             limit,
+            #[cfg(test)]
+            on_release: Default::default(),
         }
     }
 
@@ -55,12 +67,24 @@ impl Usage {
             })
     }
 
+    /// Takes `n` bytes whatever the limit: space that turned out to be still in use (a file
+    /// whose name was removed, still read).
+    pub(crate) fn charge(&self, n: u64) {
+        let _ = self
+            .used
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| {
+                Some(used.saturating_add(n))
+            });
+    }
+
     /// Gives back `n` bytes: an upload discarded, a file deleted or replaced. Saturates at zero,
     /// in case a file changed size behind the store's back.
     pub(crate) fn release(&self, n: u64) {
         if n == 0 {
             return;
         }
+        #[cfg(test)]
+        self.on_release.run();
         let _ = self
             .used
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| {

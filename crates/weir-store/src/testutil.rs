@@ -59,3 +59,26 @@ pub(crate) fn data(len: usize, seed: u8) -> Vec<u8> {
         .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed) ^ (i >> 8) as u8)
         .collect()
 }
+
+/// A test hook the store runs at a chosen point (see `Shared::after_resolve`): empty by
+/// default; [`Hook::set`] installs a function that runs once per call until cleared.
+#[derive(Default)]
+pub(crate) struct Hook(std::sync::Mutex<Option<Box<dyn FnMut() + Send>>>);
+
+impl Hook {
+    pub(crate) fn set(&self, f: impl FnMut() + Send + 'static) {
+        *self.0.lock().unwrap() = Some(Box::new(f));
+    }
+
+    pub(crate) fn run(&self) {
+        if let Some(f) = self.0.lock().unwrap().as_mut() {
+            f();
+        }
+    }
+}
+
+impl std::fmt::Debug for Hook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Hook")
+    }
+}

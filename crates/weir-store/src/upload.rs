@@ -17,9 +17,17 @@
 //!    before anything is visible;
 //! 3. record the SHA-256 in an xattr (so that the fsync below covers it too);
 //! 4. `fsync` the file: its data is on disk before its name is;
-//! 5. under the store's commit lock, `lstat` the target (for `replaced` and the size it
-//!    frees) and `rename` the temp over it: readers see the old file or the new one;
+//! 5. resolve the target's directory (`openat2`, no lock); under the store's commit lock,
+//!    create the directories still missing (each charged [`ENTRY_COST`] first, so that a quota
+//!    that cannot hold them fails before any is made), `fstatat` the target (for `replaced`
+//!    and what it frees) and `renameat` the temp from the staging area over it: readers see
+//!    the old file or the new one;
 //! 6. `fsync` the directory: the rename itself is on disk when commit returns.
+//!
+//! The temporary lives in the staging area, never next to its target, so that an upload that
+//! fails leaves nothing in the tree. [`Upload::park`] closes its descriptor until it is needed
+//! again (reopened by name relative to the staging area's descriptor). Discarding unlinks it,
+//! closes it, and only then gives its reservation back.
 //!
 //! Copies and allocations on the write path: [`Upload::write`] hands the caller's slice to the
 //! hasher (which reads it in place) and to `write(2)` (the kernel copies it into the page
@@ -34,13 +42,14 @@ use crate::digest::{ContentDigest, Digests, Hashers};
 use crate::error::StoreError;
 use crate::fault::Op;
 use crate::hash_job::{HashJob, HashTrack, Hashed, Written};
-use crate::local::{Missing, Shared, create_temp, lstat};
+use crate::local::{Missing, Resolved, Shared, create_temp, parent_of, stat};
 use crate::path::StorePath;
-use crate::sys;
+use crate::quota::ENTRY_COST;
+use crate::readers::FileId;
+use crate::sys::{self, DirHandle, EntryKind};
 use crate::writeback;
-use std::fs::{self, File};
+use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::path::PathBuf;
 use std::sync::Arc;
 
 /// How to run one upload.
@@ -96,12 +105,12 @@ enum State {
 /// a handler that returns early (client gone, body too large, panic) leaves nothing behind.
 #[derive(Debug)]
 pub struct Upload {
-    shared: Arc<Shared>,
-    path: StorePath,
-    dir: PathBuf,
-    temp: PathBuf,
-    target: PathBuf,
-    file: File,
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) path: StorePath,
+    /// The temporary file's name in the staging area.
+    pub(crate) temp: String,
+    /// The temporary file, open; `None` while parked ([`Upload::park`]).
+    file: Option<File>,
     state: State,
     /// Bytes written (and, for external writes, recorded).
     size: u64,
@@ -127,24 +136,18 @@ impl Upload {
         options: UploadOptions,
     ) -> Result<Upload, StoreError> {
         let reserved = options.expected_len.unwrap_or(0);
-        shared.usage.reserve(reserved)?;
+        // The temporary is an entry from now on, and the file will be one.
+        shared.usage.reserve(reserved.saturating_add(ENTRY_COST))?;
         let prepared = (|| {
-            let dir = shared.walk(path.parent_segments(), Missing::Create)?;
-            let target = dir.join(path.file_name());
             // Refuse now what the rename would refuse (or silently do) at commit, before the
-            // client sends its body.
-            match lstat(&target)? {
-                Some(m) if m.file_type().is_symlink() => return Err(StoreError::SymlinkRefused),
-                Some(m) if m.is_dir() => return Err(StoreError::IsDirectory),
-                _ => {}
-            }
-            let (temp, file) = create_temp(&dir)?;
-            Ok((dir, target, temp, file))
+            // client sends its body; create nothing in the tree yet.
+            check_target(&shared, path)?;
+            create_temp(&shared.staging)
         })();
-        let (dir, target, temp, file) = match prepared {
+        let (temp, file) = match prepared {
             Ok(p) => p,
             Err(e) => {
-                shared.usage.release(reserved);
+                shared.usage.release(reserved.saturating_add(ENTRY_COST));
                 return Err(e);
             }
         };
@@ -159,10 +162,8 @@ impl Upload {
         Ok(Upload {
             shared,
             path: path.clone(),
-            dir,
             temp,
-            target,
-            file,
+            file: Some(file),
             state: State::Open,
             size: 0,
             reserved,
@@ -258,8 +259,9 @@ impl Upload {
         let Some(every) = self.shared.early_writeback else {
             return;
         };
+        let Some(file) = &self.file else { return };
         if let Some((offset, len)) = writeback::next_range(self.flushed, self.size, every) {
-            if self.shared.flusher.request(&self.file, offset, len) {
+            if self.shared.flusher.request(file, offset, len) {
                 self.flushed = offset + len;
             }
         }
@@ -267,12 +269,35 @@ impl Upload {
 
     /// `write_all` to the temporary file (behind the write fault hook); an error discards.
     fn write_file(&mut self, buf: &[u8]) -> Result<(), StoreError> {
-        let written = self
-            .shared
-            .faults
-            .check(Op::Write)
-            .and_then(|()| self.file.write_all(buf));
+        let written = self.shared.faults.check(Op::Write).and_then(|()| {
+            let file = self.open_file()?;
+            file.write_all(buf)
+        });
         written.map_err(|e| self.discard(StoreError::from_io("write", e)))
+    }
+
+    /// The temporary file, reopened (by name, relative to the staging area's descriptor) if
+    /// the upload was parked, at the end of what was written.
+    fn open_file(&mut self) -> io::Result<&mut File> {
+        if self.file.is_none() {
+            let mut file = self.shared.staging.open_rw(&self.temp)?;
+            file.seek(SeekFrom::Start(self.size))?;
+            self.file = Some(file);
+        }
+        // Set just above when it was not.
+        self.file
+            .as_mut()
+            .ok_or_else(|| io::ErrorKind::NotFound.into())
+    }
+
+    /// Closes the temporary file's descriptor until the upload is written to or committed
+    /// again, which reopen it by name: an upload that waits for others (a finished part of a
+    /// form) then holds no file descriptor, so that a form of many files does not hold one per
+    /// file.
+    pub fn park(&mut self) -> Result<(), StoreError> {
+        self.ensure_open()?;
+        self.file = None;
+        Ok(())
     }
 
     /// The temporary file, for writes that bypass [`Upload::write`]: `splice(2)` from a socket,
@@ -281,8 +306,15 @@ impl Upload {
     ///
     /// Meant for uploads begun with `hash: false`. With hashing on it still works, but commit
     /// then reads the whole file back to hash it.
+    ///
+    /// # Panics
+    /// If the upload was parked ([`Upload::park`]) and its file cannot be reopened; an upload
+    /// that is never parked always has its file open.
     pub fn file_mut(&mut self) -> &mut File {
-        &mut self.file
+        match self.open_file() {
+            Ok(file) => file,
+            Err(e) => panic!("reopening a parked upload's temporary file: {e}"),
+        }
     }
 
     /// Reports `n` bytes written through [`Upload::file_mut`], for the length check and the
@@ -320,17 +352,20 @@ impl Upload {
             Ok(d) => d,
             Err(e) => return Err(self.discard(e)),
         };
-        let (replaced, freed) = match self.rename_into_place() {
+        let (dir, replaced, freed) = match self.rename_into_place() {
             Ok(r) => r,
             Err(e) => return Err(self.discard(e)),
         };
         self.state = State::Done;
+        self.file = None;
         // The reservation becomes the file's share of the usage; what it replaced is freed.
         self.shared
             .usage
             .release(self.reserved.saturating_sub(self.size));
         self.shared.usage.release(freed);
-        sys::sync_dir(&self.dir).map_err(|e| StoreError::from_io("sync directory", e))?;
+        dir.get(&self.shared)
+            .sync()
+            .map_err(|e| StoreError::from_io("sync directory", e))?;
         Ok(Committed {
             size: self.size,
             sha256: digests.sha256,
@@ -344,14 +379,20 @@ impl Upload {
             return Ok(());
         }
         self.state = State::Done;
-        self.shared.usage.release(self.reserved);
-        fs::remove_file(&self.temp).map_err(|e| StoreError::Io {
+        let removed = self.shared.staging.unlink(&self.temp);
+        // Closed before the space is given back: the temporary's blocks are free only once it
+        // is both unlinked and closed.
+        self.file = None;
+        self.shared
+            .usage
+            .release(self.reserved.saturating_add(ENTRY_COST));
+        removed.map_err(|e| StoreError::Io {
             op: "remove temporary file",
             source: e,
         })
     }
 
-    fn ensure_open(&self) -> Result<(), StoreError> {
+    pub(crate) fn ensure_open(&self) -> Result<(), StoreError> {
         match self.state {
             State::Open => Ok(()),
             State::Discarded | State::Done => Err(StoreError::Discarded),
@@ -380,7 +421,7 @@ impl Upload {
     }
 
     /// Steps 1 to 4 of commit: everything that can fail before the file becomes visible.
-    fn prepare(&mut self) -> Result<Digests, StoreError> {
+    pub(crate) fn prepare(&mut self) -> Result<Digests, StoreError> {
         if let Some(expected) = self.expected_len {
             if self.size != expected {
                 return Err(StoreError::LengthMismatch {
@@ -390,8 +431,8 @@ impl Upload {
             }
         }
         let on_disk = self
-            .file
-            .metadata()
+            .open_file()
+            .and_then(|file| file.metadata())
             .map_err(|e| StoreError::from_io("stat", e))?
             .len();
         if on_disk != self.size {
@@ -412,27 +453,31 @@ impl Upload {
         if let Some(algorithm) = digests.mismatch(&self.expected_digest) {
             return Err(StoreError::DigestMismatch { algorithm });
         }
+        let sync_fault = self.shared.faults.check(Op::SyncFile);
+        let file = self
+            .open_file()
+            .map_err(|e| StoreError::from_io("reopen temporary file", e))?;
         if let Some(sha256) = &digests.sha256 {
-            sys::write_digest(&self.file, sha256);
+            sys::write_digest(file, sha256);
         }
-        self.shared
-            .faults
-            .check(Op::SyncFile)
-            .and_then(|()| self.file.sync_all())
+        sync_fault
+            .and_then(|()| file.sync_all())
             .map_err(|e| StoreError::from_io("fsync file", e))?;
         Ok(digests)
     }
 
     /// Hashes the file's bytes by reading them back (after external writes).
     fn read_back(&mut self, mut hashers: Hashers) -> io::Result<Digests> {
-        self.file.seek(SeekFrom::Start(0))?;
+        let size = self.size;
+        let file = self.open_file()?;
+        file.seek(SeekFrom::Start(0))?;
         // The one allocation of the commit path, made only here: 256 KiB, the write size that
         // measured best on this kind of machine, too big for a task's stack.
         let mut buf = vec![0u8; 256 * 1024];
-        let mut left = self.size;
+        let mut left = size;
         while left > 0 {
             let want = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
-            let n = self.file.read(&mut buf[..want])?;
+            let n = file.read(&mut buf[..want])?;
             if n == 0 {
                 return Err(io::ErrorKind::UnexpectedEof.into());
             }
@@ -442,32 +487,64 @@ impl Upload {
         Ok(hashers.finish())
     }
 
-    /// Step 5 of commit. Returns whether a file was replaced, and its size.
-    fn rename_into_place(&self) -> Result<(bool, u64), StoreError> {
-        let _guard = self.shared.lock_commits();
-        let (replaced, freed) = match lstat(&self.target)? {
-            None => (false, 0),
-            // Placed after `begin` checked: never write through (or over) a link.
-            Some(m) if m.file_type().is_symlink() => return Err(StoreError::SymlinkRefused),
-            Some(m) if m.is_dir() => return Err(StoreError::IsDirectory),
-            Some(m) => (true, if m.is_file() { m.len() } else { 0 }),
+    /// Step 5 of commit: creates the missing directories and renames the temporary over the
+    /// target. Returns the target's directory, whether a file was replaced, and its size.
+    fn rename_into_place(&self) -> Result<(Resolved, bool, u64), StoreError> {
+        let parent = parent_of(&self.path);
+        // Resolved outside the lock; only creating directories needs it (see `Shared`).
+        let found = match self.shared.resolve(parent) {
+            Ok(dir) => Some(dir),
+            Err(StoreError::NotFound) => None,
+            Err(e) => return Err(e),
         };
-        fs::rename(&self.temp, &self.target)
-            .map_err(|e| StoreError::from_io("rename into place", e))?;
-        Ok((replaced, freed))
+        let _guard = self.shared.lock_commits();
+        let resolved = match found {
+            Some(dir) => dir,
+            None => self.shared.create_dirs(parent)?,
+        };
+        let dir = resolved.get(&self.shared);
+        let (replaced, freed) = rename_over(&self.shared, &self.temp, dir, self.path.file_name())?;
+        Ok((resolved, replaced, freed))
     }
 
     /// Removes the temporary file and releases the reservation, once; returns `err` for the
     /// caller to pass on.
-    fn discard(&mut self, err: StoreError) -> StoreError {
+    pub(crate) fn discard(&mut self, err: StoreError) -> StoreError {
         if self.state == State::Open {
             self.state = State::Discarded;
-            self.shared.usage.release(self.reserved);
-            // If this fails too, the temp is left for the next start-up cleanup: the error
-            // that matters to the caller is the first one.
-            let _ = fs::remove_file(&self.temp);
+            self.remove_temp();
         }
         err
+    }
+
+    /// Unlinks and closes the temporary, then gives its reservation back: in that order, so
+    /// that the quota never counts as free the blocks of a file still on disk. If the unlink
+    /// fails, the temporary is left for the next start-up cleanup: the error that matters to
+    /// the caller is the one that got here.
+    fn remove_temp(&mut self) {
+        let _ = self.shared.staging.unlink(&self.temp);
+        self.file = None;
+        self.shared
+            .usage
+            .release(self.reserved.saturating_add(ENTRY_COST));
+    }
+
+    /// Marks a committed upload done, and gives back what its file did not use of the
+    /// reservation and what it replaced (`freed`).
+    pub(crate) fn committed(&mut self, freed: u64) {
+        self.state = State::Done;
+        self.file = None;
+        self.shared
+            .usage
+            .release(self.reserved.saturating_sub(self.size));
+        self.shared.usage.release(freed);
+    }
+
+    /// Leaves the temporary where it is, for the next start to finish or remove (a multi-file
+    /// commit that could not complete after recording its intent).
+    pub(crate) fn leave_for_recovery(&mut self) {
+        self.state = State::Done;
+        self.file = None;
     }
 }
 
@@ -475,10 +552,63 @@ impl Drop for Upload {
     fn drop(&mut self) {
         if self.state == State::Open {
             self.state = State::Done;
-            self.shared.usage.release(self.reserved);
-            let _ = fs::remove_file(&self.temp);
+            self.remove_temp();
         }
     }
+}
+
+/// Whether the upload's target is a file that a rename would replace, what replacing it frees
+/// (its size and its entry) and which file it is; refuses a link or a directory there (never
+/// write through, or over, one).
+pub(crate) fn replacing(
+    dir: &DirHandle,
+    name: &str,
+) -> Result<(bool, u64, Option<FileId>), StoreError> {
+    Ok(match stat(dir, name)? {
+        None => (false, 0, None),
+        Some(m) => match m.kind {
+            EntryKind::Symlink => return Err(StoreError::SymlinkRefused),
+            EntryKind::Dir => return Err(StoreError::IsDirectory),
+            EntryKind::File => (true, m.size.saturating_add(ENTRY_COST), m.id),
+            // Never counted (see `scan`).
+            EntryKind::Other => (true, 0, None),
+        },
+    })
+}
+
+/// Renames the staged `temp` over `name` in `dir` (call with the commit lock held). Returns
+/// whether a file was replaced and what may be released now of the space it held: none while
+/// readers still have it open (see `readers.rs`).
+pub(crate) fn rename_over(
+    shared: &Shared,
+    temp: &str,
+    dir: &DirHandle,
+    name: &str,
+) -> Result<(bool, u64), StoreError> {
+    let (replaced, freed, id) = replacing(dir, name)?;
+    let rename = || shared.staging.rename(temp, dir, name);
+    let ((), releasable) = shared
+        .readers
+        .remove_name(id, freed, rename)
+        .map_err(|e| StoreError::from_io("rename into place", e))?;
+    Ok((replaced, releasable))
+}
+
+/// Checks, creating nothing, that a file could be committed at `path`: no link on the way or
+/// at the target, no file where a directory goes, no directory at the target. Directories that
+/// do not exist yet are fine (commit creates them).
+pub(crate) fn check_target(shared: &Shared, path: &StorePath) -> Result<(), StoreError> {
+    let parent = parent_of(path);
+    let resolved = match shared.resolve(parent) {
+        Ok(dir) => dir,
+        // Absent, or a file on the way: walk to tell them apart.
+        Err(StoreError::NotFound) => match shared.walk(parent, Missing::Stop)? {
+            Some(dir) => dir,
+            None => return Ok(()),
+        },
+        Err(e) => return Err(e),
+    };
+    replacing(resolved.get(shared), path.file_name()).map(drop)
 }
 
 #[cfg(test)]

@@ -7,20 +7,25 @@
 //! a part's headers not yet complete) to its front before the next read.
 //!
 //! All or nothing per request: each file goes to its own temporary file, and they are committed
-//! (in order) only once the whole body has arrived and parsed. A body that fails midway (client
-//! gone, malformed, too large, disk full) stores none of its files. Form fields without a file
+//! together (`LocalStore::commit_all`) only once the whole body has arrived and parsed. A body
+//! that fails midway (client gone, malformed, too large, disk full), two parts with the same
+//! file name, or a part whose path another part (or the tree) needs as a directory: none of its
+//! files is stored, no directory is made, even across a crash during the commit. A finished
+//! part's temporary is parked (its descriptor closed): a form holds one open upload file at a
+//! time however many files it has. Form fields without a file
 //! name are read and ignored. `filename` may contain `/` (a browser's folder upload); it is
 //! validated as a store path like any URL path.
 
 use super::multipart::{self, Event, MultipartError, Parser};
 use super::reply::{self, hex};
-use super::service::{Service, commit};
+use super::service::Service;
 use super::upload::{BodyFailure, too_large};
 use http::StatusCode;
 use weir::{Exchange, http};
-use weir_store::{StorePath, Upload, UploadOptions};
+use weir_store::{Committed, StoreError, StorePath, Upload, UploadOptions};
 
-/// Most files in one form: each holds an open temporary file until the end of the body.
+/// Most files in one form: each is a temporary file in the staging area until the end of the
+/// body (closed once its part is received).
 const MAX_FILES: usize = 1000;
 
 pub(super) async fn post(
@@ -60,14 +65,24 @@ pub(super) async fn post(
     if staged.is_empty() {
         return reply::error(ex, StatusCode::BAD_REQUEST, "no file in the form", &[]).await;
     }
-    let mut stored = Vec::with_capacity(staged.len());
-    for (path, upload) in staged {
-        // A failure here (disk full at fsync) leaves the files committed before it in place;
-        // the others are dropped, which removes their temporaries.
-        let committed = match commit(upload) {
-            Ok(c) => c,
-            Err(e) => return reply::store_error(ex, &e).await,
-        };
+    let (paths, uploads): (Vec<_>, Vec<_>) = staged.into_iter().unzip();
+    let committed = match commit_all(svc, uploads) {
+        Ok(c) => c,
+        Err(e @ StoreError::DuplicatePath { .. }) => {
+            let message = format!("two parts of the form have the same file name: {e}");
+            return reply::error(ex, StatusCode::CONFLICT, &message, &[]).await;
+        }
+        Err(e @ (StoreError::NotADirectory | StoreError::IsDirectory)) => {
+            let message = format!(
+                "a part's path conflicts with another part or a stored file or directory ({e}); \
+                 nothing was stored"
+            );
+            return reply::error(ex, StatusCode::CONFLICT, &message, &[]).await;
+        }
+        Err(e) => return reply::store_error(ex, &e).await,
+    };
+    let mut stored = Vec::with_capacity(committed.len());
+    for (path, committed) in paths.iter().zip(committed) {
         stored.push(serde_json::json!({
             "path": path.as_str(),
             "size": committed.size,
@@ -131,8 +146,11 @@ async fn receive(
                     None => return Err(FormFailure::Malformed("data outside a part")),
                 },
                 Some(Event::PartEnd) => {
-                    if let Some(Some(done)) = current.take() {
-                        staged.push(done);
+                    if let Some(Some((path, mut upload))) = current.take() {
+                        upload
+                            .park()
+                            .map_err(|e| FormFailure::Body(BodyFailure::Store(e)))?;
+                        staged.push((path, upload));
                     }
                 }
                 Some(Event::End) => {}
@@ -191,4 +209,17 @@ fn begin(
         .begin(&path, options)
         .map_err(|e| FormFailure::Body(BodyFailure::Store(e)))?;
     Ok((path, upload))
+}
+
+/// Commits the form's files all or none, off the async worker when the runtime allows it
+/// (fsyncs block), as `service::commit` does for one file.
+fn commit_all(svc: &Service, uploads: Vec<Upload>) -> Result<Vec<Committed>, StoreError> {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    let multi_thread =
+        Handle::try_current().is_ok_and(|h| h.runtime_flavor() == RuntimeFlavor::MultiThread);
+    if multi_thread {
+        tokio::task::block_in_place(|| svc.store.commit_all(uploads))
+    } else {
+        svc.store.commit_all(uploads)
+    }
 }

@@ -157,6 +157,13 @@ pub fn run(args: ServeArgs) -> Result<(), ServeError> {
     )
     .map_err(|e| ServeError(e.to_string()))?;
     init_logging();
+    raise_open_files_limit(config.weir_config().max_connections);
+    if store.recovered_files() > 0 {
+        tracing::info!(
+            files = store.recovered_files(),
+            "finished multi-file commits that a crash interrupted"
+        );
+    }
     if store.removed_temporaries() > 0 {
         tracing::info!(
             removed = store.removed_temporaries(),
@@ -228,6 +235,42 @@ fn announce(scheme: &str, addr: SocketAddr, config: &ServeConfig, store: &LocalS
     }
     let _ = out.flush();
 }
+
+/// Raises the soft limit on open files to the hard limit. Each connection holds its socket and,
+/// while it uploads, one file (a form parks its finished parts: see `form.rs`), plus short-lived
+/// directory descriptors; the common default soft limit of 1,024 would make `accept` fail long
+/// before the connection limit. Warns when even the hard limit cannot give every connection its
+/// socket.
+#[cfg(target_os = "linux")]
+fn raise_open_files_limit(max_connections: usize) {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let limit = getrlimit(Resource::Nofile);
+    let raised = Rlimit {
+        current: limit.maximum,
+        maximum: limit.maximum,
+    };
+    let now = if limit.current != limit.maximum && setrlimit(Resource::Nofile, raised).is_ok() {
+        limit.maximum
+    } else {
+        limit.current
+    };
+    // A socket per connection, and room for listeners, logs and the store. Uploading
+    // connections need one more descriptor each: the warning is for a limit that even idle
+    // connections reach.
+    let needed = (max_connections as u64).saturating_add(64);
+    match now {
+        Some(now) if now < needed => tracing::warn!(
+            open_files = now,
+            needed,
+            "the open-file limit (hard limit, ulimit -Hn) is below the connection limit: near \
+             it, new connections fail to be accepted"
+        ),
+        _ => tracing::debug!(open_files = ?now, "open-file limit"),
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn raise_open_files_limit(_max_connections: usize) {}
 
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()

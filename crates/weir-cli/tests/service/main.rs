@@ -6,8 +6,10 @@ mod support;
 mod auth;
 mod client;
 mod conditional;
+mod confinement;
 mod crash;
 mod enospc;
+mod forms;
 mod h2spec;
 #[path = "../../../weir/tests/integration/h2spec_run.rs"]
 mod h2spec_run;

@@ -1,16 +1,8 @@
 //! Everywhere but Linux: std only. What cannot be done is skipped, never faked (see the table
 //! in `sys`).
 
-use std::fs::{File, Metadata, OpenOptions};
+use std::fs::{File, Metadata};
 use std::io;
-use std::path::Path;
-
-/// No portable `O_NOFOLLOW` in std: the caller's `symlink_metadata` check is all there is.
-pub(crate) fn add_nofollow(_opts: &mut OpenOptions, _nonblock: bool) {}
-
-pub(crate) fn is_symlink_error(_err: &io::Error) -> bool {
-    false
-}
 
 /// No xattrs in std: the digest is not stored.
 pub(crate) fn write_digest(_file: &File, _sha256: &[u8; 32]) {}
@@ -21,18 +13,6 @@ pub(crate) fn read_digest(_file: &File, _meta: &Metadata) -> Option<[u8; 32]> {
 
 /// No portable advisory lock in std before Rust 1.89 (`File::try_lock`).
 pub(crate) fn lock_exclusive(_file: &File) -> io::Result<()> {
-    Ok(())
-}
-
-#[cfg(unix)]
-pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
-    File::open(dir)?.sync_all()
-}
-
-/// Directories cannot be opened (and so not synced) with std on Windows; NTFS journals
-/// renames itself.
-#[cfg(not(unix))]
-pub(crate) fn sync_dir(_dir: &Path) -> io::Result<()> {
     Ok(())
 }
 

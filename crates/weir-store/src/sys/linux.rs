@@ -1,30 +1,10 @@
-//! Linux: `O_NOFOLLOW`, the digest xattr, the root lock and early writeback, through rustix
+//! Linux: the digest xattr, the root lock and early writeback, through rustix
 //! (safe wrappers, so the crate stays `forbid(unsafe_code)`).
 
 use super::{DIGEST_XATTR, DigestRecord};
-use rustix::fs::{FlockOperation, OFlags, XattrFlags};
-use rustix::io::Errno;
-use std::fs::{File, Metadata, OpenOptions};
+use rustix::fs::{FlockOperation, XattrFlags};
+use std::fs::{File, Metadata};
 use std::io;
-use std::os::unix::fs::OpenOptionsExt;
-use std::path::Path;
-
-/// Makes the open fail (with `ELOOP`) if the final component is a symbolic link, closing the
-/// window between the store's `symlink_metadata` check and the open. `nonblock` keeps an open
-/// for reading from hanging on a FIFO someone left in the tree (no effect on regular files).
-pub(crate) fn add_nofollow(opts: &mut OpenOptions, nonblock: bool) {
-    let mut flags = OFlags::NOFOLLOW;
-    if nonblock {
-        flags |= OFlags::NONBLOCK;
-    }
-    // The flag bits are small positive constants: the cast to the C `int` is lossless.
-    opts.custom_flags(flags.bits() as i32);
-}
-
-/// Whether an open failed because `O_NOFOLLOW` met a symbolic link.
-pub(crate) fn is_symlink_error(err: &io::Error) -> bool {
-    err.raw_os_error() == Some(Errno::LOOP.raw_os_error())
-}
 
 /// Records the file's SHA-256 with its current size and mtime. Best effort: filesystems
 /// without user xattrs (some tmpfs, NFS, FAT) simply don't keep it, and the service then
@@ -53,11 +33,6 @@ pub(crate) fn read_digest(file: &File, meta: &Metadata) -> Option<[u8; 32]> {
 /// Released when the file is closed (the store dropped, or the process killed).
 pub(crate) fn lock_exclusive(file: &File) -> io::Result<()> {
     rustix::fs::flock(file, FlockOperation::NonBlockingLockExclusive).map_err(io::Error::from)
-}
-
-/// Makes a directory's entries (a rename, a new file or directory, an unlink) durable.
-pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
-    File::open(dir)?.sync_all()
 }
 
 /// Early writeback is available (see `writeback.rs`).

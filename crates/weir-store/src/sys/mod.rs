@@ -1,16 +1,18 @@
 //! Platform specifics, in the manner of quinn-udp: `linux.rs` has the real thing, `fallback.rs`
 //! degrades gracefully with std only, and the rest of the crate calls the functions re-exported
-//! here without any `cfg`.
+//! here without any `cfg`. Directory handles split along another line: `dir_unix.rs` on every
+//! Unix (descriptors and `*at` calls), `dir_paths.rs` elsewhere (paths).
 //!
 //! | feature | Linux | fallback |
 //! | --- | --- | --- |
-//! | final component opened with `O_NOFOLLOW` | yes | no (the `symlink_metadata` check still runs) |
+//! | resolution relative to directory descriptors (`dir_unix.rs`: `openat2` beneath the root, else an `O_NOFOLLOW` walk) | yes (all Unixes; `openat2` on Linux 5.6+) | no: by path, each name checked with `symlink_metadata` first (`dir_paths.rs`) |
 //! | SHA-256 kept in the `user.weir.sha256` xattr | yes, where the filesystem allows | no |
 //! | root lock (`flock` on `.weir-lock`) | yes | no |
-//! | directory fsync | yes | on other Unixes; a no-op elsewhere |
+//! | directory fsync (through the directory's descriptor) | yes | on other Unixes; a no-op elsewhere |
 //! | early writeback of uploads (`writeback.rs`) | `posix_fadvise(DONTNEED)` | no (commit's fsync does it all) |
 //!
-//! The fallback is compiled (and unit-tested) on Linux too, so it cannot rot unnoticed.
+//! The fallbacks are compiled (`fallback.rs` also unit-tested) on Linux too, so they cannot rot
+//! unnoticed.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -23,6 +25,36 @@ pub(crate) use linux::*;
 mod fallback;
 #[cfg(not(target_os = "linux"))]
 pub(crate) use fallback::*;
+
+#[cfg(unix)]
+mod dir_unix;
+#[cfg(unix)]
+pub(crate) use dir_unix::{DirHandle, file_identity, is_symlink_error};
+
+#[cfg_attr(unix, allow(dead_code))]
+mod dir_paths;
+#[cfg(not(unix))]
+pub(crate) use dir_paths::{DirHandle, file_identity, is_symlink_error};
+
+/// What a directory entry is, never following a symbolic link.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum EntryKind {
+    File,
+    Dir,
+    Symlink,
+    /// A FIFO, socket or device: never served, never replaced.
+    Other,
+}
+
+/// The part of `struct stat` the store uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct EntryStat {
+    pub(crate) kind: EntryKind,
+    pub(crate) size: u64,
+    pub(crate) modified: SystemTime,
+    /// Device and inode number: which file this is, whatever its name (Unix only).
+    pub(crate) id: Option<(u64, u64)>,
+}
 
 /// The extended attribute that holds a committed file's SHA-256.
 pub(crate) const DIGEST_XATTR: &str = "user.weir.sha256";
@@ -117,11 +149,59 @@ mod tests {
             None
         );
         fallback::lock_exclusive(&file).unwrap();
-        fallback::sync_dir(dir.path()).unwrap();
-        let mut opts = std::fs::OpenOptions::new();
-        fallback::add_nofollow(&mut opts, true);
-        opts.read(true).open(&path).unwrap();
-        let err = std::io::Error::from(std::io::ErrorKind::NotFound);
-        assert!(!fallback::is_symlink_error(&err));
+    }
+
+    /// The by-path directory handle (other platforms) and the descriptor one agree on what
+    /// the store uses, links refused included.
+    #[cfg(unix)]
+    #[test]
+    fn both_directory_handles_do_the_same() {
+        macro_rules! exercise {
+            ($module:ident, $path:expr) => {{
+                use std::io::Write;
+                let path: &std::path::Path = $path;
+                std::fs::create_dir(path).unwrap();
+                let root = $module::DirHandle::open_root(path).unwrap();
+                let mut seen = Vec::new();
+                root.mkdir("d").unwrap();
+                let d = root.open_dir("d").unwrap();
+                d.create_new("f").unwrap().write_all(b"abc").unwrap();
+                assert!(d.create_new("f").is_err(), "O_EXCL");
+                let st = d.stat("f").unwrap().unwrap();
+                seen.push(format!("{:?} {}", st.kind, st.size));
+                d.rename("f", &root, "g").unwrap();
+                seen.push(format!("{:?}", root.stat("g").unwrap().map(|s| s.kind)));
+                seen.push(format!("{:?}", d.stat("f").unwrap()));
+                std::os::unix::fs::symlink("d", path.join("link")).unwrap();
+                let mut names = root.names().unwrap();
+                names.sort();
+                seen.push(format!("{names:?}"));
+                // A link is refused, as ELOOP or as "not a directory" that `stat` calls a link.
+                let err = root.open_dir("link").unwrap_err();
+                let kind = root.stat("link").unwrap().map(|s| s.kind);
+                let refused = $module::is_symlink_error(&err) || kind == Some(EntryKind::Symlink);
+                seen.push(format!("link refused: {refused}"));
+                assert!(root.open_read("link").is_err());
+                root.sync().unwrap();
+                root.unlink("g").unwrap();
+                seen.push(format!("{:?}", root.stat("g").unwrap()));
+                seen
+            }};
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let by_descriptor = exercise!(dir_unix, &dir.path().join("a"));
+        let by_path = exercise!(dir_paths, &dir.path().join("b"));
+        assert_eq!(by_descriptor, by_path);
+        assert_eq!(
+            by_descriptor,
+            [
+                "File 3",
+                "Some(File)",
+                "None",
+                r#"["d", "g", "link"]"#,
+                "link refused: true",
+                "None"
+            ]
+        );
     }
 }

@@ -3,7 +3,10 @@
 use super::*;
 use crate::digest::tests::header_for;
 use crate::testutil::{data, p, read, sha256, store, store_with, temps};
+/// What each file and directory costs against the quota besides its bytes.
+const E: u64 = crate::ENTRY_COST;
 use crate::{DigestAlgorithm, Fault, FaultOp, LocalOptions, LocalStore};
+use std::fs;
 
 fn put(store: &LocalStore, path: &str, body: &[u8]) -> Committed {
     let mut up = store.begin(&p(path), UploadOptions::default()).unwrap();
@@ -33,7 +36,7 @@ fn commit_then_read_back_byte_exact() {
     assert_eq!(
         temps(store.root()).len(),
         1,
-        "in progress: one temp, next to the target"
+        "in progress: one temp, in the staging area"
     );
     assert!(matches!(
         store.open_file(&p("a/b/c.bin")),
@@ -50,7 +53,8 @@ fn commit_then_read_back_byte_exact() {
     );
     assert_eq!(read(&store, "a/b/c.bin"), body);
     assert!(temps(store.root()).is_empty());
-    assert_eq!(store.usage(), body.len() as u64);
+    // The file and its two new directories are entries.
+    assert_eq!(store.usage(), body.len() as u64 + 3 * E);
     let (_, meta) = store.open_file(&p("a/b/c.bin")).unwrap();
     if let Some(stored) = meta.sha256 {
         assert_eq!(stored, sha256(&body));
@@ -120,7 +124,7 @@ fn replace_reports_replaced_and_frees_the_old_size() {
     let done = put(&store, "f", &data(300, 2));
     assert!(done.replaced);
     assert_eq!(read(&store, "f"), data(300, 2));
-    assert_eq!(store.usage(), 300);
+    assert_eq!(store.usage(), 300 + E);
 }
 
 #[test]
@@ -170,7 +174,7 @@ fn abort_and_drop_leave_an_existing_file_untouched() {
     up.write(b"replacement").unwrap();
     up.abort().unwrap();
     assert_eq!(read(&store, "f"), b"keep me");
-    assert_eq!(store.usage(), 7);
+    assert_eq!(store.usage(), 7 + E);
     assert!(temps(store.root()).is_empty());
 }
 
@@ -216,7 +220,7 @@ fn digest_mismatch_stores_nothing_and_keeps_the_existing_file() {
         Err(StoreError::NotFound)
     ));
     assert!(temps(store.root()).is_empty());
-    assert_eq!(store.usage(), 8);
+    assert_eq!(store.usage(), 8 + E);
 }
 
 #[test]
@@ -273,7 +277,7 @@ fn hash_off_with_external_writes_gives_the_right_size() {
         }
     );
     assert_eq!(read(&store, "x/f"), body);
-    assert_eq!(store.usage(), 300_001);
+    assert_eq!(store.usage(), 300_001 + 2 * E);
     assert_eq!(store.open_file(&p("x/f")).unwrap().1.sha256, None);
 }
 
@@ -394,13 +398,14 @@ fn expected_len_is_enforced() {
     let mut up = store.begin(&p("f"), opts).unwrap();
     up.write(b"1234567890").unwrap();
     assert_eq!(up.commit().unwrap().size, 10);
-    assert_eq!(store.usage(), 10);
+    assert_eq!(store.usage(), 10 + E);
 }
 
 #[test]
 fn quota_is_enforced_on_writes_and_restored_on_failure() {
+    // 100 bytes in two files.
     let (_dir, store) = store_with(LocalOptions {
-        max_storage: Some(100),
+        max_storage: Some(100 + 2 * E),
         ..Default::default()
     });
     put(&store, "a", &[1; 60]);
@@ -411,16 +416,16 @@ fn quota_is_enforced_on_writes_and_restored_on_failure() {
         matches!(
             err,
             StoreError::QuotaExceeded {
-                limit: 100,
-                used: 90,
+                limit,
+                used,
                 requested: 20
-            }
+            } if limit == 100 + 2 * E && used == 90 + 2 * E
         ),
         "{err}"
     );
     assert!(temps(store.root()).is_empty(), "temp removed at once");
     drop(up);
-    assert_eq!(store.usage(), 60);
+    assert_eq!(store.usage(), 60 + E);
     assert!(matches!(
         store.open_file(&p("b")),
         Err(StoreError::NotFound)
@@ -428,13 +433,13 @@ fn quota_is_enforced_on_writes_and_restored_on_failure() {
     assert_eq!(read(&store, "a"), [1; 60]);
     // What is left still fits, exactly.
     put(&store, "b", &[3; 40]);
-    assert_eq!(store.usage(), 100);
+    assert_eq!(store.usage(), 100 + 2 * E);
 }
 
 #[test]
 fn quota_checks_expected_len_up_front() {
     let (_dir, store) = store_with(LocalOptions {
-        max_storage: Some(100),
+        max_storage: Some(100 + 2 * E),
         ..Default::default()
     });
     put(&store, "a", &[1; 60]);
@@ -445,30 +450,30 @@ fn quota_checks_expected_len_up_front() {
     let err = store.begin(&p("big"), opts(41)).unwrap_err();
     assert!(matches!(
         err,
-        StoreError::QuotaExceeded { requested: 41, .. }
+        StoreError::QuotaExceeded { requested, .. } if requested == 41 + E
     ));
     assert!(temps(store.root()).is_empty());
     // A reservation counts while the upload runs, so a second upload cannot take it.
     let mut first = store.begin(&p("b"), opts(40)).unwrap();
-    assert_eq!(store.usage(), 100);
-    let mut second = store.begin(&p("c"), UploadOptions::default()).unwrap();
+    assert_eq!(store.usage(), 100 + 2 * E);
+    // Not even an empty file fits now: it would be one more entry.
     assert!(matches!(
-        second.write(b"x"),
+        store.begin(&p("c"), UploadOptions::default()),
         Err(StoreError::QuotaExceeded { .. })
     ));
     first.write(&[2; 40]).unwrap();
     first.commit().unwrap();
-    assert_eq!(store.usage(), 100);
+    assert_eq!(store.usage(), 100 + 2 * E);
     // A dropped reservation is given back.
     store.delete(&p("b")).unwrap();
     drop(store.begin(&p("d"), opts(40)).unwrap());
-    assert_eq!(store.usage(), 60);
+    assert_eq!(store.usage(), 60 + E);
 }
 
 #[test]
 fn quota_counts_replacements_and_deletes() {
     let (_dir, store) = store_with(LocalOptions {
-        max_storage: Some(100),
+        max_storage: Some(100 + 2 * E),
         ..Default::default()
     });
     put(&store, "a", &[1; 70]);
@@ -480,7 +485,7 @@ fn quota_counts_replacements_and_deletes() {
     ));
     // ...and frees the old size after it.
     put(&store, "a", &[2; 30]);
-    assert_eq!(store.usage(), 30);
+    assert_eq!(store.usage(), 30 + E);
     store.delete(&p("a")).unwrap();
     assert_eq!(store.usage(), 0);
     put(&store, "b", &[3; 100]);
@@ -489,7 +494,7 @@ fn quota_counts_replacements_and_deletes() {
 #[test]
 fn quota_covers_external_writes() {
     let (_dir, store) = store_with(LocalOptions {
-        max_storage: Some(50),
+        max_storage: Some(50 + E),
         ..Default::default()
     });
     let opts = UploadOptions {
@@ -533,7 +538,7 @@ fn injected_enospc_on_write_is_no_space_and_cleans_up() {
     assert!(matches!(up.write(b"more"), Err(StoreError::Discarded)));
     assert!(matches!(up.commit(), Err(StoreError::Discarded)));
     assert_eq!(read(&store, "f"), b"existing ");
-    assert_eq!(store.usage(), 14);
+    assert_eq!(store.usage(), 14 + 2 * E);
 }
 
 #[cfg(target_os = "linux")]
@@ -547,7 +552,7 @@ fn injected_edquot_on_fsync_is_no_space_and_cleans_up() {
     assert!(matches!(up.commit(), Err(StoreError::NoSpace)));
     assert!(temps(store.root()).is_empty());
     assert_eq!(read(&store, "f"), b"existing");
-    assert_eq!(store.usage(), 8);
+    assert_eq!(store.usage(), 8 + E);
 }
 
 #[cfg(target_os = "linux")]
@@ -644,7 +649,7 @@ fn concurrent_uploads_to_one_path_each_land_whole() {
     assert!(temps(store.root()).is_empty());
     assert_eq!(
         store.usage(),
-        last.len() as u64,
+        last.len() as u64 + 2 * E,
         "usage exact despite the races"
     );
 }
@@ -655,4 +660,152 @@ fn upload_and_store_can_move_between_threads() {
     fn send<T: Send>() {}
     send_sync::<LocalStore>();
     send::<Upload>();
+}
+
+/// Whether this process has a descriptor open on a file under `dir`.
+#[cfg(target_os = "linux")]
+fn open_under(dir: &std::path::Path) -> bool {
+    fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .filter_map(|e| fs::read_link(e.ok()?.path()).ok())
+        .any(|target| target != dir && target.starts_with(dir))
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn space_is_given_back_only_once_the_temporary_is_unlinked_and_closed() {
+    use std::sync::{Arc, Mutex};
+    let (_dir, store) = store_with(LocalOptions {
+        max_storage: Some(100 + E),
+        ..LocalOptions::default()
+    });
+    let staging = store.root().join(crate::local::STAGING_NAME);
+    // At every release: is a temporary still on disk, or still open?
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let probe = {
+        let (seen, staging) = (seen.clone(), staging.clone());
+        move || {
+            let on_disk = fs::read_dir(&staging).unwrap().count();
+            seen.lock().unwrap().push((on_disk, open_under(&staging)));
+        }
+    };
+    store.shared().usage.on_release.set(probe);
+    // Over the quota while writing; an explicit abort; a drop; a commit that fails.
+    let mut up = store.begin(&p("a"), UploadOptions::default()).unwrap();
+    up.write(&[1; 60]).unwrap();
+    assert!(up.write(&[1; 60]).is_err());
+    let mut up = store.begin(&p("b"), UploadOptions::default()).unwrap();
+    up.write(&[2; 10]).unwrap();
+    up.abort().unwrap();
+    let mut up = store.begin(&p("c"), UploadOptions::default()).unwrap();
+    up.write(&[3; 10]).unwrap();
+    drop(up);
+    let mut up = store
+        .begin(
+            &p("d"),
+            UploadOptions {
+                expected_len: Some(20),
+                ..UploadOptions::default()
+            },
+        )
+        .unwrap();
+    up.write(&[4; 10]).unwrap();
+    assert!(up.commit().is_err());
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen, [(0, false); 4]);
+    assert_eq!(store.usage(), 0);
+}
+
+#[test]
+fn empty_files_and_directories_cost_an_entry_each() {
+    let (_dir, store) = store_with(LocalOptions {
+        max_storage: Some(10 * E),
+        ..LocalOptions::default()
+    });
+    let mut stored = 0;
+    let err = loop {
+        match store.begin(&p(&format!("e{stored}")), UploadOptions::default()) {
+            Ok(up) => {
+                up.commit().unwrap();
+                stored += 1;
+                assert!(
+                    stored <= 10,
+                    "more empty files than the quota holds entries"
+                );
+            }
+            Err(e) => break e,
+        }
+    };
+    assert!(matches!(err, StoreError::QuotaExceeded { .. }), "{err}");
+    assert_eq!((stored, store.usage()), (10, 10 * E));
+
+    // Directories too: a commit that needs more of them than fits creates none.
+    let (_dir, store) = store_with(LocalOptions {
+        max_storage: Some(3 * E),
+        ..LocalOptions::default()
+    });
+    let up = store
+        .begin(&p("a/b/c/f"), UploadOptions::default())
+        .unwrap();
+    assert!(matches!(up.commit(), Err(StoreError::QuotaExceeded { .. })));
+    assert!(store.list(None).unwrap().is_empty());
+    assert_eq!(store.usage(), 0);
+    let up = store.begin(&p("a/b/f"), UploadOptions::default()).unwrap();
+    up.commit().unwrap();
+    assert_eq!(store.usage(), 3 * E);
+    // And a batch's directories are charged before anything is stored.
+    let (_dir, store) = store_with(LocalOptions {
+        max_storage: Some(4 * E),
+        ..LocalOptions::default()
+    });
+    let begin = |path| store.begin(&p(path), UploadOptions::default()).unwrap();
+    let batch = vec![begin("n/y"), begin("n/z"), begin("m/q")];
+    let err = store.commit_all(batch).unwrap_err();
+    assert!(matches!(err, StoreError::QuotaExceeded { .. }), "{err}");
+    assert!(store.list(None).unwrap().is_empty());
+    assert_eq!(store.usage(), 0);
+    store.commit_all(vec![begin("n/y"), begin("n/z")]).unwrap();
+    assert_eq!(store.usage(), 3 * E);
+}
+
+#[cfg(unix)]
+#[test]
+fn a_file_still_read_keeps_its_space_until_the_reader_closes_it() {
+    use std::io::Read;
+    // Room for 100 bytes in two files.
+    let (_dir, store) = store_with(LocalOptions {
+        max_storage: Some(100 + 2 * E),
+        ..LocalOptions::default()
+    });
+    put(&store, "f", &[1; 100]);
+    // Deleted while read: its blocks stay on disk, and in the count, until the reader closes.
+    let (mut reader, _) = store.open_file(&p("f")).unwrap();
+    let (second, _) = store.open_file(&p("f")).unwrap();
+    store.delete(&p("f")).unwrap();
+    assert_eq!(store.usage(), 100 + E);
+    let one_byte = UploadOptions {
+        expected_len: Some(1),
+        ..UploadOptions::default()
+    };
+    assert!(matches!(
+        store.begin(&p("g"), one_byte),
+        Err(StoreError::QuotaExceeded { .. })
+    ));
+    let mut body = Vec::new();
+    reader.read_to_end(&mut body).unwrap();
+    assert_eq!(body, [1; 100]);
+    drop(reader);
+    assert_eq!(store.usage(), 100 + E, "one reader is left");
+    drop(second);
+    assert_eq!(store.usage(), 0);
+
+    // Replaced while read: the same.
+    put(&store, "f", &[2; 50]);
+    let (reader, _) = store.open_file(&p("f")).unwrap();
+    let mut up = store.begin(&p("f"), UploadOptions::default()).unwrap();
+    up.write(&[3; 40]).unwrap();
+    up.commit().unwrap();
+    assert_eq!(store.usage(), 50 + 40 + 2 * E);
+    drop(reader);
+    assert_eq!(store.usage(), 40 + E);
 }
