@@ -549,3 +549,14 @@ fn absolute_form_target_grammar() {
         assert_eq!(err(raw.as_bytes()), ProtoError::InvalidTarget, "{target:?}");
     }
 }
+
+/// The method and version are the request's own, not the defaults of a fresh head.
+#[test]
+fn method_and_version_as_sent() {
+    let p = parsed(b"POST /x HTTP/1.0\r\nContent-Length: 0\r\n\r\n");
+    assert_eq!(p.method, Method::POST);
+    assert_eq!(p.version, Version::HTTP_10);
+    let p = parsed(b"DELETE /x HTTP/1.1\r\nHost: a\r\n\r\n");
+    assert_eq!(p.method, Method::DELETE);
+    assert_eq!(p.version, Version::HTTP_11);
+}
