@@ -402,6 +402,13 @@ fn request_line_limit_is_exact() {
     // Empty lines before the request line are not part of it (they count toward the head).
     let after_blank_lines = [b"\r\n\r\n\r\n".to_vec(), at_limit].concat();
     assert!(parse_with(&after_blank_lines, &limits).unwrap().is_some());
+    // 414 comes with the first byte past the limit: `max_request_line` bytes without a line
+    // ending wait for the next byte, which decides.
+    assert_eq!(parse_with(&[b'a'; 32], &limits), Ok(None));
+    assert_eq!(
+        parse_with(&[b'a'; 33], &limits),
+        Err(ProtoError::RequestLineTooLong)
+    );
     // The byte that crosses the limit decides, not an earlier one: 31 bytes without a line
     // ending are still a possible line, so a bare CR after them is what is wrong.
     let bare_cr = [&[b'a'; 31][..], b"\rx HTTP/1.1\r\n\r\n"].concat();
