@@ -260,14 +260,18 @@ fn check_target(method: &Method, target: &str) -> Result<(), ProtoError> {
     }
 }
 
+/// `scheme "://" authority path-abempty [ "?" query ]` (RFC 3986 §3) with a non-empty
+/// authority: RFC 9110 §4.2.1 makes a recipient reject an `http` URI with an empty host
+/// (`http:///x`), and weir serves no scheme whose URIs may lack one.
 fn is_absolute_uri(target: &str) -> bool {
     let Some((scheme, rest)) = target.split_once("://") else {
         return false;
     };
     let mut scheme_bytes = scheme.bytes();
+    let authority = rest.split(['/', '?']).next().unwrap_or("");
     scheme_bytes.next().is_some_and(|b| b.is_ascii_alphabetic())
         && scheme_bytes.all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'))
-        && !rest.is_empty()
+        && !authority.is_empty()
 }
 
 /// `Host` = uri-host [ ":" port ] (RFC 9110 §7.2): an IP-literal in brackets, or a reg-name /

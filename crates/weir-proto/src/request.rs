@@ -278,5 +278,59 @@ mod tests {
         assert_eq!(head.path(), "/");
         head.set_request_line(Method::GET, "http://example.com?x", Version::HTTP_11);
         assert_eq!(head.path(), "/");
+        // The path starts right after `scheme://authority`, whatever the scheme's length.
+        head.set_request_line(Method::GET, "h://x/y/z?q", Version::HTTP_11);
+        assert_eq!(head.path(), "/y/z");
+        head.set_request_line(Method::GET, "https://x/", Version::HTTP_11);
+        assert_eq!(head.path(), "/");
+    }
+
+    // ---- Rules pinned by mutation testing (issue 19); see docs/RELIABILITY.md.
+
+    /// The query is what follows the first `?`; a target without `?` has none, and one ending
+    /// in `?` has an empty one (RFC 3986 §3.4: they are different URIs).
+    #[test]
+    fn query_is_after_the_first_question_mark() {
+        let mut head = RequestHead::new();
+        head.set_request_line(Method::GET, "/a", Version::HTTP_11);
+        assert_eq!(head.query(), None);
+        head.set_request_line(Method::GET, "/a?", Version::HTTP_11);
+        assert_eq!(head.query(), Some(""));
+        head.set_request_line(Method::GET, "/a?b=c?d", Version::HTTP_11);
+        assert_eq!(head.query(), Some("b=c?d"));
+        assert_eq!(head.path(), "/a");
+    }
+
+    /// `header_str` gives a value only when it is UTF-8; `header` gives the bytes regardless.
+    #[test]
+    fn header_str_only_for_utf8_values() {
+        let mut head = RequestHead::new();
+        head.set_request_line(Method::GET, "/", Version::HTTP_11);
+        head.push_header("x-text", "é".as_bytes());
+        head.push_header("x-bytes", b"a\xffb");
+        assert_eq!(head.header_str("X-Text"), Some("é"));
+        assert_eq!(head.header_str("x-bytes"), None);
+        assert_eq!(head.header("x-bytes"), Some(&b"a\xffb"[..]));
+        assert_eq!(head.header_str("x-missing"), None);
+    }
+
+    /// `content_length` is the declared length of a `Content-Length` body (zero when there is
+    /// no body) and nothing for a chunked one, as set by the parser or an adapter.
+    #[test]
+    fn content_length_follows_framing() {
+        let mut head = RequestHead::new();
+        head.set_request_line(Method::PUT, "/f", Version::HTTP_2);
+        assert_eq!(head.content_length(), Some(0));
+        head.set_framing(Framing::Length(42));
+        assert_eq!(head.framing(), Framing::Length(42));
+        assert_eq!(head.content_length(), Some(42));
+        head.set_framing(Framing::Chunked);
+        assert_eq!(head.framing(), Framing::Chunked);
+        assert_eq!(head.content_length(), None);
+        // A new request line starts a new head: the framing of the previous one is gone.
+        head.set_request_line(Method::GET, "/g", Version::HTTP_2);
+        assert_eq!(head.content_length(), Some(0));
+        assert_eq!(head.method(), Method::GET);
+        assert_eq!(head.version(), Version::HTTP_2);
     }
 }

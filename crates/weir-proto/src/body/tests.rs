@@ -294,3 +294,251 @@ proptest! {
         let _ = run(Framing::Chunked, &[&input], 5);
     }
 }
+
+// ---- Rules pinned by mutation testing (issue 19): each test below kills mutants that every
+// other test let live. See docs/RELIABILITY.md, "mutation testing of the protocol core".
+
+/// A one-chunk body `hello` whose size line carries `ext` after the size.
+fn with_ext(ext: &[u8]) -> Vec<u8> {
+    [&b"5"[..], ext, b"\r\nhello\r\n0\r\n\r\n"].concat()
+}
+
+/// RFC 9110 §5.6.4: `quoted-pair = "\" ( HTAB / SP / VCHAR / obs-text )`. A backslash escapes
+/// the next byte into the value, but never a control: a CR, LF or NUL after `\` would let an
+/// extension end (or split) the size line where another parser sees it continue.
+#[test]
+fn chunk_extension_quoted_pair_refuses_ctl() {
+    for escaped in [b'\t', b' ', b'!', b'"', b'\\', b'~', 0x80, 0xFF] {
+        let body = with_ext(&[b';', b'a', b'=', b'"', b'x', b'\\', escaped, b'y', b'"']);
+        assert_eq!(chunked_ok(&body).payload, b"hello", "\\{escaped:#04x}");
+    }
+    use ProtoError::*;
+    for (escaped, expected) in [
+        (b'\r', InvalidChunkExtension),
+        (b'\n', BareLineEnding),
+        (0x00, InvalidChunkExtension),
+        (0x1F, InvalidChunkExtension),
+        (0x7F, InvalidChunkExtension),
+    ] {
+        let body = with_ext(&[b';', b'a', b'=', b'"', b'x', b'\\', escaped, b'y', b'"']);
+        assert_eq!(chunked_err(&body), expected, "\\{escaped:#04x}");
+    }
+}
+
+/// RFC 9110 §5.6.4: `qdtext = HTAB / SP / %x21 / %x23-5B / %x5D-7E / obs-text`; `"` ends the
+/// string and `\` starts a quoted-pair. Controls and DEL are refused.
+#[test]
+fn chunk_extension_quoted_string_admits_qdtext_only() {
+    for b in [b'\t', b' ', 0x21, 0x23, 0x5B, 0x5D, 0x7E, 0x80, 0xFF] {
+        let body = with_ext(&[b';', b'a', b'=', b'"', b'x', b, b'y', b'"']);
+        assert_eq!(chunked_ok(&body).payload, b"hello", "{b:#04x}");
+    }
+    use ProtoError::*;
+    for (b, expected) in [
+        (0x00, InvalidChunkExtension),
+        (0x1F, InvalidChunkExtension),
+        (0x7F, InvalidChunkExtension),
+        (b'\r', InvalidChunkExtension),
+        (b'\n', BareLineEnding),
+    ] {
+        let body = with_ext(&[b';', b'a', b'=', b'"', b'x', b, b'y', b'"']);
+        assert_eq!(chunked_err(&body), expected, "{b:#04x}");
+    }
+}
+
+/// RFC 9112 §5.5 (via §7.1.2): a trailer field value is `*( field-vchar / SP / HTAB )`, with
+/// `field-vchar = VCHAR / obs-text`; controls and DEL are refused.
+#[test]
+fn trailer_value_admits_field_vchar_sp_htab_only() {
+    for b in [b'\t', b' ', 0x21, 0x7E, 0x80, 0xFF] {
+        let body = [&b"0\r\nX: a"[..], &[b], b"b\r\n\r\n"].concat();
+        assert!(chunked_ok(&body).done, "{b:#04x}");
+    }
+    for b in [0x00, 0x1F, 0x7F] {
+        let body = [&b"0\r\nX: a"[..], &[b], b"b\r\n\r\n"].concat();
+        assert_eq!(chunked_err(&body), ProtoError::InvalidTrailer, "{b:#04x}");
+    }
+}
+
+/// Every token form and whitespace placement of RFC 9112 §7.1.1's
+/// `chunk-ext = *( BWS ";" BWS ext-name [ BWS "=" BWS ext-val ] )` that weir admits (BWS
+/// before the line's CR is not: nothing needs it and it is a classic smuggling ambiguity).
+#[test]
+fn chunk_extension_grammar() {
+    for ext in [
+        &b";a"[..],
+        b" ;a",
+        b"\t; a",
+        b";a;b",
+        b";a ;b",
+        b";a=b",
+        b";a =b",
+        b";a= b",
+        b";a = \t b",
+        b";a=b;c",
+        b";a=b ;c",
+        b";a=\"\";c=\"d\"",
+        b";a=\"q\" ;c",
+        b";a=b!#$%&'*+-.^_`|~9",
+    ] {
+        assert_eq!(
+            chunked_ok(&with_ext(ext)).payload,
+            b"hello",
+            "{:?}",
+            String::from_utf8_lossy(ext)
+        );
+    }
+    use ProtoError::*;
+    for (ext, expected) in [
+        (&b";"[..], InvalidChunkExtension),
+        (b"; ", InvalidChunkExtension),
+        (b";=b", InvalidChunkExtension),
+        (b";a=", InvalidChunkExtension),
+        (b";a =", InvalidChunkExtension),
+        (b";a ", InvalidChunkExtension),
+        (b";a=b ", InvalidChunkExtension),
+        (b";a=\"b\" ", InvalidChunkExtension),
+        (b";a=\"b\"c", InvalidChunkExtension),
+        (b";a=b\"c\"", InvalidChunkExtension),
+        (b";a=b=c", InvalidChunkExtension),
+        (b";a@b", InvalidChunkExtension),
+        (b" x", InvalidChunkSize),
+        (b" ", InvalidChunkSize),
+        (b";a\n", BareLineEnding),
+        (b";a=b\n", BareLineEnding),
+        (b";a=\"b\"\n", BareLineEnding),
+        (b";a \n", BareLineEnding),
+        (b";a=b \n", BareLineEnding),
+    ] {
+        assert_eq!(
+            chunked_err(&with_ext(ext)),
+            expected,
+            "{:?}",
+            String::from_utf8_lossy(ext)
+        );
+    }
+}
+
+/// The extension budget (`Limits::max_chunk_extensions`) counts, over the whole body, every
+/// byte from a `;` (or the whitespace before it) to the CR that ends its size line, that CR
+/// included. A body at the budget is accepted; one byte more is refused.
+#[test]
+fn chunk_extension_budget_is_exact() {
+    let limits = Limits {
+        max_chunk_extensions: 20,
+        ..Limits::default()
+    };
+    let run = |body: &[u8]| run_with(Framing::Chunked, &[body], usize::MAX, &limits);
+    // Two-digit sizes: the digits and the CR of a line without extensions are not counted.
+    // `;a=bcd` + CR = 7, `;e="f"` + CR = 7, ` ;ghij` + CR = 6 (the space after the size
+    // digits is not counted, the `;` is): 20.
+    let at_budget =
+        b"10;a=bcd\r\n0123456789abcdef\r\n01;e=\"f\"\r\nx\r\n1\r\ny\r\n01 ;ghij\r\nz\r\n0\r\n\r\n";
+    let o = run(at_budget).unwrap();
+    assert!(o.done);
+    assert_eq!(o.payload, b"0123456789abcdefxyz");
+    let over =
+        b"10;a=bcd\r\n0123456789abcdef\r\n01;e=\"f\"\r\nx\r\n1\r\ny\r\n01 ;ghijk\r\nz\r\n0\r\n\r\n";
+    assert_eq!(run(over), Err(ProtoError::ChunkExtensionsTooLarge));
+    // The last chunk's extensions count too.
+    let last = format!("0;{}\r\n\r\n", "a".repeat(18));
+    assert!(run(last.as_bytes()).unwrap().done);
+    let last = format!("0;{}\r\n\r\n", "a".repeat(19));
+    assert_eq!(
+        run(last.as_bytes()),
+        Err(ProtoError::ChunkExtensionsTooLarge)
+    );
+    // A size line that starts with `;` has no size: that is what is wrong, whatever the budget.
+    let none = Limits {
+        max_chunk_extensions: 0,
+        ..Limits::default()
+    };
+    assert_eq!(
+        run_with(Framing::Chunked, &[b";a\r\n"], 1, &none),
+        Err(ProtoError::InvalidChunkSize)
+    );
+    assert!(
+        run_with(Framing::Chunked, &[b"5\r\nhello\r\n0\r\n\r\n"], 1, &none)
+            .unwrap()
+            .done
+    );
+}
+
+/// The trailer budget (`Limits::max_trailers`) counts the trailer field lines with their CRLFs,
+/// and the CR of the empty line that ends the body. At the budget: accepted; one more: refused.
+#[test]
+fn trailer_budget_is_exact() {
+    let limits = Limits {
+        max_trailers: 20,
+        ..Limits::default()
+    };
+    let run = |body: &[u8]| run_with(Framing::Chunked, &[body], usize::MAX, &limits);
+    // `X: 1234\r\n` (9) + `Y: 12345\r\n` (10) + CR (1) = 20.
+    assert!(run(b"0\r\nX: 1234\r\nY: 12345\r\n\r\n").unwrap().done);
+    assert_eq!(
+        run(b"0\r\nX: 1234\r\nY: 123456\r\n\r\n"),
+        Err(ProtoError::TrailersTooLarge)
+    );
+    // The chunk data before does not count.
+    let data = [
+        &b"1e\r\n"[..],
+        &[b'x'; 30],
+        b"\r\n0\r\nX: 1234\r\nY: 12345\r\n\r\n",
+    ]
+    .concat();
+    assert!(run(&data).unwrap().done);
+}
+
+/// RFC 9110 §6.5.1: fields that frame, route or authenticate the message are refused as
+/// trailers, whatever their case; other names of any length are fine.
+#[test]
+fn forbidden_trailers_are_refused_whatever_the_case() {
+    for name in FORBIDDEN_TRAILERS {
+        let name = std::str::from_utf8(name).unwrap();
+        for spelled in [name.to_owned(), name.to_ascii_uppercase()] {
+            let body = format!("0\r\n{spelled}: x\r\n\r\n");
+            let got = run_with(Framing::Chunked, &[body.as_bytes()], 1, &Limits::default());
+            assert_eq!(got, Err(ProtoError::ForbiddenTrailer), "{spelled}");
+        }
+    }
+    for name in [
+        "x",
+        "content-lengthx",
+        "hos",
+        "proxy-authorization-x",
+        "x-proxy-authorizatio",
+        &"x".repeat(300),
+        &format!("{}content-length", "x".repeat(300)),
+    ] {
+        let body = format!("0\r\n{name}: x\r\n\r\n");
+        let got = run_with(Framing::Chunked, &[body.as_bytes()], 1, &Limits::default());
+        assert!(got.unwrap().done, "{name}");
+    }
+}
+
+/// `remaining_hint` is what the connection uses to decide whether an unread body is small
+/// enough to drain: it must say how many `Content-Length` bytes are still unread, and nothing
+/// for a chunked body (whose length is unknown, so never assumed small).
+#[test]
+fn remaining_hint_counts_unread_content_length() {
+    let limits = Limits::default();
+    let mut d = BodyDecoder::new(Framing::Length(10), &limits);
+    assert_eq!(d.remaining_hint(), Some(10));
+    let got = d.decode(b"abcd").unwrap();
+    assert_eq!(
+        got,
+        Decoded {
+            framing: 0,
+            data: 4
+        }
+    );
+    d.consume(3);
+    assert_eq!(d.remaining_hint(), Some(7));
+    assert_eq!(d.direct_window(), 7);
+    assert!(!d.is_done());
+    d.consume(7);
+    assert_eq!(d.remaining_hint(), Some(0));
+    assert!(d.is_done());
+    let d = BodyDecoder::new(Framing::Chunked, &limits);
+    assert_eq!(d.remaining_hint(), None);
+}

@@ -371,3 +371,199 @@ fn first_violation_wins_whatever_the_split() {
         Err(ProtoError::BareLineEnding)
     );
 }
+
+// ---- Rules pinned by mutation testing (issue 19): each test below kills mutants that every
+// other test let live. See docs/RELIABILITY.md, "mutation testing of the protocol core".
+
+/// `GET /aaa… HTTP/1.1\r\n` padded so that the request line, CRLF included, is `len` bytes.
+fn request_line(len: usize) -> Vec<u8> {
+    let fixed = "GET / HTTP/1.1\r\n".len();
+    format!("GET /{} HTTP/1.1\r\n", "a".repeat(len - fixed)).into_bytes()
+}
+
+/// `Limits::max_request_line` counts the request line with its CRLF: a line of exactly the
+/// limit is accepted, one byte more is 414, at every split of the input.
+#[test]
+fn request_line_limit_is_exact() {
+    let limits = Limits {
+        max_request_line: 32,
+        ..Limits::default()
+    };
+    let at_limit = [request_line(32), b"Host: a\r\n\r\n".to_vec()].concat();
+    assert_eq!(
+        parse_with(&at_limit, &limits).unwrap().unwrap().consumed,
+        43
+    );
+    let over = [request_line(33), b"Host: a\r\n\r\n".to_vec()].concat();
+    assert_eq!(
+        parse_with(&over, &limits),
+        Err(ProtoError::RequestLineTooLong)
+    );
+    // Empty lines before the request line are not part of it (they count toward the head).
+    let after_blank_lines = [b"\r\n\r\n\r\n".to_vec(), at_limit].concat();
+    assert!(parse_with(&after_blank_lines, &limits).unwrap().is_some());
+    // 414 comes with the first byte past the limit: `max_request_line` bytes without a line
+    // ending wait for the next byte, which decides.
+    assert_eq!(parse_with(&[b'a'; 32], &limits), Ok(None));
+    assert_eq!(
+        parse_with(&[b'a'; 33], &limits),
+        Err(ProtoError::RequestLineTooLong)
+    );
+    // The byte that crosses the limit decides, not an earlier one: 31 bytes without a line
+    // ending are still a possible line, so a bare CR after them is what is wrong.
+    let bare_cr = [&[b'a'; 31][..], b"\rx HTTP/1.1\r\n\r\n"].concat();
+    assert_eq!(
+        parse_with(&bare_cr, &limits),
+        Err(ProtoError::BareLineEnding)
+    );
+}
+
+/// `Limits::max_head` counts the head from the request line to the empty line that ends it,
+/// CRLFs included: a head of exactly the limit is accepted, one byte more is 431, whatever
+/// follows it in the buffer and at every split.
+#[test]
+fn head_limit_is_exact() {
+    let limits = Limits {
+        max_head: 48,
+        ..Limits::default()
+    };
+    let head = |value_len: usize| {
+        format!(
+            "GET / HTTP/1.1\r\nHost: a\r\nX: {}\r\n\r\n",
+            "v".repeat(value_len)
+        )
+        .into_bytes()
+    };
+    assert_eq!(head(16).len(), 48);
+    assert_eq!(
+        parse_with(&head(16), &limits).unwrap().unwrap().consumed,
+        48
+    );
+    let with_body = [head(16), b"POST / HTTP/1.1\r\n".to_vec()].concat();
+    assert_eq!(
+        parse_with(&with_body, &limits).unwrap().unwrap().consumed,
+        48
+    );
+    assert_eq!(
+        parse_with(&head(17), &limits),
+        Err(ProtoError::HeadTooLarge)
+    );
+}
+
+/// RFC 9112 §2.2: empty lines before a request line are ignored, up to `max_head` bytes of
+/// them; one CRLF more is 431.
+#[test]
+fn leading_empty_lines_limit_is_exact() {
+    let limits = Limits {
+        max_head: 32,
+        ..Limits::default()
+    };
+    let request = b"GET / HTTP/1.1\r\nHost: a\r\n\r\n";
+    let at_limit = [b"\r\n".repeat(16), request.to_vec()].concat();
+    assert_eq!(
+        parse_with(&at_limit, &limits).unwrap().unwrap().consumed,
+        32 + request.len()
+    );
+    let over = [b"\r\n".repeat(17), request.to_vec()].concat();
+    assert_eq!(parse_with(&over, &limits), Err(ProtoError::HeadTooLarge));
+}
+
+/// One `HeadParser` serves every request of a connection: after a head is parsed, the next
+/// `parse` starts afresh on the next head, however the previous one arrived (its scan position
+/// and request-line end must not leak into the next head's checks).
+#[test]
+fn head_parser_is_reusable_for_the_next_request() {
+    let limits = Limits {
+        max_request_line: 32,
+        ..Limits::default()
+    };
+    let first = b"GET /first HTTP/1.1\r\nHost: a\r\nX-Long: 0123456789\r\n\r\n";
+    let mut parser = HeadParser::new();
+    let mut head = RequestHead::new();
+    // The first head arrives in two reads, so the parser has scanned part of it before.
+    let split = first.len() - 3;
+    assert_eq!(parser.parse(&first[..split], &limits, &mut head), Ok(None));
+    assert_eq!(
+        parser.parse(first, &limits, &mut head),
+        Ok(Some(first.len()))
+    );
+    // The driver drops the consumed bytes: the next head starts at 0 of a shorter buffer.
+    // A bare LF early in it must still be found.
+    assert_eq!(
+        parser.parse(b"GET /\nHost: a\r\n\r\n", &limits, &mut head),
+        Err(ProtoError::BareLineEnding)
+    );
+
+    let mut parser = HeadParser::new();
+    assert_eq!(parser.parse(&first[..split], &limits, &mut head), Ok(None));
+    assert!(parser.parse(first, &limits, &mut head).unwrap().is_some());
+    // And its request line is checked against the limit again.
+    let long = [request_line(33), b"Host: a\r\n\r\n".to_vec()].concat();
+    assert_eq!(
+        parser.parse(&long, &limits, &mut head),
+        Err(ProtoError::RequestLineTooLong)
+    );
+
+    // A reused parser parses a good next head exactly as a new one does.
+    let mut parser = HeadParser::new();
+    assert_eq!(parser.parse(&first[..split], &limits, &mut head), Ok(None));
+    assert!(parser.parse(first, &limits, &mut head).unwrap().is_some());
+    let next = b"GET /b HTTP/1.1\r\nHost: b\r\n\r\n";
+    assert_eq!(parser.parse(next, &limits, &mut head), Ok(Some(next.len())));
+    assert_eq!(head.target(), "/b");
+
+    // `reset` forgets a head that was abandoned half-way.
+    let mut parser = HeadParser::new();
+    assert_eq!(
+        parser.parse(b"GET /abandoned HTTP/1.1\r\nHost", &limits, &mut head),
+        Ok(None)
+    );
+    parser.reset();
+    assert_eq!(
+        parser.parse(b"GET /\nHost: a\r\n\r\n", &limits, &mut head),
+        Err(ProtoError::BareLineEnding)
+    );
+}
+
+/// RFC 3986 §3.1: `scheme = ALPHA *( ALPHA / DIGIT / "+" / "-" / "." )`; an absolute-form
+/// target (RFC 9112 §3.2.2) needs a scheme, `://` and an authority.
+#[test]
+fn absolute_form_target_grammar() {
+    for target in [
+        "http://a/",
+        "https://a.example:8443/x?y",
+        "h://a",
+        "Z9+-.://a/",
+        "http://a?q",
+    ] {
+        let raw = format!("GET {target} HTTP/1.1\r\nHost: a\r\n\r\n");
+        assert_eq!(parsed(raw.as_bytes()).target, target);
+    }
+    for target in [
+        "://a/",
+        "1http://a/",
+        "+http://a/",
+        "ht_tp://a/",
+        "ht%70://a/",
+        "h!://a/",
+        "http:/a/",
+        "http:a",
+        "http://",
+        "http:///x",
+        "http://?q",
+    ] {
+        let raw = format!("GET {target} HTTP/1.1\r\nHost: a\r\n\r\n");
+        assert_eq!(err(raw.as_bytes()), ProtoError::InvalidTarget, "{target:?}");
+    }
+}
+
+/// The method and version are the request's own, not the defaults of a fresh head.
+#[test]
+fn method_and_version_as_sent() {
+    let p = parsed(b"POST /x HTTP/1.0\r\nContent-Length: 0\r\n\r\n");
+    assert_eq!(p.method, Method::POST);
+    assert_eq!(p.version, Version::HTTP_10);
+    let p = parsed(b"DELETE /x HTTP/1.1\r\nHost: a\r\n\r\n");
+    assert_eq!(p.method, Method::DELETE);
+    assert_eq!(p.version, Version::HTTP_11);
+}
