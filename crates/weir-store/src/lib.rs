@@ -10,7 +10,7 @@
 //! | [`Upload::write_owned`] → [`Upload::hash_job`] → [`HashJob::run`] (any thread) → [`Upload::attach`] | append now, hash on another thread |
 //! | [`Upload::commit`] \| [`Upload::abort`] (or drop) | fsync, rename, fsync dir \| unlink |
 //! | [`LocalStore::open_file`] | `open(O_NOFOLLOW)` + metadata and stored digest |
-//! | [`LocalStore::list`], [`LocalStore::delete`] | `readdir`, `unlink` + fsync dir |
+//! | [`LocalStore::list_page`] (or [`LocalStore::list`]), [`LocalStore::delete`] | one `readdir` pass keeping a page, `unlink` + fsync dir |
 //!
 //! The code is synchronous std code, called from the connection's task: plain `write(2)` into
 //! the page cache was measured twice as fast as going through `tokio::fs`. Only `commit`'s
@@ -74,6 +74,7 @@ mod digest;
 mod error;
 mod fault;
 mod hash_job;
+mod list;
 mod local;
 mod path;
 mod quota;
@@ -86,7 +87,8 @@ pub use error::StoreError;
 #[cfg(any(test, feature = "fault-injection"))]
 pub use fault::{Fault, FaultOp, HashGate};
 pub use hash_job::{HashJob, Hashed, Written};
-pub use local::{Entry, FileMeta, LocalOptions, LocalStore};
+pub use list::{Entry, ListPage};
+pub use local::{FileMeta, LocalOptions, LocalStore};
 pub use path::{MAX_PATH_LEN, MAX_SEGMENT_LEN, PathError, RESERVED_PREFIX, StorePath};
 pub use upload::{Committed, Upload, UploadOptions};
 

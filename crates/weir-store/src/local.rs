@@ -17,13 +17,15 @@
 
 use crate::error::StoreError;
 use crate::fault::Faults;
-use crate::path::{StorePath, is_reserved, validate_segment};
+use crate::list::{self, Entry, ListPage};
+use crate::path::{StorePath, is_reserved};
 use crate::quota::Usage;
 use crate::sys;
 use crate::upload::{Upload, UploadOptions};
 use crate::writeback::{self, Flusher};
 use std::fs::{self, File, Metadata, OpenOptions};
 use std::io;
+use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::SystemTime;
@@ -53,6 +55,11 @@ pub struct LocalOptions {
     /// (see [`HashGate`](crate::HashGate)). Only with the `fault-injection` feature.
     #[cfg(any(test, feature = "fault-injection"))]
     pub hash_gate: Option<crate::fault::HashGate>,
+    /// Test hook: hold every directory scan of [`LocalStore::list_page`] (and
+    /// [`LocalStore::list`]) at this gate, each waiting with the value 0, until the test lets
+    /// it through. Only with the `fault-injection` feature.
+    #[cfg(any(test, feature = "fault-injection"))]
+    pub list_gate: Option<crate::fault::HashGate>,
 }
 
 impl Default for LocalOptions {
@@ -64,6 +71,8 @@ impl Default for LocalOptions {
             fault: None,
             #[cfg(any(test, feature = "fault-injection"))]
             hash_gate: None,
+            #[cfg(any(test, feature = "fault-injection"))]
+            list_gate: None,
         }
     }
 }
@@ -79,19 +88,6 @@ pub struct FileMeta {
     /// SHA-256 of the content, when it was recorded at commit and the file has not changed
     /// since. `None` means unknown, never "no digest": hash it if you need it.
     pub sha256: Option<[u8; 32]>,
-}
-
-/// One entry of a directory listing.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Entry {
-    /// The name in the directory (one path segment), always a valid store path segment.
-    pub name: String,
-    /// Size in bytes; 0 for directories.
-    pub size: u64,
-    /// Last modification time.
-    pub modified: SystemTime,
-    /// Whether it is a directory (else a regular file).
-    pub is_dir: bool,
 }
 
 /// A store on the local filesystem. Cheap to clone: clones share the root, the lock and the
@@ -178,7 +174,8 @@ impl LocalStore {
 
         let scan = scan(&root).map_err(root_err)?;
         #[cfg(any(test, feature = "fault-injection"))]
-        let faults = Faults::new(options.fault, options.hash_gate);
+        let faults =
+            Faults::new(options.fault, options.hash_gate).with_list_gate(options.list_gate);
         #[cfg(not(any(test, feature = "fault-injection")))]
         let faults = Faults::default();
         Ok(LocalStore {
@@ -277,69 +274,27 @@ impl LocalStore {
         ))
     }
 
-    /// Lists a directory (`None`: the root), sorted by name (byte order). Temporary files,
-    /// reserved names, symbolic links, special files and names that are not valid store path
-    /// segments are left out: a listing shows exactly what can be fetched.
+    /// Lists a whole directory (`None`: the root), sorted by name (byte order). Temporary
+    /// files, reserved names, symbolic links, special files and names that are not valid store
+    /// path segments are left out: a listing shows exactly what can be fetched. Memory and time
+    /// grow with the directory: a service answering clients pages with
+    /// [`LocalStore::list_page`] instead.
     pub fn list(&self, dir: Option<&StorePath>) -> Result<Vec<Entry>, StoreError> {
-        let path = match dir {
-            None => self.shared.root.clone(),
-            Some(dir) => {
-                let parent = self.shared.walk(dir.parent_segments(), Missing::NotFound)?;
-                let path = parent.join(dir.file_name());
-                match lstat(&path)? {
-                    None => return Err(StoreError::NotFound),
-                    Some(m) if m.file_type().is_symlink() => {
-                        return Err(StoreError::SymlinkRefused);
-                    }
-                    Some(m) if !m.is_dir() => return Err(StoreError::NotADirectory),
-                    Some(_) => path,
-                }
-            }
-        };
-        let read_dir = fs::read_dir(&path).map_err(|e| match e.kind() {
-            io::ErrorKind::NotFound => StoreError::NotFound,
-            _ => StoreError::Io {
-                op: "read directory",
-                source: e,
-            },
-        })?;
-        let mut entries = Vec::new();
-        for dirent in read_dir {
-            let dirent = dirent.map_err(|e| StoreError::Io {
-                op: "read directory",
-                source: e,
-            })?;
-            let Ok(name) = dirent.file_name().into_string() else {
-                continue;
-            };
-            if validate_segment(&name).is_err() {
-                continue;
-            }
-            // `DirEntry::metadata` does not follow symlinks.
-            let meta = match dirent.metadata() {
-                Ok(m) => m,
-                // Deleted between readdir and stat: it is simply not there any more.
-                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-                Err(e) => {
-                    return Err(StoreError::Io {
-                        op: "stat entry",
-                        source: e,
-                    });
-                }
-            };
-            let is_dir = meta.is_dir();
-            if !is_dir && !meta.is_file() {
-                continue;
-            }
-            entries.push(Entry {
-                name,
-                size: if is_dir { 0 } else { meta.len() },
-                modified: modified(&meta)?,
-                is_dir,
-            });
-        }
-        entries.sort_unstable_by(|a, b| a.name.cmp(&b.name));
-        Ok(entries)
+        list::page(&self.shared, dir, None, NonZeroUsize::MAX).map(|page| page.entries)
+    }
+
+    /// One page of a directory listing: the (at most) `limit` smallest names greater than
+    /// `after` (byte order; `after` need not exist), with the same entries [`LocalStore::list`]
+    /// shows. [`ListPage::next`] is the `after` of the next page, `None` on the last one.
+    /// Memory is O(`limit`) whatever the size of the directory; time is one pass over the
+    /// directory plus a `stat` per entry of the page. Blocking: call it off async workers.
+    pub fn list_page(
+        &self,
+        dir: Option<&StorePath>,
+        after: Option<&str>,
+        limit: NonZeroUsize,
+    ) -> Result<ListPage, StoreError> {
+        list::page(&self.shared, dir, after, limit)
     }
 
     /// Deletes a stored file, durably (the directory is fsynced). Directories are not deleted
