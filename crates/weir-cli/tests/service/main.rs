@@ -9,6 +9,7 @@ mod conditional;
 mod crash;
 mod enospc;
 mod large;
+mod listing;
 mod multipart;
 mod operator;
 mod paths;
