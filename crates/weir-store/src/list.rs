@@ -161,10 +161,7 @@ pub(crate) fn page(
 /// directory. The type comes from `readdir` (no `stat`, except on filesystems that do not
 /// report it); a name gone meanwhile is not listable.
 fn listable(name: &str, dirent: &DirEntry) -> bool {
-    validate_segment(name).is_ok()
-        && dirent
-            .file_type()
-            .is_ok_and(|t| t.is_dir() || t.is_file())
+    validate_segment(name).is_ok() && dirent.file_type().is_ok_and(|t| t.is_dir() || t.is_file())
 }
 
 /// The directory to list, resolved without following a symlink on the way.
@@ -288,7 +285,9 @@ mod tests {
         }
         assert_eq!(
             seen,
-            ["n0", "n1", "n2", "n3", "n4", "n45", "n6", "n7", "n8", "n9", "n99"],
+            [
+                "n0", "n1", "n2", "n3", "n4", "n45", "n6", "n7", "n8", "n9", "n99"
+            ],
             "each name once; the one added behind the cursor is not seen"
         );
     }

@@ -133,13 +133,8 @@ pub(super) async fn serve(
         Ok(Err(e)) => return reply::store_error(ex, &e).await,
         Err(join) => {
             tracing::error!(error = %join, "directory listing failed");
-            return reply::error(
-                ex,
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "listing failed",
-                &[],
-            )
-            .await;
+            return reply::error(ex, StatusCode::INTERNAL_SERVER_ERROR, "listing failed", &[])
+                .await;
         }
     };
     // The same path the client asked for, so the link is relative to nothing but the host.
@@ -292,7 +287,10 @@ mod tests {
                 next: None,
             },
         );
-        assert_eq!((body.as_slice(), next), (&b"{\"path\":\"\",\"entries\":[]}\n"[..], None));
+        assert_eq!(
+            (body.as_slice(), next),
+            (&b"{\"path\":\"\",\"entries\":[]}\n"[..], None)
+        );
     }
 
     #[test]
