@@ -199,12 +199,13 @@ fn render(dir: Option<&StorePath>, page: &ListPage) -> (Vec<u8>, Option<String>)
 
 /// Percent-encodes everything but RFC 3986 unreserved characters, for a query value.
 fn percent_encode(s: &str) -> String {
+    use std::fmt::Write;
     let mut out = String::with_capacity(s.len());
     for &b in s.as_bytes() {
         if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
             out.push(char::from(b));
         } else {
-            out.push_str(&format!("%{b:02X}"));
+            let _ = write!(out, "%{b:02X}");
         }
     }
     out
