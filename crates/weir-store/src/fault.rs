@@ -1,7 +1,8 @@
 //! Fault injection for tests: make the Nth write or fsync of a store fail with a chosen OS
 //! error, so that the handling of `ENOSPC`, `EDQUOT` or `EIO` can be tested without filling a
-//! disk (which needs privileges to mount a small filesystem); and hold hash jobs at a gate
-//! ([`HashGate`]), so that a test can have a hash in flight at the moment it chooses.
+//! disk (which needs privileges to mount a small filesystem); and hold hash jobs or directory
+//! scans at a gate ([`HashGate`]), so that a test can have one in flight at the moment it
+//! chooses.
 //!
 //! Compiled only for this crate's tests and with the `fault-injection` feature; without them
 //! [`Faults`] is an empty struct whose check compiles to nothing. The hook sits just before the
@@ -44,6 +45,7 @@ mod enabled {
     pub(crate) struct Counters {
         pub(crate) fault: Option<Fault>,
         pub(crate) gate: Option<HashGate>,
+        pub(crate) list_gate: Option<HashGate>,
         pub(crate) writes: AtomicU64,
         pub(crate) syncs: AtomicU64,
     }
@@ -177,6 +179,19 @@ impl Faults {
                 ..Default::default()
             },
         }
+    }
+
+    /// Also holds this store's directory scans at `gate` (see `LocalOptions::list_gate`).
+    #[cfg(any(test, feature = "fault-injection"))]
+    pub(crate) fn with_list_gate(mut self, gate: Option<HashGate>) -> Self {
+        self.counters.list_gate = gate;
+        self
+    }
+
+    /// The gate directory scans of this store pass, if a test set one.
+    #[cfg(any(test, feature = "fault-injection"))]
+    pub(crate) fn list_gate(&self) -> Option<&HashGate> {
+        self.counters.list_gate.as_ref()
     }
 
     /// The gate hash jobs of this store pass, if a test set one.

@@ -12,7 +12,7 @@
 //! | [`Upload::commit`] \| [`Upload::abort`] (or drop) | fsync, make directories, `renameat` into place, fsync dir \| unlink |
 //! | [`LocalStore::commit_all`] | several uploads all or none: an intent record, then the renames |
 //! | [`LocalStore::open_file`] → [`StoredFile`] | `openat2` beneath the root + metadata and stored digest |
-//! | [`LocalStore::list`], [`LocalStore::delete`] | `readdir` + `fstatat`, `unlinkat` + fsync dir |
+//! | [`LocalStore::list_page`] (or [`LocalStore::list`]), [`LocalStore::delete`] | one streaming `readdir` pass keeping a page + `fstatat` of its entries, `unlinkat` + fsync dir |
 //!
 //! Every system call on the tree is relative to a directory descriptor, reached from the root's
 //! without following any symbolic link (see `local.rs`).
@@ -96,6 +96,7 @@ mod error;
 mod fault;
 mod hash_job;
 mod intent;
+mod list;
 mod local;
 mod path;
 mod quota;
@@ -109,7 +110,8 @@ pub use error::StoreError;
 #[cfg(any(test, feature = "fault-injection"))]
 pub use fault::{Fault, FaultOp, HashGate};
 pub use hash_job::{HashJob, Hashed, Written};
-pub use local::{Entry, FileMeta, LocalOptions, LocalStore};
+pub use list::{Entry, ListPage};
+pub use local::{FileMeta, LocalOptions, LocalStore};
 pub use path::{MAX_PATH_LEN, MAX_SEGMENT_LEN, PathError, RESERVED_PREFIX, StorePath};
 pub use quota::ENTRY_COST;
 pub use readers::StoredFile;

@@ -30,7 +30,8 @@
 use crate::error::StoreError;
 use crate::fault::Faults;
 use crate::intent;
-use crate::path::{StorePath, is_reserved, validate_segment};
+use crate::list::{self, Entry, ListPage};
+use crate::path::{StorePath, is_reserved};
 use crate::quota::{ENTRY_COST, Usage};
 use crate::readers::{Readers, StoredFile};
 use crate::sys::{self, DirHandle, EntryKind, EntryStat};
@@ -38,6 +39,7 @@ use crate::upload::{Upload, UploadOptions};
 use crate::writeback::{self, Flusher};
 use std::fs::{self, File};
 use std::io;
+use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::SystemTime;
@@ -71,6 +73,11 @@ pub struct LocalOptions {
     /// (see [`HashGate`](crate::HashGate)). Only with the `fault-injection` feature.
     #[cfg(any(test, feature = "fault-injection"))]
     pub hash_gate: Option<crate::fault::HashGate>,
+    /// Test hook: hold every directory scan of [`LocalStore::list_page`] (and
+    /// [`LocalStore::list`]) at this gate, each waiting with the value 0, until the test lets
+    /// it through. Only with the `fault-injection` feature.
+    #[cfg(any(test, feature = "fault-injection"))]
+    pub list_gate: Option<crate::fault::HashGate>,
 }
 
 impl Default for LocalOptions {
@@ -82,6 +89,8 @@ impl Default for LocalOptions {
             fault: None,
             #[cfg(any(test, feature = "fault-injection"))]
             hash_gate: None,
+            #[cfg(any(test, feature = "fault-injection"))]
+            list_gate: None,
         }
     }
 }
@@ -97,19 +106,6 @@ pub struct FileMeta {
     /// SHA-256 of the content, when it was recorded at commit and the file has not changed
     /// since. `None` means unknown, never "no digest": hash it if you need it.
     pub sha256: Option<[u8; 32]>,
-}
-
-/// One entry of a directory listing.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Entry {
-    /// The name in the directory (one path segment), always a valid store path segment.
-    pub name: String,
-    /// Size in bytes; 0 for directories.
-    pub size: u64,
-    /// Last modification time.
-    pub modified: SystemTime,
-    /// Whether it is a directory (else a regular file).
-    pub is_dir: bool,
 }
 
 /// A store on the local filesystem. Cheap to clone: clones share the root, the lock and the
@@ -236,7 +232,8 @@ impl LocalStore {
         let staged = intent::recover(&root, &staging).map_err(store_err)?;
         let scan = scan(&root).map_err(root_err)?;
         #[cfg(any(test, feature = "fault-injection"))]
-        let faults = Faults::new(options.fault, options.hash_gate);
+        let faults =
+            Faults::new(options.fault, options.hash_gate).with_list_gate(options.list_gate);
         #[cfg(not(any(test, feature = "fault-injection")))]
         let faults = Faults::default();
         Ok(LocalStore {
@@ -360,52 +357,27 @@ impl LocalStore {
         ))
     }
 
-    /// Lists a directory (`None`: the root), sorted by name (byte order). Temporary files,
-    /// reserved names, symbolic links, special files and names that are not valid store path
-    /// segments are left out: a listing shows exactly what can be fetched.
+    /// Lists a whole directory (`None`: the root), sorted by name (byte order). Temporary
+    /// files, reserved names, symbolic links, special files and names that are not valid store
+    /// path segments are left out: a listing shows exactly what can be fetched. Memory and time
+    /// grow with the directory: a service answering clients pages with
+    /// [`LocalStore::list_page`] instead.
     pub fn list(&self, dir: Option<&StorePath>) -> Result<Vec<Entry>, StoreError> {
-        let resolved = self.shared.open_listed_dir(dir)?;
-        let handle = resolved.get(&self.shared);
-        let names = handle.names().map_err(|e| match e.kind() {
-            io::ErrorKind::NotFound => StoreError::NotFound,
-            _ => StoreError::Io {
-                op: "read directory",
-                source: e,
-            },
-        })?;
-        let mut entries = Vec::new();
-        for name in names {
-            let Ok(name) = name.into_string() else {
-                continue;
-            };
-            if validate_segment(&name).is_err() {
-                continue;
-            }
-            // `fstatat(AT_SYMLINK_NOFOLLOW)` relative to the listed directory's descriptor.
-            let meta = match handle.stat(&name) {
-                Ok(Some(m)) => m,
-                // Deleted between readdir and stat: it is simply not there any more.
-                Ok(None) => continue,
-                Err(e) => {
-                    return Err(StoreError::Io {
-                        op: "stat entry",
-                        source: e,
-                    });
-                }
-            };
-            let is_dir = meta.kind == EntryKind::Dir;
-            if !is_dir && meta.kind != EntryKind::File {
-                continue;
-            }
-            entries.push(Entry {
-                name,
-                size: if is_dir { 0 } else { meta.size },
-                modified: meta.modified,
-                is_dir,
-            });
-        }
-        entries.sort_unstable_by(|a, b| a.name.cmp(&b.name));
-        Ok(entries)
+        list::page(&self.shared, dir, None, NonZeroUsize::MAX).map(|page| page.entries)
+    }
+
+    /// One page of a directory listing: the (at most) `limit` smallest names greater than
+    /// `after` (byte order; `after` need not exist), with the same entries [`LocalStore::list`]
+    /// shows. [`ListPage::next`] is the `after` of the next page, `None` on the last one.
+    /// Memory is O(`limit`) whatever the size of the directory; time is one pass over the
+    /// directory plus a `stat` per entry of the page. Blocking: call it off async workers.
+    pub fn list_page(
+        &self,
+        dir: Option<&StorePath>,
+        after: Option<&str>,
+        limit: NonZeroUsize,
+    ) -> Result<ListPage, StoreError> {
+        list::page(&self.shared, dir, after, limit)
     }
 
     /// Deletes a stored file, durably (the directory is fsynced). Directories are not deleted
@@ -543,7 +515,7 @@ impl Shared {
 
     /// The directory a listing reads: the root, or `dir` which must be a directory
     /// ([`StoreError::NotADirectory`] for a file).
-    fn open_listed_dir(&self, dir: Option<&StorePath>) -> Result<Resolved, StoreError> {
+    pub(crate) fn open_listed_dir(&self, dir: Option<&StorePath>) -> Result<Resolved, StoreError> {
         let Some(dir) = dir else {
             return Ok(Resolved::Root);
         };

@@ -13,16 +13,18 @@
 //! them before any of the body is read, so a refused upload costs the client nothing but its
 //! head (weir sends no `100 Continue` for it).
 //!
-//! File I/O (writes, fsync, open, readdir) is synchronous std code on the connection's task:
+//! File I/O (writes, fsync, open) is synchronous std code on the connection's task:
 //! `tokio::fs` sends every call to the blocking pool, which was measured to halve upload
 //! throughput. Writes land in the page cache and return in microseconds, and the multi-thread
 //! runtime lets idle workers steal other connections' tasks meanwhile. The one call that can
 //! block for long, the fsyncs of a commit, runs under `block_in_place` (see `commit`), which
-//! hands this worker's other tasks to another thread first.
+//! hands this worker's other tasks to another thread first. Listings are the exception: their
+//! time grows with the directory, so the scan runs on the blocking pool (see `listing.rs`).
 
 use super::auth::Auth;
 use super::buffers::BufferPool;
 use super::hasher::HashPool;
+use super::listing::Scans;
 use super::reply;
 use super::target::Target;
 use super::{download, form, listing, upload};
@@ -51,6 +53,8 @@ pub struct Service {
     pub(super) options: ServiceOptions,
     pub(super) buffers: BufferPool,
     pub(super) hashers: HashPool,
+    /// Permits for directory scans on the blocking pool (see `listing.rs`).
+    pub(super) listings: Scans,
 }
 
 impl Service {
@@ -63,6 +67,7 @@ impl Service {
             options,
             buffers: BufferPool::default(),
             hashers: HashPool::new(cores),
+            listings: Scans::new(cores),
         }
     }
 

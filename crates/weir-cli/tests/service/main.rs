@@ -14,6 +14,7 @@ mod h2spec;
 #[path = "../../../weir/tests/integration/h2spec_run.rs"]
 mod h2spec_run;
 mod large;
+mod listing;
 mod multipart;
 mod operator;
 mod paths;

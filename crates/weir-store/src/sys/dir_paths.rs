@@ -4,7 +4,7 @@
 //! use stays open (see the table in `sys`). Compiled on Unix too, so that it cannot rot.
 
 use super::{EntryKind, EntryStat};
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::path::{Path, PathBuf};
@@ -139,6 +139,28 @@ impl DirHandle {
         fs::read_dir(&self.path)?
             .map(|e| e.map(|e| e.file_name()))
             .collect()
+    }
+
+    pub(crate) fn for_each_entry(
+        &self,
+        mut f: impl FnMut(&OsStr, Option<EntryKind>),
+    ) -> io::Result<()> {
+        for entry in fs::read_dir(&self.path)? {
+            let entry = entry?;
+            let kind = entry.file_type().ok().map(|t| {
+                if t.is_symlink() {
+                    EntryKind::Symlink
+                } else if t.is_dir() {
+                    EntryKind::Dir
+                } else if t.is_file() {
+                    EntryKind::File
+                } else {
+                    EntryKind::Other
+                }
+            });
+            f(&entry.file_name(), kind);
+        }
+        Ok(())
     }
 }
 

@@ -12,7 +12,7 @@
 use super::{EntryKind, EntryStat};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io;
 use std::os::fd::OwnedFd;
@@ -127,7 +127,8 @@ impl DirHandle {
     }
 
     /// The names in the directory, `.` and `..` left out.
-    // ALLOCATION: one `OsString` per entry; callers that list allocate an entry per name anyway.
+    // ALLOCATION: one `OsString` per entry: for start-up and the staging area only; listings
+    // stream with `for_each_entry`.
     pub(crate) fn names(&self) -> io::Result<Vec<OsString>> {
         let mut dir = rustix::fs::Dir::read_from(&self.fd)?;
         let mut names = Vec::new();
@@ -139,6 +140,34 @@ impl DirHandle {
             }
         }
         Ok(names)
+    }
+
+    /// Streams the directory: calls `f` with each name (`.` and `..` left out) and its type as
+    /// `readdir` reports it (`None` where the filesystem does not say: `fstatat` it), keeping
+    /// nothing between calls, so memory stays what `f` keeps whatever the directory holds. The
+    /// entries are read through a new descriptor of this very directory (`openat(fd, ".")`),
+    /// never by path.
+    pub(crate) fn for_each_entry(
+        &self,
+        mut f: impl FnMut(&OsStr, Option<EntryKind>),
+    ) -> io::Result<()> {
+        let mut dir = rustix::fs::Dir::read_from(&self.fd)?;
+        while let Some(entry) = dir.read() {
+            let entry = entry?;
+            let name = entry.file_name().to_bytes();
+            if name == b"." || name == b".." {
+                continue;
+            }
+            let kind = match entry.file_type() {
+                FileType::RegularFile => Some(EntryKind::File),
+                FileType::Directory => Some(EntryKind::Dir),
+                FileType::Symlink => Some(EntryKind::Symlink),
+                FileType::Unknown => None,
+                _ => Some(EntryKind::Other),
+            };
+            f(OsStr::from_bytes(name), kind);
+        }
+        Ok(())
     }
 }
 
