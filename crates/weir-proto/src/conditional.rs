@@ -293,12 +293,18 @@ mod tests {
             opaque: s.as_bytes(),
         };
         assert_eq!(members("*"), [Member::Any]);
-        assert_eq!(members(" \"a\" , W/\"b\""), [tag(false, "\"a\""), tag(true, "\"b\"")]);
+        assert_eq!(
+            members(" \"a\" , W/\"b\""),
+            [tag(false, "\"a\""), tag(true, "\"b\"")]
+        );
         assert_eq!(members("\"a,b\""), [tag(false, "\"a,b\"")]);
         assert_eq!(members("\"\""), [tag(false, "\"\"")]);
         assert_eq!(members(",,\"a\",,"), [tag(false, "\"a\"")]);
         assert_eq!(members("a, \"b\""), [Member::Invalid, tag(false, "\"b\"")]);
-        assert_eq!(members("\"a\"x, \"b\""), [Member::Invalid, tag(false, "\"b\"")]);
+        assert_eq!(
+            members("\"a\"x, \"b\""),
+            [Member::Invalid, tag(false, "\"b\"")]
+        );
         assert_eq!(members("\"a"), [Member::Invalid]);
         assert_eq!(members("\"a b\""), [Member::Invalid]);
         assert_eq!(members("W/*"), [Member::Invalid]);
@@ -319,7 +325,12 @@ mod tests {
             (&get, &[("if-match", "\"v1\"")], v, PreconditionFailed),
             (&get, &[("if-match", "W/\"v2\"")], v, PreconditionFailed),
             (&get, &[("if-match", "\"v1\", \"v2\"")], v, Proceed),
-            (&get, &[("if-match", "\"v1\""), ("if-match", TAG)], v, Proceed),
+            (
+                &get,
+                &[("if-match", "\"v1\""), ("if-match", TAG)],
+                v,
+                Proceed,
+            ),
             (&get, &[("if-match", "garbage")], v, PreconditionFailed),
             (&put, &[("if-match", "*")], v, Proceed),
             (&put, &[("if-match", "*")], None, PreconditionFailed),
@@ -328,9 +339,24 @@ mod tests {
             // If-Unmodified-Since, only without If-Match and with a current representation.
             (&put, &[("if-unmodified-since", AT)], v, Proceed),
             (&put, &[("if-unmodified-since", AFTER)], v, Proceed),
-            (&put, &[("if-unmodified-since", BEFORE)], v, PreconditionFailed),
-            (&delete, &[("if-unmodified-since", BEFORE)], v, PreconditionFailed),
-            (&get, &[("if-unmodified-since", BEFORE)], v, PreconditionFailed),
+            (
+                &put,
+                &[("if-unmodified-since", BEFORE)],
+                v,
+                PreconditionFailed,
+            ),
+            (
+                &delete,
+                &[("if-unmodified-since", BEFORE)],
+                v,
+                PreconditionFailed,
+            ),
+            (
+                &get,
+                &[("if-unmodified-since", BEFORE)],
+                v,
+                PreconditionFailed,
+            ),
             (&put, &[("if-unmodified-since", BEFORE)], None, Proceed),
             (&put, &[("if-unmodified-since", "yesterday")], v, Proceed),
             (

@@ -9,6 +9,7 @@
 //! | [`Upload::write`] (or [`Upload::file_mut`] + [`Upload::record_external_write`]) | append |
 //! | [`Upload::write_owned`] → [`Upload::hash_job`] → [`HashJob::run`] (any thread) → [`Upload::attach`] | append now, hash on another thread |
 //! | [`Upload::commit`] \| [`Upload::abort`] (or drop) | fsync, rename, fsync dir \| unlink |
+//! | [`Upload::commit_if`], [`LocalStore::delete_if`] | the same, if a check of the current version holds |
 //! | [`LocalStore::open_file`] | `open(O_NOFOLLOW)` + metadata and stored digest |
 //! | [`LocalStore::list`], [`LocalStore::delete`] | `readdir`, `unlink` + fsync dir |
 //!
@@ -76,9 +77,11 @@ mod fault;
 mod hash_job;
 mod local;
 mod path;
+mod precondition;
 mod quota;
 mod sys;
 mod upload;
+mod version_date;
 mod writeback;
 
 pub use digest::{ContentDigest, DigestAlgorithm, DigestParseError};

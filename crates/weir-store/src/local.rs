@@ -111,6 +111,8 @@ pub(crate) struct Shared {
     /// and the usage count are exact when uploads and deletes of one path race. Held only for
     /// the `lstat` and the `rename` or `unlink`, never across an fsync.
     pub(crate) commit_lock: Mutex<()>,
+    /// Deletions, for the modification times of later commits (`version_date.rs`).
+    pub(crate) deleted: crate::version_date::Deleted,
     pub(crate) faults: Faults,
     /// The writeback thread of uploads, and how often they use it.
     pub(crate) flusher: Flusher,
@@ -186,6 +188,7 @@ impl LocalStore {
                 root,
                 usage: Usage::new(scan.used, options.max_storage),
                 commit_lock: Mutex::new(()),
+                deleted: Default::default(),
                 faults,
                 flusher: Flusher::default(),
                 early_writeback: options.early_writeback,
@@ -346,6 +349,26 @@ impl LocalStore {
     /// ([`StoreError::IsDirectory`]); empty ones are left behind by design, since another
     /// upload may be about to use them.
     pub fn delete(&self, path: &StorePath) -> Result<(), StoreError> {
+        self.delete_checked(path, None)
+    }
+
+    /// Deletes a stored file like [`LocalStore::delete`], only if `check` accepts the file
+    /// there, checked atomically with the unlink (see `precondition.rs`); else
+    /// [`StoreError::PreconditionFailed`] and nothing is deleted. `check` always sees a file
+    /// (`Some`): a missing one is [`StoreError::NotFound`] first.
+    pub fn delete_if(
+        &self,
+        path: &StorePath,
+        mut check: impl FnMut(Option<&FileMeta>) -> bool,
+    ) -> Result<(), StoreError> {
+        self.delete_checked(path, Some(&mut check))
+    }
+
+    fn delete_checked(
+        &self,
+        path: &StorePath,
+        check: Option<crate::precondition::Check<'_>>,
+    ) -> Result<(), StoreError> {
         let dir = self
             .shared
             .walk(path.parent_segments(), Missing::NotFound)?;
@@ -357,7 +380,11 @@ impl LocalStore {
                 Some(m) if m.file_type().is_symlink() => return Err(StoreError::SymlinkRefused),
                 Some(m) if m.is_dir() => return Err(StoreError::IsDirectory),
                 Some(m) if !m.is_file() => return Err(StoreError::NotFound),
-                Some(m) => m.len(),
+                Some(m) => {
+                    crate::precondition::check(&target, Some(&m), check)?;
+                    self.shared.deleted.record(m.modified().ok());
+                    m.len()
+                }
             };
             fs::remove_file(&target).map_err(|e| match e.kind() {
                 io::ErrorKind::NotFound => StoreError::NotFound,

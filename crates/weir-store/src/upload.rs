@@ -18,7 +18,10 @@
 //! 3. record the SHA-256 in an xattr (so that the fsync below covers it too);
 //! 4. `fsync` the file: its data is on disk before its name is;
 //! 5. under the store's commit lock, `lstat` the target (for `replaced` and the size it
-//!    frees) and `rename` the temp over it: readers see the old file or the new one;
+//!    frees), run the caller's check of the version there (`commit_if`, `precondition.rs`),
+//!    give the new file its final modification time (`version_date.rs`: a second shared
+//!    with the version it replaces is marked) and `rename` the temp over it: readers see the
+//!    old file or the new one;
 //! 6. `fsync` the directory: the rename itself is on disk when commit returns.
 //!
 //! Copies and allocations on the write path: [`Upload::write`] hands the caller's slice to the
@@ -34,14 +37,17 @@ use crate::digest::{ContentDigest, Digests, Hashers};
 use crate::error::StoreError;
 use crate::fault::Op;
 use crate::hash_job::{HashJob, HashTrack, Hashed, Written};
-use crate::local::{Missing, Shared, create_temp, lstat};
+use crate::local::{FileMeta, Missing, Shared, create_temp, lstat};
 use crate::path::StorePath;
+use crate::precondition::{self, Check};
 use crate::sys;
+use crate::version_date;
 use crate::writeback;
 use std::fs::{self, File};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::SystemTime;
 
 /// How to run one upload.
 #[derive(Clone, Debug)]
@@ -78,6 +84,9 @@ pub struct Committed {
     pub sha256: Option<[u8; 32]>,
     /// A file existed at the target and was replaced (answer 200 rather than 201).
     pub replaced: bool,
+    /// The stored file's modification time, as [`FileMeta::modified`] will report it (see
+    /// `version_date.rs`).
+    pub modified: SystemTime,
 }
 
 /// Where an upload is in its life cycle.
@@ -314,13 +323,29 @@ impl Upload {
     /// On error before the rename, the upload is discarded and the target untouched. If the
     /// final directory fsync fails, the new file is already visible but may not survive a
     /// crash; the error is reported so that the client retries (a PUT is idempotent).
-    pub fn commit(mut self) -> Result<Committed, StoreError> {
+    pub fn commit(self) -> Result<Committed, StoreError> {
+        self.commit_checked(None)
+    }
+
+    /// Commits like [`Upload::commit`], only if `check` accepts the version now at the target
+    /// (`None`: no file there), checked under the commit lock right before the rename (see
+    /// `precondition.rs`). Refused: [`StoreError::PreconditionFailed`], the upload is discarded
+    /// and the target untouched.
+    pub fn commit_if(
+        self,
+        mut check: impl FnMut(Option<&FileMeta>) -> bool,
+    ) -> Result<Committed, StoreError> {
+        self.commit_checked(Some(&mut check))
+    }
+
+    fn commit_checked(mut self, check: Option<Check<'_>>) -> Result<Committed, StoreError> {
         self.ensure_open()?;
         let digests = match self.prepare() {
             Ok(d) => d,
             Err(e) => return Err(self.discard(e)),
         };
-        let (replaced, freed) = match self.rename_into_place() {
+        let placed = self.rename_into_place(digests.sha256.as_ref(), check);
+        let (replaced, freed, modified) = match placed {
             Ok(r) => r,
             Err(e) => return Err(self.discard(e)),
         };
@@ -335,6 +360,7 @@ impl Upload {
             size: self.size,
             sha256: digests.sha256,
             replaced,
+            modified,
         })
     }
 
@@ -442,19 +468,32 @@ impl Upload {
         Ok(hashers.finish())
     }
 
-    /// Step 5 of commit. Returns whether a file was replaced, and its size.
-    fn rename_into_place(&self) -> Result<(bool, u64), StoreError> {
+    /// Step 5 of commit, with the caller's check of the target (`precondition.rs`) and the
+    /// new file's final modification time (`version_date.rs`). Returns whether a file was
+    /// replaced, its size, and the new file's modification time.
+    fn rename_into_place(
+        &self,
+        sha256: Option<&[u8; 32]>,
+        check: Option<Check<'_>>,
+    ) -> Result<(bool, u64, SystemTime), StoreError> {
         let _guard = self.shared.lock_commits();
-        let (replaced, freed) = match lstat(&self.target)? {
+        let previous = lstat(&self.target)?;
+        let (replaced, freed) = match &previous {
             None => (false, 0),
             // Placed after `begin` checked: never write through (or over) a link.
             Some(m) if m.file_type().is_symlink() => return Err(StoreError::SymlinkRefused),
             Some(m) if m.is_dir() => return Err(StoreError::IsDirectory),
             Some(m) => (true, if m.is_file() { m.len() } else { 0 }),
         };
+        precondition::check(&self.target, previous.as_ref(), check)?;
+        let previous_modified = previous
+            .filter(|m| m.is_file())
+            .and_then(|m| m.modified().ok());
+        let modified =
+            version_date::stamp(&self.file, previous_modified, &self.shared.deleted, sha256)?;
         fs::rename(&self.temp, &self.target)
             .map_err(|e| StoreError::from_io("rename into place", e))?;
-        Ok((replaced, freed))
+        Ok((replaced, freed, modified))
     }
 
     /// Removes the temporary file and releases the reservation, once; returns `err` for the
