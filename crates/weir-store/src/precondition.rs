@@ -12,7 +12,7 @@
 use crate::error::StoreError;
 use crate::local::FileMeta;
 use crate::sys;
-use std::fs::{Metadata, OpenOptions};
+use std::fs::{File, Metadata, OpenOptions};
 use std::io;
 use std::path::Path;
 
@@ -46,23 +46,27 @@ fn current_version(target: &Path) -> Result<Option<FileMeta>, StoreError> {
     let mut opts = OpenOptions::new();
     opts.read(true);
     sys::add_nofollow(&mut opts, true);
-    let file = match opts.open(target) {
-        Ok(file) => file,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) if sys::is_symlink_error(&e) => return Err(StoreError::SymlinkRefused),
-        Err(e) => return Err(StoreError::from_io("open file", e)),
-    };
+    match opts.open(target) {
+        Ok(file) => file_meta(&file).map(Some),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) if sys::is_symlink_error(&e) => Err(StoreError::SymlinkRefused),
+        Err(e) => Err(StoreError::from_io("open file", e)),
+    }
+}
+
+/// An open file's metadata, as [`LocalStore::open_file`](crate::LocalStore) reports it.
+pub(crate) fn file_meta(file: &File) -> Result<FileMeta, StoreError> {
     let meta = file
         .metadata()
         .map_err(|e| StoreError::from_io("stat file", e))?;
     let modified = meta
         .modified()
         .map_err(|e| StoreError::from_io("read modification time", e))?;
-    Ok(Some(FileMeta {
+    Ok(FileMeta {
         size: meta.len(),
         modified,
-        sha256: sys::read_digest(&file, &meta),
-    }))
+        sha256: sys::read_digest(file, &meta),
+    })
 }
 
 #[cfg(test)]
@@ -95,7 +99,7 @@ mod tests {
         // The check saw what `open_file` reports.
         let (_, meta) = store.open_file(&p("d/f")).unwrap();
         assert_eq!(seen, [None, Some(meta)]);
-        assert_eq!(meta.modified, first.modified);
+        assert_eq!(meta, first.stored);
 
         assert!(matches!(
             store.delete_if(&p("d/f"), |_| false),

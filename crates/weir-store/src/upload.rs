@@ -47,7 +47,6 @@ use std::fs::{self, File};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::SystemTime;
 
 /// How to run one upload.
 #[derive(Clone, Debug)]
@@ -84,9 +83,9 @@ pub struct Committed {
     pub sha256: Option<[u8; 32]>,
     /// A file existed at the target and was replaced (answer 200 rather than 201).
     pub replaced: bool,
-    /// The stored file's modification time, as [`FileMeta::modified`] will report it (see
-    /// `version_date.rs`).
-    pub modified: SystemTime,
+    /// The stored file's metadata, exactly as [`LocalStore::open_file`](crate::LocalStore)
+    /// reports it while the file is unchanged: validators computed from either agree.
+    pub stored: FileMeta,
 }
 
 /// Where an upload is in its life cycle.
@@ -345,7 +344,7 @@ impl Upload {
             Err(e) => return Err(self.discard(e)),
         };
         let placed = self.rename_into_place(digests.sha256.as_ref(), check);
-        let (replaced, freed, modified) = match placed {
+        let (replaced, freed, stored) = match placed {
             Ok(r) => r,
             Err(e) => return Err(self.discard(e)),
         };
@@ -360,7 +359,7 @@ impl Upload {
             size: self.size,
             sha256: digests.sha256,
             replaced,
-            modified,
+            stored,
         })
     }
 
@@ -470,12 +469,12 @@ impl Upload {
 
     /// Step 5 of commit, with the caller's check of the target (`precondition.rs`) and the
     /// new file's final modification time (`version_date.rs`). Returns whether a file was
-    /// replaced, its size, and the new file's modification time.
+    /// replaced, its size, and the new file's metadata.
     fn rename_into_place(
         &self,
         sha256: Option<&[u8; 32]>,
         check: Option<Check<'_>>,
-    ) -> Result<(bool, u64, SystemTime), StoreError> {
+    ) -> Result<(bool, u64, FileMeta), StoreError> {
         let _guard = self.shared.lock_commits();
         let previous = lstat(&self.target)?;
         let (replaced, freed) = match &previous {
@@ -489,11 +488,11 @@ impl Upload {
         let previous_modified = previous
             .filter(|m| m.is_file())
             .and_then(|m| m.modified().ok());
-        let modified =
-            version_date::stamp(&self.file, previous_modified, &self.shared.deleted, sha256)?;
+        version_date::stamp(&self.file, previous_modified, &self.shared.deleted, sha256)?;
+        let stored = precondition::file_meta(&self.file)?;
         fs::rename(&self.temp, &self.target)
             .map_err(|e| StoreError::from_io("rename into place", e))?;
-        Ok((replaced, freed, modified))
+        Ok((replaced, freed, stored))
     }
 
     /// Removes the temporary file and releases the reservation, once; returns `err` for the

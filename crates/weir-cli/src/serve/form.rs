@@ -10,11 +10,14 @@
 //! (in order) only once the whole body has arrived and parsed. A body that fails midway (client
 //! gone, malformed, too large, disk full) stores none of its files. Form fields without a file
 //! name are read and ignored. `filename` may contain `/` (a browser's folder upload); it is
-//! validated as a store path like any URL path.
+//! validated as a store path like any URL path. Preconditions (`If-None-Match: *`: create
+//! only) apply to each file's own target, when its part begins and at its commit
+//! (`preconditions.rs`); one failing is a 412 for the form.
 
 use super::multipart::{self, Event, MultipartError, Parser};
+use super::preconditions;
 use super::reply::{self, hex};
-use super::service::{Service, commit};
+use super::service::Service;
 use super::upload::{BodyFailure, too_large};
 use http::StatusCode;
 use weir::{Exchange, http};
@@ -56,6 +59,7 @@ pub(super) async fn post(
             return reply::error(ex, StatusCode::BAD_REQUEST, message, &[]).await;
         }
         Err(FormFailure::Body(failure)) => return failure.answer(ex, max).await,
+        Err(FormFailure::Precondition) => return preconditions::failed(ex).await,
     };
     if staged.is_empty() {
         return reply::error(ex, StatusCode::BAD_REQUEST, "no file in the form", &[]).await;
@@ -64,7 +68,7 @@ pub(super) async fn post(
     for (path, upload) in staged {
         // A failure here (disk full at fsync) leaves the files committed before it in place;
         // the others are dropped, which removes their temporaries.
-        let committed = match commit(upload) {
+        let committed = match preconditions::commit_checked(upload, ex.request()) {
             Ok(c) => c,
             Err(e) => return reply::store_error(ex, &e).await,
         };
@@ -85,6 +89,8 @@ pub(super) async fn post(
 enum FormFailure {
     Malformed(&'static str),
     Body(BodyFailure),
+    /// A file part's target fails the request's preconditions (`preconditions.rs`).
+    Precondition,
 }
 
 impl From<MultipartError> for FormFailure {
@@ -117,7 +123,7 @@ async fn receive(
                             if staged.len() == MAX_FILES {
                                 return Err(FormFailure::Malformed("too many files in one form"));
                             }
-                            Some(begin(svc, dir, &name)?)
+                            Some(begin(svc, ex.request(), dir, &name)?)
                         }
                         _ => None,
                     };
@@ -170,6 +176,7 @@ async fn receive(
 /// Starts the upload of one file part.
 fn begin(
     svc: &Service,
+    head: &weir::Request,
     dir: Option<&StorePath>,
     filename: &str,
 ) -> Result<(StorePath, Upload), FormFailure> {
@@ -182,6 +189,9 @@ fn begin(
         None => filename,
     };
     let path = StorePath::parse(full).map_err(|e| FormFailure::Malformed(e.as_str()))?;
+    if !preconditions::hold_now(&svc.store, head, &path) {
+        return Err(FormFailure::Precondition);
+    }
     let options = UploadOptions {
         hash: svc.options.hash,
         ..UploadOptions::default()

@@ -46,7 +46,7 @@ fn commit_then_read_back_byte_exact() {
             size: body.len() as u64,
             sha256: Some(sha256(&body)),
             replaced: false,
-            modified: done.modified,
+            stored: done.stored,
         }
     );
     assert_eq!(read(&store, "a/b/c.bin"), body);
@@ -271,7 +271,7 @@ fn hash_off_with_external_writes_gives_the_right_size() {
             size: 300_001,
             sha256: None,
             replaced: false,
-            modified: done.modified,
+            stored: done.stored,
         }
     );
     assert_eq!(read(&store, "x/f"), body);
