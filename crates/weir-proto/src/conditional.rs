@@ -312,12 +312,20 @@ mod tests {
         assert_eq!(members(""), []);
     }
 
+    /// Method, fields, current representation, expected outcome.
+    type Case<'a> = (
+        &'a Method,
+        &'a [(&'a str, &'a str)],
+        Option<Validators<'a>>,
+        Outcome,
+    );
+
     /// Every rule, for each method kind, with and without a current representation.
     #[test]
     fn evaluation_matrix() {
         let v = Some(current(false));
         let (get, put, delete) = (Method::GET, Method::PUT, Method::DELETE);
-        let cases: &[(&Method, &[(&str, &str)], Option<Validators<'_>>, Outcome)] = &[
+        let cases: &[Case<'_>] = &[
             (&get, &[], v, Proceed),
             (&put, &[], None, Proceed),
             // If-Match: strong comparison; `*` needs a current representation.
