@@ -23,6 +23,7 @@ use super::range::{self, RangeAnswer};
 use super::reply;
 use super::service::Service;
 use http::StatusCode;
+use std::time::SystemTime;
 use weir::{Exchange, http};
 use weir_proto::conditional::{self, Outcome};
 use weir_store::{ContentDigest, StoreError, StorePath};
@@ -47,7 +48,9 @@ pub(super) async fn serve(
     };
     let etag = etag(&meta);
     let current = validators(&meta, &etag);
-    let last_modified = httpdate::fmt_http_date(meta.modified);
+    // Never later than the response's `Date` (RFC 9110 §8.8.2.1): a modification time in the
+    // future is shown as now. Comparisons keep the real time, so such a date never matches.
+    let last_modified = httpdate::fmt_http_date(meta.modified.min(SystemTime::now()));
     match conditional::evaluate(ex.request(), Some(&current)) {
         Outcome::Proceed => {}
         Outcome::NotModified => {
