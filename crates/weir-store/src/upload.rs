@@ -475,6 +475,8 @@ impl Upload {
         sha256: Option<&[u8; 32]>,
         check: Option<Check<'_>>,
     ) -> Result<(bool, u64, FileMeta), StoreError> {
+        // Read before the lock: the temporary file is this upload's alone.
+        let mut stored = precondition::file_meta(&self.file)?;
         let _guard = self.shared.lock_commits();
         let previous = lstat(&self.target)?;
         let (replaced, freed) = match &previous {
@@ -488,8 +490,13 @@ impl Upload {
         let previous_modified = previous
             .filter(|m| m.is_file())
             .and_then(|m| m.modified().ok());
-        version_date::stamp(&self.file, previous_modified, &self.shared.deleted, sha256)?;
-        let stored = precondition::file_meta(&self.file)?;
+        stored.modified = version_date::stamp(
+            &self.file,
+            stored.modified,
+            previous_modified,
+            &self.shared.deleted,
+            sha256,
+        )?;
         fs::rename(&self.temp, &self.target)
             .map_err(|e| StoreError::from_io("rename into place", e))?;
         Ok((replaced, freed, stored))

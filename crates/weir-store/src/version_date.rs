@@ -77,19 +77,17 @@ impl Deleted {
     }
 }
 
-/// Gives the file about to replace a version modified at `previous` (`None`: no file there)
-/// its final modification time, and returns it; re-records its SHA-256 (the record names the
-/// modification time it is valid for). Call with the commit lock held.
+/// Gives `file`, modified at `own` and about to replace a version modified at `previous`
+/// (`None`: no file there), its final modification time, and returns it; re-records its
+/// SHA-256 when it changes it (the record names the modification time it is valid for). Call
+/// with the commit lock held. No system call unless the time changes.
 pub(crate) fn stamp(
     file: &File,
+    own: SystemTime,
     previous: Option<SystemTime>,
     deleted: &Deleted,
     sha256: Option<&[u8; 32]>,
 ) -> Result<SystemTime, StoreError> {
-    let own = file
-        .metadata()
-        .and_then(|m| m.modified())
-        .map_err(|e| StoreError::from_io("read modification time", e))?;
     let floor = previous
         .map(seconds)
         .into_iter()
@@ -122,6 +120,10 @@ mod tests {
         UNIX_EPOCH + Duration::new(second, nanos)
     }
 
+    fn mtime(file: &File) -> SystemTime {
+        file.metadata().unwrap().modified().unwrap()
+    }
+
     /// A temporary file modified at `t`.
     fn file_at(dir: &tempfile::TempDir, t: SystemTime) -> File {
         let file = tempfile::tempfile_in(dir.path()).unwrap();
@@ -136,21 +138,24 @@ mod tests {
         // An earlier second: the new file's own time stands, and its date is strong.
         let own = at(1_000, 500_000_000);
         let f = file_at(&dir, own);
-        assert_eq!(stamp(&f, Some(at(999, 0)), &none, None).unwrap(), own);
+        assert_eq!(
+            stamp(&f, mtime(&f), Some(at(999, 0)), &none, None).unwrap(),
+            own
+        );
         assert!(!is_shared(own));
         // The same second: marked.
-        let first = stamp(&f, Some(at(1_000, 200_000_000)), &none, None).unwrap();
+        let first = stamp(&f, mtime(&f), Some(at(1_000, 200_000_000)), &none, None).unwrap();
         assert_eq!((seconds(first), is_shared(first)), (1_000, true));
         assert_eq!(f.metadata().unwrap().modified().unwrap(), first);
         // Again in that second, after a marked version: another mark.
         let g = file_at(&dir, at(1_000, 700_000_000));
-        let second = stamp(&g, Some(first), &none, None).unwrap();
+        let second = stamp(&g, mtime(&g), Some(first), &none, None).unwrap();
         assert_eq!((seconds(second), is_shared(second)), (1_000, true));
         assert_ne!(second, first);
         // The replaced version is in a later second (a slow commit): the new one takes it, so
         // seconds never go back.
         let h = file_at(&dir, at(999, 900_000_000));
-        let later = stamp(&h, Some(at(1_000, 100_000_000)), &none, None).unwrap();
+        let later = stamp(&h, mtime(&h), Some(at(1_000, 100_000_000)), &none, None).unwrap();
         assert_eq!((seconds(later), is_shared(later)), (1_000, true));
     }
 
@@ -160,11 +165,14 @@ mod tests {
         let deleted = Deleted::default();
         let own = at(1_000, 600_000_000);
         let f = file_at(&dir, own);
-        assert_eq!(stamp(&f, None, &deleted, None).unwrap(), own);
+        assert_eq!(stamp(&f, mtime(&f), None, &deleted, None).unwrap(), own);
         deleted.record(Some(at(1_000, 100_000_000)));
-        let marked = stamp(&f, None, &deleted, None).unwrap();
+        let marked = stamp(&f, mtime(&f), None, &deleted, None).unwrap();
         assert_eq!((seconds(marked), is_shared(marked)), (1_000, true));
         let g = file_at(&dir, at(1_001, 0));
-        assert_eq!(stamp(&g, None, &deleted, None).unwrap(), at(1_001, 0));
+        assert_eq!(
+            stamp(&g, mtime(&g), None, &deleted, None).unwrap(),
+            at(1_001, 0)
+        );
     }
 }
