@@ -173,6 +173,8 @@ fn racing_create_only_puts_store_exactly_one() {
         .map(|i| {
             let barrier = barrier.clone();
             std::thread::spawn(move || {
+                // Under weir's drain limit (256 KiB): a client refused from its head still
+                // sends its whole body and reads its answer.
                 let body = data(200_000, 100 + i);
                 let mut c = TcpStream::connect(addr).unwrap();
                 c.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
