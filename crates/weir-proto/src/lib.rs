@@ -28,6 +28,7 @@
 
 pub mod body;
 pub mod chars;
+pub mod conditional;
 pub mod conn;
 pub mod date;
 pub mod encode;

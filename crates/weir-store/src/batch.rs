@@ -7,23 +7,29 @@
 //! 2. prepare each upload as [`Upload::commit`] does (length, digests, `fsync`), one at a
 //!    time, closing each file again: the batch holds one upload descriptor at most;
 //! 3. under the store's commit lock, check every target against the tree (a directory at a
-//!    file's path, a file where a directory goes, a link), creating nothing;
+//!    file's path, a file where a directory goes, a link), creating nothing; run the caller's
+//!    check of the version at each target ([`LocalStore::commit_all_if`], `precondition.rs`),
+//!    so that a refused precondition of any file stores none; then give each file its final
+//!    modification time (`version_date.rs`), opening only the files whose time changes;
 //! 4. still under the lock, write the intent record and make it durable (`intent.rs`): from
 //!    here on, a crash is finished at the next start;
 //! 5. create the missing directories and rename each temporary over its target, fsyncing each
 //!    target directory after its last rename;
 //! 6. remove the record, and account.
 //!
-//! A failure in 1–4 discards every upload: nothing is visible, no directory was made. An I/O
+//! A failure in 1–4 (a refused precondition included) discards every upload: nothing is visible, no directory was made. An I/O
 //! failure in 5 (after some renames) cannot be undone, since the replaced files are gone: the
 //! record and the remaining temporaries are left for the next start to finish, and the error
 //! is returned.
 
 use crate::error::StoreError;
 use crate::intent;
-use crate::local::{LocalStore, Missing, Resolved, parent_of};
+use crate::local::{FileMeta, LocalStore, Missing, Resolved, parent_of};
+use crate::path::StorePath;
+use crate::precondition::{self, BatchCheck};
 use crate::quota::ENTRY_COST;
-use crate::upload::{Committed, Upload, check_target, rename_over};
+use crate::upload::{Committed, Upload, file_modified, rename_over, target_of, target_stat};
+use crate::version_date;
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -38,7 +44,27 @@ impl LocalStore {
     /// directory in the tree at an upload's path ([`StoreError::IsDirectory`]); any error that
     /// [`Upload::commit`] can meet before its rename. Uploads must come from this store (or a
     /// clone of it).
-    pub fn commit_all(&self, mut uploads: Vec<Upload>) -> Result<Vec<Committed>, StoreError> {
+    pub fn commit_all(&self, uploads: Vec<Upload>) -> Result<Vec<Committed>, StoreError> {
+        self.commit_all_checked(uploads, None)
+    }
+
+    /// Commits `uploads` like [`LocalStore::commit_all`], only if `check` accepts the version
+    /// now at every upload's target (`None`: no file there), checked under the commit lock
+    /// before the first rename (see `precondition.rs`). One refusal is
+    /// [`StoreError::PreconditionFailed`] and stores none of them.
+    pub fn commit_all_if(
+        &self,
+        uploads: Vec<Upload>,
+        mut check: impl FnMut(&StorePath, Option<&FileMeta>) -> bool,
+    ) -> Result<Vec<Committed>, StoreError> {
+        self.commit_all_checked(uploads, Some(&mut check))
+    }
+
+    fn commit_all_checked(
+        &self,
+        mut uploads: Vec<Upload>,
+        mut check: Option<BatchCheck<'_>>,
+    ) -> Result<Vec<Committed>, StoreError> {
         let shared = self.shared_arc();
         if uploads.iter().any(|u| !Arc::ptr_eq(&u.shared, shared)) {
             return Err(StoreError::from_io(
@@ -51,9 +77,16 @@ impl LocalStore {
         }
         check_paths(&uploads)?;
         let mut digests = Vec::with_capacity(uploads.len());
+        let mut stored = Vec::with_capacity(uploads.len());
         for upload in &mut uploads {
-            match upload.prepare() {
-                Ok(d) => digests.push(d),
+            let prepared = upload
+                .prepare()
+                .and_then(|d| Ok((d, upload.stored_meta()?)));
+            match prepared {
+                Ok((d, meta)) => {
+                    digests.push(d);
+                    stored.push(meta);
+                }
                 // Dropping `uploads` on return removes every temporary.
                 Err(e) => return Err(upload.discard(e)),
             }
@@ -61,10 +94,33 @@ impl LocalStore {
         }
 
         let guard = shared.lock_commits();
-        // ALLOCATION: the set of directories the batch creates, once per batch.
+        // ALLOCATION: the set of directories the batch creates, and each file's new
+        // modification time, once per batch.
         let mut new_dirs = HashSet::new();
-        for upload in &uploads {
-            check_target(shared, &upload.path)?;
+        let mut marks = Vec::with_capacity(uploads.len());
+        for (upload, meta) in uploads.iter().zip(&stored) {
+            let target = target_of(shared, &upload.path)?;
+            let previous = target.as_ref().and_then(|(_, previous)| *previous);
+            if let Some(check) = check.as_deref_mut() {
+                let mut one = |current: Option<&FileMeta>| check(&upload.path, current);
+                match &target {
+                    Some((dir, previous)) => precondition::check(
+                        dir.get(shared),
+                        upload.path.file_name(),
+                        previous.as_ref(),
+                        Some(&mut one),
+                    )?,
+                    // Its directory does not exist yet: no file there.
+                    None if !one(None) => return Err(StoreError::PreconditionFailed),
+                    None => {}
+                }
+            }
+            let previous_modified = file_modified(previous.as_ref());
+            marks.push(version_date::marked_time(
+                meta.modified,
+                previous_modified,
+                &shared.deleted,
+            ));
             let parent = parent_of(&upload.path);
             if !parent.is_empty() && !new_dirs.contains(parent) {
                 let missing = shared.missing_dirs(parent)?;
@@ -73,6 +129,21 @@ impl LocalStore {
         }
         // Charged before the record: once it is written, the batch must be able to finish.
         let dir_cost = (new_dirs.len() as u64).saturating_mul(ENTRY_COST);
+        // Every check held: only now is any temporary touched, one open at a time.
+        for (((upload, meta), mark), digests) in uploads
+            .iter_mut()
+            .zip(&mut stored)
+            .zip(&marks)
+            .zip(&digests)
+        {
+            if let Some(marked) = *mark {
+                let marking = upload.mark_date(marked, digests.sha256.as_ref());
+                if let Err(e) = marking.and_then(|()| upload.park()) {
+                    return Err(upload.discard(e));
+                }
+                meta.modified = marked;
+            }
+        }
         shared.usage.reserve(dir_cost)?;
         let record = intent::encode(uploads.iter().map(|u| (u.temp.as_str(), &u.path)));
         let record = match intent::write(&shared.staging, &record) {
@@ -98,13 +169,14 @@ impl LocalStore {
         // the next start finds it naming temporaries that no longer exist, and removes it.
         let _ = shared.staging.unlink(&record);
         let mut committed = Vec::with_capacity(uploads.len());
-        for ((upload, (replaced, freed)), digests) in uploads.iter_mut().zip(outcomes).zip(digests)
-        {
+        let results = outcomes.into_iter().zip(digests).zip(stored);
+        for (upload, (((replaced, freed), digests), stored)) in uploads.iter_mut().zip(results) {
             upload.committed(freed);
             committed.push(Committed {
                 size: upload.size(),
                 sha256: digests.sha256,
                 replaced,
+                stored,
             });
         }
         Ok(committed)
@@ -136,7 +208,8 @@ impl LocalStore {
             };
             let dir = resolved.get(shared);
             let name = upload.path.file_name();
-            outcomes.push(rename_over(shared, &upload.temp, dir, name)?);
+            let previous = target_stat(dir, name)?;
+            outcomes.push(rename_over(shared, &upload.temp, dir, name, previous)?);
         }
         if let Some((_, dir)) = current {
             sync(shared, &dir)?;

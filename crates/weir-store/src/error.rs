@@ -83,6 +83,13 @@ pub enum StoreError {
         requested: u64,
     },
 
+    /// The caller's check of the version at the target refused the commit or the delete
+    /// ([`Upload::commit_if`](crate::Upload::commit_if),
+    /// [`LocalStore::delete_if`](crate::LocalStore::delete_if)); nothing was stored or deleted
+    /// (412).
+    #[error("precondition failed: the target is not the version the request requires")]
+    PreconditionFailed,
+
     /// An earlier error already discarded this upload; begin a new one (500: the caller
     /// should have stopped at the first error).
     #[error("upload already discarded after an earlier error")]

@@ -11,6 +11,7 @@
 //! | [`Upload::park`] | close the temporary's descriptor until the next write or the commit |
 //! | [`Upload::commit`] \| [`Upload::abort`] (or drop) | fsync, make directories, `renameat` into place, fsync dir \| unlink |
 //! | [`LocalStore::commit_all`] | several uploads all or none: an intent record, then the renames |
+//! | [`Upload::commit_if`], [`LocalStore::commit_all_if`], [`LocalStore::delete_if`] | the same, if a check of the version at each target holds under the commit lock |
 //! | [`LocalStore::open_file`] → [`StoredFile`] | `openat2` beneath the root + metadata and stored digest |
 //! | [`LocalStore::list_page`] (or [`LocalStore::list`]), [`LocalStore::delete`] | one streaming `readdir` pass keeping a page + `fstatat` of its entries, `unlinkat` + fsync dir |
 //!
@@ -99,10 +100,12 @@ mod intent;
 mod list;
 mod local;
 mod path;
+mod precondition;
 mod quota;
 mod readers;
 mod sys;
 mod upload;
+mod version_date;
 mod writeback;
 
 pub use digest::{ContentDigest, DigestAlgorithm, DigestParseError};

@@ -134,6 +134,8 @@ pub(crate) struct Shared {
     /// the `fstatat` and the `renameat` or `unlinkat` of a single file (and the `mkdirat`s
     /// its commit needs); a multi-file commit holds it across its intent record's fsync.
     pub(crate) commit_lock: Mutex<()>,
+    /// Deletions, for the modification times of later commits (`version_date.rs`).
+    pub(crate) deleted: crate::version_date::Deleted,
     pub(crate) faults: Faults,
     /// The writeback thread of uploads, and how often they use it.
     pub(crate) flusher: Flusher,
@@ -244,6 +246,7 @@ impl LocalStore {
                 usage: Usage::new(scan.used, options.max_storage),
                 readers: Readers::default(),
                 commit_lock: Mutex::new(()),
+                deleted: Default::default(),
                 faults,
                 flusher: Flusher::default(),
                 early_writeback: options.early_writeback,
@@ -384,6 +387,26 @@ impl LocalStore {
     /// ([`StoreError::IsDirectory`]); empty ones are left behind by design, since another
     /// upload may be about to use them.
     pub fn delete(&self, path: &StorePath) -> Result<(), StoreError> {
+        self.delete_checked(path, None)
+    }
+
+    /// Deletes a stored file like [`LocalStore::delete`], only if `check` accepts the file
+    /// there, checked atomically with the unlink (see `precondition.rs`); else
+    /// [`StoreError::PreconditionFailed`] and nothing is deleted. `check` always sees a file
+    /// (`Some`): a missing one is [`StoreError::NotFound`] first.
+    pub fn delete_if(
+        &self,
+        path: &StorePath,
+        mut check: impl FnMut(Option<&FileMeta>) -> bool,
+    ) -> Result<(), StoreError> {
+        self.delete_checked(path, Some(&mut check))
+    }
+
+    fn delete_checked(
+        &self,
+        path: &StorePath,
+        check: Option<crate::precondition::Check<'_>>,
+    ) -> Result<(), StoreError> {
         let resolved = self.shared.resolve(parent_of(path))?;
         let dir = resolved.get(&self.shared);
         let name = path.file_name();
@@ -395,7 +418,12 @@ impl LocalStore {
                     EntryKind::Symlink => return Err(StoreError::SymlinkRefused),
                     EntryKind::Dir => return Err(StoreError::IsDirectory),
                     EntryKind::Other => return Err(StoreError::NotFound),
-                    EntryKind::File => m,
+                    EntryKind::File => {
+                        // Relative to the directory the unlink below uses, under the lock.
+                        crate::precondition::check(dir, name, Some(&m), check)?;
+                        self.shared.deleted.record(Some(m.modified));
+                        m
+                    }
                 },
             };
             // A reader still holding the file keeps its space counted (`readers.rs`).

@@ -20,8 +20,11 @@
 //! 5. resolve the target's directory (`openat2`, no lock); under the store's commit lock,
 //!    create the directories still missing (each charged [`ENTRY_COST`] first, so that a quota
 //!    that cannot hold them fails before any is made), `fstatat` the target (for `replaced`
-//!    and what it frees) and `renameat` the temp from the staging area over it: readers see
-//!    the old file or the new one;
+//!    and what it frees), run the caller's check of the version there (`commit_if`,
+//!    `precondition.rs`: the file opened relative to the same directory descriptor), give the
+//!    new file its final modification time (`version_date.rs`: a second shared with the
+//!    version it replaces is marked) and `renameat` the temp from the staging area over it:
+//!    readers see the old file or the new one;
 //! 6. `fsync` the directory: the rename itself is on disk when commit returns.
 //!
 //! The temporary lives in the staging area, never next to its target, so that an upload that
@@ -42,11 +45,13 @@ use crate::digest::{ContentDigest, Digests, Hashers};
 use crate::error::StoreError;
 use crate::fault::Op;
 use crate::hash_job::{HashJob, HashTrack, Hashed, Written};
-use crate::local::{Missing, Resolved, Shared, create_temp, parent_of, stat};
+use crate::local::{FileMeta, Missing, Resolved, Shared, create_temp, parent_of, stat};
 use crate::path::StorePath;
+use crate::precondition::{self, Check};
 use crate::quota::ENTRY_COST;
 use crate::readers::FileId;
-use crate::sys::{self, DirHandle, EntryKind};
+use crate::sys::{self, DirHandle, EntryKind, EntryStat};
+use crate::version_date;
 use crate::writeback;
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
@@ -87,6 +92,9 @@ pub struct Committed {
     pub sha256: Option<[u8; 32]>,
     /// A file existed at the target and was replaced (answer 200 rather than 201).
     pub replaced: bool,
+    /// The stored file's metadata, exactly as [`LocalStore::open_file`](crate::LocalStore)
+    /// reports it while the file is unchanged: validators computed from either agree.
+    pub stored: FileMeta,
 }
 
 /// Where an upload is in its life cycle.
@@ -346,13 +354,29 @@ impl Upload {
     /// On error before the rename, the upload is discarded and the target untouched. If the
     /// final directory fsync fails, the new file is already visible but may not survive a
     /// crash; the error is reported so that the client retries (a PUT is idempotent).
-    pub fn commit(mut self) -> Result<Committed, StoreError> {
+    pub fn commit(self) -> Result<Committed, StoreError> {
+        self.commit_checked(None)
+    }
+
+    /// Commits like [`Upload::commit`], only if `check` accepts the version now at the target
+    /// (`None`: no file there), checked under the commit lock right before the rename (see
+    /// `precondition.rs`). Refused: [`StoreError::PreconditionFailed`], the upload is discarded
+    /// and the target untouched.
+    pub fn commit_if(
+        self,
+        mut check: impl FnMut(Option<&FileMeta>) -> bool,
+    ) -> Result<Committed, StoreError> {
+        self.commit_checked(Some(&mut check))
+    }
+
+    fn commit_checked(mut self, check: Option<Check<'_>>) -> Result<Committed, StoreError> {
         self.ensure_open()?;
         let digests = match self.prepare() {
             Ok(d) => d,
             Err(e) => return Err(self.discard(e)),
         };
-        let (dir, replaced, freed) = match self.rename_into_place() {
+        let placed = self.rename_into_place(digests.sha256.as_ref(), check);
+        let (dir, replaced, freed, stored) = match placed {
             Ok(r) => r,
             Err(e) => return Err(self.discard(e)),
         };
@@ -370,6 +394,7 @@ impl Upload {
             size: self.size,
             sha256: digests.sha256,
             replaced,
+            stored,
         })
     }
 
@@ -487,24 +512,69 @@ impl Upload {
         Ok(hashers.finish())
     }
 
-    /// Step 5 of commit: creates the missing directories and renames the temporary over the
-    /// target. Returns the target's directory, whether a file was replaced, and its size.
-    fn rename_into_place(&self) -> Result<(Resolved, bool, u64), StoreError> {
+    /// Step 5 of commit: creates the missing directories, runs the caller's check of the
+    /// version at the target (`precondition.rs`), gives the new file its final modification
+    /// time (`version_date.rs`) and renames the temporary over the target, all under the commit
+    /// lock and relative to one descriptor of the target's directory. Returns that directory,
+    /// whether a file was replaced, what may be released of its space, and the new file's
+    /// metadata.
+    fn rename_into_place(
+        &mut self,
+        sha256: Option<&[u8; 32]>,
+        check: Option<Check<'_>>,
+    ) -> Result<(Resolved, bool, u64, FileMeta), StoreError> {
+        // Read before the lock: the temporary file is this upload's alone.
+        let mut stored = self.stored_meta()?;
+        // COPY: a reference count, so that the directory can borrow the store while the
+        // upload's own file is reopened if need be.
+        let shared = Arc::clone(&self.shared);
         let parent = parent_of(&self.path);
         // Resolved outside the lock; only creating directories needs it (see `Shared`).
-        let found = match self.shared.resolve(parent) {
+        let found = match shared.resolve(parent) {
             Ok(dir) => Some(dir),
             Err(StoreError::NotFound) => None,
             Err(e) => return Err(e),
         };
-        let _guard = self.shared.lock_commits();
+        let _guard = shared.lock_commits();
         let resolved = match found {
             Some(dir) => dir,
-            None => self.shared.create_dirs(parent)?,
+            None => shared.create_dirs(parent)?,
         };
-        let dir = resolved.get(&self.shared);
-        let (replaced, freed) = rename_over(&self.shared, &self.temp, dir, self.path.file_name())?;
-        Ok((resolved, replaced, freed))
+        let dir = resolved.get(&shared);
+        let previous = target_stat(dir, self.path.file_name())?;
+        precondition::check(dir, self.path.file_name(), previous.as_ref(), check)?;
+        let previous_modified = file_modified(previous.as_ref());
+        if let Some(marked) =
+            version_date::marked_time(stored.modified, previous_modified, &shared.deleted)
+        {
+            self.mark_date(marked, sha256)?;
+            stored.modified = marked;
+        }
+        let name = self.path.file_name();
+        let (replaced, freed) = rename_over(&shared, &self.temp, dir, name, previous)?;
+        Ok((resolved, replaced, freed, stored))
+    }
+
+    /// The temporary file's metadata, as [`LocalStore::open_file`](crate::LocalStore) will
+    /// report it once committed (unless [`Upload::mark_date`] changes its time).
+    pub(crate) fn stored_meta(&mut self) -> Result<FileMeta, StoreError> {
+        let file = self
+            .open_file()
+            .map_err(|e| StoreError::from_io("reopen temporary file", e))?;
+        precondition::file_meta(file)
+    }
+
+    /// Gives the temporary file the modification time `marked` (see `version_date.rs`),
+    /// re-recording its SHA-256 for it. Call with the commit lock held.
+    pub(crate) fn mark_date(
+        &mut self,
+        marked: std::time::SystemTime,
+        sha256: Option<&[u8; 32]>,
+    ) -> Result<(), StoreError> {
+        let file = self
+            .open_file()
+            .map_err(|e| StoreError::from_io("reopen temporary file", e))?;
+        version_date::apply(file, marked, sha256)
     }
 
     /// Removes the temporary file and releases the reservation, once; returns `err` for the
@@ -557,35 +627,50 @@ impl Drop for Upload {
     }
 }
 
-/// Whether the upload's target is a file that a rename would replace, what replacing it frees
-/// (its size and its entry) and which file it is; refuses a link or a directory there (never
-/// write through, or over, one).
-pub(crate) fn replacing(
-    dir: &DirHandle,
-    name: &str,
-) -> Result<(bool, u64, Option<FileId>), StoreError> {
-    Ok(match stat(dir, name)? {
-        None => (false, 0, None),
+/// What is at the target `name` in `dir` now, without following it (`None`: nothing); a link
+/// or a directory there is refused (never write through, or over, one).
+pub(crate) fn target_stat(dir: &DirHandle, name: &str) -> Result<Option<EntryStat>, StoreError> {
+    match stat(dir, name)? {
+        None => Ok(None),
         Some(m) => match m.kind {
-            EntryKind::Symlink => return Err(StoreError::SymlinkRefused),
-            EntryKind::Dir => return Err(StoreError::IsDirectory),
-            EntryKind::File => (true, m.size.saturating_add(ENTRY_COST), m.id),
-            // Never counted (see `scan`).
-            EntryKind::Other => (true, 0, None),
+            EntryKind::Symlink => Err(StoreError::SymlinkRefused),
+            EntryKind::Dir => Err(StoreError::IsDirectory),
+            EntryKind::File | EntryKind::Other => Ok(Some(m)),
         },
-    })
+    }
 }
 
-/// Renames the staged `temp` over `name` in `dir` (call with the commit lock held). Returns
-/// whether a file was replaced and what may be released now of the space it held: none while
-/// readers still have it open (see `readers.rs`).
+/// The modification time of the file a commit replaces, for `version_date.rs` (`None`: no
+/// regular file there).
+pub(crate) fn file_modified(previous: Option<&EntryStat>) -> Option<std::time::SystemTime> {
+    previous
+        .filter(|m| m.kind == EntryKind::File)
+        .map(|m| m.modified)
+}
+
+/// Whether a rename over `previous` (from [`target_stat`]) replaces a file, what replacing it
+/// frees (its size and its entry) and which file it is.
+fn replacing(previous: Option<&EntryStat>) -> (bool, u64, Option<FileId>) {
+    match previous {
+        None => (false, 0, None),
+        Some(m) if m.kind == EntryKind::File => (true, m.size.saturating_add(ENTRY_COST), m.id),
+        // Never counted (see `scan`).
+        Some(_) => (true, 0, None),
+    }
+}
+
+/// Renames the staged `temp` over `name` in `dir`, where [`target_stat`] just found `previous`
+/// (call with the commit lock held, across both). Returns whether a file was replaced and what
+/// may be released now of the space it held: none while readers still have it open (see
+/// `readers.rs`).
 pub(crate) fn rename_over(
     shared: &Shared,
     temp: &str,
     dir: &DirHandle,
     name: &str,
+    previous: Option<EntryStat>,
 ) -> Result<(bool, u64), StoreError> {
-    let (replaced, freed, id) = replacing(dir, name)?;
+    let (replaced, freed, id) = replacing(previous.as_ref());
     let rename = || shared.staging.rename(temp, dir, name);
     let ((), releasable) = shared
         .readers
@@ -598,17 +683,27 @@ pub(crate) fn rename_over(
 /// at the target, no file where a directory goes, no directory at the target. Directories that
 /// do not exist yet are fine (commit creates them).
 pub(crate) fn check_target(shared: &Shared, path: &StorePath) -> Result<(), StoreError> {
+    target_of(shared, path).map(drop)
+}
+
+/// What [`check_target`] checks, and what it found: the target's directory and what is at the
+/// target now (`None` when its directory does not exist yet, so neither does the target).
+pub(crate) fn target_of(
+    shared: &Shared,
+    path: &StorePath,
+) -> Result<Option<(Resolved, Option<EntryStat>)>, StoreError> {
     let parent = parent_of(path);
     let resolved = match shared.resolve(parent) {
         Ok(dir) => dir,
         // Absent, or a file on the way: walk to tell them apart.
         Err(StoreError::NotFound) => match shared.walk(parent, Missing::Stop)? {
             Some(dir) => dir,
-            None => return Ok(()),
+            None => return Ok(None),
         },
         Err(e) => return Err(e),
     };
-    replacing(resolved.get(shared), path.file_name()).map(drop)
+    let previous = target_stat(resolved.get(shared), path.file_name())?;
+    Ok(Some((resolved, previous)))
 }
 
 #[cfg(test)]

@@ -4,22 +4,29 @@
 //! stored digest, its bytes), so a concurrent upload replacing the path cannot mix two versions
 //! into one response: the handle keeps reading the version it opened.
 //!
-//! Validators: `ETag` is the stored SHA-256 when the store has it (strong, content-based), else
-//! size and modification time in nanoseconds (strong in practice: every commit is a new file
-//! with a new mtime). `Last-Modified` is the commit time. `If-None-Match` (weak comparison)
-//! takes precedence over `If-Modified-Since` (RFC 9110 §13.2.2); either can answer `304`.
-//! `If-Range` (strong comparison, or an exact date) keeps a `Range` only while the file is
-//! unchanged. `Repr-Digest` (RFC 9530) carries the stored SHA-256 of the whole file, for 200
-//! and 206 alike, so `weir get` can verify what it wrote.
+//! Validators: `ETag` (`preconditions::etag`, the one definition every route uses) is the stored SHA-256
+//! when the store has it (strong, content-based), else size and modification time in
+//! nanoseconds (strong in practice: every commit is a new file with a new mtime, and versions
+//! committed within one second get distinct ones, see weir-store's `version_date.rs`).
+//! `Last-Modified` is the commit time; when an earlier version had the same second, the date
+//! is a weak validator (`preconditions::validators`). Preconditions are evaluated by
+//! [`weir_proto::conditional`] in RFC 9110 §13.2.2's order, on the opened file's validators:
+//! `If-Match`/`If-Unmodified-Since` can answer `412`, `If-None-Match`/`If-Modified-Since`
+//! `304`. A missing file is `404` whatever the preconditions (§13.2.1: the unconditional
+//! answer would not be 2xx). `If-Range` (strong comparison, or an exact strong date) keeps a
+//! `Range` only while the file is unchanged. `Repr-Digest` (RFC 9530) carries the stored
+//! SHA-256 of the whole file, for 200 and 206 alike, so `weir get` can verify what it wrote.
 
 use super::mime::content_type;
+use super::preconditions::{self, etag, validators};
 use super::range::{self, RangeAnswer};
-use super::reply::{self, hex};
+use super::reply;
 use super::service::Service;
 use http::StatusCode;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 use weir::{Exchange, http};
-use weir_store::{ContentDigest, FileMeta, StoreError, StorePath};
+use weir_proto::conditional::{self, Outcome};
+use weir_store::{ContentDigest, StoreError, StorePath};
 
 pub(super) async fn serve(
     svc: &Service,
@@ -40,17 +47,24 @@ pub(super) async fn serve(
         Err(e) => return reply::store_error(ex, &e).await,
     };
     let etag = etag(&meta);
-    let last_modified = httpdate::fmt_http_date(meta.modified);
-    if not_modified(ex, &etag, meta.modified) {
-        return ex
-            .respond(StatusCode::NOT_MODIFIED)
-            .header("etag", &etag)
-            .header("last-modified", &last_modified)
-            .empty()
-            .await;
+    let current = validators(&meta, &etag);
+    // Never later than the response's `Date` (RFC 9110 §8.8.2.1): a modification time in the
+    // future is shown as now. Comparisons keep the real time, so such a date never matches.
+    let last_modified = httpdate::fmt_http_date(meta.modified.min(SystemTime::now()));
+    match conditional::evaluate(ex.request(), Some(&current)) {
+        Outcome::Proceed => {}
+        Outcome::NotModified => {
+            return ex
+                .respond(StatusCode::NOT_MODIFIED)
+                .header("etag", &etag)
+                .header("last-modified", &last_modified)
+                .empty()
+                .await;
+        }
+        Outcome::PreconditionFailed => return preconditions::failed(ex).await,
     }
     let answer = match ex.request().header("range") {
-        Some(range) if if_range_holds(ex, &etag, meta.modified) => {
+        Some(range) if conditional::if_range_holds(ex.request(), &current) => {
             range::evaluate(range, meta.size)
         }
         _ => RangeAnswer::Full,
@@ -98,93 +112,4 @@ pub(super) async fn serve(
     // `sendfile` on plain sockets: page cache → socket, no user-space copy. HEAD sends the
     // head only (weir knows the method).
     response.file(&file, start, len).await
-}
-
-/// The entity tag of a stored file.
-pub(super) fn etag(meta: &FileMeta) -> String {
-    match &meta.sha256 {
-        Some(sha256) => format!("\"sha256-{}\"", hex(sha256)),
-        None => {
-            let nanos = meta
-                .modified
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos());
-            format!("\"{:x}-{nanos:x}\"", meta.size)
-        }
-    }
-}
-
-/// Whether the conditional headers make this a `304`.
-fn not_modified(ex: &Exchange<'_>, etag: &str, modified: SystemTime) -> bool {
-    let request = ex.request();
-    let mut any_none_match = false;
-    for value in request.header_all("if-none-match") {
-        any_none_match = true;
-        let Ok(value) = std::str::from_utf8(value) else {
-            continue;
-        };
-        if value.trim() == "*" || value.split(',').any(|tag| weak_eq(tag.trim(), etag)) {
-            return true;
-        }
-    }
-    if any_none_match {
-        return false;
-    }
-    let since = request
-        .header_str("if-modified-since")
-        .and_then(|v| httpdate::parse_http_date(v.trim()).ok());
-    since.is_some_and(|since| whole_seconds(modified) <= whole_seconds(since))
-}
-
-/// Whether `If-Range` (if any) lets the `Range` apply.
-fn if_range_holds(ex: &Exchange<'_>, etag: &str, modified: SystemTime) -> bool {
-    let Some(value) = ex.request().header_str("if-range") else {
-        return true;
-    };
-    let value = value.trim();
-    if value.starts_with('"') || value.starts_with("W/") {
-        // Strong comparison: a weak tag never matches.
-        return value == etag;
-    }
-    httpdate::parse_http_date(value)
-        .is_ok_and(|date| whole_seconds(date) == whole_seconds(modified))
-}
-
-/// Weak comparison of entity tags (RFC 9110 §8.8.3.2): equal once `W/` is ignored.
-fn weak_eq(a: &str, b: &str) -> bool {
-    let strip = |t: &str| t.strip_prefix("W/").unwrap_or(t).to_owned();
-    strip(a) == strip(b)
-}
-
-/// HTTP dates have one-second resolution.
-fn whole_seconds(t: SystemTime) -> u64 {
-    t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::time::Duration;
-
-    #[test]
-    fn etags() {
-        let meta = FileMeta {
-            size: 255,
-            modified: UNIX_EPOCH + Duration::from_nanos(4096),
-            sha256: None,
-        };
-        assert_eq!(etag(&meta), "\"ff-1000\"");
-        let meta = FileMeta {
-            sha256: Some([0xab; 32]),
-            ..meta
-        };
-        assert_eq!(etag(&meta), format!("\"sha256-{}\"", "ab".repeat(32)));
-    }
-
-    #[test]
-    fn weak_comparison() {
-        assert!(weak_eq("W/\"a\"", "\"a\""));
-        assert!(weak_eq("\"a\"", "\"a\""));
-        assert!(!weak_eq("\"a\"", "\"b\""));
-    }
 }

@@ -14,15 +14,19 @@
 //! part's temporary is parked (its descriptor closed): a form holds one open upload file at a
 //! time however many files it has. Form fields without a file
 //! name are read and ignored. `filename` may contain `/` (a browser's folder upload); it is
-//! validated as a store path like any URL path.
+//! validated as a store path like any URL path. Preconditions (`If-None-Match: *`: create
+//! only) apply to each file's own target, when its part begins and again inside the form's
+//! commit, under the store's lock before any rename (`preconditions.rs`); one failing is a 412
+//! for the form, and nothing is stored.
 
 use super::multipart::{self, Event, MultipartError, Parser};
+use super::preconditions;
 use super::reply::{self, hex};
 use super::service::Service;
 use super::upload::{BodyFailure, too_large};
 use http::StatusCode;
 use weir::{Exchange, http};
-use weir_store::{Committed, StoreError, StorePath, Upload, UploadOptions};
+use weir_store::{StoreError, StorePath, Upload, UploadOptions};
 
 /// Most files in one form: each is a temporary file in the staging area until the end of the
 /// body (closed once its part is received).
@@ -61,13 +65,17 @@ pub(super) async fn post(
             return reply::error(ex, StatusCode::BAD_REQUEST, message, &[]).await;
         }
         Err(FormFailure::Body(failure)) => return failure.answer(ex, max).await,
+        Err(FormFailure::Precondition) => return preconditions::failed(ex).await,
     };
     if staged.is_empty() {
         return reply::error(ex, StatusCode::BAD_REQUEST, "no file in the form", &[]).await;
     }
     let (paths, uploads): (Vec<_>, Vec<_>) = staged.into_iter().unzip();
-    let committed = match commit_all(svc, uploads) {
+    // The preconditions of every part are checked again inside the commit, under the store's
+    // lock and before anything is renamed: one refused stores none of the files.
+    let committed = match preconditions::commit_all_checked(&svc.store, uploads, ex.request()) {
         Ok(c) => c,
+        Err(StoreError::PreconditionFailed) => return preconditions::failed(ex).await,
         Err(e @ StoreError::DuplicatePath { .. }) => {
             let message = format!("two parts of the form have the same file name: {e}");
             return reply::error(ex, StatusCode::CONFLICT, &message, &[]).await;
@@ -100,6 +108,8 @@ pub(super) async fn post(
 enum FormFailure {
     Malformed(&'static str),
     Body(BodyFailure),
+    /// A file part's target fails the request's preconditions (`preconditions.rs`).
+    Precondition,
 }
 
 impl From<MultipartError> for FormFailure {
@@ -132,7 +142,7 @@ async fn receive(
                             if staged.len() == MAX_FILES {
                                 return Err(FormFailure::Malformed("too many files in one form"));
                             }
-                            Some(begin(svc, dir, &name)?)
+                            Some(begin(svc, ex.request(), dir, &name)?)
                         }
                         _ => None,
                     };
@@ -188,6 +198,7 @@ async fn receive(
 /// Starts the upload of one file part.
 fn begin(
     svc: &Service,
+    head: &weir::Request,
     dir: Option<&StorePath>,
     filename: &str,
 ) -> Result<(StorePath, Upload), FormFailure> {
@@ -200,6 +211,9 @@ fn begin(
         None => filename,
     };
     let path = StorePath::parse(full).map_err(|e| FormFailure::Malformed(e.as_str()))?;
+    if !preconditions::hold_now(&svc.store, head, &path) {
+        return Err(FormFailure::Precondition);
+    }
     let options = UploadOptions {
         hash: svc.options.hash,
         ..UploadOptions::default()
@@ -209,17 +223,4 @@ fn begin(
         .begin(&path, options)
         .map_err(|e| FormFailure::Body(BodyFailure::Store(e)))?;
     Ok((path, upload))
-}
-
-/// Commits the form's files all or none, off the async worker when the runtime allows it
-/// (fsyncs block), as `service::commit` does for one file.
-fn commit_all(svc: &Service, uploads: Vec<Upload>) -> Result<Vec<Committed>, StoreError> {
-    use tokio::runtime::{Handle, RuntimeFlavor};
-    let multi_thread =
-        Handle::try_current().is_ok_and(|h| h.runtime_flavor() == RuntimeFlavor::MultiThread);
-    if multi_thread {
-        tokio::task::block_in_place(|| svc.store.commit_all(uploads))
-    } else {
-        svc.store.commit_all(uploads)
-    }
 }

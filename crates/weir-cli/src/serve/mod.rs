@@ -29,6 +29,7 @@ mod hasher;
 mod listing;
 mod mime;
 mod multipart;
+mod preconditions;
 mod range;
 mod reply;
 mod service;

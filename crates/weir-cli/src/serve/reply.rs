@@ -14,14 +14,27 @@ pub(crate) async fn json(
     status: StatusCode,
     value: &serde_json::Value,
 ) -> Result<(), weir::Error> {
+    json_with(ex, status, value, &[]).await
+}
+
+/// Sends `value` as a JSON body, with extra headers.
+pub(crate) async fn json_with(
+    ex: &mut Exchange<'_>,
+    status: StatusCode,
+    value: &serde_json::Value,
+    headers: &[(&str, &str)],
+) -> Result<(), weir::Error> {
     // ALLOCATION: the body string; these answers are small and not on a data path.
     let mut body = value.to_string();
     body.push('\n');
-    ex.respond(status)
+    let mut response = ex
+        .respond(status)
         .header("content-type", "application/json")
-        .header("cache-control", "no-store")
-        .body(body)
-        .await
+        .header("cache-control", "no-store");
+    for (name, value) in headers {
+        response = response.header(name, value);
+    }
+    response.body(body).await
 }
 
 /// Sends `{"error": message}` with `status`, and any extra headers.
@@ -59,8 +72,11 @@ pub(crate) fn store_status(e: &StoreError) -> StatusCode {
         | StoreError::DigestMismatch { .. }
         | StoreError::LengthMismatch { .. } => StatusCode::BAD_REQUEST,
         StoreError::NotFound => StatusCode::NOT_FOUND,
-        StoreError::IsDirectory | StoreError::NotADirectory => StatusCode::CONFLICT,
+        StoreError::IsDirectory | StoreError::NotADirectory | StoreError::DuplicatePath { .. } => {
+            StatusCode::CONFLICT
+        }
         StoreError::SymlinkRefused => StatusCode::FORBIDDEN,
+        StoreError::PreconditionFailed => StatusCode::PRECONDITION_FAILED,
         StoreError::NoSpace | StoreError::QuotaExceeded { .. } => StatusCode::INSUFFICIENT_STORAGE,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
     }

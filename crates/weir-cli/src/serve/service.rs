@@ -3,14 +3,15 @@
 //! | request | answer |
 //! | --- | --- |
 //! | `GET /healthz` | `200 ok` (never needs a token) |
-//! | `PUT /files/{path}` | stream the body into the store: `201` (`200` if replaced) + JSON |
+//! | `PUT /files/{path}` | stream the body into the store: `201` (`200` if replaced) + JSON; `412` if a precondition fails |
 //! | `POST /files/{dir}/` (multipart) | every file part into `{dir}`: `201` + JSON list |
-//! | `GET`/`HEAD /files/{path}` | the file (`Range`, conditionals) |
+//! | `GET`/`HEAD /files/{path}` | the file (`Range`, preconditions: `304`, `412`) |
 //! | `GET /files/` or `/files/{dir}/` | JSON listing |
-//! | `DELETE /files/{path}` | `204`, `404` if absent |
+//! | `DELETE /files/{path}` | `204`, `404` if absent, `412` if a precondition fails |
 //!
-//! Order of checks for every `/files/` request: method (405), token (401), path (400); all of
-//! them before any of the body is read, so a refused upload costs the client nothing but its
+//! Order of checks for every `/files/` request: method (405), token (401), path (400), then
+//! the route's own (size 413, preconditions 412: `preconditions.rs`); all of them before any
+//! of the body is read, so a refused upload costs the client nothing but its
 //! head (weir sends no `100 Continue` for it).
 //!
 //! File I/O (writes, fsync, open) is synchronous std code on the connection's task:
@@ -27,7 +28,7 @@ use super::hasher::HashPool;
 use super::listing::Scans;
 use super::reply;
 use super::target::Target;
-use super::{download, form, listing, upload};
+use super::{download, form, listing, preconditions, upload};
 use http::{Method, StatusCode};
 use weir::{Exchange, Handler, http};
 use weir_store::{Committed, LocalStore, StoreError, Upload};
@@ -136,10 +137,21 @@ impl Handler for Service {
             (Method::PUT, Target::File(p)) => upload::put(self, ex, p).await,
             (Method::POST, Target::Root) => form::post(self, ex, None).await,
             (Method::POST, Target::Dir(p) | Target::File(p)) => form::post(self, ex, Some(p)).await,
-            (Method::DELETE, Target::File(p)) => match self.store.delete(&p) {
-                Ok(()) => ex.respond(StatusCode::NO_CONTENT).empty().await,
-                Err(e) => reply::store_error(ex, &e).await,
-            },
+            (Method::DELETE, Target::File(p)) => {
+                let head = ex.request();
+                // Preconditions are checked with the unlink, under the store's commit lock.
+                let deleted = if weir_proto::conditional::has_preconditions(head) {
+                    self.store
+                        .delete_if(&p, |meta| preconditions::hold(head, meta))
+                } else {
+                    self.store.delete(&p)
+                };
+                match deleted {
+                    Ok(()) => ex.respond(StatusCode::NO_CONTENT).empty().await,
+                    Err(StoreError::PreconditionFailed) => preconditions::failed(ex).await,
+                    Err(e) => reply::store_error(ex, &e).await,
+                }
+            }
             (Method::PUT | Method::DELETE, _) => method_not_allowed(ex, "GET, HEAD, POST").await,
             _ => method_not_allowed(ex, "GET, HEAD, PUT, POST, DELETE").await,
         }
@@ -161,12 +173,17 @@ async fn method_not_allowed(ex: &mut Exchange<'_>, allow: &str) -> Result<(), we
 /// under `block_in_place`: the runtime moves this worker's other connections to another thread
 /// first. Falls back to a plain call on a current-thread runtime, where that is impossible.
 pub(super) fn commit(upload: Upload) -> Result<Committed, StoreError> {
+    off_the_runtime(|| upload.commit())
+}
+
+/// Runs `f` (a commit) under `block_in_place` when the runtime allows it (see [`commit`]).
+pub(super) fn off_the_runtime<R>(f: impl FnOnce() -> R) -> R {
     use tokio::runtime::{Handle, RuntimeFlavor};
     let multi_thread =
         Handle::try_current().is_ok_and(|h| h.runtime_flavor() == RuntimeFlavor::MultiThread);
     if multi_thread {
-        tokio::task::block_in_place(|| upload.commit())
+        tokio::task::block_in_place(f)
     } else {
-        upload.commit()
+        f()
     }
 }

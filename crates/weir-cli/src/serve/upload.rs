@@ -2,7 +2,8 @@
 //! nothing is stored.
 //!
 //! Before any body byte is read: the declared length against `--max-upload` (413), the
-//! `Content-Digest` syntax (400), and `begin` (which reserves the declared length against
+//! `Content-Digest` syntax (400), the preconditions against the file there now (412, checked
+//! again at commit under the store's lock: `preconditions.rs`), and `begin` (which reserves the declared length against
 //! `--max-storage`: 507, and refuses a directory or symlink in the way). Then one of two data
 //! paths, recorded in the response (`data_path`) and the body counters:
 //!
@@ -26,8 +27,9 @@
 
 use super::buffers::PooledBuffer;
 use super::hasher::{LANE_BUFFERS, LaneHandle};
+use super::preconditions;
 use super::reply::{self, hex};
-use super::service::{Service, commit};
+use super::service::Service;
 use http::StatusCode;
 use weir::{BodyStats, Exchange, http};
 use weir_store::{ContentDigest, StoreError, StorePath, Upload, UploadOptions};
@@ -63,6 +65,9 @@ pub(super) async fn put(
         Ok(d) => d,
         Err(message) => return reply::error(ex, StatusCode::BAD_REQUEST, &message, &[]).await,
     };
+    if !preconditions::hold_now(&svc.store, ex.request(), &path) {
+        return preconditions::failed(ex).await;
+    }
     let verify = !expected_digest.is_empty();
     let data_path =
         if !svc.options.hash && !verify && (declared.is_some() || !svc.options.limited_storage) {
@@ -89,10 +94,11 @@ pub(super) async fn put(
         drop(upload);
         return failure.answer(ex, max).await;
     }
-    let committed = match commit(upload) {
+    let committed = match preconditions::commit_checked(upload, ex.request()) {
         Ok(c) => c,
         Err(e) => return reply::store_error(ex, &e).await,
     };
+    let etag = preconditions::etag(&committed.stored);
     let stats = ex.body_stats();
     tracing::debug!(path = %path, size = committed.size, data_path = data_path.as_str(), "stored");
     let status = if committed.replaced {
@@ -112,7 +118,7 @@ pub(super) async fn put(
             "pipelined": where_hashed.pipelined,
         },
     });
-    reply::json(ex, status, &body).await
+    reply::json_with(ex, status, &body, &[("etag", &etag)]).await
 }
 
 /// Where a hashed body's bytes were hashed, for clients and tests to see (in the answer's

@@ -19,6 +19,7 @@ mod multipart;
 mod operator;
 mod paths;
 mod pipeline;
+mod preconditions;
 mod ranges;
 mod routes;
 mod tls;

@@ -48,7 +48,8 @@ fn commit_then_read_back_byte_exact() {
         Committed {
             size: body.len() as u64,
             sha256: Some(sha256(&body)),
-            replaced: false
+            replaced: false,
+            stored: done.stored,
         }
     );
     assert_eq!(read(&store, "a/b/c.bin"), body);
@@ -273,7 +274,8 @@ fn hash_off_with_external_writes_gives_the_right_size() {
         Committed {
             size: 300_001,
             sha256: None,
-            replaced: false
+            replaced: false,
+            stored: done.stored,
         }
     );
     assert_eq!(read(&store, "x/f"), body);

@@ -1,0 +1,141 @@
+//! Validators and preconditions for every `/files/` route: the one definition of a stored
+//! file's `ETag`, and the evaluation of `If-Match`, `If-None-Match`, `If-Unmodified-Since` and
+//! `If-Modified-Since` ([`weir_proto::conditional`], RFC 9110 §13) against it.
+//!
+//! Where each route evaluates them:
+//! - `GET`/`HEAD`: on the opened file (`download.rs`): 412, 304 or the file;
+//! - `PUT`: on the file at the target before any body byte is read (412 costs the client its
+//!   head only: weir sends no `100 Continue` for an answer given before reading), then again
+//!   under the store's commit lock, atomically with the rename ([`commit_checked`]), so two
+//!   racing `If-None-Match: *` uploads of one path store exactly one;
+//! - `POST` (multipart form): for each file part against its own target, when its head arrives
+//!   and again inside the form's all-or-none commit, under the store's lock before any rename
+//!   ([`commit_all_checked`]): `If-None-Match: *` means "create only", for every file of the
+//!   form; a refusal is a 412 for the whole form and stores none of its files;
+//! - `DELETE`: under the commit lock, atomically with the unlink (`LocalStore::delete_if`).
+//!
+//! A missing file is 404 for `GET`, `HEAD` and `DELETE` whatever the preconditions (RFC 9110
+//! §13.2.1: the unconditional answer would not be 2xx); for `PUT` it is a target with no
+//! current representation (`If-Match` fails, `If-None-Match: *` holds).
+
+use super::reply::{self, hex};
+use super::service;
+use http::StatusCode;
+use std::time::UNIX_EPOCH;
+use weir::{Exchange, Request, http};
+use weir_proto::conditional::{self, Outcome, Validators};
+use weir_store::{Committed, FileMeta, StoreError, Upload};
+
+/// The entity tag of a stored file: its SHA-256 when the store has it, else its size and
+/// modification time in nanoseconds.
+pub(super) fn etag(meta: &FileMeta) -> String {
+    match &meta.sha256 {
+        Some(sha256) => format!("\"sha256-{}\"", hex(sha256)),
+        None => {
+            let nanos = meta
+                .modified
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos());
+            format!("\"{:x}-{nanos:x}\"", meta.size)
+        }
+    }
+}
+
+/// The validators the preconditions compare with: `etag` (from [`etag`]) and the file's
+/// `Last-Modified`, weak when an earlier version shared its second.
+pub(super) fn validators<'a>(meta: &FileMeta, etag: &'a str) -> Validators<'a> {
+    Validators {
+        etag,
+        last_modified: conditional::seconds(meta.modified),
+        date_shared: meta.date_shared(),
+    }
+}
+
+/// Whether the request's preconditions let a write go on, given the file at the target
+/// (`None`: none).
+pub(super) fn hold(head: &Request, meta: Option<&FileMeta>) -> bool {
+    let outcome = match meta {
+        None => conditional::evaluate(head, None),
+        Some(meta) => {
+            // ALLOCATION: the entity tag's text, once per conditional write.
+            let etag = etag(meta);
+            conditional::evaluate(head, Some(&validators(meta, &etag)))
+        }
+    };
+    outcome == Outcome::Proceed
+}
+
+/// Checks a write's preconditions before its body is read, against the file at `path` now.
+/// `true` when there are none, when they hold, or when the target cannot be read as a file
+/// (a directory, a symlink: the write itself gives the right answer).
+pub(super) fn hold_now(
+    store: &weir_store::LocalStore,
+    head: &Request,
+    path: &weir_store::StorePath,
+) -> bool {
+    if !conditional::has_preconditions(head) {
+        return true;
+    }
+    match store.open_file(path) {
+        Ok((_, meta)) => hold(head, Some(&meta)),
+        Err(StoreError::NotFound) => hold(head, None),
+        Err(_) => true,
+    }
+}
+
+/// Commits `upload`, checking the request's preconditions (if any) against the target under
+/// the store's commit lock.
+pub(super) fn commit_checked(upload: Upload, head: &Request) -> Result<Committed, StoreError> {
+    if conditional::has_preconditions(head) {
+        service::off_the_runtime(|| upload.commit_if(|meta| hold(head, meta)))
+    } else {
+        service::commit(upload)
+    }
+}
+
+/// Commits a form's `uploads` all or none (`LocalStore::commit_all`), checking the request's
+/// preconditions (if any) against every file's target under the store's commit lock, before
+/// anything is renamed: one refused stores none of them.
+pub(super) fn commit_all_checked(
+    store: &weir_store::LocalStore,
+    uploads: Vec<Upload>,
+    head: &Request,
+) -> Result<Vec<Committed>, StoreError> {
+    if conditional::has_preconditions(head) {
+        service::off_the_runtime(|| store.commit_all_if(uploads, |_, meta| hold(head, meta)))
+    } else {
+        service::off_the_runtime(|| store.commit_all(uploads))
+    }
+}
+
+/// `412 Precondition Failed`.
+pub(super) async fn failed(ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
+    reply::error(
+        ex,
+        StatusCode::PRECONDITION_FAILED,
+        "precondition failed: the file is not the version the request names",
+        &[],
+    )
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn etags() {
+        let meta = FileMeta {
+            size: 255,
+            modified: UNIX_EPOCH + Duration::from_nanos(4096),
+            sha256: None,
+        };
+        assert_eq!(etag(&meta), "\"ff-1000\"");
+        let meta = FileMeta {
+            sha256: Some([0xab; 32]),
+            ..meta
+        };
+        assert_eq!(etag(&meta), format!("\"sha256-{}\"", "ab".repeat(32)));
+    }
+}
