@@ -175,6 +175,21 @@ impl<'c> Exchange<'c> {
         }
     }
 
+    /// The request's trailer fields, once the body is complete ([`Exchange::is_body_complete`]):
+    /// the trailer section of a chunked HTTP/1.1 body, or the HEADERS frame that ends an HTTP/2
+    /// request. `None` before then and when the client sent none. Over HTTP/1.1 the section is
+    /// bounded by [`Limits::max_trailers`](weir_proto::Limits::max_trailers) and fields that
+    /// would change framing, routing or authentication are refused (400) while it is read.
+    ///
+    /// A field sent as a trailer is not a header: a handler that acts on one (a checksum of the
+    /// body, say) reads it here, after the last body read.
+    pub fn trailers(&self) -> Option<&http::HeaderMap> {
+        match &self.backend {
+            Backend::H1(conn) => conn.body.trailers.as_ref(),
+            Backend::H2(stream) => stream.body.trailers.as_ref(),
+        }
+    }
+
     /// Counters of this request's body: bytes received, copied, read directly, spliced, and the
     /// peak read ahead of the handler.
     pub fn body_stats(&self) -> BodyStats {

@@ -47,6 +47,12 @@ pub(crate) struct BodyState {
     waited: Duration,
     /// Reads at least this large go straight into the caller's buffer.
     direct_read_min: usize,
+    /// The trailer section of a chunked body as received so far (checked and bounded by the
+    /// decoder: at most `Limits::max_trailers`). Empty, and unallocated, for bodies without
+    /// trailer fields.
+    trailer_raw: Vec<u8>,
+    /// The trailer fields, once the body is complete and had any.
+    pub(crate) trailers: Option<http::HeaderMap>,
 }
 
 /// Why the body can no longer be read.
@@ -85,6 +91,8 @@ impl BodyState {
             wire_bytes: 0,
             waited: Duration::ZERO,
             direct_read_min: config.read_buffer_size,
+            trailer_raw: Vec::new(),
+            trailers: None,
         }
     }
 
@@ -99,6 +107,8 @@ impl BodyState {
         self.stats = BodyStats::default();
         self.wire_bytes = 0;
         self.waited = Duration::ZERO;
+        self.trailer_raw.clear();
+        self.trailers = None;
     }
 
     /// A `100 Continue` went out (sent by the handler as an informational response).
@@ -321,6 +331,15 @@ impl Conn {
         }
         match self.body.decoder.decode(&self.io.rbuf) {
             Ok(d) => {
+                let span = self.body.decoder.trailer_span();
+                if !span.is_empty() {
+                    // COPY, ALLOCATION: the trailer section (bounded by the decoder's trailer
+                    // budget) outlives the read buffer it came in; only bodies with trailers.
+                    self.body.trailer_raw.extend_from_slice(&self.io.rbuf[span]);
+                    if self.body.decoder.is_done() {
+                        self.body.trailers = parse_trailers(&self.body.trailer_raw);
+                    }
+                }
                 self.io.rbuf.advance(d.framing);
                 // A chunk announcing more than the body may still hold is refused now (413),
                 // not after its data has been waited for and read.
@@ -439,6 +458,24 @@ impl Conn {
             }
         }
     }
+}
+
+/// The fields of a trailer section the decoder has checked (`name: value` lines, CRLF-ended,
+/// then an empty line); `None` when it has none.
+fn parse_trailers(raw: &[u8]) -> Option<http::HeaderMap> {
+    let mut map = http::HeaderMap::new();
+    for line in raw.split(|&b| b == b'\n') {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let Some(colon) = line.iter().position(|&b| b == b':') else {
+            continue;
+        };
+        let name = http::HeaderName::from_bytes(&line[..colon]);
+        let value = http::HeaderValue::from_bytes(line[colon + 1..].trim_ascii());
+        if let (Ok(name), Ok(value)) = (name, value) {
+            map.append(name, value);
+        }
+    }
+    (!map.is_empty()).then_some(map)
 }
 
 impl Io {

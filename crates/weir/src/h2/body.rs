@@ -71,6 +71,8 @@ pub(crate) struct BodyIn {
     min_rate: Option<crate::DataRate>,
     received_wire: u64,
     waited: Duration,
+    /// The request's trailer fields (a HEADERS frame after the DATA), once the body ended.
+    pub(crate) trailers: Option<http::HeaderMap>,
 }
 
 impl BodyIn {
@@ -97,6 +99,7 @@ impl BodyIn {
             min_rate: config.min_body_rate,
             received_wire: 0,
             waited: Duration::ZERO,
+            trailers: None,
         }
     }
 
@@ -216,7 +219,7 @@ impl BodyIn {
                         }
                         self.chunk = data;
                     }
-                    Poll::Ready(None) => self.done = true,
+                    Poll::Ready(None) => self.end(cx),
                     Poll::Ready(Some(Err(e))) => {
                         // Deliver what was copied; the error comes with the next read.
                         let e = self.fail(e);
@@ -245,14 +248,21 @@ impl BodyIn {
         self.check_start()?;
         if self.chunk.is_empty() && !self.done {
             let (deadline, started) = self.deadline();
-            let next = within(deadline, poll_fn(|cx| self.recv.poll_data(cx))).await;
+            let poll = |cx: &mut std::task::Context<'_>| {
+                let data = self.recv.poll_data(cx);
+                if let Poll::Ready(None) = data {
+                    self.end(cx);
+                }
+                data
+            };
+            let next = within(deadline, poll_fn(poll)).await;
             match self.settle(next.map(Ok), started)? {
                 Some(Ok(data)) => {
                     self.accept_frame(&data)?;
                     self.chunk = data;
                 }
                 Some(Err(e)) => return Err(self.fail(e)),
-                None => self.done = true,
+                None => {}
             }
         }
         if self.chunk.is_empty() {
@@ -290,6 +300,15 @@ impl BodyIn {
             written += piece.len() as u64;
         }
         Ok(written)
+    }
+
+    /// The DATA frames ended: takes the trailers, which h2 has by then if the client sent any
+    /// (`poll_data` ends before a trailing HEADERS frame, and only once it is received).
+    fn end(&mut self, cx: &mut std::task::Context<'_>) {
+        self.done = true;
+        if let Poll::Ready(Ok(Some(trailers))) = self.recv.poll_trailers(cx) {
+            self.trailers = Some(trailers);
+        }
     }
 
     fn fail(&mut self, e: h2::Error) -> Error {

@@ -21,3 +21,4 @@ mod pipelining;
 mod response;
 mod support;
 mod tls;
+mod trailers;
