@@ -20,6 +20,12 @@
 //!   read. No allocation per read; per pipelined upload, one lane (buffers come from the pool).
 //!   The answer's `hashing` says how many bytes were hashed `inline` and `pipelined`.
 //!
+//! A `Content-Digest` may also come as a trailer, after the body (`Exchange::trailers`): it is
+//! verified at commit like one in the head. Announced in the head (`Trailer: content-digest`),
+//! it makes the body take the hashed path even with `--no-hash`; unannounced on the splice
+//! path, the store reads the file back to check it. Either way a mismatch is a 400 and nothing
+//! is stored.
+//!
 //! Any failure drops the `Upload`, which removes its temporary file: a client that disconnects,
 //! a body that is too large, a digest that does not match, a full disk all leave the target as
 //! it was.
@@ -64,14 +70,20 @@ pub(super) async fn put(
         Err(message) => return reply::error(ex, StatusCode::BAD_REQUEST, &message, &[]).await,
     };
     let verify = !expected_digest.is_empty();
-    let data_path =
-        if !svc.options.hash && !verify && (declared.is_some() || !svc.options.limited_storage) {
-            DataPath::Splice
-        } else {
-            DataPath::Hashed
-        };
+    // A digest announced to follow the body is checked like one in the head: hash while
+    // receiving, rather than splice and read the file back at commit.
+    let trailer_announced = announces_digest_trailer(ex);
+    let data_path = if !svc.options.hash
+        && !verify
+        && !trailer_announced
+        && (declared.is_some() || !svc.options.limited_storage)
+    {
+        DataPath::Splice
+    } else {
+        DataPath::Hashed
+    };
     let options = UploadOptions {
-        hash: svc.options.hash,
+        hash: svc.options.hash || trailer_announced,
         expected_digest: verify.then_some(expected_digest),
         expected_len: declared,
     };
@@ -79,7 +91,7 @@ pub(super) async fn put(
         Ok(u) => u,
         Err(e) => return reply::store_error(ex, &e).await,
     };
-    let hashing = svc.options.hash || verify;
+    let hashing = svc.options.hash || verify || trailer_announced;
     let mut where_hashed = WhereHashed::default();
     let received = match data_path {
         DataPath::Splice => splice_body(ex, &mut upload).await,
@@ -88,6 +100,10 @@ pub(super) async fn put(
     if let Err(failure) = received {
         drop(upload);
         return failure.answer(ex, max).await;
+    }
+    if let Err(message) = expect_trailer_digest(ex, &expected_digest, &mut upload) {
+        drop(upload);
+        return reply::error(ex, StatusCode::BAD_REQUEST, &message, &[]).await;
     }
     let committed = match commit(upload) {
         Ok(c) => c,
@@ -326,6 +342,51 @@ pub(super) fn content_digest(ex: &Exchange<'_>) -> Result<ContentDigest, String>
         joined.push_str(value);
     }
     ContentDigest::parse(&joined).map_err(|e| e.to_string())
+}
+
+/// Whether the head announces a `Content-Digest` trailer (`Trailer: content-digest`, RFC 9110
+/// §6.6.2).
+fn announces_digest_trailer(ex: &Exchange<'_>) -> bool {
+    ex.request().header_all("trailer").any(|value| {
+        value
+            .split(|&b| b == b',')
+            .any(|name| name.trim_ascii().eq_ignore_ascii_case(b"content-digest"))
+    })
+}
+
+/// A `Content-Digest` received as a trailer, after the body: the upload verifies it at commit
+/// (a mismatch is a 400 and nothing is stored). Whether or not the head announced it: an
+/// unannounced one on the splice path is verified by reading the file back at commit
+/// (`Upload::expect_digest`), never stored unchecked. An error (answer 400) when it is
+/// malformed or disagrees with the head's `Content-Digest` for the same algorithm.
+fn expect_trailer_digest(
+    ex: &Exchange<'_>,
+    in_head: &ContentDigest,
+    upload: &mut Upload,
+) -> Result<(), String> {
+    let Some(trailers) = ex.trailers() else {
+        return Ok(());
+    };
+    let mut joined = String::new();
+    for value in trailers.get_all("content-digest") {
+        let value = value
+            .to_str()
+            .map_err(|_| "Content-Digest trailer is not ASCII")?;
+        if !joined.is_empty() {
+            joined.push_str(", ");
+        }
+        joined.push_str(value);
+    }
+    let digest = ContentDigest::parse(&joined).map_err(|e| format!("trailer: {e}"))?;
+    if digest.is_empty() {
+        return Ok(());
+    }
+    let sha256_differs = matches!((in_head.sha256, digest.sha256), (Some(a), Some(b)) if a != b);
+    let sha512_differs = matches!((in_head.sha512, digest.sha512), (Some(a), Some(b)) if a != b);
+    if sha256_differs || sha512_differs {
+        return Err("Content-Digest trailer disagrees with the Content-Digest header".to_owned());
+    }
+    upload.expect_digest(digest).map_err(|e| e.to_string())
 }
 
 pub(super) async fn too_large(ex: &mut Exchange<'_>, max: u64) -> Result<(), weir::Error> {

@@ -16,3 +16,4 @@ mod pipeline;
 mod ranges;
 mod routes;
 mod tls;
+mod trailers;
