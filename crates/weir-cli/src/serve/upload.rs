@@ -30,8 +30,7 @@
 //! a body that is too large, a digest that does not match, a full disk all leave the target as
 //! it was.
 
-use super::buffers::PooledBuffer;
-use super::hasher::{LANE_BUFFERS, LaneHandle};
+use super::hasher::LaneHandle;
 use super::reply::{self, hex};
 use super::service::{Service, commit};
 use http::StatusCode;
@@ -227,6 +226,12 @@ fn splice_failure(e: weir::Error) -> BodyFailure {
 
 /// Socket → pooled buffer (direct read) → file + hash: inline, then pipelined once the body is
 /// past [`PIPELINE_AFTER`] (when there is anything to hash).
+///
+/// A buffer is held only while there are bytes to move: the task waits for the client with
+/// none (`Exchange::wait_body`), takes one when bytes are at hand, fills it with the reads that
+/// do not wait ([`fill_ready`]), writes it and gives it back before waiting again. So an upload
+/// trickling in holds no upload buffer while its client is silent, and one that streams fast
+/// keeps reading into the same buffer (the pool hands back the one just returned).
 async fn hashed_body(
     svc: &Service,
     ex: &mut Exchange<'_>,
@@ -234,19 +239,28 @@ async fn hashed_body(
     hashing: bool,
     counts: &mut WhereHashed,
 ) -> Result<(), BodyFailure> {
-    let mut buf = svc.buffers.take();
     loop {
         if hashing && upload.size() >= PIPELINE_AFTER {
-            return pipelined_body(svc, ex, upload, buf, counts).await;
+            return pipelined_body(svc, ex, upload, counts).await;
         }
-        let n = ex.read_body(&mut buf).await.map_err(BodyFailure::Body)?;
-        if n == 0 {
+        if !ex.wait_body().await.map_err(BodyFailure::Body)? {
             return Ok(());
         }
-        // COPY: the kernel's, buffer → page cache; the hasher reads the buffer in place.
-        upload.write(&buf[..n]).map_err(BodyFailure::Store)?;
-        if hashing {
-            counts.inline += n as u64;
+        let mut buf = svc.buffers.take();
+        loop {
+            let n = fill_ready(ex, &mut buf).map_err(BodyFailure::Body)?;
+            if n == 0 {
+                // A read would wait (or the body ended): the buffer goes back first.
+                break;
+            }
+            // COPY: the kernel's, buffer → page cache; the hasher reads the buffer in place.
+            upload.write(&buf[..n]).map_err(BodyFailure::Store)?;
+            if hashing {
+                counts.inline += n as u64;
+                if upload.size() >= PIPELINE_AFTER {
+                    break;
+                }
+            }
         }
     }
 }
@@ -256,7 +270,8 @@ async fn hashed_body(
 /// the next ones; a hashed buffer comes back to be filled again. At most
 /// [`LANE_BUFFERS`](super::hasher::LANE_BUFFERS) buffers are in play; when none is free the
 /// task waits (never blocking the runtime's thread). If no hashing thread is idle, buffers are
-/// hashed inline until one is.
+/// hashed inline until one is. While the task waits for its client the lane gives its buffers
+/// back to the pool as they are hashed (`LaneHandle::release_idle`).
 ///
 /// On any error the upload is dropped by the caller (temporary removed) and the lane with it:
 /// its thread stops, and every buffer returns to the pool.
@@ -264,16 +279,28 @@ async fn pipelined_body(
     svc: &Service,
     ex: &mut Exchange<'_>,
     upload: &mut Upload,
-    mut free: PooledBuffer,
     counts: &mut WhereHashed,
 ) -> Result<(), BodyFailure> {
     let lane = LaneHandle::new();
-    let mut lent = 1;
     let mut started = false;
     loop {
-        let n = fill(ex, &mut free).await.map_err(BodyFailure::Body)?;
+        let mut free = match lane.try_buffer(&svc.buffers) {
+            Some(buf) => buf,
+            None => lane.free().await.ok_or(LOST)?,
+        };
+        let n = fill_ready(ex, &mut free).map_err(BodyFailure::Body)?;
         if n == 0 {
-            break;
+            lane.discard(free);
+            if ex.is_body_complete() {
+                break;
+            }
+            lane.release_idle();
+            let more = ex.wait_body().await.map_err(BodyFailure::Body)?;
+            lane.keep_idle();
+            if !more {
+                break;
+            }
+            continue;
         }
         // COPY: the kernel's, buffer → page cache. The buffer then moves, unchanged, to the
         // thread that hashes it.
@@ -286,25 +313,17 @@ async fn pipelined_body(
                 Ok(()) => started = true,
                 Err(job) => {
                     // No hashing thread is idle: hash this buffer here, try again next time.
-                    free = upload.attach(job.run()).map_err(BodyFailure::Store)?;
+                    lane.discard(upload.attach(job.run()).map_err(BodyFailure::Store)?);
                     counts.inline += n as u64;
                     continue;
                 }
             }
         }
         counts.pipelined += n as u64;
-        free = match lane.try_free() {
-            Some(buf) => buf,
-            None if lent < LANE_BUFFERS => {
-                lent += 1;
-                svc.buffers.take()
-            }
-            None => lane.free().await.ok_or(LOST)?,
-        };
     }
     if started {
         let done = lane.finish().await.ok_or(LOST)?;
-        upload.attach(done).map_err(BodyFailure::Store)?;
+        drop(upload.attach(done).map_err(BodyFailure::Store)?);
     }
     Ok(())
 }
@@ -312,23 +331,25 @@ async fn pipelined_body(
 /// A hashing thread that died: the upload cannot vouch for its digest.
 const LOST: BodyFailure = BodyFailure::Store(StoreError::HashOutOfOrder);
 
-/// Room below which [`fill`] stops: weir reads the socket straight into a caller's buffer only
-/// when it is at least its read buffer size (16 KiB by default); a smaller one would be filled
-/// through weir's buffer, a copy.
+/// Room below which [`fill_ready`] stops: weir reads the socket straight into a caller's
+/// buffer only when it is at least its read buffer size (16 KiB by default); a smaller one
+/// would be filled through weir's buffer, a copy.
 const FILL_MIN_ROOM: usize = 64 * 1024;
 
-/// Reads into `buf` until it is full (or nearly: [`FILL_MIN_ROOM`]) or the body ends: one
-/// write and one hash job per full buffer rather than per read (a read returns what the
-/// socket holds, often less). Every read is direct, into `buf`. 0 at the end of the body.
-async fn fill(ex: &mut Exchange<'_>, buf: &mut [u8]) -> Result<usize, weir::Error> {
+/// Reads into `buf` what can be read without waiting, until it is full (or nearly:
+/// [`FILL_MIN_ROOM`]): one write and one hash job per buffer rather than per read (a read
+/// returns what the socket holds, often less). Every read is direct, into `buf`. 0 when a read
+/// would wait at once, or at the end of the body (`Exchange::is_body_complete` tells which).
+fn fill_ready(ex: &mut Exchange<'_>, buf: &mut [u8]) -> Result<usize, weir::Error> {
     let mut filled = 0;
-    loop {
-        let n = ex.read_body(&mut buf[filled..]).await?;
-        filled += n;
-        if n == 0 || buf.len() - filled < FILL_MIN_ROOM {
-            return Ok(filled);
+    while buf.len() - filled >= FILL_MIN_ROOM {
+        match ex.try_read_body(&mut buf[filled..]) {
+            Some(Ok(0)) | None => break,
+            Some(Ok(n)) => filled += n,
+            Some(Err(e)) => return Err(e),
         }
     }
+    Ok(filled)
 }
 
 /// The `Content-Digest` header(s), joined and parsed; an empty digest if absent.

@@ -237,6 +237,36 @@ impl BodyIn {
         Ok(n)
     }
 
+    /// Waits until a frame's payload is at hand (it stays in h2's buffer, counted against the
+    /// stream window as before): `Ok(true)`, or `Ok(false)` at the end of the body.
+    pub(crate) async fn wait(&mut self) -> Result<bool, Error> {
+        self.check_start()?;
+        if !self.chunk.is_empty() {
+            return Ok(true);
+        }
+        if self.done {
+            return Ok(false);
+        }
+        let (deadline, started) = self.deadline();
+        let poll = |cx: &mut std::task::Context<'_>| {
+            let data = self.recv.poll_data(cx);
+            if let Poll::Ready(None) = data {
+                self.end(cx);
+            }
+            data
+        };
+        let next = within(deadline, poll_fn(poll)).await;
+        match self.settle(next.map(Ok), started)? {
+            Some(Ok(data)) => {
+                self.accept_frame(&data)?;
+                self.chunk = data;
+                Ok(!self.chunk.is_empty() || !self.done)
+            }
+            Some(Err(e)) => Err(self.fail(e)),
+            None => Ok(false),
+        }
+    }
+
     /// The next received frame's payload, handed over without a copy. `Ok(None)` at the end.
     pub(crate) async fn read_chunk(&mut self) -> Result<Option<Bytes>, Error> {
         self.next_piece(usize::MAX).await
