@@ -15,5 +15,6 @@ mod paths;
 mod pipeline;
 mod ranges;
 mod routes;
+mod slow;
 mod tls;
 mod trailers;
