@@ -324,17 +324,25 @@ mod tests {
     #[test]
     fn invisible_characters_are_exactly_the_listed_ones() {
         // Neighbours of each range are visible characters and stay accepted.
-        for c in ['\u{00AC}', '\u{00AE}', '\u{200A}', '\u{2010}', '\u{2027}', '\u{202F}'] {
+        for c in [
+            '\u{00AC}', '\u{00AE}', '\u{200A}', '\u{2010}', '\u{2027}', '\u{202F}',
+        ] {
             assert!(!is_invisible_or_bidi(c), "{c:?}");
             assert!(StorePath::parse(&format!("a{c}b")).is_ok(), "{c:?}");
         }
         let bidi = ('\u{202A}'..='\u{202E}').chain('\u{2066}'..='\u{2069}');
         let zero_width = '\u{200B}'..='\u{200F}';
-        for c in bidi.chain(zero_width).chain(['\u{2028}', '\u{2029}', '\u{FEFF}', '\u{061C}']) {
+        for c in bidi
+            .chain(zero_width)
+            .chain(['\u{2028}', '\u{2029}', '\u{FEFF}', '\u{061C}'])
+        {
             assert!(is_invisible_or_bidi(c), "{c:?}");
         }
         assert_eq!(validate_name("a/b"), Err(PathError::Separator));
-        assert_eq!(validate_name("a\u{202E}"), Err(PathError::InvisibleCharacter));
+        assert_eq!(
+            validate_name("a\u{202E}"),
+            Err(PathError::InvisibleCharacter)
+        );
         assert_eq!(validate_name("ok.txt"), Ok(()));
     }
 

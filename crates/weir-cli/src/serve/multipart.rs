@@ -444,7 +444,11 @@ Content-Disposition: form-data; name=\"f2\"; filename=\"x.txt\"; filename*=UTF-8
         let fits = part(MAX_PART_HEAD - overhead);
         let over = part(MAX_PART_HEAD - overhead + 1);
         for piece in [1, 100, 4096, MAX_PART_HEAD - 1, MAX_PART_HEAD, 1 << 20] {
-            assert_eq!(parse_all("b", &fits, piece).unwrap().len(), 1, "piece {piece}");
+            assert_eq!(
+                parse_all("b", &fits, piece).unwrap().len(),
+                1,
+                "piece {piece}"
+            );
             assert_eq!(
                 parse_all("b", &over, piece),
                 Err(MultipartError("multipart part headers too large")),

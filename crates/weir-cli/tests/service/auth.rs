@@ -111,7 +111,11 @@ fn token_read_and_environment() {
 #[test]
 fn two_authorization_fields_are_refused_whichever_comes_first() {
     let s = Server::start(&["--token", "s3cret"]);
-    for (first, second) in [("s3cret", "wrong"), ("wrong", "s3cret"), ("s3cret", "s3cret")] {
+    for (first, second) in [
+        ("s3cret", "wrong"),
+        ("wrong", "s3cret"),
+        ("s3cret", "s3cret"),
+    ] {
         let r = s.request(
             &format!(
                 "PUT /files/two HTTP/1.1\r\nauthorization: Bearer {first}\r\nauthorization: Bearer {second}"
@@ -124,6 +128,9 @@ fn two_authorization_fields_are_refused_whichever_comes_first() {
     assert!(!s.root.join("two").exists());
     assert!(s.temps().is_empty());
     // One field still works.
-    let r = s.request("PUT /files/two HTTP/1.1\r\nauthorization: Bearer s3cret", b"x");
+    let r = s.request(
+        "PUT /files/two HTTP/1.1\r\nauthorization: Bearer s3cret",
+        b"x",
+    );
     assert_eq!(r.status, 201);
 }

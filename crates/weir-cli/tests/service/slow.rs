@@ -65,7 +65,13 @@ fn stalled_uploads_hold_no_upload_buffer() {
     let body = data(big, 77);
     let first = &body[..100];
     let mut clients = start_stalled(s.addr, "big", PIPELINED, first, big);
-    clients.extend(start_stalled(s.addr, "small", STALLED - PIPELINED, first, small));
+    clients.extend(start_stalled(
+        s.addr,
+        "small",
+        STALLED - PIPELINED,
+        first,
+        small,
+    ));
     // Every upload has written what it got (the bytes are in its temporary) and waits.
     wait_for("every stalled upload's first bytes written", || {
         temps_of_len(&s.root, first.len() as u64) == STALLED
@@ -89,7 +95,11 @@ fn stalled_uploads_hold_no_upload_buffer() {
 
     // The clients go on: every upload completes, byte-exact.
     for (i, c) in clients.iter_mut().enumerate() {
-        let (from, to) = if i < PIPELINED { (past, big) } else { (first.len(), small) };
+        let (from, to) = if i < PIPELINED {
+            (past, big)
+        } else {
+            (first.len(), small)
+        };
         c.write_all(&body[from..to]).unwrap();
     }
     for (i, mut c) in clients.into_iter().enumerate() {

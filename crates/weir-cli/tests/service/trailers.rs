@@ -35,7 +35,10 @@ fn put_chunked(addr: SocketAddr, path: &str, body: &[u8], trailers: &str, announ
 }
 
 fn sha256_field(body: &[u8]) -> String {
-    format!("content-digest: sha-256=:{}:\r\n", b64(&Sha256::digest(body)))
+    format!(
+        "content-digest: sha-256=:{}:\r\n",
+        b64(&Sha256::digest(body))
+    )
 }
 
 #[test]
@@ -43,7 +46,10 @@ fn a_trailer_digest_is_verified_before_the_commit() {
     let body = data(700_001, 41);
     let right = sha256_field(&body);
     let wrong = sha256_field(b"something else");
-    let sha512 = format!("content-digest: sha-512=:{}:\r\n", b64(&Sha512::digest(&body)));
+    let sha512 = format!(
+        "content-digest: sha-512=:{}:\r\n",
+        b64(&Sha512::digest(&body))
+    );
     for args in [&[][..], &["--no-hash"][..]] {
         let s = Server::start(args);
         for announce in [true, false] {
@@ -80,7 +86,13 @@ fn a_trailer_digest_is_verified_before_the_commit() {
         let r = parse_response(&raw, false);
         assert_eq!(r.status, 400, "{}", r.text());
         assert!(r.text().contains("disagrees"), "{}", r.text());
-        let r = put_chunked(s.addr, "junk", b"abc", "content-digest: sha-256=nope\r\n", true);
+        let r = put_chunked(
+            s.addr,
+            "junk",
+            b"abc",
+            "content-digest: sha-256=nope\r\n",
+            true,
+        );
         assert_eq!(r.status, 400, "{}", r.text());
         assert!(!s.root.join("both").exists());
         assert!(!s.root.join("junk").exists());

@@ -698,22 +698,39 @@ fn a_digest_learnt_after_the_body_is_verified_at_commit() {
                 matches!(result, Err(StoreError::DigestMismatch { .. })),
                 "case {i}: {result:?}"
             );
-            assert!(matches!(store.open_file(&p(&path)), Err(StoreError::NotFound)));
+            assert!(matches!(
+                store.open_file(&p(&path)),
+                Err(StoreError::NotFound)
+            ));
         }
         assert!(temps(store.root()).is_empty());
     }
     // After an external write (splice), a digest set late is checked by reading back.
-    let mut up = store.begin(&p("ext"), UploadOptions {
-        hash: false,
-        ..UploadOptions::default()
-    }).unwrap();
+    let mut up = store
+        .begin(
+            &p("ext"),
+            UploadOptions {
+                hash: false,
+                ..UploadOptions::default()
+            },
+        )
+        .unwrap();
     std::io::Write::write_all(up.file_mut(), &body).unwrap();
     up.record_external_write(body.len() as u64).unwrap();
     up.expect_digest(wrong).unwrap();
-    assert!(matches!(up.commit(), Err(StoreError::DigestMismatch { .. })));
+    assert!(matches!(
+        up.commit(),
+        Err(StoreError::DigestMismatch { .. })
+    ));
     // A digest given at begin is replaced member by member.
-    let mut up = store.begin(&p("late"), expecting(&header_for(b"other", true, false))).unwrap();
+    let mut up = store
+        .begin(&p("late"), expecting(&header_for(b"other", true, false)))
+        .unwrap();
     up.write(&body).unwrap();
-    up.expect_digest(ContentDigest { sha256: right.sha256, sha512: None }).unwrap();
+    up.expect_digest(ContentDigest {
+        sha256: right.sha256,
+        sha512: None,
+    })
+    .unwrap();
     assert!(up.commit().is_ok());
 }

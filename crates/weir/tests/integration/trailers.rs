@@ -49,7 +49,10 @@ impl Handler for EchoTrailers {
                 .join(","),
             None => "none".to_owned(),
         };
-        let text = format!("{len};{};{fields};early={seen_early}", ex.is_body_complete());
+        let text = format!(
+            "{len};{};{fields};early={seen_early}",
+            ex.is_body_complete()
+        );
         ex.respond(http::StatusCode::OK).body(text).await
     }
 }
@@ -57,9 +60,17 @@ impl Handler for EchoTrailers {
 #[test]
 fn h1_chunked_trailers_reach_the_handler_at_every_split() {
     let server = TestServer::start_with(Config::default(), EchoTrailers, None);
-    let body: &[u8] = b"5\r\nhello\r\n6\r\n world\r\n0\r\nContent-Digest: sha-256=:X=:\r\nX-Two: a b\r\n\r\n";
+    let body: &[u8] =
+        b"5\r\nhello\r\n6\r\n world\r\n0\r\nContent-Digest: sha-256=:X=:\r\nX-Two: a b\r\n\r\n";
     for how in ["read", "chunk", "file"] {
-        for split in [0, 10, body.len() - 30, body.len() - 12, body.len() - 2, body.len() - 1] {
+        for split in [
+            0,
+            10,
+            body.len() - 30,
+            body.len() - 12,
+            body.len() - 2,
+            body.len() - 1,
+        ] {
             let mut c = server.connect();
             let head = format!(
                 "PUT /t?how={how} HTTP/1.1\r\nhost: t\r\ntransfer-encoding: chunked\r\ntrailer: content-digest, x-two\r\n\r\n"
@@ -80,7 +91,9 @@ fn h1_chunked_trailers_reach_the_handler_at_every_split() {
     }
     // No trailer fields, and a Content-Length body: none.
     let mut c = server.connect();
-    c.send(b"PUT /t HTTP/1.1\r\nhost: t\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n");
+    c.send(
+        b"PUT /t HTTP/1.1\r\nhost: t\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+    );
     assert_eq!(c.read_response().text(), "3;true;none;early=false");
     c.send(b"PUT /t HTTP/1.1\r\nhost: t\r\ncontent-length: 3\r\n\r\nabc");
     assert_eq!(c.read_response().text(), "3;true;none;early=false");
@@ -101,7 +114,12 @@ fn h2_trailers_reach_the_handler() {
         .unwrap();
     rt.block_on(async {
         let client = h2c(server.addr).await;
-        for (how, trailers) in [("read", true), ("chunk", true), ("file", true), ("read", false)] {
+        for (how, trailers) in [
+            ("read", true),
+            ("chunk", true),
+            ("file", true),
+            ("read", false),
+        ] {
             let request = http::Request::builder()
                 .method("PUT")
                 .uri(format!("http://localhost/t?how={how}"))
@@ -110,7 +128,8 @@ fn h2_trailers_reach_the_handler() {
             let mut ready = client.clone().ready().await.unwrap();
             let (response, mut send) = ready.send_request(request, false).unwrap();
             send.send_data(Bytes::from_static(b"hello"), false).unwrap();
-            send.send_data(Bytes::from_static(b" world"), !trailers).unwrap();
+            send.send_data(Bytes::from_static(b" world"), !trailers)
+                .unwrap();
             if trailers {
                 let mut map = http::HeaderMap::new();
                 map.insert("content-digest", "sha-256=:X=:".parse().unwrap());
