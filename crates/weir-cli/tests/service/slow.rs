@@ -119,3 +119,75 @@ fn stalled_uploads_hold_no_upload_buffer() {
     wait_for("every buffer back", || s.service.buffers_lent() == 0);
     s.stop();
 }
+
+#[test]
+fn stalled_http2_uploads_hold_no_upload_buffer() {
+    let s = InProcessServe::start_with(LocalOptions::default(), no_rate_limit());
+    const STALLED: usize = 20;
+    let body = data(INLINE_PREFIX + 500_000, 78);
+    let first = 100;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let tcp = tokio::net::TcpStream::connect(s.addr).await.unwrap();
+        let (client, conn) = h2::client::handshake(tcp).await.unwrap();
+        let driver = tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        let mut streams = Vec::new();
+        for i in 0..STALLED {
+            let request = http::Request::builder()
+                .method("PUT")
+                .uri(format!("http://localhost/files/h2/{i}"))
+                .header("content-length", body.len())
+                .body(())
+                .unwrap();
+            let mut ready = client.clone().ready().await.unwrap();
+            let (response, mut send) = ready.send_request(request, false).unwrap();
+            send.send_data(bytes::Bytes::copy_from_slice(&body[..first]), false)
+                .unwrap();
+            streams.push((response, send));
+        }
+        // The connection's task keeps running while this one polls the file system.
+        let root = s.root.clone();
+        tokio::task::spawn_blocking(move || {
+            wait_for("every stalled HTTP/2 upload's first bytes written", || {
+                temps_of_len(&root, first as u64) == STALLED
+            })
+        })
+        .await
+        .unwrap();
+        let service = std::sync::Arc::clone(&s.service);
+        tokio::task::spawn_blocking(move || {
+            wait_for("no upload buffer lent while the HTTP/2 clients are silent", || {
+                service.buffers_lent() == 0
+            })
+        })
+        .await
+        .unwrap();
+        // Then they go on (one at a time, within the stream windows) and complete byte-exact.
+        for (response, mut send) in streams {
+            let mut rest = bytes::Bytes::copy_from_slice(&body[first..]);
+            while !rest.is_empty() {
+                send.reserve_capacity(rest.len());
+                let cap = std::future::poll_fn(|cx| send.poll_capacity(cx))
+                    .await
+                    .unwrap()
+                    .unwrap();
+                let piece = rest.split_to(cap.min(rest.len()));
+                send.send_data(piece, rest.is_empty()).unwrap();
+            }
+            assert_eq!(response.await.unwrap().status().as_u16(), 201);
+        }
+        drop(client);
+        driver.abort();
+    });
+    drop(rt);
+    for i in 0..STALLED {
+        assert_eq!(std::fs::read(s.root.join(format!("h2/{i}"))).unwrap(), body);
+    }
+    wait_for("every buffer back", || s.service.buffers_lent() == 0);
+    s.stop();
+}
