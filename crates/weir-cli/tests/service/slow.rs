@@ -161,9 +161,10 @@ fn stalled_http2_uploads_hold_no_upload_buffer() {
         .unwrap();
         let service = std::sync::Arc::clone(&s.service);
         tokio::task::spawn_blocking(move || {
-            wait_for("no upload buffer lent while the HTTP/2 clients are silent", || {
-                service.buffers_lent() == 0
-            })
+            wait_for(
+                "no upload buffer lent while the HTTP/2 clients are silent",
+                || service.buffers_lent() == 0,
+            )
         })
         .await
         .unwrap();
