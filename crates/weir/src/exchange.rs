@@ -83,6 +83,43 @@ impl<'c> Exchange<'c> {
         }
     }
 
+    /// Waits until body payload can be read without waiting, and reads none of it: `Ok(true)`
+    /// then, `Ok(false)` once the body is complete. For handlers that read into large buffers
+    /// lent from a pool: take one only when there is something to put in it, and give it back
+    /// when [`Exchange::try_read_body`] says a read would wait, so that a client sending slowly
+    /// holds no buffer while it is silent.
+    ///
+    /// Sends `100 Continue` if the client asked for it, and waits under the minimum data rate
+    /// like a read. Over HTTP/1.1 on TCP and Unix sockets nothing is read while waiting; over
+    /// TLS, or within a chunk's framing, at most [`Config::read_buffer_size`] bytes are read
+    /// into the connection's buffer. Over HTTP/2 the next DATA frame is taken from h2 (it stays
+    /// where it is). `Ok(true)` may be spurious: a read that follows may still find nothing.
+    pub async fn wait_body(&mut self) -> Result<bool, Error> {
+        match &mut self.backend {
+            Backend::H1(conn) => conn.wait_body().await,
+            Backend::H2(stream) => {
+                stream.send_continue_if_expected()?;
+                stream.body.wait().await
+            }
+        }
+    }
+
+    /// [`Exchange::read_body`] without waiting: `None` when the read would have to wait for
+    /// the client (and before the first [`Exchange::wait_body`] or read when a
+    /// `100 Continue` is owed over HTTP/1.1). Reads the same way as `read_body`: straight from
+    /// the socket into `buf` when it is large and nothing is buffered.
+    pub fn try_read_body(&mut self, buf: &mut [u8]) -> Option<Result<usize, Error>> {
+        match &mut self.backend {
+            Backend::H1(conn) => conn.try_read_body(buf),
+            Backend::H2(stream) => {
+                if let Err(e) = stream.send_continue_if_expected() {
+                    return Some(Err(e));
+                }
+                poll_once(stream.body.read(buf))
+            }
+        }
+    }
+
     /// Reads the next piece of body payload without copying it: the returned `Bytes` share the
     /// connection's read buffer. A piece is at most the pause threshold. `Ok(None)` once the
     /// body is complete.
@@ -172,6 +209,21 @@ impl<'c> Exchange<'c> {
         match &self.backend {
             Backend::H1(conn) => conn.body.decoder.is_done(),
             Backend::H2(stream) => stream.body.is_done(),
+        }
+    }
+
+    /// The request's trailer fields, once the body is complete ([`Exchange::is_body_complete`]):
+    /// the trailer section of a chunked HTTP/1.1 body, or the HEADERS frame that ends an HTTP/2
+    /// request. `None` before then and when the client sent none. Over HTTP/1.1 the section is
+    /// bounded by [`Limits::max_trailers`](weir_proto::Limits::max_trailers) and fields that
+    /// would change framing, routing or authentication are refused (400) while it is read.
+    ///
+    /// A field sent as a trailer is not a header: a handler that acts on one (a checksum of the
+    /// body, say) reads it here, after the last body read.
+    pub fn trailers(&self) -> Option<&http::HeaderMap> {
+        match &self.backend {
+            Backend::H1(conn) => conn.body.trailers.as_ref(),
+            Backend::H2(stream) => stream.body.trailers.as_ref(),
         }
     }
 
@@ -309,5 +361,18 @@ impl<'c> Exchange<'c> {
                     .await
             }
         }
+    }
+}
+
+/// Polls `fut` once, with a waker that does nothing: its output if it is ready at once, `None`
+/// if it would wait (the future is dropped). Only for futures that may be dropped while pending
+/// without losing anything: body reads, whose socket reads and h2 polls take nothing unless
+/// they return it, and whose timers are re-armed by the next wait.
+pub(crate) fn poll_once<F: Future>(fut: F) -> Option<F::Output> {
+    let mut fut = std::pin::pin!(fut);
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    match fut.as_mut().poll(&mut cx) {
+        std::task::Poll::Ready(out) => Some(out),
+        std::task::Poll::Pending => None,
     }
 }

@@ -20,4 +20,6 @@ mod paths;
 mod pipeline;
 mod ranges;
 mod routes;
+mod slow;
 mod tls;
+mod trailers;

@@ -47,6 +47,12 @@ pub(crate) struct BodyState {
     waited: Duration,
     /// Reads at least this large go straight into the caller's buffer.
     direct_read_min: usize,
+    /// The trailer section of a chunked body as received so far (checked and bounded by the
+    /// decoder: at most `Limits::max_trailers`). Empty, and unallocated, for bodies without
+    /// trailer fields.
+    trailer_raw: Vec<u8>,
+    /// The trailer fields, once the body is complete and had any.
+    pub(crate) trailers: Option<http::HeaderMap>,
 }
 
 /// Why the body can no longer be read.
@@ -85,6 +91,8 @@ impl BodyState {
             wire_bytes: 0,
             waited: Duration::ZERO,
             direct_read_min: config.read_buffer_size,
+            trailer_raw: Vec::new(),
+            trailers: None,
         }
     }
 
@@ -99,6 +107,8 @@ impl BodyState {
         self.stats = BodyStats::default();
         self.wire_bytes = 0;
         self.waited = Duration::ZERO;
+        self.trailer_raw.clear();
+        self.trailers = None;
     }
 
     /// A `100 Continue` went out (sent by the handler as an informational response).
@@ -202,8 +212,64 @@ impl Conn {
                 self.body.stats.direct += n as u64;
                 return Ok(n);
             }
-            self.fill_body_buffer().await?;
+            if dst.len() >= self.body.direct_read_min {
+                // Within a chunk's framing: read what completes the line (and whatever comes
+                // with it) into the connection buffer at its own size; the payload after it
+                // goes straight into `dst`. The buffer does not grow to the pause threshold for
+                // a caller that never reads from it in bulk.
+                self.fill_body_buffer_at_most(self.body.direct_read_min)
+                    .await?;
+            } else {
+                self.fill_body_buffer().await?;
+            }
         }
+    }
+
+    /// Waits until body bytes can be read without waiting, and takes none of them: `Ok(true)`
+    /// then (readiness may be spurious: a read may still find nothing), `Ok(false)` when the
+    /// body is complete. Over TCP and Unix sockets nothing is read while waiting for payload;
+    /// otherwise (TLS, or the decoder in the middle of a chunk's framing) at most one read
+    /// buffer's worth is read into the connection buffer, never past the body.
+    pub(crate) async fn wait_body(&mut self) -> Result<bool, Error> {
+        self.body_prologue().await?;
+        loop {
+            if self.body.decoder.is_done() {
+                return Ok(false);
+            }
+            if self.decode_buffered()? > 0 {
+                return Ok(true);
+            }
+            if self.body.decoder.is_done() {
+                return Ok(false);
+            }
+            let payload_next = self.io.rbuf.is_empty() && self.body.decoder.direct_window() > 0;
+            if payload_next && self.io.stream.has_readiness() {
+                let (deadline, started) = self.body_read_deadline();
+                let (stream, timer) = self.io.stream_and_timer();
+                let ready = Io::timed(timer, deadline, stream.readable()).await;
+                self.body.waited += started.elapsed();
+                return match ready {
+                    Some(Ok(())) => Ok(true),
+                    Some(Err(e)) => {
+                        self.body.broken.get_or_insert(Broken::Disconnect);
+                        Err(Error::disconnect(Some(e)))
+                    }
+                    None => Err(self.body.break_with(Broken::Timeout)),
+                };
+            }
+            self.fill_body_buffer_at_most(self.body.direct_read_min)
+                .await?;
+        }
+    }
+
+    /// A body read that does not wait: `None` when it would have to (nothing is buffered and
+    /// the socket has nothing), and before the `100 Continue` owed to the client is sent (by
+    /// [`Conn::wait_body`] or a read).
+    pub(crate) fn try_read_body(&mut self, dst: &mut [u8]) -> Option<Result<usize, Error>> {
+        if self.body.continue_pending {
+            return None;
+        }
+        crate::exchange::poll_once(self.read_body(dst))
     }
 
     /// Reads the next piece of body payload as `Bytes` sharing the connection buffer (no copy).
@@ -321,6 +387,15 @@ impl Conn {
         }
         match self.body.decoder.decode(&self.io.rbuf) {
             Ok(d) => {
+                let span = self.body.decoder.trailer_span();
+                if !span.is_empty() {
+                    // COPY, ALLOCATION: the trailer section (bounded by the decoder's trailer
+                    // budget) outlives the read buffer it came in; only bodies with trailers.
+                    self.body.trailer_raw.extend_from_slice(&self.io.rbuf[span]);
+                    if self.body.decoder.is_done() {
+                        self.body.trailers = parse_trailers(&self.body.trailer_raw);
+                    }
+                }
                 self.io.rbuf.advance(d.framing);
                 // A chunk announcing more than the body may still hold is refused now (413),
                 // not after its data has been waited for and read.
@@ -356,8 +431,14 @@ impl Conn {
     /// Reads more body bytes into the connection buffer, never holding more than the pause
     /// threshold ahead of the handler.
     async fn fill_body_buffer(&mut self) -> Result<(), Error> {
+        self.fill_body_buffer_at_most(usize::MAX).await
+    }
+
+    /// As [`Conn::fill_body_buffer`], reading at most `cap` bytes (beyond what a framing line
+    /// needs).
+    async fn fill_body_buffer_at_most(&mut self, cap: usize) -> Result<(), Error> {
         let buffered = self.io.rbuf.len();
-        let threshold = self.body.pause_threshold;
+        let threshold = self.body.pause_threshold.min(buffered.saturating_add(cap));
         // A full buffer can only hold an incomplete framing line (payload would have been
         // taken): read a little more so the line can complete. Extensions are bounded.
         let mut want = if buffered < threshold {
@@ -439,6 +520,24 @@ impl Conn {
             }
         }
     }
+}
+
+/// The fields of a trailer section the decoder has checked (`name: value` lines, CRLF-ended,
+/// then an empty line); `None` when it has none.
+fn parse_trailers(raw: &[u8]) -> Option<http::HeaderMap> {
+    let mut map = http::HeaderMap::new();
+    for line in raw.split(|&b| b == b'\n') {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let Some(colon) = line.iter().position(|&b| b == b':') else {
+            continue;
+        };
+        let name = http::HeaderName::from_bytes(&line[..colon]);
+        let value = http::HeaderValue::from_bytes(line[colon + 1..].trim_ascii());
+        if let (Ok(name), Ok(value)) = (name, value) {
+            map.append(name, value);
+        }
+    }
+    (!map.is_empty()).then_some(map)
 }
 
 impl Io {

@@ -71,6 +71,8 @@ pub(crate) struct BodyIn {
     min_rate: Option<crate::DataRate>,
     received_wire: u64,
     waited: Duration,
+    /// The request's trailer fields (a HEADERS frame after the DATA), once the body ended.
+    pub(crate) trailers: Option<http::HeaderMap>,
 }
 
 impl BodyIn {
@@ -97,6 +99,7 @@ impl BodyIn {
             min_rate: config.min_body_rate,
             received_wire: 0,
             waited: Duration::ZERO,
+            trailers: None,
         }
     }
 
@@ -216,7 +219,7 @@ impl BodyIn {
                         }
                         self.chunk = data;
                     }
-                    Poll::Ready(None) => self.done = true,
+                    Poll::Ready(None) => self.end(cx),
                     Poll::Ready(Some(Err(e))) => {
                         // Deliver what was copied; the error comes with the next read.
                         let e = self.fail(e);
@@ -234,6 +237,36 @@ impl BodyIn {
         Ok(n)
     }
 
+    /// Waits until a frame's payload is at hand (it stays in h2's buffer, counted against the
+    /// stream window as before): `Ok(true)`, or `Ok(false)` at the end of the body.
+    pub(crate) async fn wait(&mut self) -> Result<bool, Error> {
+        self.check_start()?;
+        if !self.chunk.is_empty() {
+            return Ok(true);
+        }
+        if self.done {
+            return Ok(false);
+        }
+        let (deadline, started) = self.deadline();
+        let poll = |cx: &mut std::task::Context<'_>| {
+            let data = self.recv.poll_data(cx);
+            if let Poll::Ready(None) = data {
+                self.end(cx);
+            }
+            data
+        };
+        let next = within(deadline, poll_fn(poll)).await;
+        match self.settle(next.map(Ok), started)? {
+            Some(Ok(data)) => {
+                self.accept_frame(&data)?;
+                self.chunk = data;
+                Ok(!self.chunk.is_empty() || !self.done)
+            }
+            Some(Err(e)) => Err(self.fail(e)),
+            None => Ok(false),
+        }
+    }
+
     /// The next received frame's payload, handed over without a copy. `Ok(None)` at the end.
     pub(crate) async fn read_chunk(&mut self) -> Result<Option<Bytes>, Error> {
         self.next_piece(usize::MAX).await
@@ -245,14 +278,21 @@ impl BodyIn {
         self.check_start()?;
         if self.chunk.is_empty() && !self.done {
             let (deadline, started) = self.deadline();
-            let next = within(deadline, poll_fn(|cx| self.recv.poll_data(cx))).await;
+            let poll = |cx: &mut std::task::Context<'_>| {
+                let data = self.recv.poll_data(cx);
+                if let Poll::Ready(None) = data {
+                    self.end(cx);
+                }
+                data
+            };
+            let next = within(deadline, poll_fn(poll)).await;
             match self.settle(next.map(Ok), started)? {
                 Some(Ok(data)) => {
                     self.accept_frame(&data)?;
                     self.chunk = data;
                 }
                 Some(Err(e)) => return Err(self.fail(e)),
-                None => self.done = true,
+                None => {}
             }
         }
         if self.chunk.is_empty() {
@@ -297,6 +337,15 @@ impl BodyIn {
     /// arrive after an early response.
     pub(crate) fn unfinished(&mut self) -> Option<&mut RecvStream> {
         (!self.done && self.broken.is_none()).then_some(&mut self.recv)
+    }
+
+    /// The DATA frames ended: takes the trailers, which h2 has by then if the client sent any
+    /// (`poll_data` ends before a trailing HEADERS frame, and only once it is received).
+    fn end(&mut self, cx: &mut std::task::Context<'_>) {
+        self.done = true;
+        if let Poll::Ready(Ok(Some(trailers))) = self.recv.poll_trailers(cx) {
+            self.trailers = Some(trailers);
+        }
     }
 
     fn fail(&mut self, e: h2::Error) -> Error {
