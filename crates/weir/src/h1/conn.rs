@@ -11,8 +11,8 @@ use super::io::{Io, RateClock, Read};
 use super::response::ResponseState;
 use crate::error::Misuse;
 use crate::exchange::Exchange;
+use crate::exchange::Shared;
 use crate::handler::Handler;
-use crate::server::Shared;
 use crate::{DataRate, Error, zero_copy};
 use bytes::Buf;
 use http::StatusCode;
@@ -196,7 +196,7 @@ impl Conn {
     async fn finish_exchange(&mut self, result: Result<(), Error>) -> After {
         if let Err(e) = &result {
             if e.breaks_body() {
-                self.body.mark_broken(e);
+                self.body.policy.mark_broken(e);
             }
             if e.is_disconnect() {
                 return After::Abort;
@@ -238,7 +238,7 @@ impl Conn {
         let next = self.persistence.after_exchange(
             response_complete,
             left,
-            self.body.continue_sent,
+            self.body.policy.continue_sent,
             drain_limit,
         );
         if next == Next::Drain && !self.io.wbuf.is_empty() {
@@ -273,7 +273,7 @@ impl Conn {
 
     /// What is left of the request body, for the persistence decision.
     pub(crate) fn body_left(&self) -> BodyLeft {
-        if self.body.is_broken() {
+        if self.body.policy.is_broken() {
             BodyLeft::Broken
         } else if self.body.decoder.is_done() {
             BodyLeft::Nothing

@@ -12,4 +12,3 @@ mod io;
 mod response;
 
 pub(crate) use conn::{Conn, serve_connection};
-pub(crate) use response::HeadFlags;

@@ -8,6 +8,7 @@
 
 use super::conn::Conn;
 use crate::error::Misuse;
+use crate::exchange::HeadFlags;
 use crate::{Error, zero_copy};
 use http::{Method, StatusCode, Version};
 use std::fs::File;
@@ -37,13 +38,6 @@ impl ResponseState {
     pub(crate) fn is_complete(self) -> bool {
         self == Self::Complete
     }
-}
-
-/// Headers weir would add itself that the handler set instead.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct HeadFlags {
-    pub(crate) date: bool,
-    pub(crate) server: bool,
 }
 
 impl Conn {
@@ -118,7 +112,7 @@ impl Conn {
         let connection = self.persistence.on_response_head(
             framing,
             body_left,
-            self.body.continue_sent,
+            self.body.policy.continue_sent,
             self.shared.config.drain_limit,
         );
         let wbuf = &mut self.io.wbuf;
@@ -338,7 +332,7 @@ impl Conn {
         }
         encode::end_head(&mut self.io.wbuf);
         if status == StatusCode::CONTINUE {
-            self.body.note_continue_sent();
+            self.body.policy.note_continue_sent();
         }
         self.write_out(&[]).await
     }

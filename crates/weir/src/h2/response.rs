@@ -13,9 +13,9 @@
 
 use crate::Error;
 use crate::error::Misuse;
-use crate::h1::HeadFlags;
+use crate::exchange::HeadFlags;
+use crate::exchange::Shared;
 use crate::h2::stream::{is_connection_specific, stream_error};
-use crate::server::Shared;
 use bytes::{Bytes, BytesMut};
 use h2::server::SendResponse;
 use h2::{Reason, SendStream};

@@ -16,7 +16,7 @@
 use super::body::BodyIn;
 use super::response::ResponseOut;
 use crate::error::Misuse;
-use crate::server::Shared;
+use crate::exchange::Shared;
 use crate::transport::PeerAddr;
 use crate::{Error, Request};
 use bytes::Bytes;
@@ -70,7 +70,7 @@ impl H2Stream {
     /// Sends `100 Continue` before the first body read if the client asked for it (and no
     /// response has started: then the client must not be told to go on).
     pub(crate) fn send_continue_if_expected(&mut self) -> Result<(), Error> {
-        if self.body.take_continue() && !self.resp.is_started() {
+        if self.body.policy.take_continue() && !self.resp.is_started() {
             self.resp.send_informational(StatusCode::CONTINUE, &[])?;
         }
         Ok(())
@@ -84,7 +84,7 @@ impl H2Stream {
     ) -> Result<(), Error> {
         self.resp.send_informational(status, headers)?;
         if status == StatusCode::CONTINUE {
-            self.body.note_continue_sent();
+            self.body.policy.note_continue_sent();
         }
         Ok(())
     }
@@ -94,7 +94,7 @@ impl H2Stream {
     pub(crate) async fn finish(&mut self, result: Result<(), Error>) {
         self.shared
             .stats
-            .record_body_buffered(self.body.stats.peak_buffered);
+            .record_body_buffered(self.body.policy.stats.peak_buffered);
         match (&result, self.resp.is_started()) {
             (Err(e), false) if e.is_disconnect() => {
                 // The client reset the stream or the connection is gone: nothing to answer.
@@ -144,7 +144,7 @@ impl H2Stream {
             cursor.position() as usize
         };
         self.resp.start_head(status)?;
-        let mut flags = crate::h1::HeadFlags::default();
+        let mut flags = crate::exchange::HeadFlags::default();
         let _ = self
             .resp
             .push_header(b"content-type", b"text/plain; charset=utf-8", &mut flags);
@@ -158,7 +158,7 @@ impl H2Stream {
         &mut self,
         status: StatusCode,
         len: Option<u64>,
-        flags: crate::h1::HeadFlags,
+        flags: crate::exchange::HeadFlags,
     ) -> Result<(), Error> {
         self.resp
             .finish_head(status, len, flags, &self.shared.config.server_header)

@@ -8,12 +8,24 @@
 //! connection's task has received, under the stream's flow-control window.
 
 use crate::error::Misuse;
-use crate::h1::{Conn, HeadFlags};
+
+pub(crate) mod body;
+mod shared;
+
+pub(crate) use shared::Shared;
+
+/// Headers weir would add itself that the handler set instead.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct HeadFlags {
+    pub(crate) date: bool,
+    pub(crate) server: bool,
+}
+use crate::h1::Conn;
 use crate::h2::H2Stream;
 use crate::response::Response;
 use crate::stats::BodyStats;
 use crate::transport::PeerAddr;
-use crate::{Config, Error, Request};
+use crate::{Error, Request};
 use bytes::Bytes;
 use http::StatusCode;
 use std::fs::File;
@@ -174,16 +186,16 @@ impl<'c> Exchange<'c> {
     /// removes the limit. Like ASP.NET's `IHttpMaxRequestBodySizeFeature`.
     pub fn set_max_body_size(&mut self, max: Option<u64>) {
         match &mut self.backend {
-            Backend::H1(conn) => conn.body.max_size = max,
-            Backend::H2(stream) => stream.body.max_size = max,
+            Backend::H1(conn) => conn.body.policy.max_size = max,
+            Backend::H2(stream) => stream.body.policy.max_size = max,
         }
     }
 
     /// The maximum body size in force for this request.
     pub fn max_body_size(&self) -> Option<u64> {
         match &self.backend {
-            Backend::H1(conn) => conn.body.max_size,
-            Backend::H2(stream) => stream.body.max_size,
+            Backend::H1(conn) => conn.body.policy.max_size,
+            Backend::H2(stream) => stream.body.policy.max_size,
         }
     }
 
@@ -191,7 +203,7 @@ impl<'c> Exchange<'c> {
     /// ahead of the handler (at least [`Config::MIN_PAUSE_THRESHOLD`]).
     pub fn set_pause_threshold(&mut self, bytes: usize) {
         match &mut self.backend {
-            Backend::H1(conn) => conn.body.pause_threshold = bytes.max(Config::MIN_PAUSE_THRESHOLD),
+            Backend::H1(conn) => conn.body.policy.set_pause_threshold(bytes),
             Backend::H2(stream) => stream.body.set_pause_threshold(bytes),
         }
     }
@@ -199,7 +211,7 @@ impl<'c> Exchange<'c> {
     /// The pause threshold in force for this request.
     pub fn pause_threshold(&self) -> usize {
         match &self.backend {
-            Backend::H1(conn) => conn.body.pause_threshold,
+            Backend::H1(conn) => conn.body.policy.pause_threshold(),
             Backend::H2(stream) => stream.body.effective_threshold(),
         }
     }
@@ -222,8 +234,8 @@ impl<'c> Exchange<'c> {
     /// body, say) reads it here, after the last body read.
     pub fn trailers(&self) -> Option<&http::HeaderMap> {
         match &self.backend {
-            Backend::H1(conn) => conn.body.trailers.as_ref(),
-            Backend::H2(stream) => stream.body.trailers.as_ref(),
+            Backend::H1(conn) => conn.body.policy.trailers.as_ref(),
+            Backend::H2(stream) => stream.body.policy.trailers.as_ref(),
         }
     }
 
@@ -231,8 +243,8 @@ impl<'c> Exchange<'c> {
     /// peak read ahead of the handler.
     pub fn body_stats(&self) -> BodyStats {
         match &self.backend {
-            Backend::H1(conn) => conn.body.stats,
-            Backend::H2(stream) => stream.body.stats,
+            Backend::H1(conn) => conn.body.policy.stats,
+            Backend::H2(stream) => stream.body.policy.stats,
         }
     }
 
