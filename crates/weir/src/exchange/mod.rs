@@ -10,6 +10,7 @@
 use crate::error::Misuse;
 
 pub(crate) mod body;
+pub(crate) mod lifecycle;
 mod shared;
 
 pub(crate) use shared::Shared;

@@ -8,10 +8,10 @@
 
 use super::body::BodyState;
 use super::io::{Io, RateClock, Read};
-use super::response::ResponseState;
 use crate::error::Misuse;
 use crate::exchange::Exchange;
 use crate::exchange::Shared;
+use crate::exchange::lifecycle::ResponseLifecycle;
 use crate::handler::Handler;
 use crate::{DataRate, Error, zero_copy};
 use bytes::Buf;
@@ -22,6 +22,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use weir_proto::conn::{BodyLeft, Next, Persistence};
 use weir_proto::date::DateCache;
+use weir_proto::encode::ResponseFraming;
 use weir_proto::parse::HeadParser;
 use weir_proto::{ProtoError, RequestHead, encode};
 
@@ -39,7 +40,9 @@ pub(crate) struct Conn {
     parser: HeadParser,
     pub(crate) head: RequestHead,
     pub(crate) body: BodyState,
-    pub(crate) resp: ResponseState,
+    pub(crate) resp: ResponseLifecycle,
+    /// The framing chosen for the current response head.
+    pub(crate) resp_framing: ResponseFraming,
     pub(crate) persistence: Persistence,
     pub(crate) shared: Arc<Shared>,
     pub(super) date: DateCache,
@@ -115,7 +118,8 @@ impl Conn {
             io: Io::new(stream, config.read_buffer_size),
             parser: HeadParser::new(),
             body: BodyState::new(config),
-            resp: ResponseState::NotStarted,
+            resp: ResponseLifecycle::default(),
+            resp_framing: ResponseFraming::NoBody,
             persistence: Persistence::new(&head),
             head,
             date: DateCache::new(),
@@ -188,7 +192,7 @@ impl Conn {
     fn begin_exchange(&mut self) {
         self.body.begin(&self.head, &self.shared.config);
         self.io.write_clock = RateClock::default();
-        self.resp = ResponseState::NotStarted;
+        self.resp.reset();
         self.persistence = Persistence::new(&self.head);
     }
 
