@@ -226,13 +226,14 @@ mod tests {
     use super::*;
 
     fn config() -> Config {
-        let mut config = Config::default();
-        config.max_body_size = Some(100);
-        config.min_body_rate = Some(DataRate {
-            bytes_per_second: 10,
-            grace: Duration::from_secs(5),
-        });
-        config
+        Config {
+            max_body_size: Some(100),
+            min_body_rate: Some(DataRate {
+                bytes_per_second: 10,
+                grace: Duration::from_secs(5),
+            }),
+            ..Config::default()
+        }
     }
 
     #[test]

@@ -56,6 +56,10 @@ impl ResponseOut {
         }
     }
 
+    pub(crate) fn lifecycle(&self) -> &ResponseLifecycle {
+        &self.state
+    }
+
     pub(crate) fn is_started(&self) -> bool {
         self.state.is_started()
     }

@@ -16,13 +16,17 @@
 use super::body::BodyIn;
 use super::response::ResponseOut;
 use crate::error::Misuse;
-use crate::exchange::Shared;
+use crate::exchange::backend::Backend;
+use crate::exchange::body::BodyPolicy;
+use crate::exchange::lifecycle::ResponseLifecycle;
+use crate::exchange::{HeadFlags, Shared, poll_once};
 use crate::transport::PeerAddr;
 use crate::{Error, Request};
 use bytes::Bytes;
 use h2::server::SendResponse;
 use h2::{Reason, RecvStream};
 use http::{HeaderName, Method, StatusCode, Version};
+use std::fs::File;
 use std::sync::Arc;
 use std::time::Duration;
 use weir_proto::Framing;
@@ -144,7 +148,7 @@ impl H2Stream {
             cursor.position() as usize
         };
         self.resp.start_head(status)?;
-        let mut flags = crate::exchange::HeadFlags::default();
+        let mut flags = HeadFlags::default();
         let _ = self
             .resp
             .push_header(b"content-type", b"text/plain; charset=utf-8", &mut flags);
@@ -158,10 +162,124 @@ impl H2Stream {
         &mut self,
         status: StatusCode,
         len: Option<u64>,
-        flags: crate::exchange::HeadFlags,
+        flags: HeadFlags,
     ) -> Result<(), Error> {
         self.resp
             .finish_head(status, len, flags, &self.shared.config.server_header)
+    }
+}
+
+impl Backend for H2Stream {
+    fn request(&self) -> &Request {
+        &self.head
+    }
+
+    fn peer_addr(&self) -> PeerAddr {
+        self.peer
+    }
+
+    fn body_policy(&self) -> &BodyPolicy {
+        &self.body.policy
+    }
+
+    fn body_policy_mut(&mut self) -> &mut BodyPolicy {
+        &mut self.body.policy
+    }
+
+    fn response(&self) -> &ResponseLifecycle {
+        self.resp.lifecycle()
+    }
+
+    async fn read_body(&mut self, buf: &mut [u8]) -> Result<usize, Error> {
+        self.send_continue_if_expected()?;
+        self.body.read(buf).await
+    }
+
+    async fn wait_body(&mut self) -> Result<bool, Error> {
+        self.send_continue_if_expected()?;
+        self.body.wait().await
+    }
+
+    fn try_read_body(&mut self, buf: &mut [u8]) -> Option<Result<usize, Error>> {
+        if let Err(e) = self.send_continue_if_expected() {
+            return Some(Err(e));
+        }
+        poll_once(self.body.read(buf))
+    }
+
+    async fn read_body_chunk(&mut self) -> Result<Option<Bytes>, Error> {
+        self.send_continue_if_expected()?;
+        self.body.read_chunk().await
+    }
+
+    async fn body_to_file(&mut self, file: &mut File, limit: u64) -> Result<u64, Error> {
+        self.send_continue_if_expected()?;
+        self.body.write_to_file(file, limit).await
+    }
+
+    fn set_pause_threshold(&mut self, bytes: usize) {
+        self.body.set_pause_threshold(bytes);
+    }
+
+    fn pause_threshold(&self) -> usize {
+        self.body.effective_threshold()
+    }
+
+    fn is_body_complete(&self) -> bool {
+        self.body.is_done()
+    }
+
+    async fn send_informational(
+        &mut self,
+        status: StatusCode,
+        headers: &[(&str, &[u8])],
+    ) -> Result<(), Error> {
+        H2Stream::send_informational(self, status, headers)
+    }
+
+    fn start_head(&mut self, status: StatusCode) -> Result<usize, Error> {
+        self.resp.start_head(status).map(|()| 0)
+    }
+
+    fn push_header(
+        &mut self,
+        name: &[u8],
+        value: &[u8],
+        flags: &mut HeadFlags,
+    ) -> Result<(), Error> {
+        self.resp
+            .push_header(name, value, flags)
+            .map_err(|()| Error::invalid_response(Misuse::InvalidHeader))
+    }
+
+    fn abort_head(&mut self, _mark: usize) {
+        self.resp.abort_head();
+    }
+
+    fn finish_head(
+        &mut self,
+        status: StatusCode,
+        len: Option<u64>,
+        flags: HeadFlags,
+    ) -> Result<(), Error> {
+        H2Stream::finish_head(self, status, len, flags)
+    }
+
+    async fn write_body(&mut self, data: &[u8]) -> Result<(), Error> {
+        self.resp.write_body(data, &self.shared).await
+    }
+
+    fn finish_body(&mut self) -> Result<(), Error> {
+        self.resp.finish_body()
+    }
+
+    async fn flush_response(&mut self) -> Result<(), Error> {
+        // h2's connection task writes queued frames as soon as it can.
+        Ok(())
+    }
+
+    async fn send_file(&mut self, file: &File, offset: u64, len: u64) -> Result<(), Error> {
+        self.resp.send_file(file, offset, len, &self.shared).await
     }
 }
 

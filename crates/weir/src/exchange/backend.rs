@@ -1,0 +1,74 @@
+//! [`Backend`]: the narrow interface between [`Exchange`](crate::Exchange) and a protocol
+//! driver. Each driver implements it once (`h1::Conn`, `h2::H2Stream`); every `Exchange` method
+//! is one call on it.
+//!
+//! What the interface carries is the I/O: reading body bytes (into a buffer, as a chunk, to a
+//! file, waiting), writing a head, body bytes, a file, an informational response. What it does
+//! not carry are the rules: the body's limits, continue latch, broken state and counters are a
+//! [`BodyPolicy`] and the response's state is a [`ResponseLifecycle`], both shared by the
+//! drivers and reached through `body_policy` and `response`.
+//!
+//! The trait is used with static dispatch only (`Exchange` holds an enum of the two drivers),
+//! so its `async fn`s cost no boxing and no virtual call.
+
+use super::HeadFlags;
+use super::body::BodyPolicy;
+use super::lifecycle::ResponseLifecycle;
+use crate::transport::PeerAddr;
+use crate::{Error, Request};
+use bytes::Bytes;
+use http::StatusCode;
+use std::fs::File;
+
+/// One protocol's side of an exchange. The documentation of each operation, as a handler
+/// sees it, is on the `Exchange` method of the same name.
+pub(crate) trait Backend {
+    /// The request head.
+    fn request(&self) -> &Request;
+    fn peer_addr(&self) -> PeerAddr;
+    fn body_policy(&self) -> &BodyPolicy;
+    fn body_policy_mut(&mut self) -> &mut BodyPolicy;
+    fn response(&self) -> &ResponseLifecycle;
+
+    // ---- request body ----
+    async fn read_body(&mut self, buf: &mut [u8]) -> Result<usize, Error>;
+    async fn wait_body(&mut self) -> Result<bool, Error>;
+    fn try_read_body(&mut self, buf: &mut [u8]) -> Option<Result<usize, Error>>;
+    async fn read_body_chunk(&mut self) -> Result<Option<Bytes>, Error>;
+    async fn body_to_file(&mut self, file: &mut File, limit: u64) -> Result<u64, Error>;
+    /// Sets the pause threshold (the policy's, and whatever the protocol derives from it).
+    fn set_pause_threshold(&mut self, bytes: usize);
+    /// The read-ahead in force (HTTP/2: at most the stream window).
+    fn pause_threshold(&self) -> usize;
+    fn is_body_complete(&self) -> bool;
+
+    // ---- response ----
+    async fn send_informational(
+        &mut self,
+        status: StatusCode,
+        headers: &[(&str, &[u8])],
+    ) -> Result<(), Error>;
+    /// Starts a head; returns a mark for `abort_head` (HTTP/1.1: where it starts in the write
+    /// buffer).
+    fn start_head(&mut self, status: StatusCode) -> Result<usize, Error>;
+    fn push_header(
+        &mut self,
+        name: &[u8],
+        value: &[u8],
+        flags: &mut HeadFlags,
+    ) -> Result<(), Error>;
+    fn abort_head(&mut self, mark: usize);
+    /// Completes the head (HTTP/1.1: into the write buffer; HTTP/2: sends HEADERS).
+    fn finish_head(
+        &mut self,
+        status: StatusCode,
+        len: Option<u64>,
+        flags: HeadFlags,
+    ) -> Result<(), Error>;
+    async fn write_body(&mut self, data: &[u8]) -> Result<(), Error>;
+    fn finish_body(&mut self) -> Result<(), Error>;
+    /// Sends what is buffered (HTTP/2 has nothing to do: h2's connection task writes queued
+    /// frames as soon as it can).
+    async fn flush_response(&mut self) -> Result<(), Error>;
+    async fn send_file(&mut self, file: &File, offset: u64, len: u64) -> Result<(), Error>;
+}
