@@ -11,7 +11,6 @@
 //! The trait is used with static dispatch only (`Exchange` holds an enum of the two drivers),
 //! so its `async fn`s cost no boxing and no virtual call.
 
-use super::HeadFlags;
 use super::body::BodyPolicy;
 use super::lifecycle::ResponseLifecycle;
 use crate::transport::PeerAddr;
@@ -71,4 +70,24 @@ pub(crate) trait Backend {
     /// frames as soon as it can).
     async fn flush_response(&mut self) -> Result<(), Error>;
     async fn send_file(&mut self, file: &File, offset: u64, len: u64) -> Result<(), Error>;
+}
+
+/// Headers weir would add itself that the handler set instead.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct HeadFlags {
+    pub(crate) date: bool,
+    pub(crate) server: bool,
+}
+
+/// Polls `fut` once, with a waker that does nothing: its output if it is ready at once, `None`
+/// if it would wait (the future is dropped). Only for futures that may be dropped while pending
+/// without losing anything: body reads, whose socket reads and h2 polls take nothing unless
+/// they return it, and whose timers are re-armed by the next wait.
+pub(crate) fn poll_once<F: Future>(fut: F) -> Option<F::Output> {
+    let mut fut = std::pin::pin!(fut);
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    match fut.as_mut().poll(&mut cx) {
+        std::task::Poll::Ready(out) => Some(out),
+        std::task::Poll::Pending => None,
+    }
 }

@@ -27,14 +27,9 @@ pub(crate) mod body;
 pub(crate) mod lifecycle;
 mod shared;
 
+use backend::HeadFlags;
 pub(crate) use shared::Shared;
 
-/// Headers weir would add itself that the handler set instead.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct HeadFlags {
-    pub(crate) date: bool,
-    pub(crate) server: bool,
-}
 use crate::h1::Conn;
 use crate::h2::H2Stream;
 use crate::response::Response;
@@ -311,18 +306,5 @@ impl<'c> Exchange<'c> {
         len: u64,
     ) -> Result<(), Error> {
         on_backend!(self.send_file(file, offset, len).await)
-    }
-}
-
-/// Polls `fut` once, with a waker that does nothing: its output if it is ready at once, `None`
-/// if it would wait (the future is dropped). Only for futures that may be dropped while pending
-/// without losing anything: body reads, whose socket reads and h2 polls take nothing unless
-/// they return it, and whose timers are re-armed by the next wait.
-pub(crate) fn poll_once<F: Future>(fut: F) -> Option<F::Output> {
-    let mut fut = std::pin::pin!(fut);
-    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-    match fut.as_mut().poll(&mut cx) {
-        std::task::Poll::Ready(out) => Some(out),
-        std::task::Poll::Pending => None,
     }
 }

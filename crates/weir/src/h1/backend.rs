@@ -3,8 +3,7 @@
 
 use super::conn::Conn;
 use crate::error::Misuse;
-use crate::exchange::HeadFlags;
-use crate::exchange::backend::Backend;
+use crate::exchange::backend::{Backend, HeadFlags};
 use crate::exchange::body::BodyPolicy;
 use crate::exchange::lifecycle::ResponseLifecycle;
 use crate::transport::PeerAddr;

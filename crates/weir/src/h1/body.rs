@@ -15,59 +15,15 @@
 
 use super::conn::Conn;
 use super::io::{Io, Read};
-use crate::config::Config;
-use crate::exchange::body::{BodyPolicy, Broken};
+use crate::exchange::body::Broken;
 use crate::{Error, zero_copy};
 use bytes::{Buf, Bytes};
 use std::fs::File;
 use std::io::{self, Write};
 use tokio::time::Instant;
-use weir_proto::body::BodyDecoder;
-use weir_proto::{Framing, Limits, RequestHead};
 
 /// Bytes moved per `splice` call: the pipe's capacity (weir asks the kernel for 1 MiB pipes).
 const SPLICE_CHUNK: usize = 1024 * 1024;
-
-/// The body half of an exchange: the protocol-neutral policy, and what HTTP/1.1 adds (the
-/// framing decoder, the trailer section as received). Reset, not reallocated, for each request.
-#[derive(Debug)]
-pub(crate) struct BodyState {
-    pub(crate) decoder: BodyDecoder,
-    pub(crate) policy: BodyPolicy,
-    /// Reads at least this large go straight into the caller's buffer.
-    direct_read_min: usize,
-    /// The trailer section of a chunked body as received so far (checked and bounded by the
-    /// decoder: at most `Limits::max_trailers`). Empty, and unallocated, for bodies without
-    /// trailer fields.
-    trailer_raw: Vec<u8>,
-}
-
-impl BodyState {
-    pub(crate) fn new(config: &Config) -> Self {
-        Self {
-            decoder: BodyDecoder::Length(0),
-            policy: BodyPolicy::new(config),
-            direct_read_min: config.read_buffer_size,
-            trailer_raw: Vec::new(),
-        }
-    }
-
-    pub(crate) fn begin(&mut self, head: &RequestHead, config: &Config) {
-        let limits: &Limits = &config.limits;
-        self.decoder = BodyDecoder::new(head.framing(), limits);
-        let declared = match head.framing() {
-            Framing::Length(n) => Some(n),
-            Framing::Chunked => None,
-        };
-        self.policy.begin(
-            config,
-            declared,
-            head.expect_continue(),
-            self.decoder.is_done(),
-        );
-        self.trailer_raw.clear();
-    }
-}
 
 impl Conn {
     /// Checks limits and sends `100 Continue` before the first read.
@@ -181,7 +137,7 @@ impl Conn {
         if self.body.policy.continue_pending() {
             return None;
         }
-        crate::exchange::poll_once(self.read_body(dst))
+        crate::exchange::backend::poll_once(self.read_body(dst))
     }
 
     /// Reads the next piece of body payload as `Bytes` sharing the connection buffer (no copy).

@@ -6,7 +6,7 @@
 //! The states of `weir_proto::conn` map to this code: `read_head` (ReadingHead), the handler
 //! call (Exchange), `finish_exchange` (Finishing) and `close` (Closing).
 
-use super::body::BodyState;
+use super::body_state::BodyState;
 use super::io::{Io, RateClock, Read};
 use crate::error::Misuse;
 use crate::exchange::Exchange;

@@ -8,7 +8,7 @@
 
 use super::conn::Conn;
 use crate::error::Misuse;
-use crate::exchange::HeadFlags;
+use crate::exchange::backend::HeadFlags;
 use crate::exchange::lifecycle::{FileSend, Finish, Write};
 use crate::{Error, zero_copy};
 use http::{Method, StatusCode, Version};

@@ -18,9 +18,9 @@
 //! from h2's buffer (the kernel's copy into the page cache is the only one). There is no
 //! splice: the bytes have passed through user space to be de-framed (and decrypted, over TLS).
 
+use super::error::stream_error;
 use crate::config::Config;
 use crate::exchange::body::{BodyPolicy, Broken};
-use crate::h2::stream::stream_error;
 use crate::{Error, Request};
 use bytes::Bytes;
 use h2::RecvStream;

@@ -11,12 +11,12 @@
 //! into an owned buffer. The buffer is one `BytesMut` reused for the stream's life: once h2
 //! has written a piece and dropped it, the space is reclaimed.
 
+use super::error::stream_error;
 use crate::Error;
 use crate::error::Misuse;
-use crate::exchange::HeadFlags;
 use crate::exchange::Shared;
+use crate::exchange::backend::HeadFlags;
 use crate::exchange::lifecycle::{FileSend, Finish, ResponseLifecycle, Write};
-use crate::h2::stream::{is_connection_specific, stream_error};
 use bytes::{Bytes, BytesMut};
 use h2::server::SendResponse;
 use h2::{Reason, SendStream};
@@ -383,4 +383,13 @@ fn write_deadline(shared: &Shared, len: usize) -> Option<Instant> {
     let rate = shared.config.min_response_rate?;
     let needed = Duration::from_secs_f64(len as f64 / rate.bytes_per_second.max(1) as f64);
     Some(Instant::now() + needed.max(rate.grace))
+}
+
+/// Whether a response header is connection-specific, which HTTP/2 forbids (RFC 9113 §8.2.2):
+/// weir drops it rather than sending a malformed response.
+pub(crate) fn is_connection_specific(name: &HeaderName) -> bool {
+    matches!(
+        name.as_str(),
+        "connection" | "keep-alive" | "proxy-connection" | "transfer-encoding" | "upgrade"
+    )
 }

@@ -16,16 +16,16 @@
 use super::body::BodyIn;
 use super::response::ResponseOut;
 use crate::error::Misuse;
-use crate::exchange::backend::Backend;
+use crate::exchange::Shared;
+use crate::exchange::backend::{Backend, HeadFlags, poll_once};
 use crate::exchange::body::BodyPolicy;
 use crate::exchange::lifecycle::ResponseLifecycle;
-use crate::exchange::{HeadFlags, Shared, poll_once};
 use crate::transport::PeerAddr;
 use crate::{Error, Request};
 use bytes::Bytes;
 use h2::server::SendResponse;
 use h2::{Reason, RecvStream};
-use http::{HeaderName, Method, StatusCode, Version};
+use http::{Method, StatusCode, Version};
 use std::fs::File;
 use std::sync::Arc;
 use std::time::Duration;
@@ -330,31 +330,6 @@ pub(crate) fn fill_head(head: &mut Request, parts: &http::request::Parts, end_of
         (Some(n), false) => Framing::Length(n),
         (None, false) => Framing::Chunked,
     });
-}
-
-/// Whether a response header is connection-specific, which HTTP/2 forbids (RFC 9113 §8.2.2):
-/// weir drops it rather than sending a malformed response.
-pub(crate) fn is_connection_specific(name: &HeaderName) -> bool {
-    matches!(
-        name.as_str(),
-        "connection" | "keep-alive" | "proxy-connection" | "transfer-encoding" | "upgrade"
-    )
-}
-
-/// Maps an `h2` error on a stream to what a handler sees. The client resetting the stream, a
-/// GOAWAY or a broken connection are disconnects; a body that broke HTTP/2's rules (h2 reset
-/// the stream with PROTOCOL_ERROR, e.g. more data than its content-length) is a protocol error.
-pub(crate) fn stream_error(e: h2::Error) -> Error {
-    if e.is_io() {
-        return match e.into_io() {
-            Some(io) => Error::from_conn_io(io),
-            None => Error::disconnect(None),
-        };
-    }
-    if e.reason() == Some(Reason::PROTOCOL_ERROR) && !e.is_remote() && e.is_reset() {
-        return Error::protocol(weir_proto::ProtoError::InvalidContentLength);
-    }
-    Error::disconnect(Some(std::io::Error::other(e)))
 }
 
 #[cfg(test)]
