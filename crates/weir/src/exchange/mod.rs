@@ -93,8 +93,8 @@ impl<'c> Exchange<'c> {
     /// The request head: method, target, version, headers. Over HTTP/2 the version is
     /// `HTTP/2.0`, the target is `:path`, `:authority` is also given as `host` (unless the
     /// client sent one), and a body without `content-length` reports
-    /// [`Framing::Chunked`](crate::Framing::Chunked) (its length is unknown until the stream
-    /// ends).
+    /// [`Framing::Unknown`](crate::Framing::Unknown) (its length is known when the stream
+    /// ends); over HTTP/1.1 the framing is `Content-Length` or chunked.
     pub fn request(&self) -> &Request {
         on_backend!(&self.request())
     }

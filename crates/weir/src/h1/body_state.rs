@@ -37,7 +37,7 @@ impl BodyState {
         self.decoder = BodyDecoder::new(head.framing(), limits);
         let declared = match head.framing() {
             Framing::Length(n) => Some(n),
-            Framing::Chunked => None,
+            Framing::Chunked | Framing::Unknown => None,
         };
         self.policy.begin(
             config,

@@ -53,7 +53,7 @@ impl BodyIn {
             .is_some_and(|v| v.eq_ignore_ascii_case(b"100-continue"));
         let declared = match head.framing() {
             Framing::Length(n) => Some(n),
-            Framing::Chunked => None,
+            Framing::Chunked | Framing::Unknown => None,
         };
         let mut policy = BodyPolicy::new(config);
         policy.begin(config, declared, expects_continue, done);

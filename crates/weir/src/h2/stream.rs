@@ -303,8 +303,8 @@ async fn discard_rest(recv: &mut RecvStream) {
 
 /// Fills `head` from an HTTP/2 request: the target is the `:path` (or the authority for
 /// CONNECT), `:authority` becomes `host` when the client sent no `host`, and the body framing
-/// is its `content-length`, or "until the end of the stream" (reported as
-/// [`Framing::Chunked`]: length unknown), or empty when HEADERS ended the stream.
+/// is its `content-length`, or [`Framing::Unknown`] (until the end of the stream), or empty
+/// when HEADERS ended the stream.
 pub(crate) fn fill_head(head: &mut Request, parts: &http::request::Parts, end_of_stream: bool) {
     let uri = &parts.uri;
     let target = if parts.method == Method::CONNECT {
@@ -328,7 +328,7 @@ pub(crate) fn fill_head(head: &mut Request, parts: &http::request::Parts, end_of
     head.set_framing(match (length, end_of_stream) {
         (_, true) => Framing::Length(0),
         (Some(n), false) => Framing::Length(n),
-        (None, false) => Framing::Chunked,
+        (None, false) => Framing::Unknown,
     });
 }
 
@@ -370,7 +370,8 @@ mod tests {
                 .body(())
                 .unwrap()
         };
-        assert_eq!(head_of(req(), false).framing(), Framing::Chunked);
+        assert_eq!(head_of(req(), false).framing(), Framing::Unknown);
+        assert_eq!(head_of(req(), false).content_length(), None);
         assert_eq!(head_of(req(), true).framing(), Framing::Length(0));
     }
 }
