@@ -30,6 +30,8 @@ mod shared;
 use backend::HeadFlags;
 pub(crate) use shared::Shared;
 
+#[cfg(doc)]
+use crate::Config;
 use crate::h1::Conn;
 use crate::h2::H2Stream;
 use crate::response::Response;
