@@ -70,6 +70,38 @@ pub(crate) trait Backend {
     /// frames as soon as it can).
     async fn flush_response(&mut self) -> Result<(), Error>;
     async fn send_file(&mut self, file: &File, offset: u64, len: u64) -> Result<(), Error>;
+
+    /// Answers an error with a short plain-text response (`{status} {reason}: {error}`) when
+    /// the handler failed, or returned, without responding.
+    async fn write_error_response(
+        &mut self,
+        status: StatusCode,
+        error: &Error,
+    ) -> Result<(), Error> {
+        let reason = status.canonical_reason().unwrap_or("Error");
+        let mut body = [0u8; 128];
+        let len = {
+            use std::io::Write;
+            let mut cursor = std::io::Cursor::new(&mut body[..]);
+            let _ = writeln!(cursor, "{} {reason}: {error}", status.as_u16());
+            cursor.position() as usize
+        };
+        self.start_head(status)?;
+        let mut flags = HeadFlags::default();
+        let _ = self.push_header(b"content-type", b"text/plain; charset=utf-8", &mut flags);
+        self.finish_head(status, Some(len as u64), flags)?;
+        self.write_body(&body[..len]).await?;
+        self.finish_body()
+    }
+
+    /// After the handler returned: ends a body it left open, which completes a body of unknown
+    /// length and fails a short declared one (HTTP/1.1 then closes the connection, HTTP/2
+    /// resets the stream), so the client never takes a truncated response for a whole one.
+    fn complete_if_open(&mut self) {
+        if self.response().left_open() {
+            let _ = self.finish_body();
+        }
+    }
 }
 
 /// Headers weir would add itself that the handler set instead.

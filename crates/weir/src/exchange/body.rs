@@ -192,9 +192,11 @@ impl BodyPolicy {
         self.continue_pending
     }
 
-    /// Takes the `100 Continue` owed, if any: true once, then false.
-    pub(crate) fn take_continue(&mut self) -> bool {
-        std::mem::take(&mut self.continue_pending)
+    /// Takes the `100 Continue` owed, if any: true once, then false. Once a final response
+    /// has started (`responded`) the debt is dropped unpaid: the client must not be told to go
+    /// on after it has its answer.
+    pub(crate) fn take_continue(&mut self, responded: bool) -> bool {
+        std::mem::take(&mut self.continue_pending) && !responded
     }
 
     /// A `100 Continue` went out (sent by the driver before a read, or by the handler as an
@@ -264,14 +266,19 @@ mod tests {
         let mut p = BodyPolicy::new(&config());
         p.begin(&config(), Some(10), true, false);
         assert!(p.continue_pending());
-        assert!(p.take_continue());
-        assert!(!p.take_continue());
+        assert!(p.take_continue(false));
+        assert!(!p.take_continue(false));
         assert!(!p.continue_sent);
         p.note_continue_sent();
         assert!(p.continue_sent);
         p.begin(&config(), Some(0), true, true);
-        assert!(!p.take_continue());
+        assert!(!p.take_continue(false));
         assert!(!p.continue_sent);
+        // After a final response the debt is dropped unpaid.
+        p.begin(&config(), Some(10), true, false);
+        assert!(!p.take_continue(true));
+        assert!(!p.continue_pending());
+        assert!(!p.take_continue(false));
     }
 
     #[test]

@@ -29,8 +29,7 @@ impl Conn {
     /// Checks limits and sends `100 Continue` before the first read.
     async fn body_prologue(&mut self) -> Result<(), Error> {
         self.body.policy.check_start()?;
-        // After a final response the client must not be told to go on.
-        if self.body.policy.take_continue() && !self.resp.is_started() {
+        if self.body.policy.take_continue(self.resp.is_started()) {
             self.io
                 .wbuf
                 .extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");

@@ -11,6 +11,7 @@ use super::io::{Io, RateClock, Read};
 use crate::error::Misuse;
 use crate::exchange::Exchange;
 use crate::exchange::Shared;
+use crate::exchange::backend::Backend;
 use crate::exchange::lifecycle::ResponseLifecycle;
 use crate::handler::Handler;
 use crate::{DataRate, Error, zero_copy};
@@ -233,7 +234,7 @@ impl Conn {
                     return After::Abort;
                 }
             }
-            (Ok(()), true) => self.complete_response_if_open(),
+            (Ok(()), true) => Backend::complete_if_open(self),
         }
 
         let response_complete = self.resp.is_complete();

@@ -156,13 +156,6 @@ impl Conn {
         }
     }
 
-    /// After the handler returned: ends a body it left open (see `ResponseLifecycle::left_open`).
-    pub(crate) fn complete_response_if_open(&mut self) {
-        if self.resp.left_open() {
-            let _ = self.finish_body();
-        }
-    }
-
     /// The handler misused the response API: a wrong body length fails the response (the
     /// client must not take it for complete); other misuses only report.
     fn refuse(&mut self, misuse: Misuse) -> Error {
@@ -302,29 +295,6 @@ impl Conn {
                 Err(Error::from_conn_io(e))
             }
         }
-    }
-
-    /// Writes a complete short response for an error (`status`, reason as text).
-    pub(crate) async fn write_error_response(
-        &mut self,
-        status: StatusCode,
-        error: &Error,
-    ) -> Result<(), Error> {
-        let mark = self.start_head(status)?;
-        let mut flags = HeadFlags::default();
-        let _ = self.push_header(b"content-type", b"text/plain; charset=utf-8", &mut flags);
-        let reason = status.canonical_reason().unwrap_or("Error");
-        let mut body = [0u8; 128];
-        let len = {
-            use std::io::Write;
-            let mut cursor = std::io::Cursor::new(&mut body[..]);
-            let _ = writeln!(cursor, "{} {reason}: {error}", status.as_u16());
-            cursor.position() as usize
-        };
-        debug_assert!(mark <= self.io.wbuf.len());
-        self.finish_head(status, Some(len as u64), flags);
-        self.write_body(&body[..len]).await?;
-        self.finish_body()
     }
 
     fn fail_response(&mut self) {

@@ -267,14 +267,6 @@ impl ResponseOut {
         }
     }
 
-    /// After the handler returned: ends a body it left open (see
-    /// `ResponseLifecycle::left_open`).
-    pub(crate) fn complete_if_open(&mut self) {
-        if self.state.left_open() {
-            let _ = self.finish_body();
-        }
-    }
-
     /// The handler misused the response API: a wrong body length resets the stream (the
     /// client must not take the response for complete); other misuses only report.
     fn refuse(&mut self, misuse: Misuse) -> Error {

@@ -74,7 +74,7 @@ impl H2Stream {
     /// Sends `100 Continue` before the first body read if the client asked for it (and no
     /// response has started: then the client must not be told to go on).
     pub(crate) fn send_continue_if_expected(&mut self) -> Result<(), Error> {
-        if self.body.policy.take_continue() && !self.resp.is_started() {
+        if self.body.policy.take_continue(self.resp.is_started()) {
             self.resp.send_informational(StatusCode::CONTINUE, &[])?;
         }
         Ok(())
@@ -124,37 +124,13 @@ impl H2Stream {
                     .write_error_response(StatusCode::INTERNAL_SERVER_ERROR, &e)
                     .await;
             }
-            (Ok(()), true) => self.resp.complete_if_open(),
+            (Ok(()), true) => Backend::complete_if_open(self),
         }
         if let (true, Some(recv)) = (self.resp.is_complete(), self.body.unfinished()) {
             let _ = tokio::time::timeout(DISCARD_LIMIT, discard_rest(recv)).await;
         }
         // Dropping the request body now makes h2 tell the client to stop sending it:
         // RST_STREAM(NO_ERROR) after a complete response (RFC 9113 §8.1), CANCEL otherwise.
-    }
-
-    /// A short plain-text response for an error, as HTTP/1.1 sends.
-    async fn write_error_response(
-        &mut self,
-        status: StatusCode,
-        error: &Error,
-    ) -> Result<(), Error> {
-        let reason = status.canonical_reason().unwrap_or("Error");
-        let mut body = [0u8; 128];
-        let len = {
-            use std::io::Write;
-            let mut cursor = std::io::Cursor::new(&mut body[..]);
-            let _ = writeln!(cursor, "{} {reason}: {error}", status.as_u16());
-            cursor.position() as usize
-        };
-        self.resp.start_head(status)?;
-        let mut flags = HeadFlags::default();
-        let _ = self
-            .resp
-            .push_header(b"content-type", b"text/plain; charset=utf-8", &mut flags);
-        self.finish_head(status, Some(len as u64), flags)?;
-        self.resp.write_body(&body[..len], &self.shared).await?;
-        self.resp.finish_body()
     }
 
     /// Sends the response head (see `ResponseOut::finish_head`).
