@@ -18,9 +18,9 @@
 //! go to the socket from inside the handler's own calls; HTTP/2 body reads take frames that the
 //! connection's task has received, under the stream's flow-control window.
 //!
-//! This module's `Exchange` is the one place above the drivers that names both of them (the
-//! two variants of its enum), as `server.rs` does for the accept loops; its submodules name
-//! neither.
+//! The one import here that runs upward, knowingly: `Exchange` names both drivers (the two
+//! variants of its enum), because it holds a reference to one of them and static dispatch
+//! needs the type. The submodules, which the drivers use, name neither driver.
 
 pub(crate) mod backend;
 pub(crate) mod body;
@@ -44,7 +44,7 @@ use std::fs::File;
 
 /// A request being handled, and the means to answer it, over HTTP/1.1 or HTTP/2 alike.
 pub struct Exchange<'c> {
-    backend: Driver<'c>,
+    driver: Driver<'c>,
 }
 
 /// The protocol driver behind an exchange.
@@ -60,19 +60,19 @@ enum Driver<'c> {
 /// monomorphised for each driver.
 macro_rules! on_backend {
     ($self:ident . $method:ident ( $($arg:expr),* ) .await) => {
-        match &mut $self.backend {
+        match &mut $self.driver {
             Driver::H1(b) => backend::Backend::$method(&mut **b, $($arg),*).await,
             Driver::H2(b) => backend::Backend::$method(&mut **b, $($arg),*).await,
         }
     };
     ($self:ident . $method:ident ( $($arg:expr),* )) => {
-        match &mut $self.backend {
+        match &mut $self.driver {
             Driver::H1(b) => backend::Backend::$method(&mut **b, $($arg),*),
             Driver::H2(b) => backend::Backend::$method(&mut **b, $($arg),*),
         }
     };
     (& $self:ident . $method:ident ( $($arg:expr),* )) => {
-        match &$self.backend {
+        match &$self.driver {
             Driver::H1(b) => backend::Backend::$method(&**b, $($arg),*),
             Driver::H2(b) => backend::Backend::$method(&**b, $($arg),*),
         }
@@ -82,13 +82,13 @@ macro_rules! on_backend {
 impl<'c> Exchange<'c> {
     pub(crate) fn h1(conn: &'c mut Conn) -> Self {
         Self {
-            backend: Driver::H1(conn),
+            driver: Driver::H1(conn),
         }
     }
 
     pub(crate) fn h2(stream: &'c mut H2Stream) -> Self {
         Self {
-            backend: Driver::H2(stream),
+            driver: Driver::H2(stream),
         }
     }
 
