@@ -12,6 +12,9 @@
 //! input. It is strict: hex digits only (no `0x`, sign or spaces), no bare CR or LF, extensions
 //! checked against the RFC grammar and bounded in total size, trailer fields checked and
 //! bounded, and framing fields (`Content-Length`, `Transfer-Encoding`, ...) refused in trailers.
+//! The trailer section is not interpreted here: [`BodyDecoder::trailer_span`] says where its
+//! bytes were in the last input, for the I/O layer to keep them (bounded by
+//! [`Limits::max_trailers`]) and hand them to the handler.
 
 use crate::error::ProtoError;
 use crate::framing::{Framing, is_tchar};
@@ -37,11 +40,14 @@ pub enum BodyDecoder {
 }
 
 impl BodyDecoder {
-    /// A decoder for a body with the given framing.
+    /// A decoder for a body with the given framing. A body of [`Framing::Unknown`] length (which
+    /// HTTP/1.1 never gives a request) has no framing to remove: every byte is payload, and
+    /// its end is the end of the stream, which the caller sees.
     pub fn new(framing: Framing, limits: &Limits) -> Self {
         match framing {
             Framing::Length(n) => Self::Length(n),
             Framing::Chunked => Self::Chunked(ChunkedDecoder::new(limits)),
+            Framing::Unknown => Self::Length(u64::MAX),
         }
     }
 
@@ -85,6 +91,17 @@ impl BodyDecoder {
         match self {
             Self::Length(remaining) => *remaining == 0,
             Self::Chunked(chunked) => chunked.state == State::Done,
+        }
+    }
+
+    /// Where the trailer section (field lines and the final CRLF, already checked) lay in the
+    /// input of the last [`BodyDecoder::decode`], within its `framing`; empty when that call
+    /// consumed no trailer bytes. A trailer section may span several calls: the caller appends
+    /// each span to what it keeps.
+    pub fn trailer_span(&self) -> std::ops::Range<usize> {
+        match self {
+            Self::Length(_) => 0..0,
+            Self::Chunked(chunked) => chunked.last_trailer_span.clone(),
         }
     }
 
@@ -158,6 +175,8 @@ pub struct ChunkedDecoder {
     /// The current trailer name, lowercased, while it is short enough to be a forbidden one.
     trailer_name: [u8; 20],
     trailer_name_len: u8,
+    /// Trailer bytes in the input of the last `decode` (see [`BodyDecoder::trailer_span`]).
+    last_trailer_span: std::ops::Range<usize>,
 }
 
 /// Trailer fields that must not follow the body: they would change how the message is framed,
@@ -192,11 +211,14 @@ impl ChunkedDecoder {
             max_trailer_bytes: limits.max_trailers,
             trailer_name: [0; 20],
             trailer_name_len: 0,
+            last_trailer_span: 0..0,
         }
     }
 
     fn decode(&mut self, input: &[u8]) -> Result<Decoded, ProtoError> {
         let mut pos = 0;
+        let mut trailer_start = None;
+        self.last_trailer_span = 0..0;
         while pos < input.len() {
             match self.state {
                 State::Data { remaining } => {
@@ -206,11 +228,19 @@ impl ChunkedDecoder {
                     });
                 }
                 State::Done => break,
-                _ => {
+                state => {
+                    if trailer_start.is_none() && is_trailer_state(state) {
+                        trailer_start = Some(pos);
+                    }
                     self.step(input[pos])?;
                     pos += 1;
                 }
             }
+        }
+        // The trailer section is last in the body: it runs from its first byte to the end of
+        // what was consumed (the final CRLF included).
+        if let Some(start) = trailer_start {
+            self.last_trailer_span = start..pos;
         }
         Ok(Decoded {
             framing: pos,
@@ -369,6 +399,18 @@ impl ChunkedDecoder {
         let len = self.trailer_name_len as usize;
         len <= self.trailer_name.len() && FORBIDDEN_TRAILERS.contains(&&self.trailer_name[..len])
     }
+}
+
+/// States inside the trailer section, its final CRLF included.
+fn is_trailer_state(state: State) -> bool {
+    matches!(
+        state,
+        State::TrailerStart
+            | State::TrailerName
+            | State::TrailerValue
+            | State::TrailerLf
+            | State::FinalLf
+    )
 }
 
 /// `qdtext` of RFC 9110 §5.6.4.

@@ -166,6 +166,14 @@ impl<B> Hashed<B> {
         Ok((job, self.buf))
     }
 
+    /// The buffer just hashed. Its bytes are in the hash state already, so the holder of a
+    /// result that waits for the next bytes may release the buffer's memory meanwhile (a
+    /// stalled upload then holds only the hash state); `chain` and `attach` return the buffer
+    /// as it is left here.
+    pub fn buffer_mut(&mut self) -> &mut B {
+        &mut self.buf
+    }
+
     /// The upload offset this result has hashed up to.
     pub fn end(&self) -> u64 {
         self.end

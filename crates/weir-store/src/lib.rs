@@ -115,7 +115,10 @@ pub use fault::{Fault, FaultOp, HashGate};
 pub use hash_job::{HashJob, Hashed, Written};
 pub use list::{Entry, ListPage};
 pub use local::{FileMeta, LocalOptions, LocalStore};
-pub use path::{MAX_PATH_LEN, MAX_SEGMENT_LEN, PathError, RESERVED_PREFIX, StorePath};
+pub use path::{
+    MAX_PATH_LEN, MAX_SEGMENT_LEN, PathError, RESERVED_PREFIX, StorePath, is_invisible_or_bidi,
+    validate_name,
+};
 pub use quota::ENTRY_COST;
 pub use readers::StoredFile;
 pub use upload::{Committed, Upload, UploadOptions};

@@ -3,7 +3,12 @@
 //! "Parse, don't validate": a [`StorePath`] can only be made by [`StorePath::parse`], so every
 //! function that takes one knows it is a relative path of plain names, with nothing that could
 //! climb out of the root (`..`), mean something else to the OS (`\`, NUL, control characters),
-//! or collide with the store's own files (names starting with [`RESERVED_PREFIX`]).
+//! show as something it is not (bidirectional controls, zero-width and other invisible format
+//! characters: see [`is_invisible_or_bidi`]), or collide with the store's own files (names
+//! starting with [`RESERVED_PREFIX`]).
+//!
+//! These character classes are defined here once; everything else that judges a name (the
+//! multipart form's file names, `weir get`'s local file name) goes through [`validate_name`].
 //!
 //! The input is already percent-decoded by the caller: a `%2F` in a URL is a `/` here, and a
 //! `%00` is a NUL that is refused here. Symbolic links are a property of the filesystem, not of
@@ -43,6 +48,11 @@ pub enum PathError {
     Nul,
     /// The path contains a control character (C0, DEL or C1) other than NUL.
     ControlCharacter,
+    /// The path contains an invisible or bidirectional-control character (see
+    /// [`is_invisible_or_bidi`]): it would make the name display as something it is not.
+    InvisibleCharacter,
+    /// A name given to [`validate_name`] contains `/`: it is a path, not one name.
+    Separator,
     /// A segment starts with [`RESERVED_PREFIX`].
     Reserved,
     /// A segment is longer than [`MAX_SEGMENT_LEN`] bytes.
@@ -62,6 +72,11 @@ impl PathError {
             PathError::Backslash => "backslash in path",
             PathError::Nul => "NUL in path",
             PathError::ControlCharacter => "control character in path",
+            PathError::InvisibleCharacter => {
+                "invisible or bidirectional-control character in path (Unicode format characters \
+                 such as U+202E or U+200B, and line or paragraph separators, are refused)"
+            }
+            PathError::Separator => "'/' in a name",
             PathError::Reserved => "reserved name in path",
             PathError::SegmentTooLong => "path segment too long",
             PathError::TooLong => "path too long",
@@ -81,7 +96,7 @@ impl std::error::Error for PathError {}
 ///
 /// Invariants: non-empty, at most [`MAX_PATH_LEN`] bytes; every segment is non-empty, at most
 /// [`MAX_SEGMENT_LEN`] bytes, not `.` or `..`, does not start with [`RESERVED_PREFIX`]; no
-/// backslash, NUL or control character anywhere.
+/// backslash, NUL, control character or invisible/bidirectional-control character anywhere.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct StorePath(String);
 
@@ -141,6 +156,16 @@ impl AsRef<str> for StorePath {
     }
 }
 
+/// Checks one name (a single path segment, no `/`) by the rules of [`StorePath`]. For callers
+/// outside the store that must judge a name the same way: `weir get` naming a local file after
+/// a URL, for instance.
+pub fn validate_name(name: &str) -> Result<(), PathError> {
+    if name.contains('/') {
+        return Err(PathError::Separator);
+    }
+    validate_segment(name)
+}
+
 /// Checks one name. Also used by listings, to hide names that exist on disk (made by someone
 /// else) but could never be addressed through a [`StorePath`].
 pub(crate) fn validate_segment(segment: &str) -> Result<(), PathError> {
@@ -160,6 +185,7 @@ pub(crate) fn validate_segment(segment: &str) -> Result<(), PathError> {
             // Covers C0 (0x00-0x1F), DEL (0x7F) and C1 (0x80-0x9F): none has a use in a file
             // name, and all of them can fool a terminal or a log reader.
             c if c.is_control() => return Err(PathError::ControlCharacter),
+            c if is_invisible_or_bidi(c) => return Err(PathError::InvisibleCharacter),
             _ => {}
         }
     }
@@ -167,6 +193,44 @@ pub(crate) fn validate_segment(segment: &str) -> Result<(), PathError> {
         return Err(PathError::Reserved);
     }
     Ok(())
+}
+
+/// Whether `c` is a character that changes how a name is displayed without being seen: every
+/// Unicode format character (general category `Cf`, Unicode 15.1) and the line and paragraph
+/// separators (`Zl`, `Zp`). Among them: the bidirectional embeddings, overrides and isolates
+/// (U+202A–U+202E, U+2066–U+2069: `evil\u{202E}txt.exe` displays as `evilexe.txt`), the
+/// Arabic letter mark (U+061C), the zero-width space, joiners and directional marks
+/// (U+200B–U+200F), the byte order mark (U+FEFF), soft hyphen, word joiner and invisible
+/// operators, interlinear annotation controls and tag characters.
+///
+/// All `Cf` are refused, not only the bidirectional ones: each is invisible, so two names that
+/// look the same could name different files. The price: names that need U+200C/U+200D (ZWNJ in
+/// Persian words, ZWJ in emoji sequences) are refused too.
+pub fn is_invisible_or_bidi(c: char) -> bool {
+    matches!(
+        c,
+        '\u{00AD}'
+            | '\u{0600}'..='\u{0605}'
+            | '\u{061C}'
+            | '\u{06DD}'
+            | '\u{070F}'
+            | '\u{0890}'..='\u{0891}'
+            | '\u{08E2}'
+            | '\u{180E}'
+            | '\u{200B}'..='\u{200F}'
+            | '\u{2028}'..='\u{202E}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{2066}'..='\u{206F}'
+            | '\u{FEFF}'
+            | '\u{FFF9}'..='\u{FFFB}'
+            | '\u{110BD}'
+            | '\u{110CD}'
+            | '\u{13430}'..='\u{1343F}'
+            | '\u{1BCA0}'..='\u{1BCA3}'
+            | '\u{1D173}'..='\u{1D17A}'
+            | '\u{E0001}'
+            | '\u{E0020}'..='\u{E007F}'
+    )
 }
 
 /// Whether a name belongs to the store itself (see [`RESERVED_PREFIX`]).
@@ -231,6 +295,18 @@ mod tests {
             ("\x1b[31mred", ControlCharacter),
             ("a\x7fb", ControlCharacter),
             ("a\u{85}b", ControlCharacter),
+            ("evil\u{202E}txt.exe", InvisibleCharacter),
+            ("a\u{202A}b", InvisibleCharacter),
+            ("a\u{2066}b", InvisibleCharacter),
+            ("a\u{2069}", InvisibleCharacter),
+            ("\u{200B}", InvisibleCharacter),
+            ("a\u{200F}b", InvisibleCharacter),
+            ("dir/a\u{2028}b", InvisibleCharacter),
+            ("a\u{2029}b", InvisibleCharacter),
+            ("\u{FEFF}name", InvisibleCharacter),
+            ("a\u{061C}b", InvisibleCharacter),
+            ("soft\u{00AD}hyphen", InvisibleCharacter),
+            ("tag\u{E0041}", InvisibleCharacter),
             (".weir-upload-1-2.tmp", Reserved),
             ("dir/.weir-upload-1-2.tmp", Reserved),
             (".weir-lock", Reserved),
@@ -243,6 +319,31 @@ mod tests {
         for (input, want) in cases {
             assert_eq!(StorePath::parse(input), Err(*want), "{input:?}");
         }
+    }
+
+    #[test]
+    fn invisible_characters_are_exactly_the_listed_ones() {
+        // Neighbours of each range are visible characters and stay accepted.
+        for c in [
+            '\u{00AC}', '\u{00AE}', '\u{200A}', '\u{2010}', '\u{2027}', '\u{202F}',
+        ] {
+            assert!(!is_invisible_or_bidi(c), "{c:?}");
+            assert!(StorePath::parse(&format!("a{c}b")).is_ok(), "{c:?}");
+        }
+        let bidi = ('\u{202A}'..='\u{202E}').chain('\u{2066}'..='\u{2069}');
+        let zero_width = '\u{200B}'..='\u{200F}';
+        for c in bidi
+            .chain(zero_width)
+            .chain(['\u{2028}', '\u{2029}', '\u{FEFF}', '\u{061C}'])
+        {
+            assert!(is_invisible_or_bidi(c), "{c:?}");
+        }
+        assert_eq!(validate_name("a/b"), Err(PathError::Separator));
+        assert_eq!(
+            validate_name("a\u{202E}"),
+            Err(PathError::InvisibleCharacter)
+        );
+        assert_eq!(validate_name("ok.txt"), Ok(()));
     }
 
     #[test]

@@ -260,6 +260,30 @@ impl Upload {
         self.hash.attach(hashed).map_err(|e| self.discard(e))
     }
 
+    /// Adds digests to verify at commit that became known after [`begin`](crate::LocalStore::begin):
+    /// a `Content-Digest` sent as a trailer, after the body. A member given here replaces the
+    /// same algorithm's member given at begin. An algorithm the upload was not computing while
+    /// the bytes were written (`sha-512` when only `sha-256` was, or any after an external
+    /// write) is computed at commit by reading the file back: the check is never skipped.
+    pub fn expect_digest(&mut self, digest: ContentDigest) -> Result<(), StoreError> {
+        self.ensure_open()?;
+        let new_sha256 = digest.sha256.is_some() && !self.want_sha256;
+        let new_sha512 = digest.sha512.is_some() && !self.want_sha512;
+        if digest.sha256.is_some() {
+            self.expected_digest.sha256 = digest.sha256;
+        }
+        if digest.sha512.is_some() {
+            self.expected_digest.sha512 = digest.sha512;
+        }
+        if new_sha256 || new_sha512 {
+            self.want_sha256 |= new_sha256;
+            self.want_sha512 |= new_sha512;
+            // The hashers that saw the bytes lack an algorithm: commit reads the file back.
+            self.hash.external();
+        }
+        Ok(())
+    }
+
     /// Asks the store's writeback thread to start on what was written since the last request,
     /// every `early_writeback` bytes (`writeback.rs`). No system call here but a `dup` per
     /// request (one per 16 MiB by default).

@@ -123,9 +123,9 @@ fn check(algorithm: &str, got: &[u8], want: &[u8]) -> Result<(), ClientError> {
 fn url_file_name(url: &Url) -> Result<String, ClientError> {
     let last = url.path().rsplit('/').next().unwrap_or("");
     let name = crate::serve::percent_decode(last).unwrap_or_default();
-    let usable =
-        !name.is_empty() && name != "." && name != ".." && !name.contains(['/', '\\', '\0']);
-    if usable {
+    // The store's own rules for a name: a file the server could serve under this name is one
+    // this client is willing to create (no `..`, separator, control or invisible character).
+    if weir_store::validate_name(&name).is_ok() {
         Ok(name)
     } else {
         Err(ClientError::new(format!(

@@ -6,6 +6,10 @@
 //! then the digests are compared with `subtle`'s constant-time equality. The service answers
 //! 401 before reading any of the body (and so never sends `100 Continue` to an unauthorised
 //! upload).
+//!
+//! `Authorization` is a singleton field (RFC 9110 §11.6.2): a request with two is refused with
+//! 400 ([`authorization`]) rather than judged by one of them, so that weir and any proxy in front
+//! of it cannot disagree about which credential a request carried.
 
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
@@ -54,6 +58,17 @@ impl Auth {
         let presented: [u8; 32] = Sha256::digest(presented).into();
         presented.ct_eq(expected).into()
     }
+}
+
+/// The request's one `Authorization` field value, if any; an error (answer 400) when it has
+/// several.
+pub fn authorization(request: &weir::Request) -> Result<Option<&[u8]>, &'static str> {
+    let mut values = request.header_all("authorization");
+    let first = values.next();
+    if values.next().is_some() {
+        return Err("more than one Authorization field");
+    }
+    Ok(first)
 }
 
 /// The token of a `Bearer` credential (scheme case-insensitive, RFC 6750 §2.1).

@@ -64,6 +64,27 @@ pub(crate) struct PooledBuffer {
     pool: Arc<Shared>,
 }
 
+impl PooledBuffer {
+    /// Gives the memory back to the pool now; the buffer is empty from then on (it derefs to
+    /// `&[]`), and dropping it does nothing more. For a holder that must keep the value (a
+    /// hash result waiting for its next bytes) but not the memory.
+    pub(crate) fn release(&mut self) {
+        if let Some(buf) = self.buf.take() {
+            if let Ok(mut idle) = self.pool.idle.lock() {
+                if idle.len() < KEEP_IDLE {
+                    idle.push(buf);
+                }
+            }
+            self.pool.lent.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether [`PooledBuffer::release`] gave the memory back.
+    pub(crate) fn is_released(&self) -> bool {
+        self.buf.is_none()
+    }
+}
+
 impl AsRef<[u8]> for PooledBuffer {
     fn as_ref(&self) -> &[u8] {
         self
@@ -85,12 +106,7 @@ impl DerefMut for PooledBuffer {
 
 impl Drop for PooledBuffer {
     fn drop(&mut self) {
-        if let (Some(buf), Ok(mut idle)) = (self.buf.take(), self.pool.idle.lock()) {
-            if idle.len() < KEEP_IDLE {
-                idle.push(buf);
-            }
-        }
-        self.pool.lent.fetch_sub(1, Ordering::Relaxed);
+        self.release();
     }
 }
 
@@ -115,5 +131,18 @@ mod tests {
         drop(b);
         assert_eq!(pool.idle(), KEEP_IDLE);
         assert_eq!(pool.lent(), 0);
+    }
+
+    #[test]
+    fn a_released_buffer_is_back_in_the_pool_before_it_is_dropped() {
+        let pool = BufferPool::default();
+        let mut a = pool.take();
+        assert!(!a.is_released());
+        a.release();
+        assert!(a.is_released());
+        assert_eq!((pool.lent(), pool.idle(), a.len()), (0, 1, 0));
+        a.release();
+        drop(a);
+        assert_eq!((pool.lent(), pool.idle()), (0, 1));
     }
 }

@@ -16,7 +16,9 @@
 //!   for the task. When the state went back to the task after every buffer, the hashing
 //!   thread was busy only 65–80 % of the body's time (per-thread CPU time, 700 MiB uploads).
 //! - A lane holds at most [`LANE_BUFFERS`] buffers (queued, being hashed, or being filled): the
-//!   task waits for a free one when the thread is behind, so memory stays bounded.
+//!   task waits for a free one when the thread is behind, so memory stays bounded. While the
+//!   task waits for its client ([`LaneHandle::release_idle`]) hashed buffers go back to the
+//!   pool instead: a stalled upload holds none once its last bytes are hashed.
 //! - A lane starts only on an idle thread (a rendezvous channel). With every thread busy with
 //!   other uploads, [`HashPool::start`] hands the job back, the task hashes that buffer inline
 //!   and tries again with the next: the cores are busy anyway.
@@ -33,7 +35,7 @@
 //! blocking pool grows a thread per concurrent upload (up to 512), where this pool stays at one
 //! thread per core and the task hashes inline when all are busy.
 
-use super::buffers::PooledBuffer;
+use super::buffers::{BufferPool, PooledBuffer};
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
@@ -128,6 +130,11 @@ fn run_lane(lane: &Lane, job: Job) -> Option<Done> {
                 if state.closed {
                     break None;
                 }
+                if state.release_idle && !done.buffer_mut().is_released() {
+                    // The task waits for its client: keep the hash state, not the memory.
+                    done.buffer_mut().release();
+                    state.owned -= 1;
+                }
                 state = lane.more.wait(state).unwrap_or_else(|e| e.into_inner());
             }
         };
@@ -167,6 +174,12 @@ struct LaneState {
     queued: VecDeque<Written<PooledBuffer>>,
     /// Hashed buffers, for the task to fill again.
     free: Vec<PooledBuffer>,
+    /// Buffers of this lane: in the task's hands, queued, being hashed or free. At most
+    /// [`LANE_BUFFERS`].
+    owned: usize,
+    /// The task waits for its client: a hashed buffer goes back to the pool rather than wait
+    /// in `free` (see [`LaneHandle::release_idle`]).
+    release_idle: bool,
     /// The task wrote its last buffer.
     closed: bool,
     /// The task went away: stop at once.
@@ -191,11 +204,22 @@ impl Lane {
     }
 
     fn give_back(&self, buf: PooledBuffer) {
+        let mut released = None;
         let waker = {
             let mut state = self.lock();
-            state.free.push(buf);
+            if buf.is_released() {
+                // Released while the task waited (and counted then): nothing to fill.
+                released = Some(buf);
+            } else if state.release_idle {
+                state.owned -= 1;
+                released = Some(buf);
+            } else {
+                state.free.push(buf);
+            }
             state.waker.take()
         };
+        // Back to the pool outside the lane's lock (the pool has its own).
+        drop(released);
         // Woken outside the lock.
         if let Some(w) = waker {
             w.wake();
@@ -228,6 +252,8 @@ impl LaneHandle {
             state: Mutex::new(LaneState {
                 queued: VecDeque::with_capacity(LANE_BUFFERS),
                 free: Vec::with_capacity(LANE_BUFFERS),
+                owned: 0,
+                release_idle: false,
                 closed: false,
                 abandoned: false,
                 outcome: Outcome::Running,
@@ -243,9 +269,53 @@ impl LaneHandle {
         self.0.more.notify_one();
     }
 
-    /// A hashed buffer, if one is free now.
-    pub(crate) fn try_free(&self) -> Option<PooledBuffer> {
-        self.0.lock().free.pop()
+    /// A buffer to fill: a hashed one, or a new one from `pool` while the lane holds fewer than
+    /// [`LANE_BUFFERS`]; `None` when all are in use (then wait with [`LaneHandle::free`]).
+    pub(crate) fn try_buffer(&self, pool: &BufferPool) -> Option<PooledBuffer> {
+        let mut state = self.0.lock();
+        if let Some(buf) = state.free.pop() {
+            return Some(buf);
+        }
+        if state.owned < LANE_BUFFERS {
+            state.owned += 1;
+            drop(state);
+            return Some(pool.take());
+        }
+        None
+    }
+
+    /// A buffer of this lane that the task did not fill after all: back to the pool.
+    pub(crate) fn discard(&self, buf: PooledBuffer) {
+        self.0.lock().owned -= 1;
+        drop(buf);
+    }
+
+    /// The task is about to wait for its client, for as long as the client likes: the lane's
+    /// hashed buffers go back to the pool now, and those still being hashed as soon as they
+    /// are, until [`LaneHandle::keep_idle`]. So a stalled upload holds no upload buffer once its
+    /// last bytes are hashed.
+    pub(crate) fn release_idle(&self) {
+        {
+            let mut state = self.0.lock();
+            state.release_idle = true;
+            state.owned -= state.free.len();
+            // Back to the pool in place: the free list keeps its capacity (no allocation when
+            // it fills again).
+            state.free.clear();
+        }
+        // The thread, if it waits for the next buffer, releases the one it last hashed.
+        self.0.more.notify_one();
+    }
+
+    /// The task has bytes to move again: hashed buffers wait in the lane to be filled again.
+    pub(crate) fn keep_idle(&self) {
+        self.0.lock().release_idle = false;
+    }
+
+    /// Buffers of this lane (in the task's hands, queued, being hashed or free).
+    #[cfg(test)]
+    pub(crate) fn owned(&self) -> usize {
+        self.0.lock().owned
     }
 
     /// Waits for a hashed buffer; `None` if the lane was lost.
@@ -351,9 +421,8 @@ mod tests {
         let mut started = false;
         rt().block_on(async {
             for i in 0..20u8 {
-                let mut buf = match lane.try_free() {
+                let mut buf = match lane.try_buffer(&buffers) {
                     Some(b) => b,
-                    None if buffers.lent() < LANE_BUFFERS => buffers.take(),
                     None => lane.free().await.expect("not lost"),
                 };
                 buf[..5].copy_from_slice(&[i; 5]);
@@ -379,6 +448,52 @@ mod tests {
         assert_eq!(up.commit().unwrap().sha256, Some(sha));
         drop(lane);
         assert_eq!(buffers.lent(), 0);
+    }
+
+    #[test]
+    fn an_idle_lane_gives_its_buffers_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LocalStore::open(dir.path(), LocalOptions::default()).unwrap();
+        let buffers = BufferPool::default();
+        let pool = HashPool::new(1);
+        let path = StorePath::parse("f").unwrap();
+        let mut up = store.begin(&path, UploadOptions::default()).unwrap();
+        let lane = LaneHandle::new();
+        rt().block_on(async {
+            let mut job = {
+                let buf = lane.try_buffer(&buffers).unwrap();
+                let written = up.write_owned(buf, 7).unwrap();
+                up.hash_job(written).unwrap()
+            };
+            while let Err(j) = pool.start(job, &lane) {
+                job = j;
+                std::thread::yield_now();
+            }
+            let second = lane.try_buffer(&buffers).unwrap();
+            lane.push(up.write_owned(second, 7).unwrap());
+            // The task waits for its client: what the thread hashes goes back to the pool.
+            lane.release_idle();
+            wait_until(|| lane.owned() == 0);
+            assert_eq!(buffers.lent(), 0);
+            lane.keep_idle();
+            let third = lane.try_buffer(&buffers).unwrap();
+            assert_eq!((lane.owned(), buffers.lent()), (1, 1));
+            lane.discard(third);
+            assert_eq!((lane.owned(), buffers.lent()), (0, 0));
+            let done = lane.finish().await.expect("not lost");
+            drop(up.attach(done).unwrap());
+        });
+        assert!(up.commit().is_ok());
+    }
+
+    fn wait_until(mut cond: impl FnMut() -> bool) {
+        for _ in 0..10_000 {
+            if cond() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        panic!("condition not reached in 10 s");
     }
 
     #[test]

@@ -167,6 +167,10 @@ impl Parser {
     ) -> Result<(usize, Option<Event<'a>>), MultipartError> {
         let mut slots = [httparse::EMPTY_HEADER; 16];
         match httparse::parse_headers(input, &mut slots) {
+            // Whether the head came in one read or in many, the limit is the same: its length.
+            Ok(httparse::Status::Complete((len, _))) if len > MAX_PART_HEAD => {
+                Err(MultipartError("multipart part headers too large"))
+            }
             Ok(httparse::Status::Complete((len, headers))) => {
                 let mut head = PartHead::default();
                 for h in headers {
@@ -259,17 +263,15 @@ fn content_disposition(value: &str) -> Result<PartHead, MultipartError> {
     Ok(head)
 }
 
-/// Splits at `;` outside quoted strings.
+/// Splits at `;` outside quoted strings. A quoted string ends at the next `"`: there is no
+/// quoted-pair escape in form-data parameters (see [`param`]).
 fn split_params(value: &str) -> impl Iterator<Item = &str> {
     let mut rest = Some(value);
     std::iter::from_fn(move || {
         let s = rest?;
         let mut quoted = false;
-        let mut escaped = false;
         for (i, c) in s.char_indices() {
             match c {
-                _ if escaped => escaped = false,
-                '\\' if quoted => escaped = true,
                 '"' => quoted = !quoted,
                 ';' if !quoted => {
                     rest = Some(&s[i + 1..]);
@@ -283,26 +285,22 @@ fn split_params(value: &str) -> impl Iterator<Item = &str> {
     })
 }
 
-/// `key=value` or `key="quoted \" value"`, unquoted.
+/// `key=value` or `key="quoted value"`, unquoted the way browsers quote: the WHATWG HTML
+/// standard's form-data encoding writes `"` as `%22`, LF as `%0A` and CR as `%0D`, and leaves
+/// every other byte alone, backslashes included (`filename="C:\x\y.txt"` from an old browser
+/// sending a full path). So a backslash is a plain character here, never an escape (reading it
+/// as RFC 9110's quoted-pair would silently turn that name into `C:xy.txt`; kept, it reaches
+/// `StorePath` and is refused with a 400), and exactly those three escapes are decoded (the
+/// Fetch standard's "parse a multipart/form-data name").
 fn param(p: &str) -> Option<(&str, String)> {
     let (key, value) = p.split_once('=')?;
     let key = key.trim();
     let value = value.trim();
     let value = match value.strip_prefix('"').and_then(|v| v.strip_suffix('"')) {
-        Some(inner) => {
-            let mut out = String::with_capacity(inner.len());
-            let mut chars = inner.chars();
-            while let Some(c) = chars.next() {
-                if c == '\\' {
-                    if let Some(next) = chars.next() {
-                        out.push(next);
-                    }
-                } else {
-                    out.push(c);
-                }
-            }
-            out
-        }
+        Some(inner) => inner
+            .replace("%22", "\"")
+            .replace("%0A", "\n")
+            .replace("%0D", "\r"),
         None => value.to_owned(),
     };
     Some((key, value))
@@ -358,7 +356,7 @@ mod tests {
     const BODY: &[u8] = b"preamble\r\n--XyZ\r\n\
 Content-Disposition: form-data; name=\"note\"\r\n\r\n\
 hello\r\n--XyZ\r\n\
-Content-Disposition: form-data; name=\"file\"; filename=\"a \\\"b\\\".bin\"\r\n\
+Content-Disposition: form-data; name=\"file\"; filename=\"a %22b%22.bin\"\r\n\
 Content-Type: application/octet-stream\r\n\r\n\
 \r\n--XyNOT a delimiter\r\n-\r\n--XyZ  \r\n\
 Content-Disposition: form-data; name=\"f2\"; filename=\"x.txt\"; filename*=UTF-8''%C3%A9.txt\r\n\r\n\
@@ -417,6 +415,46 @@ Content-Disposition: form-data; name=\"f2\"; filename=\"x.txt\"; filename*=UTF-8
             parse_all("b", &huge, 1000),
             Err(MultipartError("multipart part headers too large"))
         );
+    }
+
+    #[test]
+    fn backslash_is_a_plain_character_in_file_names() {
+        // What a browser sends for a full Windows path: the backslashes as they are.
+        let head = content_disposition(r#"form-data; name="f"; filename="C:\x\y.txt""#).unwrap();
+        assert_eq!(head.filename.as_deref(), Some(r"C:\x\y.txt"));
+        // A trailing backslash does not escape the closing quote; `;` after it splits.
+        let head = content_disposition(r#"form-data; filename="a\"; name="n""#).unwrap();
+        assert_eq!(head.filename.as_deref(), Some(r"a\"));
+        assert_eq!(head.name.as_deref(), Some("n"));
+        // Exactly the three escapes browsers write are decoded.
+        let head = content_disposition(r#"form-data; filename="q%22%0A%0D%41.txt""#).unwrap();
+        assert_eq!(head.filename.as_deref(), Some("q\"\n\r%41.txt"));
+    }
+
+    #[test]
+    fn part_head_limit_holds_at_any_split() {
+        let part = |value_len: usize| {
+            let mut body = b"--b\r\nContent-Disposition: form-data; name=\"f\"\r\nX: ".to_vec();
+            body.extend(std::iter::repeat_n(b'a', value_len));
+            body.extend_from_slice(b"\r\n\r\nx\r\n--b--");
+            body
+        };
+        // The head (after the delimiter line) of `part(n)` is this much longer than `n`.
+        let overhead = "Content-Disposition: form-data; name=\"f\"\r\nX: \r\n\r\n".len();
+        let fits = part(MAX_PART_HEAD - overhead);
+        let over = part(MAX_PART_HEAD - overhead + 1);
+        for piece in [1, 100, 4096, MAX_PART_HEAD - 1, MAX_PART_HEAD, 1 << 20] {
+            assert_eq!(
+                parse_all("b", &fits, piece).unwrap().len(),
+                1,
+                "piece {piece}"
+            );
+            assert_eq!(
+                parse_all("b", &over, piece),
+                Err(MultipartError("multipart part headers too large")),
+                "piece {piece}"
+            );
+        }
     }
 
     #[test]

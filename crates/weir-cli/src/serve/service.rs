@@ -9,9 +9,10 @@
 //! | `GET /files/` or `/files/{dir}/` | JSON listing |
 //! | `DELETE /files/{path}` | `204`, `404` if absent, `412` if a precondition fails |
 //!
-//! Order of checks for every `/files/` request: method (405), token (401), path (400), then
-//! the route's own (size 413, preconditions 412: `preconditions.rs`); all of them before any
-//! of the body is read, so a refused upload costs the client nothing but its
+//! Order of checks for every `/files/` request: method (405), one `Authorization` field at most
+//! (400), token (401), path (400), then the route's own (size 413, preconditions 412:
+//! `preconditions.rs`); all of them before any of the body is read, so a refused upload costs
+//! the client nothing but its
 //! head (weir sends no `100 Continue` for it).
 //!
 //! File I/O (writes, fsync, open) is synchronous std code on the connection's task:
@@ -108,12 +109,11 @@ impl Handler for Service {
             Method::PUT | Method::POST | Method::DELETE => true,
             _ => return method_not_allowed(ex, "GET, HEAD, PUT, POST, DELETE").await,
         };
-        if self.options.auth.required(write)
-            && !self
-                .options
-                .auth
-                .accepts(ex.request().header("authorization"))
-        {
+        let authorization = match super::auth::authorization(ex.request()) {
+            Ok(a) => a,
+            Err(message) => return reply::error(ex, StatusCode::BAD_REQUEST, message, &[]).await,
+        };
+        if self.options.auth.required(write) && !self.options.auth.accepts(authorization) {
             return reply::error(
                 ex,
                 StatusCode::UNAUTHORIZED,

@@ -21,12 +21,17 @@
 //!   read. No allocation per read; per pipelined upload, one lane (buffers come from the pool).
 //!   The answer's `hashing` says how many bytes were hashed `inline` and `pipelined`.
 //!
+//! A `Content-Digest` may also come as a trailer, after the body (`Exchange::trailers`): it is
+//! verified at commit like one in the head. Announced in the head (`Trailer: content-digest`),
+//! it makes the body take the hashed path even with `--no-hash`; unannounced on the splice
+//! path, the store reads the file back to check it. Either way a mismatch is a 400 and nothing
+//! is stored.
+//!
 //! Any failure drops the `Upload`, which removes its temporary file: a client that disconnects,
 //! a body that is too large, a digest that does not match, a full disk all leave the target as
 //! it was.
 
-use super::buffers::PooledBuffer;
-use super::hasher::{LANE_BUFFERS, LaneHandle};
+use super::hasher::LaneHandle;
 use super::preconditions;
 use super::reply::{self, hex};
 use super::service::Service;
@@ -69,14 +74,20 @@ pub(super) async fn put(
         return preconditions::failed(ex).await;
     }
     let verify = !expected_digest.is_empty();
-    let data_path =
-        if !svc.options.hash && !verify && (declared.is_some() || !svc.options.limited_storage) {
-            DataPath::Splice
-        } else {
-            DataPath::Hashed
-        };
+    // A digest announced to follow the body is checked like one in the head: hash while
+    // receiving, rather than splice and read the file back at commit.
+    let trailer_announced = announces_digest_trailer(ex);
+    let data_path = if !svc.options.hash
+        && !verify
+        && !trailer_announced
+        && (declared.is_some() || !svc.options.limited_storage)
+    {
+        DataPath::Splice
+    } else {
+        DataPath::Hashed
+    };
     let options = UploadOptions {
-        hash: svc.options.hash,
+        hash: svc.options.hash || trailer_announced,
         expected_digest: verify.then_some(expected_digest),
         expected_len: declared,
     };
@@ -84,7 +95,7 @@ pub(super) async fn put(
         Ok(u) => u,
         Err(e) => return reply::store_error(ex, &e).await,
     };
-    let hashing = svc.options.hash || verify;
+    let hashing = svc.options.hash || verify || trailer_announced;
     let mut where_hashed = WhereHashed::default();
     let received = match data_path {
         DataPath::Splice => splice_body(ex, &mut upload).await,
@@ -93,6 +104,10 @@ pub(super) async fn put(
     if let Err(failure) = received {
         drop(upload);
         return failure.answer(ex, max).await;
+    }
+    if let Err(message) = expect_trailer_digest(ex, &expected_digest, &mut upload) {
+        drop(upload);
+        return reply::error(ex, StatusCode::BAD_REQUEST, &message, &[]).await;
     }
     let committed = match preconditions::commit_checked(upload, ex.request()) {
         Ok(c) => c,
@@ -217,6 +232,12 @@ fn splice_failure(e: weir::Error) -> BodyFailure {
 
 /// Socket → pooled buffer (direct read) → file + hash: inline, then pipelined once the body is
 /// past [`PIPELINE_AFTER`] (when there is anything to hash).
+///
+/// A buffer is held only while there are bytes to move: the task waits for the client with
+/// none (`Exchange::wait_body`), takes one when bytes are at hand, fills it with the reads that
+/// do not wait ([`fill_ready`]), writes it and gives it back before waiting again. So an upload
+/// trickling in holds no upload buffer while its client is silent, and one that streams fast
+/// keeps reading into the same buffer (the pool hands back the one just returned).
 async fn hashed_body(
     svc: &Service,
     ex: &mut Exchange<'_>,
@@ -224,19 +245,28 @@ async fn hashed_body(
     hashing: bool,
     counts: &mut WhereHashed,
 ) -> Result<(), BodyFailure> {
-    let mut buf = svc.buffers.take();
     loop {
         if hashing && upload.size() >= PIPELINE_AFTER {
-            return pipelined_body(svc, ex, upload, buf, counts).await;
+            return pipelined_body(svc, ex, upload, counts).await;
         }
-        let n = ex.read_body(&mut buf).await.map_err(BodyFailure::Body)?;
-        if n == 0 {
+        if !ex.wait_body().await.map_err(BodyFailure::Body)? {
             return Ok(());
         }
-        // COPY: the kernel's, buffer → page cache; the hasher reads the buffer in place.
-        upload.write(&buf[..n]).map_err(BodyFailure::Store)?;
-        if hashing {
-            counts.inline += n as u64;
+        let mut buf = svc.buffers.take();
+        loop {
+            let n = fill_ready(ex, &mut buf).map_err(BodyFailure::Body)?;
+            if n == 0 {
+                // A read would wait (or the body ended): the buffer goes back first.
+                break;
+            }
+            // COPY: the kernel's, buffer → page cache; the hasher reads the buffer in place.
+            upload.write(&buf[..n]).map_err(BodyFailure::Store)?;
+            if hashing {
+                counts.inline += n as u64;
+                if upload.size() >= PIPELINE_AFTER {
+                    break;
+                }
+            }
         }
     }
 }
@@ -246,7 +276,8 @@ async fn hashed_body(
 /// the next ones; a hashed buffer comes back to be filled again. At most
 /// [`LANE_BUFFERS`](super::hasher::LANE_BUFFERS) buffers are in play; when none is free the
 /// task waits (never blocking the runtime's thread). If no hashing thread is idle, buffers are
-/// hashed inline until one is.
+/// hashed inline until one is. While the task waits for its client the lane gives its buffers
+/// back to the pool as they are hashed (`LaneHandle::release_idle`).
 ///
 /// On any error the upload is dropped by the caller (temporary removed) and the lane with it:
 /// its thread stops, and every buffer returns to the pool.
@@ -254,16 +285,28 @@ async fn pipelined_body(
     svc: &Service,
     ex: &mut Exchange<'_>,
     upload: &mut Upload,
-    mut free: PooledBuffer,
     counts: &mut WhereHashed,
 ) -> Result<(), BodyFailure> {
     let lane = LaneHandle::new();
-    let mut lent = 1;
     let mut started = false;
     loop {
-        let n = fill(ex, &mut free).await.map_err(BodyFailure::Body)?;
+        let mut free = match lane.try_buffer(&svc.buffers) {
+            Some(buf) => buf,
+            None => lane.free().await.ok_or(LOST)?,
+        };
+        let n = fill_ready(ex, &mut free).map_err(BodyFailure::Body)?;
         if n == 0 {
-            break;
+            lane.discard(free);
+            if ex.is_body_complete() {
+                break;
+            }
+            lane.release_idle();
+            let more = ex.wait_body().await.map_err(BodyFailure::Body)?;
+            lane.keep_idle();
+            if !more {
+                break;
+            }
+            continue;
         }
         // COPY: the kernel's, buffer → page cache. The buffer then moves, unchanged, to the
         // thread that hashes it.
@@ -276,25 +319,17 @@ async fn pipelined_body(
                 Ok(()) => started = true,
                 Err(job) => {
                     // No hashing thread is idle: hash this buffer here, try again next time.
-                    free = upload.attach(job.run()).map_err(BodyFailure::Store)?;
+                    lane.discard(upload.attach(job.run()).map_err(BodyFailure::Store)?);
                     counts.inline += n as u64;
                     continue;
                 }
             }
         }
         counts.pipelined += n as u64;
-        free = match lane.try_free() {
-            Some(buf) => buf,
-            None if lent < LANE_BUFFERS => {
-                lent += 1;
-                svc.buffers.take()
-            }
-            None => lane.free().await.ok_or(LOST)?,
-        };
     }
     if started {
         let done = lane.finish().await.ok_or(LOST)?;
-        upload.attach(done).map_err(BodyFailure::Store)?;
+        drop(upload.attach(done).map_err(BodyFailure::Store)?);
     }
     Ok(())
 }
@@ -302,23 +337,25 @@ async fn pipelined_body(
 /// A hashing thread that died: the upload cannot vouch for its digest.
 const LOST: BodyFailure = BodyFailure::Store(StoreError::HashOutOfOrder);
 
-/// Room below which [`fill`] stops: weir reads the socket straight into a caller's buffer only
-/// when it is at least its read buffer size (16 KiB by default); a smaller one would be filled
-/// through weir's buffer, a copy.
+/// Room below which [`fill_ready`] stops: weir reads the socket straight into a caller's
+/// buffer only when it is at least its read buffer size (16 KiB by default); a smaller one
+/// would be filled through weir's buffer, a copy.
 const FILL_MIN_ROOM: usize = 64 * 1024;
 
-/// Reads into `buf` until it is full (or nearly: [`FILL_MIN_ROOM`]) or the body ends: one
-/// write and one hash job per full buffer rather than per read (a read returns what the
-/// socket holds, often less). Every read is direct, into `buf`. 0 at the end of the body.
-async fn fill(ex: &mut Exchange<'_>, buf: &mut [u8]) -> Result<usize, weir::Error> {
+/// Reads into `buf` what can be read without waiting, until it is full (or nearly:
+/// [`FILL_MIN_ROOM`]): one write and one hash job per buffer rather than per read (a read
+/// returns what the socket holds, often less). Every read is direct, into `buf`. 0 when a read
+/// would wait at once, or at the end of the body (`Exchange::is_body_complete` tells which).
+fn fill_ready(ex: &mut Exchange<'_>, buf: &mut [u8]) -> Result<usize, weir::Error> {
     let mut filled = 0;
-    loop {
-        let n = ex.read_body(&mut buf[filled..]).await?;
-        filled += n;
-        if n == 0 || buf.len() - filled < FILL_MIN_ROOM {
-            return Ok(filled);
+    while buf.len() - filled >= FILL_MIN_ROOM {
+        match ex.try_read_body(&mut buf[filled..]) {
+            Some(Ok(0)) | None => break,
+            Some(Ok(n)) => filled += n,
+            Some(Err(e)) => return Err(e),
         }
     }
+    Ok(filled)
 }
 
 /// The `Content-Digest` header(s), joined and parsed; an empty digest if absent.
@@ -332,6 +369,51 @@ pub(super) fn content_digest(ex: &Exchange<'_>) -> Result<ContentDigest, String>
         joined.push_str(value);
     }
     ContentDigest::parse(&joined).map_err(|e| e.to_string())
+}
+
+/// Whether the head announces a `Content-Digest` trailer (`Trailer: content-digest`, RFC 9110
+/// §6.6.2).
+fn announces_digest_trailer(ex: &Exchange<'_>) -> bool {
+    ex.request().header_all("trailer").any(|value| {
+        value
+            .split(|&b| b == b',')
+            .any(|name| name.trim_ascii().eq_ignore_ascii_case(b"content-digest"))
+    })
+}
+
+/// A `Content-Digest` received as a trailer, after the body: the upload verifies it at commit
+/// (a mismatch is a 400 and nothing is stored). Whether or not the head announced it: an
+/// unannounced one on the splice path is verified by reading the file back at commit
+/// (`Upload::expect_digest`), never stored unchecked. An error (answer 400) when it is
+/// malformed or disagrees with the head's `Content-Digest` for the same algorithm.
+fn expect_trailer_digest(
+    ex: &Exchange<'_>,
+    in_head: &ContentDigest,
+    upload: &mut Upload,
+) -> Result<(), String> {
+    let Some(trailers) = ex.trailers() else {
+        return Ok(());
+    };
+    let mut joined = String::new();
+    for value in trailers.get_all("content-digest") {
+        let value = value
+            .to_str()
+            .map_err(|_| "Content-Digest trailer is not ASCII")?;
+        if !joined.is_empty() {
+            joined.push_str(", ");
+        }
+        joined.push_str(value);
+    }
+    let digest = ContentDigest::parse(&joined).map_err(|e| format!("trailer: {e}"))?;
+    if digest.is_empty() {
+        return Ok(());
+    }
+    let sha256_differs = matches!((in_head.sha256, digest.sha256), (Some(a), Some(b)) if a != b);
+    let sha512_differs = matches!((in_head.sha512, digest.sha512), (Some(a), Some(b)) if a != b);
+    if sha256_differs || sha512_differs {
+        return Err("Content-Digest trailer disagrees with the Content-Digest header".to_owned());
+    }
+    upload.expect_digest(digest).map_err(|e| e.to_string())
 }
 
 pub(super) async fn too_large(ex: &mut Exchange<'_>, max: u64) -> Result<(), weir::Error> {

@@ -107,3 +107,30 @@ fn token_read_and_environment() {
     );
     assert_eq!(std::fs::read(back).unwrap(), b"hello");
 }
+
+#[test]
+fn two_authorization_fields_are_refused_whichever_comes_first() {
+    let s = Server::start(&["--token", "s3cret"]);
+    for (first, second) in [
+        ("s3cret", "wrong"),
+        ("wrong", "s3cret"),
+        ("s3cret", "s3cret"),
+    ] {
+        let r = s.request(
+            &format!(
+                "PUT /files/two HTTP/1.1\r\nauthorization: Bearer {first}\r\nauthorization: Bearer {second}"
+            ),
+            b"x",
+        );
+        assert_eq!(r.status, 400, "{first} then {second}: {}", r.text());
+        assert_eq!(r.json()["error"], "more than one Authorization field");
+    }
+    assert!(!s.root.join("two").exists());
+    assert!(s.temps().is_empty());
+    // One field still works.
+    let r = s.request(
+        "PUT /files/two HTTP/1.1\r\nauthorization: Bearer s3cret",
+        b"x",
+    );
+    assert_eq!(r.status, 201);
+}

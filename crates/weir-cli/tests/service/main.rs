@@ -22,4 +22,6 @@ mod pipeline;
 mod preconditions;
 mod ranges;
 mod routes;
+mod slow;
 mod tls;
+mod trailers;

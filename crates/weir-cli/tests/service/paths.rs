@@ -105,3 +105,78 @@ fn symlinks_out_of_the_root_are_not_followed() {
     assert_eq!(std::fs::read(outside.join("secret")).unwrap(), b"secret");
     assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 1);
 }
+
+#[test]
+fn invisible_and_bidi_characters_in_names_are_refused() {
+    let s = Server::start(&[]);
+    // Right-to-left override, isolate, zero-width space, BOM, line separator, Arabic letter
+    // mark: percent-encoded UTF-8 in the URL.
+    for encoded in [
+        "evil%E2%80%AEtxt.exe",
+        "a%E2%81%A6b",
+        "a%E2%80%8Bb",
+        "%EF%BB%BFname",
+        "a%E2%80%A8b",
+        "a%D8%9Cb",
+    ] {
+        let r = s.request(&format!("PUT /files/{encoded} HTTP/1.1"), b"x");
+        assert_eq!(r.status, 400, "{encoded}: {}", r.text());
+        assert!(
+            r.json()["error"]
+                .as_str()
+                .unwrap()
+                .starts_with("invisible or bidirectional-control character"),
+            "{}",
+            r.text()
+        );
+        // And as a form's file name (raw UTF-8 in the part header).
+        let name = weir_cli_percent_decode(encoded);
+        let body = format!(
+            "--b\r\nContent-Disposition: form-data; name=\"f\"; filename=\"{name}\"\r\n\r\nx\r\n--b--"
+        );
+        let r = s.request(
+            "POST /files/d/ HTTP/1.1\r\ncontent-type: multipart/form-data; boundary=b",
+            body.as_bytes(),
+        );
+        assert_eq!(r.status, 400, "form {encoded}: {}", r.text());
+    }
+    let stored: Vec<_> = std::fs::read_dir(&s.root)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| !n.to_string_lossy().starts_with(".weir-"))
+        .collect();
+    assert!(stored.is_empty(), "{stored:?}");
+}
+
+#[test]
+fn a_windows_path_as_form_file_name_is_refused_not_altered() {
+    let s = Server::start(&[]);
+    // As a browser sends it: backslashes unescaped inside the quoted filename.
+    let body = b"--b\r\nContent-Disposition: form-data; name=\"f\"; filename=\"C:\\x\\y.txt\"\r\n\r\nhello\r\n--b--";
+    let r = s.request(
+        "POST /files/up/ HTTP/1.1\r\ncontent-type: multipart/form-data; boundary=b",
+        body,
+    );
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert_eq!(r.json()["error"], "backslash in path");
+    assert!(!s.root.join("up/C:xy.txt").exists());
+    assert!(!s.root.join("C:xy.txt").exists());
+    assert!(s.temps().is_empty());
+}
+
+/// `%XX` decoding for the test's table (UTF-8 sequences).
+fn weir_cli_percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            out.push(u8::from_str_radix(&s[i + 1..i + 3], 16).unwrap());
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).unwrap()
+}

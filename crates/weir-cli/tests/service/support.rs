@@ -336,6 +336,11 @@ pub struct InProcessServe {
 
 impl InProcessServe {
     pub fn start(options: weir_store::LocalOptions) -> Self {
+        Self::start_with(options, weir::Config::default())
+    }
+
+    /// As [`InProcessServe::start`], with the server configured by `config`.
+    pub fn start_with(options: weir_store::LocalOptions, config: weir::Config) -> Self {
         use weir_cli::serve::{Auth, Service, ServiceOptions};
         let dir = tempfile::tempdir().unwrap();
         let store = weir_store::LocalStore::open(dir.path().join("root"), options).unwrap();
@@ -358,7 +363,7 @@ impl InProcessServe {
                 .build()
                 .unwrap();
             rt.block_on(async move {
-                let mut server = weir::Server::new(weir::Config::default());
+                let mut server = weir::Server::new(config);
                 let addr = server.listen_tcp("127.0.0.1:0").await.unwrap();
                 tx.send((addr, server.handle())).unwrap();
                 server.serve(serving).await.unwrap();

@@ -542,3 +542,40 @@ fn remaining_hint_counts_unread_content_length() {
     let d = BodyDecoder::new(Framing::Chunked, &limits);
     assert_eq!(d.remaining_hint(), None);
 }
+
+#[test]
+fn trailer_spans_at_every_split_give_the_trailer_section() {
+    let body: &[u8] = b"5\r\nhello\r\n0;x=y\r\nContent-Digest: sha-256=:AAA=:\r\nY: 1\r\n\r\nNEXT";
+    let section: &[u8] = b"Content-Digest: sha-256=:AAA=:\r\nY: 1\r\n\r\n";
+    let limits = Limits::default();
+    for split in 0..=body.len() {
+        let mut d = BodyDecoder::new(Framing::Chunked, &limits);
+        let mut kept = Vec::new();
+        let mut buf: Vec<u8> = Vec::new();
+        for piece in [&body[..split], &body[split..]] {
+            buf.extend_from_slice(piece);
+            while !d.is_done() {
+                let r = d.decode(&buf).unwrap();
+                let span = d.trailer_span();
+                assert!(span.end <= r.framing, "split {split}: {span:?} {r:?}");
+                kept.extend_from_slice(&buf[span]);
+                buf.drain(..r.framing + r.data);
+                d.consume(r.data);
+                if r.framing + r.data == 0 {
+                    break;
+                }
+            }
+        }
+        assert!(d.is_done(), "split {split}");
+        assert_eq!(kept, section, "split {split}");
+        assert_eq!(buf, b"NEXT", "split {split}");
+    }
+    // No trailer fields: only the final CRLF; a Content-Length body has none.
+    let mut d = BodyDecoder::new(Framing::Chunked, &limits);
+    let r = d.decode(b"0\r\n\r\n").unwrap();
+    assert_eq!(r.framing, 5);
+    assert_eq!(d.trailer_span(), 3..5);
+    let mut d = BodyDecoder::new(Framing::Length(3), &limits);
+    d.decode(b"abc").unwrap();
+    assert_eq!(d.trailer_span(), 0..0);
+}

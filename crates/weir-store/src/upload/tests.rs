@@ -811,3 +811,81 @@ fn a_file_still_read_keeps_its_space_until_the_reader_closes_it() {
     drop(reader);
     assert_eq!(store.usage(), 40 + E);
 }
+
+#[test]
+fn a_digest_learnt_after_the_body_is_verified_at_commit() {
+    let (_dir, store) = store();
+    let body = data(300_001, 9);
+    let right = ContentDigest::parse(&header_for(&body, true, true)).unwrap();
+    let wrong = ContentDigest::parse(&header_for(b"other", true, true)).unwrap();
+    let sha512_only = |d: ContentDigest| ContentDigest {
+        sha256: None,
+        sha512: d.sha512,
+    };
+    // (hash while writing, digest set before commit, stored)
+    let cases = [
+        (true, right, true),
+        (true, wrong, false),
+        // Only SHA-256 was computed while writing: SHA-512 comes from reading the file back.
+        (true, sha512_only(right), true),
+        (true, sha512_only(wrong), false),
+        // Nothing was computed while writing.
+        (false, right, true),
+        (false, wrong, false),
+    ];
+    for (i, (hash, digest, stored)) in cases.into_iter().enumerate() {
+        let path = format!("t{i}");
+        let options = UploadOptions {
+            hash,
+            ..UploadOptions::default()
+        };
+        let mut up = store.begin(&p(&path), options).unwrap();
+        for chunk in body.chunks(70_000) {
+            up.write(chunk).unwrap();
+        }
+        up.expect_digest(digest).unwrap();
+        let result = up.commit();
+        if stored {
+            assert!(result.is_ok(), "case {i}: {result:?}");
+            assert_eq!(read(&store, &path), body);
+        } else {
+            assert!(
+                matches!(result, Err(StoreError::DigestMismatch { .. })),
+                "case {i}: {result:?}"
+            );
+            assert!(matches!(
+                store.open_file(&p(&path)),
+                Err(StoreError::NotFound)
+            ));
+        }
+        assert!(temps(store.root()).is_empty());
+    }
+    // After an external write (splice), a digest set late is checked by reading back.
+    let mut up = store
+        .begin(
+            &p("ext"),
+            UploadOptions {
+                hash: false,
+                ..UploadOptions::default()
+            },
+        )
+        .unwrap();
+    std::io::Write::write_all(up.file_mut(), &body).unwrap();
+    up.record_external_write(body.len() as u64).unwrap();
+    up.expect_digest(wrong).unwrap();
+    assert!(matches!(
+        up.commit(),
+        Err(StoreError::DigestMismatch { .. })
+    ));
+    // A digest given at begin is replaced member by member.
+    let mut up = store
+        .begin(&p("late"), expecting(&header_for(b"other", true, false)))
+        .unwrap();
+    up.write(&body).unwrap();
+    up.expect_digest(ContentDigest {
+        sha256: right.sha256,
+        sha512: None,
+    })
+    .unwrap();
+    assert!(up.commit().is_ok());
+}

@@ -40,6 +40,22 @@ impl Stream {
         }
     }
 
+    /// Whether the socket can read without waiting (TCP, Unix). `false` for TLS: there the
+    /// socket's readiness says nothing about whether a plaintext byte is at hand.
+    pub(crate) fn has_readiness(&self) -> bool {
+        !self.is_tls()
+    }
+
+    /// Waits until the socket is readable (data, EOF or an error pending), without reading.
+    /// Returns at once for TLS (see [`Stream::has_readiness`]).
+    pub(crate) async fn readable(&self) -> io::Result<()> {
+        match self {
+            Self::Tcp(s) => s.readable().await,
+            Self::Unix(s) => s.readable().await,
+            Self::Tls(_) => Ok(()),
+        }
+    }
+
     /// Whether the connection is encrypted.
     pub fn is_tls(&self) -> bool {
         matches!(self, Self::Tls(_))

@@ -23,3 +23,4 @@ mod pipelining;
 mod response;
 mod support;
 mod tls;
+mod trailers;
