@@ -100,6 +100,7 @@ mod local;
 mod path;
 mod quota;
 mod readers;
+mod resumable;
 mod sys;
 mod upload;
 mod writeback;
@@ -116,6 +117,9 @@ pub use path::{
 };
 pub use quota::ENTRY_COST;
 pub use readers::StoredFile;
+pub use resumable::{
+    AppendEnd, Appending, ResumableError, ResumableState, Resumables, Swept, UploadId,
+};
 pub use upload::{Committed, Upload, UploadOptions};
 
 #[cfg(test)]

@@ -127,6 +127,8 @@ pub struct Upload {
     hash: HashTrack,
     /// Writeback of `0..flushed` was requested (see `writeback.rs`).
     flushed: u64,
+    /// Dropped while open, the temporary stays (a resumable upload's data, see [`Upload::adopt`]).
+    keep_on_drop: bool,
 }
 
 impl Upload {
@@ -173,7 +175,73 @@ impl Upload {
             want_sha512,
             hash,
             flushed: 0,
+            keep_on_drop: false,
         })
+    }
+
+    /// Takes over a file already in the staging area (`temp`, relative to it, `size` bytes
+    /// long and already charged to the quota with its entry) as this upload's temporary: a
+    /// resumable upload's data (`resumable.rs`). Dropped while open it stays (an error still
+    /// removes it, as commit does). Nothing is hashed while writing; commit reads
+    /// the whole file back when it needs a digest, so the digest covers every byte however
+    /// many requests wrote them.
+    pub(crate) fn adopt(
+        shared: Arc<Shared>,
+        path: &StorePath,
+        temp: String,
+        file: File,
+        size: u64,
+        options: UploadOptions,
+    ) -> Upload {
+        let expected_digest = options.expected_digest.unwrap_or_default();
+        let want_sha256 = options.hash || expected_digest.sha256.is_some();
+        let want_sha512 = expected_digest.sha512.is_some();
+        #[cfg(any(test, feature = "fault-injection"))]
+        let hash = HashTrack::new(Hashers::new(false, false), None);
+        #[cfg(not(any(test, feature = "fault-injection")))]
+        let hash = HashTrack::new(Hashers::new(false, false));
+        Upload {
+            shared,
+            path: path.clone(),
+            temp,
+            file: Some(file),
+            state: State::Open,
+            size,
+            reserved: size,
+            expected_len: options.expected_len,
+            expected_digest,
+            want_sha256,
+            want_sha512,
+            hash,
+            flushed: size,
+            keep_on_drop: true,
+        }
+    }
+
+    /// Leaves the temporary file where it is and ends the upload (the opposite of drop):
+    /// what was written stays, and stays charged to the quota. Returns its size, or `None` if
+    /// an error had already discarded it.
+    pub(crate) fn keep(mut self) -> Option<u64> {
+        if self.state != State::Open {
+            return None;
+        }
+        self.state = State::Done;
+        self.file = None;
+        // What the reservation holds beyond the bytes (an `expected_len`) goes back.
+        self.shared
+            .usage
+            .release(self.reserved.saturating_sub(self.size));
+        Some(self.size)
+    }
+
+    /// Makes the bytes written so far durable (`fdatasync`).
+    pub(crate) fn sync_data(&mut self) -> Result<(), StoreError> {
+        self.ensure_open()?;
+        let file = self
+            .open_file()
+            .map_err(|e| StoreError::from_io("reopen temporary file", e))?;
+        file.sync_data()
+            .map_err(|e| StoreError::from_io("fdatasync", e))
     }
 
     /// The path this upload will be committed to.
@@ -575,6 +643,14 @@ impl Upload {
 impl Drop for Upload {
     fn drop(&mut self) {
         if self.state == State::Open {
+            if self.keep_on_drop {
+                self.file = None;
+                self.shared
+                    .usage
+                    .release(self.reserved.saturating_sub(self.size));
+                self.state = State::Done;
+                return;
+            }
             self.state = State::Done;
             self.remove_temp();
         }

@@ -8,6 +8,7 @@
 //! | `GET`/`HEAD /files/{path}` | the file (`Range`, conditionals) |
 //! | `GET /files/` or `/files/{dir}/` | JSON listing |
 //! | `DELETE /files/{path}` | `204`, `404` if absent |
+//! | `PUT /files/{path}` with `Upload-Complete`, `HEAD`/`PATCH`/`DELETE /uploads/{id}` | resumable uploads (`resumable.rs`) |
 //!
 //! Order of checks for every `/files/` request: method (405), one `Authorization` field at most
 //! (400), token (401), path (400); all of
@@ -25,11 +26,13 @@ use super::auth::Auth;
 use super::buffers::BufferPool;
 use super::hasher::HashPool;
 use super::reply;
+use super::resumable::{self, ResumableOptions};
 use super::target::Target;
 use super::{download, form, listing, upload};
 use http::{Method, StatusCode};
+use std::sync::Arc;
 use weir::{Exchange, Handler, http};
-use weir_store::{Committed, LocalStore, StoreError, Upload};
+use weir_store::{Committed, LocalStore, Resumables, StoreError, Upload};
 
 /// What the service is configured to do.
 #[derive(Clone, Debug)]
@@ -52,6 +55,9 @@ pub struct Service {
     pub(super) options: ServiceOptions,
     pub(super) buffers: BufferPool,
     pub(super) hashers: HashPool,
+    /// Resumable uploads; `None` until [`Service::with_resumable`] (answered 503).
+    pub(super) resumables: Option<Arc<Resumables>>,
+    pub(super) resumable_options: ResumableOptions,
 }
 
 impl Service {
@@ -64,7 +70,19 @@ impl Service {
             options,
             buffers: BufferPool::default(),
             hashers: HashPool::new(cores),
+            resumables: None,
+            resumable_options: ResumableOptions::default(),
         }
+    }
+
+    /// Enables resumable uploads: opens their state in the store (cutting partial data back to
+    /// its recorded offset, removing what expired) and starts the background sweep.
+    pub fn with_resumable(mut self, options: ResumableOptions) -> Result<Self, StoreError> {
+        let resumables = Arc::new(Resumables::open(&self.store, options.expiry)?);
+        resumable::start_sweeper(&resumables);
+        self.resumables = Some(resumables);
+        self.resumable_options = options;
+        Ok(self)
     }
 
     /// Upload buffers lent out now: 0 when no upload runs and no hash job holds one. For
@@ -88,6 +106,21 @@ impl Handler for Service {
                 _ => method_not_allowed(ex, "GET, HEAD").await,
             };
         }
+        if let Some(id) = path.strip_prefix(resumable::PREFIX) {
+            let authorization = match super::auth::authorization(ex.request()) {
+                Ok(a) => a,
+                Err(message) => {
+                    return reply::error(ex, StatusCode::BAD_REQUEST, message, &[]).await;
+                }
+            };
+            // An upload resource is written to, whatever the method: the write token.
+            if self.options.auth.required(true) && !self.options.auth.accepts(authorization) {
+                return unauthorized(ex).await;
+            }
+            // ALLOCATION: the id, to release the borrow of the request.
+            let id = id.to_owned();
+            return resumable::serve(self, ex, &id).await;
+        }
         let Some(raw) = path.strip_prefix("/files/") else {
             if path == "/files" {
                 return ex
@@ -108,13 +141,7 @@ impl Handler for Service {
             Err(message) => return reply::error(ex, StatusCode::BAD_REQUEST, message, &[]).await,
         };
         if self.options.auth.required(write) && !self.options.auth.accepts(authorization) {
-            return reply::error(
-                ex,
-                StatusCode::UNAUTHORIZED,
-                "missing or wrong bearer token",
-                &[("www-authenticate", "Bearer realm=\"weir\"")],
-            )
-            .await;
+            return unauthorized(ex).await;
         }
         // ALLOCATION: the decoded path (the store keeps it as a `StorePath` anyway).
         let target = match Target::parse(raw) {
@@ -128,7 +155,10 @@ impl Handler for Service {
             (Method::GET | Method::HEAD, Target::Dir(p)) => {
                 listing::serve(self, ex, Some(&p)).await
             }
-            (Method::PUT, Target::File(p)) => upload::put(self, ex, p).await,
+            (Method::PUT, Target::File(p)) => match resumable::upload_complete(ex) {
+                Some(complete) => resumable::create(self, ex, p, complete).await,
+                None => upload::put(self, ex, p).await,
+            },
             (Method::POST, Target::Root) => form::post(self, ex, None).await,
             (Method::POST, Target::Dir(p) | Target::File(p)) => form::post(self, ex, Some(p)).await,
             (Method::DELETE, Target::File(p)) => match self.store.delete(&p) {
@@ -139,6 +169,16 @@ impl Handler for Service {
             _ => method_not_allowed(ex, "GET, HEAD, PUT, POST, DELETE").await,
         }
     }
+}
+
+async fn unauthorized(ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
+    reply::error(
+        ex,
+        StatusCode::UNAUTHORIZED,
+        "missing or wrong bearer token",
+        &[("www-authenticate", "Bearer realm=\"weir\"")],
+    )
+    .await
 }
 
 async fn method_not_allowed(ex: &mut Exchange<'_>, allow: &str) -> Result<(), weir::Error> {
