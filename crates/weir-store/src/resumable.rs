@@ -400,6 +400,8 @@ impl Resumables {
             },
             id,
             state,
+            finished: false,
+            started_at: offset,
             _busy: release,
         };
         Ok((appending, upload))
@@ -566,6 +568,10 @@ pub struct Appending {
     resumables: Resumables,
     id: UploadId,
     state: ResumableState,
+    /// [`Appending::finish`] ran: nothing left for drop to record.
+    finished: bool,
+    /// The offset when the append began.
+    started_at: u64,
     _busy: BusyGuard,
 }
 
@@ -587,6 +593,43 @@ impl Appending {
     /// The upload's state (its offset as last recorded).
     pub fn state(&self) -> &ResumableState {
         &self.state
+    }
+
+    /// Records the data file's length as the offset, after `fdatasync`, once its upload is
+    /// dropped (which gave back what it had charged): the file's new bytes are charged here,
+    /// as many as there are (a splice cut mid-piece writes some the upload never counted).
+    /// Every byte in the file came, in order, from this append's writes, which leave no gap.
+    fn record_file(&mut self) -> Result<(), StoreError> {
+        self.finished = true;
+        let kept = (|| {
+            let file = self
+                .resumables
+                .dir
+                .open_rw(&format!("{}.data", self.id))
+                .map_err(io_err("open resumable data"))?;
+            let len = file.metadata().map_err(io_err("stat"))?.len();
+            if len > self.state.offset {
+                file.sync_data().map_err(io_err("fdatasync"))?;
+                let before = self.state.offset;
+                self.state.offset = len;
+                if let Err(e) = self.resumables.write_state(self.id, &self.state) {
+                    self.state.offset = before;
+                    return Err(e);
+                }
+            }
+            Ok(len)
+        })();
+        // What the file holds is charged whether or not it could be recorded: it is there
+        // until a sweep or the next append cuts it.
+        let len = match &kept {
+            Ok(len) => *len,
+            Err(_) => self.state.offset,
+        };
+        self.resumables
+            .shared
+            .usage
+            .charge(len.saturating_sub(self.started_at));
+        kept.map(drop)
     }
 
     /// Checkpoints if [`CHECKPOINT_BYTES`] arrived since the last one.
@@ -612,12 +655,14 @@ impl Appending {
     /// Ends the append. `complete`: this request carried the end of the representation, and
     /// the upload is committed to its target (a recorded length must match). Otherwise (or
     /// if the length does not match) the bytes are checkpointed and the upload stays open.
-    pub fn finish(mut self, mut upload: Upload, complete: bool) -> Result<AppendEnd, StoreError> {
+    pub fn finish(mut self, upload: Upload, complete: bool) -> Result<AppendEnd, StoreError> {
         let size = upload.size();
         let mismatch = self.state.length.filter(|&len| len != size);
         if !complete || mismatch.is_some() {
-            self.checkpoint(&mut upload)?;
-            upload.keep();
+            // The file may hold more than the upload counted (a splice cut mid-piece).
+            drop(upload);
+            self.finished = true;
+            self.record_file()?;
             return match mismatch {
                 Some(expected) if complete => Err(StoreError::LengthMismatch {
                     expected,
@@ -626,6 +671,7 @@ impl Appending {
                 _ => Ok(AppendEnd::Incomplete(self.state.clone())),
             };
         }
+        self.finished = true;
         let committed = match upload.commit() {
             Ok(c) => c,
             Err(e) => {
@@ -640,5 +686,17 @@ impl Appending {
         // Committed: a failure to record completeness only loses the record's answer.
         let _ = self.resumables.write_state(self.id, &self.state);
         Ok(AppendEnd::Completed(committed))
+    }
+}
+
+impl Drop for Appending {
+    /// A request dropped mid-body (its connection went away and the server dropped its
+    /// handler): what reached the data file is kept. Every byte in it came, in order, from
+    /// this append's writes (which never leave a gap), so its length after `fdatasync` is a
+    /// true offset. Blocking I/O in a drop, once per cut request.
+    fn drop(&mut self) {
+        if !self.finished {
+            let _ = self.record_file();
+        }
     }
 }

@@ -127,8 +127,10 @@ pub struct Upload {
     hash: HashTrack,
     /// Writeback of `0..flushed` was requested (see `writeback.rs`).
     flushed: u64,
-    /// Dropped while open, the temporary stays (a resumable upload's data, see [`Upload::adopt`]).
-    keep_on_drop: bool,
+    /// Dropped while open, the temporary stays (a resumable upload's data, see
+    /// [`Upload::adopt`]), and what was charged beyond this size goes back: whoever keeps the
+    /// file charges what it keeps (`resumable.rs`, `Appending`'s drop).
+    keep_on_drop: Option<u64>,
 }
 
 impl Upload {
@@ -175,7 +177,7 @@ impl Upload {
             want_sha512,
             hash,
             flushed: 0,
-            keep_on_drop: false,
+            keep_on_drop: None,
         })
     }
 
@@ -214,7 +216,7 @@ impl Upload {
             want_sha512,
             hash,
             flushed: size,
-            keep_on_drop: true,
+            keep_on_drop: Some(size),
         }
     }
 
@@ -643,11 +645,11 @@ impl Upload {
 impl Drop for Upload {
     fn drop(&mut self) {
         if self.state == State::Open {
-            if self.keep_on_drop {
+            if let Some(adopted) = self.keep_on_drop {
                 self.file = None;
                 self.shared
                     .usage
-                    .release(self.reserved.saturating_sub(self.size));
+                    .release(self.reserved.saturating_sub(adopted));
                 self.state = State::Done;
                 return;
             }

@@ -19,6 +19,7 @@ mod operator;
 mod paths;
 mod pipeline;
 mod ranges;
+mod resumable;
 mod routes;
 mod slow;
 mod tls;
