@@ -220,22 +220,6 @@ impl Upload {
         }
     }
 
-    /// Leaves the temporary file where it is and ends the upload (the opposite of drop):
-    /// what was written stays, and stays charged to the quota. Returns its size, or `None` if
-    /// an error had already discarded it.
-    pub(crate) fn keep(mut self) -> Option<u64> {
-        if self.state != State::Open {
-            return None;
-        }
-        self.state = State::Done;
-        self.file = None;
-        // What the reservation holds beyond the bytes (an `expected_len`) goes back.
-        self.shared
-            .usage
-            .release(self.reserved.saturating_sub(self.size));
-        Some(self.size)
-    }
-
     /// Makes the bytes written so far durable (`fdatasync`).
     pub(crate) fn sync_data(&mut self) -> Result<(), StoreError> {
         self.ensure_open()?;
