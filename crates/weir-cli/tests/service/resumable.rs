@@ -386,8 +386,9 @@ fn a_second_append_while_one_runs_is_409_until_the_first_connection_drops() {
     )
     .unwrap();
     first.write_all(&[9u8; 1000]).unwrap();
-    wait_for("the first append to hold the upload", || {
-        patch(&s, &url, 10, false, b"").status == 409
+    let data = data_file(&s.root, &url);
+    wait_for("the first append to write", || {
+        std::fs::metadata(&data).is_ok_and(|m| m.len() == 1010)
     });
     let r = patch(&s, &url, 10, false, b"x");
     assert_eq!(r.status, 409, "{}", r.text());
