@@ -82,6 +82,7 @@ impl UploadId {
         Some(UploadId(bytes))
     }
 
+    // ALLOCATION: a name, per request on an upload, not per read.
     fn data_name(self) -> String {
         format!("{DIR_NAME}/{self}.data")
     }
@@ -118,6 +119,8 @@ pub struct ResumableState {
 }
 
 impl ResumableState {
+    // ALLOCATION: the record's text, at creation, at each checkpoint (every 64 MiB or request
+    // end) and at completion: never per read.
     fn encode(&self) -> String {
         let mut s = format!(
             "target {}\noffset {}\ncomplete {}\ncreated {}\nhash {}\n",
