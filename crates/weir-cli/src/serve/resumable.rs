@@ -301,6 +301,21 @@ fn expected_digest(ex: &Exchange<'_>, complete: bool) -> Result<Option<String>, 
     Ok((!digest.is_empty()).then(|| digest.to_header_value()))
 }
 
+/// `OPTIONS /files/...` or `OPTIONS *`: `Accept-Patch: application/partial-upload` and the
+/// limits, for clients that discover resumable uploads first (draft §4.1.4).
+pub(super) async fn options(svc: &Service, ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
+    let mut r = ex
+        .respond(StatusCode::NO_CONTENT)
+        .header("allow", "GET, HEAD, PUT, POST, DELETE, OPTIONS")
+        .header("upload-draft-interop-version", INTEROP_VERSION);
+    if let Some(resumables) = svc.resumables.as_deref() {
+        r = r
+            .header("accept-patch", "application/partial-upload")
+            .header("upload-limit", limits(svc, None, resumables));
+    }
+    r.empty().await
+}
+
 /// Routes `/uploads/{id}`.
 pub(super) async fn serve(
     svc: &Service,

@@ -106,6 +106,11 @@ impl Handler for Service {
                 _ => method_not_allowed(ex, "GET, HEAD").await,
             };
         }
+        // Discovery of resumable uploads (draft §4.1.4): every `/files/` resource takes them.
+        if *ex.request().method() == Method::OPTIONS && (path == "*" || path.starts_with("/files/"))
+        {
+            return resumable::options(self, ex).await;
+        }
         if let Some(id) = path.strip_prefix(resumable::PREFIX) {
             let authorization = match super::auth::authorization(ex.request()) {
                 Ok(a) => a,

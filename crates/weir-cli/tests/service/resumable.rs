@@ -350,7 +350,28 @@ fn upload_limit_is_announced_and_enforced() {
 fn an_http2_append_completes_the_upload() {
     let s = Server::start(&[]);
     let body = data(2_000_000, 6);
-    let url = create_partial(&s, "h2.bin", &body[..500_000], "");
+    // Creation over HTTP/2: the 104 comes as an interim HEADERS frame.
+    let first = s.dir.path().join("first");
+    std::fs::write(&first, &body[..500_000]).unwrap();
+    let out = curl(&[
+        "--http2-prior-knowledge",
+        "-i",
+        "-T",
+        first.to_str().unwrap(),
+        "-H",
+        "upload-complete: ?0",
+        &s.url("/files/h2.bin"),
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout).to_ascii_lowercase();
+    assert!(text.starts_with("http/2 104"), "{text}");
+    assert!(text.contains("http/2 201"), "{text}");
+    let url = text
+        .lines()
+        .find_map(|l| l.strip_prefix("location: "))
+        .unwrap()
+        .trim()
+        .to_owned();
+    assert_eq!(offset_of(&s, &url), 500_000);
     let rest = s.dir.path().join("rest");
     std::fs::write(&rest, &body[500_000..]).unwrap();
     let out = curl(&[
@@ -582,4 +603,18 @@ fn upload_resources_need_the_write_token() {
         b"",
     );
     assert_eq!(r.header("upload-offset").unwrap(), "3");
+}
+
+#[test]
+fn options_announces_partial_uploads_and_the_limits() {
+    let s = Server::start(&["--max-upload", "5000"]);
+    for target in ["/files/any/path", "/files/", "*"] {
+        let r = s.request(&format!("OPTIONS {target} HTTP/1.1"), b"");
+        assert_eq!(r.status, 204, "{target}: {}", r.head);
+        assert_eq!(
+            r.header("accept-patch").as_deref(),
+            Some("application/partial-upload")
+        );
+        assert!(r.header("upload-limit").unwrap().contains("max-size=5000"));
+    }
 }
