@@ -101,7 +101,8 @@ pub struct ServeArgs {
     /// The private key of --tls-cert (PEM).
     #[arg(long, requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
-    /// How long an incomplete resumable upload lives after its creation (e.g. 24h, 30m, 90s);
+    /// How long an incomplete resumable upload lives after its creation or last append (e.g.
+    /// 24h, 30m, 90s);
     /// expired ones are removed in the background and at start.
     #[arg(long, default_value = "24h", value_parser = parse_duration)]
     pub resumable_expiry: std::time::Duration,

@@ -63,7 +63,9 @@
 //!   they are never addressed, listed or served.
 //! - A temporary file exists only while its [`Upload`] is open: commit renames it, every
 //!   error, abort and drop unlink it; start-up removes those a crash left (after finishing the
-//!   intent records that name them).
+//!   intent records that name them). The one exception is a resumable upload's data
+//!   (`.weir-staging/resumable/`, see [`Resumables`]): it outlives its requests by design and
+//!   is removed by cancellation, expiry, or its commit.
 //! - An upload holds at most one descriptor (none while parked); a resolution holds one
 //!   directory descriptor at a time beyond the root's and the staging area's, closed when the
 //!   operation ends. So open upload files number at most the uploads receiving bytes.

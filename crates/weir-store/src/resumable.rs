@@ -32,7 +32,8 @@
 //! complete and stays until it expires, for clients that missed the final answer.
 //!
 //! # Expiry
-//! An upload expires `expiry` after its creation; [`Resumables::sweep`] removes expired ones
+//! An upload expires `expiry` after its creation or its last recorded append, whichever is
+//! later; [`Resumables::sweep`] removes expired ones
 //! (not while an append runs) and data files without a meta record. [`Resumables::open`]
 //! sweeps once.
 
@@ -109,8 +110,9 @@ pub struct ResumableState {
     pub length: Option<u64>,
     /// The upload was completed (and its file committed).
     pub complete: bool,
-    /// Seconds since the Unix epoch at creation.
-    pub created: u64,
+    /// Seconds since the Unix epoch at creation or at the last recorded append, whichever is
+    /// later: the upload expires `expiry` after it (an upload in use does not).
+    pub active: u64,
     /// Digests the whole representation must match at completion (`Repr-Digest`, or the
     /// `Content-Digest` of a creation request that carried the whole representation).
     pub expected_digest: Option<String>,
@@ -123,11 +125,11 @@ impl ResumableState {
     // end) and at completion: never per read.
     fn encode(&self) -> String {
         let mut s = format!(
-            "target {}\noffset {}\ncomplete {}\ncreated {}\nhash {}\n",
+            "target {}\noffset {}\ncomplete {}\nactive {}\nhash {}\n",
             self.target.as_str(),
             self.offset,
             u8::from(self.complete),
-            self.created,
+            self.active,
             u8::from(self.hash)
         );
         if let Some(len) = self.length {
@@ -140,7 +142,7 @@ impl ResumableState {
     }
 
     fn decode(text: &str) -> Option<ResumableState> {
-        let (mut target, mut offset, mut complete, mut created, mut hash) =
+        let (mut target, mut offset, mut complete, mut active, mut hash) =
             (None, None, None, None, None);
         let (mut length, mut expected_digest) = (None, None);
         for line in text.lines() {
@@ -149,7 +151,7 @@ impl ResumableState {
                 "target" => target = Some(StorePath::parse(value).ok()?),
                 "offset" => offset = Some(value.parse().ok()?),
                 "complete" => complete = Some(value == "1"),
-                "created" => created = Some(value.parse().ok()?),
+                "active" => active = Some(value.parse().ok()?),
                 "hash" => hash = Some(value == "1"),
                 "length" => length = Some(value.parse().ok()?),
                 "digest" => expected_digest = Some(value.to_owned()),
@@ -161,7 +163,7 @@ impl ResumableState {
             offset: offset?,
             length,
             complete: complete?,
-            created: created?,
+            active: active?,
             expected_digest,
             hash: hash?,
         })
@@ -263,14 +265,14 @@ impl Resumables {
         Ok(this)
     }
 
-    /// How long an upload lives after its creation.
+    /// How long an upload lives after its creation or last recorded append.
     pub fn expiry(&self) -> Duration {
         self.expiry
     }
 
     /// Seconds left before `state` expires (for `Upload-Limit: max-age`).
     pub fn max_age(&self, state: &ResumableState) -> u64 {
-        (state.created + self.expiry.as_secs()).saturating_sub(now_secs())
+        (state.active + self.expiry.as_secs()).saturating_sub(now_secs())
     }
 
     /// Creates an upload resource for `target`: checks the target could take a file, creates
@@ -296,7 +298,7 @@ impl Resumables {
                 offset: 0,
                 length,
                 complete: false,
-                created: now_secs(),
+                active: now_secs(),
                 expected_digest,
                 hash,
             };
@@ -458,7 +460,7 @@ impl Resumables {
             let state = self.read_state(id)?;
             let expired = match &state {
                 Some(s) => {
-                    now >= s.created.saturating_add(self.expiry.as_secs())
+                    now >= s.active.saturating_add(self.expiry.as_secs())
                         // A record whose data a crash removed (after a commit, or before the
                         // data was created).
                         || (at_open
@@ -615,6 +617,7 @@ impl Appending {
                 file.sync_data().map_err(io_err("fdatasync"))?;
                 let before = self.state.offset;
                 self.state.offset = len;
+                self.state.active = now_secs();
                 if let Err(e) = self.resumables.write_state(self.id, &self.state) {
                     self.state.offset = before;
                     return Err(e);
@@ -651,6 +654,7 @@ impl Appending {
         }
         upload.sync_data()?;
         self.state.offset = size;
+        self.state.active = now_secs();
         self.resumables.write_state(self.id, &self.state)?;
         Ok(size)
     }

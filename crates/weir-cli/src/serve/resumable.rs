@@ -52,7 +52,7 @@ const INCONSISTENT_LENGTH: &str =
 /// Resumable uploads' options (`weir serve --resumable-*`).
 #[derive(Clone, Copy, Debug)]
 pub struct ResumableOptions {
-    /// How long an incomplete upload lives after its creation.
+    /// How long an incomplete upload lives after its creation or last append.
     pub expiry: Duration,
     /// Largest body of one creation or append request (`max-append-size`); `None`: the
     /// upload limit.

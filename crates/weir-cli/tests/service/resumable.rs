@@ -548,8 +548,8 @@ fn expired_uploads_are_swept_at_start() {
     let old: String = text
         .lines()
         .map(|l| {
-            if l.starts_with("created ") {
-                "created 1".to_owned()
+            if l.starts_with("active ") {
+                "active 1".to_owned()
             } else {
                 l.to_owned()
             }
