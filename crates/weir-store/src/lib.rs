@@ -120,7 +120,8 @@ pub use path::{
 pub use quota::ENTRY_COST;
 pub use readers::StoredFile;
 pub use resumable::{
-    AppendEnd, Appending, ResumableError, ResumableState, Resumables, Swept, UploadId,
+    AppendEnd, Appending, CHECKPOINT_BYTES, ResumableError, ResumableState, Resumables, Swept,
+    UploadId,
 };
 pub use upload::{Committed, Upload, UploadOptions};
 

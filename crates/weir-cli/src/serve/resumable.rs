@@ -21,7 +21,7 @@
 //! threshold. Nothing is hashed while receiving: the SHA-256 (and `Repr-Digest`, or the
 //! `Content-Digest` of a creation that carried the whole representation) is computed at
 //! completion by reading the whole file back, so it covers every byte however many requests
-//! brought them. Every [`CHECKPOINT_BYTES`](weir_store::resumable) and at the end of every
+//! brought them. Every [`weir_store::CHECKPOINT_BYTES`] and at the end of every
 //! request (complete or cut), the data is fdatasynced and its length recorded as the offset.
 
 use super::reply::{self, hex};
