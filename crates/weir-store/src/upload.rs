@@ -184,9 +184,10 @@ impl Upload {
     /// Takes over a file already in the staging area (`temp`, relative to it, `size` bytes
     /// long and already charged to the quota with its entry) as this upload's temporary: a
     /// resumable upload's data (`resumable.rs`). Dropped while open it stays (an error still
-    /// removes it, as commit does). Nothing is hashed while writing; commit reads
-    /// the whole file back when it needs a digest, so the digest covers every byte however
-    /// many requests wrote them.
+    /// removes it, as commit does). An empty file is hashed while written, as by
+    /// [`Upload::begin`]: an upload sent whole in one request needs no read back. Otherwise
+    /// nothing is hashed while writing and commit reads the whole file back when it needs a
+    /// digest, so the digest covers every byte however many requests wrote them.
     pub(crate) fn adopt(
         shared: Arc<Shared>,
         path: &StorePath,
@@ -198,10 +199,15 @@ impl Upload {
         let expected_digest = options.expected_digest.unwrap_or_default();
         let want_sha256 = options.hash || expected_digest.sha256.is_some();
         let want_sha512 = expected_digest.sha512.is_some();
+        let hashers = if size == 0 {
+            Hashers::new(want_sha256, want_sha512)
+        } else {
+            Hashers::new(false, false)
+        };
         #[cfg(any(test, feature = "fault-injection"))]
-        let hash = HashTrack::new(Hashers::new(false, false), None);
+        let hash = HashTrack::new(hashers, shared.faults.gate());
         #[cfg(not(any(test, feature = "fault-injection")))]
-        let hash = HashTrack::new(Hashers::new(false, false));
+        let hash = HashTrack::new(hashers);
         Upload {
             shared,
             path: path.clone(),

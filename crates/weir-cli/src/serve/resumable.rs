@@ -18,10 +18,11 @@
 //!
 //! The body of a creation or append takes the same data paths as a `PUT` (`upload.rs`):
 //! splice with `--no-hash`, direct reads into pooled buffers otherwise, the same pause
-//! threshold. Nothing is hashed while receiving: the SHA-256 (and `Repr-Digest`, or the
-//! `Content-Digest` of a creation that carried the whole representation) is computed at
-//! completion by reading the whole file back, so it covers every byte however many requests
-//! brought them. Every [`weir_store::CHECKPOINT_BYTES`] and at the end of every
+//! threshold. The creation request hashes while receiving, as a `PUT` does (inline, then on a
+//! hashing thread), so an upload sent whole costs no more; once an upload was cut, its SHA-256
+//! (and `Repr-Digest`, or the `Content-Digest` of a creation that carried the whole
+//! representation) is computed at completion by reading the whole file back, so it covers
+//! every byte however many requests brought them. Every [`weir_store::CHECKPOINT_BYTES`] and at the end of every
 //! request (complete or cut), the data is fdatasynced and its length recorded as the offset.
 
 use super::reply::{self, hex};
@@ -447,7 +448,14 @@ async fn receive(
         Ok(a) => a,
         Err(e) => return refused(svc, ex, resumables, id, e).await,
     };
-    let received = body(svc, ex, &mut upload, &mut |u| appending.progress(u)).await;
+    // The first request hashes as it writes, like a `PUT` (an upload sent whole is not read
+    // back at completion); a resumed one leaves the digest to completion.
+    let hashing = offset == 0 && (svc.options.hash || resumables_digest(resumables, id));
+    let mut counts = WhereHashed::default();
+    let received = body(svc, ex, &mut upload, hashing, &mut counts, &mut |u| {
+        appending.progress(u)
+    })
+    .await;
     if let Err(failure) = received {
         // Keep and record what arrived: the client resumes from there.
         let kept = appending.finish(upload, false);
@@ -502,6 +510,8 @@ async fn receive(
                 "replaced": committed.replaced,
                 "upload": format!("{PREFIX}{id}"),
                 "body": upload::body_stats_json(&stats),
+                // All 0: hashed at completion, by reading the file back.
+                "hashing": { "inline": counts.inline, "pipelined": counts.pipelined },
             });
             let mut text = body.to_string();
             text.push('\n');
@@ -541,21 +551,33 @@ async fn receive(
 }
 
 /// The body into the upload by `upload.rs`'s paths: splice with `--no-hash`, else direct
-/// reads into pooled buffers (nothing hashed: completion reads the file back).
+/// reads into pooled buffers, hashed inline then pipelined when `hashing` (the first request
+/// of an upload), else not hashed (completion reads the file back).
 async fn body(
     svc: &Service,
     ex: &mut Exchange<'_>,
     upload: &mut Upload,
+    hashing: bool,
+    counts: &mut WhereHashed,
     progress: &mut upload::Progress<'_>,
 ) -> Result<(), BodyFailure> {
-    let splice = !svc.options.hash
+    let splice = !hashing
+        && !svc.options.hash
         && (ex.request().content_length().is_some() || !svc.options.limited_storage);
     if splice {
         upload::splice_body(ex, upload, progress).await
     } else {
-        let mut counts = WhereHashed::default();
-        upload::hashed_body(svc, ex, upload, false, &mut counts, progress).await
+        upload::hashed_body(svc, ex, upload, hashing, counts, progress).await
     }
+}
+
+/// Whether upload `id` has a digest to verify at completion.
+fn resumables_digest(resumables: &Resumables, id: UploadId) -> bool {
+    resumables
+        .state(id)
+        .ok()
+        .flatten()
+        .is_some_and(|s| s.expected_digest.is_some())
 }
 
 /// Answers a refusal of the store's resumable layer.

@@ -138,9 +138,9 @@ pub(super) async fn put(
 #[derive(Clone, Copy, Debug, Default)]
 pub(super) struct WhereHashed {
     /// On the connection's task, as the bytes were written.
-    inline: u64,
+    pub(super) inline: u64,
     /// On a hashing thread, while the task went on receiving.
-    pipelined: u64,
+    pub(super) pipelined: u64,
 }
 
 /// The body counters, for clients and tests to see which way the bytes went.
@@ -261,7 +261,7 @@ pub(super) async fn hashed_body(
 ) -> Result<(), BodyFailure> {
     loop {
         if hashing && upload.size() >= PIPELINE_AFTER {
-            return pipelined_body(svc, ex, upload, counts).await;
+            return pipelined_body(svc, ex, upload, counts, progress).await;
         }
         if !ex.wait_body().await.map_err(BodyFailure::Body)? {
             return Ok(());
@@ -301,6 +301,7 @@ async fn pipelined_body(
     ex: &mut Exchange<'_>,
     upload: &mut Upload,
     counts: &mut WhereHashed,
+    progress: &mut Progress<'_>,
 ) -> Result<(), BodyFailure> {
     let lane = LaneHandle::new();
     let mut started = false;
@@ -326,6 +327,7 @@ async fn pipelined_body(
         // COPY: the kernel's, buffer → page cache. The buffer then moves, unchanged, to the
         // thread that hashes it.
         let written = upload.write_owned(free, n).map_err(BodyFailure::Store)?;
+        progress(upload).map_err(BodyFailure::Store)?;
         if started {
             lane.push(written);
         } else {

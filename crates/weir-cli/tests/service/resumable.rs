@@ -154,6 +154,8 @@ fn the_104_arrives_before_the_body_is_sent_and_a_whole_upload_is_stored() {
     assert_eq!(r.status, 201, "{}", r.text());
     assert_eq!(r.header("upload-complete").unwrap(), "?1");
     assert_eq!(r.json()["sha256"], sha256(&body));
+    // Sent whole: hashed while received, as a PUT is.
+    assert_eq!(r.json()["hashing"]["inline"], body.len());
     assert_eq!(std::fs::read(s.root.join("d/whole.bin")).unwrap(), body);
     // The resource says complete (for a client that missed the answer); no data is left.
     let h = head(&s, &location);
@@ -475,6 +477,11 @@ fn resume_and_check(s: &Server, url: &str, path: &str, whole: &[u8], hashed: boo
     assert_eq!(r.status, 201, "{}", r.text());
     if hashed {
         assert_eq!(r.json()["sha256"], sha256(whole));
+        // Resumed: hashed at completion, by reading the whole file back.
+        assert_eq!(
+            r.json()["hashing"],
+            serde_json::json!({"inline": 0, "pipelined": 0})
+        );
     }
     assert_eq!(std::fs::read(s.root.join(path)).unwrap(), whole);
 }
@@ -617,4 +624,22 @@ fn options_announces_partial_uploads_and_the_limits() {
         );
         assert!(r.header("upload-limit").unwrap().contains("max-size=5000"));
     }
+}
+
+#[test]
+fn a_large_upload_sent_whole_is_hashed_while_received() {
+    let s = Server::start(&[]);
+    let body = data(80 << 20, 13);
+    let r = last(exchange(
+        s.addr,
+        "PUT /files/large.bin HTTP/1.1\r\nupload-complete: ?1",
+        &body,
+    ));
+    assert_eq!(r.status, 201, "{}", r.text());
+    let j = r.json();
+    assert_eq!(j["sha256"], sha256(&body));
+    let hashing = &j["hashing"];
+    let hashed = hashing["inline"].as_u64().unwrap() + hashing["pipelined"].as_u64().unwrap();
+    assert_eq!(hashed, body.len() as u64);
+    assert_eq!(std::fs::read(s.root.join("large.bin")).unwrap(), body);
 }
