@@ -205,7 +205,10 @@ fn check_sizes(
         ));
     }
     if let (Some(min), Some(n), false) = (svc.resumable_options.min_append, declared, complete) {
-        if n < min {
+        // An empty creation is how a careful client learns the upload's URL first (draft
+        // §10.2): it appends nothing, so no limit on appends is at stake.
+        let empty_creation = offset == 0 && n == 0;
+        if n < min && !empty_creation {
             return Err((
                 StatusCode::BAD_REQUEST,
                 format!("request content smaller than min-append-size={min}"),
