@@ -342,7 +342,7 @@ pub(super) async fn serve(
                     .empty()
                     .await
             }
-            Err(e) => refused(svc, ex, resumables, id, e).await,
+            Err(e) => refused(ex, resumables, id, e).await,
         },
         _ => {
             let allow = [("allow", "HEAD, PATCH, DELETE")];
@@ -411,14 +411,14 @@ async fn append(
         Err(e) => return reply::store_error(ex, &e).await,
     };
     if state.complete {
-        return refused(svc, ex, resumables, id, ResumableError::Completed).await;
+        return refused(ex, resumables, id, ResumableError::Completed).await;
     }
     if claimed != state.offset {
         let mismatch = ResumableError::OffsetMismatch {
             expected: state.offset,
             provided: claimed,
         };
-        return refused(svc, ex, resumables, id, mismatch).await;
+        return refused(ex, resumables, id, mismatch).await;
     }
     let length = match request_length(ex, complete, claimed, state.length) {
         Ok(l) => l,
@@ -449,7 +449,7 @@ async fn receive(
 ) -> Result<(), weir::Error> {
     let (mut appending, mut upload) = match resumables.append(id, offset, length) {
         Ok(a) => a,
-        Err(e) => return refused(svc, ex, resumables, id, e).await,
+        Err(e) => return refused(ex, resumables, id, e).await,
     };
     // The first request hashes as it writes, like a `PUT` (an upload sent whole is not read
     // back at completion); a resumed one leaves the digest to completion.
@@ -585,7 +585,6 @@ fn resumables_digest(resumables: &Resumables, id: UploadId) -> bool {
 
 /// Answers a refusal of the store's resumable layer.
 async fn refused(
-    svc: &Service,
     ex: &mut Exchange<'_>,
     resumables: &Resumables,
     id: UploadId,
@@ -629,7 +628,6 @@ async fn refused(
             } else {
                 (COMPLETED_UPLOAD, "upload is already completed")
             };
-            let _ = svc;
             let none = serde_json::Value::Null;
             let headers = [("upload-complete", "?1")];
             problem(
