@@ -101,6 +101,41 @@ pub struct ServeArgs {
     /// The private key of --tls-cert (PEM).
     #[arg(long, requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
+    /// How long an incomplete resumable upload lives after its creation or last append (e.g.
+    /// 24h, 30m, 90s);
+    /// expired ones are removed in the background and at start.
+    #[arg(long, default_value = "24h", value_parser = parse_duration)]
+    pub resumable_expiry: std::time::Duration,
+    /// Largest body of one resumable upload request (`Upload-Limit: max-append-size`;
+    /// default: --max-upload).
+    #[arg(long, value_parser = parse_size)]
+    pub resumable_max_append: Option<u64>,
+    /// Smallest body of a resumable upload request that does not complete it
+    /// (`Upload-Limit: min-append-size`).
+    #[arg(long, value_parser = parse_size)]
+    pub resumable_min_append: Option<u64>,
+}
+
+/// A duration: a number with `s`, `m`, `h` or `d`.
+fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let n: u64 = number
+        .parse()
+        .map_err(|_| format!("{text:?}: expected a number and a unit (s, m, h, d)"))?;
+    let scale = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86400,
+        _ => return Err(format!("{text:?}: the unit must be s, m, h or d")),
+    };
+    n.checked_mul(scale)
+        .filter(|&s| s > 0)
+        .map(std::time::Duration::from_secs)
+        .ok_or_else(|| format!("{text:?}: must be between 1s and u64::MAX seconds"))
 }
 
 /// Options shared by the client commands.

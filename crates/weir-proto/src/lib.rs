@@ -37,6 +37,7 @@ pub mod framing;
 pub mod limits;
 pub mod parse;
 pub mod request;
+pub mod upload_fields;
 
 pub use error::ProtoError;
 pub use framing::Framing;

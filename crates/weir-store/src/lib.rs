@@ -64,7 +64,9 @@
 //!   they are never addressed, listed or served.
 //! - A temporary file exists only while its [`Upload`] is open: commit renames it, every
 //!   error, abort and drop unlink it; start-up removes those a crash left (after finishing the
-//!   intent records that name them).
+//!   intent records that name them). The one exception is a resumable upload's data
+//!   (`.weir-staging/resumable/`, see [`Resumables`]): it outlives its requests by design and
+//!   is removed by cancellation, expiry, or its commit.
 //! - An upload holds at most one descriptor (none while parked); a resolution holds one
 //!   directory descriptor at a time beyond the root's and the staging area's, closed when the
 //!   operation ends. So open upload files number at most the uploads receiving bytes.
@@ -103,6 +105,7 @@ mod path;
 mod precondition;
 mod quota;
 mod readers;
+mod resumable;
 mod sys;
 mod upload;
 mod version_date;
@@ -121,6 +124,10 @@ pub use path::{
 };
 pub use quota::ENTRY_COST;
 pub use readers::StoredFile;
+pub use resumable::{
+    AppendEnd, Appending, CHECKPOINT_BYTES, ResumableError, ResumableState, Resumables, Swept,
+    UploadId,
+};
 pub use upload::{Committed, Upload, UploadOptions};
 
 #[cfg(test)]

@@ -6,7 +6,9 @@
 //!   second process cannot clean up the first one's uploads in progress or skew its quota;
 //! - `.weir-staging/`, the staging area: `.weir-upload-<pid>-<n>.tmp`, an upload in
 //!   progress (see [`Upload`]), and `.weir-intent-<pid>-<n>`, the intent record of a
-//!   multi-file commit in progress (see `batch.rs` and `intent.rs`). Uploads are staged here
+//!   multi-file commit in progress (see `batch.rs` and `intent.rs`), and `resumable/`, the
+//!   resumable uploads' data and records (see `resumable.rs`; start-up leaves that directory
+//!   to [`Resumables::open`](crate::Resumables::open)). Uploads are staged here
 //!   rather than next to their target, so that an upload that fails creates nothing in the
 //!   tree, not even its directories: those are made at commit.
 //!

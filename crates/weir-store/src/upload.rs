@@ -135,6 +135,10 @@ pub struct Upload {
     hash: HashTrack,
     /// Writeback of `0..flushed` was requested (see `writeback.rs`).
     flushed: u64,
+    /// Dropped while open, the temporary stays (a resumable upload's data, see
+    /// [`Upload::adopt`]), and what was charged beyond this size goes back: whoever keeps the
+    /// file charges what it keeps (`resumable.rs`, `Appending`'s drop).
+    keep_on_drop: Option<u64>,
 }
 
 impl Upload {
@@ -181,7 +185,63 @@ impl Upload {
             want_sha512,
             hash,
             flushed: 0,
+            keep_on_drop: None,
         })
+    }
+
+    /// Takes over a file already in the staging area (`temp`, relative to it, `size` bytes
+    /// long and already charged to the quota with its entry) as this upload's temporary: a
+    /// resumable upload's data (`resumable.rs`). Dropped while open it stays (an error still
+    /// removes it, as commit does). An empty file is hashed while written, as by
+    /// [`Upload::begin`]: an upload sent whole in one request needs no read back. Otherwise
+    /// nothing is hashed while writing and commit reads the whole file back when it needs a
+    /// digest, so the digest covers every byte however many requests wrote them.
+    pub(crate) fn adopt(
+        shared: Arc<Shared>,
+        path: &StorePath,
+        temp: String,
+        file: File,
+        size: u64,
+        options: UploadOptions,
+    ) -> Upload {
+        let expected_digest = options.expected_digest.unwrap_or_default();
+        let want_sha256 = options.hash || expected_digest.sha256.is_some();
+        let want_sha512 = expected_digest.sha512.is_some();
+        let hashers = if size == 0 {
+            Hashers::new(want_sha256, want_sha512)
+        } else {
+            Hashers::new(false, false)
+        };
+        #[cfg(any(test, feature = "fault-injection"))]
+        let hash = HashTrack::new(hashers, shared.faults.gate());
+        #[cfg(not(any(test, feature = "fault-injection")))]
+        let hash = HashTrack::new(hashers);
+        Upload {
+            shared,
+            path: path.clone(),
+            temp,
+            file: Some(file),
+            state: State::Open,
+            size,
+            reserved: size,
+            expected_len: options.expected_len,
+            expected_digest,
+            want_sha256,
+            want_sha512,
+            hash,
+            flushed: size,
+            keep_on_drop: Some(size),
+        }
+    }
+
+    /// Makes the bytes written so far durable (`fdatasync`).
+    pub(crate) fn sync_data(&mut self) -> Result<(), StoreError> {
+        self.ensure_open()?;
+        let file = self
+            .open_file()
+            .map_err(|e| StoreError::from_io("reopen temporary file", e))?;
+        file.sync_data()
+            .map_err(|e| StoreError::from_io("fdatasync", e))
     }
 
     /// The path this upload will be committed to.
@@ -645,6 +705,14 @@ impl Upload {
 impl Drop for Upload {
     fn drop(&mut self) {
         if self.state == State::Open {
+            if let Some(adopted) = self.keep_on_drop {
+                self.file = None;
+                self.shared
+                    .usage
+                    .release(self.reserved.saturating_sub(adopted));
+                self.state = State::Done;
+                return;
+            }
             self.state = State::Done;
             self.remove_temp();
         }

@@ -10,6 +10,7 @@
 //! | --- | --- |
 //! | `service` | the [`Service`] handler: routing, auth, the small routes |
 //! | `upload` | `PUT /files/{path}`: spliced or hashed streaming into the store |
+//! | `resumable` | resumable uploads (IETF draft): creation on `PUT`, `/uploads/{id}` |
 //! | `multipart` / `form` | `POST /files/{dir}/`: a streaming `multipart/form-data` parser, and its handler |
 //! | `download` | `GET`/`HEAD /files/{path}`: conditionals, `Range`, `sendfile` |
 //! | `range` | the `Range` header, evaluated against a size |
@@ -32,12 +33,14 @@ mod multipart;
 mod preconditions;
 mod range;
 mod reply;
+mod resumable;
 mod service;
 mod target;
 mod upload;
 
 pub use auth::Auth;
 pub(crate) use reply::hex;
+pub use resumable::ResumableOptions;
 pub use service::{Service, ServiceOptions};
 pub(crate) use target::percent_decode;
 
@@ -63,6 +66,8 @@ pub struct ServeConfig {
     /// Certificate chain and key (PEM) for HTTPS on `listen`.
     pub tls: Option<(PathBuf, PathBuf)>,
     pub runtime: Runtime,
+    /// Resumable uploads' expiry and append limits.
+    pub resumable: ResumableOptions,
 }
 
 /// A start-up or serving failure, printed as one line.
@@ -116,6 +121,11 @@ impl ServeConfig {
             token_read: args.token_read,
             tls: args.tls_cert.zip(args.tls_key),
             runtime: args.runtime,
+            resumable: ResumableOptions {
+                expiry: args.resumable_expiry,
+                max_append: args.resumable_max_append,
+                min_append: args.resumable_min_append,
+            },
         })
     }
 
@@ -158,6 +168,10 @@ pub fn run(args: ServeArgs) -> Result<(), ServeError> {
     )
     .map_err(|e| ServeError(e.to_string()))?;
     init_logging();
+    let service = Service::new(store, config.service_options())
+        .with_resumable(config.resumable)
+        .map_err(|e| ServeError(format!("resumable uploads: {e}")))?;
+    let store = &service.store;
     raise_open_files_limit(config.weir_config().max_connections);
     if store.recovered_files() > 0 {
         tracing::info!(
@@ -195,10 +209,9 @@ pub fn run(args: ServeArgs) -> Result<(), ServeError> {
                 .listen_unix(path)
                 .map_err(|e| ServeError(format!("cannot listen on {}: {e}", path.display())))?;
         }
-        announce(scheme, addr, &config, &store);
+        announce(scheme, addr, &config, store);
         Ok::<_, ServeError>(server)
     })?;
-    let service = Service::new(store, config.service_options());
     let served = match config.runtime {
         Runtime::MultiThread => runtime.block_on(server.serve_until(service, shutdown_signal())),
         Runtime::PerCore => {

@@ -8,6 +8,7 @@
 //! | `GET`/`HEAD /files/{path}` | the file (`Range`, preconditions: `304`, `412`) |
 //! | `GET /files/` or `/files/{dir}/` | JSON listing |
 //! | `DELETE /files/{path}` | `204`, `404` if absent, `412` if a precondition fails |
+//! | `PUT /files/{path}` with `Upload-Complete`, `HEAD`/`PATCH`/`DELETE /uploads/{id}` | resumable uploads (`resumable.rs`) |
 //!
 //! Order of checks for every `/files/` request: method (405), one `Authorization` field at most
 //! (400), token (401), path (400), then the route's own (size 413, preconditions 412:
@@ -28,11 +29,13 @@ use super::buffers::BufferPool;
 use super::hasher::HashPool;
 use super::listing::Scans;
 use super::reply;
+use super::resumable::{self, ResumableOptions};
 use super::target::Target;
 use super::{download, form, listing, preconditions, upload};
 use http::{Method, StatusCode};
+use std::sync::Arc;
 use weir::{Exchange, Handler, http};
-use weir_store::{Committed, LocalStore, StoreError, Upload};
+use weir_store::{Committed, LocalStore, Resumables, StoreError, Upload};
 
 /// What the service is configured to do.
 #[derive(Clone, Debug)]
@@ -57,6 +60,9 @@ pub struct Service {
     pub(super) hashers: HashPool,
     /// Permits for directory scans on the blocking pool (see `listing.rs`).
     pub(super) listings: Scans,
+    /// Resumable uploads; `None` until [`Service::with_resumable`] (answered 503).
+    pub(super) resumables: Option<Arc<Resumables>>,
+    pub(super) resumable_options: ResumableOptions,
 }
 
 impl Service {
@@ -70,7 +76,19 @@ impl Service {
             buffers: BufferPool::default(),
             hashers: HashPool::new(cores),
             listings: Scans::new(cores),
+            resumables: None,
+            resumable_options: ResumableOptions::default(),
         }
+    }
+
+    /// Enables resumable uploads: opens their state in the store (cutting partial data back to
+    /// its recorded offset, removing what expired) and starts the background sweep.
+    pub fn with_resumable(mut self, options: ResumableOptions) -> Result<Self, StoreError> {
+        let resumables = Arc::new(Resumables::open(&self.store, options.expiry)?);
+        resumable::start_sweeper(&resumables);
+        self.resumables = Some(resumables);
+        self.resumable_options = options;
+        Ok(self)
     }
 
     /// Upload buffers lent out now: 0 when no upload runs and no hash job holds one. For
@@ -94,6 +112,26 @@ impl Handler for Service {
                 _ => method_not_allowed(ex, "GET, HEAD").await,
             };
         }
+        // Discovery of resumable uploads (draft §4.1.4): every `/files/` resource takes them.
+        if *ex.request().method() == Method::OPTIONS && (path == "*" || path.starts_with("/files/"))
+        {
+            return resumable::options(self, ex).await;
+        }
+        if let Some(id) = path.strip_prefix(resumable::PREFIX) {
+            let authorization = match super::auth::authorization(ex.request()) {
+                Ok(a) => a,
+                Err(message) => {
+                    return reply::error(ex, StatusCode::BAD_REQUEST, message, &[]).await;
+                }
+            };
+            // An upload resource is written to, whatever the method: the write token.
+            if self.options.auth.required(true) && !self.options.auth.accepts(authorization) {
+                return unauthorized(ex).await;
+            }
+            // ALLOCATION: the id, to release the borrow of the request.
+            let id = id.to_owned();
+            return resumable::serve(self, ex, &id).await;
+        }
         let Some(raw) = path.strip_prefix("/files/") else {
             if path == "/files" {
                 return ex
@@ -114,13 +152,7 @@ impl Handler for Service {
             Err(message) => return reply::error(ex, StatusCode::BAD_REQUEST, message, &[]).await,
         };
         if self.options.auth.required(write) && !self.options.auth.accepts(authorization) {
-            return reply::error(
-                ex,
-                StatusCode::UNAUTHORIZED,
-                "missing or wrong bearer token",
-                &[("www-authenticate", "Bearer realm=\"weir\"")],
-            )
-            .await;
+            return unauthorized(ex).await;
         }
         // ALLOCATION: the decoded path (the store keeps it as a `StorePath` anyway).
         let target = match Target::parse(raw) {
@@ -134,7 +166,10 @@ impl Handler for Service {
             (Method::GET | Method::HEAD, Target::Dir(p)) => {
                 listing::serve(self, ex, Some(&p)).await
             }
-            (Method::PUT, Target::File(p)) => upload::put(self, ex, p).await,
+            (Method::PUT, Target::File(p)) => match resumable::upload_complete(ex) {
+                Some(complete) => resumable::create(self, ex, p, complete).await,
+                None => upload::put(self, ex, p).await,
+            },
             (Method::POST, Target::Root) => form::post(self, ex, None).await,
             (Method::POST, Target::Dir(p) | Target::File(p)) => form::post(self, ex, Some(p)).await,
             (Method::DELETE, Target::File(p)) => {
@@ -156,6 +191,16 @@ impl Handler for Service {
             _ => method_not_allowed(ex, "GET, HEAD, PUT, POST, DELETE").await,
         }
     }
+}
+
+async fn unauthorized(ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
+    reply::error(
+        ex,
+        StatusCode::UNAUTHORIZED,
+        "missing or wrong bearer token",
+        &[("www-authenticate", "Bearer realm=\"weir\"")],
+    )
+    .await
 }
 
 async fn method_not_allowed(ex: &mut Exchange<'_>, allow: &str) -> Result<(), weir::Error> {

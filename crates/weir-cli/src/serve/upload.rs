@@ -98,8 +98,11 @@ pub(super) async fn put(
     let hashing = svc.options.hash || verify || trailer_announced;
     let mut where_hashed = WhereHashed::default();
     let received = match data_path {
-        DataPath::Splice => splice_body(ex, &mut upload).await,
-        DataPath::Hashed => hashed_body(svc, ex, &mut upload, hashing, &mut where_hashed).await,
+        DataPath::Splice => splice_body(ex, &mut upload, &mut no_progress).await,
+        DataPath::Hashed => {
+            let counts = &mut where_hashed;
+            hashed_body(svc, ex, &mut upload, hashing, counts, &mut no_progress).await
+        }
     };
     if let Err(failure) = received {
         drop(upload);
@@ -139,11 +142,11 @@ pub(super) async fn put(
 /// Where a hashed body's bytes were hashed, for clients and tests to see (in the answer's
 /// `hashing`). Both 0 when nothing was hashed.
 #[derive(Clone, Copy, Debug, Default)]
-struct WhereHashed {
+pub(super) struct WhereHashed {
     /// On the connection's task, as the bytes were written.
-    inline: u64,
+    pub(super) inline: u64,
     /// On a hashing thread, while the task went on receiving.
-    pipelined: u64,
+    pub(super) pipelined: u64,
 }
 
 /// The body counters, for clients and tests to see which way the bytes went.
@@ -198,17 +201,33 @@ const PIPELINE_AFTER: u64 = 2 << 20;
 /// writing them back to disk while the rest arrives (the commit's fsync has less to do).
 const SPLICE_PIECE: u64 = 8 << 20;
 
+/// Called with the upload after each piece of a body is written (a resumable append
+/// checkpoints there, `resumable.rs`); an error stops the body.
+pub(super) type Progress<'a> = dyn FnMut(&mut Upload) -> Result<(), StoreError> + Send + 'a;
+
+/// The [`Progress`] of a plain `PUT`: nothing to do.
+pub(super) fn no_progress(_: &mut Upload) -> Result<(), StoreError> {
+    Ok(())
+}
+
 /// Socket → file with splice, in pieces; after each, tells the upload how many bytes it got.
-async fn splice_body(ex: &mut Exchange<'_>, upload: &mut Upload) -> Result<(), BodyFailure> {
+pub(super) async fn splice_body(
+    ex: &mut Exchange<'_>,
+    upload: &mut Upload,
+    progress: &mut Progress<'_>,
+) -> Result<(), BodyFailure> {
     loop {
         match ex
             .body_to_file_at_most(upload.file_mut(), SPLICE_PIECE)
             .await
         {
             Ok(0) => return Ok(()),
-            Ok(n) => upload
-                .record_external_write(n)
-                .map_err(BodyFailure::Store)?,
+            Ok(n) => {
+                upload
+                    .record_external_write(n)
+                    .map_err(BodyFailure::Store)?;
+                progress(upload).map_err(BodyFailure::Store)?;
+            }
             Err(e) => return Err(splice_failure(e)),
         }
     }
@@ -238,16 +257,17 @@ fn splice_failure(e: weir::Error) -> BodyFailure {
 /// do not wait ([`fill_ready`]), writes it and gives it back before waiting again. So an upload
 /// trickling in holds no upload buffer while its client is silent, and one that streams fast
 /// keeps reading into the same buffer (the pool hands back the one just returned).
-async fn hashed_body(
+pub(super) async fn hashed_body(
     svc: &Service,
     ex: &mut Exchange<'_>,
     upload: &mut Upload,
     hashing: bool,
     counts: &mut WhereHashed,
+    progress: &mut Progress<'_>,
 ) -> Result<(), BodyFailure> {
     loop {
         if hashing && upload.size() >= PIPELINE_AFTER {
-            return pipelined_body(svc, ex, upload, counts).await;
+            return pipelined_body(svc, ex, upload, counts, progress).await;
         }
         if !ex.wait_body().await.map_err(BodyFailure::Body)? {
             return Ok(());
@@ -261,6 +281,7 @@ async fn hashed_body(
             }
             // COPY: the kernel's, buffer → page cache; the hasher reads the buffer in place.
             upload.write(&buf[..n]).map_err(BodyFailure::Store)?;
+            progress(upload).map_err(BodyFailure::Store)?;
             if hashing {
                 counts.inline += n as u64;
                 if upload.size() >= PIPELINE_AFTER {
@@ -286,6 +307,7 @@ async fn pipelined_body(
     ex: &mut Exchange<'_>,
     upload: &mut Upload,
     counts: &mut WhereHashed,
+    progress: &mut Progress<'_>,
 ) -> Result<(), BodyFailure> {
     let lane = LaneHandle::new();
     let mut started = false;
@@ -311,6 +333,7 @@ async fn pipelined_body(
         // COPY: the kernel's, buffer → page cache. The buffer then moves, unchanged, to the
         // thread that hashes it.
         let written = upload.write_owned(free, n).map_err(BodyFailure::Store)?;
+        progress(upload).map_err(BodyFailure::Store)?;
         if started {
             lane.push(written);
         } else {

@@ -21,6 +21,7 @@ mod paths;
 mod pipeline;
 mod preconditions;
 mod ranges;
+mod resumable;
 mod routes;
 mod slow;
 mod tls;

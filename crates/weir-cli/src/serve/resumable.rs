@@ -1,0 +1,687 @@
+//! Resumable uploads (draft-ietf-httpbis-resumable-upload-12, interop version 8): the HTTP
+//! side of `weir_store::Resumables`.
+//!
+//! | request | answer |
+//! | --- | --- |
+//! | `PUT /files/{path}` with `Upload-Complete` | creates `/uploads/{id}`, announced by a `104` before the body is read; the body is its first bytes. `?1` and the whole body: stored like a `PUT` (201/200 + JSON, `Upload-Complete: ?1`). `?0`: `201`, `Location`, `Upload-Offset` |
+//! | `HEAD /uploads/{id}` | `204`, `Upload-Offset`, `Upload-Complete`, `Upload-Length` (if known), `Upload-Limit`, `Cache-Control: no-store` |
+//! | `PATCH /uploads/{id}` (`application/partial-upload`, `Upload-Offset`, `Upload-Complete`) | appends; `?1` completes (the `PUT` answer); `?0`: `204` + `Upload-Offset` |
+//! | `DELETE /uploads/{id}` | `204`, the partial data removed |
+//!
+//! Refusals: an unknown id 404; an offset that is not the upload's 409 with the right
+//! `Upload-Offset` and the `mismatching-upload-offset` problem; an append to a completed
+//! upload 400 (`completed-upload`, or `inconsistent-upload-length` when it has content);
+//! lengths that disagree 400 (`inconsistent-upload-length`); an append while another runs 409
+//! (the draft's "simpler approach": one writer at a time; the first's lock goes when its
+//! request ends, which a dropped connection does); sizes past `Upload-Limit` 413 with the
+//! limits.
+//!
+//! The body of a creation or append takes the same data paths as a `PUT` (`upload.rs`):
+//! splice with `--no-hash`, direct reads into pooled buffers otherwise, the same pause
+//! threshold. The creation request hashes while receiving, as a `PUT` does (inline, then on a
+//! hashing thread), so an upload sent whole costs no more; once an upload was cut, its SHA-256
+//! (and `Repr-Digest`, or the `Content-Digest` of a creation that carried the whole
+//! representation) is computed at completion by reading the whole file back, so it covers
+//! every byte however many requests brought them. Every [`weir_store::CHECKPOINT_BYTES`] and at the end of every
+//! request (complete or cut), the data is fdatasynced and its length recorded as the offset.
+
+use super::reply::{self, hex};
+use super::service::Service;
+use super::upload::{self, BodyFailure, WhereHashed};
+use http::StatusCode;
+use std::time::Duration;
+use weir::{Exchange, http};
+use weir_proto::upload_fields::{self, UploadLimits};
+use weir_store::{
+    AppendEnd, ContentDigest, ResumableError, ResumableState, Resumables, StoreError, StorePath,
+    Upload, UploadId,
+};
+
+/// The draft revision's interop version, sent in every answer about an upload.
+pub(crate) const INTEROP_VERSION: &str = "8";
+
+/// Where upload resources live.
+pub(crate) const PREFIX: &str = "/uploads/";
+
+/// Problem types (draft §9).
+const MISMATCHING_OFFSET: &str =
+    "https://iana.org/assignments/http-problem-types#mismatching-upload-offset";
+const COMPLETED_UPLOAD: &str = "https://iana.org/assignments/http-problem-types#completed-upload";
+const INCONSISTENT_LENGTH: &str =
+    "https://iana.org/assignments/http-problem-types#inconsistent-upload-length";
+
+/// Resumable uploads' options (`weir serve --resumable-*`).
+#[derive(Clone, Copy, Debug)]
+pub struct ResumableOptions {
+    /// How long an incomplete upload lives after its creation or last append.
+    pub expiry: Duration,
+    /// Largest body of one creation or append request (`max-append-size`); `None`: the
+    /// upload limit.
+    pub max_append: Option<u64>,
+    /// Smallest body of one request that does not complete the upload (`min-append-size`).
+    pub min_append: Option<u64>,
+}
+
+impl Default for ResumableOptions {
+    fn default() -> Self {
+        ResumableOptions {
+            expiry: Duration::from_secs(24 * 3600),
+            max_append: None,
+            min_append: None,
+        }
+    }
+}
+
+/// The `Upload-Complete` of a request: `Some` only for a valid Boolean Item on one line.
+pub(super) fn upload_complete(ex: &Exchange<'_>) -> Option<bool> {
+    single(ex, "upload-complete").and_then(upload_fields::parse_boolean)
+}
+
+/// The one field line named `name`; `None` when absent or repeated.
+fn single<'a>(ex: &'a Exchange<'_>, name: &'a str) -> Option<&'a [u8]> {
+    let mut all = ex.request().header_all(name);
+    let first = all.next()?;
+    all.next().is_none().then_some(first)
+}
+
+fn integer(ex: &Exchange<'_>, name: &str) -> Option<u64> {
+    single(ex, name).and_then(upload_fields::parse_non_negative_integer)
+}
+
+fn limits(svc: &Service, state: Option<&ResumableState>, r: &Resumables) -> String {
+    let opts = &svc.resumable_options;
+    let limits = UploadLimits {
+        max_size: Some(svc.options.max_upload),
+        min_size: None,
+        max_append_size: Some(opts.max_append.unwrap_or(svc.options.max_upload)),
+        min_append_size: opts.min_append,
+        max_age: Some(state.map_or(r.expiry().as_secs(), |s| r.max_age(s))),
+    };
+    // ALLOCATION: one short header value per answer about an upload; not on a data path.
+    let mut out = String::new();
+    upload_fields::write_limits(&limits, &mut out);
+    out
+}
+
+/// Sends a problem (RFC 9457) with weir's `error` member too, and extra headers.
+async fn problem(
+    ex: &mut Exchange<'_>,
+    status: StatusCode,
+    kind: Option<&str>,
+    message: &str,
+    extra: serde_json::Value,
+    headers: &[(&str, &str)],
+) -> Result<(), weir::Error> {
+    let mut body = serde_json::json!({ "title": message, "error": message });
+    if let Some(kind) = kind {
+        body["type"] = kind.into();
+    }
+    if let serde_json::Value::Object(extra) = extra {
+        for (k, v) in extra {
+            body[k] = v;
+        }
+    }
+    let mut text = body.to_string();
+    text.push('\n');
+    let mut response = ex
+        .respond(status)
+        .header(
+            "content-type",
+            if kind.is_some() {
+                "application/problem+json"
+            } else {
+                "application/json"
+            },
+        )
+        .header("cache-control", "no-store")
+        .header("upload-draft-interop-version", INTEROP_VERSION);
+    for (name, value) in headers {
+        response = response.header(name, value);
+    }
+    response.body(text).await
+}
+
+async fn unavailable(ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
+    let message = "resumable uploads are not available on this server";
+    reply::error(ex, StatusCode::SERVICE_UNAVAILABLE, message, &[]).await
+}
+
+/// The length checks shared by creation and append; `Err(message)` answers 400
+/// inconsistent-upload-length. `offset`: where this request's content starts.
+fn request_length(
+    ex: &Exchange<'_>,
+    complete: bool,
+    offset: u64,
+    known: Option<u64>,
+) -> Result<Option<u64>, &'static str> {
+    let declared = integer(ex, "upload-length");
+    let by_content = complete
+        .then(|| ex.request().content_length())
+        .flatten()
+        .map(|n| offset.saturating_add(n));
+    let mut length = known;
+    for l in [declared, by_content].into_iter().flatten() {
+        match length {
+            Some(k) if k != l => return Err("inconsistent length values for upload"),
+            _ => length = Some(l),
+        }
+    }
+    if let (Some(len), Some(n)) = (length, ex.request().content_length()) {
+        if offset.saturating_add(n) > len {
+            return Err("the content goes past the upload's length");
+        }
+    }
+    Ok(length)
+}
+
+/// Checks the body size against the limits, before any is read: `Err` is the 413 or 400 to
+/// send. Sets the body limit for a body without `Content-Length`.
+fn check_sizes(
+    svc: &Service,
+    ex: &mut Exchange<'_>,
+    offset: u64,
+    complete: bool,
+    length: Option<u64>,
+) -> Result<(), (StatusCode, String)> {
+    let max = svc.options.max_upload;
+    let max_append = svc.resumable_options.max_append.unwrap_or(max);
+    let declared = ex.request().content_length();
+    if length.is_some_and(|l| l > max) {
+        return Err((
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("upload larger than the limit of {max} bytes"),
+        ));
+    }
+    if declared.is_some_and(|n| n > max_append) {
+        return Err((
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("request content larger than max-append-size={max_append}"),
+        ));
+    }
+    if declared.is_some_and(|n| offset.saturating_add(n) > max) {
+        return Err((
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("upload larger than the limit of {max} bytes"),
+        ));
+    }
+    if let (Some(min), Some(n), false) = (svc.resumable_options.min_append, declared, complete) {
+        // An empty creation is how a careful client learns the upload's URL first (draft
+        // §10.2): it appends nothing, so no limit on appends is at stake.
+        let empty_creation = offset == 0 && n == 0;
+        if n < min && !empty_creation {
+            return Err((
+                StatusCode::BAD_REQUEST,
+                format!("request content smaller than min-append-size={min}"),
+            ));
+        }
+    }
+    let room = max.saturating_sub(offset).min(max_append);
+    let room = length.map_or(room, |l| room.min(l.saturating_sub(offset)));
+    ex.set_max_body_size(Some(room));
+    Ok(())
+}
+
+/// `PUT /files/{path}` with `Upload-Complete`: creates the upload resource, announces it
+/// (104), then receives the body as its first append.
+pub(super) async fn create(
+    svc: &Service,
+    ex: &mut Exchange<'_>,
+    path: StorePath,
+    complete: bool,
+) -> Result<(), weir::Error> {
+    let Some(resumables) = svc.resumables.as_deref() else {
+        return unavailable(ex).await;
+    };
+    let length = match request_length(ex, complete, 0, None) {
+        Ok(l) => l,
+        Err(message) => {
+            let headers = [];
+            let kind = Some(INCONSISTENT_LENGTH);
+            let none = serde_json::Value::Null;
+            return problem(ex, StatusCode::BAD_REQUEST, kind, message, none, &headers).await;
+        }
+    };
+    if let Err((status, message)) = check_sizes(svc, ex, 0, complete, length) {
+        let limit = limits(svc, None, resumables);
+        return reply::error(ex, status, &message, &[("upload-limit", &limit)]).await;
+    }
+    // The whole representation's digests: `Repr-Digest`, or the `Content-Digest` of a request
+    // that says it carries all of it. A `Content-Digest` of part of it cannot be checked here.
+    let expected = match expected_digest(ex, complete) {
+        Ok(d) => d,
+        Err(message) => return reply::error(ex, StatusCode::BAD_REQUEST, &message, &[]).await,
+    };
+    let (id, state) = match resumables.create(&path, length, expected, svc.options.hash) {
+        Ok(made) => made,
+        Err(e) => return reply::store_error(ex, &e).await,
+    };
+    // ALLOCATION: the upload's URL, once per upload.
+    let location = format!("{PREFIX}{id}");
+    let limit = limits(svc, Some(&state), resumables);
+    ex.send_informational(
+        StatusCode::from_u16(104).unwrap_or(StatusCode::CONTINUE),
+        &[
+            ("location", location.as_bytes()),
+            ("upload-limit", limit.as_bytes()),
+            ("upload-draft-interop-version", INTEROP_VERSION.as_bytes()),
+        ],
+    )
+    .await?;
+    receive(
+        svc,
+        ex,
+        resumables,
+        id,
+        0,
+        complete,
+        length,
+        Some(&location),
+    )
+    .await
+}
+
+/// The `Repr-Digest` (or, for a request with the whole representation, `Content-Digest`)
+/// to verify at completion, as its header text.
+fn expected_digest(ex: &Exchange<'_>, complete: bool) -> Result<Option<String>, String> {
+    let mut joined = String::new();
+    let content = ex.request().header_all("content-digest").next().is_some();
+    if content && !complete {
+        return Err(
+            "Content-Digest of part of an upload is not supported: send Repr-Digest (the \
+                    digest of the whole upload) when creating it"
+                .to_owned(),
+        );
+    }
+    for name in ["repr-digest", "content-digest"] {
+        for value in ex.request().header_all(name) {
+            let value = std::str::from_utf8(value).map_err(|_| format!("{name} is not ASCII"))?;
+            if !joined.is_empty() {
+                joined.push_str(", ");
+            }
+            joined.push_str(value);
+        }
+    }
+    let digest = ContentDigest::parse(&joined).map_err(|e| e.to_string())?;
+    Ok((!digest.is_empty()).then(|| digest.to_header_value()))
+}
+
+/// `OPTIONS /files/...` or `OPTIONS *`: `Accept-Patch: application/partial-upload` and the
+/// limits, for clients that discover resumable uploads first (draft §4.1.4).
+pub(super) async fn options(svc: &Service, ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
+    let mut r = ex
+        .respond(StatusCode::NO_CONTENT)
+        .header("allow", "GET, HEAD, PUT, POST, DELETE, OPTIONS")
+        .header("upload-draft-interop-version", INTEROP_VERSION);
+    if let Some(resumables) = svc.resumables.as_deref() {
+        r = r
+            .header("accept-patch", "application/partial-upload")
+            .header("upload-limit", limits(svc, None, resumables));
+    }
+    r.empty().await
+}
+
+/// Routes `/uploads/{id}`.
+pub(super) async fn serve(
+    svc: &Service,
+    ex: &mut Exchange<'_>,
+    raw_id: &str,
+) -> Result<(), weir::Error> {
+    let Some(resumables) = svc.resumables.as_deref() else {
+        return unavailable(ex).await;
+    };
+    let Some(id) = UploadId::parse(raw_id) else {
+        return reply::error(ex, StatusCode::NOT_FOUND, "no such upload", &[]).await;
+    };
+    match *ex.request().method() {
+        http::Method::HEAD => offset(svc, ex, resumables, id).await,
+        http::Method::PATCH => append(svc, ex, resumables, id).await,
+        http::Method::DELETE => match resumables.cancel(id) {
+            Ok(()) => {
+                ex.respond(StatusCode::NO_CONTENT)
+                    .header("upload-draft-interop-version", INTEROP_VERSION)
+                    .empty()
+                    .await
+            }
+            Err(e) => refused(ex, resumables, id, e).await,
+        },
+        _ => {
+            let allow = [("allow", "HEAD, PATCH, DELETE")];
+            let message = "method not allowed here";
+            reply::error(ex, StatusCode::METHOD_NOT_ALLOWED, message, &allow).await
+        }
+    }
+}
+
+/// `HEAD /uploads/{id}`: the offset, as recorded (durable).
+async fn offset(
+    svc: &Service,
+    ex: &mut Exchange<'_>,
+    resumables: &Resumables,
+    id: UploadId,
+) -> Result<(), weir::Error> {
+    let state = match resumables.state(id) {
+        Ok(Some(s)) => s,
+        Ok(None) => return reply::error(ex, StatusCode::NOT_FOUND, "no such upload", &[]).await,
+        Err(e) => return reply::store_error(ex, &e).await,
+    };
+    let limit = limits(svc, Some(&state), resumables);
+    let mut r = ex
+        .respond(StatusCode::NO_CONTENT)
+        .header("upload-offset", state.offset.to_string())
+        .header("upload-complete", if state.complete { "?1" } else { "?0" })
+        .header("upload-limit", limit)
+        .header("cache-control", "no-store")
+        .header("upload-draft-interop-version", INTEROP_VERSION);
+    if let Some(len) = state.length {
+        r = r.header("upload-length", len.to_string());
+    }
+    r.empty().await
+}
+
+/// `PATCH /uploads/{id}`.
+async fn append(
+    svc: &Service,
+    ex: &mut Exchange<'_>,
+    resumables: &Resumables,
+    id: UploadId,
+) -> Result<(), weir::Error> {
+    let partial = ex.request().header("content-type").is_some_and(|v| {
+        let media = v.split(|&b| b == b';').next().unwrap_or_default();
+        media
+            .trim_ascii()
+            .eq_ignore_ascii_case(b"application/partial-upload")
+    });
+    if !partial {
+        let message = "an append needs Content-Type: application/partial-upload";
+        return reply::error(ex, StatusCode::UNSUPPORTED_MEDIA_TYPE, message, &[]).await;
+    }
+    let (Some(claimed), Some(complete)) = (integer(ex, "upload-offset"), upload_complete(ex))
+    else {
+        let message = "an append needs valid Upload-Offset and Upload-Complete fields";
+        return reply::error(ex, StatusCode::BAD_REQUEST, message, &[]).await;
+    };
+    if ex.request().header_all("content-digest").next().is_some() {
+        let message = "Content-Digest on an append is not supported: send Repr-Digest (the \
+                       digest of the whole upload) when creating it";
+        return reply::error(ex, StatusCode::BAD_REQUEST, message, &[]).await;
+    }
+    let state = match resumables.state(id) {
+        Ok(Some(s)) => s,
+        Ok(None) => return reply::error(ex, StatusCode::NOT_FOUND, "no such upload", &[]).await,
+        Err(e) => return reply::store_error(ex, &e).await,
+    };
+    if state.complete {
+        return refused(ex, resumables, id, ResumableError::Completed).await;
+    }
+    if claimed != state.offset {
+        let mismatch = ResumableError::OffsetMismatch {
+            expected: state.offset,
+            provided: claimed,
+        };
+        return refused(ex, resumables, id, mismatch).await;
+    }
+    let length = match request_length(ex, complete, claimed, state.length) {
+        Ok(l) => l,
+        Err(message) => {
+            let kind = Some(INCONSISTENT_LENGTH);
+            let none = serde_json::Value::Null;
+            return problem(ex, StatusCode::BAD_REQUEST, kind, message, none, &[]).await;
+        }
+    };
+    if let Err((status, message)) = check_sizes(svc, ex, claimed, complete, length) {
+        let limit = limits(svc, Some(&state), resumables);
+        return reply::error(ex, status, &message, &[("upload-limit", &limit)]).await;
+    }
+    receive(svc, ex, resumables, id, claimed, complete, length, None).await
+}
+
+/// Takes the upload's lock at `offset`, receives the body into it, and answers.
+#[allow(clippy::too_many_arguments)]
+async fn receive(
+    svc: &Service,
+    ex: &mut Exchange<'_>,
+    resumables: &Resumables,
+    id: UploadId,
+    offset: u64,
+    complete: bool,
+    length: Option<u64>,
+    location: Option<&str>,
+) -> Result<(), weir::Error> {
+    let (mut appending, mut upload) = match resumables.append(id, offset, length) {
+        Ok(a) => a,
+        Err(e) => return refused(ex, resumables, id, e).await,
+    };
+    // The first request hashes as it writes, like a `PUT` (an upload sent whole is not read
+    // back at completion); a resumed one leaves the digest to completion.
+    let hashing = offset == 0 && (svc.options.hash || resumables_digest(resumables, id));
+    let mut counts = WhereHashed::default();
+    let received = body(svc, ex, &mut upload, hashing, &mut counts, &mut |u| {
+        appending.progress(u)
+    })
+    .await;
+    if let Err(failure) = received {
+        // Keep and record what arrived: the client resumes from there.
+        let kept = appending.finish(upload, false);
+        if let Err(e) = &kept {
+            tracing::warn!(upload = %id, error = %e, "resumable upload: checkpoint failed");
+        }
+        return failure.answer(ex, svc.options.max_upload).await;
+    }
+    let end = block_in_place(|| appending.finish(upload, complete));
+    let stats = ex.body_stats();
+    match end {
+        Ok(AppendEnd::Incomplete(state)) => {
+            let limit = limits(svc, Some(&state), resumables);
+            let status = if location.is_some() {
+                StatusCode::CREATED
+            } else {
+                StatusCode::NO_CONTENT
+            };
+            let mut r = ex
+                .respond(status)
+                .header("upload-complete", "?0")
+                .header("upload-offset", state.offset.to_string())
+                .header("upload-limit", limit)
+                .header("cache-control", "no-store")
+                .header("upload-draft-interop-version", INTEROP_VERSION);
+            if let Some(location) = location {
+                r = r.header("location", location);
+                let body = serde_json::json!({
+                    "upload": location,
+                    "offset": state.offset,
+                    "body": upload::body_stats_json(&stats),
+                });
+                let mut text = body.to_string();
+                text.push('\n');
+                return r
+                    .header("content-type", "application/json")
+                    .body(text)
+                    .await;
+            }
+            r.empty().await
+        }
+        Ok(AppendEnd::Completed(committed)) => {
+            let status = if committed.replaced {
+                StatusCode::OK
+            } else {
+                StatusCode::CREATED
+            };
+            let body = serde_json::json!({
+                "path": resumables.state(id).ok().flatten().map(|s| s.target.as_str().to_owned()),
+                "size": committed.size,
+                "sha256": committed.sha256.map(|d| hex(&d)),
+                "replaced": committed.replaced,
+                "upload": format!("{PREFIX}{id}"),
+                "body": upload::body_stats_json(&stats),
+                // All 0: hashed at completion, by reading the file back.
+                "hashing": { "inline": counts.inline, "pipelined": counts.pipelined },
+            });
+            let mut text = body.to_string();
+            text.push('\n');
+            ex.respond(status)
+                .header("content-type", "application/json")
+                .header("cache-control", "no-store")
+                .header("upload-complete", "?1")
+                .header("upload-draft-interop-version", INTEROP_VERSION)
+                .body(text)
+                .await
+        }
+        Err(StoreError::LengthMismatch { expected, actual }) => {
+            let message = format!(
+                "inconsistent length values for upload: length {expected}, received {actual}"
+            );
+            let kind = Some(INCONSISTENT_LENGTH);
+            let none = serde_json::Value::Null;
+            let offset = actual.to_string();
+            let headers = [("upload-offset", offset.as_str())];
+            problem(ex, StatusCode::BAD_REQUEST, kind, &message, none, &headers).await
+        }
+        Err(e) => {
+            let mut r = reply::store_status(&e);
+            if r == StatusCode::INTERNAL_SERVER_ERROR {
+                tracing::error!(error = %e, "storage failure");
+            }
+            if matches!(e, StoreError::DigestMismatch { .. }) {
+                r = StatusCode::BAD_REQUEST;
+            }
+            let headers = [
+                ("upload-complete", "?1"),
+                ("upload-draft-interop-version", INTEROP_VERSION),
+            ];
+            reply::error(ex, r, &e.to_string(), &headers).await
+        }
+    }
+}
+
+/// The body into the upload by `upload.rs`'s paths: splice with `--no-hash`, else direct
+/// reads into pooled buffers, hashed inline then pipelined when `hashing` (the first request
+/// of an upload), else not hashed (completion reads the file back).
+async fn body(
+    svc: &Service,
+    ex: &mut Exchange<'_>,
+    upload: &mut Upload,
+    hashing: bool,
+    counts: &mut WhereHashed,
+    progress: &mut upload::Progress<'_>,
+) -> Result<(), BodyFailure> {
+    let splice = !hashing
+        && !svc.options.hash
+        && (ex.request().content_length().is_some() || !svc.options.limited_storage);
+    if splice {
+        upload::splice_body(ex, upload, progress).await
+    } else {
+        upload::hashed_body(svc, ex, upload, hashing, counts, progress).await
+    }
+}
+
+/// Whether upload `id` has a digest to verify at completion.
+fn resumables_digest(resumables: &Resumables, id: UploadId) -> bool {
+    resumables
+        .state(id)
+        .ok()
+        .flatten()
+        .is_some_and(|s| s.expected_digest.is_some())
+}
+
+/// Answers a refusal of the store's resumable layer.
+async fn refused(
+    ex: &mut Exchange<'_>,
+    resumables: &Resumables,
+    id: UploadId,
+    e: ResumableError,
+) -> Result<(), weir::Error> {
+    match e {
+        ResumableError::Unknown => {
+            reply::error(ex, StatusCode::NOT_FOUND, "no such upload", &[]).await
+        }
+        ResumableError::Busy => {
+            let offset = resumables
+                .state(id)
+                .ok()
+                .flatten()
+                .map_or(0, |s| s.offset)
+                .to_string();
+            let message = "another request is appending to this upload";
+            let headers = [("upload-offset", offset.as_str())];
+            let none = serde_json::Value::Null;
+            problem(ex, StatusCode::CONFLICT, None, message, none, &headers).await
+        }
+        ResumableError::OffsetMismatch { expected, provided } => {
+            let offset = expected.to_string();
+            let headers = [("upload-offset", offset.as_str())];
+            let extra = serde_json::json!({
+                "expected-offset": expected,
+                "provided-offset": provided,
+            });
+            let message = "offset from request does not match offset of resource";
+            let kind = Some(MISMATCHING_OFFSET);
+            problem(ex, StatusCode::CONFLICT, kind, message, extra, &headers).await
+        }
+        ResumableError::Completed => {
+            let has_content = ex.request().content_length() != Some(0)
+                || ex.request().header("transfer-encoding").is_some();
+            let (kind, message) = if has_content {
+                (
+                    INCONSISTENT_LENGTH,
+                    "upload is already completed: no more content fits",
+                )
+            } else {
+                (COMPLETED_UPLOAD, "upload is already completed")
+            };
+            let none = serde_json::Value::Null;
+            let headers = [("upload-complete", "?1")];
+            problem(
+                ex,
+                StatusCode::BAD_REQUEST,
+                Some(kind),
+                message,
+                none,
+                &headers,
+            )
+            .await
+        }
+        ResumableError::Store(e) => reply::store_error(ex, &e).await,
+    }
+}
+
+/// Runs `f` (fsyncs) under `block_in_place` on a multi-thread runtime (see
+/// `service::commit`).
+fn block_in_place<T>(f: impl FnOnce() -> T) -> T {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    let multi_thread =
+        Handle::try_current().is_ok_and(|h| h.runtime_flavor() == RuntimeFlavor::MultiThread);
+    if multi_thread {
+        tokio::task::block_in_place(f)
+    } else {
+        f()
+    }
+}
+
+/// Starts the background sweep of expired uploads: a thread that wakes every quarter of the
+/// expiry (between 1 s and 60 s) and stops when the service is gone.
+pub(super) fn start_sweeper(resumables: &std::sync::Arc<Resumables>) {
+    let weak = std::sync::Arc::downgrade(resumables);
+    let period = (resumables.expiry() / 4).clamp(Duration::from_secs(1), Duration::from_secs(60));
+    let spawned = std::thread::Builder::new()
+        .name("weir-resumable-sweep".into())
+        .spawn(move || {
+            loop {
+                std::thread::sleep(period);
+                let Some(r) = weak.upgrade() else { return };
+                match r.sweep() {
+                    Ok(s) if s.uploads > 0 => {
+                        tracing::info!(
+                            uploads = s.uploads,
+                            bytes = s.bytes,
+                            "expired uploads removed"
+                        );
+                    }
+                    Ok(_) => {}
+                    Err(e) => tracing::warn!(error = %e, "sweeping expired uploads"),
+                }
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::warn!(error = %e, "no sweeper thread: expired uploads are removed at start only");
+    }
+}

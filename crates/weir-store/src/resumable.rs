@@ -1,0 +1,851 @@
+//! The durable state of resumable uploads (draft-ietf-httpbis-resumable-upload): partial data
+//! that outlives its requests, its connection and the server process, and becomes a stored
+//! file exactly like an [`Upload`] when the client says it is complete.
+//!
+//! Layout, in the staging area (`ROOT/.weir-staging/resumable/`, never listed, served or
+//! addressable: no [`StorePath`] can name a `.weir-` entry):
+//! - `<id>.data`: the bytes received so far, in order, without gaps;
+//! - `<id>.meta`: a small text record (target path, declared length, acknowledged offset,
+//!   creation time, digests to verify, completeness), replaced atomically (write a temporary,
+//!   `fsync`, `rename`, `fsync` the directory).
+//!
+//! `<id>` is 128 random bits (from `/dev/urandom`) in hex: unguessable.
+//!
+//! # The offset invariant
+//! The offset reported to clients is the `offset` of the meta record, and the meta records an
+//! offset only after `fdatasync` of the data up to it ([`Appending::checkpoint`]). So a
+//! reported offset never covers bytes that are not durably in the data file: not after a
+//! `SIGKILL`, not after a power loss. At open, every data file is cut back to its recorded
+//! offset (bytes past it were never acknowledged) and the usage counted from what is left.
+//! The recorded offset never decreases.
+//!
+//! # One writer
+//! At most one [`Appending`] per upload at a time (an in-memory set of busy ids); a second
+//! gets [`ResumableError::Busy`]. Dropping an `Appending` frees the upload. Its [`Upload`]
+//! keeps its data file when dropped; bytes past the last checkpoint are cut off by the next
+//! append (the caller checkpoints what a cut request delivered with [`Appending::finish`]).
+//!
+//! # Completion
+//! The data file becomes the upload's temporary ([`Upload::adopt`]) and is committed by the
+//! same path as a `PUT` (length check, SHA-256 by reading the file back, digest verification,
+//! `fsync`, `rename` over the target, directory `fsync`). The meta then records the upload as
+//! complete and stays until it expires, for clients that missed the final answer.
+//!
+//! # Expiry
+//! An upload expires `expiry` after its creation or its last recorded append, whichever is
+//! later; [`Resumables::sweep`] removes expired ones
+//! (not while an append runs) and data files without a meta record. [`Resumables::open`]
+//! sweeps once.
+
+use crate::digest::ContentDigest;
+use crate::error::StoreError;
+use crate::local::{LocalStore, Missing, Resolved, STAGING_NAME, Shared, walk};
+use crate::path::StorePath;
+use crate::quota::ENTRY_COST;
+use crate::sys::{DirHandle, EntryKind};
+use crate::upload::{Committed, Upload, UploadOptions};
+use std::collections::HashSet;
+use std::fmt;
+use std::io::{self, Read, Write};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// The resumable uploads' directory, inside the staging area.
+const DIR_NAME: &str = "resumable";
+
+/// An upload resource's identifier: 128 random bits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct UploadId([u8; 16]);
+
+impl UploadId {
+    /// A new random id.
+    fn random() -> io::Result<UploadId> {
+        let mut bytes = [0u8; 16];
+        std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+        Ok(UploadId(bytes))
+    }
+
+    /// Parses 32 lower-case hex digits; anything else is `None`.
+    pub fn parse(text: &str) -> Option<UploadId> {
+        let text = text.as_bytes();
+        if text.len() != 32 {
+            return None;
+        }
+        let digit = |c: u8| match c {
+            b'0'..=b'9' => Some(c - b'0'),
+            b'a'..=b'f' => Some(c - b'a' + 10),
+            _ => None,
+        };
+        let mut bytes = [0u8; 16];
+        for (i, pair) in text.chunks_exact(2).enumerate() {
+            bytes[i] = digit(pair[0])? << 4 | digit(pair[1])?;
+        }
+        Some(UploadId(bytes))
+    }
+
+    // ALLOCATION: a name, per request on an upload, not per read.
+    fn data_name(self) -> String {
+        format!("{DIR_NAME}/{self}.data")
+    }
+}
+
+impl fmt::Display for UploadId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for b in self.0 {
+            write!(f, "{b:02x}")?;
+        }
+        Ok(())
+    }
+}
+
+/// What the server knows of one upload resource.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResumableState {
+    /// Where the file goes at completion.
+    pub target: StorePath,
+    /// Bytes received and durable: what `Upload-Offset` reports.
+    pub offset: u64,
+    /// The length the client declared (`Upload-Length`, or offset + `Content-Length` of a
+    /// completing request), once known.
+    pub length: Option<u64>,
+    /// The upload was completed (and its file committed).
+    pub complete: bool,
+    /// Seconds since the Unix epoch at creation or at the last recorded append, whichever is
+    /// later: the upload expires `expiry` after it (an upload in use does not).
+    pub active: u64,
+    /// Digests the whole representation must match at completion (`Repr-Digest`, or the
+    /// `Content-Digest` of a creation request that carried the whole representation).
+    pub expected_digest: Option<String>,
+    /// Compute the SHA-256 at completion.
+    pub hash: bool,
+}
+
+impl ResumableState {
+    // ALLOCATION: the record's text, at creation, at each checkpoint (every 64 MiB or request
+    // end) and at completion: never per read.
+    fn encode(&self) -> String {
+        let mut s = format!(
+            "target {}\noffset {}\ncomplete {}\nactive {}\nhash {}\n",
+            self.target.as_str(),
+            self.offset,
+            u8::from(self.complete),
+            self.active,
+            u8::from(self.hash)
+        );
+        if let Some(len) = self.length {
+            s.push_str(&format!("length {len}\n"));
+        }
+        if let Some(d) = &self.expected_digest {
+            s.push_str(&format!("digest {d}\n"));
+        }
+        s
+    }
+
+    fn decode(text: &str) -> Option<ResumableState> {
+        let (mut target, mut offset, mut complete, mut active, mut hash) =
+            (None, None, None, None, None);
+        let (mut length, mut expected_digest) = (None, None);
+        for line in text.lines() {
+            let (key, value) = line.split_once(' ')?;
+            match key {
+                "target" => target = Some(StorePath::parse(value).ok()?),
+                "offset" => offset = Some(value.parse().ok()?),
+                "complete" => complete = Some(value == "1"),
+                "active" => active = Some(value.parse().ok()?),
+                "hash" => hash = Some(value == "1"),
+                "length" => length = Some(value.parse().ok()?),
+                "digest" => expected_digest = Some(value.to_owned()),
+                _ => return None,
+            }
+        }
+        Some(ResumableState {
+            target: target?,
+            offset: offset?,
+            length,
+            complete: complete?,
+            active: active?,
+            expected_digest,
+            hash: hash?,
+        })
+    }
+}
+
+/// Why a resumable operation was refused.
+#[derive(Debug)]
+pub enum ResumableError {
+    /// No such upload (never created, cancelled, or expired).
+    Unknown,
+    /// Another request is appending to it now.
+    Busy,
+    /// The request's offset is not the upload's.
+    OffsetMismatch { expected: u64, provided: u64 },
+    /// The upload is complete: nothing more can be appended.
+    Completed,
+    /// The store failed.
+    Store(StoreError),
+}
+
+impl From<StoreError> for ResumableError {
+    fn from(e: StoreError) -> Self {
+        ResumableError::Store(e)
+    }
+}
+
+/// The resumable uploads of one [`LocalStore`].
+#[derive(Debug)]
+pub struct Resumables {
+    shared: Arc<Shared>,
+    /// `ROOT/.weir-staging/resumable/`.
+    dir: Arc<DirHandle>,
+    expiry: Duration,
+    /// Uploads with an [`Appending`] alive.
+    busy: Arc<Mutex<HashSet<UploadId>>>,
+}
+
+/// What [`Resumables::sweep`] removed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Swept {
+    pub uploads: u64,
+    pub bytes: u64,
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+fn io_err(op: &'static str) -> impl Fn(io::Error) -> StoreError {
+    move |e| StoreError::from_io(op, e)
+}
+
+impl Resumables {
+    /// Opens (creating it) the resumable area of `store`: cuts every data file back to its
+    /// recorded offset, counts what remains against the quota, and removes what has expired
+    /// or has no record.
+    pub fn open(store: &LocalStore, expiry: Duration) -> Result<Resumables, StoreError> {
+        let shared = store.shared_arc().clone();
+        let dir = match walk(
+            &shared.root,
+            [STAGING_NAME, DIR_NAME].into_iter(),
+            Missing::Create,
+        )? {
+            Some(Resolved::Below(dir)) => Arc::new(dir),
+            _ => return Err(StoreError::NotFound),
+        };
+        let this = Resumables {
+            shared,
+            dir,
+            expiry,
+            busy: Arc::default(),
+        };
+        let mut sizes = 0u64;
+        for name in this.dir.names().map_err(io_err("read resumable area"))? {
+            let Some(name) = name.to_str() else { continue };
+            let Some(id) = name.strip_suffix(".data").and_then(UploadId::parse) else {
+                continue;
+            };
+            let Some(state) = this.read_state(id)? else {
+                continue; // removed by the sweep below
+            };
+            let file = this
+                .dir
+                .open_rw(&format!("{id}.data"))
+                .map_err(io_err("open resumable data"))?;
+            let len = file.metadata().map_err(io_err("stat"))?.len();
+            if len > state.offset {
+                // Never acknowledged: the record is the truth.
+                file.set_len(state.offset).map_err(io_err("truncate"))?;
+                file.sync_data().map_err(io_err("fdatasync"))?;
+            }
+            sizes = sizes.saturating_add(len.min(state.offset) + ENTRY_COST);
+        }
+        this.shared.usage.charge(sizes);
+        this.sweep_at(now_secs(), true)?;
+        Ok(this)
+    }
+
+    /// How long an upload lives after its creation or last recorded append.
+    pub fn expiry(&self) -> Duration {
+        self.expiry
+    }
+
+    /// Seconds left before `state` expires (for `Upload-Limit: max-age`).
+    pub fn max_age(&self, state: &ResumableState) -> u64 {
+        (state.active + self.expiry.as_secs()).saturating_sub(now_secs())
+    }
+
+    /// Creates an upload resource for `target`: checks the target could take a file, creates
+    /// the empty data file and its record (durably), and charges its entry to the quota.
+    pub fn create(
+        &self,
+        target: &StorePath,
+        length: Option<u64>,
+        expected_digest: Option<String>,
+        hash: bool,
+    ) -> Result<(UploadId, ResumableState), StoreError> {
+        crate::upload::check_target(&self.shared, target)?;
+        // A declared length that cannot fit fails now; the bytes are charged as they come.
+        let length_now = length.unwrap_or(0);
+        self.shared
+            .usage
+            .reserve(length_now.saturating_add(ENTRY_COST))?;
+        self.shared.usage.release(length_now);
+        let made = (|| {
+            let id = UploadId::random().map_err(io_err("random id"))?;
+            let state = ResumableState {
+                target: target.clone(),
+                offset: 0,
+                length,
+                complete: false,
+                active: now_secs(),
+                expected_digest,
+                hash,
+            };
+            // The record first: data without one is an orphan that a sweep may remove.
+            self.write_state(id, &state)?;
+            let file = self
+                .dir
+                .create_new(&format!("{id}.data"))
+                .map_err(io_err("create resumable data"))?;
+            file.sync_all().map_err(io_err("fsync"))?;
+            self.dir.sync().map_err(io_err("sync resumable area"))?;
+            Ok((id, state))
+        })();
+        if made.is_err() {
+            self.shared.usage.release(ENTRY_COST);
+        }
+        made
+    }
+
+    /// The state of upload `id`, `None` if there is none.
+    pub fn state(&self, id: UploadId) -> Result<Option<ResumableState>, StoreError> {
+        self.read_state(id)
+    }
+
+    /// Whether an append to `id` is running.
+    pub fn is_busy(&self, id: UploadId) -> bool {
+        self.busy
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(&id)
+    }
+
+    /// Starts appending to `id` at `offset` (the client's `Upload-Offset`): the upload must
+    /// exist, be incomplete, be free and be at that offset. `length`: a length the request
+    /// declares, recorded now (an inconsistent one is the caller's to refuse first).
+    pub fn append(
+        &self,
+        id: UploadId,
+        offset: u64,
+        length: Option<u64>,
+    ) -> Result<(Appending, Upload), ResumableError> {
+        {
+            let mut busy = self.busy.lock().unwrap_or_else(|e| e.into_inner());
+            if !busy.insert(id) {
+                return Err(ResumableError::Busy);
+            }
+        }
+        let release = BusyGuard {
+            busy: self.busy.clone(),
+            id,
+        };
+        let Some(mut state) = self.read_state(id)? else {
+            return Err(ResumableError::Unknown);
+        };
+        if state.complete {
+            return Err(ResumableError::Completed);
+        }
+        if offset != state.offset {
+            return Err(ResumableError::OffsetMismatch {
+                expected: state.offset,
+                provided: offset,
+            });
+        }
+        if state.length.is_none() && length.is_some() {
+            state.length = length;
+            self.write_state(id, &state)?;
+        }
+        let mut file = match self.shared.staging.open_rw(&id.data_name()) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                // Its data went with a failed write or commit: the upload is over.
+                self.remove(id)?;
+                return Err(ResumableError::Unknown);
+            }
+            Err(e) => return Err(StoreError::from_io("open resumable data", e).into()),
+        };
+        // Bytes past the offset were never acknowledged (an append whose checkpoint did not
+        // run): the next bytes go in their place.
+        file.set_len(state.offset).map_err(io_err("truncate"))?;
+        std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(state.offset))
+            .map_err(io_err("seek"))?;
+        let digest = match &state.expected_digest {
+            Some(d) => Some(ContentDigest::parse(d).map_err(|_| StoreError::Discarded)?),
+            None => None,
+        };
+        let upload = Upload::adopt(
+            self.shared.clone(),
+            &state.target,
+            id.data_name(),
+            file,
+            state.offset,
+            UploadOptions {
+                hash: state.hash,
+                expected_digest: digest,
+                expected_len: None,
+            },
+        );
+        let appending = Appending {
+            resumables: Resumables {
+                shared: self.shared.clone(),
+                dir: self.dir.clone(),
+                expiry: self.expiry,
+                busy: self.busy.clone(),
+            },
+            id,
+            state,
+            finished: false,
+            started_at: offset,
+            _busy: release,
+        };
+        Ok((appending, upload))
+    }
+
+    /// Cancels upload `id`: removes its data and record, gives its space back. `Busy` while
+    /// an append runs.
+    pub fn cancel(&self, id: UploadId) -> Result<(), ResumableError> {
+        {
+            let mut busy = self.busy.lock().unwrap_or_else(|e| e.into_inner());
+            if !busy.insert(id) {
+                return Err(ResumableError::Busy);
+            }
+        }
+        let _release = BusyGuard {
+            busy: self.busy.clone(),
+            id,
+        };
+        if self.read_state(id)?.is_none() {
+            return Err(ResumableError::Unknown);
+        }
+        self.remove(id)?;
+        Ok(())
+    }
+
+    /// Removes expired uploads (not those being appended to) and data without a record.
+    pub fn sweep(&self) -> Result<Swept, StoreError> {
+        self.sweep_at(now_secs(), false)
+    }
+
+    fn sweep_at(&self, now: u64, at_open: bool) -> Result<Swept, StoreError> {
+        let mut swept = Swept::default();
+        for name in self.dir.names().map_err(io_err("read resumable area"))? {
+            let Some(name) = name.to_str() else { continue };
+            if self.dir.stat(name).ok().flatten().is_none() {
+                continue; // removed with its other half
+            }
+            let Some((stem, ext)) = name.split_once('.') else {
+                continue;
+            };
+            let Some(id) = UploadId::parse(stem) else {
+                // A record being written when a crash came: never renamed into place.
+                if at_open && name.ends_with(".tmp") {
+                    let _ = self.dir.unlink(name);
+                }
+                continue;
+            };
+            if ext != "meta" && ext != "data" {
+                continue;
+            }
+            let state = self.read_state(id)?;
+            let expired = match &state {
+                Some(s) => {
+                    now >= s.active.saturating_add(self.expiry.as_secs())
+                        // A record whose data a crash removed (after a commit, or before the
+                        // data was created).
+                        || (at_open
+                            && !s.complete
+                            && self.dir.stat(&format!("{id}.data")).ok().flatten().is_none())
+                }
+                // An orphan data file (its record was never written, or already removed).
+                None => ext == "data",
+            };
+            if !expired {
+                continue;
+            }
+            {
+                let mut busy = self.busy.lock().unwrap_or_else(|e| e.into_inner());
+                if !busy.insert(id) {
+                    continue;
+                }
+            }
+            let _release = BusyGuard {
+                busy: self.busy.clone(),
+                id,
+            };
+            swept.bytes += self.remove(id)?;
+            swept.uploads += 1;
+        }
+        Ok(swept)
+    }
+
+    /// Unlinks the data (releasing its space and entry) and then the record. Returns the
+    /// bytes freed.
+    fn remove(&self, id: UploadId) -> Result<u64, StoreError> {
+        let data = format!("{id}.data");
+        let size = match self.dir.stat(&data).map_err(io_err("stat"))? {
+            Some(m) if m.kind == EntryKind::File => {
+                self.dir
+                    .unlink(&data)
+                    .map_err(io_err("remove resumable data"))?;
+                self.shared.usage.release(m.size.saturating_add(ENTRY_COST));
+                m.size
+            }
+            _ => 0,
+        };
+        match self.dir.unlink(&format!("{id}.meta")) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(StoreError::from_io("remove resumable record", e)),
+        }
+        self.dir.sync().map_err(io_err("sync resumable area"))?;
+        Ok(size)
+    }
+
+    fn read_state(&self, id: UploadId) -> Result<Option<ResumableState>, StoreError> {
+        let mut text = String::new();
+        match self.dir.open_read(&format!("{id}.meta")) {
+            Ok(mut f) => f
+                .read_to_string(&mut text)
+                .map_err(io_err("read resumable record"))?,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(StoreError::from_io("open resumable record", e)),
+        };
+        // A record that does not parse was not written by this code: treat as absent (the
+        // sweep removes its data).
+        Ok(ResumableState::decode(&text))
+    }
+
+    /// Replaces the record of `id` durably: temporary, fsync, rename, directory fsync.
+    fn write_state(&self, id: UploadId, state: &ResumableState) -> Result<(), StoreError> {
+        let temp = format!("{id}.meta.tmp");
+        let _ = self.dir.unlink(&temp);
+        let mut file = self
+            .dir
+            .create_new(&temp)
+            .map_err(io_err("create resumable record"))?;
+        file.write_all(state.encode().as_bytes())
+            .and_then(|()| file.sync_all())
+            .map_err(io_err("write resumable record"))?;
+        self.dir
+            .rename(&temp, &self.dir, &format!("{id}.meta"))
+            .map_err(io_err("rename resumable record"))?;
+        self.dir.sync().map_err(io_err("sync resumable area"))
+    }
+}
+
+/// Frees an upload for the next writer when dropped.
+#[derive(Debug)]
+struct BusyGuard {
+    busy: Arc<Mutex<HashSet<UploadId>>>,
+    id: UploadId,
+}
+
+impl Drop for BusyGuard {
+    fn drop(&mut self) {
+        self.busy
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&self.id);
+    }
+}
+
+/// Bytes an append receives between two checkpoints: what a crash of the server process
+/// (or of the machine) can make the client send again, at most.
+pub const CHECKPOINT_BYTES: u64 = 64 << 20;
+
+/// One request appending to an upload: holds the upload's one-writer lock until dropped.
+/// Write into the [`Upload`] that [`Resumables::append`] returned with it (as into any upload;
+/// call [`Appending::progress`] now and then), then [`Appending::finish`]. That upload keeps
+/// its data if dropped: an append cut short loses only what its last checkpoint did not cover.
+#[derive(Debug)]
+pub struct Appending {
+    resumables: Resumables,
+    id: UploadId,
+    state: ResumableState,
+    /// [`Appending::finish`] ran: nothing left for drop to record.
+    finished: bool,
+    /// The offset when the append began.
+    started_at: u64,
+    _busy: BusyGuard,
+}
+
+/// How an append ended.
+#[derive(Debug)]
+pub enum AppendEnd {
+    /// The upload stays incomplete at this state.
+    Incomplete(ResumableState),
+    /// The upload completed and its file is stored.
+    Completed(Committed),
+}
+
+impl Appending {
+    /// The upload's id.
+    pub fn id(&self) -> UploadId {
+        self.id
+    }
+
+    /// The upload's state (its offset as last recorded).
+    pub fn state(&self) -> &ResumableState {
+        &self.state
+    }
+
+    /// Records the data file's length as the offset, after `fdatasync`, once its upload is
+    /// dropped (which gave back what it had charged): the file's new bytes are charged here,
+    /// as many as there are (a splice cut mid-piece writes some the upload never counted).
+    /// Every byte in the file came, in order, from this append's writes, which leave no gap.
+    fn record_file(&mut self) -> Result<(), StoreError> {
+        self.finished = true;
+        let kept = (|| {
+            let file = self
+                .resumables
+                .dir
+                .open_rw(&format!("{}.data", self.id))
+                .map_err(io_err("open resumable data"))?;
+            let len = file.metadata().map_err(io_err("stat"))?.len();
+            if len > self.state.offset {
+                file.sync_data().map_err(io_err("fdatasync"))?;
+                let before = self.state.offset;
+                self.state.offset = len;
+                self.state.active = now_secs();
+                if let Err(e) = self.resumables.write_state(self.id, &self.state) {
+                    self.state.offset = before;
+                    return Err(e);
+                }
+            }
+            Ok(len)
+        })();
+        // What the file holds is charged whether or not it could be recorded: it is there
+        // until a sweep or the next append cuts it.
+        let len = match &kept {
+            Ok(len) => *len,
+            Err(_) => self.state.offset,
+        };
+        self.resumables
+            .shared
+            .usage
+            .charge(len.saturating_sub(self.started_at));
+        kept.map(drop)
+    }
+
+    /// Checkpoints if [`CHECKPOINT_BYTES`] arrived since the last one.
+    pub fn progress(&mut self, upload: &mut Upload) -> Result<(), StoreError> {
+        if upload.size().saturating_sub(self.state.offset) >= CHECKPOINT_BYTES {
+            self.checkpoint(upload)?;
+        }
+        Ok(())
+    }
+
+    /// Makes the bytes written so far durable, then records them as the offset.
+    pub fn checkpoint(&mut self, upload: &mut Upload) -> Result<u64, StoreError> {
+        let size = upload.size();
+        if size == self.state.offset {
+            return Ok(size);
+        }
+        upload.sync_data()?;
+        self.state.offset = size;
+        self.state.active = now_secs();
+        self.resumables.write_state(self.id, &self.state)?;
+        Ok(size)
+    }
+
+    /// Ends the append. `complete`: this request carried the end of the representation, and
+    /// the upload is committed to its target (a recorded length must match). Otherwise (or
+    /// if the length does not match) the bytes are checkpointed and the upload stays open.
+    pub fn finish(mut self, upload: Upload, complete: bool) -> Result<AppendEnd, StoreError> {
+        let size = upload.size();
+        let mismatch = self.state.length.filter(|&len| len != size);
+        if !complete || mismatch.is_some() {
+            // The file may hold more than the upload counted (a splice cut mid-piece).
+            drop(upload);
+            self.finished = true;
+            self.record_file()?;
+            return match mismatch {
+                Some(expected) if complete => Err(StoreError::LengthMismatch {
+                    expected,
+                    actual: size,
+                }),
+                _ => Ok(AppendEnd::Incomplete(self.state.clone())),
+            };
+        }
+        self.finished = true;
+        let committed = match upload.commit() {
+            Ok(c) => c,
+            Err(e) => {
+                // The commit discarded the data (a digest mismatch...): the upload is over.
+                let _ = self.resumables.remove(self.id);
+                return Err(e);
+            }
+        };
+        self.state.offset = committed.size;
+        self.state.length = Some(committed.size);
+        self.state.complete = true;
+        // Committed: a failure to record completeness only loses the record's answer.
+        let _ = self.resumables.write_state(self.id, &self.state);
+        Ok(AppendEnd::Completed(committed))
+    }
+}
+
+impl Drop for Appending {
+    /// A request dropped mid-body (its connection went away and the server dropped its
+    /// handler): what reached the data file is kept. Every byte in it came, in order, from
+    /// this append's writes (which never leave a gap), so its length after `fdatasync` is a
+    /// true offset. Blocking I/O in a drop, once per cut request.
+    fn drop(&mut self) {
+        if !self.finished {
+            let _ = self.record_file();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::LocalOptions;
+    use crate::testutil::{data, p, read, sha256, store, store_with};
+
+    const DAY: Duration = Duration::from_secs(86400);
+
+    fn reopen(dir: &tempfile::TempDir, store: LocalStore) -> (LocalStore, Resumables) {
+        let root = store.root().to_owned();
+        drop(store);
+        let _ = dir;
+        let store = LocalStore::open(&root, LocalOptions::default()).unwrap();
+        let r = Resumables::open(&store, DAY).unwrap();
+        (store, r)
+    }
+
+    #[test]
+    fn appends_across_requests_and_restarts_commit_the_whole_file() {
+        let (dir, store) = store();
+        let body = data(3 << 20, 1);
+        let r = Resumables::open(&store, DAY).unwrap();
+        let (id, _) = r.create(&p("a/f"), None, None, true).unwrap();
+        let (appending, mut up) = r.append(id, 0, None).unwrap();
+        up.write(&body[..1 << 20]).unwrap();
+        assert!(
+            matches!(appending.finish(up, false).unwrap(), AppendEnd::Incomplete(s) if s.offset == 1 << 20)
+        );
+        drop(r);
+        let (store, r) = reopen(&dir, store);
+        assert_eq!(r.state(id).unwrap().unwrap().offset, 1 << 20);
+        // Cut short: the upload is dropped, the append too; what reached the file is kept.
+        let (appending, mut up) = r.append(id, 1 << 20, None).unwrap();
+        up.write(&body[1 << 20..2 << 20]).unwrap();
+        drop(up);
+        drop(appending);
+        assert_eq!(r.state(id).unwrap().unwrap().offset, 2 << 20);
+        assert!(
+            matches!(r.append(id, 1, None), Err(ResumableError::OffsetMismatch { expected, provided: 1 }) if expected == 2 << 20)
+        );
+        let (appending, mut up) = r.append(id, 2 << 20, None).unwrap();
+        up.write(&body[2 << 20..]).unwrap();
+        let AppendEnd::Completed(c) = appending.finish(up, true).unwrap() else {
+            panic!("not completed")
+        };
+        assert_eq!((c.size, c.sha256), (3 << 20, Some(sha256(&body))));
+        assert_eq!(read(&store, "a/f"), body);
+        assert!(matches!(
+            r.append(id, 3 << 20, None),
+            Err(ResumableError::Completed)
+        ));
+        // The usage is the file's, nothing more.
+        assert_eq!(store.usage(), (3 << 20) + 2 * crate::ENTRY_COST);
+    }
+
+    #[test]
+    fn bytes_past_the_recorded_offset_are_cut_at_open() {
+        let (dir, store) = store();
+        let r = Resumables::open(&store, DAY).unwrap();
+        let (id, _) = r.create(&p("f"), None, None, true).unwrap();
+        let (appending, mut up) = r.append(id, 0, None).unwrap();
+        up.write(b"hello").unwrap();
+        appending.finish(up, false).unwrap();
+        drop(r);
+        // A crash after writing, before the record: the file is longer than the offset.
+        let data_path = store
+            .root()
+            .join(STAGING_NAME)
+            .join(DIR_NAME)
+            .join(format!("{id}.data"));
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&data_path)
+            .unwrap();
+        f.write_all(b" unacknowledged").unwrap();
+        drop(f);
+        let (store, r) = reopen(&dir, store);
+        assert_eq!(std::fs::read(&data_path).unwrap(), b"hello");
+        assert_eq!(r.state(id).unwrap().unwrap().offset, 5);
+        assert_eq!(store.usage(), 5 + crate::ENTRY_COST);
+    }
+
+    #[test]
+    fn one_writer_at_a_time_and_cancel_frees_the_space() {
+        let (_dir, store) = store_with(LocalOptions {
+            max_storage: Some(1 << 20),
+            ..LocalOptions::default()
+        });
+        let r = Resumables::open(&store, DAY).unwrap();
+        let (id, _) = r.create(&p("f"), None, None, false).unwrap();
+        let (appending, mut up) = r.append(id, 0, None).unwrap();
+        assert!(matches!(r.append(id, 0, None), Err(ResumableError::Busy)));
+        assert!(matches!(r.cancel(id), Err(ResumableError::Busy)));
+        up.write(&data(512 << 10, 2)).unwrap();
+        // The partial data counts against the quota.
+        assert!(up.write(&data(600 << 10, 3)).is_err());
+        drop(up);
+        drop(appending);
+        r.cancel(id).unwrap();
+        assert_eq!(store.usage(), 0);
+        assert!(matches!(r.state(id), Ok(None)));
+    }
+
+    #[test]
+    fn expired_uploads_are_swept() {
+        let (_dir, store) = store();
+        let r = Resumables::open(&store, Duration::from_secs(1)).unwrap();
+        let (id, _) = r.create(&p("f"), Some(10), None, true).unwrap();
+        let (appending, mut up) = r.append(id, 0, None).unwrap();
+        up.write(b"12345").unwrap();
+        appending.finish(up, false).unwrap();
+        assert_eq!(r.sweep_at(now_secs(), false).unwrap(), Swept::default());
+        let swept = r.sweep_at(now_secs() + 2, false).unwrap();
+        assert_eq!(
+            swept,
+            Swept {
+                uploads: 1,
+                bytes: 5
+            }
+        );
+        assert!(matches!(r.state(id), Ok(None)));
+        assert_eq!(store.usage(), 0);
+    }
+
+    #[test]
+    fn ids_are_32_hex_digits() {
+        let id = UploadId::random().unwrap();
+        let text = id.to_string();
+        assert_eq!(text.len(), 32);
+        assert_eq!(UploadId::parse(&text), Some(id));
+        for bad in [
+            "",
+            "0",
+            &text.to_uppercase(),
+            &format!("{text}0"),
+            "g".repeat(32).as_str(),
+        ] {
+            assert_eq!(UploadId::parse(bad), None, "{bad}");
+        }
+    }
+}
