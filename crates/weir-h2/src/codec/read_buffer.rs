@@ -31,6 +31,11 @@ const HEADER_LEN: usize = 9;
 /// its header, so an idle connection holds no more than upstream's.
 const MIN_BUFFER_LEN: usize = 16_384 + HEADER_LEN;
 
+/// The most read at once beyond the frame being completed: upstream's initial buffer. Frames
+/// are cut from what was read, so this bounds how many small frames one read hands on (weir's
+/// frame meter judges a control-frame flood read by read).
+const READ_AHEAD: usize = 8 * 1024;
+
 /// Bytes of buffers the process keeps parked for reuse: a few frames of the largest size weir
 /// advertises for each connection that streams at once, a bound however many are idle.
 pub(crate) const POOL_BYTES: usize = 8 << 20;
@@ -141,10 +146,12 @@ impl ReadBuffer {
                 return Poll::Ready(None);
             }
             self.make_room(needed);
+            let limit = (needed - self.current.buf.len()).max(READ_AHEAD);
+            let mut into = bytes::BufMut::limit(&mut self.current.buf, limit);
             let n = ready!(tokio_util::io::poll_read_buf(
                 Pin::new(&mut *io),
                 cx,
-                &mut self.current.buf
+                &mut into
             ))?;
             if n == 0 {
                 self.eof = true;

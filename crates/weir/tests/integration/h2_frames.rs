@@ -418,7 +418,7 @@ fn stream_state_violations() {
     hold_release(3).notify_waiters();
 }
 
-/// The faults patched in vendor/h2 (vendor/h2/WEIR-PATCHES.md), each answered as RFC 9113 asks.
+/// The faults patched in weir-h2 (crates/weir-h2/WEIR-PATCHES.md), each answered as RFC 9113 asks.
 #[test]
 fn faults_fixed_in_the_vendored_h2() {
     let server = TlsTestServer::start(Config::default());
