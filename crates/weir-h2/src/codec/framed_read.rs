@@ -44,6 +44,9 @@ struct FrameDecoder {
     max_continuation_frames: usize,
 
     partial: Option<Partial>,
+
+    // weir patch: the peer is a client, which cannot push.
+    refuse_push_promise: bool,
 }
 
 /// Partially loaded headers frame
@@ -108,6 +111,11 @@ impl<T> FramedRead<T> {
             .set_max_header_list_size(val, self.max_frame_size());
     }
 
+    /// weir patch: see `Codec::refuse_push_promise`.
+    pub fn refuse_push_promise(&mut self) {
+        self.decoder.refuse_push_promise = true;
+    }
+
     /// Update the header table size setting.
     #[inline]
     pub fn set_header_table_size(&mut self, val: usize) {
@@ -135,6 +143,7 @@ impl FrameDecoder {
                 max_frame_size,
             ),
             partial: None,
+            refuse_push_promise: false,
         }
     }
 
@@ -180,6 +189,19 @@ fn hpack_error_reason(e: &frame::Error) -> Reason {
             | IntegerOverflow
             | NeedMore(_),
         ) => Reason::COMPRESSION_ERROR,
+        _ => Reason::PROTOCOL_ERROR,
+    }
+}
+
+/// weir patch: the connection error for a control frame that does not load. A length its type
+/// does not allow is FRAME_SIZE_ERROR (RFC 9113 §6.5, §6.7, §6.8, §6.9, §4.2), an initial window
+/// above 2^31-1 FLOW_CONTROL_ERROR (§6.5.2); upstream answered PROTOCOL_ERROR to all.
+fn frame_error_reason(e: &frame::Error) -> Reason {
+    match e {
+        frame::Error::BadFrameSize
+        | frame::Error::InvalidPayloadLength
+        | frame::Error::InvalidPayloadAckSettings => Reason::FRAME_SIZE_ERROR,
+        frame::Error::InitialWindowSizeTooLarge => Reason::FLOW_CONTROL_ERROR,
         _ => Reason::PROTOCOL_ERROR,
     }
 }
@@ -269,7 +291,7 @@ fn decode_frame(decoder: &mut FrameDecoder, mut bytes: BytesMut) -> Result<Optio
 
             res.map_err(|e| {
                 proto_err!(conn: "failed to load SETTINGS frame; err={:?}", e);
-                Error::library_go_away(Reason::PROTOCOL_ERROR)
+                Error::library_go_away(frame_error_reason(&e))
             })?
             .into()
         }
@@ -278,7 +300,7 @@ fn decode_frame(decoder: &mut FrameDecoder, mut bytes: BytesMut) -> Result<Optio
 
             res.map_err(|e| {
                 proto_err!(conn: "failed to load PING frame; err={:?}", e);
-                Error::library_go_away(Reason::PROTOCOL_ERROR)
+                Error::library_go_away(frame_error_reason(&e))
             })?
             .into()
         }
@@ -287,7 +309,7 @@ fn decode_frame(decoder: &mut FrameDecoder, mut bytes: BytesMut) -> Result<Optio
 
             res.map_err(|e| {
                 proto_err!(conn: "failed to load WINDOW_UPDATE frame; err={:?}", e);
-                Error::library_go_away(Reason::PROTOCOL_ERROR)
+                Error::library_go_away(frame_error_reason(&e))
             })?
             .into()
         }
@@ -307,7 +329,13 @@ fn decode_frame(decoder: &mut FrameDecoder, mut bytes: BytesMut) -> Result<Optio
             let res = frame::Reset::load(head, &bytes[frame::HEADER_LEN..]);
             res.map_err(|e| {
                 proto_err!(conn: "failed to load RESET frame; err={:?}", e);
-                Error::library_go_away(Reason::PROTOCOL_ERROR)
+                // weir patch: a wrong length is FRAME_SIZE_ERROR (RFC 9113 §6.4); on stream 0
+                // the frame is wrong anyway, PROTOCOL_ERROR (§6.4) as before.
+                if head.stream_id().is_zero() {
+                    Error::library_go_away(Reason::PROTOCOL_ERROR)
+                } else {
+                    Error::library_go_away(frame_error_reason(&e))
+                }
             })?
             .into()
         }
@@ -315,9 +343,14 @@ fn decode_frame(decoder: &mut FrameDecoder, mut bytes: BytesMut) -> Result<Optio
             let res = frame::GoAway::load(head, &bytes[frame::HEADER_LEN..]);
             res.map_err(|e| {
                 proto_err!(conn: "failed to load GO_AWAY frame; err={:?}", e);
-                Error::library_go_away(Reason::PROTOCOL_ERROR)
+                Error::library_go_away(frame_error_reason(&e))
             })?
             .into()
+        }
+        Kind::PushPromise if decoder.refuse_push_promise => {
+            // weir patch: RFC 9113 §8.4.
+            proto_err!(conn: "received PUSH_PROMISE from a client");
+            return Err(Error::library_go_away(Reason::PROTOCOL_ERROR));
         }
         Kind::PushPromise => header_block!(PushPromise, head, bytes),
         Kind::Priority => {
@@ -336,6 +369,12 @@ fn decode_frame(decoder: &mut FrameDecoder, mut bytes: BytesMut) -> Result<Optio
                     let id = head.stream_id();
                     proto_err!(stream: "PRIORITY invalid dependency ID; stream={:?}", id);
                     return Err(Error::library_reset(id, Reason::PROTOCOL_ERROR));
+                }
+                Err(frame::Error::InvalidPayloadLength) => {
+                    // weir patch: a stream error FRAME_SIZE_ERROR (RFC 9113 §6.3).
+                    let id = head.stream_id();
+                    proto_err!(stream: "PRIORITY of a wrong length; stream={:?}", id);
+                    return Err(Error::library_reset(id, Reason::FRAME_SIZE_ERROR));
                 }
                 Err(e) => {
                     proto_err!(conn: "failed to load PRIORITY frame; err={:?};", e);

@@ -93,6 +93,13 @@ impl<T, B> Codec<T, B> {
         self.inner.set_header_table_size(val)
     }
 
+    /// weir patch: answer a received PUSH_PROMISE with a connection error PROTOCOL_ERROR as soon
+    /// as its header is read (a server: RFC 9113 §8.4). Upstream decoded it, and one without
+    /// END_HEADERS left the connection waiting for a CONTINUATION that never came.
+    pub fn refuse_push_promise(&mut self) {
+        self.inner.refuse_push_promise();
+    }
+
     /// Set the max header list size that can be received.
     pub fn set_max_recv_header_list_size(&mut self, val: usize) {
         self.inner.set_max_header_list_size(val);

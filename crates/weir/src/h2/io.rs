@@ -185,11 +185,20 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     fn frame(kind: u8, flags: u8, payload: &[u8]) -> Vec<u8> {
+        frame_on(kind, flags, 0, payload)
+    }
+
+    fn frame_on(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
         let len = payload.len();
         let mut f = vec![(len >> 16) as u8, (len >> 8) as u8, len as u8, kind, flags];
-        f.extend_from_slice(&0u32.to_be_bytes());
+        f.extend_from_slice(&stream.to_be_bytes());
         f.extend_from_slice(payload);
         f
+    }
+
+    /// A GET on stream 1: HEADERS with END_STREAM and END_HEADERS.
+    fn get() -> Vec<u8> {
+        frame_on(0x1, 0x5, 1, &[0x82])
     }
 
     /// Counts wake-ups.
@@ -245,8 +254,9 @@ mod tests {
     async fn an_offending_frame_is_cut_short_and_the_driver_woken() {
         let mut sent = PREFACE.to_vec();
         sent.extend(frame(0x4, 0, &[]));
+        sent.extend(get());
         let bad_at = sent.len();
-        sent.extend(frame(0x6, 0, &[0; 7])); // PING of 7 octets
+        sent.extend(frame_on(0x0, 0, 1, &[0; 7])); // DATA on the ended stream
         let mut stream = socket_holding(&sent).await;
         let mut io = H2Io::new(&mut stream, &[], 100);
         let wakes = Arc::new(CountWakes(Default::default()));
@@ -255,9 +265,9 @@ mod tests {
         let mut space = vec![0u8; 1024];
         let mut buf = ReadBuf::new(&mut space);
         assert!(Pin::new(&mut io).poll_read(&mut cx, &mut buf).is_ready());
-        // Everything up to the PING header's last byte: h2 never sees the whole frame.
+        // Everything up to the DATA header's last byte: h2 never sees the whole frame.
         assert_eq!(buf.filled(), &sent[..bad_at + 8]);
-        assert_eq!(io.report().verdict(), Some(Verdict::FrameSize));
+        assert_eq!(io.report().verdict(), Some(Verdict::StreamClosed));
         assert_eq!(wakes.0.load(Ordering::SeqCst), 1, "the driver is woken");
         let mut buf = ReadBuf::new(&mut space);
         assert!(Pin::new(&mut io).poll_read(&mut cx, &mut buf).is_pending());
@@ -265,15 +275,16 @@ mod tests {
 
     #[tokio::test]
     async fn a_verdict_on_the_first_byte_of_a_read_is_not_taken_for_eof() {
-        // The PING's header ends on the first byte of the second read: nothing of that read
+        // The DATA header ends on the first byte of the second read: nothing of that read
         // may be passed on, and an empty Ready would be EOF to h2.
         let mut sent = PREFACE.to_vec();
-        sent.extend(frame(0x6, 0, &[0; 7]));
+        sent.extend(get());
+        sent.extend(frame_on(0x0, 0, 1, &[0; 7]));
         let mut stream = socket_holding(&sent).await;
         let mut io = H2Io::new(&mut stream, &[], 100);
         let waker = std::task::Waker::noop();
         let mut cx = Context::from_waker(waker);
-        let first = PREFACE.len() + 8;
+        let first = PREFACE.len() + get().len() + 8;
         let mut space = vec![0u8; first];
         let mut buf = ReadBuf::new(&mut space);
         assert!(Pin::new(&mut io).poll_read(&mut cx, &mut buf).is_ready());
@@ -283,6 +294,6 @@ mod tests {
         let mut buf = ReadBuf::new(&mut rest);
         assert!(Pin::new(&mut io).poll_read(&mut cx, &mut buf).is_pending());
         assert!(buf.filled().is_empty());
-        assert_eq!(io.report().verdict(), Some(Verdict::FrameSize));
+        assert_eq!(io.report().verdict(), Some(Verdict::StreamClosed));
     }
 }

@@ -639,8 +639,8 @@ fn flow_control_and_frame_size_violations() {
     assert!(c.read_frame().is_none(), "closed after GOAWAY");
     // Frames of a length their type does not allow: FRAME_SIZE_ERROR by RFC 9113 §6.5
     // (SETTINGS: multiples of 6, an ACK empty), §6.7 (PING ≠ 8), §6.9 (WINDOW_UPDATE ≠ 4),
-    // §6.4 (RST_STREAM ≠ 4), §6.3 (PRIORITY ≠ 5), §6.8 with §4.2 (GOAWAY < 8). h2 alone
-    // answers PROTOCOL_ERROR (docs/ARCHITECTURE.md, "Conformance").
+    // §6.4 (RST_STREAM ≠ 4), §6.8 with §4.2 (GOAWAY < 8). Upstream h2 answers PROTOCOL_ERROR
+    // (docs/ARCHITECTURE.md, "Conformance"); weir-h2 is patched.
     for (kind, flags, stream, payload) in [
         (SETTINGS, 0, 0, &[0u8, 4, 0, 0, 0][..]),
         (SETTINGS, ACK, 0, &[0u8; 6][..]),
@@ -648,7 +648,6 @@ fn flow_control_and_frame_size_violations() {
         (WINDOW_UPDATE, 0, 0, &[0, 0, 1][..]),
         (WINDOW_UPDATE, 0, 1, &[0, 0, 0, 1, 0][..]),
         (RST_STREAM, 0, 1, &[0, 0, 0][..]),
-        (PRIORITY, 0, 1, &[0, 0, 0, 0][..]),
         (GOAWAY, 0, 0, &[0u8; 7][..]),
     ] {
         let mut c = Raw::connect(server.addr);
@@ -664,6 +663,13 @@ fn flow_control_and_frame_size_violations() {
         );
         assert!(c.read_frame().is_none(), "closed after GOAWAY");
     }
+    // PRIORITY ≠ 5: a *stream* error FRAME_SIZE_ERROR (§6.3); the connection lives on.
+    let mut c = Raw::connect(server.addr);
+    c.headers(1, &get("/hello"), false);
+    c.send(PRIORITY, 0, 1, &[0, 0, 0, 0]);
+    assert_eq!(c.reset_of(1), Ok(FRAME_SIZE_ERROR));
+    c.headers(3, &get("/hello"), true);
+    assert_eq!(c.status(3), 200);
     // SETTINGS_ENABLE_PUSH other than 0 or 1: PROTOCOL_ERROR.
     let mut c = Raw::connect(server.addr);
     c.send(SETTINGS, 0, 0, &[0, 2, 0, 0, 0, 2]);
