@@ -1,27 +1,23 @@
 //! The frame meter: follows frame boundaries in the bytes the client sends, before `h2` parses
-//! them, for what the `h2` crate does not do.
+//! them, for what the `h2` crate cannot do.
 //!
-//! Frame headers are read as they go by (nine bytes; payloads are skipped by length, except a
-//! SETTINGS payload, read six bytes at a time): O(1) per read, no copy. The meter
-//! - counts bytes received, for the adaptive window's bandwidth-delay estimate;
+//! Frame headers are read as they go by (nine bytes; payloads are skipped by length): O(1) per
+//! read, no copy, no per-stream state. The meter
+//! - counts bytes received, for the adaptive window's bandwidth-delay estimate (h2 exposes no
+//!   byte count of what it read);
 //! - keeps a budget of control frames (PING, SETTINGS, PRIORITY, RST_STREAM, unknown types):
 //!   each costs one token, each HEADERS or non-empty DATA frame earns one back. When the budget
 //!   is spent the connection is closed with GOAWAY(ENHANCE_YOUR_CALM). `h2` already bounds the
 //!   *memory* of such floods (it stops reading until a PING or SETTINGS is acknowledged); the
-//!   budget bounds the *work*, for a client that reads the acknowledgements as fast as it floods;
-//! - answers DATA or HEADERS on a stream the client already ended or reset with STREAM_CLOSED,
-//!   where `h2` answers PROTOCOL_ERROR (docs/ARCHITECTURE.md, "Conformance"). The offending
-//!   frame is held back (h2 never receives all of it, so never answers it) and the connection is
-//!   closed with that code. This one stays here because h2 forgets a stream once it is closed
-//!   and released, and then cannot tell a stream the client ended from one it never opened
-//!   (PROTOCOL_ERROR, RFC 9113 §5.1.1); the meter remembers the last ones, bounded.
+//!   budget bounds the *work*, for a client that reads the acknowledgements as fast as it
+//!   floods. It is weir's policy, configured per server (`Http2Config::control_frame_budget`),
+//!   and needs nothing of h2's state, so it stays in front of h2 rather than in weir-h2.
 //!
-//! The error codes h2 got wrong for control frames of a wrong length (FRAME_SIZE_ERROR), an
-//! initial window above 2³¹−1 (FLOW_CONTROL_ERROR) and a client's PUSH_PROMISE (PROTOCOL_ERROR)
-//! are answered inside h2 itself (crates/weir-h2/WEIR-PATCHES.md).
+//! The RFC 9113 error codes h2 0.4 got wrong (control frames of a wrong length, an initial
+//! window above 2³¹−1, a client's PUSH_PROMISE, DATA or HEADERS on a stream the client ended or
+//! reset) are answered inside h2 itself: crates/weir-h2/WEIR-PATCHES.md.
 //!
-//! Invariant: a [`Verdict`] is final. After one, the meter reads nothing more, and the bytes it
-//! let through end before the offending frame is complete.
+//! Invariant: a [`Verdict`] is final. After one, the meter reads nothing more.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
@@ -30,15 +26,6 @@ pub(crate) const PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
 /// Frame header length (RFC 9113 §4.1).
 const FRAME_HEADER_LEN: usize = 9;
-
-/// How many client-opened streams the meter remembers as open. Beyond it, the oldest is
-/// forgotten and DATA on streams at or below it is left to `h2` (which closes the connection
-/// with PROTOCOL_ERROR instead of STREAM_CLOSED): bounded memory whatever the client opens.
-const OPEN_STREAMS_TRACKED: usize = 256;
-
-/// How many streams the client ended (END_STREAM or RST_STREAM) the meter remembers, newest
-/// first out of a ring: HEADERS on one of them is STREAM_CLOSED. Older ones are left to h2.
-const ENDED_STREAMS_TRACKED: usize = 64;
 
 mod kind {
     pub(super) const DATA: u8 = 0x0;
@@ -51,9 +38,7 @@ mod kind {
 }
 
 mod flag {
-    pub(super) const END_STREAM: u8 = 0x1;
     pub(super) const ACK: u8 = 0x1;
-    pub(super) const END_HEADERS: u8 = 0x4;
 }
 
 /// Why the meter ends the connection; each maps to the GOAWAY error code.
@@ -61,31 +46,23 @@ mod flag {
 pub(crate) enum Verdict {
     /// The control-frame budget is spent: ENHANCE_YOUR_CALM.
     Flood,
-    /// DATA or HEADERS on a stream the client ended or reset: STREAM_CLOSED (a stream error by
-    /// RFC 9113 §5.1, answered as a connection error: h2 has no hook to reset the stream
-    /// instead).
-    StreamClosed,
 }
 
 impl Verdict {
     pub(crate) fn reason(self) -> h2::Reason {
         match self {
             Self::Flood => h2::Reason::ENHANCE_YOUR_CALM,
-            Self::StreamClosed => h2::Reason::STREAM_CLOSED,
         }
     }
 
     fn code(self) -> u32 {
         match self {
             Self::Flood => 1,
-            Self::StreamClosed => 2,
         }
     }
 
     fn from_code(code: u32) -> Option<Self> {
-        [Self::Flood, Self::StreamClosed]
-            .into_iter()
-            .find(|v| v.code() == code)
+        [Self::Flood].into_iter().find(|v| v.code() == code)
     }
 }
 
@@ -125,10 +102,9 @@ impl MeterReport {
 pub(crate) enum Fed {
     /// Pass all of it on.
     Pass,
-    /// Pass the first `keep` bytes on, then end the connection with the verdict. A flood keeps
-    /// the whole read (h2 answers what it already holds); a protocol error keeps only what
-    /// comes before the offending frame is complete.
-    Stop { keep: usize, verdict: Verdict },
+    /// Pass all of it on (h2 answers what it already holds), then end the connection with the
+    /// verdict.
+    Stop(Verdict),
 }
 
 /// Follows frame boundaries in the client's byte stream.
@@ -140,18 +116,6 @@ pub(crate) struct FrameMeter {
     header_len: usize,
     /// Payload bytes of the current frame still to go by.
     payload_left: usize,
-    /// A header block is open (HEADERS without END_HEADERS): only CONTINUATION may follow,
-    /// and anything else is h2's PROTOCOL_ERROR, which the meter leaves to it.
-    in_header_block: bool,
-    /// The highest stream id the client opened.
-    last_opened: u32,
-    /// Streams the client opened and has not ended (END_STREAM) or reset.
-    open: Vec<u32>,
-    /// Streams at or below this id may have been forgotten from `open` (it overflowed).
-    forgotten_up_to: u32,
-    /// The streams the client ended last (a ring; 0 is never a client stream).
-    ended: [u32; ENDED_STREAMS_TRACKED],
-    ended_next: usize,
     tokens: u32,
     budget: u32,
     stopped: bool,
@@ -164,13 +128,6 @@ impl FrameMeter {
             header: [0; FRAME_HEADER_LEN],
             header_len: 0,
             payload_left: 0,
-            in_header_block: false,
-            last_opened: 0,
-            // ALLOC: once per connection, bounded by OPEN_STREAMS_TRACKED.
-            open: Vec::new(),
-            forgotten_up_to: 0,
-            ended: [0; ENDED_STREAMS_TRACKED],
-            ended_next: 0,
             tokens: budget.max(1),
             budget: budget.max(1),
             stopped: false,
@@ -198,119 +155,27 @@ impl FrameMeter {
                 at += n;
                 if self.header_len == FRAME_HEADER_LEN {
                     self.header_len = 0;
-                    if let Some(verdict) = self.frame_header() {
-                        // The header's last byte is held back: h2 never sees the frame.
-                        return self.stop(at - 1, verdict);
-                    }
+                    self.frame_header();
                 }
             }
         }
         if self.tokens == 0 {
-            return self.stop(data.len(), Verdict::Flood);
+            return self.stop(Verdict::Flood);
         }
         Fed::Pass
     }
 
-    fn stop(&mut self, keep: usize, verdict: Verdict) -> Fed {
+    fn stop(&mut self, verdict: Verdict) -> Fed {
         self.stopped = true;
-        Fed::Stop { keep, verdict }
+        Fed::Stop(verdict)
     }
 
-    /// A complete frame header: account for it, judge it, and get ready for its payload.
-    fn frame_header(&mut self) -> Option<Verdict> {
+    /// A complete frame header: account for it, and get ready for its payload.
+    fn frame_header(&mut self) {
         let h = self.header;
         let len = usize::from(h[0]) << 16 | usize::from(h[1]) << 8 | usize::from(h[2]);
-        let (kind, flags) = (h[3], h[4]);
-        let stream = u32::from_be_bytes([h[5], h[6], h[7], h[8]]) & 0x7fff_ffff;
         self.payload_left = len;
-        self.account(kind, flags, len);
-        if self.in_header_block {
-            // Only CONTINUATION is allowed here; h2 answers anything else correctly.
-            if kind == kind::CONTINUATION {
-                self.in_header_block = flags & flag::END_HEADERS == 0;
-            }
-            return None;
-        }
-        match kind {
-            kind::DATA => self.data(stream, flags),
-            kind::HEADERS => self.headers(stream, flags),
-            kind::RST_STREAM => {
-                self.close(stream);
-                None
-            }
-            _ => None,
-        }
-    }
-
-    fn headers(&mut self, stream: u32, flags: u8) -> Option<Verdict> {
-        self.in_header_block = flags & flag::END_HEADERS == 0;
-        // Client streams are odd; anything else is h2's PROTOCOL_ERROR.
-        if stream % 2 == 0 {
-            return None;
-        }
-        let ends = flags & flag::END_STREAM != 0;
-        if stream > self.last_opened {
-            self.last_opened = stream;
-            if ends {
-                self.mark_ended(stream);
-            } else {
-                self.remember(stream);
-            }
-            return None;
-        }
-        if self.open.contains(&stream) {
-            // Trailers (without END_STREAM they are h2's PROTOCOL_ERROR).
-            if ends {
-                self.close(stream);
-            }
-            return None;
-        }
-        // A stream the client ended: STREAM_CLOSED. One it never opened (a lower id than one it
-        // did) is h2's PROTOCOL_ERROR (§5.1.1), and so is one forgotten from the ring.
-        self.ended
-            .contains(&stream)
-            .then_some(Verdict::StreamClosed)
-    }
-
-    fn data(&mut self, stream: u32, flags: u8) -> Option<Verdict> {
-        if self.open.contains(&stream) {
-            if flags & flag::END_STREAM != 0 {
-                self.close(stream);
-            }
-            return None;
-        }
-        // Not open: if the client opened it, it has ended or reset it since. Idle streams
-        // (above the last opened), stream 0 and even ids are h2's PROTOCOL_ERROR.
-        let ended = stream % 2 == 1 && stream <= self.last_opened && stream > self.forgotten_up_to;
-        ended.then_some(Verdict::StreamClosed)
-    }
-
-    fn remember(&mut self, stream: u32) {
-        if self.open.len() == OPEN_STREAMS_TRACKED {
-            // Forget the oldest (lowest) stream: DATA on it is then left to h2.
-            let (i, &oldest) = self
-                .open
-                .iter()
-                .enumerate()
-                .min_by_key(|&(_, &s)| s)
-                .expect("the set is full, so not empty");
-            self.forgotten_up_to = self.forgotten_up_to.max(oldest);
-            self.open.swap_remove(i);
-        }
-        self.open.push(stream);
-    }
-
-    /// The client ended (or reset) `stream`.
-    fn close(&mut self, stream: u32) {
-        if let Some(i) = self.open.iter().rposition(|&s| s == stream) {
-            self.open.swap_remove(i);
-            self.mark_ended(stream);
-        }
-    }
-
-    fn mark_ended(&mut self, stream: u32) {
-        self.ended[self.ended_next] = stream;
-        self.ended_next = (self.ended_next + 1) % ENDED_STREAMS_TRACKED;
+        self.account(h[3], h[4], len);
     }
 
     fn account(&mut self, kind: u8, flags: u8, len: usize) {
@@ -368,7 +233,7 @@ mod tests {
                     }
                     match m.feed(part) {
                         Fed::Pass => kept += part.len(),
-                        Fed::Stop { keep, verdict } => return (Some(verdict), kept + keep),
+                        Fed::Stop(verdict) => return (Some(verdict), kept + part.len()),
                     }
                 }
                 (None, kept)
@@ -386,13 +251,7 @@ mod tests {
         assert_eq!(m.feed(&control(kind::PING, 0x1, &[0; 8])), Fed::Pass);
         assert_eq!(m.feed(&control(kind::PING, 0, &[0; 8])), Fed::Pass);
         let ping = control(kind::PING, 0, &[0; 8]);
-        assert_eq!(
-            m.feed(&ping),
-            Fed::Stop {
-                keep: ping.len(),
-                verdict: Verdict::Flood
-            }
-        );
+        assert_eq!(m.feed(&ping), Fed::Stop(Verdict::Flood));
     }
 
     #[test]
@@ -417,25 +276,6 @@ mod tests {
         }
         for (split, got) in feed_split(&stream, 7).into_iter().enumerate() {
             assert_eq!(got, (None, stream.len()), "split at {split}");
-        }
-    }
-
-    /// `bad` after a valid opening: the verdict at every split, and h2 never gets the whole of
-    /// the offending frame.
-    fn assert_stopped(opening: &[u8], bad: &[u8], verdict: Verdict) {
-        let mut stream = PREFACE.to_vec();
-        stream.extend_from_slice(opening);
-        let bad_at = stream.len();
-        stream.extend_from_slice(bad);
-        // What follows the offending frame is never looked at.
-        stream.extend(control(kind::PING, 0, &[0; 8]));
-        for (split, (got, kept)) in feed_split(&stream, 100).into_iter().enumerate() {
-            assert_eq!(got, Some(verdict), "split at {split}");
-            assert!(
-                kept >= bad_at && kept < bad_at + bad.len(),
-                "split at {split}: kept {kept}, frame at {bad_at}..{}",
-                bad_at + bad.len()
-            );
         }
     }
 
@@ -464,141 +304,16 @@ mod tests {
     }
 
     #[test]
-    fn frames_on_the_wrong_stream_are_left_to_h2() {
-        // h2 answers these with PROTOCOL_ERROR, which is right: the stream id is checked first.
+    fn faulty_frames_are_left_to_h2() {
+        // On the wrong stream, or of a wrong length: weir-h2 answers them with the right code.
         let mut stream = PREFACE.to_vec();
+        stream.extend(control(kind::PING, 0, &[0; 7]));
+        stream.extend(control(kind::SETTINGS, flag::ACK, &[0; 6]));
         stream.extend(frame(kind::PING, 0, &[0; 7]));
         stream.extend(frame(kind::SETTINGS, 0, &[0; 5]));
         stream.extend(control(kind::RST_STREAM, 0, &[0; 3]));
         for (split, got) in feed_split(&stream, 100).into_iter().enumerate() {
             assert_eq!(got, (None, stream.len()), "split at {split}");
         }
-    }
-
-    #[test]
-    fn data_on_a_stream_the_client_ended_is_stream_closed() {
-        let put = frame(kind::HEADERS, flag::END_HEADERS, &[0x83]);
-        let mut opening = put.clone();
-        opening.extend(frame(kind::DATA, flag::END_STREAM, b"abc"));
-        assert_stopped(
-            &opening,
-            &frame(kind::DATA, 0, b"more"),
-            Verdict::StreamClosed,
-        );
-        // Ended by HEADERS, by trailers, or reset by the client.
-        let get = frame(kind::HEADERS, flag::END_HEADERS | flag::END_STREAM, &[0x82]);
-        assert_stopped(&get, &frame(kind::DATA, 0, b"x"), Verdict::StreamClosed);
-        let mut trailers = put.clone();
-        trailers.extend(frame(
-            kind::HEADERS,
-            flag::END_HEADERS | flag::END_STREAM,
-            &[0x82],
-        ));
-        assert_stopped(
-            &trailers,
-            &frame(kind::DATA, 0, b"x"),
-            Verdict::StreamClosed,
-        );
-        let mut reset = put.clone();
-        reset.extend(frame(kind::RST_STREAM, 0, &[0, 0, 0, 8]));
-        assert_stopped(&reset, &frame(kind::DATA, 0, b"x"), Verdict::StreamClosed);
-    }
-
-    #[test]
-    fn headers_on_a_stream_the_client_ended_is_stream_closed() {
-        let get = frame(kind::HEADERS, flag::END_HEADERS | flag::END_STREAM, &[0x82]);
-        let again = frame(kind::HEADERS, flag::END_HEADERS | flag::END_STREAM, &[0x82]);
-        assert_stopped(&get, &again, Verdict::StreamClosed);
-        let put = frame(kind::HEADERS, flag::END_HEADERS, &[0x83]);
-        let mut ended = put.clone();
-        ended.extend(frame(kind::DATA, flag::END_STREAM, b"abc"));
-        assert_stopped(&ended, &again, Verdict::StreamClosed);
-        let mut reset = put.clone();
-        reset.extend(frame(kind::RST_STREAM, 0, &[0, 0, 0, 8]));
-        assert_stopped(&reset, &again, Verdict::StreamClosed);
-    }
-
-    #[test]
-    fn headers_on_a_stream_never_opened_or_as_trailers_is_left_to_h2() {
-        let mut stream = PREFACE.to_vec();
-        // Stream 5 opens; stream 3 was never opened (h2: PROTOCOL_ERROR, §5.1.1).
-        stream.extend(frame_on(kind::HEADERS, flag::END_HEADERS, 5, &[0x83]));
-        stream.extend(frame_on(kind::HEADERS, flag::END_HEADERS, 3, &[0x82]));
-        // Trailers end stream 5.
-        stream.extend(frame_on(
-            kind::HEADERS,
-            flag::END_HEADERS | flag::END_STREAM,
-            5,
-            &[0x40],
-        ));
-        for (split, got) in feed_split(&stream, 100).into_iter().enumerate() {
-            assert_eq!(got, (None, stream.len()), "split at {split}");
-        }
-    }
-
-    #[test]
-    fn data_on_open_idle_or_server_streams_is_left_to_h2() {
-        let mut stream = PREFACE.to_vec();
-        stream.extend(frame_on(kind::HEADERS, flag::END_HEADERS, 1, &[0x83]));
-        stream.extend(frame_on(kind::DATA, 0, 1, b"abc"));
-        // Streams 3 (idle), 2 (even), 0: h2's PROTOCOL_ERROR.
-        stream.extend(frame_on(kind::DATA, 0, 3, b"x"));
-        stream.extend(frame_on(kind::DATA, 0, 2, b"x"));
-        stream.extend(frame_on(kind::DATA, 0, 0, b"x"));
-        stream.extend(frame_on(kind::DATA, flag::END_STREAM, 1, b"end"));
-        for (split, got) in feed_split(&stream, 100).into_iter().enumerate() {
-            assert_eq!(got, (None, stream.len()), "split at {split}");
-        }
-    }
-
-    #[test]
-    fn a_header_block_in_progress_is_left_to_h2() {
-        // DATA where a CONTINUATION is due: h2's PROTOCOL_ERROR is right.
-        let mut stream = PREFACE.to_vec();
-        stream.extend(frame(kind::HEADERS, flag::END_STREAM, &[0x83]));
-        stream.extend(frame(kind::DATA, 0, b"x"));
-        let mut m = FrameMeter::new(100);
-        assert_eq!(m.feed(&stream), Fed::Pass);
-        // After the block ends, frames are judged again: the stream was ended.
-        let mut m = FrameMeter::new(100);
-        let mut stream = PREFACE.to_vec();
-        stream.extend(frame(kind::HEADERS, flag::END_STREAM, &[0x83]));
-        stream.extend(frame(kind::CONTINUATION, flag::END_HEADERS, &[0x84]));
-        assert_eq!(m.feed(&stream), Fed::Pass);
-        let data = frame(kind::DATA, 0, b"x");
-        assert_eq!(
-            m.feed(&data),
-            Fed::Stop {
-                keep: 8,
-                verdict: Verdict::StreamClosed
-            }
-        );
-    }
-
-    #[test]
-    fn the_open_set_is_bounded_and_forgets_the_oldest() {
-        let mut m = FrameMeter::new(u32::MAX);
-        assert_eq!(m.feed(PREFACE), Fed::Pass);
-        let streams = OPEN_STREAMS_TRACKED as u32 + 10;
-        for i in 0..streams {
-            let f = frame_on(kind::HEADERS, flag::END_HEADERS, 2 * i + 1, &[0x83]);
-            assert_eq!(m.feed(&f), Fed::Pass);
-        }
-        assert_eq!(m.open.len(), OPEN_STREAMS_TRACKED);
-        // Stream 1 was forgotten: its DATA goes to h2. The newest is still open.
-        assert_eq!(m.feed(&frame_on(kind::DATA, 0, 1, b"x")), Fed::Pass);
-        let newest = 2 * (streams - 1) + 1;
-        assert_eq!(
-            m.feed(&frame_on(kind::DATA, flag::END_STREAM, newest, b"x")),
-            Fed::Pass
-        );
-        let again = frame_on(kind::DATA, 0, newest, b"x");
-        assert_eq!(
-            m.feed(&again),
-            Fed::Stop {
-                keep: 8,
-                verdict: Verdict::StreamClosed
-            }
-        );
     }
 }
