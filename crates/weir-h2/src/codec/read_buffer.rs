@@ -54,14 +54,14 @@ impl std::error::Error for FrameTooLarge {}
 
 /// A buffer and the size of its allocation (a shared `BytesMut` reports only what is left).
 #[derive(Debug)]
-struct Sized {
+struct SizedBuffer {
     buf: BytesMut,
     size: usize,
 }
 
 /// Parked buffers, oldest first, and the sum of their sizes.
 struct Pool {
-    parked: Vec<Sized>,
+    parked: Vec<SizedBuffer>,
     bytes: usize,
 }
 
@@ -77,7 +77,7 @@ fn pool() -> std::sync::MutexGuard<'static, Pool> {
 
 impl Pool {
     /// The oldest parked buffer of at least `len` bytes that no frame points into, emptied.
-    fn take(&mut self, len: usize) -> Option<Sized> {
+    fn take(&mut self, len: usize) -> Option<SizedBuffer> {
         let index = self
             .parked
             .iter_mut()
@@ -87,7 +87,7 @@ impl Pool {
         Some(taken)
     }
 
-    fn park(&mut self, mut parked: Sized) {
+    fn park(&mut self, mut parked: SizedBuffer) {
         parked.buf.clear();
         self.bytes += parked.size;
         self.parked.push(parked);
@@ -101,14 +101,14 @@ impl Pool {
 /// The read side of one connection: bytes read from it, cut into whole frames.
 #[derive(Debug)]
 pub(super) struct ReadBuffer {
-    current: Sized,
+    current: SizedBuffer,
     eof: bool,
 }
 
 impl ReadBuffer {
     pub(super) fn new() -> Self {
         ReadBuffer {
-            current: Sized {
+            current: SizedBuffer {
                 buf: BytesMut::new(),
                 size: 0,
             },
@@ -181,7 +181,7 @@ impl ReadBuffer {
             // ALLOCATION: every parked buffer is still in use (or none is large enough).
             let buf = BytesMut::with_capacity(len);
             let size = buf.capacity();
-            Sized { buf, size }
+            SizedBuffer { buf, size }
         });
         // COPY: the start of the next frame, less than a frame (upstream copied it as well).
         next.buf.extend_from_slice(&current.buf);
@@ -197,7 +197,7 @@ impl Drop for ReadBuffer {
         if self.current.size > 0 {
             let current = std::mem::replace(
                 &mut self.current,
-                Sized {
+                SizedBuffer {
                     buf: BytesMut::new(),
                     size: 0,
                 },
