@@ -92,6 +92,7 @@ fn check_head_invariants(head: &RequestHead) {
         Framing::Chunked => assert!(transfer_encoding),
         Framing::Length(n) if n > 0 => assert!(content_length),
         Framing::Length(_) => {}
+        Framing::Unknown => panic!("an HTTP/1.1 head framed as unknown length"),
     }
 }
 

@@ -40,11 +40,14 @@ pub enum BodyDecoder {
 }
 
 impl BodyDecoder {
-    /// A decoder for a body with the given framing.
+    /// A decoder for a body with the given framing. A body of [`Framing::Unknown`] length (which
+    /// HTTP/1.1 never gives a request) has no framing to remove: every byte is payload, and
+    /// its end is the end of the stream, which the caller sees.
     pub fn new(framing: Framing, limits: &Limits) -> Self {
         match framing {
             Framing::Length(n) => Self::Length(n),
             Framing::Chunked => Self::Chunked(ChunkedDecoder::new(limits)),
+            Framing::Unknown => Self::Length(u64::MAX),
         }
     }
 

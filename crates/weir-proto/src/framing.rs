@@ -22,6 +22,10 @@ pub enum Framing {
     Length(u64),
     /// Chunked transfer coding: chunks until the zero-size chunk, then trailers.
     Chunked,
+    /// Delimited by the end of its stream, its length unknown until then: an HTTP/2 request
+    /// without `content-length`. Never decided from an HTTP/1.1 head (a request is never
+    /// delimited by closing the connection).
+    Unknown,
 }
 
 /// Collects the framing header fields of one head, then decides.

@@ -21,9 +21,9 @@
 //! The tests of `body`, `framing`, `parse` and `request` kill every mutant `cargo mutants`
 //! makes of those files, except the equivalent ones listed with their reasons in
 //! `docs/RELIABILITY.md` ("mutation testing of the protocol core"), which also gives the
-//! command. It takes about a quarter of an hour, too long for every CI run: run it before a
-//! release and whenever one of these files changes. A new survivor is a rule no test states:
-//! add a test named after the rule, or list the mutant as equivalent with the reason.
+//! command and how long it takes: too long for every CI run, so run it before a release and
+//! whenever one of these files changes. A new survivor is a rule no test states: add a test
+//! named after the rule, or list the mutant as equivalent with the reason.
 #![forbid(unsafe_code)]
 
 pub mod body;

@@ -174,7 +174,7 @@ impl RequestHead {
     pub fn content_length(&self) -> Option<u64> {
         match self.framing {
             Framing::Length(n) => Some(n),
-            Framing::Chunked => None,
+            Framing::Chunked | Framing::Unknown => None,
         }
     }
 
@@ -327,10 +327,30 @@ mod tests {
         head.set_framing(Framing::Chunked);
         assert_eq!(head.framing(), Framing::Chunked);
         assert_eq!(head.content_length(), None);
+        head.set_framing(Framing::Unknown);
+        assert_eq!(head.framing(), Framing::Unknown);
+        assert_eq!(head.content_length(), None);
         // A new request line starts a new head: the framing of the previous one is gone.
         head.set_request_line(Method::GET, "/g", Version::HTTP_2);
         assert_eq!(head.content_length(), Some(0));
         assert_eq!(head.method(), Method::GET);
         assert_eq!(head.version(), Version::HTTP_2);
+    }
+
+    /// A body of unknown length (HTTP/2 without `content-length`) has no framing: a decoder for
+    /// it takes every byte as payload and ends only with the stream.
+    #[test]
+    fn a_body_of_unknown_length_is_all_payload() {
+        use crate::body::{BodyDecoder, Decoded};
+        let mut decoder = BodyDecoder::new(Framing::Unknown, &crate::Limits::default());
+        assert_eq!(
+            decoder.decode(b"0\r\n\r\n"),
+            Ok(Decoded {
+                framing: 0,
+                data: 5
+            })
+        );
+        decoder.consume(5);
+        assert!(!decoder.is_done());
     }
 }

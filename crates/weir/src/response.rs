@@ -5,7 +5,7 @@
 //! derived from what the handler sends, so they can never disagree with the body.
 
 use crate::error::Misuse;
-use crate::h1::HeadFlags;
+use crate::exchange::backend::HeadFlags;
 use crate::{Error, Exchange};
 use http::StatusCode;
 use std::fmt::Display;

@@ -12,6 +12,8 @@
 
 use crate::h1::serve_connection;
 use crate::h2::{PREFACE, Sniffed, serve_h2, sniff_preface};
+// Re-exported for `h2/conn.rs` (another branch works there); drivers import `exchange::Shared`.
+pub(crate) use crate::exchange::Shared;
 use crate::stats::Stats;
 use crate::transport::{ALPN_H2, DetachedListener, Listener, Stream, TlsAccept, TlsConfig};
 use crate::{Config, Handler};
@@ -20,25 +22,9 @@ use std::io;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
-
-/// What every connection of a server shares.
-pub(crate) struct Shared {
-    pub(crate) config: Config,
-    pub(crate) stats: Stats,
-    /// Set once shutdown starts: responses written from then on announce `Connection: close`.
-    /// (The watch channel wakes waiting connections; this flag is the cheap check per response.)
-    shutting_down: AtomicBool,
-}
-
-impl Shared {
-    pub(crate) fn is_shutting_down(&self) -> bool {
-        self.shutting_down.load(Ordering::Relaxed)
-    }
-}
 
 /// An HTTP server: configuration and listeners, until [`Server::serve`] runs it.
 pub struct Server {
@@ -63,11 +49,7 @@ impl Server {
         let handshakes = Arc::new(Semaphore::new(config.max_tls_handshakes.max(1)));
         Self {
             handshakes,
-            shared: Arc::new(Shared {
-                config,
-                stats: Stats::default(),
-                shutting_down: AtomicBool::new(false),
-            }),
+            shared: Arc::new(Shared::new(config)),
             listeners: Vec::new(),
             shutdown: Arc::new(shutdown),
         }
@@ -245,7 +227,7 @@ impl ServerHandle {
     /// Starts a graceful shutdown: stop accepting, close idle connections, finish in-flight
     /// requests (up to `Config::shutdown_grace`).
     pub fn shutdown(&self) {
-        self.shared.shutting_down.store(true, Ordering::Relaxed);
+        self.shared.begin_shutdown();
         self.shutdown.send_replace(true);
     }
 

@@ -15,161 +15,28 @@
 
 use super::conn::Conn;
 use super::io::{Io, Read};
-use crate::config::Config;
-use crate::stats::BodyStats;
+use crate::exchange::body::Broken;
 use crate::{Error, zero_copy};
 use bytes::{Buf, Bytes};
 use std::fs::File;
 use std::io::{self, Write};
-use std::time::Duration;
 use tokio::time::Instant;
-use weir_proto::body::BodyDecoder;
-use weir_proto::{Framing, Limits, ProtoError, RequestHead};
 
 /// Bytes moved per `splice` call: the pipe's capacity (weir asks the kernel for 1 MiB pipes).
 const SPLICE_CHUNK: usize = 1024 * 1024;
 
-/// The body half of an exchange. Reset, not reallocated, for each request.
-#[derive(Debug)]
-pub(crate) struct BodyState {
-    pub(crate) decoder: BodyDecoder,
-    pub(crate) max_size: Option<u64>,
-    pub(crate) pause_threshold: usize,
-    /// The client sent `Expect: 100-continue` and no 100 has been sent yet.
-    continue_pending: bool,
-    pub(crate) continue_sent: bool,
-    broken: Option<Broken>,
-    pub(crate) stats: BodyStats,
-    /// Bytes read from the socket for this body, framing included (for the data rate).
-    wire_bytes: u64,
-    /// Time spent waiting on the socket for this body (for the data rate): time the handler
-    /// spends elsewhere does not count against the client.
-    waited: Duration,
-    /// Reads at least this large go straight into the caller's buffer.
-    direct_read_min: usize,
-    /// The trailer section of a chunked body as received so far (checked and bounded by the
-    /// decoder: at most `Limits::max_trailers`). Empty, and unallocated, for bodies without
-    /// trailer fields.
-    trailer_raw: Vec<u8>,
-    /// The trailer fields, once the body is complete and had any.
-    pub(crate) trailers: Option<http::HeaderMap>,
-}
-
-/// Why the body can no longer be read.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Broken {
-    TooLarge,
-    Timeout,
-    Disconnect,
-    Protocol(ProtoError),
-    /// Bytes left the socket but did not reach their destination (a failed splice).
-    Lost,
-}
-
-impl Broken {
-    fn error(self) -> Error {
-        match self {
-            Self::TooLarge => Error::too_large(),
-            Self::Timeout => Error::timeout(),
-            Self::Disconnect => Error::disconnect(None),
-            Self::Protocol(e) => Error::protocol(e),
-            Self::Lost => Error::from(io::Error::other("request body lost by a failed write")),
-        }
-    }
-}
-
-impl BodyState {
-    pub(crate) fn new(config: &Config) -> Self {
-        Self {
-            decoder: BodyDecoder::Length(0),
-            max_size: config.max_body_size,
-            pause_threshold: config.effective_pause_threshold(),
-            continue_pending: false,
-            continue_sent: false,
-            broken: None,
-            stats: BodyStats::default(),
-            wire_bytes: 0,
-            waited: Duration::ZERO,
-            direct_read_min: config.read_buffer_size,
-            trailer_raw: Vec::new(),
-            trailers: None,
-        }
-    }
-
-    pub(crate) fn begin(&mut self, head: &RequestHead, config: &Config) {
-        let limits: &Limits = &config.limits;
-        self.decoder = BodyDecoder::new(head.framing(), limits);
-        self.max_size = config.max_body_size;
-        self.pause_threshold = config.effective_pause_threshold();
-        self.continue_pending = head.expect_continue() && !self.decoder.is_done();
-        self.continue_sent = false;
-        self.broken = None;
-        self.stats = BodyStats::default();
-        self.wire_bytes = 0;
-        self.waited = Duration::ZERO;
-        self.trailer_raw.clear();
-        self.trailers = None;
-    }
-
-    /// A `100 Continue` went out (sent by the handler as an informational response).
-    pub(crate) fn note_continue_sent(&mut self) {
-        self.continue_pending = false;
-        self.continue_sent = true;
-    }
-
-    pub(crate) fn is_broken(&self) -> bool {
-        self.broken.is_some()
-    }
-
-    /// Records that the body cannot be read any further because of `e`.
-    pub(crate) fn mark_broken(&mut self, e: &Error) {
-        let broken = if e.is_too_large() {
-            Broken::TooLarge
-        } else if e.is_timeout() {
-            Broken::Timeout
-        } else if let Some(p) = e.protocol_error() {
-            Broken::Protocol(p)
-        } else {
-            Broken::Disconnect
-        };
-        self.broken.get_or_insert(broken);
-    }
-
-    fn break_with(&mut self, broken: Broken) -> Error {
-        self.broken.get_or_insert(broken);
-        broken.error()
-    }
-
-    /// How many more payload bytes may be taken before the maximum body size is exceeded.
-    fn room(&self) -> u64 {
-        self.max_size
-            .map_or(u64::MAX, |max| max.saturating_sub(self.stats.received))
-    }
-}
-
 impl Conn {
     /// Checks limits and sends `100 Continue` before the first read.
     async fn body_prologue(&mut self) -> Result<(), Error> {
-        if let Some(broken) = self.body.broken {
-            return Err(broken.error());
-        }
-        if let (Some(max), Framing::Length(len)) = (self.body.max_size, self.head.framing()) {
-            if len > max {
-                return Err(self.body.break_with(Broken::TooLarge));
-            }
-        }
-        if self.body.continue_pending {
-            self.body.continue_pending = false;
-            // After a final response the client must not be told to go on.
-            if !self.resp.is_started() {
-                self.io
-                    .wbuf
-                    .extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
-                match self.io.write_all(&[], self.write_rate()).await {
-                    Ok(true) => self.body.continue_sent = true,
-                    Ok(false) => return Err(self.body.break_with(Broken::Timeout)),
-                    Err(_) => return Err(self.body.break_with(Broken::Disconnect)),
-                }
+        self.body.policy.check_start()?;
+        if self.body.policy.take_continue(self.resp.is_started()) {
+            self.io
+                .wbuf
+                .extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
+            match self.io.write_all(&[], self.write_rate()).await {
+                Ok(true) => self.body.policy.note_continue_sent(),
+                Ok(false) => return Err(self.body.policy.break_with(Broken::Timeout)),
+                Err(_) => return Err(self.body.policy.break_with(Broken::Disconnect)),
             }
         }
         Ok(())
@@ -194,7 +61,7 @@ impl Conn {
                 dst[..n].copy_from_slice(&self.io.rbuf[..n]);
                 self.io.rbuf.advance(n);
                 self.take_payload(n)?;
-                self.body.stats.copied += n as u64;
+                self.body.policy.stats.copied += n as u64;
                 return Ok(n);
             }
             if self.body.decoder.is_done() {
@@ -209,7 +76,7 @@ impl Conn {
                 let read = self.io.read_direct(&mut dst[..want], deadline).await;
                 let n = self.settle_read(read, started)?;
                 self.take_payload(n)?;
-                self.body.stats.direct += n as u64;
+                self.body.policy.stats.direct += n as u64;
                 return Ok(n);
             }
             if dst.len() >= self.body.direct_read_min {
@@ -247,14 +114,14 @@ impl Conn {
                 let (deadline, started) = self.body_read_deadline();
                 let (stream, timer) = self.io.stream_and_timer();
                 let ready = Io::timed(timer, deadline, stream.readable()).await;
-                self.body.waited += started.elapsed();
+                self.body.policy.note_wait(started.elapsed(), 0);
                 return match ready {
                     Some(Ok(())) => Ok(true),
                     Some(Err(e)) => {
-                        self.body.broken.get_or_insert(Broken::Disconnect);
+                        self.body.policy.break_with(Broken::Disconnect);
                         Err(Error::disconnect(Some(e)))
                     }
-                    None => Err(self.body.break_with(Broken::Timeout)),
+                    None => Err(self.body.policy.break_with(Broken::Timeout)),
                 };
             }
             self.fill_body_buffer_at_most(self.body.direct_read_min)
@@ -266,10 +133,10 @@ impl Conn {
     /// the socket has nothing), and before the `100 Continue` owed to the client is sent (by
     /// [`Conn::wait_body`] or a read).
     pub(crate) fn try_read_body(&mut self, dst: &mut [u8]) -> Option<Result<usize, Error>> {
-        if self.body.continue_pending {
+        if self.body.policy.continue_pending() {
             return None;
         }
-        crate::exchange::poll_once(self.read_body(dst))
+        crate::exchange::backend::poll_once(self.read_body(dst))
     }
 
     /// Reads the next piece of body payload as `Bytes` sharing the connection buffer (no copy).
@@ -320,7 +187,7 @@ impl Conn {
                 file.write_all(&self.io.rbuf[..available])?;
                 self.io.rbuf.advance(available);
                 self.take_payload(available)?;
-                self.body.stats.copied += available as u64;
+                self.body.policy.stats.copied += available as u64;
                 written += available as u64;
                 continue;
             }
@@ -335,7 +202,7 @@ impl Conn {
                     .min(self.room_or_too_large()?) as usize;
                 let n = self.splice_body(file, want).await?;
                 self.take_payload(n)?;
-                self.body.stats.spliced += n as u64;
+                self.body.policy.stats.spliced += n as u64;
                 written += n as u64;
                 continue;
             }
@@ -351,7 +218,7 @@ impl Conn {
             if self.body.decoder.is_done() {
                 return true;
             }
-            if self.body.is_broken() {
+            if self.body.policy.is_broken() {
                 return false;
             }
             if !self.io.rbuf.is_empty() {
@@ -370,7 +237,7 @@ impl Conn {
             }
             let want = (limit - drained)
                 .saturating_add(1024)
-                .min(self.body.pause_threshold as u64);
+                .min(self.body.policy.pause_threshold() as u64);
             let (deadline, started) = self.body_read_deadline();
             let read = self.io.read_to_buf(want as usize, deadline).await;
             if self.settle_read(read, started).is_err() {
@@ -393,37 +260,31 @@ impl Conn {
                     // budget) outlives the read buffer it came in; only bodies with trailers.
                     self.body.trailer_raw.extend_from_slice(&self.io.rbuf[span]);
                     if self.body.decoder.is_done() {
-                        self.body.trailers = parse_trailers(&self.body.trailer_raw);
+                        self.body.policy.trailers = parse_trailers(&self.body.trailer_raw);
                     }
                 }
                 self.io.rbuf.advance(d.framing);
                 // A chunk announcing more than the body may still hold is refused now (413),
                 // not after its data has been waited for and read.
-                if self.body.decoder.direct_window() > self.body.room() {
-                    return Err(self.body.break_with(Broken::TooLarge));
+                if self.body.decoder.direct_window() > self.body.policy.room() {
+                    return Err(self.body.policy.break_with(Broken::TooLarge));
                 }
                 Ok(d.data)
             }
-            Err(e) => Err(self.body.break_with(Broken::Protocol(e))),
+            Err(e) => Err(self.body.policy.break_with(Broken::Protocol(e))),
         }
     }
 
     /// Records `n` payload bytes handed over, enforcing the maximum body size.
     fn take_payload(&mut self, n: usize) -> Result<(), Error> {
         self.body.decoder.consume(n);
-        self.body.stats.received += n as u64;
-        match self.body.max_size {
-            Some(max) if self.body.stats.received > max => {
-                Err(self.body.break_with(Broken::TooLarge))
-            }
-            _ => Ok(()),
-        }
+        self.body.policy.accept_payload(n)
     }
 
     /// Room left under the maximum body size for payload that is known to be coming.
     fn room_or_too_large(&mut self) -> Result<u64, Error> {
-        match self.body.room() {
-            0 => Err(self.body.break_with(Broken::TooLarge)),
+        match self.body.policy.room() {
+            0 => Err(self.body.policy.break_with(Broken::TooLarge)),
             room => Ok(room),
         }
     }
@@ -438,7 +299,11 @@ impl Conn {
     /// needs).
     async fn fill_body_buffer_at_most(&mut self, cap: usize) -> Result<(), Error> {
         let buffered = self.io.rbuf.len();
-        let threshold = self.body.pause_threshold.min(buffered.saturating_add(cap));
+        let threshold = self
+            .body
+            .policy
+            .pause_threshold()
+            .min(buffered.saturating_add(cap));
         // A full buffer can only hold an incomplete framing line (payload would have been
         // taken): read a little more so the line can complete. Extensions are bounded.
         let mut want = if buffered < threshold {
@@ -455,8 +320,7 @@ impl Conn {
         let read = self.io.read_to_buf(want, deadline).await;
         self.settle_read(read, started)?;
         let buffered = self.io.rbuf.len();
-        if buffered > self.body.stats.peak_buffered {
-            self.body.stats.peak_buffered = buffered;
+        if self.body.policy.note_buffered(buffered) {
             self.shared.stats.record_body_buffered(buffered);
         }
         Ok(())
@@ -476,7 +340,7 @@ impl Conn {
                 // Bytes may sit in the pipe, out of the socket but not in the file: the body
                 // cannot be resumed, and the pipe is not reusable.
                 self.pipe = None;
-                self.body.broken.get_or_insert(Broken::Lost);
+                self.body.policy.break_with(Broken::Lost);
                 Err(Error::from(e))
             }
         }
@@ -494,28 +358,28 @@ impl Conn {
     /// The deadline for the next body read under the minimum data rate, and the time it starts.
     fn body_read_deadline(&self) -> (Option<Instant>, Instant) {
         let now = Instant::now();
-        let Some(rate) = self.shared.config.min_body_rate else {
-            return (None, now);
-        };
-        let earned = Duration::from_secs_f64(
-            self.body.wire_bytes as f64 / rate.bytes_per_second.max(1) as f64,
-        );
-        let allowed = earned.max(rate.grace).saturating_sub(self.body.waited);
-        (Some(now + allowed), now)
+        (self.body.policy.wait_allowance().map(|a| now + a), now)
     }
 
     /// Accounts a finished socket read of the body; EOF and timeouts break the body.
     fn settle_read(&mut self, read: io::Result<Read>, started: Instant) -> Result<usize, Error> {
-        self.body.waited += started.elapsed();
+        let policy = &mut self.body.policy;
         match read {
             Ok(Read::Data(n)) => {
-                self.body.wire_bytes += n as u64;
+                policy.note_wait(started.elapsed(), n);
                 Ok(n)
             }
-            Ok(Read::Eof) => Err(self.body.break_with(Broken::Disconnect)),
-            Ok(Read::TimedOut) => Err(self.body.break_with(Broken::Timeout)),
+            Ok(Read::Eof) => {
+                policy.note_wait(started.elapsed(), 0);
+                Err(policy.break_with(Broken::Disconnect))
+            }
+            Ok(Read::TimedOut) => {
+                policy.note_wait(started.elapsed(), 0);
+                Err(policy.break_with(Broken::Timeout))
+            }
             Err(e) => {
-                self.body.broken.get_or_insert(Broken::Disconnect);
+                policy.note_wait(started.elapsed(), 0);
+                policy.break_with(Broken::Disconnect);
                 Err(Error::disconnect(Some(e)))
             }
         }

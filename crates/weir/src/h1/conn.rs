@@ -6,13 +6,14 @@
 //! The states of `weir_proto::conn` map to this code: `read_head` (ReadingHead), the handler
 //! call (Exchange), `finish_exchange` (Finishing) and `close` (Closing).
 
-use super::body::BodyState;
+use super::body_state::BodyState;
 use super::io::{Io, RateClock, Read};
-use super::response::ResponseState;
 use crate::error::Misuse;
 use crate::exchange::Exchange;
+use crate::exchange::Shared;
+use crate::exchange::backend::Backend;
+use crate::exchange::lifecycle::ResponseLifecycle;
 use crate::handler::Handler;
-use crate::server::Shared;
 use crate::{DataRate, Error, zero_copy};
 use bytes::Buf;
 use http::StatusCode;
@@ -22,6 +23,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use weir_proto::conn::{BodyLeft, Next, Persistence};
 use weir_proto::date::DateCache;
+use weir_proto::encode::ResponseFraming;
 use weir_proto::parse::HeadParser;
 use weir_proto::{ProtoError, RequestHead, encode};
 
@@ -39,7 +41,9 @@ pub(crate) struct Conn {
     parser: HeadParser,
     pub(crate) head: RequestHead,
     pub(crate) body: BodyState,
-    pub(crate) resp: ResponseState,
+    pub(crate) resp: ResponseLifecycle,
+    /// The framing chosen for the current response head.
+    pub(crate) resp_framing: ResponseFraming,
     pub(crate) persistence: Persistence,
     pub(crate) shared: Arc<Shared>,
     pub(super) date: DateCache,
@@ -119,7 +123,8 @@ impl Conn {
             io: Io::new(stream, config.read_buffer_size),
             parser: HeadParser::new(),
             body: BodyState::new(config),
-            resp: ResponseState::NotStarted,
+            resp: ResponseLifecycle::default(),
+            resp_framing: ResponseFraming::NoBody,
             persistence: Persistence::new(&head),
             head,
             date: DateCache::new(),
@@ -192,7 +197,7 @@ impl Conn {
     fn begin_exchange(&mut self) {
         self.body.begin(&self.head, &self.shared.config);
         self.io.write_clock = RateClock::default();
-        self.resp = ResponseState::NotStarted;
+        self.resp.reset();
         self.persistence = Persistence::new(&self.head);
     }
 
@@ -200,7 +205,7 @@ impl Conn {
     async fn finish_exchange(&mut self, result: Result<(), Error>) -> After {
         if let Err(e) = &result {
             if e.breaks_body() {
-                self.body.mark_broken(e);
+                self.body.policy.mark_broken(e);
             }
             if e.is_disconnect() {
                 return After::Abort;
@@ -233,7 +238,7 @@ impl Conn {
                     return After::Abort;
                 }
             }
-            (Ok(()), true) => self.complete_response_if_open(),
+            (Ok(()), true) => Backend::complete_if_open(self),
         }
 
         let response_complete = self.resp.is_complete();
@@ -242,7 +247,7 @@ impl Conn {
         let next = self.persistence.after_exchange(
             response_complete,
             left,
-            self.body.continue_sent,
+            self.body.policy.continue_sent,
             drain_limit,
         );
         if next == Next::Drain && !self.io.wbuf.is_empty() {
@@ -277,7 +282,7 @@ impl Conn {
 
     /// What is left of the request body, for the persistence decision.
     pub(crate) fn body_left(&self) -> BodyLeft {
-        if self.body.is_broken() {
+        if self.body.policy.is_broken() {
             BodyLeft::Broken
         } else if self.body.decoder.is_done() {
             BodyLeft::Nothing

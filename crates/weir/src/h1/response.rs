@@ -8,53 +8,20 @@
 
 use super::conn::Conn;
 use crate::error::Misuse;
+use crate::exchange::backend::HeadFlags;
+use crate::exchange::lifecycle::{FileSend, Finish, Write};
 use crate::{Error, zero_copy};
 use http::{Method, StatusCode, Version};
 use std::fs::File;
 use weir_proto::conn::ConnectionHeader;
 use weir_proto::encode::{self, ChunkHeader, InvalidHeader, ResponseFraming};
 
-/// Where the response of the current exchange stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum ResponseState {
-    NotStarted,
-    /// The head is written (perhaps still buffered); body bytes may follow.
-    Body {
-        framing: ResponseFraming,
-        /// Bytes still owed under `Content-Length` framing.
-        remaining: u64,
-    },
-    Complete,
-    /// Writing failed: the connection is unusable.
-    Failed,
-}
-
-impl ResponseState {
-    pub(crate) fn is_started(self) -> bool {
-        self != Self::NotStarted
-    }
-
-    pub(crate) fn is_complete(self) -> bool {
-        self == Self::Complete
-    }
-}
-
-/// Headers weir would add itself that the handler set instead.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct HeadFlags {
-    pub(crate) date: bool,
-    pub(crate) server: bool,
-}
-
 impl Conn {
     /// Starts a response head in the write buffer; returns where it starts (to undo it).
     pub(crate) fn start_head(&mut self, status: StatusCode) -> Result<usize, Error> {
-        if self.resp.is_started() {
-            return Err(Error::invalid_response(Misuse::AlreadySent));
-        }
-        if status.is_informational() {
-            return Err(Error::invalid_response(Misuse::InformationalStatus));
-        }
+        self.resp
+            .start_head(status)
+            .map_err(Error::invalid_response)?;
         let mark = self.io.wbuf.len();
         encode::status_line(&mut self.io.wbuf, status);
         Ok(mark)
@@ -85,7 +52,9 @@ impl Conn {
 
     /// Undoes a head that was not sent (builder dropped or header rejected).
     pub(crate) fn abort_head(&mut self, mark: usize) {
-        self.io.wbuf.truncate(mark);
+        if self.resp.abort_head() {
+            self.io.wbuf.truncate(mark);
+        }
     }
 
     /// Completes the head: framing, `Date`, `Server`, `Connection`. `len` is the body length
@@ -118,7 +87,7 @@ impl Conn {
         let connection = self.persistence.on_response_head(
             framing,
             body_left,
-            self.body.continue_sent,
+            self.body.policy.continue_sent,
             self.shared.config.drain_limit,
         );
         let wbuf = &mut self.io.wbuf;
@@ -130,36 +99,25 @@ impl Conn {
             }
         }
         encode::end_head(wbuf);
-        self.resp = ResponseState::Body {
-            framing,
-            remaining: len.unwrap_or(0),
+        self.resp_framing = framing;
+        let declared = match framing {
+            ResponseFraming::Length(n) => Some(n),
+            _ => None,
         };
+        self.resp
+            .head_sent(framing == ResponseFraming::NoBody, declared);
         framing
     }
 
     /// Writes body bytes of a started response.
     pub(crate) async fn write_body(&mut self, data: &[u8]) -> Result<(), Error> {
-        let ResponseState::Body { framing, remaining } = self.resp else {
-            return Err(Error::invalid_response(Misuse::NoBodyOpen));
-        };
-        match framing {
+        match self.resp.before_write(data.len() as u64) {
+            Ok(Write::Send { .. }) if !data.is_empty() => {}
             // HEAD, 204, 304: there is no body on the wire; the bytes are dropped.
-            ResponseFraming::NoBody => return Ok(()),
-            ResponseFraming::Length(_) if remaining < data.len() as u64 => {
-                self.fail_response();
-                return Err(Error::invalid_response(Misuse::BodyTooLong));
-            }
-            ResponseFraming::Length(_) => {
-                self.resp = ResponseState::Body {
-                    framing,
-                    remaining: remaining - data.len() as u64,
-                };
-            }
-            ResponseFraming::Chunked | ResponseFraming::CloseDelimited => {}
+            Ok(_) => return Ok(()),
+            Err(misuse) => return Err(self.refuse(misuse)),
         }
-        if data.is_empty() {
-            return Ok(());
-        }
+        let framing = self.resp_framing;
         let chunked = framing == ResponseFraming::Chunked;
         let chunk_header = chunked.then(|| ChunkHeader::new(data.len() as u64));
         let limit = self.shared.config.write_coalesce_limit;
@@ -183,47 +141,28 @@ impl Conn {
     }
 
     /// Ends the body: the last chunk for chunked framing; checks a `Content-Length` body is
-    /// complete.
+    /// complete (if not, the response fails and the connection will close).
     pub(crate) fn finish_body(&mut self) -> Result<(), Error> {
-        match self.resp {
-            ResponseState::Body {
-                framing: ResponseFraming::Chunked,
-                ..
-            } => {
-                self.io.wbuf.extend_from_slice(encode::LAST_CHUNK);
-                self.resp = ResponseState::Complete;
+        match self.resp.before_finish() {
+            Ok(Finish::End { no_body }) => {
+                if !no_body && self.resp_framing == ResponseFraming::Chunked {
+                    self.io.wbuf.extend_from_slice(encode::LAST_CHUNK);
+                }
+                self.resp.complete();
                 Ok(())
             }
-            ResponseState::Body {
-                framing: ResponseFraming::Length(_),
-                remaining: 1..,
-            } => {
-                self.fail_response();
-                Err(Error::invalid_response(Misuse::BodyTooShort))
-            }
-            ResponseState::Body { .. } => {
-                self.resp = ResponseState::Complete;
-                Ok(())
-            }
-            ResponseState::Complete => Ok(()),
-            ResponseState::NotStarted | ResponseState::Failed => {
-                Err(Error::invalid_response(Misuse::NoBodyOpen))
-            }
+            Ok(Finish::Done) => Ok(()),
+            Err(misuse) => Err(self.refuse(misuse)),
         }
     }
 
-    /// After the handler returned: completes a chunked body it left open. A short
-    /// `Content-Length` body stays incomplete, and the connection will close.
-    pub(crate) fn complete_response_if_open(&mut self) {
-        if let ResponseState::Body { remaining, framing } = self.resp {
-            let complete = match framing {
-                ResponseFraming::Length(_) => remaining == 0,
-                _ => true,
-            };
-            if complete {
-                let _ = self.finish_body();
-            }
+    /// The handler misused the response API: a wrong body length fails the response (the
+    /// client must not take it for complete); other misuses only report.
+    fn refuse(&mut self, misuse: Misuse) -> Error {
+        if matches!(misuse, Misuse::BodyTooLong | Misuse::BodyTooShort) {
+            self.fail_response();
         }
+        Error::invalid_response(misuse)
     }
 
     /// Sends `len` bytes of `file` from `offset` as the body: `sendfile` on plain sockets on
@@ -234,17 +173,11 @@ impl Conn {
         offset: u64,
         len: u64,
     ) -> Result<(), Error> {
-        match self.resp {
-            ResponseState::Body {
-                framing: ResponseFraming::NoBody,
-                ..
-            } => {
-                // HEAD, 204, 304: the head is all there is.
-                self.resp = ResponseState::Complete;
-                return Ok(());
-            }
-            ResponseState::Body { .. } => {}
-            _ => return Err(Error::invalid_response(Misuse::NoBodyOpen)),
+        match self.resp.before_file(len) {
+            // HEAD, 204, 304: the head is all there is.
+            Ok(FileSend::Skip) => return Ok(()),
+            Ok(FileSend::Send) => {}
+            Err(misuse) => return Err(Error::invalid_response(misuse)),
         }
         self.write_out(&[]).await?;
         let mut sent = 0u64;
@@ -285,7 +218,7 @@ impl Conn {
             }
             sent += n as u64;
         }
-        self.resp = ResponseState::Complete;
+        self.resp.complete();
         Ok(())
     }
 
@@ -319,12 +252,9 @@ impl Conn {
         status: StatusCode,
         headers: &[(&str, &[u8])],
     ) -> Result<(), Error> {
-        if !status.is_informational() || status == StatusCode::SWITCHING_PROTOCOLS {
-            return Err(Error::invalid_response(Misuse::NotInformational));
-        }
-        if self.resp.is_started() {
-            return Err(Error::invalid_response(Misuse::AlreadySent));
-        }
+        self.resp
+            .check_informational(status)
+            .map_err(Error::invalid_response)?;
         if self.head.version() == Version::HTTP_10 {
             return Ok(());
         }
@@ -338,7 +268,7 @@ impl Conn {
         }
         encode::end_head(&mut self.io.wbuf);
         if status == StatusCode::CONTINUE {
-            self.body.note_continue_sent();
+            self.body.policy.note_continue_sent();
         }
         self.write_out(&[]).await
     }
@@ -367,31 +297,8 @@ impl Conn {
         }
     }
 
-    /// Writes a complete short response for an error (`status`, reason as text).
-    pub(crate) async fn write_error_response(
-        &mut self,
-        status: StatusCode,
-        error: &Error,
-    ) -> Result<(), Error> {
-        let mark = self.start_head(status)?;
-        let mut flags = HeadFlags::default();
-        let _ = self.push_header(b"content-type", b"text/plain; charset=utf-8", &mut flags);
-        let reason = status.canonical_reason().unwrap_or("Error");
-        let mut body = [0u8; 128];
-        let len = {
-            use std::io::Write;
-            let mut cursor = std::io::Cursor::new(&mut body[..]);
-            let _ = writeln!(cursor, "{} {reason}: {error}", status.as_u16());
-            cursor.position() as usize
-        };
-        debug_assert!(mark <= self.io.wbuf.len());
-        self.finish_head(status, Some(len as u64), flags);
-        self.write_body(&body[..len]).await?;
-        self.finish_body()
-    }
-
     fn fail_response(&mut self) {
-        self.resp = ResponseState::Failed;
+        self.resp.fail();
         self.persistence.close();
     }
 }

@@ -18,9 +18,9 @@
 //! from h2's buffer (the kernel's copy into the page cache is the only one). There is no
 //! splice: the bytes have passed through user space to be de-framed (and decrypted, over TLS).
 
+use super::error::stream_error;
 use crate::config::Config;
-use crate::h2::stream::stream_error;
-use crate::stats::BodyStats;
+use crate::exchange::body::{BodyPolicy, Broken};
 use crate::{Error, Request};
 use bytes::Bytes;
 use h2::RecvStream;
@@ -28,51 +28,21 @@ use std::fs::File;
 use std::future::poll_fn;
 use std::io::Write;
 use std::task::Poll;
-use std::time::Duration;
 use tokio::time::Instant;
 use weir_proto::Framing;
 
-/// Why the body cannot be read any more (repeated to every later read).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Broken {
-    TooLarge,
-    Timeout,
-    Disconnect,
-    Protocol,
-}
-
-impl Broken {
-    fn error(self) -> Error {
-        match self {
-            Self::TooLarge => Error::too_large(),
-            Self::Timeout => Error::timeout(),
-            Self::Disconnect => Error::disconnect(None),
-            Self::Protocol => Error::protocol(weir_proto::ProtoError::InvalidContentLength),
-        }
-    }
-}
-
-/// The body half of an HTTP/2 stream.
+/// The body half of an HTTP/2 stream: the protocol-neutral policy, and what HTTP/2 adds (the
+/// received frame not yet handed over, the stream window and the capacity kept back).
 pub(crate) struct BodyIn {
     recv: RecvStream,
     /// Received and not yet handed to the handler.
     chunk: Bytes,
     done: bool,
-    pub(crate) max_size: Option<u64>,
-    declared: Option<u64>,
+    pub(crate) policy: BodyPolicy,
     /// The stream's flow-control window (the most the client may send ahead).
     window: usize,
-    pub(crate) pause_threshold: usize,
     /// Consumed bytes whose capacity is kept back because the threshold is below the window.
     withheld: usize,
-    continue_pending: bool,
-    broken: Option<Broken>,
-    pub(crate) stats: BodyStats,
-    min_rate: Option<crate::DataRate>,
-    received_wire: u64,
-    waited: Duration,
-    /// The request's trailer fields (a HEADERS frame after the DATA), once the body ended.
-    pub(crate) trailers: Option<http::HeaderMap>,
 }
 
 impl BodyIn {
@@ -81,25 +51,21 @@ impl BodyIn {
         let expects_continue = head
             .header("expect")
             .is_some_and(|v| v.eq_ignore_ascii_case(b"100-continue"));
+        let declared = match head.framing() {
+            Framing::Length(n) => Some(n),
+            Framing::Chunked | Framing::Unknown => None,
+        };
+        let mut policy = BodyPolicy::new(config);
+        policy.begin(config, declared, expects_continue, done);
+        // Until the handler lowers it, the read-ahead is the whole stream window.
+        policy.set_pause_threshold(window);
         Self {
             recv,
             chunk: Bytes::new(),
             done,
-            max_size: config.max_body_size,
-            declared: match head.framing() {
-                Framing::Length(n) => Some(n),
-                Framing::Chunked => None,
-            },
+            policy,
             window,
-            pause_threshold: window,
             withheld: 0,
-            continue_pending: expects_continue && !done,
-            broken: None,
-            stats: BodyStats::default(),
-            min_rate: config.min_body_rate,
-            received_wire: 0,
-            waited: Duration::ZERO,
-            trailers: None,
         }
     }
 
@@ -107,19 +73,10 @@ impl BodyIn {
         self.done && self.chunk.is_empty()
     }
 
-    /// Whether the handler must be sent `100 Continue` before its first read (and clears it).
-    pub(crate) fn take_continue(&mut self) -> bool {
-        std::mem::take(&mut self.continue_pending)
-    }
-
-    pub(crate) fn note_continue_sent(&mut self) {
-        self.continue_pending = false;
-    }
-
     /// Sets the pause threshold; capacity kept back beyond the new need is given back.
     pub(crate) fn set_pause_threshold(&mut self, bytes: usize) {
-        self.pause_threshold = bytes.max(Config::MIN_PAUSE_THRESHOLD);
-        let keep = self.window.saturating_sub(self.pause_threshold);
+        self.policy.set_pause_threshold(bytes);
+        let keep = self.window.saturating_sub(self.policy.pause_threshold());
         if self.withheld > keep {
             let give = self.withheld - keep;
             self.withheld = keep;
@@ -129,30 +86,13 @@ impl BodyIn {
 
     /// The read-ahead in force: the threshold, at most the window.
     pub(crate) fn effective_threshold(&self) -> usize {
-        self.pause_threshold.min(self.window)
-    }
-
-    fn check_start(&mut self) -> Result<(), Error> {
-        if let Some(b) = self.broken {
-            return Err(b.error());
-        }
-        if let (Some(max), Some(len)) = (self.max_size, self.declared) {
-            if len > max {
-                return Err(self.break_with(Broken::TooLarge));
-            }
-        }
-        Ok(())
-    }
-
-    fn break_with(&mut self, b: Broken) -> Error {
-        self.broken.get_or_insert(b);
-        b.error()
+        self.policy.pause_threshold().min(self.window)
     }
 
     /// Gives back the capacity of `n` consumed bytes, keeping back what a threshold below the
     /// window requires.
     fn consumed(&mut self, n: usize) {
-        let keep = self.window.saturating_sub(self.pause_threshold);
+        let keep = self.window.saturating_sub(self.policy.pause_threshold());
         let hold = keep.saturating_sub(self.withheld).min(n);
         self.withheld += hold;
         if n > hold {
@@ -163,35 +103,24 @@ impl BodyIn {
 
     /// Accounts a frame's payload as received, enforcing the maximum body size.
     fn accept_frame(&mut self, data: &Bytes) -> Result<(), Error> {
-        self.stats.received += data.len() as u64;
-        self.received_wire += data.len() as u64;
+        // The frame's bytes earn time under the data rate as they arrive (the wait itself is
+        // accounted by `settle`).
+        self.policy.note_wait(std::time::Duration::ZERO, data.len());
         let buffered = self.recv.flow_control().used_capacity();
-        if buffered > self.stats.peak_buffered {
-            self.stats.peak_buffered = buffered;
-        }
-        match self.max_size {
-            Some(max) if self.stats.received > max => Err(self.break_with(Broken::TooLarge)),
-            _ => Ok(()),
-        }
+        self.policy.note_buffered(buffered);
+        self.policy.accept_payload(data.len())
     }
 
     /// The deadline for the next wait under the minimum data rate, and when the wait starts.
     fn deadline(&self) -> (Option<Instant>, Instant) {
         let now = Instant::now();
-        let Some(rate) = self.min_rate else {
-            return (None, now);
-        };
-        let earned = Duration::from_secs_f64(
-            self.received_wire as f64 / rate.bytes_per_second.max(1) as f64,
-        );
-        let allowed = earned.max(rate.grace).saturating_sub(self.waited);
-        (Some(now + allowed), now)
+        (self.policy.wait_allowance().map(|a| now + a), now)
     }
 
     /// Copies received payload into `dst`, taking as many already-received frames as fit and
     /// waiting only when nothing has arrived. `Ok(0)` at the end of the body.
     pub(crate) async fn read(&mut self, dst: &mut [u8]) -> Result<usize, Error> {
-        self.check_start()?;
+        self.policy.check_start()?;
         if dst.is_empty() || self.is_done() {
             return Ok(0);
         }
@@ -233,14 +162,14 @@ impl BodyIn {
         let out = within(deadline, fill).await;
         let n = self.settle(out, started)?;
         self.consumed(n);
-        self.stats.copied += n as u64;
+        self.policy.stats.copied += n as u64;
         Ok(n)
     }
 
     /// Waits until a frame's payload is at hand (it stays in h2's buffer, counted against the
     /// stream window as before): `Ok(true)`, or `Ok(false)` at the end of the body.
     pub(crate) async fn wait(&mut self) -> Result<bool, Error> {
-        self.check_start()?;
+        self.policy.check_start()?;
         if !self.chunk.is_empty() {
             return Ok(true);
         }
@@ -275,7 +204,7 @@ impl BodyIn {
     /// The next piece of the body, at most `max` bytes of the current frame (no copy: the
     /// rest of the frame stays for the next call).
     async fn next_piece(&mut self, max: usize) -> Result<Option<Bytes>, Error> {
-        self.check_start()?;
+        self.policy.check_start()?;
         if self.chunk.is_empty() && !self.done {
             let (deadline, started) = self.deadline();
             let poll = |cx: &mut std::task::Context<'_>| {
@@ -326,7 +255,7 @@ impl BodyIn {
             // COPY (kernel): from h2's buffer into the page cache.
             file.write_all(&piece)?;
             // `next_piece` already gave the capacity back: the bytes left h2's buffer.
-            self.stats.copied += piece.len() as u64;
+            self.policy.stats.copied += piece.len() as u64;
             written += piece.len() as u64;
         }
         Ok(written)
@@ -336,7 +265,7 @@ impl BodyIn {
     /// ended the stream, and the body has not failed): for `H2Stream::finish` to let the rest
     /// arrive after an early response.
     pub(crate) fn unfinished(&mut self) -> Option<&mut RecvStream> {
-        (!self.done && self.broken.is_none()).then_some(&mut self.recv)
+        (!self.done && !self.policy.is_broken()).then_some(&mut self.recv)
     }
 
     /// The DATA frames ended: takes the trailers, which h2 has by then if the client sent any
@@ -344,27 +273,22 @@ impl BodyIn {
     fn end(&mut self, cx: &mut std::task::Context<'_>) {
         self.done = true;
         if let Poll::Ready(Ok(Some(trailers))) = self.recv.poll_trailers(cx) {
-            self.trailers = Some(trailers);
+            self.policy.trailers = Some(trailers);
         }
     }
 
     fn fail(&mut self, e: h2::Error) -> Error {
         let error = stream_error(e);
-        let broken = if error.is_protocol() {
-            Broken::Protocol
-        } else {
-            Broken::Disconnect
-        };
-        self.broken.get_or_insert(broken);
+        self.policy.mark_broken(&error);
         error
     }
 
     /// Accounts a finished wait on the client; `None` means the deadline passed.
     fn settle<T>(&mut self, out: Option<Result<T, Error>>, started: Instant) -> Result<T, Error> {
-        self.waited += started.elapsed();
+        self.policy.note_wait(started.elapsed(), 0);
         match out {
             Some(r) => r,
-            None => Err(self.break_with(Broken::Timeout)),
+            None => Err(self.policy.break_with(Broken::Timeout)),
         }
     }
 }

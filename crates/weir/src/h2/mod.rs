@@ -5,7 +5,8 @@
 //! - `meter`: frame boundaries before h2 parses them: byte count and flood budget (RFC 9113's
 //!   error codes are weir-h2's: crates/weir-h2/WEIR-PATCHES.md);
 //! - `bdp`: the adaptive stream window;
-//! - `stream`: a stream as the exchange's HTTP/2 backend (request head, finishing);
+//! - `stream`: a stream as the exchange's HTTP/2 `Backend` (request head, finishing);
+//! - `error`: what an h2 stream error means to a handler;
 //! - `validate`: the request-head checks h2 does not make (malformed requests are reset);
 //! - `body`: request bodies under flow control (the pause threshold is the stream window);
 //! - `response`: responses as HEADERS and DATA frames under the client's window.
@@ -16,6 +17,7 @@
 mod bdp;
 mod body;
 mod conn;
+mod error;
 mod io;
 mod meter;
 mod response;

@@ -11,11 +11,12 @@
 //! into an owned buffer. The buffer is one `BytesMut` reused for the stream's life: once h2
 //! has written a piece and dropped it, the space is reclaimed.
 
+use super::error::stream_error;
 use crate::Error;
 use crate::error::Misuse;
-use crate::h1::HeadFlags;
-use crate::h2::stream::{is_connection_specific, stream_error};
-use crate::server::Shared;
+use crate::exchange::Shared;
+use crate::exchange::backend::HeadFlags;
+use crate::exchange::lifecycle::{FileSend, Finish, ResponseLifecycle, Write};
 use bytes::{Bytes, BytesMut};
 use h2::server::SendResponse;
 use h2::{Reason, SendStream};
@@ -31,28 +32,11 @@ use weir_proto::date::DateCache;
 /// anyway, and a bounded request keeps one stream from claiming the whole connection window.
 const MAX_PIECE: usize = 1024 * 1024;
 
-/// Where the response stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum State {
-    NotStarted,
-    /// `start_head` was called; headers are being added.
-    Head,
-    /// The head is sent; body bytes may follow.
-    Body {
-        /// No body goes on the wire (HEAD, 204, 304): written bytes are dropped.
-        no_body: bool,
-        /// Bytes still owed under a declared length.
-        remaining: Option<u64>,
-    },
-    Complete,
-    Failed,
-}
-
 /// The response half of an HTTP/2 stream.
 pub(crate) struct ResponseOut {
     respond: SendResponse<Bytes>,
     send: Option<SendStream<Bytes>>,
-    state: State,
+    state: ResponseLifecycle,
     headers: HeaderMap,
     is_head: bool,
     date: DateCache,
@@ -64,7 +48,7 @@ impl ResponseOut {
         Self {
             respond,
             send: None,
-            state: State::NotStarted,
+            state: ResponseLifecycle::default(),
             headers: HeaderMap::new(),
             is_head: method == Method::HEAD,
             date: DateCache::new(),
@@ -72,23 +56,23 @@ impl ResponseOut {
         }
     }
 
+    pub(crate) fn lifecycle(&self) -> &ResponseLifecycle {
+        &self.state
+    }
+
     pub(crate) fn is_started(&self) -> bool {
-        !matches!(self.state, State::NotStarted | State::Head)
+        self.state.is_started()
     }
 
     pub(crate) fn is_complete(&self) -> bool {
-        self.state == State::Complete
+        self.state.is_complete()
     }
 
     pub(crate) fn start_head(&mut self, status: StatusCode) -> Result<(), Error> {
-        if self.state != State::NotStarted {
-            return Err(Error::invalid_response(Misuse::AlreadySent));
-        }
-        if status.is_informational() {
-            return Err(Error::invalid_response(Misuse::InformationalStatus));
-        }
+        self.state
+            .start_head(status)
+            .map_err(Error::invalid_response)?;
         self.headers.clear();
-        self.state = State::Head;
         Ok(())
     }
 
@@ -118,9 +102,8 @@ impl ResponseOut {
     }
 
     pub(crate) fn abort_head(&mut self) {
-        if self.state == State::Head {
+        if self.state.abort_head() {
             self.headers.clear();
-            self.state = State::NotStarted;
         }
     }
 
@@ -133,7 +116,7 @@ impl ResponseOut {
         flags: HeadFlags,
         server: &Option<String>,
     ) -> Result<(), Error> {
-        if self.state != State::Head {
+        if self.state.is_started() {
             return Err(Error::invalid_response(Misuse::AlreadySent));
         }
         let no_body = self.is_head || !weir_proto::encode::status_has_body(status);
@@ -161,24 +144,15 @@ impl ResponseOut {
         match self.respond.send_response(response, end) {
             Ok(send) => {
                 self.send = Some(send);
-                self.state = if no_body {
-                    // Nothing more goes on the wire; later writes are dropped.
-                    State::Body {
-                        no_body: true,
-                        remaining: None,
-                    }
-                } else if end {
-                    State::Complete
-                } else {
-                    State::Body {
-                        no_body: false,
-                        remaining: len,
-                    }
-                };
+                // Without a body, nothing more goes on the wire and later writes are dropped.
+                self.state.head_sent(no_body, len);
+                if end && !no_body {
+                    self.state.complete();
+                }
                 Ok(())
             }
             Err(e) => {
-                self.state = State::Failed;
+                self.state.fail();
                 Err(stream_error(e))
             }
         }
@@ -186,36 +160,17 @@ impl ResponseOut {
 
     /// Writes body bytes; the last bytes of a declared length end the stream with them.
     pub(crate) async fn write_body(&mut self, data: &[u8], shared: &Shared) -> Result<(), Error> {
-        let State::Body { no_body, remaining } = self.state else {
-            if self.state == State::Complete && data.is_empty() {
-                return Ok(());
-            }
-            return Err(Error::invalid_response(Misuse::NoBodyOpen));
-        };
-        if no_body {
-            return Ok(());
-        }
-        let end = match remaining {
-            Some(left) if left < data.len() as u64 => {
-                self.fail(Reason::INTERNAL_ERROR);
-                return Err(Error::invalid_response(Misuse::BodyTooLong));
-            }
-            Some(left) => {
-                let left = left - data.len() as u64;
-                self.state = State::Body {
-                    no_body,
-                    remaining: Some(left),
-                };
-                left == 0
-            }
-            None => false,
+        let end = match self.state.before_write(data.len() as u64) {
+            Ok(Write::Drop) => return Ok(()),
+            Ok(Write::Send { last }) => last,
+            Err(misuse) => return Err(self.refuse(misuse)),
         };
         if data.is_empty() && !end {
             return Ok(());
         }
         self.send_pieces(data, end, shared).await?;
         if end {
-            self.state = State::Complete;
+            self.state.complete();
         }
         Ok(())
     }
@@ -244,7 +199,7 @@ impl ResponseOut {
                 return Err(Error::invalid_response(Misuse::NoBodyOpen));
             };
             if let Err(e) = send.send_data(piece, last) {
-                self.state = State::Failed;
+                self.state.fail();
                 return Err(stream_error(e));
             }
             if data.is_empty() {
@@ -284,7 +239,7 @@ impl ResponseOut {
         match out {
             Some(Ok(cap)) => Ok(cap),
             Some(Err(e)) => {
-                self.state = State::Failed;
+                self.state.fail();
                 Err(e)
             }
             None => {
@@ -294,38 +249,31 @@ impl ResponseOut {
         }
     }
 
-    /// Ends the body; a declared length must have been sent in full.
+    /// Ends the body; a declared length must have been sent in full (if not, the stream is
+    /// reset, so the client sees the response is incomplete).
     pub(crate) fn finish_body(&mut self) -> Result<(), Error> {
-        match self.state {
-            State::Body {
-                no_body: false,
-                remaining: Some(1..),
-            } => {
-                self.fail(Reason::INTERNAL_ERROR);
-                Err(Error::invalid_response(Misuse::BodyTooShort))
-            }
-            State::Body { no_body, .. } => {
+        match self.state.before_finish() {
+            Ok(Finish::End { no_body }) => {
                 if !no_body {
                     if let Some(send) = self.send.as_mut() {
                         send.send_data(Bytes::new(), true).map_err(stream_error)?;
                     }
                 }
-                self.state = State::Complete;
+                self.state.complete();
                 Ok(())
             }
-            State::Complete => Ok(()),
-            State::NotStarted | State::Head | State::Failed => {
-                Err(Error::invalid_response(Misuse::NoBodyOpen))
-            }
+            Ok(Finish::Done) => Ok(()),
+            Err(misuse) => Err(self.refuse(misuse)),
         }
     }
 
-    /// After the handler returned: ends a body of unknown length it left open; a short
-    /// declared body resets the stream, so the client sees it is incomplete.
-    pub(crate) fn complete_if_open(&mut self) {
-        if let State::Body { .. } = self.state {
-            let _ = self.finish_body();
+    /// The handler misused the response API: a wrong body length resets the stream (the
+    /// client must not take the response for complete); other misuses only report.
+    fn refuse(&mut self, misuse: Misuse) -> Error {
+        if matches!(misuse, Misuse::BodyTooLong | Misuse::BodyTooShort) {
+            self.fail(Reason::INTERNAL_ERROR);
         }
+        Error::invalid_response(misuse)
     }
 
     /// Sends `len` bytes of `file` from `offset` as the body, read in pieces into the send
@@ -338,9 +286,10 @@ impl ResponseOut {
         shared: &Shared,
     ) -> Result<(), Error> {
         use std::os::unix::fs::FileExt;
-        if let State::Body { no_body: true, .. } = self.state {
-            self.state = State::Complete;
-            return Ok(());
+        match self.state.before_file(len) {
+            Ok(FileSend::Skip) => return Ok(()),
+            Ok(FileSend::Send) => {}
+            Err(misuse) => return Err(Error::invalid_response(misuse)),
         }
         let mut sent = 0u64;
         while sent < len {
@@ -369,19 +318,15 @@ impl ResponseOut {
             let piece = self.scratch.split().freeze();
             sent += got as u64;
             let last = sent == len;
-            self.state = State::Body {
-                no_body: false,
-                remaining: Some(len - sent),
-            };
             let Some(send) = self.send.as_mut() else {
                 return Err(Error::invalid_response(Misuse::NoBodyOpen));
             };
             if let Err(e) = send.send_data(piece, last) {
-                self.state = State::Failed;
+                self.state.fail();
                 return Err(stream_error(e));
             }
         }
-        self.state = State::Complete;
+        self.state.complete();
         Ok(())
     }
 
@@ -391,12 +336,9 @@ impl ResponseOut {
         status: StatusCode,
         headers: &[(&str, &[u8])],
     ) -> Result<(), Error> {
-        if !status.is_informational() || status == StatusCode::SWITCHING_PROTOCOLS {
-            return Err(Error::invalid_response(Misuse::NotInformational));
-        }
-        if self.is_started() {
-            return Err(Error::invalid_response(Misuse::AlreadySent));
-        }
+        self.state
+            .check_informational(status)
+            .map_err(Error::invalid_response)?;
         let mut response = http::Response::new(());
         *response.status_mut() = status;
         for (name, value) in headers {
@@ -419,13 +361,12 @@ impl ResponseOut {
     }
 
     fn fail(&mut self, reason: Reason) {
-        if self.state != State::Failed {
+        if self.state.fail() {
             match self.send.as_mut() {
                 Some(send) => send.send_reset(reason),
                 None => self.respond.send_reset(reason),
             }
         }
-        self.state = State::Failed;
     }
 }
 
@@ -434,4 +375,13 @@ fn write_deadline(shared: &Shared, len: usize) -> Option<Instant> {
     let rate = shared.config.min_response_rate?;
     let needed = Duration::from_secs_f64(len as f64 / rate.bytes_per_second.max(1) as f64);
     Some(Instant::now() + needed.max(rate.grace))
+}
+
+/// Whether a response header is connection-specific, which HTTP/2 forbids (RFC 9113 §8.2.2):
+/// weir drops it rather than sending a malformed response.
+pub(crate) fn is_connection_specific(name: &HeaderName) -> bool {
+    matches!(
+        name.as_str(),
+        "connection" | "keep-alive" | "proxy-connection" | "transfer-encoding" | "upgrade"
+    )
 }

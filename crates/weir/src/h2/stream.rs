@@ -16,13 +16,17 @@
 use super::body::BodyIn;
 use super::response::ResponseOut;
 use crate::error::Misuse;
-use crate::server::Shared;
+use crate::exchange::Shared;
+use crate::exchange::backend::{Backend, HeadFlags, poll_once};
+use crate::exchange::body::BodyPolicy;
+use crate::exchange::lifecycle::ResponseLifecycle;
 use crate::transport::PeerAddr;
 use crate::{Error, Request};
 use bytes::Bytes;
 use h2::server::SendResponse;
 use h2::{Reason, RecvStream};
-use http::{HeaderName, Method, StatusCode, Version};
+use http::{Method, StatusCode, Version};
+use std::fs::File;
 use std::sync::Arc;
 use std::time::Duration;
 use weir_proto::Framing;
@@ -70,7 +74,7 @@ impl H2Stream {
     /// Sends `100 Continue` before the first body read if the client asked for it (and no
     /// response has started: then the client must not be told to go on).
     pub(crate) fn send_continue_if_expected(&mut self) -> Result<(), Error> {
-        if self.body.take_continue() && !self.resp.is_started() {
+        if self.body.policy.take_continue(self.resp.is_started()) {
             self.resp.send_informational(StatusCode::CONTINUE, &[])?;
         }
         Ok(())
@@ -84,7 +88,7 @@ impl H2Stream {
     ) -> Result<(), Error> {
         self.resp.send_informational(status, headers)?;
         if status == StatusCode::CONTINUE {
-            self.body.note_continue_sent();
+            self.body.policy.note_continue_sent();
         }
         Ok(())
     }
@@ -94,7 +98,7 @@ impl H2Stream {
     pub(crate) async fn finish(&mut self, result: Result<(), Error>) {
         self.shared
             .stats
-            .record_body_buffered(self.body.stats.peak_buffered);
+            .record_body_buffered(self.body.policy.stats.peak_buffered);
         match (&result, self.resp.is_started()) {
             (Err(e), false) if e.is_disconnect() => {
                 // The client reset the stream or the connection is gone: nothing to answer.
@@ -120,7 +124,7 @@ impl H2Stream {
                     .write_error_response(StatusCode::INTERNAL_SERVER_ERROR, &e)
                     .await;
             }
-            (Ok(()), true) => self.resp.complete_if_open(),
+            (Ok(()), true) => Backend::complete_if_open(self),
         }
         if let (true, Some(recv)) = (self.resp.is_complete(), self.body.unfinished()) {
             let _ = tokio::time::timeout(DISCARD_LIMIT, discard_rest(recv)).await;
@@ -129,39 +133,129 @@ impl H2Stream {
         // RST_STREAM(NO_ERROR) after a complete response (RFC 9113 §8.1), CANCEL otherwise.
     }
 
-    /// A short plain-text response for an error, as HTTP/1.1 sends.
-    async fn write_error_response(
-        &mut self,
-        status: StatusCode,
-        error: &Error,
-    ) -> Result<(), Error> {
-        let reason = status.canonical_reason().unwrap_or("Error");
-        let mut body = [0u8; 128];
-        let len = {
-            use std::io::Write;
-            let mut cursor = std::io::Cursor::new(&mut body[..]);
-            let _ = writeln!(cursor, "{} {reason}: {error}", status.as_u16());
-            cursor.position() as usize
-        };
-        self.resp.start_head(status)?;
-        let mut flags = crate::h1::HeadFlags::default();
-        let _ = self
-            .resp
-            .push_header(b"content-type", b"text/plain; charset=utf-8", &mut flags);
-        self.finish_head(status, Some(len as u64), flags)?;
-        self.resp.write_body(&body[..len], &self.shared).await?;
-        self.resp.finish_body()
-    }
-
     /// Sends the response head (see `ResponseOut::finish_head`).
     pub(crate) fn finish_head(
         &mut self,
         status: StatusCode,
         len: Option<u64>,
-        flags: crate::h1::HeadFlags,
+        flags: HeadFlags,
     ) -> Result<(), Error> {
         self.resp
             .finish_head(status, len, flags, &self.shared.config.server_header)
+    }
+}
+
+impl Backend for H2Stream {
+    fn request(&self) -> &Request {
+        &self.head
+    }
+
+    fn peer_addr(&self) -> PeerAddr {
+        self.peer
+    }
+
+    fn body_policy(&self) -> &BodyPolicy {
+        &self.body.policy
+    }
+
+    fn body_policy_mut(&mut self) -> &mut BodyPolicy {
+        &mut self.body.policy
+    }
+
+    fn response(&self) -> &ResponseLifecycle {
+        self.resp.lifecycle()
+    }
+
+    async fn read_body(&mut self, buf: &mut [u8]) -> Result<usize, Error> {
+        self.send_continue_if_expected()?;
+        self.body.read(buf).await
+    }
+
+    async fn wait_body(&mut self) -> Result<bool, Error> {
+        self.send_continue_if_expected()?;
+        self.body.wait().await
+    }
+
+    fn try_read_body(&mut self, buf: &mut [u8]) -> Option<Result<usize, Error>> {
+        if let Err(e) = self.send_continue_if_expected() {
+            return Some(Err(e));
+        }
+        poll_once(self.body.read(buf))
+    }
+
+    async fn read_body_chunk(&mut self) -> Result<Option<Bytes>, Error> {
+        self.send_continue_if_expected()?;
+        self.body.read_chunk().await
+    }
+
+    async fn body_to_file(&mut self, file: &mut File, limit: u64) -> Result<u64, Error> {
+        self.send_continue_if_expected()?;
+        self.body.write_to_file(file, limit).await
+    }
+
+    fn set_pause_threshold(&mut self, bytes: usize) {
+        self.body.set_pause_threshold(bytes);
+    }
+
+    fn pause_threshold(&self) -> usize {
+        self.body.effective_threshold()
+    }
+
+    fn is_body_complete(&self) -> bool {
+        self.body.is_done()
+    }
+
+    async fn send_informational(
+        &mut self,
+        status: StatusCode,
+        headers: &[(&str, &[u8])],
+    ) -> Result<(), Error> {
+        H2Stream::send_informational(self, status, headers)
+    }
+
+    fn start_head(&mut self, status: StatusCode) -> Result<usize, Error> {
+        self.resp.start_head(status).map(|()| 0)
+    }
+
+    fn push_header(
+        &mut self,
+        name: &[u8],
+        value: &[u8],
+        flags: &mut HeadFlags,
+    ) -> Result<(), Error> {
+        self.resp
+            .push_header(name, value, flags)
+            .map_err(|()| Error::invalid_response(Misuse::InvalidHeader))
+    }
+
+    fn abort_head(&mut self, _mark: usize) {
+        self.resp.abort_head();
+    }
+
+    fn finish_head(
+        &mut self,
+        status: StatusCode,
+        len: Option<u64>,
+        flags: HeadFlags,
+    ) -> Result<(), Error> {
+        H2Stream::finish_head(self, status, len, flags)
+    }
+
+    async fn write_body(&mut self, data: &[u8]) -> Result<(), Error> {
+        self.resp.write_body(data, &self.shared).await
+    }
+
+    fn finish_body(&mut self) -> Result<(), Error> {
+        self.resp.finish_body()
+    }
+
+    async fn flush_response(&mut self) -> Result<(), Error> {
+        // h2's connection task writes queued frames as soon as it can.
+        Ok(())
+    }
+
+    async fn send_file(&mut self, file: &File, offset: u64, len: u64) -> Result<(), Error> {
+        self.resp.send_file(file, offset, len, &self.shared).await
     }
 }
 
@@ -185,8 +279,8 @@ async fn discard_rest(recv: &mut RecvStream) {
 
 /// Fills `head` from an HTTP/2 request: the target is the `:path` (or the authority for
 /// CONNECT), `:authority` becomes `host` when the client sent no `host`, and the body framing
-/// is its `content-length`, or "until the end of the stream" (reported as
-/// [`Framing::Chunked`]: length unknown), or empty when HEADERS ended the stream.
+/// is its `content-length`, or [`Framing::Unknown`] (until the end of the stream), or empty
+/// when HEADERS ended the stream.
 pub(crate) fn fill_head(head: &mut Request, parts: &http::request::Parts, end_of_stream: bool) {
     let uri = &parts.uri;
     let target = if parts.method == Method::CONNECT {
@@ -210,33 +304,8 @@ pub(crate) fn fill_head(head: &mut Request, parts: &http::request::Parts, end_of
     head.set_framing(match (length, end_of_stream) {
         (_, true) => Framing::Length(0),
         (Some(n), false) => Framing::Length(n),
-        (None, false) => Framing::Chunked,
+        (None, false) => Framing::Unknown,
     });
-}
-
-/// Whether a response header is connection-specific, which HTTP/2 forbids (RFC 9113 §8.2.2):
-/// weir drops it rather than sending a malformed response.
-pub(crate) fn is_connection_specific(name: &HeaderName) -> bool {
-    matches!(
-        name.as_str(),
-        "connection" | "keep-alive" | "proxy-connection" | "transfer-encoding" | "upgrade"
-    )
-}
-
-/// Maps an `h2` error on a stream to what a handler sees. The client resetting the stream, a
-/// GOAWAY or a broken connection are disconnects; a body that broke HTTP/2's rules (h2 reset
-/// the stream with PROTOCOL_ERROR, e.g. more data than its content-length) is a protocol error.
-pub(crate) fn stream_error(e: h2::Error) -> Error {
-    if e.is_io() {
-        return match e.into_io() {
-            Some(io) => Error::from_conn_io(io),
-            None => Error::disconnect(None),
-        };
-    }
-    if e.reason() == Some(Reason::PROTOCOL_ERROR) && !e.is_remote() && e.is_reset() {
-        return Error::protocol(weir_proto::ProtoError::InvalidContentLength);
-    }
-    Error::disconnect(Some(std::io::Error::other(e)))
 }
 
 #[cfg(test)]
@@ -277,7 +346,8 @@ mod tests {
                 .body(())
                 .unwrap()
         };
-        assert_eq!(head_of(req(), false).framing(), Framing::Chunked);
+        assert_eq!(head_of(req(), false).framing(), Framing::Unknown);
+        assert_eq!(head_of(req(), false).content_length(), None);
         assert_eq!(head_of(req(), true).framing(), Framing::Length(0));
     }
 }

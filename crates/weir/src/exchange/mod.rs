@@ -1,65 +1,109 @@
-//! [`Exchange`]: one request and its response, as the handler sees them.
+//! [`Exchange`]: one request and its response, as the handler sees them; and below it the
+//! exchange core that both protocol drivers share.
+//!
+//! - `backend`: [`Backend`](backend::Backend), the narrow interface a driver implements (read
+//!   into, read a chunk, to a file, wait, write a head, body bytes, a file, 1xx);
+//! - `body`: [`BodyPolicy`](body::BodyPolicy), the request body's rules (limits, pause
+//!   threshold, `100 Continue`, broken state, data-rate accounting), free of I/O;
+//! - `lifecycle`: [`ResponseLifecycle`](lifecycle::ResponseLifecycle), the response's state
+//!   machine (head once, declared length, no body, files, a body left open), free of I/O;
+//! - `shared`: [`Shared`], what every connection of a server shares (config, counters,
+//!   shutdown flag).
 //!
 //! An exchange borrows the protocol's state: for HTTP/1.1 the connection's pooled state
 //! (request head, buffers, body decoder, response state), for HTTP/2 the stream's. Creating one
-//! costs nothing, and the backend is an enum of two references: each call is one `match`, no
-//! boxing, no dynamic dispatch, so the HTTP/1.1 path stays as it was. HTTP/1.1 body reads go to
-//! the socket from inside the handler's own calls; HTTP/2 body reads take frames that the
+//! costs nothing, and it holds an enum of two references: each method is one call on the
+//! driver's `Backend`, dispatched by `match` (static, no boxing, no virtual call), so the
+//! HTTP/1.1 path costs what it did when the methods were called directly. HTTP/1.1 body reads
+//! go to the socket from inside the handler's own calls; HTTP/2 body reads take frames that the
 //! connection's task has received, under the stream's flow-control window.
+//!
+//! The one import here that runs upward, knowingly: `Exchange` names both drivers (the two
+//! variants of its enum), because it holds a reference to one of them and static dispatch
+//! needs the type. The submodules, which the drivers use, name neither driver.
 
-use crate::error::Misuse;
-use crate::h1::{Conn, HeadFlags};
+pub(crate) mod backend;
+pub(crate) mod body;
+pub(crate) mod lifecycle;
+mod shared;
+
+use backend::HeadFlags;
+pub(crate) use shared::Shared;
+
+#[cfg(doc)]
+use crate::Config;
+use crate::h1::Conn;
 use crate::h2::H2Stream;
 use crate::response::Response;
 use crate::stats::BodyStats;
 use crate::transport::PeerAddr;
-use crate::{Config, Error, Request};
+use crate::{Error, Request};
 use bytes::Bytes;
 use http::StatusCode;
 use std::fs::File;
 
 /// A request being handled, and the means to answer it, over HTTP/1.1 or HTTP/2 alike.
 pub struct Exchange<'c> {
-    backend: Backend<'c>,
+    driver: Driver<'c>,
 }
 
-/// The protocol behind an exchange.
-enum Backend<'c> {
+/// The protocol driver behind an exchange.
+enum Driver<'c> {
     H1(&'c mut Conn),
     H2(&'c mut H2Stream),
+}
+
+/// Calls a [`backend::Backend`] method on the exchange's driver, whichever protocol it is:
+/// `on_backend!(self.method(args))`, `on_backend!(&self.method(args))` for `&self` methods,
+/// `on_backend!(self.method(args).await)` for `async` ones. The call names the trait
+/// (the drivers' inherent methods of the same names are their implementations), and is
+/// monomorphised for each driver.
+macro_rules! on_backend {
+    ($self:ident . $method:ident ( $($arg:expr),* ) .await) => {
+        match &mut $self.driver {
+            Driver::H1(b) => backend::Backend::$method(&mut **b, $($arg),*).await,
+            Driver::H2(b) => backend::Backend::$method(&mut **b, $($arg),*).await,
+        }
+    };
+    ($self:ident . $method:ident ( $($arg:expr),* )) => {
+        match &mut $self.driver {
+            Driver::H1(b) => backend::Backend::$method(&mut **b, $($arg),*),
+            Driver::H2(b) => backend::Backend::$method(&mut **b, $($arg),*),
+        }
+    };
+    (& $self:ident . $method:ident ( $($arg:expr),* )) => {
+        match &$self.driver {
+            Driver::H1(b) => backend::Backend::$method(&**b, $($arg),*),
+            Driver::H2(b) => backend::Backend::$method(&**b, $($arg),*),
+        }
+    };
 }
 
 impl<'c> Exchange<'c> {
     pub(crate) fn h1(conn: &'c mut Conn) -> Self {
         Self {
-            backend: Backend::H1(conn),
+            driver: Driver::H1(conn),
         }
     }
 
     pub(crate) fn h2(stream: &'c mut H2Stream) -> Self {
         Self {
-            backend: Backend::H2(stream),
+            driver: Driver::H2(stream),
         }
     }
 
     /// The request head: method, target, version, headers. Over HTTP/2 the version is
     /// `HTTP/2.0`, the target is `:path`, `:authority` is also given as `host` (unless the
     /// client sent one), and a body without `content-length` reports
-    /// [`Framing::Chunked`](crate::Framing::Chunked) (its length is unknown until the stream
-    /// ends).
+    /// [`Framing::Unknown`](crate::Framing::Unknown) (its length is known when the stream
+    /// ends); over HTTP/1.1 the framing is `Content-Length` or chunked.
     pub fn request(&self) -> &Request {
-        match &self.backend {
-            Backend::H1(conn) => &conn.head,
-            Backend::H2(stream) => &stream.head,
-        }
+        on_backend!(&self.request())
     }
 
     /// The client's address.
     pub fn peer_addr(&self) -> PeerAddr {
-        match &self.backend {
-            Backend::H1(conn) => conn.io.stream.peer_addr(),
-            Backend::H2(stream) => stream.peer,
-        }
+        on_backend!(&self.peer_addr())
     }
 
     // ---- request body ----
@@ -74,13 +118,7 @@ impl<'c> Exchange<'c> {
     /// ([`Error::is_disconnect`]; never a clean end of body), was too slow
     /// ([`Error::is_timeout`]) or sent malformed framing ([`Error::is_protocol`]).
     pub async fn read_body(&mut self, buf: &mut [u8]) -> Result<usize, Error> {
-        match &mut self.backend {
-            Backend::H1(conn) => conn.read_body(buf).await,
-            Backend::H2(stream) => {
-                stream.send_continue_if_expected()?;
-                stream.body.read(buf).await
-            }
-        }
+        on_backend!(self.read_body(buf).await)
     }
 
     /// Waits until body payload can be read without waiting, and reads none of it: `Ok(true)`
@@ -95,13 +133,7 @@ impl<'c> Exchange<'c> {
     /// into the connection's buffer. Over HTTP/2 the next DATA frame is taken from h2 (it stays
     /// where it is). `Ok(true)` may be spurious: a read that follows may still find nothing.
     pub async fn wait_body(&mut self) -> Result<bool, Error> {
-        match &mut self.backend {
-            Backend::H1(conn) => conn.wait_body().await,
-            Backend::H2(stream) => {
-                stream.send_continue_if_expected()?;
-                stream.body.wait().await
-            }
-        }
+        on_backend!(self.wait_body().await)
     }
 
     /// [`Exchange::read_body`] without waiting: `None` when the read would have to wait for
@@ -109,28 +141,14 @@ impl<'c> Exchange<'c> {
     /// `100 Continue` is owed over HTTP/1.1). Reads the same way as `read_body`: straight from
     /// the socket into `buf` when it is large and nothing is buffered.
     pub fn try_read_body(&mut self, buf: &mut [u8]) -> Option<Result<usize, Error>> {
-        match &mut self.backend {
-            Backend::H1(conn) => conn.try_read_body(buf),
-            Backend::H2(stream) => {
-                if let Err(e) = stream.send_continue_if_expected() {
-                    return Some(Err(e));
-                }
-                poll_once(stream.body.read(buf))
-            }
-        }
+        on_backend!(self.try_read_body(buf))
     }
 
     /// Reads the next piece of body payload without copying it: the returned `Bytes` share the
     /// connection's read buffer. A piece is at most the pause threshold. `Ok(None)` once the
     /// body is complete.
     pub async fn read_body_chunk(&mut self) -> Result<Option<Bytes>, Error> {
-        match &mut self.backend {
-            Backend::H1(conn) => conn.read_body_chunk().await,
-            Backend::H2(stream) => {
-                stream.send_continue_if_expected()?;
-                stream.body.read_chunk().await
-            }
-        }
+        on_backend!(self.read_body_chunk().await)
     }
 
     /// Writes the rest of the body to `file` at its current position; returns the payload
@@ -150,13 +168,7 @@ impl<'c> Exchange<'c> {
         file: &mut File,
         limit: u64,
     ) -> Result<u64, Error> {
-        match &mut self.backend {
-            Backend::H1(conn) => conn.body_to_file(file, limit).await,
-            Backend::H2(stream) => {
-                stream.send_continue_if_expected()?;
-                stream.body.write_to_file(file, limit).await
-            }
-        }
+        on_backend!(self.body_to_file(file, limit).await)
     }
 
     /// Reads the whole remaining body into `out` (bounded by the maximum body size).
@@ -173,43 +185,28 @@ impl<'c> Exchange<'c> {
     /// Changes the maximum body size for this request (before or while reading it); `None`
     /// removes the limit. Like ASP.NET's `IHttpMaxRequestBodySizeFeature`.
     pub fn set_max_body_size(&mut self, max: Option<u64>) {
-        match &mut self.backend {
-            Backend::H1(conn) => conn.body.max_size = max,
-            Backend::H2(stream) => stream.body.max_size = max,
-        }
+        on_backend!(self.body_policy_mut()).max_size = max;
     }
 
     /// The maximum body size in force for this request.
     pub fn max_body_size(&self) -> Option<u64> {
-        match &self.backend {
-            Backend::H1(conn) => conn.body.max_size,
-            Backend::H2(stream) => stream.body.max_size,
-        }
+        on_backend!(&self.body_policy()).max_size
     }
 
     /// Changes the pause threshold for this request: how many body bytes the server may read
     /// ahead of the handler (at least [`Config::MIN_PAUSE_THRESHOLD`]).
     pub fn set_pause_threshold(&mut self, bytes: usize) {
-        match &mut self.backend {
-            Backend::H1(conn) => conn.body.pause_threshold = bytes.max(Config::MIN_PAUSE_THRESHOLD),
-            Backend::H2(stream) => stream.body.set_pause_threshold(bytes),
-        }
+        on_backend!(self.set_pause_threshold(bytes));
     }
 
     /// The pause threshold in force for this request.
     pub fn pause_threshold(&self) -> usize {
-        match &self.backend {
-            Backend::H1(conn) => conn.body.pause_threshold,
-            Backend::H2(stream) => stream.body.effective_threshold(),
-        }
+        on_backend!(&self.pause_threshold())
     }
 
     /// Whether the whole body has been read.
     pub fn is_body_complete(&self) -> bool {
-        match &self.backend {
-            Backend::H1(conn) => conn.body.decoder.is_done(),
-            Backend::H2(stream) => stream.body.is_done(),
-        }
+        on_backend!(&self.is_body_complete())
     }
 
     /// The request's trailer fields, once the body is complete ([`Exchange::is_body_complete`]):
@@ -221,19 +218,13 @@ impl<'c> Exchange<'c> {
     /// A field sent as a trailer is not a header: a handler that acts on one (a checksum of the
     /// body, say) reads it here, after the last body read.
     pub fn trailers(&self) -> Option<&http::HeaderMap> {
-        match &self.backend {
-            Backend::H1(conn) => conn.body.trailers.as_ref(),
-            Backend::H2(stream) => stream.body.trailers.as_ref(),
-        }
+        on_backend!(&self.body_policy()).trailers.as_ref()
     }
 
     /// Counters of this request's body: bytes received, copied, read directly, spliced, and the
     /// peak read ahead of the handler.
     pub fn body_stats(&self) -> BodyStats {
-        match &self.backend {
-            Backend::H1(conn) => conn.body.stats,
-            Backend::H2(stream) => stream.body.stats,
-        }
+        on_backend!(&self.body_policy()).stats
     }
 
     // ---- response ----
@@ -260,28 +251,19 @@ impl<'c> Exchange<'c> {
         status: StatusCode,
         headers: &[(&str, &[u8])],
     ) -> Result<(), Error> {
-        match &mut self.backend {
-            Backend::H1(conn) => conn.send_informational(status, headers).await,
-            Backend::H2(stream) => stream.send_informational(status, headers),
-        }
+        on_backend!(self.send_informational(status, headers).await)
     }
 
     /// Whether a response has been started.
     pub fn is_responded(&self) -> bool {
-        match &self.backend {
-            Backend::H1(conn) => conn.resp.is_started(),
-            Backend::H2(stream) => stream.resp.is_started(),
-        }
+        on_backend!(&self.response()).is_started()
     }
 
     // ---- response plumbing for `Response` and `BodyWriter` ----
 
-    /// Starts a response head; returns where it starts (HTTP/1.1: to undo it).
+    /// Starts a response head; returns a mark for `abort_head` (HTTP/1.1: where it starts).
     pub(crate) fn start_head(&mut self, status: StatusCode) -> Result<usize, Error> {
-        match &mut self.backend {
-            Backend::H1(conn) => conn.start_head(status),
-            Backend::H2(stream) => stream.resp.start_head(status).map(|()| 0),
-        }
+        on_backend!(self.start_head(status))
     }
 
     pub(crate) fn push_header(
@@ -290,22 +272,11 @@ impl<'c> Exchange<'c> {
         value: &[u8],
         flags: &mut HeadFlags,
     ) -> Result<(), Error> {
-        let ok = match &mut self.backend {
-            Backend::H1(conn) => conn.push_header(name, value, flags).is_ok(),
-            Backend::H2(stream) => stream.resp.push_header(name, value, flags).is_ok(),
-        };
-        if ok {
-            Ok(())
-        } else {
-            Err(Error::invalid_response(Misuse::InvalidHeader))
-        }
+        on_backend!(self.push_header(name, value, flags))
     }
 
     pub(crate) fn abort_head(&mut self, mark: usize) {
-        match &mut self.backend {
-            Backend::H1(conn) => conn.abort_head(mark),
-            Backend::H2(stream) => stream.resp.abort_head(),
-        }
+        on_backend!(self.abort_head(mark));
     }
 
     /// Completes the head (HTTP/1.1: into the write buffer; HTTP/2: sends HEADERS).
@@ -315,35 +286,19 @@ impl<'c> Exchange<'c> {
         len: Option<u64>,
         flags: HeadFlags,
     ) -> Result<(), Error> {
-        match &mut self.backend {
-            Backend::H1(conn) => {
-                conn.finish_head(status, len, flags);
-                Ok(())
-            }
-            Backend::H2(stream) => stream.finish_head(status, len, flags),
-        }
+        on_backend!(self.finish_head(status, len, flags))
     }
 
     pub(crate) async fn write_body(&mut self, data: &[u8]) -> Result<(), Error> {
-        match &mut self.backend {
-            Backend::H1(conn) => conn.write_body(data).await,
-            Backend::H2(stream) => stream.resp.write_body(data, &stream.shared).await,
-        }
+        on_backend!(self.write_body(data).await)
     }
 
     pub(crate) fn finish_body(&mut self) -> Result<(), Error> {
-        match &mut self.backend {
-            Backend::H1(conn) => conn.finish_body(),
-            Backend::H2(stream) => stream.resp.finish_body(),
-        }
+        on_backend!(self.finish_body())
     }
 
     pub(crate) async fn flush_response(&mut self) -> Result<(), Error> {
-        match &mut self.backend {
-            Backend::H1(conn) => conn.flush_response().await,
-            // h2's connection task writes queued frames as soon as it can.
-            Backend::H2(_) => Ok(()),
-        }
+        on_backend!(self.flush_response().await)
     }
 
     pub(crate) async fn send_file(
@@ -352,27 +307,6 @@ impl<'c> Exchange<'c> {
         offset: u64,
         len: u64,
     ) -> Result<(), Error> {
-        match &mut self.backend {
-            Backend::H1(conn) => conn.send_file(file, offset, len).await,
-            Backend::H2(stream) => {
-                stream
-                    .resp
-                    .send_file(file, offset, len, &stream.shared)
-                    .await
-            }
-        }
-    }
-}
-
-/// Polls `fut` once, with a waker that does nothing: its output if it is ready at once, `None`
-/// if it would wait (the future is dropped). Only for futures that may be dropped while pending
-/// without losing anything: body reads, whose socket reads and h2 polls take nothing unless
-/// they return it, and whose timers are re-armed by the next wait.
-pub(crate) fn poll_once<F: Future>(fut: F) -> Option<F::Output> {
-    let mut fut = std::pin::pin!(fut);
-    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-    match fut.as_mut().poll(&mut cx) {
-        std::task::Poll::Ready(out) => Some(out),
-        std::task::Poll::Pending => None,
+        on_backend!(self.send_file(file, offset, len).await)
     }
 }

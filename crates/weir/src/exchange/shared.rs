@@ -1,0 +1,35 @@
+//! [`Shared`]: what every connection of a server shares (configuration, counters, the shutdown
+//! flag). Created by the accept layer (`server.rs`) and handed down to the protocol drivers,
+//! which read it; nothing here knows about listeners or protocols.
+
+use crate::config::Config;
+use crate::stats::Stats;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// What every connection of a server shares.
+pub(crate) struct Shared {
+    pub(crate) config: Config,
+    pub(crate) stats: Stats,
+    /// Set once shutdown starts: responses written from then on announce `Connection: close`.
+    /// (The watch channel wakes waiting connections; this flag is the cheap check per response.)
+    shutting_down: AtomicBool,
+}
+
+impl Shared {
+    pub(crate) fn new(config: Config) -> Self {
+        Self {
+            config,
+            stats: Stats::default(),
+            shutting_down: AtomicBool::new(false),
+        }
+    }
+
+    pub(crate) fn is_shutting_down(&self) -> bool {
+        self.shutting_down.load(Ordering::Relaxed)
+    }
+
+    /// Marks the server as shutting down (the accept layer also wakes waiting connections).
+    pub(crate) fn begin_shutdown(&self) {
+        self.shutting_down.store(true, Ordering::Relaxed);
+    }
+}
