@@ -26,6 +26,11 @@ pub enum ProtoError {
     InvalidTarget,
     /// The version is a well-formed HTTP version that is not 1.0 or 1.1 (505).
     UnsupportedVersion,
+    /// The request line's version is not `HTTP/…` in any case (`INVALID CONNECTION PREFACE`):
+    /// no HTTP/1 client sends that. On a cleartext port that also takes HTTP/2 by prior
+    /// knowledge it is an invalid connection preface, a connection error (RFC 9113 §3.4), so it
+    /// is not answered ([`ProtoError::is_answered`]); RFC 9112 §3 asks for 400 with a SHOULD.
+    NotHttp,
     /// A header name is not a token, or there is whitespace before the colon (RFC 9112 §5.1) (400).
     InvalidHeaderName,
     /// A header value contains a control character such as NUL or CR (RFC 9110 §5.5) (400).
@@ -77,6 +82,7 @@ impl ProtoError {
             UnsupportedExpectation => StatusCode::EXPECTATION_FAILED,
             BareLineEnding
             | InvalidRequestLine
+            | NotHttp
             | InvalidTarget
             | InvalidHeaderName
             | InvalidHeaderValue
@@ -94,6 +100,12 @@ impl ProtoError {
         }
     }
 
+    /// Whether the error is answered with [`ProtoError::status`] before the connection closes:
+    /// all are but [`ProtoError::NotHttp`], which is closed without a word.
+    pub fn is_answered(self) -> bool {
+        self != ProtoError::NotHttp
+    }
+
     /// A short, stable description, also used as the body of the error response.
     pub fn as_str(self) -> &'static str {
         use ProtoError::*;
@@ -103,6 +115,7 @@ impl ProtoError {
             TooManyHeaders => "too many header fields",
             BareLineEnding => "bare CR or LF in line ending",
             InvalidRequestLine => "invalid request line",
+            NotHttp => "not an HTTP/1 request",
             InvalidTarget => "invalid request target",
             UnsupportedVersion => "HTTP version not supported",
             InvalidHeaderName => "invalid header name",

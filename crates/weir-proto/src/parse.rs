@@ -219,9 +219,11 @@ fn map_httparse_error(e: httparse::Error, raw: &[u8]) -> ProtoError {
     }
 }
 
-/// A syntactically valid `HTTP/x.y` that is not 1.0 or 1.1 deserves 505; anything else 400.
-/// Only in a well-formed line (`method SP target SP version`): `GET /a b HTTP/1.1` fails in
-/// httparse as a version error too, but it is a bad request line, not a version weir lacks.
+/// A syntactically valid `HTTP/x.y` that is not 1.0 or 1.1 deserves 505; a version that is not
+/// `HTTP/…` in any case is not HTTP/1 at all (`NotHttp`: an invalid HTTP/2 preface on the
+/// cleartext port, closed unanswered); anything else 400. Only in a well-formed line
+/// (`method SP target SP version`): `GET /a b HTTP/1.1` fails in httparse as a version error
+/// too, but it is a bad request line, not a version weir lacks.
 fn version_error(raw: &[u8]) -> ProtoError {
     let line = raw.split(|&b| b == b'\r').next().unwrap_or(raw);
     if line.iter().filter(|&&b| b == b' ').count() != 2 {
@@ -233,6 +235,12 @@ fn version_error(raw: &[u8]) -> ProtoError {
             if major.is_ascii_digit() && minor.is_ascii_digit() =>
         {
             ProtoError::UnsupportedVersion
+        }
+        _ if !version
+            .get(..5)
+            .is_some_and(|name| name.eq_ignore_ascii_case(b"HTTP/")) =>
+        {
+            ProtoError::NotHttp
         }
         _ => ProtoError::InvalidRequestLine,
     }

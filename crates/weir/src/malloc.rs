@@ -1,12 +1,13 @@
-//! Process-wide tuning of glibc's `malloc` for streamed bodies. Opt-in: a library has no
-//! business changing the allocator of the program it is linked into, so binaries call
-//! [`tune_for_streaming`] once at start-up (`weir` and `weir-bench` do). Linux with glibc only;
-//! elsewhere it does nothing.
+//! Process-wide tuning of glibc's `malloc` for streamed bodies. Optional: a library has no
+//! business changing the allocator of the program it is linked into, and programs using weir
+//! need not call it; the `weir` and `weir-bench` binaries still call [`tune_for_streaming`] once
+//! at start-up, for the buffers of other crates. Linux with glibc only; elsewhere it does nothing.
 //!
-//! Why: an HTTP/2 upload arrives in DATA frames that the `h2` crate reads into buffers of up to
-//! a frame each (256 KiB by default), alive until the handler has consumed them; under a handler
-//! that writes to a file several are alive at once, so each new one is a new allocation and each
-//! consumed one is freed. With glibc's defaults those frees hand the memory back to the kernel
+//! Why it was needed: an HTTP/2 upload arrives in DATA frames that upstream `h2` read into a new
+//! buffer of up to a frame each (256 KiB by default), alive until the handler has consumed them;
+//! under a handler that writes to a file several are alive at once, so each new one was a new
+//! allocation and each consumed one was freed. weir's h2 (`crates/weir-h2`, `read_buffer.rs`)
+//! now reuses those buffers instead. With glibc's defaults those frees handed the memory back to the kernel
 //! (`munmap` for blocks above the mmap threshold, `madvise(MADV_DONTNEED)` when a thread arena's
 //! free top exceeds the trim threshold), and the next buffer takes page faults and kernel zeroing
 //! on every page: one `madvise` per MiB received was counted (strace), and a 400 MiB HTTP/2

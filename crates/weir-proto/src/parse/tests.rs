@@ -222,7 +222,11 @@ fn syntax_errors() {
         // A space in the target: a bad line, not an unsupported version (400, not 505).
         (b"GET /a b HTTP/1.1\r\nHost: a\r\n\r\n", InvalidRequestLine),
         (b"GET /a HTTP/2.0 x\r\nHost: a\r\n\r\n", InvalidRequestLine),
-        (b"GET / FOO/1.1\r\nHost: a\r\n\r\n", InvalidRequestLine),
+        // A version that is not HTTP at all: not an HTTP/1 client (closed unanswered).
+        (b"GET / FOO/1.1\r\nHost: a\r\n\r\n", NotHttp),
+        (b"INVALID CONNECTION PREFACE\r\n\r\n", NotHttp),
+        (b"GET / http/1.1\r\nHost: a\r\n\r\n", InvalidRequestLine),
+        (b"GET / HTTP/1\r\nHost: a\r\n\r\n", InvalidRequestLine),
         (b"GET  / HTTP/1.1\r\nHost: a\r\n\r\n", InvalidRequestLine),
         (b"G(T / HTTP/1.1\r\nHost: a\r\n\r\n", InvalidRequestLine),
         (b"GET /\xc3\xa9 HTTP/1.1\r\nHost: a\r\n\r\n", InvalidTarget),

@@ -87,7 +87,11 @@ pub(crate) async fn serve_connection<H: Handler>(
             Ok(()) => {}
             Err(HeadEnd::Closed) => break,
             Err(HeadEnd::Invalid(e)) => {
-                conn.respond_to_bad_head(e.status(), e.as_str());
+                // Not HTTP/1 at all (an invalid HTTP/2 preface, on the cleartext port): closed
+                // without an answer (`ProtoError::is_answered`).
+                if e.is_answered() {
+                    conn.respond_to_bad_head(e.status(), e.as_str());
+                }
                 break;
             }
             Err(HeadEnd::Timeout) => {

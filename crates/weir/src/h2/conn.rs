@@ -11,8 +11,8 @@
 //! Closing: on the server's shutdown signal, or when no stream has run for the keep-alive
 //! timeout, the driver starts h2's graceful shutdown (GOAWAY, then in-flight streams finish);
 //! a client that does not let it complete within `DRAIN_LIMIT` is dropped. When the frame
-//! meter gives a verdict (a control-frame flood, or a frame h2 would answer with the wrong
-//! error code), the connection is closed with GOAWAY and the verdict's code.
+//! meter gives a verdict (a control-frame flood), the connection is closed with GOAWAY and the
+//! verdict's code.
 
 use super::bdp::AdaptiveWindow;
 use super::io::{H2Io, linger_close};

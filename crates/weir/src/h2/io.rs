@@ -1,9 +1,9 @@
 //! [`H2Io`]: the byte stream under the `h2` crate: replays the bytes read while detecting the
 //! cleartext preface, and passes what it reads through the [`FrameMeter`] before h2 sees it.
 //!
-//! Once the meter gives a verdict nothing more is read: h2 handles what it was given (never the
-//! whole of an offending frame), and the connection driver, woken here, closes the connection
-//! with GOAWAY and the verdict's error code. After that h2 only writes (GOAWAY, then shutdown).
+//! Once the meter gives a verdict nothing more is read: h2 handles what it was given, and the
+//! connection driver, woken here, closes the connection with GOAWAY and the verdict's error
+//! code. After that h2 only writes (GOAWAY, then shutdown).
 //!
 //! `H2Io` borrows the stream rather than owning it: `h2` never hands its I/O back, and the
 //! driver needs the stream after `h2` is done with it, for [`linger_close`].
@@ -88,17 +88,11 @@ impl AsyncRead for H2Io<'_> {
                 this.report.add_bytes(read);
                 Poll::Ready(Ok(()))
             }
-            Fed::Stop { keep, verdict } => {
-                this.report.add_bytes(keep);
+            Fed::Stop(verdict) => {
+                this.report.add_bytes(read);
                 this.report.set_verdict(verdict);
                 // The driver must look at the report soon, even if h2 has nothing to say.
                 cx.waker().wake_by_ref();
-                // What follows `keep` is dropped: the connection is closing.
-                buf.set_filled(before + keep);
-                if keep == 0 {
-                    // Nothing to pass on, and an empty read would be taken for EOF.
-                    return Poll::Pending;
-                }
                 Poll::Ready(Ok(()))
             }
         }
@@ -239,50 +233,5 @@ mod tests {
         let mut buf = ReadBuf::new(&mut rest);
         assert!(Pin::new(&mut io).poll_read(&mut cx, &mut buf).is_pending());
         assert_eq!(io.report().bytes(), spent_at as u64);
-    }
-
-    #[tokio::test]
-    async fn an_offending_frame_is_cut_short_and_the_driver_woken() {
-        let mut sent = PREFACE.to_vec();
-        sent.extend(frame(0x4, 0, &[]));
-        let bad_at = sent.len();
-        sent.extend(frame(0x6, 0, &[0; 7])); // PING of 7 octets
-        let mut stream = socket_holding(&sent).await;
-        let mut io = H2Io::new(&mut stream, &[], 100);
-        let wakes = Arc::new(CountWakes(Default::default()));
-        let waker = std::task::Waker::from(wakes.clone());
-        let mut cx = Context::from_waker(&waker);
-        let mut space = vec![0u8; 1024];
-        let mut buf = ReadBuf::new(&mut space);
-        assert!(Pin::new(&mut io).poll_read(&mut cx, &mut buf).is_ready());
-        // Everything up to the PING header's last byte: h2 never sees the whole frame.
-        assert_eq!(buf.filled(), &sent[..bad_at + 8]);
-        assert_eq!(io.report().verdict(), Some(Verdict::FrameSize));
-        assert_eq!(wakes.0.load(Ordering::SeqCst), 1, "the driver is woken");
-        let mut buf = ReadBuf::new(&mut space);
-        assert!(Pin::new(&mut io).poll_read(&mut cx, &mut buf).is_pending());
-    }
-
-    #[tokio::test]
-    async fn a_verdict_on_the_first_byte_of_a_read_is_not_taken_for_eof() {
-        // The PING's header ends on the first byte of the second read: nothing of that read
-        // may be passed on, and an empty Ready would be EOF to h2.
-        let mut sent = PREFACE.to_vec();
-        sent.extend(frame(0x6, 0, &[0; 7]));
-        let mut stream = socket_holding(&sent).await;
-        let mut io = H2Io::new(&mut stream, &[], 100);
-        let waker = std::task::Waker::noop();
-        let mut cx = Context::from_waker(waker);
-        let first = PREFACE.len() + 8;
-        let mut space = vec![0u8; first];
-        let mut buf = ReadBuf::new(&mut space);
-        assert!(Pin::new(&mut io).poll_read(&mut cx, &mut buf).is_ready());
-        assert_eq!(buf.filled().len(), first);
-        assert_eq!(io.report().verdict(), None);
-        let mut rest = vec![0u8; 64];
-        let mut buf = ReadBuf::new(&mut rest);
-        assert!(Pin::new(&mut io).poll_read(&mut cx, &mut buf).is_pending());
-        assert!(buf.filled().is_empty());
-        assert_eq!(io.report().verdict(), Some(Verdict::FrameSize));
     }
 }

@@ -1,23 +1,23 @@
 //! The frame meter: follows frame boundaries in the bytes the client sends, before `h2` parses
-//! them, for what the `h2` crate does not do.
+//! them, for what the `h2` crate cannot do.
 //!
-//! Frame headers are read as they go by (nine bytes; payloads are skipped by length, except a
-//! SETTINGS payload, read six bytes at a time): O(1) per read, no copy. The meter
-//! - counts bytes received, for the adaptive window's bandwidth-delay estimate;
+//! Frame headers are read as they go by (nine bytes; payloads are skipped by length): O(1) per
+//! read, no copy, no per-stream state. The meter
+//! - counts bytes received, for the adaptive window's bandwidth-delay estimate (h2 exposes no
+//!   byte count of what it read);
 //! - keeps a budget of control frames (PING, SETTINGS, PRIORITY, RST_STREAM, unknown types):
 //!   each costs one token, each HEADERS or non-empty DATA frame earns one back. When the budget
 //!   is spent the connection is closed with GOAWAY(ENHANCE_YOUR_CALM). `h2` already bounds the
 //!   *memory* of such floods (it stops reading until a PING or SETTINGS is acknowledged); the
-//!   budget bounds the *work*, for a client that reads the acknowledgements as fast as it floods;
-//! - gives the error codes RFC 9113 asks for where `h2` 0.4 answers PROTOCOL_ERROR instead
-//!   (docs/ARCHITECTURE.md, "Conformance"): control frames of a wrong length
-//!   (FRAME_SIZE_ERROR), SETTINGS_INITIAL_WINDOW_SIZE above 2³¹−1 (FLOW_CONTROL_ERROR), DATA or
-//!   HEADERS on a stream the client already ended or reset (STREAM_CLOSED); and it answers a
-//!   client's PUSH_PROMISE (PROTOCOL_ERROR), which h2 leaves unanswered. The offending frame is held back (h2 never
-//!   receives all of it, so never answers it) and the connection is closed with that code.
+//!   budget bounds the *work*, for a client that reads the acknowledgements as fast as it
+//!   floods. It is weir's policy, configured per server (`Http2Config::control_frame_budget`),
+//!   and needs nothing of h2's state, so it stays in front of h2 rather than in weir-h2.
 //!
-//! Invariant: a [`Verdict`] is final. After one, the meter reads nothing more, and the bytes it
-//! let through end before the offending frame is complete.
+//! The RFC 9113 error codes h2 0.4 got wrong (control frames of a wrong length, an initial
+//! window above 2³¹−1, a client's PUSH_PROMISE, DATA or HEADERS on a stream the client ended or
+//! reset) are answered inside h2 itself: crates/weir-h2/WEIR-PATCHES.md.
+//!
+//! Invariant: a [`Verdict`] is final. After one, the meter reads nothing more.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
@@ -27,38 +27,18 @@ pub(crate) const PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 /// Frame header length (RFC 9113 §4.1).
 const FRAME_HEADER_LEN: usize = 9;
 
-/// Length of one SETTINGS parameter (RFC 9113 §6.5.1).
-const SETTING_LEN: usize = 6;
-
-/// The largest flow-control window (RFC 9113 §6.9.1).
-const MAX_WINDOW: u32 = (1 << 31) - 1;
-
-/// How many client-opened streams the meter remembers as open. Beyond it, the oldest is
-/// forgotten and DATA on streams at or below it is left to `h2` (which closes the connection
-/// with PROTOCOL_ERROR instead of STREAM_CLOSED): bounded memory whatever the client opens.
-const OPEN_STREAMS_TRACKED: usize = 256;
-
-/// How many streams the client ended (END_STREAM or RST_STREAM) the meter remembers, newest
-/// first out of a ring: HEADERS on one of them is STREAM_CLOSED. Older ones are left to h2.
-const ENDED_STREAMS_TRACKED: usize = 64;
-
 mod kind {
     pub(super) const DATA: u8 = 0x0;
     pub(super) const HEADERS: u8 = 0x1;
     pub(super) const PRIORITY: u8 = 0x2;
     pub(super) const RST_STREAM: u8 = 0x3;
     pub(super) const SETTINGS: u8 = 0x4;
-    pub(super) const PUSH_PROMISE: u8 = 0x5;
     pub(super) const PING: u8 = 0x6;
-    pub(super) const GOAWAY: u8 = 0x7;
-    pub(super) const WINDOW_UPDATE: u8 = 0x8;
     pub(super) const CONTINUATION: u8 = 0x9;
 }
 
 mod flag {
-    pub(super) const END_STREAM: u8 = 0x1;
     pub(super) const ACK: u8 = 0x1;
-    pub(super) const END_HEADERS: u8 = 0x4;
 }
 
 /// Why the meter ends the connection; each maps to the GOAWAY error code.
@@ -66,50 +46,23 @@ mod flag {
 pub(crate) enum Verdict {
     /// The control-frame budget is spent: ENHANCE_YOUR_CALM.
     Flood,
-    /// A frame of a length its type does not allow: FRAME_SIZE_ERROR.
-    FrameSize,
-    /// SETTINGS_INITIAL_WINDOW_SIZE above 2³¹−1: FLOW_CONTROL_ERROR.
-    FlowControl,
-    /// PUSH_PROMISE from a client, which cannot push (RFC 9113 §8.4): PROTOCOL_ERROR. `h2`
-    /// leaves such a connection hanging.
-    PushPromise,
-    /// DATA or HEADERS on a stream the client ended or reset: STREAM_CLOSED (a stream error by
-    /// RFC 9113 §5.1, answered as a connection error: h2 has no hook to reset the stream
-    /// instead).
-    StreamClosed,
 }
 
 impl Verdict {
     pub(crate) fn reason(self) -> h2::Reason {
         match self {
             Self::Flood => h2::Reason::ENHANCE_YOUR_CALM,
-            Self::FrameSize => h2::Reason::FRAME_SIZE_ERROR,
-            Self::FlowControl => h2::Reason::FLOW_CONTROL_ERROR,
-            Self::PushPromise => h2::Reason::PROTOCOL_ERROR,
-            Self::StreamClosed => h2::Reason::STREAM_CLOSED,
         }
     }
 
     fn code(self) -> u32 {
         match self {
             Self::Flood => 1,
-            Self::FrameSize => 2,
-            Self::FlowControl => 3,
-            Self::StreamClosed => 4,
-            Self::PushPromise => 5,
         }
     }
 
     fn from_code(code: u32) -> Option<Self> {
-        [
-            Self::Flood,
-            Self::FrameSize,
-            Self::FlowControl,
-            Self::StreamClosed,
-            Self::PushPromise,
-        ]
-        .into_iter()
-        .find(|v| v.code() == code)
+        [Self::Flood].into_iter().find(|v| v.code() == code)
     }
 }
 
@@ -149,19 +102,9 @@ impl MeterReport {
 pub(crate) enum Fed {
     /// Pass all of it on.
     Pass,
-    /// Pass the first `keep` bytes on, then end the connection with the verdict. A flood keeps
-    /// the whole read (h2 answers what it already holds); a protocol error keeps only what
-    /// comes before the offending frame is complete.
-    Stop { keep: usize, verdict: Verdict },
-}
-
-/// What the bytes being skipped belong to.
-#[derive(Debug, Clone, Copy)]
-enum Payload {
-    /// A payload the meter does not look into.
-    Skip,
-    /// A SETTINGS payload: its parameters are read.
-    Settings,
+    /// Pass all of it on (h2 answers what it already holds), then end the connection with the
+    /// verdict.
+    Stop(Verdict),
 }
 
 /// Follows frame boundaries in the client's byte stream.
@@ -173,21 +116,6 @@ pub(crate) struct FrameMeter {
     header_len: usize,
     /// Payload bytes of the current frame still to go by.
     payload_left: usize,
-    payload: Payload,
-    setting: [u8; SETTING_LEN],
-    setting_len: usize,
-    /// A header block is open (HEADERS without END_HEADERS): only CONTINUATION may follow,
-    /// and anything else is h2's PROTOCOL_ERROR, which the meter leaves to it.
-    in_header_block: bool,
-    /// The highest stream id the client opened.
-    last_opened: u32,
-    /// Streams the client opened and has not ended (END_STREAM) or reset.
-    open: Vec<u32>,
-    /// Streams at or below this id may have been forgotten from `open` (it overflowed).
-    forgotten_up_to: u32,
-    /// The streams the client ended last (a ring; 0 is never a client stream).
-    ended: [u32; ENDED_STREAMS_TRACKED],
-    ended_next: usize,
     tokens: u32,
     budget: u32,
     stopped: bool,
@@ -200,16 +128,6 @@ impl FrameMeter {
             header: [0; FRAME_HEADER_LEN],
             header_len: 0,
             payload_left: 0,
-            payload: Payload::Skip,
-            setting: [0; SETTING_LEN],
-            setting_len: 0,
-            in_header_block: false,
-            last_opened: 0,
-            // ALLOC: once per connection, bounded by OPEN_STREAMS_TRACKED.
-            open: Vec::new(),
-            forgotten_up_to: 0,
-            ended: [0; ENDED_STREAMS_TRACKED],
-            ended_next: 0,
             tokens: budget.max(1),
             budget: budget.max(1),
             stopped: false,
@@ -228,13 +146,6 @@ impl FrameMeter {
                 at += n;
             } else if self.payload_left > 0 {
                 let n = self.payload_left.min(rest.len());
-                if let Payload::Settings = self.payload {
-                    if let Some(used) = self.settings_bytes(&rest[..n]) {
-                        // The offending parameter's last byte is held back, and with it the
-                        // rest of the frame.
-                        return self.stop(at + used - 1, Verdict::FlowControl);
-                    }
-                }
                 self.payload_left -= n;
                 at += n;
             } else {
@@ -244,167 +155,27 @@ impl FrameMeter {
                 at += n;
                 if self.header_len == FRAME_HEADER_LEN {
                     self.header_len = 0;
-                    if let Some(verdict) = self.frame_header() {
-                        // The header's last byte is held back: h2 never sees the frame.
-                        return self.stop(at - 1, verdict);
-                    }
+                    self.frame_header();
                 }
             }
         }
         if self.tokens == 0 {
-            return self.stop(data.len(), Verdict::Flood);
+            return self.stop(Verdict::Flood);
         }
         Fed::Pass
     }
 
-    fn stop(&mut self, keep: usize, verdict: Verdict) -> Fed {
+    fn stop(&mut self, verdict: Verdict) -> Fed {
         self.stopped = true;
-        Fed::Stop { keep, verdict }
+        Fed::Stop(verdict)
     }
 
-    /// A complete frame header: account for it, judge it, and get ready for its payload.
-    fn frame_header(&mut self) -> Option<Verdict> {
+    /// A complete frame header: account for it, and get ready for its payload.
+    fn frame_header(&mut self) {
         let h = self.header;
         let len = usize::from(h[0]) << 16 | usize::from(h[1]) << 8 | usize::from(h[2]);
-        let (kind, flags) = (h[3], h[4]);
-        let stream = u32::from_be_bytes([h[5], h[6], h[7], h[8]]) & 0x7fff_ffff;
         self.payload_left = len;
-        self.payload = Payload::Skip;
-        self.setting_len = 0;
-        self.account(kind, flags, len);
-        if self.in_header_block {
-            // Only CONTINUATION is allowed here; h2 answers anything else correctly.
-            if kind == kind::CONTINUATION {
-                self.in_header_block = flags & flag::END_HEADERS == 0;
-            }
-            return None;
-        }
-        match kind {
-            kind::DATA => return self.data(stream, flags),
-            kind::HEADERS => return self.headers(stream, flags),
-            kind::PUSH_PROMISE => return Some(Verdict::PushPromise),
-            kind::RST_STREAM => self.close(stream),
-            _ => {}
-        }
-        Self::judge_length(kind, flags, stream, len).or_else(|| {
-            if kind == kind::SETTINGS && stream == 0 && flags & flag::ACK == 0 {
-                self.payload = Payload::Settings;
-            }
-            None
-        })
-    }
-
-    /// RFC 9113's length rules for frames of a fixed or minimum size, where h2 answers
-    /// PROTOCOL_ERROR instead of FRAME_SIZE_ERROR. Frames on the wrong stream (0 or not) are
-    /// left to h2, which answers those correctly.
-    fn judge_length(kind: u8, flags: u8, stream: u32, len: usize) -> Option<Verdict> {
-        let wrong = match kind {
-            // §6.3: a stream error; answered on the connection (h2 cannot reset for us).
-            kind::PRIORITY => stream != 0 && len != 5,
-            // §6.4
-            kind::RST_STREAM => stream != 0 && len != 4,
-            // §6.5: an ACK has no payload; parameters are six octets each.
-            kind::SETTINGS if flags & flag::ACK != 0 => stream == 0 && len != 0,
-            kind::SETTINGS => stream == 0 && len % SETTING_LEN != 0,
-            // §6.7
-            kind::PING => stream == 0 && len != 8,
-            // §6.8 with §4.2: too small for the last stream id and the error code.
-            kind::GOAWAY => stream == 0 && len < 8,
-            // §6.9: on any stream.
-            kind::WINDOW_UPDATE => len != 4,
-            _ => false,
-        };
-        wrong.then_some(Verdict::FrameSize)
-    }
-
-    fn headers(&mut self, stream: u32, flags: u8) -> Option<Verdict> {
-        self.in_header_block = flags & flag::END_HEADERS == 0;
-        // Client streams are odd; anything else is h2's PROTOCOL_ERROR.
-        if stream % 2 == 0 {
-            return None;
-        }
-        let ends = flags & flag::END_STREAM != 0;
-        if stream > self.last_opened {
-            self.last_opened = stream;
-            if ends {
-                self.mark_ended(stream);
-            } else {
-                self.remember(stream);
-            }
-            return None;
-        }
-        if self.open.contains(&stream) {
-            // Trailers (without END_STREAM they are h2's PROTOCOL_ERROR).
-            if ends {
-                self.close(stream);
-            }
-            return None;
-        }
-        // A stream the client ended: STREAM_CLOSED. One it never opened (a lower id than one it
-        // did) is h2's PROTOCOL_ERROR (§5.1.1), and so is one forgotten from the ring.
-        self.ended
-            .contains(&stream)
-            .then_some(Verdict::StreamClosed)
-    }
-
-    fn data(&mut self, stream: u32, flags: u8) -> Option<Verdict> {
-        if self.open.contains(&stream) {
-            if flags & flag::END_STREAM != 0 {
-                self.close(stream);
-            }
-            return None;
-        }
-        // Not open: if the client opened it, it has ended or reset it since. Idle streams
-        // (above the last opened), stream 0 and even ids are h2's PROTOCOL_ERROR.
-        let ended = stream % 2 == 1 && stream <= self.last_opened && stream > self.forgotten_up_to;
-        ended.then_some(Verdict::StreamClosed)
-    }
-
-    fn remember(&mut self, stream: u32) {
-        if self.open.len() == OPEN_STREAMS_TRACKED {
-            // Forget the oldest (lowest) stream: DATA on it is then left to h2.
-            let (i, &oldest) = self
-                .open
-                .iter()
-                .enumerate()
-                .min_by_key(|&(_, &s)| s)
-                .expect("the set is full, so not empty");
-            self.forgotten_up_to = self.forgotten_up_to.max(oldest);
-            self.open.swap_remove(i);
-        }
-        self.open.push(stream);
-    }
-
-    /// The client ended (or reset) `stream`.
-    fn close(&mut self, stream: u32) {
-        if let Some(i) = self.open.iter().rposition(|&s| s == stream) {
-            self.open.swap_remove(i);
-            self.mark_ended(stream);
-        }
-    }
-
-    fn mark_ended(&mut self, stream: u32) {
-        self.ended[self.ended_next] = stream;
-        self.ended_next = (self.ended_next + 1) % ENDED_STREAMS_TRACKED;
-    }
-
-    /// Reads SETTINGS parameters from `bytes` (part of the payload); returns how many bytes
-    /// were used up to and including an INITIAL_WINDOW_SIZE above the largest window.
-    fn settings_bytes(&mut self, bytes: &[u8]) -> Option<usize> {
-        for (i, &b) in bytes.iter().enumerate() {
-            self.setting[self.setting_len] = b;
-            self.setting_len += 1;
-            if self.setting_len == SETTING_LEN {
-                self.setting_len = 0;
-                let s = self.setting;
-                let id = u16::from_be_bytes([s[0], s[1]]);
-                let value = u32::from_be_bytes([s[2], s[3], s[4], s[5]]);
-                if id == 0x4 && value > MAX_WINDOW {
-                    return Some(i + 1);
-                }
-            }
-        }
-        None
+        self.account(h[3], h[4], len);
     }
 
     fn account(&mut self, kind: u8, flags: u8, len: usize) {
@@ -462,7 +233,7 @@ mod tests {
                     }
                     match m.feed(part) {
                         Fed::Pass => kept += part.len(),
-                        Fed::Stop { keep, verdict } => return (Some(verdict), kept + keep),
+                        Fed::Stop(verdict) => return (Some(verdict), kept + part.len()),
                     }
                 }
                 (None, kept)
@@ -480,13 +251,7 @@ mod tests {
         assert_eq!(m.feed(&control(kind::PING, 0x1, &[0; 8])), Fed::Pass);
         assert_eq!(m.feed(&control(kind::PING, 0, &[0; 8])), Fed::Pass);
         let ping = control(kind::PING, 0, &[0; 8]);
-        assert_eq!(
-            m.feed(&ping),
-            Fed::Stop {
-                keep: ping.len(),
-                verdict: Verdict::Flood
-            }
-        );
+        assert_eq!(m.feed(&ping), Fed::Stop(Verdict::Flood));
     }
 
     #[test]
@@ -514,42 +279,6 @@ mod tests {
         }
     }
 
-    /// `bad` after a valid opening: the verdict at every split, and h2 never gets the whole of
-    /// the offending frame.
-    fn assert_stopped(opening: &[u8], bad: &[u8], verdict: Verdict) {
-        let mut stream = PREFACE.to_vec();
-        stream.extend_from_slice(opening);
-        let bad_at = stream.len();
-        stream.extend_from_slice(bad);
-        // What follows the offending frame is never looked at.
-        stream.extend(control(kind::PING, 0, &[0; 8]));
-        for (split, (got, kept)) in feed_split(&stream, 100).into_iter().enumerate() {
-            assert_eq!(got, Some(verdict), "split at {split}");
-            assert!(
-                kept >= bad_at && kept < bad_at + bad.len(),
-                "split at {split}: kept {kept}, frame at {bad_at}..{}",
-                bad_at + bad.len()
-            );
-        }
-    }
-
-    #[test]
-    fn control_frames_of_a_wrong_length_are_frame_size_errors() {
-        for bad in [
-            control(kind::SETTINGS, 0, &[0, 4, 0, 0, 0]),
-            control(kind::SETTINGS, flag::ACK, &[0; 6]),
-            control(kind::PING, 0, &[0; 7]),
-            control(kind::PING, flag::ACK, &[]),
-            control(kind::GOAWAY, 0, &[0; 7]),
-            control(kind::WINDOW_UPDATE, 0, &[0, 0, 1]),
-            frame(kind::WINDOW_UPDATE, 0, &[0, 0, 0, 1, 0]),
-            frame(kind::RST_STREAM, 0, &[0, 0, 0]),
-            frame(kind::PRIORITY, 0, &[0; 4]),
-        ] {
-            assert_stopped(&[], &bad, Verdict::FrameSize);
-        }
-    }
-
     #[test]
     fn well_formed_control_frames_pass() {
         let mut stream = PREFACE.to_vec();
@@ -561,11 +290,11 @@ mod tests {
             ),
             control(kind::SETTINGS, flag::ACK, &[]),
             control(kind::PING, 0, &[0; 8]),
-            control(kind::WINDOW_UPDATE, 0, &[0, 0, 1, 0]),
+            control(0x8, 0, &[0, 0, 1, 0]), // WINDOW_UPDATE
             frame(kind::PRIORITY, 0, &[0, 0, 0, 3, 16]),
             frame(kind::HEADERS, 0x4, &[0x82]),
             frame(kind::RST_STREAM, 0, &[0, 0, 0, 8]),
-            control(kind::GOAWAY, 0, &[0; 8]),
+            control(0x7, 0, &[0; 8]), // GOAWAY
         ] {
             stream.extend(f);
         }
@@ -575,159 +304,16 @@ mod tests {
     }
 
     #[test]
-    fn frames_on_the_wrong_stream_are_left_to_h2() {
-        // h2 answers these with PROTOCOL_ERROR, which is right: the stream id is checked first.
+    fn faulty_frames_are_left_to_h2() {
+        // On the wrong stream, or of a wrong length: weir-h2 answers them with the right code.
         let mut stream = PREFACE.to_vec();
+        stream.extend(control(kind::PING, 0, &[0; 7]));
+        stream.extend(control(kind::SETTINGS, flag::ACK, &[0; 6]));
         stream.extend(frame(kind::PING, 0, &[0; 7]));
         stream.extend(frame(kind::SETTINGS, 0, &[0; 5]));
         stream.extend(control(kind::RST_STREAM, 0, &[0; 3]));
         for (split, got) in feed_split(&stream, 100).into_iter().enumerate() {
             assert_eq!(got, (None, stream.len()), "split at {split}");
         }
-    }
-
-    #[test]
-    fn an_initial_window_above_the_largest_is_a_flow_control_error() {
-        let bad = control(
-            kind::SETTINGS,
-            0,
-            &[0, 3, 0, 0, 0, 9, 0, 4, 0x80, 0, 0, 0, 0, 1, 0, 0, 0, 0],
-        );
-        assert_stopped(&[], &bad, Verdict::FlowControl);
-    }
-
-    #[test]
-    fn data_on_a_stream_the_client_ended_is_stream_closed() {
-        let put = frame(kind::HEADERS, flag::END_HEADERS, &[0x83]);
-        let mut opening = put.clone();
-        opening.extend(frame(kind::DATA, flag::END_STREAM, b"abc"));
-        assert_stopped(
-            &opening,
-            &frame(kind::DATA, 0, b"more"),
-            Verdict::StreamClosed,
-        );
-        // Ended by HEADERS, by trailers, or reset by the client.
-        let get = frame(kind::HEADERS, flag::END_HEADERS | flag::END_STREAM, &[0x82]);
-        assert_stopped(&get, &frame(kind::DATA, 0, b"x"), Verdict::StreamClosed);
-        let mut trailers = put.clone();
-        trailers.extend(frame(
-            kind::HEADERS,
-            flag::END_HEADERS | flag::END_STREAM,
-            &[0x82],
-        ));
-        assert_stopped(
-            &trailers,
-            &frame(kind::DATA, 0, b"x"),
-            Verdict::StreamClosed,
-        );
-        let mut reset = put.clone();
-        reset.extend(frame(kind::RST_STREAM, 0, &[0, 0, 0, 8]));
-        assert_stopped(&reset, &frame(kind::DATA, 0, b"x"), Verdict::StreamClosed);
-    }
-
-    #[test]
-    fn a_push_promise_from_the_client_is_a_protocol_error() {
-        let opening = frame(kind::HEADERS, flag::END_HEADERS, &[0x83]);
-        let promise = frame(kind::PUSH_PROMISE, flag::END_HEADERS, &[0, 0, 0, 2, 0x88]);
-        assert_stopped(&opening, &promise, Verdict::PushPromise);
-        assert_eq!(Verdict::PushPromise.reason(), h2::Reason::PROTOCOL_ERROR);
-    }
-
-    #[test]
-    fn headers_on_a_stream_the_client_ended_is_stream_closed() {
-        let get = frame(kind::HEADERS, flag::END_HEADERS | flag::END_STREAM, &[0x82]);
-        let again = frame(kind::HEADERS, flag::END_HEADERS | flag::END_STREAM, &[0x82]);
-        assert_stopped(&get, &again, Verdict::StreamClosed);
-        let put = frame(kind::HEADERS, flag::END_HEADERS, &[0x83]);
-        let mut ended = put.clone();
-        ended.extend(frame(kind::DATA, flag::END_STREAM, b"abc"));
-        assert_stopped(&ended, &again, Verdict::StreamClosed);
-        let mut reset = put.clone();
-        reset.extend(frame(kind::RST_STREAM, 0, &[0, 0, 0, 8]));
-        assert_stopped(&reset, &again, Verdict::StreamClosed);
-    }
-
-    #[test]
-    fn headers_on_a_stream_never_opened_or_as_trailers_is_left_to_h2() {
-        let mut stream = PREFACE.to_vec();
-        // Stream 5 opens; stream 3 was never opened (h2: PROTOCOL_ERROR, §5.1.1).
-        stream.extend(frame_on(kind::HEADERS, flag::END_HEADERS, 5, &[0x83]));
-        stream.extend(frame_on(kind::HEADERS, flag::END_HEADERS, 3, &[0x82]));
-        // Trailers end stream 5.
-        stream.extend(frame_on(
-            kind::HEADERS,
-            flag::END_HEADERS | flag::END_STREAM,
-            5,
-            &[0x40],
-        ));
-        for (split, got) in feed_split(&stream, 100).into_iter().enumerate() {
-            assert_eq!(got, (None, stream.len()), "split at {split}");
-        }
-    }
-
-    #[test]
-    fn data_on_open_idle_or_server_streams_is_left_to_h2() {
-        let mut stream = PREFACE.to_vec();
-        stream.extend(frame_on(kind::HEADERS, flag::END_HEADERS, 1, &[0x83]));
-        stream.extend(frame_on(kind::DATA, 0, 1, b"abc"));
-        // Streams 3 (idle), 2 (even), 0: h2's PROTOCOL_ERROR.
-        stream.extend(frame_on(kind::DATA, 0, 3, b"x"));
-        stream.extend(frame_on(kind::DATA, 0, 2, b"x"));
-        stream.extend(frame_on(kind::DATA, 0, 0, b"x"));
-        stream.extend(frame_on(kind::DATA, flag::END_STREAM, 1, b"end"));
-        for (split, got) in feed_split(&stream, 100).into_iter().enumerate() {
-            assert_eq!(got, (None, stream.len()), "split at {split}");
-        }
-    }
-
-    #[test]
-    fn a_header_block_in_progress_is_left_to_h2() {
-        // A PING of a wrong length where a CONTINUATION is due: h2's PROTOCOL_ERROR is right.
-        let mut stream = PREFACE.to_vec();
-        stream.extend(frame(kind::HEADERS, 0, &[0x83]));
-        stream.extend(control(kind::PING, 0, &[0; 7]));
-        let mut m = FrameMeter::new(100);
-        assert_eq!(m.feed(&stream), Fed::Pass);
-        // After the block ends, lengths are judged again.
-        let mut m = FrameMeter::new(100);
-        let mut stream = PREFACE.to_vec();
-        stream.extend(frame(kind::HEADERS, 0, &[0x83]));
-        stream.extend(frame(kind::CONTINUATION, flag::END_HEADERS, &[0x84]));
-        assert_eq!(m.feed(&stream), Fed::Pass);
-        let ping = control(kind::PING, 0, &[0; 7]);
-        assert_eq!(
-            m.feed(&ping),
-            Fed::Stop {
-                keep: 8,
-                verdict: Verdict::FrameSize
-            }
-        );
-    }
-
-    #[test]
-    fn the_open_set_is_bounded_and_forgets_the_oldest() {
-        let mut m = FrameMeter::new(u32::MAX);
-        assert_eq!(m.feed(PREFACE), Fed::Pass);
-        let streams = OPEN_STREAMS_TRACKED as u32 + 10;
-        for i in 0..streams {
-            let f = frame_on(kind::HEADERS, flag::END_HEADERS, 2 * i + 1, &[0x83]);
-            assert_eq!(m.feed(&f), Fed::Pass);
-        }
-        assert_eq!(m.open.len(), OPEN_STREAMS_TRACKED);
-        // Stream 1 was forgotten: its DATA goes to h2. The newest is still open.
-        assert_eq!(m.feed(&frame_on(kind::DATA, 0, 1, b"x")), Fed::Pass);
-        let newest = 2 * (streams - 1) + 1;
-        assert_eq!(
-            m.feed(&frame_on(kind::DATA, flag::END_STREAM, newest, b"x")),
-            Fed::Pass
-        );
-        let again = frame_on(kind::DATA, 0, newest, b"x");
-        assert_eq!(
-            m.feed(&again),
-            Fed::Stop {
-                keep: 8,
-                verdict: Verdict::StreamClosed
-            }
-        );
     }
 }

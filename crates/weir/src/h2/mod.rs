@@ -2,8 +2,8 @@
 //!
 //! - `conn`: the connection driver (one task), a task per stream, the handler bound, shutdown;
 //! - `io`: the stream under h2: replay of sniffed bytes, every read through the frame meter;
-//! - `meter`: frame boundaries before h2 parses them: byte count, flood budget, and the error
-//!   codes RFC 9113 asks for where h2 answers PROTOCOL_ERROR;
+//! - `meter`: frame boundaries before h2 parses them: byte count and flood budget (RFC 9113's
+//!   error codes are weir-h2's: crates/weir-h2/WEIR-PATCHES.md);
 //! - `bdp`: the adaptive stream window;
 //! - `stream`: a stream as the exchange's HTTP/2 `Backend` (request head, finishing);
 //! - `error`: what an h2 stream error means to a handler;

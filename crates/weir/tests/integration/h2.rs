@@ -370,3 +370,26 @@ fn shutdown_sends_goaway_and_lets_streams_finish() {
     });
     server.stop();
 }
+
+/// The cleartext port takes HTTP/1.1 and HTTP/2 by prior knowledge. A request line that is not
+/// HTTP/1 at all (h2spec 3.5 #2's invalid preface) is closed without an answer, as RFC 9113 §3.4
+/// asks of an invalid preface; one that is only a bad HTTP/1 line still gets 400.
+#[test]
+fn a_line_that_is_not_http1_is_closed_unanswered() {
+    use std::io::{Read, Write};
+    let server = TlsTestServer::start(Config::default());
+    let answer = |request: &[u8]| {
+        let mut s = std::net::TcpStream::connect(server.addr).unwrap();
+        // Only to detect a hang: the server must close either way.
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        s.write_all(request).unwrap();
+        let mut got = Vec::new();
+        s.read_to_end(&mut got).unwrap();
+        String::from_utf8_lossy(&got).into_owned()
+    };
+    assert_eq!(answer(b"INVALID CONNECTION PREFACE\r\n\r\n"), "");
+    assert_eq!(answer(b"GET /hello FOO/1.1\r\nHost: a\r\n\r\n"), "");
+    let bad = answer(b"GET /hello http/1.1\r\nHost: a\r\n\r\n");
+    assert!(bad.starts_with("HTTP/1.1 400"), "{bad}");
+    server.stop();
+}

@@ -9,7 +9,7 @@
 //! target directory (about a minute, once). It speaks cleartext only, so for TLS it talks to a
 //! relay in this test that opens a TLS connection to weir (ALPN `h2`) per suite connection and
 //! forwards the bytes unchanged both ways: every frame reaches weir's TLS listener as the suite
-//! wrote it. Every case must pass (the h2 faults it found are patched: vendor/h2).
+//! wrote it. Every case must pass (the h2 faults it found are patched: crates/weir-h2).
 
 use crate::h2_support::{TestCert, TlsTestServer};
 use crate::support::TestServer;

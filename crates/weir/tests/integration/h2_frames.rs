@@ -382,8 +382,8 @@ fn stream_state_violations() {
     c.until(|f| f.kind == DATA && f.flags & END_STREAM != 0)
         .unwrap();
     c.headers(1, &get("/hello"), true);
-    // STREAM_CLOSED (RFC 9113 §5.1; h2 alone says PROTOCOL_ERROR, weir's frame meter gives
-    // the right code).
+    // A connection error STREAM_CLOSED (RFC 9113 §5.1, closed after END_STREAM; upstream h2
+    // says PROTOCOL_ERROR, weir-h2 is patched).
     assert_eq!(
         c.reset_of(1),
         Err(Some(STREAM_CLOSED)),
@@ -406,19 +406,15 @@ fn stream_state_violations() {
     c.headers(1, &fields, false);
     c.send(DATA, END_STREAM, 1, b"abc");
     c.send(DATA, 0, 1, b"more");
-    // RFC 9113 §5.1 asks for a stream error STREAM_CLOSED; weir's frame meter holds the frame
-    // back from h2 (which would answer PROTOCOL_ERROR) and closes the connection with the
-    // right code.
-    assert_eq!(
-        c.reset_of(1),
-        Err(Some(STREAM_CLOSED)),
-        "DATA after END_STREAM"
-    );
-    assert!(c.read_frame().is_none(), "closed after GOAWAY");
+    // RFC 9113 §5.1 (half-closed (remote)) asks for a stream error STREAM_CLOSED, and the
+    // connection lives on (upstream h2 closes it with PROTOCOL_ERROR; weir-h2 is patched).
+    assert_eq!(c.reset_of(1), Ok(STREAM_CLOSED), "DATA after END_STREAM");
+    c.headers(3, &get("/hello"), true);
+    assert_eq!(c.status(3), 200);
     hold_release(3).notify_waiters();
 }
 
-/// The faults patched in vendor/h2 (vendor/h2/WEIR-PATCHES.md), each answered as RFC 9113 asks.
+/// The faults patched in weir-h2 (crates/weir-h2/WEIR-PATCHES.md), each answered as RFC 9113 asks.
 #[test]
 fn faults_fixed_in_the_vendored_h2() {
     let server = TlsTestServer::start(Config::default());
@@ -639,8 +635,8 @@ fn flow_control_and_frame_size_violations() {
     assert!(c.read_frame().is_none(), "closed after GOAWAY");
     // Frames of a length their type does not allow: FRAME_SIZE_ERROR by RFC 9113 §6.5
     // (SETTINGS: multiples of 6, an ACK empty), §6.7 (PING ≠ 8), §6.9 (WINDOW_UPDATE ≠ 4),
-    // §6.4 (RST_STREAM ≠ 4), §6.3 (PRIORITY ≠ 5), §6.8 with §4.2 (GOAWAY < 8). h2 alone
-    // answers PROTOCOL_ERROR (docs/ARCHITECTURE.md, "Conformance").
+    // §6.4 (RST_STREAM ≠ 4), §6.8 with §4.2 (GOAWAY < 8). Upstream h2 answers PROTOCOL_ERROR
+    // (docs/ARCHITECTURE.md, "Conformance"); weir-h2 is patched.
     for (kind, flags, stream, payload) in [
         (SETTINGS, 0, 0, &[0u8, 4, 0, 0, 0][..]),
         (SETTINGS, ACK, 0, &[0u8; 6][..]),
@@ -648,7 +644,6 @@ fn flow_control_and_frame_size_violations() {
         (WINDOW_UPDATE, 0, 0, &[0, 0, 1][..]),
         (WINDOW_UPDATE, 0, 1, &[0, 0, 0, 1, 0][..]),
         (RST_STREAM, 0, 1, &[0, 0, 0][..]),
-        (PRIORITY, 0, 1, &[0, 0, 0, 0][..]),
         (GOAWAY, 0, 0, &[0u8; 7][..]),
     ] {
         let mut c = Raw::connect(server.addr);
@@ -664,6 +659,13 @@ fn flow_control_and_frame_size_violations() {
         );
         assert!(c.read_frame().is_none(), "closed after GOAWAY");
     }
+    // PRIORITY ≠ 5: a *stream* error FRAME_SIZE_ERROR (§6.3); the connection lives on.
+    let mut c = Raw::connect(server.addr);
+    c.headers(1, &get("/hello"), false);
+    c.send(PRIORITY, 0, 1, &[0, 0, 0, 0]);
+    assert_eq!(c.reset_of(1), Ok(FRAME_SIZE_ERROR));
+    c.headers(3, &get("/hello"), true);
+    assert_eq!(c.status(3), 200);
     // SETTINGS_ENABLE_PUSH other than 0 or 1: PROTOCOL_ERROR.
     let mut c = Raw::connect(server.addr);
     c.send(SETTINGS, 0, 0, &[0, 2, 0, 0, 0, 2]);

@@ -583,6 +583,14 @@ impl Inner {
                     Err(RecvHeaderBlockError::State(err)) => Err(err),
                 }
             } else {
+                // weir patch: HEADERS after the peer ended or reset the stream is a stream
+                // error STREAM_CLOSED (RFC 9113 §5.1); upstream closed the connection with
+                // PROTOCOL_ERROR (`recv_close`).
+                if let Some(error) = stream.state.closed_by_peer(stream.id) {
+                    proto_err!(stream: "recv_headers: stream closed by the peer; stream={:?}", stream.id);
+                    return Err(error);
+                }
+
                 if !frame.is_end_stream() {
                     // Receiving trailers that don't set EOS is a "malformed"
                     // message. Malformed messages are a stream error.

@@ -10,6 +10,11 @@ use std::io;
 use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 
+/// weir patch: how many ranges of skipped stream IDs `Recv` remembers. Beyond it the oldest is
+/// forgotten, and HEADERS on an ID in it is answered STREAM_CLOSED (a stream error) rather than
+/// PROTOCOL_ERROR: still refused, with bounded memory whatever the peer skips.
+const MAX_SKIPPED_RANGES: usize = 16;
+
 #[derive(Debug)]
 pub(super) struct Recv {
     /// Initial window size of remote initiated streams
@@ -23,6 +28,12 @@ pub(super) struct Recv {
 
     /// The lowest stream ID that is still idle
     next_stream_id: Result<StreamId, StreamIdOverflow>,
+
+    /// weir patch: ranges `[from, to)` of stream IDs the peer skipped (it opened a higher one
+    /// first), newest last, at most `MAX_SKIPPED_RANGES`. HEADERS on an ID below
+    /// `next_stream_id` is STREAM_CLOSED if the peer used it (RFC 9113 §5.1), PROTOCOL_ERROR if
+    /// it never did (§5.1.1). Empty for a peer that opens its streams in order.
+    skipped: Vec<(StreamId, StreamId)>,
 
     /// The stream ID of the last processed stream
     last_processed_id: StreamId,
@@ -101,6 +112,7 @@ impl Recv {
             flow,
             in_flight_data: 0 as WindowSize,
             next_stream_id: Ok(next_stream_id.into()),
+            skipped: Vec::new(),
             pending_window_updates: store::Queue::new(),
             last_processed_id: StreamId::ZERO,
             max_stream_id: StreamId::MAX,
@@ -132,12 +144,31 @@ impl Recv {
         mode: Open,
         counts: &mut Counts,
     ) -> Result<Option<StreamId>, Error> {
+        let headers = matches!(mode, Open::Headers);
         counts.peer().ensure_can_open(id, mode)?;
 
         let next_id = self.next_stream_id()?;
         if id < next_id {
+            // weir patch: HEADERS on a stream the peer opened before, now closed and forgotten,
+            // is STREAM_CLOSED (RFC 9113 §5.1: a connection error after its END_STREAM; after
+            // its RST_STREAM a stream error would do, but which one ended it is forgotten);
+            // only one it skipped is an unexpected identifier (§5.1.1). Upstream answered
+            // PROTOCOL_ERROR to both.
+            let skipped = self.skipped.iter().any(|&(from, to)| from <= id && id < to);
+            if headers && !skipped {
+                proto_err!(conn: "HEADERS on a closed stream; id={:?}", id);
+                return Err(Error::library_go_away(Reason::STREAM_CLOSED));
+            }
             proto_err!(conn: "id ({:?}) < next_id ({:?})", id, next_id);
             return Err(Error::library_go_away(Reason::PROTOCOL_ERROR));
+        }
+
+        if id > next_id {
+            // weir patch: remember the gap (see `skipped`).
+            if self.skipped.len() == MAX_SKIPPED_RANGES {
+                self.skipped.remove(0);
+            }
+            self.skipped.push((next_id, id));
         }
 
         self.next_stream_id = id.next_id();
@@ -659,6 +690,18 @@ impl Recv {
         let sz = sz as WindowSize;
 
         let is_ignoring_frame = stream.state.is_local_error();
+
+        if let Some(error) = stream.state.closed_by_peer(stream.id) {
+            if !is_ignoring_frame {
+                // weir patch: DATA after the peer ended or reset the stream is STREAM_CLOSED
+                // (RFC 9113 §5.1, §6.1); upstream closed the connection with PROTOCOL_ERROR. The
+                // frame still counts against the connection's window (on a stream error the
+                // caller releases it with the reset).
+                proto_err!(stream: "DATA on a stream the peer closed; stream={:?}", stream.id);
+                self.consume_connection_window(sz)?;
+                return Err(error);
+            }
+        }
 
         if !is_ignoring_frame && !stream.state.is_recv_streaming() {
             // TODO: There are cases where this can be a stream error of

@@ -429,6 +429,22 @@ impl State {
         )
     }
 
+    /// weir patch: the answer to DATA or HEADERS from the peer on this stream once it has ended
+    /// or reset it (RFC 9113 §5.1): in half-closed (remote), or closed by its RST_STREAM, a
+    /// stream error STREAM_CLOSED; closed after its END_STREAM, a connection error
+    /// STREAM_CLOSED. `None` while the peer may still send.
+    pub fn closed_by_peer(&self, id: StreamId) -> Option<Error> {
+        match self.inner {
+            HalfClosedRemote(..) | Closed(Cause::Error(Error::Reset(_, _, Initiator::Remote))) => {
+                Some(Error::library_reset(id, Reason::STREAM_CLOSED))
+            }
+            Closed(Cause::EndStream | Cause::ErrorAfterEndStream(_)) => {
+                Some(Error::library_go_away(Reason::STREAM_CLOSED))
+            }
+            _ => None,
+        }
+    }
+
     pub fn is_closed(&self) -> bool {
         matches!(self.inner, Closed(_))
     }

@@ -388,6 +388,9 @@ where
         // Create the codec.
         let mut codec = Codec::new(io);
 
+        // weir patch: a client cannot push (RFC 9113 §8.4).
+        codec.refuse_push_promise();
+
         if let Some(max) = builder.settings.max_frame_size() {
             codec.set_max_recv_frame_size(max as usize);
         }

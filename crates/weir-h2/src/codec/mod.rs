@@ -1,6 +1,7 @@
 mod error;
 mod framed_read;
 mod framed_write;
+mod read_buffer;
 
 pub use self::error::{SendError, UserError};
 
@@ -16,7 +17,6 @@ use futures_sink::Sink;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio_util::codec::length_delimited;
 
 use std::io;
 
@@ -41,15 +41,8 @@ where
         // Wrap with writer
         let framed_write = FramedWrite::new(io);
 
-        // Delimit the frames
-        let delimited = length_delimited::Builder::new()
-            .big_endian()
-            .length_field_length(3)
-            .length_adjustment(9)
-            .num_skip(0) // Don't skip the header
-            .new_read(framed_write);
-
-        let mut inner = FramedRead::new(delimited);
+        // Delimit the frames (weir patch: in recycled buffers, codec/read_buffer.rs)
+        let mut inner = FramedRead::new(framed_write);
 
         // Use FramedRead's method since it checks the value is within range.
         inner.set_max_frame_size(max_frame_size);
@@ -98,6 +91,13 @@ impl<T, B> Codec<T, B> {
     /// Set the decoder header table size size.
     pub fn set_recv_header_table_size(&mut self, val: usize) {
         self.inner.set_header_table_size(val)
+    }
+
+    /// weir patch: answer a received PUSH_PROMISE with a connection error PROTOCOL_ERROR as soon
+    /// as its header is read (a server: RFC 9113 §8.4). Upstream decoded it, and one without
+    /// END_HEADERS left the connection waiting for a CONTINUATION that never came.
+    pub fn refuse_push_promise(&mut self) {
+        self.inner.refuse_push_promise();
     }
 
     /// Set the max header list size that can be received.

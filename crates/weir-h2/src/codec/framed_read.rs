@@ -15,15 +15,21 @@ use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use tokio::io::AsyncRead;
-use tokio_util::codec::FramedRead as InnerFramedRead;
-use tokio_util::codec::{LengthDelimitedCodec, LengthDelimitedCodecError};
+
+// weir patch: frames are cut from recycled buffers (read_buffer.rs), not by tokio-util's
+// `FramedRead` + `LengthDelimitedCodec`.
+use super::read_buffer::{FrameTooLarge, ReadBuffer};
 
 // 16 MB "sane default" taken from golang http2
 const DEFAULT_SETTINGS_MAX_HEADER_LIST_SIZE: usize = 16 << 20;
 
 #[derive(Debug)]
 pub struct FramedRead<T> {
-    inner: InnerFramedRead<T, LengthDelimitedCodec>,
+    io: T,
+
+    buffer: ReadBuffer,
+
+    max_frame_size: usize,
 
     decoder: FrameDecoder,
 }
@@ -38,6 +44,9 @@ struct FrameDecoder {
     max_continuation_frames: usize,
 
     partial: Option<Partial>,
+
+    // weir patch: the peer is a client, which cannot push.
+    refuse_push_promise: bool,
 }
 
 /// Partially loaded headers frame
@@ -59,23 +68,29 @@ enum Continuable {
 }
 
 impl<T> FramedRead<T> {
-    pub fn new(inner: InnerFramedRead<T, LengthDelimitedCodec>) -> FramedRead<T> {
-        let decoder = FrameDecoder::new(inner.decoder().max_frame_length());
-        FramedRead { inner, decoder }
+    pub fn new(io: T) -> FramedRead<T> {
+        let max_frame_size = DEFAULT_MAX_FRAME_SIZE as usize;
+        let decoder = FrameDecoder::new(max_frame_size);
+        FramedRead {
+            io,
+            buffer: ReadBuffer::new(),
+            max_frame_size,
+            decoder,
+        }
     }
 
     pub fn get_ref(&self) -> &T {
-        self.inner.get_ref()
+        &self.io
     }
 
     pub fn get_mut(&mut self) -> &mut T {
-        self.inner.get_mut()
+        &mut self.io
     }
 
     /// Returns the current max frame size setting
     #[inline]
     pub fn max_frame_size(&self) -> usize {
-        self.inner.decoder().max_frame_length()
+        self.max_frame_size
     }
 
     /// Updates the max frame size setting.
@@ -84,7 +99,7 @@ impl<T> FramedRead<T> {
     #[inline]
     pub fn set_max_frame_size(&mut self, val: usize) {
         assert!(DEFAULT_MAX_FRAME_SIZE as usize <= val && val <= MAX_MAX_FRAME_SIZE as usize);
-        self.inner.decoder_mut().set_max_frame_length(val);
+        self.max_frame_size = val;
         // Update max CONTINUATION frames too, since its based on this
         self.decoder.set_max_frame_size(val);
     }
@@ -94,6 +109,11 @@ impl<T> FramedRead<T> {
     pub fn set_max_header_list_size(&mut self, val: usize) {
         self.decoder
             .set_max_header_list_size(val, self.max_frame_size());
+    }
+
+    /// weir patch: see `Codec::refuse_push_promise`.
+    pub fn refuse_push_promise(&mut self) {
+        self.decoder.refuse_push_promise = true;
     }
 
     /// Update the header table size setting.
@@ -123,6 +143,7 @@ impl FrameDecoder {
                 max_frame_size,
             ),
             partial: None,
+            refuse_push_promise: false,
         }
     }
 
@@ -168,6 +189,19 @@ fn hpack_error_reason(e: &frame::Error) -> Reason {
             | IntegerOverflow
             | NeedMore(_),
         ) => Reason::COMPRESSION_ERROR,
+        _ => Reason::PROTOCOL_ERROR,
+    }
+}
+
+/// weir patch: the connection error for a control frame that does not load. A length its type
+/// does not allow is FRAME_SIZE_ERROR (RFC 9113 §6.5, §6.7, §6.8, §6.9, §4.2), an initial window
+/// above 2^31-1 FLOW_CONTROL_ERROR (§6.5.2); upstream answered PROTOCOL_ERROR to all.
+fn frame_error_reason(e: &frame::Error) -> Reason {
+    match e {
+        frame::Error::BadFrameSize
+        | frame::Error::InvalidPayloadLength
+        | frame::Error::InvalidPayloadAckSettings => Reason::FRAME_SIZE_ERROR,
+        frame::Error::InitialWindowSizeTooLarge => Reason::FLOW_CONTROL_ERROR,
         _ => Reason::PROTOCOL_ERROR,
     }
 }
@@ -257,7 +291,7 @@ fn decode_frame(decoder: &mut FrameDecoder, mut bytes: BytesMut) -> Result<Optio
 
             res.map_err(|e| {
                 proto_err!(conn: "failed to load SETTINGS frame; err={:?}", e);
-                Error::library_go_away(Reason::PROTOCOL_ERROR)
+                Error::library_go_away(frame_error_reason(&e))
             })?
             .into()
         }
@@ -266,7 +300,7 @@ fn decode_frame(decoder: &mut FrameDecoder, mut bytes: BytesMut) -> Result<Optio
 
             res.map_err(|e| {
                 proto_err!(conn: "failed to load PING frame; err={:?}", e);
-                Error::library_go_away(Reason::PROTOCOL_ERROR)
+                Error::library_go_away(frame_error_reason(&e))
             })?
             .into()
         }
@@ -275,7 +309,7 @@ fn decode_frame(decoder: &mut FrameDecoder, mut bytes: BytesMut) -> Result<Optio
 
             res.map_err(|e| {
                 proto_err!(conn: "failed to load WINDOW_UPDATE frame; err={:?}", e);
-                Error::library_go_away(Reason::PROTOCOL_ERROR)
+                Error::library_go_away(frame_error_reason(&e))
             })?
             .into()
         }
@@ -295,7 +329,13 @@ fn decode_frame(decoder: &mut FrameDecoder, mut bytes: BytesMut) -> Result<Optio
             let res = frame::Reset::load(head, &bytes[frame::HEADER_LEN..]);
             res.map_err(|e| {
                 proto_err!(conn: "failed to load RESET frame; err={:?}", e);
-                Error::library_go_away(Reason::PROTOCOL_ERROR)
+                // weir patch: a wrong length is FRAME_SIZE_ERROR (RFC 9113 §6.4); on stream 0
+                // the frame is wrong anyway, PROTOCOL_ERROR (§6.4) as before.
+                if head.stream_id().is_zero() {
+                    Error::library_go_away(Reason::PROTOCOL_ERROR)
+                } else {
+                    Error::library_go_away(frame_error_reason(&e))
+                }
             })?
             .into()
         }
@@ -303,9 +343,14 @@ fn decode_frame(decoder: &mut FrameDecoder, mut bytes: BytesMut) -> Result<Optio
             let res = frame::GoAway::load(head, &bytes[frame::HEADER_LEN..]);
             res.map_err(|e| {
                 proto_err!(conn: "failed to load GO_AWAY frame; err={:?}", e);
-                Error::library_go_away(Reason::PROTOCOL_ERROR)
+                Error::library_go_away(frame_error_reason(&e))
             })?
             .into()
+        }
+        Kind::PushPromise if decoder.refuse_push_promise => {
+            // weir patch: RFC 9113 §8.4.
+            proto_err!(conn: "received PUSH_PROMISE from a client");
+            return Err(Error::library_go_away(Reason::PROTOCOL_ERROR));
         }
         Kind::PushPromise => header_block!(PushPromise, head, bytes),
         Kind::Priority => {
@@ -324,6 +369,12 @@ fn decode_frame(decoder: &mut FrameDecoder, mut bytes: BytesMut) -> Result<Optio
                     let id = head.stream_id();
                     proto_err!(stream: "PRIORITY invalid dependency ID; stream={:?}", id);
                     return Err(Error::library_reset(id, Reason::PROTOCOL_ERROR));
+                }
+                Err(frame::Error::InvalidPayloadLength) => {
+                    // weir patch: a stream error FRAME_SIZE_ERROR (RFC 9113 §6.3).
+                    let id = head.stream_id();
+                    proto_err!(stream: "PRIORITY of a wrong length; stream={:?}", id);
+                    return Err(Error::library_reset(id, Reason::FRAME_SIZE_ERROR));
                 }
                 Err(e) => {
                     proto_err!(conn: "failed to load PRIORITY frame; err={:?};", e);
@@ -445,7 +496,11 @@ where
         let _e = span.enter();
         loop {
             tracing::trace!("poll");
-            let bytes = match ready!(Pin::new(&mut self.inner).poll_next(cx)) {
+            let this = &mut *self;
+            let polled = this
+                .buffer
+                .poll_frame(&mut this.io, cx, this.max_frame_size);
+            let bytes = match ready!(polled) {
                 Some(Ok(bytes)) => bytes,
                 Some(Err(e)) => return Poll::Ready(Some(Err(map_err(e)))),
                 None => return Poll::Ready(None),
@@ -463,7 +518,7 @@ where
 fn map_err(err: io::Error) -> Error {
     if let io::ErrorKind::InvalidData = err.kind() {
         if let Some(custom) = err.get_ref() {
-            if custom.is::<LengthDelimitedCodecError>() {
+            if custom.is::<FrameTooLarge>() {
                 return Error::library_go_away(Reason::FRAME_SIZE_ERROR);
             }
         }

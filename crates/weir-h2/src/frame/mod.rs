@@ -141,6 +141,10 @@ pub enum Error {
     /// An invalid setting value was provided
     InvalidSettingValue,
 
+    /// weir patch: SETTINGS_INITIAL_WINDOW_SIZE above 2^31-1, a FLOW_CONTROL_ERROR (RFC 9113
+    /// §6.5.2) where other invalid values are PROTOCOL_ERROR.
+    InitialWindowSizeTooLarge,
+
     /// An invalid window update value
     InvalidWindowUpdateValue,
 
