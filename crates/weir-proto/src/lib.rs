@@ -30,11 +30,13 @@ pub mod body;
 pub mod chars;
 pub mod conn;
 pub mod date;
+pub mod digest_fields;
 pub mod encode;
 pub mod error;
 pub mod framing;
 pub mod limits;
 pub mod parse;
+pub mod range;
 pub mod request;
 
 pub use error::ProtoError;

@@ -5,59 +5,15 @@
 //! 100 requests (buffers reach their working size), 2,000 keep-alive GETs and 2,000 POSTs with a
 //! 2 KB body that the handler reads fully must allocate exactly 0 times.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use weir::http::{Method, StatusCode};
 use weir::{Config, Exchange, Handler};
-
-struct Counting;
-
-static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
-
-thread_local! {
-    static ON_SERVER_THREAD: Cell<bool> = const { Cell::new(false) };
-}
-
-// SAFETY: delegates every operation to the system allocator unchanged; the counter is a
-// side effect that touches no allocator state.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        count();
-        // SAFETY: same contract as our caller's.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as our caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        count();
-        // SAFETY: same contract as our caller's.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        count();
-        // SAFETY: same contract as our caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-fn count() {
-    // `try_with`: during thread teardown the thread-local may be gone.
-    if ON_SERVER_THREAD.try_with(Cell::get).unwrap_or(false) {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-    }
-}
+use weir_testkit::alloc::{CountingMarked, allocations, count_this_thread};
 
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static ALLOC: CountingMarked = CountingMarked;
 
 /// The handler of the plaintext benchmark and a small-POST route: nothing here allocates.
 struct Plaintext;
@@ -92,7 +48,7 @@ fn start_server(config: Config) -> std::net::SocketAddr {
     std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
-            .on_thread_start(|| ON_SERVER_THREAD.with(|c| c.set(true)))
+            .on_thread_start(|| count_this_thread(true))
             .enable_all()
             .build()
             .unwrap();
@@ -145,15 +101,15 @@ fn keep_alive_requests_allocate_nothing_in_steady_state() {
         exchange(get);
         exchange(&post);
     }
-    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    let before = allocations();
     for _ in 0..2000 {
         exchange(get);
     }
-    let after_gets = ALLOCATIONS.load(Ordering::Relaxed);
+    let after_gets = allocations();
     for _ in 0..2000 {
         exchange(&post);
     }
-    let after_posts = ALLOCATIONS.load(Ordering::Relaxed);
+    let after_posts = allocations();
     let (gets, posts) = (after_gets - before, after_posts - after_gets);
     println!("allocations on server threads: {gets} for 2000 GETs, {posts} for 2000 POSTs");
     assert_eq!(gets, 0, "allocations during 2000 keep-alive GETs");
@@ -163,10 +119,10 @@ fn keep_alive_requests_allocate_nothing_in_steady_state() {
 #[test]
 fn the_counter_counts() {
     // Guards the test above against a counter that cannot see allocations.
-    ON_SERVER_THREAD.with(|c| c.set(true));
-    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    count_this_thread(true);
+    let before = allocations();
     let v: Vec<u8> = Vec::with_capacity(std::hint::black_box(100));
     drop(std::hint::black_box(v));
-    ON_SERVER_THREAD.with(|c| c.set(false));
-    assert!(ALLOCATIONS.load(Ordering::Relaxed) > before);
+    count_this_thread(false);
+    assert!(allocations() > before);
 }

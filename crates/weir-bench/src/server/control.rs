@@ -13,8 +13,9 @@
 //! requests.
 
 use super::{Endpoint, StartError};
-use crate::{alloc_count, clock, procfs};
+use crate::{clock, procfs};
 use std::io::{BufRead, Write};
+use weir_testkit::alloc as alloc_count;
 
 /// Reports how the start went, then answers commands until told to quit.
 pub fn serve_commands(started: Result<Endpoint, StartError>) -> ! {

@@ -13,12 +13,12 @@
 //! and 206 alike, so `weir get` can verify what it wrote.
 
 use super::mime::content_type;
-use super::range::{self, RangeAnswer};
 use super::reply::{self, hex};
 use super::service::Service;
 use http::StatusCode;
 use std::time::{SystemTime, UNIX_EPOCH};
 use weir::{Exchange, http};
+use weir_proto::range::{self, RangeAnswer};
 use weir_store::{ContentDigest, FileMeta, StoreError, StorePath};
 
 pub(super) async fn serve(

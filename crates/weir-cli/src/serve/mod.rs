@@ -29,7 +29,6 @@ mod hasher;
 mod listing;
 mod mime;
 mod multipart;
-mod range;
 mod reply;
 mod service;
 mod target;

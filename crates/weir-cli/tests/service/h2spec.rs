@@ -7,8 +7,8 @@
 //! weir's shared cleartext port is a bad HTTP/1.1 request answered 400) is the one case that
 //! may fail; see there.
 
-use crate::h2spec_run::{H2C_INVALID_PREFACE, assert_all_pass, h2spec_binary, run_h2spec};
 use crate::support::Server;
+use weir_testkit::h2spec::{H2C_INVALID_PREFACE, assert_all_pass, h2spec_binary, run_h2spec};
 
 /// weir serve's SETTINGS_MAX_FRAME_SIZE (`weir::Http2Config`'s default).
 const MAX_FRAME_SIZE: u32 = 256 * 1024;
