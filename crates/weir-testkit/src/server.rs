@@ -54,11 +54,15 @@ impl ServerThread {
     }
 
     /// Shuts down and waits for `serve` to return; fails if the server's thread panicked.
-    pub fn stop(mut self) {
+    pub fn stop(self) {
+        self.join().expect("server thread");
+    }
+
+    /// Shuts down and waits for `serve` to return; `Err` if the server's thread panicked (for
+    /// `Drop` impls, which must not panic again).
+    pub fn join(mut self) -> std::thread::Result<()> {
         self.handle.shutdown();
-        if let Some(t) = self.thread.take() {
-            t.join().expect("server thread");
-        }
+        self.thread.take().map_or(Ok(()), |t| t.join())
     }
 }
 
