@@ -40,6 +40,11 @@ const fn field_vchar(b: u8) -> bool {
     matches!(b, 0x21..=0x7E | 0x80..=0xFF)
 }
 
+/// `etagc` of RFC 9110 §8.8.3: what an entity tag holds between its quotes (visible, not `"`).
+const fn etagc(b: u8) -> bool {
+    matches!(b, 0x21 | 0x23..=0x7E | 0x80..=0xFF)
+}
+
 /// The bytes of a reg-name (RFC 3986 §3.2.2): unreserved, sub-delims and `%` of
 /// pct-encoded.
 const fn reg_name(b: u8) -> bool {
@@ -69,6 +74,7 @@ static REG_NAME: [bool; 256] = table!(reg_name);
 static FIELD_VALUE: [bool; 256] = table!(field_value_char);
 static QDTEXT: [bool; 256] = table!(qdtext);
 static FIELD_VCHAR: [bool; 256] = table!(field_vchar);
+static ETAGC: [bool; 256] = table!(etagc);
 
 /// Whether `b` is a `tchar` (RFC 9110 §5.6.2).
 pub fn is_tchar(b: u8) -> bool {
@@ -88,6 +94,11 @@ pub fn is_field_vchar(b: u8) -> bool {
 /// Whether every byte of `s` is a `tchar` (RFC 9110 §5.6.2) and `s` is not empty: a token.
 pub fn is_token(s: &[u8]) -> bool {
     !s.is_empty() && s.iter().all(|&b| TCHAR[usize::from(b)])
+}
+
+/// Whether `b` is an `etagc` (RFC 9110 §8.8.3): a byte of an entity tag's opaque part.
+pub fn is_etagc(b: u8) -> bool {
+    ETAGC[usize::from(b)]
 }
 
 /// Whether `b` may appear in a `Host` name (reg-name or IPv4 address).
@@ -113,6 +124,7 @@ mod tests {
             assert_eq!(is_field_vchar(b), visible || b >= 0x80, "{b:#x}");
             let quoted = (visible || b >= 0x80 || b == b' ' || b == b'\t') && !b"\"\\".contains(&b);
             assert_eq!(is_qdtext(b), quoted, "{b:#x}");
+            assert_eq!(is_etagc(b), (visible || b >= 0x80) && b != b'"', "{b:#x}");
         }
         assert!(is_token(b"Content-Type"));
         assert!(!is_token(b""));
