@@ -15,7 +15,6 @@
 use super::{Endpoint, StartError};
 use crate::{clock, procfs};
 use std::io::{BufRead, Write};
-use weir_testkit::alloc as alloc_count;
 
 /// Reports how the start went, then answers commands until told to quit.
 pub fn serve_commands(started: Result<Endpoint, StartError>) -> ! {
@@ -42,7 +41,7 @@ pub fn serve_commands(started: Result<Endpoint, StartError>) -> ! {
                 let mem = procfs::memory("self").unwrap_or_default();
                 format!(
                     "stats {} {} {} {}",
-                    alloc_count::allocations(),
+                    weir_testkit::alloc::allocations(),
                     clock::process_cpu_ns(),
                     mem.rss_kib,
                     mem.peak_kib
