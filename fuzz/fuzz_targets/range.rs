@@ -1,11 +1,7 @@
-//! `weir serve`'s `Range` header evaluation against a representation size.
+//! The `Range` header evaluation `weir serve` uses (`weir_proto::range`) against a
+//! representation size.
 #![no_main]
 
-#[allow(dead_code)]
-#[path = "../../crates/weir-cli/src/serve/range.rs"]
-mod range;
+use weir_testkit::fuzz_checks as checks;
 
-#[path = "../range_checks.rs"]
-mod range_checks;
-
-libfuzzer_sys::fuzz_target!(|data: &[u8]| range_checks::range(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| checks::range(data));

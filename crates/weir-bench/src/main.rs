@@ -6,7 +6,6 @@
 //! its section of `docs/BENCHMARKS.md` with an SVG chart beside it. See `README.md` in this
 //! crate for how to run them and what each figure means.
 
-mod alloc_count;
 mod client;
 mod clock;
 mod memcpy;
@@ -26,7 +25,7 @@ use std::path::PathBuf;
 
 /// Every process of this binary, servers included, counts its heap allocations.
 #[global_allocator]
-static ALLOC: alloc_count::Counting = alloc_count::Counting;
+static ALLOC: weir_testkit::alloc::Counting = weir_testkit::alloc::Counting;
 
 #[derive(Parser)]
 #[command(version, about = "weir's whole-system benchmarks")]

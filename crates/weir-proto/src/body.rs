@@ -16,8 +16,9 @@
 //! bytes were in the last input, for the I/O layer to keep them (bounded by
 //! [`Limits::max_trailers`]) and hand them to the handler.
 
+use crate::chars::{is_field_vchar, is_qdtext, is_tchar};
 use crate::error::ProtoError;
-use crate::framing::{Framing, is_tchar};
+use crate::framing::Framing;
 use crate::limits::Limits;
 
 /// What [`BodyDecoder::decode`] found at the start of the input.
@@ -328,7 +329,7 @@ impl ChunkedDecoder {
             (ExtQuoted, b'"') => ExtValueEnd,
             (ExtQuoted, b'\\') => ExtQuotedEscape,
             (ExtQuoted, b) if is_qdtext(b) => ExtQuoted,
-            (ExtQuotedEscape, b) if b == b'\t' || b == b' ' || is_vchar_or_obs(b) => ExtQuoted,
+            (ExtQuotedEscape, b) if b == b'\t' || b == b' ' || is_field_vchar(b) => ExtQuoted,
             (
                 ExtStart | ExtName | ExtAfterName | ExtValueStart | ExtToken | ExtQuoted
                 | ExtQuotedEscape | ExtValueEnd | ExtAfterValue,
@@ -372,7 +373,7 @@ impl ChunkedDecoder {
             }
             (TrailerName, _) => return Err(ProtoError::InvalidTrailer),
             (TrailerValue, b'\r') => TrailerLf,
-            (TrailerValue, b) if b == b'\t' || b == b' ' || is_vchar_or_obs(b) => TrailerValue,
+            (TrailerValue, b) if b == b'\t' || b == b' ' || is_field_vchar(b) => TrailerValue,
             (TrailerValue, b'\n') => return Err(ProtoError::BareLineEnding),
             (TrailerValue, _) => return Err(ProtoError::InvalidTrailer),
             (TrailerLf, b'\n') => TrailerStart,
@@ -411,15 +412,6 @@ fn is_trailer_state(state: State) -> bool {
             | State::TrailerLf
             | State::FinalLf
     )
-}
-
-/// `qdtext` of RFC 9110 §5.6.4.
-fn is_qdtext(b: u8) -> bool {
-    matches!(b, b'\t' | b' ' | 0x21 | 0x23..=0x5B | 0x5D..=0x7E | 0x80..=0xFF)
-}
-
-fn is_vchar_or_obs(b: u8) -> bool {
-    matches!(b, 0x21..=0x7E | 0x80..=0xFF)
 }
 
 #[cfg(test)]

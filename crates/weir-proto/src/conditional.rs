@@ -203,11 +203,7 @@ impl<'a> Iterator for EntityTags<'a> {
         let member = if body.first() == Some(&b'"') {
             // etagc = %x21 / %x23-7E / obs-text: anything visible but DQUOTE.
             match body[1..].iter().position(|&b| b == b'"') {
-                Some(close)
-                    if body[1..=close]
-                        .iter()
-                        .all(|&b| b == 0x21 || (0x23..=0x7e).contains(&b) || b >= 0x80) =>
-                {
+                Some(close) if body[1..=close].iter().all(|&b| crate::chars::is_etagc(b)) => {
                     let opaque = &body[..close + 2];
                     self.rest = &body[close + 2..];
                     if self.at_member_end() {

@@ -130,13 +130,6 @@ pub(crate) fn trim_ows(mut s: &[u8]) -> &[u8] {
     s
 }
 
-/// `tchar` of RFC 9110 §5.6.2: the characters of a token.
-pub(crate) fn is_tchar(b: u8) -> bool {
-    matches!(b,
-        b'!' | b'#' | b'$' | b'%' | b'&' | b'\'' | b'*' | b'+' | b'-' | b'.' | b'^' | b'_' | b'`'
-        | b'|' | b'~' | b'0'..=b'9' | b'a'..=b'z' | b'A'..=b'Z')
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

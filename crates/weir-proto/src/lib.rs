@@ -31,11 +31,13 @@ pub mod chars;
 pub mod conditional;
 pub mod conn;
 pub mod date;
+pub mod digest_fields;
 pub mod encode;
 pub mod error;
 pub mod framing;
 pub mod limits;
 pub mod parse;
+pub mod range;
 pub mod request;
 pub mod upload_fields;
 

@@ -7,71 +7,20 @@
 //! its frames into reused buffers: a large allocation per frame received (h2's frame buffer,
 //! which glibc then hands back to the kernel and faults in again) is counted and refused.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use weir::http::{Method, StatusCode};
 use weir::{Config, Exchange, Handler};
-
-struct Counting;
+use weir_testkit::alloc::{
+    CountingMarked, LARGE, allocations, count_this_thread, large_allocations,
+};
 
 /// Held by each test that measures: the counters count every server's threads.
 static MEASURING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
-
-/// Allocations of at least [`LARGE`] bytes, of which `ALLOCATIONS` counts every one.
-static LARGE_ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
-
-/// A quarter of the server's default HTTP/2 frame size: buffers of frames are at least this.
-const LARGE: usize = 64 << 10;
-
-thread_local! {
-    static ON_SERVER_THREAD: Cell<bool> = const { Cell::new(false) };
-}
-
-// SAFETY: delegates every operation to the system allocator unchanged; the counter is a
-// side effect that touches no allocator state.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        count(layout.size());
-        // SAFETY: same contract as our caller's.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as our caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        count(layout.size());
-        // SAFETY: same contract as our caller's.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        count(new_size);
-        // SAFETY: same contract as our caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-fn count(size: usize) {
-    // `try_with`: during thread teardown the thread-local may be gone.
-    if ON_SERVER_THREAD.try_with(Cell::get).unwrap_or(false) {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        if size >= LARGE {
-            LARGE_ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static ALLOC: CountingMarked = CountingMarked;
 
 /// The handler of the plaintext benchmark and a small-POST route: nothing here allocates.
 struct Plaintext;
@@ -106,7 +55,7 @@ fn start_server(config: Config) -> std::net::SocketAddr {
     std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
-            .on_thread_start(|| ON_SERVER_THREAD.with(|c| c.set(true)))
+            .on_thread_start(|| count_this_thread(true))
             .enable_all()
             .build()
             .unwrap();
@@ -162,15 +111,15 @@ fn keep_alive_requests_allocate_nothing_in_steady_state() {
         exchange(get);
         exchange(&post);
     }
-    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    let before = allocations();
     for _ in 0..2000 {
         exchange(get);
     }
-    let after_gets = ALLOCATIONS.load(Ordering::Relaxed);
+    let after_gets = allocations();
     for _ in 0..2000 {
         exchange(&post);
     }
-    let after_posts = ALLOCATIONS.load(Ordering::Relaxed);
+    let after_posts = allocations();
     let (gets, posts) = (after_gets - before, after_posts - after_gets);
     println!("allocations on server threads: {gets} for 2000 GETs, {posts} for 2000 POSTs");
     assert_eq!(gets, 0, "allocations during 2000 keep-alive GETs");
@@ -180,16 +129,16 @@ fn keep_alive_requests_allocate_nothing_in_steady_state() {
 #[test]
 fn the_counter_counts() {
     // Guards the test above against a counter that cannot see allocations.
-    ON_SERVER_THREAD.with(|c| c.set(true));
-    let before = ALLOCATIONS.load(Ordering::Relaxed);
-    let large_before = LARGE_ALLOCATIONS.load(Ordering::Relaxed);
+    count_this_thread(true);
+    let before = allocations();
+    let large_before = large_allocations();
     let v: Vec<u8> = Vec::with_capacity(std::hint::black_box(100));
     drop(std::hint::black_box(v));
     let v: Vec<u8> = Vec::with_capacity(std::hint::black_box(LARGE));
     drop(std::hint::black_box(v));
-    ON_SERVER_THREAD.with(|c| c.set(false));
-    assert!(ALLOCATIONS.load(Ordering::Relaxed) >= before + 2);
-    assert!(LARGE_ALLOCATIONS.load(Ordering::Relaxed) > large_before);
+    count_this_thread(false);
+    assert!(allocations() >= before + 2);
+    assert!(large_allocations() > large_before);
 }
 
 /// Uploads `len` bytes over one h2c stream of `client`; returns the byte count the server read.
@@ -240,9 +189,9 @@ fn http2_upload_reuses_its_frame_buffers() {
             .unwrap();
         tokio::spawn(connection);
         assert_eq!(h2_upload(&mut client, warm_up).await, warm_up);
-        let before = LARGE_ALLOCATIONS.load(Ordering::Relaxed);
+        let before = large_allocations();
         assert_eq!(h2_upload(&mut client, measured).await, measured);
-        LARGE_ALLOCATIONS.load(Ordering::Relaxed) - before
+        large_allocations() - before
     });
     // Upstream h2 allocates one frame-sized buffer per frame that does not fit the rest of the
     // last one: hundreds here (512 frames of 256 KiB). Reused buffers leave a handful, for

@@ -13,7 +13,7 @@
 //! requests.
 
 use super::{Endpoint, StartError};
-use crate::{alloc_count, clock, procfs};
+use crate::{clock, procfs};
 use std::io::{BufRead, Write};
 
 /// Reports how the start went, then answers commands until told to quit.
@@ -41,7 +41,7 @@ pub fn serve_commands(started: Result<Endpoint, StartError>) -> ! {
                 let mem = procfs::memory("self").unwrap_or_default();
                 format!(
                     "stats {} {} {} {}",
-                    alloc_count::allocations(),
+                    weir_testkit::alloc::allocations(),
                     clock::process_cpu_ns(),
                     mem.rss_kib,
                     mem.peak_kib

@@ -15,7 +15,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-use weir_store::ContentDigest;
+use weir_proto::digest_fields::ContentDigest;
 
 /// Runs `weir get`.
 pub fn get(args: GetArgs) -> Result<(), ClientError> {

@@ -23,7 +23,7 @@ use sha2::{Digest, Sha256};
 use std::fs::File;
 use std::io::Read;
 use std::time::{Duration, Instant};
-use weir_store::ContentDigest;
+use weir_proto::digest_fields::ContentDigest;
 
 /// How long to wait for `100 Continue` before sending the body anyway (curl waits 1 s too).
 const CONTINUE_WAIT: Duration = Duration::from_secs(1);

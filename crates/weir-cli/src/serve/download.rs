@@ -19,13 +19,13 @@
 
 use super::mime::content_type;
 use super::preconditions::{self, etag, validators};
-use super::range::{self, RangeAnswer};
 use super::reply;
 use super::service::Service;
 use http::StatusCode;
 use std::time::SystemTime;
 use weir::{Exchange, http};
 use weir_proto::conditional::{self, Outcome};
+use weir_proto::range::{self, RangeAnswer};
 use weir_store::{ContentDigest, StoreError, StorePath};
 
 pub(super) async fn serve(

@@ -31,7 +31,6 @@ mod listing;
 mod mime;
 mod multipart;
 mod preconditions;
-mod range;
 mod reply;
 mod resumable;
 mod service;

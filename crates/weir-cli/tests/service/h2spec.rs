@@ -6,8 +6,8 @@
 //! and report reading this test shares. Every case must pass, over h2c too (3.5 #2, an invalid
 //! preface, is closed unanswered on the shared cleartext port; see there).
 
-use crate::h2spec_run::{assert_all_pass, h2spec_binary, run_h2spec};
 use crate::support::Server;
+use weir_testkit::h2spec::{assert_all_pass, h2spec_binary, run_h2spec};
 
 /// weir serve's SETTINGS_MAX_FRAME_SIZE (`weir::Http2Config`'s default).
 const MAX_FRAME_SIZE: u32 = 256 * 1024;

@@ -11,8 +11,6 @@ mod crash;
 mod enospc;
 mod forms;
 mod h2spec;
-#[path = "../../../weir/tests/integration/h2spec_run.rs"]
-mod h2spec_run;
 mod large;
 mod listing;
 mod multipart;

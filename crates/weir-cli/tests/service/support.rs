@@ -2,12 +2,13 @@
 //! deterministic test data.
 
 use sha2::{Digest, Sha256};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
+use weir_testkit::server::ServerThread;
 
 pub const WEIR: &str = env!("CARGO_BIN_EXE_weir");
 
@@ -89,36 +90,7 @@ pub fn spawn(
     args: &[&str],
     env: &[(&str, &str)],
 ) -> Result<(Child, SocketAddr), String> {
-    let stderr = std::fs::File::create(logs.join("server-stderr.log")).unwrap();
-    let mut cmd = Command::new(WEIR);
-    cmd.arg("serve")
-        .arg("--root")
-        .arg(root)
-        .args(["--listen", "127.0.0.1:0"])
-        .args(args)
-        .env_remove("WEIR_TOKEN")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(stderr);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let mut child = cmd.spawn().unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let mut line = String::new();
-    BufReader::new(stdout).read_line(&mut line).unwrap();
-    let addr = line
-        .trim()
-        .rsplit_once(" on http://")
-        .or_else(|| line.trim().rsplit_once(" on https://"));
-    match addr {
-        Some((_, addr)) => Ok((child, addr.parse().unwrap())),
-        None => {
-            let _ = child.kill();
-            let _ = child.wait();
-            Err(std::fs::read_to_string(logs.join("server-stderr.log")).unwrap_or_default())
-        }
-    }
+    weir_testkit::serve_binary::spawn(Path::new(WEIR), root, logs, args, env)
 }
 
 /// A parsed response.
@@ -329,8 +301,7 @@ pub struct InProcessServe {
     pub addr: SocketAddr,
     pub service: std::sync::Arc<weir_cli::serve::Service>,
     pub root: PathBuf,
-    handle: weir::ServerHandle,
-    thread: Option<std::thread::JoinHandle<()>>,
+    server: Option<ServerThread>,
     _dir: tempfile::TempDir,
 }
 
@@ -354,46 +325,31 @@ impl InProcessServe {
                 limited_storage: false,
             },
         ));
-        let (tx, rx) = std::sync::mpsc::channel();
         let serving = std::sync::Arc::clone(&service);
-        let thread = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async move {
-                let mut server = weir::Server::new(config);
-                let addr = server.listen_tcp("127.0.0.1:0").await.unwrap();
-                tx.send((addr, server.handle())).unwrap();
-                server.serve(serving).await.unwrap();
-            });
+        let (server, addr) = ServerThread::start(config, serving, async |server| {
+            server.listen_tcp("127.0.0.1:0").await.unwrap()
         });
-        let (addr, handle) = rx.recv().unwrap();
         Self {
             addr,
             service,
             root,
-            handle,
-            thread: Some(thread),
+            server: Some(server),
             _dir: dir,
         }
     }
 
     /// Shuts the server down and fails if its thread panicked.
     pub fn stop(mut self) {
-        self.handle.shutdown();
-        if let Some(t) = self.thread.take() {
-            t.join().unwrap();
+        if let Some(server) = self.server.take() {
+            server.stop();
         }
     }
 }
 
 impl Drop for InProcessServe {
     fn drop(&mut self) {
-        self.handle.shutdown();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
+        if let Some(server) = self.server.take() {
+            let _ = server.join();
         }
     }
 }

@@ -4,13 +4,13 @@
 //! Reading to EOF (rather than one response) is what lets a case prove the negative: the server
 //! answered exactly once and then closed, and no byte after the bad request was ever served.
 
-pub use crate::common::Resp;
-use crate::common::{ServerThread, query_u64};
 use http::StatusCode;
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 use weir::{Config, Exchange, Handler, ServerHandle};
+pub use weir_testkit::h1::{Resp, parse_responses};
+use weir_testkit::server::{ServerThread, query_u64};
 
 /// Appended after every request: if it is ever answered, the server parsed bytes it should not
 /// have. It asks to close, so a server that keeps the connection answers it and then closes.
@@ -186,70 +186,4 @@ pub fn read_until_closed(mut stream: TcpStream) -> Transcript {
         garbage,
         closed,
     }
-}
-
-/// Parses consecutive responses (`Content-Length` or chunked bodies); returns them and the
-/// bytes left over.
-pub fn parse_responses(mut data: &[u8]) -> (Vec<Resp>, Vec<u8>) {
-    let mut out = Vec::new();
-    while !data.is_empty() {
-        match parse_one(data) {
-            Some((resp, used)) => {
-                out.push(resp);
-                data = &data[used..];
-            }
-            None => break,
-        }
-    }
-    (out, data.to_vec())
-}
-
-fn parse_one(data: &[u8]) -> Option<(Resp, usize)> {
-    let head_end = data.windows(4).position(|w| w == b"\r\n\r\n")? + 4;
-    let head = std::str::from_utf8(&data[..head_end - 4]).ok()?;
-    let mut lines = head.split("\r\n");
-    let status_line = lines.next()?;
-    let status: u16 = status_line
-        .strip_prefix("HTTP/1.1 ")?
-        .get(..3)?
-        .parse()
-        .ok()?;
-    let headers: Vec<(String, String)> = lines
-        .map(|l| {
-            let (n, v) = l.split_once(':').unwrap_or((l, ""));
-            (n.to_string(), v.trim().to_string())
-        })
-        .collect();
-    let mut resp = Resp {
-        status,
-        headers,
-        body: Vec::new(),
-    };
-    let rest = &data[head_end..];
-    if status / 100 == 1 {
-        return Some((resp, head_end));
-    }
-    if let Some(len) = resp.header("content-length") {
-        let len: usize = len.parse().ok()?;
-        resp.body = rest.get(..len)?.to_vec();
-        return Some((resp, head_end + len));
-    }
-    if resp.header("transfer-encoding") == Some("chunked") {
-        let mut pos = 0;
-        loop {
-            let line_end = rest[pos..].windows(2).position(|w| w == b"\r\n")? + pos;
-            let size =
-                usize::from_str_radix(std::str::from_utf8(&rest[pos..line_end]).ok()?, 16).ok()?;
-            pos = line_end + 2;
-            if size == 0 {
-                // No trailers from weir: the final CRLF follows.
-                return Some((resp, head_end + pos + 2));
-            }
-            resp.body.extend_from_slice(rest.get(pos..pos + size)?);
-            pos += size + 2;
-        }
-    }
-    // Close-delimited: the rest is the body.
-    resp.body = rest.to_vec();
-    Some((resp, data.len()))
 }

@@ -7,9 +7,6 @@
 //!   connections, with short configured values; assertions on behaviour, not durations.
 //! - `listeners`: binding mistakes come back as clear `io::Error`s and destroy nothing.
 
-#[path = "../common/mod.rs"]
-#[allow(dead_code)] // shared with the integration tests, which use all of it
-mod common;
 mod harness;
 mod listeners;
 mod rfc9112;

@@ -8,267 +8,15 @@
 
 use crate::h2_support::*;
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 use weir::Config;
-
-// Frame types and flags (RFC 9113 §6).
-const DATA: u8 = 0x0;
-const HEADERS: u8 = 0x1;
-const PRIORITY: u8 = 0x2;
-const RST_STREAM: u8 = 0x3;
-const SETTINGS: u8 = 0x4;
-const PING: u8 = 0x6;
-const GOAWAY: u8 = 0x7;
-const WINDOW_UPDATE: u8 = 0x8;
-const CONTINUATION: u8 = 0x9;
-const END_STREAM: u8 = 0x1;
-const ACK: u8 = 0x1;
-const END_HEADERS: u8 = 0x4;
-
-// Error codes (RFC 9113 §7).
-const PROTOCOL_ERROR: u32 = 0x1;
-const FLOW_CONTROL_ERROR: u32 = 0x3;
-const STREAM_CLOSED: u32 = 0x5;
-const FRAME_SIZE_ERROR: u32 = 0x6;
-const COMPRESSION_ERROR: u32 = 0x9;
-const ENHANCE_YOUR_CALM: u32 = 0xb;
-
-#[derive(Debug, Clone)]
-struct Frame {
-    kind: u8,
-    flags: u8,
-    stream: u32,
-    payload: Vec<u8>,
-}
-
-impl Frame {
-    fn error_code(&self) -> u32 {
-        let at = if self.kind == GOAWAY { 4 } else { 0 };
-        u32::from_be_bytes(self.payload[at..at + 4].try_into().unwrap())
-    }
-}
-
-fn frame_bytes(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
-    let len = payload.len();
-    let mut f = vec![(len >> 16) as u8, (len >> 8) as u8, len as u8, kind, flags];
-    f.extend_from_slice(&stream.to_be_bytes());
-    f.extend_from_slice(payload);
-    f
-}
-
-/// HPACK integer with an `n`-bit prefix (RFC 7541 §5.1).
-fn hpack_int(out: &mut Vec<u8>, first: u8, n: u32, mut value: usize) {
-    let max = (1usize << n) - 1;
-    if value < max {
-        out.push(first | value as u8);
-        return;
-    }
-    out.push(first | max as u8);
-    value -= max;
-    while value >= 128 {
-        out.push((value % 128 + 128) as u8);
-        value /= 128;
-    }
-    out.push(value as u8);
-}
-
-/// A header block of literal fields without indexing, new names, no Huffman.
-fn hpack(headers: &[(&str, &str)]) -> Vec<u8> {
-    let mut out = Vec::new();
-    for (name, value) in headers {
-        out.push(0x00);
-        hpack_int(&mut out, 0, 7, name.len());
-        out.extend_from_slice(name.as_bytes());
-        hpack_int(&mut out, 0, 7, value.len());
-        out.extend_from_slice(value.as_bytes());
-    }
-    out
-}
-
-fn get(path: &str) -> Vec<(&str, &str)> {
-    vec![
-        (":method", "GET"),
-        (":scheme", "http"),
-        (":path", path),
-        (":authority", "localhost"),
-    ]
-}
-
-/// The `:status` of a response header block, for the forms h2 sends: an indexed static entry,
-/// or a literal with the static `:status` name and a (Huffman-coded) three-digit value.
-fn status_of(block: &[u8]) -> u16 {
-    const STATIC: [(u8, u16); 7] = [
-        (8, 200),
-        (9, 204),
-        (10, 206),
-        (11, 304),
-        (12, 400),
-        (13, 404),
-        (14, 500),
-    ];
-    let b = block[0];
-    if b & 0x80 != 0 {
-        let index = b & 0x7f;
-        return STATIC.iter().find(|(i, _)| *i == index).unwrap().1;
-    }
-    assert!(
-        b == 0x08 || b == 0x18 || b == 0x48,
-        "unexpected :status form {b:#x}"
-    );
-    let huffman = block[1] & 0x80 != 0;
-    let len = (block[1] & 0x7f) as usize;
-    let value = &block[2..2 + len];
-    if !huffman {
-        return std::str::from_utf8(value).unwrap().parse().unwrap();
-    }
-    // Digits in the HPACK Huffman code: 0-2 are 5 bits (00000..00010), 3-9 six bits
-    // (011001..011111).
-    let bits: Vec<u8> = value
-        .iter()
-        .flat_map(|byte| (0..8).rev().map(move |i| (byte >> i) & 1))
-        .collect();
-    let mut at = 0;
-    let mut status = 0u16;
-    for _ in 0..3 {
-        let five = bits[at..at + 5].iter().fold(0u8, |a, b| a << 1 | b);
-        let digit = if five <= 2 {
-            at += 5;
-            five
-        } else {
-            let six = bits[at..at + 6].iter().fold(0u8, |a, b| a << 1 | b);
-            at += 6;
-            six - 0b011001 + 3
-        };
-        status = status * 10 + u16::from(digit);
-    }
-    status
-}
-
-/// A raw HTTP/2 client connection.
-struct Raw {
-    s: TcpStream,
-    /// SETTINGS the server sent first.
-    settings: Vec<(u16, u32)>,
-}
-
-impl Raw {
-    /// Connects, sends the preface and empty SETTINGS, reads the server's SETTINGS and
-    /// acknowledges them, and waits for the acknowledgement of ours.
-    fn connect(addr: SocketAddr) -> Self {
-        Self::over(TcpStream::connect(addr).unwrap())
-    }
-
-    /// [`Raw::connect`] over a socket whose receive buffer is about `size` bytes: the server's
-    /// bytes back up in its send buffer as soon as this client reads slower than it writes.
-    fn connect_with_receive_buffer(addr: SocketAddr, size: usize) -> Self {
-        let socket =
-            socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
-        socket.set_recv_buffer_size(size).unwrap();
-        socket.connect(&addr.into()).unwrap();
-        Self::over(socket.into())
-    }
-
-    /// The connection preface and SETTINGS exchange over `s`.
-    fn over(s: TcpStream) -> Self {
-        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        let mut raw = Self {
-            s,
-            settings: Vec::new(),
-        };
-        raw.write(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
-        raw.send(SETTINGS, 0, 0, &[]);
-        let first = raw.read_frame().expect("server SETTINGS");
-        assert_eq!((first.kind, first.flags, first.stream), (SETTINGS, 0, 0));
-        raw.settings = first
-            .payload
-            .chunks(6)
-            .map(|c| {
-                (
-                    u16::from_be_bytes([c[0], c[1]]),
-                    u32::from_be_bytes([c[2], c[3], c[4], c[5]]),
-                )
-            })
-            .collect();
-        raw.send(SETTINGS, ACK, 0, &[]);
-        loop {
-            let f = raw.read_frame().expect("SETTINGS ACK");
-            if f.kind == SETTINGS && f.flags & ACK != 0 {
-                return raw;
-            }
-        }
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        self.s.write_all(bytes).unwrap();
-    }
-
-    fn send(&mut self, kind: u8, flags: u8, stream: u32, payload: &[u8]) {
-        self.write(&frame_bytes(kind, flags, stream, payload));
-    }
-
-    fn headers(&mut self, stream: u32, fields: &[(&str, &str)], end_stream: bool) {
-        let flags = END_HEADERS | if end_stream { END_STREAM } else { 0 };
-        self.send(HEADERS, flags, stream, &hpack(fields));
-    }
-
-    /// The next frame; `None` at EOF, reset or timeout.
-    fn read_frame(&mut self) -> Option<Frame> {
-        read_frame(&mut self.s)
-    }
-
-    /// Reads until a frame matches; `None` if the connection ends first.
-    fn until(&mut self, want: impl Fn(&Frame) -> bool) -> Option<Frame> {
-        loop {
-            let f = self.read_frame()?;
-            if want(&f) {
-                return Some(f);
-            }
-        }
-    }
-
-    /// The error code of the GOAWAY the server sends next (skipping other frames).
-    fn goaway(&mut self) -> Option<u32> {
-        self.until(|f| f.kind == GOAWAY).map(|f| f.error_code())
-    }
-
-    /// What happens to `stream`: its RST_STREAM code, or the GOAWAY code (as `Err`).
-    fn reset_of(&mut self, stream: u32) -> Result<u32, Option<u32>> {
-        match self.until(|f| (f.kind == RST_STREAM && f.stream == stream) || f.kind == GOAWAY) {
-            Some(f) if f.kind == RST_STREAM => Ok(f.error_code()),
-            Some(f) => Err(Some(f.error_code())),
-            None => Err(None),
-        }
-    }
-
-    /// The `:status` of the response on `stream`.
-    fn status(&mut self, stream: u32) -> u16 {
-        let f = self
-            .until(|f| f.kind == HEADERS && f.stream == stream)
-            .expect("response HEADERS");
-        status_of(&f.payload)
-    }
-}
-
-fn read_frame(s: &mut TcpStream) -> Option<Frame> {
-    let mut head = [0u8; 9];
-    s.read_exact(&mut head).ok()?;
-    let len = usize::from(head[0]) << 16 | usize::from(head[1]) << 8 | usize::from(head[2]);
-    let mut payload = vec![0u8; len];
-    s.read_exact(&mut payload).ok()?;
-    Some(Frame {
-        kind: head[3],
-        flags: head[4],
-        stream: u32::from_be_bytes([head[5], head[6], head[7], head[8]]) & 0x7fff_ffff,
-        payload,
-    })
-}
+use weir_testkit::h2_frames::*;
 
 #[test]
 fn preface_settings_and_a_request() {
     let server = TlsTestServer::start(Config::default());
-    let mut c = Raw::connect(server.addr);
+    let mut c = FrameClient::connect(server.addr);
     // SETTINGS advertise the configured limits (ids: 3 streams, 4 window, 5 frame, 6 header
     // list).
     let setting = |id| c.settings.iter().find(|(i, _)| *i == id).map(|(_, v)| *v);
@@ -342,7 +90,7 @@ fn malformed_requests_are_reset_with_protocol_error() {
     // connection error (GOAWAY) of the same type is the permitted escalation.
     let mut wrong = Vec::new();
     for (what, fields) in &cases {
-        let mut c = Raw::connect(server.addr);
+        let mut c = FrameClient::connect(server.addr);
         c.headers(1, fields, true);
         let got = c.reset_of(1);
         if !matches!(got, Ok(PROTOCOL_ERROR) | Err(Some(PROTOCOL_ERROR))) {
@@ -350,7 +98,7 @@ fn malformed_requests_are_reset_with_protocol_error() {
         }
     }
     assert!(wrong.is_empty(), "{wrong:#?}");
-    let mut c = Raw::connect(server.addr);
+    let mut c = FrameClient::connect(server.addr);
     let mut stream = 1;
     // Content-length that the DATA does not match.
     let mut fields = get("/sha");
@@ -373,11 +121,11 @@ fn malformed_requests_are_reset_with_protocol_error() {
 fn stream_state_violations() {
     let server = TlsTestServer::start(Config::default());
     // DATA on an idle stream: connection error PROTOCOL_ERROR.
-    let mut c = Raw::connect(server.addr);
+    let mut c = FrameClient::connect(server.addr);
     c.send(DATA, 0, 1, b"x");
     assert_eq!(c.goaway(), Some(PROTOCOL_ERROR));
     // HEADERS on a stream closed by END_STREAM in both directions: STREAM_CLOSED.
-    let mut c = Raw::connect(server.addr);
+    let mut c = FrameClient::connect(server.addr);
     c.headers(1, &get("/hello"), true);
     c.until(|f| f.kind == DATA && f.flags & END_STREAM != 0)
         .unwrap();
@@ -390,17 +138,17 @@ fn stream_state_violations() {
         "HEADERS on a closed stream"
     );
     // A stream id lower than one already used: PROTOCOL_ERROR.
-    let mut c = Raw::connect(server.addr);
+    let mut c = FrameClient::connect(server.addr);
     c.headers(5, &get("/hello"), true);
     c.until(|f| f.kind == HEADERS && f.stream == 5).unwrap();
     c.headers(3, &get("/hello"), true);
     assert_eq!(c.goaway(), Some(PROTOCOL_ERROR));
     // An even (server-initiated) stream id from the client: PROTOCOL_ERROR.
-    let mut c = Raw::connect(server.addr);
+    let mut c = FrameClient::connect(server.addr);
     c.headers(2, &get("/hello"), true);
     assert_eq!(c.goaway(), Some(PROTOCOL_ERROR));
     // DATA after END_STREAM on a half-closed stream: STREAM_CLOSED.
-    let mut c = Raw::connect(server.addr);
+    let mut c = FrameClient::connect(server.addr);
     let mut fields = get("/hold?g=3");
     fields[0] = (":method", "PUT");
     c.headers(1, &fields, false);
@@ -420,10 +168,10 @@ fn faults_fixed_in_the_vendored_h2() {
     let server = TlsTestServer::start(Config::default());
     // HPACK decoding errors are connection errors COMPRESSION_ERROR (§4.3): an indexed field
     // with index 0 (RFC 7541 §6.1), and a block that ends inside a field.
-    let mut c = Raw::connect(server.addr);
+    let mut c = FrameClient::connect(server.addr);
     c.send(HEADERS, END_HEADERS | END_STREAM, 1, &[0x80]);
     assert_eq!(c.goaway(), Some(COMPRESSION_ERROR), "index 0");
-    let mut c = Raw::connect(server.addr);
+    let mut c = FrameClient::connect(server.addr);
     let mut block = hpack(&get("/hello"));
     block.extend_from_slice(&[0x00, 0x05, b'x']);
     c.send(HEADERS, END_HEADERS | END_STREAM, 1, &block);
@@ -466,7 +214,7 @@ fn faults_fixed_in_the_vendored_h2() {
     let mut wrong = Vec::new();
     for (what, before, after) in cases {
         let block = [before, &hpack(&get("/hello")), after].concat();
-        let mut c = Raw::connect(server.addr);
+        let mut c = FrameClient::connect(server.addr);
         c.send(HEADERS, END_HEADERS | END_STREAM, 1, &block);
         let got = c.goaway();
         if got != Some(COMPRESSION_ERROR) {
@@ -475,7 +223,7 @@ fn faults_fixed_in_the_vendored_h2() {
     }
     assert!(wrong.is_empty(), "{wrong:#?}");
     // Two table size updates at the start of a block are allowed (§4.2): served.
-    let mut c = Raw::connect(server.addr);
+    let mut c = FrameClient::connect(server.addr);
     let mut block = vec![0x20, 0x3f, 0xe1, 0x1f];
     block.extend_from_slice(&hpack(&get("/hello")));
     c.send(HEADERS, END_HEADERS | END_STREAM, 1, &block);
@@ -483,7 +231,7 @@ fn faults_fixed_in_the_vendored_h2() {
 
     // A pseudo-header field in trailers makes the request malformed (§8.1): the stream is
     // reset, and the connection serves on.
-    let mut c = Raw::connect(server.addr);
+    let mut c = FrameClient::connect(server.addr);
     let mut fields = get("/sha");
     fields[0] = (":method", "PUT");
     c.headers(1, &fields, false);
@@ -500,7 +248,7 @@ fn faults_fixed_in_the_vendored_h2() {
     // The client's GOAWAY (with an error code unknown to the server, which must trigger no
     // special behaviour, §7) only says it opens no more streams: a PING sent after it, once the
     // server has had time to act on the GOAWAY alone, is still answered.
-    let mut c = Raw::connect(server.addr);
+    let mut c = FrameClient::connect(server.addr);
     let mut goaway = 0u32.to_be_bytes().to_vec();
     goaway.extend_from_slice(&0xbad_c0deu32.to_be_bytes());
     c.send(GOAWAY, 0, 0, &goaway);
@@ -525,7 +273,7 @@ fn faults_after_an_early_response_are_judged_as_before_it() {
     let server = TlsTestServer::start(Config::default());
     // GET /hello answers without reading a body; this one has a body (no END_STREAM).
     let answered_early = |fields: &[(&str, &str)]| {
-        let mut c = Raw::connect(server.addr);
+        let mut c = FrameClient::connect(server.addr);
         c.headers(1, fields, false);
         assert_eq!(c.status(1), 200);
         c.until(|f| f.kind == DATA && f.stream == 1 && f.flags & END_STREAM != 0)
@@ -585,7 +333,7 @@ fn faults_after_an_early_response_are_judged_as_before_it() {
 fn flow_control_and_frame_size_violations() {
     let server = TlsTestServer::start(Config::default());
     // More DATA than the stream window (1 MiB) on a stream whose handler does not read.
-    let mut c = Raw::connect(server.addr);
+    let mut c = FrameClient::connect(server.addr);
     let mut fields = get("/hold?g=3");
     fields[0] = (":method", "PUT");
     c.headers(1, &fields, false);
@@ -603,15 +351,15 @@ fn flow_control_and_frame_size_violations() {
     );
     hold_release(3).notify_waiters();
     // WINDOW_UPDATE with a zero increment on the connection: PROTOCOL_ERROR.
-    let mut c = Raw::connect(server.addr);
+    let mut c = FrameClient::connect(server.addr);
     c.send(WINDOW_UPDATE, 0, 0, &0u32.to_be_bytes());
     assert_eq!(c.goaway(), Some(PROTOCOL_ERROR));
     // A window grown past 2^31-1: FLOW_CONTROL_ERROR.
-    let mut c = Raw::connect(server.addr);
+    let mut c = FrameClient::connect(server.addr);
     c.send(WINDOW_UPDATE, 0, 0, &0x7fff_ffffu32.to_be_bytes());
     assert_eq!(c.goaway(), Some(FLOW_CONTROL_ERROR));
     // A frame larger than SETTINGS_MAX_FRAME_SIZE (256 KiB): FRAME_SIZE_ERROR.
-    let mut c = Raw::connect(server.addr);
+    let mut c = FrameClient::connect(server.addr);
     c.headers(1, &fields, false);
     c.send(DATA, 0, 1, &vec![0u8; 256 * 1024 + 1]);
     assert_eq!(c.goaway(), Some(FRAME_SIZE_ERROR));
@@ -619,7 +367,7 @@ fn flow_control_and_frame_size_violations() {
     // A HEADERS frame larger than that: a connection error FRAME_SIZE_ERROR too (§4.2: a field
     // block can change the connection's HPACK state). The suite's case for it cannot run at
     // 256 KiB frames (it needs a header block larger than the largest frame).
-    let mut c = Raw::connect(server.addr);
+    let mut c = FrameClient::connect(server.addr);
     let mut fields = get("/hello");
     let big = "a".repeat(256 * 1024);
     fields.push(("x-big", &big));
@@ -629,7 +377,7 @@ fn flow_control_and_frame_size_violations() {
     assert_eq!(c.goaway(), Some(FRAME_SIZE_ERROR), "oversized HEADERS");
     // SETTINGS_INITIAL_WINDOW_SIZE above 2^31-1: FLOW_CONTROL_ERROR (RFC 9113 §6.5.2; h2
     // alone would answer PROTOCOL_ERROR: weir's frame meter gives the right code).
-    let mut c = Raw::connect(server.addr);
+    let mut c = FrameClient::connect(server.addr);
     c.send(SETTINGS, 0, 0, &[0, 4, 0x80, 0, 0, 0]);
     assert_eq!(c.goaway(), Some(FLOW_CONTROL_ERROR));
     assert!(c.read_frame().is_none(), "closed after GOAWAY");
@@ -646,7 +394,7 @@ fn flow_control_and_frame_size_violations() {
         (RST_STREAM, 0, 1, &[0, 0, 0][..]),
         (GOAWAY, 0, 0, &[0u8; 7][..]),
     ] {
-        let mut c = Raw::connect(server.addr);
+        let mut c = FrameClient::connect(server.addr);
         if stream != 0 {
             c.headers(stream, &get("/hello"), false);
         }
@@ -660,14 +408,14 @@ fn flow_control_and_frame_size_violations() {
         assert!(c.read_frame().is_none(), "closed after GOAWAY");
     }
     // PRIORITY ≠ 5: a *stream* error FRAME_SIZE_ERROR (§6.3); the connection lives on.
-    let mut c = Raw::connect(server.addr);
+    let mut c = FrameClient::connect(server.addr);
     c.headers(1, &get("/hello"), false);
     c.send(PRIORITY, 0, 1, &[0, 0, 0, 0]);
     assert_eq!(c.reset_of(1), Ok(FRAME_SIZE_ERROR));
     c.headers(3, &get("/hello"), true);
     assert_eq!(c.status(3), 200);
     // SETTINGS_ENABLE_PUSH other than 0 or 1: PROTOCOL_ERROR.
-    let mut c = Raw::connect(server.addr);
+    let mut c = FrameClient::connect(server.addr);
     c.send(SETTINGS, 0, 0, &[0, 2, 0, 0, 0, 2]);
     assert_eq!(c.goaway(), Some(PROTOCOL_ERROR));
 }
@@ -685,12 +433,12 @@ struct Flooded {
 
 /// Writes `frames` from another thread while this one reads, so that the server's GOAWAY is
 /// read even if the server closes while the flood is still being written.
-fn flood(c: Raw, frames: Vec<Vec<u8>>) -> Flooded {
+fn flood(c: FrameClient, frames: Vec<Vec<u8>>) -> Flooded {
     flood_reading_after(c, frames, Duration::ZERO)
 }
 
 /// [`flood`], with this thread starting to read only after `pause`.
-fn flood_reading_after(c: Raw, frames: Vec<Vec<u8>>, pause: Duration) -> Flooded {
+fn flood_reading_after(c: FrameClient, frames: Vec<Vec<u8>>, pause: Duration) -> Flooded {
     let mut writer = c.s.try_clone().unwrap();
     let total = frames.len();
     let sender = std::thread::spawn(move || {
@@ -755,7 +503,7 @@ fn ping_and_settings_floods_end_with_enhance_your_calm() {
     let pings = (0..20_000u64)
         .map(|i| frame_bytes(PING, 0, 0, &i.to_be_bytes()))
         .collect();
-    let f = flood(Raw::connect(server.addr), pings);
+    let f = flood(FrameClient::connect(server.addr), pings);
     // (How many of the 20,000 PINGs the client managed to write before the close depends on
     // the kernel's socket buffers, so it is not asserted; the close is, in `flood`.)
     assert_eq!(f.code, Some(ENHANCE_YOUR_CALM));
@@ -766,7 +514,7 @@ fn ping_and_settings_floods_end_with_enhance_your_calm() {
     let settings = (0..20_000)
         .map(|_| frame_bytes(SETTINGS, 0, 0, &[0, 3, 0, 0, 0, 100]))
         .collect();
-    let f = flood(Raw::connect(server.addr), settings);
+    let f = flood(FrameClient::connect(server.addr), settings);
     assert_eq!(f.code, Some(ENHANCE_YOUR_CALM));
     assert!(f.acks < 1_500, "{} SETTINGS acknowledged", f.acks);
     // Requests earn budget back: 2,000 requests with a PING each are fine. They go in batches
@@ -775,7 +523,7 @@ fn ping_and_settings_floods_end_with_enhance_your_calm() {
     // in any order (each has a task of its own): a client that sends the next batch as soon as
     // the last stream of a batch is answered can have more than 100 open, and the server
     // refuses the excess with RST_STREAM(REFUSED_STREAM), as RFC 9113 §5.1.2 allows.
-    let mut c = Raw::connect(server.addr);
+    let mut c = FrameClient::connect(server.addr);
     let mut acks = 0u64;
     for batch in 0..40u32 {
         let streams = (batch * 50..batch * 50 + 50).map(|i| 2 * i + 1);
@@ -817,7 +565,7 @@ fn goaway_after_a_flood_arrives_behind_unread_data() {
     let server = TlsTestServer::start(config);
     // A small receive buffer: what the server writes waits in its own send buffer, which a
     // reset empties. Windows as large as allowed: a 32 MiB response keeps that buffer full.
-    let mut c = Raw::connect_with_receive_buffer(server.addr, 4096);
+    let mut c = FrameClient::connect_with_receive_buffer(server.addr, 4096);
     c.send(SETTINGS, 0, 0, &[0, 4, 0x7f, 0xff, 0xff, 0xff]);
     c.send(
         WINDOW_UPDATE,
@@ -841,7 +589,7 @@ fn goaway_after_a_flood_arrives_behind_unread_data() {
 #[test]
 fn continuation_flood_is_cut_off() {
     let server = TlsTestServer::start(Config::default());
-    let c = Raw::connect(server.addr);
+    let c = FrameClient::connect(server.addr);
     let mut frames = vec![frame_bytes(HEADERS, 0, 1, &hpack(&get("/hello")))];
     // Endless CONTINUATION without END_HEADERS, each carrying a 16 KiB header field.
     let big = "v".repeat(16 * 1024);
@@ -864,7 +612,7 @@ fn continuation_flood_is_cut_off() {
 #[test]
 fn hpack_bomb_is_refused() {
     let server = TlsTestServer::start(Config::default());
-    let mut c = Raw::connect(server.addr);
+    let mut c = FrameClient::connect(server.addr);
     // One 4 KiB field stored in the dynamic table (literal with incremental indexing)...
     let mut block = hpack(&get("/hello"));
     block.push(0x40);
@@ -892,7 +640,7 @@ fn rapid_reset_cannot_exceed_the_handler_bound() {
     let mut config = Config::default();
     config.http2.max_concurrent_streams = 8;
     let server = TlsTestServer::start(config);
-    let c = Raw::connect(server.addr);
+    let c = FrameClient::connect(server.addr);
     let mut frames = Vec::new();
     for i in 0..500u32 {
         let stream = 2 * i + 1;
@@ -927,7 +675,7 @@ fn stalled_window_under_one_large_write_is_reset() {
         ..Config::default()
     };
     let server = TlsTestServer::start(config);
-    let mut c = Raw::connect(server.addr);
+    let mut c = FrameClient::connect(server.addr);
     c.headers(1, &get("/big?len=67108864"), true);
     // The first 64 KiB window goes out; no WINDOW_UPDATE ever follows.
     assert_eq!(

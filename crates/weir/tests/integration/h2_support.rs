@@ -1,70 +1,20 @@
 //! Test support for TLS and HTTP/2: a server with a plain and a TLS listener, a self-signed
 //! certificate, curl with HTTP/2, and clients built on the `h2` crate (cleartext and TLS).
 
-use crate::common::ServerThread;
 use crate::support::Routes;
 use bytes::Bytes;
 use h2::client::SendRequest;
 use http::{Method, Request, StatusCode};
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::process::Command;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tokio::net::TcpStream;
 use tokio::sync::Notify;
-use weir::{Config, Exchange, Handler, ServerHandle, TlsConfig};
-
-/// A self-signed certificate for `localhost` and `127.0.0.1`, written to a temporary
-/// directory (curl reads it with `--cacert`).
-pub struct TestCert {
-    _dir: tempfile::TempDir,
-    pub cert_path: PathBuf,
-    pub key_path: PathBuf,
-    pub cert_pem: String,
-}
-
-impl TestCert {
-    pub fn new() -> Self {
-        let names = vec!["localhost".to_string(), "127.0.0.1".to_string()];
-        let cert = rcgen::generate_simple_self_signed(names).unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        let cert_path = dir.path().join("cert.pem");
-        let key_path = dir.path().join("key.pem");
-        let cert_pem = cert.cert.pem();
-        std::fs::write(&cert_path, &cert_pem).unwrap();
-        std::fs::write(&key_path, cert.signing_key.serialize_pem()).unwrap();
-        Self {
-            _dir: dir,
-            cert_path,
-            key_path,
-            cert_pem,
-        }
-    }
-
-    pub fn tls_config(&self) -> TlsConfig {
-        TlsConfig::from_pem_files(&self.cert_path, &self.key_path).unwrap()
-    }
-
-    /// A rustls client configuration trusting this certificate, offering `alpn`.
-    pub fn client_config(&self, alpn: &[&[u8]]) -> Arc<rustls::ClientConfig> {
-        let mut roots = rustls::RootCertStore::empty();
-        for cert in rustls_pki_types::CertificateDer::pem_slice_iter(self.cert_pem.as_bytes()) {
-            roots.add(cert.unwrap()).unwrap();
-        }
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let mut config = rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_root_certificates(roots)
-            .with_no_client_auth();
-        config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
-        Arc::new(config)
-    }
-}
-
-use rustls_pki_types::pem::PemObject;
+use weir::{Config, Exchange, Handler, ServerHandle};
+pub use weir_testkit::cert::TestCert;
+use weir_testkit::server::ServerThread;
 
 /// A server with a plain TCP listener (HTTP/1.1 and h2c) and a TLS listener, on its own thread
 /// and runtime; shut down on drop.

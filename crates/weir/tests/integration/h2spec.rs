@@ -19,9 +19,9 @@
 //! otherwise. Run it alone: `cargo test -p weir --test integration h2spec -- --nocapture`.
 
 use crate::h2_support::TlsTestServer;
-use crate::h2spec_run::{assert_all_pass, h2spec_binary, run_h2spec};
 use weir::http::StatusCode;
 use weir::{Config, Error, Exchange, Handler};
+use weir_testkit::h2spec::{assert_all_pass, h2spec_binary, run_h2spec};
 
 /// `/read` reads the body to its end before answering; anything else answers without reading.
 struct ReadOrIgnore;

@@ -8,8 +8,6 @@
 //! `httpwg` suite, a port of h2spec), `h2spec` (h2spec itself, strict).
 
 mod body;
-#[path = "../common/mod.rs"]
-mod common;
 mod curl;
 mod framing;
 mod h2;
@@ -17,7 +15,6 @@ mod h2_conformance;
 mod h2_frames;
 mod h2_support;
 mod h2spec;
-mod h2spec_run;
 mod lifecycle;
 mod pipelining;
 mod response;

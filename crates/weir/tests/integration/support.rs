@@ -1,15 +1,15 @@
-//! Test support: a server on a background runtime, a raw HTTP/1.1 client, and a handler with
+//! Test support: a server on a background runtime, the kit's raw HTTP/1.1 client, and a handler with
 //! routes for every behaviour under test.
 
-pub use crate::common::Resp;
-use crate::common::ServerThread;
-use crate::common::query_u64;
 use http::{Method, StatusCode};
 use sha2::{Digest, Sha256};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 use weir::{Config, Exchange, Handler, ServerHandle};
+pub use weir_testkit::h1::{Client, Resp};
+use weir_testkit::server::ServerThread;
+use weir_testkit::server::query_u64;
 
 /// A server running on its own thread and runtime, shut down on drop.
 pub struct TestServer {
@@ -54,104 +54,6 @@ impl TestServer {
     /// Shuts down and waits for `serve` to return.
     pub fn stop(self) {
         self.server.stop();
-    }
-}
-
-/// A raw HTTP/1.1 client over a blocking socket (10 s read timeout, so a bug fails the test
-/// instead of hanging it).
-pub struct Client {
-    reader: BufReader<TcpStream>,
-}
-
-impl Client {
-    pub fn new(stream: TcpStream) -> Self {
-        stream
-            .set_read_timeout(Some(Duration::from_secs(10)))
-            .unwrap();
-        Self {
-            reader: BufReader::new(stream),
-        }
-    }
-
-    pub fn send(&mut self, bytes: &[u8]) -> &mut Self {
-        self.reader.get_mut().write_all(bytes).unwrap();
-        self
-    }
-
-    /// Sends, ignoring errors (the server may have closed).
-    pub fn try_send(&mut self, bytes: &[u8]) -> std::io::Result<()> {
-        self.reader.get_mut().write_all(bytes)
-    }
-
-    pub fn stream(&mut self) -> &mut TcpStream {
-        self.reader.get_mut()
-    }
-
-    /// Reads one response; `head_only` for responses to HEAD.
-    pub fn read_response_for(&mut self, head_only: bool) -> Resp {
-        let mut line = String::new();
-        self.reader.read_line(&mut line).unwrap();
-        assert!(line.starts_with("HTTP/1.1 "), "bad status line {line:?}");
-        let status: u16 = line[9..12].parse().unwrap();
-        let mut headers = Vec::new();
-        loop {
-            let mut h = String::new();
-            self.reader.read_line(&mut h).unwrap();
-            assert!(h.ends_with("\r\n"), "bad header line {h:?}");
-            if h == "\r\n" {
-                break;
-            }
-            let (n, v) = h.trim_end().split_once(':').unwrap();
-            headers.push((n.to_string(), v.trim().to_string()));
-        }
-        let mut resp = Resp {
-            status,
-            headers,
-            body: Vec::new(),
-        };
-        if head_only || status / 100 == 1 || status == 204 || status == 304 {
-            return resp;
-        }
-        if let Some(len) = resp.header("content-length") {
-            let mut body = vec![0; len.parse().unwrap()];
-            self.reader.read_exact(&mut body).unwrap();
-            resp.body = body;
-        } else if resp.header("transfer-encoding") == Some("chunked") {
-            loop {
-                let mut size = String::new();
-                self.reader.read_line(&mut size).unwrap();
-                let size = usize::from_str_radix(size.trim_end(), 16).unwrap();
-                let mut data = vec![0; size + 2];
-                self.reader.read_exact(&mut data).unwrap();
-                assert_eq!(&data[size..], b"\r\n");
-                if size == 0 {
-                    break;
-                }
-                resp.body.extend_from_slice(&data[..size]);
-            }
-        } else {
-            self.reader.read_to_end(&mut resp.body).unwrap();
-        }
-        resp
-    }
-
-    pub fn read_response(&mut self) -> Resp {
-        self.read_response_for(false)
-    }
-
-    /// Asserts the server closed the connection (EOF, or a reset after it closed), with no
-    /// further response.
-    pub fn assert_closed(&mut self) {
-        let mut rest = Vec::new();
-        match self.reader.read_to_end(&mut rest) {
-            Ok(_) => assert!(
-                rest.is_empty(),
-                "unexpected bytes after close: {:?}",
-                String::from_utf8_lossy(&rest)
-            ),
-            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
-            Err(e) => panic!("connection not closed: {e}"),
-        }
     }
 }
 

@@ -1,28 +1,6 @@
-//! Test support shared by the `integration` and `conformance` test binaries (each includes
-//! this file with `#[path]`; each uses part of it).
+//! weir's library server on a thread of its own, for tests that talk to it over real sockets.
 
 use weir::Exchange;
-
-/// A response as read off the wire.
-#[derive(Debug)]
-pub struct Resp {
-    pub status: u16,
-    pub headers: Vec<(String, String)>,
-    pub body: Vec<u8>,
-}
-
-impl Resp {
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-
-    pub fn text(&self) -> String {
-        String::from_utf8_lossy(&self.body).into_owned()
-    }
-}
 
 /// The number in `key=N` of the request's query, if there is one.
 pub fn query_u64(ex: &Exchange<'_>, key: &str) -> Option<u64> {
@@ -35,6 +13,7 @@ pub fn query_u64(ex: &Exchange<'_>, key: &str) -> Option<u64> {
 /// A `weir::Server` serving `handler` on its own 2-worker runtime thread. Dropping it shuts the
 /// server down; [`ServerThread::stop`] also waits for `serve` to return.
 pub struct ServerThread {
+    /// Shuts the server down, and more.
     pub handle: weir::ServerHandle,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -75,11 +54,15 @@ impl ServerThread {
     }
 
     /// Shuts down and waits for `serve` to return; fails if the server's thread panicked.
-    pub fn stop(mut self) {
+    pub fn stop(self) {
+        self.join().expect("server thread");
+    }
+
+    /// Shuts down and waits for `serve` to return; `Err` if the server's thread panicked (for
+    /// `Drop` impls, which must not panic again).
+    pub fn join(mut self) -> std::thread::Result<()> {
         self.handle.shutdown();
-        if let Some(t) = self.thread.take() {
-            t.join().expect("server thread");
-        }
+        self.thread.take().map_or(Ok(()), |t| t.join())
     }
 }
 

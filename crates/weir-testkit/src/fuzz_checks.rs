@@ -1,6 +1,6 @@
-//! The properties the fuzz targets check, shared with the corpus replay test in the workspace
-//! (`crates/weir-proto/tests/fuzz_corpus.rs` includes this file), so CI replays every corpus
-//! input through exactly the same assertions as the fuzzer.
+//! The properties the fuzz targets check (`fuzz/fuzz_targets/`), shared with the corpus replay
+//! test (`crates/weir-testkit/tests/fuzz_corpus.rs`), so CI replays every corpus input through
+//! exactly the same assertions as the fuzzer.
 //!
 //! Each check panics on a violated property; a returned error from the code under test is a
 //! normal outcome (the input was bad), never a failure.
@@ -8,6 +8,7 @@
 use weir_proto::body::BodyDecoder;
 use weir_proto::framing::parse_content_length;
 use weir_proto::parse::HeadParser;
+use weir_proto::range::{RangeAnswer, evaluate};
 use weir_proto::{Framing, Limits, ProtoError, RequestHead};
 
 /// What parsing one head produced, comparable across ways of feeding it.
@@ -64,8 +65,7 @@ fn check_head_invariants(head: &RequestHead) {
     for (name, value) in head.headers() {
         assert!(!name.is_empty(), "empty header name");
         assert!(
-            name.bytes()
-                .all(|b| b.is_ascii_graphic() && !b"\"(),/:;<=>?@[\\]{}".contains(&b)),
+            weir_proto::chars::is_token(name.as_bytes()),
             "header name {name:?} is not a token"
         );
         assert!(
@@ -245,4 +245,30 @@ pub fn content_length(data: &[u8]) {
             Err(ProtoError::InvalidContentLength)
         };
     assert_eq!(got, expected, "{:?}", String::from_utf8_lossy(data));
+}
+
+/// `weir_proto::range::evaluate` over a `Range` header: the input's first 8 bytes are the
+/// representation size, the rest the header. No panic; a partial answer is non-empty and inside the representation; the answer depends
+/// only on the header and the size.
+pub fn range(data: &[u8]) {
+    let (size, header) = match data.split_first_chunk::<8>() {
+        Some((size, header)) => (u64::from_le_bytes(*size), header),
+        None => (data.len() as u64, data),
+    };
+    // Small sizes reach the edge cases (empty file, one byte); large ones the overflow ones.
+    for size in [size, size % 4096, 0, 1] {
+        let answer = evaluate(header, size);
+        if let RangeAnswer::Partial { start, len } = answer {
+            assert!(len >= 1, "empty partial answer for {header:?} of {size}");
+            let end = start.checked_add(len).expect("range end overflows");
+            assert!(end <= size, "{start}+{len} past {size} for {header:?}");
+        }
+        if size == 0 {
+            assert!(
+                !matches!(answer, RangeAnswer::Partial { .. }),
+                "a range of an empty file"
+            );
+        }
+        assert_eq!(evaluate(header, size), answer);
+    }
 }

@@ -1,17 +1,8 @@
 //! Replays the fuzz corpus (`fuzz/corpus/<target>/`) through the same checks the fuzz targets
-//! run (`fuzz/checks.rs`), so every input the fuzzer found interesting, and every crash it
-//! found and weir fixed, is asserted again by `cargo test` on stable Rust.
+//! run (`weir_testkit::fuzz_checks`), so every input the fuzzer found interesting, and every
+//! crash it found and weir fixed, is asserted again by `cargo test` on stable Rust.
 
-#[path = "../../../fuzz/checks.rs"]
-mod checks;
-
-// `weir serve`'s Range evaluation is fuzzed from its source file (it is crate-private in
-// weir-cli); its corpus is replayed here the same way. Its own unit tests come along and run too.
-#[allow(dead_code)]
-#[path = "../../weir-cli/src/serve/range.rs"]
-mod range;
-#[path = "../../../fuzz/range_checks.rs"]
-mod range_checks;
+use weir_testkit::fuzz_checks as checks;
 
 use std::path::Path;
 
@@ -50,5 +41,5 @@ fn content_length_corpus() {
 
 #[test]
 fn range_corpus() {
-    assert!(replay("range", range_checks::range) >= 10);
+    assert!(replay("range", checks::range) >= 10);
 }

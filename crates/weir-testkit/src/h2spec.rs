@@ -1,6 +1,6 @@
-//! Running h2spec (`../shared/tools/h2spec` beside the checkout) and reading its report: shared
-//! by weir's integration tests (`h2spec.rs`, the library) and weir-cli's service tests (the
-//! `weir serve` binary), which include this file with `#[path]`.
+//! Running h2spec (`../shared/tools/h2spec` beside the checkout) and reading its report: used by
+//! weir's integration tests (`h2spec.rs`, the library) and weir-cli's service tests (the
+//! `weir serve` binary).
 //!
 //! When the binary is missing, [`h2spec_binary`] fails the test if `CI` is set and skips it
 //! (saying so) otherwise.

@@ -1,5 +1,8 @@
 //! The `Range` request header (RFC 9110 §14.2), evaluated against a representation's size.
 //!
+//! `weir serve` answers downloads with it (`weir-cli`'s `serve/download.rs`); it lives here,
+//! with the protocol, so the fuzz target and the corpus replay use it as an ordinary API.
+//!
 //! Choices, as the RFC allows:
 //! - only the `bytes` unit; anything else, or a syntactically invalid header, is ignored
 //!   (the whole file, `200`);
@@ -12,17 +15,22 @@
 
 /// What to send for a `Range` header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum RangeAnswer {
+pub enum RangeAnswer {
     /// The whole representation (no usable range).
     Full,
     /// `len` bytes from `start` (`len >= 1`).
-    Partial { start: u64, len: u64 },
+    Partial {
+        /// The first byte.
+        start: u64,
+        /// How many bytes, at least one.
+        len: u64,
+    },
     /// 416.
     Unsatisfiable,
 }
 
 /// Evaluates a `Range` header value against a representation of `size` bytes.
-pub(crate) fn evaluate(header: &[u8], size: u64) -> RangeAnswer {
+pub fn evaluate(header: &[u8], size: u64) -> RangeAnswer {
     let Some(spec) = parse(header) else {
         return RangeAnswer::Full;
     };
