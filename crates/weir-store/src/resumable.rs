@@ -118,6 +118,9 @@ pub struct ResumableState {
     pub expected_digest: Option<String>,
     /// Compute the SHA-256 at completion.
     pub hash: bool,
+    /// The client's own description of the upload, kept verbatim to be given back (tus's
+    /// `Upload-Metadata`: visible ASCII, no line break).
+    pub metadata: Option<String>,
 }
 
 impl ResumableState {
@@ -138,13 +141,16 @@ impl ResumableState {
         if let Some(d) = &self.expected_digest {
             s.push_str(&format!("digest {d}\n"));
         }
+        if let Some(m) = &self.metadata {
+            s.push_str(&format!("metadata {m}\n"));
+        }
         s
     }
 
     fn decode(text: &str) -> Option<ResumableState> {
         let (mut target, mut offset, mut complete, mut active, mut hash) =
             (None, None, None, None, None);
-        let (mut length, mut expected_digest) = (None, None);
+        let (mut length, mut expected_digest, mut metadata) = (None, None, None);
         for line in text.lines() {
             let (key, value) = line.split_once(' ')?;
             match key {
@@ -155,6 +161,7 @@ impl ResumableState {
                 "hash" => hash = Some(value == "1"),
                 "length" => length = Some(value.parse().ok()?),
                 "digest" => expected_digest = Some(value.to_owned()),
+                "metadata" => metadata = Some(value.to_owned()),
                 _ => return None,
             }
         }
@@ -166,6 +173,7 @@ impl ResumableState {
             active: active?,
             expected_digest,
             hash: hash?,
+            metadata,
         })
     }
 }
@@ -284,6 +292,22 @@ impl Resumables {
         expected_digest: Option<String>,
         hash: bool,
     ) -> Result<(UploadId, ResumableState), StoreError> {
+        self.create_with_metadata(target, length, expected_digest, hash, None)
+    }
+
+    /// [`Resumables::create`], keeping `metadata` in the record (a line break in it is
+    /// refused: the record is one field per line).
+    pub fn create_with_metadata(
+        &self,
+        target: &StorePath,
+        length: Option<u64>,
+        expected_digest: Option<String>,
+        hash: bool,
+        metadata: Option<String>,
+    ) -> Result<(UploadId, ResumableState), StoreError> {
+        if metadata.as_deref().is_some_and(|m| m.contains(['\n', '\r'])) {
+            return Err(StoreError::Discarded);
+        }
         crate::upload::check_target(&self.shared, target)?;
         // A declared length that cannot fit fails now; the bytes are charged as they come.
         let length_now = length.unwrap_or(0);
@@ -301,6 +325,7 @@ impl Resumables {
                 active: now_secs(),
                 expected_digest,
                 hash,
+                metadata,
             };
             // The record first: data without one is an orphan that a sweep may remove.
             self.write_state(id, &state)?;
@@ -636,6 +661,65 @@ impl Appending {
             .usage
             .charge(len.saturating_sub(self.started_at));
         kept.map(drop)
+    }
+
+    /// The SHA-256 of the bytes this append wrote so far (from where it began to `upload`'s
+    /// size), read back from the data file: for a protocol that checks each request's content
+    /// (tus's `Upload-Checksum`) before acknowledging it.
+    pub fn written_sha256(&self, upload: &Upload) -> Result<[u8; 32], StoreError> {
+        use sha2::{Digest, Sha256};
+        use std::io::{Seek, SeekFrom};
+        let mut file = self
+            .resumables
+            .dir
+            .open_read(&format!("{}.data", self.id))
+            .map_err(io_err("open resumable data"))?;
+        file.seek(SeekFrom::Start(self.started_at))
+            .map_err(io_err("seek"))?;
+        let mut left = upload.size().saturating_sub(self.started_at);
+        let mut hasher = Sha256::new();
+        // ALLOCATION: one read buffer per checked request, not per read.
+        let mut buf = vec![0u8; 256 << 10];
+        while left > 0 {
+            let want = usize::try_from(left).map_or(buf.len(), |l| l.min(buf.len()));
+            let n = file.read(&mut buf[..want]).map_err(io_err("read resumable data"))?;
+            if n == 0 {
+                return Err(StoreError::from_io(
+                    "read resumable data",
+                    io::ErrorKind::UnexpectedEof.into(),
+                ));
+            }
+            hasher.update(&buf[..n]);
+            left -= n as u64;
+        }
+        Ok(hasher.finalize().into())
+    }
+
+    /// Ends the append without acknowledging what it wrote: the data file is cut back to the
+    /// recorded offset (the offset does not move) and the upload stays open. For a request
+    /// whose content failed its check; a caller that wants this must not have checkpointed
+    /// during the request (no [`Appending::progress`]), or the checkpointed part stays.
+    pub fn discard(mut self, upload: Upload) -> Result<ResumableState, StoreError> {
+        // Dropping the upload gives back what it had charged; the cut frees those bytes.
+        drop(upload);
+        self.finished = true;
+        let file = self
+            .resumables
+            .dir
+            .open_rw(&format!("{}.data", self.id))
+            .map_err(io_err("open resumable data"))?;
+        let len = file.metadata().map_err(io_err("stat"))?.len();
+        if len > self.state.offset {
+            file.set_len(self.state.offset)
+                .map_err(io_err("truncate"))?;
+            file.sync_data().map_err(io_err("fdatasync"))?;
+        }
+        // What a checkpoint of this request recorded stays charged (it stays in the file).
+        self.resumables
+            .shared
+            .usage
+            .charge(self.state.offset.saturating_sub(self.started_at));
+        Ok(self.state.clone())
     }
 
     /// Checkpoints if [`CHECKPOINT_BYTES`] arrived since the last one.

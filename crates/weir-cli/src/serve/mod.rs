@@ -11,6 +11,7 @@
 //! | `service` | the [`Service`] handler: routing, auth, the small routes |
 //! | `upload` | `PUT /files/{path}`: spliced or hashed streaming into the store |
 //! | `resumable` | resumable uploads (IETF draft): creation on `PUT`, `/uploads/{id}` |
+//! | `tus` | the same resumable uploads over tus 1.0.0: `/tus/`, `/tus/{id}` |
 //! | `multipart` / `form` | `POST /files/{dir}/`: a streaming `multipart/form-data` parser, and its handler |
 //! | `download` | `GET`/`HEAD /files/{path}`: conditionals, `Range`, `sendfile` |
 //! | `range` | the `Range` header, evaluated against a size |
@@ -35,6 +36,7 @@ mod reply;
 mod resumable;
 mod service;
 mod target;
+mod tus;
 mod upload;
 
 pub use auth::Auth;

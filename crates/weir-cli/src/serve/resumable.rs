@@ -556,7 +556,7 @@ async fn receive(
 /// The body into the upload by `upload.rs`'s paths: splice with `--no-hash`, else direct
 /// reads into pooled buffers, hashed inline then pipelined when `hashing` (the first request
 /// of an upload), else not hashed (completion reads the file back).
-async fn body(
+pub(super) async fn body(
     svc: &Service,
     ex: &mut Exchange<'_>,
     upload: &mut Upload,
@@ -646,7 +646,7 @@ async fn refused(
 
 /// Runs `f` (fsyncs) under `block_in_place` on a multi-thread runtime (see
 /// `service::commit`).
-fn block_in_place<T>(f: impl FnOnce() -> T) -> T {
+pub(super) fn block_in_place<T>(f: impl FnOnce() -> T) -> T {
     use tokio::runtime::{Handle, RuntimeFlavor};
     let multi_thread =
         Handle::try_current().is_ok_and(|h| h.runtime_flavor() == RuntimeFlavor::MultiThread);

@@ -9,6 +9,7 @@
 //! | `GET /files/` or `/files/{dir}/` | JSON listing |
 //! | `DELETE /files/{path}` | `204`, `404` if absent, `412` if a precondition fails |
 //! | `PUT /files/{path}` with `Upload-Complete`, `HEAD`/`PATCH`/`DELETE /uploads/{id}` | resumable uploads (`resumable.rs`) |
+//! | `OPTIONS`/`POST /tus/`, `HEAD`/`PATCH`/`DELETE /tus/{id}` | the same uploads over tus 1.0.0 (`tus.rs`) |
 //!
 //! Order of checks for every `/files/` request: method (405), one `Authorization` field at most
 //! (400), token (401), path (400), then the route's own (size 413, preconditions 412:
@@ -31,7 +32,7 @@ use super::listing::Scans;
 use super::reply;
 use super::resumable::{self, ResumableOptions};
 use super::target::Target;
-use super::{download, form, listing, preconditions, upload};
+use super::{download, form, listing, preconditions, tus, upload};
 use http::{Method, StatusCode};
 use std::sync::Arc;
 use weir::{Exchange, Handler, http};
@@ -116,6 +117,18 @@ impl Handler for Service {
         if *ex.request().method() == Method::OPTIONS && (path == "*" || path.starts_with("/files/"))
         {
             return resumable::options(self, ex).await;
+        }
+        if path == "/tus" || path.starts_with(tus::PREFIX) {
+            // tus's token rule: that of writes, for every request but OPTIONS (discovery).
+            let authorized = match super::auth::authorization(ex.request()) {
+                Ok(a) => !self.options.auth.required(true) || self.options.auth.accepts(a),
+                Err(message) => {
+                    return reply::error(ex, StatusCode::BAD_REQUEST, message, &[]).await;
+                }
+            };
+            // ALLOCATION: the id, to release the borrow of the request.
+            let rest = path.get(tus::PREFIX.len()..).unwrap_or("").to_owned();
+            return tus::serve(self, ex, &rest, authorized).await;
         }
         if let Some(id) = path.strip_prefix(resumable::PREFIX) {
             let authorization = match super::auth::authorization(ex.request()) {

@@ -1,0 +1,528 @@
+//! tus 1.0.0 (<https://tus.io/protocols/resumable-upload>): a second protocol face on the
+//! resumable uploads of `resumable.rs`. Same state (`weir_store::Resumables`), same body paths
+//! (`resumable::body`: splice with `--no-hash`, direct reads, the pause threshold), same
+//! completion (the store's commit: temporary, fsync, rename, directory fsync, SHA-256 of the
+//! whole file); only the fields differ.
+//!
+//! | request | answer |
+//! | --- | --- |
+//! | `OPTIONS /tus/` | `204`, `Tus-Version`, `Tus-Extension`, `Tus-Max-Size`, `Tus-Checksum-Algorithm` (no token, no `Tus-Resumable` needed) |
+//! | `POST /tus/` (`Upload-Length`, `Upload-Metadata`; a body with `Content-Type: application/offset+octet-stream`) | `201`, `Location: /tus/{id}`, `Upload-Offset`, `Upload-Expires` |
+//! | `HEAD /tus/{id}` | `200`, `Upload-Offset`, `Upload-Length`, `Upload-Metadata`, `Upload-Expires`, `Cache-Control: no-store` |
+//! | `PATCH /tus/{id}` (`application/offset+octet-stream`, `Upload-Offset`, optional `Upload-Checksum: sha256 <base64>`) | `204`, `Upload-Offset` |
+//! | `DELETE /tus/{id}` | `204`, the partial data removed |
+//!
+//! The target: `Upload-Metadata`'s `filename` (or `name`, which Uppy sends) in the directory
+//! `dir` (optional), both base64 as tus says, joined and validated as a `StorePath`: what
+//! `PUT /files/{dir}/{filename}` would store. Refusals: no `Tus-Resumable: 1.0.0` 412 (with
+//! `Tus-Version`); no `Upload-Length` 400 (`creation-defer-length` is not offered); a bad
+//! target 400; an offset that is not the upload's 409; an append while another runs 423; a
+//! checksum that does not match 460, the request's bytes cut off and the offset unchanged (the
+//! request is then not checkpointed while it runs, so all of it can be taken back); sizes past
+//! `--max-upload` 413. When the offset reaches `Upload-Length` the upload is committed to its
+//! target; the answer carries `Repr-Digest` (the SHA-256 of the whole file) unless `--no-hash`.
+
+use super::reply::{self, hex};
+use super::resumable;
+use super::service::Service;
+use super::upload::{self, WhereHashed};
+use http::StatusCode;
+use std::time::{Duration, UNIX_EPOCH};
+use weir::{Exchange, http};
+use weir_store::{AppendEnd, ResumableError, ResumableState, Resumables, StorePath, UploadId};
+
+/// Where tus upload resources live.
+pub(crate) const PREFIX: &str = "/tus/";
+
+const VERSION: &str = "1.0.0";
+const EXTENSIONS: &str = "creation,creation-with-upload,termination,expiration,checksum";
+const CONTENT_TYPE: &[u8] = b"application/offset+octet-stream";
+
+/// A tus answer's fixed field.
+const RESUMABLE: (&str, &str) = ("tus-resumable", VERSION);
+
+async fn fail(ex: &mut Exchange<'_>, status: StatusCode, message: &str) -> Result<(), weir::Error> {
+    reply::error(ex, status, message, &[RESUMABLE]).await
+}
+
+/// Routes `/tus` and `/tus/...`: `rest` is what follows `/tus/` (empty for the collection).
+/// `authorized`: the request carries the write token (or none is required).
+pub(super) async fn serve(
+    svc: &Service,
+    ex: &mut Exchange<'_>,
+    rest: &str,
+    authorized: bool,
+) -> Result<(), weir::Error> {
+    if *ex.request().method() == http::Method::OPTIONS {
+        return options(svc, ex).await;
+    }
+    if ex.request().header("tus-resumable") != Some(VERSION.as_bytes()) {
+        return reply::error(
+            ex,
+            StatusCode::PRECONDITION_FAILED,
+            "tus requests need Tus-Resumable: 1.0.0",
+            &[("tus-version", VERSION)],
+        )
+        .await;
+    }
+    if !authorized {
+        return reply::error(
+            ex,
+            StatusCode::UNAUTHORIZED,
+            "missing or wrong bearer token",
+            &[RESUMABLE, ("www-authenticate", "Bearer realm=\"weir\"")],
+        )
+        .await;
+    }
+    let Some(resumables) = svc.resumables.as_deref() else {
+        let message = "resumable uploads are not available on this server";
+        return fail(ex, StatusCode::SERVICE_UNAVAILABLE, message).await;
+    };
+    let method = ex.request().method().clone();
+    if rest.is_empty() {
+        return match method {
+            http::Method::POST => create(svc, ex, resumables).await,
+            _ => not_allowed(ex, "OPTIONS, POST").await,
+        };
+    }
+    let Some(id) = UploadId::parse(rest) else {
+        return fail(ex, StatusCode::NOT_FOUND, "no such upload").await;
+    };
+    match method {
+        http::Method::HEAD => head(svc, ex, resumables, id).await,
+        http::Method::PATCH => patch(svc, ex, resumables, id).await,
+        http::Method::DELETE => match resumables.cancel(id) {
+            Ok(()) => {
+                ex.respond(StatusCode::NO_CONTENT)
+                    .header(RESUMABLE.0, RESUMABLE.1)
+                    .empty()
+                    .await
+            }
+            Err(e) => refused(ex, e).await,
+        },
+        _ => not_allowed(ex, "OPTIONS, HEAD, PATCH, DELETE").await,
+    }
+}
+
+async fn not_allowed(ex: &mut Exchange<'_>, allow: &str) -> Result<(), weir::Error> {
+    let headers = [RESUMABLE, ("allow", allow)];
+    reply::error(ex, StatusCode::METHOD_NOT_ALLOWED, "method not allowed here", &headers).await
+}
+
+/// `OPTIONS`: what this server offers.
+async fn options(svc: &Service, ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
+    ex.respond(StatusCode::NO_CONTENT)
+        .header(RESUMABLE.0, RESUMABLE.1)
+        .header("tus-version", VERSION)
+        .header("tus-extension", EXTENSIONS)
+        .header("tus-max-size", svc.options.max_upload.to_string())
+        .header("tus-checksum-algorithm", "sha256")
+        .empty()
+        .await
+}
+
+/// The one field line `name`, as a non-negative integer.
+fn integer(ex: &Exchange<'_>, name: &str) -> Option<u64> {
+    let mut all = ex.request().header_all(name);
+    let first = all.next()?;
+    if all.next().is_some() || first.is_empty() || !first.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(first).ok()?.parse().ok()
+}
+
+fn is_tus_body(ex: &Exchange<'_>) -> bool {
+    ex.request().header("content-type").is_some_and(|v| {
+        let media = v.split(|&b| b == b';').next().unwrap_or_default();
+        media.trim_ascii().eq_ignore_ascii_case(CONTENT_TYPE)
+    })
+}
+
+/// Whether the request has content (a `Content-Length` above 0, or chunked).
+fn has_body(ex: &Exchange<'_>) -> bool {
+    match ex.request().content_length() {
+        Some(n) => n > 0,
+        None => ex.request().header("transfer-encoding").is_some(),
+    }
+}
+
+/// `Upload-Metadata` → (the verbatim text, the target path).
+fn target(ex: &Exchange<'_>) -> Result<(Option<String>, StorePath), String> {
+    let Some(raw) = ex.request().header("upload-metadata") else {
+        return Err("Upload-Metadata needs a filename (base64)".to_owned());
+    };
+    let text = std::str::from_utf8(raw).map_err(|_| "Upload-Metadata is not ASCII")?;
+    let (mut filename, mut name, mut dir) = (None, None, None);
+    for pair in text.split(',') {
+        let pair = pair.trim();
+        let (key, value) = pair.split_once(' ').unwrap_or((pair, ""));
+        let slot = match key {
+            "filename" => &mut filename,
+            "name" => &mut name,
+            "dir" => &mut dir,
+            _ => continue,
+        };
+        let bytes = base64_decode(value.trim())
+            .ok_or_else(|| format!("Upload-Metadata: {key} is not base64"))?;
+        let value = String::from_utf8(bytes)
+            .map_err(|_| format!("Upload-Metadata: {key} is not UTF-8"))?;
+        *slot = Some(value);
+    }
+    let Some(file) = filename.or(name) else {
+        return Err("Upload-Metadata needs a filename (base64)".to_owned());
+    };
+    let joined = match dir.as_deref().map(|d| d.trim_matches('/')) {
+        Some(d) if !d.is_empty() => format!("{d}/{file}"),
+        _ => file,
+    };
+    let path = StorePath::parse(&joined).map_err(|e| format!("bad target path: {e}"))?;
+    Ok((Some(text.to_owned()), path))
+}
+
+/// `Upload-Checksum: sha256 <base64>` → the digest; `Ok(None)` when absent.
+fn checksum(ex: &Exchange<'_>) -> Result<Option<[u8; 32]>, (StatusCode, &'static str)> {
+    let Some(raw) = ex.request().header("upload-checksum") else {
+        return Ok(None);
+    };
+    let text = std::str::from_utf8(raw).map_err(|_| (StatusCode::BAD_REQUEST, "bad checksum"))?;
+    let (algorithm, value) = text
+        .trim()
+        .split_once(' ')
+        .ok_or((StatusCode::BAD_REQUEST, "Upload-Checksum: <algorithm> <base64>"))?;
+    if algorithm != "sha256" {
+        return Err((
+            StatusCode::BAD_REQUEST,
+            "unsupported checksum algorithm (sha256 only)",
+        ));
+    }
+    base64_decode(value.trim())
+        .and_then(|b| <[u8; 32]>::try_from(b).ok())
+        .map(Some)
+        .ok_or((StatusCode::BAD_REQUEST, "Upload-Checksum: not a base64 SHA-256"))
+}
+
+/// `Upload-Expires`: when an incomplete upload goes if nothing more arrives.
+fn expires(resumables: &Resumables, state: &ResumableState) -> String {
+    let at = UNIX_EPOCH + Duration::from_secs(state.active) + resumables.expiry();
+    httpdate::fmt_http_date(at)
+}
+
+/// `POST /tus/`: creation, and creation-with-upload when it has a body.
+async fn create(
+    svc: &Service,
+    ex: &mut Exchange<'_>,
+    resumables: &Resumables,
+) -> Result<(), weir::Error> {
+    let Some(length) = integer(ex, "upload-length") else {
+        let message = "a tus creation needs Upload-Length (deferred lengths are not supported)";
+        return fail(ex, StatusCode::BAD_REQUEST, message).await;
+    };
+    if length > svc.options.max_upload {
+        let max = svc.options.max_upload;
+        let message = format!("upload larger than the limit of {max} bytes");
+        return fail(ex, StatusCode::PAYLOAD_TOO_LARGE, &message).await;
+    }
+    let (metadata, path) = match target(ex) {
+        Ok(t) => t,
+        Err(message) => return fail(ex, StatusCode::BAD_REQUEST, &message).await,
+    };
+    let body = has_body(ex);
+    if body && !is_tus_body(ex) {
+        let message = "content needs Content-Type: application/offset+octet-stream";
+        return fail(ex, StatusCode::UNSUPPORTED_MEDIA_TYPE, message).await;
+    }
+    let expected = match checksum(ex) {
+        Ok(c) => c,
+        Err((status, message)) => return fail(ex, status, message).await,
+    };
+    let made = resumables.create_with_metadata(&path, Some(length), None, svc.options.hash, metadata);
+    let (id, state) = match made {
+        Ok(m) => m,
+        Err(e) => return reply::store_error(ex, &e).await,
+    };
+    // ALLOCATION: the upload's URL, once per upload.
+    let location = format!("{PREFIX}{id}");
+    if !body && length > 0 {
+        return ex
+            .respond(StatusCode::CREATED)
+            .header(RESUMABLE.0, RESUMABLE.1)
+            .header("location", &location)
+            .header("upload-offset", "0")
+            .header("upload-expires", expires(resumables, &state))
+            .empty()
+            .await;
+    }
+    receive(svc, ex, resumables, id, 0, length, expected, Some(&location)).await
+}
+
+/// `HEAD /tus/{id}`.
+async fn head(
+    _svc: &Service,
+    ex: &mut Exchange<'_>,
+    resumables: &Resumables,
+    id: UploadId,
+) -> Result<(), weir::Error> {
+    let state = match resumables.state(id) {
+        Ok(Some(s)) => s,
+        Ok(None) => return fail(ex, StatusCode::NOT_FOUND, "no such upload").await,
+        Err(e) => return reply::store_error(ex, &e).await,
+    };
+    let mut r = ex
+        .respond(StatusCode::OK)
+        .header(RESUMABLE.0, RESUMABLE.1)
+        .header("upload-offset", state.offset.to_string())
+        .header("cache-control", "no-store");
+    if let Some(length) = state.length {
+        r = r.header("upload-length", length.to_string());
+    }
+    if let Some(m) = &state.metadata {
+        r = r.header("upload-metadata", m);
+    }
+    if !state.complete {
+        r = r.header("upload-expires", expires(resumables, &state));
+    }
+    r.empty().await
+}
+
+/// `PATCH /tus/{id}`.
+async fn patch(
+    svc: &Service,
+    ex: &mut Exchange<'_>,
+    resumables: &Resumables,
+    id: UploadId,
+) -> Result<(), weir::Error> {
+    if !is_tus_body(ex) {
+        let message = "a tus PATCH needs Content-Type: application/offset+octet-stream";
+        return fail(ex, StatusCode::UNSUPPORTED_MEDIA_TYPE, message).await;
+    }
+    let Some(claimed) = integer(ex, "upload-offset") else {
+        return fail(ex, StatusCode::BAD_REQUEST, "a tus PATCH needs Upload-Offset").await;
+    };
+    let expected = match checksum(ex) {
+        Ok(c) => c,
+        Err((status, message)) => return fail(ex, status, message).await,
+    };
+    let state = match resumables.state(id) {
+        Ok(Some(s)) => s,
+        Ok(None) => return fail(ex, StatusCode::NOT_FOUND, "no such upload").await,
+        Err(e) => return reply::store_error(ex, &e).await,
+    };
+    if claimed != state.offset {
+        return offset_mismatch(ex, state.offset).await;
+    }
+    let length = state.length.unwrap_or(svc.options.max_upload);
+    if state.complete {
+        // Nothing left to send: an empty PATCH at the end is answered with the end.
+        if has_body(ex) {
+            return fail(ex, StatusCode::BAD_REQUEST, "upload is already complete").await;
+        }
+        return ex
+            .respond(StatusCode::NO_CONTENT)
+            .header(RESUMABLE.0, RESUMABLE.1)
+            .header("upload-offset", state.offset.to_string())
+            .empty()
+            .await;
+    }
+    receive(svc, ex, resumables, id, claimed, length, expected, None).await
+}
+
+async fn offset_mismatch(ex: &mut Exchange<'_>, offset: u64) -> Result<(), weir::Error> {
+    let offset = offset.to_string();
+    let headers = [RESUMABLE, ("upload-offset", offset.as_str())];
+    let message = "Upload-Offset does not match the upload's offset";
+    reply::error(ex, StatusCode::CONFLICT, message, &headers).await
+}
+
+/// The answer to a refusal of the store's resumable layer.
+async fn refused(ex: &mut Exchange<'_>, e: ResumableError) -> Result<(), weir::Error> {
+    match e {
+        ResumableError::Unknown => fail(ex, StatusCode::NOT_FOUND, "no such upload").await,
+        ResumableError::Busy => {
+            let message = "another request is appending to this upload";
+            fail(ex, StatusCode::LOCKED, message).await
+        }
+        ResumableError::OffsetMismatch { expected, .. } => offset_mismatch(ex, expected).await,
+        ResumableError::Completed => {
+            fail(ex, StatusCode::BAD_REQUEST, "upload is already complete").await
+        }
+        ResumableError::Store(e) => reply::store_error(ex, &e).await,
+    }
+}
+
+/// Receives a body at `offset` into upload `id` of `length` bytes: checks `expected` (the
+/// request's SHA-256) before acknowledging anything, commits when the offset reaches the
+/// length, and answers (`201` + `location` for a creation, else `204`).
+#[allow(clippy::too_many_arguments)]
+async fn receive(
+    svc: &Service,
+    ex: &mut Exchange<'_>,
+    resumables: &Resumables,
+    id: UploadId,
+    offset: u64,
+    length: u64,
+    expected: Option<[u8; 32]>,
+    location: Option<&str>,
+) -> Result<(), weir::Error> {
+    let room = length.saturating_sub(offset);
+    if ex.request().content_length().is_some_and(|n| n > room) {
+        let message = format!("content goes past Upload-Length ({room} bytes left)");
+        return fail(ex, StatusCode::PAYLOAD_TOO_LARGE, &message).await;
+    }
+    ex.set_max_body_size(Some(room));
+    // Known now: this request brings the last byte (or a chunked one may, see below).
+    let completes = ex.request().content_length() == Some(room);
+    let (mut appending, mut upload) = match resumables.append(id, offset, None) {
+        Ok(a) => a,
+        Err(e) => return refused(ex, e).await,
+    };
+    // As on the IETF path: the first request hashes while receiving.
+    let hashing = offset == 0 && svc.options.hash;
+    let mut counts = WhereHashed::default();
+    let received = if expected.is_some() {
+        // No checkpoint while a checked request runs: all of it can be taken back.
+        let mut none = upload::no_progress;
+        resumable::body(svc, ex, &mut upload, hashing, &mut counts, &mut none).await
+    } else {
+        resumable::body(svc, ex, &mut upload, hashing, &mut counts, &mut |u| {
+            appending.progress(u)
+        })
+        .await
+    };
+    if let Err(failure) = received {
+        let kept = if expected.is_some() {
+            resumable::block_in_place(|| appending.discard(upload)).map(drop)
+        } else {
+            resumable::block_in_place(|| appending.finish(upload, false)).map(drop)
+        };
+        if let Err(e) = &kept {
+            tracing::warn!(upload = %id, error = %e, "tus upload: checkpoint failed");
+        }
+        return failure.answer(ex, svc.options.max_upload).await;
+    }
+    if let Some(expected) = expected {
+        let matches = resumable::block_in_place(|| appending.written_sha256(&upload))
+            .map(|sum| sum == expected);
+        if !matches.unwrap_or(false) {
+            let discarded = resumable::block_in_place(|| appending.discard(upload));
+            if let Err(e) = discarded {
+                return reply::store_error(ex, &e).await;
+            }
+            let status = StatusCode::from_u16(460).unwrap_or(StatusCode::BAD_REQUEST);
+            return fail(ex, status, "checksum mismatch: the request's bytes were discarded")
+                .await;
+        }
+    }
+    let mut end = resumable::block_in_place(|| appending.finish(upload, completes));
+    // A body without Content-Length that reached the length: complete it now.
+    if let Ok(AppendEnd::Incomplete(state)) = &end {
+        if state.offset == length {
+            let at = state.offset;
+            end = match resumables.append(id, at, None) {
+                Ok((appending, upload)) => {
+                    resumable::block_in_place(|| appending.finish(upload, true))
+                }
+                Err(e) => return refused(ex, e).await,
+            };
+        }
+    }
+    let mut r = ex
+        .respond(if location.is_some() {
+            StatusCode::CREATED
+        } else {
+            StatusCode::NO_CONTENT
+        })
+        .header(RESUMABLE.0, RESUMABLE.1);
+    if let Some(location) = location {
+        r = r.header("location", location);
+    }
+    match end {
+        Ok(AppendEnd::Incomplete(state)) => {
+            r.header("upload-offset", state.offset.to_string())
+                .header("upload-expires", expires(resumables, &state))
+                .empty()
+                .await
+        }
+        Ok(AppendEnd::Completed(committed)) => {
+            r = r.header("upload-offset", committed.size.to_string());
+            if let Some(sum) = committed.sha256 {
+                // ALLOCATION: one header value at completion.
+                let mut value = String::from("sha-256=:");
+                base64_encode(&sum, &mut value);
+                value.push(':');
+                tracing::debug!(upload = %id, sha256 = %hex(&sum), "tus upload complete");
+                r = r.header("repr-digest", value);
+            }
+            r.empty().await
+        }
+        Err(e) => {
+            drop(r);
+            reply::store_error(ex, &e).await
+        }
+    }
+}
+
+fn base64_value(c: u8) -> Option<u8> {
+    match c {
+        b'A'..=b'Z' => Some(c - b'A'),
+        b'a'..=b'z' => Some(c - b'a' + 26),
+        b'0'..=b'9' => Some(c - b'0' + 52),
+        b'+' => Some(62),
+        b'/' => Some(63),
+        _ => None,
+    }
+}
+
+/// Standard base64 (padding optional, as some tus clients leave it out).
+fn base64_decode(text: &str) -> Option<Vec<u8>> {
+    let text = text.trim_end_matches('=').as_bytes();
+    if text.len() % 4 == 1 {
+        return None;
+    }
+    let mut out = Vec::with_capacity(text.len() * 3 / 4);
+    for chunk in text.chunks(4) {
+        let mut acc = 0u32;
+        for (i, &c) in chunk.iter().enumerate() {
+            acc |= u32::from(base64_value(c)?) << (18 - 6 * i);
+        }
+        let bytes = acc.to_be_bytes();
+        out.extend_from_slice(&bytes[1..chunk.len()]);
+    }
+    Some(out)
+}
+
+fn base64_encode(data: &[u8], out: &mut String) {
+    const ALPHABET: &[u8; 64] =
+        b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    for chunk in data.chunks(3) {
+        let mut acc = 0u32;
+        for (i, &b) in chunk.iter().enumerate() {
+            acc |= u32::from(b) << (16 - 8 * i);
+        }
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(char::from(ALPHABET[(acc >> (18 - 6 * i) & 63) as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_round_trips() {
+        for len in 0..10 {
+            let data: Vec<u8> = (0..len).map(|i| (i * 37 + 11) as u8).collect();
+            let mut text = String::new();
+            base64_encode(&data, &mut text);
+            assert_eq!(base64_decode(&text).unwrap(), data);
+            assert_eq!(base64_decode(text.trim_end_matches('=')).unwrap(), data);
+        }
+        assert_eq!(base64_decode("aGVsbG8=").unwrap(), b"hello");
+        assert_eq!(base64_decode("a"), None);
+        assert_eq!(base64_decode("a!=="), None);
+    }
+}
