@@ -24,3 +24,4 @@ mod routes;
 mod slow;
 mod tls;
 mod trailers;
+mod tus;

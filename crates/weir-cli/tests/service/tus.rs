@@ -1,0 +1,331 @@
+//! tus 1.0.0 on `/tus/` against the real binary: every rule over raw sockets, and tuspy (the
+//! tus project's Python client) uploading whole and resuming an interrupted upload.
+
+use crate::support::*;
+use std::path::Path;
+use std::process::Command;
+
+const T: &str = "\r\ntus-resumable: 1.0.0";
+const OCTETS: &str = "\r\ncontent-type: application/offset+octet-stream";
+
+fn b64(data: &[u8]) -> String {
+    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in data.chunks(3) {
+        let mut acc = 0u32;
+        for (i, &b) in chunk.iter().enumerate() {
+            acc |= u32::from(b) << (16 - 8 * i);
+        }
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(char::from(A[(acc >> (18 - 6 * i) & 63) as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+fn sha256_b64(data: &[u8]) -> String {
+    use sha2::Digest;
+    b64(&sha2::Sha256::digest(data))
+}
+
+/// `POST /tus/` for `name` (in `dir` if given) of `length` bytes, with `body`: the response.
+fn create(s: &Server, length: usize, name: &str, dir: Option<&str>, body: &[u8]) -> Resp {
+    let mut meta = format!("filename {}", b64(name.as_bytes()));
+    if let Some(dir) = dir {
+        meta.push_str(&format!(",dir {},filetype dGV4dC9wbGFpbg==", b64(dir.as_bytes())));
+    }
+    let ct = if body.is_empty() { "" } else { OCTETS };
+    s.request(
+        &format!("POST /tus/ HTTP/1.1{T}\r\nupload-length: {length}\r\nupload-metadata: {meta}{ct}"),
+        body,
+    )
+}
+
+fn location(r: &Resp) -> String {
+    assert_eq!(r.status, 201, "{}\n{}", r.head, r.text());
+    let l = r.header("location").expect("Location");
+    assert!(l.starts_with("/tus/"), "{l}");
+    l
+}
+
+fn patch(s: &Server, url: &str, offset: usize, body: &[u8], extra: &str) -> Resp {
+    s.request(
+        &format!("PATCH {url} HTTP/1.1{T}{OCTETS}\r\nupload-offset: {offset}{extra}"),
+        body,
+    )
+}
+
+fn head(s: &Server, url: &str) -> Resp {
+    s.request(&format!("HEAD {url} HTTP/1.1{T}"), b"")
+}
+
+/// Files in the resumable area (the partial data and records).
+fn staged(root: &Path) -> usize {
+    std::fs::read_dir(root.join(".weir-staging/resumable")).map_or(0, |d| d.count())
+}
+
+#[test]
+fn options_answer_without_tus_resumable_and_other_requests_need_it() {
+    let s = Server::start(&["--max-upload", "1MiB"]);
+    let r = s.request("OPTIONS /tus/ HTTP/1.1", b"");
+    assert_eq!(r.status, 204, "{}", r.head);
+    assert_eq!(r.header("tus-version").unwrap(), "1.0.0");
+    assert_eq!(r.header("tus-resumable").unwrap(), "1.0.0");
+    assert_eq!(
+        r.header("tus-extension").unwrap(),
+        "creation,creation-with-upload,termination,expiration,checksum"
+    );
+    assert_eq!(r.header("tus-max-size").unwrap(), (1 << 20).to_string());
+    assert_eq!(r.header("tus-checksum-algorithm").unwrap(), "sha256");
+    for version in ["", "\r\ntus-resumable: 0.2.2"] {
+        let r = s.request(
+            &format!("POST /tus/ HTTP/1.1{version}\r\nupload-length: 3\r\nupload-metadata: filename YQ=="),
+            b"",
+        );
+        assert_eq!(r.status, 412, "{}", r.head);
+        assert_eq!(r.header("tus-version").unwrap(), "1.0.0");
+    }
+    let r = s.request("HEAD /tus/00000000000000000000000000000000 HTTP/1.1", b"");
+    assert_eq!(r.status, 412);
+    assert_eq!(staged(&s.root), 0);
+}
+
+#[test]
+fn create_head_patch_commit_the_file_under_files() {
+    let s = Server::start(&[]);
+    let body = data(300_000, 7);
+    let url = location(&create(&s, body.len(), "f.bin", Some("a/b"), b""));
+    let r = head(&s, &url);
+    assert_eq!(r.status, 200, "{}", r.head);
+    assert_eq!(r.header("upload-offset").unwrap(), "0");
+    assert_eq!(r.header("upload-length").unwrap(), body.len().to_string());
+    assert_eq!(r.header("cache-control").unwrap(), "no-store");
+    assert_eq!(r.header("tus-resumable").unwrap(), "1.0.0");
+    assert!(r.header("upload-metadata").unwrap().contains("filename Zi5iaW4="));
+    let expires = r.header("upload-expires").unwrap();
+    assert!(httpdate::parse_http_date(&expires).is_ok(), "{expires}");
+
+    // A PATCH needs the tus media type and the upload's offset.
+    let r = s.request(
+        &format!("PATCH {url} HTTP/1.1{T}\r\ncontent-type: application/octet-stream\r\nupload-offset: 0"),
+        &body[..10],
+    );
+    assert_eq!(r.status, 415);
+    let r = patch(&s, &url, 5, &body[..10], "");
+    assert_eq!(r.status, 409, "{}", r.head);
+    assert_eq!(r.header("upload-offset").unwrap(), "0");
+
+    let r = patch(&s, &url, 0, &body[..100_000], "");
+    assert_eq!(r.status, 204, "{}\n{}", r.head, r.text());
+    assert_eq!(r.header("upload-offset").unwrap(), "100000");
+    assert!(r.header("upload-expires").is_some());
+    // Nothing partial is visible.
+    assert_eq!(s.request("GET /files/a/b/f.bin HTTP/1.1", b"").status, 404);
+    assert!(!s.root.join("a/b/f.bin").exists());
+    // More than the length is refused before any is read.
+    let r = patch(&s, &url, 100_000, &data(200_001, 1), "");
+    assert_eq!(r.status, 413, "{}", r.head);
+
+    let r = patch(&s, &url, 100_000, &body[100_000..], "");
+    assert_eq!(r.status, 204, "{}\n{}", r.head, r.text());
+    assert_eq!(r.header("upload-offset").unwrap(), body.len().to_string());
+    assert_eq!(
+        r.header("repr-digest").unwrap(),
+        format!("sha-256=:{}:", sha256_b64(&body))
+    );
+    assert_eq!(std::fs::read(s.root.join("a/b/f.bin")).unwrap(), body);
+    let r = s.request("GET /files/a/b/f.bin HTTP/1.1", b"");
+    assert_eq!((r.status, r.body == body), (200, true));
+    // After completion: the offset is the length; an empty PATCH at the end is answered.
+    let r = head(&s, &url);
+    assert_eq!(r.header("upload-offset").unwrap(), body.len().to_string());
+    assert_eq!(patch(&s, &url, body.len(), b"", "").status, 204);
+    assert_eq!(patch(&s, &url, body.len(), b"x", "").status, 400);
+}
+
+#[test]
+fn creation_with_upload_stores_the_body_of_the_post() {
+    let s = Server::start(&[]);
+    let body = data(50_000, 3);
+    let r = create(&s, body.len(), "whole", None, &body);
+    location(&r);
+    assert_eq!(r.header("upload-offset").unwrap(), body.len().to_string());
+    assert_eq!(std::fs::read(s.root.join("whole")).unwrap(), body);
+
+    let r = create(&s, body.len(), "part", None, &body[..20_000]);
+    let url = location(&r);
+    assert_eq!(r.header("upload-offset").unwrap(), "20000");
+    assert!(!s.root.join("part").exists());
+    assert_eq!(patch(&s, &url, 20_000, &body[20_000..], "").status, 204);
+    assert_eq!(std::fs::read(s.root.join("part")).unwrap(), body);
+
+    // An empty file completes at creation.
+    location(&create(&s, 0, "empty", None, b""));
+    assert_eq!(std::fs::read(s.root.join("empty")).unwrap(), b"");
+    // A body needs the tus media type.
+    let r = s.request(
+        &format!("POST /tus/ HTTP/1.1{T}\r\nupload-length: 3\r\nupload-metadata: filename eA=="),
+        b"abc",
+    );
+    assert_eq!(r.status, 415);
+}
+
+#[test]
+fn a_chunk_whose_checksum_does_not_match_is_discarded() {
+    let s = Server::start(&[]);
+    let body = data(200_000, 5);
+    let url = location(&create(&s, body.len(), "c", None, b""));
+    let good = format!("\r\nupload-checksum: sha256 {}", sha256_b64(&body[..80_000]));
+    let wrong = format!("\r\nupload-checksum: sha256 {}", sha256_b64(b"other"));
+    let r = patch(&s, &url, 0, &body[..80_000], &wrong);
+    assert_eq!(r.status, 460, "{}\n{}", r.head, r.text());
+    assert_eq!(head(&s, &url).header("upload-offset").unwrap(), "0");
+    let id = url.trim_start_matches("/tus/");
+    let data_file = s.root.join(format!(".weir-staging/resumable/{id}.data"));
+    assert_eq!(std::fs::metadata(&data_file).unwrap().len(), 0);
+    // Unsupported algorithms and malformed values: 400, nothing kept.
+    for bad in [
+        "\r\nupload-checksum: md5 AAAA",
+        "\r\nupload-checksum: sha256 !!",
+        "\r\nupload-checksum: sha256",
+    ] {
+        assert_eq!(patch(&s, &url, 0, &body[..10], bad).status, 400, "{bad}");
+    }
+    let r = patch(&s, &url, 0, &body[..80_000], &good);
+    assert_eq!(r.status, 204, "{}\n{}", r.head, r.text());
+    assert_eq!(r.header("upload-offset").unwrap(), "80000");
+    let last = format!("\r\nupload-checksum: sha256 {}", sha256_b64(&body[80_000..]));
+    assert_eq!(patch(&s, &url, 80_000, &body[80_000..], &last).status, 204);
+    assert_eq!(std::fs::read(s.root.join("c")).unwrap(), body);
+}
+
+#[test]
+fn delete_terminates_the_upload_and_frees_its_data() {
+    let s = Server::start(&[]);
+    let url = location(&create(&s, 1000, "gone", None, &[b'x'; 400]));
+    assert!(staged(&s.root) >= 2);
+    let r = s.request(&format!("DELETE {url} HTTP/1.1{T}"), b"");
+    assert_eq!(r.status, 204, "{}", r.head);
+    assert_eq!(head(&s, &url).status, 404);
+    assert_eq!(patch(&s, &url, 400, b"y", "").status, 404);
+    assert_eq!(s.request(&format!("DELETE {url} HTTP/1.1{T}"), b"").status, 404);
+    assert_eq!(staged(&s.root), 0);
+    assert!(!s.root.join("gone").exists());
+    assert_eq!(head(&s, "/tus/not-an-id").status, 404);
+}
+
+#[test]
+fn targets_are_refused_like_any_path_and_sizes_are_limited() {
+    let s = Server::start(&["--max-upload", "1000"]);
+    for meta in [
+        format!("filename {}", b64(b"../x")),
+        format!("filename {}", b64(b".weir-staging")),
+        format!("filename a,dir {}", b64(b"../../etc")),
+        format!("filename {}", b64(b"a\\b")),
+        "filetype dGV4dA==".to_owned(),
+        "filename !!!".to_owned(),
+    ] {
+        let r = s.request(
+            &format!("POST /tus/ HTTP/1.1{T}\r\nupload-length: 3\r\nupload-metadata: {meta}"),
+            b"",
+        );
+        assert_eq!(r.status, 400, "{meta}: {}", r.text());
+    }
+    let r = s.request(
+        &format!("POST /tus/ HTTP/1.1{T}\r\nupload-metadata: filename YQ=="),
+        b"",
+    );
+    assert_eq!(r.status, 400, "no Upload-Length");
+    let r = s.request(
+        &format!("POST /tus/ HTTP/1.1{T}\r\nupload-length: 1001\r\nupload-metadata: filename YQ=="),
+        b"",
+    );
+    assert_eq!(r.status, 413);
+    assert_eq!(staged(&s.root), 0);
+    let r = s.request(&format!("GET /tus/ HTTP/1.1{T}"), b"");
+    assert_eq!(r.status, 405);
+}
+
+#[test]
+fn tus_requests_need_the_write_token() {
+    let s = Server::start(&["--token", "s3cret"]);
+    assert_eq!(s.request("OPTIONS /tus/ HTTP/1.1", b"").status, 204);
+    let r = create(&s, 3, "t", None, b"");
+    assert_eq!(r.status, 401);
+    assert_eq!(staged(&s.root), 0);
+    let r = s.request(
+        &format!(
+            "POST /tus/ HTTP/1.1{T}\r\nauthorization: Bearer s3cret\r\nupload-length: 3\r\n\
+             upload-metadata: filename dA=={OCTETS}"
+        ),
+        b"abc",
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    let url = location(&r);
+    assert_eq!(head(&s, &url).status, 401);
+    assert_eq!(std::fs::read(s.root.join("t")).unwrap(), b"abc");
+}
+
+/// `python3` with tuspy, or `None` (skipped, said so) — a failure when `CI` is set.
+fn tuspy() -> Option<()> {
+    let found = Command::new("python3")
+        .args(["-c", "import tusclient"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if found {
+        return Some(());
+    }
+    let why = "tuspy is not installed (pip install tuspy): the tus client tests need it";
+    assert!(std::env::var_os("CI").is_none(), "{why}");
+    eprintln!("skipped: {why}");
+    None
+}
+
+fn run_tuspy(s: &Server, file: &Path, name: &str, dir: &str, mode: &str, url_file: &Path) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/service/tus_client.py");
+    let out = Command::new("python3")
+        .arg(script)
+        .arg(s.url("/tus/"))
+        .arg(file)
+        .args([name, dir, mode])
+        .arg(url_file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "tuspy {mode}: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn tuspy_uploads_whole_and_resumes_an_interrupted_upload() {
+    if tuspy().is_none() {
+        return;
+    }
+    let s = Server::start(&[]);
+    let body = data((5 << 20) + 12_345, 11);
+    let file = s.dir.path().join("source.bin");
+    std::fs::write(&file, &body).unwrap();
+    let url_file = s.dir.path().join("url");
+
+    run_tuspy(&s, &file, "whole.bin", "py/x", "whole", &url_file);
+    assert_eq!(std::fs::read(s.root.join("py/x/whole.bin")).unwrap(), body);
+
+    // Two chunks, then the client process ends; a new one resumes from the stored URL.
+    run_tuspy(&s, &file, "cut.bin", "", "start", &url_file);
+    assert!(!s.root.join("cut.bin").exists());
+    let url = std::fs::read_to_string(&url_file).unwrap();
+    let path = url.trim().trim_start_matches(&s.url(""));
+    assert_eq!(head(&s, path).header("upload-offset").unwrap(), (2 << 20).to_string());
+    run_tuspy(&s, &file, "cut.bin", "", "resume", &url_file);
+    assert_eq!(std::fs::read(s.root.join("cut.bin")).unwrap(), body);
+    let r = s.request("GET /files/cut.bin HTTP/1.1", b"");
+    assert_eq!(r.status, 200);
+    assert_eq!(sha256(&r.body), sha256(&body));
+}
