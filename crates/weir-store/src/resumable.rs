@@ -305,7 +305,10 @@ impl Resumables {
         hash: bool,
         metadata: Option<String>,
     ) -> Result<(UploadId, ResumableState), StoreError> {
-        if metadata.as_deref().is_some_and(|m| m.contains(['\n', '\r'])) {
+        if metadata
+            .as_deref()
+            .is_some_and(|m| m.contains(['\n', '\r']))
+        {
             return Err(StoreError::Discarded);
         }
         crate::upload::check_target(&self.shared, target)?;
@@ -682,7 +685,9 @@ impl Appending {
         let mut buf = vec![0u8; 256 << 10];
         while left > 0 {
             let want = usize::try_from(left).map_or(buf.len(), |l| l.min(buf.len()));
-            let n = file.read(&mut buf[..want]).map_err(io_err("read resumable data"))?;
+            let n = file
+                .read(&mut buf[..want])
+                .map_err(io_err("read resumable data"))?;
             if n == 0 {
                 return Err(StoreError::from_io(
                     "read resumable data",
@@ -914,6 +919,40 @@ mod tests {
         );
         assert!(matches!(r.state(id), Ok(None)));
         assert_eq!(store.usage(), 0);
+    }
+
+    #[test]
+    fn a_discarded_append_leaves_the_offset_the_file_and_the_usage_as_they_were() {
+        let (_dir, store) = store();
+        let r = Resumables::open(&store, DAY).unwrap();
+        let meta = Some("filename YQ==".to_owned());
+        let (id, _) = r
+            .create_with_metadata(&p("f"), Some(10), None, true, meta.clone())
+            .unwrap();
+        assert_eq!(r.state(id).unwrap().unwrap().metadata, meta);
+        let (appending, mut up) = r.append(id, 0, None).unwrap();
+        up.write(b"hello").unwrap();
+        appending.finish(up, false).unwrap();
+        let usage = store.usage();
+        let (appending, mut up) = r.append(id, 5, None).unwrap();
+        up.write(b"wrong").unwrap();
+        assert_eq!(appending.written_sha256(&up).unwrap(), sha256(b"wrong"));
+        let state = appending.discard(up).unwrap();
+        assert_eq!(state.offset, 5);
+        assert_eq!(r.state(id).unwrap().unwrap().offset, 5);
+        assert_eq!(store.usage(), usage);
+        let (appending, mut up) = r.append(id, 5, None).unwrap();
+        up.write(b"world").unwrap();
+        assert_eq!(appending.written_sha256(&up).unwrap(), sha256(b"world"));
+        assert!(matches!(
+            appending.finish(up, true).unwrap(),
+            AppendEnd::Completed(c) if c.sha256 == Some(sha256(b"helloworld"))
+        ));
+        assert_eq!(read(&store, "f"), b"helloworld");
+        assert!(
+            r.create_with_metadata(&p("g"), None, None, true, Some("a\nb".to_owned()))
+                .is_err()
+        );
     }
 
     #[test]

@@ -106,7 +106,13 @@ pub(super) async fn serve(
 
 async fn not_allowed(ex: &mut Exchange<'_>, allow: &str) -> Result<(), weir::Error> {
     let headers = [RESUMABLE, ("allow", allow)];
-    reply::error(ex, StatusCode::METHOD_NOT_ALLOWED, "method not allowed here", &headers).await
+    reply::error(
+        ex,
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method not allowed here",
+        &headers,
+    )
+    .await
 }
 
 /// `OPTIONS`: what this server offers.
@@ -164,8 +170,8 @@ fn target(ex: &Exchange<'_>) -> Result<(Option<String>, StorePath), String> {
         };
         let bytes = base64_decode(value.trim())
             .ok_or_else(|| format!("Upload-Metadata: {key} is not base64"))?;
-        let value = String::from_utf8(bytes)
-            .map_err(|_| format!("Upload-Metadata: {key} is not UTF-8"))?;
+        let value =
+            String::from_utf8(bytes).map_err(|_| format!("Upload-Metadata: {key} is not UTF-8"))?;
         *slot = Some(value);
     }
     let Some(file) = filename.or(name) else {
@@ -185,10 +191,10 @@ fn checksum(ex: &Exchange<'_>) -> Result<Option<[u8; 32]>, (StatusCode, &'static
         return Ok(None);
     };
     let text = std::str::from_utf8(raw).map_err(|_| (StatusCode::BAD_REQUEST, "bad checksum"))?;
-    let (algorithm, value) = text
-        .trim()
-        .split_once(' ')
-        .ok_or((StatusCode::BAD_REQUEST, "Upload-Checksum: <algorithm> <base64>"))?;
+    let (algorithm, value) = text.trim().split_once(' ').ok_or((
+        StatusCode::BAD_REQUEST,
+        "Upload-Checksum: <algorithm> <base64>",
+    ))?;
     if algorithm != "sha256" {
         return Err((
             StatusCode::BAD_REQUEST,
@@ -198,7 +204,10 @@ fn checksum(ex: &Exchange<'_>) -> Result<Option<[u8; 32]>, (StatusCode, &'static
     base64_decode(value.trim())
         .and_then(|b| <[u8; 32]>::try_from(b).ok())
         .map(Some)
-        .ok_or((StatusCode::BAD_REQUEST, "Upload-Checksum: not a base64 SHA-256"))
+        .ok_or((
+            StatusCode::BAD_REQUEST,
+            "Upload-Checksum: not a base64 SHA-256",
+        ))
 }
 
 /// `Upload-Expires`: when an incomplete upload goes if nothing more arrives.
@@ -235,7 +244,8 @@ async fn create(
         Ok(c) => c,
         Err((status, message)) => return fail(ex, status, message).await,
     };
-    let made = resumables.create_with_metadata(&path, Some(length), None, svc.options.hash, metadata);
+    let made =
+        resumables.create_with_metadata(&path, Some(length), None, svc.options.hash, metadata);
     let (id, state) = match made {
         Ok(m) => m,
         Err(e) => return reply::store_error(ex, &e).await,
@@ -252,7 +262,17 @@ async fn create(
             .empty()
             .await;
     }
-    receive(svc, ex, resumables, id, 0, length, expected, Some(&location)).await
+    receive(
+        svc,
+        ex,
+        resumables,
+        id,
+        0,
+        length,
+        expected,
+        Some(&location),
+    )
+    .await
 }
 
 /// `HEAD /tus/{id}`.
@@ -296,7 +316,12 @@ async fn patch(
         return fail(ex, StatusCode::UNSUPPORTED_MEDIA_TYPE, message).await;
     }
     let Some(claimed) = integer(ex, "upload-offset") else {
-        return fail(ex, StatusCode::BAD_REQUEST, "a tus PATCH needs Upload-Offset").await;
+        return fail(
+            ex,
+            StatusCode::BAD_REQUEST,
+            "a tus PATCH needs Upload-Offset",
+        )
+        .await;
     };
     let expected = match checksum(ex) {
         Ok(c) => c,
@@ -408,8 +433,12 @@ async fn receive(
                 return reply::store_error(ex, &e).await;
             }
             let status = StatusCode::from_u16(460).unwrap_or(StatusCode::BAD_REQUEST);
-            return fail(ex, status, "checksum mismatch: the request's bytes were discarded")
-                .await;
+            return fail(
+                ex,
+                status,
+                "checksum mismatch: the request's bytes were discarded",
+            )
+            .await;
         }
     }
     let mut end = resumable::block_in_place(|| appending.finish(upload, completes));
@@ -491,8 +520,7 @@ fn base64_decode(text: &str) -> Option<Vec<u8>> {
 }
 
 fn base64_encode(data: &[u8], out: &mut String) {
-    const ALPHABET: &[u8; 64] =
-        b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     for chunk in data.chunks(3) {
         let mut acc = 0u32;
         for (i, &b) in chunk.iter().enumerate() {

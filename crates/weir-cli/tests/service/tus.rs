@@ -36,11 +36,16 @@ fn sha256_b64(data: &[u8]) -> String {
 fn create(s: &Server, length: usize, name: &str, dir: Option<&str>, body: &[u8]) -> Resp {
     let mut meta = format!("filename {}", b64(name.as_bytes()));
     if let Some(dir) = dir {
-        meta.push_str(&format!(",dir {},filetype dGV4dC9wbGFpbg==", b64(dir.as_bytes())));
+        meta.push_str(&format!(
+            ",dir {},filetype dGV4dC9wbGFpbg==",
+            b64(dir.as_bytes())
+        ));
     }
     let ct = if body.is_empty() { "" } else { OCTETS };
     s.request(
-        &format!("POST /tus/ HTTP/1.1{T}\r\nupload-length: {length}\r\nupload-metadata: {meta}{ct}"),
+        &format!(
+            "POST /tus/ HTTP/1.1{T}\r\nupload-length: {length}\r\nupload-metadata: {meta}{ct}"
+        ),
         body,
     )
 }
@@ -83,7 +88,9 @@ fn options_answer_without_tus_resumable_and_other_requests_need_it() {
     assert_eq!(r.header("tus-checksum-algorithm").unwrap(), "sha256");
     for version in ["", "\r\ntus-resumable: 0.2.2"] {
         let r = s.request(
-            &format!("POST /tus/ HTTP/1.1{version}\r\nupload-length: 3\r\nupload-metadata: filename YQ=="),
+            &format!(
+                "POST /tus/ HTTP/1.1{version}\r\nupload-length: 3\r\nupload-metadata: filename YQ=="
+            ),
             b"",
         );
         assert_eq!(r.status, 412, "{}", r.head);
@@ -105,13 +112,19 @@ fn create_head_patch_commit_the_file_under_files() {
     assert_eq!(r.header("upload-length").unwrap(), body.len().to_string());
     assert_eq!(r.header("cache-control").unwrap(), "no-store");
     assert_eq!(r.header("tus-resumable").unwrap(), "1.0.0");
-    assert!(r.header("upload-metadata").unwrap().contains("filename Zi5iaW4="));
+    assert!(
+        r.header("upload-metadata")
+            .unwrap()
+            .contains("filename Zi5iaW4=")
+    );
     let expires = r.header("upload-expires").unwrap();
     assert!(httpdate::parse_http_date(&expires).is_ok(), "{expires}");
 
     // A PATCH needs the tus media type and the upload's offset.
     let r = s.request(
-        &format!("PATCH {url} HTTP/1.1{T}\r\ncontent-type: application/octet-stream\r\nupload-offset: 0"),
+        &format!(
+            "PATCH {url} HTTP/1.1{T}\r\ncontent-type: application/octet-stream\r\nupload-offset: 0"
+        ),
         &body[..10],
     );
     assert_eq!(r.status, 415);
@@ -179,7 +192,10 @@ fn a_chunk_whose_checksum_does_not_match_is_discarded() {
     let s = Server::start(&[]);
     let body = data(200_000, 5);
     let url = location(&create(&s, body.len(), "c", None, b""));
-    let good = format!("\r\nupload-checksum: sha256 {}", sha256_b64(&body[..80_000]));
+    let good = format!(
+        "\r\nupload-checksum: sha256 {}",
+        sha256_b64(&body[..80_000])
+    );
     let wrong = format!("\r\nupload-checksum: sha256 {}", sha256_b64(b"other"));
     let r = patch(&s, &url, 0, &body[..80_000], &wrong);
     assert_eq!(r.status, 460, "{}\n{}", r.head, r.text());
@@ -198,7 +214,10 @@ fn a_chunk_whose_checksum_does_not_match_is_discarded() {
     let r = patch(&s, &url, 0, &body[..80_000], &good);
     assert_eq!(r.status, 204, "{}\n{}", r.head, r.text());
     assert_eq!(r.header("upload-offset").unwrap(), "80000");
-    let last = format!("\r\nupload-checksum: sha256 {}", sha256_b64(&body[80_000..]));
+    let last = format!(
+        "\r\nupload-checksum: sha256 {}",
+        sha256_b64(&body[80_000..])
+    );
     assert_eq!(patch(&s, &url, 80_000, &body[80_000..], &last).status, 204);
     assert_eq!(std::fs::read(s.root.join("c")).unwrap(), body);
 }
@@ -212,7 +231,10 @@ fn delete_terminates_the_upload_and_frees_its_data() {
     assert_eq!(r.status, 204, "{}", r.head);
     assert_eq!(head(&s, &url).status, 404);
     assert_eq!(patch(&s, &url, 400, b"y", "").status, 404);
-    assert_eq!(s.request(&format!("DELETE {url} HTTP/1.1{T}"), b"").status, 404);
+    assert_eq!(
+        s.request(&format!("DELETE {url} HTTP/1.1{T}"), b"").status,
+        404
+    );
     assert_eq!(staged(&s.root), 0);
     assert!(!s.root.join("gone").exists());
     assert_eq!(head(&s, "/tus/not-an-id").status, 404);
@@ -322,7 +344,10 @@ fn tuspy_uploads_whole_and_resumes_an_interrupted_upload() {
     assert!(!s.root.join("cut.bin").exists());
     let url = std::fs::read_to_string(&url_file).unwrap();
     let path = url.trim().trim_start_matches(&s.url(""));
-    assert_eq!(head(&s, path).header("upload-offset").unwrap(), (2 << 20).to_string());
+    assert_eq!(
+        head(&s, path).header("upload-offset").unwrap(),
+        (2 << 20).to_string()
+    );
     run_tuspy(&s, &file, "cut.bin", "", "resume", &url_file);
     assert_eq!(std::fs::read(s.root.join("cut.bin")).unwrap(), body);
     let r = s.request("GET /files/cut.bin HTTP/1.1", b"");
