@@ -354,3 +354,72 @@ fn tuspy_uploads_whole_and_resumes_an_interrupted_upload() {
     assert_eq!(r.status, 200);
     assert_eq!(sha256(&r.body), sha256(&body));
 }
+
+/// Where `.ci/run` installs tus-js-client (`npm install --prefix target/tus-js`), unless
+/// `TUS_JS_NODE_PATH` says otherwise.
+fn tus_js_node_path() -> Option<std::path::PathBuf> {
+    let path = std::env::var_os("TUS_JS_NODE_PATH").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/tus-js/node_modules"),
+        std::path::PathBuf::from,
+    );
+    let found = Command::new("node")
+        .args(["-e", "require('tus-js-client')"])
+        .env("NODE_PATH", &path)
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if found {
+        return Some(path);
+    }
+    let why = format!(
+        "node with tus-js-client not found (npm install --prefix target/tus-js tus-js-client, \
+         or set TUS_JS_NODE_PATH): looked in {}",
+        path.display()
+    );
+    assert!(std::env::var_os("CI").is_none(), "{why}");
+    eprintln!("skipped: {why}");
+    None
+}
+
+#[test]
+fn tus_js_client_uploads_whole_and_resumes_an_aborted_upload() {
+    let Some(node_path) = tus_js_node_path() else {
+        return;
+    };
+    let s = Server::start(&[]);
+    let body = data((3 << 20) + 777, 13);
+    let file = s.dir.path().join("source.bin");
+    std::fs::write(&file, &body).unwrap();
+    let url_file = s.dir.path().join("url");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/service/tus_client.js");
+    let run = |name: &str, dir: &str, mode: &str| {
+        let out = Command::new("node")
+            .arg(&script)
+            .arg(s.url("/tus/"))
+            .arg(&file)
+            .args([name, dir, mode])
+            .arg(&url_file)
+            .env("NODE_PATH", &node_path)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "tus-js-client {mode}: {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    run("whole.bin", "js", "whole");
+    assert_eq!(std::fs::read(s.root.join("js/whole.bin")).unwrap(), body);
+    run("cut.bin", "", "start");
+    assert!(!s.root.join("cut.bin").exists());
+    let url = std::fs::read_to_string(&url_file).unwrap();
+    let path = url.trim().trim_start_matches(&s.url(""));
+    let offset: u64 = head(&s, path)
+        .header("upload-offset")
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(offset >= 2 << 20 && offset < body.len() as u64, "{offset}");
+    run("cut.bin", "", "resume");
+    assert_eq!(std::fs::read(s.root.join("cut.bin")).unwrap(), body);
+}
