@@ -423,3 +423,69 @@ fn tus_js_client_uploads_whole_and_resumes_an_aborted_upload() {
     run("cut.bin", "", "resume");
     assert_eq!(std::fs::read(s.root.join("cut.bin")).unwrap(), body);
 }
+
+/// Opens a PATCH of `total` bytes at `offset` and sends `part` of them; the connection stays open.
+fn open_patch(
+    s: &Server,
+    url: &str,
+    offset: usize,
+    total: usize,
+    part: &[u8],
+    extra: &str,
+) -> std::net::TcpStream {
+    use std::io::Write;
+    let mut c = std::net::TcpStream::connect(s.addr).unwrap();
+    let head = format!(
+        "PATCH {url} HTTP/1.1{T}{OCTETS}\r\nupload-offset: {offset}{extra}\r\nhost: t\r\n\
+         content-length: {total}\r\n\r\n"
+    );
+    c.write_all(head.as_bytes()).unwrap();
+    c.write_all(part).unwrap();
+    c
+}
+
+#[test]
+fn one_patch_at_a_time_and_a_cut_patch_keeps_what_arrived() {
+    let s = Server::start(&[]);
+    let body = data(400_000, 9);
+    let url = location(&create(&s, body.len(), "cut", None, b""));
+    let first = open_patch(&s, &url, 0, body.len(), &body[..150_000], "");
+    // An empty PATCH takes the lock and gives it back when it is free: 423 while the first runs.
+    wait_for("the first PATCH to hold the upload", || {
+        let r = patch(&s, &url, 0, b"", "");
+        assert!(matches!(r.status, 204 | 423), "{}", r.head);
+        r.status == 423
+    });
+    drop(first);
+    // The cut request's bytes that arrived are kept (and durable) once the server saw the cut.
+    let mut offset = 0;
+    wait_for("the cut PATCH to be recorded", || {
+        let r = head(&s, &url);
+        offset = r.header("upload-offset").unwrap().parse().unwrap();
+        offset > 0 && patch(&s, &url, offset, b"", "").status == 204
+    });
+    assert!(offset <= 150_000, "{offset}");
+    assert_eq!(patch(&s, &url, offset, &body[offset..], "").status, 204);
+    assert_eq!(std::fs::read(s.root.join("cut")).unwrap(), body);
+}
+
+#[test]
+fn a_cut_checksummed_patch_keeps_nothing() {
+    let s = Server::start(&[]);
+    let body = data(300_000, 4);
+    let url = location(&create(&s, body.len(), "k", None, b""));
+    let sum = format!("\r\nupload-checksum: sha256 {}", sha256_b64(&body));
+    let first = open_patch(&s, &url, 0, body.len(), &body[..100_000], &sum);
+    wait_for("the checked PATCH to hold the upload", || {
+        patch(&s, &url, 0, b"", "").status == 423
+    });
+    drop(first);
+    // Free again, and at 0: nothing of an unverifiable request was acknowledged.
+    wait_for("the cut PATCH to end", || {
+        patch(&s, &url, 0, b"", "").status == 204
+    });
+    assert_eq!(head(&s, &url).header("upload-offset").unwrap(), "0");
+    let r = patch(&s, &url, 0, &body, &sum);
+    assert_eq!(r.status, 204, "{}", r.text());
+    assert_eq!(std::fs::read(s.root.join("k")).unwrap(), body);
+}
