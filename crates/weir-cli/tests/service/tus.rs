@@ -424,7 +424,9 @@ fn tus_js_client_uploads_whole_and_resumes_an_aborted_upload() {
     assert_eq!(std::fs::read(s.root.join("cut.bin")).unwrap(), body);
 }
 
-/// Opens a PATCH of `total` bytes at `offset` and sends `part` of them; the connection stays open.
+/// Opens a PATCH of `total` bytes at `offset`, waits for its `100 Continue` (sent when the
+/// handler starts reading the body: it holds the upload's lock by then), and sends `part` of
+/// them; the connection stays open.
 fn open_patch(
     s: &Server,
     url: &str,
@@ -433,13 +435,26 @@ fn open_patch(
     part: &[u8],
     extra: &str,
 ) -> std::net::TcpStream {
-    use std::io::Write;
+    use std::io::{Read, Write};
     let mut c = std::net::TcpStream::connect(s.addr).unwrap();
+    c.set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .unwrap();
     let head = format!(
         "PATCH {url} HTTP/1.1{T}{OCTETS}\r\nupload-offset: {offset}{extra}\r\nhost: t\r\n\
-         content-length: {total}\r\n\r\n"
+         expect: 100-continue\r\ncontent-length: {total}\r\n\r\n"
     );
     c.write_all(head.as_bytes()).unwrap();
+    let mut got = Vec::new();
+    let mut byte = [0u8; 1];
+    while !got.ends_with(b"\r\n\r\n") {
+        assert_eq!(c.read(&mut byte).unwrap(), 1, "closed before 100 Continue");
+        got.push(byte[0]);
+    }
+    assert!(
+        got.starts_with(b"HTTP/1.1 100"),
+        "{}",
+        String::from_utf8_lossy(&got)
+    );
     c.write_all(part).unwrap();
     c
 }
@@ -450,12 +465,7 @@ fn one_patch_at_a_time_and_a_cut_patch_keeps_what_arrived() {
     let body = data(400_000, 9);
     let url = location(&create(&s, body.len(), "cut", None, b""));
     let first = open_patch(&s, &url, 0, body.len(), &body[..150_000], "");
-    // An empty PATCH takes the lock and gives it back when it is free: 423 while the first runs.
-    wait_for("the first PATCH to hold the upload", || {
-        let r = patch(&s, &url, 0, b"", "");
-        assert!(matches!(r.status, 204 | 423), "{}", r.head);
-        r.status == 423
-    });
+    assert_eq!(patch(&s, &url, 0, b"", "").status, 423);
     drop(first);
     // The cut request's bytes that arrived are kept (and durable) once the server saw the cut.
     let mut offset = 0;
@@ -476,9 +486,7 @@ fn a_cut_checksummed_patch_keeps_nothing() {
     let url = location(&create(&s, body.len(), "k", None, b""));
     let sum = format!("\r\nupload-checksum: sha256 {}", sha256_b64(&body));
     let first = open_patch(&s, &url, 0, body.len(), &body[..100_000], &sum);
-    wait_for("the checked PATCH to hold the upload", || {
-        patch(&s, &url, 0, b"", "").status == 423
-    });
+    assert_eq!(patch(&s, &url, 0, b"", "").status, 423);
     drop(first);
     // Free again, and at 0: nothing of an unverifiable request was acknowledged.
     wait_for("the cut PATCH to end", || {
