@@ -17,9 +17,9 @@
 //!
 //! So the upload scenario can also pause that reporting for its run ([`ReportingPause`],
 //! `--pause-page-reporting`, root only): raising `page_reporting_order` above the largest block
-//! the kernel's allocator has (order 10) means no block qualifies. Measured: a 700 MiB `dd` from
-//! the page cache into a new file, then `rm`, three times: 1.38, 0.21 and 0.57 s with reporting;
-//! 0.20–0.26 s in five runs without. It is a setting of the machine, like a CPU governor: the
+//! the kernel's allocator has (order 10) means no block qualifies. With reporting on, the same
+//! page-cache copy varied several-fold from one try to the next; paused, it did not (figures in
+//! docs/BENCHMARKS.md, "Figures once quoted in source comments"). It is a setting of the machine, like a CPU governor: the
 //! previous value is restored when the run ends (not if the process is killed).
 
 use std::fs;

@@ -207,7 +207,7 @@ pub fn run(s: &Settings, a: &PlaintextArgs) -> io::Result<()> {
                 c.allocs_per_req.show(2),
                 c.errors.to_string(),
             ]);
-            // The ratio, not requests/s: depth 1 and depth 16 differ tenfold in absolute terms.
+            // The ratio, not requests/s: depth 1 and depth 16 differ by an order of magnitude.
             let ratio = c.rps.ratio_to(&cells[d][0].rps);
             bars.push(Bar {
                 label,
