@@ -4,10 +4,10 @@
 //! Why: on a VM whose guest memory the host backs lazily (this 2-core Firecracker VM), the first
 //! write to a guest page costs a fault in the host. Page-cache writes land on whatever free
 //! pages the kernel hands out; when those had never been touched since boot, the copy into the
-//! page cache ran about 8× slower (measured: 700 MiB spliced into a file took 1.2–1.9 s of CPU,
-//! 85 % of it the kernel's `memcpy` into new page-cache folios, against 0.21–0.25 s once 14 GiB
-//! of free memory had been touched). Which row met fresh pages was luck, so the file rows of one
-//! run varied up to 8× from round to round. Touching free memory once makes every row meet
+//! page cache ran several times slower, nearly all of it the kernel's `memcpy` into new
+//! page-cache folios (figures in docs/BENCHMARKS.md, "Figures once quoted in source comments").
+//! Which row met fresh pages was luck, so the file rows of one run varied widely from round to
+//! round. Touching free memory once makes every row meet
 //! pages the host already backs; on bare metal it only costs the time of the touch.
 //!
 //! It helps only until the guest frees memory again: this VM also has virtio-balloon free page
@@ -17,9 +17,9 @@
 //!
 //! So the upload scenario can also pause that reporting for its run ([`ReportingPause`],
 //! `--pause-page-reporting`, root only): raising `page_reporting_order` above the largest block
-//! the kernel's allocator has (order 10) means no block qualifies. Measured: a 700 MiB `dd` from
-//! the page cache into a new file, then `rm`, three times: 1.38, 0.21 and 0.57 s with reporting;
-//! 0.20–0.26 s in five runs without. It is a setting of the machine, like a CPU governor: the
+//! the kernel's allocator has (order 10) means no block qualifies. With reporting on, the same
+//! page-cache copy varied several-fold from one try to the next; paused, it did not (figures in
+//! docs/BENCHMARKS.md, "Figures once quoted in source comments"). It is a setting of the machine, like a CPU governor: the
 //! previous value is restored when the run ends (not if the process is killed).
 
 use std::fs;

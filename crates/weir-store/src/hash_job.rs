@@ -1,10 +1,10 @@
 //! Hashing an upload's bytes on another thread than the one that writes them, without giving
 //! up the store's promise that a recorded digest is the digest of the bytes in the file.
 //!
-//! On one core, an upload's work is serial: receive a buffer, hash it (SHA-256 runs at about
-//! 2 GB/s with SHA-NI), write it to the page cache. With a second core, the hash of one buffer
-//! can run while the writer receives and writes the next. The protocol, for a caller with two
-//! buffers A and B:
+//! On one core, an upload's work is serial: receive a buffer, hash it (SHA-256, slower per byte
+//! than the copies even with SHA-NI), write it to the page cache. With a second core, the hash of
+//! one buffer can run while the writer receives and writes the next. The protocol, for a caller
+//! with two buffers A and B:
 //!
 //! ```text
 //! writer thread                                         hashing thread (caller's choice)

@@ -19,9 +19,10 @@
 //! without following any symbolic link (see `local.rs`).
 //!
 //! The code is synchronous std code, called from the connection's task: plain `write(2)` into
-//! the page cache was measured twice as fast as going through `tokio::fs`. Only `commit`'s
-//! fsyncs block for long, once per upload; to shorten them, a large upload's bytes are written
-//! back while it is still being received, by one writeback thread per store
+//! the page cache returns quickly, and going through `tokio::fs` (a hop to the blocking pool per
+//! call) was measured much slower (docs/BENCHMARKS.md, "Figures once quoted in source comments").
+//! Only `commit`'s fsyncs block for long, once per upload; to shorten them, a large upload's bytes
+//! are written back while it is still being received, by one writeback thread per store
 //! ([`LocalOptions::early_writeback`]).
 //!
 //! # Guarantees

@@ -1,8 +1,9 @@
 //! Early writeback: a large upload's bytes start going to disk while the rest is still being
 //! received, so that commit's `fsync` waits for the last few MiB rather than the whole file.
 //!
-//! Why: a 700 MiB upload left the disk idle until commit, whose `fsync` then took 0.24 s (a
-//! third of the upload, nearly all of it waiting for the disk: 0.04 s of CPU). The kernel's own
+//! Why: a large upload left the disk idle until commit, whose `fsync` then took a large share of
+//! the upload's time, nearly all of it waiting for the disk rather than using the CPU (figures in
+//! docs/BENCHMARKS.md, "Figures once quoted in source comments"). The kernel's own
 //! writeback starts only past `dirty_background_ratio` (GiBs on a machine with memory to spare).
 //!
 //! How: every [`LocalOptions::early_writeback`](crate::LocalOptions::early_writeback) bytes

@@ -7,14 +7,13 @@
 //! buffer of up to a frame each (256 KiB by default), alive until the handler has consumed them;
 //! under a handler that writes to a file several are alive at once, so each new one was a new
 //! allocation and each consumed one was freed. weir's h2 (`crates/weir-h2`, `read_buffer.rs`)
-//! now reuses those buffers instead. With glibc's defaults those frees handed the memory back to the kernel
-//! (`munmap` for blocks above the mmap threshold, `madvise(MADV_DONTNEED)` when a thread arena's
-//! free top exceeds the trim threshold), and the next buffer takes page faults and kernel zeroing
-//! on every page: one `madvise` per MiB received was counted (strace), and a 400 MiB HTTP/2
-//! upload to a file (`weir put --http2` to weir-bench's file sink) cost 2.2× the server CPU and
-//! 2.3× the time of the same upload with the settings below. In weir-bench's upload scenario the
-//! HTTP/2 to-file rows went from 0.52–0.55 to 1.25–1.38 × HTTP/1.1 (docs/BENCHMARKS.md). HTTP/1.1
-//! bodies in weir allocate nothing per read and are unaffected.
+//! now reuses those buffers instead. With glibc's defaults those frees handed the memory back to
+//! the kernel (`munmap` for blocks above the mmap threshold, `madvise(MADV_DONTNEED)` when a thread
+//! arena's free top exceeds the trim threshold), and the next buffer takes page faults and kernel
+//! zeroing on every page (strace counted one `madvise` per MiB received), which cost an HTTP/2
+//! upload to a file far more server CPU than the same upload with the settings below (figures
+//! in docs/BENCHMARKS.md, "Figures once quoted in source comments"). HTTP/1.1 bodies in weir
+//! allocate nothing per read and are unaffected.
 //!
 //! The settings: blocks up to [`MMAP_THRESHOLD`] come from the arenas (not `mmap`), and an arena
 //! keeps up to [`TRIM_THRESHOLD`] of free memory at its top instead of returning it. That bounds
@@ -91,9 +90,9 @@ mod tests {
         .join()
         .unwrap();
         // With glibc's defaults the 1.5 MiB freed at the arena's top exceeds the trim threshold
-        // and goes back to the kernel: every round faults its 384 pages in again (35,234
-        // faults, measured). Tuned, the freed blocks are reused; the bound leaves room for other
-        // test threads sharing the arena, and is still a tenth of the untuned count.
+        // and goes back to the kernel: every round faults its 384 pages in again (tens of
+        // thousands of faults in 100 rounds). Tuned, the freed blocks are reused; the bound leaves
+        // room for other test threads sharing the arena, and is still a tenth of the untuned count.
         assert!(faults < 10 * 384, "{faults} minor faults in 100 rounds");
     }
 }

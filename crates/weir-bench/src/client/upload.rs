@@ -1,10 +1,11 @@
 //! The upload client: one connection, one request, the body written from memory in large writes,
 //! over HTTP/1.1, HTTPS (HTTP/1.1 over TLS), h2c or HTTP/2 over TLS ([`Protocol`]).
 //!
-//! curl tops out near 1 GB/s on loopback, a quarter of what the socket can do, so throughput is
-//! measured with this instead: the body is a [`CHUNK`]-sized buffer (filled with a non-constant
-//! pattern and touched up front) written again and again, so the client spends its time in the
-//! kernel copying (and, over TLS, encrypting), not in its own code:
+//! curl tops out far below what a loopback socket can carry (docs/BENCHMARKS.md, "Figures once
+//! quoted in source comments"), so throughput is measured with this instead: the body is a
+//! [`CHUNK`]-sized buffer (filled with a non-constant pattern and touched up front) written again
+//! and again, so the client spends its time in the kernel copying (and, over TLS, encrypting), not
+//! in its own code:
 //! - HTTP/1.1: blocking `write`s of the whole buffer;
 //! - HTTPS: the same writes through a blocking rustls stream whose send buffer is
 //!   [`CLIENT_SEND_BUFFER`](crate::tls::CLIENT_SEND_BUFFER) (1 MiB of records per `writev`, as

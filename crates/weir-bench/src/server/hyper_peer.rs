@@ -16,7 +16,7 @@
 //!
 //! Upload sinks match the other systems: discard drops each frame hyper hands over; file writes
 //! each frame with plain `std::fs` on the connection's task (a `tokio::fs` write is a hop to the
-//! blocking pool per write and halves throughput). Frames are written as they come rather than
+//! blocking pool per write, measured much slower). Frames are written as they come rather than
 //! regrouped into 256 KiB, which would add a copy; hyper's frames are up to its read buffer size
 //! (HTTP/1.1) or one DATA frame (HTTP/2). hyper has no splice path.
 

@@ -165,9 +165,10 @@ impl Conn {
     /// buffered moves socket → pipe → file with `splice` and never enters user space.
     ///
     /// File writes are synchronous, on the connection's task: they go to the page cache and
-    /// return in microseconds, while a hop to a blocking thread pool per write was measured to
-    /// halve throughput. Other connections on the same worker keep being served because the
-    /// multi-threaded runtime lets idle workers steal them.
+    /// return in microseconds, while a hop to a blocking thread pool per write was measured much
+    /// slower (docs/BENCHMARKS.md, "Figures once quoted in source comments"). Other connections on
+    /// the same worker keep being served because the multi-threaded runtime lets idle workers steal
+    /// them.
     ///
     /// At most `limit` payload bytes are written (fewer only at the end of the body), so a
     /// caller can act between pieces (report progress, start writeback).

@@ -142,7 +142,7 @@ impl Conn {
     ) -> Result<(), HeadEnd> {
         let config = &self.shared.config;
         // Deadlines are computed only when the connection has to wait: reading the clock for
-        // every pipelined request was 8% of a plaintext profile. The first head must arrive
+        // every pipelined request showed in plaintext profiles. The first head must arrive
         // within the head timeout; between requests a connection may idle for the keep-alive
         // timeout; a head that has started must be complete within the head timeout.
         let mut idle_deadline = None;

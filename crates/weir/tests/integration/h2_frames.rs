@@ -375,8 +375,8 @@ fn flow_control_and_frame_size_violations() {
     assert!(block.len() > 256 * 1024);
     c.send(HEADERS, END_HEADERS | END_STREAM, 1, &block);
     assert_eq!(c.goaway(), Some(FRAME_SIZE_ERROR), "oversized HEADERS");
-    // SETTINGS_INITIAL_WINDOW_SIZE above 2^31-1: FLOW_CONTROL_ERROR (RFC 9113 §6.5.2; h2
-    // alone would answer PROTOCOL_ERROR: weir's frame meter gives the right code).
+    // SETTINGS_INITIAL_WINDOW_SIZE above 2^31-1: FLOW_CONTROL_ERROR (RFC 9113 §6.5.2; upstream
+    // h2 answers PROTOCOL_ERROR: weir-h2's patch gives the right code).
     let mut c = FrameClient::connect(server.addr);
     c.send(SETTINGS, 0, 0, &[0, 4, 0x80, 0, 0, 0]);
     assert_eq!(c.goaway(), Some(FLOW_CONTROL_ERROR));

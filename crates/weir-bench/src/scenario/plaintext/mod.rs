@@ -2,16 +2,16 @@
 //!
 //! Systems: the raw responder (an epoll loop per thread), weir (on a multi-threaded runtime, and
 //! per-core: a current-thread runtime per thread behind `SO_REUSEPORT`), hyper with and without
-//! `pipeline_flush`, and hyper per-core with `pipeline_flush` (as TechEmpower runs it). For each depth
-//! (requests in flight per connection) and round, each system gets the same load: `connections`
-//! keep-alive connections from [`crate::client::load`], a warm-up, then a measured window. Over
-//! the window: requests/s, latency percentiles, the server's CPU time per request, and its heap
-//! allocations per request (the server's own counting allocator, queried over the control pipe
-//! just before and just after the window: a real count, not an estimate).
+//! `pipeline_flush`, and hyper per-core with `pipeline_flush` (as TechEmpower runs it). For each
+//! depth (requests in flight per connection) and round, each system gets the same load:
+//! `connections` keep-alive connections from [`crate::client::load`], a warm-up, then a measured
+//! window. Over the window: requests/s, latency percentiles, the server's CPU time per request, and
+//! its heap allocations per request (the server's own counting allocator, queried over the control
+//! pipe just before and just after the window: a real count, not an estimate).
 //!
 //! `--duration 60s` runs the sustained mode instead: each system alone for that long, requests/s
 //! per interval, and every interval below 0.9 × the run's median flagged (the seed's server
-//! degraded from 311k to 61k requests/s over three minutes).
+//! degraded over a few minutes; docs/BENCHMARKS.md, "Figures once quoted in source comments").
 //!
 //! `--wrk` cross-checks the load generator: the same servers measured with wrk, figures side by
 //! side (wrk is optional; it is not installed in CI).
@@ -207,7 +207,7 @@ pub fn run(s: &Settings, a: &PlaintextArgs) -> io::Result<()> {
                 c.allocs_per_req.show(2),
                 c.errors.to_string(),
             ]);
-            // The ratio, not requests/s: depth 1 and depth 16 differ tenfold in absolute terms.
+            // The ratio, not requests/s: depth 1 and depth 16 differ by an order of magnitude.
             let ratio = c.rps.ratio_to(&cells[d][0].rps);
             bars.push(Bar {
                 label,
