@@ -104,6 +104,7 @@ pub fn put(args: PutArgs) -> Result<(), ClientError> {
     }
     let mut failures = 0u32;
     let answer = loop {
+        resumption.attempts += 1;
         let step = match resumption.upload.clone() {
             Some(upload) => job.resume(&upload, &mut resumption),
             None => job.create(resumable, state.as_ref(), &mut resumption),
@@ -214,6 +215,8 @@ struct Job<'a> {
 struct Resumption {
     /// The upload resource (absolute URL), once the server announced it.
     upload: Option<String>,
+    /// Attempts made, this one included.
+    attempts: u32,
     /// How far the last attempt sent the file (offset of its first byte + bytes sent).
     sent_end: Option<u64>,
     resumes: u32,
@@ -240,10 +243,12 @@ fn io_step(e: std::io::Error) -> Step {
 type Answer = Option<serde_json::Value>;
 
 impl Job<'_> {
-    fn connect(&self, url: &Url) -> Result<Connection, Step> {
+    /// Connects; `first` says that no attempt reached the server yet, when a refused
+    /// connection is a wrong address rather than a server being restarted: fatal.
+    fn connect(&self, url: &Url, first: bool) -> Result<Connection, Step> {
         let mut conn = connect(url, self.options).map_err(|e| {
             // A server being restarted refuses connections for a while; TLS failures stay.
-            if e.to_string().starts_with("cannot connect") {
+            if !first && e.to_string().starts_with("cannot connect") {
                 Step::Retry(e.to_string())
             } else {
                 Step::Fatal(e)
@@ -286,7 +291,15 @@ impl Job<'_> {
             }
         };
         let mut sent_end = 0;
-        let result = self.exchange("PUT", self.url, headers, 0, &mut announced, &mut sent_end);
+        let first = progress.attempts == 1;
+        let result = self.exchange(
+            "PUT",
+            (self.url, first),
+            headers,
+            0,
+            &mut announced,
+            &mut sent_end,
+        );
         progress.sent_end = Some(sent_end);
         let (mut conn, head) = result?;
         self.finish(&mut conn, "PUT", &head)
@@ -295,7 +308,7 @@ impl Job<'_> {
     /// Asks the server's offset and appends the rest of the file from there.
     fn resume(&self, upload: &str, progress: &mut Resumption) -> Result<Answer, Step> {
         let url = Url::parse(upload).map_err(Step::Fatal)?;
-        let mut conn = self.connect(&url)?;
+        let mut conn = self.connect(&url, false)?;
         let mut headers = vec![("upload-draft-interop-version", INTEROP_VERSION.to_owned())];
         headers.extend(self.options.auth_header());
         let request = Request {
@@ -342,7 +355,14 @@ impl Job<'_> {
             ("upload-draft-interop-version", INTEROP_VERSION.to_owned()),
         ];
         let mut sent_end = offset;
-        let result = self.exchange("PATCH", &url, headers, offset, &mut |_| {}, &mut sent_end);
+        let result = self.exchange(
+            "PATCH",
+            (&url, false),
+            headers,
+            offset,
+            &mut |_| {},
+            &mut sent_end,
+        );
         progress.sent_end = Some(sent_end);
         let (mut conn, head) = result?;
         match head.status {
@@ -355,13 +375,13 @@ impl Job<'_> {
         }
     }
 
-    /// One request whose body is the file from `offset` to its end: head (with
+    /// One request to `url` whose body is the file from `offset` to its end: head (with
     /// `Expect: 100-continue`), interim answers to `interim`, body, final head. `sent_end`
-    /// follows how far the body got.
+    /// follows how far the body got; `first`: see [`Job::connect`].
     fn exchange(
         &self,
         method: &str,
-        url: &Url,
+        (url, first): (&Url, bool),
         mut headers: Vec<(&'static str, String)>,
         offset: u64,
         interim: &mut dyn FnMut(&ResponseHead),
@@ -372,7 +392,7 @@ impl Job<'_> {
             headers.push(("expect", "100-continue".to_owned()));
         }
         headers.extend(self.options.auth_header());
-        let mut conn = self.connect(url)?;
+        let mut conn = self.connect(url, first)?;
         let request = Request {
             method,
             target: &url.target,
