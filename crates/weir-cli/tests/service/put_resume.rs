@@ -333,3 +333,46 @@ fn exhausted_retries_fail_with_one_clear_line() {
     assert_eq!(err.lines().count(), 3, "{err}");
     assert!(!s.root.join("never.bin").exists());
 }
+
+#[test]
+fn an_https_upload_cut_mid_way_is_resumed() {
+    // A self-signed certificate for 127.0.0.1, trusted by `--cacert`.
+    let key = rcgen::KeyPair::generate().unwrap();
+    let params = rcgen::CertificateParams::new(vec!["127.0.0.1".to_owned()]).unwrap();
+    let cert = params.self_signed(&key).unwrap();
+    let pki = tempfile::tempdir().unwrap();
+    let (cert_path, key_path) = (pki.path().join("cert.pem"), pki.path().join("key.pem"));
+    std::fs::write(&cert_path, cert.pem()).unwrap();
+    std::fs::write(&key_path, key.serialize_pem()).unwrap();
+    let s = Server::start(&[
+        "--tls-cert",
+        cert_path.to_str().unwrap(),
+        "--tls-key",
+        key_path.to_str().unwrap(),
+    ]);
+    let state = s.dir.path().join("state");
+    let content = data((3 << 20) + 777, 75);
+    let src = s.dir.path().join("tls.bin");
+    std::fs::write(&src, &content).unwrap();
+    let proxy = Proxy::start(s.addr, |n| {
+        if n == 0 {
+            Behavior::CutAfter(1 << 20)
+        } else {
+            Behavior::Relay
+        }
+    });
+    let url = format!("https://{}/files/tls.bin", proxy.addr);
+    let out = put(
+        &state,
+        &[
+            "--cacert",
+            cert_path.to_str().unwrap(),
+            src.to_str().unwrap(),
+            &url,
+        ],
+    );
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("resumed 1 time, "), "{err}");
+    assert_stored(&s, "tls.bin", &content);
+}
