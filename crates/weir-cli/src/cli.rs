@@ -180,8 +180,8 @@ pub struct PutArgs {
     /// there is none). Without it, such a record is used too when it exists.
     #[arg(long)]
     pub resume: bool,
-    /// How many times a dropped connection, a timeout or a 5xx is retried (HTTP/1.1: by
-    /// resuming the upload where the server stopped) before giving up.
+    /// How many times a dropped connection, a timeout or a 5xx is retried (by resuming the
+    /// upload where the server stopped, when it speaks resumable uploads) before giving up.
     #[arg(long, default_value_t = 5)]
     pub retries: u32,
     /// Seconds before the first retry; each next one waits twice as long, at most 8 s (or

@@ -53,8 +53,7 @@ impl Connection {
     }
 
     /// Sends `len` bytes of `file` from `offset` as the request body; `sendfile` says when to
-    /// use `sendfile(2)` where the transport allows it (HTTP/1.1 in the clear). HTTP/2 sends
-    /// whole files only (`offset` 0).
+    /// use `sendfile(2)` where the transport allows it (HTTP/1.1 in the clear).
     pub(crate) fn send_file(
         &mut self,
         file: &File,
@@ -72,10 +71,7 @@ impl Connection {
                     transport.copy_file(file, offset, len, progress)
                 }
             }
-            Self::H2(_) if offset != 0 => Err(io::Error::other(
-                "sending part of a file is not supported over HTTP/2",
-            )),
-            Self::H2(c) => c.send_file(file, len, progress),
+            Self::H2(c) => c.send_file(file, offset, len, progress),
         }
     }
 

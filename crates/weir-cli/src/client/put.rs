@@ -14,6 +14,16 @@
 //!    (`Transport::sendfile_pays`). `--sendfile` / `--no-sendfile` override. Under TLS and HTTP/2
 //!    the body is encrypted or framed in user space: always through the buffer.
 //! 4. Read the answer; compare the server's SHA-256 with ours.
+//!
+//! Resuming (draft-ietf-httpbis-resumable-upload-12, interop version 8): the `PUT` also carries
+//! `Upload-Complete: ?1`; a server that speaks the draft announces the upload resource in a
+//! `104` (`Location`), recorded at once (`resume_state.rs`). On a dropped connection, an idle
+//! timeout or a 5xx, after a doubling wait: `HEAD` the resource for its `Upload-Offset`, then
+//! `PATCH` the rest from there (same body paths as above), at most `--retries` times. The
+//! creation's `Content-Digest` covers the whole file: the server keeps it and verifies it at
+//! completion (appends may not carry one). Invariants: every request sends the file from the
+//! offset the server last reported, never from a guess; a resource the server no longer knows
+//! (404/410) restarts the upload from zero; without a `104` a retry repeats the whole `PUT`.
 
 use super::conn::Connection;
 use super::http::{Request, ResponseHead};
@@ -84,17 +94,15 @@ pub fn put(args: PutArgs) -> Result<(), ClientError> {
         digest: digest_header,
         idle: (args.timeout > 0.0).then(|| Duration::from_secs_f64(args.timeout)),
     };
-    // Resumable over HTTP/1.1; over HTTP/2 one plain `PUT`, as before.
-    let resumable = !options.http2;
     let full_url = format!(
         "{}://{}{}",
         if url.https { "https" } else { "http" },
         url.authority,
         url.target
     );
-    let state = resumable.then(|| ResumeState::new(&args.file, &meta, &full_url));
+    let state = ResumeState::new(&args.file, &meta, &full_url);
     let mut resumption = Resumption {
-        upload: state.as_ref().and_then(ResumeState::load),
+        upload: state.load(),
         ..Resumption::default()
     };
     if args.resume && resumption.upload.is_none() {
@@ -107,25 +115,20 @@ pub fn put(args: PutArgs) -> Result<(), ClientError> {
         resumption.attempts += 1;
         let step = match resumption.upload.clone() {
             Some(upload) => job.resume(&upload, &mut resumption),
-            None => job.create(resumable, state.as_ref(), &mut resumption),
+            None => job.create(&state, &mut resumption),
         };
         let why = match step {
             Ok(answer) => break answer,
             Err(Step::Fatal(e)) => return Err(e),
             Err(Step::Gone) => {
                 // Expired or cancelled on the server: start over.
-                if let Some(state) = &state {
-                    state.remove();
-                }
+                state.remove();
                 resumption.upload = None;
                 resumption.sent_end = None;
                 "the server no longer knows the upload".to_owned()
             }
             Err(Step::Retry(why)) => why,
         };
-        if !resumable {
-            return Err(ClientError::new(why));
-        }
         failures += 1;
         if failures > args.retries {
             let tries = failures;
@@ -145,9 +148,7 @@ pub fn put(args: PutArgs) -> Result<(), ClientError> {
         );
         std::thread::sleep(wait);
     };
-    if let Some(state) = &state {
-        state.remove();
-    }
+    state.remove();
     let elapsed = started.elapsed();
     let server_sha = answer
         .as_ref()
@@ -258,22 +259,15 @@ impl Job<'_> {
         Ok(conn)
     }
 
-    /// The creation: the whole file in one `PUT`, with the draft's fields when `resumable`.
+    /// The creation: the whole file in one `PUT`, with the draft's fields.
     /// A `104` names the upload resource, recorded in `state` before the body is sent.
-    fn create(
-        &self,
-        resumable: bool,
-        state: Option<&ResumeState>,
-        progress: &mut Resumption,
-    ) -> Result<Answer, Step> {
+    fn create(&self, state: &ResumeState, progress: &mut Resumption) -> Result<Answer, Step> {
         let mut headers = vec![
             ("content-length", self.len.to_string()),
             ("content-type", "application/octet-stream".to_owned()),
         ];
-        if resumable {
-            headers.push(("upload-complete", "?1".to_owned()));
-            headers.push(("upload-draft-interop-version", INTEROP_VERSION.to_owned()));
-        }
+        headers.push(("upload-complete", "?1".to_owned()));
+        headers.push(("upload-draft-interop-version", INTEROP_VERSION.to_owned()));
         // The creation carries the whole file: the server keeps this digest and verifies it
         // at completion, however many appends that takes.
         headers.extend(self.digest.clone());
@@ -284,9 +278,7 @@ impl Job<'_> {
             }
             if let Some(location) = head.header("location") {
                 let upload = absolute(url, location);
-                if let Some(state) = state {
-                    state.save(&upload);
-                }
+                state.save(&upload);
                 progress.upload = Some(upload);
             }
         };

@@ -376,3 +376,32 @@ fn an_https_upload_cut_mid_way_is_resumed() {
     assert!(err.contains("resumed 1 time, "), "{err}");
     assert_stored(&s, "tls.bin", &content);
 }
+
+#[test]
+fn an_h2c_upload_cut_mid_way_is_resumed() {
+    let s = Server::start(&[]);
+    let state = s.dir.path().join("state");
+    let content = data((3 << 20) + 999, 76);
+    let src = s.dir.path().join("h2.bin");
+    std::fs::write(&src, &content).unwrap();
+    let proxy = Proxy::start(s.addr, |n| {
+        if n == 0 {
+            Behavior::CutAfter(1 << 20)
+        } else {
+            Behavior::Relay
+        }
+    });
+    let out = put(
+        &state,
+        &[
+            "--http2",
+            src.to_str().unwrap(),
+            &proxy.url("/files/h2.bin"),
+        ],
+    );
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("resumed 1 time, "), "{err}");
+    assert_stored(&s, "h2.bin", &content);
+    assert!(state_files(&state).is_empty());
+}
