@@ -121,11 +121,13 @@ pub fn put(args: PutArgs) -> Result<(), ClientError> {
             Ok(answer) => break answer,
             Err(Step::Fatal(e)) => return Err(e),
             Err(Step::Gone) => {
-                // Expired or cancelled on the server: start over.
+                // Expired or cancelled on the server: start over, at once. Not counted as a
+                // failure: it happens at most once per resource the server announced.
+                eprintln!("weir: the server no longer knows the upload; starting over");
                 state.remove();
                 resumption.upload = None;
                 resumption.sent_end = None;
-                "the server no longer knows the upload".to_owned()
+                continue;
             }
             Err(Step::Retry(why)) => why,
         };

@@ -215,6 +215,48 @@ fn a_connection_cut_mid_upload_is_resumed_and_the_file_is_exact() {
     assert!(state_files(&state).is_empty(), "{:?}", state_files(&state));
 }
 
+/// Starts `weir put` of `src` through `proxy` (which must stall its first connection after
+/// `stall` bytes) to `url`, SIGKILLs it once the stall is reached, drops the connection, and
+/// returns the upload resource (`/uploads/{id}`, from the state file) and the server's offset.
+fn killed_upload(
+    s: &Server,
+    proxy: &Proxy,
+    state: &Path,
+    src: &Path,
+    url: &str,
+    stall: u64,
+) -> (String, u64) {
+    let mut child = put_cmd(state, &[src.to_str().unwrap(), url])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for("the state file", || state_files(state).len() == 1);
+    wait_for("the stall", || proxy.forwarded(0) == stall);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&state_files(state)[0]).unwrap()).unwrap();
+    let upload_url = record["upload"].as_str().unwrap().to_owned();
+    let upload = upload_url[upload_url.find("/uploads/").unwrap()..].to_owned();
+    // The connection drops with the client: the server keeps what arrived.
+    proxy.cut_all();
+    wait_for("the server's offset", || server_offset(s, &upload) > 0);
+    let offset = server_offset(s, &upload);
+    // At most what the proxy relayed, less the request head (the server keeps what it got).
+    assert!(offset <= stall, "{offset}");
+    (upload, offset)
+}
+
+fn stall_first(stall: u64) -> impl Fn(usize) -> Behavior + Send + 'static {
+    move |n| {
+        if n == 0 {
+            Behavior::StallAfter(stall)
+        } else {
+            Behavior::Relay
+        }
+    }
+}
+
 #[test]
 fn a_killed_client_is_resumed_by_the_next_run() {
     let s = Server::start(&[]);
@@ -224,33 +266,9 @@ fn a_killed_client_is_resumed_by_the_next_run() {
     let src = s.dir.path().join("killed.bin");
     std::fs::write(&src, &content).unwrap();
     let stall = 3u64 << 19;
-    let proxy = Proxy::start(s.addr, move |n| {
-        if n == 0 {
-            Behavior::StallAfter(stall)
-        } else {
-            Behavior::Relay
-        }
-    });
+    let proxy = Proxy::start(s.addr, stall_first(stall));
     let url = proxy.url("/files/killed.bin");
-    let mut child = put_cmd(&state, &[src.to_str().unwrap(), &url])
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_for("the state file", || state_files(&state).len() == 1);
-    wait_for("the stall", || proxy.forwarded(0) == stall);
-    child.kill().unwrap();
-    child.wait().unwrap();
-    let record: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&state_files(&state)[0]).unwrap()).unwrap();
-    let upload_url = record["upload"].as_str().unwrap().to_owned();
-    let upload = &upload_url[upload_url.find("/uploads/").unwrap()..];
-    // The connection drops with the client: the server keeps what arrived.
-    proxy.cut_all();
-    wait_for("the server's offset", || server_offset(&s, upload) > 0);
-    let offset = server_offset(&s, upload);
-    // At most what the proxy relayed, less the request head (the server keeps what it got).
-    assert!(offset <= stall, "{offset}");
-
+    let (_, offset) = killed_upload(&s, &proxy, &state, &src, &url, stall);
     let before = proxy.total_forwarded();
     let out = put(&state, &["--resume", src.to_str().unwrap(), &url]);
     let err = stderr(&out);
@@ -403,5 +421,30 @@ fn an_h2c_upload_cut_mid_way_is_resumed() {
     assert!(out.status.success(), "{err}");
     assert!(err.contains("resumed 1 time, "), "{err}");
     assert_stored(&s, "h2.bin", &content);
+    assert!(state_files(&state).is_empty());
+}
+
+#[test]
+fn an_upload_the_server_forgot_starts_over() {
+    let s = Server::start(&[]);
+    let state = s.dir.path().join("state");
+    let content = data(2 << 20, 77);
+    let src = s.dir.path().join("forgot.bin");
+    std::fs::write(&src, &content).unwrap();
+    let stall = 1 << 20;
+    let proxy = Proxy::start(s.addr, stall_first(stall));
+    let url = proxy.url("/files/forgot.bin");
+    let (upload, _) = killed_upload(&s, &proxy, &state, &src, &url, stall);
+    // Cancelled (or expired) on the server: the recorded resource answers 404.
+    let r = s.request(&format!("DELETE {upload} HTTP/1.1"), b"");
+    assert_eq!(r.status, 204, "{}", r.text());
+    let out = put(&state, &[src.to_str().unwrap(), &url]);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("no longer knows the upload; starting over"),
+        "{err}"
+    );
+    assert_stored(&s, "forgot.bin", &content);
     assert!(state_files(&state).is_empty());
 }
