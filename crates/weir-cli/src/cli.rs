@@ -176,8 +176,32 @@ pub struct PutArgs {
     /// Never use sendfile(2): always send through the 1 MiB buffer.
     #[arg(long)]
     pub no_sendfile: bool,
+    /// Continue the interrupted upload of FILE to URL recorded by an earlier run (fails when
+    /// there is none). Without it, such a record is used too when it exists.
+    #[arg(long)]
+    pub resume: bool,
+    /// How many times a dropped connection, a timeout or a 5xx is retried (by resuming the
+    /// upload where the server stopped, when it speaks resumable uploads) before giving up.
+    #[arg(long, default_value_t = 5)]
+    pub retries: u32,
+    /// Seconds before the first retry; each next one waits twice as long, at most 8 s (or
+    /// this, if larger).
+    #[arg(long, default_value_t = 0.5, value_parser = parse_seconds)]
+    pub retry_delay: f64,
+    /// Seconds without progress (nothing sent, nothing received) after which the connection
+    /// counts as dropped (HTTP/1.1).
+    #[arg(long, default_value_t = 120.0, value_parser = parse_seconds)]
+    pub timeout: f64,
     #[command(flatten)]
     pub client: ClientArgs,
+}
+
+/// A number of seconds: finite, not negative.
+fn parse_seconds(text: &str) -> Result<f64, String> {
+    text.parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && *s >= 0.0 && *s < 1e9)
+        .ok_or_else(|| format!("{text:?}: expected a number of seconds"))
 }
 
 impl PutArgs {

@@ -44,11 +44,20 @@ impl Connection {
         }
     }
 
-    /// Sends `len` bytes of `file` as the request body; `sendfile` says when to use
-    /// `sendfile(2)` where the transport allows it (HTTP/1.1 in the clear).
+    /// Bounds every wait for the peer (HTTP/1.1; HTTP/2 waits as before).
+    pub(crate) fn set_idle_timeout(&mut self, idle: Option<Duration>) -> io::Result<()> {
+        match self {
+            Self::H1(c) => c.set_idle_timeout(idle),
+            Self::H2(_) => Ok(()),
+        }
+    }
+
+    /// Sends `len` bytes of `file` from `offset` as the request body; `sendfile` says when to
+    /// use `sendfile(2)` where the transport allows it (HTTP/1.1 in the clear).
     pub(crate) fn send_file(
         &mut self,
         file: &File,
+        offset: u64,
         len: u64,
         sendfile: SendfileMode,
         progress: &mut dyn FnMut(u64),
@@ -57,12 +66,12 @@ impl Connection {
             Self::H1(c) => {
                 let transport = c.transport();
                 if sendfile.chooses(transport.sendfile_pays()) {
-                    transport.send_file(file, 0, len, progress)
+                    transport.send_file(file, offset, len, progress)
                 } else {
-                    transport.copy_file(file, 0, len, progress)
+                    transport.copy_file(file, offset, len, progress)
                 }
             }
-            Self::H2(c) => c.send_file(file, len, progress),
+            Self::H2(c) => c.send_file(file, offset, len, progress),
         }
     }
 

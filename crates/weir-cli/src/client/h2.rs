@@ -182,11 +182,12 @@ impl H2Connection {
         }
     }
 
-    /// Sends `len` bytes of `file` as the request body, as flow control allows, and ends the
-    /// stream; `progress` gets the bytes handed to HTTP/2 so far.
+    /// Sends `len` bytes of `file` from `offset` as the request body, as flow control allows,
+    /// and ends the stream; `progress` gets the bytes handed to HTTP/2 so far.
     pub(crate) fn send_file(
         &mut self,
         file: &File,
+        offset: u64,
         len: u64,
         progress: &mut dyn FnMut(u64),
     ) -> io::Result<()> {
@@ -208,7 +209,7 @@ impl H2Connection {
                 // blocks this runtime's only thread briefly; the connection task, the only
                 // other work here, runs again as soon as this task waits for capacity.
                 let mut buf = vec![0u8; want];
-                let n = file.read_at(&mut buf, sent)?;
+                let n = file.read_at(&mut buf, offset + sent)?;
                 if n == 0 {
                     return Err(io::Error::new(
                         io::ErrorKind::UnexpectedEof,

@@ -59,6 +59,8 @@ pub(crate) struct Connection {
     buf: Vec<u8>,
     start: usize,
     end: usize,
+    /// How long a read may wait when the caller sets no timeout (`None`: forever).
+    idle: Option<Duration>,
 }
 
 /// How a response body ends.
@@ -77,7 +79,16 @@ impl Connection {
             buf: vec![0; 16 * 1024],
             start: 0,
             end: 0,
+            idle: None,
         }
+    }
+
+    /// Makes reads and writes that wait longer than `idle` fail (`TimedOut`/`WouldBlock`):
+    /// a stalled connection is then an error the caller can retry, not a hang.
+    pub(crate) fn set_idle_timeout(&mut self, idle: Option<Duration>) -> io::Result<()> {
+        self.idle = idle;
+        self.transport.set_write_timeout(idle)?;
+        self.transport.set_read_timeout(idle)
     }
 
     pub(crate) fn transport(&mut self) -> &mut Transport {
@@ -116,9 +127,9 @@ impl Connection {
         &mut self,
         timeout: Option<Duration>,
     ) -> io::Result<Option<ResponseHead>> {
-        self.transport.set_read_timeout(timeout)?;
+        self.transport.set_read_timeout(timeout.or(self.idle))?;
         let result = self.read_head_inner(timeout.is_some());
-        self.transport.set_read_timeout(None)?;
+        self.transport.set_read_timeout(self.idle)?;
         result
     }
 

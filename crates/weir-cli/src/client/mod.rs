@@ -9,7 +9,8 @@
 //! | `h2` | one HTTP/2 exchange over the `h2` crate, on a current-thread runtime |
 //! | `conn` | `Connection`: either of the two behind the calls `put`/`get` make |
 //! | `url` | `http://` and `https://` URLs |
-//! | `put` / `get` | the commands |
+//! | `put` / `get` | the commands (`put` resumes an interrupted upload: draft-ietf-httpbis-resumable-upload) |
+//! | `resume_state` | the state file that lets a later `weir put` resume an upload |
 //! | `progress` | the progress bar and summary formatting |
 
 mod conn;
@@ -18,6 +19,7 @@ mod h2;
 mod http;
 mod progress;
 mod put;
+mod resume_state;
 mod tls;
 mod transport;
 mod url;

@@ -14,16 +14,31 @@
 //!    (`Transport::sendfile_pays`). `--sendfile` / `--no-sendfile` override. Under TLS and HTTP/2
 //!    the body is encrypted or framed in user space: always through the buffer.
 //! 4. Read the answer; compare the server's SHA-256 with ours.
+//!
+//! Resuming (draft-ietf-httpbis-resumable-upload-12, interop version 8): the `PUT` also carries
+//! `Upload-Complete: ?1`; a server that speaks the draft announces the upload resource in a
+//! `104` (`Location`), recorded at once (`resume_state.rs`). On a dropped connection, an idle
+//! timeout or a 5xx, after a doubling wait: `HEAD` the resource for its `Upload-Offset`, then
+//! `PATCH` the rest from there (same body paths as above), at most `--retries` times. The
+//! creation's `Content-Digest` covers the whole file: the server keeps it and verifies it at
+//! completion (appends may not carry one). Invariants: every request sends the file from the
+//! offset the server last reported, never from a guess; a resource the server no longer knows
+//! (404/410) restarts the upload from zero; without a `104` a retry repeats the whole `PUT`.
 
+use super::conn::Connection;
 use super::http::{Request, ResponseHead};
+use super::resume_state::ResumeState;
 use super::url::{Url, encode_segment};
 use super::{ClientError, Options, connect, progress, status_error};
-use crate::cli::PutArgs;
+use crate::cli::{PutArgs, SendfileMode};
 use sha2::{Digest, Sha256};
 use std::fs::File;
 use std::io::Read;
 use std::time::{Duration, Instant};
 use weir_proto::digest_fields::ContentDigest;
+
+/// The interop version of draft-ietf-httpbis-resumable-upload-12, the one `weir serve` speaks.
+const INTEROP_VERSION: &str = "8";
 
 /// How long to wait for `100 Continue` before sending the body anyway (curl waits 1 s too).
 const CONTINUE_WAIT: Duration = Duration::from_secs(1);
@@ -62,73 +77,106 @@ pub fn put(args: PutArgs) -> Result<(), ClientError> {
     };
 
     let started = Instant::now();
-    let mut conn = connect(&url, &options)?;
-    let mut headers = vec![
-        ("content-length", len.to_string()),
-        ("content-type", "application/octet-stream".to_owned()),
-    ];
-    if len > 0 {
-        headers.push(("expect", "100-continue".to_owned()));
-    }
+    let mut digest_header = None;
     if let Some((sha256, _)) = &hashed {
         let digest = ContentDigest {
             sha256: Some(*sha256),
             sha512: None,
         };
-        headers.push(("content-digest", digest.to_header_value()));
+        digest_header = Some(("content-digest", digest.to_header_value()));
     }
-    headers.extend(options.auth_header());
-    let request = Request {
-        method: "PUT",
-        target: &url.target,
-        host: &url.host,
-        headers,
+    let job = Job {
+        file: &file,
+        len,
+        url: &url,
+        options: &options,
+        sendfile,
+        digest: digest_header,
+        idle: (args.timeout > 0.0).then(|| Duration::from_secs_f64(args.timeout)),
     };
-    let io = |e: std::io::Error| ClientError::new(format!("upload failed: {e}"));
-    conn.send_head(&request, len > 0).map_err(io)?;
-
-    let mut early: Option<ResponseHead> = None;
-    if len > 0 {
-        match conn.read_head(Some(CONTINUE_WAIT)).map_err(io)? {
-            Some(head) if head.status == 100 => {}
-            Some(head) => early = Some(head),
-            None => {}
-        }
+    let full_url = format!(
+        "{}://{}{}",
+        if url.https { "https" } else { "http" },
+        url.authority,
+        url.target
+    );
+    let state = ResumeState::new(&args.file, &meta, &full_url);
+    let mut resumption = Resumption {
+        upload: state.load(),
+        ..Resumption::default()
+    };
+    if args.resume && resumption.upload.is_none() {
+        return Err(ClientError::new(format!(
+            "no interrupted upload of {shown} to {full_url} to resume"
+        )));
     }
-    let head = match early {
-        // The server answered before the body: a refusal (or a server that needed no body).
-        Some(head) => head,
-        None => {
-            let bar = progress::bar(len, "Uploading");
-            let mut progress = |n| bar.set_position(n);
-            let sent = conn.send_file(&file, len, sendfile, &mut progress);
-            bar.finish_and_clear();
-            if let Err(e) = sent {
-                // The server may have answered (507, 413) and closed: show its reason.
-                if let Ok(Some(head)) = conn.read_head(Some(Duration::from_secs(2))) {
-                    if head.status >= 400 {
-                        return Err(status_error(&mut conn, "PUT", &head));
-                    }
-                }
-                return Err(io(e));
+    let mut failures = 0u32;
+    let answer = loop {
+        resumption.attempts += 1;
+        let step = match resumption.upload.clone() {
+            Some(upload) => job.resume(&upload, &mut resumption),
+            None => job.create(&state, &mut resumption),
+        };
+        let why = match step {
+            Ok(answer) => break answer,
+            Err(Step::Fatal(e)) => return Err(e),
+            Err(Step::Gone) => {
+                // Expired or cancelled on the server: start over, at once. Not counted as a
+                // failure: it happens at most once per resource the server announced.
+                eprintln!("weir: the server no longer knows the upload; starting over");
+                state.remove();
+                resumption.upload = None;
+                resumption.sent_end = None;
+                continue;
             }
-            final_head(&mut conn).map_err(io)?
+            Err(Step::Retry(why)) => why,
+        };
+        failures += 1;
+        if failures > args.retries {
+            let tries = failures;
+            let kept = match &resumption.upload {
+                Some(_) => "; `weir put` with the same FILE and URL resumes it",
+                None => "",
+            };
+            return Err(ClientError::new(format!(
+                "upload failed after {tries} tries: {why}{kept}"
+            )));
         }
+        let wait = backoff(args.retry_delay, failures);
+        eprintln!(
+            "weir: {why}; retrying in {} ({failures} of {})",
+            progress::secs(wait),
+            args.retries
+        );
+        std::thread::sleep(wait);
     };
-    if !(200..300).contains(&head.status) {
-        return Err(status_error(&mut conn, "PUT", &head));
-    }
-    let mut body = conn.body("PUT", &head).map_err(io)?;
-    let text = conn.read_text(&mut body, 64 * 1024).map_err(io)?;
+    state.remove();
     let elapsed = started.elapsed();
-    let answer: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
-    let server_sha = answer.get("sha256").and_then(|v| v.as_str());
+    let server_sha = answer
+        .as_ref()
+        .and_then(|a| a.get("sha256"))
+        .and_then(|v| v.as_str());
     let mut summary = format!(
         "Uploaded {} in {} ({})",
         progress::bytes(len),
         progress::secs(elapsed),
         progress::rate(len, elapsed)
     );
+    if resumption.resumes > 0 {
+        let times = if resumption.resumes == 1 {
+            "time"
+        } else {
+            "times"
+        };
+        summary.push_str(&format!(
+            "; resumed {} {times}, {} sent twice",
+            resumption.resumes,
+            progress::bytes(resumption.sent_twice)
+        ));
+    }
+    if answer.is_none() {
+        summary.push_str("; completed by an earlier attempt");
+    }
     if let Some((sha256, took)) = &hashed {
         let ours = crate::serve::hex(sha256);
         if let Some(theirs) = server_sha {
@@ -148,8 +196,278 @@ pub fn put(args: PutArgs) -> Result<(), ClientError> {
     Ok(())
 }
 
-/// The final response, skipping a `100 Continue` that arrived late.
-fn final_head(conn: &mut super::conn::Connection) -> std::io::Result<ResponseHead> {
+/// The wait before retry number `n` (from 1): `first`, doubling, at most 8 s (or `first`).
+fn backoff(first: f64, n: u32) -> Duration {
+    let cap = first.max(8.0);
+    Duration::from_secs_f64((first * 2f64.powi(n.saturating_sub(1).min(30) as i32)).min(cap))
+}
+
+/// What one upload (of one file to one URL) sends, whatever request carries it.
+struct Job<'a> {
+    file: &'a File,
+    len: u64,
+    url: &'a Url,
+    options: &'a Options,
+    sendfile: SendfileMode,
+    digest: Option<(&'static str, String)>,
+    idle: Option<Duration>,
+}
+
+/// Where the upload stands across attempts.
+#[derive(Default)]
+struct Resumption {
+    /// The upload resource (absolute URL), once the server announced it.
+    upload: Option<String>,
+    /// Attempts made, this one included.
+    attempts: u32,
+    /// How far the last attempt sent the file (offset of its first byte + bytes sent).
+    sent_end: Option<u64>,
+    resumes: u32,
+    /// Bytes sent beyond the offset the server had when the upload was resumed.
+    sent_twice: u64,
+}
+
+/// Why an attempt did not complete the upload.
+enum Step {
+    /// A dropped connection, a timeout, a 5xx: worth another try.
+    Retry(String),
+    /// The upload resource is unknown to the server (404, 410).
+    Gone,
+    Fatal(ClientError),
+}
+
+/// A retryable failure from an I/O error.
+fn io_step(e: std::io::Error) -> Step {
+    Step::Retry(format!("upload interrupted: {e}"))
+}
+
+/// The final answer of an attempt: `Some(JSON)` from the request that stored the file,
+/// `None` when the server says an earlier attempt completed it.
+type Answer = Option<serde_json::Value>;
+
+impl Job<'_> {
+    /// Connects; `first` says that no attempt reached the server yet, when a refused
+    /// connection is a wrong address rather than a server being restarted: fatal.
+    fn connect(&self, url: &Url, first: bool) -> Result<Connection, Step> {
+        let mut conn = connect(url, self.options).map_err(|e| {
+            // A server being restarted refuses connections for a while; TLS failures stay.
+            if !first && e.to_string().starts_with("cannot connect") {
+                Step::Retry(e.to_string())
+            } else {
+                Step::Fatal(e)
+            }
+        })?;
+        conn.set_idle_timeout(self.idle).map_err(io_step)?;
+        Ok(conn)
+    }
+
+    /// The creation: the whole file in one `PUT`, with the draft's fields.
+    /// A `104` names the upload resource, recorded in `state` before the body is sent.
+    fn create(&self, state: &ResumeState, progress: &mut Resumption) -> Result<Answer, Step> {
+        let mut headers = vec![
+            ("content-length", self.len.to_string()),
+            ("content-type", "application/octet-stream".to_owned()),
+        ];
+        headers.push(("upload-complete", "?1".to_owned()));
+        headers.push(("upload-draft-interop-version", INTEROP_VERSION.to_owned()));
+        // The creation carries the whole file: the server keeps this digest and verifies it
+        // at completion, however many appends that takes.
+        headers.extend(self.digest.clone());
+        let url = self.url;
+        let mut announced = |head: &ResponseHead| {
+            if head.status != 104 {
+                return;
+            }
+            if let Some(location) = head.header("location") {
+                let upload = absolute(url, location);
+                state.save(&upload);
+                progress.upload = Some(upload);
+            }
+        };
+        let mut sent_end = 0;
+        let first = progress.attempts == 1;
+        let result = self.exchange(
+            "PUT",
+            (self.url, first),
+            headers,
+            0,
+            &mut announced,
+            &mut sent_end,
+        );
+        progress.sent_end = Some(sent_end);
+        let (mut conn, head) = result?;
+        self.finish(&mut conn, "PUT", &head)
+    }
+
+    /// Asks the server's offset and appends the rest of the file from there.
+    fn resume(&self, upload: &str, progress: &mut Resumption) -> Result<Answer, Step> {
+        let url = Url::parse(upload).map_err(Step::Fatal)?;
+        let mut conn = self.connect(&url, false)?;
+        let mut headers = vec![("upload-draft-interop-version", INTEROP_VERSION.to_owned())];
+        headers.extend(self.options.auth_header());
+        let request = Request {
+            method: "HEAD",
+            target: &url.target,
+            host: &url.host,
+            headers,
+        };
+        conn.send_head(&request, false).map_err(io_step)?;
+        let head = final_head(&mut conn, &mut |_| {}).map_err(io_step)?;
+        match head.status {
+            404 | 410 => return Err(Step::Gone),
+            200..=299 => {}
+            500.. => {
+                return Err(Step::Retry(format!(
+                    "server answered {} {}",
+                    head.status, head.reason
+                )));
+            }
+            _ => return Err(Step::Fatal(status_error(&mut conn, "HEAD", &head))),
+        }
+        if head.header("upload-complete") == Some("?1") {
+            return Ok(None);
+        }
+        let offset = head
+            .header("upload-offset")
+            .and_then(|o| o.trim().parse::<u64>().ok())
+            .filter(|&o| o <= self.len)
+            .ok_or_else(|| {
+                Step::Fatal(ClientError::new(format!(
+                    "the server reports no usable offset for {upload}"
+                )))
+            })?;
+        drop(conn);
+        progress.resumes += 1;
+        if let Some(end) = progress.sent_end {
+            progress.sent_twice += end.saturating_sub(offset);
+        }
+        let headers = vec![
+            ("content-length", (self.len - offset).to_string()),
+            ("content-type", "application/partial-upload".to_owned()),
+            ("upload-offset", offset.to_string()),
+            ("upload-complete", "?1".to_owned()),
+            ("upload-draft-interop-version", INTEROP_VERSION.to_owned()),
+        ];
+        let mut sent_end = offset;
+        let result = self.exchange(
+            "PATCH",
+            (&url, false),
+            headers,
+            offset,
+            &mut |_| {},
+            &mut sent_end,
+        );
+        progress.sent_end = Some(sent_end);
+        let (mut conn, head) = result?;
+        match head.status {
+            404 | 410 => Err(Step::Gone),
+            // The offset moved (another writer, or an append still finishing): ask again.
+            409 => Err(Step::Retry(
+                status_error(&mut conn, "PATCH", &head).to_string(),
+            )),
+            _ => self.finish(&mut conn, "PATCH", &head),
+        }
+    }
+
+    /// One request to `url` whose body is the file from `offset` to its end: head (with
+    /// `Expect: 100-continue`), interim answers to `interim`, body, final head. `sent_end`
+    /// follows how far the body got; `first`: see [`Job::connect`].
+    fn exchange(
+        &self,
+        method: &str,
+        (url, first): (&Url, bool),
+        mut headers: Vec<(&'static str, String)>,
+        offset: u64,
+        interim: &mut dyn FnMut(&ResponseHead),
+        sent_end: &mut u64,
+    ) -> Result<(Connection, ResponseHead), Step> {
+        let len = self.len - offset;
+        if len > 0 {
+            headers.push(("expect", "100-continue".to_owned()));
+        }
+        headers.extend(self.options.auth_header());
+        let mut conn = self.connect(url, first)?;
+        let request = Request {
+            method,
+            target: &url.target,
+            host: &url.host,
+            headers,
+        };
+        conn.send_head(&request, len > 0).map_err(io_step)?;
+        let mut early: Option<ResponseHead> = None;
+        if len > 0 {
+            loop {
+                match conn.read_head(Some(CONTINUE_WAIT)).map_err(io_step)? {
+                    Some(head) if head.status == 100 => break,
+                    Some(head) if (101..200).contains(&head.status) => interim(&head),
+                    Some(head) => {
+                        early = Some(head);
+                        break;
+                    }
+                    None => break,
+                }
+            }
+        }
+        let head = match early {
+            // The server answered before the body: a refusal (or a server that needed no body).
+            Some(head) => head,
+            None => {
+                let bar = progress::bar(self.len, "Uploading");
+                bar.set_position(offset);
+                let mut on_sent = |n| {
+                    *sent_end = offset + n;
+                    bar.set_position(offset + n);
+                };
+                let sent = conn.send_file(self.file, offset, len, self.sendfile, &mut on_sent);
+                bar.finish_and_clear();
+                if let Err(e) = sent {
+                    // The server may have answered (507, 413) and closed: show its reason.
+                    if let Ok(Some(head)) = conn.read_head(Some(Duration::from_secs(2))) {
+                        if head.status >= 400 {
+                            return Ok((conn, head));
+                        }
+                    }
+                    return Err(io_step(e));
+                }
+                final_head(&mut conn, interim).map_err(io_step)?
+            }
+        };
+        Ok((conn, head))
+    }
+
+    /// The outcome of the request that sent the rest of the file.
+    fn finish(
+        &self,
+        conn: &mut Connection,
+        method: &str,
+        head: &ResponseHead,
+    ) -> Result<Answer, Step> {
+        if head.status >= 500 {
+            return Err(Step::Retry(status_error(conn, method, head).to_string()));
+        }
+        if !(200..300).contains(&head.status) {
+            return Err(Step::Fatal(status_error(conn, method, head)));
+        }
+        let mut body = conn.body(method, head).map_err(io_step)?;
+        let text = conn.read_text(&mut body, 64 * 1024).map_err(io_step)?;
+        Ok(Some(serde_json::from_str(&text).unwrap_or_default()))
+    }
+}
+
+/// `location` (absolute, or a path on the server of `url`) as an absolute URL.
+fn absolute(url: &Url, location: &str) -> String {
+    if location.starts_with("http://") || location.starts_with("https://") {
+        return location.to_owned();
+    }
+    let scheme = if url.https { "https" } else { "http" };
+    format!("{scheme}://{}{location}", url.authority)
+}
+
+/// The final response, passing interim ones (a late `100 Continue`, a `104`) to `interim`.
+fn final_head(
+    conn: &mut Connection,
+    interim: &mut dyn FnMut(&ResponseHead),
+) -> std::io::Result<ResponseHead> {
     loop {
         let head = conn
             .read_head(None)?
@@ -157,6 +475,7 @@ fn final_head(conn: &mut super::conn::Connection) -> std::io::Result<ResponseHea
         if !(100..200).contains(&head.status) {
             return Ok(head);
         }
+        interim(&head);
     }
 }
 

@@ -42,6 +42,13 @@ impl Socket {
             Self::Unix(s) => s.set_read_timeout(timeout),
         }
     }
+
+    fn set_write_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
+        match self {
+            Self::Tcp(s) => s.set_write_timeout(timeout),
+            Self::Unix(s) => s.set_write_timeout(timeout),
+        }
+    }
 }
 
 impl Read for Socket {
@@ -172,6 +179,14 @@ impl Transport {
         match self {
             Self::Plain(s) => s.set_read_timeout(timeout),
             Self::Tls(s) => s.sock.socket.set_read_timeout(timeout),
+        }
+    }
+
+    /// Sets the write timeout (`None`: wait forever); `sendfile(2)` honours it too.
+    pub(crate) fn set_write_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
+        match self {
+            Self::Plain(s) => s.set_write_timeout(timeout),
+            Self::Tls(s) => s.sock.socket.set_write_timeout(timeout),
         }
     }
 

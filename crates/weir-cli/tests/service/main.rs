@@ -18,6 +18,7 @@ mod operator;
 mod paths;
 mod pipeline;
 mod preconditions;
+mod put_resume;
 mod ranges;
 mod resumable;
 mod routes;
