@@ -190,7 +190,10 @@ pub fn weir(args: &[&str]) -> Output {
         .args(args)
         .env_remove("WEIR_TOKEN")
         // `weir put` keeps the state of an upload in progress there: not in the user's home.
-        .env("XDG_STATE_HOME", std::env::temp_dir().join("weir-tests-state"))
+        .env(
+            "XDG_STATE_HOME",
+            std::env::temp_dir().join("weir-tests-state"),
+        )
         .stdin(Stdio::null())
         .output()
         .unwrap()
