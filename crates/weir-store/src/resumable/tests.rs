@@ -1,0 +1,172 @@
+use super::*;
+use crate::LocalOptions;
+use crate::testutil::{data, p, read, sha256, store, store_with};
+
+const DAY: Duration = Duration::from_secs(86400);
+
+fn reopen(dir: &tempfile::TempDir, store: LocalStore) -> (LocalStore, Resumables) {
+    let root = store.root().to_owned();
+    drop(store);
+    let _ = dir;
+    let store = LocalStore::open(&root, LocalOptions::default()).unwrap();
+    let r = Resumables::open(&store, DAY).unwrap();
+    (store, r)
+}
+
+#[test]
+fn appends_across_requests_and_restarts_commit_the_whole_file() {
+    let (dir, store) = store();
+    let body = data(3 << 20, 1);
+    let r = Resumables::open(&store, DAY).unwrap();
+    let (id, _) = r.create(&p("a/f"), None, None, true).unwrap();
+    let (appending, mut up) = r.append(id, 0, None).unwrap();
+    up.write(&body[..1 << 20]).unwrap();
+    assert!(
+        matches!(appending.finish(up, false).unwrap(), AppendEnd::Incomplete(s) if s.offset == 1 << 20)
+    );
+    drop(r);
+    let (store, r) = reopen(&dir, store);
+    assert_eq!(r.state(id).unwrap().unwrap().offset, 1 << 20);
+    // Cut short: the upload is dropped, the append too; what reached the file is kept.
+    let (appending, mut up) = r.append(id, 1 << 20, None).unwrap();
+    up.write(&body[1 << 20..2 << 20]).unwrap();
+    drop(up);
+    drop(appending);
+    assert_eq!(r.state(id).unwrap().unwrap().offset, 2 << 20);
+    assert!(
+        matches!(r.append(id, 1, None), Err(ResumableError::OffsetMismatch { expected, provided: 1 }) if expected == 2 << 20)
+    );
+    let (appending, mut up) = r.append(id, 2 << 20, None).unwrap();
+    up.write(&body[2 << 20..]).unwrap();
+    let AppendEnd::Completed(c) = appending.finish(up, true).unwrap() else {
+        panic!("not completed")
+    };
+    assert_eq!((c.size, c.sha256), (3 << 20, Some(sha256(&body))));
+    assert_eq!(read(&store, "a/f"), body);
+    assert!(matches!(
+        r.append(id, 3 << 20, None),
+        Err(ResumableError::Completed)
+    ));
+    // The usage is the file's, nothing more.
+    assert_eq!(store.usage(), (3 << 20) + 2 * crate::ENTRY_COST);
+}
+
+#[test]
+fn bytes_past_the_recorded_offset_are_cut_at_open() {
+    let (dir, store) = store();
+    let r = Resumables::open(&store, DAY).unwrap();
+    let (id, _) = r.create(&p("f"), None, None, true).unwrap();
+    let (appending, mut up) = r.append(id, 0, None).unwrap();
+    up.write(b"hello").unwrap();
+    appending.finish(up, false).unwrap();
+    drop(r);
+    // A crash after writing, before the record: the file is longer than the offset.
+    let data_path = store
+        .root()
+        .join(STAGING_NAME)
+        .join(DIR_NAME)
+        .join(format!("{id}.data"));
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&data_path)
+        .unwrap();
+    f.write_all(b" unacknowledged").unwrap();
+    drop(f);
+    let (store, r) = reopen(&dir, store);
+    assert_eq!(std::fs::read(&data_path).unwrap(), b"hello");
+    assert_eq!(r.state(id).unwrap().unwrap().offset, 5);
+    assert_eq!(store.usage(), 5 + crate::ENTRY_COST);
+}
+
+#[test]
+fn one_writer_at_a_time_and_cancel_frees_the_space() {
+    let (_dir, store) = store_with(LocalOptions {
+        max_storage: Some(1 << 20),
+        ..LocalOptions::default()
+    });
+    let r = Resumables::open(&store, DAY).unwrap();
+    let (id, _) = r.create(&p("f"), None, None, false).unwrap();
+    let (appending, mut up) = r.append(id, 0, None).unwrap();
+    assert!(matches!(r.append(id, 0, None), Err(ResumableError::Busy)));
+    assert!(matches!(r.cancel(id), Err(ResumableError::Busy)));
+    up.write(&data(512 << 10, 2)).unwrap();
+    // The partial data counts against the quota.
+    assert!(up.write(&data(600 << 10, 3)).is_err());
+    drop(up);
+    drop(appending);
+    r.cancel(id).unwrap();
+    assert_eq!(store.usage(), 0);
+    assert!(matches!(r.state(id), Ok(None)));
+}
+
+#[test]
+fn expired_uploads_are_swept() {
+    let (_dir, store) = store();
+    let r = Resumables::open(&store, Duration::from_secs(1)).unwrap();
+    let (id, _) = r.create(&p("f"), Some(10), None, true).unwrap();
+    let (appending, mut up) = r.append(id, 0, None).unwrap();
+    up.write(b"12345").unwrap();
+    appending.finish(up, false).unwrap();
+    assert_eq!(r.sweep_at(now_secs(), false).unwrap(), Swept::default());
+    let swept = r.sweep_at(now_secs() + 2, false).unwrap();
+    assert_eq!(
+        swept,
+        Swept {
+            uploads: 1,
+            bytes: 5
+        }
+    );
+    assert!(matches!(r.state(id), Ok(None)));
+    assert_eq!(store.usage(), 0);
+}
+
+#[test]
+fn a_discarded_append_leaves_the_offset_the_file_and_the_usage_as_they_were() {
+    let (_dir, store) = store();
+    let r = Resumables::open(&store, DAY).unwrap();
+    let meta = Some("filename YQ==".to_owned());
+    let (id, _) = r
+        .create_with_metadata(&p("f"), Some(10), None, true, meta.clone())
+        .unwrap();
+    assert_eq!(r.state(id).unwrap().unwrap().metadata, meta);
+    let (appending, mut up) = r.append(id, 0, None).unwrap();
+    up.write(b"hello").unwrap();
+    appending.finish(up, false).unwrap();
+    let usage = store.usage();
+    let (appending, mut up) = r.append(id, 5, None).unwrap();
+    up.write(b"wrong").unwrap();
+    assert_eq!(appending.written_sha256(&up).unwrap(), sha256(b"wrong"));
+    let state = appending.discard(up).unwrap();
+    assert_eq!(state.offset, 5);
+    assert_eq!(r.state(id).unwrap().unwrap().offset, 5);
+    assert_eq!(store.usage(), usage);
+    let (appending, mut up) = r.append(id, 5, None).unwrap();
+    up.write(b"world").unwrap();
+    assert_eq!(appending.written_sha256(&up).unwrap(), sha256(b"world"));
+    assert!(matches!(
+        appending.finish(up, true).unwrap(),
+        AppendEnd::Completed(c) if c.sha256 == Some(sha256(b"helloworld"))
+    ));
+    assert_eq!(read(&store, "f"), b"helloworld");
+    assert!(
+        r.create_with_metadata(&p("g"), None, None, true, Some("a\nb".to_owned()))
+            .is_err()
+    );
+}
+
+#[test]
+fn ids_are_32_hex_digits() {
+    let id = UploadId::random().unwrap();
+    let text = id.to_string();
+    assert_eq!(text.len(), 32);
+    assert_eq!(UploadId::parse(&text), Some(id));
+    for bad in [
+        "",
+        "0",
+        &text.to_uppercase(),
+        &format!("{text}0"),
+        "g".repeat(32).as_str(),
+    ] {
+        assert_eq!(UploadId::parse(bad), None, "{bad}");
+    }
+}
