@@ -194,13 +194,7 @@ fn a_connection_cut_mid_upload_is_resumed_and_the_file_is_exact() {
     let content = data(3 << 20, 71);
     let src = s.dir.path().join("cut.bin");
     std::fs::write(&src, &content).unwrap();
-    let proxy = Proxy::start(s.addr, |n| {
-        if n == 0 {
-            Behavior::CutAfter(1 << 20)
-        } else {
-            Behavior::Relay
-        }
-    });
+    let proxy = Proxy::start(s.addr, cut_first(1 << 20));
     let out = put(
         &state,
         &[src.to_str().unwrap(), &proxy.url("/files/cut.bin")],
@@ -245,6 +239,17 @@ fn killed_upload(
     // At most what the proxy relayed, less the request head (the server keeps what it got).
     assert!(offset <= stall, "{offset}");
     (upload, offset)
+}
+
+/// The first connection is cut after `cut` bytes from the client; the others are relayed.
+fn cut_first(cut: u64) -> impl Fn(usize) -> Behavior + Send + 'static {
+    move |n| {
+        if n == 0 {
+            Behavior::CutAfter(cut)
+        } else {
+            Behavior::Relay
+        }
+    }
 }
 
 fn stall_first(stall: u64) -> impl Fn(usize) -> Behavior + Send + 'static {
@@ -372,13 +377,7 @@ fn an_https_upload_cut_mid_way_is_resumed() {
     let content = data((3 << 20) + 777, 75);
     let src = s.dir.path().join("tls.bin");
     std::fs::write(&src, &content).unwrap();
-    let proxy = Proxy::start(s.addr, |n| {
-        if n == 0 {
-            Behavior::CutAfter(1 << 20)
-        } else {
-            Behavior::Relay
-        }
-    });
+    let proxy = Proxy::start(s.addr, cut_first(1 << 20));
     let url = format!("https://{}/files/tls.bin", proxy.addr);
     let out = put(
         &state,
@@ -402,13 +401,7 @@ fn an_h2c_upload_cut_mid_way_is_resumed() {
     let content = data((3 << 20) + 999, 76);
     let src = s.dir.path().join("h2.bin");
     std::fs::write(&src, &content).unwrap();
-    let proxy = Proxy::start(s.addr, |n| {
-        if n == 0 {
-            Behavior::CutAfter(1 << 20)
-        } else {
-            Behavior::Relay
-        }
-    });
+    let proxy = Proxy::start(s.addr, cut_first(1 << 20));
     let out = put(
         &state,
         &[
