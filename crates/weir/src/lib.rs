@@ -95,16 +95,20 @@ mod handler;
 pub mod malloc;
 mod response;
 mod server;
+#[cfg(feature = "tower")]
+pub mod service;
 mod stats;
 pub mod transport;
 mod zero_copy;
 
 pub use config::{Config, DataRate, Http2Config, Limits};
-pub use error::Error;
+pub use error::{Error, Side};
 pub use exchange::Exchange;
 pub use handler::Handler;
 pub use response::{BodyWriter, Response};
 pub use server::{Server, ServerHandle};
+#[cfg(feature = "tower")]
+pub use service::{Body, ExchangeHandle, FileBody, ServiceHandler};
 pub use stats::{BodyStats, Stats};
 pub use transport::{TlsConfig, TlsError};
 pub use weir_proto::{Framing, ProtoError, RequestHead as Request};
