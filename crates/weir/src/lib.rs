@@ -115,3 +115,5 @@ pub use weir_proto::{Framing, ProtoError, RequestHead as Request};
 
 /// Re-exported so that handlers name the same `http` types as weir.
 pub use http;
+/// Re-exported so that [`TlsConfig::from_rustls`] takes the same `rustls` as weir.
+pub use rustls;

@@ -180,3 +180,36 @@ fn plaintext_on_the_tls_port_is_dropped() {
     // rustls answers a non-TLS record with an alert at most; never an HTTP response.
     assert!(!rest.starts_with(b"HTTP/"), "{rest:?}");
 }
+
+#[test]
+fn a_users_own_rustls_configuration_serves_with_weirs_alpn() {
+    use rustls_pki_types::pem::PemObject;
+    assert_curl_has_http2();
+    let cert = TestCert::new();
+    let certs = rustls_pki_types::CertificateDer::pem_file_iter(&cert.cert_path)
+        .unwrap()
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap();
+    let key = rustls_pki_types::PrivateKeyDer::from_pem_file(&cert.key_path).unwrap();
+    let provider = std::sync::Arc::new(weir::TlsConfig::crypto_provider());
+    // No ALPN protocols here: weir adds its own at the listener.
+    let server_config = weir::rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .unwrap();
+    let tls = weir::TlsConfig::from_rustls(server_config);
+    let (server, addr) = weir_testkit::server::ServerThread::start(
+        Config::default(),
+        Routes,
+        async move |s: &mut weir::Server| s.listen_tls("127.0.0.1:0", tls).await.unwrap(),
+    );
+    let cacert = cert.cert_path.to_str().unwrap();
+    let url = format!("https://localhost:{}/hello", addr.port());
+    for (flag, version) in [("--http2", "2"), ("--http1.1", "1.1")] {
+        let out = curl(&[flag, "--cacert", cacert, "--write-out", " v=%{http_version}", &url]);
+        assert_eq!(out, format!("Hello, World! v={version}"), "{flag}");
+    }
+    server.stop();
+}
