@@ -171,10 +171,7 @@ fn http2_upload_reuses_its_frame_buffers() {
     let _alone = MEASURING
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
-    let addr = start_server(Config {
-        max_body_size: None,
-        ..Config::default()
-    });
+    let addr = start_server(Config::default().with_max_body_size(None));
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

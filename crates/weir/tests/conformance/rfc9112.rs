@@ -335,14 +335,9 @@ fn cases() -> Vec<Case> {
 /// The server every case runs against: default limits, a small body limit (for 413), and a
 /// short body-rate grace so that `/ignore` draining a body that never ends is cut quickly.
 fn server(via: Via) -> TestServer {
-    let config = Config {
-        max_body_size: Some(64 * 1024),
-        min_body_rate: Some(DataRate {
-            bytes_per_second: 240,
-            grace: Duration::from_millis(500),
-        }),
-        ..Config::default()
-    };
+    let config = Config::default()
+        .with_max_body_size(Some(64 * 1024))
+        .with_min_body_rate(Some(DataRate::new(240, Duration::from_millis(500))));
     match via {
         Via::Handler => TestServer::start(config),
         #[cfg(feature = "tower")]

@@ -11,10 +11,7 @@ use std::time::Duration;
 use weir::Config;
 
 fn upload_config() -> Config {
-    Config {
-        max_body_size: None,
-        ..Config::default()
-    }
+    Config::default().with_max_body_size(None)
 }
 
 fn rt() -> tokio::runtime::Runtime {

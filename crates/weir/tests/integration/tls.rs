@@ -11,10 +11,7 @@ use std::time::Duration;
 use weir::Config;
 
 fn upload_config() -> Config {
-    Config {
-        max_body_size: None,
-        ..Config::default()
-    }
+    Config::default().with_max_body_size(None)
 }
 
 /// 256 MiB of test data in a file, and its SHA-256.
@@ -137,11 +134,9 @@ fn h2_client_over_tls_uploads_and_downloads() {
 
 #[test]
 fn stalled_handshake_times_out_and_frees_its_slot() {
-    let config = Config {
-        tls_handshake_timeout: Duration::from_millis(300),
-        max_tls_handshakes: 1,
-        ..Config::default()
-    };
+    let config = Config::default()
+        .with_tls_handshake_timeout(Duration::from_millis(300))
+        .with_max_tls_handshakes(1);
     let server = TlsTestServer::start(config);
     // Holds the only handshake slot: connects and sends nothing. The server closes it when the
     // handshake timeout passes, without a byte sent to it.
@@ -208,7 +203,14 @@ fn a_users_own_rustls_configuration_serves_with_weirs_alpn() {
     let cacert = cert.cert_path.to_str().unwrap();
     let url = format!("https://localhost:{}/hello", addr.port());
     for (flag, version) in [("--http2", "2"), ("--http1.1", "1.1")] {
-        let out = curl(&[flag, "--cacert", cacert, "--write-out", " v=%{http_version}", &url]);
+        let out = curl(&[
+            flag,
+            "--cacert",
+            cacert,
+            "--write-out",
+            " v=%{http_version}",
+            &url,
+        ]);
         assert_eq!(out, format!("Hello, World! v={version}"), "{flag}");
     }
     server.stop();

@@ -13,10 +13,7 @@ use std::task::{Context, Poll};
 use weir::{Config, ServiceHandler};
 
 fn upload_config() -> Config {
-    Config {
-        max_body_size: None,
-        ..Config::default()
-    }
+    Config::default().with_max_body_size(None)
 }
 
 /// The four ways in: (name, base URL, curl flags).
