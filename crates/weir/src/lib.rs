@@ -90,6 +90,7 @@ mod config;
 mod error;
 mod exchange;
 mod h1;
+#[cfg(feature = "http2")]
 mod h2;
 mod handler;
 pub mod malloc;
@@ -110,10 +111,12 @@ pub use server::{Server, ServerHandle};
 #[cfg(feature = "tower")]
 pub use service::{Body, ExchangeHandle, FileBody, ServiceHandler};
 pub use stats::{BodyStats, Stats};
+#[cfg(feature = "tls")]
 pub use transport::{TlsConfig, TlsError};
 pub use weir_proto::{Framing, ProtoError, RequestHead as Request};
 
 /// Re-exported so that handlers name the same `http` types as weir.
 pub use http;
 /// Re-exported so that [`TlsConfig::from_rustls`] takes the same `rustls` as weir.
+#[cfg(feature = "tls")]
 pub use rustls;
