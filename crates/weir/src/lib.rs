@@ -10,6 +10,35 @@
 //! - Per-connection state is reused from request to request: no heap allocation per request
 //!   in steady state.
 //!
+//! # An axum (or any tower) app
+//!
+//! [`ServiceHandler`] serves a tower `Service` (feature `tower`): an axum `Router` with its
+//! extractors, state and tower-http layers runs on weir by changing the line that serves it.
+//! The module [`service`] says how the body keeps weir's backpressure and what the adoption
+//! path costs; [`ExchangeHandle`] and [`FileBody`] reach weir's direct paths from a handler.
+//!
+//! ```no_run
+//! # #[cfg(feature = "tower")]
+//! #[tokio::main]
+//! async fn main() -> std::io::Result<()> {
+//!     let app = axum::Router::new().route("/", axum::routing::get(|| async { "Hello!" }));
+//!     // axum::serve(tokio::net::TcpListener::bind("127.0.0.1:8080").await?, app).await
+//!     weir::Server::bind("127.0.0.1:8080", weir::Config::default())
+//!         .await?
+//!         .serve(weir::ServiceHandler::new(app))
+//!         .await
+//! }
+//! # #[cfg(not(feature = "tower"))]
+//! # fn main() {}
+//! ```
+//!
+//! # Cargo features
+//!
+//! `http2` (HTTP/2 over TLS and h2c: the `h2` crate), `tls` (`TlsConfig`, `listen_tls`: rustls
+//! with ring) and `tower` (`ServiceHandler`, `Body`, `ExchangeHandle`, `FileBody`: the
+//! `tower-service`, `http-body` and `futures-core` trait crates), all on by default. Without
+//! them weir is a plain HTTP/1.1 server that compiles neither rustls, ring nor h2.
+//!
 //! # Hello, world
 //!
 //! ```no_run
