@@ -399,3 +399,100 @@ async fn run(exchange: &mut Exchange<'_>, order: Order) -> Answer {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::task::Waker;
+
+    fn cx() -> Context<'static> {
+        Context::from_waker(Waker::noop())
+    }
+
+    /// The driver's side without an exchange: takes the order in the link.
+    fn take(link: &Link) -> Option<Order> {
+        let mut state = link.lock();
+        let order = state.order.take();
+        state.running = order.is_some();
+        order
+    }
+
+    #[test]
+    fn bytes_read_for_a_requester_that_went_away_go_to_the_next_read() {
+        let link = Link::default();
+        let mut placed = false;
+        let mut slot = Some(Order::Chunk);
+        assert!(
+            link.poll_call(&mut placed, &mut slot, &mut cx())
+                .is_pending()
+        );
+        assert!(placed);
+        assert!(matches!(take(&link), Some(Order::Chunk)));
+        // The requester goes away while the read runs; its bytes arrive afterwards.
+        link.abandon();
+        link.answer(Answer::Chunk(Ok(Some(Bytes::from_static(b"kept")))));
+        // A read into a buffer gets them first (copied), the rest stays for the next read.
+        let mut placed = false;
+        let mut slot = Some(Order::ReadInto(vec![0; 3]));
+        match link.poll_call(&mut placed, &mut slot, &mut cx()) {
+            Poll::Ready(Answer::ReadInto(buf, Ok(3))) => assert_eq!(buf, b"kep"),
+            _ => panic!("not answered from the kept bytes"),
+        }
+        let mut slot = Some(Order::Chunk);
+        match link.poll_call(&mut placed, &mut slot, &mut cx()) {
+            Poll::Ready(Answer::Chunk(Ok(Some(b)))) => assert_eq!(&b[..], b"t"),
+            _ => panic!("not answered from the kept bytes"),
+        }
+        assert!(!placed);
+    }
+
+    #[test]
+    fn one_order_at_a_time_and_every_order_answered_after_the_end() {
+        let link = Link::default();
+        let (mut first, mut second) = (false, false);
+        let mut a = Some(Order::Chunk);
+        let mut b = Some(Order::ToFile(tempfile_like(), 10));
+        assert!(link.poll_call(&mut first, &mut a, &mut cx()).is_pending());
+        // The slot is taken: the second requester waits without placing its order.
+        assert!(link.poll_call(&mut second, &mut b, &mut cx()).is_pending());
+        assert!(!second && b.is_some());
+        // The exchange ends before the body did: the placed chunk read fails, the waiting
+        // order is refused when it tries again.
+        link.end();
+        assert!(matches!(
+            link.poll_call(&mut first, &mut a, &mut cx()),
+            Poll::Ready(Answer::Chunk(Err(_)))
+        ));
+        assert!(matches!(
+            link.poll_call(&mut second, &mut b, &mut cx()),
+            Poll::Ready(Answer::ToFile(Err(_)))
+        ));
+    }
+
+    #[test]
+    fn after_a_complete_body_the_end_is_answered_as_the_end() {
+        let link = Link::default();
+        let mut placed = false;
+        let mut slot = Some(Order::Chunk);
+        assert!(
+            link.poll_call(&mut placed, &mut slot, &mut cx())
+                .is_pending()
+        );
+        take(&link);
+        link.answer(Answer::End(None));
+        assert!(matches!(
+            link.poll_call(&mut placed, &mut slot, &mut cx()),
+            Poll::Ready(Answer::End(None))
+        ));
+        link.end();
+        let mut slot = Some(Order::Chunk);
+        assert!(matches!(
+            link.poll_call(&mut placed, &mut slot, &mut cx()),
+            Poll::Ready(Answer::End(None))
+        ));
+    }
+
+    fn tempfile_like() -> File {
+        File::open("/dev/null").expect("/dev/null")
+    }
+}

@@ -203,6 +203,7 @@ fn an_upgrade_request_is_served_as_an_ordinary_request() {
 
 /// A plain tower service (no axum) reading `weir::Body` through its tokio views: `/copy` with
 /// `tokio::io::copy` (AsyncRead), `/stream` as a `Stream` of `Bytes`; answers `sha len`.
+/// `/trailers` lists the body's frames as `http_body` gives them.
 #[derive(Clone)]
 struct Views;
 
@@ -222,6 +223,24 @@ impl tower_service::Service<http::Request<weir::Body>> for Views {
             body.handle().set_max_body_size(None);
             let mut hash = sha2::Sha256::default();
             let mut len = 0u64;
+            if path == "/trailers" {
+                // The body's frames through `http_body`: data, then the trailer section.
+                use http_body_util::BodyExt;
+                let mut text = String::new();
+                while let Some(frame) = body.frame().await {
+                    let frame = frame?;
+                    if let Some(trailers) = frame.trailers_ref() {
+                        for (name, value) in trailers {
+                            text += &format!("{name}={}\n", value.to_str().unwrap_or("?"));
+                        }
+                    } else if let Some(data) = frame.data_ref() {
+                        text += &format!("data {}\n", data.len());
+                    }
+                }
+                return Ok(http::Response::new(http_body_util::Full::new(Bytes::from(
+                    text,
+                ))));
+            }
             if path == "/copy" {
                 let mut sink = HashWriter(&mut hash, &mut len);
                 tokio::io::copy(&mut body, &mut sink).await?;
@@ -294,4 +313,17 @@ fn the_body_reads_as_async_read_and_as_a_stream() {
             assert_eq!(out, expected, "{flag} {route} chunked");
         }
     }
+}
+
+#[test]
+fn request_trailers_reach_the_service_as_the_last_frame() {
+    let server = TlsTestServer::start_with(Config::default(), ServiceHandler::new(Views));
+    let mut c = Client::new(std::net::TcpStream::connect(server.addr).unwrap());
+    c.send(
+        b"POST /trailers HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n\
+          5\r\nhello\r\n0\r\nChecksum: abc\r\n\r\n",
+    );
+    let r = c.read_response();
+    assert_eq!(r.status, 200);
+    assert_eq!(r.text(), "data 5\nchecksum=abc\n");
 }
