@@ -299,8 +299,8 @@ impl<'c> Exchange<'c> {
         on_backend!(self.write_body(data).await)
     }
 
-    pub(crate) fn finish_body(&mut self) -> Result<(), Error> {
-        on_backend!(self.finish_body())
+    pub(crate) fn finish_body(&mut self, trailers: Option<&http::HeaderMap>) -> Result<(), Error> {
+        on_backend!(self.finish_body(trailers))
     }
 
     pub(crate) async fn flush_response(&mut self) -> Result<(), Error> {

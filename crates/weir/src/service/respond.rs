@@ -8,9 +8,10 @@
 //! write coalescing of small writes. While the body is polled, orders of the request's body
 //! handles are carried out (a response that streams the request body back).
 //!
-//! Not carried: response trailers (weir's writers have no trailer section yet: a body's
-//! trailers frame is dropped), and `101 Switching Protocols` (refused: see the module docs of
-//! `service`).
+//! A body's trailers frame becomes the response's trailer section
+//! ([`BodyWriter::finish_with_trailers`](crate::BodyWriter::finish_with_trailers): over HTTP/2,
+//! and over HTTP/1.1 when the body's length was unknown, hence chunked). Not carried:
+//! `101 Switching Protocols` (refused: see the module docs of `service`).
 
 use super::FileBody;
 use super::link::{Link, drive};
@@ -64,6 +65,7 @@ where
     }
     let mut writer = builder.stream(declared).await?;
     let mut body = pin!(body);
+    let mut trailers = None;
     if declared != Some(0) && !head_only {
         loop {
             let frame = drive(
@@ -74,15 +76,25 @@ where
             .await;
             let Some(frame) = frame else { break };
             let frame = frame.map_err(Error::user)?;
-            if let Ok(mut data) = frame.into_data() {
-                while data.has_remaining() {
-                    let chunk = data.chunk();
-                    let n = chunk.len();
-                    writer.write(chunk).await?;
-                    data.advance(n);
+            match frame.into_data() {
+                Ok(mut data) => {
+                    while data.has_remaining() {
+                        let chunk = data.chunk();
+                        let n = chunk.len();
+                        writer.write(chunk).await?;
+                        data.advance(n);
+                    }
+                }
+                Err(frame) => {
+                    if let Ok(fields) = frame.into_trailers() {
+                        trailers = Some(fields);
+                    }
                 }
             }
         }
     }
-    writer.finish().await
+    match trailers {
+        Some(fields) => writer.finish_with_trailers(&fields).await,
+        None => writer.finish().await,
+    }
 }

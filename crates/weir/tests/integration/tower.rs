@@ -208,7 +208,7 @@ fn an_upgrade_request_is_served_as_an_ordinary_request() {
 struct Views;
 
 impl tower_service::Service<http::Request<weir::Body>> for Views {
-    type Response = http::Response<http_body_util::Full<Bytes>>;
+    type Response = http::Response<Frames>;
     type Error = weir::Error;
     type Future = Pin<Box<dyn Future<Output = Result<Self::Response, weir::Error>> + Send>>;
 
@@ -223,6 +223,17 @@ impl tower_service::Service<http::Request<weir::Body>> for Views {
             body.handle().set_max_body_size(None);
             let mut hash = sha2::Sha256::default();
             let mut len = 0u64;
+            if path == "/with-trailers" {
+                let mut fields = http::HeaderMap::new();
+                fields.insert("x-checksum", http::HeaderValue::from_static("abc"));
+                // Not a trailer field (RFC 9110 §6.5.1): left out.
+                fields.insert("content-type", http::HeaderValue::from_static("text/x-no"));
+                let frames = vec![
+                    http_body::Frame::data(Bytes::from_static(b"body then trailers\n")),
+                    http_body::Frame::trailers(fields),
+                ];
+                return Ok(http::Response::new(Frames(frames.into())));
+            }
             if path == "/trailers" {
                 // The body's frames through `http_body`: data, then the trailer section.
                 use http_body_util::BodyExt;
@@ -237,9 +248,7 @@ impl tower_service::Service<http::Request<weir::Body>> for Views {
                         text += &format!("data {}\n", data.len());
                     }
                 }
-                return Ok(http::Response::new(http_body_util::Full::new(Bytes::from(
-                    text,
-                ))));
+                return Ok(http::Response::new(Frames::text(text)));
             }
             if path == "/copy" {
                 let mut sink = HashWriter(&mut hash, &mut len);
@@ -255,10 +264,29 @@ impl tower_service::Service<http::Request<weir::Body>> for Views {
                 }
             }
             let text = format!("{} {len}\n", hex(&sha2::Digest::finalize(hash)));
-            Ok(http::Response::new(http_body_util::Full::new(Bytes::from(
-                text,
-            ))))
+            Ok(http::Response::new(Frames::text(text)))
         })
+    }
+}
+
+/// A response body of given frames and unknown length (so HTTP/1.1 frames it chunked).
+struct Frames(std::collections::VecDeque<http_body::Frame<Bytes>>);
+
+impl Frames {
+    fn text(text: String) -> Self {
+        Self([http_body::Frame::data(Bytes::from(text))].into())
+    }
+}
+
+impl http_body::Body for Frames {
+    type Data = Bytes;
+    type Error = weir::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, weir::Error>>> {
+        Poll::Ready(self.get_mut().0.pop_front().map(Ok))
     }
 }
 
@@ -326,4 +354,24 @@ fn request_trailers_reach_the_service_as_the_last_frame() {
     let r = c.read_response();
     assert_eq!(r.status, 200);
     assert_eq!(r.text(), "data 5\nchecksum=abc\n");
+}
+
+#[test]
+fn response_trailers_are_sent_over_http1_chunked_and_http2() {
+    assert_curl_has_http2();
+    let server = TlsTestServer::start_with(Config::default(), ServiceHandler::new(Views));
+    for flag in ["--http1.1", "--http2-prior-knowledge"] {
+        let out = heads(&[flag.to_string()], &[&server.url("/with-trailers")]);
+        assert!(out.contains("x-checksum: abc"), "{flag}: {out}");
+        assert!(!out.contains("text/x-no"), "{flag}: {out}");
+        let body = curl(&[flag, &server.url("/with-trailers")]);
+        assert_eq!(body, "body then trailers\n", "{flag}");
+    }
+    // The raw HTTP/1.1 bytes: the last chunk carries the field.
+    let mut c = Client::new(std::net::TcpStream::connect(server.addr).unwrap());
+    c.send(b"GET /with-trailers HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    let mut raw = Vec::new();
+    std::io::Read::read_to_end(c.stream(), &mut raw).unwrap();
+    let raw = String::from_utf8_lossy(&raw);
+    assert!(raw.ends_with("\r\n0\r\nx-checksum: abc\r\n\r\n"), "{raw}");
 }
