@@ -7,6 +7,12 @@
 //! body is polled and nothing is buffered, at most the pause threshold ahead, so a service that
 //! stops polling stops the server reading, exactly as a native handler does.
 //!
+//! Where an allocation remains: over HTTP/1.1 a frame shares the connection's read buffer, so a
+//! frame the application keeps (instead of dropping it once used) keeps that part of the buffer
+//! alive, and the connection's next read grows a fresh buffer: one allocation per buffer
+//! refill, not per frame, and none for an application that drops its frames. Over HTTP/2 a
+//! frame is h2's DATA payload, handed over as it is.
+//!
 //! The `AsyncRead` view copies each frame into the caller's `ReadBuf` (the one user-space copy
 //! that interface implies); [`ExchangeHandle::read_into`](super::ExchangeHandle::read_into)
 //! reads straight from the socket into a caller's buffer instead.

@@ -15,8 +15,8 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-/// A handle on the exchange behind a request served through [`ServiceHandler`]
-/// (`crate::ServiceHandler`), found in the request's extensions.
+/// A handle on the exchange behind a request served through [`ServiceHandler`], found in the
+/// request's extensions (and from [`Body::handle`](super::Body::handle)).
 ///
 /// Reads through it and through the request's [`Body`](super::Body) share one stream: bytes
 /// taken by one are not seen by the other. Its futures may be dropped: bytes already read for
