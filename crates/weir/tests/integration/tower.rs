@@ -375,3 +375,41 @@ fn response_trailers_are_sent_over_http1_chunked_and_http2() {
     let raw = String::from_utf8_lossy(&raw);
     assert!(raw.ends_with("\r\n0\r\nx-checksum: abc\r\n\r\n"), "{raw}");
 }
+
+#[test]
+fn per_request_limits_set_through_the_handle_hold() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TlsTestServer::start_with(
+        Config::default(),
+        ServiceHandler::new(app(dir.path().to_owned())),
+    );
+    let upload = dir.path().join("upload.bin");
+    std::fs::write(&upload, pattern(4 << 20, 1)).unwrap();
+    let arg = format!("@{}", upload.display());
+    let largest = |query: &str| -> usize {
+        let out = curl(&[
+            "--data-binary",
+            &arg,
+            &server.url(&format!("/frames{query}")),
+        ]);
+        assert!(out.ends_with(&format!(" of {}\n", 4 << 20)), "{out}");
+        out.split_whitespace().nth(1).unwrap().parse().unwrap()
+    };
+    // The default threshold (1 MiB) lets a read take what waits on the socket; 8 KiB set
+    // through the handle caps every frame.
+    assert!(largest("") > 8192, "frames without a threshold set");
+    assert!(
+        largest("?pause=8192") <= 8192,
+        "frames under an 8 KiB threshold"
+    );
+    // A 1,000-byte limit set through the handle: a larger body is refused with weir's error.
+    let head = heads(
+        &[],
+        &["--data-binary", &"x".repeat(2000), &server.url("/limited")],
+    );
+    assert!(head.starts_with("http/1.1 413"), "{head}");
+    assert_eq!(
+        curl(&["--data-binary", &"x".repeat(999), &server.url("/limited")]),
+        "999\n"
+    );
+}

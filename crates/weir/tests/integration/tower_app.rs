@@ -48,7 +48,10 @@ struct Total {
 ///   path), any size; `GET /files/{name}`: the file as a `FileBody` (weir's sendfile path);
 /// - `POST /into`: the body read with `ExchangeHandle::read_into` into a 1 MiB buffer;
 /// - `GET /early`: `103 Early Hints` before the answer;
-/// - `PUT /hold?g=N`: waits for `hold_release(N)` without reading the body.
+/// - `PUT /hold?g=N`: waits for `hold_release(N)` without reading the body;
+/// - `POST /frames[?pause=N]`: the largest body frame, with the request's pause threshold set
+///   to N through the handle (after 50 ms, so that the socket has more than N waiting);
+/// - `POST /limited`: a 1,000-byte limit set through the handle; `413` when the body is larger.
 pub fn app(dir: PathBuf) -> Router {
     let state = AppState {
         hits: Arc::new(AtomicU64::new(0)),
@@ -64,6 +67,8 @@ pub fn app(dir: PathBuf) -> Router {
         .route("/into", post(into))
         .route("/early", get(early))
         .route("/hold", put(hold))
+        .route("/frames", post(frames))
+        .route("/limited", post(limited))
         .with_state(state)
         .layer(CompressionLayer::new())
         .layer(CorsLayer::permissive())
@@ -171,4 +176,48 @@ async fn hold(axum::extract::RawQuery(query): axum::extract::RawQuery) -> &'stat
     let _ = tokio::time::timeout(Duration::from_secs(20), release).await;
     HOLDING[g].fetch_sub(1, Ordering::SeqCst);
     "released\n"
+}
+
+async fn frames(
+    Extension(handle): Extension<ExchangeHandle>,
+    axum::extract::RawQuery(query): axum::extract::RawQuery,
+    body: axum::body::Body,
+) -> String {
+    if let Some(pause) = query.as_deref().and_then(|q| q.strip_prefix("pause=")) {
+        handle.set_pause_threshold(pause.parse().expect("pause=N"));
+    }
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let mut body = body;
+    let (mut largest, mut total) = (0, 0);
+    while let Some(frame) = body.frame().await {
+        if let Ok(data) = frame.expect("body").into_data() {
+            largest = largest.max(data.len());
+            total += data.len();
+        }
+    }
+    format!("largest {largest} of {total}\n")
+}
+
+async fn limited(
+    Extension(handle): Extension<ExchangeHandle>,
+    body: axum::body::Body,
+) -> (StatusCode, String) {
+    handle.set_max_body_size(Some(1000));
+    let mut body = body;
+    let mut total = 0;
+    while let Some(frame) = body.frame().await {
+        match frame {
+            Ok(frame) => total += frame.data_ref().map_or(0, |d| d.len()),
+            Err(e) => {
+                // axum wraps the body's error; weir's is inside, with its meaning.
+                let weir = e
+                    .into_inner()
+                    .downcast::<weir::Error>()
+                    .expect("weir's error");
+                assert!(weir.is_too_large(), "{weir}");
+                return (StatusCode::PAYLOAD_TOO_LARGE, "too large\n".into());
+            }
+        }
+    }
+    (StatusCode::OK, format!("{total}\n"))
 }
