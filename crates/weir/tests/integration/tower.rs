@@ -110,6 +110,19 @@ fn every_route_of_an_axum_app_over_http1_h2c_and_tls() {
         assert!(!head.contains("content-length"), "{name}: {head}");
         let big = curl_with(&flags, &["--compressed", &url("/big")]);
         assert_eq!(big, "weir ".repeat(64 * 1024 / 5), "{name}");
+        // tower-http's request-body limit and timeout.
+        let head = heads(
+            &flags,
+            &["--data-binary", &"y".repeat(2000), &url("/small")],
+        );
+        assert!(head.contains(" 413"), "{name}: {head}");
+        let out = curl_with(
+            &flags,
+            &["--data-binary", &"y".repeat(1000), &url("/small")],
+        );
+        assert_eq!(out, "1000\n", "{name}");
+        let head = heads(&flags, &[&url("/slow")]);
+        assert!(head.contains(" 408"), "{name}: {head}");
         // CORS (tower-http).
         let head = heads(&flags, &["-H", "origin: https://example.com", &url("/")]);
         assert!(

@@ -17,6 +17,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use tower_http::compression::CompressionLayer;
 use tower_http::cors::CorsLayer;
+use tower_http::limit::RequestBodyLimitLayer;
+use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 use weir::{ExchangeHandle, FileBody};
 
@@ -51,7 +53,9 @@ struct Total {
 /// - `PUT /hold?g=N`: waits for `hold_release(N)` without reading the body;
 /// - `POST /frames[?pause=N]`: the largest body frame, with the request's pause threshold set
 ///   to N through the handle (after 50 ms, so that the socket has more than N waiting);
-/// - `POST /limited`: a 1,000-byte limit set through the handle; `413` when the body is larger.
+/// - `POST /limited`: a 1,000-byte limit set through the handle; `413` when the body is larger;
+/// - `POST /small`: tower-http's request-body limit (1 KiB); `GET /slow`: tower-http's timeout
+///   (100 ms, `408`).
 pub fn app(dir: PathBuf) -> Router {
     let state = AppState {
         hits: Arc::new(AtomicU64::new(0)),
@@ -69,6 +73,22 @@ pub fn app(dir: PathBuf) -> Router {
         .route("/hold", put(hold))
         .route("/frames", post(frames))
         .route("/limited", post(limited))
+        .route(
+            "/small",
+            post(|body: String| async move { format!("{}\n", body.len()) })
+                .layer(RequestBodyLimitLayer::new(1024)),
+        )
+        .route(
+            "/slow",
+            get(|| async {
+                tokio::time::sleep(Duration::from_secs(10)).await;
+                "late\n"
+            })
+            .layer(TimeoutLayer::with_status_code(
+                StatusCode::REQUEST_TIMEOUT,
+                Duration::from_millis(100),
+            )),
+        )
         .with_state(state)
         .layer(CompressionLayer::new())
         .layer(CorsLayer::permissive())
