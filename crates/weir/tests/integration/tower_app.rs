@@ -1,5 +1,5 @@
 //! The axum app the tower-adapter tests serve with weir: routes, JSON extractors, a state,
-//! tower-http trace, CORS and compression layers, and routes that reach weir's direct paths
+//! tower-http trace, CORS, compression, body-limit and timeout layers, and routes that reach weir's direct paths
 //! through `Extension<weir::ExchangeHandle>`.
 
 use crate::h2_support::{HOLDING, MAX_HOLDING, hold_release};
