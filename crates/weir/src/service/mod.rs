@@ -16,7 +16,9 @@
 //! the socket is read only while the service polls its body, at most the pause threshold
 //! ahead: weir's backpressure holds, and an HTTP/2 handler that never reads holds back only
 //! its own stream's window. A body moved to another task works too: its orders wake the
-//! connection's task.
+//! connection's task, until the response is complete; unlike hyper, weir does not keep a
+//! request body readable after its response (a service that answers `202` and reads the body
+//! afterwards gets an error from that read: read it before answering).
 //!
 //! **What it costs.** This is an adoption path: the `http::Request` owns its URI, header map
 //! and extensions, which allocate per request (listed in `request`); weir's native `Handler`
