@@ -3,8 +3,10 @@
 //! Time-based limits (head timeout, idle timeout, data rates) belong to the I/O layer, which owns
 //! the clock; they are documented on `weir::Config`.
 
-/// Size and count limits applied while parsing a request.
+/// Size and count limits applied while parsing a request. `#[non_exhaustive]`: build it from
+/// `Limits::default()`, then assign fields or chain the `with_*` setters.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Limits {
     /// Longest request line (`GET /path HTTP/1.1`) in bytes, CRLF included. Default 8 KiB, the
     /// limit most servers and proxies apply, so URLs that pass them pass weir.
@@ -30,6 +32,41 @@ impl Limits {
     /// The hard upper bound on [`Limits::max_headers`]: the parser keeps its header slots on the
     /// stack, so the count must have a compile-time bound.
     pub const HEADER_COUNT_CAP: usize = 512;
+
+    /// Sets [`Limits::max_request_line`].
+    #[must_use]
+    pub fn with_max_request_line(mut self, bytes: usize) -> Self {
+        self.max_request_line = bytes;
+        self
+    }
+
+    /// Sets [`Limits::max_head`].
+    #[must_use]
+    pub fn with_max_head(mut self, bytes: usize) -> Self {
+        self.max_head = bytes;
+        self
+    }
+
+    /// Sets [`Limits::max_headers`].
+    #[must_use]
+    pub fn with_max_headers(mut self, count: usize) -> Self {
+        self.max_headers = count;
+        self
+    }
+
+    /// Sets [`Limits::max_chunk_extensions`].
+    #[must_use]
+    pub fn with_max_chunk_extensions(mut self, bytes: usize) -> Self {
+        self.max_chunk_extensions = bytes;
+        self
+    }
+
+    /// Sets [`Limits::max_trailers`].
+    #[must_use]
+    pub fn with_max_trailers(mut self, bytes: usize) -> Self {
+        self.max_trailers = bytes;
+        self
+    }
 }
 
 impl Default for Limits {

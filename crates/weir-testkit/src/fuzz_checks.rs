@@ -99,12 +99,10 @@ fn check_head_invariants(head: &RequestHead) {
 /// The head parser: no panic; the same outcome whole, byte by byte and split anywhere; what it
 /// accepts satisfies the head invariants and parses again alone to the same head.
 pub fn head_parser(data: &[u8]) {
-    let tight = Limits {
-        max_request_line: 64,
-        max_head: 256,
-        max_headers: 8,
-        ..Limits::default()
-    };
+    let tight = Limits::default()
+        .with_max_request_line(64)
+        .with_max_head(256)
+        .with_max_headers(8);
     for limits in [Limits::default(), tight] {
         let whole = feed_head(&[data], &limits);
         let bytes: Vec<&[u8]> = data.chunks(1).collect();
@@ -185,11 +183,9 @@ fn feed_body(pieces: &[&[u8]], bite: usize, limits: &Limits) -> Result<BodyOutco
 /// splits and bite sizes; a finished body is a prefix property (the bytes it consumed decode
 /// to the same body on their own).
 pub fn chunked(data: &[u8]) {
-    let tight = Limits {
-        max_chunk_extensions: 64,
-        max_trailers: 64,
-        ..Limits::default()
-    };
+    let tight = Limits::default()
+        .with_max_chunk_extensions(64)
+        .with_max_trailers(64);
     for limits in [Limits::default(), tight] {
         let whole = feed_body(&[data], usize::MAX, &limits);
         if let Ok(o) = &whole {

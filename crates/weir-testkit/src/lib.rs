@@ -8,7 +8,7 @@
 //! - [`h2_frames`]: a raw HTTP/2 frame client;
 //! - [`server`] (feature `servers`): weir's library server on its own thread;
 //! - [`serve_binary`]: the `weir serve` binary as a child process;
-//! - [`cert`] (feature `servers`): a self-signed certificate with server and client configurations;
+//! - `cert` (feature `tls`): a self-signed certificate with server and client configurations;
 //! - [`h2spec`]: running h2spec and reading its report.
 //!
 //! Dev-only (`publish = false`): no published crate depends on it.
@@ -19,7 +19,7 @@ pub mod h1;
 pub mod h2_frames;
 pub mod h2spec;
 
-#[cfg(feature = "servers")]
+#[cfg(feature = "tls")]
 pub mod cert;
 pub mod serve_binary;
 #[cfg(feature = "servers")]

@@ -327,10 +327,7 @@ fn main() {
     let len = mib << 20;
     let t = tls();
     let variants: Vec<(&str, Config)> = {
-        let base = || Config {
-            max_body_size: None,
-            ..Config::default()
-        };
+        let base = || Config::default().with_max_body_size(None);
         let mut fixed = base();
         fixed.http2.adaptive_window = false;
         let mut adaptive = base();

@@ -1,4 +1,9 @@
 //! Server configuration: every limit, timeout and buffer size, with its default and the reason.
+//!
+//! The types are `#[non_exhaustive]`, so that a new setting is not a breaking change: build
+//! them from `Default` and either assign the public fields (`config.pause_threshold = n`) or
+//! chain the `with_*` setters (`Config::default().with_pause_threshold(n)`); struct literals
+//! are refused outside weir.
 
 use std::time::Duration;
 pub use weir_proto::Limits;
@@ -6,6 +11,7 @@ pub use weir_proto::Limits;
 /// A minimum data rate: after `grace`, a transfer must average at least `bytes_per_second`
 /// over the time the server spent waiting for it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct DataRate {
     /// The minimum average rate.
     pub bytes_per_second: u64,
@@ -14,8 +20,20 @@ pub struct DataRate {
     pub grace: Duration,
 }
 
-/// Server configuration. Build it with `Config::default()` and change the fields you need.
+/// Server configuration. Build it with `Config::default()` and change the fields you need,
+/// by assignment or with the `with_*` setters:
+///
+/// ```
+/// let config = weir::Config::default()
+///     .with_pause_threshold(4 << 20)
+///     .with_max_body_size(Some(10 << 30));
+/// let mut same = weir::Config::default();
+/// same.pause_threshold = 4 << 20;
+/// same.max_body_size = Some(10 << 30);
+/// # assert_eq!(config.pause_threshold, same.pause_threshold);
+/// ```
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct Config {
     /// Size and count limits of the request head and chunk framing (414, 431, 400).
     pub limits: Limits,
@@ -94,6 +112,7 @@ pub struct Config {
 /// reading stops its own stream and no other. The connection window is large enough for every
 /// stream to fill its window, so one stalled stream cannot starve the others.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct Http2Config {
     /// Serve HTTP/2 at all (ALPN `h2` and cleartext prior knowledge). Default true.
     pub enabled: bool,
@@ -192,3 +211,60 @@ impl Config {
         self.pause_threshold.max(Self::MIN_PAUSE_THRESHOLD)
     }
 }
+
+impl DataRate {
+    /// At least `bytes_per_second` on average, enforced after `grace`.
+    pub const fn new(bytes_per_second: u64, grace: Duration) -> Self {
+        Self {
+            bytes_per_second,
+            grace,
+        }
+    }
+}
+
+/// `with_*` setters, one per public field: `Type::default().with_field(value)`.
+macro_rules! setters {
+    ($ty:ident { $($setter:ident => $field:ident: $t:ty),* $(,)? }) => {
+        impl $ty {
+            $(
+                #[doc = concat!("Sets [`", stringify!($ty), "::", stringify!($field), "`].")]
+                #[must_use]
+                pub fn $setter(mut self, value: $t) -> Self {
+                    self.$field = value;
+                    self
+                }
+            )*
+        }
+    };
+}
+
+setters!(Config {
+    with_limits => limits: Limits,
+    with_pause_threshold => pause_threshold: usize,
+    with_max_body_size => max_body_size: Option<u64>,
+    with_drain_limit => drain_limit: u64,
+    with_read_buffer_size => read_buffer_size: usize,
+    with_write_coalesce_limit => write_coalesce_limit: usize,
+    with_head_timeout => head_timeout: Duration,
+    with_keep_alive_timeout => keep_alive_timeout: Duration,
+    with_min_body_rate => min_body_rate: Option<DataRate>,
+    with_min_response_rate => min_response_rate: Option<DataRate>,
+    with_max_connections => max_connections: usize,
+    with_shutdown_grace => shutdown_grace: Duration,
+    with_reuse_port => reuse_port: bool,
+    with_server_header => server_header: Option<String>,
+    with_tls_handshake_timeout => tls_handshake_timeout: Duration,
+    with_max_tls_handshakes => max_tls_handshakes: usize,
+    with_http2 => http2: Http2Config,
+});
+
+setters!(Http2Config {
+    with_enabled => enabled: bool,
+    with_max_concurrent_streams => max_concurrent_streams: u32,
+    with_max_frame_size => max_frame_size: u32,
+    with_max_header_list_size => max_header_list_size: u32,
+    with_connection_window => connection_window: Option<u32>,
+    with_adaptive_window => adaptive_window: bool,
+    with_max_window => max_window: u32,
+    with_control_frame_budget => control_frame_budget: u32,
+});

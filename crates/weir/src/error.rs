@@ -4,6 +4,10 @@
 //! large (`is_too_large`), a client that was too slow (`is_timeout`) and a malformed body
 //! (`is_protocol`). When a handler returns an error before responding, the connection answers
 //! with [`Error::status`].
+//!
+//! An application's own error (a tower service's, a response body's) is carried as
+//! [`Error::user`]: boxed inside the `io::Error` slot (an allocation on that error path only), so
+//! the type stays two words. [`Error::side`] says who failed: the client or the server side.
 
 use http::StatusCode;
 use std::fmt;
@@ -32,6 +36,19 @@ enum Kind {
     Status(StatusCode),
     /// Any other I/O error (for example writing an upload to disk).
     Io,
+    /// An application's own error, in the `io` slot as `io::Error::other`.
+    User,
+}
+
+/// Which side of an exchange failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Side {
+    /// The client: it went away, was too slow, sent too much or malformed framing.
+    Client,
+    /// The server: the handler or application (its own error, an invalid response, a failed
+    /// file or other I/O of its own).
+    Server,
 }
 
 impl Error {
@@ -75,6 +92,40 @@ impl Error {
         Self {
             kind: Kind::Status(status),
             io: None,
+        }
+    }
+
+    /// Wraps an application's own error (a tower service's, a body's). It answers `500` if
+    /// nothing was sent yet; [`Error::side`] is [`Side::Server`]; [`Error::user_error`] and
+    /// [`std::error::Error::source`] give it back.
+    pub fn user(error: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        let error = error.into();
+        // An error that is already weir's keeps its meaning (a disconnect stays a disconnect).
+        match error.downcast::<Error>() {
+            Ok(weir) => *weir,
+            Err(other) => Self {
+                kind: Kind::User,
+                // ALLOCATION (error path only): io::Error boxes the user's error once more.
+                io: Some(io::Error::other(other)),
+            },
+        }
+    }
+
+    /// The application's error wrapped by [`Error::user`].
+    pub fn user_error(&self) -> Option<&(dyn std::error::Error + Send + Sync + 'static)> {
+        match self.kind {
+            Kind::User => self.io.as_ref().and_then(|e| e.get_ref()),
+            _ => None,
+        }
+    }
+
+    /// Which side failed: the client (disconnect, timeout, too large, malformed) or the server
+    /// (the handler's own error, an invalid response, its I/O).
+    pub fn side(&self) -> Side {
+        match self.kind {
+            Kind::Disconnect | Kind::TooLarge | Kind::Timeout | Kind::Protocol(_) => Side::Client,
+            Kind::Status(s) if s.is_client_error() => Side::Client,
+            Kind::Status(_) | Kind::InvalidResponse(_) | Kind::Io | Kind::User => Side::Server,
         }
     }
 
@@ -148,7 +199,7 @@ impl Error {
             Kind::Timeout => StatusCode::REQUEST_TIMEOUT,
             Kind::Protocol(e) => e.status(),
             Kind::Status(s) => s,
-            Kind::InvalidResponse(_) | Kind::Io => StatusCode::INTERNAL_SERVER_ERROR,
+            Kind::InvalidResponse(_) | Kind::Io | Kind::User => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
 }
@@ -214,8 +265,11 @@ impl fmt::Display for Error {
             Kind::InvalidResponse(what) => write!(f, "invalid response: {}", what.as_str())?,
             Kind::Status(s) => write!(f, "responding {s}")?,
             Kind::Io => f.write_str("I/O error")?,
+            Kind::User => f.write_str("application error")?,
         }
-        if let Some(io) = &self.io {
+        if let Some(user) = self.user_error() {
+            write!(f, ": {user}")?;
+        } else if let Some(io) = &self.io {
             write!(f, ": {io}")?;
         }
         Ok(())
@@ -224,6 +278,9 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        if let Some(user) = self.user_error() {
+            return Some(user);
+        }
         self.io.as_ref().map(|e| e as _)
     }
 }
@@ -263,5 +320,31 @@ mod tests {
             Error::from(io::Error::other("disk")).status_code(),
             StatusCode::INTERNAL_SERVER_ERROR
         );
+    }
+
+    #[test]
+    fn user_errors_are_carried_and_name_the_server_side() {
+        #[derive(Debug)]
+        struct Mine;
+        impl fmt::Display for Mine {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("mine")
+            }
+        }
+        impl std::error::Error for Mine {}
+
+        let e = Error::user(Mine);
+        assert_eq!(e.side(), Side::Server);
+        assert_eq!(e.status_code(), StatusCode::INTERNAL_SERVER_ERROR);
+        assert!(e.user_error().unwrap().is::<Mine>());
+        assert!(std::error::Error::source(&e).unwrap().is::<Mine>());
+        assert_eq!(e.to_string(), "application error: mine");
+        // A weir error passed through a service keeps its meaning.
+        let back =
+            Error::user(Box::new(Error::too_large()) as Box<dyn std::error::Error + Send + Sync>);
+        assert!(back.is_too_large());
+        assert_eq!(back.side(), Side::Client);
+        assert_eq!(Error::timeout().side(), Side::Client);
+        assert!(Error::from(io::Error::other("disk")).user_error().is_none());
     }
 }

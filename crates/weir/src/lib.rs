@@ -10,6 +10,35 @@
 //! - Per-connection state is reused from request to request: no heap allocation per request
 //!   in steady state.
 //!
+//! # An axum (or any tower) app
+//!
+//! [`ServiceHandler`] serves a tower `Service` (feature `tower`): an axum `Router` with its
+//! extractors, state and tower-http layers runs on weir by changing the line that serves it.
+//! The module [`service`] says how the body keeps weir's backpressure and what the adoption
+//! path costs; [`ExchangeHandle`] and [`FileBody`] reach weir's direct paths from a handler.
+//!
+//! ```no_run
+//! # #[cfg(feature = "tower")]
+//! #[tokio::main]
+//! async fn main() -> std::io::Result<()> {
+//!     let app = axum::Router::new().route("/", axum::routing::get(|| async { "Hello!" }));
+//!     // axum::serve(tokio::net::TcpListener::bind("127.0.0.1:8080").await?, app).await
+//!     weir::Server::bind("127.0.0.1:8080", weir::Config::default())
+//!         .await?
+//!         .serve(weir::ServiceHandler::new(app))
+//!         .await
+//! }
+//! # #[cfg(not(feature = "tower"))]
+//! # fn main() {}
+//! ```
+//!
+//! # Cargo features
+//!
+//! `http2` (HTTP/2 over TLS and h2c: the `h2` crate), `tls` (`TlsConfig`, `listen_tls`: rustls
+//! with ring) and `tower` (`ServiceHandler`, `Body`, `ExchangeHandle`, `FileBody`: the
+//! `tower-service`, `http-body` and `futures-core` trait crates), all on by default. Without
+//! them weir is a plain HTTP/1.1 server that compiles neither rustls, ring nor h2.
+//!
 //! # Hello, world
 //!
 //! ```no_run
@@ -90,24 +119,33 @@ mod config;
 mod error;
 mod exchange;
 mod h1;
+#[cfg(feature = "http2")]
 mod h2;
 mod handler;
 pub mod malloc;
 mod response;
 mod server;
+#[cfg(feature = "tower")]
+pub mod service;
 mod stats;
 pub mod transport;
 mod zero_copy;
 
 pub use config::{Config, DataRate, Http2Config, Limits};
-pub use error::Error;
+pub use error::{Error, Side};
 pub use exchange::Exchange;
 pub use handler::Handler;
 pub use response::{BodyWriter, Response};
 pub use server::{Server, ServerHandle};
+#[cfg(feature = "tower")]
+pub use service::{Body, ExchangeHandle, FileBody, ServiceHandler};
 pub use stats::{BodyStats, Stats};
+#[cfg(feature = "tls")]
 pub use transport::{TlsConfig, TlsError};
 pub use weir_proto::{Framing, ProtoError, RequestHead as Request};
 
 /// Re-exported so that handlers name the same `http` types as weir.
 pub use http;
+/// Re-exported so that [`TlsConfig::from_rustls`] takes the same `rustls` as weir.
+#[cfg(feature = "tls")]
+pub use rustls;

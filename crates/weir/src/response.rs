@@ -72,7 +72,7 @@ impl<'x, 'c> Response<'x, 'c> {
         let body = body.as_ref();
         let ex = self.begin(Some(body.len() as u64))?;
         ex.write_body(body).await?;
-        ex.finish_body()
+        ex.finish_body(None)
     }
 
     /// Sends the response with an empty body (for example `204 No Content`).
@@ -143,7 +143,15 @@ impl<'c> BodyWriter<'_, 'c> {
 
     /// Ends the body.
     pub async fn finish(self) -> Result<(), Error> {
-        self.exchange.finish_body()
+        self.exchange.finish_body(None)
+    }
+
+    /// Ends the body with a trailer section: sent over HTTP/2 and with chunked framing over
+    /// HTTP/1.1 (a body of unknown length), dropped with `Content-Length` framing (HTTP/1.1 has
+    /// no place for it there). Fields that RFC 9110 §6.5.1 keeps out of trailers (framing,
+    /// connection, content type and coding, caching, authentication) are left out.
+    pub async fn finish_with_trailers(self, trailers: &http::HeaderMap) -> Result<(), Error> {
+        self.exchange.finish_body(Some(trailers))
     }
 
     /// The exchange, to read the request body while streaming the response (echo, transform).

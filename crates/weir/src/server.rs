@@ -11,11 +11,16 @@
 //! what is left.
 
 use crate::h1::serve_connection;
+#[cfg(feature = "http2")]
 use crate::h2::{PREFACE, Sniffed, serve_h2, sniff_preface};
 // Re-exported for `h2/conn.rs` (another branch works there); drivers import `exchange::Shared`.
 pub(crate) use crate::exchange::Shared;
 use crate::stats::Stats;
-use crate::transport::{ALPN_H2, DetachedListener, Listener, Stream, TlsAccept, TlsConfig};
+#[cfg(all(feature = "tls", feature = "http2"))]
+use crate::transport::ALPN_H2;
+use crate::transport::{DetachedListener, Listener, Stream};
+#[cfg(feature = "tls")]
+use crate::transport::{TlsAccept, TlsConfig};
 use crate::{Config, Handler};
 use std::future::Future;
 use std::io;
@@ -26,12 +31,18 @@ use std::time::Duration;
 use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
 
+/// Without the `tls` feature no listener has TLS: the type of its (always absent) acceptor.
+#[cfg(not(feature = "tls"))]
+#[derive(Clone)]
+enum TlsAccept {}
+
 /// An HTTP server: configuration and listeners, until [`Server::serve`] runs it.
 pub struct Server {
     shared: Arc<Shared>,
     listeners: Vec<(Listener, Option<TlsAccept>)>,
     shutdown: Arc<watch::Sender<bool>>,
     /// Bounds TLS handshakes in progress, across all TLS listeners.
+    #[cfg(feature = "tls")]
     handshakes: Arc<Semaphore>,
 }
 
@@ -46,9 +57,9 @@ impl Server {
     /// A server with `config` and no listeners yet.
     pub fn new(config: Config) -> Self {
         let (shutdown, _) = watch::channel(false);
-        let handshakes = Arc::new(Semaphore::new(config.max_tls_handshakes.max(1)));
         Self {
-            handshakes,
+            #[cfg(feature = "tls")]
+            handshakes: Arc::new(Semaphore::new(config.max_tls_handshakes.max(1))),
             shared: Arc::new(Shared::new(config)),
             listeners: Vec::new(),
             shutdown: Arc::new(shutdown),
@@ -77,6 +88,8 @@ impl Server {
 
     /// Adds a TLS listener on a TCP address; returns its bound address. ALPN offers `h2`
     /// (unless [`Http2Config::enabled`](crate::Http2Config::enabled) is off) and `http/1.1`.
+    /// (Cargo feature `tls`.)
+    #[cfg(feature = "tls")]
     pub async fn listen_tls(
         &mut self,
         addr: impl tokio::net::ToSocketAddrs,
@@ -91,9 +104,11 @@ impl Server {
     }
 
     /// Adds a listener bound elsewhere whose connections speak TLS (TCP or Unix socket).
+    /// (Cargo feature `tls`.)
+    #[cfg(feature = "tls")]
     pub fn add_tls_listener(&mut self, listener: Listener, tls: TlsConfig) {
         let accept = TlsAccept {
-            acceptor: tls.acceptor(self.shared.config.http2.enabled),
+            acceptor: tls.acceptor(cfg!(feature = "http2") && self.shared.config.http2.enabled),
             handshakes: self.handshakes.clone(),
             timeout: self.shared.config.tls_handshake_timeout,
         };
@@ -357,17 +372,23 @@ async fn serve<H: Handler>(
     tls: Option<TlsAccept>,
     handler: Arc<H>,
     shared: Arc<Shared>,
-    mut shutdown: watch::Receiver<bool>,
+    #[cfg_attr(not(feature = "http2"), allow(unused_mut))] mut shutdown: watch::Receiver<bool>,
 ) {
+    #[cfg_attr(not(feature = "http2"), allow(unused_mut))]
     let mut stream = match tls {
+        #[cfg(feature = "tls")]
         Some(tls) => match tls.handshake(stream).await {
             Some(stream) => stream,
             None => return,
         },
+        #[cfg(not(feature = "tls"))]
+        Some(never) => match never {},
         None => stream,
     };
+    #[cfg(feature = "http2")]
     if shared.config.http2.enabled {
         if stream.is_tls() {
+            #[cfg(feature = "tls")]
             if stream.alpn_protocol() == Some(ALPN_H2) {
                 return serve_h2(stream, &[], handler, shared, shutdown).await;
             }

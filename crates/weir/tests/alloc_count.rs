@@ -51,6 +51,10 @@ impl Handler for Plaintext {
 }
 
 fn start_server(config: Config) -> std::net::SocketAddr {
+    start_server_with(config, Plaintext)
+}
+
+fn start_server_with(config: Config, handler: impl Handler) -> std::net::SocketAddr {
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_multi_thread()
@@ -62,7 +66,7 @@ fn start_server(config: Config) -> std::net::SocketAddr {
         rt.block_on(async move {
             let server = weir::Server::bind("127.0.0.1:0", config).await.unwrap();
             tx.send(server.local_addr().unwrap()).unwrap();
-            server.serve(Plaintext).await.unwrap();
+            server.serve(handler).await.unwrap();
         });
     });
     rx.recv().unwrap()
@@ -126,6 +130,45 @@ fn keep_alive_requests_allocate_nothing_in_steady_state() {
     assert_eq!(posts, 0, "allocations during 2000 2 KB POSTs");
 }
 
+/// The tower path is an adoption path, not the zero-allocation one: an axum `Router` answering
+/// the same plaintext GET allocates for its `http::Request` (URI, header map, extensions), the
+/// adapter's link, axum's routing and its boxed bodies. Counted and printed (the figure goes to
+/// the report, not here); the bound catches a regression that would allocate per body frame or
+/// per header byte.
+#[cfg(feature = "tower")]
+#[test]
+fn an_axum_router_allocates_a_bounded_number_per_request() {
+    let _alone = MEASURING
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let app = axum::Router::new().route(
+        "/plaintext",
+        axum::routing::get(|| async { "Hello, World!" }),
+    );
+    let addr = start_server_with(Config::default(), weir::ServiceHandler::new(app));
+    let stream = TcpStream::connect(addr).unwrap();
+    let mut writer = stream.try_clone().unwrap();
+    let mut reader = BufReader::new(stream);
+    let (mut line, mut body) = (String::new(), Vec::new());
+    let get = b"GET /plaintext HTTP/1.1\r\nHost: localhost\r\n\r\n";
+    let mut exchange = |request: &[u8]| {
+        writer.write_all(request).unwrap();
+        read_response(&mut reader, &mut line, &mut body);
+        assert_eq!(body, b"Hello, World!");
+    };
+    for _ in 0..100 {
+        exchange(get);
+    }
+    let before = allocations();
+    for _ in 0..2000 {
+        exchange(get);
+    }
+    let per_request = (allocations() - before) as f64 / 2000.0;
+    println!("allocations per request on the tower path (axum Router): {per_request}");
+    assert!(per_request > 0.0, "the counter saw the tower path");
+    assert!(per_request <= 32.0, "{per_request} allocations per request");
+}
+
 #[test]
 fn the_counter_counts() {
     // Guards the test above against a counter that cannot see allocations.
@@ -171,10 +214,7 @@ fn http2_upload_reuses_its_frame_buffers() {
     let _alone = MEASURING
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
-    let addr = start_server(Config {
-        max_body_size: None,
-        ..Config::default()
-    });
+    let addr = start_server(Config::default().with_max_body_size(None));
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

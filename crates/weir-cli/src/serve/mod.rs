@@ -132,11 +132,9 @@ impl ServeConfig {
 
     /// The server library's configuration for this service.
     pub fn weir_config(&self) -> weir::Config {
-        weir::Config {
-            pause_threshold: self.pause_threshold,
-            reuse_port: self.runtime == Runtime::PerCore,
-            ..weir::Config::default()
-        }
+        weir::Config::default()
+            .with_pause_threshold(self.pause_threshold)
+            .with_reuse_port(self.runtime == Runtime::PerCore)
     }
 
     /// The handler's options.

@@ -16,10 +16,7 @@ use weir_store::LocalOptions;
 const INLINE_PREFIX: usize = 2 << 20;
 
 fn no_rate_limit() -> weir::Config {
-    weir::Config {
-        min_body_rate: None,
-        ..weir::Config::default()
-    }
+    weir::Config::default().with_min_body_rate(None)
 }
 
 /// Starts `count` uploads of `total` bytes to `{name}/{i}` that each send their first `sent`

@@ -65,7 +65,9 @@ pub(crate) trait Backend {
         flags: HeadFlags,
     ) -> Result<(), Error>;
     async fn write_body(&mut self, data: &[u8]) -> Result<(), Error>;
-    fn finish_body(&mut self) -> Result<(), Error>;
+    /// Ends the body, with a trailer section when `trailers` is given and the framing carries
+    /// one (HTTP/1.1 chunked, HTTP/2); otherwise the fields are dropped.
+    fn finish_body(&mut self, trailers: Option<&http::HeaderMap>) -> Result<(), Error>;
     /// Sends what is buffered (HTTP/2 has nothing to do: h2's connection task writes queued
     /// frames as soon as it can).
     async fn flush_response(&mut self) -> Result<(), Error>;
@@ -91,7 +93,7 @@ pub(crate) trait Backend {
         let _ = self.push_header(b"content-type", b"text/plain; charset=utf-8", &mut flags);
         self.finish_head(status, Some(len as u64), flags)?;
         self.write_body(&body[..len]).await?;
-        self.finish_body()
+        self.finish_body(None)
     }
 
     /// After the handler returned: ends a body it left open, which completes a body of unknown
@@ -99,9 +101,36 @@ pub(crate) trait Backend {
     /// resets the stream), so the client never takes a truncated response for a whole one.
     fn complete_if_open(&mut self) {
         if self.response().left_open() {
-            let _ = self.finish_body();
+            let _ = self.finish_body(None);
         }
     }
+}
+
+/// Whether a response field may be sent as a trailer: not framing, connection management,
+/// or the fields RFC 9110 §6.5.1 keeps out of trailers because a recipient acts on them before
+/// the body (content type and coding, caching, authentication).
+pub(crate) fn allowed_in_trailers(name: &http::HeaderName) -> bool {
+    use http::header;
+    ![
+        header::CONTENT_LENGTH,
+        header::TRANSFER_ENCODING,
+        header::CONNECTION,
+        header::TRAILER,
+        header::TE,
+        header::UPGRADE,
+        header::CONTENT_TYPE,
+        header::CONTENT_ENCODING,
+        header::CONTENT_RANGE,
+        header::CACHE_CONTROL,
+        header::EXPIRES,
+        header::SET_COOKIE,
+        header::WWW_AUTHENTICATE,
+        header::AUTHORIZATION,
+        header::HOST,
+    ]
+    .contains(name)
+        && name.as_str() != "keep-alive"
+        && name.as_str() != "proxy-connection"
 }
 
 /// Headers weir would add itself that the handler set instead.

@@ -33,6 +33,7 @@ pub(crate) use shared::Shared;
 #[cfg(doc)]
 use crate::Config;
 use crate::h1::Conn;
+#[cfg(feature = "http2")]
 use crate::h2::H2Stream;
 use crate::response::Response;
 use crate::stats::BodyStats;
@@ -50,6 +51,7 @@ pub struct Exchange<'c> {
 /// The protocol driver behind an exchange.
 enum Driver<'c> {
     H1(&'c mut Conn),
+    #[cfg(feature = "http2")]
     H2(&'c mut H2Stream),
 }
 
@@ -62,18 +64,21 @@ macro_rules! on_backend {
     ($self:ident . $method:ident ( $($arg:expr),* ) .await) => {
         match &mut $self.driver {
             Driver::H1(b) => backend::Backend::$method(&mut **b, $($arg),*).await,
+            #[cfg(feature = "http2")]
             Driver::H2(b) => backend::Backend::$method(&mut **b, $($arg),*).await,
         }
     };
     ($self:ident . $method:ident ( $($arg:expr),* )) => {
         match &mut $self.driver {
             Driver::H1(b) => backend::Backend::$method(&mut **b, $($arg),*),
+            #[cfg(feature = "http2")]
             Driver::H2(b) => backend::Backend::$method(&mut **b, $($arg),*),
         }
     };
     (& $self:ident . $method:ident ( $($arg:expr),* )) => {
         match &$self.driver {
             Driver::H1(b) => backend::Backend::$method(&**b, $($arg),*),
+            #[cfg(feature = "http2")]
             Driver::H2(b) => backend::Backend::$method(&**b, $($arg),*),
         }
     };
@@ -86,6 +91,7 @@ impl<'c> Exchange<'c> {
         }
     }
 
+    #[cfg(feature = "http2")]
     pub(crate) fn h2(stream: &'c mut H2Stream) -> Self {
         Self {
             driver: Driver::H2(stream),
@@ -293,8 +299,8 @@ impl<'c> Exchange<'c> {
         on_backend!(self.write_body(data).await)
     }
 
-    pub(crate) fn finish_body(&mut self) -> Result<(), Error> {
-        on_backend!(self.finish_body())
+    pub(crate) fn finish_body(&mut self, trailers: Option<&http::HeaderMap>) -> Result<(), Error> {
+        on_backend!(self.finish_body(trailers))
     }
 
     pub(crate) async fn flush_response(&mut self) -> Result<(), Error> {

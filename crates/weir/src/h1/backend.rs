@@ -105,8 +105,8 @@ impl Backend for Conn {
         Conn::write_body(self, data).await
     }
 
-    fn finish_body(&mut self) -> Result<(), Error> {
-        Conn::finish_body(self)
+    fn finish_body(&mut self, trailers: Option<&http::HeaderMap>) -> Result<(), Error> {
+        Conn::finish_body(self, trailers)
     }
 
     async fn flush_response(&mut self) -> Result<(), Error> {

@@ -142,11 +142,14 @@ impl Conn {
 
     /// Ends the body: the last chunk for chunked framing; checks a `Content-Length` body is
     /// complete (if not, the response fails and the connection will close).
-    pub(crate) fn finish_body(&mut self) -> Result<(), Error> {
+    pub(crate) fn finish_body(&mut self, trailers: Option<&http::HeaderMap>) -> Result<(), Error> {
         match self.resp.before_finish() {
             Ok(Finish::End { no_body }) => {
                 if !no_body && self.resp_framing == ResponseFraming::Chunked {
-                    self.io.wbuf.extend_from_slice(encode::LAST_CHUNK);
+                    match trailers {
+                        Some(fields) => self.write_last_chunk_with(fields),
+                        None => self.io.wbuf.extend_from_slice(encode::LAST_CHUNK),
+                    }
                 }
                 self.resp.complete();
                 Ok(())
@@ -154,6 +157,29 @@ impl Conn {
             Ok(Finish::Done) => Ok(()),
             Err(misuse) => Err(self.refuse(misuse)),
         }
+    }
+
+    /// The last chunk with a trailer section (RFC 9112 §7.1.2). Fields that must not be
+    /// trailers (framing, connection management) and invalid ones are left out: the body is
+    /// already sent, so a bad field cannot fail the response.
+    fn write_last_chunk_with(&mut self, fields: &http::HeaderMap) {
+        self.io.wbuf.extend_from_slice(b"0\r\n");
+        for (name, value) in fields {
+            if !crate::exchange::backend::allowed_in_trailers(name) {
+                continue;
+            }
+            let mark = self.io.wbuf.len();
+            if encode::header(
+                &mut self.io.wbuf,
+                name.as_str().as_bytes(),
+                value.as_bytes(),
+            )
+            .is_err()
+            {
+                self.io.wbuf.truncate(mark);
+            }
+        }
+        self.io.wbuf.extend_from_slice(b"\r\n");
     }
 
     /// The handler misused the response API: a wrong body length fails the response (the

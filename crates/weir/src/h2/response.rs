@@ -251,12 +251,24 @@ impl ResponseOut {
 
     /// Ends the body; a declared length must have been sent in full (if not, the stream is
     /// reset, so the client sees the response is incomplete).
-    pub(crate) fn finish_body(&mut self) -> Result<(), Error> {
+    pub(crate) fn finish_body(&mut self, trailers: Option<&http::HeaderMap>) -> Result<(), Error> {
         match self.state.before_finish() {
             Ok(Finish::End { no_body }) => {
                 if !no_body {
                     if let Some(send) = self.send.as_mut() {
-                        send.send_data(Bytes::new(), true).map_err(stream_error)?;
+                        match trailers {
+                            Some(fields) => {
+                                // ALLOCATION (trailers only): h2 takes the fields by value.
+                                let mut kept = http::HeaderMap::with_capacity(fields.len());
+                                for (name, value) in fields {
+                                    if crate::exchange::backend::allowed_in_trailers(name) {
+                                        kept.append(name.clone(), value.clone());
+                                    }
+                                }
+                                send.send_trailers(kept).map_err(stream_error)?;
+                            }
+                            None => send.send_data(Bytes::new(), true).map_err(stream_error)?,
+                        }
                     }
                 }
                 self.state.complete();

@@ -245,8 +245,8 @@ impl Backend for H2Stream {
         self.resp.write_body(data, &self.shared).await
     }
 
-    fn finish_body(&mut self) -> Result<(), Error> {
-        self.resp.finish_body()
+    fn finish_body(&mut self, trailers: Option<&http::HeaderMap>) -> Result<(), Error> {
+        self.resp.finish_body(trailers)
     }
 
     async fn flush_response(&mut self) -> Result<(), Error> {

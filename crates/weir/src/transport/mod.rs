@@ -7,13 +7,19 @@
 
 mod listener;
 mod stream;
+#[cfg(feature = "tls")]
 mod tls;
+#[cfg(feature = "tls")]
 mod tls_stream;
 
 pub(crate) use listener::DetachedListener;
 pub use listener::{Listener, SocketFile};
 pub use stream::{PeerAddr, Stream};
+#[cfg(all(feature = "tls", feature = "http2"))]
 pub(crate) use tls::ALPN_H2;
+#[cfg(feature = "tls")]
 pub(crate) use tls::TlsAccept;
+#[cfg(feature = "tls")]
 pub use tls::{TlsConfig, TlsError};
+#[cfg(feature = "tls")]
 pub use tls_stream::TlsStream;

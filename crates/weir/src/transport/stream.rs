@@ -1,5 +1,6 @@
 //! [`Stream`]: one accepted connection: TCP, Unix domain socket, or TLS over either.
 
+#[cfg(feature = "tls")]
 use super::TlsStream;
 use std::io::{self, IoSlice};
 use std::net::SocketAddr;
@@ -18,6 +19,8 @@ pub enum Stream {
     /// A TLS connection over TCP or a Unix socket (after the handshake). Boxed: the rustls
     /// state is large, and plain streams should not pay for its size. Zero-copy paths refuse
     /// it (`zero_copy::can_splice`): the bytes must pass through user space to be decrypted.
+    /// (Cargo feature `tls`.)
+    #[cfg(feature = "tls")]
     Tls(Box<TlsStream>),
 }
 
@@ -36,6 +39,7 @@ impl Stream {
         match self {
             Self::Tcp(s) => s.peer_addr().map(PeerAddr::Tcp).unwrap_or(PeerAddr::Unix),
             Self::Unix(_) => PeerAddr::Unix,
+            #[cfg(feature = "tls")]
             Self::Tls(s) => s.peer_addr(),
         }
     }
@@ -52,18 +56,23 @@ impl Stream {
         match self {
             Self::Tcp(s) => s.readable().await,
             Self::Unix(s) => s.readable().await,
+            #[cfg(feature = "tls")]
             Self::Tls(_) => Ok(()),
         }
     }
 
     /// Whether the connection is encrypted.
     pub fn is_tls(&self) -> bool {
-        matches!(self, Self::Tls(_))
+        #[cfg(feature = "tls")]
+        return matches!(self, Self::Tls(_));
+        #[cfg(not(feature = "tls"))]
+        false
     }
 
     /// The protocol the client chose by ALPN during the TLS handshake, if any.
     pub fn alpn_protocol(&self) -> Option<&[u8]> {
         match self {
+            #[cfg(feature = "tls")]
             Self::Tls(s) => s.alpn_protocol(),
             Self::Tcp(_) | Self::Unix(_) => None,
         }
@@ -79,6 +88,7 @@ impl AsyncRead for Stream {
         match self.get_mut() {
             Self::Tcp(s) => Pin::new(s).poll_read(cx, buf),
             Self::Unix(s) => Pin::new(s).poll_read(cx, buf),
+            #[cfg(feature = "tls")]
             Self::Tls(s) => Pin::new(s).poll_read(cx, buf),
         }
     }
@@ -93,6 +103,7 @@ impl AsyncWrite for Stream {
         match self.get_mut() {
             Self::Tcp(s) => Pin::new(s).poll_write(cx, buf),
             Self::Unix(s) => Pin::new(s).poll_write(cx, buf),
+            #[cfg(feature = "tls")]
             Self::Tls(s) => Pin::new(s).poll_write(cx, buf),
         }
     }
@@ -105,6 +116,7 @@ impl AsyncWrite for Stream {
         match self.get_mut() {
             Self::Tcp(s) => Pin::new(s).poll_write_vectored(cx, bufs),
             Self::Unix(s) => Pin::new(s).poll_write_vectored(cx, bufs),
+            #[cfg(feature = "tls")]
             Self::Tls(s) => Pin::new(s).poll_write_vectored(cx, bufs),
         }
     }
@@ -117,6 +129,7 @@ impl AsyncWrite for Stream {
         match self.get_mut() {
             Self::Tcp(s) => Pin::new(s).poll_flush(cx),
             Self::Unix(s) => Pin::new(s).poll_flush(cx),
+            #[cfg(feature = "tls")]
             Self::Tls(s) => Pin::new(s).poll_flush(cx),
         }
     }
@@ -125,6 +138,7 @@ impl AsyncWrite for Stream {
         match self.get_mut() {
             Self::Tcp(s) => Pin::new(s).poll_shutdown(cx),
             Self::Unix(s) => Pin::new(s).poll_shutdown(cx),
+            #[cfg(feature = "tls")]
             Self::Tls(s) => Pin::new(s).poll_shutdown(cx),
         }
     }

@@ -66,6 +66,30 @@ impl TlsConfig {
         Self::build(&cert_pem, Some(cert_path), &key_pem, Some(key_path))
     }
 
+    /// A user's own rustls configuration: SNI with several certificates
+    /// (`with_cert_resolver`), client certificates (`with_client_cert_verifier`), certificates
+    /// from an ACME crate's resolver, another crypto provider. weir sets its ALPN protocols
+    /// (`h2` when HTTP/2 is enabled, then `http/1.1`) on a copy at each listener; everything
+    /// else is used as given. Under rustls's buffered API the read path is weir's own
+    /// (`TlsStream`), whatever the configuration.
+    ///
+    /// ```no_run
+    /// # fn f(certs: Vec<rustls_pki_types::CertificateDer<'static>>,
+    /// #      key: rustls_pki_types::PrivateKeyDer<'static>) -> Result<(), rustls::Error> {
+    /// let provider = std::sync::Arc::new(weir::TlsConfig::crypto_provider());
+    /// let server = rustls::ServerConfig::builder_with_provider(provider)
+    ///     .with_safe_default_protocol_versions()?
+    ///     .with_no_client_auth()
+    ///     .with_single_cert(certs, key)?;
+    /// let tls = weir::TlsConfig::from_rustls(server);
+    /// # let _ = tls; Ok(()) }
+    /// ```
+    pub fn from_rustls(server: impl Into<Arc<ServerConfig>>) -> Self {
+        Self {
+            server: server.into(),
+        }
+    }
+
     /// Like [`TlsConfig::from_pem_files`], from PEM text in memory.
     pub fn from_pem(cert_pem: &[u8], key_pem: &[u8]) -> Result<Self, TlsError> {
         Self::build(cert_pem, None, key_pem, None)

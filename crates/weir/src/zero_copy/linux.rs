@@ -66,6 +66,7 @@ pub(crate) async fn splice_to_file(
     let moved = match stream {
         Stream::Tcp(s) => s.async_io(Interest::READABLE, into_pipe).await,
         Stream::Unix(s) => s.async_io(Interest::READABLE, into_pipe).await,
+        #[cfg(feature = "tls")]
         Stream::Tls(_) => Err(not_plain()),
     }
     .map_err(SpliceError::Socket)?;
@@ -102,6 +103,7 @@ pub(crate) async fn sendfile(
     match stream {
         Stream::Tcp(s) => s.async_io(Interest::WRITABLE, send).await,
         Stream::Unix(s) => s.async_io(Interest::WRITABLE, send).await,
+        #[cfg(feature = "tls")]
         Stream::Tls(_) => Err(not_plain()),
     }
 }
@@ -110,11 +112,13 @@ fn socket_fd(stream: &Stream) -> io::Result<std::os::fd::BorrowedFd<'_>> {
     match stream {
         Stream::Tcp(s) => Ok(s.as_fd()),
         Stream::Unix(s) => Ok(s.as_fd()),
+        #[cfg(feature = "tls")]
         Stream::Tls(_) => Err(not_plain()),
     }
 }
 
 /// Callers check `can_splice`/`can_sendfile` first; this answers a caller that did not.
+#[cfg(feature = "tls")]
 fn not_plain() -> io::Error {
     io::Error::new(
         io::ErrorKind::Unsupported,

@@ -34,7 +34,12 @@ pub struct TestServer {
 
 impl TestServer {
     pub fn start(config: Config) -> Self {
-        let (server, addr) = ServerThread::start(config, Probe, async |s: &mut weir::Server| {
+        Self::start_with(config, Probe)
+    }
+
+    /// A server with another handler than [`Probe`]: [`TowerProbe`] through the tower adapter.
+    pub fn start_with(config: Config, handler: impl Handler) -> Self {
+        let (server, addr) = ServerThread::start(config, handler, async |s: &mut weir::Server| {
             s.listen_tcp("127.0.0.1:0").await.expect("bind")
         });
         Self {
@@ -129,6 +134,57 @@ impl Handler for Probe {
             }
             _ => ex.respond(StatusCode::NOT_FOUND).body("not found").await,
         }
+    }
+}
+
+/// [`Probe`]'s `/echo`, `/ignore`, `/sentinel` and `/smuggled` as a tower service, served through
+/// `weir::ServiceHandler` (the path an axum app takes): the body read as `http_body` frames of
+/// `weir::Body`; a body error is the service's error, which weir answers as it answers a native
+/// handler's (400, 408, 413, 431, and close).
+#[cfg(feature = "tower")]
+#[derive(Clone)]
+pub struct TowerProbe;
+
+#[cfg(feature = "tower")]
+impl tower_service::Service<http::Request<weir::Body>> for TowerProbe {
+    type Response = http::Response<http_body_util::Full<bytes::Bytes>>;
+    type Error = weir::Error;
+    type Future = std::pin::Pin<
+        Box<dyn Future<Output = Result<Self::Response, weir::Error>> + Send + 'static>,
+    >;
+
+    fn poll_ready(
+        &mut self,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), weir::Error>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: http::Request<weir::Body>) -> Self::Future {
+        Box::pin(async move {
+            let answer = |status: StatusCode, body: Vec<u8>| {
+                let mut response = http::Response::new(http_body_util::Full::from(body));
+                *response.status_mut() = status;
+                Ok(response)
+            };
+            match request.uri().path() {
+                "/echo" => {
+                    use http_body_util::BodyExt;
+                    let mut body = request.into_body();
+                    let mut out = Vec::new();
+                    while let Some(frame) = body.frame().await {
+                        if let Ok(data) = frame?.into_data() {
+                            out.extend_from_slice(&data);
+                        }
+                    }
+                    answer(StatusCode::OK, out)
+                }
+                "/ignore" => answer(StatusCode::OK, b"ignored".to_vec()),
+                "/sentinel" => answer(StatusCode::OK, SENTINEL_BODY.into()),
+                "/smuggled" => answer(StatusCode::OK, SMUGGLED_BODY.into()),
+                _ => answer(StatusCode::NOT_FOUND, b"not found".to_vec()),
+            }
+        })
     }
 }
 

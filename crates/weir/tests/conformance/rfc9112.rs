@@ -334,15 +334,24 @@ fn cases() -> Vec<Case> {
 
 /// The server every case runs against: default limits, a small body limit (for 413), and a
 /// short body-rate grace so that `/ignore` draining a body that never ends is cut quickly.
-fn server() -> TestServer {
-    TestServer::start(Config {
-        max_body_size: Some(64 * 1024),
-        min_body_rate: Some(DataRate {
-            bytes_per_second: 240,
-            grace: Duration::from_millis(500),
-        }),
-        ..Config::default()
-    })
+fn server(via: Via) -> TestServer {
+    let config = Config::default()
+        .with_max_body_size(Some(64 * 1024))
+        .with_min_body_rate(Some(DataRate::new(240, Duration::from_millis(500))));
+    match via {
+        Via::Handler => TestServer::start(config),
+        #[cfg(feature = "tower")]
+        Via::Tower => TestServer::start_with(config, weir::ServiceHandler::new(TowerProbe)),
+    }
+}
+
+/// Which application the rows run against: the native [`Probe`] or the same routes as a tower
+/// service ([`TowerProbe`]).
+#[derive(Clone, Copy)]
+enum Via {
+    Handler,
+    #[cfg(feature = "tower")]
+    Tower,
 }
 
 fn with_target(request: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
@@ -426,8 +435,8 @@ fn check(server: &TestServer, case: &Case, route: &str) -> Vec<String> {
 }
 
 /// Sends every case to the handler at `path` and asserts each one held.
-fn every_rule_holds_for(path: &str) {
-    let server = server();
+fn every_rule_holds_for(path: &str, via: Via) {
+    let server = server(via);
     let failures: Vec<String> = cases()
         .iter()
         .flat_map(|c| check(&server, c, path))
@@ -443,12 +452,24 @@ fn every_rule_holds_for(path: &str) {
 
 #[test]
 fn every_rule_holds_for_a_reading_handler() {
-    every_rule_holds_for("/echo");
+    every_rule_holds_for("/echo", Via::Handler);
 }
 
 #[test]
 fn every_rule_holds_for_a_handler_that_ignores_the_body() {
-    every_rule_holds_for("/ignore");
+    every_rule_holds_for("/ignore", Via::Handler);
+}
+
+#[cfg(feature = "tower")]
+#[test]
+fn every_rule_holds_for_a_reading_tower_service() {
+    every_rule_holds_for("/echo", Via::Tower);
+}
+
+#[cfg(feature = "tower")]
+#[test]
+fn every_rule_holds_for_a_tower_service_that_ignores_the_body() {
+    every_rule_holds_for("/ignore", Via::Tower);
 }
 
 #[test]

@@ -59,10 +59,7 @@ fn statuses(t: &Transcript) -> Vec<u16> {
 /// start, it is not re-armed by progress.
 #[test]
 fn slowloris_head_gets_408_although_each_read_makes_progress() {
-    let server = TestServer::start(Config {
-        head_timeout: Duration::from_millis(500),
-        ..Config::default()
-    });
+    let server = TestServer::start(Config::default().with_head_timeout(Duration::from_millis(500)));
     let stream = server.connect();
     let stop = Arc::new(AtomicBool::new(false));
     let writer = trickle(
@@ -83,10 +80,7 @@ fn slowloris_head_gets_408_although_each_read_makes_progress() {
 
 #[test]
 fn connection_that_never_sends_is_closed() {
-    let server = TestServer::start(Config {
-        head_timeout: Duration::from_millis(300),
-        ..Config::default()
-    });
+    let server = TestServer::start(Config::default().with_head_timeout(Duration::from_millis(300)));
     let t = read_until_closed(server.connect());
     assert!(t.closed);
     assert!(statuses(&t).iter().all(|&s| s == 408), "{t:?}");
@@ -97,10 +91,8 @@ fn connection_that_never_sends_is_closed() {
 /// silently after the keep-alive timeout, and the connection's task ends.
 #[test]
 fn idle_keep_alive_connection_is_closed_silently() {
-    let server = TestServer::start(Config {
-        keep_alive_timeout: Duration::from_millis(300),
-        ..Config::default()
-    });
+    let server =
+        TestServer::start(Config::default().with_keep_alive_timeout(Duration::from_millis(300)));
     let mut stream = server.connect();
     stream
         .write_all(b"GET /sentinel HTTP/1.1\r\nHost: a\r\n\r\n")
@@ -120,11 +112,11 @@ fn idle_keep_alive_connection_is_closed_silently() {
 /// (408), not the much longer keep-alive one.
 #[test]
 fn partial_head_on_a_kept_alive_connection_gets_408() {
-    let server = TestServer::start(Config {
-        head_timeout: Duration::from_millis(300),
-        keep_alive_timeout: Duration::from_secs(60),
-        ..Config::default()
-    });
+    let server = TestServer::start(
+        Config::default()
+            .with_head_timeout(Duration::from_millis(300))
+            .with_keep_alive_timeout(Duration::from_secs(60)),
+    );
     let mut stream = server.connect();
     stream
         .write_all(b"GET /sentinel HTTP/1.1\r\nHost: a\r\n\r\nGET /sentinel HTTP/1.1\r\n")
@@ -136,13 +128,7 @@ fn partial_head_on_a_kept_alive_connection_gets_408() {
 }
 
 fn rate_config(bytes_per_second: u64, grace: Duration) -> Config {
-    Config {
-        min_body_rate: Some(DataRate {
-            bytes_per_second,
-            grace,
-        }),
-        ..Config::default()
-    }
+    Config::default().with_min_body_rate(Some(DataRate::new(bytes_per_second, grace)))
 }
 
 /// An upload that dribbles a byte every 100 ms makes progress on every read, but averages far
@@ -198,13 +184,8 @@ fn upload_above_the_minimum_rate_completes() {
 }
 
 fn response_rate_config() -> Config {
-    Config {
-        min_response_rate: Some(DataRate {
-            bytes_per_second: 1024 * 1024,
-            grace: Duration::from_millis(200),
-        }),
-        ..Config::default()
-    }
+    Config::default()
+        .with_min_response_rate(Some(DataRate::new(1024 * 1024, Duration::from_millis(200))))
 }
 
 /// A client that asks for a large body and never reads: once the socket buffers are full the
@@ -299,10 +280,7 @@ fn reading_client_gets_the_whole_large_response() {
 #[test]
 fn connection_bound_queues_new_clients_and_serves_the_rest() {
     const BOUND: usize = 4;
-    let server = TestServer::start(Config {
-        max_connections: BOUND,
-        ..Config::default()
-    });
+    let server = TestServer::start(Config::default().with_max_connections(BOUND));
     let ask = |s: &mut TcpStream| {
         s.write_all(b"GET /sentinel HTTP/1.1\r\nHost: a\r\n\r\n")
             .expect("write");

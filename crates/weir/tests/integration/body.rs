@@ -51,10 +51,7 @@ fn echo_content_length_and_chunked() {
 
 #[test]
 fn large_reads_go_straight_into_the_handler_buffer() {
-    let config = Config {
-        max_body_size: None,
-        ..Config::default()
-    };
+    let config = Config::default().with_max_body_size(None);
     let server = TestServer::start(config);
     let data = pattern(32 << 20, 2);
     let mut c = server.connect();
@@ -120,10 +117,7 @@ fn backpressure_bounds_what_is_buffered_while_the_handler_waits() {
     // The handler sleeps before reading while the client writes 256 MiB: the server must not
     // read ahead beyond the threshold (the client blocks in TCP instead), and the upload then
     // completes byte-exact.
-    let config = Config {
-        max_body_size: None,
-        ..Config::default()
-    };
+    let config = Config::default().with_max_body_size(None);
     let threshold = config.pause_threshold;
     let read_buffer = config.read_buffer_size;
     let server = TestServer::start(config);
@@ -188,10 +182,7 @@ fn body_to_file_is_byte_exact_and_spliced() {
 
 #[test]
 fn max_body_size_server_default_and_per_request_override() {
-    let config = Config {
-        max_body_size: Some(4096),
-        ..Config::default()
-    };
+    let config = Config::default().with_max_body_size(Some(4096));
     let server = TestServer::start(config);
     let data = pattern(10_000, 7);
     // Over the server limit: 413, and the connection closes.
@@ -230,10 +221,7 @@ fn max_body_size_server_default_and_per_request_override() {
 
 #[test]
 fn unhandled_too_large_error_answers_413() {
-    let config = Config {
-        max_body_size: Some(100),
-        ..Config::default()
-    };
+    let config = Config::default().with_max_body_size(Some(100));
     let server = TestServer::start(config);
     let mut c = server.connect();
     c.send(b"POST /echo HTTP/1.1\r\nHost: a\r\nContent-Length: 200\r\n\r\n");

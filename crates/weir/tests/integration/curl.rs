@@ -27,10 +27,7 @@ fn curl(args: &[&str]) -> String {
 
 #[test]
 fn curl_uploads_are_byte_exact() {
-    let config = Config {
-        max_body_size: None,
-        ..Config::default()
-    };
+    let config = Config::default().with_max_body_size(None);
     let server = TestServer::start(config);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("upload.bin");

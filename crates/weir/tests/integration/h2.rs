@@ -11,10 +11,7 @@ use std::time::Duration;
 use weir::Config;
 
 fn upload_config() -> Config {
-    Config {
-        max_body_size: None,
-        ..Config::default()
-    }
+    Config::default().with_max_body_size(None)
 }
 
 fn rt() -> tokio::runtime::Runtime {
@@ -136,13 +133,30 @@ fn many_concurrent_streams_on_one_connection() {
 
 #[test]
 fn a_stalled_stream_holds_back_only_its_own_window() {
-    let server = TlsTestServer::start(upload_config());
+    a_stalled_stream_holds_back_only_its_own_window_on(&TlsTestServer::start(upload_config()), 0);
+}
+
+/// The same, through the tower adapter: an axum handler that never reads its body.
+#[cfg(feature = "tower")]
+#[test]
+fn a_stalled_stream_holds_back_only_its_own_window_on_the_tower_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = weir::ServiceHandler::new(crate::tower_app::app(dir.path().to_owned()));
+    a_stalled_stream_holds_back_only_its_own_window_on(
+        &TlsTestServer::start_with(upload_config(), app),
+        2,
+    );
+}
+
+/// Stream A (`/hold?g=GROUP`, a handler that does not read) is held at its window while other
+/// streams of the same connection upload far more, then completes when released.
+fn a_stalled_stream_holds_back_only_its_own_window_on(server: &TlsTestServer, group: usize) {
     rt().block_on(async {
         let mut client = h2c(server.addr).await;
         // Stream A: its handler does not read. Send as much as flow control lets through.
         let request = http::Request::builder()
             .method(Method::PUT)
-            .uri("http://localhost/hold?g=0")
+            .uri(format!("http://localhost/hold?g={group}"))
             .body(())
             .unwrap();
         let (response_a, mut send_a) = client.send_request(request, false).unwrap();
@@ -168,7 +182,7 @@ fn a_stalled_stream_holds_back_only_its_own_window() {
         }
         // The client may send exactly the stream window (1 MiB, the pause threshold).
         assert_eq!(sent_a, 1 << 20, "A sent {sent_a}");
-        assert_eq!(HOLDING[0].load(Ordering::SeqCst), 1);
+        assert_eq!(HOLDING[group].load(Ordering::SeqCst), 1);
 
         // Meanwhile other streams upload far more than A's window and complete.
         for i in 0..4 {
@@ -178,16 +192,17 @@ fn a_stalled_stream_holds_back_only_its_own_window() {
                 .unwrap();
             assert!(
                 resp.text().starts_with(&sha256_hex(&data)),
-                "{}",
+                "{} {}",
+                resp.status,
                 resp.text()
             );
         }
         // A is still held, and still has sent no more than its window.
-        assert_eq!(HOLDING[0].load(Ordering::SeqCst), 1);
+        assert_eq!(HOLDING[group].load(Ordering::SeqCst), 1);
         assert_eq!(send_a.capacity(), 0);
 
         // Released, A completes.
-        hold_release(0).notify_waiters();
+        hold_release(group).notify_waiters();
         let resp = response_a.await.unwrap();
         assert_eq!(resp.status(), StatusCode::OK);
     });

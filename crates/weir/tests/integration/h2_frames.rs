@@ -667,13 +667,10 @@ fn rapid_reset_cannot_exceed_the_handler_bound() {
 /// (a 64 MiB body at 1 MiB/s waited 64 s for a window that never opened).
 #[test]
 fn stalled_window_under_one_large_write_is_reset() {
-    let config = Config {
-        min_response_rate: Some(weir::DataRate {
-            bytes_per_second: 1 << 20,
-            grace: Duration::from_millis(200),
-        }),
-        ..Config::default()
-    };
+    let config = Config::default().with_min_response_rate(Some(weir::DataRate::new(
+        1 << 20,
+        Duration::from_millis(200),
+    )));
     let server = TlsTestServer::start(config);
     let mut c = FrameClient::connect(server.addr);
     c.headers(1, &get("/big?len=67108864"), true);

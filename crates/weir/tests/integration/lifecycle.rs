@@ -7,10 +7,7 @@ use weir::{Config, DataRate};
 
 #[test]
 fn head_timeout_answers_408() {
-    let config = Config {
-        head_timeout: Duration::from_millis(300),
-        ..Config::default()
-    };
+    let config = Config::default().with_head_timeout(Duration::from_millis(300));
     let server = TestServer::start(config);
     let mut c = server.connect();
     c.send(b"GET /hello HTTP/1.1\r\nHost:");
@@ -21,10 +18,7 @@ fn head_timeout_answers_408() {
 
 #[test]
 fn idle_keep_alive_connection_is_closed_silently() {
-    let config = Config {
-        keep_alive_timeout: Duration::from_millis(300),
-        ..Config::default()
-    };
+    let config = Config::default().with_keep_alive_timeout(Duration::from_millis(300));
     let server = TestServer::start(config);
     let mut c = server.connect();
     c.send(b"GET /hello HTTP/1.1\r\nHost: a\r\n\r\n");
@@ -34,13 +28,8 @@ fn idle_keep_alive_connection_is_closed_silently() {
 
 #[test]
 fn slow_body_is_cut_by_the_data_rate() {
-    let config = Config {
-        min_body_rate: Some(DataRate {
-            bytes_per_second: 1000,
-            grace: Duration::from_millis(200),
-        }),
-        ..Config::default()
-    };
+    let config =
+        Config::default().with_min_body_rate(Some(DataRate::new(1000, Duration::from_millis(200))));
     let server = TestServer::start(config);
     let mut c = server.connect();
     c.send(b"PUT /observe?id=201 HTTP/1.1\r\nHost: a\r\nContent-Length: 100000\r\n\r\n");
@@ -80,10 +69,7 @@ fn shutdown_closes_idle_connections_and_finishes_in_flight() {
 
 #[test]
 fn connection_limit_queues_new_clients() {
-    let config = Config {
-        max_connections: 2,
-        ..Config::default()
-    };
+    let config = Config::default().with_max_connections(2);
     let server = TestServer::start(config);
     let mut a = server.connect();
     let mut b = server.connect();
@@ -156,10 +142,7 @@ fn per_core_runtimes_share_the_port() {
             .enable_all()
             .build()
             .unwrap();
-        let config = Config {
-            reuse_port: true,
-            ..Config::default()
-        };
+        let config = Config::default().with_reuse_port(true);
         let server = setup
             .block_on(weir::Server::bind("127.0.0.1:0", config))
             .unwrap();

@@ -5,7 +5,8 @@
 //! with a real client), `lifecycle` (timeouts, shutdown, connection limits), `tls` (HTTPS over
 //! HTTP/1.1 and HTTP/2), `h2` (HTTP/2 behaviour with curl and the h2 client), `h2_frames`
 //! (HTTP/2 conformance and flood defences with raw frames), `h2_conformance` (the external
-//! `httpwg` suite, a port of h2spec), `h2spec` (h2spec itself, strict).
+//! `httpwg` suite, a port of h2spec), `h2spec` (h2spec itself, strict), `tower` (an axum app with tower-http layers through
+//! `weir::ServiceHandler`, routes in `tower_app`).
 
 mod body;
 mod curl;
@@ -20,4 +21,8 @@ mod pipelining;
 mod response;
 mod support;
 mod tls;
+#[cfg(feature = "tower")]
+mod tower;
+#[cfg(feature = "tower")]
+mod tower_app;
 mod trailers;

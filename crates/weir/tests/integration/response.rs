@@ -15,10 +15,7 @@ fn sized_response_has_length_and_date() {
 
 #[test]
 fn server_header_is_optional() {
-    let config = Config {
-        server_header: Some("weir".into()),
-        ..Config::default()
-    };
+    let config = Config::default().with_server_header(Some("weir".into()));
     let server = TestServer::start(config);
     let resp = request(&server, b"GET /hello HTTP/1.1\r\nHost: a\r\n\r\n");
     assert_eq!(resp.header("server"), Some("weir"));

@@ -11,10 +11,7 @@ use std::time::Duration;
 use weir::Config;
 
 fn upload_config() -> Config {
-    Config {
-        max_body_size: None,
-        ..Config::default()
-    }
+    Config::default().with_max_body_size(None)
 }
 
 /// 256 MiB of test data in a file, and its SHA-256.
@@ -137,11 +134,9 @@ fn h2_client_over_tls_uploads_and_downloads() {
 
 #[test]
 fn stalled_handshake_times_out_and_frees_its_slot() {
-    let config = Config {
-        tls_handshake_timeout: Duration::from_millis(300),
-        max_tls_handshakes: 1,
-        ..Config::default()
-    };
+    let config = Config::default()
+        .with_tls_handshake_timeout(Duration::from_millis(300))
+        .with_max_tls_handshakes(1);
     let server = TlsTestServer::start(config);
     // Holds the only handshake slot: connects and sends nothing. The server closes it when the
     // handshake timeout passes, without a byte sent to it.
@@ -179,4 +174,44 @@ fn plaintext_on_the_tls_port_is_dropped() {
     let _ = s.read_to_end(&mut rest);
     // rustls answers a non-TLS record with an alert at most; never an HTTP response.
     assert!(!rest.starts_with(b"HTTP/"), "{rest:?}");
+}
+
+#[test]
+fn a_users_own_rustls_configuration_serves_with_weirs_alpn() {
+    use rustls_pki_types::pem::PemObject;
+    assert_curl_has_http2();
+    let cert = TestCert::new();
+    let certs = rustls_pki_types::CertificateDer::pem_file_iter(&cert.cert_path)
+        .unwrap()
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap();
+    let key = rustls_pki_types::PrivateKeyDer::from_pem_file(&cert.key_path).unwrap();
+    let provider = std::sync::Arc::new(weir::TlsConfig::crypto_provider());
+    // No ALPN protocols here: weir adds its own at the listener.
+    let server_config = weir::rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .unwrap();
+    let tls = weir::TlsConfig::from_rustls(server_config);
+    let (server, addr) = weir_testkit::server::ServerThread::start(
+        Config::default(),
+        Routes,
+        async move |s: &mut weir::Server| s.listen_tls("127.0.0.1:0", tls).await.unwrap(),
+    );
+    let cacert = cert.cert_path.to_str().unwrap();
+    let url = format!("https://localhost:{}/hello", addr.port());
+    for (flag, version) in [("--http2", "2"), ("--http1.1", "1.1")] {
+        let out = curl(&[
+            flag,
+            "--cacert",
+            cacert,
+            "--write-out",
+            " v=%{http_version}",
+            &url,
+        ]);
+        assert_eq!(out, format!("Hello, World! v={version}"), "{flag}");
+    }
+    server.stop();
 }

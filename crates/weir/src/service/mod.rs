@@ -1,0 +1,115 @@
+//! Serving a tower [`Service`] (an axum `Router`, a tower-http stack) with weir
+//! (Cargo feature `tower`, on by default).
+//!
+//! [`ServiceHandler`] adapts a service into a [`Handler`], so every protocol weir speaks
+//! (HTTP/1.1, h2c, TLS with HTTP/2 or HTTP/1.1) serves it with no protocol-specific code. Per
+//! request it clones the service (as hyper-util's server does: an axum `Router` clone is a
+//! reference count), builds an `http::Request<`[`Body`]`>` from weir's head (`request`), awaits
+//! `poll_ready` and `call`, and writes the `http::Response<B>` through weir's response writer
+//! (`respond`).
+//!
+//! **One task.** The service's future runs on the connection's task (HTTP/1.1) or the stream's
+//! (HTTP/2), inside the handler's future. The body does not own the connection: polling it
+//! places an order in the request's link (`link`), and the adapter, which polls the service's
+//! future and holds the [`Exchange`], carries the order out on the exchange in the same poll
+//! (the socket read happens right there, no hop to another task) and hands the bytes back. So
+//! the socket is read only while the service polls its body, at most the pause threshold
+//! ahead: weir's backpressure holds, and an HTTP/2 handler that never reads holds back only
+//! its own stream's window. A body moved to another task works too: its orders wake the
+//! connection's task, until the response is complete; unlike hyper, weir does not keep a
+//! request body readable after its response (a service that answers `202` and reads the body
+//! afterwards gets an error from that read: read it before answering).
+//!
+//! **What it costs.** This is an adoption path: the `http::Request` owns its URI, header map
+//! and extensions, which allocate per request (listed in `request`); weir's native `Handler`
+//! stays the path without per-request allocation. Body frames are not copied or allocated
+//! (`body`).
+//!
+//! **weir's own powers** from inside the service: the [`ExchangeHandle`] in the request's
+//! extensions reads straight into a caller's buffer, moves the body to a file with `splice`,
+//! sets the request's size limit and pause threshold, and sends 1xx responses; a [`FileBody`]
+//! response is sent with `sendfile`.
+//!
+//! **Upgrades** (`Connection: upgrade`, WebSocket) are not supported: such a request reaches
+//! the service as an ordinary request, without the `hyper::upgrade::OnUpgrade` extension, so
+//! axum's `WebSocketUpgrade` extractor rejects it (`426 Upgrade Required`), and a service that
+//! answers `101 Switching Protocols` anyway gets a `500` (weir refuses a 1xx as a final
+//! status). HTTP/2 extended CONNECT is not offered.
+//!
+//! **Errors.** A service error or a failed `poll_ready` before the response: `500` (through
+//! [`Error::user`]). A response body error after the head went out: HTTP/1.1 closes the
+//! connection, HTTP/2 resets the stream, so the client never takes a cut response as whole.
+
+mod body;
+mod file_body;
+mod handle;
+mod link;
+mod request;
+mod respond;
+
+pub use body::Body;
+pub use file_body::FileBody;
+pub use handle::ExchangeHandle;
+
+use crate::{Error, Exchange, Handler};
+use link::{Link, drive};
+use std::future::poll_fn;
+use std::sync::Arc;
+use tower_service::Service;
+
+/// A tower [`Service`] served by weir: `server.serve(weir::ServiceHandler::new(app))`.
+///
+/// The service must be `Clone + Send + Sync` (an axum `Router` is); its response body any
+/// `http_body::Body` whose data is a [`bytes::Buf`].
+#[derive(Clone, Debug)]
+pub struct ServiceHandler<S> {
+    service: S,
+}
+
+impl<S> ServiceHandler<S> {
+    /// Wraps `service`.
+    pub fn new(service: S) -> Self {
+        Self { service }
+    }
+}
+
+impl<S, B> Handler for ServiceHandler<S>
+where
+    S: Service<http::Request<Body>, Response = http::Response<B>> + Clone + Send + Sync + 'static,
+    S::Future: Send,
+    S::Error: Send + Into<Box<dyn std::error::Error + Send + Sync>>,
+    B: http_body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Send + Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    async fn handle(&self, exchange: &mut Exchange<'_>) -> Result<(), Error> {
+        // ALLOCATION: the link between the request's body handles and this exchange.
+        let link = Arc::new(Link::default());
+        let result = serve(&self.service, exchange, &link).await;
+        link.end();
+        result
+    }
+}
+
+async fn serve<S, B>(
+    service: &S,
+    exchange: &mut Exchange<'_>,
+    link: &Arc<Link>,
+) -> Result<(), Error>
+where
+    S: Service<http::Request<Body>, Response = http::Response<B>> + Clone,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    B: http_body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Send + Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let request = request::build(exchange, link)?;
+    let mut service = service.clone();
+    poll_fn(|cx| service.poll_ready(cx))
+        .await
+        .map_err(Error::user)?;
+    let response = drive(exchange, link, service.call(request))
+        .await
+        .map_err(Error::user)?;
+    respond::write(exchange, link, response).await
+}

@@ -1,0 +1,100 @@
+//! Writing a tower service's `http::Response<B>` through weir's response writer.
+//!
+//! Status and headers go into weir's [`Response`](crate::Response) builder (encoded straight
+//! into the write buffer; `Content-Length` and `Transfer-Encoding` are weir's, derived from the
+//! body). The body: a [`FileBody`] takes the file path (`sendfile`); a body of exact size is
+//! sent with `Content-Length`; any other is chunked on HTTP/1.1 (DATA frames on HTTP/2). Each
+//! data frame is written from the frame's own memory (`Buf::chunk`), so no copy beyond weir's
+//! write coalescing of small writes. While the body is polled, orders of the request's body
+//! handles are carried out (a response that streams the request body back).
+//!
+//! A body's trailers frame becomes the response's trailer section
+//! ([`BodyWriter::finish_with_trailers`](crate::BodyWriter::finish_with_trailers): over HTTP/2,
+//! and over HTTP/1.1 when the body's length was unknown, hence chunked). Not carried:
+//! `101 Switching Protocols` (refused: see the module docs of `service`).
+
+use super::FileBody;
+use super::link::{Link, drive};
+use crate::{Error, Exchange};
+use bytes::Buf;
+use http::{Method, StatusCode, header};
+use std::any::Any;
+use std::future::poll_fn;
+use std::pin::pin;
+
+/// Sends `response` on `exchange`.
+pub(crate) async fn write<B>(
+    exchange: &mut Exchange<'_>,
+    link: &Link,
+    response: http::Response<B>,
+) -> Result<(), Error>
+where
+    B: http_body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Send + Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let (mut parts, body) = response.into_parts();
+    let head_only =
+        exchange.request().method() == Method::HEAD || parts.status == StatusCode::NOT_MODIFIED;
+    let file = match (&body as &dyn Any).downcast_ref::<FileBody>() {
+        Some(file) => Some(file.clone()),
+        None if body.size_hint().exact() == Some(0) => parts.extensions.remove::<FileBody>(),
+        None => None,
+    };
+    // A HEAD (or 304) answer carries the length of the body it stands for, not its own.
+    let declared = if head_only {
+        parts
+            .headers
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
+            .or(body.size_hint().exact())
+    } else {
+        body.size_hint().exact()
+    };
+
+    let mut builder = exchange.respond(parts.status);
+    for (name, value) in &parts.headers {
+        if name == header::CONTENT_LENGTH || name == header::TRANSFER_ENCODING {
+            continue;
+        }
+        builder = builder.header(name.as_str(), value.as_bytes());
+    }
+    if let Some(file) = file {
+        let (file, offset, len) = file.rest();
+        return builder.file(file, offset, len).await;
+    }
+    let mut writer = builder.stream(declared).await?;
+    let mut body = pin!(body);
+    let mut trailers = None;
+    if declared != Some(0) && !head_only {
+        loop {
+            let frame = drive(
+                writer.exchange(),
+                link,
+                poll_fn(|cx| body.as_mut().poll_frame(cx)),
+            )
+            .await;
+            let Some(frame) = frame else { break };
+            let frame = frame.map_err(Error::user)?;
+            match frame.into_data() {
+                Ok(mut data) => {
+                    while data.has_remaining() {
+                        let chunk = data.chunk();
+                        let n = chunk.len();
+                        writer.write(chunk).await?;
+                        data.advance(n);
+                    }
+                }
+                Err(frame) => {
+                    if let Ok(fields) = frame.into_trailers() {
+                        trailers = Some(fields);
+                    }
+                }
+            }
+        }
+    }
+    match trailers {
+        Some(fields) => writer.finish_with_trailers(&fields).await,
+        None => writer.finish().await,
+    }
+}
