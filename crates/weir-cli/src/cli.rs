@@ -3,6 +3,7 @@
 //! Parsing only; turning arguments into a configuration (environment variables, checks) is done
 //! by each command's module, so that this file stays a plain description of the interface.
 
+use crate::serve::LogFormat;
 use crate::size::parse_size;
 use clap::{Args, Parser, Subcommand};
 use std::net::SocketAddr;
@@ -114,6 +115,20 @@ pub struct ServeArgs {
     /// (`Upload-Limit: min-append-size`).
     #[arg(long, value_parser = parse_size)]
     pub resumable_min_append: Option<u64>,
+    // ---- operating: access log, metrics ----
+    /// Append the access log (one line per request) to this file instead of stderr.
+    #[arg(long, value_name = "FILE", conflicts_with = "no_access_log")]
+    pub access_log: Option<PathBuf>,
+    /// Write no access log.
+    #[arg(long)]
+    pub no_access_log: bool,
+    /// Access log lines as `text` (`key=value ...`) or `json` (one object per line).
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+    /// Serve `/metrics` (Prometheus) on this address only, without a token; by default it is
+    /// served on --listen, behind the token when one is set.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<SocketAddr>,
 }
 
 /// A duration: a number with `s`, `m`, `h` or `d`.

@@ -22,24 +22,35 @@
 //! | `buffers` | the pool of upload buffers |
 //! | `hasher` | the hashing threads: an upload's SHA-256 beside its connection's task |
 //! | `mime` | `Content-Type` by extension |
+//! | `observe` | the handler's entry: around routing, the access log line and the metrics |
+//! | `access_log` | access log lines (text or JSON), written whole per request |
+//! | `metrics` | Prometheus counters and histograms, and their exposition text |
+//! | `stored` | what a request stored, noted at each commit for the log and metrics |
 
+mod access_log;
 mod auth;
 mod buffers;
 mod download;
 mod form;
 mod hasher;
 mod listing;
+mod metrics;
 mod mime;
 mod multipart;
+mod observe;
 mod preconditions;
 mod reply;
 mod resumable;
 mod service;
+mod stored;
 mod target;
 mod tus;
 mod upload;
 
+pub use access_log::{AccessLog, LogFormat};
 pub use auth::Auth;
+pub use metrics::Metrics;
+pub use observe::MetricsOnly;
 pub(crate) use reply::hex;
 pub use resumable::ResumableOptions;
 pub use service::{Service, ServiceOptions};
@@ -50,6 +61,7 @@ use std::fmt;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 use weir_store::{LocalOptions, LocalStore};
 
 /// Everything `weir serve` needs, from the command line and the environment.
@@ -69,6 +81,10 @@ pub struct ServeConfig {
     pub runtime: Runtime,
     /// Resumable uploads' expiry and append limits.
     pub resumable: ResumableOptions,
+    /// The access log: `None` for none, else where (`None` inside: stderr) and how.
+    pub access_log: Option<(Option<PathBuf>, LogFormat)>,
+    /// `/metrics` on a listener of its own.
+    pub metrics_listen: Option<SocketAddr>,
 }
 
 /// A start-up or serving failure, printed as one line.
@@ -127,6 +143,8 @@ impl ServeConfig {
                 max_append: args.resumable_max_append,
                 min_append: args.resumable_min_append,
             },
+            access_log: (!args.no_access_log).then_some((args.access_log, args.log_format)),
+            metrics_listen: args.metrics_listen,
         })
     }
 
@@ -168,10 +186,25 @@ pub fn run(args: ServeArgs) -> Result<(), ServeError> {
         },
     )
     .map_err(|e| ServeError(e.to_string()))?;
+    let access_log = match &config.access_log {
+        None => None,
+        Some((None, format)) => Some(AccessLog::stderr(*format)),
+        Some((Some(path), format)) => Some(AccessLog::file(*format, path).map_err(|e| {
+            ServeError(format!(
+                "cannot open the access log {}: {e}",
+                path.display()
+            ))
+        })?),
+    };
     init_logging();
-    let service = Service::new(store, config.service_options())
+    let mut service = Service::new(store, config.service_options())
         .with_resumable(config.resumable)
-        .map_err(|e| ServeError(format!("resumable uploads: {e}")))?;
+        .map_err(|e| ServeError(format!("resumable uploads: {e}")))?
+        .with_metrics_route(config.metrics_listen.is_none());
+    if let Some(log) = access_log {
+        service = service.with_access_log(log);
+    }
+    let service = Arc::new(service);
     let store = &service.store;
     raise_open_files_limit(config.weir_config().max_connections);
     if store.recovered_files() > 0 {
@@ -210,17 +243,33 @@ pub fn run(args: ServeArgs) -> Result<(), ServeError> {
                 .listen_unix(path)
                 .map_err(|e| ServeError(format!("cannot listen on {}: {e}", path.display())))?;
         }
+        service.metrics().set_server(server.handle());
+        if let Some(addr) = config.metrics_listen {
+            let metrics = weir::Server::bind(addr, weir::Config::default())
+                .await
+                .map_err(|e| {
+                    ServeError(format!("cannot listen on {addr} (--metrics-listen): {e}"))
+                })?;
+            let handler = MetricsOnly(Arc::clone(&service));
+            tokio::spawn(async move {
+                if let Err(e) = metrics.serve(handler).await {
+                    tracing::error!(error = %e, "the metrics listener failed");
+                }
+            });
+        }
         announce(scheme, addr, &config, store);
         Ok::<_, ServeError>(server)
     })?;
     let served = match config.runtime {
-        Runtime::MultiThread => runtime.block_on(server.serve_until(service, shutdown_signal())),
+        Runtime::MultiThread => {
+            runtime.block_on(server.serve_until(Arc::clone(&service), shutdown_signal()))
+        }
         Runtime::PerCore => {
             let handle = server.handle();
             let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
             let (done, mut finished) = tokio::sync::oneshot::channel();
             std::thread::spawn(move || {
-                let _ = done.send(server.serve_per_core(service, threads));
+                let _ = done.send(server.serve_per_core(Arc::clone(&service), threads));
             });
             runtime.block_on(async {
                 let outcome = tokio::select! {

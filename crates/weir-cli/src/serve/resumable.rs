@@ -501,6 +501,7 @@ async fn receive(
             r.empty().await
         }
         Ok(AppendEnd::Completed(committed)) => {
+            super::stored::note(&committed);
             let status = if committed.replaced {
                 StatusCode::OK
             } else {

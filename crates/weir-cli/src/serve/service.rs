@@ -29,13 +29,14 @@ use super::auth::Auth;
 use super::buffers::BufferPool;
 use super::hasher::HashPool;
 use super::listing::Scans;
+use super::observe::Observing;
 use super::reply;
 use super::resumable::{self, ResumableOptions};
 use super::target::Target;
 use super::{download, form, listing, preconditions, tus, upload};
 use http::{Method, StatusCode};
 use std::sync::Arc;
-use weir::{Exchange, Handler, http};
+use weir::{Exchange, http};
 use weir_store::{Committed, LocalStore, Resumables, StoreError, Upload};
 
 /// What the service is configured to do.
@@ -64,6 +65,8 @@ pub struct Service {
     /// Resumable uploads; `None` until [`Service::with_resumable`] (answered 503).
     pub(super) resumables: Option<Arc<Resumables>>,
     pub(super) resumable_options: ResumableOptions,
+    /// Access log and metrics (`observe.rs`, which is also where requests enter).
+    pub(super) observing: Observing,
 }
 
 impl Service {
@@ -79,6 +82,10 @@ impl Service {
             listings: Scans::new(cores),
             resumables: None,
             resumable_options: ResumableOptions::default(),
+            observing: Observing {
+                metrics_route: true,
+                ..Observing::default()
+            },
         }
     }
 
@@ -99,8 +106,9 @@ impl Service {
     }
 }
 
-impl Handler for Service {
-    async fn handle(&self, ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
+impl Service {
+    /// Routes one request (entered from `observe.rs`, which logs and counts it).
+    pub(super) async fn route(&self, ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
         let path = ex.request().path();
         if path == "/healthz" {
             return match *ex.request().method() {
@@ -206,7 +214,7 @@ impl Handler for Service {
     }
 }
 
-async fn unauthorized(ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
+pub(super) async fn unauthorized(ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
     reply::error(
         ex,
         StatusCode::UNAUTHORIZED,

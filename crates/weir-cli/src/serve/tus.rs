@@ -472,6 +472,7 @@ async fn receive(
                 .await
         }
         Ok(AppendEnd::Completed(committed)) => {
+            super::stored::note(&committed);
             r = r.header("upload-offset", committed.size.to_string());
             if let Some(sum) = committed.sha256 {
                 // ALLOCATION: one header value at completion.

@@ -3,6 +3,7 @@
 
 mod support;
 
+mod access_log;
 mod auth;
 mod client;
 mod conditional;
@@ -13,6 +14,7 @@ mod forms;
 mod h2spec;
 mod large;
 mod listing;
+mod metrics;
 mod multipart;
 mod operator;
 mod paths;
