@@ -67,7 +67,10 @@ use weir_store::{LocalOptions, LocalStore};
 /// Everything `weir serve` needs, from the command line and the environment.
 #[derive(Clone, Debug)]
 pub struct ServeConfig {
-    pub listen: SocketAddr,
+    /// Plain HTTP listeners (HTTPS when `tls` is set and `listen_tls` is empty).
+    pub listen: Vec<String>,
+    /// HTTPS listeners beside the plain ones.
+    pub listen_tls: Vec<String>,
     pub unix: Option<PathBuf>,
     pub root: PathBuf,
     pub max_upload: u64,
@@ -84,7 +87,21 @@ pub struct ServeConfig {
     /// The access log: `None` for none, else where (`None` inside: stderr) and how.
     pub access_log: Option<(Option<PathBuf>, LogFormat)>,
     /// `/metrics` on a listener of its own.
-    pub metrics_listen: Option<SocketAddr>,
+    pub metrics_listen: Option<String>,
+    /// The server library's timeouts, rates and limits.
+    pub connections: Connections,
+}
+
+/// The library's connection settings that `weir serve` exposes as flags.
+#[derive(Clone, Debug)]
+pub struct Connections {
+    pub head_timeout: std::time::Duration,
+    pub idle_timeout: std::time::Duration,
+    /// Bytes per second; 0: no minimum.
+    pub min_body_rate: u64,
+    pub min_response_rate: u64,
+    pub max_connections: usize,
+    pub shutdown_grace: std::time::Duration,
 }
 
 /// A start-up or serving failure, printed as one line.
@@ -100,11 +117,9 @@ impl fmt::Display for ServeError {
 impl std::error::Error for ServeError {}
 
 impl ServeConfig {
-    /// Builds the configuration: the token comes from `--token`, else from `WEIR_TOKEN`.
+    /// Checks the arguments (flags, environment and config file merged by `config_file.rs`).
     pub fn from_args(args: ServeArgs) -> Result<Self, ServeError> {
-        let token = args
-            .token
-            .or_else(|| std::env::var("WEIR_TOKEN").ok().filter(|t| !t.is_empty()));
+        let token = args.token;
         if token.as_deref() == Some("") {
             return Err(ServeError("--token must not be empty".into()));
         }
@@ -126,8 +141,12 @@ impl ServeConfig {
                     usize::MAX
                 ))
             })?;
+        if args.max_connections == 0 {
+            return Err(ServeError("--max-connections must be at least 1".into()));
+        }
         Ok(Self {
             listen: args.listen,
+            listen_tls: args.listen_tls,
             unix: args.unix,
             root: args.root,
             max_upload: args.max_upload,
@@ -145,16 +164,37 @@ impl ServeConfig {
             },
             access_log: (!args.no_access_log).then_some((args.access_log, args.log_format)),
             metrics_listen: args.metrics_listen,
+            connections: Connections {
+                head_timeout: args.head_timeout,
+                idle_timeout: args.idle_timeout,
+                min_body_rate: args.min_body_rate,
+                min_response_rate: args.min_response_rate,
+                max_connections: args.max_connections,
+                shutdown_grace: args.shutdown_grace,
+            },
         })
     }
 
     /// The server library's configuration for this service.
     pub fn weir_config(&self) -> weir::Config {
-        weir::Config {
-            pause_threshold: self.pause_threshold,
-            reuse_port: self.runtime == Runtime::PerCore,
-            ..weir::Config::default()
-        }
+        let mut c = weir::Config::default();
+        let conn = &self.connections;
+        c.pause_threshold = self.pause_threshold;
+        c.reuse_port = self.runtime == Runtime::PerCore;
+        c.head_timeout = conn.head_timeout;
+        c.keep_alive_timeout = conn.idle_timeout;
+        c.max_connections = conn.max_connections;
+        c.shutdown_grace = conn.shutdown_grace;
+        // The rate flags set the rate; the grace stays the library's.
+        let rate = |default: Option<weir::DataRate>, bytes_per_second: u64| {
+            (bytes_per_second > 0).then(|| weir::DataRate {
+                bytes_per_second,
+                grace: default.map_or(std::time::Duration::from_secs(5), |d| d.grace),
+            })
+        };
+        c.min_body_rate = rate(c.min_body_rate, conn.min_body_rate);
+        c.min_response_rate = rate(c.min_response_rate, conn.min_response_rate);
+        c
     }
 
     /// The handler's options.
@@ -178,14 +218,6 @@ pub fn run(args: ServeArgs) -> Result<(), ServeError> {
         .map(|(cert, key)| weir::TlsConfig::from_pem_files(cert, key))
         .transpose()
         .map_err(|e| ServeError(e.to_string()))?;
-    let store = LocalStore::open(
-        &config.root,
-        LocalOptions {
-            max_storage: config.max_storage,
-            ..LocalOptions::default()
-        },
-    )
-    .map_err(|e| ServeError(e.to_string()))?;
     let access_log = match &config.access_log {
         None => None,
         Some((None, format)) => Some(AccessLog::stderr(*format)),
@@ -196,6 +228,14 @@ pub fn run(args: ServeArgs) -> Result<(), ServeError> {
             ))
         })?),
     };
+    let store = LocalStore::open(
+        &config.root,
+        LocalOptions {
+            max_storage: config.max_storage,
+            ..LocalOptions::default()
+        },
+    )
+    .map_err(|e| ServeError(e.to_string()))?;
     init_logging();
     let mut service = Service::new(store, config.service_options())
         .with_resumable(config.resumable)
@@ -231,25 +271,32 @@ pub fn run(args: ServeArgs) -> Result<(), ServeError> {
     .map_err(|e| ServeError(format!("cannot start the runtime: {e}")))?;
     let server = runtime.block_on(async {
         let mut server = weir::Server::new(config.weir_config());
-        let scheme = if tls.is_some() { "https" } else { "http" };
-        let listening = match tls {
-            Some(tls) => server.listen_tls(config.listen, tls).await,
-            None => server.listen_tcp(config.listen).await,
+        // --listen is HTTPS when a certificate is given and no --listen-tls.
+        let (plain, secure): (&[String], &[String]) = match &tls {
+            Some(_) if config.listen_tls.is_empty() => (&[], &config.listen),
+            _ => (&config.listen, &config.listen_tls),
         };
-        let addr = listening
-            .map_err(|e| ServeError(format!("cannot listen on {}: {e}", config.listen)))?;
+        let mut bound = Vec::new();
+        for addr in plain {
+            let at = server.listen_tcp(addr.as_str()).await;
+            bound.push(("http", at.map_err(|e| cannot_listen(addr, &e))?));
+        }
+        for addr in secure {
+            // `from_args` made --listen-tls require a certificate (clap: `requires`).
+            let Some(tls) = tls.clone() else { break };
+            let at = server.listen_tls(addr.as_str(), tls).await;
+            bound.push(("https", at.map_err(|e| cannot_listen(addr, &e))?));
+        }
         if let Some(path) = &config.unix {
             server
                 .listen_unix(path)
                 .map_err(|e| ServeError(format!("cannot listen on {}: {e}", path.display())))?;
         }
         service.metrics().set_server(server.handle());
-        if let Some(addr) = config.metrics_listen {
-            let metrics = weir::Server::bind(addr, weir::Config::default())
+        if let Some(addr) = &config.metrics_listen {
+            let metrics = weir::Server::bind(addr.as_str(), weir::Config::default())
                 .await
-                .map_err(|e| {
-                    ServeError(format!("cannot listen on {addr} (--metrics-listen): {e}"))
-                })?;
+                .map_err(|e| cannot_listen(addr, &e))?;
             let handler = MetricsOnly(Arc::clone(&service));
             tokio::spawn(async move {
                 if let Err(e) = metrics.serve(handler).await {
@@ -257,7 +304,7 @@ pub fn run(args: ServeArgs) -> Result<(), ServeError> {
                 }
             });
         }
-        announce(scheme, addr, &config, store);
+        announce(&bound, &config, store);
         Ok::<_, ServeError>(server)
     })?;
     let served = match config.runtime {
@@ -286,14 +333,20 @@ pub fn run(args: ServeArgs) -> Result<(), ServeError> {
     served.map_err(|e| ServeError(format!("server failed: {e}")))
 }
 
+fn cannot_listen(addr: &str, e: &std::io::Error) -> ServeError {
+    ServeError(format!("cannot listen on {addr}: {e}"))
+}
+
 /// Says where the service listens, on stdout (one line per listener, flushed).
-fn announce(scheme: &str, addr: SocketAddr, config: &ServeConfig, store: &LocalStore) {
+fn announce(bound: &[(&str, SocketAddr)], config: &ServeConfig, store: &LocalStore) {
     let mut out = std::io::stdout().lock();
-    let _ = writeln!(
-        out,
-        "weir: serving {} on {scheme}://{addr}",
-        store.root().display()
-    );
+    for (scheme, addr) in bound {
+        let _ = writeln!(
+            out,
+            "weir: serving {} on {scheme}://{addr}",
+            store.root().display()
+        );
+    }
     if let Some(path) = &config.unix {
         let _ = writeln!(out, "weir: serving on unix:{}", path.display());
     }
@@ -367,4 +420,69 @@ async fn shutdown_signal() {
         let _ = tokio::signal::ctrl_c().await;
     }
     tracing::info!("shutting down");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+    use std::time::Duration;
+
+    fn config(args: &[&str]) -> weir::Config {
+        let cli = Cli::try_parse_from(["weir", "serve"].iter().chain(args)).unwrap();
+        let Command::Serve(args) = cli.command else {
+            unreachable!()
+        };
+        ServeConfig::from_args(*args).unwrap().weir_config()
+    }
+
+    #[test]
+    fn connection_flags_reach_the_library() {
+        let c = config(&[
+            "--head-timeout",
+            "7s",
+            "--idle-timeout",
+            "2m",
+            "--min-body-rate",
+            "1KiB",
+            "--min-response-rate",
+            "0",
+            "--max-connections",
+            "12",
+            "--shutdown-grace",
+            "3s",
+        ]);
+        assert_eq!(c.head_timeout, Duration::from_secs(7));
+        assert_eq!(c.keep_alive_timeout, Duration::from_secs(120));
+        let body = c.min_body_rate.unwrap();
+        assert_eq!(body.bytes_per_second, 1024);
+        assert_eq!(
+            body.grace,
+            weir::Config::default().min_body_rate.unwrap().grace
+        );
+        assert_eq!(c.min_response_rate, None);
+        assert_eq!(c.max_connections, 12);
+        assert_eq!(c.shutdown_grace, Duration::from_secs(3));
+        // The defaults are the library's.
+        let (c, d) = (config(&[]), weir::Config::default());
+        assert_eq!(
+            (
+                c.head_timeout,
+                c.keep_alive_timeout,
+                c.max_connections,
+                c.shutdown_grace
+            ),
+            (
+                d.head_timeout,
+                d.keep_alive_timeout,
+                d.max_connections,
+                d.shutdown_grace
+            )
+        );
+        assert_eq!(
+            (c.min_body_rate, c.min_response_rate),
+            (d.min_body_rate, d.min_response_rate)
+        );
+    }
 }

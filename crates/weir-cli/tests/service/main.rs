@@ -7,6 +7,7 @@ mod access_log;
 mod auth;
 mod client;
 mod conditional;
+mod config;
 mod confinement;
 mod crash;
 mod enospc;
