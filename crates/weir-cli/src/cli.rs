@@ -106,9 +106,18 @@ pub struct ServeArgs {
     /// WEIR_TOKEN environment variable: arguments are visible to other local users.
     #[arg(long, env = "WEIR_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
-    /// Require the token for reads (GET, HEAD) too.
+    /// Require a credential for reads (GET, HEAD) too.
     #[arg(long, env = "WEIR_TOKEN_READ")]
     pub token_read: bool,
+    /// Credentials with scopes: one per line, `TOKEN SCOPES [PREFIX]` (TOKEN or
+    /// `sha256:HEX` of it; SCOPES from read,write,delete; PREFIX a store path it is confined
+    /// to). Used beside --token / WEIR_TOKEN.
+    #[arg(long, env = "WEIR_TOKEN_FILE", value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    /// Serve writes and deletes without any credential on an address other than loopback
+    /// (refused at start without this).
+    #[arg(long, env = "WEIR_ALLOW_ANONYMOUS_WRITE")]
+    pub allow_anonymous_write: bool,
     /// Serve HTTPS on --listen (or on --listen-tls, if given) with this certificate chain
     /// (PEM, leaf first). HTTP/2 is offered by ALPN.
     #[arg(long, env = "WEIR_TLS_CERT", requires = "tls_key")]

@@ -48,7 +48,7 @@ mod tus;
 mod upload;
 
 pub use access_log::{AccessLog, LogFormat};
-pub use auth::Auth;
+pub use auth::{Auth, Credential};
 pub use metrics::Metrics;
 pub use observe::MetricsOnly;
 pub(crate) use reply::hex;
@@ -79,6 +79,9 @@ pub struct ServeConfig {
     pub hash: bool,
     pub token: Option<String>,
     pub token_read: bool,
+    /// From `--token-file`.
+    pub credentials: Vec<Credential>,
+    pub allow_anonymous_write: bool,
     /// Certificate chain and key (PEM) for HTTPS on `listen`.
     pub tls: Option<(PathBuf, PathBuf)>,
     pub runtime: Runtime,
@@ -121,11 +124,31 @@ impl ServeConfig {
     pub fn from_args(args: ServeArgs) -> Result<Self, ServeError> {
         let token = args.token;
         if token.as_deref() == Some("") {
-            return Err(ServeError("--token must not be empty".into()));
-        }
-        if args.token_read && token.is_none() {
             return Err(ServeError(
-                "--token-read needs a token (--token or WEIR_TOKEN)".into(),
+                "--token (or WEIR_TOKEN) must not be empty".into(),
+            ));
+        }
+        let credentials = match &args.token_file {
+            None => Vec::new(),
+            Some(path) => {
+                let name = path.display();
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| ServeError(format!("cannot read the token file {name}: {e}")))?;
+                auth::parse_token_file(&text).map_err(|mistakes| {
+                    // One line per mistake (`main.rs` prefixes the first with "weir: ").
+                    ServeError(
+                        mistakes
+                            .iter()
+                            .map(|m| format!("{name}: {m}"))
+                            .collect::<Vec<_>>()
+                            .join("\nweir: "),
+                    )
+                })?
+            }
+        };
+        if args.token_read && token.is_none() && credentials.is_empty() {
+            return Err(ServeError(
+                "--token-read needs a token (--token, WEIR_TOKEN or --token-file)".into(),
             ));
         }
         if args.max_upload == 0 {
@@ -155,6 +178,8 @@ impl ServeConfig {
             hash: !args.no_hash,
             token,
             token_read: args.token_read,
+            credentials,
+            allow_anonymous_write: args.allow_anonymous_write,
             tls: args.tls_cert.zip(args.tls_key),
             runtime: args.runtime,
             resumable: ResumableOptions {
@@ -202,7 +227,8 @@ impl ServeConfig {
         ServiceOptions {
             max_upload: self.max_upload,
             hash: self.hash,
-            auth: Auth::new(self.token.as_deref(), self.token_read),
+            auth: Auth::new(self.token.as_deref(), self.token_read)
+                .with_credentials(self.credentials.clone()),
             limited_storage: self.max_storage.is_some(),
         }
     }
@@ -286,6 +312,14 @@ pub fn run(args: ServeArgs) -> Result<(), ServeError> {
             let Some(tls) = tls.clone() else { break };
             let at = server.listen_tls(addr.as_str(), tls).await;
             bound.push(("https", at.map_err(|e| cannot_listen(addr, &e))?));
+        }
+        let auth = &service.options.auth;
+        let public = bound.iter().find(|(_, a)| !a.ip().is_loopback());
+        if let Some((_, addr)) = public.filter(|_| !auth.any() && !config.allow_anonymous_write) {
+            return Err(ServeError(format!(
+                "refusing to let anyone write and delete on {addr}, which is not a loopback \
+                 address: set WEIR_TOKEN or --token-file, or pass --allow-anonymous-write"
+            )));
         }
         if let Some(path) = &config.unix {
             server

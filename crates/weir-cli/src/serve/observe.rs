@@ -6,6 +6,7 @@
 //! and none when the client went away (nothing is answered then).
 
 use super::access_log::{AccessLog, Entry};
+use super::auth::Access;
 use super::metrics::{Metrics, Outcome};
 use super::service::Service;
 use super::{reply, stored};
@@ -84,8 +85,9 @@ impl Service {
     }
 }
 
-/// `GET /metrics`; with `token`, behind the token when one is set (any valid token: reading
-/// metrics changes nothing, but they tell how the service is used).
+/// `GET /metrics`; with `token`, behind the credentials when any is configured (one with the
+/// read scope and no path prefix: metrics change nothing, but tell how the whole service is
+/// used).
 async fn metrics(svc: &Service, ex: &mut Exchange<'_>, token: bool) -> Result<(), weir::Error> {
     if !matches!(*ex.request().method(), Method::GET | Method::HEAD) {
         return reply::error(
@@ -101,8 +103,15 @@ async fn metrics(svc: &Service, ex: &mut Exchange<'_>, token: bool) -> Result<()
             Ok(a) => a,
             Err(message) => return reply::error(ex, StatusCode::BAD_REQUEST, message, &[]).await,
         };
-        if svc.options.auth.required(true) && !svc.options.auth.accepts(authorization) {
-            return super::service::unauthorized(ex).await;
+        let auth = &svc.options.auth;
+        if auth.any() {
+            match auth.identify(authorization) {
+                None => return super::service::unauthorized(ex).await,
+                Some(c) if !c.allows(Access::Read, None) => {
+                    return super::service::forbidden(ex).await;
+                }
+                Some(_) => {}
+            }
         }
     }
     let text = svc.observing.metrics.render(&svc.store, svc.buffers_lent());

@@ -25,7 +25,7 @@
 //! hands this worker's other tasks to another thread first. Listings are the exception: their
 //! time grows with the directory, so the scan runs on the blocking pool (see `listing.rs`).
 
-use super::auth::Auth;
+use super::auth::{Access, Auth, Verdict};
 use super::buffers::BufferPool;
 use super::hasher::HashPool;
 use super::listing::Scans;
@@ -127,9 +127,10 @@ impl Service {
             return resumable::options(self, ex).await;
         }
         if path == "/tus" || path.starts_with(tus::PREFIX) {
-            // tus's token rule: that of writes, for every request but OPTIONS (discovery).
+            // tus's token rule: that of writes, for every request but OPTIONS (discovery); an
+            // upload by id has no path a prefix could cover (`auth.rs`).
             let authorized = match super::auth::authorization(ex.request()) {
-                Ok(a) => !self.options.auth.required(true) || self.options.auth.accepts(a),
+                Ok(a) => self.options.auth.check(a, Access::Write, None) == Verdict::Allowed,
                 Err(message) => {
                     return reply::error(ex, StatusCode::BAD_REQUEST, message, &[]).await;
                 }
@@ -145,9 +146,11 @@ impl Service {
                     return reply::error(ex, StatusCode::BAD_REQUEST, message, &[]).await;
                 }
             };
-            // An upload resource is written to, whatever the method: the write token.
-            if self.options.auth.required(true) && !self.options.auth.accepts(authorization) {
-                return unauthorized(ex).await;
+            // An upload resource is written to, whatever the method: the write scope.
+            match self.options.auth.check(authorization, Access::Write, None) {
+                Verdict::Allowed => {}
+                Verdict::Unauthorized => return unauthorized(ex).await,
+                Verdict::Forbidden => return forbidden(ex).await,
             }
             // ALLOCATION: the id, to release the borrow of the request.
             let id = id.to_owned();
@@ -163,16 +166,19 @@ impl Service {
             }
             return reply::error(ex, StatusCode::NOT_FOUND, "not found", &[]).await;
         };
-        let write = match *ex.request().method() {
-            Method::GET | Method::HEAD => false,
-            Method::PUT | Method::POST | Method::DELETE => true,
+        let access = match *ex.request().method() {
+            Method::GET | Method::HEAD => Access::Read,
+            Method::PUT | Method::POST => Access::Write,
+            Method::DELETE => Access::Delete,
             _ => return method_not_allowed(ex, "GET, HEAD, PUT, POST, DELETE").await,
         };
         let authorization = match super::auth::authorization(ex.request()) {
             Ok(a) => a,
             Err(message) => return reply::error(ex, StatusCode::BAD_REQUEST, message, &[]).await,
         };
-        if self.options.auth.required(write) && !self.options.auth.accepts(authorization) {
+        // 401 before the path is looked at; 403 (scope, prefix) once it is decoded.
+        let auth = &self.options.auth;
+        if auth.required(access) && auth.identify(authorization).is_none() {
             return unauthorized(ex).await;
         }
         // ALLOCATION: the decoded path (the store keeps it as a `StorePath` anyway).
@@ -180,6 +186,13 @@ impl Service {
             Ok(t) => t,
             Err(e) => return reply::error(ex, StatusCode::BAD_REQUEST, e.as_str(), &[]).await,
         };
+        let store_path = match &target {
+            Target::Root => "",
+            Target::File(p) | Target::Dir(p) => p.as_str(),
+        };
+        if auth.check(authorization, access, Some(store_path)) != Verdict::Allowed {
+            return forbidden(ex).await;
+        }
         let method = ex.request().method().clone();
         match (method, target) {
             (Method::GET | Method::HEAD, Target::File(p)) => download::serve(self, ex, &p).await,
@@ -220,6 +233,16 @@ pub(super) async fn unauthorized(ex: &mut Exchange<'_>) -> Result<(), weir::Erro
         StatusCode::UNAUTHORIZED,
         "missing or wrong bearer token",
         &[("www-authenticate", "Bearer realm=\"weir\"")],
+    )
+    .await
+}
+
+pub(super) async fn forbidden(ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
+    reply::error(
+        ex,
+        StatusCode::FORBIDDEN,
+        "this token may not do that here (scope or path prefix)",
+        &[],
     )
     .await
 }

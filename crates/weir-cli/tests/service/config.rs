@@ -222,6 +222,7 @@ fn listeners_by_name_and_port_http_and_https_together() {
             "localhost:0",
             "--listen",
             ":0",
+            "--allow-anonymous-write",
             "--listen-tls",
             "127.0.0.1:0",
             "--tls-cert",

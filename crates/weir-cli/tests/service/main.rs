@@ -25,6 +25,7 @@ mod put_resume;
 mod ranges;
 mod resumable;
 mod routes;
+mod scopes;
 mod slow;
 mod tls;
 mod trailers;
