@@ -10,9 +10,14 @@
 //!
 //! Cost, by design: no `tracing` event (its formatting layer builds each event through dynamic
 //! dispatch and field visitors); each line is formatted with `write!` into a buffer kept per
-//! thread and reused, so after a thread's first lines (ALLOCATION: the buffer grows to the
-//! longest line) logging allocates nothing; then it is written with one `write(2)`, whole, so
-//! lines from concurrent requests never interleave (the file is opened `O_APPEND`). A failed
+//! thread and reused, then copied whole into a shared pending buffer under a mutex held only
+//! for that copy (lines never interleave). The pending buffer is written out with one
+//! `write(2)` when it holds [`FLUSH_AT`] bytes, by a background thread every [`FLUSH_EVERY`],
+//! and at shutdown ([`AccessLog::flush`]): a `write(2)` per line was measured to cost more
+//! than the rest of a small request (docs/BENCHMARKS.md, "Access log cost"). So a line reaches
+//! the file at most [`FLUSH_EVERY`] after its request, and a process killed by SIGKILL loses at
+//! most that much of the log. ALLOCATION: none per line once the thread's buffer and the
+//! pending buffer have grown (to the longest line, and to [`FLUSH_AT`] plus a line). A failed
 //! write is dropped: logging never fails a request.
 
 use super::stored::Stored;
@@ -20,6 +25,7 @@ use std::cell::RefCell;
 use std::fs::File;
 use std::io::{self, Write};
 use std::path::Path;
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use weir::transport::PeerAddr;
 
@@ -32,12 +38,56 @@ pub enum LogFormat {
     Json,
 }
 
+/// Pending bytes written out as soon as there are this many.
+pub const FLUSH_AT: usize = 64 * 1024;
+/// The longest a line waits in the pending buffer.
+pub const FLUSH_EVERY: Duration = Duration::from_millis(200);
+
 /// Where lines go and how they look.
 #[derive(Debug)]
 pub struct AccessLog {
     format: LogFormat,
+    sink: Arc<Sink>,
+}
+
+/// The destination and the lines not yet written to it.
+#[derive(Debug)]
+struct Sink {
     /// `None`: stderr.
     file: Option<File>,
+    pending: Mutex<Vec<u8>>,
+}
+
+impl Sink {
+    /// Writes out `pending` (the caller holds its lock, so lines keep their order).
+    fn write_out(&self, pending: &mut Vec<u8>) {
+        if pending.is_empty() {
+            return;
+        }
+        let _ = match &self.file {
+            Some(file) => (&*file).write_all(pending),
+            None => io::stderr().lock().write_all(pending),
+        };
+        pending.clear();
+    }
+}
+
+/// Writes the pending lines every [`FLUSH_EVERY`] until the log is dropped.
+fn start_flusher(sink: Weak<Sink>) {
+    let spawned = std::thread::Builder::new()
+        .name("weir-access-log".into())
+        .spawn(move || {
+            loop {
+                std::thread::sleep(FLUSH_EVERY);
+                let Some(sink) = sink.upgrade() else { return };
+                if let Ok(mut pending) = sink.pending.lock() {
+                    sink.write_out(&mut pending);
+                }
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::warn!(error = %e, "no access log flusher thread: lines wait for a full buffer");
+    }
 }
 
 /// One answered request, as the access log sees it.
@@ -60,16 +110,29 @@ thread_local! {
 impl AccessLog {
     /// Lines to stderr.
     pub fn stderr(format: LogFormat) -> Self {
-        Self { format, file: None }
+        Self::to(format, None)
     }
 
     /// Lines appended to `path` (created if missing).
     pub fn file(format: LogFormat, path: &Path) -> io::Result<Self> {
         let file = File::options().create(true).append(true).open(path)?;
-        Ok(Self {
-            format,
-            file: Some(file),
-        })
+        Ok(Self::to(format, Some(file)))
+    }
+
+    fn to(format: LogFormat, file: Option<File>) -> Self {
+        let sink = Arc::new(Sink {
+            file,
+            pending: Mutex::new(Vec::with_capacity(FLUSH_AT + 1024)),
+        });
+        start_flusher(Arc::downgrade(&sink));
+        Self { format, sink }
+    }
+
+    /// Writes out the pending lines now (at shutdown).
+    pub fn flush(&self) {
+        if let Ok(mut pending) = self.sink.pending.lock() {
+            self.sink.write_out(&mut pending);
+        }
     }
 
     /// Writes `entry` as one line.
@@ -84,32 +147,40 @@ impl AccessLog {
                 LogFormat::Text => text(&mut line, entry),
                 LogFormat::Json => json(&mut line, entry),
             };
-            let _ = match &self.file {
-                Some(file) => (&*file).write_all(&line),
-                None => io::stderr().lock().write_all(&line),
+            let Ok(mut pending) = self.sink.pending.lock() else {
+                return;
             };
+            pending.extend_from_slice(&line);
+            if pending.len() >= FLUSH_AT {
+                self.sink.write_out(&mut pending);
+            }
         });
     }
 }
 
 fn text(out: &mut Vec<u8>, e: &Entry<'_>) -> io::Result<()> {
     out.extend_from_slice(b"time=");
-    timestamp(out, e.time)?;
+    timestamp(out, e.time);
     out.extend_from_slice(b" client=");
     client(out, e.client)?;
     out.extend_from_slice(b" method=");
     escaped(out, e.method.as_bytes(), Escape::Text)?;
     out.extend_from_slice(b" path=");
     escaped(out, e.path.as_bytes(), Escape::Text)?;
+    out.extend_from_slice(b" status=");
     match e.status {
-        Some(status) => write!(out, " status={status}")?,
-        None => out.extend_from_slice(b" status=-"),
+        Some(status) => number(out, status.into(), 1),
+        None => out.push(b'-'),
     }
-    write!(out, " bytes_in={} bytes_out={}", e.bytes_in, e.bytes_out)?;
+    out.extend_from_slice(b" bytes_in=");
+    number(out, e.bytes_in, 1);
+    out.extend_from_slice(b" bytes_out=");
+    number(out, e.bytes_out, 1);
     out.extend_from_slice(b" duration=");
-    seconds(out, e.duration)?;
+    seconds(out, e.duration);
     if e.stored.files > 0 {
-        write!(out, " stored={}", e.stored.bytes)?;
+        out.extend_from_slice(b" stored=");
+        number(out, e.stored.bytes, 1);
         if let Some(sum) = &e.stored.sha256 {
             out.extend_from_slice(b" sha256=");
             hex(out, sum);
@@ -121,25 +192,27 @@ fn text(out: &mut Vec<u8>, e: &Entry<'_>) -> io::Result<()> {
 
 fn json(out: &mut Vec<u8>, e: &Entry<'_>) -> io::Result<()> {
     out.extend_from_slice(b"{\"time\":\"");
-    timestamp(out, e.time)?;
+    timestamp(out, e.time);
     out.extend_from_slice(b"\",\"client\":\"");
     client(out, e.client)?;
     out.extend_from_slice(b"\",\"method\":\"");
     escaped(out, e.method.as_bytes(), Escape::Json)?;
     out.extend_from_slice(b"\",\"path\":\"");
     escaped(out, e.path.as_bytes(), Escape::Json)?;
+    out.extend_from_slice(b"\",\"status\":");
     match e.status {
-        Some(status) => write!(out, "\",\"status\":{status}")?,
-        None => out.extend_from_slice(b"\",\"status\":null"),
+        Some(status) => number(out, status.into(), 1),
+        None => out.extend_from_slice(b"null"),
     }
-    write!(
-        out,
-        ",\"bytes_in\":{},\"bytes_out\":{},\"duration\":",
-        e.bytes_in, e.bytes_out
-    )?;
-    seconds(out, e.duration)?;
+    out.extend_from_slice(b",\"bytes_in\":");
+    number(out, e.bytes_in, 1);
+    out.extend_from_slice(b",\"bytes_out\":");
+    number(out, e.bytes_out, 1);
+    out.extend_from_slice(b",\"duration\":");
+    seconds(out, e.duration);
     if e.stored.files > 0 {
-        write!(out, ",\"stored\":{}", e.stored.bytes)?;
+        out.extend_from_slice(b",\"stored\":");
+        number(out, e.stored.bytes, 1);
         if let Some(sum) = &e.stored.sha256 {
             out.extend_from_slice(b",\"sha256\":\"");
             hex(out, sum);
@@ -152,6 +225,17 @@ fn json(out: &mut Vec<u8>, e: &Entry<'_>) -> io::Result<()> {
 
 fn client(out: &mut Vec<u8>, peer: PeerAddr) -> io::Result<()> {
     match peer {
+        PeerAddr::Tcp(std::net::SocketAddr::V4(addr)) => {
+            for (i, octet) in addr.ip().octets().into_iter().enumerate() {
+                if i > 0 {
+                    out.push(b'.');
+                }
+                number(out, octet.into(), 1);
+            }
+            out.push(b':');
+            number(out, addr.port().into(), 1);
+            Ok(())
+        }
         PeerAddr::Tcp(addr) => write!(out, "{addr}"),
         PeerAddr::Unix => {
             out.extend_from_slice(b"unix");
@@ -161,8 +245,24 @@ fn client(out: &mut Vec<u8>, peer: PeerAddr) -> io::Result<()> {
 }
 
 /// Seconds with microseconds: `0.001234`.
-fn seconds(out: &mut Vec<u8>, d: Duration) -> io::Result<()> {
-    write!(out, "{}.{:06}", d.as_secs(), d.subsec_micros())
+fn seconds(out: &mut Vec<u8>, d: Duration) {
+    number(out, d.as_secs(), 1);
+    out.push(b'.');
+    number(out, d.subsec_micros().into(), 6);
+}
+
+/// `n` in decimal, zero-padded to `width` digits: `write!`'s formatting machinery (a trait
+/// object per piece, padding logic) was a visible part of a line's cost.
+fn number(out: &mut Vec<u8>, mut n: u64, width: usize) {
+    let mut digits = [b'0'; 20];
+    let mut start = digits.len();
+    while n > 0 || start == digits.len() {
+        start -= 1;
+        digits[start] = b'0' + (n % 10) as u8;
+        n /= 10;
+    }
+    start = start.min(digits.len().saturating_sub(width));
+    out.extend_from_slice(&digits[start..]);
 }
 
 fn hex(out: &mut Vec<u8>, bytes: &[u8]) {
@@ -200,19 +300,24 @@ fn escaped(out: &mut Vec<u8>, bytes: &[u8], escape: Escape) -> io::Result<()> {
 }
 
 /// `2026-11-30T19:48:30.123Z`.
-fn timestamp(out: &mut Vec<u8>, time: SystemTime) -> io::Result<()> {
+fn timestamp(out: &mut Vec<u8>, time: SystemTime) {
     let since = time.duration_since(UNIX_EPOCH).unwrap_or_default();
     let secs = since.as_secs();
     let (year, month, day) = civil_from_days(secs / 86_400);
     let of_day = secs % 86_400;
-    write!(
-        out,
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        of_day / 3600,
-        of_day / 60 % 60,
-        of_day % 60,
-        since.subsec_millis()
-    )
+    let parts = [
+        (year, 4, b'-'),
+        (month, 2, b'-'),
+        (day, 2, b'T'),
+        (of_day / 3600, 2, b':'),
+        (of_day / 60 % 60, 2, b':'),
+        (of_day % 60, 2, b'.'),
+        (since.subsec_millis().into(), 3, b'Z'),
+    ];
+    for (value, width, after) in parts {
+        number(out, value, width);
+        out.push(after);
+    }
 }
 
 /// Days since 1970-01-01 → (year, month, day) in the proleptic Gregorian calendar (Howard
@@ -246,6 +351,16 @@ mod tests {
             duration: Duration::from_micros(1_000_042),
             stored,
         }
+    }
+
+    #[test]
+    fn numbers() {
+        let mut out = Vec::new();
+        for (n, width) in [(0, 1), (7, 3), (1234, 2), (u64::MAX, 1), (42, 6)] {
+            number(&mut out, n, width);
+            out.push(b' ');
+        }
+        assert_eq!(out, b"0 007 1234 18446744073709551615 000042 ");
     }
 
     #[test]

@@ -25,6 +25,7 @@
 //! | `observe` | the handler's entry: around routing, the access log line and the metrics |
 //! | `access_log` | access log lines (text or JSON), written whole per request |
 //! | `metrics` | Prometheus counters and histograms, and their exposition text |
+//! | `notify` | systemd readiness: `READY=1`, `STOPPING=1` to `NOTIFY_SOCKET` |
 //! | `stored` | what a request stored, noted at each commit for the log and metrics |
 
 mod access_log;
@@ -37,6 +38,7 @@ mod listing;
 mod metrics;
 mod mime;
 mod multipart;
+mod notify;
 mod observe;
 mod preconditions;
 mod reply;
@@ -339,6 +341,7 @@ pub fn run(args: ServeArgs) -> Result<(), ServeError> {
             });
         }
         announce(&bound, &config, store);
+        notify::notify("READY=1");
         Ok::<_, ServeError>(server)
     })?;
     let served = match config.runtime {
@@ -349,8 +352,9 @@ pub fn run(args: ServeArgs) -> Result<(), ServeError> {
             let handle = server.handle();
             let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
             let (done, mut finished) = tokio::sync::oneshot::channel();
+            let handler = Arc::clone(&service);
             std::thread::spawn(move || {
-                let _ = done.send(server.serve_per_core(Arc::clone(&service), threads));
+                let _ = done.send(server.serve_per_core(handler, threads));
             });
             runtime.block_on(async {
                 let outcome = tokio::select! {
@@ -364,6 +368,7 @@ pub fn run(args: ServeArgs) -> Result<(), ServeError> {
             })
         }
     };
+    service.flush_log();
     served.map_err(|e| ServeError(format!("server failed: {e}")))
 }
 
@@ -454,6 +459,7 @@ async fn shutdown_signal() {
         let _ = tokio::signal::ctrl_c().await;
     }
     tracing::info!("shutting down");
+    notify::notify("STOPPING=1");
 }
 
 #[cfg(test)]

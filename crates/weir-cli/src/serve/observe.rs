@@ -25,7 +25,8 @@ pub(super) struct Observing {
 
 impl Handler for Service {
     async fn handle(&self, ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
-        let time = SystemTime::now();
+        // The wall clock only for the log; the monotonic one for durations.
+        let time = self.observing.log.as_ref().map(|_| SystemTime::now());
         let start = Instant::now();
         let in_flight = self.observing.metrics.start(ex.request().method());
         let (result, stored) = if self.observing.metrics_route && ex.request().path() == "/metrics"
@@ -47,7 +48,7 @@ impl Handler for Service {
             stored,
         };
         self.observing.metrics.finish(&in_flight, &outcome);
-        if let Some(log) = &self.observing.log {
+        if let (Some(log), Some(time)) = (&self.observing.log, time) {
             let request = ex.request();
             log.write(&Entry {
                 time,
@@ -77,6 +78,13 @@ impl Service {
     pub fn with_metrics_route(mut self, on: bool) -> Self {
         self.observing.metrics_route = on;
         self
+    }
+
+    /// Writes out the access log's pending lines (at shutdown).
+    pub fn flush_log(&self) {
+        if let Some(log) = &self.observing.log {
+            log.flush();
+        }
     }
 
     /// The service's counters (to give them the running server's: [`Metrics::set_server`]).

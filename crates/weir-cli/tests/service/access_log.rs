@@ -157,14 +157,26 @@ fn json_lines_to_a_file_over_both_protocols() {
     );
 }
 
+/// Stops `s` with SIGTERM (which writes out the pending log lines) and returns its stderr.
+fn stop(mut s: Server) -> String {
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &s.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    assert!(s.child.wait().unwrap().success());
+    std::fs::read_to_string(s.dir.path().join("server-stderr.log")).unwrap()
+}
+
 #[test]
-fn no_access_log() {
-    let s = Server::start(&["--no-access-log"]);
-    assert_eq!(s.request("GET /healthz HTTP/1.1", b"").status, 200);
-    assert_eq!(s.request("GET /files/x HTTP/1.1", b"").status, 404);
-    // `request` reads until the server closes, which it does only after the handler returned,
-    // so a line would be written by now.
-    let stderr = s.dir.path().join("server-stderr.log");
-    let text = std::fs::read_to_string(stderr).unwrap();
-    assert!(!text.contains("time="), "{text}");
+fn no_access_log_and_lines_flushed_at_shutdown() {
+    for (args, lines) in [(&["--no-access-log"][..], 0), (&[][..], 2)] {
+        let s = Server::start(args);
+        assert_eq!(s.request("GET /healthz HTTP/1.1", b"").status, 200);
+        assert_eq!(s.request("GET /files/x HTTP/1.1", b"").status, 404);
+        let text = stop(s);
+        assert!(text.contains("shutting down"), "{text}");
+        let logged = text.lines().filter(|l| l.starts_with("time=")).count();
+        assert_eq!(logged, lines, "{args:?}: {text}");
+    }
 }

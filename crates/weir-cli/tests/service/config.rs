@@ -54,8 +54,11 @@ fn flags_beat_the_environment_which_beats_the_file() {
     assert_eq!((put_status(&s, 2500), put_status(&s, 3500)), (201, 413));
 
     // The file's log format applied (no flag or variable set it).
-    let log = std::fs::read_to_string(s.dir.path().join("server-stderr.log")).unwrap();
-    assert!(log.lines().any(|l| l.starts_with("{\"time\"")), "{log}");
+    let log = s.dir.path().join("server-stderr.log");
+    wait_for("a JSON access log line", || {
+        let log = std::fs::read_to_string(&log).unwrap();
+        log.lines().any(|l| l.starts_with("{\"time\""))
+    });
 
     // The config file itself from the environment.
     let s = start(&[], &[("WEIR_CONFIG", config)]);
