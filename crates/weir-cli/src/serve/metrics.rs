@@ -16,7 +16,7 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 use weir::http::Method;
-use weir_store::LocalStore;
+use weir_store::{LocalStore, Resumables};
 
 /// Method labels; anything else counts as `other`.
 const METHODS: [&str; 8] = [
@@ -127,8 +127,14 @@ impl Metrics {
         }
     }
 
-    /// The exposition text. `buffers_lent`: upload buffers out of the pool now.
-    pub(super) fn render(&self, store: &LocalStore, buffers_lent: usize) -> String {
+    /// The exposition text. `buffers_lent`: upload buffers out of the pool now; `resumables`:
+    /// listed for the count of uploads open.
+    pub(super) fn render(
+        &self,
+        store: &LocalStore,
+        resumables: Option<&Resumables>,
+        buffers_lent: usize,
+    ) -> String {
         let mut out = String::with_capacity(8 * 1024);
         header(
             &mut out,
@@ -186,6 +192,15 @@ impl Metrics {
         for (name, kind, help, value) in simple {
             header(&mut out, name, kind, help);
             let _ = writeln!(out, "{name} {value}");
+        }
+        if let Some(open) = resumables.and_then(|r| r.incomplete().ok()) {
+            header(
+                &mut out,
+                "weir_resumable_uploads_open",
+                "gauge",
+                "Resumable uploads created and not complete (nor expired, nor cancelled).",
+            );
+            let _ = writeln!(out, "weir_resumable_uploads_open {open}");
         }
         if let Some(quota) = store.max_storage() {
             header(

@@ -122,7 +122,11 @@ async fn metrics(svc: &Service, ex: &mut Exchange<'_>, token: bool) -> Result<()
             }
         }
     }
-    let text = svc.observing.metrics.render(&svc.store, svc.buffers_lent());
+    let resumables = svc.resumables.as_deref();
+    let text = svc
+        .observing
+        .metrics
+        .render(&svc.store, resumables, svc.buffers_lent());
     ex.respond(StatusCode::OK)
         .header("content-type", "text/plain; version=0.0.4; charset=utf-8")
         .body(text.as_bytes())

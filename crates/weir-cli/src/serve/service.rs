@@ -54,7 +54,7 @@ pub struct ServiceOptions {
     pub limited_storage: bool,
 }
 
-/// The upload/download service: a [`Handler`] over a [`LocalStore`].
+/// The upload/download service: a [`Handler`](weir::Handler) over a [`LocalStore`].
 pub struct Service {
     pub(super) store: LocalStore,
     pub(super) options: ServiceOptions,

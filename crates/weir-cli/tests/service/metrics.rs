@@ -187,3 +187,16 @@ fn on_a_listener_of_its_own() {
     let (status, _) = curl_status(&[&format!("http://{listen}/files/x")]);
     assert_eq!(status, 404, "the metrics listener serves nothing else");
 }
+
+#[test]
+fn resumable_uploads_open() {
+    let s = Server::start(&[]);
+    let url = s.url("/metrics");
+    let open = || scrape(&url, None)["weir_resumable_uploads_open"];
+    assert_eq!(open(), 0.0);
+    let upload = crate::resumable::create_partial(&s, "r.bin", b"abc", "");
+    assert_eq!(open(), 1.0);
+    let cancel = s.request(&format!("DELETE {upload} HTTP/1.1"), b"");
+    assert_eq!(cancel.status, 204, "{}", cancel.text());
+    assert_eq!(open(), 0.0);
+}
