@@ -12,7 +12,8 @@
 //! | `OPTIONS`/`POST /tus/`, `HEAD`/`PATCH`/`DELETE /tus/{id}` | the same uploads over tus 1.0.0 (`tus.rs`) |
 //!
 //! Order of checks for every `/files/` request: method (405), one `Authorization` field at most
-//! (400), token (401), path (400), then the route's own (size 413, preconditions 412:
+//! (400), credential (401), path (400), the credential's scope and prefix (403: `auth.rs`),
+//! then the route's own (size 413, preconditions 412:
 //! `preconditions.rs`); all of them before any of the body is read, so a refused upload costs
 //! the client nothing but its
 //! head (weir sends no `100 Continue` for it).
@@ -178,7 +179,8 @@ impl Service {
         };
         // 401 before the path is looked at; 403 (scope, prefix) once it is decoded.
         let auth = &self.options.auth;
-        if auth.required(access) && auth.identify(authorization).is_none() {
+        let credential = auth.identify(authorization);
+        if auth.required(access) && credential.is_none() {
             return unauthorized(ex).await;
         }
         // ALLOCATION: the decoded path (the store keeps it as a `StorePath` anyway).
@@ -190,7 +192,8 @@ impl Service {
             Target::Root => "",
             Target::File(p) | Target::Dir(p) => p.as_str(),
         };
-        if auth.check(authorization, access, Some(store_path)) != Verdict::Allowed {
+        if auth.required(access) && !credential.is_some_and(|c| c.allows(access, Some(store_path)))
+        {
             return forbidden(ex).await;
         }
         let method = ex.request().method().clone();
