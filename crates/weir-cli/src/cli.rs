@@ -173,6 +173,13 @@ pub struct ServeArgs {
     /// Access log lines as `text` (`key=value ...`) or `json` (one object per line).
     #[arg(long, env = "WEIR_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
+    /// Run this program after every stored file and every delete: the event as JSON on its
+    /// stdin, and in WEIR_HOOK_EVENT, WEIR_HOOK_PATH, WEIR_HOOK_SIZE, WEIR_HOOK_SHA256.
+    #[arg(long, env = "WEIR_HOOK_COMMAND", value_name = "PROGRAM")]
+    pub hook_command: Option<PathBuf>,
+    /// A hook still running after this long is killed (counted in /metrics).
+    #[arg(long, env = "WEIR_HOOK_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
+    pub hook_timeout: std::time::Duration,
     /// Serve `/metrics` (Prometheus) on this address only, without a token; by default it is
     /// served on --listen, behind the token when one is set.
     #[arg(long, env = "WEIR_METRICS_LISTEN", value_name = "ADDR", value_parser = parse_listen)]

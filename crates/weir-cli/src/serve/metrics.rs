@@ -10,6 +10,7 @@
 //! Server-wide figures (connections, peak read-ahead) come from the library's
 //! [`weir::Stats`], storage from the store, each read at scrape time.
 
+use super::hooks::HookOutcomes;
 use super::stored::Stored;
 use std::fmt::Write as _;
 use std::sync::OnceLock;
@@ -133,6 +134,7 @@ impl Metrics {
         &self,
         store: &LocalStore,
         resumables: Option<&Resumables>,
+        hooks: Option<&HookOutcomes>,
         buffers_lent: usize,
     ) -> String {
         let mut out = String::with_capacity(8 * 1024);
@@ -201,6 +203,27 @@ impl Metrics {
                 "Resumable uploads created and not complete (nor expired, nor cancelled).",
             );
             let _ = writeln!(out, "weir_resumable_uploads_open {open}");
+        }
+        if let Some(hooks) = hooks {
+            header(
+                &mut out,
+                "weir_hooks_total",
+                "counter",
+                "Hook runs by outcome (dropped: the queue was full).",
+            );
+            let outcomes = [
+                ("ok", &hooks.ok),
+                ("failed", &hooks.failed),
+                ("timeout", &hooks.timed_out),
+                ("dropped", &hooks.dropped),
+            ];
+            for (outcome, count) in outcomes {
+                let _ = writeln!(
+                    out,
+                    "weir_hooks_total{{outcome=\"{outcome}\"}} {}",
+                    count.load(Relaxed)
+                );
+            }
         }
         if let Some(quota) = store.max_storage() {
             header(

@@ -26,6 +26,7 @@
 //! | `access_log` | access log lines (text or JSON), written whole per request |
 //! | `metrics` | Prometheus counters and histograms, and their exposition text |
 //! | `notify` | systemd readiness: `READY=1`, `STOPPING=1` to `NOTIFY_SOCKET` |
+//! | `hooks` | `--hook-command`: a program run after each commit and delete, off the request's path |
 //! | `stored` | what a request stored, noted at each commit for the log and metrics |
 
 mod access_log;
@@ -34,6 +35,7 @@ mod buffers;
 mod download;
 mod form;
 mod hasher;
+mod hooks;
 mod listing;
 mod metrics;
 mod mime;
@@ -51,6 +53,7 @@ mod upload;
 
 pub use access_log::{AccessLog, LogFormat};
 pub use auth::{Auth, Credential};
+pub use hooks::Hooks;
 pub use metrics::Metrics;
 pub use observe::MetricsOnly;
 pub(crate) use reply::hex;
@@ -93,6 +96,8 @@ pub struct ServeConfig {
     pub access_log: Option<(Option<PathBuf>, LogFormat)>,
     /// `/metrics` on a listener of its own.
     pub metrics_listen: Option<String>,
+    /// `--hook-command` and its timeout.
+    pub hook: Option<(PathBuf, std::time::Duration)>,
     /// The server library's timeouts, rates and limits.
     pub connections: Connections,
 }
@@ -191,6 +196,9 @@ impl ServeConfig {
             },
             access_log: (!args.no_access_log).then_some((args.access_log, args.log_format)),
             metrics_listen: args.metrics_listen,
+            hook: args
+                .hook_command
+                .map(|program| (program, args.hook_timeout)),
             connections: Connections {
                 head_timeout: args.head_timeout,
                 idle_timeout: args.idle_timeout,
@@ -271,6 +279,11 @@ pub fn run(args: ServeArgs) -> Result<(), ServeError> {
         .with_metrics_route(config.metrics_listen.is_none());
     if let Some(log) = access_log {
         service = service.with_access_log(log);
+    }
+    if let Some((program, timeout)) = &config.hook {
+        let hooks = Hooks::start(program.clone(), *timeout)
+            .map_err(|e| ServeError(format!("cannot start the hook threads: {e}")))?;
+        service = service.with_hooks(hooks);
     }
     let service = Arc::new(service);
     let store = &service.store;

@@ -80,6 +80,38 @@ impl Service {
         self
     }
 
+    /// Runs `hooks` after every commit and delete.
+    pub fn with_hooks(mut self, hooks: super::hooks::Hooks) -> Self {
+        self.hooks = Some(hooks);
+        self
+    }
+
+    /// A file was committed at `path`: noted for the log and metrics, and the hook queued.
+    pub(super) fn on_stored(&self, path: &str, committed: &weir_store::Committed) {
+        stored::note(committed);
+        if let Some(hooks) = &self.hooks {
+            // ALLOCATION: the event's path, once per committed file.
+            hooks.send(super::hooks::Event {
+                kind: "stored",
+                path: path.to_owned(),
+                size: committed.size,
+                sha256: committed.sha256,
+            });
+        }
+    }
+
+    /// A file was deleted at `path`: the hook queued.
+    pub(super) fn on_deleted(&self, path: &str) {
+        if let Some(hooks) = &self.hooks {
+            hooks.send(super::hooks::Event {
+                kind: "deleted",
+                path: path.to_owned(),
+                size: 0,
+                sha256: None,
+            });
+        }
+    }
+
     /// Writes out the access log's pending lines (at shutdown).
     pub fn flush_log(&self) {
         if let Some(log) = &self.observing.log {
@@ -123,10 +155,11 @@ async fn metrics(svc: &Service, ex: &mut Exchange<'_>, token: bool) -> Result<()
         }
     }
     let resumables = svc.resumables.as_deref();
+    let hooks = svc.hooks.as_ref().map(|h| &*h.outcomes);
     let text = svc
         .observing
         .metrics
-        .render(&svc.store, resumables, svc.buffers_lent());
+        .render(&svc.store, resumables, hooks, svc.buffers_lent());
     ex.respond(StatusCode::OK)
         .header("content-type", "text/plain; version=0.0.4; charset=utf-8")
         .body(text.as_bytes())

@@ -501,7 +501,9 @@ async fn receive(
             r.empty().await
         }
         Ok(AppendEnd::Completed(committed)) => {
-            super::stored::note(&committed);
+            if let Some(state) = resumables.state(id).ok().flatten() {
+                svc.on_stored(state.target.as_str(), &committed);
+            }
             let status = if committed.replaced {
                 StatusCode::OK
             } else {

@@ -68,6 +68,8 @@ pub struct Service {
     pub(super) resumable_options: ResumableOptions,
     /// Access log and metrics (`observe.rs`, which is also where requests enter).
     pub(super) observing: Observing,
+    /// `--hook-command` (`hooks.rs`).
+    pub(super) hooks: Option<super::hooks::Hooks>,
 }
 
 impl Service {
@@ -87,6 +89,7 @@ impl Service {
                 metrics_route: true,
                 ..Observing::default()
             },
+            hooks: None,
         }
     }
 
@@ -219,7 +222,10 @@ impl Service {
                     self.store.delete(&p)
                 };
                 match deleted {
-                    Ok(()) => ex.respond(StatusCode::NO_CONTENT).empty().await,
+                    Ok(()) => {
+                        self.on_deleted(p.as_str());
+                        ex.respond(StatusCode::NO_CONTENT).empty().await
+                    }
                     Err(StoreError::PreconditionFailed) => preconditions::failed(ex).await,
                     Err(e) => reply::store_error(ex, &e).await,
                 }

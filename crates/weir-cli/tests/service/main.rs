@@ -13,6 +13,7 @@ mod crash;
 mod enospc;
 mod forms;
 mod h2spec;
+mod hooks;
 mod large;
 mod listing;
 mod metrics;

@@ -9,7 +9,7 @@ use std::process::Command;
 
 /// Fetches `url` and parses it with `prometheus_client`; returns every sample as
 /// `name{label="value",...}` (labels sorted) → value, plus `scrape_bytes` (the body's length).
-fn scrape(url: &str, token: Option<&str>) -> HashMap<String, f64> {
+pub(crate) fn scrape(url: &str, token: Option<&str>) -> HashMap<String, f64> {
     const SCRIPT: &str = r#"
 import sys, urllib.request
 from prometheus_client.parser import text_string_to_metric_families
