@@ -3,9 +3,9 @@
 //! Parsing only; turning arguments into a configuration (environment variables, checks) is done
 //! by each command's module, so that this file stays a plain description of the interface.
 
+use crate::serve::LogFormat;
 use crate::size::parse_size;
 use clap::{Args, Parser, Subcommand};
-use std::net::SocketAddr;
 use std::path::PathBuf;
 
 /// weir: move large files over HTTP without buffering, copies or losses.
@@ -19,7 +19,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Serve uploads and downloads from a directory.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Upload a file: `weir put FILE URL`.
     Put(PutArgs),
     /// Download a file: `weir get URL [FILE]`.
@@ -57,63 +57,154 @@ impl SendfileMode {
     }
 }
 
+/// `weir serve`'s options. Each is also read from an environment variable (`WEIR_` and the
+/// flag's name in capitals, `-` as `_`) and from the `--config` file (the flag's name as key);
+/// a flag beats the environment, which beats the file (`config_file.rs`).
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// TCP address to listen on (port 0: any free port).
-    #[arg(long, default_value = "127.0.0.1:8080")]
-    pub listen: SocketAddr,
+    /// A TOML file of options: keys are the long flag names (`max-upload = "10GiB"`, `listen =
+    /// ["localhost:8080"]`); flags and environment variables override it.
+    #[arg(long, env = "WEIR_CONFIG", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Address to listen on: `HOST:PORT` (a name such as `localhost` is resolved), `IP:PORT`,
+    /// or `:PORT` (every IPv4 interface); port 0 is any free port. Repeat for several; HTTPS
+    /// when --tls-cert is given and --listen-tls is not. (Environment: comma-separated.)
+    #[arg(long, env = "WEIR_LISTEN", value_delimiter = ',', default_value = "127.0.0.1:8080",
+          value_parser = parse_listen)]
+    pub listen: Vec<String>,
+    /// Also serve HTTPS (with --tls-cert) on this address, beside the plain HTTP of --listen.
+    /// Repeatable.
+    #[arg(long, env = "WEIR_LISTEN_TLS", value_delimiter = ',', value_parser = parse_listen,
+          requires = "tls_cert")]
+    pub listen_tls: Vec<String>,
     /// Also listen on this Unix domain socket.
-    #[arg(long)]
+    #[arg(long, env = "WEIR_UNIX")]
     pub unix: Option<PathBuf>,
     /// Directory where files are stored (created if missing).
-    #[arg(long, default_value = "./weir-data")]
+    #[arg(long, env = "WEIR_ROOT", default_value = "./weir-data")]
     pub root: PathBuf,
     /// Largest accepted upload (e.g. 100GiB, 512MiB, 1000000); larger ones get 413.
-    #[arg(long, default_value = "100GiB", value_parser = parse_size)]
+    #[arg(long, env = "WEIR_MAX_UPLOAD", default_value = "100GiB", value_parser = parse_size)]
     pub max_upload: u64,
     /// Most bytes all stored files may take together, counting 4 KiB per file and directory;
     /// uploads past it get 507.
-    #[arg(long, value_parser = parse_size)]
+    #[arg(long, env = "WEIR_MAX_STORAGE", value_parser = parse_size)]
     pub max_storage: Option<u64>,
     /// Request body bytes read ahead of the handler before the server stops reading.
-    #[arg(long, default_value = "1MiB", value_parser = parse_size)]
+    #[arg(long, env = "WEIR_PAUSE_THRESHOLD", default_value = "1MiB", value_parser = parse_size)]
     pub pause_threshold: u64,
     /// Threading: `multi-thread` (one tokio runtime, connections move between worker threads)
     /// or `per-core` (one single-threaded runtime per core, each with its own SO_REUSEPORT
     /// listener). docs/BENCHMARKS.md compares them.
-    #[arg(long, value_enum, default_value_t = Runtime::MultiThread)]
+    #[arg(long, env = "WEIR_RUNTIME", value_enum, default_value_t = Runtime::MultiThread)]
     pub runtime: Runtime,
     /// Do not compute SHA-256 of uploads: bodies move socket → file with splice, never
     /// entering user space (uploads that send Content-Digest are still verified).
-    #[arg(long)]
+    #[arg(long, env = "WEIR_NO_HASH")]
     pub no_hash: bool,
     /// Require `Authorization: Bearer TOKEN` for writes (PUT, POST, DELETE). Prefer the
     /// WEIR_TOKEN environment variable: arguments are visible to other local users.
-    #[arg(long)]
+    #[arg(long, env = "WEIR_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
-    /// Require the token for reads (GET, HEAD) too.
-    #[arg(long)]
+    /// Require a credential for reads (GET, HEAD) too.
+    #[arg(long, env = "WEIR_TOKEN_READ")]
     pub token_read: bool,
-    /// Serve HTTPS on --listen with this certificate chain (PEM, leaf first). HTTP/2 is
-    /// offered by ALPN.
-    #[arg(long, requires = "tls_key")]
+    /// Credentials with scopes: one per line, `TOKEN SCOPES [PREFIX]` (TOKEN or
+    /// `sha256:HEX` of it; SCOPES from read,write,delete; PREFIX a store path it is confined
+    /// to). Used beside --token / WEIR_TOKEN.
+    #[arg(long, env = "WEIR_TOKEN_FILE", value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    /// Serve writes and deletes without any credential on an address other than loopback
+    /// (refused at start without this).
+    #[arg(long, env = "WEIR_ALLOW_ANONYMOUS_WRITE")]
+    pub allow_anonymous_write: bool,
+    /// Serve HTTPS on --listen (or on --listen-tls, if given) with this certificate chain
+    /// (PEM, leaf first). HTTP/2 is offered by ALPN.
+    #[arg(long, env = "WEIR_TLS_CERT", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,
     /// The private key of --tls-cert (PEM).
-    #[arg(long, requires = "tls_cert")]
+    #[arg(long, env = "WEIR_TLS_KEY", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
     /// How long an incomplete resumable upload lives after its creation or last append (e.g.
     /// 24h, 30m, 90s);
     /// expired ones are removed in the background and at start.
-    #[arg(long, default_value = "24h", value_parser = parse_duration)]
+    #[arg(long, env = "WEIR_RESUMABLE_EXPIRY", default_value = "24h", value_parser = parse_duration)]
     pub resumable_expiry: std::time::Duration,
     /// Largest body of one resumable upload request (`Upload-Limit: max-append-size`;
     /// default: --max-upload).
-    #[arg(long, value_parser = parse_size)]
+    #[arg(long, env = "WEIR_RESUMABLE_MAX_APPEND", value_parser = parse_size)]
     pub resumable_max_append: Option<u64>,
     /// Smallest body of a resumable upload request that does not complete it
     /// (`Upload-Limit: min-append-size`).
-    #[arg(long, value_parser = parse_size)]
+    #[arg(long, env = "WEIR_RESUMABLE_MIN_APPEND", value_parser = parse_size)]
     pub resumable_min_append: Option<u64>,
+    // ---- connections: timeouts, rates, limits ----
+    /// Time allowed to receive a whole request head (e.g. 30s); past it: 408 and close.
+    #[arg(long, env = "WEIR_HEAD_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
+    pub head_timeout: std::time::Duration,
+    /// How long an idle keep-alive connection waits for its next request.
+    #[arg(long, env = "WEIR_IDLE_TIMEOUT", default_value = "120s", value_parser = parse_duration)]
+    pub idle_timeout: std::time::Duration,
+    /// Slowest accepted request body, in bytes per second averaged after a 5 s grace (e.g.
+    /// 240, 1KiB); 0 turns the check off. Slower: 408 and close.
+    #[arg(long, env = "WEIR_MIN_BODY_RATE", default_value = "240", value_parser = parse_size)]
+    pub min_body_rate: u64,
+    /// Slowest accepted reading of a response by the client, as --min-body-rate; 0: off.
+    #[arg(long, env = "WEIR_MIN_RESPONSE_RATE", default_value = "240", value_parser = parse_size)]
+    pub min_response_rate: u64,
+    /// Most connections served at once; more wait in the listen backlog.
+    #[arg(long, env = "WEIR_MAX_CONNECTIONS", default_value_t = 10_000)]
+    pub max_connections: usize,
+    /// On SIGTERM/SIGINT, how long requests in flight may finish before they are cut.
+    #[arg(long, env = "WEIR_SHUTDOWN_GRACE", default_value = "30s", value_parser = parse_duration)]
+    pub shutdown_grace: std::time::Duration,
+    // ---- operating: access log, metrics ----
+    /// Append the access log (one line per request) to this file instead of stderr.
+    #[arg(
+        long,
+        env = "WEIR_ACCESS_LOG",
+        value_name = "FILE",
+        conflicts_with = "no_access_log"
+    )]
+    pub access_log: Option<PathBuf>,
+    /// Write no access log.
+    #[arg(long, env = "WEIR_NO_ACCESS_LOG")]
+    pub no_access_log: bool,
+    /// Access log lines as `text` (`key=value ...`) or `json` (one object per line).
+    #[arg(long, env = "WEIR_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+    /// Run this program after every stored file and every delete: the event as JSON on its
+    /// stdin, and in WEIR_HOOK_EVENT, WEIR_HOOK_PATH, WEIR_HOOK_SIZE, WEIR_HOOK_SHA256.
+    #[arg(long, env = "WEIR_HOOK_COMMAND", value_name = "PROGRAM")]
+    pub hook_command: Option<PathBuf>,
+    /// A hook still running after this long is killed (counted in /metrics).
+    #[arg(long, env = "WEIR_HOOK_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
+    pub hook_timeout: std::time::Duration,
+    /// Serve `/metrics` (Prometheus) on this address only, without a token; by default it is
+    /// served on --listen, behind the token when one is set.
+    #[arg(long, env = "WEIR_METRICS_LISTEN", value_name = "ADDR", value_parser = parse_listen)]
+    pub metrics_listen: Option<String>,
+}
+
+/// A listening address: `HOST:PORT`, `[IPv6]:PORT` or `:PORT` (→ `0.0.0.0:PORT`). Names are
+/// resolved when the listener is bound.
+fn parse_listen(text: &str) -> Result<String, String> {
+    let (host, port) = text
+        .rsplit_once(':')
+        .ok_or_else(|| format!("{text:?}: expected HOST:PORT or :PORT"))?;
+    port.parse::<u16>()
+        .map_err(|_| format!("{text:?}: the port must be a number from 0 to 65535"))?;
+    let host_ok = !host.contains(char::is_whitespace)
+        && (host.starts_with('[') && host.ends_with(']')
+            || !host.contains(':') && !host.contains(['/', '[', ']']));
+    if !host_ok {
+        return Err(format!("{text:?}: expected HOST:PORT or :PORT"));
+    }
+    Ok(if host.is_empty() {
+        format!("0.0.0.0:{port}")
+    } else {
+        text.to_owned()
+    })
 }
 
 /// A duration: a number with `s`, `m`, `h` or `d`.

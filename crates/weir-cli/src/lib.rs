@@ -7,6 +7,7 @@
 
 pub mod cli;
 pub mod client;
+pub mod config_file;
 pub mod serve;
 mod size;
 
@@ -28,27 +29,31 @@ pub fn usage_error(e: clap::Error) -> ExitCode {
             }
         }
         _ => {
-            // clap renders a paragraph (the error, then indented details such as the missing
-            // arguments, then usage); keep the error and its details on one line.
-            let rendered = e.render().to_string();
-            let mut message = String::new();
-            for line in rendered.lines().map(str::trim) {
-                if line.is_empty() || line.starts_with("Usage:") || line.starts_with("For more") {
-                    if !message.is_empty() {
-                        break;
-                    }
-                    continue;
-                }
-                if !message.is_empty() {
-                    message.push(' ');
-                }
-                message.push_str(line.strip_prefix("error: ").unwrap_or(line));
-            }
-            if message.is_empty() {
-                message.push_str("invalid arguments");
-            }
-            eprintln!("weir: {message} (see 'weir --help')");
+            eprintln!("weir: {} (see 'weir --help')", one_line(&e));
             ExitCode::from(2)
         }
     }
+}
+
+/// clap renders a paragraph (the error, then indented details such as the missing arguments,
+/// then usage); this keeps the error and its details on one line.
+pub fn one_line(e: &clap::Error) -> String {
+    let rendered = e.render().to_string();
+    let mut message = String::new();
+    for line in rendered.lines().map(str::trim) {
+        if line.is_empty() || line.starts_with("Usage:") || line.starts_with("For more") {
+            if !message.is_empty() {
+                break;
+            }
+            continue;
+        }
+        if !message.is_empty() {
+            message.push(' ');
+        }
+        message.push_str(line.strip_prefix("error: ").unwrap_or(line));
+    }
+    if message.is_empty() {
+        message.push_str("invalid arguments");
+    }
+    message
 }

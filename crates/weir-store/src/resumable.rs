@@ -273,6 +273,19 @@ impl Resumables {
         Ok(this)
     }
 
+    /// Uploads not complete yet (those with a data file), counted by listing the area: for
+    /// monitoring (`weir serve`'s `/metrics`), not for a request's path.
+    pub fn incomplete(&self) -> Result<u64, StoreError> {
+        let names = self.dir.names().map_err(io_err("read resumable area"))?;
+        let data_files = names.into_iter().filter(|name| {
+            name.to_str()
+                .and_then(|n| n.strip_suffix(".data"))
+                .and_then(UploadId::parse)
+                .is_some()
+        });
+        Ok(data_files.count() as u64)
+    }
+
     /// How long an upload lives after its creation or last recorded append.
     pub fn expiry(&self) -> Duration {
         self.expiry

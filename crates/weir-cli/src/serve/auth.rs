@@ -1,63 +1,259 @@
-//! Bearer tokens (`--token`, `WEIR_TOKEN`): writes need `Authorization: Bearer TOKEN`, and
-//! reads too with `--token-read`.
+//! Credentials: bearer tokens, each with scopes (read, write, delete) and an optional path
+//! prefix. `--token` / `WEIR_TOKEN` is one token with every scope and no prefix; `--token-file`
+//! adds any number (format: [`parse_token_file`]). Writes (PUT, POST, PATCH) and deletes need a
+//! credential whenever one is configured; reads too with `--token-read`.
 //!
-//! The comparison takes the same time whatever the presented value: both sides are hashed with
-//! SHA-256 first (so neither the length nor a common prefix of the token shows in the timing),
-//! then the digests are compared with `subtle`'s constant-time equality. The service answers
-//! 401 before reading any of the body (and so never sends `100 Continue` to an unauthorised
-//! upload).
+//! Matching takes the same time whatever the presented value: it is hashed with SHA-256 first
+//! (so neither the length nor a common prefix of a token shows in the timing), then compared
+//! with every configured hash with `subtle`'s constant-time equality, without stopping at a
+//! match. The file may hold the hashes only (`sha256:HEX`), so that reading it does not give
+//! the tokens away.
+//!
+//! The service answers 401 (no or unknown credential) or 403 (a credential without the scope,
+//! or outside its prefix) before reading any of the body, and so never sends `100 Continue` to
+//! a refused upload.
 //!
 //! `Authorization` is a singleton field (RFC 9110 §11.6.2): a request with two is refused with
 //! 400 ([`authorization`]) rather than judged by one of them, so that weir and any proxy in front
 //! of it cannot disagree about which credential a request carried.
 
 use sha2::{Digest, Sha256};
-use subtle::ConstantTimeEq;
+use subtle::{ConditionallySelectable, ConstantTimeEq};
+
+/// What a request does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// GET, HEAD.
+    Read,
+    /// PUT, POST, PATCH.
+    Write,
+    /// DELETE.
+    Delete,
+}
+
+impl Access {
+    fn bit(self) -> u8 {
+        match self {
+            Self::Read => 1,
+            Self::Write => 2,
+            Self::Delete => 4,
+        }
+    }
+}
+
+/// One token: its hash, its scopes, the part of the store it may touch.
+#[derive(Clone)]
+pub struct Credential {
+    sha256: [u8; 32],
+    /// `Access::bit`s.
+    scopes: u8,
+    /// A store path prefix, whole segments, without a trailing `/`; `None`: everywhere.
+    prefix: Option<String>,
+}
+
+impl Credential {
+    /// Whether this credential may do `access` on `path` (a decoded store path; `None` for a
+    /// request not on a path: resumable uploads, `/metrics`, which a prefix does not cover).
+    pub fn allows(&self, access: Access, path: Option<&str>) -> bool {
+        if self.scopes & access.bit() == 0 {
+            return false;
+        }
+        match (&self.prefix, path) {
+            (None, _) => true,
+            (Some(_), None) => false,
+            (Some(prefix), Some(path)) => path
+                .strip_prefix(prefix.as_str())
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/')),
+        }
+    }
+}
+
+impl std::fmt::Debug for Credential {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never print the hash.
+        f.debug_struct("Credential")
+            .field("scopes", &self.scopes)
+            .field("prefix", &self.prefix)
+            .finish()
+    }
+}
 
 /// Who may do what.
-#[derive(Clone)]
+#[derive(Clone, Default)]
 pub struct Auth {
-    /// SHA-256 of the token; `None`: no token configured, everything is allowed.
-    token_sha256: Option<[u8; 32]>,
-    /// Reads need the token too.
+    credentials: Vec<Credential>,
+    /// Reads need a credential too.
     reads: bool,
 }
 
 impl std::fmt::Debug for Auth {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // Never print the token, not even its hash.
+        // Never print a token, not even its hash.
         f.debug_struct("Auth")
-            .field("token", &self.token_sha256.map(|_| "<set>"))
+            .field("credentials", &self.credentials.len())
             .field("reads", &self.reads)
             .finish()
     }
 }
 
+/// The outcome of a credential check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    Allowed,
+    /// No credential, or an unknown one: 401.
+    Unauthorized,
+    /// A known credential without the scope or outside its prefix: 403.
+    Forbidden,
+}
+
 impl Auth {
-    /// `token`: the required token, if any; `reads`: whether reads need it too.
+    /// `token`: one token with every scope, if any; `reads`: whether reads need a credential.
     pub fn new(token: Option<&str>, reads: bool) -> Self {
-        Self {
-            token_sha256: token.map(|t| Sha256::digest(t.as_bytes()).into()),
-            reads,
+        let credentials = token
+            .map(|t| Credential {
+                sha256: Sha256::digest(t.as_bytes()).into(),
+                scopes: 7,
+                prefix: None,
+            })
+            .into_iter()
+            .collect();
+        Self { credentials, reads }
+    }
+
+    /// Adds the credentials of a token file.
+    pub fn with_credentials(mut self, credentials: Vec<Credential>) -> Self {
+        self.credentials.extend(credentials);
+        self
+    }
+
+    /// Whether any credential is configured.
+    pub fn any(&self) -> bool {
+        !self.credentials.is_empty()
+    }
+
+    /// Whether `access` needs a credential: writes and deletes when one is configured, reads
+    /// with `--token-read`.
+    pub fn required(&self, access: Access) -> bool {
+        self.any() && (access != Access::Read || self.reads)
+    }
+
+    /// The configured credential an `Authorization` value carries, if any.
+    pub fn identify(&self, authorization: Option<&[u8]>) -> Option<&Credential> {
+        if self.credentials.is_empty() {
+            return None;
+        }
+        let presented = authorization.and_then(bearer_token)?;
+        let presented: [u8; 32] = Sha256::digest(presented).into();
+        // Every entry is compared; the index of a match is selected without a branch.
+        let mut found = subtle::Choice::from(0);
+        let mut index = 0u32;
+        for (i, c) in self.credentials.iter().enumerate() {
+            let equal = presented.ct_eq(&c.sha256);
+            index = u32::conditional_select(&index, &(i as u32), equal);
+            found |= equal;
+        }
+        bool::from(found).then(|| &self.credentials[index as usize])
+    }
+
+    /// Judges a request doing `access` on `path` (see [`Credential::allows`]). A read that
+    /// needs no credential is allowed whatever it carries.
+    pub fn check(
+        &self,
+        authorization: Option<&[u8]>,
+        access: Access,
+        path: Option<&str>,
+    ) -> Verdict {
+        if !self.required(access) {
+            return Verdict::Allowed;
+        }
+        match self.identify(authorization) {
+            None => Verdict::Unauthorized,
+            Some(c) if c.allows(access, path) => Verdict::Allowed,
+            Some(_) => Verdict::Forbidden,
         }
     }
+}
 
-    /// Whether a request needs the token: writes when a token is set, reads with `--token-read`.
-    pub fn required(&self, write: bool) -> bool {
-        self.token_sha256.is_some() && (write || self.reads)
+/// Parses a token file: one credential per line, `TOKEN SCOPES [PREFIX]`, blank lines and
+/// lines starting with `#` ignored.
+///
+/// - `TOKEN`: the token itself, or `sha256:` and the 64 hex digits of its SHA-256 (so the file
+///   need not hold the token: `printf %s TOKEN | sha256sum`);
+/// - `SCOPES`: `read`, `write`, `delete`, comma-separated;
+/// - `PREFIX`: a store path (`photos/2024`) the token is confined to, whole segments.
+///
+/// Errors: one line per mistake, with its line number.
+pub fn parse_token_file(text: &str) -> Result<Vec<Credential>, Vec<String>> {
+    let mut credentials = Vec::new();
+    let mut mistakes = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        match parse_line(line) {
+            Ok(c) => credentials.push(c),
+            Err(e) => mistakes.push(format!("line {}: {e}", n + 1)),
+        }
     }
+    if mistakes.is_empty() {
+        Ok(credentials)
+    } else {
+        Err(mistakes)
+    }
+}
 
-    /// Whether an `Authorization` header value carries the token.
-    pub fn accepts(&self, authorization: Option<&[u8]>) -> bool {
-        let Some(expected) = &self.token_sha256 else {
-            return true;
-        };
-        let Some(presented) = authorization.and_then(bearer_token) else {
-            return false;
-        };
-        let presented: [u8; 32] = Sha256::digest(presented).into();
-        presented.ct_eq(expected).into()
+fn parse_line(line: &str) -> Result<Credential, String> {
+    let mut fields = line.split_ascii_whitespace();
+    let token = fields.next().unwrap_or_default();
+    let scopes_text = fields
+        .next()
+        .ok_or("expected TOKEN SCOPES [PREFIX] (scopes: read, write, delete)")?;
+    let prefix = fields.next();
+    if fields.next().is_some() {
+        return Err("expected TOKEN SCOPES [PREFIX]: too many fields".into());
     }
+    let sha256 = match token.strip_prefix("sha256:") {
+        Some(hex) => parse_hex(hex).ok_or("sha256: must be followed by 64 hex digits")?,
+        None => Sha256::digest(token.as_bytes()).into(),
+    };
+    let mut scopes = 0;
+    for scope in scopes_text.split(',') {
+        scopes |= match scope {
+            "read" => Access::Read.bit(),
+            "write" => Access::Write.bit(),
+            "delete" => Access::Delete.bit(),
+            other => return Err(format!("unknown scope {other:?} (read, write, delete)")),
+        };
+    }
+    let prefix = match prefix {
+        None => None,
+        Some(p) => {
+            let p = p.trim_matches('/');
+            let valid =
+                !p.is_empty() && p.split('/').all(|s| !s.is_empty() && s != "." && s != "..");
+            if !valid {
+                return Err(format!("invalid path prefix {p:?}"));
+            }
+            Some(p.to_owned())
+        }
+    };
+    Ok(Credential {
+        sha256,
+        scopes,
+        prefix,
+    })
+}
+
+fn parse_hex(text: &str) -> Option<[u8; 32]> {
+    if text.len() != 64 {
+        return None;
+    }
+    let mut out = [0; 32];
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(text.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(out)
 }
 
 /// The request's one `Authorization` field value, if any; an error (answer 400) when it has
@@ -85,28 +281,90 @@ fn bearer_token(value: &[u8]) -> Option<&[u8]> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use Access::*;
 
     #[test]
     fn no_token_allows_everything() {
         let a = Auth::new(None, true);
-        assert!(!a.required(true));
-        assert!(a.accepts(None));
+        assert!(!a.required(Write));
+        assert_eq!(a.check(None, Delete, Some("x")), Verdict::Allowed);
     }
 
     #[test]
     fn token_checks() {
         let a = Auth::new(Some("s3cret"), false);
-        assert!(a.required(true));
-        assert!(!a.required(false));
-        assert!(a.accepts(Some(b"Bearer s3cret")));
-        assert!(a.accepts(Some(b"bearer   s3cret ")));
-        assert!(!a.accepts(Some(b"Bearer s3cre")));
-        assert!(!a.accepts(Some(b"Bearer s3cret2")));
-        assert!(!a.accepts(Some(b"Basic s3cret")));
-        assert!(!a.accepts(Some(b"Bearer")));
-        assert!(!a.accepts(Some(b"s3cret")));
-        assert!(!a.accepts(None));
-        assert!(Auth::new(Some("x"), true).required(false));
+        assert!(a.required(Write) && a.required(Delete));
+        assert!(!a.required(Read));
+        let ok = |v: &[u8]| a.identify(Some(v)).is_some();
+        assert!(ok(b"Bearer s3cret"));
+        assert!(ok(b"bearer   s3cret "));
+        assert!(!ok(b"Bearer s3cre"));
+        assert!(!ok(b"Bearer s3cret2"));
+        assert!(!ok(b"Basic s3cret"));
+        assert!(!ok(b"Bearer"));
+        assert!(!ok(b"s3cret"));
+        assert!(a.identify(None).is_none());
+        assert!(Auth::new(Some("x"), true).required(Read));
         assert!(!format!("{a:?}").contains("s3cret"));
+    }
+
+    #[test]
+    fn scopes_and_prefixes() {
+        let hash = hex_of(b"h4sh");
+        let file = format!(
+            "# comment\n\nreader read\nwriter read,write photos/2024/\n\
+             sha256:{hash} delete\n"
+        );
+        let a = Auth::new(Some("admin"), false).with_credentials(parse_token_file(&file).unwrap());
+        let v = |token: &str, access, path| {
+            a.check(Some(format!("Bearer {token}").as_bytes()), access, path)
+        };
+        use Verdict::*;
+        assert_eq!(v("reader", Read, Some("a")), Allowed);
+        assert_eq!(v("reader", Write, Some("a")), Forbidden);
+        assert_eq!(v("writer", Write, Some("photos/2024/x.jpg")), Allowed);
+        assert_eq!(v("writer", Write, Some("photos/2024")), Allowed);
+        assert_eq!(v("writer", Write, Some("photos/2024x/y")), Forbidden);
+        assert_eq!(v("writer", Write, Some("photos")), Forbidden);
+        assert_eq!(
+            v("writer", Write, None),
+            Forbidden,
+            "uploads by id: no prefix known"
+        );
+        assert_eq!(v("writer", Delete, Some("photos/2024/x.jpg")), Forbidden);
+        assert_eq!(v("h4sh", Delete, Some("anything")), Allowed);
+        assert_eq!(v("h4sh", Write, Some("anything")), Forbidden);
+        assert_eq!(v("admin", Delete, None), Allowed);
+        assert_eq!(v("nobody", Write, Some("a")), Unauthorized);
+        assert_eq!(a.check(None, Write, Some("a")), Unauthorized);
+        assert_eq!(a.check(None, Read, Some("a")), Allowed, "reads are public");
+        assert_eq!(v("nobody", Read, Some("a")), Allowed);
+    }
+
+    fn hex_of(token: &[u8]) -> String {
+        Sha256::digest(token)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
+
+    #[test]
+    fn token_file_mistakes_are_one_line_each() {
+        let e = parse_token_file(
+            "ok read\nlonely\nt readd\nsha256:abc read\nt read a/../b\nt read a b\n",
+        )
+        .unwrap_err();
+        assert_eq!(e.len(), 5, "{e:#?}");
+        assert!(e[0].starts_with("line 2: expected TOKEN SCOPES"), "{e:#?}");
+        assert!(
+            e[1].starts_with("line 3: unknown scope \"readd\""),
+            "{e:#?}"
+        );
+        assert!(e[2].starts_with("line 4: sha256:"), "{e:#?}");
+        assert!(e[3].starts_with("line 5: invalid path prefix"), "{e:#?}");
+        assert!(
+            e[4].starts_with("line 6: expected TOKEN SCOPES [PREFIX]: too many"),
+            "{e:#?}"
+        );
     }
 }

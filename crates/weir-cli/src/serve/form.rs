@@ -91,6 +91,7 @@ pub(super) async fn post(
     };
     let mut stored = Vec::with_capacity(committed.len());
     for (path, committed) in paths.iter().zip(committed) {
+        svc.on_stored(path.as_str(), &committed);
         stored.push(serde_json::json!({
             "path": path.as_str(),
             "size": committed.size,

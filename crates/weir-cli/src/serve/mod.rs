@@ -22,24 +22,40 @@
 //! | `buffers` | the pool of upload buffers |
 //! | `hasher` | the hashing threads: an upload's SHA-256 beside its connection's task |
 //! | `mime` | `Content-Type` by extension |
+//! | `observe` | the handler's entry: around routing, the access log line and the metrics |
+//! | `access_log` | access log lines (text or JSON), written whole per request |
+//! | `metrics` | Prometheus counters and histograms, and their exposition text |
+//! | `notify` | systemd readiness: `READY=1`, `STOPPING=1` to `NOTIFY_SOCKET` |
+//! | `hooks` | `--hook-command`: a program run after each commit and delete, off the request's path |
+//! | `stored` | what a request stored, noted at each commit for the log and metrics |
 
+mod access_log;
 mod auth;
 mod buffers;
 mod download;
 mod form;
 mod hasher;
+mod hooks;
 mod listing;
+mod metrics;
 mod mime;
 mod multipart;
+mod notify;
+mod observe;
 mod preconditions;
 mod reply;
 mod resumable;
 mod service;
+mod stored;
 mod target;
 mod tus;
 mod upload;
 
-pub use auth::Auth;
+pub use access_log::{AccessLog, LogFormat};
+pub use auth::{Auth, Credential};
+pub use hooks::Hooks;
+pub use metrics::Metrics;
+pub use observe::MetricsOnly;
 pub(crate) use reply::hex;
 pub use resumable::ResumableOptions;
 pub use service::{Service, ServiceOptions};
@@ -50,12 +66,16 @@ use std::fmt;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 use weir_store::{LocalOptions, LocalStore};
 
 /// Everything `weir serve` needs, from the command line and the environment.
 #[derive(Clone, Debug)]
 pub struct ServeConfig {
-    pub listen: SocketAddr,
+    /// Plain HTTP listeners (HTTPS when `tls` is set and `listen_tls` is empty).
+    pub listen: Vec<String>,
+    /// HTTPS listeners beside the plain ones.
+    pub listen_tls: Vec<String>,
     pub unix: Option<PathBuf>,
     pub root: PathBuf,
     pub max_upload: u64,
@@ -64,11 +84,34 @@ pub struct ServeConfig {
     pub hash: bool,
     pub token: Option<String>,
     pub token_read: bool,
+    /// From `--token-file`.
+    pub credentials: Vec<Credential>,
+    pub allow_anonymous_write: bool,
     /// Certificate chain and key (PEM) for HTTPS on `listen`.
     pub tls: Option<(PathBuf, PathBuf)>,
     pub runtime: Runtime,
     /// Resumable uploads' expiry and append limits.
     pub resumable: ResumableOptions,
+    /// The access log: `None` for none, else where (`None` inside: stderr) and how.
+    pub access_log: Option<(Option<PathBuf>, LogFormat)>,
+    /// `/metrics` on a listener of its own.
+    pub metrics_listen: Option<String>,
+    /// `--hook-command` and its timeout.
+    pub hook: Option<(PathBuf, std::time::Duration)>,
+    /// The server library's timeouts, rates and limits.
+    pub connections: Connections,
+}
+
+/// The library's connection settings that `weir serve` exposes as flags.
+#[derive(Clone, Debug)]
+pub struct Connections {
+    pub head_timeout: std::time::Duration,
+    pub idle_timeout: std::time::Duration,
+    /// Bytes per second; 0: no minimum.
+    pub min_body_rate: u64,
+    pub min_response_rate: u64,
+    pub max_connections: usize,
+    pub shutdown_grace: std::time::Duration,
 }
 
 /// A start-up or serving failure, printed as one line.
@@ -84,17 +127,35 @@ impl fmt::Display for ServeError {
 impl std::error::Error for ServeError {}
 
 impl ServeConfig {
-    /// Builds the configuration: the token comes from `--token`, else from `WEIR_TOKEN`.
+    /// Checks the arguments (flags, environment and config file merged by `config_file.rs`).
     pub fn from_args(args: ServeArgs) -> Result<Self, ServeError> {
-        let token = args
-            .token
-            .or_else(|| std::env::var("WEIR_TOKEN").ok().filter(|t| !t.is_empty()));
+        let token = args.token;
         if token.as_deref() == Some("") {
-            return Err(ServeError("--token must not be empty".into()));
-        }
-        if args.token_read && token.is_none() {
             return Err(ServeError(
-                "--token-read needs a token (--token or WEIR_TOKEN)".into(),
+                "--token (or WEIR_TOKEN) must not be empty".into(),
+            ));
+        }
+        let credentials = match &args.token_file {
+            None => Vec::new(),
+            Some(path) => {
+                let name = path.display();
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| ServeError(format!("cannot read the token file {name}: {e}")))?;
+                auth::parse_token_file(&text).map_err(|mistakes| {
+                    // One line per mistake (`main.rs` prefixes the first with "weir: ").
+                    ServeError(
+                        mistakes
+                            .iter()
+                            .map(|m| format!("{name}: {m}"))
+                            .collect::<Vec<_>>()
+                            .join("\nweir: "),
+                    )
+                })?
+            }
+        };
+        if args.token_read && token.is_none() && credentials.is_empty() {
+            return Err(ServeError(
+                "--token-read needs a token (--token, WEIR_TOKEN or --token-file)".into(),
             ));
         }
         if args.max_upload == 0 {
@@ -110,8 +171,12 @@ impl ServeConfig {
                     usize::MAX
                 ))
             })?;
+        if args.max_connections == 0 {
+            return Err(ServeError("--max-connections must be at least 1".into()));
+        }
         Ok(Self {
             listen: args.listen,
+            listen_tls: args.listen_tls,
             unix: args.unix,
             root: args.root,
             max_upload: args.max_upload,
@@ -120,6 +185,8 @@ impl ServeConfig {
             hash: !args.no_hash,
             token,
             token_read: args.token_read,
+            credentials,
+            allow_anonymous_write: args.allow_anonymous_write,
             tls: args.tls_cert.zip(args.tls_key),
             runtime: args.runtime,
             resumable: ResumableOptions {
@@ -127,14 +194,42 @@ impl ServeConfig {
                 max_append: args.resumable_max_append,
                 min_append: args.resumable_min_append,
             },
+            access_log: (!args.no_access_log).then_some((args.access_log, args.log_format)),
+            metrics_listen: args.metrics_listen,
+            hook: args
+                .hook_command
+                .map(|program| (program, args.hook_timeout)),
+            connections: Connections {
+                head_timeout: args.head_timeout,
+                idle_timeout: args.idle_timeout,
+                min_body_rate: args.min_body_rate,
+                min_response_rate: args.min_response_rate,
+                max_connections: args.max_connections,
+                shutdown_grace: args.shutdown_grace,
+            },
         })
     }
 
     /// The server library's configuration for this service.
     pub fn weir_config(&self) -> weir::Config {
-        weir::Config::default()
-            .with_pause_threshold(self.pause_threshold)
-            .with_reuse_port(self.runtime == Runtime::PerCore)
+        let mut c = weir::Config::default();
+        let conn = &self.connections;
+        c.pause_threshold = self.pause_threshold;
+        c.reuse_port = self.runtime == Runtime::PerCore;
+        c.head_timeout = conn.head_timeout;
+        c.keep_alive_timeout = conn.idle_timeout;
+        c.max_connections = conn.max_connections;
+        c.shutdown_grace = conn.shutdown_grace;
+        // The rate flags set the rate; the grace stays the library's.
+        let rate = |default: Option<weir::DataRate>, bytes_per_second: u64| {
+            (bytes_per_second > 0).then(|| {
+                let grace = default.map_or(std::time::Duration::from_secs(5), |d| d.grace);
+                weir::DataRate::new(bytes_per_second, grace)
+            })
+        };
+        c.min_body_rate = rate(c.min_body_rate, conn.min_body_rate);
+        c.min_response_rate = rate(c.min_response_rate, conn.min_response_rate);
+        c
     }
 
     /// The handler's options.
@@ -142,7 +237,8 @@ impl ServeConfig {
         ServiceOptions {
             max_upload: self.max_upload,
             hash: self.hash,
-            auth: Auth::new(self.token.as_deref(), self.token_read),
+            auth: Auth::new(self.token.as_deref(), self.token_read)
+                .with_credentials(self.credentials.clone()),
             limited_storage: self.max_storage.is_some(),
         }
     }
@@ -158,6 +254,16 @@ pub fn run(args: ServeArgs) -> Result<(), ServeError> {
         .map(|(cert, key)| weir::TlsConfig::from_pem_files(cert, key))
         .transpose()
         .map_err(|e| ServeError(e.to_string()))?;
+    let access_log = match &config.access_log {
+        None => None,
+        Some((None, format)) => Some(AccessLog::stderr(*format)),
+        Some((Some(path), format)) => Some(AccessLog::file(*format, path).map_err(|e| {
+            ServeError(format!(
+                "cannot open the access log {}: {e}",
+                path.display()
+            ))
+        })?),
+    };
     let store = LocalStore::open(
         &config.root,
         LocalOptions {
@@ -167,9 +273,19 @@ pub fn run(args: ServeArgs) -> Result<(), ServeError> {
     )
     .map_err(|e| ServeError(e.to_string()))?;
     init_logging();
-    let service = Service::new(store, config.service_options())
+    let mut service = Service::new(store, config.service_options())
         .with_resumable(config.resumable)
-        .map_err(|e| ServeError(format!("resumable uploads: {e}")))?;
+        .map_err(|e| ServeError(format!("resumable uploads: {e}")))?
+        .with_metrics_route(config.metrics_listen.is_none());
+    if let Some(log) = access_log {
+        service = service.with_access_log(log);
+    }
+    if let Some((program, timeout)) = &config.hook {
+        let hooks = Hooks::start(program.clone(), *timeout)
+            .map_err(|e| ServeError(format!("cannot start the hook threads: {e}")))?;
+        service = service.with_hooks(hooks);
+    }
+    let service = Arc::new(service);
     let store = &service.store;
     raise_open_files_limit(config.weir_config().max_connections);
     if store.recovered_files() > 0 {
@@ -196,29 +312,62 @@ pub fn run(args: ServeArgs) -> Result<(), ServeError> {
     .map_err(|e| ServeError(format!("cannot start the runtime: {e}")))?;
     let server = runtime.block_on(async {
         let mut server = weir::Server::new(config.weir_config());
-        let scheme = if tls.is_some() { "https" } else { "http" };
-        let listening = match tls {
-            Some(tls) => server.listen_tls(config.listen, tls).await,
-            None => server.listen_tcp(config.listen).await,
+        // --listen is HTTPS when a certificate is given and no --listen-tls.
+        let (plain, secure): (&[String], &[String]) = match &tls {
+            Some(_) if config.listen_tls.is_empty() => (&[], &config.listen),
+            _ => (&config.listen, &config.listen_tls),
         };
-        let addr = listening
-            .map_err(|e| ServeError(format!("cannot listen on {}: {e}", config.listen)))?;
+        let mut bound = Vec::new();
+        for addr in plain {
+            let at = server.listen_tcp(addr.as_str()).await;
+            bound.push(("http", at.map_err(|e| cannot_listen(addr, &e))?));
+        }
+        for addr in secure {
+            // `from_args` made --listen-tls require a certificate (clap: `requires`).
+            let Some(tls) = tls.clone() else { break };
+            let at = server.listen_tls(addr.as_str(), tls).await;
+            bound.push(("https", at.map_err(|e| cannot_listen(addr, &e))?));
+        }
+        let auth = &service.options.auth;
+        let public = bound.iter().find(|(_, a)| !a.ip().is_loopback());
+        if let Some((_, addr)) = public.filter(|_| !auth.any() && !config.allow_anonymous_write) {
+            return Err(ServeError(format!(
+                "refusing to let anyone write and delete on {addr}, which is not a loopback \
+                 address: set WEIR_TOKEN or --token-file, or pass --allow-anonymous-write"
+            )));
+        }
         if let Some(path) = &config.unix {
             server
                 .listen_unix(path)
                 .map_err(|e| ServeError(format!("cannot listen on {}: {e}", path.display())))?;
         }
-        announce(scheme, addr, &config, store);
+        service.metrics().set_server(server.handle());
+        if let Some(addr) = &config.metrics_listen {
+            let metrics = weir::Server::bind(addr.as_str(), weir::Config::default())
+                .await
+                .map_err(|e| cannot_listen(addr, &e))?;
+            let handler = MetricsOnly(Arc::clone(&service));
+            tokio::spawn(async move {
+                if let Err(e) = metrics.serve(handler).await {
+                    tracing::error!(error = %e, "the metrics listener failed");
+                }
+            });
+        }
+        announce(&bound, &config, store);
+        notify::notify("READY=1");
         Ok::<_, ServeError>(server)
     })?;
     let served = match config.runtime {
-        Runtime::MultiThread => runtime.block_on(server.serve_until(service, shutdown_signal())),
+        Runtime::MultiThread => {
+            runtime.block_on(server.serve_until(Arc::clone(&service), shutdown_signal()))
+        }
         Runtime::PerCore => {
             let handle = server.handle();
             let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
             let (done, mut finished) = tokio::sync::oneshot::channel();
+            let handler = Arc::clone(&service);
             std::thread::spawn(move || {
-                let _ = done.send(server.serve_per_core(service, threads));
+                let _ = done.send(server.serve_per_core(handler, threads));
             });
             runtime.block_on(async {
                 let outcome = tokio::select! {
@@ -232,17 +381,24 @@ pub fn run(args: ServeArgs) -> Result<(), ServeError> {
             })
         }
     };
+    service.flush_log();
     served.map_err(|e| ServeError(format!("server failed: {e}")))
 }
 
+fn cannot_listen(addr: &str, e: &std::io::Error) -> ServeError {
+    ServeError(format!("cannot listen on {addr}: {e}"))
+}
+
 /// Says where the service listens, on stdout (one line per listener, flushed).
-fn announce(scheme: &str, addr: SocketAddr, config: &ServeConfig, store: &LocalStore) {
+fn announce(bound: &[(&str, SocketAddr)], config: &ServeConfig, store: &LocalStore) {
     let mut out = std::io::stdout().lock();
-    let _ = writeln!(
-        out,
-        "weir: serving {} on {scheme}://{addr}",
-        store.root().display()
-    );
+    for (scheme, addr) in bound {
+        let _ = writeln!(
+            out,
+            "weir: serving {} on {scheme}://{addr}",
+            store.root().display()
+        );
+    }
     if let Some(path) = &config.unix {
         let _ = writeln!(out, "weir: serving on unix:{}", path.display());
     }
@@ -316,4 +472,70 @@ async fn shutdown_signal() {
         let _ = tokio::signal::ctrl_c().await;
     }
     tracing::info!("shutting down");
+    notify::notify("STOPPING=1");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+    use std::time::Duration;
+
+    fn config(args: &[&str]) -> weir::Config {
+        let cli = Cli::try_parse_from(["weir", "serve"].iter().chain(args)).unwrap();
+        let Command::Serve(args) = cli.command else {
+            unreachable!()
+        };
+        ServeConfig::from_args(*args).unwrap().weir_config()
+    }
+
+    #[test]
+    fn connection_flags_reach_the_library() {
+        let c = config(&[
+            "--head-timeout",
+            "7s",
+            "--idle-timeout",
+            "2m",
+            "--min-body-rate",
+            "1KiB",
+            "--min-response-rate",
+            "0",
+            "--max-connections",
+            "12",
+            "--shutdown-grace",
+            "3s",
+        ]);
+        assert_eq!(c.head_timeout, Duration::from_secs(7));
+        assert_eq!(c.keep_alive_timeout, Duration::from_secs(120));
+        let body = c.min_body_rate.unwrap();
+        assert_eq!(body.bytes_per_second, 1024);
+        assert_eq!(
+            body.grace,
+            weir::Config::default().min_body_rate.unwrap().grace
+        );
+        assert_eq!(c.min_response_rate, None);
+        assert_eq!(c.max_connections, 12);
+        assert_eq!(c.shutdown_grace, Duration::from_secs(3));
+        // The defaults are the library's.
+        let (c, d) = (config(&[]), weir::Config::default());
+        assert_eq!(
+            (
+                c.head_timeout,
+                c.keep_alive_timeout,
+                c.max_connections,
+                c.shutdown_grace
+            ),
+            (
+                d.head_timeout,
+                d.keep_alive_timeout,
+                d.max_connections,
+                d.shutdown_grace
+            )
+        );
+        assert_eq!(
+            (c.min_body_rate, c.min_response_rate),
+            (d.min_body_rate, d.min_response_rate)
+        );
+    }
 }

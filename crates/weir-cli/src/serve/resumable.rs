@@ -501,6 +501,9 @@ async fn receive(
             r.empty().await
         }
         Ok(AppendEnd::Completed(committed)) => {
+            if let Some(state) = resumables.state(id).ok().flatten() {
+                svc.on_stored(state.target.as_str(), &committed);
+            }
             let status = if committed.replaced {
                 StatusCode::OK
             } else {

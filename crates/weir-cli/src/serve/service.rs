@@ -12,7 +12,8 @@
 //! | `OPTIONS`/`POST /tus/`, `HEAD`/`PATCH`/`DELETE /tus/{id}` | the same uploads over tus 1.0.0 (`tus.rs`) |
 //!
 //! Order of checks for every `/files/` request: method (405), one `Authorization` field at most
-//! (400), token (401), path (400), then the route's own (size 413, preconditions 412:
+//! (400), credential (401), path (400), the credential's scope and prefix (403: `auth.rs`),
+//! then the route's own (size 413, preconditions 412:
 //! `preconditions.rs`); all of them before any of the body is read, so a refused upload costs
 //! the client nothing but its
 //! head (weir sends no `100 Continue` for it).
@@ -25,17 +26,18 @@
 //! hands this worker's other tasks to another thread first. Listings are the exception: their
 //! time grows with the directory, so the scan runs on the blocking pool (see `listing.rs`).
 
-use super::auth::Auth;
+use super::auth::{Access, Auth, Verdict};
 use super::buffers::BufferPool;
 use super::hasher::HashPool;
 use super::listing::Scans;
+use super::observe::Observing;
 use super::reply;
 use super::resumable::{self, ResumableOptions};
 use super::target::Target;
 use super::{download, form, listing, preconditions, tus, upload};
 use http::{Method, StatusCode};
 use std::sync::Arc;
-use weir::{Exchange, Handler, http};
+use weir::{Exchange, http};
 use weir_store::{Committed, LocalStore, Resumables, StoreError, Upload};
 
 /// What the service is configured to do.
@@ -53,7 +55,7 @@ pub struct ServiceOptions {
     pub limited_storage: bool,
 }
 
-/// The upload/download service: a [`Handler`] over a [`LocalStore`].
+/// The upload/download service: a [`Handler`](weir::Handler) over a [`LocalStore`].
 pub struct Service {
     pub(super) store: LocalStore,
     pub(super) options: ServiceOptions,
@@ -64,6 +66,10 @@ pub struct Service {
     /// Resumable uploads; `None` until [`Service::with_resumable`] (answered 503).
     pub(super) resumables: Option<Arc<Resumables>>,
     pub(super) resumable_options: ResumableOptions,
+    /// Access log and metrics (`observe.rs`, which is also where requests enter).
+    pub(super) observing: Observing,
+    /// `--hook-command` (`hooks.rs`).
+    pub(super) hooks: Option<super::hooks::Hooks>,
 }
 
 impl Service {
@@ -79,6 +85,11 @@ impl Service {
             listings: Scans::new(cores),
             resumables: None,
             resumable_options: ResumableOptions::default(),
+            observing: Observing {
+                metrics_route: true,
+                ..Observing::default()
+            },
+            hooks: None,
         }
     }
 
@@ -99,8 +110,9 @@ impl Service {
     }
 }
 
-impl Handler for Service {
-    async fn handle(&self, ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
+impl Service {
+    /// Routes one request (entered from `observe.rs`, which logs and counts it).
+    pub(super) async fn route(&self, ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
         let path = ex.request().path();
         if path == "/healthz" {
             return match *ex.request().method() {
@@ -119,9 +131,10 @@ impl Handler for Service {
             return resumable::options(self, ex).await;
         }
         if path == "/tus" || path.starts_with(tus::PREFIX) {
-            // tus's token rule: that of writes, for every request but OPTIONS (discovery).
+            // tus's token rule: that of writes, for every request but OPTIONS (discovery); an
+            // upload by id has no path a prefix could cover (`auth.rs`).
             let authorized = match super::auth::authorization(ex.request()) {
-                Ok(a) => !self.options.auth.required(true) || self.options.auth.accepts(a),
+                Ok(a) => self.options.auth.check(a, Access::Write, None) == Verdict::Allowed,
                 Err(message) => {
                     return reply::error(ex, StatusCode::BAD_REQUEST, message, &[]).await;
                 }
@@ -137,9 +150,11 @@ impl Handler for Service {
                     return reply::error(ex, StatusCode::BAD_REQUEST, message, &[]).await;
                 }
             };
-            // An upload resource is written to, whatever the method: the write token.
-            if self.options.auth.required(true) && !self.options.auth.accepts(authorization) {
-                return unauthorized(ex).await;
+            // An upload resource is written to, whatever the method: the write scope.
+            match self.options.auth.check(authorization, Access::Write, None) {
+                Verdict::Allowed => {}
+                Verdict::Unauthorized => return unauthorized(ex).await,
+                Verdict::Forbidden => return forbidden(ex).await,
             }
             // ALLOCATION: the id, to release the borrow of the request.
             let id = id.to_owned();
@@ -155,16 +170,20 @@ impl Handler for Service {
             }
             return reply::error(ex, StatusCode::NOT_FOUND, "not found", &[]).await;
         };
-        let write = match *ex.request().method() {
-            Method::GET | Method::HEAD => false,
-            Method::PUT | Method::POST | Method::DELETE => true,
+        let access = match *ex.request().method() {
+            Method::GET | Method::HEAD => Access::Read,
+            Method::PUT | Method::POST => Access::Write,
+            Method::DELETE => Access::Delete,
             _ => return method_not_allowed(ex, "GET, HEAD, PUT, POST, DELETE").await,
         };
         let authorization = match super::auth::authorization(ex.request()) {
             Ok(a) => a,
             Err(message) => return reply::error(ex, StatusCode::BAD_REQUEST, message, &[]).await,
         };
-        if self.options.auth.required(write) && !self.options.auth.accepts(authorization) {
+        // 401 before the path is looked at; 403 (scope, prefix) once it is decoded.
+        let auth = &self.options.auth;
+        let credential = auth.identify(authorization);
+        if auth.required(access) && credential.is_none() {
             return unauthorized(ex).await;
         }
         // ALLOCATION: the decoded path (the store keeps it as a `StorePath` anyway).
@@ -172,6 +191,14 @@ impl Handler for Service {
             Ok(t) => t,
             Err(e) => return reply::error(ex, StatusCode::BAD_REQUEST, e.as_str(), &[]).await,
         };
+        let store_path = match &target {
+            Target::Root => "",
+            Target::File(p) | Target::Dir(p) => p.as_str(),
+        };
+        if auth.required(access) && !credential.is_some_and(|c| c.allows(access, Some(store_path)))
+        {
+            return forbidden(ex).await;
+        }
         let method = ex.request().method().clone();
         match (method, target) {
             (Method::GET | Method::HEAD, Target::File(p)) => download::serve(self, ex, &p).await,
@@ -195,7 +222,10 @@ impl Handler for Service {
                     self.store.delete(&p)
                 };
                 match deleted {
-                    Ok(()) => ex.respond(StatusCode::NO_CONTENT).empty().await,
+                    Ok(()) => {
+                        self.on_deleted(p.as_str());
+                        ex.respond(StatusCode::NO_CONTENT).empty().await
+                    }
                     Err(StoreError::PreconditionFailed) => preconditions::failed(ex).await,
                     Err(e) => reply::store_error(ex, &e).await,
                 }
@@ -206,12 +236,22 @@ impl Handler for Service {
     }
 }
 
-async fn unauthorized(ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
+pub(super) async fn unauthorized(ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
     reply::error(
         ex,
         StatusCode::UNAUTHORIZED,
         "missing or wrong bearer token",
         &[("www-authenticate", "Bearer realm=\"weir\"")],
+    )
+    .await
+}
+
+pub(super) async fn forbidden(ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
+    reply::error(
+        ex,
+        StatusCode::FORBIDDEN,
+        "this token may not do that here (scope or path prefix)",
+        &[],
     )
     .await
 }

@@ -472,6 +472,9 @@ async fn receive(
                 .await
         }
         Ok(AppendEnd::Completed(committed)) => {
+            if let Some(state) = resumables.state(id).ok().flatten() {
+                svc.on_stored(state.target.as_str(), &committed);
+            }
             r = r.header("upload-offset", committed.size.to_string());
             if let Some(sum) = committed.sha256 {
                 // ALLOCATION: one header value at completion.

@@ -116,6 +116,7 @@ pub(super) async fn put(
         Ok(c) => c,
         Err(e) => return reply::store_error(ex, &e).await,
     };
+    svc.on_stored(path.as_str(), &committed);
     let etag = preconditions::etag(&committed.stored);
     let stats = ex.body_stats();
     tracing::debug!(path = %path, size = committed.size, data_path = data_path.as_str(), "stored");

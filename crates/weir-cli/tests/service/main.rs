@@ -3,16 +3,20 @@
 
 mod support;
 
+mod access_log;
 mod auth;
 mod client;
 mod conditional;
+mod config;
 mod confinement;
 mod crash;
 mod enospc;
 mod forms;
 mod h2spec;
+mod hooks;
 mod large;
 mod listing;
+mod metrics;
 mod multipart;
 mod operator;
 mod paths;
@@ -22,6 +26,7 @@ mod put_resume;
 mod ranges;
 mod resumable;
 mod routes;
+mod scopes;
 mod slow;
 mod tls;
 mod trailers;

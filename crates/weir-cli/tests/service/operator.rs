@@ -158,3 +158,42 @@ fn unusable_certificates() {
         "nothing created before the certificate loads"
     );
 }
+
+/// systemd readiness: `READY=1` on `NOTIFY_SOCKET` once the listeners are bound (a request
+/// succeeds right after it), `STOPPING=1` on SIGTERM.
+#[test]
+fn readiness_and_stopping_are_notified() {
+    use std::os::unix::net::UnixDatagram;
+    let dir = tempfile::tempdir().unwrap();
+    let socket_path = dir.path().join("notify.sock");
+    let socket = UnixDatagram::bind(&socket_path).unwrap();
+    socket
+        .set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .unwrap();
+    let root = dir.path().join("root");
+    let (child, addr) = spawn(
+        &root,
+        dir.path(),
+        &[],
+        &[("NOTIFY_SOCKET", socket_path.to_str().unwrap())],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let mut s = Server {
+        child,
+        addr,
+        dir,
+        root,
+    };
+    let mut buf = [0; 64];
+    let n = socket.recv(&mut buf).unwrap();
+    assert_eq!(&buf[..n], b"READY=1");
+    assert_eq!(s.request("GET /healthz HTTP/1.1", b"").status, 200);
+    let killed = Command::new("kill")
+        .args(["-TERM", &s.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let n = socket.recv(&mut buf).unwrap();
+    assert_eq!(&buf[..n], b"STOPPING=1");
+    assert!(s.child.wait().unwrap().success(), "a clean exit on SIGTERM");
+}

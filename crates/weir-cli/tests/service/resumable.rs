@@ -54,7 +54,7 @@ fn last(mut all: Vec<Resp>) -> Resp {
 }
 
 /// Creates an upload of `path` with `body` as its first part (`Upload-Complete: ?0`): its URL.
-fn create_partial(s: &Server, path: &str, body: &[u8], extra: &str) -> String {
+pub(crate) fn create_partial(s: &Server, path: &str, body: &[u8], extra: &str) -> String {
     let r = last(exchange(
         s.addr,
         &format!("PUT /files/{path} HTTP/1.1\r\nupload-complete: ?0{extra}"),

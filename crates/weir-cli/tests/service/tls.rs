@@ -8,12 +8,12 @@ use std::path::{Path, PathBuf};
 
 /// A test CA, a server certificate it issued (for `localhost` and `127.0.0.1`), and an
 /// unrelated CA, as PEM files.
-struct Pki {
+pub(crate) struct Pki {
     _dir: tempfile::TempDir,
-    ca: PathBuf,
+    pub ca: PathBuf,
     other_ca: PathBuf,
-    cert: PathBuf,
-    key: PathBuf,
+    pub cert: PathBuf,
+    pub key: PathBuf,
 }
 
 fn ca(name: &str) -> (String, rcgen::Issuer<'static, rcgen::KeyPair>) {
@@ -31,7 +31,7 @@ fn ca(name: &str) -> (String, rcgen::Issuer<'static, rcgen::KeyPair>) {
     (cert.pem(), rcgen::Issuer::new(params, key))
 }
 
-fn pki() -> Pki {
+pub(crate) fn pki() -> Pki {
     pki_for(&["localhost", "127.0.0.1"])
 }
 

@@ -170,3 +170,22 @@ fn ids_are_32_hex_digits() {
         assert_eq!(UploadId::parse(bad), None, "{bad}");
     }
 }
+
+#[test]
+fn incomplete_uploads_are_counted() {
+    let (_dir, store) = store();
+    let r = Resumables::open(&store, DAY).unwrap();
+    assert_eq!(r.incomplete().unwrap(), 0);
+    let (a, _) = r.create(&p("a"), None, None, true).unwrap();
+    let (b, _) = r.create(&p("b"), None, None, true).unwrap();
+    assert_eq!(r.incomplete().unwrap(), 2);
+    let (appending, mut up) = r.append(a, 0, None).unwrap();
+    up.write(b"done").unwrap();
+    assert!(matches!(
+        appending.finish(up, true).unwrap(),
+        AppendEnd::Completed(_)
+    ));
+    assert_eq!(r.incomplete().unwrap(), 1, "a completed upload is not open");
+    r.cancel(b).unwrap();
+    assert_eq!(r.incomplete().unwrap(), 0);
+}

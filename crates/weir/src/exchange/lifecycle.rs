@@ -68,12 +68,19 @@ pub(crate) enum FileSend {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct ResponseLifecycle {
     state: State,
+    /// The status of the final head started (kept after the head is sent, for access logs).
+    status: Option<StatusCode>,
+    /// Body bytes accepted for the wire (writes and files; not those dropped for a response
+    /// without a body).
+    body_bytes: u64,
 }
 
 impl Default for ResponseLifecycle {
     fn default() -> Self {
         Self {
             state: State::NotStarted,
+            status: None,
+            body_bytes: 0,
         }
     }
 }
@@ -81,7 +88,17 @@ impl Default for ResponseLifecycle {
 impl ResponseLifecycle {
     /// For the next exchange on a connection.
     pub(crate) fn reset(&mut self) {
-        self.state = State::NotStarted;
+        *self = Self::default();
+    }
+
+    /// The status of the final response head, once one is started.
+    pub(crate) fn status(&self) -> Option<StatusCode> {
+        self.status
+    }
+
+    /// Body bytes accepted for the wire so far (see the field).
+    pub(crate) fn body_bytes(&self) -> u64 {
+        self.body_bytes
     }
 
     /// Whether a final response head has been sent (or failed to be).
@@ -102,6 +119,7 @@ impl ResponseLifecycle {
             return Err(Misuse::InformationalStatus);
         }
         self.state = State::Head;
+        self.status = Some(status);
         Ok(())
     }
 
@@ -110,6 +128,7 @@ impl ResponseLifecycle {
         let building = self.state == State::Head;
         if building {
             self.state = State::NotStarted;
+            self.status = None;
         }
         building
     }
@@ -151,11 +170,15 @@ impl ResponseLifecycle {
                     no_body,
                     remaining: Some(left - len),
                 };
+                self.body_bytes += len;
                 Ok(Write::Send { last: left == len })
             }
             State::Body {
                 remaining: None, ..
-            } => Ok(Write::Send { last: false }),
+            } => {
+                self.body_bytes += len;
+                Ok(Write::Send { last: false })
+            }
             State::Complete if len == 0 => Ok(Write::Drop),
             _ => Err(Misuse::NoBodyOpen),
         }
@@ -190,7 +213,10 @@ impl ResponseLifecycle {
                 self.state = State::Complete;
                 Ok(FileSend::Skip)
             }
-            State::Body { .. } => Ok(FileSend::Send),
+            State::Body { .. } => {
+                self.body_bytes += len;
+                Ok(FileSend::Send)
+            }
             State::Complete if len == 0 => Ok(FileSend::Skip),
             _ => Err(Misuse::NoBodyOpen),
         }
@@ -275,5 +301,30 @@ mod tests {
         assert!(!l.fail());
         assert!(!l.left_open());
         assert_eq!(l.before_finish(), Err(Misuse::NoBodyOpen));
+    }
+
+    #[test]
+    fn status_and_body_bytes_are_kept_for_the_access_log() {
+        let mut l = ResponseLifecycle::default();
+        assert_eq!(l.status(), None);
+        l.start_head(StatusCode::NOT_FOUND).unwrap();
+        assert!(l.abort_head());
+        assert_eq!(l.status(), None, "a head taken back has no status");
+        l.start_head(StatusCode::OK).unwrap();
+        l.head_sent(false, Some(10));
+        assert_eq!(l.before_write(4), Ok(Write::Send { last: false }));
+        assert_eq!(l.before_write(7), Err(Misuse::BodyTooLong));
+        assert_eq!(l.before_write(6), Ok(Write::Send { last: true }));
+        assert_eq!((l.status(), l.body_bytes()), (Some(StatusCode::OK), 10));
+        let mut l = sent(false, None);
+        assert_eq!(l.before_file(5), Ok(FileSend::Send));
+        assert_eq!(l.before_write(3), Ok(Write::Send { last: false }));
+        assert_eq!(l.body_bytes(), 8);
+        let mut l = sent(true, Some(100));
+        assert_eq!(l.before_write(100), Ok(Write::Drop));
+        assert_eq!(l.before_file(100), Ok(FileSend::Skip));
+        assert_eq!(l.body_bytes(), 0, "nothing went on the wire");
+        l.reset();
+        assert_eq!((l.status(), l.body_bytes()), (None, 0));
     }
 }

@@ -265,6 +265,19 @@ impl<'c> Exchange<'c> {
         on_backend!(&self.response()).is_started()
     }
 
+    /// The status of the final response started by the handler (for access logs and metrics);
+    /// `None` before one. An answer the server writes after the handler returned an error is
+    /// not the handler's: its status is [`Error::status_code`].
+    pub fn response_status(&self) -> Option<StatusCode> {
+        on_backend!(&self.response()).status()
+    }
+
+    /// Response body bytes handed to the connection so far (written and sent from files; not
+    /// the head, nor bytes of a response that has no body, such as an answer to `HEAD`).
+    pub fn response_body_bytes(&self) -> u64 {
+        on_backend!(&self.response()).body_bytes()
+    }
+
     // ---- response plumbing for `Response` and `BodyWriter` ----
 
     /// Starts a response head; returns a mark for `abort_head` (HTTP/1.1: where it starts).

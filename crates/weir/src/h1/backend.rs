@@ -18,7 +18,7 @@ impl Backend for Conn {
     }
 
     fn peer_addr(&self) -> PeerAddr {
-        self.io.stream.peer_addr()
+        *self.peer.get_or_init(|| self.io.stream.peer_addr())
     }
 
     fn body_policy(&self) -> &BodyPolicy {

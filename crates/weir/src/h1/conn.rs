@@ -48,6 +48,9 @@ pub(crate) struct Conn {
     pub(crate) shared: Arc<Shared>,
     pub(super) date: DateCache,
     pub(crate) pipe: Option<zero_copy::Pipe>,
+    /// The client's address, asked of the socket (`getpeername`) on the first call only: an
+    /// access log asks for it on every request.
+    pub(crate) peer: std::cell::OnceCell<crate::transport::PeerAddr>,
 }
 
 /// Why reading a head ended without a request.
@@ -120,6 +123,7 @@ impl Conn {
         let config = &shared.config;
         let head = RequestHead::new();
         Self {
+            peer: std::cell::OnceCell::new(),
             io: Io::new(stream, config.read_buffer_size),
             parser: HeadParser::new(),
             body: BodyState::new(config),

@@ -1,0 +1,356 @@
+//! Prometheus metrics, served as text (exposition format 0.0.4) at `GET /metrics`.
+//!
+//! Every counter is a relaxed atomic bumped once per request when it ends (no lock, no
+//! allocation on the request's path); a scrape reads them all and formats the text into one
+//! `String` (ALLOCATION: per scrape, not per request). No metrics crate: the set is fixed and
+//! small, the format a few lines of text, and the `prometheus` and `metrics` crates would each
+//! bring a registry (a lock or a map lookup per update, label strings hashed at run time) for
+//! what is here an array index.
+//!
+//! Server-wide figures (connections, peak read-ahead) come from the library's
+//! [`weir::Stats`], storage from the store, each read at scrape time.
+
+use super::hooks::HookOutcomes;
+use super::stored::Stored;
+use std::fmt::Write as _;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::Duration;
+use weir::http::Method;
+use weir_store::{LocalStore, Resumables};
+
+/// Method labels; anything else counts as `other`.
+const METHODS: [&str; 8] = [
+    "GET", "HEAD", "PUT", "POST", "DELETE", "PATCH", "OPTIONS", "other",
+];
+/// Status-class labels; `none`: the client went away before any answer.
+const CLASSES: [&str; 6] = ["1xx", "2xx", "3xx", "4xx", "5xx", "none"];
+
+/// Upper bounds of the upload duration buckets, in microseconds.
+const DURATION_BOUNDS: [u64; 7] = [
+    10_000,
+    100_000,
+    1_000_000,
+    10_000_000,
+    60_000_000,
+    600_000_000,
+    3_600_000_000,
+];
+/// Upper bounds of the upload size buckets, in bytes.
+const SIZE_BOUNDS: [u64; 7] = [
+    1 << 10,
+    1 << 16,
+    1 << 20,
+    1 << 24,
+    1 << 28,
+    1 << 32,
+    1 << 36,
+];
+
+/// The service's counters.
+#[derive(Default)]
+pub struct Metrics {
+    requests: [[AtomicU64; CLASSES.len()]; METHODS.len()],
+    body_bytes_received: AtomicU64,
+    body_bytes_sent: AtomicU64,
+    requests_in_flight: AtomicU64,
+    uploads_in_flight: AtomicU64,
+    upload_duration: Histogram<{ DURATION_BOUNDS.len() }>,
+    upload_size: Histogram<{ SIZE_BOUNDS.len() }>,
+    /// The running server, for its connection counters; set once it exists.
+    server: OnceLock<weir::ServerHandle>,
+}
+
+/// A request in flight: counted from [`Metrics::start`] until this is dropped (also when the
+/// request's task is cancelled).
+pub(super) struct InFlight<'a> {
+    metrics: &'a Metrics,
+    method: usize,
+    upload: bool,
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.metrics.requests_in_flight.fetch_sub(1, Relaxed);
+        if self.upload {
+            self.metrics.uploads_in_flight.fetch_sub(1, Relaxed);
+        }
+    }
+}
+
+/// How a request ended.
+pub(super) struct Outcome {
+    pub status: Option<u16>,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    pub duration: Duration,
+    pub stored: Stored,
+}
+
+impl Metrics {
+    /// Gives the metrics the running server's counters.
+    pub fn set_server(&self, server: weir::ServerHandle) {
+        let _ = self.server.set(server);
+    }
+
+    /// Counts a request as in flight; an upload if its method sends a body to store.
+    pub(super) fn start(&self, method: &Method) -> InFlight<'_> {
+        let index = METHODS
+            .iter()
+            .position(|m| *m == method.as_str())
+            .unwrap_or(METHODS.len() - 1);
+        let upload = matches!(*method, Method::PUT | Method::POST | Method::PATCH);
+        self.requests_in_flight.fetch_add(1, Relaxed);
+        if upload {
+            self.uploads_in_flight.fetch_add(1, Relaxed);
+        }
+        InFlight {
+            metrics: self,
+            method: index,
+            upload,
+        }
+    }
+
+    /// Counts a finished request (then drop its `InFlight`).
+    pub(super) fn finish(&self, request: &InFlight<'_>, outcome: &Outcome) {
+        let class = match outcome.status {
+            Some(status @ 100..=599) => usize::from(status / 100 - 1),
+            _ => CLASSES.len() - 1,
+        };
+        self.requests[request.method][class].fetch_add(1, Relaxed);
+        self.body_bytes_received
+            .fetch_add(outcome.bytes_in, Relaxed);
+        self.body_bytes_sent.fetch_add(outcome.bytes_out, Relaxed);
+        if outcome.stored.files > 0 {
+            let micros = u64::try_from(outcome.duration.as_micros()).unwrap_or(u64::MAX);
+            self.upload_duration.observe(&DURATION_BOUNDS, micros);
+            self.upload_size.observe(&SIZE_BOUNDS, outcome.stored.bytes);
+        }
+    }
+
+    /// The exposition text. `buffers_lent`: upload buffers out of the pool now; `resumables`:
+    /// listed for the count of uploads open.
+    pub(super) fn render(
+        &self,
+        store: &LocalStore,
+        resumables: Option<&Resumables>,
+        hooks: Option<&HookOutcomes>,
+        buffers_lent: usize,
+    ) -> String {
+        let mut out = String::with_capacity(8 * 1024);
+        header(
+            &mut out,
+            "weir_http_requests_total",
+            "counter",
+            "Requests answered, by method and status class (none: the client left first).",
+        );
+        for (method, row) in METHODS.iter().zip(&self.requests) {
+            for (class, count) in CLASSES.iter().zip(row) {
+                let _ = writeln!(
+                    out,
+                    "weir_http_requests_total{{method=\"{method}\",status=\"{class}\"}} {}",
+                    count.load(Relaxed)
+                );
+            }
+        }
+        let simple = [
+            (
+                "weir_http_request_body_bytes_total",
+                "counter",
+                "Request body bytes received.",
+                self.body_bytes_received.load(Relaxed),
+            ),
+            (
+                "weir_http_response_body_bytes_total",
+                "counter",
+                "Response body bytes sent (heads not counted).",
+                self.body_bytes_sent.load(Relaxed),
+            ),
+            (
+                "weir_http_requests_in_flight",
+                "gauge",
+                "Requests being handled now.",
+                self.requests_in_flight.load(Relaxed),
+            ),
+            (
+                "weir_uploads_in_flight",
+                "gauge",
+                "PUT, POST and PATCH requests being handled now.",
+                self.uploads_in_flight.load(Relaxed),
+            ),
+            (
+                "weir_upload_buffers_lent",
+                "gauge",
+                "Upload buffers out of the pool now.",
+                buffers_lent as u64,
+            ),
+            (
+                "weir_storage_used_bytes",
+                "gauge",
+                "Bytes the store uses: files, uploads in progress, 4 KiB per entry.",
+                store.usage(),
+            ),
+        ];
+        for (name, kind, help, value) in simple {
+            header(&mut out, name, kind, help);
+            let _ = writeln!(out, "{name} {value}");
+        }
+        if let Some(open) = resumables.and_then(|r| r.incomplete().ok()) {
+            header(
+                &mut out,
+                "weir_resumable_uploads_open",
+                "gauge",
+                "Resumable uploads created and not complete (nor expired, nor cancelled).",
+            );
+            let _ = writeln!(out, "weir_resumable_uploads_open {open}");
+        }
+        if let Some(hooks) = hooks {
+            header(
+                &mut out,
+                "weir_hooks_total",
+                "counter",
+                "Hook runs by outcome (dropped: the queue was full).",
+            );
+            let outcomes = [
+                ("ok", &hooks.ok),
+                ("failed", &hooks.failed),
+                ("timeout", &hooks.timed_out),
+                ("dropped", &hooks.dropped),
+            ];
+            for (outcome, count) in outcomes {
+                let _ = writeln!(
+                    out,
+                    "weir_hooks_total{{outcome=\"{outcome}\"}} {}",
+                    count.load(Relaxed)
+                );
+            }
+        }
+        if let Some(quota) = store.max_storage() {
+            header(
+                &mut out,
+                "weir_storage_quota_bytes",
+                "gauge",
+                "The storage quota (--max-storage).",
+            );
+            let _ = writeln!(out, "weir_storage_quota_bytes {quota}");
+        }
+        if let Some(server) = self.server.get() {
+            let stats = server.stats();
+            let server_figures = [
+                (
+                    "weir_connections_accepted_total",
+                    "counter",
+                    "Connections accepted.",
+                    stats.accepted_connections(),
+                ),
+                (
+                    "weir_connections_open",
+                    "gauge",
+                    "Connections open now.",
+                    stats.active_connections() as u64,
+                ),
+                (
+                    "weir_body_buffered_peak_bytes",
+                    "gauge",
+                    "The most request body bytes any connection held read ahead of its handler.",
+                    stats.peak_body_buffered() as u64,
+                ),
+            ];
+            for (name, kind, help, value) in server_figures {
+                header(&mut out, name, kind, help);
+                let _ = writeln!(out, "{name} {value}");
+            }
+        }
+        self.upload_duration.render(
+            &mut out,
+            "weir_upload_duration_seconds",
+            "Time from an upload request's start to its commit.",
+            &DURATION_BOUNDS,
+            1e6,
+        );
+        self.upload_size.render(
+            &mut out,
+            "weir_upload_size_bytes",
+            "Bytes stored per upload request.",
+            &SIZE_BOUNDS,
+            1.0,
+        );
+        out
+    }
+}
+
+fn header(out: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+}
+
+/// A histogram over fixed bounds (in integer units: bytes, microseconds).
+#[derive(Debug)]
+struct Histogram<const N: usize> {
+    /// Observations per bucket, not cumulative; the last one is `+Inf`'s own.
+    buckets: [AtomicU64; N],
+    above: AtomicU64,
+    sum: AtomicU64,
+}
+
+impl<const N: usize> Default for Histogram<N> {
+    fn default() -> Self {
+        Self {
+            buckets: std::array::from_fn(|_| AtomicU64::new(0)),
+            above: AtomicU64::new(0),
+            sum: AtomicU64::new(0),
+        }
+    }
+}
+
+impl<const N: usize> Histogram<N> {
+    fn observe(&self, bounds: &[u64; N], value: u64) {
+        match bounds.iter().position(|&b| value <= b) {
+            Some(i) => self.buckets[i].fetch_add(1, Relaxed),
+            None => self.above.fetch_add(1, Relaxed),
+        };
+        self.sum.fetch_add(value, Relaxed);
+    }
+
+    /// `scale`: units per exposed unit (1e6 for microseconds as seconds).
+    fn render(&self, out: &mut String, name: &str, help: &str, bounds: &[u64; N], scale: f64) {
+        header(out, name, "histogram", help);
+        let mut cumulative = 0;
+        for (bound, count) in bounds.iter().zip(&self.buckets) {
+            cumulative += count.load(Relaxed);
+            let le = *bound as f64 / scale;
+            let _ = writeln!(out, "{name}_bucket{{le=\"{le}\"}} {cumulative}");
+        }
+        cumulative += self.above.load(Relaxed);
+        let sum = self.sum.load(Relaxed) as f64 / scale;
+        let _ = writeln!(out, "{name}_bucket{{le=\"+Inf\"}} {cumulative}");
+        let _ = writeln!(out, "{name}_sum {sum}\n{name}_count {cumulative}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histogram_buckets_are_cumulative() {
+        let h = Histogram::<3>::default();
+        let bounds = [10, 100, 1000];
+        for v in [1, 10, 11, 5000] {
+            h.observe(&bounds, v);
+        }
+        let mut out = String::new();
+        h.render(&mut out, "x", "help", &bounds, 10.0);
+        let lines: Vec<&str> = out.lines().skip(2).collect();
+        assert_eq!(
+            lines,
+            [
+                "x_bucket{le=\"1\"} 2",
+                "x_bucket{le=\"10\"} 3",
+                "x_bucket{le=\"100\"} 3",
+                "x_bucket{le=\"+Inf\"} 4",
+                "x_sum 502.2",
+                "x_count 4",
+            ]
+        );
+    }
+}

@@ -1,0 +1,180 @@
+//! The [`Service`]'s [`Handler`]: around every request's routing (`service.rs`), what an
+//! operator sees of it: the access log line and the metrics, and the `/metrics` route itself.
+//!
+//! The status logged is the handler's answer; when the handler returned an error before
+//! answering, it is the status the server answers that error with ([`weir::Error::status_code`]),
+//! and none when the client went away (nothing is answered then).
+
+use super::access_log::{AccessLog, Entry};
+use super::auth::Access;
+use super::metrics::{Metrics, Outcome};
+use super::service::Service;
+use super::{reply, stored};
+use http::{Method, StatusCode};
+use std::time::{Instant, SystemTime};
+use weir::{Exchange, Handler, http};
+
+/// What the service reports about itself.
+#[derive(Default)]
+pub(super) struct Observing {
+    pub log: Option<AccessLog>,
+    pub metrics: std::sync::Arc<Metrics>,
+    /// `/metrics` is answered on the service's own listeners (no `--metrics-listen`).
+    pub metrics_route: bool,
+}
+
+impl Handler for Service {
+    async fn handle(&self, ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
+        // The wall clock only for the log; the monotonic one for durations.
+        let time = self.observing.log.as_ref().map(|_| SystemTime::now());
+        let start = Instant::now();
+        let in_flight = self.observing.metrics.start(ex.request().method());
+        let (result, stored) = if self.observing.metrics_route && ex.request().path() == "/metrics"
+        {
+            (metrics(self, ex, true).await, stored::Stored::default())
+        } else {
+            stored::scope(self.route(ex)).await
+        };
+        let status = match (&result, ex.response_status()) {
+            (_, Some(status)) => Some(status.as_u16()),
+            (Err(e), None) if !e.is_disconnect() => Some(e.status_code().as_u16()),
+            _ => None,
+        };
+        let outcome = Outcome {
+            status,
+            bytes_in: ex.body_stats().received,
+            bytes_out: ex.response_body_bytes(),
+            duration: start.elapsed(),
+            stored,
+        };
+        self.observing.metrics.finish(&in_flight, &outcome);
+        if let (Some(log), Some(time)) = (&self.observing.log, time) {
+            let request = ex.request();
+            log.write(&Entry {
+                time,
+                client: ex.peer_addr(),
+                method: request.method().as_str(),
+                path: request.target(),
+                status: outcome.status,
+                bytes_in: outcome.bytes_in,
+                bytes_out: outcome.bytes_out,
+                duration: outcome.duration,
+                stored: outcome.stored,
+            });
+        }
+        result
+    }
+}
+
+impl Service {
+    /// Writes an access log line per request.
+    pub fn with_access_log(mut self, log: AccessLog) -> Self {
+        self.observing.log = Some(log);
+        self
+    }
+
+    /// Answers `/metrics` on this service's listeners (the default), or not (when they are
+    /// served on a listener of their own: [`MetricsOnly`]).
+    pub fn with_metrics_route(mut self, on: bool) -> Self {
+        self.observing.metrics_route = on;
+        self
+    }
+
+    /// Runs `hooks` after every commit and delete.
+    pub fn with_hooks(mut self, hooks: super::hooks::Hooks) -> Self {
+        self.hooks = Some(hooks);
+        self
+    }
+
+    /// A file was committed at `path`: noted for the log and metrics, and the hook queued.
+    pub(super) fn on_stored(&self, path: &str, committed: &weir_store::Committed) {
+        stored::note(committed);
+        if let Some(hooks) = &self.hooks {
+            // ALLOCATION: the event's path, once per committed file.
+            hooks.send(super::hooks::Event {
+                kind: "stored",
+                path: path.to_owned(),
+                size: committed.size,
+                sha256: committed.sha256,
+            });
+        }
+    }
+
+    /// A file was deleted at `path`: the hook queued.
+    pub(super) fn on_deleted(&self, path: &str) {
+        if let Some(hooks) = &self.hooks {
+            hooks.send(super::hooks::Event {
+                kind: "deleted",
+                path: path.to_owned(),
+                size: 0,
+                sha256: None,
+            });
+        }
+    }
+
+    /// Writes out the access log's pending lines (at shutdown).
+    pub fn flush_log(&self) {
+        if let Some(log) = &self.observing.log {
+            log.flush();
+        }
+    }
+
+    /// The service's counters (to give them the running server's: [`Metrics::set_server`]).
+    pub fn metrics(&self) -> &std::sync::Arc<Metrics> {
+        &self.observing.metrics
+    }
+}
+
+/// `GET /metrics`; with `token`, behind the credentials when any is configured (one with the
+/// read scope and no path prefix: metrics change nothing, but tell how the whole service is
+/// used).
+async fn metrics(svc: &Service, ex: &mut Exchange<'_>, token: bool) -> Result<(), weir::Error> {
+    if !matches!(*ex.request().method(), Method::GET | Method::HEAD) {
+        return reply::error(
+            ex,
+            StatusCode::METHOD_NOT_ALLOWED,
+            "method not allowed here",
+            &[("allow", "GET, HEAD")],
+        )
+        .await;
+    }
+    if token {
+        let authorization = match super::auth::authorization(ex.request()) {
+            Ok(a) => a,
+            Err(message) => return reply::error(ex, StatusCode::BAD_REQUEST, message, &[]).await,
+        };
+        let auth = &svc.options.auth;
+        if auth.any() {
+            match auth.identify(authorization) {
+                None => return super::service::unauthorized(ex).await,
+                Some(c) if !c.allows(Access::Read, None) => {
+                    return super::service::forbidden(ex).await;
+                }
+                Some(_) => {}
+            }
+        }
+    }
+    let resumables = svc.resumables.as_deref();
+    let hooks = svc.hooks.as_ref().map(|h| &*h.outcomes);
+    let text = svc
+        .observing
+        .metrics
+        .render(&svc.store, resumables, hooks, svc.buffers_lent());
+    ex.respond(StatusCode::OK)
+        .header("content-type", "text/plain; version=0.0.4; charset=utf-8")
+        .body(text.as_bytes())
+        .await
+}
+
+/// The handler of `--metrics-listen`: `/metrics` only, without a token (the operator chose
+/// where that listener is reachable).
+pub struct MetricsOnly(pub std::sync::Arc<Service>);
+
+impl Handler for MetricsOnly {
+    async fn handle(&self, ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
+        if ex.request().path() != "/metrics" {
+            return reply::error(ex, StatusCode::NOT_FOUND, "not found", &[]).await;
+        }
+        metrics(&self.0, ex, false).await
+    }
+}

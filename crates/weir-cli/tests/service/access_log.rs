@@ -1,0 +1,182 @@
+//! The access log: one line per request, parsed back field by field (text and JSON, HTTP/1.1
+//! and HTTP/2).
+
+use crate::support::*;
+use std::collections::HashMap;
+use std::path::Path;
+
+/// The access log lines in `file` (other stderr lines, from `tracing`, left out), once there are
+/// `n` of them: a line is written after the handler returns, which may be after the client has
+/// its answer.
+fn lines(file: &Path, prefix: &str, n: usize) -> Vec<String> {
+    let read = || -> Vec<String> {
+        std::fs::read_to_string(file)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.starts_with(prefix))
+            .map(str::to_owned)
+            .collect()
+    };
+    wait_for("access log lines", || read().len() >= n);
+    let all = read();
+    assert_eq!(all.len(), n, "{all:#?}");
+    all
+}
+
+/// `key=value key=value` → map.
+fn fields(line: &str) -> HashMap<String, String> {
+    line.split(' ')
+        .map(|kv| {
+            let (k, v) = kv
+                .split_once('=')
+                .unwrap_or_else(|| panic!("{kv:?} in {line}"));
+            (k.to_owned(), v.to_owned())
+        })
+        .collect()
+}
+
+fn check_time(time: &str) {
+    // 2026-11-30T19:48:30.123Z
+    let b = time.as_bytes();
+    assert_eq!(b.len(), 24, "{time}");
+    assert!(
+        b[4] == b'-' && b[10] == b'T' && b[19] == b'.' && b[23] == b'Z',
+        "{time}"
+    );
+}
+
+#[test]
+fn text_lines_one_per_request() {
+    let s = Server::start(&["--max-upload", "5000"]);
+    let body = data(3000, 7);
+    assert_eq!(s.request("PUT /files/d/a.bin HTTP/1.1", &body).status, 201);
+    assert_eq!(s.request("GET /files/d/a.bin HTTP/1.1", b"").status, 200);
+    assert_eq!(s.request("HEAD /files/d/a.bin HTTP/1.1", b"").status, 200);
+    assert_eq!(s.request("GET /nowhere?q=a\"b HTTP/1.1", b"").status, 404);
+    let big = "PUT /files/big HTTP/1.1\r\ncontent-length: 9000";
+    assert_eq!(s.request(big, b"").status, 413);
+    let log = s.dir.path().join("server-stderr.log");
+    let lines = lines(&log, "time=", 5);
+    let f: Vec<_> = lines.iter().map(|l| fields(l)).collect();
+    for (f, line) in f.iter().zip(&lines) {
+        check_time(&f["time"]);
+        assert!(f["client"].starts_with("127.0.0.1:"), "{line}");
+        f["duration"].parse::<f64>().unwrap();
+    }
+    let sha = sha256(&body);
+    let expect = [
+        (
+            "PUT",
+            "/files/d/a.bin",
+            "201",
+            "3000",
+            None,
+            Some(("3000", sha.as_str())),
+        ),
+        ("GET", "/files/d/a.bin", "200", "0", Some("3000"), None),
+        ("HEAD", "/files/d/a.bin", "200", "0", Some("0"), None),
+        ("GET", "/nowhere?q=a\\x22b", "404", "0", None, None),
+        ("PUT", "/files/big", "413", "0", None, None),
+    ];
+    for (f, (method, path, status, bytes_in, bytes_out, stored)) in f.iter().zip(expect) {
+        assert_eq!(f["method"], method, "{f:?}");
+        assert_eq!(f["path"], path, "{f:?}");
+        assert_eq!(f["status"], status, "{f:?}");
+        assert_eq!(f["bytes_in"], bytes_in, "{f:?}");
+        if let Some(out) = bytes_out {
+            assert_eq!(f["bytes_out"], out, "{f:?}");
+        }
+        match stored {
+            Some((size, sum)) => {
+                assert_eq!(f["stored"], size, "{f:?}");
+                assert_eq!(f["sha256"], sum, "{f:?}");
+            }
+            None => assert!(
+                !f.contains_key("stored") && !f.contains_key("sha256"),
+                "{f:?}"
+            ),
+        }
+    }
+}
+
+#[test]
+fn json_lines_to_a_file_over_both_protocols() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("access.log");
+    let s = Server::start(&[
+        "--access-log",
+        log.to_str().unwrap(),
+        "--log-format",
+        "json",
+    ]);
+    let file = dir.path().join("up.bin");
+    let body = data(100_000, 3);
+    std::fs::write(&file, &body).unwrap();
+    let (status, _) = curl_status(&[
+        "--http2-prior-knowledge",
+        "-T",
+        file.to_str().unwrap(),
+        &s.url("/files/up.bin"),
+    ]);
+    assert_eq!(status, 201);
+    let (status, got) = curl_status(&["--http2-prior-knowledge", &s.url("/files/up.bin")]);
+    assert_eq!((status, got.len()), (200, body.len()));
+    let (status, _) = curl_status(&["-X", "DELETE", &s.url("/files/up.bin")]);
+    assert_eq!(status, 204);
+    let lines = lines(&log, "{", 3);
+    let v: Vec<serde_json::Value> = lines
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    for v in &v {
+        check_time(v["time"].as_str().unwrap());
+        assert!(v["client"].as_str().unwrap().starts_with("127.0.0.1:"));
+        assert!(v["duration"].as_f64().unwrap() >= 0.0);
+    }
+    assert_eq!(
+        (&v[0]["method"], &v[0]["path"], &v[0]["status"]),
+        (&"PUT".into(), &"/files/up.bin".into(), &201.into())
+    );
+    assert_eq!(v[0]["bytes_in"], 100_000);
+    assert_eq!(v[0]["stored"], 100_000);
+    assert_eq!(v[0]["sha256"], sha256(&body).as_str());
+    assert_eq!(
+        (&v[1]["method"], &v[1]["status"]),
+        (&"GET".into(), &200.into())
+    );
+    assert_eq!(v[1]["bytes_out"], 100_000);
+    assert!(v[1].get("stored").is_none());
+    assert_eq!(
+        (&v[2]["method"], &v[2]["status"]),
+        (&"DELETE".into(), &204.into())
+    );
+    let stderr = std::fs::read_to_string(s.dir.path().join("server-stderr.log")).unwrap();
+    assert!(
+        !stderr.contains("\"method\""),
+        "the log went to the file only: {stderr}"
+    );
+}
+
+/// Stops `s` with SIGTERM (which writes out the pending log lines) and returns its stderr.
+fn stop(mut s: Server) -> String {
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &s.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    assert!(s.child.wait().unwrap().success());
+    std::fs::read_to_string(s.dir.path().join("server-stderr.log")).unwrap()
+}
+
+#[test]
+fn no_access_log_and_lines_flushed_at_shutdown() {
+    for (args, lines) in [(&["--no-access-log"][..], 0), (&[][..], 2)] {
+        let s = Server::start(args);
+        assert_eq!(s.request("GET /healthz HTTP/1.1", b"").status, 200);
+        assert_eq!(s.request("GET /files/x HTTP/1.1", b"").status, 404);
+        let text = stop(s);
+        assert!(text.contains("shutting down"), "{text}");
+        let logged = text.lines().filter(|l| l.starts_with("time=")).count();
+        assert_eq!(logged, lines, "{args:?}: {text}");
+    }
+}

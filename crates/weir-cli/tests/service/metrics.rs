@@ -1,0 +1,202 @@
+//! `/metrics`: scraped with a real parser (Python `prometheus_client`'s text parser) before and
+//! after known traffic; the deltas asserted.
+
+use crate::support::*;
+use std::collections::HashMap;
+use std::io::Write;
+use std::net::TcpStream;
+use std::process::Command;
+
+/// Fetches `url` and parses it with `prometheus_client`; returns every sample as
+/// `name{label="value",...}` (labels sorted) → value, plus `scrape_bytes` (the body's length).
+pub(crate) fn scrape(url: &str, token: Option<&str>) -> HashMap<String, f64> {
+    const SCRIPT: &str = r#"
+import sys, urllib.request
+from prometheus_client.parser import text_string_to_metric_families
+req = urllib.request.Request(sys.argv[1])
+if len(sys.argv) > 2:
+    req.add_header("Authorization", "Bearer " + sys.argv[2])
+with urllib.request.urlopen(req) as r:
+    assert r.headers["Content-Type"].startswith("text/plain; version=0.0.4"), r.headers
+    text = r.read().decode()
+print("scrape_bytes\t%d" % len(text))
+for family in text_string_to_metric_families(text):
+    for s in family.samples:
+        labels = ",".join('%s="%s"' % kv for kv in sorted(s.labels.items()))
+        print("%s{%s}\t%r" % (s.name, labels, s.value))
+"#;
+    let mut cmd = Command::new("python3");
+    cmd.args(["-c", SCRIPT, url]);
+    if let Some(token) = token {
+        cmd.arg(token);
+    }
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "scrape failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let (k, v) = l.split_once('\t').unwrap();
+            (k.trim_end_matches("{}").to_owned(), v.parse().unwrap())
+        })
+        .collect()
+}
+
+fn delta(before: &HashMap<String, f64>, after: &HashMap<String, f64>, key: &str) -> f64 {
+    let get = |m: &HashMap<String, f64>| {
+        *m.get(key)
+            .unwrap_or_else(|| panic!("no sample {key} in {:#?}", after.keys()))
+    };
+    get(after) - get(before)
+}
+
+const PUT_2XX: &str = "weir_http_requests_total{method=\"PUT\",status=\"2xx\"}";
+
+#[test]
+fn deltas_after_known_traffic() {
+    let token = "scrape-me";
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let s = {
+        let (child, addr) = spawn(
+            &root,
+            dir.path(),
+            &["--max-upload", "5000", "--max-storage", "1MiB"],
+            &[("WEIR_TOKEN", token)],
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        Server {
+            child,
+            addr,
+            dir,
+            root,
+        }
+    };
+    let url = s.url("/metrics");
+    let (status, _) = curl_status(&[&url]);
+    assert_eq!(status, 401, "behind the token");
+
+    let before = scrape(&url, Some(token));
+    let auth = format!("authorization: Bearer {token}");
+    let body = data(3000, 1);
+    let put = format!("PUT /files/a.bin HTTP/1.1\r\n{auth}");
+    assert_eq!(s.request(&put, &body).status, 201);
+    assert_eq!(s.request("GET /files/a.bin HTTP/1.1", b"").status, 200);
+    assert_eq!(s.request("GET /nope HTTP/1.1", b"").status, 404);
+    let big = format!("PUT /files/big HTTP/1.1\r\n{auth}\r\ncontent-length: 9000");
+    assert_eq!(s.request(&big, b"").status, 413);
+    assert_eq!(s.request("DELETE /files/a.bin HTTP/1.1", b"").status, 401);
+    let after = scrape(&url, Some(token));
+
+    let d = |key: &str| delta(&before, &after, key);
+    let requests = |method: &str, class: &str| {
+        d(&format!(
+            "weir_http_requests_total{{method=\"{method}\",status=\"{class}\"}}"
+        ))
+    };
+    assert_eq!(requests("PUT", "2xx"), 1.0);
+    assert_eq!(requests("PUT", "4xx"), 1.0);
+    // Our GET, and the first scrape (counted once it was answered).
+    assert_eq!(requests("GET", "2xx"), 2.0);
+    assert_eq!(requests("GET", "4xx"), 1.0, "the 404");
+    assert_eq!(requests("DELETE", "4xx"), 1.0);
+    assert_eq!(requests("PUT", "5xx"), 0.0);
+    assert_eq!(d("weir_http_request_body_bytes_total"), 3000.0);
+    let sent = d("weir_http_response_body_bytes_total");
+    assert!(sent >= 3000.0 + before["scrape_bytes"], "{sent}");
+    assert_eq!(d("weir_upload_size_bytes_count"), 1.0);
+    assert_eq!(d("weir_upload_size_bytes_sum"), 3000.0);
+    assert_eq!(d("weir_upload_size_bytes_bucket{le=\"1024\"}"), 0.0);
+    assert_eq!(d("weir_upload_size_bytes_bucket{le=\"65536\"}"), 1.0);
+    assert_eq!(d("weir_upload_duration_seconds_count"), 1.0);
+    assert_eq!(d("weir_storage_used_bytes"), 3000.0 + 4096.0);
+    assert_eq!(after["weir_storage_quota_bytes"], 1048576.0);
+    assert_eq!(
+        after["weir_http_requests_in_flight"], 1.0,
+        "the scrape itself"
+    );
+    assert_eq!(after["weir_uploads_in_flight"], 0.0);
+    assert_eq!(
+        d("weir_connections_accepted_total"),
+        6.0,
+        "5 requests and the scrape"
+    );
+
+    // An upload that waits for the rest of its body is in flight.
+    let mut held = TcpStream::connect(s.addr).unwrap();
+    write!(
+        held,
+        "PUT /files/slow HTTP/1.1\r\nhost: t\r\n{auth}\r\ncontent-length: 2000\r\n\r\n"
+    )
+    .unwrap();
+    held.write_all(&[1; 1000]).unwrap();
+    wait_for("the upload in flight", || {
+        scrape(&url, Some(token))["weir_uploads_in_flight"] == 1.0
+    });
+    let during = scrape(&url, Some(token));
+    assert_eq!(during["weir_http_requests_in_flight"], 2.0);
+    assert!(during["weir_connections_open"] >= 1.0);
+    held.write_all(&[1; 1000]).unwrap();
+    wait_for("the upload done", || {
+        let now = scrape(&url, Some(token));
+        now["weir_uploads_in_flight"] == 0.0 && now[PUT_2XX] == after[PUT_2XX] + 1.0
+    });
+}
+
+#[test]
+fn on_a_listener_of_its_own() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let listen = format!("127.0.0.1:{port}");
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let (child, addr) = spawn(
+        &root,
+        dir.path(),
+        &["--metrics-listen", &listen],
+        &[("WEIR_TOKEN", "t")],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let s = Server {
+        child,
+        addr,
+        dir,
+        root,
+    };
+    let (status, _) = curl_status(&[&s.url("/metrics")]);
+    assert_eq!(status, 404, "not on the service's listener");
+    let before = scrape(&format!("http://{listen}/metrics"), None);
+    assert_eq!(s.request("GET /files/x HTTP/1.1", b"").status, 404);
+    let after = scrape(&format!("http://{listen}/metrics"), None);
+    assert_eq!(
+        delta(
+            &before,
+            &after,
+            "weir_http_requests_total{method=\"GET\",status=\"4xx\"}"
+        ),
+        1.0,
+        "the 404; scrapes are not counted"
+    );
+    let (status, _) = curl_status(&[&format!("http://{listen}/files/x")]);
+    assert_eq!(status, 404, "the metrics listener serves nothing else");
+}
+
+#[test]
+fn resumable_uploads_open() {
+    let s = Server::start(&[]);
+    let url = s.url("/metrics");
+    let open = || scrape(&url, None)["weir_resumable_uploads_open"];
+    assert_eq!(open(), 0.0);
+    let upload = crate::resumable::create_partial(&s, "r.bin", b"abc", "");
+    assert_eq!(open(), 1.0);
+    let cancel = s.request(&format!("DELETE {upload} HTTP/1.1"), b"");
+    assert_eq!(cancel.status, 204, "{}", cancel.text());
+    assert_eq!(open(), 0.0);
+}
