@@ -3,7 +3,7 @@
 //!
 //! | request | answer |
 //! | --- | --- |
-//! | `PUT /files/{path}` with `Upload-Complete` | creates `/uploads/{id}`, announced by a `104` before the body is read; the body is its first bytes. `?1` and the whole body: stored like a `PUT` (201/200 + JSON, `Upload-Complete: ?1`). `?0`: `201`, `Location`, `Upload-Offset` |
+//! | `PUT /files/{path}` with `Upload-Complete`, or `POST /files/{dir}/` with it and `Content-Disposition: inline; filename="NAME"` (not a form) for `{dir}/NAME` | creates `/uploads/{id}`, announced by a `104` before the body is read; the body is its first bytes. `?1` and the whole body: stored like a `PUT` (201/200 + JSON, `Upload-Complete: ?1`). `?0`: `201`, `Location`, `Upload-Offset` |
 //! | `HEAD /uploads/{id}` | `204`, `Upload-Offset`, `Upload-Complete`, `Upload-Length` (if known), `Upload-Limit`, `Cache-Control: no-store` |
 //! | `PATCH /uploads/{id}` (`application/partial-upload`, `Upload-Offset`, `Upload-Complete`) | appends; `?1` completes (the `PUT` answer); `?0`: `204` + `Upload-Offset` |
 //! | `DELETE /uploads/{id}` | `204`, the partial data removed |
@@ -278,6 +278,46 @@ pub(super) async fn create(
         Some(&location),
     )
     .await
+}
+
+/// Whether a `POST` to a directory is a resumable upload creation: a valid `Upload-Complete`
+/// and a body that is not a form (a `multipart/form-data` POST keeps its meaning: the draft lets
+/// a resource ignore `Upload-Complete`, and a form is stored whole). `Some(complete)` if so.
+pub(super) fn post_creation(ex: &Exchange<'_>) -> Option<bool> {
+    let form = ex.request().header_str("content-type").is_some_and(|t| {
+        t.split(';')
+            .next()
+            .is_some_and(|m| m.trim().eq_ignore_ascii_case("multipart/form-data"))
+    });
+    if form { None } else { upload_complete(ex) }
+}
+
+/// `POST /files/{dir}/` with `Upload-Complete` (draft §4.2: any method with content creates an
+/// upload): the file is `{dir}/{filename}`, the name taken from `Content-Disposition` (RFC
+/// 6266, `filename*` before `filename`, as the draft recommends with `inline`); then as
+/// [`create`]. No file name: 400, nothing created.
+pub(super) async fn create_in(
+    svc: &Service,
+    ex: &mut Exchange<'_>,
+    dir: Option<StorePath>,
+    complete: bool,
+) -> Result<(), weir::Error> {
+    let named = match ex.request().header_str("content-disposition") {
+        Some(value) => super::multipart::request_filename(value).map_err(|e| e.0),
+        None => Ok(None),
+    };
+    let path = match named {
+        Ok(Some(name)) => super::form::file_in(dir.as_ref(), &name),
+        Ok(None) => Err(
+            "a resumable POST names its file: Content-Disposition: inline; filename=\"NAME\" \
+             (or PUT /files/{path})",
+        ),
+        Err(e) => Err(e),
+    };
+    match path {
+        Ok(path) => create(svc, ex, path, complete).await,
+        Err(message) => reply::error(ex, StatusCode::BAD_REQUEST, message, &[]).await,
+    }
 }
 
 /// The `Repr-Digest` (or, for a request with the whole representation, `Content-Digest`)
