@@ -166,8 +166,9 @@ impl Conn {
     fn final_response(&mut self, announced: &mut Option<String>) -> io::Result<Response> {
         loop {
             let r = self.response()?;
-            if r.status == 104 {
-                *announced = r.header("location").map(str::to_owned);
+            // A `104` names the resource, or (without `Location`) reports progress.
+            if let Some(location) = r.header("location").filter(|_| r.status == 104) {
+                *announced = Some(location.to_owned());
             }
             if !(100..200).contains(&r.status) {
                 return Ok(r);
@@ -215,7 +216,11 @@ fn go_ahead(conn: &mut Conn, announced: &mut Option<String>) -> io::Result<Optio
         let r = conn.response()?;
         match r.status {
             100 => return Ok(None),
-            104 => *announced = r.header("location").map(str::to_owned),
+            104 => {
+                if let Some(location) = r.header("location") {
+                    *announced = Some(location.to_owned());
+                }
+            }
             101..=199 => {}
             _ => return Ok(Some(r)),
         }

@@ -23,7 +23,9 @@
 //! (and `Repr-Digest`, or the `Content-Digest` of a creation that carried the whole
 //! representation) is computed at completion by reading the whole file back, so it covers
 //! every byte however many requests brought them. Every [`weir_store::CHECKPOINT_BYTES`] and at the end of every
-//! request (complete or cut), the data is fdatasynced and its length recorded as the offset.
+//! request (complete or cut), the data is fdatasynced and its length recorded as the offset;
+//! a checkpoint inside a request is announced at once in an interim `104` with that
+//! `Upload-Offset` (draft §4.3's progress; [`announce_offset`]).
 
 use super::reply::{self, hex};
 use super::service::Service;
@@ -318,6 +320,22 @@ pub(super) async fn create_in(
         Ok(path) => create(svc, ex, path, complete).await,
         Err(message) => reply::error(ex, StatusCode::BAD_REQUEST, message, &[]).await,
     }
+}
+
+/// The draft's progress announcement (§4.3: an interim `104` with the current offset while an
+/// append's content is processed; never a `Location`): sent after each checkpoint, so the
+/// offset it acknowledges is durable and the client may drop the bytes before it.
+pub(super) async fn announce_offset(ex: &mut Exchange<'_>, offset: u64) -> Result<(), weir::Error> {
+    // ALLOCATION: the offset's digits, once per checkpoint.
+    let offset = offset.to_string();
+    ex.send_informational(
+        StatusCode::from_u16(104).unwrap_or(StatusCode::CONTINUE),
+        &[
+            ("upload-offset", offset.as_bytes()),
+            ("upload-draft-interop-version", INTEROP_VERSION.as_bytes()),
+        ],
+    )
+    .await
 }
 
 /// The `Repr-Digest` (or, for a request with the whole representation, `Content-Digest`)

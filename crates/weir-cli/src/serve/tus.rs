@@ -409,7 +409,8 @@ async fn receive(
         resumable::body(svc, ex, &mut upload, hashing, &mut counts, &mut none).await
     } else {
         resumable::body(svc, ex, &mut upload, hashing, &mut counts, &mut |u| {
-            appending.progress(u)
+            // tus has no progress announcements: the offset is recorded, not sent.
+            appending.progress(u).map(|_| None)
         })
         .await
     };

@@ -738,3 +738,36 @@ hello\r\n--XyZ--\r\n";
     assert_eq!(std::fs::read(s.root.join("forms/f.txt")).unwrap(), b"hello");
     assert!(area_files(&s.root).is_empty());
 }
+
+#[test]
+fn a_long_append_announces_its_durable_offset_in_104s() {
+    let s = Server::start(&[]);
+    let body = data(72 << 20, 23);
+    let url = create_partial(&s, "progress.bin", &body[..1000], "");
+    let all = exchange(
+        s.addr,
+        &format!(
+            "PATCH {url} HTTP/1.1\r\ncontent-type: application/partial-upload\r\n\
+             upload-offset: 1000\r\nupload-complete: ?1"
+        ),
+        &body[1000..],
+    );
+    let progress: Vec<u64> = all
+        .iter()
+        .filter(|r| r.status == 104)
+        .map(|r| {
+            // Progress, not an announcement of the resource.
+            assert!(r.header("location").is_none(), "{}", r.head);
+            r.header("upload-offset").unwrap().parse().unwrap()
+        })
+        .collect();
+    // One checkpoint per 64 MiB received: one announcement, of an offset past it.
+    assert_eq!(progress.len(), 1, "{progress:?}");
+    assert!(
+        progress[0] >= 1000 + (64 << 20) && progress[0] < body.len() as u64,
+        "{progress:?}"
+    );
+    let r = last(all);
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(r.json()["sha256"], sha256(&body));
+}
