@@ -469,7 +469,14 @@ fn section(a: &ResumeArgs, size: u64, rows: &[Row], all_cuts: &[(usize, Vec<Cut>
          back (outside the timing) and its size and SHA-256 checked against the body's; the \
          bench's rows also check the service's answer. Server CPU from `/proc/<pid>/stat` (10 \
          ms ticks). The machine was shared with other engineers' builds and tests while this \
-         ran: trust the round-by-round ratios, not the absolute times.\n\n{}\n{}\n\
+         ran: trust the round-by-round ratios, not the absolute times.\n\n\
+         What the server does differently: a resumable request fdatasyncs its data and rewrites \
+         its record (temporary, fsync, rename, directory fsync) at every checkpoint inside a \
+         request (`weir_store::CHECKPOINT_BYTES`) and at its end, on the connection's task; a \
+         plain `PUT` syncs once, at its commit. An upload sent whole is hashed while received; \
+         once cut, the hash state is not kept across requests, so the completing request reads \
+         the whole file back to hash it (`weir-store`'s `resumable.rs`): the cut row's \
+         \"after the last byte\".\n\n{}\n{}\n\
          Bytes sent twice per cut ({} cuts): {} MiB (median, min–max); target ≤ 8 MiB.\n\n{cut_lines}",
         size_label(weir::Config::default().pause_threshold as u64),
         size_label(size),
