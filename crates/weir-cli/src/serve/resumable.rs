@@ -4,7 +4,7 @@
 //! | request | answer |
 //! | --- | --- |
 //! | `PUT /files/{path}` with `Upload-Complete`, or `POST /files/{dir}/` with it and `Content-Disposition: inline; filename="NAME"` (not a form) for `{dir}/NAME` | creates `/uploads/{id}`, announced by a `104` before the body is read; the body is its first bytes. `?1` and the whole body: stored like a `PUT` (201/200 + JSON, `Upload-Complete: ?1`). `?0`: `201`, `Location`, `Upload-Offset` |
-//! | `HEAD /uploads/{id}` | `204`, `Upload-Offset`, `Upload-Complete`, `Upload-Length` (if known), `Upload-Limit`, `Cache-Control: no-store` |
+//! | `HEAD /uploads/{id}` | (once no append runs) `204`, `Upload-Offset`, `Upload-Complete`, `Upload-Length` (if known), `Upload-Limit`, `Cache-Control: no-store` |
 //! | `PATCH /uploads/{id}` (`application/partial-upload`, `Upload-Offset`, `Upload-Complete`) | appends; `?1` completes (the `PUT` answer); `?0`: `204` + `Upload-Offset` |
 //! | `DELETE /uploads/{id}` | `204`, the partial data removed |
 //!
@@ -410,13 +410,36 @@ pub(super) async fn serve(
     }
 }
 
+/// The longest a `HEAD` waits for a running append to end (see [`offset`]).
+const HEAD_WAIT: Duration = Duration::from_secs(10);
+
+/// How often a waiting `HEAD` looks again.
+const HEAD_POLL: Duration = Duration::from_millis(5);
+
 /// `HEAD /uploads/{id}`: the offset, as recorded (durable).
+///
+/// Draft §4.5: an offset the server sends must be accepted by the next append. While an append
+/// runs, the recorded offset is outdated (that append still adds bytes, and its lock would refuse
+/// a `PATCH`), so the answer waits for it to end: the draft's "simpler approach", one request at
+/// a time. A cut append ends as soon as the server sees its connection go; one that still looks
+/// alive after [`HEAD_WAIT`] gets a `503` with `Retry-After` (clients retry an offset retrieval
+/// on a 5xx), never an outdated offset.
 async fn offset(
     svc: &Service,
     ex: &mut Exchange<'_>,
     resumables: &Resumables,
     id: UploadId,
 ) -> Result<(), weir::Error> {
+    let mut waited = Duration::ZERO;
+    while resumables.is_busy(id) {
+        if waited >= HEAD_WAIT {
+            let message = "an append to this upload is still running";
+            let headers = [("retry-after", "1")];
+            return reply::error(ex, StatusCode::SERVICE_UNAVAILABLE, message, &headers).await;
+        }
+        tokio::time::sleep(HEAD_POLL).await;
+        waited += HEAD_POLL;
+    }
     let state = match resumables.state(id) {
         Ok(Some(s)) => s,
         Ok(None) => return reply::error(ex, StatusCode::NOT_FOUND, "no such upload", &[]).await,

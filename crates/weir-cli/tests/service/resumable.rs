@@ -771,3 +771,39 @@ fn a_long_append_announces_its_durable_offset_in_104s() {
     assert_eq!(r.status, 201, "{}", r.text());
     assert_eq!(r.json()["sha256"], sha256(&body));
 }
+
+#[test]
+fn an_offset_asked_while_an_append_runs_is_the_one_that_append_ends_at() {
+    let s = Server::start(&[]);
+    let url = create_partial(&s, "asked", b"0123456789", "");
+    let mut first = TcpStream::connect(s.addr).unwrap();
+    write!(
+        first,
+        "PATCH {url} HTTP/1.1\r\nhost: t\r\ncontent-type: application/partial-upload\r\n\
+         upload-offset: 10\r\nupload-complete: ?0\r\ncontent-length: 1000000\r\n\r\n"
+    )
+    .unwrap();
+    first.write_all(&[7u8; 5000]).unwrap();
+    let data = data_file(&s.root, &url);
+    wait_for("the first append to write", || {
+        std::fs::metadata(&data).is_ok_and(|m| m.len() == 5010)
+    });
+    // Asked while the append runs (nothing of it checkpointed yet), answered once it ends: the
+    // offset is where it ended, not the outdated 10, and the next append is taken at it.
+    let addr = s.addr;
+    let asked = std::thread::spawn({
+        let url = url.clone();
+        move || request(addr, &format!("HEAD {url} HTTP/1.1"), b"")
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    drop(first);
+    let r = asked.join().unwrap();
+    assert_eq!(r.status, 204, "{}", r.head);
+    assert_eq!(r.header("upload-offset").unwrap(), "5010");
+    let r = patch(&s, &url, 5010, true, b"end");
+    assert_eq!(r.status, 201, "{}", r.text());
+    let mut expected = b"0123456789".to_vec();
+    expected.extend_from_slice(&[7u8; 5000]);
+    expected.extend_from_slice(b"end");
+    assert_eq!(std::fs::read(s.root.join("asked")).unwrap(), expected);
+}
