@@ -1,6 +1,6 @@
 //! `weir-bench`: whole-system benchmarks of weir against hyper, raw sockets and memcpy.
 //!
-//! One subcommand per seed scenario (`upload`, `timeline`, `plaintext`, `local`) and `all`.
+//! One subcommand per scenario (`upload`, `timeline`, `plaintext`, `local`, `resume`) and `all`.
 //! Each starts its servers as child processes of this binary (the hidden `__serve`
 //! subcommand), runs the systems interleaved over several rounds, prints its table and writes
 //! its section of `docs/BENCHMARKS.md` with an SVG chart beside it. See `README.md` in this
@@ -68,6 +68,8 @@ enum Cmd {
     Plaintext(scenario::plaintext::PlaintextArgs),
     /// Seed 004: 2 KB POST latency; CPU per byte of 50/100/200 MiB POSTs against raw and memcpy.
     Local(scenario::local::LocalArgs),
+    /// Issue 13: a large upload cut at random offsets and resumed, against uninterrupted ones.
+    Resume(scenario::resume::ResumeArgs),
     /// Every scenario, with its default options.
     All,
     /// Runs one server under test (used by the scenarios).
@@ -93,10 +95,12 @@ fn main() {
         Cmd::Timeline(a) => scenario::timeline::run(&settings, &a),
         Cmd::Plaintext(a) => scenario::plaintext::run(&settings, &a),
         Cmd::Local(a) => scenario::local::run(&settings, &a),
+        Cmd::Resume(a) => scenario::resume::run(&settings, &a),
         Cmd::All => scenario::upload::run(&settings, &scenario::upload::UploadArgs::default())
             .and_then(|()| scenario::timeline::run(&settings, &Default::default()))
             .and_then(|()| scenario::plaintext::run(&settings, &Default::default()))
-            .and_then(|()| scenario::local::run(&settings, &Default::default())),
+            .and_then(|()| scenario::local::run(&settings, &Default::default()))
+            .and_then(|()| scenario::resume::run(&settings, &Default::default())),
         Cmd::Serve(_) => unreachable!("handled above"),
     };
     if let Err(e) = result {

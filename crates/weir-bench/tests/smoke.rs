@@ -1,6 +1,7 @@
 //! Smoke test: every scenario runs end to end with tiny sizes and writes every row of its report,
 //! the upload scenario's HTTPS and HTTP/2 rows, its `weir serve` rows (the real `weir` binary)
-//! and their ratio tables included.
+//! and their ratio tables included, and the resume scenario's cut-and-resumed upload (whose file
+//! the scenario itself verifies: a wrong byte fails the run).
 //!
 //! This keeps the harness from rotting; it asserts nothing about the figures (no timing
 //! assertions, ever: CI runs this in debug mode on a shared 2-core machine).
@@ -114,11 +115,21 @@ fn every_scenario_reports_every_row() {
         "| raw TCP ",
         "| raw Unix ",
         "| memcpy (same process) ",
+        // resume
+        "| PUT, uninterrupted (baseline) ",
+        "| PUT + Upload-Complete: ?1, uninterrupted ",
+        "| PUT + Upload-Complete: ?1, cut 3×, resumed (HEAD + PATCH) ",
+        "| weir put --no-resumable ",
+        "| weir put (resumable, its default) ",
+        "| time less the reconnects: cut 3× and resumed ÷ baseline ",
+        "| GiB/s: weir put (resumable, its default) ÷ weir put --no-resumable ",
+        "Bytes sent twice per cut (3 cuts): ",
+        "- round 1: cut at → resumed from (MiB): ",
     ];
     for row in rows {
         assert!(text.contains(row), "report lacks row {row:?}:\n{text}");
     }
-    for scenario in ["upload", "timeline", "plaintext", "local"] {
+    for scenario in ["upload", "timeline", "plaintext", "local", "resume"] {
         assert_eq!(
             text.matches(&format!("<!-- weir-bench:{scenario}:begin -->"))
                 .count(),

@@ -271,6 +271,10 @@ pub struct PutArgs {
     /// there is none). Without it, such a record is used too when it exists.
     #[arg(long)]
     pub resume: bool,
+    /// Send a plain PUT, without the resumable-upload fields: a dropped connection then starts
+    /// the upload again from zero.
+    #[arg(long, conflicts_with = "resume")]
+    pub no_resumable: bool,
     /// How many times a dropped connection, a timeout or a 5xx is retried (by resuming the
     /// upload where the server stopped, when it speaks resumable uploads) before giving up.
     #[arg(long, default_value_t = 5)]

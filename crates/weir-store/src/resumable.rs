@@ -740,12 +740,13 @@ impl Appending {
         Ok(self.state.clone())
     }
 
-    /// Checkpoints if [`CHECKPOINT_BYTES`] arrived since the last one.
-    pub fn progress(&mut self, upload: &mut Upload) -> Result<(), StoreError> {
+    /// Checkpoints if [`CHECKPOINT_BYTES`] arrived since the last one: `Some(offset)` then,
+    /// the new recorded (durable) offset, which the caller may announce.
+    pub fn progress(&mut self, upload: &mut Upload) -> Result<Option<u64>, StoreError> {
         if upload.size().saturating_sub(self.state.offset) >= CHECKPOINT_BYTES {
-            self.checkpoint(upload)?;
+            return self.checkpoint(upload).map(Some);
         }
-        Ok(())
+        Ok(None)
     }
 
     /// Makes the bytes written so far durable, then records them as the offset.

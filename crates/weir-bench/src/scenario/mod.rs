@@ -8,6 +8,7 @@
 
 pub mod local;
 pub mod plaintext;
+pub mod resume;
 pub mod timeline;
 pub mod upload;
 

@@ -24,6 +24,7 @@
 //! completion (appends may not carry one). Invariants: every request sends the file from the
 //! offset the server last reported, never from a guess; a resource the server no longer knows
 //! (404/410) restarts the upload from zero; without a `104` a retry repeats the whole `PUT`.
+//! `--no-resumable` sends a plain `PUT` (no draft fields, no state file): retries repeat it.
 
 use super::conn::Connection;
 use super::http::{Request, ResponseHead};
@@ -93,6 +94,7 @@ pub fn put(args: PutArgs) -> Result<(), ClientError> {
         sendfile,
         digest: digest_header,
         idle: (args.timeout > 0.0).then(|| Duration::from_secs_f64(args.timeout)),
+        resumable: !args.no_resumable,
     };
     let full_url = format!(
         "{}://{}{}",
@@ -102,7 +104,8 @@ pub fn put(args: PutArgs) -> Result<(), ClientError> {
     );
     let state = ResumeState::new(&args.file, &meta, &full_url);
     let mut resumption = Resumption {
-        upload: state.load(),
+        // `--no-resumable` starts afresh, whatever an earlier run left.
+        upload: job.resumable.then(|| state.load()).flatten(),
         ..Resumption::default()
     };
     if args.resume && resumption.upload.is_none() {
@@ -211,6 +214,8 @@ struct Job<'a> {
     sendfile: SendfileMode,
     digest: Option<(&'static str, String)>,
     idle: Option<Duration>,
+    /// Send the draft's fields with the creation (`--no-resumable` leaves them out).
+    resumable: bool,
 }
 
 /// Where the upload stands across attempts.
@@ -268,8 +273,10 @@ impl Job<'_> {
             ("content-length", self.len.to_string()),
             ("content-type", "application/octet-stream".to_owned()),
         ];
-        headers.push(("upload-complete", "?1".to_owned()));
-        headers.push(("upload-draft-interop-version", INTEROP_VERSION.to_owned()));
+        if self.resumable {
+            headers.push(("upload-complete", "?1".to_owned()));
+            headers.push(("upload-draft-interop-version", INTEROP_VERSION.to_owned()));
+        }
         // The creation carries the whole file: the server keeps this digest and verifies it
         // at completion, however many appends that takes.
         headers.extend(self.digest.clone());

@@ -196,13 +196,9 @@ async fn receive(
     Ok(staged)
 }
 
-/// Starts the upload of one file part.
-fn begin(
-    svc: &Service,
-    head: &weir::Request,
-    dir: Option<&StorePath>,
-    filename: &str,
-) -> Result<(StorePath, Upload), FormFailure> {
+/// The store path of the file `filename` (which may contain `/`) under `dir` (the root when
+/// `None`), validated as any store path.
+pub(super) fn file_in(dir: Option<&StorePath>, filename: &str) -> Result<StorePath, &'static str> {
     let joined;
     let full = match dir {
         Some(dir) => {
@@ -211,7 +207,17 @@ fn begin(
         }
         None => filename,
     };
-    let path = StorePath::parse(full).map_err(|e| FormFailure::Malformed(e.as_str()))?;
+    StorePath::parse(full).map_err(|e| e.as_str())
+}
+
+/// Starts the upload of one file part.
+fn begin(
+    svc: &Service,
+    head: &weir::Request,
+    dir: Option<&StorePath>,
+    filename: &str,
+) -> Result<(StorePath, Upload), FormFailure> {
+    let path = file_in(dir, filename).map_err(FormFailure::Malformed)?;
     if !preconditions::hold_now(&svc.store, head, &path) {
         return Err(FormFailure::Precondition);
     }

@@ -229,11 +229,29 @@ pub(crate) fn boundary(content_type: &str) -> Option<String> {
 
 /// `form-data; name="field"; filename="a.txt"` (and `filename*=UTF-8''...`, RFC 5987).
 fn content_disposition(value: &str) -> Result<PartHead, MultipartError> {
-    let mut parts = split_params(value);
-    let kind = parts.next().unwrap_or("").trim();
+    let (kind, head) = disposition(value)?;
     if !kind.eq_ignore_ascii_case("form-data") {
         return Err(MultipartError("part is not form-data"));
     }
+    Ok(head)
+}
+
+/// The file name of a request's `Content-Disposition` (RFC 6266: `inline` or `attachment`,
+/// `filename` or `filename*`), read as a part's is; `Ok(None)` without one.
+pub(crate) fn request_filename(value: &str) -> Result<Option<String>, MultipartError> {
+    let (kind, head) = disposition(value)?;
+    if !kind.eq_ignore_ascii_case("inline") && !kind.eq_ignore_ascii_case("attachment") {
+        return Err(MultipartError(
+            "Content-Disposition must be inline or attachment",
+        ));
+    }
+    Ok(head.filename)
+}
+
+/// The disposition type and the parameters that matter here.
+fn disposition(value: &str) -> Result<(&str, PartHead), MultipartError> {
+    let mut parts = split_params(value);
+    let kind = parts.next().unwrap_or("").trim();
     let mut head = PartHead::default();
     let mut extended = None;
     for (key, val) in parts.filter_map(param) {
@@ -260,7 +278,7 @@ fn content_disposition(value: &str) -> Result<PartHead, MultipartError> {
             .map_err(|_| MultipartError("malformed filename*"))?;
         head.filename = Some(decoded);
     }
-    Ok(head)
+    Ok((kind, head))
 }
 
 /// Splits at `;` outside quoted strings. A quoted string ends at the next `"`: there is no
@@ -415,6 +433,17 @@ Content-Disposition: form-data; name=\"f2\"; filename=\"x.txt\"; filename*=UTF-8
             parse_all("b", &huge, 1000),
             Err(MultipartError("multipart part headers too large"))
         );
+    }
+
+    #[test]
+    fn a_requests_disposition_names_its_file() {
+        let v = r#"inline; filename="file name.jpg"; filename*=UTF-8''%C3%A9t%C3%A9.jpg"#;
+        assert_eq!(request_filename(v).unwrap().as_deref(), Some("été.jpg"));
+        let v = r#"attachment; filename="a b.bin""#;
+        assert_eq!(request_filename(v).unwrap().as_deref(), Some("a b.bin"));
+        assert_eq!(request_filename("inline").unwrap(), None);
+        assert!(request_filename(r#"form-data; filename="x""#).is_err());
+        assert!(request_filename("inline; filename*=latin1''x").is_err());
     }
 
     #[test]

@@ -3,8 +3,8 @@
 //!
 //! | request | answer |
 //! | --- | --- |
-//! | `PUT /files/{path}` with `Upload-Complete` | creates `/uploads/{id}`, announced by a `104` before the body is read; the body is its first bytes. `?1` and the whole body: stored like a `PUT` (201/200 + JSON, `Upload-Complete: ?1`). `?0`: `201`, `Location`, `Upload-Offset` |
-//! | `HEAD /uploads/{id}` | `204`, `Upload-Offset`, `Upload-Complete`, `Upload-Length` (if known), `Upload-Limit`, `Cache-Control: no-store` |
+//! | `PUT /files/{path}` with `Upload-Complete`, or `POST /files/{dir}/` with it and `Content-Disposition: inline; filename="NAME"` (not a form) for `{dir}/NAME` | creates `/uploads/{id}`, announced by a `104` before the body is read; the body is its first bytes. `?1` and the whole body: stored like a `PUT` (201/200 + JSON, `Upload-Complete: ?1`). `?0`: `201`, `Location`, `Upload-Offset` |
+//! | `HEAD /uploads/{id}` | (once no append runs) `204`, `Upload-Offset`, `Upload-Complete`, `Upload-Length` (if known), `Upload-Limit`, `Cache-Control: no-store` |
 //! | `PATCH /uploads/{id}` (`application/partial-upload`, `Upload-Offset`, `Upload-Complete`) | appends; `?1` completes (the `PUT` answer); `?0`: `204` + `Upload-Offset` |
 //! | `DELETE /uploads/{id}` | `204`, the partial data removed |
 //!
@@ -23,7 +23,9 @@
 //! (and `Repr-Digest`, or the `Content-Digest` of a creation that carried the whole
 //! representation) is computed at completion by reading the whole file back, so it covers
 //! every byte however many requests brought them. Every [`weir_store::CHECKPOINT_BYTES`] and at the end of every
-//! request (complete or cut), the data is fdatasynced and its length recorded as the offset.
+//! request (complete or cut), the data is fdatasynced and its length recorded as the offset;
+//! a checkpoint inside a request is announced at once in an interim `104` with that
+//! `Upload-Offset` (draft §4.3's progress; [`announce_offset`]).
 
 use super::reply::{self, hex};
 use super::service::Service;
@@ -280,6 +282,62 @@ pub(super) async fn create(
     .await
 }
 
+/// Whether a `POST` to a directory is a resumable upload creation: a valid `Upload-Complete`
+/// and a body that is not a form (a `multipart/form-data` POST keeps its meaning: the draft lets
+/// a resource ignore `Upload-Complete`, and a form is stored whole). `Some(complete)` if so.
+pub(super) fn post_creation(ex: &Exchange<'_>) -> Option<bool> {
+    let form = ex.request().header_str("content-type").is_some_and(|t| {
+        t.split(';')
+            .next()
+            .is_some_and(|m| m.trim().eq_ignore_ascii_case("multipart/form-data"))
+    });
+    if form { None } else { upload_complete(ex) }
+}
+
+/// `POST /files/{dir}/` with `Upload-Complete` (draft §4.2: any method with content creates an
+/// upload): the file is `{dir}/{filename}`, the name taken from `Content-Disposition` (RFC
+/// 6266, `filename*` before `filename`, as the draft recommends with `inline`); then as
+/// [`create`]. No file name: 400, nothing created.
+pub(super) async fn create_in(
+    svc: &Service,
+    ex: &mut Exchange<'_>,
+    dir: Option<StorePath>,
+    complete: bool,
+) -> Result<(), weir::Error> {
+    let named = match ex.request().header_str("content-disposition") {
+        Some(value) => super::multipart::request_filename(value).map_err(|e| e.0),
+        None => Ok(None),
+    };
+    let path = match named {
+        Ok(Some(name)) => super::form::file_in(dir.as_ref(), &name),
+        Ok(None) => Err(
+            "a resumable POST names its file: Content-Disposition: inline; filename=\"NAME\" \
+             (or PUT /files/{path})",
+        ),
+        Err(e) => Err(e),
+    };
+    match path {
+        Ok(path) => create(svc, ex, path, complete).await,
+        Err(message) => reply::error(ex, StatusCode::BAD_REQUEST, message, &[]).await,
+    }
+}
+
+/// The draft's progress announcement (§4.3: an interim `104` with the current offset while an
+/// append's content is processed; never a `Location`): sent after each checkpoint, so the
+/// offset it acknowledges is durable and the client may drop the bytes before it.
+pub(super) async fn announce_offset(ex: &mut Exchange<'_>, offset: u64) -> Result<(), weir::Error> {
+    // ALLOCATION: the offset's digits, once per checkpoint.
+    let offset = offset.to_string();
+    ex.send_informational(
+        StatusCode::from_u16(104).unwrap_or(StatusCode::CONTINUE),
+        &[
+            ("upload-offset", offset.as_bytes()),
+            ("upload-draft-interop-version", INTEROP_VERSION.as_bytes()),
+        ],
+    )
+    .await
+}
+
 /// The `Repr-Digest` (or, for a request with the whole representation, `Content-Digest`)
 /// to verify at completion, as its header text.
 fn expected_digest(ex: &Exchange<'_>, complete: bool) -> Result<Option<String>, String> {
@@ -352,13 +410,36 @@ pub(super) async fn serve(
     }
 }
 
+/// The longest a `HEAD` waits for a running append to end (see [`offset`]).
+const HEAD_WAIT: Duration = Duration::from_secs(10);
+
+/// How often a waiting `HEAD` looks again.
+const HEAD_POLL: Duration = Duration::from_millis(5);
+
 /// `HEAD /uploads/{id}`: the offset, as recorded (durable).
+///
+/// Draft §4.5: an offset the server sends must be accepted by the next append. While an append
+/// runs, the recorded offset is outdated (that append still adds bytes, and its lock would refuse
+/// a `PATCH`), so the answer waits for it to end: the draft's "simpler approach", one request at
+/// a time. A cut append ends as soon as the server sees its connection go; one that still looks
+/// alive after [`HEAD_WAIT`] gets a `503` with `Retry-After` (clients retry an offset retrieval
+/// on a 5xx), never an outdated offset.
 async fn offset(
     svc: &Service,
     ex: &mut Exchange<'_>,
     resumables: &Resumables,
     id: UploadId,
 ) -> Result<(), weir::Error> {
+    let mut waited = Duration::ZERO;
+    while resumables.is_busy(id) {
+        if waited >= HEAD_WAIT {
+            let message = "an append to this upload is still running";
+            let headers = [("retry-after", "1")];
+            return reply::error(ex, StatusCode::SERVICE_UNAVAILABLE, message, &headers).await;
+        }
+        tokio::time::sleep(HEAD_POLL).await;
+        waited += HEAD_POLL;
+    }
     let state = match resumables.state(id) {
         Ok(Some(s)) => s,
         Ok(None) => return reply::error(ex, StatusCode::NOT_FOUND, "no such upload", &[]).await,

@@ -8,7 +8,7 @@
 //! | `GET`/`HEAD /files/{path}` | the file (`Range`, preconditions: `304`, `412`) |
 //! | `GET /files/` or `/files/{dir}/` | JSON listing |
 //! | `DELETE /files/{path}` | `204`, `404` if absent, `412` if a precondition fails |
-//! | `PUT /files/{path}` with `Upload-Complete`, `HEAD`/`PATCH`/`DELETE /uploads/{id}` | resumable uploads (`resumable.rs`) |
+//! | `PUT /files/{path}` or `POST /files/{dir}/` with `Upload-Complete`, `HEAD`/`PATCH`/`DELETE /uploads/{id}` | resumable uploads (`resumable.rs`) |
 //! | `OPTIONS`/`POST /tus/`, `HEAD`/`PATCH`/`DELETE /tus/{id}` | the same uploads over tus 1.0.0 (`tus.rs`) |
 //!
 //! Order of checks for every `/files/` request: method (405), one `Authorization` field at most
@@ -210,8 +210,16 @@ impl Service {
                 Some(complete) => resumable::create(self, ex, p, complete).await,
                 None => upload::put(self, ex, p).await,
             },
-            (Method::POST, Target::Root) => form::post(self, ex, None).await,
-            (Method::POST, Target::Dir(p) | Target::File(p)) => form::post(self, ex, Some(p)).await,
+            (Method::POST, target) => {
+                let dir = match target {
+                    Target::Root => None,
+                    Target::Dir(p) | Target::File(p) => Some(p),
+                };
+                match resumable::post_creation(ex) {
+                    Some(complete) => resumable::create_in(self, ex, dir, complete).await,
+                    None => form::post(self, ex, dir).await,
+                }
+            }
             (Method::DELETE, Target::File(p)) => {
                 let head = ex.request();
                 // Preconditions are checked with the unlink, under the store's commit lock.

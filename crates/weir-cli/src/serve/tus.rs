@@ -7,15 +7,16 @@
 //! | request | answer |
 //! | --- | --- |
 //! | `OPTIONS /tus/` | `204`, `Tus-Version`, `Tus-Extension`, `Tus-Max-Size`, `Tus-Checksum-Algorithm` (no token, no `Tus-Resumable` needed) |
-//! | `POST /tus/` (`Upload-Length`, `Upload-Metadata`; a body with `Content-Type: application/offset+octet-stream`) | `201`, `Location: /tus/{id}`, `Upload-Offset`, `Upload-Expires` |
-//! | `HEAD /tus/{id}` | `200`, `Upload-Offset`, `Upload-Length`, `Upload-Metadata`, `Upload-Expires`, `Cache-Control: no-store` |
-//! | `PATCH /tus/{id}` (`application/offset+octet-stream`, `Upload-Offset`, optional `Upload-Checksum: sha256 <base64>`) | `204`, `Upload-Offset` |
+//! | `POST /tus/` (`Upload-Length` or `Upload-Defer-Length: 1`, `Upload-Metadata`; a body with `Content-Type: application/offset+octet-stream`) | `201`, `Location: /tus/{id}`, `Upload-Offset`, `Upload-Expires` |
+//! | `HEAD /tus/{id}` | `200`, `Upload-Offset`, `Upload-Length` (or `Upload-Defer-Length: 1`), `Upload-Metadata`, `Upload-Expires`, `Cache-Control: no-store` |
+//! | `PATCH /tus/{id}` (`application/offset+octet-stream`, `Upload-Offset`, optional `Upload-Checksum: sha256 <base64>`, `Upload-Length` once for a deferred one) | `204`, `Upload-Offset` |
 //! | `DELETE /tus/{id}` | `204`, the partial data removed |
 //!
 //! The target: `Upload-Metadata`'s `filename` (or `name`, which Uppy sends) in the directory
 //! `dir` (optional), both base64 as tus says, joined and validated as a `StorePath`: what
 //! `PUT /files/{dir}/{filename}` would store. Refusals: no `Tus-Resumable: 1.0.0` 412 (with
-//! `Tus-Version`); no `Upload-Length` 400 (`creation-defer-length` is not offered); a bad
+//! `Tus-Version`); neither `Upload-Length` nor `Upload-Defer-Length: 1` (creation-defer-length:
+//! a later PATCH declares the length, once) 400; a bad
 //! target 400; an offset that is not the upload's 409; an append while another runs 423; a
 //! checksum that does not match 460, the request's bytes cut off and the offset unchanged (the
 //! request is then not checkpointed while it runs, so all of it can be taken back); sizes past
@@ -35,7 +36,8 @@ use weir_store::{AppendEnd, ResumableError, ResumableState, Resumables, StorePat
 pub(crate) const PREFIX: &str = "/tus/";
 
 const VERSION: &str = "1.0.0";
-const EXTENSIONS: &str = "creation,creation-with-upload,termination,expiration,checksum";
+const EXTENSIONS: &str =
+    "creation,creation-with-upload,creation-defer-length,termination,expiration,checksum";
 const CONTENT_TYPE: &[u8] = b"application/offset+octet-stream";
 
 /// A tus answer's fixed field.
@@ -222,11 +224,19 @@ async fn create(
     ex: &mut Exchange<'_>,
     resumables: &Resumables,
 ) -> Result<(), weir::Error> {
-    let Some(length) = integer(ex, "upload-length") else {
-        let message = "a tus creation needs Upload-Length (deferred lengths are not supported)";
-        return fail(ex, StatusCode::BAD_REQUEST, message).await;
+    // `creation-defer-length`: `Upload-Defer-Length: 1` instead of `Upload-Length`, which a
+    // later PATCH then carries.
+    let deferred = ex.request().header("upload-defer-length").is_some();
+    let length = match (integer(ex, "upload-length"), deferred) {
+        (Some(length), false) => Some(length),
+        (None, true) if integer(ex, "upload-defer-length") == Some(1) => None,
+        _ => {
+            let message =
+                "a tus creation needs Upload-Length or Upload-Defer-Length: 1 (one of them)";
+            return fail(ex, StatusCode::BAD_REQUEST, message).await;
+        }
     };
-    if length > svc.options.max_upload {
+    if length.is_some_and(|length| length > svc.options.max_upload) {
         let max = svc.options.max_upload;
         let message = format!("upload larger than the limit of {max} bytes");
         return fail(ex, StatusCode::PAYLOAD_TOO_LARGE, &message).await;
@@ -244,15 +254,14 @@ async fn create(
         Ok(c) => c,
         Err((status, message)) => return fail(ex, status, message).await,
     };
-    let made =
-        resumables.create_with_metadata(&path, Some(length), None, svc.options.hash, metadata);
+    let made = resumables.create_with_metadata(&path, length, None, svc.options.hash, metadata);
     let (id, state) = match made {
         Ok(m) => m,
         Err(e) => return reply::store_error(ex, &e).await,
     };
     // ALLOCATION: the upload's URL, once per upload.
     let location = format!("{PREFIX}{id}");
-    if !body && length > 0 {
+    if !body && length != Some(0) {
         return ex
             .respond(StatusCode::CREATED)
             .header(RESUMABLE.0, RESUMABLE.1)
@@ -292,8 +301,9 @@ async fn head(
         .header(RESUMABLE.0, RESUMABLE.1)
         .header("upload-offset", state.offset.to_string())
         .header("cache-control", "no-store");
-    if let Some(length) = state.length {
-        r = r.header("upload-length", length.to_string());
+    match state.length {
+        Some(length) => r = r.header("upload-length", length.to_string()),
+        None => r = r.header("upload-defer-length", "1"),
     }
     if let Some(m) = &state.metadata {
         r = r.header("upload-metadata", m);
@@ -335,7 +345,23 @@ async fn patch(
     if claimed != state.offset {
         return offset_mismatch(ex, state.offset).await;
     }
-    let length = state.length.unwrap_or(svc.options.max_upload);
+    // A deferred length is declared by a PATCH, once; a length the upload has cannot change.
+    let declared = match ex.request().header("upload-length") {
+        None => None,
+        Some(_) => match integer(ex, "upload-length") {
+            Some(d) if state.length.is_none_or(|l| l == d) && d >= state.offset => Some(d),
+            _ => {
+                let message = "Upload-Length is not a length this upload can take";
+                return fail(ex, StatusCode::BAD_REQUEST, message).await;
+            }
+        },
+    };
+    if declared.is_some_and(|d| d > svc.options.max_upload) {
+        let max = svc.options.max_upload;
+        let message = format!("upload larger than the limit of {max} bytes");
+        return fail(ex, StatusCode::PAYLOAD_TOO_LARGE, &message).await;
+    }
+    let length = state.length.or(declared);
     if state.complete {
         // Nothing left to send: an empty PATCH at the end is answered with the end.
         if has_body(ex) {
@@ -374,9 +400,10 @@ async fn refused(ex: &mut Exchange<'_>, e: ResumableError) -> Result<(), weir::E
     }
 }
 
-/// Receives a body at `offset` into upload `id` of `length` bytes: checks `expected` (the
-/// request's SHA-256) before acknowledging anything, commits when the offset reaches the
-/// length, and answers (`201` + `location` for a creation, else `204`).
+/// Receives a body at `offset` into upload `id` of `length` bytes (`None`: deferred, at most
+/// `--max-upload`; a length given here is recorded): checks `expected` (the request's SHA-256)
+/// before acknowledging anything, commits when the offset reaches the length, and answers
+/// (`201` + `location` for a creation, else `204`).
 #[allow(clippy::too_many_arguments)]
 async fn receive(
     svc: &Service,
@@ -384,19 +411,21 @@ async fn receive(
     resumables: &Resumables,
     id: UploadId,
     offset: u64,
-    length: u64,
+    length: Option<u64>,
     expected: Option<[u8; 32]>,
     location: Option<&str>,
 ) -> Result<(), weir::Error> {
-    let room = length.saturating_sub(offset);
+    let room = length
+        .unwrap_or(svc.options.max_upload)
+        .saturating_sub(offset);
     if ex.request().content_length().is_some_and(|n| n > room) {
         let message = format!("content goes past Upload-Length ({room} bytes left)");
         return fail(ex, StatusCode::PAYLOAD_TOO_LARGE, &message).await;
     }
     ex.set_max_body_size(Some(room));
     // Known now: this request brings the last byte (or a chunked one may, see below).
-    let completes = ex.request().content_length() == Some(room);
-    let (mut appending, mut upload) = match resumables.append(id, offset, None) {
+    let completes = length.is_some() && ex.request().content_length() == Some(room);
+    let (mut appending, mut upload) = match resumables.append(id, offset, length) {
         Ok(a) => a,
         Err(e) => return refused(ex, e).await,
     };
@@ -409,7 +438,8 @@ async fn receive(
         resumable::body(svc, ex, &mut upload, hashing, &mut counts, &mut none).await
     } else {
         resumable::body(svc, ex, &mut upload, hashing, &mut counts, &mut |u| {
-            appending.progress(u)
+            // tus has no progress announcements: the offset is recorded, not sent.
+            appending.progress(u).map(|_| None)
         })
         .await
     };
@@ -444,7 +474,7 @@ async fn receive(
     let mut end = resumable::block_in_place(|| appending.finish(upload, completes));
     // A body without Content-Length that reached the length: complete it now.
     if let Ok(AppendEnd::Incomplete(state)) = &end {
-        if state.offset == length {
+        if Some(state.offset) == length {
             let at = state.offset;
             end = match resumables.append(id, at, None) {
                 Ok((appending, upload)) => {

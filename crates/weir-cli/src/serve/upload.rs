@@ -203,11 +203,28 @@ const PIPELINE_AFTER: u64 = 2 << 20;
 const SPLICE_PIECE: u64 = 8 << 20;
 
 /// Called with the upload after each piece of a body is written (a resumable append
-/// checkpoints there, `resumable.rs`); an error stops the body.
-pub(super) type Progress<'a> = dyn FnMut(&mut Upload) -> Result<(), StoreError> + Send + 'a;
+/// checkpoints there, `resumable.rs`); an error stops the body. `Some(offset)`: the bytes up to
+/// `offset` are durable and recorded, and the client is told so at once (the draft's progress
+/// `104`, [`super::resumable::announce_offset`]).
+pub(super) type Progress<'a> =
+    dyn FnMut(&mut Upload) -> Result<Option<u64>, StoreError> + Send + 'a;
 
 /// The [`Progress`] of a plain `PUT`: nothing to do.
-pub(super) fn no_progress(_: &mut Upload) -> Result<(), StoreError> {
+pub(super) fn no_progress(_: &mut Upload) -> Result<Option<u64>, StoreError> {
+    Ok(None)
+}
+
+/// Runs `progress` after a write, and announces the offset it acknowledged, if any.
+async fn step(
+    ex: &mut Exchange<'_>,
+    upload: &mut Upload,
+    progress: &mut Progress<'_>,
+) -> Result<(), BodyFailure> {
+    if let Some(offset) = progress(upload).map_err(BodyFailure::Store)? {
+        super::resumable::announce_offset(ex, offset)
+            .await
+            .map_err(BodyFailure::Body)?;
+    }
     Ok(())
 }
 
@@ -227,7 +244,7 @@ pub(super) async fn splice_body(
                 upload
                     .record_external_write(n)
                     .map_err(BodyFailure::Store)?;
-                progress(upload).map_err(BodyFailure::Store)?;
+                step(ex, upload, progress).await?;
             }
             Err(e) => return Err(splice_failure(e)),
         }
@@ -282,7 +299,7 @@ pub(super) async fn hashed_body(
             }
             // COPY: the kernel's, buffer → page cache; the hasher reads the buffer in place.
             upload.write(&buf[..n]).map_err(BodyFailure::Store)?;
-            progress(upload).map_err(BodyFailure::Store)?;
+            step(ex, upload, progress).await?;
             if hashing {
                 counts.inline += n as u64;
                 if upload.size() >= PIPELINE_AFTER {
@@ -334,7 +351,7 @@ async fn pipelined_body(
         // COPY: the kernel's, buffer → page cache. The buffer then moves, unchanged, to the
         // thread that hashes it.
         let written = upload.write_owned(free, n).map_err(BodyFailure::Store)?;
-        progress(upload).map_err(BodyFailure::Store)?;
+        step(ex, upload, progress).await?;
         if started {
             lane.push(written);
         } else {

@@ -209,6 +209,38 @@ fn a_connection_cut_mid_upload_is_resumed_and_the_file_is_exact() {
     assert!(state_files(&state).is_empty(), "{:?}", state_files(&state));
 }
 
+#[test]
+fn no_resumable_sends_a_plain_put_and_a_cut_starts_it_again() {
+    let s = Server::start(&[]);
+    let state = s.dir.path().join("state");
+    let len = 3u64 << 20;
+    let content = data(len as usize, 73);
+    let src = s.dir.path().join("plain.bin");
+    std::fs::write(&src, &content).unwrap();
+    let proxy = Proxy::start(s.addr, cut_first(1 << 20));
+    let out = put(
+        &state,
+        &[
+            "--no-resumable",
+            "--retry-delay",
+            "0",
+            src.to_str().unwrap(),
+            &proxy.url("/files/plain.bin"),
+        ],
+    );
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(!err.contains("resumed"), "{err}");
+    assert_stored(&s, "plain.bin", &content);
+    // No upload resource was created: the second connection carried the whole file again,
+    // and no state was recorded.
+    assert!(proxy.forwarded(1) >= len, "{}", proxy.forwarded(1));
+    assert!(state_files(&state).is_empty(), "{:?}", state_files(&state));
+    let area = s.root.join(".weir-staging/resumable");
+    let left = std::fs::read_dir(&area).map_or(0, |d| d.count());
+    assert_eq!(left, 0, "resumable records in {}", area.display());
+}
+
 /// Starts `weir put` of `src` through `proxy` (which must stall its first connection after
 /// `stall` bytes) to `url`, SIGKILLs it once the stall is reached, drops the connection, and
 /// returns the upload resource (`/uploads/{id}`, from the state file) and the server's offset.

@@ -646,3 +646,164 @@ fn a_large_upload_sent_whole_is_hashed_while_received() {
     assert_eq!(hashed, body.len() as u64);
     assert_eq!(std::fs::read(s.root.join("large.bin")).unwrap(), body);
 }
+
+#[test]
+fn a_post_to_a_directory_creates_the_upload_its_content_disposition_names() {
+    let s = Server::start(&[]);
+    let body = data(900_000, 21);
+    let all = exchange(
+        s.addr,
+        "POST /files/docs/ HTTP/1.1\r\nupload-complete: ?0\r\n\
+         content-type: application/octet-stream\r\n\
+         content-disposition: inline; filename=\"a b.bin\"",
+        &body[..300_000],
+    );
+    assert_eq!(all[0].status, 104, "{}", all[0].head);
+    let location = all[0].header("location").unwrap();
+    let r = last(all);
+    assert_eq!(r.status, 201, "{}\n{}", r.head, r.text());
+    assert_eq!(r.header("location").unwrap(), location);
+    assert_eq!(offset_of(&s, &location), 300_000);
+    // Nothing is visible before completion.
+    assert!(!s.root.join("docs/a b.bin").exists());
+    let r = patch(&s, &location, 300_000, true, &body[300_000..]);
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(r.json()["path"], "docs/a b.bin");
+    assert_eq!(r.json()["sha256"], sha256(&body));
+    assert_eq!(std::fs::read(s.root.join("docs/a b.bin")).unwrap(), body);
+}
+
+#[test]
+fn an_http2_post_sent_whole_is_stored_under_its_utf8_name() {
+    let s = Server::start(&[]);
+    let body = data(400_000, 22);
+    let src = s.dir.path().join("src");
+    std::fs::write(&src, &body).unwrap();
+    let out = curl(&[
+        "--http2-prior-knowledge",
+        "-i",
+        "-H",
+        "upload-complete: ?1",
+        "-H",
+        "content-type: application/octet-stream",
+        "-H",
+        "content-disposition: inline; filename=\"x.bin\"; filename*=UTF-8''%C3%A9t%C3%A9.bin",
+        "--data-binary",
+        &format!("@{}", src.display()),
+        &s.url("/files/"),
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("HTTP/2 104"), "{text}");
+    assert!(text.contains("HTTP/2 201"), "{text}");
+    assert!(text.contains(&sha256(&body)), "{text}");
+    assert_eq!(std::fs::read(s.root.join("été.bin")).unwrap(), body);
+}
+
+#[test]
+fn a_resumable_post_without_a_usable_name_is_400_and_creates_nothing() {
+    let s = Server::start(&[]);
+    for disposition in [
+        "",
+        "\r\ncontent-disposition: inline",
+        "\r\ncontent-disposition: inline; filename=\"../up.bin\"",
+        "\r\ncontent-disposition: form-data; filename=\"x.bin\"",
+    ] {
+        let r = last(exchange(
+            s.addr,
+            &format!("POST /files/d/ HTTP/1.1\r\nupload-complete: ?1{disposition}"),
+            b"12345",
+        ));
+        assert_eq!(r.status, 400, "{disposition:?}: {}", r.text());
+        assert!(r.json()["error"].is_string(), "{}", r.text());
+    }
+    assert!(area_files(&s.root).is_empty(), "{:?}", area_files(&s.root));
+    assert!(!s.root.join("d").exists());
+}
+
+#[test]
+fn a_form_post_with_upload_complete_is_still_a_form() {
+    let s = Server::start(&[]);
+    let form = b"--XyZ\r\ncontent-disposition: form-data; name=\"f\"; filename=\"f.txt\"\r\n\r\n\
+hello\r\n--XyZ--\r\n";
+    let all = exchange(
+        s.addr,
+        "POST /files/forms/ HTTP/1.1\r\nupload-complete: ?1\r\n\
+         content-type: multipart/form-data; boundary=XyZ",
+        form,
+    );
+    // No upload resource: the form is stored whole, as without the field.
+    assert!(all.iter().all(|r| r.status != 104));
+    let r = last(all);
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(std::fs::read(s.root.join("forms/f.txt")).unwrap(), b"hello");
+    assert!(area_files(&s.root).is_empty());
+}
+
+#[test]
+fn a_long_append_announces_its_durable_offset_in_104s() {
+    let s = Server::start(&[]);
+    let body = data(72 << 20, 23);
+    let url = create_partial(&s, "progress.bin", &body[..1000], "");
+    let all = exchange(
+        s.addr,
+        &format!(
+            "PATCH {url} HTTP/1.1\r\ncontent-type: application/partial-upload\r\n\
+             upload-offset: 1000\r\nupload-complete: ?1"
+        ),
+        &body[1000..],
+    );
+    let progress: Vec<u64> = all
+        .iter()
+        .filter(|r| r.status == 104)
+        .map(|r| {
+            // Progress, not an announcement of the resource.
+            assert!(r.header("location").is_none(), "{}", r.head);
+            r.header("upload-offset").unwrap().parse().unwrap()
+        })
+        .collect();
+    // One checkpoint per 64 MiB received: one announcement, of an offset past it.
+    assert_eq!(progress.len(), 1, "{progress:?}");
+    assert!(
+        progress[0] >= 1000 + (64 << 20) && progress[0] < body.len() as u64,
+        "{progress:?}"
+    );
+    let r = last(all);
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(r.json()["sha256"], sha256(&body));
+}
+
+#[test]
+fn an_offset_asked_while_an_append_runs_is_the_one_that_append_ends_at() {
+    let s = Server::start(&[]);
+    let url = create_partial(&s, "asked", b"0123456789", "");
+    let mut first = TcpStream::connect(s.addr).unwrap();
+    write!(
+        first,
+        "PATCH {url} HTTP/1.1\r\nhost: t\r\ncontent-type: application/partial-upload\r\n\
+         upload-offset: 10\r\nupload-complete: ?0\r\ncontent-length: 1000000\r\n\r\n"
+    )
+    .unwrap();
+    first.write_all(&[7u8; 5000]).unwrap();
+    let data = data_file(&s.root, &url);
+    wait_for("the first append to write", || {
+        std::fs::metadata(&data).is_ok_and(|m| m.len() == 5010)
+    });
+    // Asked while the append runs (nothing of it checkpointed yet), answered once it ends: the
+    // offset is where it ended, not the outdated 10, and the next append is taken at it.
+    let addr = s.addr;
+    let asked = std::thread::spawn({
+        let url = url.clone();
+        move || request(addr, &format!("HEAD {url} HTTP/1.1"), b"")
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    drop(first);
+    let r = asked.join().unwrap();
+    assert_eq!(r.status, 204, "{}", r.head);
+    assert_eq!(r.header("upload-offset").unwrap(), "5010");
+    let r = patch(&s, &url, 5010, true, b"end");
+    assert_eq!(r.status, 201, "{}", r.text());
+    let mut expected = b"0123456789".to_vec();
+    expected.extend_from_slice(&[7u8; 5000]);
+    expected.extend_from_slice(b"end");
+    assert_eq!(std::fs::read(s.root.join("asked")).unwrap(), expected);
+}

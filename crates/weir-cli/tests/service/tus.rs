@@ -82,7 +82,7 @@ fn options_answer_without_tus_resumable_and_other_requests_need_it() {
     assert_eq!(r.header("tus-resumable").unwrap(), "1.0.0");
     assert_eq!(
         r.header("tus-extension").unwrap(),
-        "creation,creation-with-upload,termination,expiration,checksum"
+        "creation,creation-with-upload,creation-defer-length,termination,expiration,checksum"
     );
     assert_eq!(r.header("tus-max-size").unwrap(), (1 << 20).to_string());
     assert_eq!(r.header("tus-checksum-algorithm").unwrap(), "sha256");
@@ -496,4 +496,53 @@ fn a_cut_checksummed_patch_keeps_nothing() {
     let r = patch(&s, &url, 0, &body, &sum);
     assert_eq!(r.status, 204, "{}", r.text());
     assert_eq!(std::fs::read(s.root.join("k")).unwrap(), body);
+}
+
+#[test]
+fn a_deferred_length_is_declared_by_a_later_patch() {
+    let s = Server::start(&[]);
+    let r = s.request("OPTIONS /tus/ HTTP/1.1", b"");
+    assert!(
+        r.header("tus-extension")
+            .unwrap()
+            .split(',')
+            .any(|e| e == "creation-defer-length"),
+        "{}",
+        r.head
+    );
+    let meta = format!("filename {}", b64(b"deferred.bin"));
+    let r = s.request(
+        &format!("POST /tus/ HTTP/1.1{T}\r\nupload-defer-length: 1\r\nupload-metadata: {meta}"),
+        b"",
+    );
+    let url = location(&r);
+    let h = head(&s, &url);
+    assert_eq!(h.header("upload-defer-length").unwrap(), "1");
+    assert!(h.header("upload-length").is_none(), "{}", h.head);
+    let body = data(1500, 31);
+    let r = patch(&s, &url, 0, &body[..1000], "");
+    assert_eq!(r.status, 204, "{}", r.text());
+    assert_eq!(r.header("upload-offset").unwrap(), "1000");
+    assert!(!s.root.join("deferred.bin").exists());
+    // A length below the offset is refused; the right one completes the upload.
+    let r = patch(&s, &url, 1000, &body[1000..], "\r\nupload-length: 999");
+    assert_eq!(r.status, 400, "{}", r.text());
+    let r = patch(&s, &url, 1000, &body[1000..], "\r\nupload-length: 1500");
+    assert_eq!(r.status, 204, "{}", r.text());
+    assert_eq!(std::fs::read(s.root.join("deferred.bin")).unwrap(), body);
+    let h = head(&s, &url);
+    assert_eq!(h.header("upload-length").unwrap(), "1500");
+    // Both fields, or a defer value other than 1: 400, nothing created.
+    let before = staged(&s.root);
+    for fields in [
+        "\r\nupload-length: 10\r\nupload-defer-length: 1",
+        "\r\nupload-defer-length: 2",
+    ] {
+        let r = s.request(
+            &format!("POST /tus/ HTTP/1.1{T}{fields}\r\nupload-metadata: {meta}"),
+            b"",
+        );
+        assert_eq!(r.status, 400, "{fields:?}: {}", r.text());
+    }
+    assert_eq!(staged(&s.root), before);
 }

@@ -13,7 +13,7 @@
 
 mod protocols;
 mod put;
-mod service;
+pub(super) mod service;
 
 use super::{Peer, Settings, order, size_label, unavailable_note};
 use crate::client::upload::{Protocol, Upload, Uploader};

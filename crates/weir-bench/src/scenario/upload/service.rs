@@ -52,7 +52,7 @@ impl WeirServe {
 
 /// The `weir` binary: `explicit`, or `weir` next to this executable. An error that says how to
 /// build it when it is not there.
-pub(super) fn weir_binary(explicit: Option<&Path>) -> io::Result<PathBuf> {
+pub(in crate::scenario) fn weir_binary(explicit: Option<&Path>) -> io::Result<PathBuf> {
     let path = match explicit {
         Some(p) => p.to_path_buf(),
         None => std::env::current_exe()?
