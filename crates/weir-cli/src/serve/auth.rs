@@ -10,6 +10,14 @@
 //! `Authorization` is a singleton field (RFC 9110 §11.6.2): a request with two is refused with
 //! 400 ([`authorization`]) rather than judged by one of them, so that weir and any proxy in front
 //! of it cannot disagree about which credential a request carried.
+//!
+//! The browser page's download links cannot send a header, so for reads of `/files/` (and
+//! nothing else) the token is also accepted from the cookie [`COOKIE`], which the page sets
+//! (`Path=/files/; SameSite=Strict`) when the token is entered. Reads only: a cookie is sent
+//! with requests the user did not make from the page, and `SameSite=Strict` keeps other sites'
+//! requests from carrying it, but a write must never depend on that (no cross-site request
+//! forgery of uploads or deletes). A short-lived signed URL was the other way; it would need a
+//! server-side key and would put a credential into URLs (history, logs, `Referer`).
 
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
@@ -57,6 +65,32 @@ impl Auth {
         };
         let presented: [u8; 32] = Sha256::digest(presented).into();
         presented.ct_eq(expected).into()
+    }
+}
+
+/// The cookie the browser page sets for its download links (its value percent-encoded).
+pub const COOKIE: &str = "weir-token";
+
+impl Auth {
+    /// Whether the request's [`COOKIE`] carries the token. For reads only (see the module's
+    /// documentation); `Cookie` may come as several fields (HTTP/2 splits it).
+    pub fn accepts_cookie(&self, request: &weir::Request) -> bool {
+        let Some(expected) = &self.token_sha256 else {
+            return true;
+        };
+        request
+            .header_all("cookie")
+            .flat_map(|field| field.split(|&b| b == b';'))
+            .filter_map(|pair| {
+                let pair = std::str::from_utf8(pair.trim_ascii()).ok()?;
+                let value = pair.strip_prefix(COOKIE)?.strip_prefix('=')?;
+                // ALLOCATION: the decoded token, once per read that carries the cookie.
+                super::percent_decode(value).ok()
+            })
+            .any(|presented| {
+                let presented: [u8; 32] = Sha256::digest(presented.as_bytes()).into();
+                bool::from(presented.ct_eq(expected))
+            })
     }
 }
 

@@ -16,6 +16,7 @@
 //! | `download` | `GET`/`HEAD /files/{path}`: conditionals, `Range`, `sendfile` |
 //! | `range` | the `Range` header, evaluated against a size |
 //! | `listing` | directory listings as JSON |
+//! | `page` | the browser page: embedded HTML, CSS and JavaScript |
 //! | `auth` | bearer tokens, compared in constant time |
 //! | `target` | `/files/...` URL paths: percent-decoding into `StorePath`s |
 //! | `reply` | JSON bodies and `StoreError` → status |
@@ -31,6 +32,7 @@ mod hasher;
 mod listing;
 mod mime;
 mod multipart;
+mod page;
 mod preconditions;
 mod reply;
 mod resumable;

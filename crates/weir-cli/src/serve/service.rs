@@ -10,6 +10,7 @@
 //! | `DELETE /files/{path}` | `204`, `404` if absent, `412` if a precondition fails |
 //! | `PUT /files/{path}` with `Upload-Complete`, `HEAD`/`PATCH`/`DELETE /uploads/{id}` | resumable uploads (`resumable.rs`) |
 //! | `OPTIONS`/`POST /tus/`, `HEAD`/`PATCH`/`DELETE /tus/{id}` | the same uploads over tus 1.0.0 (`tus.rs`) |
+//! | `GET /`, `/assets/...`, a folder's URL asked for as HTML | the browser page (`page.rs`) |
 //!
 //! Order of checks for every `/files/` request: method (405), one `Authorization` field at most
 //! (400), token (401), path (400), then the route's own (size 413, preconditions 412:
@@ -32,7 +33,7 @@ use super::listing::Scans;
 use super::reply;
 use super::resumable::{self, ResumableOptions};
 use super::target::Target;
-use super::{download, form, listing, preconditions, tus, upload};
+use super::{download, form, listing, page, preconditions, tus, upload};
 use http::{Method, StatusCode};
 use std::sync::Arc;
 use weir::{Exchange, Handler, http};
@@ -113,6 +114,10 @@ impl Handler for Service {
                 _ => method_not_allowed(ex, "GET, HEAD").await,
             };
         }
+        // The browser page (page.rs), before the token check: it holds no data.
+        if let Some(asset) = page::route(ex.request()) {
+            return page::serve(ex, asset).await;
+        }
         // Discovery of resumable uploads (draft §4.1.4): every `/files/` resource takes them.
         if *ex.request().method() == Method::OPTIONS && (path == "*" || path.starts_with("/files/"))
         {
@@ -164,7 +169,11 @@ impl Handler for Service {
             Ok(a) => a,
             Err(message) => return reply::error(ex, StatusCode::BAD_REQUEST, message, &[]).await,
         };
-        if self.options.auth.required(write) && !self.options.auth.accepts(authorization) {
+        if self.options.auth.required(write)
+            && !self.options.auth.accepts(authorization)
+            // The page's cookie, for its download links: reads only (auth.rs says why).
+            && (write || !self.options.auth.accepts_cookie(ex.request()))
+        {
             return unauthorized(ex).await;
         }
         // ALLOCATION: the decoded path (the store keeps it as a `StorePath` anyway).
@@ -216,7 +225,10 @@ async fn unauthorized(ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
     .await
 }
 
-async fn method_not_allowed(ex: &mut Exchange<'_>, allow: &str) -> Result<(), weir::Error> {
+pub(super) async fn method_not_allowed(
+    ex: &mut Exchange<'_>,
+    allow: &str,
+) -> Result<(), weir::Error> {
     reply::error(
         ex,
         StatusCode::METHOD_NOT_ALLOWED,

@@ -15,6 +15,7 @@ mod large;
 mod listing;
 mod multipart;
 mod operator;
+mod page;
 mod paths;
 mod pipeline;
 mod preconditions;
