@@ -157,9 +157,8 @@ def main():
         page.on("response", on_response)
 
         # Keyboard: focus "Choose files", Enter opens the picker.
-        page.locator("#pick-files").focus()
         with page.expect_file_chooser() as chooser:
-            page.keyboard.press("Enter")
+            page.locator("#pick-files").press("Enter")
         chooser.value.set_files([small, big, *xss, rtl])
 
         deadline = time.time() + 60
@@ -245,6 +244,65 @@ def main():
         expect(listed_link(page, "small.txt")).to_have_count(0)
         assert not os.path.exists(os.path.join(ROOT, "small.txt"))
         assert ("confirm", "Delete small.txt?") in dialogs
+
+        # Pause, resume, cancel, and a reloaded tab: uploads slowed down to 8 MiB/s so that
+        # each is caught while it runs.
+        cdp = context.new_cdp_session(page)
+        cdp.send("Network.enable")
+        cdp.send("Network.emulateNetworkConditions", {
+            "offline": False, "latency": 0, "downloadThroughput": -1,
+            "uploadThroughput": 8 * 1024 * 1024})
+        slow = [write(os.path.join(src, f"slow{i}.bin"), os.urandom(24 << 20)) for i in range(3)]
+
+        def pick(paths):
+            with page.expect_file_chooser() as chooser:
+                page.click("#pick-files")
+            chooser.value.set_files(paths)
+
+        def sent(name):
+            return int(row(page, name).locator("progress").evaluate("p => p.value"))
+
+        def wait_sent(name, at_least):
+            deadline = time.time() + 60
+            while sent(name) < at_least:
+                assert time.time() < deadline, f"{name} does not progress"
+                page.wait_for_timeout(50)
+
+        pick([slow[0]])
+        wait_sent("slow0.bin", 1 << 20)
+        page.click('button[aria-label="Pause slow0.bin"]')
+        expect(row(page, "slow0.bin")).to_have_attribute("data-state", "paused")
+        held = sent("slow0.bin")
+        page.wait_for_timeout(500)
+        assert sent("slow0.bin") == held and held < (24 << 20)
+        page.click('button[aria-label="Resume slow0.bin"]')
+        wait_done(page, "slow0.bin")
+        same_file(slow[0], os.path.join(ROOT, "slow0.bin"))
+
+        pick([slow[1]])
+        wait_sent("slow1.bin", 1 << 20)
+        page.click('button[aria-label="Cancel slow1.bin"]')
+        expect(row(page, "slow1.bin")).to_have_attribute("data-state", "cancelled")
+        page.wait_for_timeout(500)
+        assert not os.path.exists(os.path.join(ROOT, "slow1.bin"))
+
+        # A reload in the middle: picking the same file again asks the saved upload URL for
+        # its offset instead of creating a new upload.
+        pick([slow[2]])
+        wait_sent("slow2.bin", 2 << 20)
+        page.reload()
+        expect(page.locator("#resumable-hint")).to_contain_text("slow2.bin")
+        first = []
+        page.on("request", lambda r: first.append((r.method, r.url)) if "slow2" in r.url or "/uploads/" in r.url else None)
+        cdp = context.new_cdp_session(page)
+        cdp.send("Network.enable")
+        cdp.send("Network.emulateNetworkConditions", {
+            "offline": False, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1})
+        pick([slow[2]])
+        wait_done(page, "slow2.bin")
+        same_file(slow[2], os.path.join(ROOT, "slow2.bin"))
+        assert first[0][0] == "HEAD" and "/uploads/" in first[0][1], first
+        assert not [m for m, u in first if m == "PUT"], first
 
         # Phone width: nothing wider than the screen.
         page.set_viewport_size({"width": 360, "height": 740})
