@@ -18,6 +18,7 @@
 //! | `listing` | directory listings as JSON |
 //! | `page` | the browser page: embedded HTML, CSS and JavaScript |
 //! | `auth` | bearer tokens, compared in constant time |
+//! | `cors` | `--cors-origin`: preflights, and the CORS fields of every answer |
 //! | `target` | `/files/...` URL paths: percent-decoding into `StorePath`s |
 //! | `reply` | JSON bodies and `StoreError` → status |
 //! | `buffers` | the pool of upload buffers |
@@ -26,6 +27,7 @@
 
 mod auth;
 mod buffers;
+mod cors;
 mod download;
 mod form;
 mod hasher;
@@ -42,6 +44,7 @@ mod tus;
 mod upload;
 
 pub use auth::Auth;
+pub use cors::Cors;
 pub(crate) use reply::hex;
 pub use resumable::ResumableOptions;
 pub use service::{Service, ServiceOptions};
@@ -71,6 +74,8 @@ pub struct ServeConfig {
     pub runtime: Runtime,
     /// Resumable uploads' expiry and append limits.
     pub resumable: ResumableOptions,
+    /// Origins whose pages may use the service (`--cors-origin`).
+    pub cors: Cors,
 }
 
 /// A start-up or serving failure, printed as one line.
@@ -112,7 +117,9 @@ impl ServeConfig {
                     usize::MAX
                 ))
             })?;
+        let cors = Cors::new(&args.cors_origin).map_err(ServeError)?;
         Ok(Self {
+            cors,
             listen: args.listen,
             unix: args.unix,
             root: args.root,
@@ -173,7 +180,8 @@ pub fn run(args: ServeArgs) -> Result<(), ServeError> {
     init_logging();
     let service = Service::new(store, config.service_options())
         .with_resumable(config.resumable)
-        .map_err(|e| ServeError(format!("resumable uploads: {e}")))?;
+        .map_err(|e| ServeError(format!("resumable uploads: {e}")))?
+        .with_cors(config.cors.clone());
     let store = &service.store;
     raise_open_files_limit(config.weir_config().max_connections);
     if store.recovered_files() > 0 {

@@ -11,6 +11,7 @@
 //! | `PUT /files/{path}` with `Upload-Complete`, `HEAD`/`PATCH`/`DELETE /uploads/{id}` | resumable uploads (`resumable.rs`) |
 //! | `OPTIONS`/`POST /tus/`, `HEAD`/`PATCH`/`DELETE /tus/{id}` | the same uploads over tus 1.0.0 (`tus.rs`) |
 //! | `GET /`, `/assets/...`, a folder's URL asked for as HTML | the browser page (`page.rs`) |
+//! | `OPTIONS` preflight from a `--cors-origin` | `204` with the allowed methods and fields (`cors.rs`) |
 //!
 //! Order of checks for every `/files/` request: method (405), one `Authorization` field at most
 //! (400), token (401), path (400), then the route's own (size 413, preconditions 412:
@@ -28,6 +29,7 @@
 
 use super::auth::Auth;
 use super::buffers::BufferPool;
+use super::cors::{self, Cors};
 use super::hasher::HashPool;
 use super::listing::Scans;
 use super::reply;
@@ -65,6 +67,8 @@ pub struct Service {
     /// Resumable uploads; `None` until [`Service::with_resumable`] (answered 503).
     pub(super) resumables: Option<Arc<Resumables>>,
     pub(super) resumable_options: ResumableOptions,
+    /// Origins whose pages may use the service (`cors.rs`); none by default.
+    pub(super) cors: Cors,
 }
 
 impl Service {
@@ -80,6 +84,7 @@ impl Service {
             listings: Scans::new(cores),
             resumables: None,
             resumable_options: ResumableOptions::default(),
+            cors: Cors::default(),
         }
     }
 
@@ -93,6 +98,12 @@ impl Service {
         Ok(self)
     }
 
+    /// Lets pages of these origins use the service (`cors.rs`).
+    pub fn with_cors(mut self, cors: Cors) -> Self {
+        self.cors = cors;
+        self
+    }
+
     /// Upload buffers lent out now: 0 when no upload runs and no hash job holds one. For
     /// tests and monitoring: a buffer that never comes back is a leak.
     pub fn buffers_lent(&self) -> usize {
@@ -102,6 +113,10 @@ impl Service {
 
 impl Handler for Service {
     async fn handle(&self, ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
+        // CORS first: a preflight is answered before any route or token check.
+        if cors::apply(&self.cors, ex).await? {
+            return Ok(());
+        }
         let path = ex.request().path();
         if path == "/healthz" {
             return match *ex.request().method() {

@@ -10,7 +10,8 @@ append is on its way, then a new `weir serve`; the page must resume from the off
 server kept and finish. Exits non-zero (an AssertionError) on any failure.
 """
 
-import base64
+import http.server
+import threading
 import hashlib
 import os
 import re
@@ -36,6 +37,8 @@ TIMEOUT_MS = 120_000
 class Server:
     """`weir serve` on ROOT; `port` is kept across restarts."""
 
+    running = []  # every process started, so that a failing run leaves none behind
+
     def __init__(self, *args):
         self.args = list(args)
         self.port = 0
@@ -48,6 +51,7 @@ class Server:
             stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL,
             env={k: v for k, v in os.environ.items() if k != "WEIR_TOKEN"},
         )
+        Server.running.append(self.proc)
         line = self.proc.stdout.readline().decode()
         m = re.search(r" on http://127\.0\.0\.1:(\d+)", line)
         assert m, f"weir serve did not start: {line!r}"
@@ -65,6 +69,23 @@ class Server:
     def stop(self):
         self.proc.send_signal(signal.SIGTERM)
         self.proc.wait(timeout=30)
+
+
+class AppPage(http.server.BaseHTTPRequestHandler):
+    """A blank page of another origin, on loopback like weir (so that Chromium's local network
+    checks do not apply): http://localhost:PORT is let in by --cors-origin, the same page as
+    http://127.0.0.1:PORT is another origin."""
+
+    def do_GET(self):
+        body = b"<!doctype html><title>app</title>"
+        self.send_response(200)
+        self.send_header("content-type", "text/html")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
 
 
 def write(path, data):
@@ -115,6 +136,11 @@ def main():
     rtl_name = "invoice\u202etxt.exe"
     rtl = write(os.path.join(src, rtl_name), b"MZ")
     dropped_data = bytes(range(256)) * 1200  # 300 KiB, made again in the page
+
+    app = http.server.ThreadingHTTPServer(("127.0.0.1", 0), AppPage)
+    threading.Thread(target=app.serve_forever, daemon=True).start()
+    app_origin = f"http://localhost:{app.server_address[1]}"
+    other_origin = f"http://127.0.0.1:{app.server_address[1]}"
 
     server = Server().start()
     with sync_playwright() as p:
@@ -312,7 +338,7 @@ def main():
 
         # Under a token (reads too): asked once, kept for the session; links work by cookie.
         server.stop()
-        server = Server("--token", "s3cret t", "--token-read")
+        server = Server("--token", "s3cret t", "--token-read", "--cors-origin", app_origin)
         server.port = 0
         server.start()
         context = browser.new_context(accept_downloads=True)
@@ -350,10 +376,41 @@ def main():
                 assert e.code == 401, e.code
         assert os.path.exists(os.path.join(ROOT, "small.txt"))
         assert not errors, errors
+
+        # CORS: a page of the allowed origin creates, appends and completes a resumable
+        # upload with its token and reads the answers; another origin's page cannot.
+        other = context.new_page()
+        cross_origin_upload = """async (base) => {
+            const auth = { Authorization: "Bearer s3cret t" };
+            const created = await fetch(base + "/files/cors.txt", { method: "PUT", headers: {
+                ...auth, "Upload-Complete": "?0", "Upload-Length": "5" } });
+            const location = created.headers.get("Location");
+            const done = await fetch(new URL(location, base), { method: "PATCH", body: "cross", headers: {
+                ...auth, "Content-Type": "application/partial-upload", "Upload-Offset": "0",
+                "Upload-Complete": "?1" } });
+            return { status: done.status, location, sha256: (await done.json()).sha256 };
+        }"""
+        other.goto(app_origin + "/app.html")
+        result = other.evaluate(cross_origin_upload, server.url)
+        assert result["status"] == 201 and result["location"].startswith("/uploads/"), result
+        assert result["sha256"] == hashlib.sha256(b"cross").hexdigest(), result
+        with open(os.path.join(ROOT, "cors.txt"), "rb") as f:
+            assert f.read() == b"cross"
+        other.goto(other_origin + "/app.html")
+        blocked = other.evaluate(
+            "async (base) => { try { await fetch(base + '/files/'); return 'read'; } "
+            "catch (e) { return 'blocked'; } }", server.url)
+        assert blocked == "blocked", blocked
         browser.close()
     server.stop()
     print("page.py: all checks passed")
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    finally:
+        for proc in Server.running:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()

@@ -7,6 +7,7 @@ mod auth;
 mod client;
 mod conditional;
 mod confinement;
+mod cors;
 mod crash;
 mod enospc;
 mod forms;
