@@ -110,7 +110,7 @@ pub struct ServeArgs {
     /// default: --max-upload).
     #[arg(long, value_parser = parse_size)]
     pub resumable_max_append: Option<u64>,
-    /// Let pages from this origin (e.g. https://app.example) use the service from a browser
+    /// Let pages from this origin (e.g. `https://app.example`) use the service from a browser
     /// (CORS); repeatable. Off by default.
     #[arg(long, value_name = "ORIGIN")]
     pub cors_origin: Vec<String>,

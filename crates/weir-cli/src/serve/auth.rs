@@ -72,7 +72,7 @@ impl Auth {
 pub const COOKIE: &str = "weir-token";
 
 impl Auth {
-    /// Whether the request's [`COOKIE`] carries the token. For reads only (see the module's
+    /// Whether the request's `weir-token` cookie carries the token. For reads only (see the module's
     /// documentation); `Cookie` may come as several fields (HTTP/2 splits it).
     pub fn accepts_cookie(&self, request: &weir::Request) -> bool {
         let Some(expected) = &self.token_sha256 else {
