@@ -318,7 +318,13 @@ class Transfer {
     const saved = localStorage.getItem(this.key);
     localStorage.removeItem(this.key);
     if (saved && was !== "done") {
-      try { await request("DELETE", JSON.parse(saved).url, {}); } catch (_) { /* gone anyway */ }
+      // The server may not have seen the aborted append end yet (409): ask again shortly.
+      for (let attempt = 0; attempt < 5; attempt++) {
+        let status = 0;
+        try { status = (await request("DELETE", JSON.parse(saved).url, {})).status; } catch (_) { /* retry */ }
+        if (status && status !== 409) break;
+        await new Promise((r) => setTimeout(r, 500));
+      }
     }
   }
 
