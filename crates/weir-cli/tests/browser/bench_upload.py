@@ -7,8 +7,8 @@ on loopback, in interleaved rounds. Not a test: docs/BENCHMARKS.md quotes its ou
 Each round uploads the same file once with curl (`curl -T`, one PUT) and once through the page
 (file picker, the IETF resumable-upload protocol in 64 MiB appends), in alternating order, and
 prints per round both wall times (the browser's from choosing the file to its row showing
-"done"; curl's whole run), their ratio, and the server's CPU seconds (user + system,
-from /proc) for each.
+"done"; curl's whole run), their ratio, the server's CPU seconds (user + system,
+from /proc) for each, and the CPU seconds of Chromium's processes during its upload.
 """
 
 import os
@@ -31,6 +31,21 @@ def cpu_seconds(pid):
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def chromium_cpu_seconds():
+    """User + system seconds of every Chromium process now running (the browser, its network
+    service and renderers)."""
+    total = 0.0
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/comm") as f:
+                if "chrom" not in f.read():
+                    continue
+            total += cpu_seconds(pid)
+        except OSError:
+            pass
+    return total
 
 
 def main():
@@ -59,15 +74,18 @@ def main():
                 page.goto(f"{url}/files/{name}/")
                 with page.expect_file_chooser() as chooser:
                     page.click("#pick-files")
-                t0 = time.monotonic()
+                t0, c0 = time.monotonic(), chromium_cpu_seconds()
                 chooser.value.set_files([src])
                 expect(page.locator(f'#transfers li[data-path="{name}/big.bin"]')).to_have_attribute(
                     "data-state", "done", timeout=600_000)
                 elapsed = time.monotonic() - t0
+                browser_cpu.append(chromium_cpu_seconds() - c0)
                 page.close()
                 return elapsed
 
-            print("round  curl_s  browser_s  browser/curl  curl_cpu_s  browser_cpu_s")
+            browser_cpu = []
+            print("round  curl_s  browser_s  browser/curl  server_cpu_curl_s  server_cpu_browser_s"
+                  "  chromium_cpu_s")
             for r in range(ROUNDS):
                 results = {}
                 order = [("curl", by_curl), ("browser", by_browser)]
@@ -78,8 +96,8 @@ def main():
                     elapsed = run(f"{kind}{r}")
                     results[kind] = (elapsed, cpu_seconds(server.pid) - cpu0)
                 (cw, cc), (bw, bc) = results["curl"], results["browser"]
-                print(f"{r:5d}  {cw:6.2f}  {bw:9.2f}  {bw / cw:12.2f}  {cc:10.2f}  {bc:13.2f}",
-                      flush=True)
+                print(f"{r:5d}  {cw:6.2f}  {bw:9.2f}  {bw / cw:12.2f}  {cc:17.2f}  {bc:20.2f}"
+                      f"  {browser_cpu[-1]:14.2f}", flush=True)
                 for kind in ["curl", "browser"]:
                     for sub in [f"{kind}{r}", f"{kind}{r}/big.bin"]:
                         path = os.path.join(work, "root", sub)
