@@ -134,6 +134,10 @@ pub struct ServeArgs {
     /// default: --max-upload).
     #[arg(long, env = "WEIR_RESUMABLE_MAX_APPEND", value_parser = parse_size)]
     pub resumable_max_append: Option<u64>,
+    /// Let pages from this origin (e.g. `https://app.example`) use the service from a browser
+    /// (CORS); repeatable. Off by default.
+    #[arg(long, env = "WEIR_CORS_ORIGIN", value_delimiter = ',', value_name = "ORIGIN")]
+    pub cors_origin: Vec<String>,
     /// Smallest body of a resumable upload request that does not complete it
     /// (`Upload-Limit: min-append-size`).
     #[arg(long, env = "WEIR_RESUMABLE_MIN_APPEND", value_parser = parse_size)]

@@ -30,11 +30,16 @@ impl<'x, 'c> Response<'x, 'c> {
             Ok(mark) => (Some(mark), None),
             Err(e) => (None, Some(e)),
         };
+        let mut flags = HeadFlags::default();
+        let error = match error {
+            None => exchange.push_extra_headers(&mut flags).err(),
+            some => some,
+        };
         Self {
             exchange: Some(exchange),
             status,
             mark,
-            flags: HeadFlags::default(),
+            flags,
             error,
         }
     }

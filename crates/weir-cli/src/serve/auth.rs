@@ -16,6 +16,14 @@
 //! `Authorization` is a singleton field (RFC 9110 §11.6.2): a request with two is refused with
 //! 400 ([`authorization`]) rather than judged by one of them, so that weir and any proxy in front
 //! of it cannot disagree about which credential a request carried.
+//!
+//! The browser page's download links cannot send a header, so for reads of `/files/` (and
+//! nothing else) the token is also accepted from the cookie [`COOKIE`], which the page sets
+//! (`Path=/files/; SameSite=Strict`) when the token is entered. Reads only: a cookie is sent
+//! with requests the user did not make from the page, and `SameSite=Strict` keeps other sites'
+//! requests from carrying it, but a write must never depend on that (no cross-site request
+//! forgery of uploads or deletes). A short-lived signed URL was the other way; it would need a
+//! server-side key and would put a credential into URLs (history, logs, `Referer`).
 
 use sha2::{Digest, Sha256};
 use subtle::{ConditionallySelectable, ConstantTimeEq};
@@ -142,9 +150,13 @@ impl Auth {
         if self.credentials.is_empty() {
             return None;
         }
-        let presented = authorization.and_then(bearer_token)?;
+        self.find(authorization.and_then(bearer_token)?)
+    }
+
+    /// The credential whose token is `presented`. Every entry is compared; the index of a
+    /// match is selected without a branch.
+    fn find(&self, presented: &[u8]) -> Option<&Credential> {
         let presented: [u8; 32] = Sha256::digest(presented).into();
-        // Every entry is compared; the index of a match is selected without a branch.
         let mut found = subtle::Choice::from(0);
         let mut index = 0u32;
         for (i, c) in self.credentials.iter().enumerate() {
@@ -254,6 +266,29 @@ fn parse_hex(text: &str) -> Option<[u8; 32]> {
         *byte = u8::from_str_radix(text.get(2 * i..2 * i + 2)?, 16).ok()?;
     }
     Some(out)
+}
+
+/// The cookie the browser page sets for its download links (its value percent-encoded).
+pub const COOKIE: &str = "weir-token";
+
+impl Auth {
+    /// The credential the request's `weir-token` cookie carries, if any. For reads only (see
+    /// the module's documentation); `Cookie` may come as several fields (HTTP/2 splits it).
+    pub fn identify_cookie(&self, request: &weir::Request) -> Option<&Credential> {
+        if self.credentials.is_empty() {
+            return None;
+        }
+        request
+            .header_all("cookie")
+            .flat_map(|field| field.split(|&b| b == b';'))
+            .filter_map(|pair| {
+                let pair = std::str::from_utf8(pair.trim_ascii()).ok()?;
+                let value = pair.strip_prefix(COOKIE)?.strip_prefix('=')?;
+                // ALLOCATION: the decoded token, once per read that carries the cookie.
+                super::percent_decode(value).ok()
+            })
+            .find_map(|presented| self.find(presented.as_bytes()))
+    }
 }
 
 /// The request's one `Authorization` field value, if any; an error (answer 400) when it has

@@ -16,7 +16,9 @@
 //! | `download` | `GET`/`HEAD /files/{path}`: conditionals, `Range`, `sendfile` |
 //! | `range` | the `Range` header, evaluated against a size |
 //! | `listing` | directory listings as JSON |
+//! | `page` | the browser page: embedded HTML, CSS and JavaScript |
 //! | `auth` | bearer tokens, compared in constant time |
+//! | `cors` | `--cors-origin`: preflights, and the CORS fields of every answer |
 //! | `target` | `/files/...` URL paths: percent-decoding into `StorePath`s |
 //! | `reply` | JSON bodies and `StoreError` → status |
 //! | `buffers` | the pool of upload buffers |
@@ -32,6 +34,7 @@
 mod access_log;
 mod auth;
 mod buffers;
+mod cors;
 mod download;
 mod form;
 mod hasher;
@@ -42,6 +45,7 @@ mod mime;
 mod multipart;
 mod notify;
 mod observe;
+mod page;
 mod preconditions;
 mod reply;
 mod resumable;
@@ -53,6 +57,7 @@ mod upload;
 
 pub use access_log::{AccessLog, LogFormat};
 pub use auth::{Auth, Credential};
+pub use cors::Cors;
 pub use hooks::Hooks;
 pub use metrics::Metrics;
 pub use observe::MetricsOnly;
@@ -100,6 +105,8 @@ pub struct ServeConfig {
     pub hook: Option<(PathBuf, std::time::Duration)>,
     /// The server library's timeouts, rates and limits.
     pub connections: Connections,
+    /// Origins whose pages may use the service (`--cors-origin`).
+    pub cors: Cors,
 }
 
 /// The library's connection settings that `weir serve` exposes as flags.
@@ -174,7 +181,9 @@ impl ServeConfig {
         if args.max_connections == 0 {
             return Err(ServeError("--max-connections must be at least 1".into()));
         }
+        let cors = Cors::new(&args.cors_origin).map_err(ServeError)?;
         Ok(Self {
+            cors,
             listen: args.listen,
             listen_tls: args.listen_tls,
             unix: args.unix,
@@ -276,7 +285,8 @@ pub fn run(args: ServeArgs) -> Result<(), ServeError> {
     let mut service = Service::new(store, config.service_options())
         .with_resumable(config.resumable)
         .map_err(|e| ServeError(format!("resumable uploads: {e}")))?
-        .with_metrics_route(config.metrics_listen.is_none());
+        .with_metrics_route(config.metrics_listen.is_none())
+        .with_cors(config.cors.clone());
     if let Some(log) = access_log {
         service = service.with_access_log(log);
     }

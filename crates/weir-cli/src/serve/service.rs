@@ -10,6 +10,8 @@
 //! | `DELETE /files/{path}` | `204`, `404` if absent, `412` if a precondition fails |
 //! | `PUT /files/{path}` or `POST /files/{dir}/` with `Upload-Complete`, `HEAD`/`PATCH`/`DELETE /uploads/{id}` | resumable uploads (`resumable.rs`) |
 //! | `OPTIONS`/`POST /tus/`, `HEAD`/`PATCH`/`DELETE /tus/{id}` | the same uploads over tus 1.0.0 (`tus.rs`) |
+//! | `GET /`, `/assets/...`, a folder's URL asked for as HTML | the browser page (`page.rs`) |
+//! | `OPTIONS` preflight from a `--cors-origin` | `204` with the allowed methods and fields (`cors.rs`) |
 //!
 //! Order of checks for every `/files/` request: method (405), one `Authorization` field at most
 //! (400), credential (401), path (400), the credential's scope and prefix (403: `auth.rs`),
@@ -28,13 +30,14 @@
 
 use super::auth::{Access, Auth, Verdict};
 use super::buffers::BufferPool;
+use super::cors::{self, Cors};
 use super::hasher::HashPool;
 use super::listing::Scans;
 use super::observe::Observing;
 use super::reply;
 use super::resumable::{self, ResumableOptions};
 use super::target::Target;
-use super::{download, form, listing, preconditions, tus, upload};
+use super::{download, form, listing, page, preconditions, tus, upload};
 use http::{Method, StatusCode};
 use std::sync::Arc;
 use weir::{Exchange, http};
@@ -70,6 +73,8 @@ pub struct Service {
     pub(super) observing: Observing,
     /// `--hook-command` (`hooks.rs`).
     pub(super) hooks: Option<super::hooks::Hooks>,
+    /// Origins whose pages may use the service (`cors.rs`); none by default.
+    pub(super) cors: Cors,
 }
 
 impl Service {
@@ -90,6 +95,7 @@ impl Service {
                 ..Observing::default()
             },
             hooks: None,
+            cors: Cors::default(),
         }
     }
 
@@ -103,6 +109,12 @@ impl Service {
         Ok(self)
     }
 
+    /// Lets pages of these origins use the service (`cors.rs`).
+    pub fn with_cors(mut self, cors: Cors) -> Self {
+        self.cors = cors;
+        self
+    }
+
     /// Upload buffers lent out now: 0 when no upload runs and no hash job holds one. For
     /// tests and monitoring: a buffer that never comes back is a leak.
     pub fn buffers_lent(&self) -> usize {
@@ -113,6 +125,10 @@ impl Service {
 impl Service {
     /// Routes one request (entered from `observe.rs`, which logs and counts it).
     pub(super) async fn route(&self, ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
+        // CORS first: a preflight is answered before any route or token check.
+        if cors::apply(&self.cors, ex).await? {
+            return Ok(());
+        }
         let path = ex.request().path();
         if path == "/healthz" {
             return match *ex.request().method() {
@@ -124,6 +140,10 @@ impl Service {
                 }
                 _ => method_not_allowed(ex, "GET, HEAD").await,
             };
+        }
+        // The browser page (page.rs), before the token check: it holds no data.
+        if let Some(asset) = page::route(ex.request()) {
+            return page::serve(ex, asset).await;
         }
         // Discovery of resumable uploads (draft §4.1.4): every `/files/` resource takes them.
         if *ex.request().method() == Method::OPTIONS && (path == "*" || path.starts_with("/files/"))
@@ -182,7 +202,11 @@ impl Service {
         };
         // 401 before the path is looked at; 403 (scope, prefix) once it is decoded.
         let auth = &self.options.auth;
-        let credential = auth.identify(authorization);
+        let mut credential = auth.identify(authorization);
+        if credential.is_none() && access == Access::Read {
+            // The page's cookie, for its download links: reads only (auth.rs says why).
+            credential = auth.identify_cookie(ex.request());
+        }
         if auth.required(access) && credential.is_none() {
             return unauthorized(ex).await;
         }
@@ -264,7 +288,10 @@ pub(super) async fn forbidden(ex: &mut Exchange<'_>) -> Result<(), weir::Error> 
     .await
 }
 
-async fn method_not_allowed(ex: &mut Exchange<'_>, allow: &str) -> Result<(), weir::Error> {
+pub(super) async fn method_not_allowed(
+    ex: &mut Exchange<'_>,
+    allow: &str,
+) -> Result<(), weir::Error> {
     reply::error(
         ex,
         StatusCode::METHOD_NOT_ALLOWED,

@@ -12,6 +12,7 @@
 //! so its `async fn`s cost no boxing and no virtual call.
 
 use super::body::BodyPolicy;
+use super::extra_headers::ExtraHeaders;
 use super::lifecycle::ResponseLifecycle;
 use crate::transport::PeerAddr;
 use crate::{Error, Request};
@@ -28,6 +29,8 @@ pub(crate) trait Backend {
     fn body_policy(&self) -> &BodyPolicy;
     fn body_policy_mut(&mut self) -> &mut BodyPolicy;
     fn response(&self) -> &ResponseLifecycle;
+    /// The fields of `Exchange::add_response_header`, for this exchange only.
+    fn extra_headers_mut(&mut self) -> &mut ExtraHeaders;
 
     // ---- request body ----
     async fn read_body(&mut self, buf: &mut [u8]) -> Result<usize, Error>;

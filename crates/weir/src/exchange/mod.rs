@@ -24,6 +24,7 @@
 
 pub(crate) mod backend;
 pub(crate) mod body;
+pub(crate) mod extra_headers;
 pub(crate) mod lifecycle;
 mod shared;
 
@@ -260,6 +261,18 @@ impl<'c> Exchange<'c> {
         on_backend!(self.send_informational(status, headers).await)
     }
 
+    /// Adds a header field to the response of this exchange, whichever code sends it (a
+    /// handler's routes, its error answers): for fields decided once per request, such as
+    /// CORS's `Access-Control-Allow-Origin`. Added before a response starts, it goes into that
+    /// response's head, after the status line and before the fields the response adds itself;
+    /// an invalid name or value makes that response fail, as with [`Response::header`]. Not
+    /// for `Content-Length`, `Transfer-Encoding`, `Connection`, `Date` or `Server`; not sent
+    /// on informational (1xx) responses, nor on the plain-text answer weir writes when a
+    /// handler fails without responding.
+    pub fn add_response_header(&mut self, name: impl AsRef<[u8]>, value: impl AsRef<[u8]>) {
+        on_backend!(self.extra_headers_mut()).add(name.as_ref(), value.as_ref());
+    }
+
     /// Whether a response has been started.
     pub fn is_responded(&self) -> bool {
         on_backend!(&self.response()).is_started()
@@ -292,6 +305,20 @@ impl<'c> Exchange<'c> {
         flags: &mut HeadFlags,
     ) -> Result<(), Error> {
         on_backend!(self.push_header(name, value, flags))
+    }
+
+    /// Pushes the fields of [`Exchange::add_response_header`] into the head being built.
+    pub(crate) fn push_extra_headers(&mut self, flags: &mut HeadFlags) -> Result<(), Error> {
+        if on_backend!(self.extra_headers_mut()).is_empty() {
+            return Ok(());
+        }
+        // Taken out while the head borrows the backend, then put back (its capacity kept).
+        let extra = std::mem::take(on_backend!(self.extra_headers_mut()));
+        let result = extra
+            .iter()
+            .try_for_each(|(name, value)| self.push_header(name, value, flags));
+        *on_backend!(self.extra_headers_mut()) = extra;
+        result
     }
 
     pub(crate) fn abort_head(&mut self, mark: usize) {

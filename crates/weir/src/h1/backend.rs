@@ -5,6 +5,7 @@ use super::conn::Conn;
 use crate::error::Misuse;
 use crate::exchange::backend::{Backend, HeadFlags};
 use crate::exchange::body::BodyPolicy;
+use crate::exchange::extra_headers::ExtraHeaders;
 use crate::exchange::lifecycle::ResponseLifecycle;
 use crate::transport::PeerAddr;
 use crate::{Error, Request};
@@ -31,6 +32,10 @@ impl Backend for Conn {
 
     fn response(&self) -> &ResponseLifecycle {
         &self.resp
+    }
+
+    fn extra_headers_mut(&mut self) -> &mut ExtraHeaders {
+        &mut self.extra_headers
     }
 
     async fn read_body(&mut self, buf: &mut [u8]) -> Result<usize, Error> {

@@ -12,6 +12,7 @@ use crate::error::Misuse;
 use crate::exchange::Exchange;
 use crate::exchange::Shared;
 use crate::exchange::backend::Backend;
+use crate::exchange::extra_headers::ExtraHeaders;
 use crate::exchange::lifecycle::ResponseLifecycle;
 use crate::handler::Handler;
 use crate::{DataRate, Error, zero_copy};
@@ -42,6 +43,8 @@ pub(crate) struct Conn {
     pub(crate) head: RequestHead,
     pub(crate) body: BodyState,
     pub(crate) resp: ResponseLifecycle,
+    /// `Exchange::add_response_header`'s fields, cleared for every request.
+    pub(crate) extra_headers: ExtraHeaders,
     /// The framing chosen for the current response head.
     pub(crate) resp_framing: ResponseFraming,
     pub(crate) persistence: Persistence,
@@ -128,6 +131,7 @@ impl Conn {
             parser: HeadParser::new(),
             body: BodyState::new(config),
             resp: ResponseLifecycle::default(),
+            extra_headers: ExtraHeaders::default(),
             resp_framing: ResponseFraming::NoBody,
             persistence: Persistence::new(&head),
             head,
@@ -202,6 +206,7 @@ impl Conn {
         self.body.begin(&self.head, &self.shared.config);
         self.io.write_clock = RateClock::default();
         self.resp.reset();
+        self.extra_headers.clear();
         self.persistence = Persistence::new(&self.head);
     }
 

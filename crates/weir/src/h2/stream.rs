@@ -19,6 +19,7 @@ use crate::error::Misuse;
 use crate::exchange::Shared;
 use crate::exchange::backend::{Backend, HeadFlags, poll_once};
 use crate::exchange::body::BodyPolicy;
+use crate::exchange::extra_headers::ExtraHeaders;
 use crate::exchange::lifecycle::ResponseLifecycle;
 use crate::transport::PeerAddr;
 use crate::{Error, Request};
@@ -45,6 +46,8 @@ pub(crate) struct H2Stream {
     pub(crate) shared: Arc<Shared>,
     pub(crate) body: BodyIn,
     pub(crate) resp: ResponseOut,
+    /// `Exchange::add_response_header`'s fields (a stream is one exchange).
+    pub(crate) extra_headers: ExtraHeaders,
 }
 
 impl H2Stream {
@@ -68,6 +71,7 @@ impl H2Stream {
             shared,
             body,
             resp,
+            extra_headers: ExtraHeaders::default(),
         }
     }
 
@@ -164,6 +168,10 @@ impl Backend for H2Stream {
 
     fn response(&self) -> &ResponseLifecycle {
         self.resp.lifecycle()
+    }
+
+    fn extra_headers_mut(&mut self) -> &mut ExtraHeaders {
+        &mut self.extra_headers
     }
 
     async fn read_body(&mut self, buf: &mut [u8]) -> Result<usize, Error> {

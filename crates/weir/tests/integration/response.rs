@@ -109,3 +109,53 @@ fn large_bodies_and_files() {
     c.send(b"GET /hello HTTP/1.1\r\nHost: a\r\n\r\n");
     assert_eq!(c.read_response().text(), "Hello, World!");
 }
+
+/// Adds `access-control-allow-origin` on `/extra` (then answers with a header of its own),
+/// nothing on other paths.
+struct ExtraHeaderRoutes;
+
+impl weir::Handler for ExtraHeaderRoutes {
+    async fn handle(&self, ex: &mut weir::Exchange<'_>) -> Result<(), weir::Error> {
+        if ex.request().path() == "/extra" {
+            ex.add_response_header("access-control-allow-origin", "https://a.example");
+            ex.add_response_header("vary", "origin");
+        }
+        ex.respond(http::StatusCode::OK)
+            .header("x-own", "1")
+            .body("ok")
+            .await
+    }
+}
+
+#[test]
+fn headers_added_to_the_exchange_reach_its_response_only() {
+    let server = TestServer::start_with(Config::default(), ExtraHeaderRoutes, None);
+    let mut c = server.connect();
+    c.send(b"GET /extra HTTP/1.1\r\nHost: a\r\n\r\nGET /plain HTTP/1.1\r\nHost: a\r\n\r\n");
+    let first = c.read_response();
+    assert_eq!(
+        first.header("access-control-allow-origin"),
+        Some("https://a.example")
+    );
+    assert_eq!(first.header("vary"), Some("origin"));
+    assert_eq!(
+        (first.header("x-own"), first.text().as_str()),
+        (Some("1"), "ok")
+    );
+    // The next request on the connection starts without them.
+    let second = c.read_response();
+    assert_eq!(second.header("access-control-allow-origin"), None);
+    assert_eq!(second.header("x-own"), Some("1"));
+
+    crate::h2_support::assert_curl_has_http2();
+    let head = crate::h2_support::curl(&[
+        "--http2-prior-knowledge",
+        "--include",
+        &server.url("/extra"),
+    ]);
+    assert!(head.starts_with("HTTP/2 200"), "{head}");
+    assert!(
+        head.contains("access-control-allow-origin: https://a.example\r\n"),
+        "{head}"
+    );
+}

@@ -1,0 +1,137 @@
+//! The browser page's routes (`serve/page.rs`): embedded assets with their policy and
+//! validators, folder URLs answering the page to browsers and JSON to programs, the page's
+//! token cookie accepted for reads only, and uploaded HTML never rendered as the site's page.
+//! The page itself, in a browser: `tests/browser/`.
+
+use crate::support::*;
+
+#[test]
+fn the_page_and_its_assets_are_served_with_a_strict_policy_and_validators() {
+    let s = Server::start(&[]);
+    for (path, kind, needle) in [
+        ("/", "text/html; charset=utf-8", "<!doctype html>"),
+        (
+            "/assets/weir.js",
+            "text/javascript; charset=utf-8",
+            "\"use strict\"",
+        ),
+        ("/assets/weir.css", "text/css; charset=utf-8", "#transfers"),
+    ] {
+        let r = s.request(&format!("GET {path} HTTP/1.1"), b"");
+        assert_eq!(r.status, 200, "{path}");
+        assert_eq!(r.header("content-type").as_deref(), Some(kind));
+        assert!(r.text().contains(needle), "{path}");
+        let csp = r.header("content-security-policy").unwrap();
+        assert!(csp.contains("default-src 'none'") && csp.contains("script-src 'self'"));
+        assert!(!csp.contains("unsafe-inline"));
+        assert_eq!(
+            r.header("x-content-type-options").as_deref(),
+            Some("nosniff")
+        );
+        let etag = r.header("etag").unwrap();
+        let again = s.request(
+            &format!("GET {path} HTTP/1.1\r\nif-none-match: {etag}"),
+            b"",
+        );
+        assert_eq!((again.status, again.body.len()), (304, 0), "{path}");
+        let other = s.request(&format!("GET {path} HTTP/1.1\r\nif-none-match: \"x\""), b"");
+        assert_eq!(other.status, 200);
+        let head = s.request(&format!("HEAD {path} HTTP/1.1"), b"");
+        assert_eq!(head.status, 200);
+    }
+    assert_eq!(s.request("POST / HTTP/1.1", b"").status, 405);
+    assert_eq!(s.request("GET /assets/other.js HTTP/1.1", b"").status, 404);
+}
+
+#[test]
+fn folders_answer_the_page_to_browsers_and_json_to_programs() {
+    let s = Server::start(&[]);
+    assert_eq!(s.request("PUT /files/d/a.txt HTTP/1.1", b"a").status, 201);
+    let browser = "accept: text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8";
+    for dir in ["/files/", "/files/d/", "/files/not-yet/"] {
+        let page = s.request(&format!("GET {dir} HTTP/1.1\r\n{browser}"), b"");
+        assert_eq!(page.status, 200, "{dir}");
+        assert!(page.text().starts_with("<!doctype html>"));
+        assert_eq!(page.header("vary").as_deref(), Some("accept"));
+    }
+    for accept in ["", "\r\naccept: */*", "\r\naccept: application/json"] {
+        let r = s.request(&format!("GET /files/d/ HTTP/1.1{accept}"), b"");
+        assert_eq!(r.status, 200);
+        assert_eq!(r.json()["entries"][0]["name"], "a.txt", "{accept:?}");
+    }
+    // A file is the file, whatever the browser prefers.
+    let file = s.request(&format!("GET /files/d/a.txt HTTP/1.1\r\n{browser}"), b"");
+    assert_eq!(file.body, b"a");
+}
+
+#[test]
+fn the_page_cookie_reads_but_never_writes() {
+    let s = Server::start(&["--token", "s3cret t", "--token-read"]);
+    assert_eq!(
+        s.request(
+            "PUT /files/f HTTP/1.1\r\nauthorization: Bearer s3cret t",
+            b"f"
+        )
+        .status,
+        201
+    );
+    // The page is public: it holds no data, and it is where the token is entered.
+    assert_eq!(s.request("GET / HTTP/1.1", b"").status, 200);
+    assert_eq!(s.request("GET /files/f HTTP/1.1", b"").status, 401);
+    let good = "cookie: theme=dark; weir-token=s3cret%20t";
+    assert_eq!(
+        s.request(&format!("GET /files/f HTTP/1.1\r\n{good}"), b"")
+            .body,
+        b"f"
+    );
+    assert_eq!(
+        s.request(&format!("GET /files/ HTTP/1.1\r\n{good}"), b"")
+            .status,
+        200
+    );
+    for bad in [
+        "cookie: weir-token=s3cret",
+        "cookie: weir-token=s3cret%20",
+        "cookie: weir-tokens3cret%20t",
+        "cookie: xweir-token=s3cret%20t",
+        "cookie: weir-token=%zz",
+    ] {
+        assert_eq!(
+            s.request(&format!("GET /files/f HTTP/1.1\r\n{bad}"), b"")
+                .status,
+            401,
+            "{bad}"
+        );
+    }
+    // Writes never take it: a cookie travels with requests the user did not make.
+    assert_eq!(
+        s.request(&format!("DELETE /files/f HTTP/1.1\r\n{good}"), b"")
+            .status,
+        401
+    );
+    assert_eq!(
+        s.request(&format!("PUT /files/g HTTP/1.1\r\n{good}"), b"g")
+            .status,
+        401
+    );
+    let create = format!("PUT /files/g HTTP/1.1\r\n{good}\r\nupload-complete: ?0");
+    assert_eq!(s.request(&create, b"").status, 401);
+    assert!(s.root.join("f").exists() && !s.root.join("g").exists());
+}
+
+#[test]
+fn uploaded_html_is_never_the_site_page() {
+    let s = Server::start(&[]);
+    let html = b"<script>document.cookie</script>";
+    assert_eq!(s.request("PUT /files/x.html HTTP/1.1", html).status, 201);
+    let r = s.request("GET /files/x.html HTTP/1.1\r\naccept: text/html", b"");
+    assert_eq!(r.body, html);
+    assert_eq!(
+        r.header("content-security-policy").as_deref(),
+        Some("sandbox")
+    );
+    assert_eq!(
+        r.header("x-content-type-options").as_deref(),
+        Some("nosniff")
+    );
+}
