@@ -10,10 +10,9 @@
 //! exchanges finish (announcing `Connection: close`) up to `Config::shutdown_grace`, then aborts
 //! what is left.
 
+use crate::exchange::Shared;
 use crate::h1::serve_connection;
 use crate::h2::{PREFACE, Sniffed, serve_h2, sniff_preface};
-// Re-exported for `h2/conn.rs` (another branch works there); drivers import `exchange::Shared`.
-pub(crate) use crate::exchange::Shared;
 use crate::stats::Stats;
 use crate::transport::{ALPN_H2, DetachedListener, Listener, Stream, TlsAccept, TlsConfig};
 use crate::{Config, Handler};
