@@ -316,19 +316,19 @@ fn a_replacement_in_the_same_second_is_not_validated_by_the_old_date() {
             r.header("last-modified").unwrap(),
             r.header("etag").unwrap(),
         );
-        let date = |name: &str| httpdate::parse_http_date(&r.header(name).unwrap()).unwrap();
+        let date = |name: &str| httpdate::parse_http_date(r.header(name).unwrap()).unwrap();
         assert!(
             date("last-modified") <= date("date"),
             "never later than Date"
         );
         assert_eq!(put(&s, "t.bin", "", &v2).status, 200);
-        old_date_is_stale(&s, "t.bin", &old_date, &v2);
+        old_date_is_stale(&s, "t.bin", old_date, &v2);
         let r = get(&s, "t.bin", &format!("\r\nif-none-match: {old_etag}"));
         assert_eq!(r.status, 200, "{args:?}");
         // Once more in that second: the entity tags still differ.
         let v2_etag = etag_of(&s, "t.bin");
         assert_eq!(put(&s, "t.bin", "", &v3).status, 200);
-        old_date_is_stale(&s, "t.bin", &old_date, &v3);
+        old_date_is_stale(&s, "t.bin", old_date, &v3);
         assert_ne!(etag_of(&s, "t.bin"), v2_etag, "{args:?}");
     }
 }

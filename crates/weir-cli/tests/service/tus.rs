@@ -118,7 +118,7 @@ fn create_head_patch_commit_the_file_under_files() {
             .contains("filename Zi5iaW4=")
     );
     let expires = r.header("upload-expires").unwrap();
-    assert!(httpdate::parse_http_date(&expires).is_ok(), "{expires}");
+    assert!(httpdate::parse_http_date(expires).is_ok(), "{expires}");
 
     // A PATCH needs the tus media type and the upload's offset.
     let r = s.request(
