@@ -10,11 +10,10 @@
 //! exchanges finish (announcing `Connection: close`) up to `Config::shutdown_grace`, then aborts
 //! what is left.
 
+use crate::exchange::Shared;
 use crate::h1::serve_connection;
 #[cfg(feature = "http2")]
 use crate::h2::{PREFACE, Sniffed, serve_h2, sniff_preface};
-// Re-exported for `h2/conn.rs` (another branch works there); drivers import `exchange::Shared`.
-pub(crate) use crate::exchange::Shared;
 use crate::stats::Stats;
 #[cfg(all(feature = "tls", feature = "http2"))]
 use crate::transport::ALPN_H2;

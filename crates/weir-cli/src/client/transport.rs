@@ -194,11 +194,11 @@ impl Transport {
     /// another host, where the NIC reads the page cache and no CPU copies the body. On loopback
     /// (and Unix sockets) the receiver's copy reads the sender's page cache, which no CPU has
     /// touched lately, instead of bytes the sender's copy just brought into the shared cache:
-    /// measured on this project's 2-core VM with `perf`, the receiving server's `recv` copy took
-    /// 4.4× as long and its CPU per upload doubled. Not always: some rounds of weir-bench's
-    /// `weir put --sendfile` row run faster than the buffer, so that row swings 0.4–1.5 × raw TCP
-    /// where the buffered row stays within 0.7–1.1 × (docs/BENCHMARKS.md): the buffer is the
-    /// steadier default there.
+    /// measured with `perf`, the receiving server's `recv` copy took longer and its CPU per
+    /// upload grew. Not always: some rounds of weir-bench's `weir put --sendfile` row run faster
+    /// than the buffer, so that row swings far more from round to round than the buffered one
+    /// (figures in docs/BENCHMARKS.md, "Figures once quoted in source comments"): the buffer is
+    /// the steadier default there.
     pub(crate) fn sendfile_pays(&self) -> bool {
         match self {
             Self::Plain(Socket::Tcp(s)) => s.peer_addr().is_ok_and(|a| !a.ip().is_loopback()),

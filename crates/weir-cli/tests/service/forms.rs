@@ -156,7 +156,7 @@ fn a_form_of_many_files_holds_one_upload_descriptor() {
     sock.write_all(rest).unwrap();
     let mut raw = Vec::new();
     sock.read_to_end(&mut raw).unwrap();
-    let r = parse_response(&raw, false);
+    let r = parse_response(&raw);
     assert_eq!(r.status, 201, "{}", r.text());
     assert_eq!(r.json()["files"].as_array().unwrap().len(), FILES);
     assert_eq!(open_temporaries(s.pid()), 0);

@@ -126,7 +126,7 @@ fn a_1_gib_upload_keeps_server_memory_flat() {
     }
     let mut raw = Vec::new();
     sock.read_to_end(&mut raw).ok();
-    let r = parse_response(&raw, false);
+    let r = parse_response(&raw);
     assert_eq!(r.status, 201, "{}", r.text());
     assert_eq!(r.json()["size"], len);
 

@@ -176,7 +176,7 @@ fn state_files(state: &Path) -> Vec<std::path::PathBuf> {
 /// The upload offset the server reports for `upload` (`/uploads/{id}`).
 fn server_offset(s: &Server, upload: &str) -> u64 {
     let r = s.request(&format!("HEAD {upload} HTTP/1.1"), b"");
-    assert_eq!(r.status, 204, "{}", r.head);
+    assert_eq!(r.status, 204, "{:?}", r.headers);
     r.header("upload-offset").unwrap().parse().unwrap()
 }
 

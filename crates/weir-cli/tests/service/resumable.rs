@@ -7,30 +7,9 @@ use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// Every response on a connection, interim ones first, until the server closes it.
+/// Every whole response on a connection, interim ones first.
 fn responses(raw: &[u8]) -> Vec<Resp> {
-    let mut out = Vec::new();
-    let mut rest = raw;
-    while let Some(end) = rest.windows(4).position(|w| w == b"\r\n\r\n") {
-        let head = String::from_utf8_lossy(&rest[..end]).into_owned();
-        let status: u16 = head[9..12].parse().unwrap();
-        let mut resp = Resp {
-            status,
-            head,
-            body: Vec::new(),
-        };
-        rest = &rest[end + 4..];
-        if status >= 200 {
-            let len = resp
-                .header("content-length")
-                .map_or(0, |l| l.parse().unwrap());
-            resp.body = rest[..len.min(rest.len())].to_vec();
-            out.push(resp);
-            break;
-        }
-        out.push(resp);
-    }
-    out
+    weir_testkit::h1::parse_responses(raw).0
 }
 
 /// A request on a new connection: `head` (no final CRLF; `connection: close` and the
@@ -60,10 +39,10 @@ pub(crate) fn create_partial(s: &Server, path: &str, body: &[u8], extra: &str) -
         &format!("PUT /files/{path} HTTP/1.1\r\nupload-complete: ?0{extra}"),
         body,
     ));
-    assert_eq!(r.status, 201, "{}\n{}", r.head, r.text());
+    assert_eq!(r.status, 201, "{:?}\n{}", r.headers, r.text());
     assert_eq!(r.header("upload-offset").unwrap(), body.len().to_string());
     assert_eq!(r.header("upload-complete").unwrap(), "?0");
-    r.header("location").unwrap()
+    r.header("location").unwrap().to_owned()
 }
 
 fn patch(s: &Server, url: &str, offset: u64, complete: bool, body: &[u8]) -> Resp {
@@ -84,7 +63,7 @@ fn head(s: &Server, url: &str) -> Resp {
 
 fn offset_of(s: &Server, url: &str) -> u64 {
     let r = head(s, url);
-    assert_eq!(r.status, 204, "{}", r.head);
+    assert_eq!(r.status, 204, "{:?}", r.headers);
     r.header("upload-offset").unwrap().parse().unwrap()
 }
 
@@ -602,8 +581,8 @@ fn upload_resources_need_the_write_token() {
     ));
     assert_eq!(r.status, 201);
     let url = r.header("location").unwrap();
-    assert_eq!(head(&s, &url).status, 401);
-    assert_eq!(patch(&s, &url, 3, true, b"d").status, 401);
+    assert_eq!(head(&s, url).status, 401);
+    assert_eq!(patch(&s, url, 3, true, b"d").status, 401);
     assert_eq!(
         s.request(&format!("DELETE {url} HTTP/1.1"), b"").status,
         401
@@ -620,11 +599,8 @@ fn options_announces_partial_uploads_and_the_limits() {
     let s = Server::start(&["--max-upload", "5000"]);
     for target in ["/files/any/path", "/files/", "*"] {
         let r = s.request(&format!("OPTIONS {target} HTTP/1.1"), b"");
-        assert_eq!(r.status, 204, "{target}: {}", r.head);
-        assert_eq!(
-            r.header("accept-patch").as_deref(),
-            Some("application/partial-upload")
-        );
+        assert_eq!(r.status, 204, "{target}: {:?}", r.headers);
+        assert_eq!(r.header("accept-patch"), Some("application/partial-upload"));
         assert!(r.header("upload-limit").unwrap().contains("max-size=5000"));
     }
 }

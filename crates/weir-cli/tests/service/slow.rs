@@ -109,7 +109,7 @@ fn stalled_uploads_hold_no_upload_buffer() {
             assert!(n > 0, "upload {i}: connection closed");
             raw.extend_from_slice(&buf[..n]);
         }
-        let r = parse_response(&raw, false);
+        let r = parse_response(&raw);
         assert_eq!(r.status, 201, "upload {i}: {}", r.text());
         assert_eq!(r.json()["sha256"], want, "upload {i}");
     }

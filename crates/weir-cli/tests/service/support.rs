@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
+use weir_testkit::h1::{Client, parse_responses};
 use weir_testkit::server::ServerThread;
 
 pub const WEIR: &str = env!("CARGO_BIN_EXE_weir");
@@ -93,75 +94,52 @@ pub fn spawn(
     weir_testkit::serve_binary::spawn(Path::new(WEIR), root, logs, args, env)
 }
 
-/// A parsed response.
-#[derive(Debug)]
-pub struct Resp {
-    pub status: u16,
-    pub head: String,
-    pub body: Vec<u8>,
+/// A response as read off the wire: weir-testkit's (status, fields in wire order, body).
+pub use weir_testkit::h1::Resp;
+
+/// What the service tests read from a response beyond the kit's accessors.
+pub trait JsonBody {
+    /// The body parsed as JSON; panics, showing the body, when it is not.
+    fn json(&self) -> serde_json::Value;
 }
 
-impl Resp {
-    pub fn header(&self, name: &str) -> Option<String> {
-        self.head.lines().skip(1).find_map(|l| {
-            let (n, v) = l.split_once(':')?;
-            n.trim()
-                .eq_ignore_ascii_case(name)
-                .then(|| v.trim().to_owned())
-        })
-    }
-
-    pub fn json(&self) -> serde_json::Value {
+impl JsonBody for Resp {
+    fn json(&self) -> serde_json::Value {
         serde_json::from_slice(&self.body)
             .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&self.body)))
-    }
-
-    pub fn text(&self) -> String {
-        String::from_utf8_lossy(&self.body).into_owned()
     }
 }
 
 /// Sends `head` (request line and headers, without the final CRLF; `Connection: close` and
-/// `Content-Length` are added) and `body`, reads the response until the server closes.
+/// `Content-Length` are added) and `body` on a new connection, and reads the response with
+/// weir-testkit's client.
 pub fn request(addr: SocketAddr, head: &str, body: &[u8]) -> Resp {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let mut client = Client::new(TcpStream::connect(addr).unwrap());
+    // Large uploads are answered after their commit's fsyncs: more than the kit's default.
+    client
+        .stream()
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
     let mut req = format!("{head}\r\nhost: test\r\nconnection: close\r\n");
     if !head.to_ascii_lowercase().contains("content-length") && !body.is_empty() {
         req.push_str(&format!("content-length: {}\r\n", body.len()));
     }
     req.push_str("\r\n");
-    s.write_all(req.as_bytes()).unwrap();
+    client.send(req.as_bytes());
     // The server may answer early (413, 507) and stop reading: keep the answer.
-    let _ = s.write_all(body);
-    let mut raw = Vec::new();
-    let _ = s.read_to_end(&mut raw);
-    parse_response(&raw, head.starts_with("HEAD "))
+    let _ = client.try_send(body);
+    client.read_response_for(head.starts_with("HEAD "))
 }
 
-pub fn parse_response(raw: &[u8], head_request: bool) -> Resp {
-    let end = raw
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .unwrap_or_else(|| panic!("no response head in {:?}", String::from_utf8_lossy(raw)));
-    let head = String::from_utf8_lossy(&raw[..end]).into_owned();
-    let status = head[9..12].parse().unwrap();
-    let mut body = raw[end + 4..].to_vec();
-    let resp = Resp {
-        status,
-        head,
-        body: Vec::new(),
-    };
-    if let Some(len) = resp.header("content-length") {
-        let len: usize = len.parse().unwrap();
-        if !head_request {
-            assert!(body.len() >= len, "short body: {} of {len}", body.len());
-            body.truncate(len);
-        } else {
-            body.clear();
-        }
-    }
-    Resp { body, ..resp }
+/// The first response in `raw` (bytes read from a connection, not in answer to HEAD).
+pub fn parse_response(raw: &[u8]) -> Resp {
+    let (mut responses, _) = parse_responses(raw);
+    assert!(
+        !responses.is_empty(),
+        "no whole response in {:?}",
+        String::from_utf8_lossy(raw)
+    );
+    responses.remove(0)
 }
 
 /// Runs curl with `args` (silent, showing errors) and returns its output.

@@ -31,7 +31,7 @@ fn put_chunked(addr: SocketAddr, path: &str, body: &[u8], trailers: &str, announ
     s.write_all(&req).unwrap();
     let mut raw = Vec::new();
     let _ = s.read_to_end(&mut raw);
-    parse_response(&raw, false)
+    parse_response(&raw)
 }
 
 fn sha256_field(body: &[u8]) -> String {
@@ -83,7 +83,7 @@ fn a_trailer_digest_is_verified_before_the_commit() {
         sock.write_all(head.as_bytes()).unwrap();
         let mut raw = Vec::new();
         let _ = sock.read_to_end(&mut raw);
-        let r = parse_response(&raw, false);
+        let r = parse_response(&raw);
         assert_eq!(r.status, 400, "{}", r.text());
         assert!(r.text().contains("disagrees"), "{}", r.text());
         let r = put_chunked(

@@ -16,6 +16,15 @@
 //! rustls itself still copies each record's plaintext twice (into its own queue, then into the
 //! caller's buffer); only its unbuffered API avoids that, at the price of driving the TLS state
 //! machine by hand.
+//!
+//! The first of those copies goes into a new heap allocation per record, so its speed depends
+//! on where the allocator puts it. glibc's `memcpy` moves a record with `rep movsb`, which on
+//! some CPUs (AMD Zen 4 here) runs many times slower when the destination lies a few bytes past
+//! the source modulo 4 KiB; and that is where the allocation lands when it directly follows
+//! rustls's record buffer, whose size is a multiple of 4 KiB. Which connections meet it is a
+//! matter of heap layout; it was the whole of the HTTP/2-over-TLS regression of issue 12
+//! (docs/BENCHMARKS.md, "HTTP/2 over TLS uploads: the cause"). Reading with the unbuffered API,
+//! records decrypted in place in [`ReadAhead`]'s buffer, would remove that copy altogether.
 
 use super::{PeerAddr, Stream};
 use std::io::{self, IoSlice};
