@@ -136,7 +136,12 @@ pub struct ServeArgs {
     pub resumable_max_append: Option<u64>,
     /// Let pages from this origin (e.g. `https://app.example`) use the service from a browser
     /// (CORS); repeatable. Off by default.
-    #[arg(long, env = "WEIR_CORS_ORIGIN", value_delimiter = ',', value_name = "ORIGIN")]
+    #[arg(
+        long,
+        env = "WEIR_CORS_ORIGIN",
+        value_delimiter = ',',
+        value_name = "ORIGIN"
+    )]
     pub cors_origin: Vec<String>,
     /// Smallest body of a resumable upload request that does not complete it
     /// (`Upload-Limit: min-append-size`).

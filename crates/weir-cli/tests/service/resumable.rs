@@ -634,10 +634,10 @@ fn a_post_to_a_directory_creates_the_upload_its_content_disposition_names() {
          content-disposition: inline; filename=\"a b.bin\"",
         &body[..300_000],
     );
-    assert_eq!(all[0].status, 104, "{}", all[0].head);
-    let location = all[0].header("location").unwrap();
+    assert_eq!(all[0].status, 104, "{:?}", all[0].headers);
+    let location = all[0].header("location").unwrap().to_owned();
     let r = last(all);
-    assert_eq!(r.status, 201, "{}\n{}", r.head, r.text());
+    assert_eq!(r.status, 201, "{:?}\n{}", r.headers, r.text());
     assert_eq!(r.header("location").unwrap(), location);
     assert_eq!(offset_of(&s, &location), 300_000);
     // Nothing is visible before completion.
@@ -733,7 +733,7 @@ fn a_long_append_announces_its_durable_offset_in_104s() {
         .filter(|r| r.status == 104)
         .map(|r| {
             // Progress, not an announcement of the resource.
-            assert!(r.header("location").is_none(), "{}", r.head);
+            assert!(r.header("location").is_none(), "{:?}", r.headers);
             r.header("upload-offset").unwrap().parse().unwrap()
         })
         .collect();
@@ -774,7 +774,7 @@ fn an_offset_asked_while_an_append_runs_is_the_one_that_append_ends_at() {
     std::thread::sleep(Duration::from_millis(200));
     drop(first);
     let r = asked.join().unwrap();
-    assert_eq!(r.status, 204, "{}", r.head);
+    assert_eq!(r.status, 204, "{:?}", r.headers);
     assert_eq!(r.header("upload-offset").unwrap(), "5010");
     let r = patch(&s, &url, 5010, true, b"end");
     assert_eq!(r.status, 201, "{}", r.text());
