@@ -188,7 +188,7 @@ fn parse_complete_head(
                 keep_alive_token |= token.eq_ignore_ascii_case(b"keep-alive");
             }
         } else if name.eq_ignore_ascii_case(b"expect") {
-            if !value.eq_ignore_ascii_case(b"100-continue") {
+            if !crate::request::is_100_continue(value) {
                 return Err(ProtoError::UnsupportedExpectation);
             }
             expect_continue = true;

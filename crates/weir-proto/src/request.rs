@@ -1,4 +1,13 @@
-//! The request head: request line and header fields, stored in one reused byte buffer.
+//! The request head, protocol-neutral: method, target, version, header fields and body framing,
+//! stored in one reused byte buffer.
+//!
+//! HTTP/1.1's parser fills it from the bytes received (`parse.rs`); other protocols (HTTP/2)
+//! build it from fields already decoded and validated ([`RequestHead::set_request_line`],
+//! [`RequestHead::push_header`], [`RequestHead::set_framing`]): nothing is re-encoded as
+//! HTTP/1.1 text, and a body of unknown length is [`Framing::Unknown`], not chunked.
+//! [`RequestHead::expect_continue`] means the same for both; [`RequestHead::keep_alive`] is
+//! HTTP/1.x's connection rule (always `true` for a built head: an HTTP/2 stream does not own its
+//! connection).
 //!
 //! A connection owns one `RequestHead` for its whole life. Each request overwrites it: the head's
 //! bytes are copied into `raw` (a few hundred bytes, once, so that the read buffer can move on to
@@ -8,7 +17,6 @@
 //!
 //! Invariants: every range lies inside `raw`; names are RFC 9110 tokens (ASCII); values contain
 //! no CR, LF or NUL; `target` is visible ASCII.
-
 use crate::framing::Framing;
 use http::{Method, Version};
 use std::ops::Range;
@@ -185,7 +193,7 @@ impl RequestHead {
     }
 
     /// Whether the client sent `Expect: 100-continue` (ignored for HTTP/1.0, as RFC 9110
-    /// §10.1.1 requires).
+    /// §10.1.1 requires), whatever the protocol.
     pub fn expect_continue(&self) -> bool {
         self.expect_continue
     }
@@ -226,8 +234,12 @@ impl RequestHead {
     }
 
     /// Appends a header field after [`RequestHead::set_request_line`]. Names must be tokens and
-    /// values free of CR, LF and NUL (the HTTP/2 layer checks this before calling).
+    /// values free of CR, LF and NUL (the HTTP/2 layer checks this before calling). An
+    /// `Expect: 100-continue` sets [`RequestHead::expect_continue`], as the parser does.
     pub fn push_header(&mut self, name: &str, value: &[u8]) {
+        if name.eq_ignore_ascii_case("expect") && is_100_continue(value) {
+            self.expect_continue = true;
+        }
         let name_start = self.raw.len();
         self.raw.extend_from_slice(name.as_bytes());
         let value_start = self.raw.len();
@@ -242,6 +254,12 @@ impl RequestHead {
     pub fn set_framing(&mut self, framing: Framing) {
         self.framing = framing;
     }
+}
+
+/// Whether an `Expect` value is `100-continue` (RFC 9110 §10.1.1; case-insensitive): the one
+/// expectation a server knows.
+pub(crate) fn is_100_continue(value: &[u8]) -> bool {
+    value.eq_ignore_ascii_case(b"100-continue")
 }
 
 #[cfg(test)]

@@ -48,9 +48,7 @@ pub(crate) struct BodyIn {
 impl BodyIn {
     pub(crate) fn new(recv: RecvStream, head: &Request, window: usize, config: &Config) -> Self {
         let done = recv.is_end_stream();
-        let expects_continue = head
-            .header("expect")
-            .is_some_and(|v| v.eq_ignore_ascii_case(b"100-continue"));
+        let expects_continue = head.expect_continue();
         let declared = match head.framing() {
             Framing::Length(n) => Some(n),
             Framing::Chunked | Framing::Unknown => None,

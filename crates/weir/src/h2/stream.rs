@@ -358,4 +358,26 @@ mod tests {
         assert_eq!(head_of(req(), false).content_length(), None);
         assert_eq!(head_of(req(), true).framing(), Framing::Length(0));
     }
+
+    #[test]
+    fn expect_continue_reads_as_over_http1() {
+        let req = |expect: &str| {
+            http::Request::builder()
+                .method("PUT")
+                .uri("http://h/u")
+                .header("expect", expect)
+                .body(())
+                .unwrap()
+        };
+        let head = head_of(req("100-Continue"), false);
+        assert!(head.expect_continue());
+        assert!(head.keep_alive());
+        assert!(!head_of(req("something-else"), false).expect_continue());
+        let mut reused = head;
+        fill_head(&mut reused, &http::Request::new(()).into_parts().0, true);
+        assert!(
+            !reused.expect_continue(),
+            "a reused head forgets the expectation"
+        );
+    }
 }
