@@ -594,7 +594,7 @@ pub const CHECKPOINT_BYTES: u64 = 64 << 20;
 
 /// One request appending to an upload: holds the upload's one-writer lock until dropped.
 /// Write into the [`Upload`] that [`Resumables::append`] returned with it (as into any upload;
-/// call [`Appending::progress`] now and then), then [`Appending::finish`]. That upload keeps
+/// call [`Appending::checkpoint`] when [`Appending::checkpoint_due`] says so), then [`Appending::finish`]. That upload keeps
 /// its data if dropped: an append cut short loses only what its last checkpoint did not cover.
 #[derive(Debug)]
 pub struct Appending {
@@ -703,7 +703,7 @@ impl Appending {
     /// Ends the append without acknowledging what it wrote: the data file is cut back to the
     /// recorded offset (the offset does not move) and the upload stays open. For a request
     /// whose content failed its check; a caller that wants this must not have checkpointed
-    /// during the request (no [`Appending::progress`]), or the checkpointed part stays.
+    /// during the request (no [`Appending::checkpoint`]), or the checkpointed part stays.
     pub fn discard(mut self, upload: Upload) -> Result<ResumableState, StoreError> {
         // Dropping the upload gives back what it had charged; the cut frees those bytes.
         drop(upload);
@@ -727,13 +727,11 @@ impl Appending {
         Ok(self.state.clone())
     }
 
-    /// Checkpoints if [`CHECKPOINT_BYTES`] arrived since the last one: `Some(offset)` then,
-    /// the new recorded (durable) offset, which the caller may announce.
-    pub fn progress(&mut self, upload: &mut Upload) -> Result<Option<u64>, StoreError> {
-        if upload.size().saturating_sub(self.state.offset) >= CHECKPOINT_BYTES {
-            return self.checkpoint(upload).map(Some);
-        }
-        Ok(None)
+    /// Whether [`CHECKPOINT_BYTES`] arrived since the last checkpoint: then call
+    /// [`Appending::checkpoint`] (which blocks on `fdatasync` and `fsync`s: off the caller's
+    /// event loop). No system call here.
+    pub fn checkpoint_due(&self, upload: &Upload) -> bool {
+        upload.size().saturating_sub(self.state.offset) >= CHECKPOINT_BYTES
     }
 
     /// Makes the bytes written so far durable, then records them as the offset.

@@ -35,8 +35,8 @@ use std::time::Duration;
 use weir::{Exchange, http};
 use weir_proto::upload_fields::{self, UploadLimits};
 use weir_store::{
-    AppendEnd, ContentDigest, ResumableError, ResumableState, Resumables, StoreError, StorePath,
-    Upload, UploadId,
+    AppendEnd, Appending, ContentDigest, ResumableError, ResumableState, Resumables, StoreError,
+    StorePath, Upload, UploadId,
 };
 
 /// The draft revision's interop version, sent in every answer about an upload.
@@ -536,13 +536,14 @@ async fn receive(
     // back at completion); a resumed one leaves the digest to completion.
     let hashing = offset == 0 && (svc.options.hash || resumables_digest(resumables, id));
     let mut counts = WhereHashed::default();
-    let received = body(svc, ex, &mut upload, hashing, &mut counts, &mut |u| {
-        appending.progress(u)
-    })
-    .await;
+    let mut checkpoints = AppendCheckpoints {
+        appending: &mut appending,
+        announce: true,
+    };
+    let received = body(svc, ex, &mut upload, hashing, &mut counts, &mut checkpoints).await;
     if let Err(failure) = received {
         // Keep and record what arrived: the client resumes from there.
-        let kept = appending.finish(upload, false);
+        let kept = block_in_place(|| appending.finish(upload, false));
         if let Err(e) = &kept {
             tracing::warn!(upload = %id, error = %e, "resumable upload: checkpoint failed");
         }
@@ -643,7 +644,7 @@ pub(super) async fn body(
     upload: &mut Upload,
     hashing: bool,
     counts: &mut WhereHashed,
-    progress: &mut upload::Progress<'_>,
+    progress: &mut dyn upload::Checkpoints,
 ) -> Result<(), BodyFailure> {
     let splice = !hashing
         && !svc.options.hash
@@ -652,6 +653,24 @@ pub(super) async fn body(
         upload::splice_body(ex, upload, progress).await
     } else {
         upload::hashed_body(svc, ex, upload, hashing, counts, progress).await
+    }
+}
+
+/// An append's checkpoints: every [`weir_store::CHECKPOINT_BYTES`], the data made durable and
+/// its length recorded as the offset; `announce`: the offset is sent at once in a `104`.
+pub(super) struct AppendCheckpoints<'a> {
+    pub(super) appending: &'a mut Appending,
+    pub(super) announce: bool,
+}
+
+impl upload::Checkpoints for AppendCheckpoints<'_> {
+    fn due(&self, upload: &Upload) -> bool {
+        self.appending.checkpoint_due(upload)
+    }
+
+    fn checkpoint(&mut self, upload: &mut Upload) -> Result<Option<u64>, StoreError> {
+        let offset = self.appending.checkpoint(upload)?;
+        Ok(self.announce.then_some(offset))
     }
 }
 

@@ -98,10 +98,10 @@ pub(super) async fn put(
     let hashing = svc.options.hash || verify || trailer_announced;
     let mut where_hashed = WhereHashed::default();
     let received = match data_path {
-        DataPath::Splice => splice_body(ex, &mut upload, &mut no_progress).await,
+        DataPath::Splice => splice_body(ex, &mut upload, &mut NoCheckpoints).await,
         DataPath::Hashed => {
             let counts = &mut where_hashed;
-            hashed_body(svc, ex, &mut upload, hashing, counts, &mut no_progress).await
+            hashed_body(svc, ex, &mut upload, hashing, counts, &mut NoCheckpoints).await
         }
     };
     if let Err(failure) = received {
@@ -201,25 +201,46 @@ const PIPELINE_AFTER: u64 = 2 << 20;
 /// writing them back to disk while the rest arrives (the commit's fsync has less to do).
 const SPLICE_PIECE: u64 = 8 << 20;
 
-/// Called with the upload after each piece of a body is written (a resumable append
-/// checkpoints there, `resumable.rs`); an error stops the body. `Some(offset)`: the bytes up to
-/// `offset` are durable and recorded, and the client is told so at once (the draft's progress
-/// `104`, [`super::resumable::announce_offset`]).
-pub(super) type Progress<'a> =
-    dyn FnMut(&mut Upload) -> Result<Option<u64>, StoreError> + Send + 'a;
+/// A body's checkpoints (a resumable append's, `resumable.rs`), asked about after each piece
+/// of the body is written.
+pub(super) trait Checkpoints: Send {
+    /// Whether one is due now, with `upload` as it is: a cheap check, made on the connection's
+    /// task after every piece.
+    fn due(&self, upload: &Upload) -> bool;
 
-/// The [`Progress`] of a plain `PUT`: nothing to do.
-pub(super) fn no_progress(_: &mut Upload) -> Result<Option<u64>, StoreError> {
-    Ok(None)
+    /// Makes the bytes written so far durable and records them (blocking: `fdatasync`,
+    /// `fsync`s). `Some(offset)`: tell the client at once that the bytes up to `offset` are
+    /// durable (the draft's progress `104`, [`super::resumable::announce_offset`]). An error
+    /// stops the body.
+    fn checkpoint(&mut self, upload: &mut Upload) -> Result<Option<u64>, StoreError>;
 }
 
-/// Runs `progress` after a write, and announces the offset it acknowledged, if any.
+/// The [`Checkpoints`] of a plain `PUT`: none.
+pub(super) struct NoCheckpoints;
+
+impl Checkpoints for NoCheckpoints {
+    fn due(&self, _: &Upload) -> bool {
+        false
+    }
+
+    fn checkpoint(&mut self, _: &mut Upload) -> Result<Option<u64>, StoreError> {
+        Ok(None)
+    }
+}
+
+/// Runs a checkpoint when one is due, and announces the offset it acknowledged, if any. The
+/// checkpoint's `fdatasync` and `fsync`s run under `block_in_place`: the runtime's other tasks
+/// move to another worker meanwhile, rather than wait behind this connection's disk flush.
 async fn step(
     ex: &mut Exchange<'_>,
     upload: &mut Upload,
-    progress: &mut Progress<'_>,
+    progress: &mut dyn Checkpoints,
 ) -> Result<(), BodyFailure> {
-    if let Some(offset) = progress(upload).map_err(BodyFailure::Store)? {
+    if !progress.due(upload) {
+        return Ok(());
+    }
+    let acknowledged = super::resumable::block_in_place(|| progress.checkpoint(upload));
+    if let Some(offset) = acknowledged.map_err(BodyFailure::Store)? {
         super::resumable::announce_offset(ex, offset)
             .await
             .map_err(BodyFailure::Body)?;
@@ -231,7 +252,7 @@ async fn step(
 pub(super) async fn splice_body(
     ex: &mut Exchange<'_>,
     upload: &mut Upload,
-    progress: &mut Progress<'_>,
+    progress: &mut dyn Checkpoints,
 ) -> Result<(), BodyFailure> {
     loop {
         match ex
@@ -280,7 +301,7 @@ pub(super) async fn hashed_body(
     upload: &mut Upload,
     hashing: bool,
     counts: &mut WhereHashed,
-    progress: &mut Progress<'_>,
+    progress: &mut dyn Checkpoints,
 ) -> Result<(), BodyFailure> {
     loop {
         if hashing && upload.size() >= PIPELINE_AFTER {
@@ -324,7 +345,7 @@ async fn pipelined_body(
     ex: &mut Exchange<'_>,
     upload: &mut Upload,
     counts: &mut WhereHashed,
-    progress: &mut Progress<'_>,
+    progress: &mut dyn Checkpoints,
 ) -> Result<(), BodyFailure> {
     let lane = LaneHandle::new();
     let mut started = false;
