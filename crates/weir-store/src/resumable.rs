@@ -42,6 +42,7 @@ use crate::error::StoreError;
 use crate::local::{LocalStore, Missing, Resolved, STAGING_NAME, Shared, walk};
 use crate::path::StorePath;
 use crate::quota::ENTRY_COST;
+use crate::sha256_state::{ResumableSha256, SAVED_LEN};
 use crate::sys::{DirHandle, EntryKind};
 use crate::upload::{Committed, Upload, UploadOptions};
 use std::collections::HashSet;
@@ -121,6 +122,11 @@ pub struct ResumableState {
     /// The client's own description of the upload, kept verbatim to be given back (tus's
     /// `Upload-Metadata`: visible ASCII, no line break).
     pub metadata: Option<String>,
+    /// The SHA-256 state of exactly the first `offset` bytes ([`ResumableSha256::to_bytes`]),
+    /// when it was at hand as the offset was recorded: the next append goes on hashing from
+    /// it, and completion reads nothing back. Recorded in the same record as the offset, so
+    /// they change together; one that does not match the offset is never read.
+    pub sha256_state: Option<[u8; SAVED_LEN]>,
 }
 
 impl ResumableState {
@@ -144,13 +150,32 @@ impl ResumableState {
         if let Some(m) = &self.metadata {
             s.push_str(&format!("metadata {m}\n"));
         }
+        if let Some(saved) = self.sha256_state.filter(|saved| self.state_matches(saved)) {
+            s.push_str("sha256-state ");
+            for b in saved {
+                s.push_str(&format!("{b:02x}"));
+            }
+            s.push('\n');
+        }
         s
+    }
+
+    /// Whether `saved` is a well-formed SHA-256 state of exactly `offset` bytes.
+    fn state_matches(&self, saved: &[u8]) -> bool {
+        ResumableSha256::from_bytes(saved).is_some_and(|h| h.len() == self.offset)
+    }
+
+    /// The SHA-256 state of the first `offset` bytes, if one was kept (and is sound).
+    fn sha256(&self) -> Option<ResumableSha256> {
+        let h = ResumableSha256::from_bytes(self.sha256_state.as_ref()?)?;
+        (h.len() == self.offset).then_some(h)
     }
 
     fn decode(text: &str) -> Option<ResumableState> {
         let (mut target, mut offset, mut complete, mut active, mut hash) =
             (None, None, None, None, None);
         let (mut length, mut expected_digest, mut metadata) = (None, None, None);
+        let mut sha256_state = None;
         for line in text.lines() {
             let (key, value) = line.split_once(' ')?;
             match key {
@@ -162,10 +187,12 @@ impl ResumableState {
                 "length" => length = Some(value.parse().ok()?),
                 "digest" => expected_digest = Some(value.to_owned()),
                 "metadata" => metadata = Some(value.to_owned()),
+                // A damaged state is dropped, not the record: completion then reads back.
+                "sha256-state" => sha256_state = decode_hex(value),
                 _ => return None,
             }
         }
-        Some(ResumableState {
+        let mut state = ResumableState {
             target: target?,
             offset: offset?,
             length,
@@ -174,8 +201,29 @@ impl ResumableState {
             expected_digest,
             hash: hash?,
             metadata,
-        })
+            sha256_state: None,
+        };
+        state.sha256_state = sha256_state.filter(|saved| state.state_matches(saved));
+        Some(state)
     }
+}
+
+/// `SAVED_LEN` bytes from their hex digits; `None` for anything else.
+fn decode_hex(text: &str) -> Option<[u8; SAVED_LEN]> {
+    let text = text.as_bytes();
+    if text.len() != 2 * SAVED_LEN {
+        return None;
+    }
+    let digit = |c: u8| {
+        char::from(c)
+            .to_digit(16)
+            .and_then(|d| u8::try_from(d).ok())
+    };
+    let mut out = [0u8; SAVED_LEN];
+    for (b, pair) in out.iter_mut().zip(text.chunks_exact(2)) {
+        *b = digit(pair[0])? << 4 | digit(pair[1])?;
+    }
+    Some(out)
 }
 
 /// Why a resumable operation was refused.
@@ -329,6 +377,7 @@ impl Resumables {
                 expected_digest,
                 hash,
                 metadata,
+                sha256_state: None,
             };
             // The record first: data without one is an orphan that a sweep may remove.
             self.write_state(id, &state)?;
@@ -416,8 +465,8 @@ impl Resumables {
             self.shared.clone(),
             &state.target,
             id.data_name(),
-            file,
-            state.offset,
+            (file, state.offset),
+            state.sha256(),
             UploadOptions {
                 hash: state.hash,
                 expected_digest: digest,
@@ -632,7 +681,9 @@ impl Appending {
     /// dropped (which gave back what it had charged): the file's new bytes are charged here,
     /// as many as there are (a splice cut mid-piece writes some the upload never counted).
     /// Every byte in the file came, in order, from this append's writes, which leave no gap.
-    fn record_file(&mut self) -> Result<(), StoreError> {
+    /// `sha256`: the upload's SHA-256 state when it was dropped, recorded with the offset if it
+    /// covers exactly the file (else the record keeps no state: completion reads back).
+    fn record_file(&mut self, sha256: Option<ResumableSha256>) -> Result<(), StoreError> {
         self.finished = true;
         let kept = (|| {
             let file = self
@@ -643,11 +694,12 @@ impl Appending {
             let len = file.metadata().map_err(io_err("stat"))?.len();
             if len > self.state.offset {
                 file.sync_data().map_err(io_err("fdatasync"))?;
-                let before = self.state.offset;
+                let before = (self.state.offset, self.state.sha256_state);
                 self.state.offset = len;
+                self.state.sha256_state = sha256.filter(|h| h.len() == len).map(|h| h.to_bytes());
                 self.state.active = now_secs();
                 if let Err(e) = self.resumables.write_state(self.id, &self.state) {
-                    self.state.offset = before;
+                    (self.state.offset, self.state.sha256_state) = before;
                     return Err(e);
                 }
             }
@@ -741,9 +793,16 @@ impl Appending {
             return Ok(size);
         }
         upload.sync_data()?;
+        // The hash state of exactly the bytes made durable, recorded with their offset (the
+        // caller lets the hashing catch up first; if it did not, none is kept).
+        let before = (self.state.offset, self.state.sha256_state);
         self.state.offset = size;
+        self.state.sha256_state = upload.sha256_state().map(|h| h.to_bytes());
         self.state.active = now_secs();
-        self.resumables.write_state(self.id, &self.state)?;
+        if let Err(e) = self.resumables.write_state(self.id, &self.state) {
+            (self.state.offset, self.state.sha256_state) = before;
+            return Err(e);
+        }
         Ok(size)
     }
 
@@ -755,9 +814,10 @@ impl Appending {
         let mismatch = self.state.length.filter(|&len| len != size);
         if !complete || mismatch.is_some() {
             // The file may hold more than the upload counted (a splice cut mid-piece).
+            let sha256 = upload.sha256_state();
             drop(upload);
             self.finished = true;
-            self.record_file()?;
+            self.record_file(sha256)?;
             return match mismatch {
                 Some(expected) if complete => Err(StoreError::LengthMismatch {
                     expected,
@@ -778,6 +838,7 @@ impl Appending {
         self.state.offset = committed.size;
         self.state.length = Some(committed.size);
         self.state.complete = true;
+        self.state.sha256_state = None;
         // Committed: a failure to record completeness only loses the record's answer.
         let _ = self.resumables.write_state(self.id, &self.state);
         Ok(AppendEnd::Completed(committed))
@@ -791,7 +852,8 @@ impl Drop for Appending {
     /// true offset. Blocking I/O in a drop, once per cut request.
     fn drop(&mut self) {
         if !self.finished {
-            let _ = self.record_file();
+            // The upload (and its hash state) is gone: the offset is recorded without one.
+            let _ = self.record_file(None);
         }
     }
 }

@@ -532,9 +532,9 @@ async fn receive(
         Ok(a) => a,
         Err(e) => return refused(ex, resumables, id, e).await,
     };
-    // The first request hashes as it writes, like a `PUT` (an upload sent whole is not read
-    // back at completion); a resumed one leaves the digest to completion.
-    let hashing = offset == 0 && (svc.options.hash || resumables_digest(resumables, id));
+    // Hashes as it writes, like a `PUT`: the first request, and a resumed one whose upload
+    // kept its hash state with its offset (else completion reads the file back).
+    let hashing = upload.is_hashing();
     let mut counts = WhereHashed::default();
     let mut checkpoints = AppendCheckpoints {
         appending: &mut appending,
@@ -672,15 +672,6 @@ impl upload::Checkpoints for AppendCheckpoints<'_> {
         let offset = self.appending.checkpoint(upload)?;
         Ok(self.announce.then_some(offset))
     }
-}
-
-/// Whether upload `id` has a digest to verify at completion.
-fn resumables_digest(resumables: &Resumables, id: UploadId) -> bool {
-    resumables
-        .state(id)
-        .ok()
-        .flatten()
-        .is_some_and(|s| s.expected_digest.is_some())
 }
 
 /// Answers a refusal of the store's resumable layer.

@@ -429,8 +429,9 @@ async fn receive(
         Ok(a) => a,
         Err(e) => return refused(ex, e).await,
     };
-    // As on the IETF path: the first request hashes while receiving.
-    let hashing = offset == 0 && svc.options.hash;
+    // As on the IETF path: the first request hashes while receiving, and so does a resumed
+    // one whose upload kept its hash state.
+    let hashing = upload.is_hashing();
     let mut counts = WhereHashed::default();
     let received = if expected.is_some() {
         // No checkpoint while a checked request runs: all of it can be taken back.

@@ -347,8 +347,38 @@ async fn pipelined_body(
     counts: &mut WhereHashed,
     progress: &mut dyn Checkpoints,
 ) -> Result<(), BodyFailure> {
-    let lane = LaneHandle::new();
+    let mut lane = LaneHandle::new();
     let mut started = false;
+    let received = pipeline(svc, ex, upload, counts, progress, &mut lane, &mut started).await;
+    if let Err(failure) = received {
+        if started && matches!(failure, BodyFailure::Body(_)) {
+            // The body was cut, and every byte written is queued: let the hashing catch up
+            // (a few buffers at most) so that the upload holds the hash state of exactly its
+            // bytes, which a resumable append records with its offset.
+            if let Some(done) = lane.finish().await {
+                let _ = upload.attach(done);
+            }
+        }
+        return Err(failure);
+    }
+    if started {
+        let done = lane.finish().await.ok_or(LOST)?;
+        drop(upload.attach(done).map_err(BodyFailure::Store)?);
+    }
+    Ok(())
+}
+
+/// The loop of [`pipelined_body`]: until the body ends, each buffer filled, written, then
+/// hashed on `lane`'s thread (`started`) or inline.
+async fn pipeline(
+    svc: &Service,
+    ex: &mut Exchange<'_>,
+    upload: &mut Upload,
+    counts: &mut WhereHashed,
+    progress: &mut dyn Checkpoints,
+    lane: &mut LaneHandle,
+    started: &mut bool,
+) -> Result<(), BodyFailure> {
     loop {
         let mut free = match lane.try_buffer(&svc.buffers) {
             Some(buf) => buf,
@@ -358,41 +388,49 @@ async fn pipelined_body(
         if n == 0 {
             lane.discard(free);
             if ex.is_body_complete() {
-                break;
+                return Ok(());
             }
             lane.release_idle();
             let more = ex.wait_body().await.map_err(BodyFailure::Body)?;
             lane.keep_idle();
             if !more {
-                break;
+                return Ok(());
             }
             continue;
         }
         // COPY: the kernel's, buffer → page cache. The buffer then moves, unchanged, to the
         // thread that hashes it.
         let written = upload.write_owned(free, n).map_err(BodyFailure::Store)?;
-        step(ex, upload, progress).await?;
-        if started {
+        if *started {
             lane.push(written);
+            counts.pipelined += n as u64;
         } else {
             let job = upload.hash_job(written).map_err(BodyFailure::Store)?;
-            match svc.hashers.start(job, &lane) {
-                Ok(()) => started = true,
+            match svc.hashers.start(job, lane) {
+                Ok(()) => {
+                    *started = true;
+                    counts.pipelined += n as u64;
+                }
                 Err(job) => {
                     // No hashing thread is idle: hash this buffer here, try again next time.
                     lane.discard(upload.attach(job.run()).map_err(BodyFailure::Store)?);
                     counts.inline += n as u64;
-                    continue;
                 }
             }
         }
-        counts.pipelined += n as u64;
+        if progress.due(upload) {
+            if *started {
+                // A checkpoint records the hash state of exactly the bytes it makes durable:
+                // the hashing thread catches up and hands the state back, and the next buffer
+                // starts a new lane. ALLOCATION: a lane per checkpoint.
+                let done = lane.finish().await.ok_or(LOST)?;
+                drop(upload.attach(done).map_err(BodyFailure::Store)?);
+                *lane = LaneHandle::new();
+                *started = false;
+            }
+            step(ex, upload, progress).await?;
+        }
     }
-    if started {
-        let done = lane.finish().await.ok_or(LOST)?;
-        drop(upload.attach(done).map_err(BodyFailure::Store)?);
-    }
-    Ok(())
 }
 
 /// A hashing thread that died: the upload cannot vouch for its digest.
