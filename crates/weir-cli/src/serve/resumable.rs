@@ -672,6 +672,10 @@ impl upload::Checkpoints for AppendCheckpoints<'_> {
         let offset = self.appending.checkpoint(upload)?;
         Ok(self.announce.then_some(offset))
     }
+
+    fn keeps_cut_bytes(&self) -> bool {
+        true
+    }
 }
 
 /// Answers a refusal of the store's resumable layer.

@@ -213,6 +213,11 @@ pub(super) trait Checkpoints: Send {
     /// durable (the draft's progress `104`, [`super::resumable::announce_offset`]). An error
     /// stops the body.
     fn checkpoint(&mut self, upload: &mut Upload) -> Result<Option<u64>, StoreError>;
+
+    /// Whether a cut body keeps what it wrote (a resumable append records it): then the
+    /// hashing catches up with the bytes written before the body gives up, so that their hash
+    /// state can be kept too. A body that is thrown away does not wait for its hash.
+    fn keeps_cut_bytes(&self) -> bool;
 }
 
 /// The [`Checkpoints`] of a plain `PUT`: none.
@@ -225,6 +230,10 @@ impl Checkpoints for NoCheckpoints {
 
     fn checkpoint(&mut self, _: &mut Upload) -> Result<Option<u64>, StoreError> {
         Ok(None)
+    }
+
+    fn keeps_cut_bytes(&self) -> bool {
+        false
     }
 }
 
@@ -351,7 +360,7 @@ async fn pipelined_body(
     let mut started = false;
     let received = pipeline(svc, ex, upload, counts, progress, &mut lane, &mut started).await;
     if let Err(failure) = received {
-        if started && matches!(failure, BodyFailure::Body(_)) {
+        if started && progress.keeps_cut_bytes() && matches!(failure, BodyFailure::Body(_)) {
             // The body was cut, and every byte written is queued: let the hashing catch up
             // (a few buffers at most) so that the upload holds the hash state of exactly its
             // bytes, which a resumable append records with its offset.
