@@ -6,8 +6,9 @@
 //! addressable: no [`StorePath`] can name a `.weir-` entry):
 //! - `<id>.data`: the bytes received so far, in order, without gaps;
 //! - `<id>.meta`: a small text record (target path, declared length, acknowledged offset,
-//!   creation time, digests to verify, completeness), replaced atomically (write a temporary,
-//!   `fsync`, `rename`, `fsync` the directory).
+//!   creation time, digests to verify, completeness, the SHA-256 state of exactly the
+//!   acknowledged offset when there is one), replaced atomically (write a temporary, `fsync`,
+//!   `rename`, `fsync` the directory).
 //!
 //! `<id>` is 128 random bits (from `/dev/urandom`) in hex: unguessable.
 //!
@@ -25,10 +26,18 @@
 //! keeps its data file when dropped; bytes past the last checkpoint are cut off by the next
 //! append (the caller checkpoints what a cut request delivered with [`Appending::finish`]).
 //!
+//! # The hash state
+//! A checkpoint (and the record of a cut request, [`Appending::finish`]) writes the upload's
+//! SHA-256 state ([`ResumableSha256`]) in the same record as the offset, when the upload holds
+//! the state of exactly its bytes (the caller lets its hashing catch up first). The next append
+//! hashes on from it. A record's state is read only if it is sound and of exactly the offset's
+//! length; otherwise the append does not hash and completion reads the file back: the digest is
+//! of every byte either way.
+//!
 //! # Completion
 //! The data file becomes the upload's temporary ([`Upload::adopt`]) and is committed by the
-//! same path as a `PUT` (length check, SHA-256 by reading the file back, digest verification,
-//! `fsync`, `rename` over the target, directory `fsync`). The meta then records the upload as
+//! same path as a `PUT` (length check, SHA-256 continued or by reading the file back, digest
+//! verification, `fsync`, `rename` over the target, directory `fsync`). The meta then records the upload as
 //! complete and stays until it expires, for clients that missed the final answer.
 //!
 //! # Expiry

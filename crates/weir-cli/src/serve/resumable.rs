@@ -18,14 +18,17 @@
 //!
 //! The body of a creation or append takes the same data paths as a `PUT` (`upload.rs`):
 //! splice with `--no-hash`, direct reads into pooled buffers otherwise, the same pause
-//! threshold. The creation request hashes while receiving, as a `PUT` does (inline, then on a
-//! hashing thread), so an upload sent whole costs no more; once an upload was cut, its SHA-256
-//! (and `Repr-Digest`, or the `Content-Digest` of a creation that carried the whole
-//! representation) is computed at completion by reading the whole file back, so it covers
-//! every byte however many requests brought them. Every [`weir_store::CHECKPOINT_BYTES`] and at the end of every
-//! request (complete or cut), the data is fdatasynced and its length recorded as the offset;
-//! a checkpoint inside a request is announced at once in an interim `104` with that
-//! `Upload-Offset` (draft §4.3's progress; [`announce_offset`]).
+//! threshold. Every request hashes while receiving, as a `PUT` does (inline, then on a hashing
+//! thread): the creation from the start, a resumed append from the SHA-256 state the store
+//! kept with the offset, so completion reads nothing back and the digest (and `Repr-Digest`,
+//! or the `Content-Digest` of a creation that carried the whole representation) covers every
+//! byte however many requests brought them. Without a kept state (see `weir_store`'s
+//! `resumable.rs`) the digest is computed at completion by reading the file back. Every
+//! [`weir_store::CHECKPOINT_BYTES`] and at the end of every request (complete or cut), the
+//! data is fdatasynced and its length recorded as the offset, with the hash state of exactly
+//! those bytes (the hashing thread catches up first: `upload.rs`); the checkpoint runs under
+//! `block_in_place`, and one inside a request is announced at once in an interim `104` with
+//! that `Upload-Offset` (draft §4.3's progress; [`announce_offset`]).
 
 use super::reply::{self, hex};
 use super::service::Service;
@@ -595,7 +598,8 @@ async fn receive(
                 "replaced": committed.replaced,
                 "upload": format!("{PREFIX}{id}"),
                 "body": upload::body_stats_json(&stats),
-                // All 0: hashed at completion, by reading the file back.
+                // All 0 for a resumed upload whose hash state was not kept: hashed at
+                // completion, by reading the file back.
                 "hashing": { "inline": counts.inline, "pipelined": counts.pipelined },
             });
             let mut text = body.to_string();
@@ -637,7 +641,8 @@ async fn receive(
 
 /// The body into the upload by `upload.rs`'s paths: splice with `--no-hash`, else direct
 /// reads into pooled buffers, hashed inline then pipelined when `hashing` (the first request
-/// of an upload), else not hashed (completion reads the file back).
+/// of an upload, or one resumed from a kept hash state), else not hashed (completion reads the
+/// file back).
 pub(super) async fn body(
     svc: &Service,
     ex: &mut Exchange<'_>,
