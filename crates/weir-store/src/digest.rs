@@ -2,7 +2,8 @@
 //! client announced. The header grammar (`Content-Digest`, `Repr-Digest`) is HTTP's and lives
 //! in `weir_proto::digest_fields`; the store re-exports its types because its API takes them.
 
-use sha2::{Digest, Sha256, Sha512};
+use crate::sha256_state::ResumableSha256;
+use sha2::{Digest, Sha512};
 use std::fmt;
 pub use weir_proto::digest_fields::{ContentDigest, DigestAlgorithm, DigestParseError};
 
@@ -10,9 +11,11 @@ pub use weir_proto::digest_fields::{ContentDigest, DigestAlgorithm, DigestParseE
 ///
 /// Each algorithm is optional: SHA-256 when the upload hashes or a `sha-256` digest is
 /// expected, SHA-512 only when a `sha-512` digest is expected (it costs as much as SHA-256).
+/// SHA-256 is a [`ResumableSha256`], so that a resumable upload can keep its state with its
+/// offset (`resumable.rs`).
 #[derive(Clone)]
 pub(crate) struct Hashers {
-    sha256: Option<Sha256>,
+    sha256: Option<ResumableSha256>,
     sha512: Option<Sha512>,
 }
 
@@ -35,9 +38,23 @@ impl fmt::Debug for Hashers {
 impl Hashers {
     pub(crate) fn new(sha256: bool, sha512: bool) -> Self {
         Hashers {
-            sha256: sha256.then(Sha256::new),
+            sha256: sha256.then(ResumableSha256::new),
             sha512: sha512.then(Sha512::new),
         }
+    }
+
+    /// SHA-256 only, going on from `sha256` (a resumable upload's saved state).
+    pub(crate) fn resumed(sha256: ResumableSha256) -> Self {
+        Hashers {
+            sha256: Some(sha256),
+            sha512: None,
+        }
+    }
+
+    /// The SHA-256 state, when SHA-256 is all these compute (SHA-512 cannot be saved: an
+    /// upload that needs it reads its file back at completion).
+    pub(crate) fn sha256_alone(&self) -> Option<&ResumableSha256> {
+        self.sha256.as_ref().filter(|_| self.sha512.is_none())
     }
 
     pub(crate) fn is_empty(&self) -> bool {
@@ -56,7 +73,7 @@ impl Hashers {
 
     pub(crate) fn finish(self) -> Digests {
         Digests {
-            sha256: self.sha256.map(|h| h.finalize().into()),
+            sha256: self.sha256.map(ResumableSha256::finalize),
             sha512: self.sha512.map(|h| h.finalize().into()),
         }
     }

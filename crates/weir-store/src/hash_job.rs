@@ -46,6 +46,7 @@
 
 use crate::digest::{Digests, Hashers};
 use crate::error::StoreError;
+use crate::sha256_state::ResumableSha256;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -277,6 +278,28 @@ impl HashTrack {
             #[cfg(any(test, feature = "fault-injection"))]
             gate,
         }
+    }
+
+    /// Tracking that starts after the file's first `hashed` bytes, which `hashers` has seen
+    /// already (a resumable upload going on from its saved hash state).
+    pub(crate) fn from(mut self, hashed: u64) -> Self {
+        self.hashed = hashed;
+        self
+    }
+
+    /// A copy of the SHA-256 state if it is here and has seen exactly the file's `0..size`
+    /// (and SHA-256 is all the upload computes); `None` otherwise (a job is out, bytes wait
+    /// for their job, or the track is off).
+    pub(crate) fn sha256_at(&self, size: u64) -> Option<ResumableSha256> {
+        match &self.state {
+            State::Here(h) if self.hashed == size => h.sha256_alone().cloned(),
+            _ => None,
+        }
+    }
+
+    /// Whether a digest is computed as bytes go by.
+    pub(crate) fn is_on(&self) -> bool {
+        !matches!(self.state, State::Off)
     }
 
     /// Hashes bytes about to be written inline at offset `size`. Fails if earlier bytes are

@@ -107,6 +107,7 @@ mod precondition;
 mod quota;
 mod readers;
 mod resumable;
+mod sha256_state;
 mod sys;
 mod upload;
 mod version_date;
@@ -129,6 +130,7 @@ pub use resumable::{
     AppendEnd, Appending, CHECKPOINT_BYTES, ResumableError, ResumableState, Resumables, Swept,
     UploadId,
 };
+pub use sha256_state::ResumableSha256;
 pub use upload::{Committed, Upload, UploadOptions};
 
 #[cfg(test)]

@@ -6,8 +6,9 @@
 //! addressable: no [`StorePath`] can name a `.weir-` entry):
 //! - `<id>.data`: the bytes received so far, in order, without gaps;
 //! - `<id>.meta`: a small text record (target path, declared length, acknowledged offset,
-//!   creation time, digests to verify, completeness), replaced atomically (write a temporary,
-//!   `fsync`, `rename`, `fsync` the directory).
+//!   creation time, digests to verify, completeness, the SHA-256 state of exactly the
+//!   acknowledged offset when there is one), replaced atomically (write a temporary, `fsync`,
+//!   `rename`, `fsync` the directory).
 //!
 //! `<id>` is 128 random bits (from `/dev/urandom`) in hex: unguessable.
 //!
@@ -25,10 +26,18 @@
 //! keeps its data file when dropped; bytes past the last checkpoint are cut off by the next
 //! append (the caller checkpoints what a cut request delivered with [`Appending::finish`]).
 //!
+//! # The hash state
+//! A checkpoint (and the record of a cut request, [`Appending::finish`]) writes the upload's
+//! SHA-256 state ([`ResumableSha256`]) in the same record as the offset, when the upload holds
+//! the state of exactly its bytes (the caller lets its hashing catch up first). The next append
+//! hashes on from it. A record's state is read only if it is sound and of exactly the offset's
+//! length; otherwise the append does not hash and completion reads the file back: the digest is
+//! of every byte either way.
+//!
 //! # Completion
 //! The data file becomes the upload's temporary ([`Upload::adopt`]) and is committed by the
-//! same path as a `PUT` (length check, SHA-256 by reading the file back, digest verification,
-//! `fsync`, `rename` over the target, directory `fsync`). The meta then records the upload as
+//! same path as a `PUT` (length check, SHA-256 continued or by reading the file back, digest
+//! verification, `fsync`, `rename` over the target, directory `fsync`). The meta then records the upload as
 //! complete and stays until it expires, for clients that missed the final answer.
 //!
 //! # Expiry
@@ -42,6 +51,7 @@ use crate::error::StoreError;
 use crate::local::{LocalStore, Missing, Resolved, STAGING_NAME, Shared, walk};
 use crate::path::StorePath;
 use crate::quota::ENTRY_COST;
+use crate::sha256_state::{ResumableSha256, SAVED_LEN};
 use crate::sys::{DirHandle, EntryKind};
 use crate::upload::{Committed, Upload, UploadOptions};
 use std::collections::HashSet;
@@ -121,6 +131,11 @@ pub struct ResumableState {
     /// The client's own description of the upload, kept verbatim to be given back (tus's
     /// `Upload-Metadata`: visible ASCII, no line break).
     pub metadata: Option<String>,
+    /// The SHA-256 state of exactly the first `offset` bytes ([`ResumableSha256::to_bytes`]),
+    /// when it was at hand as the offset was recorded: the next append goes on hashing from
+    /// it, and completion reads nothing back. Recorded in the same record as the offset, so
+    /// they change together; one that does not match the offset is never read.
+    pub sha256_state: Option<[u8; SAVED_LEN]>,
 }
 
 impl ResumableState {
@@ -144,13 +159,32 @@ impl ResumableState {
         if let Some(m) = &self.metadata {
             s.push_str(&format!("metadata {m}\n"));
         }
+        if let Some(saved) = self.sha256_state.filter(|saved| self.state_matches(saved)) {
+            s.push_str("sha256-state ");
+            for b in saved {
+                s.push_str(&format!("{b:02x}"));
+            }
+            s.push('\n');
+        }
         s
+    }
+
+    /// Whether `saved` is a well-formed SHA-256 state of exactly `offset` bytes.
+    fn state_matches(&self, saved: &[u8]) -> bool {
+        ResumableSha256::from_bytes(saved).is_some_and(|h| h.len() == self.offset)
+    }
+
+    /// The SHA-256 state of the first `offset` bytes, if one was kept (and is sound).
+    fn sha256(&self) -> Option<ResumableSha256> {
+        let h = ResumableSha256::from_bytes(self.sha256_state.as_ref()?)?;
+        (h.len() == self.offset).then_some(h)
     }
 
     fn decode(text: &str) -> Option<ResumableState> {
         let (mut target, mut offset, mut complete, mut active, mut hash) =
             (None, None, None, None, None);
         let (mut length, mut expected_digest, mut metadata) = (None, None, None);
+        let mut sha256_state = None;
         for line in text.lines() {
             let (key, value) = line.split_once(' ')?;
             match key {
@@ -162,10 +196,12 @@ impl ResumableState {
                 "length" => length = Some(value.parse().ok()?),
                 "digest" => expected_digest = Some(value.to_owned()),
                 "metadata" => metadata = Some(value.to_owned()),
+                // A damaged state is dropped, not the record: completion then reads back.
+                "sha256-state" => sha256_state = decode_hex(value),
                 _ => return None,
             }
         }
-        Some(ResumableState {
+        let mut state = ResumableState {
             target: target?,
             offset: offset?,
             length,
@@ -174,8 +210,29 @@ impl ResumableState {
             expected_digest,
             hash: hash?,
             metadata,
-        })
+            sha256_state: None,
+        };
+        state.sha256_state = sha256_state.filter(|saved| state.state_matches(saved));
+        Some(state)
     }
+}
+
+/// `SAVED_LEN` bytes from their hex digits; `None` for anything else.
+fn decode_hex(text: &str) -> Option<[u8; SAVED_LEN]> {
+    let text = text.as_bytes();
+    if text.len() != 2 * SAVED_LEN {
+        return None;
+    }
+    let digit = |c: u8| {
+        char::from(c)
+            .to_digit(16)
+            .and_then(|d| u8::try_from(d).ok())
+    };
+    let mut out = [0u8; SAVED_LEN];
+    for (b, pair) in out.iter_mut().zip(text.chunks_exact(2)) {
+        *b = digit(pair[0])? << 4 | digit(pair[1])?;
+    }
+    Some(out)
 }
 
 /// Why a resumable operation was refused.
@@ -342,6 +399,7 @@ impl Resumables {
                 expected_digest,
                 hash,
                 metadata,
+                sha256_state: None,
             };
             // The record first: data without one is an orphan that a sweep may remove.
             self.write_state(id, &state)?;
@@ -429,8 +487,8 @@ impl Resumables {
             self.shared.clone(),
             &state.target,
             id.data_name(),
-            file,
-            state.offset,
+            (file, state.offset),
+            state.sha256(),
             UploadOptions {
                 hash: state.hash,
                 expected_digest: digest,
@@ -607,7 +665,7 @@ pub const CHECKPOINT_BYTES: u64 = 64 << 20;
 
 /// One request appending to an upload: holds the upload's one-writer lock until dropped.
 /// Write into the [`Upload`] that [`Resumables::append`] returned with it (as into any upload;
-/// call [`Appending::progress`] now and then), then [`Appending::finish`]. That upload keeps
+/// call [`Appending::checkpoint`] when [`Appending::checkpoint_due`] says so), then [`Appending::finish`]. That upload keeps
 /// its data if dropped: an append cut short loses only what its last checkpoint did not cover.
 #[derive(Debug)]
 pub struct Appending {
@@ -645,7 +703,9 @@ impl Appending {
     /// dropped (which gave back what it had charged): the file's new bytes are charged here,
     /// as many as there are (a splice cut mid-piece writes some the upload never counted).
     /// Every byte in the file came, in order, from this append's writes, which leave no gap.
-    fn record_file(&mut self) -> Result<(), StoreError> {
+    /// `sha256`: the upload's SHA-256 state when it was dropped, recorded with the offset if it
+    /// covers exactly the file (else the record keeps no state: completion reads back).
+    fn record_file(&mut self, sha256: Option<ResumableSha256>) -> Result<(), StoreError> {
         self.finished = true;
         let kept = (|| {
             let file = self
@@ -656,11 +716,12 @@ impl Appending {
             let len = file.metadata().map_err(io_err("stat"))?.len();
             if len > self.state.offset {
                 file.sync_data().map_err(io_err("fdatasync"))?;
-                let before = self.state.offset;
+                let before = (self.state.offset, self.state.sha256_state);
                 self.state.offset = len;
+                self.state.sha256_state = sha256.filter(|h| h.len() == len).map(|h| h.to_bytes());
                 self.state.active = now_secs();
                 if let Err(e) = self.resumables.write_state(self.id, &self.state) {
-                    self.state.offset = before;
+                    (self.state.offset, self.state.sha256_state) = before;
                     return Err(e);
                 }
             }
@@ -716,7 +777,7 @@ impl Appending {
     /// Ends the append without acknowledging what it wrote: the data file is cut back to the
     /// recorded offset (the offset does not move) and the upload stays open. For a request
     /// whose content failed its check; a caller that wants this must not have checkpointed
-    /// during the request (no [`Appending::progress`]), or the checkpointed part stays.
+    /// during the request (no [`Appending::checkpoint`]), or the checkpointed part stays.
     pub fn discard(mut self, upload: Upload) -> Result<ResumableState, StoreError> {
         // Dropping the upload gives back what it had charged; the cut frees those bytes.
         drop(upload);
@@ -740,13 +801,11 @@ impl Appending {
         Ok(self.state.clone())
     }
 
-    /// Checkpoints if [`CHECKPOINT_BYTES`] arrived since the last one: `Some(offset)` then,
-    /// the new recorded (durable) offset, which the caller may announce.
-    pub fn progress(&mut self, upload: &mut Upload) -> Result<Option<u64>, StoreError> {
-        if upload.size().saturating_sub(self.state.offset) >= CHECKPOINT_BYTES {
-            return self.checkpoint(upload).map(Some);
-        }
-        Ok(None)
+    /// Whether [`CHECKPOINT_BYTES`] arrived since the last checkpoint: then call
+    /// [`Appending::checkpoint`] (which blocks on `fdatasync` and `fsync`s: off the caller's
+    /// event loop). No system call here.
+    pub fn checkpoint_due(&self, upload: &Upload) -> bool {
+        upload.size().saturating_sub(self.state.offset) >= CHECKPOINT_BYTES
     }
 
     /// Makes the bytes written so far durable, then records them as the offset.
@@ -756,9 +815,16 @@ impl Appending {
             return Ok(size);
         }
         upload.sync_data()?;
+        // The hash state of exactly the bytes made durable, recorded with their offset (the
+        // caller lets the hashing catch up first; if it did not, none is kept).
+        let before = (self.state.offset, self.state.sha256_state);
         self.state.offset = size;
+        self.state.sha256_state = upload.sha256_state().map(|h| h.to_bytes());
         self.state.active = now_secs();
-        self.resumables.write_state(self.id, &self.state)?;
+        if let Err(e) = self.resumables.write_state(self.id, &self.state) {
+            (self.state.offset, self.state.sha256_state) = before;
+            return Err(e);
+        }
         Ok(size)
     }
 
@@ -770,9 +836,10 @@ impl Appending {
         let mismatch = self.state.length.filter(|&len| len != size);
         if !complete || mismatch.is_some() {
             // The file may hold more than the upload counted (a splice cut mid-piece).
+            let sha256 = upload.sha256_state();
             drop(upload);
             self.finished = true;
-            self.record_file()?;
+            self.record_file(sha256)?;
             return match mismatch {
                 Some(expected) if complete => Err(StoreError::LengthMismatch {
                     expected,
@@ -793,6 +860,7 @@ impl Appending {
         self.state.offset = committed.size;
         self.state.length = Some(committed.size);
         self.state.complete = true;
+        self.state.sha256_state = None;
         // Committed: a failure to record completeness only loses the record's answer.
         let _ = self.resumables.write_state(self.id, &self.state);
         Ok(AppendEnd::Completed(committed))
@@ -806,7 +874,8 @@ impl Drop for Appending {
     /// true offset. Blocking I/O in a drop, once per cut request.
     fn drop(&mut self) {
         if !self.finished {
-            let _ = self.record_file();
+            // The upload (and its hash state) is gone: the offset is recorded without one.
+            let _ = self.record_file(None);
         }
     }
 }

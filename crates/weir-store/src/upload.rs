@@ -50,6 +50,7 @@ use crate::path::StorePath;
 use crate::precondition::{self, Check};
 use crate::quota::ENTRY_COST;
 use crate::readers::FileId;
+use crate::sha256_state::ResumableSha256;
 use crate::sys::{self, DirHandle, EntryKind, EntryStat};
 use crate::version_date;
 use crate::writeback;
@@ -193,29 +194,33 @@ impl Upload {
     /// long and already charged to the quota with its entry) as this upload's temporary: a
     /// resumable upload's data (`resumable.rs`). Dropped while open it stays (an error still
     /// removes it, as commit does). An empty file is hashed while written, as by
-    /// [`Upload::begin`]: an upload sent whole in one request needs no read back. Otherwise
-    /// nothing is hashed while writing and commit reads the whole file back when it needs a
-    /// digest, so the digest covers every byte however many requests wrote them.
+    /// [`Upload::begin`]: an upload sent whole in one request needs no read back. A file whose
+    /// SHA-256 state up to `size` was kept (`sha256`, of exactly `size` bytes) goes on hashing
+    /// from it, when SHA-256 is the only digest wanted. Otherwise nothing is hashed while
+    /// writing and commit reads the whole file back when it needs a digest. Either way the
+    /// digest covers every byte however many requests wrote them.
     pub(crate) fn adopt(
         shared: Arc<Shared>,
         path: &StorePath,
         temp: String,
-        file: File,
-        size: u64,
+        (file, size): (File, u64),
+        sha256: Option<ResumableSha256>,
         options: UploadOptions,
     ) -> Upload {
         let expected_digest = options.expected_digest.unwrap_or_default();
         let want_sha256 = options.hash || expected_digest.sha256.is_some();
         let want_sha512 = expected_digest.sha512.is_some();
-        let hashers = if size == 0 {
-            Hashers::new(want_sha256, want_sha512)
-        } else {
-            Hashers::new(false, false)
+        let hashers = match sha256 {
+            _ if size == 0 => Hashers::new(want_sha256, want_sha512),
+            Some(state) if want_sha256 && !want_sha512 && state.len() == size => {
+                Hashers::resumed(state)
+            }
+            _ => Hashers::new(false, false),
         };
         #[cfg(any(test, feature = "fault-injection"))]
-        let hash = HashTrack::new(hashers, shared.faults.gate());
+        let hash = HashTrack::new(hashers, shared.faults.gate()).from(size);
         #[cfg(not(any(test, feature = "fault-injection")))]
-        let hash = HashTrack::new(hashers);
+        let hash = HashTrack::new(hashers).from(size);
         Upload {
             shared,
             path: path.clone(),
@@ -242,6 +247,18 @@ impl Upload {
             .map_err(|e| StoreError::from_io("reopen temporary file", e))?;
         file.sync_data()
             .map_err(|e| StoreError::from_io("fdatasync", e))
+    }
+
+    /// The SHA-256 state of exactly the bytes written so far, when it is at hand (see
+    /// `HashTrack::sha256_at`): what a resumable upload keeps with its offset.
+    pub(crate) fn sha256_state(&self) -> Option<ResumableSha256> {
+        self.hash.sha256_at(self.size)
+    }
+
+    /// Whether the bytes are hashed as they are written (else commit reads the file back when
+    /// it needs a digest, or needs none).
+    pub fn is_hashing(&self) -> bool {
+        self.hash.is_on()
     }
 
     /// The path this upload will be committed to.

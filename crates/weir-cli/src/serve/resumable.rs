@@ -18,14 +18,17 @@
 //!
 //! The body of a creation or append takes the same data paths as a `PUT` (`upload.rs`):
 //! splice with `--no-hash`, direct reads into pooled buffers otherwise, the same pause
-//! threshold. The creation request hashes while receiving, as a `PUT` does (inline, then on a
-//! hashing thread), so an upload sent whole costs no more; once an upload was cut, its SHA-256
-//! (and `Repr-Digest`, or the `Content-Digest` of a creation that carried the whole
-//! representation) is computed at completion by reading the whole file back, so it covers
-//! every byte however many requests brought them. Every [`weir_store::CHECKPOINT_BYTES`] and at the end of every
-//! request (complete or cut), the data is fdatasynced and its length recorded as the offset;
-//! a checkpoint inside a request is announced at once in an interim `104` with that
-//! `Upload-Offset` (draft §4.3's progress; [`announce_offset`]).
+//! threshold. Every request hashes while receiving, as a `PUT` does (inline, then on a hashing
+//! thread): the creation from the start, a resumed append from the SHA-256 state the store
+//! kept with the offset, so completion reads nothing back and the digest (and `Repr-Digest`,
+//! or the `Content-Digest` of a creation that carried the whole representation) covers every
+//! byte however many requests brought them. Without a kept state (see `weir_store`'s
+//! `resumable.rs`) the digest is computed at completion by reading the file back. Every
+//! [`weir_store::CHECKPOINT_BYTES`] and at the end of every request (complete or cut), the
+//! data is fdatasynced and its length recorded as the offset, with the hash state of exactly
+//! those bytes (the hashing thread catches up first: `upload.rs`); the checkpoint runs under
+//! `block_in_place`, and one inside a request is announced at once in an interim `104` with
+//! that `Upload-Offset` (draft §4.3's progress; [`announce_offset`]).
 
 use super::reply::{self, hex};
 use super::service::Service;
@@ -35,8 +38,8 @@ use std::time::Duration;
 use weir::{Exchange, http};
 use weir_proto::upload_fields::{self, UploadLimits};
 use weir_store::{
-    AppendEnd, ContentDigest, ResumableError, ResumableState, Resumables, StoreError, StorePath,
-    Upload, UploadId,
+    AppendEnd, Appending, ContentDigest, ResumableError, ResumableState, Resumables, StoreError,
+    StorePath, Upload, UploadId,
 };
 
 /// The draft revision's interop version, sent in every answer about an upload.
@@ -532,17 +535,18 @@ async fn receive(
         Ok(a) => a,
         Err(e) => return refused(ex, resumables, id, e).await,
     };
-    // The first request hashes as it writes, like a `PUT` (an upload sent whole is not read
-    // back at completion); a resumed one leaves the digest to completion.
-    let hashing = offset == 0 && (svc.options.hash || resumables_digest(resumables, id));
+    // Hashes as it writes, like a `PUT`: the first request, and a resumed one whose upload
+    // kept its hash state with its offset (else completion reads the file back).
+    let hashing = upload.is_hashing();
     let mut counts = WhereHashed::default();
-    let received = body(svc, ex, &mut upload, hashing, &mut counts, &mut |u| {
-        appending.progress(u)
-    })
-    .await;
+    let mut checkpoints = AppendCheckpoints {
+        appending: &mut appending,
+        announce: true,
+    };
+    let received = body(svc, ex, &mut upload, hashing, &mut counts, &mut checkpoints).await;
     if let Err(failure) = received {
         // Keep and record what arrived: the client resumes from there.
-        let kept = appending.finish(upload, false);
+        let kept = block_in_place(|| appending.finish(upload, false));
         if let Err(e) = &kept {
             tracing::warn!(upload = %id, error = %e, "resumable upload: checkpoint failed");
         }
@@ -597,7 +601,8 @@ async fn receive(
                 "replaced": committed.replaced,
                 "upload": format!("{PREFIX}{id}"),
                 "body": upload::body_stats_json(&stats),
-                // All 0: hashed at completion, by reading the file back.
+                // All 0 for a resumed upload whose hash state was not kept: hashed at
+                // completion, by reading the file back.
                 "hashing": { "inline": counts.inline, "pipelined": counts.pipelined },
             });
             let mut text = body.to_string();
@@ -639,14 +644,15 @@ async fn receive(
 
 /// The body into the upload by `upload.rs`'s paths: splice with `--no-hash`, else direct
 /// reads into pooled buffers, hashed inline then pipelined when `hashing` (the first request
-/// of an upload), else not hashed (completion reads the file back).
+/// of an upload, or one resumed from a kept hash state), else not hashed (completion reads the
+/// file back).
 pub(super) async fn body(
     svc: &Service,
     ex: &mut Exchange<'_>,
     upload: &mut Upload,
     hashing: bool,
     counts: &mut WhereHashed,
-    progress: &mut upload::Progress<'_>,
+    progress: &mut dyn upload::Checkpoints,
 ) -> Result<(), BodyFailure> {
     let splice = !hashing
         && !svc.options.hash
@@ -658,13 +664,26 @@ pub(super) async fn body(
     }
 }
 
-/// Whether upload `id` has a digest to verify at completion.
-fn resumables_digest(resumables: &Resumables, id: UploadId) -> bool {
-    resumables
-        .state(id)
-        .ok()
-        .flatten()
-        .is_some_and(|s| s.expected_digest.is_some())
+/// An append's checkpoints: every [`weir_store::CHECKPOINT_BYTES`], the data made durable and
+/// its length recorded as the offset; `announce`: the offset is sent at once in a `104`.
+pub(super) struct AppendCheckpoints<'a> {
+    pub(super) appending: &'a mut Appending,
+    pub(super) announce: bool,
+}
+
+impl upload::Checkpoints for AppendCheckpoints<'_> {
+    fn due(&self, upload: &Upload) -> bool {
+        self.appending.checkpoint_due(upload)
+    }
+
+    fn checkpoint(&mut self, upload: &mut Upload) -> Result<Option<u64>, StoreError> {
+        let offset = self.appending.checkpoint(upload)?;
+        Ok(self.announce.then_some(offset))
+    }
+
+    fn keeps_cut_bytes(&self) -> bool {
+        true
+    }
 }
 
 /// Answers a refusal of the store's resumable layer.

@@ -429,19 +429,21 @@ async fn receive(
         Ok(a) => a,
         Err(e) => return refused(ex, e).await,
     };
-    // As on the IETF path: the first request hashes while receiving.
-    let hashing = offset == 0 && svc.options.hash;
+    // As on the IETF path: the first request hashes while receiving, and so does a resumed
+    // one whose upload kept its hash state.
+    let hashing = upload.is_hashing();
     let mut counts = WhereHashed::default();
     let received = if expected.is_some() {
         // No checkpoint while a checked request runs: all of it can be taken back.
-        let mut none = upload::no_progress;
+        let mut none = upload::NoCheckpoints;
         resumable::body(svc, ex, &mut upload, hashing, &mut counts, &mut none).await
     } else {
-        resumable::body(svc, ex, &mut upload, hashing, &mut counts, &mut |u| {
-            // tus has no progress announcements: the offset is recorded, not sent.
-            appending.progress(u).map(|_| None)
-        })
-        .await
+        // tus has no progress announcements: the offset is recorded, not sent.
+        let mut checkpoints = resumable::AppendCheckpoints {
+            appending: &mut appending,
+            announce: false,
+        };
+        resumable::body(svc, ex, &mut upload, hashing, &mut counts, &mut checkpoints).await
     };
     if let Err(failure) = received {
         let kept = if expected.is_some() {

@@ -98,10 +98,10 @@ pub(super) async fn put(
     let hashing = svc.options.hash || verify || trailer_announced;
     let mut where_hashed = WhereHashed::default();
     let received = match data_path {
-        DataPath::Splice => splice_body(ex, &mut upload, &mut no_progress).await,
+        DataPath::Splice => splice_body(ex, &mut upload, &mut NoCheckpoints).await,
         DataPath::Hashed => {
             let counts = &mut where_hashed;
-            hashed_body(svc, ex, &mut upload, hashing, counts, &mut no_progress).await
+            hashed_body(svc, ex, &mut upload, hashing, counts, &mut NoCheckpoints).await
         }
     };
     if let Err(failure) = received {
@@ -202,25 +202,55 @@ const PIPELINE_AFTER: u64 = 2 << 20;
 /// writing them back to disk while the rest arrives (the commit's fsync has less to do).
 const SPLICE_PIECE: u64 = 8 << 20;
 
-/// Called with the upload after each piece of a body is written (a resumable append
-/// checkpoints there, `resumable.rs`); an error stops the body. `Some(offset)`: the bytes up to
-/// `offset` are durable and recorded, and the client is told so at once (the draft's progress
-/// `104`, [`super::resumable::announce_offset`]).
-pub(super) type Progress<'a> =
-    dyn FnMut(&mut Upload) -> Result<Option<u64>, StoreError> + Send + 'a;
+/// A body's checkpoints (a resumable append's, `resumable.rs`), asked about after each piece
+/// of the body is written.
+pub(super) trait Checkpoints: Send {
+    /// Whether one is due now, with `upload` as it is: a cheap check, made on the connection's
+    /// task after every piece.
+    fn due(&self, upload: &Upload) -> bool;
 
-/// The [`Progress`] of a plain `PUT`: nothing to do.
-pub(super) fn no_progress(_: &mut Upload) -> Result<Option<u64>, StoreError> {
-    Ok(None)
+    /// Makes the bytes written so far durable and records them (blocking: `fdatasync`,
+    /// `fsync`s). `Some(offset)`: tell the client at once that the bytes up to `offset` are
+    /// durable (the draft's progress `104`, [`super::resumable::announce_offset`]). An error
+    /// stops the body.
+    fn checkpoint(&mut self, upload: &mut Upload) -> Result<Option<u64>, StoreError>;
+
+    /// Whether a cut body keeps what it wrote (a resumable append records it): then the
+    /// hashing catches up with the bytes written before the body gives up, so that their hash
+    /// state can be kept too. A body that is thrown away does not wait for its hash.
+    fn keeps_cut_bytes(&self) -> bool;
 }
 
-/// Runs `progress` after a write, and announces the offset it acknowledged, if any.
+/// The [`Checkpoints`] of a plain `PUT`: none.
+pub(super) struct NoCheckpoints;
+
+impl Checkpoints for NoCheckpoints {
+    fn due(&self, _: &Upload) -> bool {
+        false
+    }
+
+    fn checkpoint(&mut self, _: &mut Upload) -> Result<Option<u64>, StoreError> {
+        Ok(None)
+    }
+
+    fn keeps_cut_bytes(&self) -> bool {
+        false
+    }
+}
+
+/// Runs a checkpoint when one is due, and announces the offset it acknowledged, if any. The
+/// checkpoint's `fdatasync` and `fsync`s run under `block_in_place`: the runtime's other tasks
+/// move to another worker meanwhile, rather than wait behind this connection's disk flush.
 async fn step(
     ex: &mut Exchange<'_>,
     upload: &mut Upload,
-    progress: &mut Progress<'_>,
+    progress: &mut dyn Checkpoints,
 ) -> Result<(), BodyFailure> {
-    if let Some(offset) = progress(upload).map_err(BodyFailure::Store)? {
+    if !progress.due(upload) {
+        return Ok(());
+    }
+    let acknowledged = super::resumable::block_in_place(|| progress.checkpoint(upload));
+    if let Some(offset) = acknowledged.map_err(BodyFailure::Store)? {
         super::resumable::announce_offset(ex, offset)
             .await
             .map_err(BodyFailure::Body)?;
@@ -232,7 +262,7 @@ async fn step(
 pub(super) async fn splice_body(
     ex: &mut Exchange<'_>,
     upload: &mut Upload,
-    progress: &mut Progress<'_>,
+    progress: &mut dyn Checkpoints,
 ) -> Result<(), BodyFailure> {
     loop {
         match ex
@@ -281,7 +311,7 @@ pub(super) async fn hashed_body(
     upload: &mut Upload,
     hashing: bool,
     counts: &mut WhereHashed,
-    progress: &mut Progress<'_>,
+    progress: &mut dyn Checkpoints,
 ) -> Result<(), BodyFailure> {
     loop {
         if hashing && upload.size() >= PIPELINE_AFTER {
@@ -325,10 +355,40 @@ async fn pipelined_body(
     ex: &mut Exchange<'_>,
     upload: &mut Upload,
     counts: &mut WhereHashed,
-    progress: &mut Progress<'_>,
+    progress: &mut dyn Checkpoints,
 ) -> Result<(), BodyFailure> {
-    let lane = LaneHandle::new();
+    let mut lane = LaneHandle::new();
     let mut started = false;
+    let received = pipeline(svc, ex, upload, counts, progress, &mut lane, &mut started).await;
+    if let Err(failure) = received {
+        if started && progress.keeps_cut_bytes() && matches!(failure, BodyFailure::Body(_)) {
+            // The body was cut, and every byte written is queued: let the hashing catch up
+            // (a few buffers at most) so that the upload holds the hash state of exactly its
+            // bytes, which a resumable append records with its offset.
+            if let Some(done) = lane.finish().await {
+                let _ = upload.attach(done);
+            }
+        }
+        return Err(failure);
+    }
+    if started {
+        let done = lane.finish().await.ok_or(LOST)?;
+        drop(upload.attach(done).map_err(BodyFailure::Store)?);
+    }
+    Ok(())
+}
+
+/// The loop of [`pipelined_body`]: until the body ends, each buffer filled, written, then
+/// hashed on `lane`'s thread (`started`) or inline.
+async fn pipeline(
+    svc: &Service,
+    ex: &mut Exchange<'_>,
+    upload: &mut Upload,
+    counts: &mut WhereHashed,
+    progress: &mut dyn Checkpoints,
+    lane: &mut LaneHandle,
+    started: &mut bool,
+) -> Result<(), BodyFailure> {
     loop {
         let mut free = match lane.try_buffer(&svc.buffers) {
             Some(buf) => buf,
@@ -338,41 +398,49 @@ async fn pipelined_body(
         if n == 0 {
             lane.discard(free);
             if ex.is_body_complete() {
-                break;
+                return Ok(());
             }
             lane.release_idle();
             let more = ex.wait_body().await.map_err(BodyFailure::Body)?;
             lane.keep_idle();
             if !more {
-                break;
+                return Ok(());
             }
             continue;
         }
         // COPY: the kernel's, buffer → page cache. The buffer then moves, unchanged, to the
         // thread that hashes it.
         let written = upload.write_owned(free, n).map_err(BodyFailure::Store)?;
-        step(ex, upload, progress).await?;
-        if started {
+        if *started {
             lane.push(written);
+            counts.pipelined += n as u64;
         } else {
             let job = upload.hash_job(written).map_err(BodyFailure::Store)?;
-            match svc.hashers.start(job, &lane) {
-                Ok(()) => started = true,
+            match svc.hashers.start(job, lane) {
+                Ok(()) => {
+                    *started = true;
+                    counts.pipelined += n as u64;
+                }
                 Err(job) => {
                     // No hashing thread is idle: hash this buffer here, try again next time.
                     lane.discard(upload.attach(job.run()).map_err(BodyFailure::Store)?);
                     counts.inline += n as u64;
-                    continue;
                 }
             }
         }
-        counts.pipelined += n as u64;
+        if progress.due(upload) {
+            if *started {
+                // A checkpoint records the hash state of exactly the bytes it makes durable:
+                // the hashing thread catches up and hands the state back, and the next buffer
+                // starts a new lane. ALLOCATION: a lane per checkpoint.
+                let done = lane.finish().await.ok_or(LOST)?;
+                drop(upload.attach(done).map_err(BodyFailure::Store)?);
+                *lane = LaneHandle::new();
+                *started = false;
+            }
+            step(ex, upload, progress).await?;
+        }
     }
-    if started {
-        let done = lane.finish().await.ok_or(LOST)?;
-        drop(upload.attach(done).map_err(BodyFailure::Store)?);
-    }
-    Ok(())
 }
 
 /// A hashing thread that died: the upload cannot vouch for its digest.

@@ -447,11 +447,11 @@ fn cut_upload(s: &Server, path: &str, whole: &[u8], part: usize) -> String {
 /// holds the upload) and checks the stored file.
 fn resume_and_check(s: &Server, url: &str, path: &str, whole: &[u8], hashed: bool) {
     let mut tries = 0;
-    let r = loop {
-        let offset = offset_of(s, url);
-        let r = patch(s, url, offset, true, &whole[offset as usize..]);
+    let (r, offset) = loop {
+        let offset = offset_of(s, url) as usize;
+        let r = patch(s, url, offset as u64, true, &whole[offset..]);
         if r.status != 409 || tries > 3000 {
-            break r;
+            break (r, offset);
         }
         tries += 1;
         std::thread::sleep(Duration::from_millis(10));
@@ -459,11 +459,12 @@ fn resume_and_check(s: &Server, url: &str, path: &str, whole: &[u8], hashed: boo
     assert_eq!(r.status, 201, "{}", r.text());
     if hashed {
         assert_eq!(r.json()["sha256"], sha256(whole));
-        // Resumed: hashed at completion, by reading the whole file back.
-        assert_eq!(
-            r.json()["hashing"],
-            serde_json::json!({"inline": 0, "pipelined": 0})
-        );
+        // Resumed from the hash state kept with the offset: the last request hashed its own
+        // bytes as they came, and completion read nothing back.
+        let hashing = &r.json()["hashing"];
+        let hashed_now =
+            hashing["inline"].as_u64().unwrap() + hashing["pipelined"].as_u64().unwrap();
+        assert_eq!(hashed_now, (whole.len() - offset) as u64, "{hashing}");
     }
     assert_eq!(std::fs::read(s.root.join(path)).unwrap(), whole);
 }
@@ -479,6 +480,47 @@ fn a_cut_connection_resumes_byte_exact() {
         });
         resume_and_check(&s, &url, "cut.bin", &whole, args.is_empty());
     }
+}
+
+/// Appends `whole[from..]` with `Upload-Complete: ?1`, sends up to `to`, then cuts the
+/// connection; returns once the server recorded `to` as the offset.
+fn cut_append(s: &Server, url: &str, whole: &[u8], from: usize, to: usize) {
+    let mut sock = TcpStream::connect(s.addr).unwrap();
+    write!(
+        sock,
+        "PATCH {url} HTTP/1.1\r\nhost: t\r\ncontent-type: application/partial-upload\r\n\
+         upload-offset: {from}\r\nupload-complete: ?1\r\ncontent-length: {}\r\n\r\n",
+        whole.len() - from
+    )
+    .unwrap();
+    sock.write_all(&whole[from..to]).unwrap();
+    let data = data_file(&s.root, url);
+    wait_for("the bytes sent to reach the data file", || {
+        std::fs::metadata(&data).is_ok_and(|m| m.len() == to as u64)
+    });
+    drop(sock);
+    wait_for("the cut request's bytes to be recorded", || {
+        offset_of(s, url) == to as u64
+    });
+}
+
+#[test]
+fn an_upload_cut_three_times_at_odd_offsets_hashes_on_from_its_kept_state() {
+    let s = Server::start(&[]);
+    let whole = data(12 << 20, 31);
+    // Not block-aligned: every cut leaves part of a SHA-256 block pending in the kept state.
+    let cuts = [3_000_017, 5_555_555, 9_999_991];
+    let url = cut_upload(&s, "odd.bin", &whole, cuts[0]);
+    wait_for("the cut request's bytes to be recorded", || {
+        offset_of(&s, &url) == cuts[0] as u64
+    });
+    cut_append(&s, &url, &whole, cuts[0], cuts[1]);
+    cut_append(&s, &url, &whole, cuts[1], cuts[2]);
+    // The record holds the hash state of exactly the recorded offset.
+    let meta = data_file(&s.root, &url).with_extension("meta");
+    let record = std::fs::read_to_string(meta).unwrap();
+    assert!(record.contains("\nsha256-state "), "{record}");
+    resume_and_check(&s, &url, "odd.bin", &whole, true);
 }
 
 #[test]

@@ -189,3 +189,152 @@ fn incomplete_uploads_are_counted() {
     r.cancel(b).unwrap();
     assert_eq!(r.incomplete().unwrap(), 0);
 }
+
+/// The record of `id`, as text on disk.
+fn meta_path(store: &LocalStore, id: UploadId) -> std::path::PathBuf {
+    store
+        .root()
+        .join(STAGING_NAME)
+        .join(DIR_NAME)
+        .join(format!("{id}.meta"))
+}
+
+/// Appends `bytes` at `offset` in odd-sized writes, checkpointing after `checkpoint_after`
+/// bytes if given, then ends the request as a cut one (`finish(_, false)`, what the service
+/// does when the connection goes). Returns whether the append hashed as it wrote.
+fn append_cut(
+    r: &Resumables,
+    id: UploadId,
+    offset: u64,
+    bytes: &[u8],
+    checkpoint_after: Option<usize>,
+) -> bool {
+    let (mut appending, mut up) = r.append(id, offset, None).unwrap();
+    let hashing = up.is_hashing();
+    for (i, chunk) in bytes.chunks(4099).enumerate() {
+        up.write(chunk).unwrap();
+        if checkpoint_after.is_some_and(|at| (i + 1) * 4099 >= at) {
+            appending.checkpoint(&mut up).unwrap();
+        }
+    }
+    let AppendEnd::Incomplete(s) = appending.finish(up, false).unwrap() else {
+        panic!("completed")
+    };
+    assert_eq!(s.offset, offset + bytes.len() as u64);
+    hashing
+}
+
+#[test]
+fn the_hash_state_goes_with_the_offset_across_cuts_at_odd_offsets_and_restarts() {
+    let (dir, store) = store();
+    let body = data(1_000_003, 5);
+    let r = Resumables::open(&store, DAY).unwrap();
+    let (id, _) = r.create(&p("a/f"), None, None, true).unwrap();
+    let cuts = [0, 12_345, 300_001, 777_777, body.len()];
+    let (mut store, mut r) = (store, r);
+    for (k, w) in cuts.windows(2).take(3).enumerate() {
+        let (from, to) = (w[0], w[1]);
+        // Every append after the first goes on from the kept state: it hashes as it writes.
+        let hashing = append_cut(&r, id, from as u64, &body[from..to], Some((to - from) / 2));
+        assert!(hashing, "append {k} at {from}");
+        let state = r.state(id).unwrap().unwrap();
+        assert!(state.sha256_state.is_some(), "state kept at {to}");
+        // A restart in between: the state is read from the record.
+        drop(r);
+        (store, r) = reopen(&dir, store);
+    }
+    let at = cuts[3];
+    let (appending, mut up) = r.append(id, at as u64, None).unwrap();
+    assert!(up.is_hashing());
+    up.write(&body[at..]).unwrap();
+    let AppendEnd::Completed(c) = appending.finish(up, true).unwrap() else {
+        panic!("not completed")
+    };
+    assert_eq!((c.size, c.sha256), (body.len() as u64, Some(sha256(&body))));
+    assert_eq!(read(&store, "a/f"), body);
+}
+
+#[test]
+fn a_missing_damaged_or_foreign_hash_state_falls_back_to_reading_the_file() {
+    let (dir, store) = store();
+    let body = data(500_009, 6);
+    let r = Resumables::open(&store, DAY).unwrap();
+    let (id, _) = r.create(&p("f"), None, None, true).unwrap();
+    append_cut(&r, id, 0, &body[..100_003], None);
+    let first = std::fs::read_to_string(meta_path(&store, id)).unwrap();
+    let line = |text: &str| {
+        text.lines()
+            .find(|l| l.starts_with("sha256-state "))
+            .expect("a state line")
+            .to_owned()
+    };
+    let first_state = line(&first);
+    append_cut(&r, id, 100_003, &body[100_003..200_011], None);
+    let path = meta_path(&store, id);
+    let second = std::fs::read_to_string(&path).unwrap();
+    let second_state = line(&second);
+    drop(r);
+    let cases = [
+        // A well-formed state of other bytes (the previous offset's).
+        second.replace(&second_state, &first_state),
+        // One hex digit changed.
+        {
+            let mut bad = second_state.clone().into_bytes();
+            let last = bad.len() - 1;
+            bad[last] = if bad[last] == b'0' { b'1' } else { b'0' };
+            second.replace(&second_state, std::str::from_utf8(&bad).unwrap())
+        },
+        // Cut short.
+        second.replace(&second_state, &second_state[..second_state.len() - 2]),
+        // Absent (a record written before states were kept).
+        second.replace(&format!("{second_state}\n"), ""),
+    ];
+    let (mut store, mut r) = reopen(&dir, store);
+    for (i, text) in cases.iter().enumerate() {
+        assert_ne!(text, &second, "case {i} changes the record");
+        std::fs::write(&path, text).unwrap();
+        drop(r);
+        (store, r) = reopen(&dir, store);
+        let state = r.state(id).unwrap().expect("the record still counts");
+        assert_eq!(
+            (state.offset, state.sha256_state),
+            (200_011, None),
+            "case {i}"
+        );
+        let (appending, up) = r.append(id, 200_011, None).unwrap();
+        assert!(!up.is_hashing(), "case {i}: no state to go on from");
+        drop(up);
+        drop(appending);
+    }
+    let (appending, mut up) = r.append(id, 200_011, None).unwrap();
+    up.write(&body[200_011..]).unwrap();
+    let AppendEnd::Completed(c) = appending.finish(up, true).unwrap() else {
+        panic!("not completed")
+    };
+    assert_eq!(c.sha256, Some(sha256(&body)));
+    assert_eq!(read(&store, "f"), body);
+}
+
+#[test]
+fn an_append_dropped_without_its_upload_keeps_no_hash_state() {
+    let (_dir, store) = store();
+    let body = data(70_001, 7);
+    let r = Resumables::open(&store, DAY).unwrap();
+    let (id, _) = r.create(&p("f"), None, None, true).unwrap();
+    append_cut(&r, id, 0, &body[..10_007], None);
+    assert!(r.state(id).unwrap().unwrap().sha256_state.is_some());
+    // The request's task dropped mid-body: the offset moves, the state cannot follow.
+    let (appending, mut up) = r.append(id, 10_007, None).unwrap();
+    up.write(&body[10_007..40_009]).unwrap();
+    drop(up);
+    drop(appending);
+    let state = r.state(id).unwrap().unwrap();
+    assert_eq!((state.offset, state.sha256_state), (40_009, None));
+    let (appending, mut up) = r.append(id, 40_009, None).unwrap();
+    assert!(!up.is_hashing());
+    up.write(&body[40_009..]).unwrap();
+    let AppendEnd::Completed(c) = appending.finish(up, true).unwrap() else {
+        panic!("not completed")
+    };
+    assert_eq!(c.sha256, Some(sha256(&body)));
+}

@@ -472,11 +472,12 @@ fn section(a: &ResumeArgs, size: u64, rows: &[Row], all_cuts: &[(usize, Vec<Cut>
          ran: trust the round-by-round ratios, not the absolute times.\n\n\
          What the server does differently: a resumable request fdatasyncs its data and rewrites \
          its record (temporary, fsync, rename, directory fsync) at every checkpoint inside a \
-         request (`weir_store::CHECKPOINT_BYTES`) and at its end, on the connection's task; a \
-         plain `PUT` syncs once, at its commit. An upload sent whole is hashed while received; \
-         once cut, the hash state is not kept across requests, so the completing request reads \
-         the whole file back to hash it (`weir-store`'s `resumable.rs`): the cut row's \
-         \"after the last byte\".\n\n{}\n{}\n\
+         request (`weir_store::CHECKPOINT_BYTES`, under `block_in_place`: the runtime's other \
+         tasks move to another worker) and at its end; a plain `PUT` syncs once, at its commit. \
+         Every request hashes while receiving: the SHA-256 state of exactly the recorded offset \
+         is kept in the record (`weir-store`'s `sha256_state.rs`), so a resumed request goes on \
+         from it and completion reads nothing back; at each checkpoint and at a cut the hashing \
+         thread first catches up with the bytes written.\n\n{}\n{}\n\
          Bytes sent twice per cut ({} cuts): {} MiB (median, min–max); target ≤ 8 MiB.\n\n{cut_lines}",
         size_label(weir::Config::default().pause_threshold as u64),
         size_label(size),
