@@ -249,6 +249,16 @@ async function remove(path) {
   load();
 }
 
+// A folder is created by an empty PUT to its URL (with the token, where one is needed), then
+// opened.
+async function createFolder(path) {
+  const response = await fetch("/files/" + encodePath(path) + "/", { method: "PUT", headers: authHeaders({}) });
+  if (response.status === 401) { needToken("Creating a folder needs a token"); return; }
+  if (!response.ok) { setStatus("New folder failed: " + await errorText(response)); return; }
+  setStatus((response.status === 201 ? "Created " : "Opened ") + path + "/.");
+  goTo(path + "/", true);
+}
+
 // ---- uploads ----
 
 const queue = [];
@@ -584,7 +594,7 @@ function init() {
     e.preventDefault();
     const name = $("mkdir-name").value.trim().replace(/^\/+|\/+$/g, "");
     $("mkdir-name").value = "";
-    if (name) goTo(currentDir() + name + "/", true);
+    if (name) createFolder(currentDir() + name);
   });
   for (const button of document.querySelectorAll("#listing th button")) {
     button.addEventListener("click", () => {

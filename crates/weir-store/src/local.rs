@@ -385,6 +385,20 @@ impl LocalStore {
         list::page(&self.shared, dir, after, limit)
     }
 
+    /// Creates the directory `path` and any missing parents, durably (each new entry's parent
+    /// is fsynced), each charged [`ENTRY_COST`] against the quota: `Ok(true)`. `Ok(false)` when
+    /// it already is a directory; a file or a link on the way is refused
+    /// ([`StoreError::NotADirectory`], [`StoreError::SymlinkRefused`]). Under the commit lock, so
+    /// it never races a commit that needs the same name as a file.
+    pub fn create_dir(&self, path: &StorePath) -> Result<bool, StoreError> {
+        let _guard = self.shared.lock_commits();
+        if self.shared.missing_dirs(path.as_str())? == 0 {
+            return Ok(false);
+        }
+        self.shared.create_dirs(path.as_str())?;
+        Ok(true)
+    }
+
     /// Deletes a stored file, durably (the directory is fsynced). Directories are not deleted
     /// ([`StoreError::IsDirectory`]); empty ones are left behind by design, since another
     /// upload may be about to use them.

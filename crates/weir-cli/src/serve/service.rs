@@ -7,6 +7,7 @@
 //! | `POST /files/{dir}/` (multipart) | every file part into `{dir}`: `201` + JSON list |
 //! | `GET`/`HEAD /files/{path}` | the file (`Range`, preconditions: `304`, `412`) |
 //! | `GET /files/` or `/files/{dir}/` | JSON listing |
+//! | `PUT /files/{dir}/` without a body | create the folder (and its parents): `201`, `200` if there |
 //! | `DELETE /files/{path}` | `204`, `404` if absent, `412` if a precondition fails |
 //! | `PUT /files/{path}` or `POST /files/{dir}/` with `Upload-Complete`, `HEAD`/`PATCH`/`DELETE /uploads/{id}` | resumable uploads (`resumable.rs`) |
 //! | `OPTIONS`/`POST /tus/`, `HEAD`/`PATCH`/`DELETE /tus/{id}` | the same uploads over tus 1.0.0 (`tus.rs`) |
@@ -231,6 +232,7 @@ impl Service {
             (Method::GET | Method::HEAD, Target::Dir(p)) => {
                 listing::serve(self, ex, Some(&p)).await
             }
+            (Method::PUT, Target::Dir(p)) => create_folder(self, ex, &p).await,
             (Method::PUT, Target::File(p)) => match resumable::upload_complete(ex) {
                 Some(complete) => resumable::create(self, ex, p, complete).await,
                 None => upload::put(self, ex, p).await,
@@ -263,9 +265,38 @@ impl Service {
                     Err(e) => reply::store_error(ex, &e).await,
                 }
             }
-            (Method::PUT | Method::DELETE, _) => method_not_allowed(ex, "GET, HEAD, POST").await,
+            (Method::DELETE, _) => method_not_allowed(ex, "GET, HEAD, PUT, POST").await,
+            (Method::PUT, Target::Root) => method_not_allowed(ex, "GET, HEAD, POST").await,
             _ => method_not_allowed(ex, "GET, HEAD, PUT, POST, DELETE").await,
         }
+    }
+}
+
+/// `PUT /files/{dir}/` with no body: creates the folder and its missing parents (`201`), or
+/// finds it there (`200`); the page's "New folder". A body is refused (`400`) rather than
+/// dropped, since the client meant to store something.
+async fn create_folder(
+    svc: &Service,
+    ex: &mut Exchange<'_>,
+    dir: &weir_store::StorePath,
+) -> Result<(), weir::Error> {
+    if ex.request().framing() != weir::Framing::Length(0) {
+        let message =
+            "a folder is created by a PUT without a body (to store a file, drop the final /)";
+        return reply::error(ex, StatusCode::BAD_REQUEST, message, &[]).await;
+    }
+    match svc.store.create_dir(dir) {
+        Ok(created) => {
+            let status = if created {
+                StatusCode::CREATED
+            } else {
+                StatusCode::OK
+            };
+            let value =
+                serde_json::json!({ "path": format!("{}/", dir.as_str()), "created": created });
+            reply::json(ex, status, &value).await
+        }
+        Err(e) => reply::store_error(ex, &e).await,
     }
 }
 

@@ -225,6 +225,9 @@ def main():
         page.fill("#mkdir-name", "inbox")
         page.press("#mkdir-name", "Enter")
         expect(page).to_have_url(server.url + "/files/inbox/")
+        # Created on the server by the page's empty PUT, before anything is stored in it.
+        assert os.path.isdir(os.path.join(ROOT, "inbox"))
+        assert os.listdir(os.path.join(ROOT, "inbox")) == []
         page.evaluate(
             """() => {
                 const bytes = new Uint8Array(256 * 1200);

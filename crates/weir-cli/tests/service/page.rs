@@ -126,3 +126,40 @@ fn uploaded_html_is_never_the_site_page() {
     assert_eq!(r.header("content-security-policy"), Some("sandbox"));
     assert_eq!(r.header("x-content-type-options"), Some("nosniff"));
 }
+
+#[test]
+fn an_empty_put_to_a_folder_url_creates_the_folder() {
+    let s = Server::start(&["--token", "t"]);
+    let auth = "\r\nauthorization: Bearer t";
+    assert_eq!(s.request("PUT /files/new/ HTTP/1.1", b"").status, 401);
+    let r = s.request(&format!("PUT /files/new/sub/ HTTP/1.1{auth}"), b"");
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(r.json()["path"], "new/sub/");
+    assert!(s.root.join("new/sub").is_dir());
+    let again = s.request(&format!("PUT /files/new/sub/ HTTP/1.1{auth}"), b"");
+    assert_eq!(
+        (again.status, again.json()["created"].as_bool()),
+        (200, Some(false))
+    );
+    let listing = s.request("GET /files/new/ HTTP/1.1", b"");
+    assert_eq!(listing.json()["entries"][0]["name"], "sub");
+    assert_eq!(listing.json()["entries"][0]["type"], "dir");
+    // A body is refused, not dropped; a file in the way is not a folder.
+    let body = s.request(&format!("PUT /files/other/ HTTP/1.1{auth}"), b"data");
+    assert_eq!(body.status, 400, "{}", body.text());
+    assert!(!s.root.join("other").exists());
+    assert_eq!(
+        s.request(&format!("PUT /files/f HTTP/1.1{auth}"), b"x")
+            .status,
+        201
+    );
+    let blocked = s.request(&format!("PUT /files/f/ HTTP/1.1{auth}"), b"");
+    assert_eq!(blocked.status, 409, "{}", blocked.text());
+    assert!(s.root.join("f").is_file());
+    // The root is not a folder one creates.
+    assert_eq!(
+        s.request(&format!("PUT /files/ HTTP/1.1{auth}"), b"")
+            .status,
+        405
+    );
+}

@@ -91,7 +91,10 @@ fn wrong_methods_and_unknown_paths() {
     let r = s.request("PATCH /files/x HTTP/1.1", b"");
     assert_eq!(r.status, 405);
     assert!(r.header("allow").unwrap().contains("PUT"));
-    assert_eq!(s.request("PUT /files/dir/ HTTP/1.1", b"x").status, 405);
+    // A folder URL takes an empty PUT (it creates the folder): a body is refused.
+    assert_eq!(s.request("PUT /files/dir/ HTTP/1.1", b"x").status, 400);
+    assert!(!s.root.join("dir").exists());
+    assert_eq!(s.request("PUT /files/ HTTP/1.1", b"x").status, 405);
     assert_eq!(s.request("POST /healthz HTTP/1.1", b"").status, 405);
     assert_eq!(s.request("GET /other HTTP/1.1", b"").status, 404);
     // POST without a multipart body.

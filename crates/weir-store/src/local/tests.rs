@@ -582,3 +582,53 @@ fn a_root_that_is_itself_a_symlink_is_resolved_once() {
         assert_eq!(fs::read(dir.path().join("real/f")).unwrap(), b"ok");
     }
 }
+
+#[test]
+fn create_dir_makes_the_folder_and_its_parents_once_and_charges_them() {
+    let (_dir, store) = store();
+    let before = store.usage();
+    assert!(store.create_dir(&p("a/b/c")).unwrap());
+    assert!(store.root().join("a/b/c").is_dir());
+    assert_eq!(store.usage(), before + 3 * ENTRY_COST);
+    assert!(!store.create_dir(&p("a/b/c")).unwrap(), "already there");
+    assert!(!store.create_dir(&p("a")).unwrap());
+    assert_eq!(store.usage(), before + 3 * ENTRY_COST);
+    assert!(
+        store
+            .list(Some(&p("a/b")))
+            .unwrap()
+            .iter()
+            .any(|e| e.name == "c")
+    );
+}
+
+#[test]
+fn create_dir_refuses_a_file_or_a_link_in_the_way_and_the_quota() {
+    let (_dir, store) = store();
+    put(&store, "f", b"x");
+    assert!(matches!(
+        store.create_dir(&p("f")),
+        Err(StoreError::NotADirectory)
+    ));
+    assert!(matches!(
+        store.create_dir(&p("f/g")),
+        Err(StoreError::NotADirectory)
+    ));
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink("/tmp", store.root().join("link")).unwrap();
+        assert!(matches!(
+            store.create_dir(&p("link/x")),
+            Err(StoreError::SymlinkRefused)
+        ));
+    }
+    let (_dir, small) = crate::testutil::store_with(LocalOptions {
+        max_storage: Some(ENTRY_COST),
+        ..LocalOptions::default()
+    });
+    assert!(matches!(
+        small.create_dir(&p("x/y")),
+        Err(StoreError::QuotaExceeded { .. })
+    ));
+    assert!(!small.root().join("x").exists(), "all or none");
+}
