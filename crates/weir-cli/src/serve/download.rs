@@ -19,7 +19,7 @@
 
 use super::mime::content_type;
 use super::preconditions::{self, etag, validators};
-use super::reply;
+use super::reply::{self, Problem};
 use super::service::Service;
 use http::StatusCode;
 use std::time::SystemTime;
@@ -76,7 +76,7 @@ pub(super) async fn serve(
             let content_range = format!("bytes */{}", meta.size);
             return reply::error(
                 ex,
-                StatusCode::RANGE_NOT_SATISFIABLE,
+                Problem::RangeNotSatisfiable,
                 "range not satisfiable",
                 &[("content-range", &content_range)],
             )

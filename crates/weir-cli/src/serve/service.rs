@@ -35,7 +35,7 @@ use super::cors::{self, Cors};
 use super::hasher::HashPool;
 use super::listing::Scans;
 use super::observe::Observing;
-use super::reply;
+use super::reply::{self, Problem};
 use super::resumable::{self, ResumableOptions};
 use super::target::Target;
 use super::{download, form, listing, page, preconditions, tus, upload};
@@ -157,7 +157,7 @@ impl Service {
             let authorized = match super::auth::authorization(ex.request()) {
                 Ok(a) => self.options.auth.check(a, Access::Write, None) == Verdict::Allowed,
                 Err(message) => {
-                    return reply::error(ex, StatusCode::BAD_REQUEST, message, &[]).await;
+                    return reply::error(ex, Problem::BadRequest, message, &[]).await;
                 }
             };
             // ALLOCATION: the id, to release the borrow of the request.
@@ -168,7 +168,7 @@ impl Service {
             let authorization = match super::auth::authorization(ex.request()) {
                 Ok(a) => a,
                 Err(message) => {
-                    return reply::error(ex, StatusCode::BAD_REQUEST, message, &[]).await;
+                    return reply::error(ex, Problem::BadRequest, message, &[]).await;
                 }
             };
             // An upload resource is written to, whatever the method: the write scope.
@@ -189,7 +189,7 @@ impl Service {
                     .empty()
                     .await;
             }
-            return reply::error(ex, StatusCode::NOT_FOUND, "not found", &[]).await;
+            return reply::error(ex, Problem::NotFound, "not found", &[]).await;
         };
         let access = match *ex.request().method() {
             Method::GET | Method::HEAD => Access::Read,
@@ -199,7 +199,7 @@ impl Service {
         };
         let authorization = match super::auth::authorization(ex.request()) {
             Ok(a) => a,
-            Err(message) => return reply::error(ex, StatusCode::BAD_REQUEST, message, &[]).await,
+            Err(message) => return reply::error(ex, Problem::BadRequest, message, &[]).await,
         };
         // 401 before the path is looked at; 403 (scope, prefix) once it is decoded.
         let auth = &self.options.auth;
@@ -214,7 +214,7 @@ impl Service {
         // ALLOCATION: the decoded path (the store keeps it as a `StorePath` anyway).
         let target = match Target::parse(raw) {
             Ok(t) => t,
-            Err(e) => return reply::error(ex, StatusCode::BAD_REQUEST, e.as_str(), &[]).await,
+            Err(e) => return reply::error(ex, Problem::InvalidPath, e.as_str(), &[]).await,
         };
         let store_path = match &target {
             Target::Root => "",
@@ -272,7 +272,7 @@ impl Service {
 pub(super) async fn unauthorized(ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
     reply::error(
         ex,
-        StatusCode::UNAUTHORIZED,
+        Problem::Unauthorized,
         "missing or wrong bearer token",
         &[("www-authenticate", "Bearer realm=\"weir\"")],
     )
@@ -282,7 +282,7 @@ pub(super) async fn unauthorized(ex: &mut Exchange<'_>) -> Result<(), weir::Erro
 pub(super) async fn forbidden(ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
     reply::error(
         ex,
-        StatusCode::FORBIDDEN,
+        Problem::Forbidden,
         "this token may not do that here (scope or path prefix)",
         &[],
     )
@@ -295,7 +295,7 @@ pub(super) async fn method_not_allowed(
 ) -> Result<(), weir::Error> {
     reply::error(
         ex,
-        StatusCode::METHOD_NOT_ALLOWED,
+        Problem::MethodNotAllowed,
         "method not allowed here",
         &[("allow", allow)],
     )

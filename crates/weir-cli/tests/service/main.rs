@@ -24,6 +24,7 @@ mod page;
 mod paths;
 mod pipeline;
 mod preconditions;
+mod problems;
 mod put_resume;
 mod ranges;
 mod resumable;
