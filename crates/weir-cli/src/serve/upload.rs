@@ -96,6 +96,10 @@ pub(super) async fn put(
         Ok(u) => u,
         Err(e) => return reply::store_error(ex, &e).await,
     };
+    // Kept with the file when the filesystem allows; else it is served by its name.
+    if let Some(media_type) = super::mime::of_request(ex) {
+        upload.set_media_type(&media_type);
+    }
     let hashing = svc.options.hash || verify || trailer_announced;
     let mut where_hashed = WhereHashed::default();
     let received = match data_path {

@@ -9,6 +9,7 @@ mod client;
 mod conditional;
 mod config;
 mod confinement;
+mod content_type;
 mod cors;
 mod crash;
 mod enospc;
