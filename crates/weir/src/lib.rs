@@ -141,7 +141,7 @@ pub use server::{Server, ServerHandle};
 pub use service::{Body, ExchangeHandle, FileBody, ServiceHandler};
 pub use stats::{BodyStats, Stats};
 #[cfg(feature = "tls")]
-pub use transport::{TlsConfig, TlsError};
+pub use transport::{CertReloader, TlsConfig, TlsError};
 pub use weir_proto::{Framing, ProtoError, RequestHead as Request};
 
 /// Re-exported so that handlers name the same `http` types as weir.

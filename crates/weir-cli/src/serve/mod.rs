@@ -23,7 +23,8 @@
 //! | `reply` | JSON bodies and `StoreError` → status |
 //! | `buffers` | the pool of upload buffers |
 //! | `hasher` | the hashing threads: an upload's SHA-256 beside its connection's task |
-//! | `mime` | `Content-Type` by extension |
+//! | `mime` | a served file's `Content-Type`: the client's, kept with the file, else by extension |
+//! | `reload` | SIGHUP: the TLS certificate and key read again |
 //! | `observe` | the handler's entry: around routing, the access log line and the metrics |
 //! | `access_log` | access log lines (text or JSON), written whole per request |
 //! | `metrics` | Prometheus counters and histograms, and their exposition text |
@@ -47,6 +48,8 @@ mod notify;
 mod observe;
 mod page;
 mod preconditions;
+#[cfg(unix)]
+mod reload;
 mod reply;
 mod resumable;
 mod service;
@@ -257,12 +260,14 @@ impl ServeConfig {
 pub fn run(args: ServeArgs) -> Result<(), ServeError> {
     let config = ServeConfig::from_args(args)?;
     // Certificate problems are reported before anything else starts.
-    let tls = config
-        .tls
-        .as_ref()
-        .map(|(cert, key)| weir::TlsConfig::from_pem_files(cert, key))
-        .transpose()
-        .map_err(|e| ServeError(e.to_string()))?;
+    let (tls, reloader) = match &config.tls {
+        Some((cert, key)) => {
+            let (tls, reloader) = weir::TlsConfig::from_pem_files_reloadable(cert, key)
+                .map_err(|e| ServeError(e.to_string()))?;
+            (Some(tls), Some(reloader))
+        }
+        None => (None, None),
+    };
     let access_log = match &config.access_log {
         None => None,
         Some((None, format)) => Some(AccessLog::stderr(*format)),
@@ -363,6 +368,10 @@ pub fn run(args: ServeArgs) -> Result<(), ServeError> {
                 }
             });
         }
+        #[cfg(unix)]
+        tokio::spawn(reload::on_sighup(reloader));
+        #[cfg(not(unix))]
+        drop(reloader);
         announce(&bound, &config, store);
         notify::notify("READY=1");
         Ok::<_, ServeError>(server)

@@ -33,5 +33,6 @@ mod routes;
 mod scopes;
 mod slow;
 mod tls;
+mod tls_reload;
 mod trailers;
 mod tus;

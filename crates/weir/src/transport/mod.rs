@@ -10,6 +10,8 @@ mod stream;
 #[cfg(feature = "tls")]
 mod tls;
 #[cfg(feature = "tls")]
+mod tls_reload;
+#[cfg(feature = "tls")]
 mod tls_stream;
 
 pub(crate) use listener::DetachedListener;
@@ -21,5 +23,7 @@ pub(crate) use tls::ALPN_H2;
 pub(crate) use tls::TlsAccept;
 #[cfg(feature = "tls")]
 pub use tls::{TlsConfig, TlsError};
+#[cfg(feature = "tls")]
+pub use tls_reload::CertReloader;
 #[cfg(feature = "tls")]
 pub use tls_stream::TlsStream;
