@@ -111,7 +111,8 @@
 //! server.serve_until(Hello, async { let _ = tokio::signal::ctrl_c().await; }).await
 //! # }
 //! ```
-// No unsafe code but one `mallopt` call in `malloc.rs`, allowed there alone.
+// No unsafe code but one `mallopt` call in `malloc.rs` and the adoption of inherited
+// descriptors in `transport/inherited.rs` (socket activation), allowed there alone.
 #![deny(unsafe_code)]
 
 mod clock;

@@ -333,6 +333,30 @@ pub fn run(args: ServeArgs) -> Result<(), ServeError> {
             _ => (&config.listen, &config.listen_tls),
         };
         let mut bound = Vec::new();
+        // Socket activation: the sockets systemd passed take the place of --listen's.
+        let inherited = inherited_listeners()?;
+        let activated = !inherited.is_empty();
+        let plain = if activated { &[] } else { plain };
+        for listener in inherited {
+            let Some(at) = listener.local_addr() else {
+                continue;
+            };
+            match (&tls, config.listen_tls.is_empty()) {
+                (Some(tls), true) => {
+                    server.add_tls_listener(listener, tls.clone());
+                    bound.push(("https", at));
+                }
+                _ => {
+                    server.add_listener(listener);
+                    bound.push(("http", at));
+                }
+            }
+        }
+        let secure = if activated {
+            &config.listen_tls
+        } else {
+            secure
+        };
         for addr in plain {
             let at = server.listen_tcp(addr.as_str()).await;
             bound.push(("http", at.map_err(|e| cannot_listen(addr, &e))?));
@@ -402,6 +426,18 @@ pub fn run(args: ServeArgs) -> Result<(), ServeError> {
     };
     service.flush_log();
     served.map_err(|e| ServeError(format!("server failed: {e}")))
+}
+
+/// The listening sockets systemd passed (`LISTEN_FDS`), if any.
+#[cfg(target_os = "linux")]
+fn inherited_listeners() -> Result<Vec<weir::transport::Listener>, ServeError> {
+    weir::transport::systemd_listeners()
+        .map_err(|e| ServeError(format!("socket activation (LISTEN_FDS): {e}")))
+}
+
+#[cfg(not(target_os = "linux"))]
+fn inherited_listeners() -> Result<Vec<weir::transport::Listener>, ServeError> {
+    Ok(Vec::new())
 }
 
 fn cannot_listen(addr: &str, e: &std::io::Error) -> ServeError {

@@ -4,6 +4,7 @@
 mod support;
 
 mod access_log;
+mod activation;
 mod auth;
 mod client;
 mod conditional;

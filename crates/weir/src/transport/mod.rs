@@ -5,6 +5,8 @@
 //! monomorphic: a handler is compiled once, whatever the transport. The match per read or write
 //! is a predictable branch next to a system call.
 
+#[cfg(target_os = "linux")]
+mod inherited;
 mod listener;
 mod stream;
 #[cfg(feature = "tls")]
@@ -14,6 +16,8 @@ mod tls_reload;
 #[cfg(feature = "tls")]
 mod tls_stream;
 
+#[cfg(target_os = "linux")]
+pub use inherited::systemd_listeners;
 pub(crate) use listener::DetachedListener;
 pub use listener::{Listener, SocketFile};
 pub use stream::{PeerAddr, Stream};
