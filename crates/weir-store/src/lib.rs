@@ -102,6 +102,7 @@ mod hash_job;
 mod intent;
 mod list;
 mod local;
+mod media_type;
 mod path;
 mod precondition;
 mod quota;
@@ -120,6 +121,7 @@ pub use fault::{Fault, FaultOp, HashGate};
 pub use hash_job::{HashJob, Hashed, Written};
 pub use list::{Entry, ListPage};
 pub use local::{FileMeta, LocalOptions, LocalStore};
+pub use media_type::MediaType;
 pub use path::{
     MAX_PATH_LEN, MAX_SEGMENT_LEN, PathError, RESERVED_PREFIX, StorePath, is_invisible_or_bidi,
     validate_name,

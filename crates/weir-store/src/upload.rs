@@ -46,6 +46,7 @@ use crate::error::StoreError;
 use crate::fault::Op;
 use crate::hash_job::{HashJob, HashTrack, Hashed, Written};
 use crate::local::{FileMeta, Missing, Resolved, Shared, create_temp, parent_of, stat};
+use crate::media_type::MediaType;
 use crate::path::StorePath;
 use crate::precondition::{self, Check};
 use crate::quota::ENTRY_COST;
@@ -423,6 +424,16 @@ impl Upload {
         match self.open_file() {
             Ok(file) => file,
             Err(e) => panic!("reopening a parked upload's temporary file: {e}"),
+        }
+    }
+
+    /// Records the media type the client gave the file, on the temporary file, so that the
+    /// commit's fsync and rename make it visible with the bytes (`media_type.rs`). Best
+    /// effort: `false` when the filesystem does not keep it (readers then go by the name).
+    pub fn set_media_type(&mut self, media_type: &MediaType) -> bool {
+        match self.open_file() {
+            Ok(file) => sys::write_media_type(file, media_type.as_str().as_bytes()),
+            Err(_) => false,
         }
     }
 

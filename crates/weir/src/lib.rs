@@ -111,7 +111,8 @@
 //! server.serve_until(Hello, async { let _ = tokio::signal::ctrl_c().await; }).await
 //! # }
 //! ```
-// No unsafe code but one `mallopt` call in `malloc.rs`, allowed there alone.
+// No unsafe code but one `mallopt` call in `malloc.rs` and the adoption of inherited
+// descriptors in `transport/inherited.rs` (socket activation), allowed there alone.
 #![deny(unsafe_code)]
 
 mod clock;
@@ -141,7 +142,7 @@ pub use server::{Server, ServerHandle};
 pub use service::{Body, ExchangeHandle, FileBody, ServiceHandler};
 pub use stats::{BodyStats, Stats};
 #[cfg(feature = "tls")]
-pub use transport::{TlsConfig, TlsError};
+pub use transport::{CertReloader, TlsConfig, TlsError};
 pub use weir_proto::{Framing, ProtoError, RequestHead as Request};
 
 /// Re-exported so that handlers name the same `http` types as weir.

@@ -275,8 +275,11 @@ impl Uploader {
         let cpu_before = clock::thread_cpu_ns();
         let mut s = Stream::connect(endpoint)?;
         s.set_timeouts(Some(STALL_TIMEOUT))?;
-        let head =
-            format!("PUT /files/{path} HTTP/1.1\r\nHost: bench\r\nContent-Length: {size}\r\n\r\n");
+        // `Weir-Debug: 1`: the answer then carries the body counters.
+        let head = format!(
+            "PUT /files/{path} HTTP/1.1\r\nHost: bench\r\nWeir-Debug: 1\r\n\
+             Content-Length: {size}\r\n\r\n"
+        );
         let (status, body) = exchange(&mut s, head.as_bytes(), &self.chunk, size)?;
         let end_ns = clock::monotonic_ns();
         let client_cpu_ns = clock::thread_cpu_ns().saturating_sub(cpu_before);

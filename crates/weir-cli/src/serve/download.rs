@@ -17,16 +17,16 @@
 //! `Range` only while the file is unchanged. `Repr-Digest` (RFC 9530) carries the stored
 //! SHA-256 of the whole file, for 200 and 206 alike, so `weir get` can verify what it wrote.
 
-use super::mime::content_type;
+use super::mime;
 use super::preconditions::{self, etag, validators};
-use super::reply;
+use super::reply::{self, Problem};
 use super::service::Service;
 use http::StatusCode;
 use std::time::SystemTime;
 use weir::{Exchange, http};
 use weir_proto::conditional::{self, Outcome};
 use weir_proto::range::{self, RangeAnswer};
-use weir_store::{ContentDigest, StoreError, StorePath};
+use weir_store::{ContentDigest, MediaType, StoreError, StorePath};
 
 pub(super) async fn serve(
     svc: &Service,
@@ -76,7 +76,7 @@ pub(super) async fn serve(
             let content_range = format!("bytes */{}", meta.size);
             return reply::error(
                 ex,
-                StatusCode::RANGE_NOT_SATISFIABLE,
+                Problem::RangeNotSatisfiable,
                 "range not satisfiable",
                 &[("content-range", &content_range)],
             )
@@ -90,9 +90,11 @@ pub(super) async fn serve(
         }
         .to_header_value()
     });
+    // One fgetxattr(2): the type the client gave the file, if it was kept.
+    let content_type = mime::content_type(MediaType::read_from(&file), path.file_name());
     let mut response = ex
         .respond(status)
-        .header("content-type", content_type(path.file_name()))
+        .header_display("content-type", content_type)
         .header("accept-ranges", "bytes")
         .header("etag", &etag)
         .header("last-modified", &last_modified)

@@ -21,7 +21,7 @@
 
 use super::multipart::{self, Event, MultipartError, Parser};
 use super::preconditions;
-use super::reply::{self, hex};
+use super::reply::{self, Problem, hex};
 use super::service::Service;
 use super::upload::{BodyFailure, too_large};
 use http::StatusCode;
@@ -44,7 +44,7 @@ pub(super) async fn post(
     let Some(boundary) = boundary else {
         return reply::error(
             ex,
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Problem::UnsupportedMediaType,
             "POST needs multipart/form-data with a boundary (use PUT for a raw body)",
             &[],
         )
@@ -57,18 +57,18 @@ pub(super) async fn post(
     ex.set_max_body_size(Some(max));
     let parser = match Parser::new(&boundary) {
         Ok(p) => p,
-        Err(e) => return reply::error(ex, StatusCode::BAD_REQUEST, e.0, &[]).await,
+        Err(e) => return reply::error(ex, Problem::BadRequest, e.0, &[]).await,
     };
     let staged = match receive(svc, ex, parser, dir.as_ref()).await {
         Ok(staged) => staged,
         Err(FormFailure::Malformed(message)) => {
-            return reply::error(ex, StatusCode::BAD_REQUEST, message, &[]).await;
+            return reply::error(ex, Problem::BadRequest, message, &[]).await;
         }
         Err(FormFailure::Body(failure)) => return failure.answer(ex, max).await,
         Err(FormFailure::Precondition) => return preconditions::failed(ex).await,
     };
     if staged.is_empty() {
-        return reply::error(ex, StatusCode::BAD_REQUEST, "no file in the form", &[]).await;
+        return reply::error(ex, Problem::BadRequest, "no file in the form", &[]).await;
     }
     let (paths, uploads): (Vec<_>, Vec<_>) = staged.into_iter().unzip();
     // The preconditions of every part are checked again inside the commit, under the store's
@@ -78,14 +78,14 @@ pub(super) async fn post(
         Err(StoreError::PreconditionFailed) => return preconditions::failed(ex).await,
         Err(e @ StoreError::DuplicatePath { .. }) => {
             let message = format!("two parts of the form have the same file name: {e}");
-            return reply::error(ex, StatusCode::CONFLICT, &message, &[]).await;
+            return reply::error(ex, Problem::PathConflict, &message, &[]).await;
         }
         Err(e @ (StoreError::NotADirectory | StoreError::IsDirectory)) => {
             let message = format!(
                 "a part's path conflicts with another part or a stored file or directory ({e}); \
                  nothing was stored"
             );
-            return reply::error(ex, StatusCode::CONFLICT, &message, &[]).await;
+            return reply::error(ex, Problem::PathConflict, &message, &[]).await;
         }
         Err(e) => return reply::store_error(ex, &e).await,
     };
@@ -99,10 +99,10 @@ pub(super) async fn post(
             "replaced": committed.replaced,
         }));
     }
-    let body = serde_json::json!({
-        "files": stored,
-        "body": super::upload::body_stats_json(&ex.body_stats()),
-    });
+    let mut body = serde_json::json!({ "files": stored });
+    if super::upload::wants_internals(ex) {
+        body["body"] = super::upload::body_stats_json(&ex.body_stats());
+    }
     reply::json(ex, StatusCode::CREATED, &body).await
 }
 

@@ -28,7 +28,7 @@
 //!   permit until the scan ends, so abandoned requests cannot pile up scans either.
 //! - Nothing is cached between requests: what a listing allocated is freed when it ends.
 
-use super::reply;
+use super::reply::{self, Problem};
 use super::service::Service;
 use super::target::percent_decode;
 use http::StatusCode;
@@ -114,7 +114,7 @@ pub(super) async fn serve(
     let query = match PageQuery::parse(ex.request().query()) {
         Ok(q) => q,
         Err(message) => {
-            return reply::error(ex, StatusCode::BAD_REQUEST, message, &[]).await;
+            return reply::error(ex, Problem::BadRequest, message, &[]).await;
         }
     };
     let Ok(permit) = Arc::clone(&svc.listings.permits).acquire_owned().await else {
@@ -133,8 +133,7 @@ pub(super) async fn serve(
         Ok(Err(e)) => return reply::store_error(ex, &e).await,
         Err(join) => {
             tracing::error!(error = %join, "directory listing failed");
-            return reply::error(ex, StatusCode::INTERNAL_SERVER_ERROR, "listing failed", &[])
-                .await;
+            return reply::error(ex, Problem::Internal, "listing failed", &[]).await;
         }
     };
     // The same path the client asked for, so the link is relative to nothing but the host.

@@ -1,70 +1,88 @@
-//! `Content-Type` by file extension: the common types, `application/octet-stream` otherwise.
-//! Text types carry `charset=utf-8`. Every file response also carries
-//! `X-Content-Type-Options: nosniff` and a sandboxing CSP (see `download`), so an uploaded HTML
-//! file cannot run scripts in the service's origin.
+//! A served file's `Content-Type`: the one its client gave it at upload, kept with the file
+//! (weir-store's `MediaType`), else the type of its extension from `mime_guess`'s table
+//! (`application/octet-stream` when unknown). Text types guessed by extension carry
+//! `charset=utf-8`. Every file response also carries `X-Content-Type-Options: nosniff` and a
+//! sandboxing CSP (see `download`), so an uploaded HTML file cannot run scripts in the
+//! service's origin, whatever type it was given.
 
-/// The media type for a file name.
-pub(crate) fn content_type(name: &str) -> &'static str {
-    let Some((_, ext)) = name.rsplit_once('.') else {
-        return "application/octet-stream";
-    };
-    let mut lower = [0u8; 8];
-    if ext.len() > lower.len() {
-        return "application/octet-stream";
+use std::fmt;
+use weir::Exchange;
+use weir_store::MediaType;
+
+/// A file's `Content-Type`, written into the header without allocating.
+pub(crate) enum ContentType {
+    /// The client's, kept with the file.
+    Stored(MediaType),
+    /// By extension: the essence, and whether `charset=utf-8` follows.
+    Guessed(&'static str, bool),
+}
+
+impl fmt::Display for ContentType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Stored(t) => f.write_str(t.as_str()),
+            Self::Guessed(essence, false) => f.write_str(essence),
+            Self::Guessed(essence, true) => write!(f, "{essence}; charset=utf-8"),
+        }
     }
-    for (l, b) in lower.iter_mut().zip(ext.bytes()) {
-        *l = b.to_ascii_lowercase();
+}
+
+/// The type to serve a stored file with: its own (`stored`), else by its name.
+pub(crate) fn content_type(stored: Option<MediaType>, name: &str) -> ContentType {
+    match stored {
+        Some(t) => ContentType::Stored(t),
+        None => by_name(name),
     }
-    match &lower[..ext.len()] {
-        b"txt" | b"log" | b"md" => "text/plain; charset=utf-8",
-        b"html" | b"htm" => "text/html; charset=utf-8",
-        b"css" => "text/css; charset=utf-8",
-        b"csv" => "text/csv; charset=utf-8",
-        b"js" | b"mjs" => "text/javascript; charset=utf-8",
-        b"json" => "application/json",
-        b"xml" => "application/xml",
-        b"pdf" => "application/pdf",
-        b"zip" => "application/zip",
-        b"gz" | b"tgz" => "application/gzip",
-        b"tar" => "application/x-tar",
-        b"zst" => "application/zstd",
-        b"xz" => "application/x-xz",
-        b"bz2" => "application/x-bzip2",
-        b"7z" => "application/x-7z-compressed",
-        b"iso" => "application/x-iso9660-image",
-        b"wasm" => "application/wasm",
-        b"png" => "image/png",
-        b"jpg" | b"jpeg" => "image/jpeg",
-        b"gif" => "image/gif",
-        b"webp" => "image/webp",
-        b"avif" => "image/avif",
-        b"svg" => "image/svg+xml",
-        b"ico" => "image/x-icon",
-        b"mp4" | b"m4v" => "video/mp4",
-        b"webm" => "video/webm",
-        b"mkv" => "video/x-matroska",
-        b"mov" => "video/quicktime",
-        b"mp3" => "audio/mpeg",
-        b"ogg" | b"oga" => "audio/ogg",
-        b"wav" => "audio/wav",
-        b"flac" => "audio/flac",
-        b"woff" => "font/woff",
-        b"woff2" => "font/woff2",
-        _ => "application/octet-stream",
-    }
+}
+
+/// The media type for a file name, by its extension.
+pub(crate) fn by_name(name: &str) -> ContentType {
+    let essence = mime_guess::from_path(name)
+        .first_raw()
+        .unwrap_or("application/octet-stream");
+    let text = essence.starts_with("text/");
+    ContentType::Guessed(essence, text)
+}
+
+/// The `Content-Type` of an upload request, to keep with the file: `None` when absent or not a
+/// media type (`MediaType::parse`), and for `application/x-www-form-urlencoded`, which curl
+/// (`-d`, `--data-binary`) and other tools send by default for any body: it never describes
+/// a file, and keeping it would serve a file as a form.
+pub(crate) fn of_request(ex: &Exchange<'_>) -> Option<MediaType> {
+    let t = MediaType::parse(ex.request().header("content-type")?)?;
+    let essence = t.as_str().split(';').next().unwrap_or("").trim();
+    (!essence.eq_ignore_ascii_case("application/x-www-form-urlencoded")).then_some(t)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::content_type;
+    use super::{by_name, content_type};
+    use weir_store::MediaType;
 
     #[test]
     fn by_extension() {
-        assert_eq!(content_type("a.txt"), "text/plain; charset=utf-8");
-        assert_eq!(content_type("dir.v2/IMG.JPG"), "image/jpeg");
-        assert_eq!(content_type("archive.tar.gz"), "application/gzip");
-        assert_eq!(content_type("noext"), "application/octet-stream");
-        assert_eq!(content_type("x.unknownlong"), "application/octet-stream");
-        assert_eq!(content_type("trailingdot."), "application/octet-stream");
+        let t = |name: &str| by_name(name).to_string();
+        assert_eq!(t("a.txt"), "text/plain; charset=utf-8");
+        assert_eq!(t("dir.v2/IMG.JPG"), "image/jpeg");
+        assert_eq!(t("archive.tar.gz"), "application/gzip");
+        assert_eq!(t("noext"), "application/octet-stream");
+        assert_eq!(t("x.unknownlong"), "application/octet-stream");
+        assert_eq!(t("trailingdot."), "application/octet-stream");
+        // Beyond the 40 types weir listed itself.
+        assert_eq!(t("book.epub"), "application/epub+zip");
+        assert_eq!(t("model.glb"), "model/gltf-binary");
+    }
+
+    #[test]
+    fn the_stored_type_wins() {
+        let stored = MediaType::parse(b"application/x-custom").unwrap();
+        assert_eq!(
+            content_type(Some(stored), "a.txt").to_string(),
+            "application/x-custom"
+        );
+        assert_eq!(
+            content_type(None, "a.txt").to_string(),
+            "text/plain; charset=utf-8"
+        );
     }
 }

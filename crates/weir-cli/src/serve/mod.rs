@@ -23,7 +23,8 @@
 //! | `reply` | JSON bodies and `StoreError` → status |
 //! | `buffers` | the pool of upload buffers |
 //! | `hasher` | the hashing threads: an upload's SHA-256 beside its connection's task |
-//! | `mime` | `Content-Type` by extension |
+//! | `mime` | a served file's `Content-Type`: the client's, kept with the file, else by extension |
+//! | `reload` | SIGHUP: the TLS certificate and key read again |
 //! | `observe` | the handler's entry: around routing, the access log line and the metrics |
 //! | `access_log` | access log lines (text or JSON), written whole per request |
 //! | `metrics` | Prometheus counters and histograms, and their exposition text |
@@ -47,6 +48,8 @@ mod notify;
 mod observe;
 mod page;
 mod preconditions;
+#[cfg(unix)]
+mod reload;
 mod reply;
 mod resumable;
 mod service;
@@ -257,12 +260,14 @@ impl ServeConfig {
 pub fn run(args: ServeArgs) -> Result<(), ServeError> {
     let config = ServeConfig::from_args(args)?;
     // Certificate problems are reported before anything else starts.
-    let tls = config
-        .tls
-        .as_ref()
-        .map(|(cert, key)| weir::TlsConfig::from_pem_files(cert, key))
-        .transpose()
-        .map_err(|e| ServeError(e.to_string()))?;
+    let (tls, reloader) = match &config.tls {
+        Some((cert, key)) => {
+            let (tls, reloader) = weir::TlsConfig::from_pem_files_reloadable(cert, key)
+                .map_err(|e| ServeError(e.to_string()))?;
+            (Some(tls), Some(reloader))
+        }
+        None => (None, None),
+    };
     let access_log = match &config.access_log {
         None => None,
         Some((None, format)) => Some(AccessLog::stderr(*format)),
@@ -328,6 +333,30 @@ pub fn run(args: ServeArgs) -> Result<(), ServeError> {
             _ => (&config.listen, &config.listen_tls),
         };
         let mut bound = Vec::new();
+        // Socket activation: the sockets systemd passed take the place of --listen's.
+        let inherited = inherited_listeners()?;
+        let activated = !inherited.is_empty();
+        let plain = if activated { &[] } else { plain };
+        for listener in inherited {
+            let Some(at) = listener.local_addr() else {
+                continue;
+            };
+            match (&tls, config.listen_tls.is_empty()) {
+                (Some(tls), true) => {
+                    server.add_tls_listener(listener, tls.clone());
+                    bound.push(("https", at));
+                }
+                _ => {
+                    server.add_listener(listener);
+                    bound.push(("http", at));
+                }
+            }
+        }
+        let secure = if activated {
+            &config.listen_tls
+        } else {
+            secure
+        };
         for addr in plain {
             let at = server.listen_tcp(addr.as_str()).await;
             bound.push(("http", at.map_err(|e| cannot_listen(addr, &e))?));
@@ -363,6 +392,10 @@ pub fn run(args: ServeArgs) -> Result<(), ServeError> {
                 }
             });
         }
+        #[cfg(unix)]
+        tokio::spawn(reload::on_sighup(reloader));
+        #[cfg(not(unix))]
+        drop(reloader);
         announce(&bound, &config, store);
         notify::notify("READY=1");
         Ok::<_, ServeError>(server)
@@ -393,6 +426,18 @@ pub fn run(args: ServeArgs) -> Result<(), ServeError> {
     };
     service.flush_log();
     served.map_err(|e| ServeError(format!("server failed: {e}")))
+}
+
+/// The listening sockets systemd passed (`LISTEN_FDS`), if any.
+#[cfg(target_os = "linux")]
+fn inherited_listeners() -> Result<Vec<weir::transport::Listener>, ServeError> {
+    weir::transport::systemd_listeners()
+        .map_err(|e| ServeError(format!("socket activation (LISTEN_FDS): {e}")))
+}
+
+#[cfg(not(target_os = "linux"))]
+fn inherited_listeners() -> Result<Vec<weir::transport::Listener>, ServeError> {
+    Ok(Vec::new())
 }
 
 fn cannot_listen(addr: &str, e: &std::io::Error) -> ServeError {

@@ -8,8 +8,9 @@
 use super::access_log::{AccessLog, Entry};
 use super::auth::Access;
 use super::metrics::{Metrics, Outcome};
+use super::reply::{self, Problem};
 use super::service::Service;
-use super::{reply, stored};
+use super::stored;
 use http::{Method, StatusCode};
 use std::time::{Instant, SystemTime};
 use weir::{Exchange, Handler, http};
@@ -132,7 +133,7 @@ async fn metrics(svc: &Service, ex: &mut Exchange<'_>, token: bool) -> Result<()
     if !matches!(*ex.request().method(), Method::GET | Method::HEAD) {
         return reply::error(
             ex,
-            StatusCode::METHOD_NOT_ALLOWED,
+            Problem::MethodNotAllowed,
             "method not allowed here",
             &[("allow", "GET, HEAD")],
         )
@@ -141,7 +142,7 @@ async fn metrics(svc: &Service, ex: &mut Exchange<'_>, token: bool) -> Result<()
     if token {
         let authorization = match super::auth::authorization(ex.request()) {
             Ok(a) => a,
-            Err(message) => return reply::error(ex, StatusCode::BAD_REQUEST, message, &[]).await,
+            Err(message) => return reply::error(ex, Problem::BadRequest, message, &[]).await,
         };
         let auth = &svc.options.auth;
         if auth.any() {
@@ -173,7 +174,7 @@ pub struct MetricsOnly(pub std::sync::Arc<Service>);
 impl Handler for MetricsOnly {
     async fn handle(&self, ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
         if ex.request().path() != "/metrics" {
-            return reply::error(ex, StatusCode::NOT_FOUND, "not found", &[]).await;
+            return reply::error(ex, Problem::NotFound, "not found", &[]).await;
         }
         metrics(&self.0, ex, false).await
     }

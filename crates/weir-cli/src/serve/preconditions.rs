@@ -18,11 +18,10 @@
 //! §13.2.1: the unconditional answer would not be 2xx); for `PUT` it is a target with no
 //! current representation (`If-Match` fails, `If-None-Match: *` holds).
 
-use super::reply::{self, hex};
+use super::reply::{self, Problem, hex};
 use super::service;
-use http::StatusCode;
 use std::time::UNIX_EPOCH;
-use weir::{Exchange, Request, http};
+use weir::{Exchange, Request};
 use weir_proto::conditional::{self, Outcome, Validators};
 use weir_store::{Committed, FileMeta, StoreError, Upload};
 
@@ -112,7 +111,7 @@ pub(super) fn commit_all_checked(
 pub(super) async fn failed(ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
     reply::error(
         ex,
-        StatusCode::PRECONDITION_FAILED,
+        Problem::PreconditionFailed,
         "precondition failed: the file is not the version the request names",
         &[],
     )

@@ -30,7 +30,7 @@
 //! `block_in_place`, and one inside a request is announced at once in an interim `104` with
 //! that `Upload-Offset` (draft §4.3's progress; [`announce_offset`]).
 
-use super::reply::{self, hex};
+use super::reply::{self, Problem, hex};
 use super::service::Service;
 use super::upload::{self, BodyFailure, WhereHashed};
 use http::StatusCode;
@@ -47,13 +47,6 @@ pub(crate) const INTEROP_VERSION: &str = "8";
 
 /// Where upload resources live.
 pub(crate) const PREFIX: &str = "/uploads/";
-
-/// Problem types (draft §9).
-const MISMATCHING_OFFSET: &str =
-    "https://iana.org/assignments/http-problem-types#mismatching-upload-offset";
-const COMPLETED_UPLOAD: &str = "https://iana.org/assignments/http-problem-types#completed-upload";
-const INCONSISTENT_LENGTH: &str =
-    "https://iana.org/assignments/http-problem-types#inconsistent-upload-length";
 
 /// Resumable uploads' options (`weir serve --resumable-*`).
 #[derive(Clone, Copy, Debug)]
@@ -108,47 +101,26 @@ fn limits(svc: &Service, state: Option<&ResumableState>, r: &Resumables) -> Stri
     out
 }
 
-/// Sends a problem (RFC 9457) with weir's `error` member too, and extra headers.
+/// Sends `problem` (its type may be one of the draft's, §9) with extension members (`extra`,
+/// an object or null) and extra headers, and the draft's interop version.
 async fn problem(
     ex: &mut Exchange<'_>,
-    status: StatusCode,
-    kind: Option<&str>,
+    problem: Problem,
     message: &str,
     extra: serde_json::Value,
     headers: &[(&str, &str)],
 ) -> Result<(), weir::Error> {
-    let mut body = serde_json::json!({ "title": message, "error": message });
-    if let Some(kind) = kind {
-        body["type"] = kind.into();
-    }
-    if let serde_json::Value::Object(extra) = extra {
-        for (k, v) in extra {
-            body[k] = v;
-        }
-    }
-    let mut text = body.to_string();
-    text.push('\n');
-    let mut response = ex
-        .respond(status)
-        .header(
-            "content-type",
-            if kind.is_some() {
-                "application/problem+json"
-            } else {
-                "application/json"
-            },
-        )
-        .header("cache-control", "no-store")
-        .header("upload-draft-interop-version", INTEROP_VERSION);
-    for (name, value) in headers {
-        response = response.header(name, value);
-    }
-    response.body(text).await
+    // ALLOCATION: the few header pairs of an error answer; not on a data path.
+    let mut all = Vec::with_capacity(headers.len() + 1);
+    all.extend_from_slice(headers);
+    all.push(("upload-draft-interop-version", INTEROP_VERSION));
+    let status = problem.status();
+    reply::error_with_status(ex, problem, status, message, extra, &all).await
 }
 
 async fn unavailable(ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
     let message = "resumable uploads are not available on this server";
-    reply::error(ex, StatusCode::SERVICE_UNAVAILABLE, message, &[]).await
+    reply::error(ex, Problem::Unavailable, message, &[]).await
 }
 
 /// The length checks shared by creation and append; `Err(message)` answers 400
@@ -187,25 +159,25 @@ fn check_sizes(
     offset: u64,
     complete: bool,
     length: Option<u64>,
-) -> Result<(), (StatusCode, String)> {
+) -> Result<(), (Problem, String)> {
     let max = svc.options.max_upload;
     let max_append = svc.resumable_options.max_append.unwrap_or(max);
     let declared = ex.request().content_length();
     if length.is_some_and(|l| l > max) {
         return Err((
-            StatusCode::PAYLOAD_TOO_LARGE,
+            Problem::TooLarge,
             format!("upload larger than the limit of {max} bytes"),
         ));
     }
     if declared.is_some_and(|n| n > max_append) {
         return Err((
-            StatusCode::PAYLOAD_TOO_LARGE,
+            Problem::TooLarge,
             format!("request content larger than max-append-size={max_append}"),
         ));
     }
     if declared.is_some_and(|n| offset.saturating_add(n) > max) {
         return Err((
-            StatusCode::PAYLOAD_TOO_LARGE,
+            Problem::TooLarge,
             format!("upload larger than the limit of {max} bytes"),
         ));
     }
@@ -215,7 +187,7 @@ fn check_sizes(
         let empty_creation = offset == 0 && n == 0;
         if n < min && !empty_creation {
             return Err((
-                StatusCode::BAD_REQUEST,
+                Problem::BadRequest,
                 format!("request content smaller than min-append-size={min}"),
             ));
         }
@@ -241,20 +213,20 @@ pub(super) async fn create(
         Ok(l) => l,
         Err(message) => {
             let headers = [];
-            let kind = Some(INCONSISTENT_LENGTH);
+            let kind = Problem::DraftInconsistentLength;
             let none = serde_json::Value::Null;
-            return problem(ex, StatusCode::BAD_REQUEST, kind, message, none, &headers).await;
+            return problem(ex, kind, message, none, &headers).await;
         }
     };
-    if let Err((status, message)) = check_sizes(svc, ex, 0, complete, length) {
+    if let Err((kind, message)) = check_sizes(svc, ex, 0, complete, length) {
         let limit = limits(svc, None, resumables);
-        return reply::error(ex, status, &message, &[("upload-limit", &limit)]).await;
+        return reply::error(ex, kind, &message, &[("upload-limit", &limit)]).await;
     }
     // The whole representation's digests: `Repr-Digest`, or the `Content-Digest` of a request
     // that says it carries all of it. A `Content-Digest` of part of it cannot be checked here.
     let expected = match expected_digest(ex, complete) {
         Ok(d) => d,
-        Err(message) => return reply::error(ex, StatusCode::BAD_REQUEST, &message, &[]).await,
+        Err(message) => return reply::error(ex, Problem::BadRequest, &message, &[]).await,
     };
     let (id, state) = match resumables.create(&path, length, expected, svc.options.hash) {
         Ok(made) => made,
@@ -321,7 +293,7 @@ pub(super) async fn create_in(
     };
     match path {
         Ok(path) => create(svc, ex, path, complete).await,
-        Err(message) => reply::error(ex, StatusCode::BAD_REQUEST, message, &[]).await,
+        Err(message) => reply::error(ex, Problem::BadRequest, message, &[]).await,
     }
 }
 
@@ -391,7 +363,7 @@ pub(super) async fn serve(
         return unavailable(ex).await;
     };
     let Some(id) = UploadId::parse(raw_id) else {
-        return reply::error(ex, StatusCode::NOT_FOUND, "no such upload", &[]).await;
+        return reply::error(ex, Problem::NotFound, "no such upload", &[]).await;
     };
     match *ex.request().method() {
         http::Method::HEAD => offset(svc, ex, resumables, id).await,
@@ -408,7 +380,7 @@ pub(super) async fn serve(
         _ => {
             let allow = [("allow", "HEAD, PATCH, DELETE")];
             let message = "method not allowed here";
-            reply::error(ex, StatusCode::METHOD_NOT_ALLOWED, message, &allow).await
+            reply::error(ex, Problem::MethodNotAllowed, message, &allow).await
         }
     }
 }
@@ -438,14 +410,14 @@ async fn offset(
         if waited >= HEAD_WAIT {
             let message = "an append to this upload is still running";
             let headers = [("retry-after", "1")];
-            return reply::error(ex, StatusCode::SERVICE_UNAVAILABLE, message, &headers).await;
+            return reply::error(ex, Problem::Unavailable, message, &headers).await;
         }
         tokio::time::sleep(HEAD_POLL).await;
         waited += HEAD_POLL;
     }
     let state = match resumables.state(id) {
         Ok(Some(s)) => s,
-        Ok(None) => return reply::error(ex, StatusCode::NOT_FOUND, "no such upload", &[]).await,
+        Ok(None) => return reply::error(ex, Problem::NotFound, "no such upload", &[]).await,
         Err(e) => return reply::store_error(ex, &e).await,
     };
     let limit = limits(svc, Some(&state), resumables);
@@ -477,21 +449,21 @@ async fn append(
     });
     if !partial {
         let message = "an append needs Content-Type: application/partial-upload";
-        return reply::error(ex, StatusCode::UNSUPPORTED_MEDIA_TYPE, message, &[]).await;
+        return reply::error(ex, Problem::UnsupportedMediaType, message, &[]).await;
     }
     let (Some(claimed), Some(complete)) = (integer(ex, "upload-offset"), upload_complete(ex))
     else {
         let message = "an append needs valid Upload-Offset and Upload-Complete fields";
-        return reply::error(ex, StatusCode::BAD_REQUEST, message, &[]).await;
+        return reply::error(ex, Problem::BadRequest, message, &[]).await;
     };
     if ex.request().header_all("content-digest").next().is_some() {
         let message = "Content-Digest on an append is not supported: send Repr-Digest (the \
                        digest of the whole upload) when creating it";
-        return reply::error(ex, StatusCode::BAD_REQUEST, message, &[]).await;
+        return reply::error(ex, Problem::BadRequest, message, &[]).await;
     }
     let state = match resumables.state(id) {
         Ok(Some(s)) => s,
-        Ok(None) => return reply::error(ex, StatusCode::NOT_FOUND, "no such upload", &[]).await,
+        Ok(None) => return reply::error(ex, Problem::NotFound, "no such upload", &[]).await,
         Err(e) => return reply::store_error(ex, &e).await,
     };
     if state.complete {
@@ -507,14 +479,14 @@ async fn append(
     let length = match request_length(ex, complete, claimed, state.length) {
         Ok(l) => l,
         Err(message) => {
-            let kind = Some(INCONSISTENT_LENGTH);
+            let kind = Problem::DraftInconsistentLength;
             let none = serde_json::Value::Null;
-            return problem(ex, StatusCode::BAD_REQUEST, kind, message, none, &[]).await;
+            return problem(ex, kind, message, none, &[]).await;
         }
     };
-    if let Err((status, message)) = check_sizes(svc, ex, claimed, complete, length) {
+    if let Err((kind, message)) = check_sizes(svc, ex, claimed, complete, length) {
         let limit = limits(svc, Some(&state), resumables);
-        return reply::error(ex, status, &message, &[("upload-limit", &limit)]).await;
+        return reply::error(ex, kind, &message, &[("upload-limit", &limit)]).await;
     }
     receive(svc, ex, resumables, id, claimed, complete, length, None).await
 }
@@ -554,6 +526,7 @@ async fn receive(
     }
     let end = block_in_place(|| appending.finish(upload, complete));
     let stats = ex.body_stats();
+    let internals = upload::wants_internals(ex);
     match end {
         Ok(AppendEnd::Incomplete(state)) => {
             let limit = limits(svc, Some(&state), resumables);
@@ -571,11 +544,13 @@ async fn receive(
                 .header("upload-draft-interop-version", INTEROP_VERSION);
             if let Some(location) = location {
                 r = r.header("location", location);
-                let body = serde_json::json!({
+                let mut body = serde_json::json!({
                     "upload": location,
                     "offset": state.offset,
-                    "body": upload::body_stats_json(&stats),
                 });
+                if internals {
+                    body["body"] = upload::body_stats_json(&stats);
+                }
                 let mut text = body.to_string();
                 text.push('\n');
                 return r
@@ -594,17 +569,19 @@ async fn receive(
             } else {
                 StatusCode::CREATED
             };
-            let body = serde_json::json!({
+            let mut body = serde_json::json!({
                 "path": resumables.state(id).ok().flatten().map(|s| s.target.as_str().to_owned()),
                 "size": committed.size,
                 "sha256": committed.sha256.map(|d| hex(&d)),
                 "replaced": committed.replaced,
                 "upload": format!("{PREFIX}{id}"),
-                "body": upload::body_stats_json(&stats),
+            });
+            if internals {
+                body["body"] = upload::body_stats_json(&stats);
                 // All 0 for a resumed upload whose hash state was not kept: hashed at
                 // completion, by reading the file back.
-                "hashing": { "inline": counts.inline, "pipelined": counts.pipelined },
-            });
+                body["hashing"] = counts.json();
+            }
             let mut text = body.to_string();
             text.push('\n');
             ex.respond(status)
@@ -619,25 +596,18 @@ async fn receive(
             let message = format!(
                 "inconsistent length values for upload: length {expected}, received {actual}"
             );
-            let kind = Some(INCONSISTENT_LENGTH);
+            let kind = Problem::DraftInconsistentLength;
             let none = serde_json::Value::Null;
             let offset = actual.to_string();
             let headers = [("upload-offset", offset.as_str())];
-            problem(ex, StatusCode::BAD_REQUEST, kind, &message, none, &headers).await
+            problem(ex, kind, &message, none, &headers).await
         }
         Err(e) => {
-            let mut r = reply::store_status(&e);
-            if r == StatusCode::INTERNAL_SERVER_ERROR {
-                tracing::error!(error = %e, "storage failure");
-            }
-            if matches!(e, StoreError::DigestMismatch { .. }) {
-                r = StatusCode::BAD_REQUEST;
-            }
             let headers = [
                 ("upload-complete", "?1"),
                 ("upload-draft-interop-version", INTEROP_VERSION),
             ];
-            reply::error(ex, r, &e.to_string(), &headers).await
+            reply::store_error_with(ex, &e, &headers).await
         }
     }
 }
@@ -694,9 +664,7 @@ async fn refused(
     e: ResumableError,
 ) -> Result<(), weir::Error> {
     match e {
-        ResumableError::Unknown => {
-            reply::error(ex, StatusCode::NOT_FOUND, "no such upload", &[]).await
-        }
+        ResumableError::Unknown => reply::error(ex, Problem::NotFound, "no such upload", &[]).await,
         ResumableError::Busy => {
             let offset = resumables
                 .state(id)
@@ -707,7 +675,7 @@ async fn refused(
             let message = "another request is appending to this upload";
             let headers = [("upload-offset", offset.as_str())];
             let none = serde_json::Value::Null;
-            problem(ex, StatusCode::CONFLICT, None, message, none, &headers).await
+            problem(ex, Problem::UploadBusy, message, none, &headers).await
         }
         ResumableError::OffsetMismatch { expected, provided } => {
             let offset = expected.to_string();
@@ -717,31 +685,23 @@ async fn refused(
                 "provided-offset": provided,
             });
             let message = "offset from request does not match offset of resource";
-            let kind = Some(MISMATCHING_OFFSET);
-            problem(ex, StatusCode::CONFLICT, kind, message, extra, &headers).await
+            let kind = Problem::DraftMismatchingOffset;
+            problem(ex, kind, message, extra, &headers).await
         }
         ResumableError::Completed => {
             let has_content = ex.request().content_length() != Some(0)
                 || ex.request().header("transfer-encoding").is_some();
             let (kind, message) = if has_content {
                 (
-                    INCONSISTENT_LENGTH,
+                    Problem::DraftInconsistentLength,
                     "upload is already completed: no more content fits",
                 )
             } else {
-                (COMPLETED_UPLOAD, "upload is already completed")
+                (Problem::DraftCompletedUpload, "upload is already completed")
             };
             let none = serde_json::Value::Null;
             let headers = [("upload-complete", "?1")];
-            problem(
-                ex,
-                StatusCode::BAD_REQUEST,
-                Some(kind),
-                message,
-                none,
-                &headers,
-            )
-            .await
+            problem(ex, kind, message, none, &headers).await
         }
         ResumableError::Store(e) => reply::store_error(ex, &e).await,
     }

@@ -36,7 +36,7 @@ use super::cors::{self, Cors};
 use super::hasher::HashPool;
 use super::listing::Scans;
 use super::observe::Observing;
-use super::reply;
+use super::reply::{self, Problem};
 use super::resumable::{self, ResumableOptions};
 use super::target::Target;
 use super::{download, form, listing, page, preconditions, tus, upload};
@@ -158,7 +158,7 @@ impl Service {
             let authorized = match super::auth::authorization(ex.request()) {
                 Ok(a) => self.options.auth.check(a, Access::Write, None) == Verdict::Allowed,
                 Err(message) => {
-                    return reply::error(ex, StatusCode::BAD_REQUEST, message, &[]).await;
+                    return reply::error(ex, Problem::BadRequest, message, &[]).await;
                 }
             };
             // ALLOCATION: the id, to release the borrow of the request.
@@ -169,7 +169,7 @@ impl Service {
             let authorization = match super::auth::authorization(ex.request()) {
                 Ok(a) => a,
                 Err(message) => {
-                    return reply::error(ex, StatusCode::BAD_REQUEST, message, &[]).await;
+                    return reply::error(ex, Problem::BadRequest, message, &[]).await;
                 }
             };
             // An upload resource is written to, whatever the method: the write scope.
@@ -190,7 +190,7 @@ impl Service {
                     .empty()
                     .await;
             }
-            return reply::error(ex, StatusCode::NOT_FOUND, "not found", &[]).await;
+            return reply::error(ex, Problem::NotFound, "not found", &[]).await;
         };
         let access = match *ex.request().method() {
             Method::GET | Method::HEAD => Access::Read,
@@ -200,7 +200,7 @@ impl Service {
         };
         let authorization = match super::auth::authorization(ex.request()) {
             Ok(a) => a,
-            Err(message) => return reply::error(ex, StatusCode::BAD_REQUEST, message, &[]).await,
+            Err(message) => return reply::error(ex, Problem::BadRequest, message, &[]).await,
         };
         // 401 before the path is looked at; 403 (scope, prefix) once it is decoded.
         let auth = &self.options.auth;
@@ -215,7 +215,7 @@ impl Service {
         // ALLOCATION: the decoded path (the store keeps it as a `StorePath` anyway).
         let target = match Target::parse(raw) {
             Ok(t) => t,
-            Err(e) => return reply::error(ex, StatusCode::BAD_REQUEST, e.as_str(), &[]).await,
+            Err(e) => return reply::error(ex, Problem::InvalidPath, e.as_str(), &[]).await,
         };
         let store_path = match &target {
             Target::Root => "",
@@ -283,7 +283,7 @@ async fn create_folder(
     if ex.request().framing() != weir::Framing::Length(0) {
         let message =
             "a folder is created by a PUT without a body (to store a file, drop the final /)";
-        return reply::error(ex, StatusCode::BAD_REQUEST, message, &[]).await;
+        return reply::error(ex, reply::Problem::BadRequest, message, &[]).await;
     }
     match svc.store.create_dir(dir) {
         Ok(created) => {
@@ -303,7 +303,7 @@ async fn create_folder(
 pub(super) async fn unauthorized(ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
     reply::error(
         ex,
-        StatusCode::UNAUTHORIZED,
+        Problem::Unauthorized,
         "missing or wrong bearer token",
         &[("www-authenticate", "Bearer realm=\"weir\"")],
     )
@@ -313,7 +313,7 @@ pub(super) async fn unauthorized(ex: &mut Exchange<'_>) -> Result<(), weir::Erro
 pub(super) async fn forbidden(ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
     reply::error(
         ex,
-        StatusCode::FORBIDDEN,
+        Problem::Forbidden,
         "this token may not do that here (scope or path prefix)",
         &[],
     )
@@ -326,7 +326,7 @@ pub(super) async fn method_not_allowed(
 ) -> Result<(), weir::Error> {
     reply::error(
         ex,
-        StatusCode::METHOD_NOT_ALLOWED,
+        Problem::MethodNotAllowed,
         "method not allowed here",
         &[("allow", allow)],
     )

@@ -23,7 +23,7 @@
 //! `--max-upload` 413. When the offset reaches `Upload-Length` the upload is committed to its
 //! target; the answer carries `Repr-Digest` (the SHA-256 of the whole file) unless `--no-hash`.
 
-use super::reply::{self, hex};
+use super::reply::{self, Problem, hex};
 use super::resumable;
 use super::service::Service;
 use super::upload::{self, WhereHashed};
@@ -43,8 +43,19 @@ const CONTENT_TYPE: &[u8] = b"application/offset+octet-stream";
 /// A tus answer's fixed field.
 const RESUMABLE: (&str, &str) = ("tus-resumable", VERSION);
 
-async fn fail(ex: &mut Exchange<'_>, status: StatusCode, message: &str) -> Result<(), weir::Error> {
-    reply::error(ex, status, message, &[RESUMABLE]).await
+async fn fail(ex: &mut Exchange<'_>, problem: Problem, message: &str) -> Result<(), weir::Error> {
+    reply::error(ex, problem, message, &[RESUMABLE]).await
+}
+
+/// [`fail`] with a status of tus's own for `problem`.
+async fn fail_status(
+    ex: &mut Exchange<'_>,
+    problem: Problem,
+    status: StatusCode,
+    message: &str,
+) -> Result<(), weir::Error> {
+    let none = serde_json::Value::Null;
+    reply::error_with_status(ex, problem, status, message, none, &[RESUMABLE]).await
 }
 
 /// Routes `/tus` and `/tus/...`: `rest` is what follows `/tus/` (empty for the collection).
@@ -61,7 +72,7 @@ pub(super) async fn serve(
     if ex.request().header("tus-resumable") != Some(VERSION.as_bytes()) {
         return reply::error(
             ex,
-            StatusCode::PRECONDITION_FAILED,
+            Problem::TusVersion,
             "tus requests need Tus-Resumable: 1.0.0",
             &[("tus-version", VERSION)],
         )
@@ -70,7 +81,7 @@ pub(super) async fn serve(
     if !authorized {
         return reply::error(
             ex,
-            StatusCode::UNAUTHORIZED,
+            Problem::Unauthorized,
             "missing or wrong bearer token",
             &[RESUMABLE, ("www-authenticate", "Bearer realm=\"weir\"")],
         )
@@ -78,7 +89,7 @@ pub(super) async fn serve(
     }
     let Some(resumables) = svc.resumables.as_deref() else {
         let message = "resumable uploads are not available on this server";
-        return fail(ex, StatusCode::SERVICE_UNAVAILABLE, message).await;
+        return fail(ex, Problem::Unavailable, message).await;
     };
     let method = ex.request().method().clone();
     if rest.is_empty() {
@@ -88,7 +99,7 @@ pub(super) async fn serve(
         };
     }
     let Some(id) = UploadId::parse(rest) else {
-        return fail(ex, StatusCode::NOT_FOUND, "no such upload").await;
+        return fail(ex, Problem::NotFound, "no such upload").await;
     };
     match method {
         http::Method::HEAD => head(svc, ex, resumables, id).await,
@@ -110,7 +121,7 @@ async fn not_allowed(ex: &mut Exchange<'_>, allow: &str) -> Result<(), weir::Err
     let headers = [RESUMABLE, ("allow", allow)];
     reply::error(
         ex,
-        StatusCode::METHOD_NOT_ALLOWED,
+        Problem::MethodNotAllowed,
         "method not allowed here",
         &headers,
     )
@@ -188,28 +199,22 @@ fn target(ex: &Exchange<'_>) -> Result<(Option<String>, StorePath), String> {
 }
 
 /// `Upload-Checksum: sha256 <base64>` → the digest; `Ok(None)` when absent.
-fn checksum(ex: &Exchange<'_>) -> Result<Option<[u8; 32]>, (StatusCode, &'static str)> {
+fn checksum(ex: &Exchange<'_>) -> Result<Option<[u8; 32]>, &'static str> {
     let Some(raw) = ex.request().header("upload-checksum") else {
         return Ok(None);
     };
-    let text = std::str::from_utf8(raw).map_err(|_| (StatusCode::BAD_REQUEST, "bad checksum"))?;
-    let (algorithm, value) = text.trim().split_once(' ').ok_or((
-        StatusCode::BAD_REQUEST,
-        "Upload-Checksum: <algorithm> <base64>",
-    ))?;
+    let text = std::str::from_utf8(raw).map_err(|_| "bad checksum")?;
+    let (algorithm, value) = text
+        .trim()
+        .split_once(' ')
+        .ok_or("Upload-Checksum: <algorithm> <base64>")?;
     if algorithm != "sha256" {
-        return Err((
-            StatusCode::BAD_REQUEST,
-            "unsupported checksum algorithm (sha256 only)",
-        ));
+        return Err("unsupported checksum algorithm (sha256 only)");
     }
     base64_decode(value.trim())
         .and_then(|b| <[u8; 32]>::try_from(b).ok())
         .map(Some)
-        .ok_or((
-            StatusCode::BAD_REQUEST,
-            "Upload-Checksum: not a base64 SHA-256",
-        ))
+        .ok_or("Upload-Checksum: not a base64 SHA-256")
 }
 
 /// `Upload-Expires`: when an incomplete upload goes if nothing more arrives.
@@ -233,26 +238,26 @@ async fn create(
         _ => {
             let message =
                 "a tus creation needs Upload-Length or Upload-Defer-Length: 1 (one of them)";
-            return fail(ex, StatusCode::BAD_REQUEST, message).await;
+            return fail(ex, Problem::BadRequest, message).await;
         }
     };
     if length.is_some_and(|length| length > svc.options.max_upload) {
         let max = svc.options.max_upload;
         let message = format!("upload larger than the limit of {max} bytes");
-        return fail(ex, StatusCode::PAYLOAD_TOO_LARGE, &message).await;
+        return fail(ex, Problem::TooLarge, &message).await;
     }
     let (metadata, path) = match target(ex) {
         Ok(t) => t,
-        Err(message) => return fail(ex, StatusCode::BAD_REQUEST, &message).await,
+        Err(message) => return fail(ex, Problem::BadRequest, &message).await,
     };
     let body = has_body(ex);
     if body && !is_tus_body(ex) {
         let message = "content needs Content-Type: application/offset+octet-stream";
-        return fail(ex, StatusCode::UNSUPPORTED_MEDIA_TYPE, message).await;
+        return fail(ex, Problem::UnsupportedMediaType, message).await;
     }
     let expected = match checksum(ex) {
         Ok(c) => c,
-        Err((status, message)) => return fail(ex, status, message).await,
+        Err(message) => return fail(ex, Problem::BadRequest, message).await,
     };
     let made = resumables.create_with_metadata(&path, length, None, svc.options.hash, metadata);
     let (id, state) = match made {
@@ -293,7 +298,7 @@ async fn head(
 ) -> Result<(), weir::Error> {
     let state = match resumables.state(id) {
         Ok(Some(s)) => s,
-        Ok(None) => return fail(ex, StatusCode::NOT_FOUND, "no such upload").await,
+        Ok(None) => return fail(ex, Problem::NotFound, "no such upload").await,
         Err(e) => return reply::store_error(ex, &e).await,
     };
     let mut r = ex
@@ -323,23 +328,18 @@ async fn patch(
 ) -> Result<(), weir::Error> {
     if !is_tus_body(ex) {
         let message = "a tus PATCH needs Content-Type: application/offset+octet-stream";
-        return fail(ex, StatusCode::UNSUPPORTED_MEDIA_TYPE, message).await;
+        return fail(ex, Problem::UnsupportedMediaType, message).await;
     }
     let Some(claimed) = integer(ex, "upload-offset") else {
-        return fail(
-            ex,
-            StatusCode::BAD_REQUEST,
-            "a tus PATCH needs Upload-Offset",
-        )
-        .await;
+        return fail(ex, Problem::BadRequest, "a tus PATCH needs Upload-Offset").await;
     };
     let expected = match checksum(ex) {
         Ok(c) => c,
-        Err((status, message)) => return fail(ex, status, message).await,
+        Err(message) => return fail(ex, Problem::BadRequest, message).await,
     };
     let state = match resumables.state(id) {
         Ok(Some(s)) => s,
-        Ok(None) => return fail(ex, StatusCode::NOT_FOUND, "no such upload").await,
+        Ok(None) => return fail(ex, Problem::NotFound, "no such upload").await,
         Err(e) => return reply::store_error(ex, &e).await,
     };
     if claimed != state.offset {
@@ -352,20 +352,20 @@ async fn patch(
             Some(d) if state.length.is_none_or(|l| l == d) && d >= state.offset => Some(d),
             _ => {
                 let message = "Upload-Length is not a length this upload can take";
-                return fail(ex, StatusCode::BAD_REQUEST, message).await;
+                return fail(ex, Problem::BadRequest, message).await;
             }
         },
     };
     if declared.is_some_and(|d| d > svc.options.max_upload) {
         let max = svc.options.max_upload;
         let message = format!("upload larger than the limit of {max} bytes");
-        return fail(ex, StatusCode::PAYLOAD_TOO_LARGE, &message).await;
+        return fail(ex, Problem::TooLarge, &message).await;
     }
     let length = state.length.or(declared);
     if state.complete {
         // Nothing left to send: an empty PATCH at the end is answered with the end.
         if has_body(ex) {
-            return fail(ex, StatusCode::BAD_REQUEST, "upload is already complete").await;
+            return fail(ex, Problem::BadRequest, "upload is already complete").await;
         }
         return ex
             .respond(StatusCode::NO_CONTENT)
@@ -381,20 +381,20 @@ async fn offset_mismatch(ex: &mut Exchange<'_>, offset: u64) -> Result<(), weir:
     let offset = offset.to_string();
     let headers = [RESUMABLE, ("upload-offset", offset.as_str())];
     let message = "Upload-Offset does not match the upload's offset";
-    reply::error(ex, StatusCode::CONFLICT, message, &headers).await
+    reply::error(ex, Problem::OffsetMismatch, message, &headers).await
 }
 
 /// The answer to a refusal of the store's resumable layer.
 async fn refused(ex: &mut Exchange<'_>, e: ResumableError) -> Result<(), weir::Error> {
     match e {
-        ResumableError::Unknown => fail(ex, StatusCode::NOT_FOUND, "no such upload").await,
+        ResumableError::Unknown => fail(ex, Problem::NotFound, "no such upload").await,
         ResumableError::Busy => {
             let message = "another request is appending to this upload";
-            fail(ex, StatusCode::LOCKED, message).await
+            fail_status(ex, Problem::UploadBusy, StatusCode::LOCKED, message).await
         }
         ResumableError::OffsetMismatch { expected, .. } => offset_mismatch(ex, expected).await,
         ResumableError::Completed => {
-            fail(ex, StatusCode::BAD_REQUEST, "upload is already complete").await
+            fail(ex, Problem::BadRequest, "upload is already complete").await
         }
         ResumableError::Store(e) => reply::store_error(ex, &e).await,
     }
@@ -420,7 +420,7 @@ async fn receive(
         .saturating_sub(offset);
     if ex.request().content_length().is_some_and(|n| n > room) {
         let message = format!("content goes past Upload-Length ({room} bytes left)");
-        return fail(ex, StatusCode::PAYLOAD_TOO_LARGE, &message).await;
+        return fail(ex, Problem::TooLarge, &message).await;
     }
     ex.set_max_body_size(Some(room));
     // Known now: this request brings the last byte (or a chunked one may, see below).
@@ -465,8 +465,9 @@ async fn receive(
                 return reply::store_error(ex, &e).await;
             }
             let status = StatusCode::from_u16(460).unwrap_or(StatusCode::BAD_REQUEST);
-            return fail(
+            return fail_status(
                 ex,
+                Problem::DigestMismatch,
                 status,
                 "checksum mismatch: the request's bytes were discarded",
             )

@@ -5,7 +5,8 @@
 //! `Content-Digest` syntax (400), the preconditions against the file there now (412, checked
 //! again at commit under the store's lock: `preconditions.rs`), and `begin` (which reserves the declared length against
 //! `--max-storage`: 507, and refuses a directory or symlink in the way). Then one of two data
-//! paths, recorded in the response (`data_path`) and the body counters:
+//! paths, recorded in the answer's internals (`data_path` and the body counters, sent only on
+//! request: [`wants_internals`]):
 //!
 //! - **splice** (`--no-hash`, no `Content-Digest`): `Exchange::body_to_file` moves the bytes
 //!   socket → pipe → file inside the kernel; nothing enters user space. The bytes are reported
@@ -33,7 +34,7 @@
 
 use super::hasher::LaneHandle;
 use super::preconditions;
-use super::reply::{self, hex};
+use super::reply::{self, Problem, hex};
 use super::service::Service;
 use http::StatusCode;
 use weir::{BodyStats, Exchange, http};
@@ -68,7 +69,7 @@ pub(super) async fn put(
     ex.set_max_body_size(Some(max));
     let expected_digest = match content_digest(ex) {
         Ok(d) => d,
-        Err(message) => return reply::error(ex, StatusCode::BAD_REQUEST, &message, &[]).await,
+        Err(message) => return reply::error(ex, Problem::BadRequest, &message, &[]).await,
     };
     if !preconditions::hold_now(&svc.store, ex.request(), &path) {
         return preconditions::failed(ex).await;
@@ -95,6 +96,10 @@ pub(super) async fn put(
         Ok(u) => u,
         Err(e) => return reply::store_error(ex, &e).await,
     };
+    // Kept with the file when the filesystem allows; else it is served by its name.
+    if let Some(media_type) = super::mime::of_request(ex) {
+        upload.set_media_type(&media_type);
+    }
     let hashing = svc.options.hash || verify || trailer_announced;
     let mut where_hashed = WhereHashed::default();
     let received = match data_path {
@@ -110,7 +115,7 @@ pub(super) async fn put(
     }
     if let Err(message) = expect_trailer_digest(ex, &expected_digest, &mut upload) {
         drop(upload);
-        return reply::error(ex, StatusCode::BAD_REQUEST, &message, &[]).await;
+        return reply::error(ex, Problem::BadRequest, &message, &[]).await;
     }
     let committed = match preconditions::commit_checked(upload, ex.request()) {
         Ok(c) => c,
@@ -125,19 +130,28 @@ pub(super) async fn put(
     } else {
         StatusCode::CREATED
     };
-    let body = serde_json::json!({
+    let mut body = serde_json::json!({
         "path": path.as_str(),
         "size": committed.size,
         "sha256": committed.sha256.map(|d| hex(&d)),
         "replaced": committed.replaced,
-        "data_path": data_path.as_str(),
-        "body": body_stats_json(&stats),
-        "hashing": {
-            "inline": where_hashed.inline,
-            "pipelined": where_hashed.pipelined,
-        },
     });
+    if wants_internals(ex) {
+        body["data_path"] = data_path.as_str().into();
+        body["body"] = body_stats_json(&stats);
+        body["hashing"] = where_hashed.json();
+    }
     reply::json_with(ex, status, &body, &[("etag", &etag)]).await
+}
+
+/// Whether the client asked for the answer's internals with `Weir-Debug: 1`: which data path
+/// the body took (`data_path`), the body counters (`body`), where it was hashed (`hashing`).
+/// They describe this server's implementation, for benchmarks and tests, and may change with
+/// it: not part of the answer's contract, so not sent unless asked for.
+pub(super) fn wants_internals(ex: &Exchange<'_>) -> bool {
+    ex.request()
+        .header("weir-debug")
+        .is_some_and(|v| v.trim_ascii() == b"1")
 }
 
 /// Where a hashed body's bytes were hashed, for clients and tests to see (in the answer's
@@ -150,7 +164,14 @@ pub(super) struct WhereHashed {
     pub(super) pipelined: u64,
 }
 
-/// The body counters, for clients and tests to see which way the bytes went.
+impl WhereHashed {
+    /// The internals' `hashing` member.
+    pub(super) fn json(&self) -> serde_json::Value {
+        serde_json::json!({ "inline": self.inline, "pipelined": self.pipelined })
+    }
+}
+
+/// The body counters, in the internals ([`wants_internals`]): which way the bytes went.
 pub(super) fn body_stats_json(stats: &BodyStats) -> serde_json::Value {
     serde_json::json!({
         "spliced": stats.spliced,
@@ -175,16 +196,10 @@ impl BodyFailure {
             Self::Store(e) => reply::store_error(ex, &e).await,
             Self::Body(e) if e.is_too_large() => too_large(ex, max).await,
             Self::Body(e) if e.is_timeout() => {
-                reply::error(
-                    ex,
-                    StatusCode::REQUEST_TIMEOUT,
-                    "request body too slow",
-                    &[],
-                )
-                .await
+                reply::error(ex, Problem::BodyTimeout, "request body too slow", &[]).await
             }
             Self::Body(e) if e.is_protocol() => {
-                reply::error(ex, StatusCode::BAD_REQUEST, &e.to_string(), &[]).await
+                reply::error(ex, Problem::BadRequest, &e.to_string(), &[]).await
             }
             // A disconnect: nobody to answer. Anything else: weir answers 500.
             Self::Body(e) => Err(e),
@@ -527,5 +542,5 @@ fn expect_trailer_digest(
 
 pub(super) async fn too_large(ex: &mut Exchange<'_>, max: u64) -> Result<(), weir::Error> {
     let message = format!("upload larger than the limit of {max} bytes");
-    reply::error(ex, StatusCode::PAYLOAD_TOO_LARGE, &message, &[]).await
+    reply::error(ex, Problem::TooLarge, &message, &[]).await
 }

@@ -25,7 +25,13 @@ fn round_trip_256_mib_hashing_on_and_off() {
     for (args, curl_path) in [(&[][..], "hashed"), (&["--no-hash"][..], "splice")] {
         let s = Server::start(args);
         // curl upload: see which way the server took.
-        let (status, body) = curl_status(&["-T", big.to_str().unwrap(), &s.url("/files/big-curl")]);
+        let (status, body) = curl_status(&[
+            "-T",
+            big.to_str().unwrap(),
+            "-H",
+            "weir-debug: 1",
+            &s.url("/files/big-curl"),
+        ]);
         assert_eq!(status, 201, "{}", String::from_utf8_lossy(&body));
         let j: serde_json::Value = serde_json::from_slice(&body).unwrap();
         assert_eq!(j["data_path"], curl_path);

@@ -4,11 +4,13 @@
 mod support;
 
 mod access_log;
+mod activation;
 mod auth;
 mod client;
 mod conditional;
 mod config;
 mod confinement;
+mod content_type;
 mod cors;
 mod crash;
 mod enospc;
@@ -24,6 +26,7 @@ mod page;
 mod paths;
 mod pipeline;
 mod preconditions;
+mod problems;
 mod put_resume;
 mod ranges;
 mod resumable;
@@ -31,5 +34,6 @@ mod routes;
 mod scopes;
 mod slow;
 mod tls;
+mod tls_reload;
 mod trailers;
 mod tus;

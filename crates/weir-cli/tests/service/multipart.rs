@@ -20,6 +20,8 @@ fn several_files_with_curl_byte_exact() {
     }
     args.push("-F".to_owned());
     args.push("comment=ignored field".to_owned());
+    args.push("-H".to_owned());
+    args.push("weir-debug: 1".to_owned());
     args.push(s.url("/files/up/"));
     let argv: Vec<&str> = args.iter().map(String::as_str).collect();
     let (status, body) = curl_status(&argv);

@@ -66,7 +66,8 @@ fn bodies_of_many_buffers_are_byte_exact_with_odd_sizes() {
         .enumerate()
     {
         let body = data(len, 70 + i as u64);
-        let r = request(s.serve.addr, &format!("PUT /files/p{i} HTTP/1.1"), &body);
+        let head = format!("PUT /files/p{i} HTTP/1.1\r\nweir-debug: 1");
+        let r = request(s.serve.addr, &head, &body);
         assert_eq!(r.status, 201, "{}", r.text());
         let j = r.json();
         assert_eq!(j["sha256"], sha256(&body));
@@ -104,6 +105,8 @@ fn chunked_bodies_take_the_pipeline_too() {
         file.to_str().unwrap(),
         "-H",
         "transfer-encoding: chunked",
+        "-H",
+        "weir-debug: 1",
         &s.url("/files/chunked"),
     ]);
     assert_eq!(status, 201, "{}", String::from_utf8_lossy(&out));
@@ -140,7 +143,7 @@ fn a_content_digest_mismatch_is_caught_by_the_pipelined_hasher() {
     for header in [sha256_header(&body), sha512_header(&body)] {
         let r = request(
             s.serve.addr,
-            &format!("PUT /files/d HTTP/1.1\r\n{header}"),
+            &format!("PUT /files/d HTTP/1.1\r\nweir-debug: 1\r\n{header}"),
             &body,
         );
         assert!(r.status == 201 || r.status == 200, "{header}: {}", r.text());
@@ -203,7 +206,11 @@ fn a_client_gone_while_a_hash_is_in_flight_leaves_nothing() {
     let r = request(s.serve.addr, "GET /files/t HTTP/1.1", b"");
     assert_eq!(r.body, b"old version");
     // The hashing threads serve the next upload.
-    let r = request(s.serve.addr, "PUT /files/t HTTP/1.1", &body);
+    let r = request(
+        s.serve.addr,
+        "PUT /files/t HTTP/1.1\r\nweir-debug: 1",
+        &body,
+    );
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(r.json()["sha256"], sha256(&body));
     assert!(r.json()["hashing"]["pipelined"].as_u64().unwrap() > 0);

@@ -51,7 +51,7 @@ fn patch(s: &Server, url: &str, offset: u64, complete: bool, body: &[u8]) -> Res
         s.addr,
         &format!(
             "PATCH {url} HTTP/1.1\r\ncontent-type: application/partial-upload\r\n\
-             upload-offset: {offset}\r\nupload-complete: {c}"
+             upload-offset: {offset}\r\nupload-complete: {c}\r\nweir-debug: 1"
         ),
         body,
     ))
@@ -105,7 +105,8 @@ fn the_104_arrives_before_the_body_is_sent_and_a_whole_upload_is_stored() {
     write!(
         sock,
         "PUT /files/d/whole.bin HTTP/1.1\r\nhost: t\r\nconnection: close\r\n\
-         upload-complete: ?1\r\nupload-draft-interop-version: 8\r\ncontent-length: {}\r\n\r\n",
+         upload-complete: ?1\r\nupload-draft-interop-version: 8\r\nweir-debug: 1\r\n\
+         content-length: {}\r\n\r\n",
         body.len()
     )
     .unwrap();
@@ -653,7 +654,7 @@ fn a_large_upload_sent_whole_is_hashed_while_received() {
     let body = data(80 << 20, 13);
     let r = last(exchange(
         s.addr,
-        "PUT /files/large.bin HTTP/1.1\r\nupload-complete: ?1",
+        "PUT /files/large.bin HTTP/1.1\r\nupload-complete: ?1\r\nweir-debug: 1",
         &body,
     ));
     assert_eq!(r.status, 201, "{}", r.text());

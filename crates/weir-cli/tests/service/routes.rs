@@ -15,7 +15,12 @@ fn healthz_put_get_head_delete_listing() {
     assert_eq!(j["path"], "docs/a.txt");
     assert_eq!(j["size"], 100_000);
     assert_eq!(j["sha256"], sha256(&body));
-    assert_eq!(j["data_path"], "hashed");
+    // The documented fields only: the internals come with `Weir-Debug: 1`.
+    let mut fields: Vec<_> = j.as_object().unwrap().keys().map(String::as_str).collect();
+    fields.sort_unstable();
+    assert_eq!(fields, ["path", "replaced", "sha256", "size"]);
+    let r = s.request("PUT /files/docs/a.txt HTTP/1.1\r\nweir-debug: 1", &body);
+    assert_eq!(r.json()["data_path"], "hashed");
     assert_eq!(r.header("content-type"), Some("application/json"));
 
     // Replacing answers 200.
@@ -111,7 +116,7 @@ fn wrong_methods_and_unknown_paths() {
 fn no_hash_uploads_are_spliced_and_digests_still_verified() {
     let s = Server::start(&["--no-hash"]);
     let body = data(3 << 20, 3);
-    let r = s.request("PUT /files/s.bin HTTP/1.1", &body);
+    let r = s.request("PUT /files/s.bin HTTP/1.1\r\nweir-debug: 1", &body);
     assert_eq!(r.status, 201, "{}", r.text());
     let j = r.json();
     assert_eq!(j["data_path"], "splice");
@@ -123,7 +128,7 @@ fn no_hash_uploads_are_spliced_and_digests_still_verified() {
 
     // With a Content-Digest the body takes the hashed path, to be verified.
     let head = format!(
-        "PUT /files/v.bin HTTP/1.1\r\ncontent-digest: sha-256=:{}:",
+        "PUT /files/v.bin HTTP/1.1\r\nweir-debug: 1\r\ncontent-digest: sha-256=:{}:",
         b64(&hex_bytes(&sha256(&body)))
     );
     let r = s.request(&head, &body);

@@ -15,7 +15,7 @@ fn put_chunked(addr: SocketAddr, path: &str, body: &[u8], trailers: &str, announ
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
     let mut req = format!(
-        "PUT /files/{path} HTTP/1.1\r\nhost: t\r\nconnection: close\r\ntransfer-encoding: chunked\r\n"
+        "PUT /files/{path} HTTP/1.1\r\nhost: t\r\nconnection: close\r\ntransfer-encoding: chunked\r\nweir-debug: 1\r\n"
     )
     .into_bytes();
     if announce {

@@ -11,6 +11,15 @@ pub(crate) fn read_digest(_file: &File, _meta: &Metadata) -> Option<[u8; 32]> {
     None
 }
 
+/// No xattrs in std: the media type is not stored.
+pub(crate) fn write_media_type(_file: &File, _value: &[u8]) -> bool {
+    false
+}
+
+pub(crate) fn read_media_type(_file: &File, _buf: &mut [u8]) -> Option<usize> {
+    None
+}
+
 /// No portable advisory lock in std before Rust 1.89 (`File::try_lock`).
 pub(crate) fn lock_exclusive(_file: &File) -> io::Result<()> {
     Ok(())

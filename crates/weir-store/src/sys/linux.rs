@@ -1,7 +1,7 @@
 //! Linux: the digest xattr, the root lock and early writeback, through rustix
 //! (safe wrappers, so the crate stays `forbid(unsafe_code)`).
 
-use super::{DIGEST_XATTR, DigestRecord};
+use super::{DIGEST_XATTR, DigestRecord, MEDIA_TYPE_XATTR};
 use rustix::fs::{FlockOperation, XattrFlags};
 use std::fs::{File, Metadata};
 use std::io;
@@ -27,6 +27,16 @@ pub(crate) fn read_digest(file: &File, meta: &Metadata) -> Option<[u8; 32]> {
     let mut value = [0u8; DigestRecord::LEN + 1];
     let n = rustix::fs::fgetxattr(file, DIGEST_XATTR, &mut value[..]).ok()?;
     DigestRecord::check(&value[..n], meta.len(), meta.modified().ok()?)
+}
+
+/// Records a media type with the file; whether the filesystem kept it.
+pub(crate) fn write_media_type(file: &File, value: &[u8]) -> bool {
+    rustix::fs::fsetxattr(file, MEDIA_TYPE_XATTR, value, XattrFlags::empty()).is_ok()
+}
+
+/// The media type recorded by [`write_media_type`], into `buf`: its length.
+pub(crate) fn read_media_type(file: &File, buf: &mut [u8]) -> Option<usize> {
+    rustix::fs::fgetxattr(file, MEDIA_TYPE_XATTR, buf).ok()
 }
 
 /// Takes an exclusive advisory lock, or fails with `WouldBlock` if another open file holds it.

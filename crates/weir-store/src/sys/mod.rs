@@ -7,6 +7,7 @@
 //! | --- | --- | --- |
 //! | resolution relative to directory descriptors (`dir_unix.rs`: `openat2` beneath the root, else an `O_NOFOLLOW` walk) | yes (all Unixes; `openat2` on Linux 5.6+) | no: by path, each name checked with `symlink_metadata` first (`dir_paths.rs`) |
 //! | SHA-256 kept in the `user.weir.sha256` xattr | yes, where the filesystem allows | no |
+//! | client's media type kept in the `user.weir.content_type` xattr | yes, where the filesystem allows | no |
 //! | root lock (`flock` on `.weir-lock`) | yes | no |
 //! | directory fsync (through the directory's descriptor) | yes | on other Unixes; a no-op elsewhere |
 //! | early writeback of uploads (`writeback.rs`) | `posix_fadvise(DONTNEED)` | no (commit's fsync does it all) |
@@ -55,6 +56,9 @@ pub(crate) struct EntryStat {
     /// Device and inode number: which file this is, whatever its name (Unix only).
     pub(crate) id: Option<(u64, u64)>,
 }
+
+/// The extended attribute that holds the media type a client gave a file (`media_type.rs`).
+pub(crate) const MEDIA_TYPE_XATTR: &str = "user.weir.content_type";
 
 /// The extended attribute that holds a committed file's SHA-256.
 pub(crate) const DIGEST_XATTR: &str = "user.weir.sha256";

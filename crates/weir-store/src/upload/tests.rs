@@ -64,6 +64,29 @@ fn commit_then_read_back_byte_exact() {
 
 #[cfg(target_os = "linux")]
 #[test]
+fn a_media_type_commits_with_its_file_and_goes_with_it() {
+    let (_dir, store) = store();
+    let json = MediaType::parse(b"application/vnd.test+json").unwrap();
+    let mut up = store.begin(&p("t"), UploadOptions::default()).unwrap();
+    up.write(b"{}").unwrap();
+    if !up.set_media_type(&json) {
+        eprintln!("skipped: the test directory's filesystem keeps no user xattrs");
+        return;
+    }
+    // Not visible before the commit: the path does not exist yet.
+    assert!(store.open_file(&p("t")).is_err());
+    up.commit().unwrap();
+    let (file, _) = store.open_file(&p("t")).unwrap();
+    assert_eq!(MediaType::read_from(&file), Some(json));
+    // Replaced without one: the new version has none.
+    drop(file);
+    put(&store, "t", b"plain");
+    let (file, _) = store.open_file(&p("t")).unwrap();
+    assert_eq!(MediaType::read_from(&file), None);
+}
+
+#[cfg(target_os = "linux")]
+#[test]
 fn digest_is_stored_with_the_file_and_dropped_when_it_changes() {
     let (_dir, store) = store();
     put(&store, "f", b"hello world");

@@ -5,13 +5,19 @@
 //! monomorphic: a handler is compiled once, whatever the transport. The match per read or write
 //! is a predictable branch next to a system call.
 
+#[cfg(target_os = "linux")]
+mod inherited;
 mod listener;
 mod stream;
 #[cfg(feature = "tls")]
 mod tls;
 #[cfg(feature = "tls")]
+mod tls_reload;
+#[cfg(feature = "tls")]
 mod tls_stream;
 
+#[cfg(target_os = "linux")]
+pub use inherited::systemd_listeners;
 pub(crate) use listener::DetachedListener;
 pub use listener::{Listener, SocketFile};
 pub use stream::{PeerAddr, Stream};
@@ -21,5 +27,7 @@ pub(crate) use tls::ALPN_H2;
 pub(crate) use tls::TlsAccept;
 #[cfg(feature = "tls")]
 pub use tls::{TlsConfig, TlsError};
+#[cfg(feature = "tls")]
+pub use tls_reload::CertReloader;
 #[cfg(feature = "tls")]
 pub use tls_stream::TlsStream;

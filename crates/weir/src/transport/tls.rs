@@ -59,10 +59,7 @@ impl TlsConfig {
         key_path: impl AsRef<Path>,
     ) -> Result<Self, TlsError> {
         let (cert_path, key_path) = (cert_path.as_ref(), key_path.as_ref());
-        let cert_pem = std::fs::read(cert_path)
-            .map_err(|e| TlsError::new(Some(cert_path), format!("cannot read it: {e}")))?;
-        let key_pem = std::fs::read(key_path)
-            .map_err(|e| TlsError::new(Some(key_path), format!("cannot read it: {e}")))?;
+        let (cert_pem, key_pem) = read_pem_files(cert_path, key_path)?;
         Self::build(&cert_pem, Some(cert_path), &key_pem, Some(key_path))
     }
 
@@ -101,44 +98,20 @@ impl TlsConfig {
         key_pem: &[u8],
         key_path: Option<&Path>,
     ) -> Result<Self, TlsError> {
-        let certs = CertificateDer::pem_slice_iter(cert_pem)
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| TlsError::new(cert_path, format!("malformed PEM: {e}")))?;
-        if certs.is_empty() {
-            return Err(TlsError::new(
-                cert_path,
-                "no certificate found (expected a PEM block 'BEGIN CERTIFICATE')".into(),
-            ));
-        }
-        let key = PrivateKeyDer::from_pem_slice(key_pem).map_err(|e| match e {
-            rustls_pki_types::pem::Error::NoItemsFound => TlsError::new(
-                key_path,
-                "no private key found (expected a PEM block 'BEGIN PRIVATE KEY', \
-                 'BEGIN RSA PRIVATE KEY' or 'BEGIN EC PRIVATE KEY')"
-                    .into(),
-            ),
-            e => TlsError::new(key_path, format!("malformed PEM: {e}")),
-        })?;
-        let provider = Arc::new(Self::crypto_provider());
-        let mut server = ServerConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .map_err(|e| TlsError::new(None, format!("TLS setup failed: {e}")))?
-            .with_no_client_auth()
+        let (certs, key) = parse_pem(cert_pem, cert_path, key_pem, key_path)?;
+        let server = server_config()?
             .with_single_cert(certs, key)
-            .map_err(|e| {
-                let what = match e {
-                    rustls::Error::InconsistentKeys(_) => {
-                        "the private key does not match the certificate".to_string()
-                    }
-                    e => format!("unusable certificate or key: {e}"),
-                };
-                TlsError::new(key_path.or(cert_path), what)
-            })?;
+            .map_err(|e| key_error(e, key_path.or(cert_path)))?;
+        Ok(Self::finish(server))
+    }
+
+    /// Sets what every configuration weir builds has, and wraps it.
+    pub(super) fn finish(mut server: ServerConfig) -> Self {
         // The server's order of cipher suites decides (see `throughput_first`).
         server.ignore_client_order = true;
-        Ok(Self {
+        Self {
             server: Arc::new(server),
-        })
+        }
     }
 
     /// The rustls crypto provider weir's servers use: ring, with AES-128-GCM ahead of
@@ -160,6 +133,67 @@ impl TlsConfig {
         };
         TlsAcceptor::from(Arc::new(server))
     }
+}
+
+/// Reads a certificate file and a key file; errors name the file.
+pub(super) fn read_pem_files(
+    cert_path: &Path,
+    key_path: &Path,
+) -> Result<(Vec<u8>, Vec<u8>), TlsError> {
+    let cert_pem = std::fs::read(cert_path)
+        .map_err(|e| TlsError::new(Some(cert_path), format!("cannot read it: {e}")))?;
+    let key_pem = std::fs::read(key_path)
+        .map_err(|e| TlsError::new(Some(key_path), format!("cannot read it: {e}")))?;
+    Ok((cert_pem, key_pem))
+}
+
+/// The certificate chain and private key in PEM text; errors say what is missing or malformed.
+pub(super) fn parse_pem(
+    cert_pem: &[u8],
+    cert_path: Option<&Path>,
+    key_pem: &[u8],
+    key_path: Option<&Path>,
+) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), TlsError> {
+    let certs = CertificateDer::pem_slice_iter(cert_pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| TlsError::new(cert_path, format!("malformed PEM: {e}")))?;
+    if certs.is_empty() {
+        return Err(TlsError::new(
+            cert_path,
+            "no certificate found (expected a PEM block 'BEGIN CERTIFICATE')".into(),
+        ));
+    }
+    let key = PrivateKeyDer::from_pem_slice(key_pem).map_err(|e| match e {
+        rustls_pki_types::pem::Error::NoItemsFound => TlsError::new(
+            key_path,
+            "no private key found (expected a PEM block 'BEGIN PRIVATE KEY', \
+             'BEGIN RSA PRIVATE KEY' or 'BEGIN EC PRIVATE KEY')"
+                .into(),
+        ),
+        e => TlsError::new(key_path, format!("malformed PEM: {e}")),
+    })?;
+    Ok((certs, key))
+}
+
+/// A server configuration on weir's provider, up to the choice of certificate.
+pub(super) fn server_config()
+-> Result<rustls::ConfigBuilder<ServerConfig, rustls::server::WantsServerCert>, TlsError> {
+    let provider = Arc::new(TlsConfig::crypto_provider());
+    Ok(ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| TlsError::new(None, format!("TLS setup failed: {e}")))?
+        .with_no_client_auth())
+}
+
+/// A certificate and key rustls refused, said plainly.
+pub(super) fn key_error(e: rustls::Error, path: Option<&Path>) -> TlsError {
+    let what = match e {
+        rustls::Error::InconsistentKeys(_) => {
+            "the private key does not match the certificate".to_string()
+        }
+        e => format!("unusable certificate or key: {e}"),
+    };
+    TlsError::new(path, what)
 }
 
 /// `provider` with AES-128-GCM ahead of AES-256-GCM, ChaCha20 after them (see
@@ -187,7 +221,7 @@ pub struct TlsError {
 }
 
 impl TlsError {
-    fn new(path: Option<&Path>, what: String) -> Self {
+    pub(super) fn new(path: Option<&Path>, what: String) -> Self {
         Self {
             path: path.map(Path::to_owned),
             what,
