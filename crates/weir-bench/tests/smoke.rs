@@ -1,6 +1,6 @@
 //! Smoke test: every scenario runs end to end with tiny sizes and writes every row of its report,
-//! the upload scenario's HTTPS and HTTP/2 rows, its `weir serve` rows (the real `weir` binary)
-//! and their ratio tables included, and the resume scenario's cut-and-resumed upload (whose file
+//! the upload scenario's HTTPS and HTTP/2 rows, its `weir serve` rows (the real `weir` binary),
+//! the axum rows on weir and on hyper (issue 14) and their ratio tables included, and the resume scenario's cut-and-resumed upload (whose file
 //! the scenario itself verifies: a wrong byte fails the run).
 //!
 //! This keeps the harness from rotting; it asserts nothing about the figures (no timing
@@ -79,6 +79,15 @@ fn every_scenario_reports_every_row() {
         "| weir, pause 4 MiB → file (splice) ",
         "| hyper → discard ",
         "| hyper → file (write) ",
+        "| weir + axum → discard ",
+        "| weir + axum → file (write) ",
+        "| weir + axum → file (splice) ",
+        "| hyper + axum → discard ",
+        "| hyper + axum → file (write) ",
+        "| weir + axum → discard ÷ hyper + axum → discard ",
+        "| weir + axum → file (splice) ÷ hyper + axum → file (write) ",
+        "| weir + axum → file (write) ÷ hyper + axum → file (write) ",
+        "| weir + axum → discard ÷ weir, pause 1 MiB → discard ",
         "| weir, HTTPS (HTTP/1.1) → discard ",
         "| weir, HTTPS (HTTP/1.1) → file (write) ",
         "| weir, h2c → discard ",
@@ -106,6 +115,8 @@ fn every_scenario_reports_every_row() {
         "| weir, per-core ",
         "| hyper, pipeline_flush ",
         "| hyper, per-core, pipeline_flush ",
+        "| weir + axum ",
+        "| hyper + axum ",
         // local
         "| raw responder TCP ",
         "| raw responder Unix ",
