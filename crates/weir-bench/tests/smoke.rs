@@ -117,6 +117,8 @@ fn every_scenario_reports_every_row() {
         "| hyper, per-core, pipeline_flush ",
         "| weir + axum ",
         "| hyper + axum ",
+        "| hyper + axum, pipeline_flush ",
+        "| 16    | ",
         // local
         "| raw responder TCP ",
         "| raw responder Unix ",

@@ -74,6 +74,8 @@ pub const REQUEST: &[u8] = b"GET /plaintext HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
 /// Labels of the axum rows, compared with each other in their own table.
 const WEIR_AXUM: &str = "weir + axum";
 const HYPER_AXUM: &str = "hyper + axum";
+/// hyper's `pipeline_flush`, which `axum::serve` does not set: the fairer peer when pipelined.
+const HYPER_AXUM_FLUSH: &str = "hyper + axum, pipeline_flush";
 
 fn peers(s: &Settings, dir: &Path) -> io::Result<Vec<Peer>> {
     let args = |system, per_core, pipeline_flush| {
@@ -82,7 +84,7 @@ fn peers(s: &Settings, dir: &Path) -> io::Result<Vec<Peer>> {
         a.pipeline_flush = pipeline_flush;
         a
     };
-    let specs: [(&str, ServeArgs); 8] = [
+    let specs: [(&str, ServeArgs); 9] = [
         ("raw responder", args(System::RawResponder, false, false)),
         ("weir", args(System::Weir, false, false)),
         ("weir, per-core", args(System::Weir, true, false)),
@@ -94,6 +96,7 @@ fn peers(s: &Settings, dir: &Path) -> io::Result<Vec<Peer>> {
         ),
         (WEIR_AXUM, args(System::WeirAxum, false, false)),
         (HYPER_AXUM, args(System::HyperAxum, false, false)),
+        (HYPER_AXUM_FLUSH, args(System::HyperAxum, false, true)),
     ];
     specs
         .into_iter()
@@ -120,9 +123,11 @@ fn axum_table(peers: &[Peer], cells: &[Vec<Cell>], depths: &[usize]) -> Option<S
     };
     let (w, h) = (find(WEIR_AXUM)?, find(HYPER_AXUM)?);
     let native = [find("weir"), find("hyper")];
+    let flush = find(HYPER_AXUM_FLUSH);
     let mut t = Table::new(&[
         "Depth",
         "Requests/s: weir + axum ÷ hyper + axum",
+        "÷ hyper + axum, pipeline_flush",
         "Server CPU/req: weir + axum ÷ hyper + axum",
         "Allocations/req: weir + axum",
         "hyper + axum",
@@ -135,6 +140,7 @@ fn axum_table(peers: &[Peer], cells: &[Vec<Cell>], depths: &[usize]) -> Option<S
         t.row(vec![
             depth.to_string(),
             row[w].rps.ratio_to(&row[h].rps).show(2),
+            flush.map_or("—".into(), |f| row[w].rps.ratio_to(&row[f].rps).show(2)),
             row[w]
                 .cpu_us_per_req
                 .ratio_to(&row[h].cpu_us_per_req)
@@ -279,7 +285,8 @@ pub fn run(s: &Settings, a: &PlaintextArgs) -> io::Result<()> {
         body.push_str(&format!(
             "\nOne axum `Router` (`src/server/axum_app.rs`) served by weir \
              (`weir::ServiceHandler`) and by hyper (`http1::Builder` with hyper-util's \
-             `TowerToHyperService`, as `axum::serve` wraps a router): requests/s and server CPU \
+             `TowerToHyperService`, as `axum::serve` wraps a router; and with `pipeline_flush`, \
+             which `axum::serve` leaves off): requests/s and server CPU \
              per request as medians of round-by-round ratios (target: requests/s ≥ 1.00 at every \
              depth), and allocations per request of each (target: weir + axum below hyper + \
              axum), beside the native rows':\n\n{t}"
