@@ -171,6 +171,19 @@ fn every_scenario_reports_every_row() {
             "ratio without a figure: {line}"
         );
     }
+    // The axum comparisons have figures: the ratio of the upload table, and at each depth of
+    // the plaintext table, the requests/s ratio and both allocation counts.
+    for line in text.lines().filter(|l| {
+        l.starts_with("| weir + axum → ") && l.contains(" ÷ ")
+            || l.starts_with("| 1 ")
+            || l.starts_with("| 16 ")
+    }) {
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        assert!(
+            cells[2].parse::<f64>().is_ok(),
+            "axum ratio without a figure: {line}"
+        );
+    }
     // Every system ran: no row fell back to "not available".
     assert!(
         !text.contains("not available"),

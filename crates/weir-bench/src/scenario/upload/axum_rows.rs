@@ -52,7 +52,7 @@ pub(super) fn ratio_table(rows: &[Row]) -> Option<String> {
         rows.iter()
             .find(|r| r.peer.label == label && r.peer.server.is_ok())
     };
-    let mut t = Table::new(&["Ratio", "GiB/s", "Server CPU/GiB", "Target (GiB/s)"]);
+    let mut t = Table::new(&["axum ratio", "GiB/s", "Server CPU/GiB", "Target (GiB/s)"]);
     let mut any = false;
     for (num, den, target) in comparisons() {
         let (Some(n), Some(d)) = (find(&num), find(&den)) else {
