@@ -1,6 +1,6 @@
 //! Smoke test: every scenario runs end to end with tiny sizes and writes every row of its report,
-//! the upload scenario's HTTPS and HTTP/2 rows, its `weir serve` rows (the real `weir` binary)
-//! and their ratio tables included, and the resume scenario's cut-and-resumed upload (whose file
+//! the upload scenario's HTTPS and HTTP/2 rows, its `weir serve` rows (the real `weir` binary),
+//! the axum rows on weir and on hyper (issue 14) and their ratio tables included, and the resume scenario's cut-and-resumed upload (whose file
 //! the scenario itself verifies: a wrong byte fails the run).
 //!
 //! This keeps the harness from rotting; it asserts nothing about the figures (no timing
@@ -79,6 +79,15 @@ fn every_scenario_reports_every_row() {
         "| weir, pause 4 MiB → file (splice) ",
         "| hyper → discard ",
         "| hyper → file (write) ",
+        "| weir + axum → discard ",
+        "| weir + axum → file (write) ",
+        "| weir + axum → file (splice) ",
+        "| hyper + axum → discard ",
+        "| hyper + axum → file (write) ",
+        "| weir + axum → discard ÷ hyper + axum → discard ",
+        "| weir + axum → file (splice) ÷ hyper + axum → file (write) ",
+        "| weir + axum → file (write) ÷ hyper + axum → file (write) ",
+        "| weir + axum → discard ÷ weir, pause 1 MiB → discard ",
         "| weir, HTTPS (HTTP/1.1) → discard ",
         "| weir, HTTPS (HTTP/1.1) → file (write) ",
         "| weir, h2c → discard ",
@@ -106,6 +115,10 @@ fn every_scenario_reports_every_row() {
         "| weir, per-core ",
         "| hyper, pipeline_flush ",
         "| hyper, per-core, pipeline_flush ",
+        "| weir + axum ",
+        "| hyper + axum ",
+        "| hyper + axum, pipeline_flush ",
+        "| 16    | ",
         // local
         "| raw responder TCP ",
         "| raw responder Unix ",
@@ -156,6 +169,19 @@ fn every_scenario_reports_every_row() {
         assert!(
             cells[2..6].iter().all(|c| c.parse::<f64>().is_ok()),
             "ratio without a figure: {line}"
+        );
+    }
+    // The axum comparisons have figures: the ratio of the upload table, and at each depth of
+    // the plaintext table, the requests/s ratio and both allocation counts.
+    for line in text.lines().filter(|l| {
+        l.starts_with("| weir + axum → ") && l.contains(" ÷ ")
+            || l.starts_with("| 1 ")
+            || l.starts_with("| 16 ")
+    }) {
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        assert!(
+            cells[2].parse::<f64>().is_ok(),
+            "axum ratio without a figure: {line}"
         );
     }
     // Every system ran: no row fell back to "not available".

@@ -19,19 +19,24 @@
 //! blocking pool per write, measured much slower). Frames are written as they come rather than
 //! regrouped into 256 KiB, which would add a copy; hyper's frames are up to its read buffer size
 //! (HTTP/1.1) or one DATA frame (HTTP/2). hyper has no splice path.
+//!
+//! "hyper + axum" ([`System::HyperAxum`]): the same runtime, accept loop and builders serve the
+//! bench's axum `Router` ([`super::axum_app`]) through hyper-util's `TowerToHyperService`
+//! instead of the hand-written service, as `axum::serve` wraps a router.
 
 use crate::server::h2_settings::H2Settings;
 use crate::server::plaintext::{BODY, CONTENT_TYPE, SERVER};
 use crate::server::sink::create_upload_file;
 use crate::server::trace::UploadTrace;
-use crate::server::{Endpoint, ServeArgs, Sink, StartError, listen};
+use crate::server::{Endpoint, ServeArgs, Sink, StartError, System, axum_app, listen};
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::server::conn::{http1, http2};
-use hyper::service::service_fn;
+use hyper::service::{HttpService, service_fn};
 use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::service::TowerToHyperService;
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -45,6 +50,8 @@ pub fn start(args: &ServeArgs) -> Result<Endpoint, StartError> {
         Sink::Chunks => return Err(StartError::Unavailable("use the discard sink".into())),
         Sink::Discard | Sink::File => {}
     }
+    let app = (args.system == System::HyperAxum)
+        .then(|| axum_app::router(args.sink, args.data_dir.clone()));
     let tls = match (&args.tls_cert, &args.tls_key) {
         (Some(cert), Some(key)) => Some(tokio_rustls::TlsAcceptor::from(
             crate::tls::server_config(cert, key).map_err(|e| StartError::Failed(e.to_string()))?,
@@ -58,6 +65,7 @@ pub fn start(args: &ServeArgs) -> Result<Endpoint, StartError> {
         h2c: args.h2c,
         tls,
         h2: H2Settings::weir_defaults(),
+        app,
     });
     if args.per_core {
         return start_per_core(args, cfg);
@@ -116,6 +124,8 @@ struct Cfg {
     tls: Option<tokio_rustls::TlsAcceptor>,
     /// The HTTP/2 settings.
     h2: H2Settings,
+    /// "hyper + axum": serve this router instead of the hand-written service.
+    app: Option<axum::Router>,
 }
 
 async fn accept_loop(
@@ -164,16 +174,34 @@ where
     });
 }
 
-/// Serves one connection with `http2::Builder` or `http1::Builder` until it closes.
+/// Serves one connection with `http2::Builder` or `http1::Builder` until it closes: the
+/// bench's axum app when there is one, the hand-written service otherwise.
 async fn serve_connection<S>(stream: S, h2: bool, cfg: &Arc<Cfg>)
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
+    if let Some(app) = &cfg.app {
+        // One clone per connection, as `axum::serve`; `TowerToHyperService` clones it again
+        // per request (a reference count).
+        return serve_with(stream, h2, cfg, TowerToHyperService::new(app.clone())).await;
+    }
     let svc_cfg = Arc::clone(cfg);
     let svc = service_fn(move |req| {
         let cfg = Arc::clone(&svc_cfg);
         async move { Ok::<_, std::convert::Infallible>(handle(req, &cfg).await) }
     });
+    serve_with(stream, h2, cfg, svc).await;
+}
+
+async fn serve_with<S, Svc>(stream: S, h2: bool, cfg: &Cfg, svc: Svc)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    Svc: HttpService<Incoming> + Send,
+    Svc::Future: Send + 'static,
+    Svc::ResBody: Send + 'static,
+    <Svc::ResBody as hyper::body::Body>::Data: Send,
+    <Svc::ResBody as hyper::body::Body>::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     let io = TokioIo::new(stream);
     if h2 {
         let s = &cfg.h2;

@@ -8,9 +8,13 @@
 //! - `POST /upload`: streams the body into the server's [`Sink`] and answers with an
 //!   [`trace::UploadTrace`] (bytes, timestamps, RSS at each point).
 //!
+//! The "+ axum" systems serve these routes from one axum `Router` ([`axum_app`]), on weir and on
+//! hyper.
+//!
 //! The child's life is driven by [`control`]: it prints its bound address on stdout when ready,
 //! answers `stats` and `reset-peak` commands on stdin, and exits on `quit` or end of input.
 
+pub mod axum_app;
 pub mod control;
 pub mod h2_settings;
 pub mod hyper_peer;
@@ -38,6 +42,10 @@ pub enum System {
     Hyper,
     /// weir.
     Weir,
+    /// The bench's axum `Router` served by weir (`weir::ServiceHandler`).
+    WeirAxum,
+    /// The same axum `Router` served by hyper 1.x (hyper-util's `TowerToHyperService`).
+    HyperAxum,
 }
 
 /// Where an upload's bytes go.
@@ -242,8 +250,8 @@ pub fn run_child(args: &ServeArgs) -> ! {
         }
         System::RawResponder => raw::responder::start(args),
         System::RawUpload => raw::upload::start(args),
-        System::Hyper => hyper_peer::start(args),
-        System::Weir => weir_peer::start(args),
+        System::Hyper | System::HyperAxum => hyper_peer::start(args),
+        System::Weir | System::WeirAxum => weir_peer::start(args),
     };
     control::serve_commands(started)
 }

@@ -20,17 +20,26 @@
 //!   dropped: the sink on which the pause threshold matters;
 //! - splice: `Exchange::body_to_file`, weir's zero-copy socket → pipe → file path. It reports
 //!   only the total, so the trace's first-byte instant is the end of the body for this sink.
+//!
+//! "weir + axum" ([`System::WeirAxum`]): the same server and configuration serve the bench's
+//! axum `Router` ([`super::axum_app`]) through `weir::ServiceHandler`, the way an axum user moves
+//! to weir, instead of the native handler.
 
 use crate::server::plaintext::{BODY, CONTENT_TYPE, SERVER};
 use crate::server::sink::{DISCARD_BUF, FILE_WRITE, create_upload_file};
 use crate::server::trace::{BodyPath, UploadTrace};
-use crate::server::{Endpoint, ServeArgs, Sink, StartError};
+use crate::server::{Endpoint, ServeArgs, Sink, StartError, System, axum_app};
 use http::{Method, StatusCode};
 use std::io::Write;
 use std::path::PathBuf;
 
 /// Binds, then serves on a background thread.
 pub fn start(args: &ServeArgs) -> Result<Endpoint, StartError> {
+    if args.system == System::WeirAxum && args.sink == Sink::Chunks {
+        return Err(StartError::Unavailable(
+            "weir's chunks are its native handler's sink; use the discard sink".into(),
+        ));
+    }
     let mut config = weir::Config::default();
     if let Some(t) = args.pause_threshold {
         config.pause_threshold = t;
@@ -77,12 +86,35 @@ pub fn start(args: &ServeArgs) -> Result<Endpoint, StartError> {
         };
         Ok::<_, StartError>((server, endpoint))
     })?;
-    let handler = Bench {
-        sink: args.sink,
-        dir: args.data_dir.clone(),
-    };
     let threads = args.threads.max(1);
     let per_core = args.per_core;
+    if args.system == System::WeirAxum {
+        let app = axum_app::router(args.sink, args.data_dir.clone());
+        serve_in_background(
+            rt,
+            server,
+            weir::ServiceHandler::new(app),
+            per_core,
+            threads,
+        );
+    } else {
+        let handler = Bench {
+            sink: args.sink,
+            dir: args.data_dir.clone(),
+        };
+        serve_in_background(rt, server, handler, per_core, threads);
+    }
+    Ok(endpoint)
+}
+
+/// Serves `handler` on a thread of its own, on `rt` or per core.
+fn serve_in_background<H: weir::Handler>(
+    rt: tokio::runtime::Runtime,
+    server: weir::Server,
+    handler: H,
+    per_core: bool,
+    threads: usize,
+) {
     std::thread::spawn(move || {
         let served = if per_core {
             // The binding runtime stays alive until the listeners are detached from it.
@@ -95,7 +127,6 @@ pub fn start(args: &ServeArgs) -> Result<Endpoint, StartError> {
             eprintln!("weir peer: {e}");
         }
     });
-    Ok(endpoint)
 }
 
 struct Bench {

@@ -2,7 +2,8 @@
 //!
 //! Systems: the raw responder (an epoll loop per thread), weir (on a multi-threaded runtime, and
 //! per-core: a current-thread runtime per thread behind `SO_REUSEPORT`), hyper with and without
-//! `pipeline_flush`, and hyper per-core with `pipeline_flush` (as TechEmpower runs it). For each
+//! `pipeline_flush`, hyper per-core with `pipeline_flush` (as TechEmpower runs it), and one axum
+//! `Router` served by weir and by hyper (issue 14, [`crate::server::axum_app`]). For each
 //! depth (requests in flight per connection) and round, each system gets the same load:
 //! `connections` keep-alive connections from [`crate::client::load`], a warm-up, then a measured
 //! window. Over the window: requests/s, latency percentiles, the server's CPU time per request, and
@@ -70,6 +71,12 @@ impl Default for PlaintextArgs {
 /// The request every client sends, as wrk sends it.
 pub const REQUEST: &[u8] = b"GET /plaintext HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
 
+/// Labels of the axum rows, compared with each other in their own table.
+const WEIR_AXUM: &str = "weir + axum";
+const HYPER_AXUM: &str = "hyper + axum";
+/// hyper's `pipeline_flush`, which `axum::serve` does not set: the fairer peer when pipelined.
+const HYPER_AXUM_FLUSH: &str = "hyper + axum, pipeline_flush";
+
 fn peers(s: &Settings, dir: &Path) -> io::Result<Vec<Peer>> {
     let args = |system, per_core, pipeline_flush| {
         let mut a = s.serve_args(system, Sink::Discard, dir);
@@ -77,7 +84,7 @@ fn peers(s: &Settings, dir: &Path) -> io::Result<Vec<Peer>> {
         a.pipeline_flush = pipeline_flush;
         a
     };
-    let specs: [(&str, ServeArgs); 6] = [
+    let specs: [(&str, ServeArgs); 9] = [
         ("raw responder", args(System::RawResponder, false, false)),
         ("weir", args(System::Weir, false, false)),
         ("weir, per-core", args(System::Weir, true, false)),
@@ -87,6 +94,9 @@ fn peers(s: &Settings, dir: &Path) -> io::Result<Vec<Peer>> {
             "hyper, per-core, pipeline_flush",
             args(System::Hyper, true, true),
         ),
+        (WEIR_AXUM, args(System::WeirAxum, false, false)),
+        (HYPER_AXUM, args(System::HyperAxum, false, false)),
+        (HYPER_AXUM_FLUSH, args(System::HyperAxum, false, true)),
     ];
     specs
         .into_iter()
@@ -102,6 +112,46 @@ struct Cell {
     allocs_per_req: Samples,
     cpu_us_per_req: Samples,
     errors: u64,
+}
+
+/// weir + axum against hyper + axum per depth, or `None` when either did not run.
+fn axum_table(peers: &[Peer], cells: &[Vec<Cell>], depths: &[usize]) -> Option<String> {
+    let find = |label: &str| {
+        peers
+            .iter()
+            .position(|p| p.label == label && p.server.is_ok())
+    };
+    let (w, h) = (find(WEIR_AXUM)?, find(HYPER_AXUM)?);
+    let native = [find("weir"), find("hyper")];
+    let flush = find(HYPER_AXUM_FLUSH);
+    let mut t = Table::new(&[
+        "Depth",
+        "Requests/s: weir + axum ÷ hyper + axum",
+        "÷ hyper + axum, pipeline_flush",
+        "Server CPU/req: weir + axum ÷ hyper + axum",
+        "Allocations/req: weir + axum",
+        "hyper + axum",
+        "weir (native)",
+        "hyper (native)",
+    ]);
+    for (d, &depth) in depths.iter().enumerate() {
+        let row = &cells[d];
+        let allocs = |i: Option<usize>| i.map_or("—".into(), |i| row[i].allocs_per_req.show(2));
+        t.row(vec![
+            depth.to_string(),
+            row[w].rps.ratio_to(&row[h].rps).show(2),
+            flush.map_or("—".into(), |f| row[w].rps.ratio_to(&row[f].rps).show(2)),
+            row[w]
+                .cpu_us_per_req
+                .ratio_to(&row[h].cpu_us_per_req)
+                .show(2),
+            allocs(Some(w)),
+            allocs(Some(h)),
+            allocs(native[0]),
+            allocs(native[1]),
+        ]);
+    }
+    Some(t.markdown())
 }
 
 /// Runs the scenario (or the sustained mode) and publishes its section.
@@ -231,6 +281,17 @@ pub fn run(s: &Settings, a: &PlaintextArgs) -> io::Result<()> {
         window.as_secs_f64(),
         t.markdown()
     );
+    if let Some(t) = axum_table(&peers, &cells, &a.depths) {
+        body.push_str(&format!(
+            "\nOne axum `Router` (`src/server/axum_app.rs`) served by weir \
+             (`weir::ServiceHandler`) and by hyper (`http1::Builder` with hyper-util's \
+             `TowerToHyperService`, as `axum::serve` wraps a router; and with `pipeline_flush`, \
+             which `axum::serve` leaves off): requests/s and server CPU \
+             per request as medians of round-by-round ratios (target: requests/s ≥ 1.00 at every \
+             depth), and allocations per request of each (target: weir + axum below hyper + \
+             axum), beside the native rows':\n\n{t}"
+        ));
+    }
     if a.wrk {
         body.push_str(&wrk_check::run(s, a, &mut peers, window)?);
     } else {

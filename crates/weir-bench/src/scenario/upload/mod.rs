@@ -11,6 +11,7 @@
 //! raw TCP into the same sink, taken round by round (file rows, splice included, against raw
 //! TCP → file with `write`); the protocol rows also get their own ratio table.
 
+mod axum_rows;
 mod protocols;
 mod put;
 pub(super) mod service;
@@ -192,6 +193,25 @@ fn rows(
     for sink in [Sink::Discard, Sink::File] {
         let args = s.serve_args(System::Hyper, sink, dir);
         specs.push((format!("hyper → {sink}"), bench(args, h1)));
+    }
+    // One axum `Router` on weir and on hyper (issue 14): weir's default configuration (pause
+    // threshold included), as an axum user moving to weir gets it.
+    for (system, name, sinks) in [
+        (
+            System::WeirAxum,
+            axum_rows::WEIR,
+            &[Sink::Discard, Sink::File, Sink::Splice][..],
+        ),
+        (
+            System::HyperAxum,
+            axum_rows::HYPER,
+            &[Sink::Discard, Sink::File][..],
+        ),
+    ] {
+        for &sink in sinks {
+            let args = s.serve_args(system, sink, dir);
+            specs.push((axum_rows::label(name, sink), bench(args, h1)));
+        }
     }
     // `weir put` to the server of weir's default discard row (added here when the sweep
     // leaves that row out, so the two clients are always compared on the same server).
@@ -512,7 +532,7 @@ pub fn run(s: &Settings, a: &UploadArgs) -> io::Result<()> {
          straight into the handler's buffer, bytes read ahead into weir's buffer and copied \
          out, bytes spliced to the file, and the most body bytes held ahead of the handler.\n\n\
          Ratios are GiB/s over the raw row of the same round: discard and chunk rows against \
-         raw → discard, file and splice rows against raw → file (write){}.\n{}{}{}",
+         raw → discard, file and splice rows against raw → file (write){}.\n{}{}{}{}",
         size_label(size),
         size_label(crate::client::upload::CHUNK as u64),
         s.server_threads,
@@ -525,6 +545,17 @@ pub fn run(s: &Settings, a: &UploadArgs) -> io::Result<()> {
             "; the HTTPS and HTTP/2 rows too (raw is plain TCP)"
         },
         put::ratio_note(&rows).unwrap_or_default(),
+        axum_rows::ratio_table(&rows)
+            .map(|t| format!(
+                "\nOne axum `Router` (`src/server/axum_app.rs`) served by weir \
+                 (`weir::ServiceHandler`, its default configuration) and by hyper \
+                 (`http1::Builder` with hyper-util's `TowerToHyperService`): discard drains the \
+                 body's `http_body` frames, file (write) writes each frame with `std::fs`, file \
+                 (splice) is weir's `ExchangeHandle::to_file` from the handler. Medians of \
+                 round-by-round ratios (for server CPU per GiB, above 1 means the first costs \
+                 more CPU per byte):\n\n{t}"
+            ))
+            .unwrap_or_default(),
         protocols::ratio_table(&rows)
             .map(|t| format!(
                 "\nHTTPS and HTTP/2 against plain HTTP/1.1 on the same server, and weir against \

@@ -49,6 +49,8 @@ fn system_name(s: System) -> &'static str {
     match s {
         System::Weir => "weir",
         System::Hyper => "hyper",
+        System::WeirAxum => "weir + axum",
+        System::HyperAxum => "hyper + axum",
         System::RawUpload | System::RawResponder => "raw",
     }
 }
