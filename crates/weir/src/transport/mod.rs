@@ -6,6 +6,8 @@
 //! is a predictable branch next to a system call.
 
 mod listener;
+#[cfg(target_os = "linux")]
+pub(crate) mod passed_fd;
 mod stream;
 #[cfg(feature = "tls")]
 mod tls;
