@@ -207,3 +207,94 @@ fn over_tcp_the_field_alone_changes_nothing() {
     assert_ne!(resp.json()["data_path"], "passed");
     assert_eq!(std::fs::read(s.root.join("tcp")).unwrap(), bytes);
 }
+
+/// On a filesystem with reflinks, `copy_file_range` shares the client's blocks: the stored
+/// file's extents are those of the source, marked shared (FIEMAP, read with `filefrag -v`).
+/// Needs root, `mkfs.btrfs` and a loop device: skipped (and said so) without them, unless
+/// `WEIR_TEST_REFLINK=1` demands it.
+#[test]
+fn on_btrfs_the_stored_copy_shares_the_sources_extents() {
+    let demanded = std::env::var("WEIR_TEST_REFLINK").is_ok_and(|v| v == "1");
+    let root_user = rustix::process::geteuid().is_root();
+    let mkfs = Command::new("mkfs.btrfs").arg("--version").output().is_ok();
+    if !(root_user && mkfs) {
+        assert!(
+            !demanded,
+            "WEIR_TEST_REFLINK=1 but no root or no mkfs.btrfs"
+        );
+        eprintln!("skipped: reflink test needs root and mkfs.btrfs");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let image = dir.path().join("btrfs.img");
+    let mnt = dir.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    std::fs::File::create(&image)
+        .unwrap()
+        .set_len(512 << 20)
+        .unwrap();
+    let ok = |cmd: &mut Command| cmd.output().is_ok_and(|o| o.status.success());
+    if !ok(Command::new("mkfs.btrfs").arg("-q").arg(&image))
+        || !ok(Command::new("mount")
+            .arg("-o")
+            .arg("loop")
+            .arg(&image)
+            .arg(&mnt))
+    {
+        assert!(
+            !demanded,
+            "WEIR_TEST_REFLINK=1 but the btrfs image cannot be made or mounted"
+        );
+        eprintln!("skipped: a btrfs loop image cannot be made or mounted here");
+        return;
+    }
+    struct Unmount(PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _unmount = Unmount(mnt.clone());
+    let sock = mnt.join("weir.sock");
+    let store = mnt.join("store");
+    let (mut child, _) = spawn(&store, &mnt, &["--unix", sock.to_str().unwrap()], &[])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let source = mnt.join("source.bin");
+    let bytes = data(8 << 20, 65);
+    std::fs::write(&source, &bytes).unwrap();
+    let said = put(&sock, &source, "/files/copy.bin", &[]);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(said.contains("the server copied the file itself"), "{said}");
+    let stored = store.join("copy.bin");
+    assert_eq!(std::fs::read(&stored).unwrap(), bytes);
+    let extents = |path: &Path| {
+        let out = Command::new("filefrag")
+            .arg("-v")
+            .arg(path)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        // Extent lines: "   0:   0..  2047:   72960..  75007:   2048:   last,shared,eof".
+        text.lines()
+            .filter(|l| {
+                l.trim_start()
+                    .chars()
+                    .next()
+                    .is_some_and(|c| c.is_ascii_digit())
+            })
+            .map(|l| {
+                let fields: Vec<&str> = l.split(':').map(str::trim).collect();
+                (fields[2].to_owned(), l.contains("shared"))
+            })
+            .collect::<Vec<_>>()
+    };
+    let (theirs, ours) = (extents(&source), extents(&stored));
+    assert!(
+        !ours.is_empty(),
+        "no extents listed for {}",
+        stored.display()
+    );
+    assert_eq!(ours, theirs, "the copy's physical extents are the source's");
+    assert!(ours.iter().all(|(_, shared)| *shared), "{ours:?}");
+}
