@@ -61,9 +61,11 @@ pub struct Config {
     pub write_coalesce_limit: usize,
     /// Whether HTTP/1.1 connections on Unix sockets receive open files passed by the client
     /// (`SCM_RIGHTS`, Linux only), for [`Exchange::take_passed_fd`](crate::Exchange::take_passed_fd).
-    /// Default `false`: a handler that does not take them gains nothing, and reads then go
-    /// through `recvmsg` (the read buffer's free space is zeroed first). A descriptor the
-    /// handler does not take is closed when its exchange ends; TCP and TLS never carry one.
+    /// Default `false`: a handler that does not take them gains nothing, and head reads then go
+    /// through `recvmsg` (the read buffer's free space is zeroed first). Only a descriptor sent
+    /// with a head's bytes is kept (body reads stay plain: the kernel closes any that comes
+    /// with them); one the handler does not take is closed when its exchange ends; TCP and TLS
+    /// never carry one.
     pub accept_passed_fds: bool,
     /// Time allowed to receive a whole request head, from its first byte (or from the
     /// connection's accept for the first request). Default 30 s. Breach: `408` and close.

@@ -189,7 +189,7 @@ impl Conn {
                 *head_deadline.get_or_insert(now + config.head_timeout)
             };
             let read = tokio::select! {
-                read = self.io.read_to_buf(config.read_buffer_size, Some(deadline)) => read,
+                read = self.io.read_head_to_buf(config.read_buffer_size, Some(deadline)) => read,
                 _ = shutdown.changed(), if idle => return Err(HeadEnd::Closed),
             };
             match read {

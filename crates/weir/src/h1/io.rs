@@ -122,10 +122,6 @@ impl Io {
             // front) and only allocates when the buffer is truly too small.
             self.rbuf.reserve(max);
         }
-        #[cfg(target_os = "linux")]
-        if self.accept_fds {
-            return self.recv_to_buf(max, deadline).await;
-        }
         let Self {
             stream,
             rbuf,
@@ -142,7 +138,23 @@ impl Io {
         })
     }
 
-    /// [`Io::read_to_buf`] with `recvmsg`, keeping a descriptor passed with the bytes.
+    /// Reads head bytes: [`Io::read_to_buf`], or with `recvmsg` where the connection accepts
+    /// passed descriptors, keeping one that comes with them. Only heads: a descriptor travels
+    /// with its request's head, and body reads stay plain (the kernel closes any descriptor
+    /// that comes with body bytes).
+    pub(crate) async fn read_head_to_buf(
+        &mut self,
+        max: usize,
+        deadline: Option<Instant>,
+    ) -> io::Result<Read> {
+        #[cfg(target_os = "linux")]
+        if self.accept_fds {
+            return self.recv_to_buf(max.max(1), deadline).await;
+        }
+        self.read_to_buf(max, deadline).await
+    }
+
+    /// [`Io::read_head_to_buf`] with `recvmsg`.
     #[cfg(target_os = "linux")]
     async fn recv_to_buf(&mut self, max: usize, deadline: Option<Instant>) -> io::Result<Read> {
         let Self {
@@ -155,6 +167,9 @@ impl Io {
         else {
             unreachable!("accept_fds is set for Unix streams only");
         };
+        if rbuf.capacity() - rbuf.len() < max {
+            rbuf.reserve(max);
+        }
         let start = rbuf.len();
         // COPY: zeroes the free space read into (recvmsg takes initialised memory, and this
         // crate has no unsafe code); only on Unix sockets that accept passed descriptors.
