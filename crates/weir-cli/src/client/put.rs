@@ -428,9 +428,13 @@ impl Job<'_> {
         }
         .map_err(io_step)?;
         let mut early: Option<ResponseHead> = None;
+        // A passed file is answered once the server has copied and hashed it, which may take
+        // long: the body goes only after a `100 Continue` (the server did not take the file),
+        // never after a timeout, else it would meet a server that has answered and closed.
+        let continue_wait = if passing { None } else { Some(CONTINUE_WAIT) };
         if len > 0 {
             loop {
-                match conn.read_head(Some(CONTINUE_WAIT)).map_err(io_step)? {
+                match conn.read_head(continue_wait).map_err(io_step)? {
                     Some(head) if head.status == 100 => break,
                     Some(head) if (101..200).contains(&head.status) => interim(&head),
                     Some(head) => {
