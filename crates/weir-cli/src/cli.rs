@@ -102,6 +102,10 @@ pub struct ServeArgs {
     /// entering user space (uploads that send Content-Digest are still verified).
     #[arg(long, env = "WEIR_NO_HASH")]
     pub no_hash: bool,
+    /// Refuse open files passed over the --unix socket (`SCM_RIGHTS`, from `weir put`): every
+    /// upload then streams its bytes through the socket.
+    #[arg(long, env = "WEIR_NO_PASSED_FDS")]
+    pub no_passed_fds: bool,
     /// Require `Authorization: Bearer TOKEN` for writes (PUT, POST, DELETE). Prefer the
     /// WEIR_TOKEN environment variable: arguments are visible to other local users.
     #[arg(long, env = "WEIR_TOKEN", hide_env_values = true)]
@@ -284,6 +288,10 @@ pub struct PutArgs {
     /// the upload again from zero.
     #[arg(long, conflicts_with = "resume")]
     pub no_resumable: bool,
+    /// Over a Unix socket, send the file's bytes through the socket instead of passing the
+    /// open file for the server to copy (which it may refuse: the bytes are sent then anyway).
+    #[arg(long)]
+    pub no_pass_file: bool,
     /// How many times a dropped connection, a timeout or a 5xx is retried (by resuming the
     /// upload where the server stopped, when it speaks resumable uploads) before giving up.
     #[arg(long, default_value_t = 5)]

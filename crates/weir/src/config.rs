@@ -59,6 +59,14 @@ pub struct Config {
     /// leave in one write (and pipelined responses in one write). Larger bodies are written
     /// from the caller's memory with `writev`. Default 16 KiB.
     pub write_coalesce_limit: usize,
+    /// Whether HTTP/1.1 connections on Unix sockets receive open files passed by the client
+    /// (`SCM_RIGHTS`, Linux only), for [`Exchange::take_passed_fd`](crate::Exchange::take_passed_fd).
+    /// Default `false`: a handler that does not take them gains nothing, and head reads then go
+    /// through `recvmsg` (the read buffer's free space is zeroed first). Only a descriptor sent
+    /// with a head's bytes is kept (body reads stay plain: the kernel closes any that comes
+    /// with them); one the handler does not take is closed when its exchange ends; TCP and TLS
+    /// never carry one.
+    pub accept_passed_fds: bool,
     /// Time allowed to receive a whole request head, from its first byte (or from the
     /// connection's accept for the first request). Default 30 s. Breach: `408` and close.
     pub head_timeout: Duration,
@@ -181,6 +189,7 @@ impl Default for Config {
             drain_limit: 256 * 1024,
             read_buffer_size: 16 * 1024,
             write_coalesce_limit: 16 * 1024,
+            accept_passed_fds: false,
             head_timeout: Duration::from_secs(30),
             keep_alive_timeout: Duration::from_secs(120),
             min_body_rate: Some(DataRate {
@@ -245,6 +254,7 @@ setters!(Config {
     with_drain_limit => drain_limit: u64,
     with_read_buffer_size => read_buffer_size: usize,
     with_write_coalesce_limit => write_coalesce_limit: usize,
+    with_accept_passed_fds => accept_passed_fds: bool,
     with_head_timeout => head_timeout: Duration,
     with_keep_alive_timeout => keep_alive_timeout: Duration,
     with_min_body_rate => min_body_rate: Option<DataRate>,

@@ -393,17 +393,20 @@ async fn serve<H: Handler>(
             }
         } else {
             let deadline = tokio::time::Instant::now() + shared.config.head_timeout;
-            match sniff_preface(&mut stream, deadline, &mut shutdown).await {
+            // A descriptor passed with the first bytes (an HTTP/1.1 head) is kept for it.
+            let mut passed = None;
+            let keep = shared.config.accept_passed_fds.then_some(&mut passed);
+            match sniff_preface(&mut stream, deadline, &mut shutdown, keep).await {
                 Sniffed::Http2 => {
                     return serve_h2(stream, PREFACE, handler, shared, shutdown).await;
                 }
                 Sniffed::Http1 { read, len } => {
-                    return serve_connection(stream, &read[..len], &*handler, shared, shutdown)
-                        .await;
+                    let already = (&read[..len], passed);
+                    return serve_connection(stream, already, &*handler, shared, shutdown).await;
                 }
                 Sniffed::Closed => return,
             }
         }
     }
-    serve_connection(stream, &[], &*handler, shared, shutdown).await;
+    serve_connection(stream, (&[], None), &*handler, shared, shutdown).await;
 }

@@ -32,6 +32,25 @@ impl Connection {
         }
     }
 
+    /// Whether this connection can pass an open file with a request head: HTTP/1.1 on a Unix
+    /// socket in the clear, on Linux.
+    pub(crate) fn can_pass_file(&mut self) -> bool {
+        match self {
+            #[cfg(target_os = "linux")]
+            Self::H1(c) => c.transport().can_pass_file(),
+            _ => false,
+        }
+    }
+
+    /// Sends the request head with `file`'s descriptor passed along (see
+    /// [`Connection::can_pass_file`]).
+    pub(crate) fn send_head_passing(&mut self, req: &Request<'_>, file: &File) -> io::Result<()> {
+        match self {
+            Self::H1(c) => c.send_head_passing(req, Some(file)),
+            Self::H2(_) => Err(io::ErrorKind::Unsupported.into()),
+        }
+    }
+
     /// Reads a response head (`1xx` included). With `timeout`, `Ok(None)` if nothing arrived
     /// in time.
     pub(crate) fn read_head(

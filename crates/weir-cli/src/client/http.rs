@@ -97,6 +97,16 @@ impl Connection {
 
     /// Writes the request head.
     pub(crate) fn send_head(&mut self, req: &Request<'_>) -> io::Result<()> {
+        self.send_head_passing(req, None)
+    }
+
+    /// Writes the request head, with `file`'s descriptor passed along if given
+    /// ([`Transport::write_passing`]).
+    pub(crate) fn send_head_passing(
+        &mut self,
+        req: &Request<'_>,
+        file: Option<&std::fs::File>,
+    ) -> io::Result<()> {
         let mut head = format!(
             "{} {} HTTP/1.1\r\nhost: {}\r\nuser-agent: weir/{}\r\n",
             req.method,
@@ -117,6 +127,14 @@ impl Connection {
             head.push_str("\r\n");
         }
         head.push_str("\r\n");
+        #[cfg(target_os = "linux")]
+        if let Some(file) = file {
+            return self.transport.write_passing(head.as_bytes(), file);
+        }
+        #[cfg(not(target_os = "linux"))]
+        if file.is_some() {
+            return Err(io::ErrorKind::Unsupported.into());
+        }
         self.transport.write_all(head.as_bytes())?;
         self.transport.flush()
     }

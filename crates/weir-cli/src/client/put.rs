@@ -95,6 +95,7 @@ pub fn put(args: PutArgs) -> Result<(), ClientError> {
         digest: digest_header,
         idle: (args.timeout > 0.0).then(|| Duration::from_secs_f64(args.timeout)),
         resumable: !args.no_resumable,
+        pass_file: !args.no_pass_file,
     };
     let full_url = format!(
         "{}://{}{}",
@@ -180,6 +181,14 @@ pub fn put(args: PutArgs) -> Result<(), ClientError> {
     if answer.is_none() {
         summary.push_str("; completed by an earlier attempt");
     }
+    let passed = answer
+        .as_ref()
+        .and_then(|a| a.get("data_path"))
+        .and_then(|v| v.as_str())
+        == Some("passed");
+    if passed {
+        summary.push_str("; the server copied the file itself, no byte through the socket");
+    }
     if let Some((sha256, took)) = &hashed {
         let ours = crate::serve::hex(sha256);
         if let Some(theirs) = server_sha {
@@ -216,6 +225,8 @@ struct Job<'a> {
     idle: Option<Duration>,
     /// Send the draft's fields with the creation (`--no-resumable` leaves them out).
     resumable: bool,
+    /// Pass the open file with the `PUT` when the connection allows (`--no-pass-file`: never).
+    pass_file: bool,
 }
 
 /// Where the upload stands across attempts.
@@ -394,17 +405,36 @@ impl Job<'_> {
         }
         headers.extend(self.options.auth_header());
         let mut conn = self.connect(url, first)?;
+        // The local upload (serve/passed_file.rs): the whole file, passed with the head. The
+        // server copies it in one step, so there is nothing to resume: the draft's fields go
+        // (they would route the request to the draft's creation, which reads the body). A
+        // server that does not take the file answers 100 Continue and gets the bytes below.
+        let passing =
+            self.pass_file && method == "PUT" && offset == 0 && len > 0 && conn.can_pass_file();
+        if passing {
+            headers.retain(|(name, _)| !name.starts_with("upload-"));
+            headers.push(("weir-fd", "1".to_owned()));
+        }
         let request = Request {
             method,
             target: &url.target,
             host: &url.host,
             headers,
         };
-        conn.send_head(&request, len > 0).map_err(io_step)?;
+        if passing {
+            conn.send_head_passing(&request, self.file)
+        } else {
+            conn.send_head(&request, len > 0)
+        }
+        .map_err(io_step)?;
         let mut early: Option<ResponseHead> = None;
+        // A passed file is answered once the server has copied and hashed it, which may take
+        // long: the body goes only after a `100 Continue` (the server did not take the file),
+        // never after a timeout, else it would meet a server that has answered and closed.
+        let continue_wait = if passing { None } else { Some(CONTINUE_WAIT) };
         if len > 0 {
             loop {
-                match conn.read_head(Some(CONTINUE_WAIT)).map_err(io_step)? {
+                match conn.read_head(continue_wait).map_err(io_step)? {
                     Some(head) if head.status == 100 => break,
                     Some(head) if (101..200).contains(&head.status) => interim(&head),
                     Some(head) => {

@@ -316,6 +316,48 @@ impl Read for Transport {
     }
 }
 
+/// Passing the open file instead of its bytes (`serve/passed_file.rs` says the protocol).
+#[cfg(target_os = "linux")]
+impl Transport {
+    /// Whether this connection can pass a file: a Unix socket in the clear.
+    pub(crate) fn can_pass_file(&self) -> bool {
+        matches!(self, Self::Plain(Socket::Unix(_)))
+    }
+
+    /// Writes `bytes` with `file`'s descriptor attached to them (`SCM_RIGHTS`, on the first
+    /// `sendmsg`: the server receives it with the first of these bytes it reads).
+    pub(crate) fn write_passing(&mut self, bytes: &[u8], file: &File) -> io::Result<()> {
+        use rustix::net::{SendAncillaryBuffer, SendAncillaryMessage, SendFlags, sendmsg};
+        use std::mem::MaybeUninit;
+        use std::os::fd::AsFd;
+        let Self::Plain(Socket::Unix(socket)) = self else {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "files are passed over Unix sockets in the clear only",
+            ));
+        };
+        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+        let mut control = SendAncillaryBuffer::new(&mut space);
+        let fds = [file.as_fd()];
+        if !control.push(SendAncillaryMessage::ScmRights(&fds)) {
+            return Err(io::Error::other("no room for the descriptor"));
+        }
+        let sent = loop {
+            match sendmsg(
+                &*socket,
+                &[io::IoSlice::new(bytes)],
+                &mut control,
+                SendFlags::NOSIGNAL,
+            ) {
+                Ok(n) => break n,
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        };
+        socket.write_all(&bytes[sent..])
+    }
+}
+
 impl Write for Transport {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         match self {

@@ -47,6 +47,8 @@ mod multipart;
 mod notify;
 mod observe;
 mod page;
+#[cfg(target_os = "linux")]
+mod passed_file;
 mod preconditions;
 #[cfg(unix)]
 mod reload;
@@ -90,6 +92,9 @@ pub struct ServeConfig {
     pub max_storage: Option<u64>,
     pub pause_threshold: usize,
     pub hash: bool,
+    /// Uploads over the Unix socket may pass the open file instead of its bytes
+    /// (`serve/passed_file.rs`); off with `--no-passed-fds`.
+    pub passed_fds: bool,
     pub token: Option<String>,
     pub token_read: bool,
     /// From `--token-file`.
@@ -195,6 +200,7 @@ impl ServeConfig {
             max_storage: args.max_storage,
             pause_threshold,
             hash: !args.no_hash,
+            passed_fds: !args.no_passed_fds,
             token,
             token_read: args.token_read,
             credentials,
@@ -232,6 +238,10 @@ impl ServeConfig {
         c.keep_alive_timeout = conn.idle_timeout;
         c.max_connections = conn.max_connections;
         c.shutdown_grace = conn.shutdown_grace;
+        // On by default: it only concerns the Unix socket, whose file permissions already say
+        // who may upload, and a passed file gives the server no byte the client could not
+        // have streamed; `passed_file.rs` checks what the descriptor is before reading it.
+        c.accept_passed_fds = self.passed_fds;
         // The rate flags set the rate; the grace stays the library's.
         let rate = |default: Option<weir::DataRate>, bytes_per_second: u64| {
             (bytes_per_second > 0).then(|| {

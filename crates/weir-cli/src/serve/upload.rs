@@ -45,6 +45,8 @@ use weir_store::{ContentDigest, StoreError, StorePath, Upload, UploadOptions};
 pub(crate) enum DataPath {
     Splice,
     Hashed,
+    /// The client passed its open file; copied with `copy_file_range` (`passed_file.rs`).
+    Passed,
 }
 
 impl DataPath {
@@ -52,6 +54,7 @@ impl DataPath {
         match self {
             Self::Splice => "splice",
             Self::Hashed => "hashed",
+            Self::Passed => "passed",
         }
     }
 }
@@ -74,11 +77,22 @@ pub(super) async fn put(
     if !preconditions::hold_now(&svc.store, ex.request(), &path) {
         return preconditions::failed(ex).await;
     }
+    #[cfg(target_os = "linux")]
+    let passed = match super::passed_file::take(ex) {
+        Ok(passed) => passed,
+        Err(reason) => return super::passed_file::refuse(ex, reason).await,
+    };
     let verify = !expected_digest.is_empty();
     // A digest announced to follow the body is checked like one in the head: hash while
     // receiving, rather than splice and read the file back at commit.
     let trailer_announced = announces_digest_trailer(ex);
-    let data_path = if !svc.options.hash
+    #[cfg(target_os = "linux")]
+    let passed_path = passed.is_some();
+    #[cfg(not(target_os = "linux"))]
+    let passed_path = false;
+    let data_path = if passed_path {
+        DataPath::Passed
+    } else if !svc.options.hash
         && !verify
         && !trailer_announced
         && (declared.is_some() || !svc.options.limited_storage)
@@ -108,6 +122,14 @@ pub(super) async fn put(
             let counts = &mut where_hashed;
             hashed_body(svc, ex, &mut upload, hashing, counts, &mut NoCheckpoints).await
         }
+        // `take` checked that a passed file comes with a Content-Length.
+        #[cfg(target_os = "linux")]
+        DataPath::Passed => match (passed, declared) {
+            (Some(file), Some(len)) => super::passed_file::copy(&mut upload, file, len).await,
+            _ => unreachable!("the passed path is chosen with a file and a length"),
+        },
+        #[cfg(not(target_os = "linux"))]
+        DataPath::Passed => unreachable!("files are passed on Linux only"),
     };
     if let Err(failure) = received {
         drop(upload);

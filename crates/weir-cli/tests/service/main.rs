@@ -23,6 +23,7 @@ mod metrics;
 mod multipart;
 mod operator;
 mod page;
+mod passed_file;
 mod paths;
 mod pipeline;
 mod preconditions;

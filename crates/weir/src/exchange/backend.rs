@@ -43,6 +43,10 @@ pub(crate) trait Backend {
     /// The read-ahead in force (HTTP/2: at most the stream window).
     fn pause_threshold(&self) -> usize;
     fn is_body_complete(&self) -> bool;
+    /// The open file the client passed with this request (HTTP/1.1 on a Unix socket only).
+    fn take_passed_fd(&mut self) -> Option<std::os::fd::OwnedFd> {
+        None
+    }
 
     // ---- response ----
     async fn send_informational(

@@ -211,6 +211,17 @@ impl<'c> Exchange<'c> {
         on_backend!(&self.pause_threshold())
     }
 
+    /// The open file the client passed (`SCM_RIGHTS`) with this request's bytes, once: only
+    /// over HTTP/1.1 on a Unix socket of a server with [`Config::accept_passed_fds`], on
+    /// Linux; `None` otherwise. The descriptor is what the client sent, unchecked: a handler
+    /// must check what it is (`fstat`: a regular file; its access mode: readable) before using
+    /// it. One not taken is closed when the exchange ends. A client must send it with the
+    /// request's head and not pipeline that request behind another (a descriptor read while
+    /// an earlier exchange runs is closed with that exchange).
+    pub fn take_passed_fd(&mut self) -> Option<std::os::fd::OwnedFd> {
+        on_backend!(self.take_passed_fd())
+    }
+
     /// Whether the whole body has been read.
     pub fn is_body_complete(&self) -> bool {
         on_backend!(&self.is_body_complete())

@@ -70,6 +70,10 @@ impl Backend for Conn {
         self.body.decoder.is_done()
     }
 
+    fn take_passed_fd(&mut self) -> Option<std::os::fd::OwnedFd> {
+        self.io.passed_fd.take()
+    }
+
     async fn send_informational(
         &mut self,
         status: StatusCode,

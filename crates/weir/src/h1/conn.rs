@@ -77,16 +77,18 @@ enum After {
 }
 
 /// Serves HTTP/1.1 on `stream`. `already_read` holds bytes read from the stream before (the
-/// server reads up to 24 to tell HTTP/2 prior knowledge from HTTP/1.1); they are parsed first.
+/// server reads up to 24 to tell HTTP/2 prior knowledge from HTTP/1.1); they are parsed first,
+/// with the descriptor passed with them, if any (`Config::accept_passed_fds`).
 pub(crate) async fn serve_connection<H: Handler>(
     stream: crate::transport::Stream,
-    already_read: &[u8],
+    (already_read, passed_fd): (&[u8], Option<std::os::fd::OwnedFd>),
     handler: &H,
     shared: Arc<Shared>,
     mut shutdown: watch::Receiver<bool>,
 ) {
     let mut conn = Conn::new(stream, shared);
     conn.io.rbuf.extend_from_slice(already_read);
+    conn.io.passed_fd = passed_fd;
     let mut first = true;
     loop {
         match conn.read_head(first, &mut shutdown).await {
@@ -127,7 +129,7 @@ impl Conn {
         let head = RequestHead::new();
         Self {
             peer: std::cell::OnceCell::new(),
-            io: Io::new(stream, config.read_buffer_size),
+            io: Io::new(stream, config.read_buffer_size, config.accept_passed_fds),
             parser: HeadParser::new(),
             body: BodyState::new(config),
             resp: ResponseLifecycle::default(),
@@ -187,7 +189,7 @@ impl Conn {
                 *head_deadline.get_or_insert(now + config.head_timeout)
             };
             let read = tokio::select! {
-                read = self.io.read_to_buf(config.read_buffer_size, Some(deadline)) => read,
+                read = self.io.read_head_to_buf(config.read_buffer_size, Some(deadline)) => read,
                 _ = shutdown.changed(), if idle => return Err(HeadEnd::Closed),
             };
             match read {
@@ -212,6 +214,8 @@ impl Conn {
 
     /// Completes the response, drains or abandons the body, and decides the connection's fate.
     async fn finish_exchange(&mut self, result: Result<(), Error>) -> After {
+        // A passed descriptor belongs to its request: closed if the handler left it.
+        self.io.passed_fd = None;
         if let Err(e) = &result {
             if e.breaks_body() {
                 self.body.policy.mark_broken(e);

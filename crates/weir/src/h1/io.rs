@@ -67,11 +67,18 @@ pub(crate) struct Io {
     read_buffer_size: usize,
     /// The response rate of the current exchange; reset when an exchange begins.
     pub(crate) write_clock: RateClock,
+    /// Whether reads on a Unix socket receive passed descriptors (`Config::accept_passed_fds`).
+    accept_fds: bool,
+    /// The descriptor the client passed with the current request's bytes, until the handler
+    /// takes it or the exchange ends (`transport::passed_fd`).
+    pub(crate) passed_fd: Option<std::os::fd::OwnedFd>,
 }
 
 impl Io {
-    pub(crate) fn new(stream: Stream, read_buffer_size: usize) -> Self {
+    pub(crate) fn new(stream: Stream, read_buffer_size: usize, accept_fds: bool) -> Self {
         Self {
+            accept_fds: accept_fds && matches!(stream, Stream::Unix(_)),
+            passed_fd: None,
             stream,
             rbuf: BytesMut::with_capacity(read_buffer_size),
             wbuf: Vec::with_capacity(4096),
@@ -123,6 +130,57 @@ impl Io {
         } = self;
         let mut limited = rbuf.limit(max);
         let read = Self::timed(timer, deadline, stream.read_buf(&mut limited)).await;
+        Ok(match read {
+            None => Read::TimedOut,
+            Some(Ok(0)) => Read::Eof,
+            Some(Ok(n)) => Read::Data(n),
+            Some(Err(e)) => return Err(e),
+        })
+    }
+
+    /// Reads head bytes: [`Io::read_to_buf`], or with `recvmsg` where the connection accepts
+    /// passed descriptors, keeping one that comes with them. Only heads: a descriptor travels
+    /// with its request's head, and body reads stay plain (the kernel closes any descriptor
+    /// that comes with body bytes).
+    pub(crate) async fn read_head_to_buf(
+        &mut self,
+        max: usize,
+        deadline: Option<Instant>,
+    ) -> io::Result<Read> {
+        #[cfg(target_os = "linux")]
+        if self.accept_fds {
+            return self.recv_to_buf(max.max(1), deadline).await;
+        }
+        self.read_to_buf(max, deadline).await
+    }
+
+    /// [`Io::read_head_to_buf`] with `recvmsg`.
+    #[cfg(target_os = "linux")]
+    async fn recv_to_buf(&mut self, max: usize, deadline: Option<Instant>) -> io::Result<Read> {
+        let Self {
+            stream: Stream::Unix(stream),
+            rbuf,
+            timer,
+            passed_fd,
+            ..
+        } = self
+        else {
+            unreachable!("accept_fds is set for Unix streams only");
+        };
+        if rbuf.capacity() - rbuf.len() < max {
+            rbuf.reserve(max);
+        }
+        let start = rbuf.len();
+        // COPY: zeroes the free space read into (recvmsg takes initialised memory, and this
+        // crate has no unsafe code); only on Unix sockets that accept passed descriptors.
+        rbuf.resize(start + max, 0);
+        let recv = crate::transport::passed_fd::recv_with_fd(stream, &mut rbuf[start..], passed_fd);
+        let read = Self::timed(timer, deadline, recv).await;
+        let got = match &read {
+            Some(Ok(n)) => *n,
+            _ => 0,
+        };
+        rbuf.truncate(start + got);
         Ok(match read {
             None => Read::TimedOut,
             Some(Ok(0)) => Read::Eof,

@@ -29,7 +29,6 @@ pub(crate) use meter::PREFACE;
 pub(crate) use stream::H2Stream;
 
 use crate::transport::Stream;
-use tokio::io::AsyncReadExt;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
@@ -53,12 +52,13 @@ pub(crate) async fn sniff_preface(
     stream: &mut Stream,
     deadline: Instant,
     shutdown: &mut watch::Receiver<bool>,
+    mut passed: Option<&mut Option<std::os::fd::OwnedFd>>,
 ) -> Sniffed {
     let mut read = [0u8; PREFACE.len()];
     let mut len = 0;
     loop {
         let n = tokio::select! {
-            n = tokio::time::timeout_at(deadline, stream.read(&mut read[len..])) => n,
+            n = tokio::time::timeout_at(deadline, stream.read_keeping_fd(&mut read[len..], passed.as_deref_mut())) => n,
             _ = shutdown.changed(), if len == 0 => return Sniffed::Closed,
         };
         match n {

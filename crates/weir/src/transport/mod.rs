@@ -8,6 +8,8 @@
 #[cfg(target_os = "linux")]
 mod inherited;
 mod listener;
+#[cfg(target_os = "linux")]
+pub(crate) mod passed_fd;
 mod stream;
 #[cfg(feature = "tls")]
 mod tls;

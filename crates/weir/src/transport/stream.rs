@@ -61,6 +61,24 @@ impl Stream {
         }
     }
 
+    /// Reads into `buf`; on a Unix socket with `passed` given, with `recvmsg`, keeping a
+    /// descriptor that comes with the bytes (`transport::passed_fd`). Elsewhere a plain read.
+    #[cfg_attr(not(feature = "http2"), allow(dead_code))]
+    pub(crate) async fn read_keeping_fd(
+        &mut self,
+        buf: &mut [u8],
+        passed: Option<&mut Option<std::os::fd::OwnedFd>>,
+    ) -> io::Result<usize> {
+        use tokio::io::AsyncReadExt;
+        #[cfg(target_os = "linux")]
+        if let (Self::Unix(stream), Some(slot)) = (&*self, passed) {
+            return super::passed_fd::recv_with_fd(stream, buf, slot).await;
+        }
+        #[cfg(not(target_os = "linux"))]
+        let _ = passed;
+        self.read(buf).await
+    }
+
     /// Whether the connection is encrypted.
     pub fn is_tls(&self) -> bool {
         #[cfg(feature = "tls")]

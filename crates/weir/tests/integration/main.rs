@@ -17,6 +17,8 @@ mod h2_frames;
 mod h2_support;
 mod h2spec;
 mod lifecycle;
+#[cfg(target_os = "linux")]
+mod passed_fd;
 mod pipelining;
 mod response;
 mod support;
