@@ -181,12 +181,7 @@ pub fn put(args: PutArgs) -> Result<(), ClientError> {
     if answer.is_none() {
         summary.push_str("; completed by an earlier attempt");
     }
-    let passed = answer
-        .as_ref()
-        .and_then(|a| a.get("data_path"))
-        .and_then(|v| v.as_str())
-        == Some("passed");
-    if passed {
+    if resumption.passed_file {
         summary.push_str("; the server copied the file itself, no byte through the socket");
     }
     if let Some((sha256, took)) = &hashed {
@@ -241,6 +236,8 @@ struct Resumption {
     resumes: u32,
     /// Bytes sent beyond the offset the server had when the upload was resumed.
     sent_twice: u64,
+    /// The server took the passed file: it stored the upload without a body byte.
+    passed_file: bool,
 }
 
 /// Why an attempt did not complete the upload.
@@ -314,6 +311,10 @@ impl Job<'_> {
         );
         progress.sent_end = Some(sent_end);
         let (mut conn, head) = result?;
+        // A server that takes a passed file answers without `100 Continue` and without a body
+        // byte; any other server needs the body before it can store anything.
+        progress.passed_file =
+            self.pass_file && self.len > 0 && sent_end == 0 && (200..300).contains(&head.status);
         self.finish(&mut conn, "PUT", &head)
     }
 

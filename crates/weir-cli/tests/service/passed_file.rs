@@ -137,7 +137,7 @@ fn head(target: &str, len: usize, expect: bool) -> String {
         ""
     };
     format!(
-        "PUT {target} HTTP/1.1\r\nhost: weir\r\ncontent-length: {len}\r\n{expect}weir-fd: 1\r\n\r\n"
+        "PUT {target} HTTP/1.1\r\nhost: weir\r\ncontent-length: {len}\r\n{expect}weir-fd: 1\r\nweir-debug: 1\r\n\r\n"
     )
 }
 
