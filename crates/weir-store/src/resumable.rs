@@ -439,16 +439,7 @@ impl Resumables {
         offset: u64,
         length: Option<u64>,
     ) -> Result<(Appending, Upload), ResumableError> {
-        {
-            let mut busy = self.busy.lock().unwrap_or_else(|e| e.into_inner());
-            if !busy.insert(id) {
-                return Err(ResumableError::Busy);
-            }
-        }
-        let release = BusyGuard {
-            busy: self.busy.clone(),
-            id,
-        };
+        let release = self.claim(id)?;
         let Some(mut state) = self.read_state(id)? else {
             return Err(ResumableError::Unknown);
         };
@@ -511,19 +502,23 @@ impl Resumables {
         Ok((appending, upload))
     }
 
+    /// Marks upload `id` busy (one append or cancel at a time) until the guard drops;
+    /// [`ResumableError::Busy`] if it already is.
+    fn claim(&self, id: UploadId) -> Result<BusyGuard, ResumableError> {
+        let mut busy = self.busy.lock().unwrap_or_else(|e| e.into_inner());
+        if !busy.insert(id) {
+            return Err(ResumableError::Busy);
+        }
+        Ok(BusyGuard {
+            busy: self.busy.clone(),
+            id,
+        })
+    }
+
     /// Cancels upload `id`: removes its data and record, gives its space back. `Busy` while
     /// an append runs.
     pub fn cancel(&self, id: UploadId) -> Result<(), ResumableError> {
-        {
-            let mut busy = self.busy.lock().unwrap_or_else(|e| e.into_inner());
-            if !busy.insert(id) {
-                return Err(ResumableError::Busy);
-            }
-        }
-        let _release = BusyGuard {
-            busy: self.busy.clone(),
-            id,
-        };
+        let _release = self.claim(id)?;
         if self.read_state(id)?.is_none() {
             return Err(ResumableError::Unknown);
         }

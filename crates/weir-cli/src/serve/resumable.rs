@@ -31,7 +31,7 @@
 //! that `Upload-Offset` (draft §4.3's progress; [`announce_offset`]).
 
 use super::reply::{self, Problem, hex};
-use super::service::Service;
+use super::service::{Service, off_the_runtime};
 use super::upload::{self, BodyFailure, WhereHashed};
 use http::StatusCode;
 use std::time::Duration;
@@ -518,13 +518,13 @@ async fn receive(
     let received = body(svc, ex, &mut upload, hashing, &mut counts, &mut checkpoints).await;
     if let Err(failure) = received {
         // Keep and record what arrived: the client resumes from there.
-        let kept = block_in_place(|| appending.finish(upload, false));
+        let kept = off_the_runtime(|| appending.finish(upload, false));
         if let Err(e) = &kept {
             tracing::warn!(upload = %id, error = %e, "resumable upload: checkpoint failed");
         }
         return failure.answer(ex, svc.options.max_upload).await;
     }
-    let end = block_in_place(|| appending.finish(upload, complete));
+    let end = off_the_runtime(|| appending.finish(upload, complete));
     let stats = ex.body_stats();
     let internals = upload::wants_internals(ex);
     match end {
@@ -704,19 +704,6 @@ async fn refused(
             problem(ex, kind, message, none, &headers).await
         }
         ResumableError::Store(e) => reply::store_error(ex, &e).await,
-    }
-}
-
-/// Runs `f` (fsyncs) under `block_in_place` on a multi-thread runtime (see
-/// `service::commit`).
-pub(super) fn block_in_place<T>(f: impl FnOnce() -> T) -> T {
-    use tokio::runtime::{Handle, RuntimeFlavor};
-    let multi_thread =
-        Handle::try_current().is_ok_and(|h| h.runtime_flavor() == RuntimeFlavor::MultiThread);
-    if multi_thread {
-        tokio::task::block_in_place(f)
-    } else {
-        f()
     }
 }
 

@@ -341,7 +341,8 @@ pub(super) fn commit(upload: Upload) -> Result<Committed, StoreError> {
     off_the_runtime(|| upload.commit())
 }
 
-/// Runs `f` (a commit) under `block_in_place` when the runtime allows it (see [`commit`]).
+/// Runs `f` (fsyncs: a commit, a resumable checkpoint) under `block_in_place` when the runtime
+/// allows it (see [`commit`]).
 pub(super) fn off_the_runtime<R>(f: impl FnOnce() -> R) -> R {
     use tokio::runtime::{Handle, RuntimeFlavor};
     let multi_thread =

@@ -25,7 +25,7 @@
 
 use super::reply::{self, Problem, hex};
 use super::resumable;
-use super::service::Service;
+use super::service::{Service, off_the_runtime};
 use super::upload::{self, WhereHashed};
 use http::StatusCode;
 use std::time::{Duration, UNIX_EPOCH};
@@ -447,9 +447,9 @@ async fn receive(
     };
     if let Err(failure) = received {
         let kept = if expected.is_some() {
-            resumable::block_in_place(|| appending.discard(upload)).map(drop)
+            off_the_runtime(|| appending.discard(upload)).map(drop)
         } else {
-            resumable::block_in_place(|| appending.finish(upload, false)).map(drop)
+            off_the_runtime(|| appending.finish(upload, false)).map(drop)
         };
         if let Err(e) = &kept {
             tracing::warn!(upload = %id, error = %e, "tus upload: checkpoint failed");
@@ -457,10 +457,10 @@ async fn receive(
         return failure.answer(ex, svc.options.max_upload).await;
     }
     if let Some(expected) = expected {
-        let matches = resumable::block_in_place(|| appending.written_sha256(&upload))
-            .map(|sum| sum == expected);
+        let matches =
+            off_the_runtime(|| appending.written_sha256(&upload)).map(|sum| sum == expected);
         if !matches.unwrap_or(false) {
-            let discarded = resumable::block_in_place(|| appending.discard(upload));
+            let discarded = off_the_runtime(|| appending.discard(upload));
             if let Err(e) = discarded {
                 return reply::store_error(ex, &e).await;
             }
@@ -474,15 +474,13 @@ async fn receive(
             .await;
         }
     }
-    let mut end = resumable::block_in_place(|| appending.finish(upload, completes));
+    let mut end = off_the_runtime(|| appending.finish(upload, completes));
     // A body without Content-Length that reached the length: complete it now.
     if let Ok(AppendEnd::Incomplete(state)) = &end {
         if Some(state.offset) == length {
             let at = state.offset;
             end = match resumables.append(id, at, None) {
-                Ok((appending, upload)) => {
-                    resumable::block_in_place(|| appending.finish(upload, true))
-                }
+                Ok((appending, upload)) => off_the_runtime(|| appending.finish(upload, true)),
                 Err(e) => return refused(ex, e).await,
             };
         }

@@ -286,7 +286,7 @@ async fn step(
     if !progress.due(upload) {
         return Ok(());
     }
-    let acknowledged = super::resumable::block_in_place(|| progress.checkpoint(upload));
+    let acknowledged = super::service::off_the_runtime(|| progress.checkpoint(upload));
     if let Some(offset) = acknowledged.map_err(BodyFailure::Store)? {
         super::resumable::announce_offset(ex, offset)
             .await
