@@ -44,9 +44,10 @@ struct Common {
     /// Tiny sizes and one round, for the smoke test; the figures mean nothing.
     #[arg(long, global = true, hide = true)]
     tiny: bool,
-    /// The Markdown report to update; charts go beside it.
-    #[arg(long, global = true, default_value = default_report())]
-    report: PathBuf,
+    /// The Markdown report to update; charts go beside it. Default: docs/BENCHMARKS.md for a
+    /// full run; a scratch file for `--quick` (its figures must never replace a full run's).
+    #[arg(long, global = true)]
+    report: Option<PathBuf>,
     /// Rounds per scenario (default: 5 full, 3 quick; fewer for the longer scenarios).
     #[arg(long, global = true)]
     rounds: Option<usize>,
@@ -77,8 +78,13 @@ enum Cmd {
     Serve(server::ServeArgs),
 }
 
-fn default_report() -> &'static str {
-    concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/BENCHMARKS.md")
+/// Where a run writes its report when not told: a full run updates the committed figures, a
+/// quick or tiny one a scratch copy under the temporary directory.
+fn default_report(mode: Mode) -> PathBuf {
+    match mode {
+        Mode::Full => concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/BENCHMARKS.md").into(),
+        Mode::Quick | Mode::Tiny => std::env::temp_dir().join("weir-bench-quick/BENCHMARKS.md"),
+    }
 }
 
 fn main() {
@@ -107,6 +113,7 @@ fn main() {
         eprintln!("weir-bench: {e}");
         std::process::exit(1);
     }
+    eprintln!("weir-bench: report in {}", settings.target.path.display());
 }
 
 fn settings(c: &Common) -> Settings {
@@ -128,7 +135,7 @@ fn settings(c: &Common) -> Settings {
         server_threads: c.server_threads.unwrap_or_else(procfs::nproc),
         client_threads: c.client_threads,
         target: report::Target {
-            path: normalize(&c.report),
+            path: normalize(&c.report.clone().unwrap_or_else(|| default_report(mode))),
             command,
         },
     }
@@ -146,4 +153,22 @@ fn normalize(p: &std::path::Path) -> PathBuf {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_quick_run_never_writes_over_the_committed_figures() {
+        let committed = normalize(&default_report(Mode::Full));
+        assert!(committed.ends_with("docs/BENCHMARKS.md"));
+        for mode in [Mode::Quick, Mode::Tiny] {
+            assert_ne!(normalize(&default_report(mode)), committed);
+        }
+        let told = Cli::parse_from(["weir-bench", "--quick", "--report", "x.md", "all"]);
+        assert_eq!(settings(&told.common).target.path, PathBuf::from("x.md"));
+        let untold = Cli::parse_from(["weir-bench", "--quick", "all"]);
+        assert_ne!(settings(&untold.common).target.path, committed);
+    }
 }

@@ -170,7 +170,8 @@ Written by `weir-bench` (`crates/weir-bench`); each section is replaced when its
 again. Every figure comes from the run whose command is printed beside it. Systems are \
 interleaved round by round, forward then backward (A B C, C B A, …), and each cell shows the \
 median and, in brackets, the min–max over the rounds; ratios are taken round by round against \
-the baseline of the same round, which is what to trust on a shared machine.\n";
+the baseline of the same round, which is what to trust on a shared machine. Only full runs \
+write here: `--quick` and `--tiny` runs go to a scratch report unless given `--report`.\n";
 
 #[cfg(test)]
 mod tests {
