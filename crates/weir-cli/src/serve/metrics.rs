@@ -12,6 +12,7 @@
 
 use super::hooks::HookOutcomes;
 use super::stored::Stored;
+use super::webhooks::WebhookCounters;
 use std::fmt::Write as _;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -134,7 +135,7 @@ impl Metrics {
         &self,
         store: &LocalStore,
         resumables: Option<&Resumables>,
-        hooks: Option<&HookOutcomes>,
+        (hooks, webhooks): (Option<&HookOutcomes>, Option<&WebhookCounters>),
         buffers_lent: usize,
     ) -> String {
         let mut out = String::with_capacity(8 * 1024);
@@ -224,6 +225,38 @@ impl Metrics {
                     count.load(Relaxed)
                 );
             }
+        }
+        if let Some(webhooks) = webhooks {
+            header(
+                &mut out,
+                "weir_webhooks_total",
+                "counter",
+                "Webhook events by final outcome (timeout: the last attempt timed out; dropped: the queue was full).",
+            );
+            let outcomes = [
+                ("ok", &webhooks.ok),
+                ("failed", &webhooks.failed),
+                ("timeout", &webhooks.timed_out),
+                ("dropped", &webhooks.dropped),
+            ];
+            for (outcome, count) in outcomes {
+                let _ = writeln!(
+                    out,
+                    "weir_webhooks_total{{outcome=\"{outcome}\"}} {}",
+                    count.load(Relaxed)
+                );
+            }
+            header(
+                &mut out,
+                "weir_webhook_attempts_total",
+                "counter",
+                "Webhook attempts (each retry counts).",
+            );
+            let _ = writeln!(
+                out,
+                "weir_webhook_attempts_total {}",
+                webhooks.attempts.load(Relaxed)
+            );
         }
         if let Some(quota) = store.max_storage() {
             header(

@@ -87,29 +87,63 @@ impl Service {
         self
     }
 
-    /// A file was committed at `path`: noted for the log and metrics, and the hook queued.
-    pub(super) fn on_stored(&self, path: &str, committed: &weir_store::Committed) {
-        stored::note(committed);
-        if let Some(hooks) = &self.hooks {
-            // ALLOCATION: the event's path, once per committed file.
-            hooks.send(super::hooks::Event {
-                kind: "stored",
-                path: path.to_owned(),
-                size: committed.size,
-                sha256: committed.sha256,
-            });
-        }
+    /// Sends every commit and delete to `webhooks`.
+    pub fn with_webhooks(mut self, webhooks: super::webhooks::Webhooks) -> Self {
+        self.webhooks = Some(webhooks);
+        self
     }
 
-    /// A file was deleted at `path`: the hook queued.
+    /// Asks `hook` before every upload.
+    pub fn with_pre_upload(mut self, hook: super::pre_upload::PreUpload) -> Self {
+        self.pre_upload = Some(hook);
+        self
+    }
+
+    /// A file was committed at `path`: noted for the log and metrics, and the hooks queued.
+    pub(super) fn on_stored(&self, path: &str, committed: &weir_store::Committed) {
+        stored::note(committed);
+        self.hook_event(
+            super::hooks::Event {
+                kind: "stored",
+                // ALLOCATION: the event's path, once per committed file (with a hook only).
+                path: String::new(),
+                size: committed.size,
+                sha256: committed.sha256,
+            },
+            path,
+        );
+    }
+
+    /// A file was deleted at `path`: the hooks queued.
     pub(super) fn on_deleted(&self, path: &str) {
-        if let Some(hooks) = &self.hooks {
-            hooks.send(super::hooks::Event {
+        self.hook_event(
+            super::hooks::Event {
                 kind: "deleted",
-                path: path.to_owned(),
+                path: String::new(),
                 size: 0,
                 sha256: None,
-            });
+            },
+            path,
+        );
+    }
+
+    /// Queues `event` (its path `path`) for the command hook and the webhook, if configured.
+    fn hook_event(&self, mut event: super::hooks::Event, path: &str) {
+        if self.hooks.is_none() && self.webhooks.is_none() {
+            return;
+        }
+        path.clone_into(&mut event.path);
+        if let Some(webhooks) = &self.webhooks {
+            // ALLOCATION: a copy of the event when both kinds of hook are configured.
+            let copy = self.hooks.as_ref().map(|_| event.clone());
+            webhooks.send(event);
+            event = match copy {
+                Some(copy) => copy,
+                None => return,
+            };
+        }
+        if let Some(hooks) = &self.hooks {
+            hooks.send(event);
         }
     }
 
@@ -157,10 +191,13 @@ async fn metrics(svc: &Service, ex: &mut Exchange<'_>, token: bool) -> Result<()
     }
     let resumables = svc.resumables.as_deref();
     let hooks = svc.hooks.as_ref().map(|h| &*h.outcomes);
-    let text = svc
-        .observing
-        .metrics
-        .render(&svc.store, resumables, hooks, svc.buffers_lent());
+    let webhooks = svc.webhooks.as_ref().map(|h| &*h.counters);
+    let text = svc.observing.metrics.render(
+        &svc.store,
+        resumables,
+        (hooks, webhooks),
+        svc.buffers_lent(),
+    );
     ex.respond(StatusCode::OK)
         .header("content-type", "text/plain; version=0.0.4; charset=utf-8")
         .body(text.as_bytes())
