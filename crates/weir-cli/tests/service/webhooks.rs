@@ -1,0 +1,183 @@
+//! Webhooks (`--hook-url`): a local receiver (a listener in the test) gets a `POST` of the
+//! event's JSON after each commit and delete; `5xx` answers and refused connections are retried
+//! with backoff up to `--hook-attempts`, a receiver that never answers is timed out; every
+//! outcome is counted, and the stored file is never touched.
+
+use crate::metrics::scrape;
+use crate::support::*;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+
+/// A receiver: answers the n-th request (from 0) with `answer(n)`, or holds it unanswered
+/// when that is `None`. Keeps each request's body.
+struct Receiver {
+    addr: SocketAddr,
+    bodies: Arc<Mutex<Vec<Vec<u8>>>>,
+}
+
+impl Receiver {
+    fn start(answer: fn(usize) -> Option<u16>) -> Receiver {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let bodies = Arc::new(Mutex::new(Vec::new()));
+        let kept = bodies.clone();
+        std::thread::spawn(move || {
+            let mut held = Vec::new();
+            for (n, stream) in listener.incoming().enumerate() {
+                let Ok(mut stream) = stream else { return };
+                let body = read_request(&mut stream);
+                kept.lock().unwrap().push(body);
+                match answer(n) {
+                    Some(status) => {
+                        let _ = write!(
+                            stream,
+                            "HTTP/1.1 {status} X\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+                        );
+                    }
+                    // Never answered: kept open so that the sender waits.
+                    None => held.push(stream),
+                }
+            }
+        });
+        Receiver { addr, bodies }
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}/hook", self.addr)
+    }
+
+    fn bodies(&self) -> Vec<serde_json::Value> {
+        self.bodies
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|b| serde_json::from_slice(b).unwrap())
+            .collect()
+    }
+}
+
+/// Reads one request (head, then a `Content-Length` body); returns the body.
+fn read_request(stream: &mut TcpStream) -> Vec<u8> {
+    let mut got = Vec::new();
+    let mut byte = [0u8; 1];
+    while !got.ends_with(b"\r\n\r\n") {
+        if stream.read(&mut byte).unwrap_or(0) == 0 {
+            return got;
+        }
+        got.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&got).to_ascii_lowercase();
+    assert!(head.starts_with("post /hook http/1.1\r\n"), "{head}");
+    assert!(
+        head.contains("content-type: application/json\r\n"),
+        "{head}"
+    );
+    let length: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length: "))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let mut body = vec![0; length];
+    stream.read_exact(&mut body).unwrap();
+    body
+}
+
+fn count(s: &Server, key: &str) -> f64 {
+    scrape(&s.url("/metrics"), None)[key]
+}
+
+const OK: &str = "weir_webhooks_total{outcome=\"ok\"}";
+const FAILED: &str = "weir_webhooks_total{outcome=\"failed\"}";
+const TIMEOUT: &str = "weir_webhooks_total{outcome=\"timeout\"}";
+const ATTEMPTS: &str = "weir_webhook_attempts_total";
+
+#[test]
+fn a_receiver_failing_twice_gets_the_event_on_the_third_attempt() {
+    let receiver = Receiver::start(|n| Some(if n < 2 { 503 } else { 200 }));
+    let s = Server::start(&["--hook-url", &receiver.url(), "--hook-backoff", "1s"]);
+    let body = data(5000, 3);
+    assert_eq!(s.request("PUT /files/d/a.bin HTTP/1.1", &body).status, 201);
+    wait_for("the delivery", || count(&s, OK) == 1.0);
+    let sum = sha256(&body);
+    let event =
+        serde_json::json!({"event": "stored", "path": "d/a.bin", "size": 5000, "sha256": sum});
+    assert_eq!(receiver.bodies(), [event.clone(), event.clone(), event]);
+    assert_eq!(count(&s, ATTEMPTS), 3.0);
+    assert_eq!(count(&s, FAILED), 0.0);
+    let got = s.request("GET /files/d/a.bin HTTP/1.1", b"");
+    assert_eq!((got.status, got.body == body), (200, true));
+    // A delete is posted too (answered 200 at once now).
+    assert_eq!(s.request("DELETE /files/d/a.bin HTTP/1.1", b"").status, 204);
+    wait_for("the delete's delivery", || count(&s, OK) == 2.0);
+    assert_eq!(
+        receiver.bodies()[3],
+        serde_json::json!({"event": "deleted", "path": "d/a.bin", "size": 0, "sha256": null})
+    );
+    assert_eq!(count(&s, ATTEMPTS), 4.0);
+}
+
+#[test]
+fn a_hanging_receiver_is_timed_out_and_counted() {
+    let receiver = Receiver::start(|_| None);
+    let s = Server::start(&[
+        "--hook-url",
+        &receiver.url(),
+        "--hook-timeout",
+        "1s",
+        "--hook-attempts",
+        "2",
+    ]);
+    let body = data(3000, 4);
+    assert_eq!(s.request("PUT /files/h.bin HTTP/1.1", &body).status, 201);
+    wait_for("the timeout", || count(&s, TIMEOUT) == 1.0);
+    assert_eq!(count(&s, ATTEMPTS), 2.0);
+    assert_eq!(receiver.bodies().len(), 2, "both attempts reached it");
+    assert_eq!(count(&s, OK), 0.0);
+    let got = s.request("GET /files/h.bin HTTP/1.1", b"");
+    assert_eq!((got.status, got.body == body), (200, true));
+}
+
+#[test]
+fn a_receiver_that_is_down_is_retried_then_counted_as_failed() {
+    // A port nothing listens on: bound, then closed.
+    let addr = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let url = format!("http://{addr}/hook");
+    let s = Server::start(&["--hook-url", &url, "--hook-attempts", "3"]);
+    let body = data(2000, 5);
+    assert_eq!(s.request("PUT /files/down.bin HTTP/1.1", &body).status, 201);
+    wait_for("the failure", || count(&s, FAILED) == 1.0);
+    assert_eq!(count(&s, ATTEMPTS), 3.0);
+    assert_eq!(count(&s, OK) + count(&s, TIMEOUT), 0.0);
+    let got = s.request("GET /files/down.bin HTTP/1.1", b"");
+    assert_eq!((got.status, got.body == body), (200, true));
+}
+
+#[test]
+fn a_client_error_is_not_retried() {
+    let receiver = Receiver::start(|_| Some(404));
+    let s = Server::start(&["--hook-url", &receiver.url()]);
+    assert_eq!(s.request("PUT /files/x HTTP/1.1", b"abc").status, 201);
+    wait_for("the failure", || count(&s, FAILED) == 1.0);
+    assert_eq!(count(&s, ATTEMPTS), 1.0);
+    assert_eq!(receiver.bodies().len(), 1);
+}
+
+#[test]
+fn a_bad_hook_url_stops_the_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = spawn(
+        &dir.path().join("root"),
+        dir.path(),
+        &["--hook-url", "ftp://x/"],
+        &[],
+    )
+    .err()
+    .expect("refused");
+    assert!(err.contains("http:// or https://"), "{err}");
+}
