@@ -510,13 +510,17 @@ async fn receive(
             .await;
         }
     }
+    resumable::keep_media_type(&appending, &mut upload);
     let mut end = off_the_runtime(|| appending.finish(upload, completes));
     // A body without Content-Length that reached the length: complete it now.
     if let Ok(AppendEnd::Incomplete(state)) = &end {
         if Some(state.offset) == length {
             let at = state.offset;
             end = match resumables.append(id, at, None) {
-                Ok((appending, upload)) => off_the_runtime(|| appending.finish(upload, true)),
+                Ok((appending, mut upload)) => {
+                    resumable::keep_media_type(&appending, &mut upload);
+                    off_the_runtime(|| appending.finish(upload, true))
+                }
                 Err(e) => return refused(ex, e).await,
             };
         }
@@ -572,7 +576,7 @@ fn base64_value(c: u8) -> Option<u8> {
 }
 
 /// Standard base64 (padding optional, as some tus clients leave it out).
-fn base64_decode(text: &str) -> Option<Vec<u8>> {
+pub(super) fn base64_decode(text: &str) -> Option<Vec<u8>> {
     let text = text.trim_end_matches('=').as_bytes();
     if text.len() % 4 == 1 {
         return None;
@@ -589,7 +593,7 @@ fn base64_decode(text: &str) -> Option<Vec<u8>> {
     Some(out)
 }
 
-fn base64_encode(data: &[u8], out: &mut String) {
+pub(super) fn base64_encode(data: &[u8], out: &mut String) {
     const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     for chunk in data.chunks(3) {
         let mut acc = 0u32;
