@@ -288,6 +288,18 @@ impl Metrics {
                     "The most request body bytes any connection held read ahead of its handler.",
                     stats.peak_body_buffered() as u64,
                 ),
+                (
+                    "weir_body_buffered_bytes",
+                    "gauge",
+                    "Request body bytes HTTP/1.1 connections hold now ahead of their handlers.",
+                    stats.body_buffered_now() as u64,
+                ),
+                (
+                    "weir_connections_paused",
+                    "gauge",
+                    "HTTP/1.1 connections whose buffered body reached the pause threshold now (not read until their handlers take some).",
+                    stats.connections_paused() as u64,
+                ),
             ];
             for (name, kind, help, value) in server_figures {
                 header(&mut out, name, kind, help);

@@ -120,7 +120,15 @@ pub(crate) async fn serve_connection<H: Handler>(
             After::Abort => return,
         }
     }
+    conn.release_body_gauge();
     conn.close().await;
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        // Whichever way the connection ended (closed, aborted, its task cancelled).
+        self.release_body_gauge();
+    }
 }
 
 impl Conn {
@@ -210,6 +218,8 @@ impl Conn {
         self.resp.reset();
         self.extra_headers.clear();
         self.persistence = Persistence::new(&self.head);
+        // Body bytes that came with the head wait for the handler from now on.
+        self.sync_body_gauge();
     }
 
     /// Completes the response, drains or abandons the body, and decides the connection's fate.
@@ -290,7 +300,13 @@ impl Conn {
                 .effective_pause_threshold()
                 .min(256 * 1024),
         );
+        self.release_body_gauge();
         After::Continue
+    }
+
+    /// Takes this connection's bytes out of the server's body gauges (the exchange is over).
+    fn release_body_gauge(&mut self) {
+        self.body.gauge.set(0, usize::MAX, &self.shared.stats);
     }
 
     /// What is left of the request body, for the persistence decision.
