@@ -112,6 +112,18 @@ impl Metrics {
         }
     }
 
+    /// Counts a request the server refused before any handler ran (`method` when it was read).
+    pub(super) fn count_refused(&self, method: Option<&str>, status: u16) {
+        let index = method
+            .and_then(|m| METHODS.iter().position(|known| *known == m))
+            .unwrap_or(METHODS.len() - 1);
+        let class = match status {
+            100..=599 => usize::from(status / 100 - 1),
+            _ => CLASSES.len() - 1,
+        };
+        self.requests[index][class].fetch_add(1, Relaxed);
+    }
+
     /// Counts a finished request (then drop its `InFlight`).
     pub(super) fn finish(&self, request: &InFlight<'_>, outcome: &Outcome) {
         let class = match outcome.status {

@@ -363,7 +363,12 @@ pub fn run(args: ServeArgs) -> Result<(), ServeError> {
     }
     .map_err(|e| ServeError(format!("cannot start the runtime: {e}")))?;
     let server = runtime.block_on(async {
-        let mut server = weir::Server::new(config.weir_config());
+        let mut weir_config = config.weir_config();
+        // Requests the library answers itself (a malformed or slow head) are logged and
+        // counted as the others are.
+        let observer = Arc::clone(&service);
+        weir_config.on_refused = Some(weir::OnRefused::new(move |r| observer.on_refused(r)));
+        let mut server = weir::Server::new(weir_config);
         // --listen is HTTPS when a certificate is given and no --listen-tls.
         let (plain, secure): (&[String], &[String]) = match &tls {
             Some(_) if config.listen_tls.is_empty() => (&[], &config.listen),

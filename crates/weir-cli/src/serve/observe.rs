@@ -55,12 +55,13 @@ impl Handler for Service {
                 time,
                 client: ex.peer_addr(),
                 method: request.method().as_str(),
-                path: request.target(),
+                path: request.target().as_bytes(),
                 status: outcome.status,
                 bytes_in: outcome.bytes_in,
                 bytes_out: outcome.bytes_out,
                 duration: outcome.duration,
                 stored: outcome.stored,
+                refused: false,
             });
         }
         result
@@ -144,6 +145,27 @@ impl Service {
         }
         if let Some(hooks) = &self.hooks {
             hooks.send(event);
+        }
+    }
+
+    /// A request the server refused before any handler ran (`weir::Config::on_refused`): an
+    /// access log line (`refused=true`) and its count in `weir_http_requests_total`.
+    pub fn on_refused(&self, refused: &weir::Refused<'_>) {
+        let status = refused.status.as_u16();
+        self.observing.metrics.count_refused(refused.method, status);
+        if let Some(log) = &self.observing.log {
+            log.write(&Entry {
+                time: SystemTime::now(),
+                client: refused.peer,
+                method: refused.method.unwrap_or("-"),
+                path: refused.target.unwrap_or(b"-"),
+                status: Some(status),
+                bytes_in: 0,
+                bytes_out: 0,
+                duration: std::time::Duration::ZERO,
+                stored: stored::Stored::default(),
+                refused: true,
+            });
         }
     }
 
