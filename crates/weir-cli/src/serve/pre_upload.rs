@@ -203,21 +203,6 @@ fn first_line(output: &[u8]) -> String {
     text[..end].to_owned()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::first_line;
-
-    #[test]
-    fn the_detail_is_the_first_line_bounded() {
-        assert_eq!(first_line(b"too big\nmore"), "too big");
-        assert_eq!(first_line(b"crlf\r\n"), "crlf");
-        assert_eq!(first_line(b""), "");
-        let long = "é".repeat(200);
-        let got = first_line(long.as_bytes());
-        assert!(got.len() <= super::DETAIL_MAX && got.chars().all(|c| c == 'é'));
-    }
-}
-
 /// The client's address as the hook gets it: `IP:PORT`, or `unix`.
 pub(super) fn client(peer: weir::transport::PeerAddr) -> String {
     match peer {
@@ -250,5 +235,20 @@ pub(super) async fn refusal(
             let detail = "the server's pre-upload check did not answer; try again later";
             Some(reply::error(ex, Problem::HookUnavailable, detail, &headers).await)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::first_line;
+
+    #[test]
+    fn the_detail_is_the_first_line_bounded() {
+        assert_eq!(first_line(b"too big\nmore"), "too big");
+        assert_eq!(first_line(b"crlf\r\n"), "crlf");
+        assert_eq!(first_line(b""), "");
+        let long = "é".repeat(200);
+        let got = first_line(long.as_bytes());
+        assert!(got.len() <= super::DETAIL_MAX && got.chars().all(|c| c == 'é'));
     }
 }

@@ -177,7 +177,6 @@ fn a_bad_hook_url_stops_the_start() {
         &["--hook-url", "ftp://x/"],
         &[],
     )
-    .err()
-    .expect("refused");
+    .expect_err("refused");
     assert!(err.contains("http:// or https://"), "{err}");
 }
