@@ -103,48 +103,29 @@ impl Service {
     /// A file was committed at `path`: noted for the log and metrics, and the hooks queued.
     pub(super) fn on_stored(&self, path: &str, committed: &weir_store::Committed) {
         stored::note(committed);
-        self.hook_event(
-            super::hooks::Event {
-                kind: "stored",
-                // ALLOCATION: the event's path, once per committed file (with a hook only).
-                path: String::new(),
-                size: committed.size,
-                sha256: committed.sha256,
-            },
-            path,
-        );
+        self.hook_event("stored", path, committed.size, committed.sha256);
     }
 
     /// A file was deleted at `path`: the hooks queued.
     pub(super) fn on_deleted(&self, path: &str) {
-        self.hook_event(
-            super::hooks::Event {
-                kind: "deleted",
-                path: String::new(),
-                size: 0,
-                sha256: None,
-            },
-            path,
-        );
+        self.hook_event("deleted", path, 0, None);
     }
 
-    /// Queues `event` (its path `path`) for the command hook and the webhook, if configured.
-    fn hook_event(&self, mut event: super::hooks::Event, path: &str) {
-        if self.hooks.is_none() && self.webhooks.is_none() {
-            return;
-        }
-        path.clone_into(&mut event.path);
+    /// Queues the event for the command hook and the webhook, those configured.
+    fn hook_event(&self, kind: &'static str, path: &str, size: u64, sha256: Option<[u8; 32]>) {
+        let event = || super::hooks::Event {
+            kind,
+            // ALLOCATION: the event's path, once per committed file or delete and per kind of
+            // hook configured (none without hooks).
+            path: path.to_owned(),
+            size,
+            sha256,
+        };
         if let Some(webhooks) = &self.webhooks {
-            // ALLOCATION: a copy of the event when both kinds of hook are configured.
-            let copy = self.hooks.as_ref().map(|_| event.clone());
-            webhooks.send(event);
-            event = match copy {
-                Some(copy) => copy,
-                None => return,
-            };
+            webhooks.send(event());
         }
         if let Some(hooks) = &self.hooks {
-            hooks.send(event);
+            hooks.send(event());
         }
     }
 

@@ -11,10 +11,10 @@
 //! ```
 //!
 //! (`kind`: `put`, `form`, `resumable`, `tus`; `path`: the store path, a form's directory (`""`
-//! for the root); `length`: the declared body length (`Upload-Length` for tus), `null` when
-//! not known; `token`: `null` without one) and in its environment: `WEIR_HOOK_EVENT=pre-upload`,
-//! `WEIR_HOOK_KIND`, `WEIR_HOOK_METHOD`, `WEIR_HOOK_PATH`, `WEIR_HOOK_LENGTH` (empty when not
-//! known), `WEIR_HOOK_CLIENT`.
+//! for the root); `length`: the declared length (`Upload-Length` for resumable and tus uploads
+//! when given, else `Content-Length`), `null` when not known; `token`: `null` without one) and
+//! in its environment: `WEIR_HOOK_EVENT=pre-upload`, `WEIR_HOOK_KIND`, `WEIR_HOOK_METHOD`,
+//! `WEIR_HOOK_PATH`, `WEIR_HOOK_LENGTH` (empty when not known), `WEIR_HOOK_CLIENT`.
 //!
 //! Exit status 0 takes the upload. Any other status refuses it: `403` (problem
 //! `upload-refused`), the first line of the program's stdout (at most [`DETAIL_MAX`] bytes) as

@@ -249,7 +249,13 @@ impl Service {
             } else {
                 "put"
             };
+            // A resumable upload's whole length when it declares one, else this request's.
+            let declared = ex
+                .request()
+                .header_str("upload-length")
+                .and_then(|v| v.trim().parse().ok());
             let length = match ex.request().framing() {
+                _ if kind == "resumable" && declared.is_some() => declared,
                 weir::Framing::Length(n) => Some(n),
                 _ => None,
             };

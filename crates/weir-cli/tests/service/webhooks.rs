@@ -180,3 +180,30 @@ fn a_bad_hook_url_stops_the_start() {
     .expect_err("refused");
     assert!(err.contains("http:// or https://"), "{err}");
 }
+
+#[test]
+fn the_webhook_from_the_environment_and_its_attempts_from_the_file() {
+    let receiver = Receiver::start(|_| Some(500));
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("weir.toml");
+    std::fs::write(&file, "hook-attempts = 2\nhook-backoff = \"1s\"\n").unwrap();
+    let url = receiver.url();
+    let (child, addr) = spawn(
+        &dir.path().join("root"),
+        dir.path(),
+        &["--config", file.to_str().unwrap()],
+        &[("WEIR_HOOK_URL", url.as_str())],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let root = dir.path().join("root");
+    let s = Server {
+        child,
+        addr,
+        dir,
+        root,
+    };
+    assert_eq!(s.request("PUT /files/e HTTP/1.1", b"abc").status, 201);
+    wait_for("the failure", || count(&s, FAILED) == 1.0);
+    assert_eq!(count(&s, ATTEMPTS), 2.0);
+    assert_eq!(receiver.bodies().len(), 2);
+}
