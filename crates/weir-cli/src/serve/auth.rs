@@ -238,7 +238,7 @@ impl Auth {
 }
 
 impl Auth {
-    /// Who a request doing `access` is ([`Caller`]).
+    /// Who a request doing `access` is (a `Caller`).
     pub fn caller(&self, authorization: Option<&[u8]>, access: Access) -> Caller<'_> {
         if !self.required(access) {
             return Caller::Open;
