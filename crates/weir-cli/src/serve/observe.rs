@@ -15,6 +15,9 @@ use http::{Method, StatusCode};
 use std::time::{Instant, SystemTime};
 use weir::{Exchange, Handler, http};
 
+/// The longest request target logged for a refused head.
+const REFUSED_PATH_MAX: usize = 1024;
+
 /// What the service reports about itself.
 #[derive(Default)]
 pub(super) struct Observing {
@@ -139,7 +142,11 @@ impl Service {
                 time: SystemTime::now(),
                 client: refused.peer,
                 method: refused.method.unwrap_or("-"),
-                path: refused.target.unwrap_or(b"-"),
+                // A 414's target can be as long as the request line limit: the log keeps
+                // its first KiB.
+                path: refused
+                    .target
+                    .map_or(b"-", |t| &t[..t.len().min(REFUSED_PATH_MAX)]),
                 status: Some(status),
                 bytes_in: 0,
                 bytes_out: 0,

@@ -205,13 +205,30 @@ fn heads_the_server_refuses_are_logged_and_counted() {
     // A head that never ends: 408.
     let got = raw_exchange(&s, b"GET /files/slow HTTP/1.1\r\nhost: t\r\n");
     assert_eq!(parse_response(&got).status, 408);
+    // A request line too long (414) and a head too large (431).
+    let long = format!("GET /{} HTTP/1.1\r\nhost: t\r\n\r\n", "a".repeat(20_000));
+    assert_eq!(
+        parse_response(&raw_exchange(&s, long.as_bytes())).status,
+        414
+    );
+    let big = format!(
+        "GET /big HTTP/1.1\r\nhost: t\r\nx: {}\r\n\r\n",
+        "b".repeat(200_000)
+    );
+    assert_eq!(
+        parse_response(&raw_exchange(&s, big.as_bytes())).status,
+        431
+    );
     let log = s.dir.path().join("server-stderr.log");
-    let lines = lines(&log, "time=", 3);
+    let lines = lines(&log, "time=", 5);
     let f: Vec<_> = lines.iter().map(|l| fields(l)).collect();
+    let cut = format!("/{}", "a".repeat(1023));
     for (f, (method, path, status)) in f.iter().zip([
         ("-", "-", "400"),
         ("PUT", "/files/bad", "400"),
         ("GET", "/files/slow", "408"),
+        ("GET", cut.as_str(), "414"),
+        ("GET", "/big", "431"),
     ]) {
         check_time(&f["time"]);
         assert!(f["client"].starts_with("127.0.0.1:"), "{f:?}");
@@ -234,6 +251,6 @@ fn heads_the_server_refuses_are_logged_and_counted() {
     );
     assert_eq!(
         scraped["weir_http_requests_total{method=\"GET\",status=\"4xx\"}"],
-        1.0
+        3.0
     );
 }
