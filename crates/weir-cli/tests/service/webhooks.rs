@@ -58,7 +58,7 @@ impl Receiver {
 }
 
 /// Reads one request (head, then a `Content-Length` body); returns the body.
-fn read_request(stream: &mut TcpStream) -> Vec<u8> {
+fn read_request(stream: &mut impl Read) -> Vec<u8> {
     let mut got = Vec::new();
     let mut byte = [0u8; 1];
     while !got.ends_with(b"\r\n\r\n") {
@@ -206,4 +206,63 @@ fn the_webhook_from_the_environment_and_its_attempts_from_the_file() {
     wait_for("the failure", || count(&s, FAILED) == 1.0);
     assert_eq!(count(&s, ATTEMPTS), 2.0);
     assert_eq!(receiver.bodies().len(), 2);
+}
+
+#[test]
+fn an_https_receiver_trusted_through_the_systems_roots() {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let pki = crate::tls::pki();
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&pki.cert)
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let key = PrivateKeyDer::from_pem_file(&pki.key).unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .unwrap();
+    let config = Arc::new(config);
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let bodies = Arc::new(Mutex::new(Vec::new()));
+    let kept = bodies.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { return };
+            let conn = rustls::ServerConnection::new(config.clone()).unwrap();
+            let mut tls = rustls::StreamOwned::new(conn, stream);
+            let body = read_request(&mut tls);
+            kept.lock().unwrap().push(body);
+            let _ = tls.write_all(b"HTTP/1.1 204 No Content\r\nconnection: close\r\n\r\n");
+            tls.conn.send_close_notify();
+            let _ = tls.flush();
+        }
+    });
+    // The system's roots, as weir reads them (rustls-native-certs), are the test CA alone.
+    let url = format!("https://localhost:{port}/hook");
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let ca = pki.ca.to_str().unwrap();
+    let (child, addr) = spawn(
+        &root,
+        dir.path(),
+        &["--hook-url", &url],
+        &[("SSL_CERT_FILE", ca)],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let s = Server {
+        child,
+        addr,
+        dir,
+        root,
+    };
+    assert_eq!(s.request("PUT /files/tls.txt HTTP/1.1", b"abc").status, 201);
+    wait_for("the delivery over TLS", || count(&s, OK) == 1.0);
+    let got: serde_json::Value = serde_json::from_slice(&bodies.lock().unwrap()[0]).unwrap();
+    assert_eq!(got["path"], "tls.txt");
+    assert_eq!(count(&s, ATTEMPTS), 1.0);
 }
