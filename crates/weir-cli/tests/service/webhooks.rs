@@ -6,7 +6,7 @@
 use crate::metrics::scrape;
 use crate::support::*;
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener};
 use std::sync::{Arc, Mutex};
 
 /// A receiver: answers the n-th request (from 0) with `answer(n)`, or holds it unanswered
