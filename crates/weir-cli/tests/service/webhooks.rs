@@ -266,3 +266,35 @@ fn an_https_receiver_trusted_through_the_systems_roots() {
     assert_eq!(got["path"], "tls.txt");
     assert_eq!(count(&s, ATTEMPTS), 1.0);
 }
+
+/// With every worker held by a receiver that never answers and the queue full, a further event
+/// is dropped and counted; the uploads are all answered and stored regardless.
+#[test]
+fn a_full_queue_drops_events_and_counts_them() {
+    let receiver = Receiver::start(|_| None);
+    let s = Server::start(&["--hook-url", &receiver.url(), "--hook-timeout", "10m"]);
+    // Four events taken by the workers (each waiting for its answer), at most 1,024 queued:
+    // of 1,030 uploads' events, at least two are dropped (more only if a worker took its event
+    // after the queue had filled).
+    let uploads = 1030;
+    let mut c = weir_testkit::h1::Client::new(std::net::TcpStream::connect(s.addr).unwrap());
+    for i in 0..uploads {
+        c.send(
+            format!("PUT /files/q/{i} HTTP/1.1\r\nhost: t\r\ncontent-length: 1\r\n\r\nx")
+                .as_bytes(),
+        );
+        assert_eq!(c.read_response().status, 201, "upload {i}");
+    }
+    let dropped = "weir_webhooks_total{outcome=\"dropped\"}";
+    wait_for("the workers to take their events", || {
+        receiver.bodies().len() == 4
+    });
+    let scraped = scrape(&s.url("/metrics"), None);
+    assert!(
+        scraped[dropped] >= (uploads - 4 - 1024) as f64,
+        "{}",
+        scraped[dropped]
+    );
+    assert_eq!(scraped[ATTEMPTS], 4.0);
+    assert_eq!(s.request("GET /files/q/1029 HTTP/1.1", b"").body, b"x");
+}
