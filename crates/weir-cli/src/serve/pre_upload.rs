@@ -150,7 +150,10 @@ impl Run {
         };
         // The output is read beside the wait, so that a talkative hook never blocks on a full
         // pipe; kept up to OUTPUT_MAX, the rest discarded.
-        let reader = child.stdout.take().map(|mut out| {
+        // The output comes back through a channel, so that a program whose child keeps the pipe
+        // open after it exits delays the answer by what is left of the timeout (or a second).
+        let (output_to, output) = std::sync::mpsc::sync_channel(1);
+        if let Some(mut out) = child.stdout.take() {
             std::thread::spawn(move || {
                 let mut kept = Vec::new();
                 let mut buf = [0u8; 4096];
@@ -158,9 +161,9 @@ impl Run {
                     let room = OUTPUT_MAX.saturating_sub(kept.len());
                     kept.extend_from_slice(&buf[..n.min(room)]);
                 }
-                kept
-            })
-        });
+                let _ = output_to.send(kept);
+            });
+        }
         if let Some(mut stdin) = child.stdin.take() {
             // A hook that does not read its input is not a failure (EPIPE is ignored).
             let _ = writeln!(stdin, "{}", self.input);
@@ -172,7 +175,7 @@ impl Run {
                 Ok(None) if Instant::now() >= deadline => {
                     let _ = child.kill();
                     let _ = child.wait();
-                    // The reader is left to end with the pipe (a grandchild may hold it).
+                    // The reader ends with the pipe (a grandchild may hold it open).
                     return Answer::Unavailable(format!(
                         "killed after its timeout of {:?}",
                         self.timeout
@@ -185,7 +188,12 @@ impl Run {
         if status.success() {
             return Answer::Accept;
         }
-        let output = reader.and_then(|r| r.join().ok()).unwrap_or_default();
+        // What is left of the timeout, and at least a second: the pipe of a program that has
+        // exited closes at once, unless a child of it holds it.
+        let left = deadline
+            .saturating_duration_since(Instant::now())
+            .max(Duration::from_secs(1));
+        let output = output.recv_timeout(left).unwrap_or_default();
         Answer::Refuse(first_line(&output))
     }
 }
