@@ -193,6 +193,25 @@ pub struct ServeArgs {
     /// A hook still running after this long is killed (counted in /metrics).
     #[arg(long, env = "WEIR_HOOK_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
     pub hook_timeout: std::time::Duration,
+    /// POST every stored-file and delete event (the JSON --hook-command gets) to this
+    /// `http://` or `https://` URL, retried on connection failures, timeouts, 429 and 5xx.
+    #[arg(long, env = "WEIR_HOOK_URL", value_name = "URL", value_parser = parse_hook_url)]
+    pub hook_url: Option<crate::client::post::PostUrl>,
+    /// Attempts per --hook-url event, the first included.
+    #[arg(long, env = "WEIR_HOOK_ATTEMPTS", default_value_t = 5,
+          value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub hook_attempts: u32,
+    /// Pause after a failed --hook-url attempt, doubled after each further one (at most 5m).
+    #[arg(long, env = "WEIR_HOOK_BACKOFF", default_value = "1s", value_parser = parse_duration)]
+    pub hook_backoff: std::time::Duration,
+    /// Run this program before accepting an upload (PUT, form POST, resumable or tus
+    /// creation), before any body byte is read: the request as JSON on its stdin; exit status
+    /// 0 accepts, any other refuses (403, its first line of output as the reason).
+    #[arg(long, env = "WEIR_PRE_UPLOAD_HOOK", value_name = "PROGRAM")]
+    pub pre_upload_hook: Option<PathBuf>,
+    /// A pre-upload hook still running after this long is killed and the upload refused (503).
+    #[arg(long, env = "WEIR_PRE_UPLOAD_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    pub pre_upload_timeout: std::time::Duration,
     /// Serve `/metrics` (Prometheus) on this address only, without a token; by default it is
     /// served on --listen, behind the token when one is set.
     #[arg(long, env = "WEIR_METRICS_LISTEN", value_name = "ADDR", value_parser = parse_listen)]
@@ -218,6 +237,11 @@ fn parse_listen(text: &str) -> Result<String, String> {
     } else {
         text.to_owned()
     })
+}
+
+/// A webhook URL: `http://` or `https://`.
+fn parse_hook_url(text: &str) -> Result<crate::client::post::PostUrl, String> {
+    crate::client::post::PostUrl::parse(text)
 }
 
 /// A duration: a number with `s`, `m`, `h` or `d`.

@@ -109,6 +109,10 @@ pub struct Config {
     pub max_tls_handshakes: usize,
     /// HTTP/2: whether it is served, its limits and its flow-control windows.
     pub http2: Http2Config,
+    /// Called for each request the server answers itself before any handler runs (a
+    /// malformed, oversized or too slow head: 400, 414, 431, 408...), for access logs. Default
+    /// `None`: nothing is done (see [`Refused`](crate::Refused)).
+    pub on_refused: Option<crate::OnRefused>,
 }
 
 /// HTTP/2 settings. HTTP/2 is offered by ALPN on TLS listeners and accepted by prior knowledge
@@ -207,6 +211,7 @@ impl Default for Config {
             tls_handshake_timeout: Duration::from_secs(10),
             max_tls_handshakes: 1024,
             http2: Http2Config::default(),
+            on_refused: None,
         }
     }
 }
@@ -266,6 +271,7 @@ setters!(Config {
     with_tls_handshake_timeout => tls_handshake_timeout: Duration,
     with_max_tls_handshakes => max_tls_handshakes: usize,
     with_http2 => http2: Http2Config,
+    with_on_refused => on_refused: Option<crate::OnRefused>,
 });
 
 setters!(Http2Config {

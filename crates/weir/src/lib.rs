@@ -124,6 +124,7 @@ mod h1;
 mod h2;
 mod handler;
 pub mod malloc;
+mod refused;
 mod response;
 mod server;
 #[cfg(feature = "tower")]
@@ -136,6 +137,7 @@ pub use config::{Config, DataRate, Http2Config, Limits};
 pub use error::{Error, Side};
 pub use exchange::Exchange;
 pub use handler::Handler;
+pub use refused::{OnRefused, Refused};
 pub use response::{BodyWriter, Response};
 pub use server::{Server, ServerHandle};
 #[cfg(feature = "tower")]

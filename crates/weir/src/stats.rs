@@ -1,5 +1,8 @@
 //! Counters a server exposes for tests and monitoring. Updated off the hot path: per connection,
-//! or only when a high-water mark is exceeded.
+//! only when a high-water mark is exceeded, or (the body gauges) when a connection's buffered
+//! body bytes change, which happens at most once per socket read or per handler read that takes
+//! buffered bytes; a handler reading straight from the socket (direct reads, splice) leaves
+//! them at 0 and never touches them.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
@@ -10,6 +13,8 @@ pub struct Stats {
     peak_body_buffered: AtomicUsize,
     accepted: AtomicU64,
     active: AtomicUsize,
+    body_buffered: AtomicUsize,
+    paused: AtomicUsize,
 }
 
 impl Stats {
@@ -29,6 +34,19 @@ impl Stats {
         self.active.load(Ordering::Relaxed)
     }
 
+    /// Request body bytes held now in HTTP/1.1 connections' buffers ahead of their handlers
+    /// (read from the socket, not yet taken), all connections together. At most the pause
+    /// threshold plus one read buffer per connection.
+    pub fn body_buffered_now(&self) -> usize {
+        self.body_buffered.load(Ordering::Relaxed)
+    }
+
+    /// HTTP/1.1 connections whose buffered body bytes have reached the pause threshold now:
+    /// the server reads no more of their bodies until their handlers take some.
+    pub fn connections_paused(&self) -> usize {
+        self.paused.load(Ordering::Relaxed)
+    }
+
     pub(crate) fn record_body_buffered(&self, n: usize) {
         self.peak_body_buffered.fetch_max(n, Ordering::Relaxed);
     }
@@ -40,6 +58,76 @@ impl Stats {
 
     pub(crate) fn connection_closed(&self) {
         self.active.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// One connection's share of [`Stats::body_buffered_now`] and [`Stats::connections_paused`]:
+/// what it last added, so that it adds only the difference (nothing when unchanged) and takes
+/// it all back when it ends ([`BufferedGauge::set`] with 0).
+#[derive(Debug, Default)]
+pub(crate) struct BufferedGauge {
+    buffered: usize,
+    paused: bool,
+}
+
+impl BufferedGauge {
+    /// The connection now holds `buffered` body bytes ahead of its handler, under `threshold`.
+    pub(crate) fn set(&mut self, buffered: usize, threshold: usize, stats: &Stats) {
+        if buffered == self.buffered {
+            return;
+        }
+        if buffered > self.buffered {
+            stats
+                .body_buffered
+                .fetch_add(buffered - self.buffered, Ordering::Relaxed);
+        } else {
+            stats
+                .body_buffered
+                .fetch_sub(self.buffered - buffered, Ordering::Relaxed);
+        }
+        self.buffered = buffered;
+        let paused = buffered > 0 && buffered >= threshold;
+        if paused != self.paused {
+            if paused {
+                stats.paused.fetch_add(1, Ordering::Relaxed);
+            } else {
+                stats.paused.fetch_sub(1, Ordering::Relaxed);
+            }
+            self.paused = paused;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_gauge_adds_differences_and_takes_them_back() {
+        let stats = Stats::default();
+        let (mut a, mut b) = (BufferedGauge::default(), BufferedGauge::default());
+        a.set(100, 4096, &stats);
+        b.set(4096, 4096, &stats);
+        assert_eq!(
+            (stats.body_buffered_now(), stats.connections_paused()),
+            (4196, 1)
+        );
+        b.set(5000, 4096, &stats);
+        assert_eq!(
+            (stats.body_buffered_now(), stats.connections_paused()),
+            (5100, 1)
+        );
+        b.set(10, 4096, &stats);
+        assert_eq!(
+            (stats.body_buffered_now(), stats.connections_paused()),
+            (110, 0)
+        );
+        a.set(0, 4096, &stats);
+        b.set(0, 4096, &stats);
+        assert_eq!(
+            (stats.body_buffered_now(), stats.connections_paused()),
+            (0, 0)
+        );
     }
 }
 

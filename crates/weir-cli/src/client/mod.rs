@@ -9,6 +9,7 @@
 //! | `h2` | one HTTP/2 exchange over the `h2` crate, on a current-thread runtime |
 //! | `conn` | `Connection`: either of the two behind the calls `put`/`get` make |
 //! | `url` | `http://` and `https://` URLs |
+//! | `post` | one `POST` under a timeout: the service's webhooks |
 //! | `put` / `get` | the commands (`put` resumes an interrupted upload: draft-ietf-httpbis-resumable-upload) |
 //! | `resume_state` | the state file that lets a later `weir put` resume an upload |
 //! | `progress` | the progress bar and summary formatting |
@@ -17,6 +18,7 @@ mod conn;
 mod get;
 mod h2;
 mod http;
+pub mod post;
 mod progress;
 mod put;
 mod resume_state;

@@ -36,6 +36,12 @@ impl Socket {
         }
     }
 
+    /// Sets both the read and the write timeout (webhooks: before a TLS handshake).
+    pub(crate) fn set_timeouts(&self, timeout: Option<Duration>) -> io::Result<()> {
+        self.set_read_timeout(timeout)?;
+        self.set_write_timeout(timeout)
+    }
+
     fn set_read_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
         match self {
             Self::Tcp(s) => s.set_read_timeout(timeout),

@@ -95,12 +95,15 @@ pub(super) struct Entry<'a> {
     pub time: SystemTime,
     pub client: PeerAddr,
     pub method: &'a str,
-    pub path: &'a str,
+    /// The request target as received (bytes: a refused head's may not be UTF-8).
+    pub path: &'a [u8],
     pub status: Option<u16>,
     pub bytes_in: u64,
     pub bytes_out: u64,
     pub duration: Duration,
     pub stored: Stored,
+    /// The server refused the head before any handler ran (`weir::Refused`).
+    pub refused: bool,
 }
 
 thread_local! {
@@ -166,7 +169,7 @@ fn text(out: &mut Vec<u8>, e: &Entry<'_>) -> io::Result<()> {
     out.extend_from_slice(b" method=");
     escaped(out, e.method.as_bytes(), Escape::Text)?;
     out.extend_from_slice(b" path=");
-    escaped(out, e.path.as_bytes(), Escape::Text)?;
+    escaped(out, e.path, Escape::Text)?;
     out.extend_from_slice(b" status=");
     match e.status {
         Some(status) => number(out, status.into(), 1),
@@ -186,6 +189,9 @@ fn text(out: &mut Vec<u8>, e: &Entry<'_>) -> io::Result<()> {
             hex(out, sum);
         }
     }
+    if e.refused {
+        out.extend_from_slice(b" refused=true");
+    }
     out.push(b'\n');
     Ok(())
 }
@@ -198,7 +204,7 @@ fn json(out: &mut Vec<u8>, e: &Entry<'_>) -> io::Result<()> {
     out.extend_from_slice(b"\",\"method\":\"");
     escaped(out, e.method.as_bytes(), Escape::Json)?;
     out.extend_from_slice(b"\",\"path\":\"");
-    escaped(out, e.path.as_bytes(), Escape::Json)?;
+    escaped(out, e.path, Escape::Json)?;
     out.extend_from_slice(b"\",\"status\":");
     match e.status {
         Some(status) => number(out, status.into(), 1),
@@ -218,6 +224,9 @@ fn json(out: &mut Vec<u8>, e: &Entry<'_>) -> io::Result<()> {
             hex(out, sum);
             out.push(b'"');
         }
+    }
+    if e.refused {
+        out.extend_from_slice(b",\"refused\":true");
     }
     out.extend_from_slice(b"}\n");
     Ok(())
@@ -344,12 +353,13 @@ mod tests {
             time: UNIX_EPOCH + Duration::from_millis(1_709_251_199_007),
             client: PeerAddr::Tcp("127.0.0.1:4000".parse().unwrap()),
             method: "PUT",
-            path,
+            path: path.as_bytes(),
             status: Some(201),
             bytes_in: 5,
             bytes_out: 7,
             duration: Duration::from_micros(1_000_042),
             stored,
+            refused: false,
         }
     }
 

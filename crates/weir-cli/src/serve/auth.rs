@@ -76,6 +76,57 @@ impl Credential {
     }
 }
 
+impl Credential {
+    /// The scopes' names (for the pre-upload hook).
+    pub fn scope_names(&self) -> Vec<&'static str> {
+        [
+            (Access::Read, "read"),
+            (Access::Write, "write"),
+            (Access::Delete, "delete"),
+        ]
+        .into_iter()
+        .filter(|(a, _)| self.scopes & a.bit() != 0)
+        .map(|(_, name)| name)
+        .collect()
+    }
+
+    /// The path prefix the credential is confined to, if any.
+    pub fn prefix(&self) -> Option<&str> {
+        self.prefix.as_deref()
+    }
+}
+
+/// Who sent a request, for routes whose store path is known only after a look at the request
+/// or the store (tus creation, uploads by id).
+#[derive(Clone, Copy, Debug)]
+pub enum Caller<'a> {
+    /// No credential is needed for the access.
+    Open,
+    /// A configured credential.
+    Known(&'a Credential),
+    /// None, or an unknown one: 401.
+    Unknown,
+}
+
+impl Caller<'_> {
+    /// Judges `access` on `path` (`None`: not known yet: only the scope is judged).
+    pub fn check(self, access: Access, path: Option<&str>) -> Verdict {
+        match self {
+            Self::Open => Verdict::Allowed,
+            Self::Unknown => Verdict::Unauthorized,
+            Self::Known(c) if c.scopes & access.bit() == 0 => Verdict::Forbidden,
+            Self::Known(_) if path.is_none() => Verdict::Allowed,
+            Self::Known(c) if c.allows(access, path) => Verdict::Allowed,
+            Self::Known(_) => Verdict::Forbidden,
+        }
+    }
+
+    /// Whether the caller is confined to a path prefix.
+    pub fn confined(self) -> bool {
+        matches!(self, Self::Known(c) if c.prefix.is_some())
+    }
+}
+
 impl std::fmt::Debug for Credential {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Never print the hash.
@@ -182,6 +233,19 @@ impl Auth {
             None => Verdict::Unauthorized,
             Some(c) if c.allows(access, path) => Verdict::Allowed,
             Some(_) => Verdict::Forbidden,
+        }
+    }
+}
+
+impl Auth {
+    /// Who a request doing `access` is (a `Caller`).
+    pub fn caller(&self, authorization: Option<&[u8]>, access: Access) -> Caller<'_> {
+        if !self.required(access) {
+            return Caller::Open;
+        }
+        match self.identify(authorization) {
+            Some(c) => Caller::Known(c),
+            None => Caller::Unknown,
         }
     }
 }

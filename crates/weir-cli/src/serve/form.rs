@@ -143,7 +143,11 @@ async fn receive(
                             if staged.len() == MAX_FILES {
                                 return Err(FormFailure::Malformed("too many files in one form"));
                             }
-                            Some(begin(svc, ex.request(), dir, &name)?)
+                            let (path, mut upload) = begin(svc, ex.request(), dir, &name)?;
+                            if let Some(media_type) = &head.content_type {
+                                upload.set_media_type(media_type);
+                            }
+                            Some((path, upload))
                         }
                         _ => None,
                     };

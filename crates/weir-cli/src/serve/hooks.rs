@@ -23,7 +23,7 @@ pub const QUEUE: usize = 1024;
 pub const WORKERS: usize = 4;
 
 /// What happened to a file.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(super) struct Event {
     /// `stored` or `deleted`.
     pub kind: &'static str,
@@ -112,14 +112,23 @@ enum Failure {
     Failed(String),
 }
 
+impl Event {
+    /// The event as the hooks get it: `{"event","path","size","sha256"}` (`sha256` null when
+    /// not computed, and for deletes). The same document for `--hook-command` (stdin) and
+    /// `--hook-url` (the POST's body).
+    pub(super) fn json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "event": self.kind,
+            "path": self.path,
+            "size": self.size,
+            "sha256": self.sha256.map(|d| super::hex(&d)),
+        })
+    }
+}
+
 fn run(program: &PathBuf, timeout: Duration, event: &Event) -> Result<(), Failure> {
     let sha256 = event.sha256.map(|d| super::hex(&d));
-    let json = serde_json::json!({
-        "event": event.kind,
-        "path": event.path,
-        "size": event.size,
-        "sha256": sha256,
-    });
+    let json = event.json();
     let mut child = Command::new(program)
         .env("WEIR_HOOK_EVENT", event.kind)
         .env("WEIR_HOOK_PATH", &event.path)

@@ -12,6 +12,7 @@
 
 use super::hooks::HookOutcomes;
 use super::stored::Stored;
+use super::webhooks::WebhookCounters;
 use std::fmt::Write as _;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -111,6 +112,18 @@ impl Metrics {
         }
     }
 
+    /// Counts a request the server refused before any handler ran (`method` when it was read).
+    pub(super) fn count_refused(&self, method: Option<&str>, status: u16) {
+        let index = method
+            .and_then(|m| METHODS.iter().position(|known| *known == m))
+            .unwrap_or(METHODS.len() - 1);
+        let class = match status {
+            100..=599 => usize::from(status / 100 - 1),
+            _ => CLASSES.len() - 1,
+        };
+        self.requests[index][class].fetch_add(1, Relaxed);
+    }
+
     /// Counts a finished request (then drop its `InFlight`).
     pub(super) fn finish(&self, request: &InFlight<'_>, outcome: &Outcome) {
         let class = match outcome.status {
@@ -134,7 +147,7 @@ impl Metrics {
         &self,
         store: &LocalStore,
         resumables: Option<&Resumables>,
-        hooks: Option<&HookOutcomes>,
+        (hooks, webhooks): (Option<&HookOutcomes>, Option<&WebhookCounters>),
         buffers_lent: usize,
     ) -> String {
         let mut out = String::with_capacity(8 * 1024);
@@ -225,6 +238,38 @@ impl Metrics {
                 );
             }
         }
+        if let Some(webhooks) = webhooks {
+            header(
+                &mut out,
+                "weir_webhooks_total",
+                "counter",
+                "Webhook events by final outcome (timeout: the last attempt timed out; dropped: the queue was full).",
+            );
+            let outcomes = [
+                ("ok", &webhooks.ok),
+                ("failed", &webhooks.failed),
+                ("timeout", &webhooks.timed_out),
+                ("dropped", &webhooks.dropped),
+            ];
+            for (outcome, count) in outcomes {
+                let _ = writeln!(
+                    out,
+                    "weir_webhooks_total{{outcome=\"{outcome}\"}} {}",
+                    count.load(Relaxed)
+                );
+            }
+            header(
+                &mut out,
+                "weir_webhook_attempts_total",
+                "counter",
+                "Webhook attempts (each retry counts).",
+            );
+            let _ = writeln!(
+                out,
+                "weir_webhook_attempts_total {}",
+                webhooks.attempts.load(Relaxed)
+            );
+        }
         if let Some(quota) = store.max_storage() {
             header(
                 &mut out,
@@ -254,6 +299,18 @@ impl Metrics {
                     "gauge",
                     "The most request body bytes any connection held read ahead of its handler.",
                     stats.peak_body_buffered() as u64,
+                ),
+                (
+                    "weir_body_buffered_bytes",
+                    "gauge",
+                    "Request body bytes HTTP/1.1 connections hold now ahead of their handlers.",
+                    stats.body_buffered_now() as u64,
+                ),
+                (
+                    "weir_connections_paused",
+                    "gauge",
+                    "HTTP/1.1 connections whose buffered body reached the pause threshold now (not read until their handlers take some).",
+                    stats.connections_paused() as u64,
                 ),
             ];
             for (name, kind, help, value) in server_figures {

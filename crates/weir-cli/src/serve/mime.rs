@@ -50,8 +50,31 @@ pub(crate) fn by_name(name: &str) -> ContentType {
 /// a file, and keeping it would serve a file as a form.
 pub(crate) fn of_request(ex: &Exchange<'_>) -> Option<MediaType> {
     let t = MediaType::parse(ex.request().header("content-type")?)?;
-    let essence = t.as_str().split(';').next().unwrap_or("").trim();
-    (!essence.eq_ignore_ascii_case("application/x-www-form-urlencoded")).then_some(t)
+    (!essence_is(&t, "application/x-www-form-urlencoded")).then_some(t)
+}
+
+fn essence_is(t: &MediaType, essence: &str) -> bool {
+    let own = t.as_str().split(';').next().unwrap_or("").trim();
+    own.eq_ignore_ascii_case(essence)
+}
+
+/// Whether `t` is a resumable protocol's own body type (`application/partial-upload`,
+/// tus's `application/offset+octet-stream`), which says nothing of the file.
+pub(crate) fn is_upload_framing(t: &MediaType) -> bool {
+    essence_is(t, "application/partial-upload") || essence_is(t, "application/offset+octet-stream")
+}
+
+/// The type in tus `Upload-Metadata` (`filetype`, or `type`; base64), as [`of_request`] would
+/// take it.
+pub(crate) fn of_metadata(metadata: &str) -> Option<MediaType> {
+    let value = metadata.split(',').find_map(|pair| {
+        let (key, value) = pair.trim().split_once(' ')?;
+        matches!(key, "filetype" | "type").then_some(value.trim())
+    })?;
+    // ALLOCATION: the decoded value, once per completing request of a typed upload.
+    let t = MediaType::parse(&super::tus::base64_decode(value)?)?;
+    let keep = !essence_is(&t, "application/x-www-form-urlencoded") && !is_upload_framing(&t);
+    keep.then_some(t)
 }
 
 #[cfg(test)]

@@ -30,6 +30,8 @@
 //! | `metrics` | Prometheus counters and histograms, and their exposition text |
 //! | `notify` | systemd readiness: `READY=1`, `STOPPING=1` to `NOTIFY_SOCKET` |
 //! | `hooks` | `--hook-command`: a program run after each commit and delete, off the request's path |
+//! | `webhooks` | `--hook-url`: the same events POSTed, retried with backoff, off the request's path |
+//! | `pre_upload` | `--pre-upload-hook`: a program that may refuse an upload before its body is read |
 //! | `stored` | what a request stored, noted at each commit for the log and metrics |
 
 mod access_log;
@@ -49,6 +51,7 @@ mod observe;
 mod page;
 #[cfg(target_os = "linux")]
 mod passed_file;
+mod pre_upload;
 mod preconditions;
 #[cfg(unix)]
 mod reload;
@@ -59,6 +62,7 @@ mod stored;
 mod target;
 mod tus;
 mod upload;
+mod webhooks;
 
 pub use access_log::{AccessLog, LogFormat};
 pub use auth::{Auth, Credential};
@@ -66,10 +70,12 @@ pub use cors::Cors;
 pub use hooks::Hooks;
 pub use metrics::Metrics;
 pub use observe::MetricsOnly;
+pub use pre_upload::PreUpload;
 pub(crate) use reply::hex;
 pub use resumable::ResumableOptions;
 pub use service::{Service, ServiceOptions};
 pub(crate) use target::percent_decode;
+pub use webhooks::{WebhookOptions, Webhooks};
 
 use crate::cli::{Runtime, ServeArgs};
 use std::fmt;
@@ -111,6 +117,10 @@ pub struct ServeConfig {
     pub metrics_listen: Option<String>,
     /// `--hook-command` and its timeout.
     pub hook: Option<(PathBuf, std::time::Duration)>,
+    /// `--hook-url` and its timeout, attempts and backoff.
+    pub webhook: Option<WebhookOptions>,
+    /// `--pre-upload-hook` and its timeout.
+    pub pre_upload: Option<(PathBuf, std::time::Duration)>,
     /// The server library's timeouts, rates and limits.
     pub connections: Connections,
     /// Origins whose pages may use the service (`--cors-origin`).
@@ -217,6 +227,15 @@ impl ServeConfig {
             hook: args
                 .hook_command
                 .map(|program| (program, args.hook_timeout)),
+            webhook: args.hook_url.map(|url| WebhookOptions {
+                url,
+                timeout: args.hook_timeout,
+                attempts: args.hook_attempts,
+                backoff: args.hook_backoff,
+            }),
+            pre_upload: args
+                .pre_upload_hook
+                .map(|program| (program, args.pre_upload_timeout)),
             connections: Connections {
                 head_timeout: args.head_timeout,
                 idle_timeout: args.idle_timeout,
@@ -310,6 +329,14 @@ pub fn run(args: ServeArgs) -> Result<(), ServeError> {
             .map_err(|e| ServeError(format!("cannot start the hook threads: {e}")))?;
         service = service.with_hooks(hooks);
     }
+    if let Some(options) = &config.webhook {
+        let webhooks = Webhooks::start(options.clone())
+            .map_err(|e| ServeError(format!("cannot start the webhook threads: {e}")))?;
+        service = service.with_webhooks(webhooks);
+    }
+    if let Some((program, timeout)) = &config.pre_upload {
+        service = service.with_pre_upload(PreUpload::new(program.clone(), *timeout));
+    }
     let service = Arc::new(service);
     let store = &service.store;
     raise_open_files_limit(config.weir_config().max_connections);
@@ -336,7 +363,12 @@ pub fn run(args: ServeArgs) -> Result<(), ServeError> {
     }
     .map_err(|e| ServeError(format!("cannot start the runtime: {e}")))?;
     let server = runtime.block_on(async {
-        let mut server = weir::Server::new(config.weir_config());
+        let mut weir_config = config.weir_config();
+        // Requests the library answers itself (a malformed or slow head) are logged and
+        // counted as the others are.
+        let observer = Arc::clone(&service);
+        weir_config.on_refused = Some(weir::OnRefused::new(move |r| observer.on_refused(r)));
+        let mut server = weir::Server::new(weir_config);
         // --listen is HTTPS when a certificate is given and no --listen-tls.
         let (plain, secure): (&[String], &[String]) = match &tls {
             Some(_) if config.listen_tls.is_empty() => (&[], &config.listen),

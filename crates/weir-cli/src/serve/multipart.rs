@@ -42,6 +42,8 @@ pub(crate) struct PartHead {
     pub(crate) name: Option<String>,
     /// The file name, for file fields.
     pub(crate) filename: Option<String>,
+    /// The part's `Content-Type`, when it is a media type (kept with the stored file).
+    pub(crate) content_type: Option<weir_store::MediaType>,
 }
 
 /// A malformed body (400).
@@ -173,13 +175,18 @@ impl Parser {
             }
             Ok(httparse::Status::Complete((len, headers))) => {
                 let mut head = PartHead::default();
+                let mut content_type = None;
                 for h in headers {
                     if h.name.eq_ignore_ascii_case("content-disposition") {
                         let value = std::str::from_utf8(h.value)
                             .map_err(|_| MultipartError("Content-Disposition is not UTF-8"))?;
                         head = content_disposition(value)?;
+                    } else if h.name.eq_ignore_ascii_case("content-type") {
+                        // Not a media type: ignored (the file then goes by its extension).
+                        content_type = weir_store::MediaType::parse(h.value);
                     }
                 }
+                head.content_type = content_type;
                 self.state = State::Body;
                 Ok((len, Some(Event::Part(head))))
             }

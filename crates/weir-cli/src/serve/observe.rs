@@ -15,6 +15,9 @@ use http::{Method, StatusCode};
 use std::time::{Instant, SystemTime};
 use weir::{Exchange, Handler, http};
 
+/// The longest request target logged for a refused head.
+const REFUSED_PATH_MAX: usize = 1024;
+
 /// What the service reports about itself.
 #[derive(Default)]
 pub(super) struct Observing {
@@ -55,12 +58,13 @@ impl Handler for Service {
                 time,
                 client: ex.peer_addr(),
                 method: request.method().as_str(),
-                path: request.target(),
+                path: request.target().as_bytes(),
                 status: outcome.status,
                 bytes_in: outcome.bytes_in,
                 bytes_out: outcome.bytes_out,
                 duration: outcome.duration,
                 stored: outcome.stored,
+                refused: false,
             });
         }
         result
@@ -87,28 +91,68 @@ impl Service {
         self
     }
 
-    /// A file was committed at `path`: noted for the log and metrics, and the hook queued.
+    /// Sends every commit and delete to `webhooks`.
+    pub fn with_webhooks(mut self, webhooks: super::webhooks::Webhooks) -> Self {
+        self.webhooks = Some(webhooks);
+        self
+    }
+
+    /// Asks `hook` before every upload.
+    pub fn with_pre_upload(mut self, hook: super::pre_upload::PreUpload) -> Self {
+        self.pre_upload = Some(hook);
+        self
+    }
+
+    /// A file was committed at `path`: noted for the log and metrics, and the hooks queued.
     pub(super) fn on_stored(&self, path: &str, committed: &weir_store::Committed) {
         stored::note(committed);
+        self.hook_event("stored", path, committed.size, committed.sha256);
+    }
+
+    /// A file was deleted at `path`: the hooks queued.
+    pub(super) fn on_deleted(&self, path: &str) {
+        self.hook_event("deleted", path, 0, None);
+    }
+
+    /// Queues the event for the command hook and the webhook, those configured.
+    fn hook_event(&self, kind: &'static str, path: &str, size: u64, sha256: Option<[u8; 32]>) {
+        let event = || super::hooks::Event {
+            kind,
+            // ALLOCATION: the event's path, once per committed file or delete and per kind of
+            // hook configured (none without hooks).
+            path: path.to_owned(),
+            size,
+            sha256,
+        };
+        if let Some(webhooks) = &self.webhooks {
+            webhooks.send(event());
+        }
         if let Some(hooks) = &self.hooks {
-            // ALLOCATION: the event's path, once per committed file.
-            hooks.send(super::hooks::Event {
-                kind: "stored",
-                path: path.to_owned(),
-                size: committed.size,
-                sha256: committed.sha256,
-            });
+            hooks.send(event());
         }
     }
 
-    /// A file was deleted at `path`: the hook queued.
-    pub(super) fn on_deleted(&self, path: &str) {
-        if let Some(hooks) = &self.hooks {
-            hooks.send(super::hooks::Event {
-                kind: "deleted",
-                path: path.to_owned(),
-                size: 0,
-                sha256: None,
+    /// A request the server refused before any handler ran (`weir::Config::on_refused`): an
+    /// access log line (`refused=true`) and its count in `weir_http_requests_total`.
+    pub fn on_refused(&self, refused: &weir::Refused<'_>) {
+        let status = refused.status.as_u16();
+        self.observing.metrics.count_refused(refused.method, status);
+        if let Some(log) = &self.observing.log {
+            log.write(&Entry {
+                time: SystemTime::now(),
+                client: refused.peer,
+                method: refused.method.unwrap_or("-"),
+                // A 414's target can be as long as the request line limit: the log keeps
+                // its first KiB.
+                path: refused
+                    .target
+                    .map_or(b"-", |t| &t[..t.len().min(REFUSED_PATH_MAX)]),
+                status: Some(status),
+                bytes_in: 0,
+                bytes_out: 0,
+                duration: std::time::Duration::ZERO,
+                stored: stored::Stored::default(),
+                refused: true,
             });
         }
     }
@@ -157,10 +201,13 @@ async fn metrics(svc: &Service, ex: &mut Exchange<'_>, token: bool) -> Result<()
     }
     let resumables = svc.resumables.as_deref();
     let hooks = svc.hooks.as_ref().map(|h| &*h.outcomes);
-    let text = svc
-        .observing
-        .metrics
-        .render(&svc.store, resumables, hooks, svc.buffers_lent());
+    let webhooks = svc.webhooks.as_ref().map(|h| &*h.counters);
+    let text = svc.observing.metrics.render(
+        &svc.store,
+        resumables,
+        (hooks, webhooks),
+        svc.buffers_lent(),
+    );
     ex.respond(StatusCode::OK)
         .header("content-type", "text/plain; version=0.0.4; charset=utf-8")
         .body(text.as_bytes())

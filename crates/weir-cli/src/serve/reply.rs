@@ -66,12 +66,16 @@ pub(crate) enum Problem {
     DraftCompletedUpload,
     /// 400, the resumable draft's: lengths that contradict each other.
     DraftInconsistentLength,
+    /// 403: `--pre-upload-hook` refused the upload.
+    UploadRefused,
+    /// 503: `--pre-upload-hook` did not answer in time (or could not be run).
+    HookUnavailable,
 }
 
 impl Problem {
     /// Every kind, for the documentation test.
     #[cfg(test)]
-    pub(crate) const ALL: [Self; 24] = [
+    pub(crate) const ALL: [Self; 26] = [
         Self::BadRequest,
         Self::InvalidPath,
         Self::DigestMismatch,
@@ -96,6 +100,8 @@ impl Problem {
         Self::DraftMismatchingOffset,
         Self::DraftCompletedUpload,
         Self::DraftInconsistentLength,
+        Self::UploadRefused,
+        Self::HookUnavailable,
     ];
 
     /// Its status. [`UploadBusy`](Self::UploadBusy) is 409 here; tus answers it 423 (see
@@ -109,7 +115,7 @@ impl Problem {
             | Self::DraftCompletedUpload
             | Self::DraftInconsistentLength => StatusCode::BAD_REQUEST,
             Self::Unauthorized => StatusCode::UNAUTHORIZED,
-            Self::Forbidden | Self::SymlinkRefused => StatusCode::FORBIDDEN,
+            Self::Forbidden | Self::SymlinkRefused | Self::UploadRefused => StatusCode::FORBIDDEN,
             Self::NotFound => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Self::BodyTimeout => StatusCode::REQUEST_TIMEOUT,
@@ -121,7 +127,7 @@ impl Problem {
             Self::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::RangeNotSatisfiable => StatusCode::RANGE_NOT_SATISFIABLE,
-            Self::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Unavailable | Self::HookUnavailable => StatusCode::SERVICE_UNAVAILABLE,
             Self::InsufficientStorage => StatusCode::INSUFFICIENT_STORAGE,
             Self::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -151,6 +157,8 @@ impl Problem {
             Self::Unavailable => "https://weir.dev/problems/unavailable",
             Self::InsufficientStorage => "https://weir.dev/problems/insufficient-storage",
             Self::Internal => "https://weir.dev/problems/internal",
+            Self::UploadRefused => "https://weir.dev/problems/upload-refused",
+            Self::HookUnavailable => "https://weir.dev/problems/hook-unavailable",
             Self::DraftMismatchingOffset => {
                 "https://iana.org/assignments/http-problem-types#mismatching-upload-offset"
             }
@@ -190,6 +198,8 @@ impl Problem {
             Self::DraftMismatchingOffset => "Mismatching upload offset",
             Self::DraftCompletedUpload => "Upload already completed",
             Self::DraftInconsistentLength => "Inconsistent upload length",
+            Self::UploadRefused => "Upload refused",
+            Self::HookUnavailable => "Upload check unavailable",
         }
     }
 }

@@ -228,7 +228,18 @@ pub(super) async fn create(
         Ok(d) => d,
         Err(message) => return reply::error(ex, Problem::BadRequest, &message, &[]).await,
     };
-    let (id, state) = match resumables.create(&path, length, expected, svc.options.hash) {
+    // The creation's `Content-Type` is the file's: kept in the record as tus keeps its type
+    // (`filetype` in `Upload-Metadata`), set on the file at completion (`keep_media_type`).
+    let metadata = super::mime::of_request(ex)
+        .filter(|t| !super::mime::is_upload_framing(t))
+        .map(|t| {
+            // ALLOCATION: the record's metadata line, once per creation that has a type.
+            let mut m = String::from("filetype ");
+            super::tus::base64_encode(t.as_str().as_bytes(), &mut m);
+            m
+        });
+    let made = resumables.create_with_metadata(&path, length, expected, svc.options.hash, metadata);
+    let (id, state) = match made {
         Ok(made) => made,
         Err(e) => return reply::store_error(ex, &e).await,
     };
@@ -524,6 +535,7 @@ async fn receive(
         }
         return failure.answer(ex, svc.options.max_upload).await;
     }
+    keep_media_type(&appending, &mut upload);
     let end = off_the_runtime(|| appending.finish(upload, complete));
     let stats = ex.body_stats();
     let internals = upload::wants_internals(ex);
@@ -609,6 +621,16 @@ async fn receive(
             ];
             reply::store_error_with(ex, &e, &headers).await
         }
+    }
+}
+
+/// Sets the type the upload was created with (IETF: the creation's `Content-Type`; tus:
+/// `Upload-Metadata`'s `filetype` or `type`) on its file, before an append that may complete
+/// it: the commit renames the file with it. One `fsetxattr` per such request.
+pub(super) fn keep_media_type(appending: &Appending, upload: &mut Upload) {
+    let state = appending.state();
+    if let Some(t) = state.metadata.as_deref().and_then(super::mime::of_metadata) {
+        upload.set_media_type(&t);
     }
 }
 

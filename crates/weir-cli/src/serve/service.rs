@@ -75,6 +75,10 @@ pub struct Service {
     pub(super) observing: Observing,
     /// `--hook-command` (`hooks.rs`).
     pub(super) hooks: Option<super::hooks::Hooks>,
+    /// `--hook-url` (`webhooks.rs`).
+    pub(super) webhooks: Option<super::webhooks::Webhooks>,
+    /// `--pre-upload-hook` (`pre_upload.rs`).
+    pub(super) pre_upload: Option<super::pre_upload::PreUpload>,
     /// Origins whose pages may use the service (`cors.rs`); none by default.
     pub(super) cors: Cors,
 }
@@ -97,6 +101,8 @@ impl Service {
                 ..Observing::default()
             },
             hooks: None,
+            webhooks: None,
+            pre_upload: None,
             cors: Cors::default(),
         }
     }
@@ -153,27 +159,30 @@ impl Service {
             return resumable::options(self, ex).await;
         }
         if path == "/tus" || path.starts_with(tus::PREFIX) {
-            // tus's token rule: that of writes, for every request but OPTIONS (discovery); an
-            // upload by id has no path a prefix could cover (`auth.rs`).
-            let authorized = match super::auth::authorization(ex.request()) {
-                Ok(a) => self.options.auth.check(a, Access::Write, None) == Verdict::Allowed,
+            // tus's token rule: that of writes, for every request but OPTIONS (discovery). A
+            // prefix token is judged on the upload's target: at creation by `tus.rs` (from
+            // `Upload-Metadata`), for an upload by id here, from its record.
+            let caller = match super::auth::authorization(ex.request()) {
+                Ok(a) => self.options.auth.caller(a, Access::Write),
                 Err(message) => {
                     return reply::error(ex, Problem::BadRequest, message, &[]).await;
                 }
             };
             // ALLOCATION: the id, to release the borrow of the request.
             let rest = path.get(tus::PREFIX.len()..).unwrap_or("").to_owned();
-            return tus::serve(self, ex, &rest, authorized).await;
+            let verdict = self.upload_verdict(caller, &rest);
+            return tus::serve(self, ex, &rest, caller, verdict).await;
         }
         if let Some(id) = path.strip_prefix(resumable::PREFIX) {
-            let authorization = match super::auth::authorization(ex.request()) {
-                Ok(a) => a,
+            let caller = match super::auth::authorization(ex.request()) {
+                Ok(a) => self.options.auth.caller(a, Access::Write),
                 Err(message) => {
                     return reply::error(ex, Problem::BadRequest, message, &[]).await;
                 }
             };
-            // An upload resource is written to, whatever the method: the write scope.
-            match self.options.auth.check(authorization, Access::Write, None) {
+            // An upload resource is written to, whatever the method: the write scope, and for
+            // a prefix token the upload's target within its prefix.
+            match self.upload_verdict(caller, id) {
                 Verdict::Allowed => {}
                 Verdict::Unauthorized => return unauthorized(ex).await,
                 Verdict::Forbidden => return forbidden(ex).await,
@@ -224,6 +233,44 @@ impl Service {
         if auth.required(access) && !credential.is_some_and(|c| c.allows(access, Some(store_path)))
         {
             return forbidden(ex).await;
+        }
+        let uploads = matches!(
+            (ex.request().method(), &target),
+            (&Method::PUT, Target::File(_)) | (&Method::POST, _)
+        );
+        if let (true, Some(hook)) = (uploads, &self.pre_upload) {
+            let kind = if *ex.request().method() == Method::POST {
+                match resumable::post_creation(ex) {
+                    Some(_) => "resumable",
+                    None => "form",
+                }
+            } else if resumable::upload_complete(ex).is_some() {
+                "resumable"
+            } else {
+                "put"
+            };
+            // A resumable upload's whole length when it declares one, else this request's.
+            let declared = ex
+                .request()
+                .header_str("upload-length")
+                .and_then(|v| v.trim().parse().ok());
+            let length = match ex.request().framing() {
+                _ if kind == "resumable" && declared.is_some() => declared,
+                weir::Framing::Length(n) => Some(n),
+                _ => None,
+            };
+            let ask = super::pre_upload::Ask {
+                kind,
+                method: ex.request().method().as_str(),
+                path: store_path,
+                length,
+                client: super::pre_upload::client(ex.peer_addr()),
+                credential,
+            };
+            let answer = hook.ask(&ask).await;
+            if let Some(refused) = super::pre_upload::refusal(ex, answer, &[]).await {
+                return refused;
+            }
         }
         let method = ex.request().method().clone();
         match (method, target) {
@@ -297,6 +344,28 @@ async fn create_folder(
             reply::json(ex, status, &value).await
         }
         Err(e) => reply::store_error(ex, &e).await,
+    }
+}
+
+impl Service {
+    /// Judges a write to the resumable upload `raw_id` (empty: the tus collection, a creation
+    /// whose target `tus.rs` judges once it has read it). A caller confined to a prefix is
+    /// judged on the upload's recorded target, so it may append to (or look at, or cancel)
+    /// only uploads into its prefix, whichever token created them; an id that names no upload
+    /// goes on to the route's 404.
+    pub(super) fn upload_verdict(&self, caller: super::auth::Caller<'_>, raw_id: &str) -> Verdict {
+        let verdict = caller.check(Access::Write, None);
+        if verdict != Verdict::Allowed || !caller.confined() || raw_id.is_empty() {
+            return verdict;
+        }
+        let target = self.resumables.as_deref().and_then(|r| {
+            let id = weir_store::UploadId::parse(raw_id)?;
+            r.state(id).ok().flatten().map(|s| s.target)
+        });
+        match target {
+            Some(target) => caller.check(Access::Write, Some(target.as_str())),
+            None => Verdict::Allowed,
+        }
     }
 }
 

@@ -23,6 +23,8 @@
 //! `--max-upload` 413. When the offset reaches `Upload-Length` the upload is committed to its
 //! target; the answer carries `Repr-Digest` (the SHA-256 of the whole file) unless `--no-hash`.
 
+use super::auth::{Access, Caller, Verdict};
+use super::pre_upload;
 use super::reply::{self, Problem, hex};
 use super::resumable;
 use super::service::{Service, off_the_runtime};
@@ -60,11 +62,14 @@ async fn fail_status(
 
 /// Routes `/tus` and `/tus/...`: `rest` is what follows `/tus/` (empty for the collection).
 /// `authorized`: the request carries the write token (or none is required).
+/// `caller` and `verdict`: who sent it and how `service.rs` judged it (for a creation, on the
+/// scope only: its target is judged here, once read from `Upload-Metadata`).
 pub(super) async fn serve(
     svc: &Service,
     ex: &mut Exchange<'_>,
     rest: &str,
-    authorized: bool,
+    caller: Caller<'_>,
+    verdict: Verdict,
 ) -> Result<(), weir::Error> {
     if *ex.request().method() == http::Method::OPTIONS {
         return options(svc, ex).await;
@@ -78,14 +83,18 @@ pub(super) async fn serve(
         )
         .await;
     }
-    if !authorized {
-        return reply::error(
-            ex,
-            Problem::Unauthorized,
-            "missing or wrong bearer token",
-            &[RESUMABLE, ("www-authenticate", "Bearer realm=\"weir\"")],
-        )
-        .await;
+    match verdict {
+        Verdict::Allowed => {}
+        Verdict::Unauthorized => {
+            return reply::error(
+                ex,
+                Problem::Unauthorized,
+                "missing or wrong bearer token",
+                &[RESUMABLE, ("www-authenticate", "Bearer realm=\"weir\"")],
+            )
+            .await;
+        }
+        Verdict::Forbidden => return forbidden(ex).await,
     }
     let Some(resumables) = svc.resumables.as_deref() else {
         let message = "resumable uploads are not available on this server";
@@ -94,7 +103,7 @@ pub(super) async fn serve(
     let method = ex.request().method().clone();
     if rest.is_empty() {
         return match method {
-            http::Method::POST => create(svc, ex, resumables).await,
+            http::Method::POST => create(svc, ex, resumables, caller).await,
             _ => not_allowed(ex, "OPTIONS, POST").await,
         };
     }
@@ -115,6 +124,11 @@ pub(super) async fn serve(
         },
         _ => not_allowed(ex, "OPTIONS, HEAD, PATCH, DELETE").await,
     }
+}
+
+async fn forbidden(ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
+    let message = "this token may not do that here (scope or path prefix)";
+    fail(ex, Problem::Forbidden, message).await
 }
 
 async fn not_allowed(ex: &mut Exchange<'_>, allow: &str) -> Result<(), weir::Error> {
@@ -228,6 +242,7 @@ async fn create(
     svc: &Service,
     ex: &mut Exchange<'_>,
     resumables: &Resumables,
+    caller: Caller<'_>,
 ) -> Result<(), weir::Error> {
     // `creation-defer-length`: `Upload-Defer-Length: 1` instead of `Upload-Length`, which a
     // later PATCH then carries.
@@ -250,6 +265,27 @@ async fn create(
         Ok(t) => t,
         Err(message) => return fail(ex, Problem::BadRequest, &message).await,
     };
+    // A prefix token creates uploads only into its prefix (before any body byte is read).
+    if caller.check(Access::Write, Some(path.as_str())) != Verdict::Allowed {
+        return forbidden(ex).await;
+    }
+    if let Some(hook) = &svc.pre_upload {
+        let ask = pre_upload::Ask {
+            kind: "tus",
+            method: "POST",
+            path: path.as_str(),
+            length,
+            client: pre_upload::client(ex.peer_addr()),
+            credential: match caller {
+                Caller::Known(c) => Some(c),
+                _ => None,
+            },
+        };
+        let answer = hook.ask(&ask).await;
+        if let Some(refused) = pre_upload::refusal(ex, answer, &[RESUMABLE]).await {
+            return refused;
+        }
+    }
     let body = has_body(ex);
     if body && !is_tus_body(ex) {
         let message = "content needs Content-Type: application/offset+octet-stream";
@@ -474,13 +510,17 @@ async fn receive(
             .await;
         }
     }
+    resumable::keep_media_type(&appending, &mut upload);
     let mut end = off_the_runtime(|| appending.finish(upload, completes));
     // A body without Content-Length that reached the length: complete it now.
     if let Ok(AppendEnd::Incomplete(state)) = &end {
         if Some(state.offset) == length {
             let at = state.offset;
             end = match resumables.append(id, at, None) {
-                Ok((appending, upload)) => off_the_runtime(|| appending.finish(upload, true)),
+                Ok((appending, mut upload)) => {
+                    resumable::keep_media_type(&appending, &mut upload);
+                    off_the_runtime(|| appending.finish(upload, true))
+                }
                 Err(e) => return refused(ex, e).await,
             };
         }
@@ -536,7 +576,7 @@ fn base64_value(c: u8) -> Option<u8> {
 }
 
 /// Standard base64 (padding optional, as some tus clients leave it out).
-fn base64_decode(text: &str) -> Option<Vec<u8>> {
+pub(super) fn base64_decode(text: &str) -> Option<Vec<u8>> {
     let text = text.trim_end_matches('=').as_bytes();
     if text.len() % 4 == 1 {
         return None;
@@ -553,7 +593,7 @@ fn base64_decode(text: &str) -> Option<Vec<u8>> {
     Some(out)
 }
 
-fn base64_encode(data: &[u8], out: &mut String) {
+pub(super) fn base64_encode(data: &[u8], out: &mut String) {
     const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     for chunk in data.chunks(3) {
         let mut acc = 0u32;

@@ -180,3 +180,77 @@ fn no_access_log_and_lines_flushed_at_shutdown() {
         assert_eq!(logged, lines, "{args:?}: {text}");
     }
 }
+
+/// Sends `raw` on a new connection and reads until the server closes it.
+fn raw_exchange(s: &Server, raw: &[u8]) -> Vec<u8> {
+    use std::io::{Read, Write};
+    let mut c = std::net::TcpStream::connect(s.addr).unwrap();
+    c.set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .unwrap();
+    c.write_all(raw).unwrap();
+    let mut got = Vec::new();
+    let _ = c.read_to_end(&mut got);
+    got
+}
+
+#[test]
+fn heads_the_server_refuses_are_logged_and_counted() {
+    let s = Server::start(&["--head-timeout", "1s"]);
+    // A bad request line (a space in the method): 400 from the library, before any handler.
+    let got = raw_exchange(&s, b"G{T /files/x HTTP/1.1\r\nhost: t\r\n\r\n");
+    assert_eq!(parse_response(&got).status, 400);
+    // A header line without a colon, after a readable request line.
+    let got = raw_exchange(&s, b"PUT /files/bad HTTP/1.1\r\nhost t\r\n\r\n");
+    assert_eq!(parse_response(&got).status, 400);
+    // A head that never ends: 408.
+    let got = raw_exchange(&s, b"GET /files/slow HTTP/1.1\r\nhost: t\r\n");
+    assert_eq!(parse_response(&got).status, 408);
+    // A request line too long (414) and a head too large (431).
+    let long = format!("GET /{} HTTP/1.1\r\nhost: t\r\n\r\n", "a".repeat(20_000));
+    assert_eq!(
+        parse_response(&raw_exchange(&s, long.as_bytes())).status,
+        414
+    );
+    let big = format!(
+        "GET /big HTTP/1.1\r\nhost: t\r\nx: {}\r\n\r\n",
+        "b".repeat(200_000)
+    );
+    assert_eq!(
+        parse_response(&raw_exchange(&s, big.as_bytes())).status,
+        431
+    );
+    let log = s.dir.path().join("server-stderr.log");
+    let lines = lines(&log, "time=", 5);
+    let f: Vec<_> = lines.iter().map(|l| fields(l)).collect();
+    let cut = format!("/{}", "a".repeat(1023));
+    for (f, (method, path, status)) in f.iter().zip([
+        ("-", "-", "400"),
+        ("PUT", "/files/bad", "400"),
+        ("GET", "/files/slow", "408"),
+        ("GET", cut.as_str(), "414"),
+        ("GET", "/big", "431"),
+    ]) {
+        check_time(&f["time"]);
+        assert!(f["client"].starts_with("127.0.0.1:"), "{f:?}");
+        assert_eq!((f["method"].as_str(), f["path"].as_str()), (method, path));
+        assert_eq!(f["status"], status);
+        assert_eq!(f["refused"], "true");
+        assert_eq!(
+            (f["bytes_in"].as_str(), f["bytes_out"].as_str()),
+            ("0", "0")
+        );
+    }
+    let scraped = crate::metrics::scrape(&s.url("/metrics"), None);
+    assert_eq!(
+        scraped["weir_http_requests_total{method=\"other\",status=\"4xx\"}"],
+        1.0
+    );
+    assert_eq!(
+        scraped["weir_http_requests_total{method=\"PUT\",status=\"4xx\"}"],
+        1.0
+    );
+    assert_eq!(
+        scraped["weir_http_requests_total{method=\"GET\",status=\"4xx\"}"],
+        3.0
+    );
+}

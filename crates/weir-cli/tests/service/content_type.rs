@@ -108,3 +108,55 @@ fn keeps_user_xattrs(dir: &std::path::Path) -> bool {
     std::fs::remove_file(&probe).unwrap();
     status.success()
 }
+
+/// The `Content-Type` of a `GET` of `path`.
+fn got_type(s: &Server, path: &str) -> String {
+    let r = s.request(&format!("GET {path} HTTP/1.1"), b"");
+    assert_eq!(r.status, 200, "{path}");
+    r.header("content-type").unwrap().to_owned()
+}
+
+#[test]
+fn form_parts_resumable_and_tus_uploads_keep_their_types() {
+    let s = Server::start(&[]);
+    if !keeps_user_xattrs(&s.root) {
+        eprintln!("skipped: the test directory's filesystem keeps no user xattrs");
+        return;
+    }
+    // A form: each part's own type (names whose extension says otherwise).
+    let form = "--b\r\ncontent-disposition: form-data; name=\"f\"; filename=\"a.txt\"\r\n\
+                content-type: image/x-weir-a\r\n\r\nAAA\r\n\
+                --b\r\ncontent-disposition: form-data; name=\"g\"; filename=\"b.txt\"\r\n\r\nBBB\r\n--b--\r\n";
+    let r = s.request(
+        "POST /files/f/ HTTP/1.1\r\ncontent-type: multipart/form-data; boundary=b",
+        form.as_bytes(),
+    );
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(got_type(&s, "/files/f/a.txt"), "image/x-weir-a");
+    assert_eq!(got_type(&s, "/files/f/b.txt"), "text/plain; charset=utf-8");
+    // An IETF resumable upload: the creation request's type, kept until the last append.
+    let url = crate::resumable::create_partial(
+        &s,
+        "r/c.txt",
+        b"CC",
+        "\r\ncontent-type: application/x-weir-c\r\nupload-length: 4",
+    );
+    let r = s.request(
+        &format!(
+            "PATCH {url} HTTP/1.1\r\ncontent-type: application/partial-upload\r\n\
+             upload-offset: 2\r\nupload-complete: ?1"
+        ),
+        b"cc",
+    );
+    assert!(r.status == 200 || r.status == 201, "{}", r.status);
+    assert_eq!(got_type(&s, "/files/r/c.txt"), "application/x-weir-c");
+    // tus: Upload-Metadata's filetype (base64 of "video/x-weir-d"), filename "d.txt".
+    let r = s.request(
+        "POST /tus/ HTTP/1.1\r\ntus-resumable: 1.0.0\r\nupload-length: 3\r\n\
+         content-type: application/offset+octet-stream\r\n\
+         upload-metadata: filename ZC50eHQ=,filetype dmlkZW8veC13ZWlyLWQ=",
+        b"DDD",
+    );
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(got_type(&s, "/files/d.txt"), "video/x-weir-d");
+}

@@ -200,3 +200,72 @@ fn resumable_uploads_open() {
     assert_eq!(cancel.status, 204, "{}", cancel.text());
     assert_eq!(open(), 0.0);
 }
+
+/// The body gauges: an upload whose handler is held (by a pre-upload hook that waits for a
+/// file) before reading its body, sent whole with its head, shows as one connection paused
+/// with its read-ahead buffered, bounded by the threshold plus one read buffer (the head's
+/// read); both gauges are back to 0 once the upload is stored.
+#[test]
+fn connections_paused_and_body_bytes_buffered_now() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let go = dir.path().join("go");
+    let hook = dir.path().join("hook");
+    std::fs::write(
+        &hook,
+        format!(
+            "#!/bin/sh\ncat > /dev/null\nwhile [ ! -e {} ]; do sleep 0.05; done\nexit 0\n",
+            go.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let root = dir.path().join("root");
+    let threshold = 4096.0;
+    let read_buffer = 16384.0; // weir::Config's default read_buffer_size
+    let s = Server::start_at(
+        dir,
+        root,
+        &[
+            "--pre-upload-hook",
+            hook.to_str().unwrap(),
+            "--pre-upload-timeout",
+            "5m",
+            "--pause-threshold",
+            "4KiB",
+        ],
+    );
+    let before = scrape(&s.url("/metrics"), None);
+    assert_eq!(before["weir_connections_paused"], 0.0);
+    assert_eq!(before["weir_body_buffered_bytes"], 0.0);
+    let body = data(64 * 1024, 9);
+    let mut c = TcpStream::connect(s.addr).unwrap();
+    let mut request = format!(
+        "PUT /files/held.bin HTTP/1.1\r\nhost: t\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    request.extend_from_slice(&body);
+    let writer = {
+        let mut c = c.try_clone().unwrap();
+        std::thread::spawn(move || c.write_all(&request).unwrap())
+    };
+    wait_for("the held upload to show", || {
+        scrape(&s.url("/metrics"), None)["weir_connections_paused"] == 1.0
+    });
+    let held = scrape(&s.url("/metrics"), None);
+    let buffered = held["weir_body_buffered_bytes"];
+    assert!(
+        (threshold..=threshold + read_buffer).contains(&buffered),
+        "{buffered}"
+    );
+    std::fs::write(&go, b"").unwrap();
+    writer.join().unwrap();
+    let mut answer = Vec::new();
+    std::io::Read::read_to_end(&mut c, &mut answer).unwrap();
+    assert_eq!(parse_response(&answer).status, 201);
+    let after = scrape(&s.url("/metrics"), None);
+    assert_eq!(after["weir_connections_paused"], 0.0);
+    assert_eq!(after["weir_body_buffered_bytes"], 0.0);
+    assert_eq!(s.request("GET /files/held.bin HTTP/1.1", b"").body, body);
+}

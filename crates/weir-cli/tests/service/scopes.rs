@@ -80,10 +80,11 @@ fn scopes_and_prefixes_are_enforced() {
     assert_eq!(del("writer-token"), 403);
     assert_eq!(del("reader-token"), 403);
     assert_eq!(del("deleter-token"), 204);
-    // Uploads by id have no path a prefix could cover.
+    // Uploads by id are judged on their target (`prefix_tokens_on_resumable_uploads`); an
+    // id that names no upload is not found.
     assert_eq!(
         with(&s, "writer-token", "HEAD /uploads/abc HTTP/1.1", b""),
-        403
+        404
     );
     // Metrics: a read scope without a prefix.
     assert_eq!(with(&s, "reader-token", "GET /metrics HTTP/1.1", b""), 200);
@@ -184,4 +185,114 @@ fn token_file_mistakes_are_one_line_each() {
         "{err}"
     );
     assert!(!dir.path().join("r").exists());
+}
+
+/// A token file with an unconfined writer and a prefix writer (`photos/2024`).
+fn start_with_writers() -> Server {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("tokens");
+    std::fs::write(
+        &file,
+        "admin-token read,write,delete\nwriter-token write photos/2024\n",
+    )
+    .unwrap();
+    let root = dir.path().join("root");
+    Server::start_at(dir, root, &["--token-file", file.to_str().unwrap()])
+}
+
+/// The `Location` of an upload created by `head` (an IETF or tus creation without content).
+fn created(s: &Server, token: &str, head: &str) -> String {
+    let r = s.request(&format!("{head}\r\nauthorization: Bearer {token}"), b"");
+    assert_eq!(
+        r.status,
+        201,
+        "{head}: {}",
+        String::from_utf8_lossy(&r.body)
+    );
+    r.header("location").unwrap().to_owned()
+}
+
+/// Sends `head` with `Expect: 100-continue` and a declared body, and no body: the first status
+/// line the server sends.
+fn first_line(s: &Server, head: &str) -> String {
+    let mut c = TcpStream::connect(s.addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    write!(
+        c,
+        "{head}\r\nhost: t\r\nexpect: 100-continue\r\ncontent-length: 3\r\n\r\n"
+    )
+    .unwrap();
+    let mut got = Vec::new();
+    let mut byte = [0; 1];
+    while !got.ends_with(b"\r\n") {
+        assert_eq!(c.read(&mut byte).unwrap(), 1, "closed: {got:?}");
+        got.push(byte[0]);
+    }
+    String::from_utf8(got).unwrap()
+}
+
+#[test]
+fn prefix_tokens_on_resumable_uploads() {
+    let s = start_with_writers();
+    let auth = "authorization: Bearer writer-token";
+    // tus creation: the target from Upload-Metadata (filename, dir), judged before any body.
+    // dir "photos/2024" = cGhvdG9zLzIwMjQ=, "other" = b3RoZXI=; filename "a" = YQ==.
+    let tus = |dir: &str| {
+        format!(
+            "POST /tus/ HTTP/1.1\r\n{auth}\r\ntus-resumable: 1.0.0\r\nupload-length: 3\r\n\
+             content-type: application/offset+octet-stream\r\n\
+             upload-metadata: filename YQ==,dir {dir}"
+        )
+    };
+    assert!(first_line(&s, &tus("b3RoZXI=")).starts_with("HTTP/1.1 403"));
+    assert!(first_line(&s, &tus("cGhvdG9zLzIwMjQ=")).starts_with("HTTP/1.1 100"));
+    // Appends by id: only to uploads whose target is in the token's prefix, whoever made them.
+    let tus_create = |dir: &str| {
+        created(
+            &s,
+            "admin-token",
+            &format!(
+                "POST /tus/ HTTP/1.1\r\ntus-resumable: 1.0.0\r\nupload-length: 3\r\n\
+                 upload-metadata: filename YQ==,dir {dir}"
+            ),
+        )
+    };
+    let outside = tus_create("b3RoZXI=");
+    let inside = tus_create("cGhvdG9zLzIwMjQ=");
+    let patch = |location: &str| {
+        format!(
+            "PATCH {location} HTTP/1.1\r\n{auth}\r\ntus-resumable: 1.0.0\r\nupload-offset: 0\r\n\
+             content-type: application/offset+octet-stream"
+        )
+    };
+    assert!(first_line(&s, &patch(&outside)).starts_with("HTTP/1.1 403"));
+    let r = s.request(&patch(&inside), b"abc");
+    assert_eq!(r.status, 204, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(
+        s.request("GET /files/photos/2024/a HTTP/1.1", b"").body,
+        b"abc"
+    );
+    let r = s.request(
+        &format!("DELETE {outside} HTTP/1.1\r\n{auth}\r\ntus-resumable: 1.0.0"),
+        b"",
+    );
+    assert_eq!(r.status, 403, "cannot cancel another prefix's upload");
+    // The IETF draft's uploads: creation on the file's path (as a PUT), appends by id.
+    let ietf = |path: &str| {
+        let extra = "\r\nupload-length: 3\r\nauthorization: Bearer admin-token";
+        crate::resumable::create_partial(&s, path, b"", extra)
+    };
+    let outside = ietf("other/b");
+    let inside = ietf("photos/2024/b");
+    let append = |location: &str| {
+        format!(
+            "PATCH {location} HTTP/1.1\r\n{auth}\r\nupload-offset: 0\r\nupload-complete: ?1\r\n\
+             content-type: application/partial-upload"
+        )
+    };
+    assert!(first_line(&s, &append(&outside)).starts_with("HTTP/1.1 403"));
+    assert!(first_line(&s, &append(&inside)).starts_with("HTTP/1.1 100"));
+    let creation = format!("PUT /files/other/c HTTP/1.1\r\n{auth}\r\nupload-complete: ?1");
+    assert!(first_line(&s, &creation).starts_with("HTTP/1.1 403"));
+    assert!(!s.root.join("other").exists());
 }

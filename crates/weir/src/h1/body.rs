@@ -279,7 +279,25 @@ impl Conn {
     /// Records `n` payload bytes handed over, enforcing the maximum body size.
     fn take_payload(&mut self, n: usize) -> Result<(), Error> {
         self.body.decoder.consume(n);
+        self.sync_body_gauge();
         self.body.policy.accept_payload(n)
+    }
+
+    /// Updates the server's body gauges with what this connection holds ahead of its handler:
+    /// the buffer's bytes, up to what is left of the body (beyond it lies the next request).
+    /// A compare when nothing changed (direct reads and splices leave the buffer empty).
+    pub(crate) fn sync_body_gauge(&mut self) {
+        let held = if self.body.decoder.is_done() {
+            0
+        } else {
+            let buffered = self.io.rbuf.len();
+            match self.body.decoder.remaining_hint() {
+                Some(left) => buffered.min(usize::try_from(left).unwrap_or(usize::MAX)),
+                None => buffered,
+            }
+        };
+        let threshold = self.body.policy.pause_threshold();
+        self.body.gauge.set(held, threshold, &self.shared.stats);
     }
 
     /// Room left under the maximum body size for payload that is known to be coming.
@@ -324,6 +342,7 @@ impl Conn {
         if self.body.policy.note_buffered(buffered) {
             self.shared.stats.record_body_buffered(buffered);
         }
+        self.sync_body_gauge();
         Ok(())
     }
 

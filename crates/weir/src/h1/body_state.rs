@@ -20,6 +20,9 @@ pub(crate) struct BodyState {
     /// decoder: at most `Limits::max_trailers`). Empty, and unallocated, for bodies without
     /// trailer fields.
     pub(super) trailer_raw: Vec<u8>,
+    /// This connection's share of the server's body gauges; kept across requests (not reset
+    /// by `begin`), brought back to 0 when the connection ends.
+    pub(crate) gauge: crate::stats::BufferedGauge,
 }
 
 impl BodyState {
@@ -29,6 +32,7 @@ impl BodyState {
             policy: BodyPolicy::new(config),
             direct_read_min: config.read_buffer_size,
             trailer_raw: Vec::new(),
+            gauge: crate::stats::BufferedGauge::default(),
         }
     }
 

@@ -98,12 +98,15 @@ pub(crate) async fn serve_connection<H: Handler>(
                 // Not HTTP/1 at all (an invalid HTTP/2 preface, on the cleartext port): closed
                 // without an answer (`ProtoError::is_answered`).
                 if e.is_answered() {
+                    conn.report_refused(e.status(), e.as_str());
                     conn.respond_to_bad_head(e.status(), e.as_str());
                 }
                 break;
             }
             Err(HeadEnd::Timeout) => {
-                conn.respond_to_bad_head(StatusCode::REQUEST_TIMEOUT, "request head timeout");
+                let reason = "request head timeout";
+                conn.report_refused(StatusCode::REQUEST_TIMEOUT, reason);
+                conn.respond_to_bad_head(StatusCode::REQUEST_TIMEOUT, reason);
                 break;
             }
             Err(HeadEnd::Broken) => return,
@@ -120,7 +123,15 @@ pub(crate) async fn serve_connection<H: Handler>(
             After::Abort => return,
         }
     }
+    conn.release_body_gauge();
     conn.close().await;
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        // Whichever way the connection ended (closed, aborted, its task cancelled).
+        self.release_body_gauge();
+    }
 }
 
 impl Conn {
@@ -210,6 +221,8 @@ impl Conn {
         self.resp.reset();
         self.extra_headers.clear();
         self.persistence = Persistence::new(&self.head);
+        // Body bytes that came with the head wait for the handler from now on.
+        self.sync_body_gauge();
     }
 
     /// Completes the response, drains or abandons the body, and decides the connection's fate.
@@ -290,7 +303,13 @@ impl Conn {
                 .effective_pause_threshold()
                 .min(256 * 1024),
         );
+        self.release_body_gauge();
         After::Continue
+    }
+
+    /// Takes this connection's bytes out of the server's body gauges (the exchange is over).
+    fn release_body_gauge(&mut self) {
+        self.body.gauge.set(0, usize::MAX, &self.shared.stats);
     }
 
     /// What is left of the request body, for the persistence decision.
@@ -305,6 +324,23 @@ impl Conn {
                 None => BodyLeft::Unknown,
             }
         }
+    }
+
+    /// Tells [`Config::on_refused`](crate::Config::on_refused), if set, of a head refused with
+    /// `status`; the request line as far as it was read (the failed head is still in the read
+    /// buffer).
+    fn report_refused(&self, status: StatusCode, reason: &str) {
+        let Some(on_refused) = &self.shared.config.on_refused else {
+            return;
+        };
+        let (method, target) = crate::refused::request_line(&self.io.rbuf);
+        on_refused.call(&crate::Refused {
+            peer: self.peer_addr(),
+            status,
+            reason,
+            method,
+            target,
+        });
     }
 
     /// Answers a head that could not be parsed, and marks the connection for closing.

@@ -96,3 +96,50 @@ fn body_bytes_are_never_parsed_as_a_request() {
     let second = c.read_response();
     assert_eq!(second.text(), "Hello, World!");
 }
+
+/// `Config::on_refused` is told of every head the server answers itself, with the client, the
+/// status and the request line as far as it was read; a request that reaches its handler is not
+/// reported.
+#[test]
+fn refused_heads_are_reported_to_on_refused() {
+    use std::sync::{Arc, Mutex};
+    type Seen = Vec<(u16, Option<String>, Option<Vec<u8>>, bool)>;
+    let seen: Arc<Mutex<Seen>> = Arc::default();
+    let kept = seen.clone();
+    let config = Config::default().with_on_refused(Some(weir::OnRefused::new(move |r| {
+        let tcp = matches!(r.peer, weir::transport::PeerAddr::Tcp(a) if a.ip().is_loopback());
+        kept.lock().unwrap().push((
+            r.status.as_u16(),
+            r.method.map(str::to_owned),
+            r.target.map(<[u8]>::to_vec),
+            tcp && !r.reason.is_empty(),
+        ));
+    })));
+    let server = TestServer::start(config);
+    assert_eq!(
+        request(&server, b"GET /hello HTTP/1.1\r\nHost: a\r\n\r\n").status,
+        200
+    );
+    rejects(&server, b"G(T /x HTTP/1.1\r\nHost: a\r\n\r\n", 400);
+    rejects(
+        &server,
+        b"POST /echo HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n",
+        501,
+    );
+    rejects(
+        &server,
+        b"GET /hello HTTP/1.1\r\nHost: a\r\nBad Name: x\r\n\r\n",
+        400,
+    );
+    let seen = seen.lock().unwrap().clone();
+    let s = |t: &str| Some(t.to_owned());
+    let b = |t: &str| Some(t.as_bytes().to_vec());
+    assert_eq!(
+        seen,
+        [
+            (400, None, None, true),
+            (501, s("POST"), b("/echo"), true),
+            (400, s("GET"), b("/hello"), true),
+        ]
+    );
+}

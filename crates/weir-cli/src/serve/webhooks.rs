@@ -1,0 +1,185 @@
+//! Webhooks: `--hook-url URL` receives a `POST` after every committed file and every delete,
+//! its body the JSON the command hook gets on stdin (`hooks.rs`:
+//! `{"event":"stored","path":…,"size":…,"sha256":…}`), `Content-Type: application/json`.
+//!
+//! Never on the request's path: events wait in a queue of their own ([`QUEUE`]; a full queue
+//! drops the event, counted and logged), and [`WORKERS`] threads of their own send them (so a
+//! slow receiver never holds up the command hooks, nor the reverse). Each attempt is one
+//! connection (`client/post.rs`); connecting, writing and waiting for the answer each take at
+//! most `--hook-timeout`.
+//!
+//! Outcome of an attempt: a `2xx` answer delivers the event; a connection failure, a timeout,
+//! `429` or a `5xx` is retried after a pause that doubles from `--hook-backoff` (at most
+//! [`MAX_BACKOFF`]), up to `--hook-attempts` attempts in all; any other answer (`3xx` is not
+//! followed, `4xx`) or a TLS failure ends the event as failed at once. A worker waits out its
+//! backoff itself: while a receiver is down, at most [`WORKERS`] events are being retried and
+//! the others wait in the queue. Events still queued when weir stops are lost (logged neither:
+//! the queue lives in memory).
+//!
+//! The request has answered by then, from the committed file: a webhook that fails, hangs or
+//! is dropped never changes or hides it. Attempts and final outcomes are counted for
+//! `/metrics`; each failed attempt is logged.
+
+use super::hooks::Event;
+use crate::client::post::{PostError, PostUrl, post};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Events waiting for a worker, at most.
+pub const QUEUE: usize = 1024;
+/// Webhooks being sent (or waiting out a backoff) at once, at most.
+pub const WORKERS: usize = 4;
+/// The longest pause between two attempts.
+pub const MAX_BACKOFF: Duration = Duration::from_secs(300);
+
+/// Where and how webhooks are sent.
+#[derive(Clone, Debug)]
+pub struct WebhookOptions {
+    pub url: PostUrl,
+    /// Per step of an attempt (connect, write, answer).
+    pub timeout: Duration,
+    /// Attempts per event, at least 1.
+    pub attempts: u32,
+    /// The pause after the first failed attempt; doubled after each further one.
+    pub backoff: Duration,
+}
+
+/// How webhooks went.
+#[derive(Debug, Default)]
+pub struct WebhookCounters {
+    /// Events delivered (a `2xx` answer).
+    pub ok: AtomicU64,
+    /// Events given up: a final answer that is not `2xx`, or the attempts spent on failures.
+    pub failed: AtomicU64,
+    /// Events given up with their last attempt timed out.
+    pub timed_out: AtomicU64,
+    /// Events not sent: the queue was full.
+    pub dropped: AtomicU64,
+    /// Attempts made (a retried event counts each).
+    pub attempts: AtomicU64,
+}
+
+/// The queue to the webhook workers.
+#[derive(Debug)]
+pub struct Webhooks {
+    queue: SyncSender<Event>,
+    pub(super) counters: Arc<WebhookCounters>,
+}
+
+impl Webhooks {
+    /// Starts the workers.
+    pub fn start(options: WebhookOptions) -> std::io::Result<Self> {
+        let (queue, events) = sync_channel(QUEUE);
+        let events = Arc::new(Mutex::new(events));
+        let counters = Arc::new(WebhookCounters::default());
+        for i in 0..WORKERS {
+            let (events, counters, options) = (events.clone(), counters.clone(), options.clone());
+            std::thread::Builder::new()
+                .name(format!("weir-webhook-{i}"))
+                .spawn(move || work(&events, &options, &counters))?;
+        }
+        Ok(Self { queue, counters })
+    }
+
+    /// Queues `event` (never waits).
+    pub(super) fn send(&self, event: Event) {
+        if let Err(TrySendError::Full(event) | TrySendError::Disconnected(event)) =
+            self.queue.try_send(event)
+        {
+            self.counters.dropped.fetch_add(1, Relaxed);
+            tracing::warn!(path = %event.path, event = event.kind, "webhook queue full: event dropped");
+        }
+    }
+}
+
+fn work(events: &Mutex<Receiver<Event>>, options: &WebhookOptions, counters: &WebhookCounters) {
+    loop {
+        let event = match events.lock() {
+            Ok(events) => match events.recv() {
+                Ok(event) => event,
+                Err(_) => return, // the service is gone
+            },
+            Err(_) => return,
+        };
+        let counter = match deliver(options, counters, &event) {
+            Ok(()) => &counters.ok,
+            Err(Given::TimedOut) => &counters.timed_out,
+            Err(Given::Failed) => &counters.failed,
+        };
+        counter.fetch_add(1, Relaxed);
+    }
+}
+
+/// Why an event was given up.
+enum Given {
+    TimedOut,
+    Failed,
+}
+
+/// What one attempt says about the next.
+enum Attempt {
+    Delivered,
+    /// Worth another attempt (connection failure, timeout, 429, 5xx).
+    Retry {
+        timed_out: bool,
+        why: String,
+    },
+    /// Another attempt would fare no better.
+    Final(String),
+}
+
+fn attempt(options: &WebhookOptions, body: &[u8]) -> Attempt {
+    match post(&options.url, "application/json", body, options.timeout) {
+        Ok(200..=299) => Attempt::Delivered,
+        Ok(status @ (429 | 500..=599)) => Attempt::Retry {
+            timed_out: false,
+            why: format!("answered {status}"),
+        },
+        Ok(status) => Attempt::Final(format!("answered {status}")),
+        Err(PostError::TimedOut) => Attempt::Retry {
+            timed_out: true,
+            why: "timed out".into(),
+        },
+        Err(e @ PostError::Connect(_)) => Attempt::Retry {
+            timed_out: false,
+            why: e.to_string(),
+        },
+        Err(e @ PostError::Other(_)) => Attempt::Final(e.to_string()),
+    }
+}
+
+fn deliver(
+    options: &WebhookOptions,
+    counters: &WebhookCounters,
+    event: &Event,
+) -> Result<(), Given> {
+    // ALLOCATION: the body, once per event (not per attempt).
+    let body = event.json().to_string();
+    let mut pause = options.backoff;
+    let attempts = options.attempts.max(1);
+    for n in 1..=attempts {
+        counters.attempts.fetch_add(1, Relaxed);
+        match attempt(options, body.as_bytes()) {
+            Attempt::Delivered => return Ok(()),
+            Attempt::Final(why) => {
+                tracing::warn!(path = %event.path, event = event.kind, attempt = n, %why, "webhook failed (not retried)");
+                return Err(Given::Failed);
+            }
+            Attempt::Retry { timed_out, why } => {
+                tracing::warn!(path = %event.path, event = event.kind, attempt = n, attempts, %why, "webhook attempt failed");
+                if n == attempts {
+                    return Err(if timed_out {
+                        Given::TimedOut
+                    } else {
+                        Given::Failed
+                    });
+                }
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(MAX_BACKOFF);
+            }
+        }
+    }
+    Err(Given::Failed)
+}
