@@ -22,10 +22,16 @@ const MAX_CIPHERTEXT: usize = 16384 + 2048;
 /// The largest whole record.
 const MAX_RECORD: usize = HEADER_LEN + MAX_CIPHERTEXT;
 
-/// The buffer starts at this size, doubles each time a `recv` fills its room, up to
-/// [`READ_MAX`], and is released once drained after a `recv` that brought less than an eighth of
-/// it (the client is not streaming): idle connections hold none.
+/// The buffer starts at this size and doubles each time a `recv` fills its room, up to
+/// [`READ_MAX`].
 const READ_MIN: usize = 32 * 1024;
+
+/// The buffer is released once drained after a `recv` that brought less than this (the client
+/// is not streaming: a request's head, a small body, a window update), so idle connections hold
+/// none. While a client streams, `recv`s bring whole records (up to 16 KiB each): only the
+/// tail of a record arriving alone can bring less, and then the buffer comes back at the size
+/// it had, in one allocation.
+const RELEASE_BELOW: usize = 4096;
 
 /// The largest buffer: sixteen full records per `recv` (see docs/BENCHMARKS.md on the read-ahead
 /// size for TLS uploads).
@@ -189,7 +195,7 @@ impl RecordBuf {
         if n == room && room > 0 {
             self.size = (self.size * 2).min(READ_MAX);
         }
-        self.release = n < self.buf.len() / 8;
+        self.release = n < RELEASE_BELOW;
         self.release_if_drained();
     }
 
@@ -203,7 +209,7 @@ impl RecordBuf {
         if self.release && self.plain.is_empty() && self.next == self.end {
             self.buf = Vec::new();
             (self.next, self.end, self.plain) = (0, 0, 0..0);
-            (self.size, self.release) = (READ_MIN, false);
+            self.release = false;
         }
     }
 
