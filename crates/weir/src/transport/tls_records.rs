@@ -44,6 +44,9 @@ pub(super) enum RecordError {
     Overflow,
     /// An unknown content type or a version that is no TLS version (alert `decode_error`).
     Header,
+    /// TLS 1.3: an outer content type other than `application_data` (RFC 8446 §5.2; alert
+    /// `unexpected_message`). The type is not authenticated there, so it must be checked.
+    OuterType,
     /// Authentication failed, or the plaintext is malformed (alert `bad_record_mac` or what
     /// the provider said).
     Decrypt(rustls::Error),
@@ -131,6 +134,7 @@ impl RecordBuf {
         &mut self,
         decrypter: &mut dyn MessageDecrypter,
         seq: u64,
+        tls13: bool,
     ) -> Result<Option<Opened>, RecordError> {
         let at_hand = &self.buf[self.next..self.end];
         if at_hand.len() < HEADER_LEN {
@@ -144,6 +148,9 @@ impl RecordBuf {
         }
         if len > MAX_CIPHERTEXT {
             return Err(RecordError::Overflow);
+        }
+        if tls13 && typ != ContentType::ApplicationData {
+            return Err(RecordError::OuterType);
         }
         if at_hand.len() < HEADER_LEN + len {
             return Ok(None);
@@ -267,7 +274,7 @@ mod tests {
                     rb.consume(n);
                     continue;
                 }
-                match rb.open_next(dec, seq).unwrap() {
+                match rb.open_next(dec, seq, true).unwrap() {
                     Some(opened) => {
                         seq += 1;
                         assert_eq!(opened.typ, ContentType::ApplicationData);
@@ -335,7 +342,7 @@ mod tests {
                 out.extend_from_slice(plain);
                 let n = plain.len();
                 rb.consume(n);
-            } else if let Some(opened) = rb.open_next(&mut *dec, seq).unwrap() {
+            } else if let Some(opened) = rb.open_next(&mut *dec, seq, true).unwrap() {
                 seq += 1;
                 rb.set_plaintext(opened.range);
             } else {
@@ -361,7 +368,7 @@ mod tests {
         spare[..wire.len()].copy_from_slice(&wire);
         rb.filled(wire.len());
         assert!(matches!(
-            rb.open_next(&mut *dec, 0),
+            rb.open_next(&mut *dec, 0, true),
             Err(RecordError::Decrypt(rustls::Error::DecryptError))
         ));
 
@@ -370,7 +377,7 @@ mod tests {
         rb.spare()[..5].copy_from_slice(&header);
         rb.filled(5);
         assert!(matches!(
-            rb.open_next(&mut *dec, 0),
+            rb.open_next(&mut *dec, 0, true),
             Err(RecordError::Overflow)
         ));
 
@@ -378,8 +385,18 @@ mod tests {
         rb.spare()[..5].copy_from_slice(&[99, 3, 3, 0, 1]);
         rb.filled(5);
         assert!(matches!(
-            rb.open_next(&mut *dec, 0),
+            rb.open_next(&mut *dec, 0, true),
             Err(RecordError::Header)
+        ));
+
+        // TLS 1.3 protects every record as application data; the outer type is not
+        // authenticated, so another one is refused before decryption.
+        let mut rb = RecordBuf::new();
+        rb.spare()[..5].copy_from_slice(&[22, 3, 3, 0, 1]);
+        rb.filled(5);
+        assert!(matches!(
+            rb.open_next(&mut *dec, 0, true),
+            Err(RecordError::OuterType)
         ));
     }
 }

@@ -250,13 +250,20 @@ impl TlsStream {
     /// Decrypts the next record at hand and acts on it; `false` when no whole record is.
     fn open_record(&mut self) -> Result<bool, Fault> {
         let seq = self.keys.rx_seq;
-        let opened = match self.rx.open_next(&mut *self.keys.open, seq) {
+        let tls13 = self.keys.tls13();
+        let opened = match self.rx.open_next(&mut *self.keys.open, seq, tls13) {
             Ok(None) => return Ok(false),
             Ok(Some(opened)) => opened,
             Err(RecordError::Overflow) => {
                 return Err(Fault::new(
                     AlertDescription::RecordOverflow,
                     "record too large",
+                ));
+            }
+            Err(RecordError::OuterType) => {
+                return Err(Fault::new(
+                    AlertDescription::UnexpectedMessage,
+                    "TLS 1.3 record of a type other than application data",
                 ));
             }
             Err(RecordError::Header) => {
@@ -464,6 +471,9 @@ impl AsyncRead for TlsStream {
             if this.early.is_empty() {
                 this.early = Vec::new();
             }
+            return Poll::Ready(Ok(()));
+        }
+        if out.remaining() == 0 {
             return Poll::Ready(Ok(()));
         }
         let start = out.filled().len();
