@@ -17,6 +17,15 @@ type Client = StreamOwned<ClientConnection, TcpStream>;
 
 /// A blocking rustls client connected to `server`'s TLS port, speaking only `version`.
 fn connect(server: &TlsTestServer, version: &'static rustls::SupportedProtocolVersion) -> Client {
+    connect_with(server, version, |_| {})
+}
+
+/// [`connect`], with a change to the client's configuration.
+fn connect_with(
+    server: &TlsTestServer,
+    version: &'static rustls::SupportedProtocolVersion,
+    tweak: impl FnOnce(&mut rustls::ClientConfig),
+) -> Client {
     let mut roots = rustls::RootCertStore::empty();
     for cert in CertificateDer::pem_slice_iter(server.cert.cert_pem.as_bytes()) {
         roots.add(cert.unwrap()).unwrap();
@@ -28,6 +37,7 @@ fn connect(server: &TlsTestServer, version: &'static rustls::SupportedProtocolVe
         .with_root_certificates(roots)
         .with_no_client_auth();
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    tweak(&mut config);
     let name = rustls_pki_types::ServerName::try_from("localhost").unwrap();
     let conn = ClientConnection::new(Arc::new(config), name).unwrap();
     let tcp = TcpStream::connect(server.tls_addr).unwrap();
@@ -108,6 +118,24 @@ fn tls12_and_tls13_uploads_are_byte_exact_and_survive_key_updates() {
         .unwrap();
     let (_, body) = read_response(&mut BufReader::new(&mut client));
     assert_eq!(body, b"Hello, World!");
+    // The server answers a key update that asks for one with its own: the client's receive
+    // sequence number starts again at 0 there. Without the answer it counts every record since
+    // the handshake (the session tickets and both responses: 3 when that was tried).
+    let mut client = connect_with(&server, &rustls::version::TLS13, |c| {
+        c.enable_secret_extraction = true;
+    });
+    let hello = |client: &mut Client| {
+        client
+            .write_all(b"GET /hello HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            .unwrap();
+        let (_, body) = read_response(&mut BufReader::new(client));
+        assert_eq!(body, b"Hello, World!");
+    };
+    hello(&mut client);
+    client.conn.refresh_traffic_keys().unwrap();
+    hello(&mut client);
+    let (rx_seq, _) = client.conn.dangerous_extract_secrets().unwrap().rx;
+    assert_eq!(rx_seq, 1, "records received under the server's current key");
 }
 
 #[test]
