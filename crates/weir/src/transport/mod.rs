@@ -14,6 +14,10 @@ mod stream;
 #[cfg(feature = "tls")]
 mod tls;
 #[cfg(feature = "tls")]
+mod tls_handshake;
+#[cfg(feature = "tls")]
+mod tls_records;
+#[cfg(feature = "tls")]
 mod tls_reload;
 #[cfg(feature = "tls")]
 mod tls_stream;

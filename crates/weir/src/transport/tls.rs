@@ -11,7 +11,6 @@
 //! (which another crate in the same program may have installed) does not matter.
 
 use super::Stream;
-use super::tls_stream::{ReadAhead, TlsStream};
 use rustls::ServerConfig;
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
@@ -21,7 +20,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Semaphore;
-use tokio_rustls::TlsAcceptor;
 
 /// The ALPN protocol id of HTTP/2 (RFC 9113 §3.2).
 pub(crate) const ALPN_H2: &[u8] = b"h2";
@@ -67,8 +65,10 @@ impl TlsConfig {
     /// (`with_cert_resolver`), client certificates (`with_client_cert_verifier`), certificates
     /// from an ACME crate's resolver, another crypto provider. weir sets its ALPN protocols
     /// (`h2` when HTTP/2 is enabled, then `http/1.1`) on a copy at each listener; everything
-    /// else is used as given. Under rustls's buffered API the read path is weir's own
-    /// (`TlsStream`), whatever the configuration.
+    /// else is used as given, except that secret extraction is turned on in that copy: after
+    /// the handshake, weir's record layer (`TlsStream`) protects the records with the
+    /// configuration's own provider (AES-GCM and ChaCha20-Poly1305 suites; a suite rustls cannot
+    /// extract keys for fails the handshake).
     ///
     /// ```no_run
     /// # fn f(certs: Vec<rustls_pki_types::CertificateDer<'static>>,
@@ -122,16 +122,18 @@ impl TlsConfig {
         throughput_first(rustls::crypto::ring::default_provider())
     }
 
-    /// The acceptor for a listener: this configuration with the ALPN protocols the server
-    /// speaks (`h2` first when HTTP/2 is enabled, then `http/1.1`).
-    pub(crate) fn acceptor(&self, http2: bool) -> TlsAcceptor {
+    /// The configuration for a listener: this one with the ALPN protocols the server speaks
+    /// (`h2` first when HTTP/2 is enabled, then `http/1.1`), and the traffic keys extractable
+    /// for weir's record layer (`tls_stream`).
+    pub(crate) fn acceptor(&self, http2: bool) -> Arc<ServerConfig> {
         let mut server = (*self.server).clone();
         server.alpn_protocols = if http2 {
             vec![ALPN_H2.to_vec(), ALPN_HTTP11.to_vec()]
         } else {
             vec![ALPN_HTTP11.to_vec()]
         };
-        TlsAcceptor::from(Arc::new(server))
+        server.enable_secret_extraction = true;
+        Arc::new(server)
     }
 }
 
@@ -251,10 +253,10 @@ impl From<TlsError> for io::Error {
     }
 }
 
-/// What a TLS listener needs to accept: the acceptor and the server-wide handshake bound.
+/// What a TLS listener needs to accept: its configuration and the server-wide handshake bound.
 #[derive(Clone)]
 pub(crate) struct TlsAccept {
-    pub(crate) acceptor: TlsAcceptor,
+    pub(crate) acceptor: Arc<ServerConfig>,
     pub(crate) handshakes: Arc<Semaphore>,
     pub(crate) timeout: Duration,
 }
@@ -266,8 +268,8 @@ impl TlsAccept {
     pub(crate) async fn handshake(&self, stream: Stream) -> Option<Stream> {
         let handshake = async {
             let _slot = self.handshakes.acquire().await.ok()?;
-            match self.acceptor.accept(ReadAhead::new(stream)).await {
-                Ok(tls) => Some(Stream::Tls(Box::new(TlsStream::new(tls)))),
+            match super::tls_handshake::accept(stream, Arc::clone(&self.acceptor)).await {
+                Ok(tls) => Some(Stream::Tls(Box::new(tls))),
                 Err(e) => {
                     tracing::debug!(error = %e, "TLS handshake failed");
                     None
@@ -299,11 +301,12 @@ mod tests {
         let tls = TlsConfig::from_pem(cert.as_bytes(), key.as_bytes()).unwrap();
         let acceptor = tls.acceptor(true);
         assert_eq!(
-            acceptor.config().alpn_protocols,
+            acceptor.alpn_protocols,
             vec![b"h2".to_vec(), b"http/1.1".to_vec()]
         );
+        assert!(acceptor.enable_secret_extraction);
         assert_eq!(
-            tls.acceptor(false).config().alpn_protocols,
+            tls.acceptor(false).alpn_protocols,
             vec![b"http/1.1".to_vec()]
         );
     }

@@ -3,7 +3,7 @@
 //! Areas: `framing` (malformed requests: 400 and close), `pipelining`, `body` (streaming,
 //! limits, backpressure, copies), `response` (framing of responses, 1xx, HEAD), `curl` (uploads
 //! with a real client), `lifecycle` (timeouts, shutdown, connection limits), `tls` (HTTPS over
-//! HTTP/1.1 and HTTP/2), `h2` (HTTP/2 behaviour with curl and the h2 client), `h2_frames`
+//! HTTP/1.1 and HTTP/2), `tls_records` (weir's TLS record layer against rustls's client), `h2` (HTTP/2 behaviour with curl and the h2 client), `h2_frames`
 //! (HTTP/2 conformance and flood defences with raw frames), `h2_conformance` (the external
 //! `httpwg` suite, a port of h2spec), `h2spec` (h2spec itself, strict), `tower` (an axum app with tower-http layers through
 //! `weir::ServiceHandler`, routes in `tower_app`).
@@ -23,6 +23,7 @@ mod pipelining;
 mod response;
 mod support;
 mod tls;
+mod tls_records;
 #[cfg(feature = "tower")]
 mod tower;
 #[cfg(feature = "tower")]

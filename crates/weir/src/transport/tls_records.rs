@@ -1,0 +1,402 @@
+//! [`RecordBuf`]: a TLS connection's read buffer. Ciphertext goes into it straight from the
+//! socket, each record is decrypted in place where it lies, and its plaintext is handed out from
+//! there: no allocation per record, and one copy of the plaintext (buffer → caller).
+//!
+//! Layout of `buf`: `[.. next)` records already decrypted (within it, `plain` is the part of
+//! the last application-data record not yet handed out); `[next .. end)` ciphertext not yet
+//! decrypted, whole records then at most one partial record; `[end ..)` room for the next
+//! `recv`. Invariants: `plain.end <= next <= end <= buf.len()`; room is made (compacting, growing)
+//! only while no plaintext is pending, so a compaction never moves bytes a caller is still owed.
+
+use rustls::crypto::cipher::{InboundOpaqueMessage, MessageDecrypter};
+use rustls::{ContentType, ProtocolVersion};
+use std::ops::Range;
+
+/// The record header: type, legacy version, length.
+const HEADER_LEN: usize = 5;
+
+/// The largest record body accepted: RFC 5246 §6.2.3 allows 2^14 + 2048 bytes of ciphertext
+/// (TLS 1.3, RFC 8446 §5.2, allows less: 2^14 + 256).
+const MAX_CIPHERTEXT: usize = 16384 + 2048;
+
+/// The largest whole record.
+const MAX_RECORD: usize = HEADER_LEN + MAX_CIPHERTEXT;
+
+/// The buffer starts at this size and doubles each time a `recv` fills its room, up to
+/// [`READ_MAX`].
+const READ_MIN: usize = 32 * 1024;
+
+/// The buffer is released once drained after a `recv` that brought less than this (the client
+/// is not streaming: a request's head, a small body, a window update), so idle connections hold
+/// none. While a client streams, `recv`s bring whole records (up to 16 KiB each): only the
+/// tail of a record arriving alone can bring less, and then the buffer comes back at the size
+/// it had, in one allocation.
+const RELEASE_BELOW: usize = 4096;
+
+/// The largest buffer: sixteen full records per `recv` (see docs/BENCHMARKS.md on the read-ahead
+/// size for TLS uploads).
+const READ_MAX: usize = 256 * 1024;
+
+/// A record that cannot be taken.
+#[derive(Debug)]
+pub(super) enum RecordError {
+    /// Longer than any record may be (alert `record_overflow`).
+    Overflow,
+    /// An unknown content type or a version that is no TLS version (alert `decode_error`).
+    Header,
+    /// TLS 1.3: an outer content type other than `application_data` (RFC 8446 §5.2; alert
+    /// `unexpected_message`). The type is not authenticated there, so it must be checked.
+    OuterType,
+    /// Authentication failed, or the plaintext is malformed (alert `bad_record_mac` or what
+    /// the provider said).
+    Decrypt(rustls::Error),
+}
+
+/// A decrypted record: its (inner) content type and where its plaintext lies in the buffer.
+#[derive(Debug)]
+pub(super) struct Opened {
+    pub(super) typ: ContentType,
+    pub(super) range: Range<usize>,
+}
+
+/// See the module docs.
+#[derive(Debug)]
+pub(super) struct RecordBuf {
+    buf: Vec<u8>,
+    plain: Range<usize>,
+    next: usize,
+    end: usize,
+    /// The size of the next allocation or growth.
+    size: usize,
+    /// The last `recv` brought little: release the buffer once it is drained.
+    release: bool,
+}
+
+impl RecordBuf {
+    pub(super) fn new() -> Self {
+        Self {
+            buf: Vec::new(),
+            plain: 0..0,
+            next: 0,
+            end: 0,
+            size: READ_MIN,
+            release: false,
+        }
+    }
+
+    /// Decrypted bytes not yet handed out.
+    pub(super) fn plaintext(&self) -> &[u8] {
+        &self.buf[self.plain.clone()]
+    }
+
+    /// `n` bytes of [`RecordBuf::plaintext`] were handed out.
+    pub(super) fn consume(&mut self, n: usize) {
+        debug_assert!(n <= self.plain.len());
+        self.plain.start += n;
+        self.release_if_drained();
+    }
+
+    /// Hands out the plaintext at `range` (from [`Opened::range`]) next.
+    pub(super) fn set_plaintext(&mut self, range: Range<usize>) {
+        debug_assert!(self.plain.is_empty() && range.end <= self.next);
+        self.plain = range;
+        self.release_if_drained();
+    }
+
+    /// The bytes at `range` (of a record decrypted by [`RecordBuf::open_next`]).
+    pub(super) fn bytes(&self, range: Range<usize>) -> &[u8] {
+        &self.buf[range]
+    }
+
+    /// Whether ciphertext is at hand (a whole record or part of one).
+    #[cfg(test)]
+    pub(super) fn has_ciphertext(&self) -> bool {
+        self.next < self.end
+    }
+
+    /// The ciphertext not yet decrypted: rustls's unbuffered handshake reads records from it in
+    /// place, then says how much of its front to [`RecordBuf::discard`].
+    pub(super) fn ciphertext_mut(&mut self) -> &mut [u8] {
+        &mut self.buf[self.next..self.end]
+    }
+
+    /// Drops `n` bytes from the front of the ciphertext.
+    pub(super) fn discard(&mut self, n: usize) {
+        debug_assert!(self.next + n <= self.end);
+        self.next += n;
+        self.release_if_drained();
+    }
+
+    /// Decrypts the next record in place, if a whole one is at hand. The caller counts the
+    /// sequence number; the record is taken (its bytes are not offered again) even when
+    /// decryption fails, since the connection is then over.
+    pub(super) fn open_next(
+        &mut self,
+        decrypter: &mut dyn MessageDecrypter,
+        seq: u64,
+        tls13: bool,
+    ) -> Result<Option<Opened>, RecordError> {
+        let at_hand = &self.buf[self.next..self.end];
+        if at_hand.len() < HEADER_LEN {
+            return Ok(None);
+        }
+        let typ = ContentType::from(at_hand[0]);
+        let version = ProtocolVersion::from(u16::from_be_bytes([at_hand[1], at_hand[2]]));
+        let len = usize::from(u16::from_be_bytes([at_hand[3], at_hand[4]]));
+        if matches!(typ, ContentType::Unknown(_)) || at_hand[1] != 3 {
+            return Err(RecordError::Header);
+        }
+        if len > MAX_CIPHERTEXT {
+            return Err(RecordError::Overflow);
+        }
+        if tls13 && typ != ContentType::ApplicationData {
+            return Err(RecordError::OuterType);
+        }
+        if at_hand.len() < HEADER_LEN + len {
+            return Ok(None);
+        }
+        let body = self.next + HEADER_LEN..self.next + HEADER_LEN + len;
+        self.next = body.end;
+        let base = self.buf.as_ptr() as usize;
+        // In place: the provider decrypts `body` where it lies and returns the plaintext as a
+        // part of it (after a TLS 1.2 explicit nonce; without a TLS 1.3 record's inner type and
+        // padding).
+        let message = InboundOpaqueMessage::new(typ, version, &mut self.buf[body]);
+        let plain = decrypter
+            .decrypt(message, seq)
+            .map_err(RecordError::Decrypt)?;
+        let start = plain.payload.as_ptr() as usize - base;
+        Ok(Some(Opened {
+            typ: plain.typ,
+            range: start..start + plain.payload.len(),
+        }))
+    }
+
+    /// Room to receive ciphertext into, enough for at least the rest of the record in progress.
+    /// Only while no plaintext is pending.
+    pub(super) fn spare(&mut self) -> &mut [u8] {
+        debug_assert!(self.plain.is_empty());
+        if self.next == self.end {
+            (self.next, self.end) = (0, 0);
+        }
+        if self.buf.len() < self.size {
+            // ALLOCATION: the first read, or growth while the client streams (a few per
+            // connection, never per record).
+            self.buf.resize(self.size, 0);
+        }
+        if self.next > 0 && self.buf.len() - self.next < MAX_RECORD {
+            // COPY: the partial record at the tail (less than one record per buffer's worth
+            // of ciphertext) moves to the front, so that the whole record fits.
+            self.buf.copy_within(self.next..self.end, 0);
+            (self.next, self.end) = (0, self.end - self.next);
+        }
+        self.plain = 0..0;
+        &mut self.buf[self.end..]
+    }
+
+    /// `n` bytes were received into [`RecordBuf::spare`].
+    pub(super) fn filled(&mut self, n: usize) {
+        let room = self.buf.len() - self.end;
+        debug_assert!(n <= room);
+        self.end += n;
+        if n == room && room > 0 {
+            self.size = (self.size * 2).min(READ_MAX);
+        }
+        self.release = n < RELEASE_BELOW;
+        self.release_if_drained();
+    }
+
+    /// Drops the ciphertext not yet decrypted (after the peer's `close_notify`, or an error).
+    pub(super) fn drop_ciphertext(&mut self) {
+        self.end = self.next;
+        self.release_if_drained();
+    }
+
+    fn release_if_drained(&mut self) {
+        if self.release && self.plain.is_empty() && self.next == self.end {
+            self.buf = Vec::new();
+            (self.next, self.end, self.plain) = (0, 0, 0..0);
+            self.release = false;
+        }
+    }
+
+    /// The buffer's allocated size (tests).
+    #[cfg(test)]
+    pub(super) fn capacity(&self) -> usize {
+        self.buf.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rustls::crypto::cipher::{
+        AeadKey, Iv, MessageEncrypter, OutboundChunks, OutboundPlainMessage,
+    };
+
+    /// A TLS 1.3 (ChaCha20-Poly1305) record encrypter and its decrypter, with one key.
+    fn pair() -> (Box<dyn MessageEncrypter>, Box<dyn MessageDecrypter>) {
+        let rustls::SupportedCipherSuite::Tls13(suite) =
+            rustls::crypto::ring::cipher_suite::TLS13_CHACHA20_POLY1305_SHA256
+        else {
+            unreachable!()
+        };
+        let key = || AeadKey::from([7u8; 32]);
+        let iv = || Iv::from([9u8; 12]);
+        (
+            suite.aead_alg.encrypter(key(), iv()),
+            suite.aead_alg.decrypter(key(), iv()),
+        )
+    }
+
+    fn seal(enc: &mut dyn MessageEncrypter, typ: ContentType, data: &[u8], seq: u64) -> Vec<u8> {
+        let message = OutboundPlainMessage {
+            typ,
+            version: ProtocolVersion::TLSv1_2,
+            payload: OutboundChunks::Single(data),
+        };
+        enc.encrypt(message, seq).unwrap().encode()
+    }
+
+    /// Everything the buffer hands out, fed `wire` in pieces of `piece` bytes (and the rest).
+    fn read_all(wire: &[u8], split: usize, dec: &mut dyn MessageDecrypter) -> (Vec<u8>, u64) {
+        let mut rb = RecordBuf::new();
+        let mut out = Vec::new();
+        let mut seq = 0;
+        let mut fed = 0;
+        let mut pieces = [split, wire.len()].into_iter();
+        loop {
+            loop {
+                let plain = rb.plaintext();
+                if !plain.is_empty() {
+                    out.extend_from_slice(plain);
+                    let n = plain.len();
+                    rb.consume(n);
+                    continue;
+                }
+                match rb.open_next(dec, seq, true).unwrap() {
+                    Some(opened) => {
+                        seq += 1;
+                        assert_eq!(opened.typ, ContentType::ApplicationData);
+                        rb.set_plaintext(opened.range);
+                    }
+                    None => break,
+                }
+            }
+            let Some(upto) = pieces.next() else { break };
+            let upto = upto.min(wire.len());
+            while fed < upto {
+                let spare = rb.spare();
+                let n = spare.len().min(upto - fed);
+                spare[..n].copy_from_slice(&wire[fed..fed + n]);
+                rb.filled(n);
+                fed += n;
+            }
+        }
+        assert!(!rb.has_ciphertext());
+        (out, seq)
+    }
+
+    #[test]
+    fn records_split_at_every_byte_come_out_whole_and_in_order() {
+        let (mut enc, mut dec) = pair();
+        // Three records: a full one, a short one, an empty one, then another short one.
+        let data: Vec<u8> = (0..16384 + 700 + 30).map(|i| (i % 251) as u8).collect();
+        let (a, rest) = data.split_at(16384);
+        let (b, c) = rest.split_at(700);
+        let mut wire = Vec::new();
+        for (seq, part) in [a, b, &[][..], c].into_iter().enumerate() {
+            wire.extend(seal(
+                &mut *enc,
+                ContentType::ApplicationData,
+                part,
+                seq as u64,
+            ));
+        }
+        for split in 0..=wire.len() {
+            let (out, records) = read_all(&wire, split, &mut *dec);
+            assert_eq!(records, 4, "split at {split}");
+            assert!(out == data, "split at {split}");
+        }
+    }
+
+    #[test]
+    fn a_long_stream_compacts_without_growing_past_the_maximum() {
+        let (mut enc, mut dec) = pair();
+        let data: Vec<u8> = (0..3_000_000u32).map(|i| (i % 253) as u8).collect();
+        let mut wire = Vec::new();
+        for (seq, part) in data.chunks(16384).enumerate() {
+            wire.extend(seal(
+                &mut *enc,
+                ContentType::ApplicationData,
+                part,
+                seq as u64,
+            ));
+        }
+        // Fed in uneven pieces (a record and a bit), handed out as it comes.
+        let mut rb = RecordBuf::new();
+        let (mut out, mut seq, mut fed) = (Vec::new(), 0, 0);
+        while fed < wire.len() || rb.has_ciphertext() || !rb.plaintext().is_empty() {
+            let plain = rb.plaintext();
+            if !plain.is_empty() {
+                out.extend_from_slice(plain);
+                let n = plain.len();
+                rb.consume(n);
+            } else if let Some(opened) = rb.open_next(&mut *dec, seq, true).unwrap() {
+                seq += 1;
+                rb.set_plaintext(opened.range);
+            } else {
+                let spare = rb.spare();
+                let n = spare.len().min(wire.len() - fed).min(20_011);
+                spare[..n].copy_from_slice(&wire[fed..fed + n]);
+                rb.filled(n);
+                fed += n;
+                assert!(rb.capacity() <= READ_MAX);
+            }
+        }
+        assert!(out == data);
+    }
+
+    #[test]
+    fn bad_records_are_refused() {
+        let (mut enc, mut dec) = pair();
+        let mut wire = seal(&mut *enc, ContentType::ApplicationData, b"hello", 0);
+        let last = wire.len() - 1;
+        wire[last] ^= 1;
+        let mut rb = RecordBuf::new();
+        let spare = rb.spare();
+        spare[..wire.len()].copy_from_slice(&wire);
+        rb.filled(wire.len());
+        assert!(matches!(
+            rb.open_next(&mut *dec, 0, true),
+            Err(RecordError::Decrypt(rustls::Error::DecryptError))
+        ));
+
+        let mut rb = RecordBuf::new();
+        let header = [23, 3, 3, 0x48, 1]; // 18,433 bytes: one too many
+        rb.spare()[..5].copy_from_slice(&header);
+        rb.filled(5);
+        assert!(matches!(
+            rb.open_next(&mut *dec, 0, true),
+            Err(RecordError::Overflow)
+        ));
+
+        let mut rb = RecordBuf::new();
+        rb.spare()[..5].copy_from_slice(&[99, 3, 3, 0, 1]);
+        rb.filled(5);
+        assert!(matches!(
+            rb.open_next(&mut *dec, 0, true),
+            Err(RecordError::Header)
+        ));
+
+        // TLS 1.3 protects every record as application data; the outer type is not
+        // authenticated, so another one is refused before decryption.
+        let mut rb = RecordBuf::new();
+        rb.spare()[..5].copy_from_slice(&[22, 3, 3, 0, 1]);
+        rb.filled(5);
+        assert!(matches!(
+            rb.open_next(&mut *dec, 0, true),
+            Err(RecordError::OuterType)
+        ));
+    }
+}
