@@ -113,6 +113,13 @@ impl<'c> Exchange<'c> {
         on_backend!(&self.peer_addr())
     }
 
+    /// The request's `:scheme` over HTTP/2 (the tower adapter's absolute URI); `None` over
+    /// HTTP/1.1.
+    #[cfg_attr(not(feature = "tower"), allow(dead_code))]
+    pub(crate) fn scheme(&self) -> Option<&http::uri::Scheme> {
+        on_backend!(&self.scheme())
+    }
+
     // ---- request body ----
 
     /// Reads body payload into `buf`, returning how many bytes were read; `Ok(0)` once the body

@@ -43,6 +43,8 @@ const DISCARD_LIMIT: Duration = Duration::from_secs(1);
 pub(crate) struct H2Stream {
     pub(crate) head: Request,
     pub(crate) peer: PeerAddr,
+    /// The request's `:scheme` (`http` and `https` are `http`'s constants: no allocation).
+    pub(crate) scheme: Option<http::uri::Scheme>,
     pub(crate) shared: Arc<Shared>,
     pub(crate) body: BodyIn,
     pub(crate) resp: ResponseOut,
@@ -68,6 +70,7 @@ impl H2Stream {
         Self {
             head,
             peer,
+            scheme: parts.uri.scheme().cloned(),
             shared,
             body,
             resp,
@@ -156,6 +159,10 @@ impl Backend for H2Stream {
 
     fn peer_addr(&self) -> PeerAddr {
         self.peer
+    }
+
+    fn scheme(&self) -> Option<&http::uri::Scheme> {
+        self.scheme.as_ref()
     }
 
     fn body_policy(&self) -> &BodyPolicy {
