@@ -100,6 +100,7 @@
 //! #         ex.respond(http::StatusCode::OK).body("hi").await
 //! #     }
 //! # }
+//! # #[cfg(feature = "tls")]
 //! # async fn run() -> std::io::Result<()> {
 //! let mut config = weir::Config::default();
 //! config.pause_threshold = 4 << 20;

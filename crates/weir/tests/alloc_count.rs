@@ -245,6 +245,7 @@ fn the_counter_counts() {
     assert!(large_allocations() > large_before);
 }
 
+#[cfg(feature = "http2")]
 /// Uploads `len` bytes over one h2c stream of `client`; returns the byte count the server read.
 async fn h2_upload(client: &mut h2::client::SendRequest<bytes::Bytes>, len: usize) -> usize {
     let request = weir::http::Request::post("http://localhost/upload")
@@ -270,6 +271,7 @@ async fn h2_upload(client: &mut h2::client::SendRequest<bytes::Bytes>, len: usiz
     received.parse().unwrap()
 }
 
+#[cfg(feature = "http2")]
 #[test]
 fn http2_upload_reuses_its_frame_buffers() {
     let _alone = MEASURING
