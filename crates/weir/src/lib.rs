@@ -125,6 +125,7 @@ mod h1;
 mod h2;
 mod handler;
 pub mod malloc;
+mod request;
 mod response;
 mod server;
 #[cfg(feature = "tower")]
@@ -134,9 +135,10 @@ pub mod transport;
 mod zero_copy;
 
 pub use config::{Config, DataRate, Http2Config, Limits};
-pub use error::{Error, Side};
+pub use error::{Error, ProtocolError, Side};
 pub use exchange::Exchange;
 pub use handler::Handler;
+pub use request::{Framing, Request};
 pub use response::{BodyWriter, Response};
 pub use server::{Server, ServerHandle};
 #[cfg(feature = "tower")]
@@ -144,7 +146,6 @@ pub use service::{Body, ExchangeHandle, FileBody, ServiceHandler};
 pub use stats::{BodyStats, Stats};
 #[cfg(feature = "tls")]
 pub use transport::{CertReloader, TlsConfig, TlsError};
-pub use weir_proto::{Framing, ProtoError, RequestHead as Request};
 
 /// Re-exported so that handlers name the same `http` types as weir.
 pub use http;

@@ -303,6 +303,7 @@ pub(crate) fn fill_head(head: &mut Request, parts: &http::request::Parts, end_of
     } else {
         uri.path_and_query().map_or("/", |pq| pq.as_str())
     };
+    let head = head.head_mut();
     head.set_request_line(parts.method.clone(), target, Version::HTTP_2);
     if !parts.headers.contains_key(http::header::HOST) {
         if let Some(authority) = uri.authority() {
@@ -361,9 +362,9 @@ mod tests {
                 .body(())
                 .unwrap()
         };
-        assert_eq!(head_of(req(), false).framing(), Framing::Unknown);
+        assert_eq!(head_of(req(), false).framing(), crate::Framing::Unknown);
         assert_eq!(head_of(req(), false).content_length(), None);
-        assert_eq!(head_of(req(), true).framing(), Framing::Length(0));
+        assert_eq!(head_of(req(), true).framing(), crate::Framing::Length(0));
     }
 
     #[test]
