@@ -21,9 +21,12 @@
 //! afterwards gets an error from that read: read it before answering).
 //!
 //! **What it costs.** This is an adoption path: the `http::Request` owns its URI, header map
-//! and extensions, which allocate per request (listed in `request`); weir's native `Handler`
-//! stays the path without per-request allocation. Body frames are not copied or allocated
-//! (`body`).
+//! and extensions. What weir would allocate for them per request is kept per thread and reused
+//! (`pool`: the link, a header map, a byte buffer the URI and values are shared from); what
+//! remains is listed in `request` (the extensions map and the one [`ExchangeHandle`] in it);
+//! the service's own allocations (axum's routing, boxed futures and bodies) are its own. weir's
+//! native `Handler` stays the path without per-request allocation. Body frames are not copied
+//! or allocated (`body`).
 //!
 //! **weir's own powers** from inside the service: the [`ExchangeHandle`] in the request's
 //! extensions reads straight into a caller's buffer, moves the body to a file with `splice`,

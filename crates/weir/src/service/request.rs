@@ -39,16 +39,19 @@ pub(crate) fn build(
     *request.method_mut() = head.method().clone();
     *request.version_mut() = head.version();
 
-    // An HTTP/2 request's scheme and authority, for the absolute URI.
+    // An HTTP/2 request's scheme and authority, for the absolute URI: before a path, not
+    // before `*` (`OPTIONS *`) nor for CONNECT (whose target is the authority).
+    let target = head.target().as_bytes();
     let origin = match (exchange.scheme(), head.header("host")) {
         (Some(scheme), Some(authority))
-            if head.version() == Version::HTTP_2 && head.method() != Method::CONNECT =>
+            if head.version() == Version::HTTP_2
+                && head.method() != Method::CONNECT
+                && target.first() == Some(&b'/') =>
         {
             Some((scheme.as_str(), authority))
         }
         _ => None,
     };
-    let target = head.target().as_bytes();
     let values: usize = head.headers().map(|(_, value)| value.len()).sum();
     let origin_len = origin.map_or(0, |(scheme, authority)| scheme.len() + 3 + authority.len());
     let bytes = spare.bytes(origin_len + target.len() + values);

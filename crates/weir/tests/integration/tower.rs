@@ -187,6 +187,13 @@ fn the_service_sees_the_scheme_and_authority_it_was_sent() {
         &server.url("/"),
     ]);
     assert_eq!(out, "http://example.com:8080/uri?q=1 from 127.0.0.1\n");
+    // `OPTIONS *` over HTTP/2 stays `*` (no scheme or authority before it, which would not
+    // parse: 400): it reaches the app, whose permissive CORS layer answers any OPTIONS.
+    let head = heads(
+        &["--http2-prior-knowledge".into()],
+        &["-X", "OPTIONS", "--request-target", "*", &server.url("/")],
+    );
+    assert!(head.starts_with("http/2 200"), "{head}");
 }
 
 #[test]
