@@ -87,3 +87,49 @@ pub(crate) fn give_back(mut spare: Spare) {
         }
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::BufMut;
+
+    /// Each test runs on a thread of its own, so it starts with no spares.
+    #[test]
+    fn a_free_link_and_buffer_are_reused() {
+        let mut spare = take();
+        let link = Arc::as_ptr(spare.link());
+        let bytes = spare.bytes(100);
+        bytes.put_slice(b"/path?query");
+        let shared = bytes.split().freeze();
+        let start = shared.as_ptr();
+        give_back(spare);
+        drop(shared);
+
+        let mut next = take();
+        assert_eq!(Arc::as_ptr(next.link()), link);
+        // The buffer's tail would do; ask for more than is left so that it is taken back from
+        // its start, which needs every earlier slice dropped.
+        let room = next.bytes.capacity();
+        let bytes = next.bytes(room + 1);
+        bytes.put_slice(b"/again");
+        assert_eq!(
+            bytes.as_ptr(),
+            start,
+            "the buffer was taken back, not reallocated"
+        );
+    }
+
+    #[test]
+    fn a_link_still_held_is_left_to_its_holder() {
+        let mut spare = take();
+        let held = Arc::clone(spare.link());
+        give_back(spare);
+        let mut next = take();
+        assert!(
+            !Arc::ptr_eq(next.link(), &held),
+            "a new link for the next request"
+        );
+        // The old one is the holder's alone; its end is still seen by it.
+        assert_eq!(Arc::strong_count(&held), 1);
+    }
+}
