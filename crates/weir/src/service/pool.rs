@@ -15,7 +15,9 @@
 //!
 //! Invariants: a [`Spare`] belongs to one request from [`take`] to [`give_back`]; at most
 //! [`KEPT`] spares per thread (a task that moves between threads gives its spare back where it
-//! ends; the bound keeps a thread from collecting them). Thread-local rather than per
+//! ends; the bound keeps a thread from collecting them), so what a thread keeps is bounded by
+//! [`KEPT`] × (a response's header map + a buffer the size of the largest head seen, itself
+//! bounded by the head limits). Thread-local rather than per
 //! connection, because a [`Handler`](crate::Handler) has no per-connection state, and so that
 //! HTTP/2 streams (a task each) reuse them too.
 
