@@ -6,7 +6,65 @@
 //! are refused outside weir.
 
 use std::time::Duration;
-pub use weir_proto::Limits;
+
+/// Size and count limits of the request head and of chunked bodies, enforced while parsing
+/// (HTTP/1.1; over HTTP/2 the head's size is bounded by
+/// [`Http2Config::max_header_list_size`]). Build it from `Limits::default()`, then assign
+/// fields or chain the `with_*` setters.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Limits {
+    /// Longest request line (`GET /path HTTP/1.1`) in bytes, CRLF included. Default 8 KiB, the
+    /// limit most servers and proxies apply, so URLs that pass them pass weir.
+    /// Breach: `414 URI Too Long`.
+    pub max_request_line: usize,
+    /// Largest request head (request line and every header line) in bytes. Default 32 KiB:
+    /// generous for cookies and tokens, small enough that idle connections cost little.
+    /// Breach: `431 Request Header Fields Too Large`.
+    pub max_head: usize,
+    /// Most header fields in one request. Default 100; real clients send 10 to 30.
+    /// Breach: `431`. Capped at [`Limits::HEADER_COUNT_CAP`].
+    pub max_headers: usize,
+    /// Total bytes of chunk extensions (`;name=value` after a chunk size) in one body.
+    /// Default 16 KiB: nobody uses extensions, and unbounded ones let a client make the server
+    /// parse forever without delivering data. Breach: `400`.
+    pub max_chunk_extensions: usize,
+    /// Largest trailer section of a chunked body, in bytes. Default 16 KiB.
+    /// Breach: `431`.
+    pub max_trailers: usize,
+}
+
+impl Limits {
+    /// The hard upper bound on [`Limits::max_headers`]: the parser keeps its header slots on the
+    /// stack, so the count must have a compile-time bound.
+    pub const HEADER_COUNT_CAP: usize = 512;
+
+    /// The protocol core's limits (its parser's and body decoder's argument): five integers
+    /// copied, so weir's public type and the core's can each change alone.
+    pub(crate) fn proto(&self) -> weir_proto::Limits {
+        const _: () = assert!(Limits::HEADER_COUNT_CAP == weir_proto::Limits::HEADER_COUNT_CAP);
+        weir_proto::Limits::default()
+            .with_max_request_line(self.max_request_line)
+            .with_max_head(self.max_head)
+            .with_max_headers(self.max_headers)
+            .with_max_chunk_extensions(self.max_chunk_extensions)
+            .with_max_trailers(self.max_trailers)
+    }
+}
+
+impl Default for Limits {
+    /// The protocol core's defaults (each field says why that value).
+    fn default() -> Self {
+        let core = weir_proto::Limits::default();
+        Self {
+            max_request_line: core.max_request_line,
+            max_head: core.max_head,
+            max_headers: core.max_headers,
+            max_chunk_extensions: core.max_chunk_extensions,
+            max_trailers: core.max_trailers,
+        }
+    }
+}
 
 /// A minimum data rate: after `grace`, a transfer must average at least `bytes_per_second`
 /// over the time the server spent waiting for it.
@@ -251,6 +309,14 @@ macro_rules! setters {
         }
     };
 }
+
+setters!(Limits {
+    with_max_request_line => max_request_line: usize,
+    with_max_head => max_head: usize,
+    with_max_headers => max_headers: usize,
+    with_max_chunk_extensions => max_chunk_extensions: usize,
+    with_max_trailers => max_trailers: usize,
+});
 
 setters!(Config {
     with_limits => limits: Limits,

@@ -40,6 +40,40 @@ enum Kind {
     User,
 }
 
+/// What was malformed in a request: its description ([`ProtocolError::as_str`], also its
+/// `Display`) and the status that answers it ([`ProtocolError::status`]). Every such error
+/// ends the connection over HTTP/1.1, since the byte stream no longer delimits the next
+/// request; over HTTP/2 it ends the stream.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct ProtocolError(ProtoError);
+
+impl ProtocolError {
+    /// The status code that answers this error (400, or 413/414/431/417/501/505 where a more
+    /// precise one applies).
+    pub fn status(self) -> StatusCode {
+        self.0.status()
+    }
+
+    /// A short, stable description, also the body of the error response.
+    pub fn as_str(self) -> &'static str {
+        self.0.as_str()
+    }
+}
+
+impl fmt::Debug for ProtocolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("ProtocolError").field(&self.0).finish()
+    }
+}
+
+impl fmt::Display for ProtocolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::error::Error for ProtocolError {}
+
 /// Which side of an exchange failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -170,7 +204,12 @@ impl Error {
     }
 
     /// The protocol error behind an [`Error::is_protocol`] error.
-    pub fn protocol_error(&self) -> Option<ProtoError> {
+    pub fn protocol_error(&self) -> Option<ProtocolError> {
+        self.proto_error().map(ProtocolError)
+    }
+
+    /// The protocol core's error behind an [`Error::is_protocol`] error.
+    pub(crate) fn proto_error(&self) -> Option<ProtoError> {
         match self.kind {
             Kind::Protocol(e) => Some(e),
             _ => None,

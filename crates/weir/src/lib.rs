@@ -100,6 +100,7 @@
 //! #         ex.respond(http::StatusCode::OK).body("hi").await
 //! #     }
 //! # }
+//! # #[cfg(feature = "tls")]
 //! # async fn run() -> std::io::Result<()> {
 //! let mut config = weir::Config::default();
 //! config.pause_threshold = 4 << 20;
@@ -125,6 +126,7 @@ mod h2;
 mod handler;
 pub mod malloc;
 mod refused;
+mod request;
 mod response;
 mod server;
 #[cfg(feature = "tower")]
@@ -134,10 +136,11 @@ pub mod transport;
 mod zero_copy;
 
 pub use config::{Config, DataRate, Http2Config, Limits};
-pub use error::{Error, Side};
+pub use error::{Error, ProtocolError, Side};
 pub use exchange::Exchange;
 pub use handler::Handler;
 pub use refused::{OnRefused, Refused};
+pub use request::{Framing, Request};
 pub use response::{BodyWriter, Response};
 pub use server::{Server, ServerHandle};
 #[cfg(feature = "tower")]
@@ -145,7 +148,6 @@ pub use service::{Body, ExchangeHandle, FileBody, ServiceHandler};
 pub use stats::{BodyStats, Stats};
 #[cfg(feature = "tls")]
 pub use transport::{CertReloader, TlsConfig, TlsError};
-pub use weir_proto::{Framing, ProtoError, RequestHead as Request};
 
 /// Re-exported so that handlers name the same `http` types as weir.
 pub use http;

@@ -9,11 +9,12 @@
 //!   [`trace::UploadTrace`] (bytes, timestamps, RSS at each point).
 //!
 //! The "+ axum" systems serve these routes from one axum `Router` ([`axum_app`]), on weir and on
-//! hyper.
+//! hyper. actix-web 4 is a peer row of its own ([`actix_peer`]).
 //!
 //! The child's life is driven by [`control`]: it prints its bound address on stdout when ready,
 //! answers `stats` and `reset-peak` commands on stdin, and exits on `quit` or end of input.
 
+pub mod actix_peer;
 pub mod axum_app;
 pub mod control;
 pub mod h2_settings;
@@ -46,6 +47,8 @@ pub enum System {
     WeirAxum,
     /// The same axum `Router` served by hyper 1.x (hyper-util's `TowerToHyperService`).
     HyperAxum,
+    /// actix-web 4 (plain HTTP/1.1 over TCP), the same routes.
+    ActixWeb,
 }
 
 /// Where an upload's bytes go.
@@ -252,6 +255,7 @@ pub fn run_child(args: &ServeArgs) -> ! {
         System::RawUpload => raw::upload::start(args),
         System::Hyper | System::HyperAxum => hyper_peer::start(args),
         System::Weir | System::WeirAxum => weir_peer::start(args),
+        System::ActixWeb => actix_peer::start(args),
     };
     control::serve_commands(started)
 }

@@ -51,7 +51,7 @@ pub(super) async fn serve(
     // Never later than the response's `Date` (RFC 9110 §8.8.2.1): a modification time in the
     // future is shown as now. Comparisons keep the real time, so such a date never matches.
     let last_modified = httpdate::fmt_http_date(meta.modified.min(SystemTime::now()));
-    match conditional::evaluate(ex.request(), Some(&current)) {
+    match conditional::evaluate(ex.request().proto_head(), Some(&current)) {
         Outcome::Proceed => {}
         Outcome::NotModified => {
             return ex
@@ -64,7 +64,7 @@ pub(super) async fn serve(
         Outcome::PreconditionFailed => return preconditions::failed(ex).await,
     }
     let answer = match ex.request().header("range") {
-        Some(range) if conditional::if_range_holds(ex.request(), &current) => {
+        Some(range) if conditional::if_range_holds(ex.request().proto_head(), &current) => {
             range::evaluate(range, meta.size)
         }
         _ => RangeAnswer::Full,

@@ -96,7 +96,7 @@ pub(super) async fn serve(ex: &mut Exchange<'_>, asset: &Asset) -> Result<(), we
         last_modified: u64::MAX,
         date_shared: true,
     };
-    let status = match conditional::evaluate(ex.request(), Some(&current)) {
+    let status = match conditional::evaluate(ex.request().proto_head(), Some(&current)) {
         Outcome::NotModified => StatusCode::NOT_MODIFIED,
         Outcome::Proceed | Outcome::PreconditionFailed => StatusCode::OK,
     };

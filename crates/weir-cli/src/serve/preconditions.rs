@@ -54,11 +54,11 @@ pub(super) fn validators<'a>(meta: &FileMeta, etag: &'a str) -> Validators<'a> {
 /// (`None`: none).
 pub(super) fn hold(head: &Request, meta: Option<&FileMeta>) -> bool {
     let outcome = match meta {
-        None => conditional::evaluate(head, None),
+        None => conditional::evaluate(head.proto_head(), None),
         Some(meta) => {
             // ALLOCATION: the entity tag's text, once per conditional write.
             let etag = etag(meta);
-            conditional::evaluate(head, Some(&validators(meta, &etag)))
+            conditional::evaluate(head.proto_head(), Some(&validators(meta, &etag)))
         }
     };
     outcome == Outcome::Proceed
@@ -72,7 +72,7 @@ pub(super) fn hold_now(
     head: &Request,
     path: &weir_store::StorePath,
 ) -> bool {
-    if !conditional::has_preconditions(head) {
+    if !conditional::has_preconditions(head.proto_head()) {
         return true;
     }
     match store.open_file(path) {
@@ -85,7 +85,7 @@ pub(super) fn hold_now(
 /// Commits `upload`, checking the request's preconditions (if any) against the target under
 /// the store's commit lock.
 pub(super) fn commit_checked(upload: Upload, head: &Request) -> Result<Committed, StoreError> {
-    if conditional::has_preconditions(head) {
+    if conditional::has_preconditions(head.proto_head()) {
         service::off_the_runtime(|| upload.commit_if(|meta| hold(head, meta)))
     } else {
         service::commit(upload)
@@ -100,7 +100,7 @@ pub(super) fn commit_all_checked(
     uploads: Vec<Upload>,
     head: &Request,
 ) -> Result<Vec<Committed>, StoreError> {
-    if conditional::has_preconditions(head) {
+    if conditional::has_preconditions(head.proto_head()) {
         service::off_the_runtime(|| store.commit_all_if(uploads, |_, meta| hold(head, meta)))
     } else {
         service::off_the_runtime(|| store.commit_all(uploads))

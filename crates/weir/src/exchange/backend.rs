@@ -26,6 +26,10 @@ pub(crate) trait Backend {
     /// The request head.
     fn request(&self) -> &Request;
     fn peer_addr(&self) -> PeerAddr;
+    /// The request's `:scheme` (HTTP/2); HTTP/1.1 has none apart from an absolute-form target.
+    fn scheme(&self) -> Option<&http::uri::Scheme> {
+        None
+    }
     fn body_policy(&self) -> &BodyPolicy;
     fn body_policy_mut(&mut self) -> &mut BodyPolicy;
     fn response(&self) -> &ResponseLifecycle;

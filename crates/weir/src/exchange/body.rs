@@ -52,7 +52,7 @@ impl Broken {
             Self::TooLarge
         } else if e.is_timeout() {
             Self::Timeout
-        } else if let Some(p) = e.protocol_error() {
+        } else if let Some(p) = e.proto_error() {
             Self::Protocol(p)
         } else {
             Self::Disconnect

@@ -113,6 +113,13 @@ impl<'c> Exchange<'c> {
         on_backend!(&self.peer_addr())
     }
 
+    /// The request's `:scheme` over HTTP/2 (the tower adapter's absolute URI); `None` over
+    /// HTTP/1.1.
+    #[cfg_attr(not(feature = "tower"), allow(dead_code))]
+    pub(crate) fn scheme(&self) -> Option<&http::uri::Scheme> {
+        on_backend!(&self.scheme())
+    }
+
     // ---- request body ----
 
     /// Reads body payload into `buf`, returning how many bytes were read; `Ok(0)` once the body
@@ -230,7 +237,7 @@ impl<'c> Exchange<'c> {
     /// The request's trailer fields, once the body is complete ([`Exchange::is_body_complete`]):
     /// the trailer section of a chunked HTTP/1.1 body, or the HEADERS frame that ends an HTTP/2
     /// request. `None` before then and when the client sent none. Over HTTP/1.1 the section is
-    /// bounded by [`Limits::max_trailers`](weir_proto::Limits::max_trailers) and fields that
+    /// bounded by [`Limits::max_trailers`](crate::Limits::max_trailers) and fields that
     /// would change framing, routing or authentication are refused (400) while it is read.
     ///
     /// A field sent as a trailer is not a header: a handler that acts on one (a checksum of the

@@ -6,7 +6,7 @@
 use crate::config::Config;
 use crate::exchange::body::BodyPolicy;
 use weir_proto::body::BodyDecoder;
-use weir_proto::{Framing, Limits, RequestHead};
+use weir_proto::{Framing, RequestHead};
 
 /// The body half of an exchange: the protocol-neutral policy, and what HTTP/1.1 adds (the
 /// framing decoder, the trailer section as received). Reset, not reallocated, for each request.
@@ -37,8 +37,7 @@ impl BodyState {
     }
 
     pub(crate) fn begin(&mut self, head: &RequestHead, config: &Config) {
-        let limits: &Limits = &config.limits;
-        self.decoder = BodyDecoder::new(head.framing(), limits);
+        self.decoder = BodyDecoder::new(head.framing(), &config.limits.proto());
         let declared = match head.framing() {
             Framing::Length(n) => Some(n),
             Framing::Chunked | Framing::Unknown => None,

@@ -15,7 +15,7 @@ use crate::exchange::backend::Backend;
 use crate::exchange::extra_headers::ExtraHeaders;
 use crate::exchange::lifecycle::ResponseLifecycle;
 use crate::handler::Handler;
-use crate::{DataRate, Error, zero_copy};
+use crate::{DataRate, Error, Request, zero_copy};
 use bytes::Buf;
 use http::StatusCode;
 use std::sync::Arc;
@@ -26,7 +26,7 @@ use weir_proto::conn::{BodyLeft, Next, Persistence};
 use weir_proto::date::DateCache;
 use weir_proto::encode::ResponseFraming;
 use weir_proto::parse::HeadParser;
-use weir_proto::{ProtoError, RequestHead, encode};
+use weir_proto::{ProtoError, encode};
 
 /// How long a closing connection keeps discarding what the client still sends, so that the
 /// kernel does not answer that data with a reset that destroys our last response before the
@@ -40,7 +40,7 @@ const PIPELINE_FLUSH_LIMIT: usize = 64 * 1024;
 pub(crate) struct Conn {
     pub(crate) io: Io,
     parser: HeadParser,
-    pub(crate) head: RequestHead,
+    pub(crate) head: Request,
     pub(crate) body: BodyState,
     pub(crate) resp: ResponseLifecycle,
     /// `Exchange::add_response_header`'s fields, cleared for every request.
@@ -137,7 +137,7 @@ impl Drop for Conn {
 impl Conn {
     fn new(stream: crate::transport::Stream, shared: Arc<Shared>) -> Self {
         let config = &shared.config;
-        let head = RequestHead::new();
+        let head = Request::new();
         Self {
             peer: std::cell::OnceCell::new(),
             io: Io::new(stream, config.read_buffer_size, config.accept_passed_fds),
@@ -146,7 +146,7 @@ impl Conn {
             resp: ResponseLifecycle::default(),
             extra_headers: ExtraHeaders::default(),
             resp_framing: ResponseFraming::NoBody,
-            persistence: Persistence::new(&head),
+            persistence: Persistence::new(head.head()),
             head,
             date: DateCache::new(),
             pipe: None,
@@ -173,7 +173,7 @@ impl Conn {
             if !self.io.rbuf.is_empty() {
                 match self
                     .parser
-                    .parse(&self.io.rbuf, &config.limits, &mut self.head)
+                    .parse(&self.io.rbuf, &config.limits.proto(), self.head.head_mut())
                 {
                     Ok(Some(len)) => {
                         self.io.rbuf.advance(len);
@@ -216,11 +216,11 @@ impl Conn {
     }
 
     fn begin_exchange(&mut self) {
-        self.body.begin(&self.head, &self.shared.config);
+        self.body.begin(self.head.head(), &self.shared.config);
         self.io.write_clock = RateClock::default();
         self.resp.reset();
         self.extra_headers.clear();
-        self.persistence = Persistence::new(&self.head);
+        self.persistence = Persistence::new(self.head.head());
         // Body bytes that came with the head wait for the handler from now on.
         self.sync_body_gauge();
     }

@@ -29,7 +29,6 @@ use std::future::poll_fn;
 use std::io::Write;
 use std::task::Poll;
 use tokio::time::Instant;
-use weir_proto::Framing;
 
 /// The body half of an HTTP/2 stream: the protocol-neutral policy, and what HTTP/2 adds (the
 /// received frame not yet handed over, the stream window and the capacity kept back).
@@ -49,10 +48,7 @@ impl BodyIn {
     pub(crate) fn new(recv: RecvStream, head: &Request, window: usize, config: &Config) -> Self {
         let done = recv.is_end_stream();
         let expects_continue = head.expect_continue();
-        let declared = match head.framing() {
-            Framing::Length(n) => Some(n),
-            Framing::Chunked | Framing::Unknown => None,
-        };
+        let declared = head.content_length();
         let mut policy = BodyPolicy::new(config);
         policy.begin(config, declared, expects_continue, done);
         // Until the handler lowers it, the read-ahead is the whole stream window.

@@ -43,6 +43,8 @@ const DISCARD_LIMIT: Duration = Duration::from_secs(1);
 pub(crate) struct H2Stream {
     pub(crate) head: Request,
     pub(crate) peer: PeerAddr,
+    /// The request's `:scheme` (`http` and `https` are `http`'s constants: no allocation).
+    pub(crate) scheme: Option<http::uri::Scheme>,
     pub(crate) shared: Arc<Shared>,
     pub(crate) body: BodyIn,
     pub(crate) resp: ResponseOut,
@@ -68,6 +70,7 @@ impl H2Stream {
         Self {
             head,
             peer,
+            scheme: parts.uri.scheme().cloned(),
             shared,
             body,
             resp,
@@ -156,6 +159,10 @@ impl Backend for H2Stream {
 
     fn peer_addr(&self) -> PeerAddr {
         self.peer
+    }
+
+    fn scheme(&self) -> Option<&http::uri::Scheme> {
+        self.scheme.as_ref()
     }
 
     fn body_policy(&self) -> &BodyPolicy {
@@ -296,6 +303,7 @@ pub(crate) fn fill_head(head: &mut Request, parts: &http::request::Parts, end_of
     } else {
         uri.path_and_query().map_or("/", |pq| pq.as_str())
     };
+    let head = head.head_mut();
     head.set_request_line(parts.method.clone(), target, Version::HTTP_2);
     if !parts.headers.contains_key(http::header::HOST) {
         if let Some(authority) = uri.authority() {
@@ -354,9 +362,9 @@ mod tests {
                 .body(())
                 .unwrap()
         };
-        assert_eq!(head_of(req(), false).framing(), Framing::Unknown);
+        assert_eq!(head_of(req(), false).framing(), crate::Framing::Unknown);
         assert_eq!(head_of(req(), false).content_length(), None);
-        assert_eq!(head_of(req(), true).framing(), Framing::Length(0));
+        assert_eq!(head_of(req(), true).framing(), crate::Framing::Length(0));
     }
 
     #[test]

@@ -20,6 +20,7 @@
 use super::ExchangeHandle;
 use super::link::{Answer, Link, Order};
 use crate::Error;
+use crate::transport::PeerAddr;
 use bytes::{Buf, Bytes};
 use http::HeaderMap;
 use http_body::{Frame, SizeHint};
@@ -39,6 +40,8 @@ use std::task::{Context, Poll, ready};
 /// its response); after that a read that has not reached the end fails.
 pub struct Body {
     link: Arc<Link>,
+    /// For [`Body::handle`].
+    peer: PeerAddr,
     /// An order of this body is in the link.
     placed: bool,
     /// Body bytes still to come, when the request declared its length.
@@ -51,9 +54,10 @@ pub struct Body {
 }
 
 impl Body {
-    pub(crate) fn new(link: Arc<Link>, declared_length: Option<u64>) -> Self {
+    pub(crate) fn new(link: Arc<Link>, peer: PeerAddr, declared_length: Option<u64>) -> Self {
         Self {
             link,
+            peer,
             placed: false,
             remaining: declared_length,
             trailers: None,
@@ -65,7 +69,7 @@ impl Body {
     /// The handle on this body's exchange: weir's direct paths (read into a buffer, to a file,
     /// limits, 1xx). The same handle is in the request's extensions.
     pub fn handle(&self) -> ExchangeHandle {
-        ExchangeHandle::new(Arc::clone(&self.link))
+        ExchangeHandle::new(Arc::clone(&self.link), self.peer)
     }
 
     /// The next piece of payload; `None` at the end (trailers, if any, then wait in

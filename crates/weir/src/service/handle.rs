@@ -8,6 +8,7 @@
 
 use super::link::{Answer, Link, Order, ended};
 use crate::Error;
+use crate::transport::PeerAddr;
 use http::{HeaderMap, StatusCode};
 use std::fs::File;
 use std::future::Future;
@@ -23,9 +24,13 @@ use std::task::{Context, Poll};
 /// a dropped read are kept for the next one. It is usable until the response is complete.
 ///
 /// [`ServiceHandler`]: super::ServiceHandler
+///
+/// It also carries the client's address ([`ExchangeHandle::peer_addr`]): one extension for
+/// both, since each extension a request carries is an allocation.
 #[derive(Clone)]
 pub struct ExchangeHandle {
     link: Arc<Link>,
+    peer: PeerAddr,
 }
 
 impl std::fmt::Debug for ExchangeHandle {
@@ -35,8 +40,13 @@ impl std::fmt::Debug for ExchangeHandle {
 }
 
 impl ExchangeHandle {
-    pub(crate) fn new(link: Arc<Link>) -> Self {
-        Self { link }
+    pub(crate) fn new(link: Arc<Link>, peer: PeerAddr) -> Self {
+        Self { link, peer }
+    }
+
+    /// The client's address ([`Exchange::peer_addr`](crate::Exchange::peer_addr)).
+    pub fn peer_addr(&self) -> PeerAddr {
+        self.peer
     }
 
     /// Reads body payload into `buf[..]` (its length: initialized memory the caller reuses,

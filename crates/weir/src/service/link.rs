@@ -117,7 +117,7 @@ impl State {
     }
 }
 
-/// The link of one exchange (one allocation per request: the `Arc` that holds it).
+/// The link of one exchange (its `Arc` is kept per thread for the next request: `pool`).
 #[derive(Default)]
 pub(crate) struct Link {
     state: Mutex<State>,
@@ -320,6 +320,18 @@ impl Link {
         for w in state.waiting.drain(..) {
             w.wake();
         }
+    }
+
+    /// Makes an ended link, held by nobody else, ready for the next request (`pool`): its
+    /// state as new, the waiting list's capacity kept.
+    pub(crate) fn reset(&mut self) {
+        let state = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
+        let mut waiting = std::mem::take(&mut state.waiting);
+        waiting.clear();
+        *state = State {
+            waiting,
+            ..State::default()
+        };
     }
 }
 

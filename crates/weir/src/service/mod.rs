@@ -21,9 +21,12 @@
 //! afterwards gets an error from that read: read it before answering).
 //!
 //! **What it costs.** This is an adoption path: the `http::Request` owns its URI, header map
-//! and extensions, which allocate per request (listed in `request`); weir's native `Handler`
-//! stays the path without per-request allocation. Body frames are not copied or allocated
-//! (`body`).
+//! and extensions. What weir would allocate for them per request is kept per thread and reused
+//! (`pool`: the link, a header map, a byte buffer the URI and values are shared from); what
+//! remains is listed in `request` (the extensions map and the one [`ExchangeHandle`] in it);
+//! the service's own allocations (axum's routing, boxed futures and bodies) are its own. weir's
+//! native `Handler` stays the path without per-request allocation. Body frames are not copied
+//! or allocated (`body`).
 //!
 //! **weir's own powers** from inside the service: the [`ExchangeHandle`] in the request's
 //! extensions reads straight into a caller's buffer, moves the body to a file with `splice`,
@@ -44,6 +47,7 @@ mod body;
 mod file_body;
 mod handle;
 mod link;
+mod pool;
 mod request;
 mod respond;
 
@@ -52,7 +56,8 @@ pub use file_body::FileBody;
 pub use handle::ExchangeHandle;
 
 use crate::{Error, Exchange, Handler};
-use link::{Link, drive};
+use link::drive;
+use pool::Spare;
 use std::future::poll_fn;
 use std::sync::Arc;
 use tower_service::Service;
@@ -83,10 +88,12 @@ where
     B::Error: Send + Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     async fn handle(&self, exchange: &mut Exchange<'_>) -> Result<(), Error> {
-        // ALLOCATION: the link between the request's body handles and this exchange.
-        let link = Arc::new(Link::default());
-        let result = serve(&self.service, exchange, &link).await;
-        link.end();
+        // The link between the request's body handles and this exchange, and the parts of the
+        // `http::Request`, kept per thread from request to request (`pool`).
+        let mut spare = pool::take();
+        let result = serve(&self.service, exchange, &mut spare).await;
+        spare.link().end();
+        pool::give_back(spare);
         result
     }
 }
@@ -94,7 +101,7 @@ where
 async fn serve<S, B>(
     service: &S,
     exchange: &mut Exchange<'_>,
-    link: &Arc<Link>,
+    spare: &mut Spare,
 ) -> Result<(), Error>
 where
     S: Service<http::Request<Body>, Response = http::Response<B>> + Clone,
@@ -103,13 +110,14 @@ where
     B::Data: Send,
     B::Error: Send + Into<Box<dyn std::error::Error + Send + Sync>>,
 {
-    let request = request::build(exchange, link)?;
+    let request = request::build(exchange, spare)?;
+    let link = Arc::clone(spare.link());
     let mut service = service.clone();
     poll_fn(|cx| service.poll_ready(cx))
         .await
         .map_err(Error::user)?;
-    let response = drive(exchange, link, service.call(request))
+    let response = drive(exchange, &link, service.call(request))
         .await
         .map_err(Error::user)?;
-    respond::write(exchange, link, response).await
+    respond::write(exchange, &link, response, &mut spare.headers).await
 }

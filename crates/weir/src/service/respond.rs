@@ -17,16 +17,18 @@ use super::FileBody;
 use super::link::{Link, drive};
 use crate::{Error, Exchange};
 use bytes::Buf;
-use http::{Method, StatusCode, header};
+use http::{HeaderMap, Method, StatusCode, header};
 use std::any::Any;
 use std::future::poll_fn;
 use std::pin::pin;
 
-/// Sends `response` on `exchange`.
+/// Sends `response` on `exchange`; its header map, cleared, goes to `spare_headers` (the next
+/// request's: `pool`).
 pub(crate) async fn write<B>(
     exchange: &mut Exchange<'_>,
     link: &Link,
     response: http::Response<B>,
+    spare_headers: &mut HeaderMap,
 ) -> Result<(), Error>
 where
     B: http_body::Body + Send + 'static,
@@ -59,6 +61,8 @@ where
         }
         builder = builder.header(name.as_str(), value.as_bytes());
     }
+    parts.headers.clear();
+    *spare_headers = parts.headers;
     if let Some(file) = file {
         let (file, offset, len) = file.rest();
         return builder.file(file, offset, len).await;

@@ -7,14 +7,23 @@
 //! (HTTP/2 conformance and flood defences with raw frames), `h2_conformance` (the external
 //! `httpwg` suite, a port of h2spec), `h2spec` (h2spec itself, strict), `tower` (an axum app with tower-http layers through
 //! `weir::ServiceHandler`, routes in `tower_app`).
+//!
+//! The areas that speak HTTP/2 or TLS (their support module, `h2_support`, starts both
+//! listeners) build only with the features `http2` and `tls`; the rest also runs with
+//! `--no-default-features`.
 
 mod body;
 mod curl;
 mod framing;
+#[cfg(all(feature = "http2", feature = "tls"))]
 mod h2;
+#[cfg(all(feature = "http2", feature = "tls"))]
 mod h2_conformance;
+#[cfg(all(feature = "http2", feature = "tls"))]
 mod h2_frames;
+#[cfg(all(feature = "http2", feature = "tls"))]
 mod h2_support;
+#[cfg(all(feature = "http2", feature = "tls"))]
 mod h2spec;
 mod lifecycle;
 #[cfg(target_os = "linux")]
@@ -22,10 +31,12 @@ mod passed_fd;
 mod pipelining;
 mod response;
 mod support;
+#[cfg(all(feature = "http2", feature = "tls"))]
 mod tls;
+#[cfg(feature = "tls")]
 mod tls_records;
-#[cfg(feature = "tower")]
+#[cfg(all(feature = "tower", feature = "http2", feature = "tls"))]
 mod tower;
-#[cfg(feature = "tower")]
+#[cfg(all(feature = "tower", feature = "http2", feature = "tls"))]
 mod tower_app;
 mod trailers;

@@ -159,6 +159,43 @@ fn every_route_of_an_axum_app_over_http1_h2c_and_tls() {
     }
 }
 
+/// The URI a service sees: the target as sent over HTTP/1.1 (origin form, or absolute with its
+/// scheme and authority), and over HTTP/2 `:scheme://:authority` with `:path`, as hyper gives
+/// it; the client's address comes with the handle.
+#[test]
+fn the_service_sees_the_scheme_and_authority_it_was_sent() {
+    assert_curl_has_http2();
+    let dir = tempfile::tempdir().unwrap();
+    let server = TlsTestServer::start_with(
+        Config::default(),
+        ServiceHandler::new(app(dir.path().to_owned())),
+    );
+    for (name, base, flags) in protocols(&server) {
+        let out = curl_with(&flags, &[&format!("{base}/uri?q=1")]);
+        let expected = if name.ends_with("1.1") {
+            "/uri?q=1 from 127.0.0.1\n".to_owned()
+        } else {
+            format!("{base}/uri?q=1 from 127.0.0.1\n")
+        };
+        assert_eq!(out, expected, "{name}");
+    }
+    // An absolute-form target over HTTP/1.1 (a request to a proxy, RFC 9112 §3.2.2).
+    let out = curl(&[
+        "--http1.1",
+        "--request-target",
+        "http://example.com:8080/uri?q=1",
+        &server.url("/"),
+    ]);
+    assert_eq!(out, "http://example.com:8080/uri?q=1 from 127.0.0.1\n");
+    // `OPTIONS *` over HTTP/2 stays `*` (no scheme or authority before it, which would not
+    // parse: 400): it reaches the app, whose permissive CORS layer answers any OPTIONS.
+    let head = heads(
+        &["--http2-prior-knowledge".into()],
+        &["-X", "OPTIONS", "--request-target", "*", &server.url("/")],
+    );
+    assert!(head.starts_with("http/2 200"), "{head}");
+}
+
 #[test]
 fn large_uploads_through_axum_stay_within_the_pause_threshold() {
     let dir = tempfile::tempdir().unwrap();

@@ -65,6 +65,7 @@ pub fn app(dir: PathBuf) -> Router {
         .route("/", get(|| async { "hello from axum\n" }))
         .route("/sum", post(sum))
         .route("/hits", get(hits))
+        .route("/uri", get(uri))
         .route("/big", get(|| async { "weir ".repeat(64 * 1024 / 5) }))
         .route("/sha", post(sha).put(sha))
         .route("/files/{name}", put(upload).get(download))
@@ -101,6 +102,15 @@ async fn sum(State(state): State<AppState>, Json(input): Json<Numbers>) -> Json<
         total: input.numbers.iter().sum(),
         count: input.numbers.len(),
     })
+}
+
+/// The request URI as the service sees it, and the client's address from the handle.
+async fn uri(Extension(handle): Extension<ExchangeHandle>, uri: axum::http::Uri) -> String {
+    let peer = match handle.peer_addr() {
+        weir::transport::PeerAddr::Tcp(addr) => addr.ip().to_string(),
+        weir::transport::PeerAddr::Unix => "unix".into(),
+    };
+    format!("{uri} from {peer}\n")
 }
 
 async fn hits(State(state): State<AppState>) -> String {

@@ -2,8 +2,10 @@
 //! chunked HTTP/1.1 body (however it is split across reads) and the HEADERS frame that ends an
 //! HTTP/2 request; never before the body is complete, and `None` when the client sent none.
 
+#[cfg(all(feature = "http2", feature = "tls"))]
 use crate::h2_support::h2c;
 use crate::support::TestServer;
+#[cfg(all(feature = "http2", feature = "tls"))]
 use bytes::Bytes;
 use std::io::Write;
 use weir::{Config, Exchange, Handler};
@@ -105,6 +107,7 @@ fn h1_chunked_trailers_reach_the_handler_at_every_split() {
     server.stop();
 }
 
+#[cfg(all(feature = "http2", feature = "tls"))]
 #[test]
 fn h2_trailers_reach_the_handler() {
     let server = TestServer::start_with(Config::default(), EchoTrailers, None);

@@ -3,7 +3,8 @@
 //! Systems: the raw responder (an epoll loop per thread), weir (on a multi-threaded runtime, and
 //! per-core: a current-thread runtime per thread behind `SO_REUSEPORT`), hyper with and without
 //! `pipeline_flush`, hyper per-core with `pipeline_flush` (as TechEmpower runs it), and one axum
-//! `Router` served by weir and by hyper (issue 14, [`crate::server::axum_app`]). For each
+//! `Router` served by weir and by hyper (issue 14, [`crate::server::axum_app`]), and actix-web 4
+//! ([`crate::server::actix_peer`]). For each
 //! depth (requests in flight per connection) and round, each system gets the same load:
 //! `connections` keep-alive connections from [`crate::client::load`], a warm-up, then a measured
 //! window. Over the window: requests/s, latency percentiles, the server's CPU time per request, and
@@ -53,6 +54,10 @@ pub struct PlaintextArgs {
     /// Also measure with wrk (if installed) and report both figures.
     #[arg(long)]
     pub wrk: bool,
+    /// Only the systems whose label contains one of these (e.g. `--systems "axum,actix"`), plus
+    /// the raw responder (the × raw baseline). Default: every system.
+    #[arg(long, value_delimiter = ',')]
+    pub systems: Vec<String>,
 }
 
 impl Default for PlaintextArgs {
@@ -64,6 +69,7 @@ impl Default for PlaintextArgs {
             duration: None,
             interval: Duration::from_secs(5),
             wrk: false,
+            systems: Vec::new(),
         }
     }
 }
@@ -76,16 +82,20 @@ const WEIR_AXUM: &str = "weir + axum";
 const HYPER_AXUM: &str = "hyper + axum";
 /// hyper's `pipeline_flush`, which `axum::serve` does not set: the fairer peer when pipelined.
 const HYPER_AXUM_FLUSH: &str = "hyper + axum, pipeline_flush";
+/// actix-web 4 (its own routes), compared with the axum rows and weir's native one.
+const ACTIX: &str = "actix-web";
+/// The × raw baseline, always run.
+const RAW: &str = "raw responder";
 
-fn peers(s: &Settings, dir: &Path) -> io::Result<Vec<Peer>> {
+fn peers(s: &Settings, a: &PlaintextArgs, dir: &Path) -> io::Result<Vec<Peer>> {
     let args = |system, per_core, pipeline_flush| {
         let mut a = s.serve_args(system, Sink::Discard, dir);
         a.per_core = per_core;
         a.pipeline_flush = pipeline_flush;
         a
     };
-    let specs: [(&str, ServeArgs); 9] = [
-        ("raw responder", args(System::RawResponder, false, false)),
+    let specs: [(&str, ServeArgs); 10] = [
+        (RAW, args(System::RawResponder, false, false)),
         ("weir", args(System::Weir, false, false)),
         ("weir, per-core", args(System::Weir, true, false)),
         ("hyper", args(System::Hyper, false, false)),
@@ -97,9 +107,15 @@ fn peers(s: &Settings, dir: &Path) -> io::Result<Vec<Peer>> {
         (WEIR_AXUM, args(System::WeirAxum, false, false)),
         (HYPER_AXUM, args(System::HyperAxum, false, false)),
         (HYPER_AXUM_FLUSH, args(System::HyperAxum, false, true)),
+        (ACTIX, args(System::ActixWeb, false, false)),
     ];
     specs
         .into_iter()
+        .filter(|(label, _)| {
+            a.systems.is_empty()
+                || *label == RAW
+                || a.systems.iter().any(|only| label.contains(only.as_str()))
+        })
         .map(|(label, args)| Peer::start(label, &args))
         .collect()
 }
@@ -124,15 +140,19 @@ fn axum_table(peers: &[Peer], cells: &[Vec<Cell>], depths: &[usize]) -> Option<S
     let (w, h) = (find(WEIR_AXUM)?, find(HYPER_AXUM)?);
     let native = [find("weir"), find("hyper")];
     let flush = find(HYPER_AXUM_FLUSH);
+    let actix = find(ACTIX);
     let mut t = Table::new(&[
         "Depth",
         "Requests/s: weir + axum ÷ hyper + axum",
         "÷ hyper + axum, pipeline_flush",
         "Server CPU/req: weir + axum ÷ hyper + axum",
+        "Requests/s: weir + axum ÷ actix-web",
+        "weir (native) ÷ actix-web",
         "Allocations/req: weir + axum",
         "hyper + axum",
         "weir (native)",
         "hyper (native)",
+        "actix-web",
     ]);
     for (d, &depth) in depths.iter().enumerate() {
         let row = &cells[d];
@@ -145,10 +165,16 @@ fn axum_table(peers: &[Peer], cells: &[Vec<Cell>], depths: &[usize]) -> Option<S
                 .cpu_us_per_req
                 .ratio_to(&row[h].cpu_us_per_req)
                 .show(2),
+            actix.map_or("—".into(), |x| row[w].rps.ratio_to(&row[x].rps).show(2)),
+            match (native[0], actix) {
+                (Some(n), Some(x)) => row[n].rps.ratio_to(&row[x].rps).show(2),
+                _ => "—".into(),
+            },
             allocs(Some(w)),
             allocs(Some(h)),
             allocs(native[0]),
             allocs(native[1]),
+            allocs(actix),
         ]);
     }
     Some(t.markdown())
@@ -158,7 +184,7 @@ fn axum_table(peers: &[Peer], cells: &[Vec<Cell>], depths: &[usize]) -> Option<S
 pub fn run(s: &Settings, a: &PlaintextArgs) -> io::Result<()> {
     let ctx = report::Context::capture();
     let dir = tempfile::tempdir()?;
-    let mut peers = peers(s, dir.path())?;
+    let mut peers = peers(s, a, dir.path())?;
     if let Some(d) = a.duration {
         let section = sustained::run(s, a, &mut peers, d)?;
         drop(peers); // stop the servers: the report counts their CPU as the bench's own

@@ -1,5 +1,5 @@
 //! The axum rows' own comparison (issue 14): one axum `Router` served by weir and by hyper, into
-//! the same sinks, and weir's axum path against its native handler.
+//! the same sinks, weir's axum path against its native handler, and both against actix-web 4.
 //!
 //! Every ratio is the median of the ratios taken round by round, like the main table's, for
 //! throughput and for server CPU per GiB, with the targets of issue 14.
@@ -17,6 +17,8 @@ pub(super) fn label(system: &str, sink: Sink) -> String {
 /// The servers of the axum rows, as labels name them.
 pub(super) const WEIR: &str = "weir + axum";
 pub(super) const HYPER: &str = "hyper + axum";
+/// The actix-web peer (its own routes, no axum), compared with both.
+pub(super) const ACTIX: &str = "actix-web";
 
 /// `(numerator, denominator, throughput target)`, as row labels.
 fn comparisons() -> Vec<(String, String, &'static str)> {
@@ -39,6 +41,10 @@ fn comparisons() -> Vec<(String, String, &'static str)> {
         (label(WEIR, Sink::Discard), native(Sink::Discard), ""),
         (label(WEIR, Sink::Splice), native(Sink::Splice), ""),
         (label(WEIR, Sink::File), native(Sink::File), ""),
+        (label(WEIR, Sink::Discard), label(ACTIX, Sink::Discard), ""),
+        (label(WEIR, Sink::Splice), label(ACTIX, Sink::File), ""),
+        (native(Sink::Discard), label(ACTIX, Sink::Discard), ""),
+        (label(HYPER, Sink::Discard), label(ACTIX, Sink::Discard), ""),
     ]
 }
 

@@ -2,7 +2,8 @@
 //! same upload over HTTPS and HTTP/2 (issues #3 and #5).
 //!
 //! Rows: raw TCP into each sink (discard; file with `write`; file with `splice`), weir at each
-//! pause threshold into each sink, hyper into each sink, all over plain HTTP/1.1; then weir and
+//! pause threshold into each sink, hyper and actix-web into each sink, one axum `Router` on weir
+//! and on hyper, all over plain HTTP/1.1; then weir and
 //! hyper over HTTPS (HTTP/1.1 over TLS), h2c and HTTP/2 over TLS into the discard and file
 //! sinks, with weir's default configuration ([`protocols`]). Per round and row: wall time and
 //! throughput as the client sees them, the server's peak RSS (reset before the upload), its RSS
@@ -193,6 +194,11 @@ fn rows(
     for sink in [Sink::Discard, Sink::File] {
         let args = s.serve_args(System::Hyper, sink, dir);
         specs.push((format!("hyper → {sink}"), bench(args, h1)));
+    }
+    // actix-web 4, a peer row (issue 14): its `Payload` stream into the same sinks.
+    for sink in [Sink::Discard, Sink::File] {
+        let args = s.serve_args(System::ActixWeb, sink, dir);
+        specs.push((axum_rows::label(axum_rows::ACTIX, sink), bench(args, h1)));
     }
     // One axum `Router` on weir and on hyper (issue 14): weir's default configuration (pause
     // threshold included), as an axum user moving to weir gets it.

@@ -51,6 +51,7 @@ fn system_name(s: System) -> &'static str {
         System::Hyper => "hyper",
         System::WeirAxum => "weir + axum",
         System::HyperAxum => "hyper + axum",
+        System::ActixWeb => "actix-web",
         System::RawUpload | System::RawResponder => "raw",
     }
 }
