@@ -113,6 +113,19 @@ pub enum StoreError {
         source: io::Error,
     },
 
+    /// The object store (S3) failed or could not be reached (503: the store may come back).
+    #[error("object store: {op}: {message}")]
+    Backend {
+        /// What the store was asked, e.g. `"upload part"`.
+        op: &'static str,
+        /// The store's answer (status and error code) or the transport's error.
+        message: String,
+    },
+
+    /// The operation exists only on another kind of store (501), e.g. a folder in S3.
+    #[error("not supported by this store: {0}")]
+    Unsupported(&'static str),
+
     /// Any other I/O error (500).
     #[error("{op}: {source}")]
     Io {

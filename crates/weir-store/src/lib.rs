@@ -108,7 +108,10 @@ mod precondition;
 mod quota;
 mod readers;
 mod resumable;
+#[cfg(feature = "s3")]
+mod s3;
 mod sha256_state;
+mod store;
 mod sys;
 mod upload;
 mod version_date;
@@ -132,7 +135,13 @@ pub use resumable::{
     AppendEnd, Appending, CHECKPOINT_BYTES, ResumableError, ResumableState, Resumables, Swept,
     UploadId,
 };
+#[cfg(feature = "s3")]
+pub use s3::{S3Config, S3Store, S3Upload};
 pub use sha256_state::ResumableSha256;
+pub use store::{
+    LocalObject, LocalReader, LocalUpload, Store, StoreObject, StoreReader, StoreUpload,
+    VersionCheck,
+};
 pub use upload::{Committed, Upload, UploadOptions};
 
 #[cfg(test)]
