@@ -120,12 +120,20 @@ fn every_wired_route_against_seaweedfs() {
 
     // PUT: created, then replaced; the answer's digest and ETag.
     let body = b"hello, bucket";
-    let r = request(a, "PUT /files/docs/a.txt HTTP/1.1\r\ncontent-type: text/plain", body);
+    let r = request(
+        a,
+        "PUT /files/docs/a.txt HTTP/1.1\r\ncontent-type: text/plain",
+        body,
+    );
     assert_eq!(r.status, 201, "{}", r.text());
     let sha = hex(&Sha256::digest(body));
     assert_eq!(json(&r)["sha256"], sha.as_str());
     assert_eq!(r.header("etag"), Some(format!("\"sha256-{sha}\"").as_str()));
-    let r = request(a, "PUT /files/docs/a.txt HTTP/1.1\r\ncontent-type: text/plain", body);
+    let r = request(
+        a,
+        "PUT /files/docs/a.txt HTTP/1.1\r\ncontent-type: text/plain",
+        body,
+    );
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(json(&r)["replaced"], true);
 
@@ -142,7 +150,10 @@ fn every_wired_route_against_seaweedfs() {
     let r = request(a, "GET /files/docs/big.bin HTTP/1.1", b"");
     assert_eq!(r.status, 200);
     assert!(r.body == big, "big body differs");
-    assert_eq!(r.header("repr-digest"), Some(format!("sha-256=:{b64}:").as_str()));
+    assert_eq!(
+        r.header("repr-digest"),
+        Some(format!("sha-256=:{b64}:").as_str())
+    );
 
     // GET, HEAD: body, validators, the media type given at upload.
     let r = request(a, "GET /files/docs/a.txt HTTP/1.1", b"");
@@ -157,25 +168,49 @@ fn every_wired_route_against_seaweedfs() {
     assert!(r.body.is_empty());
 
     // Range: one range (206, from the middle of a part boundary), unsatisfiable (416).
-    let r = request(a, "GET /files/docs/big.bin HTTP/1.1\r\nrange: bytes=5242870-5242900", b"");
+    let r = request(
+        a,
+        "GET /files/docs/big.bin HTTP/1.1\r\nrange: bytes=5242870-5242900",
+        b"",
+    );
     assert_eq!(r.status, 206);
     assert_eq!(r.body, &big[5_242_870..=5_242_900]);
     assert_eq!(
         r.header("content-range"),
         Some(format!("bytes 5242870-5242900/{}", big.len()).as_str())
     );
-    let r = request(a, "GET /files/docs/a.txt HTTP/1.1\r\nrange: bytes=100-", b"");
+    let r = request(
+        a,
+        "GET /files/docs/a.txt HTTP/1.1\r\nrange: bytes=100-",
+        b"",
+    );
     assert_eq!(r.status, 416);
     assert_eq!(r.header("content-range"), Some("bytes */13"));
 
     // Conditionals: 304, 412 on PUT and DELETE.
-    let r = request(a, &format!("GET /files/docs/a.txt HTTP/1.1\r\nif-none-match: {etag}"), b"");
+    let r = request(
+        a,
+        &format!("GET /files/docs/a.txt HTTP/1.1\r\nif-none-match: {etag}"),
+        b"",
+    );
     assert_eq!(r.status, 304);
-    let r = request(a, "PUT /files/docs/a.txt HTTP/1.1\r\nif-none-match: *", b"other");
+    let r = request(
+        a,
+        "PUT /files/docs/a.txt HTTP/1.1\r\nif-none-match: *",
+        b"other",
+    );
     assert_eq!(r.status, 412, "{}", r.text());
-    let r = request(a, "DELETE /files/docs/a.txt HTTP/1.1\r\nif-match: \"nope\"", b"");
+    let r = request(
+        a,
+        "DELETE /files/docs/a.txt HTTP/1.1\r\nif-match: \"nope\"",
+        b"",
+    );
     assert_eq!(r.status, 412);
-    let r = request(a, &format!("PUT /files/docs/a.txt HTTP/1.1\r\nif-match: {etag}"), b"third");
+    let r = request(
+        a,
+        &format!("PUT /files/docs/a.txt HTTP/1.1\r\nif-match: {etag}"),
+        b"third",
+    );
     assert_eq!(r.status, 200, "{}", r.text());
 
     // A wrong digest stores nothing.
@@ -185,7 +220,10 @@ fn every_wired_route_against_seaweedfs() {
         b"not that",
     );
     assert_eq!(r.status, 400, "{}", r.text());
-    assert_eq!(request(a, "GET /files/docs/bad.txt HTTP/1.1", b"").status, 404);
+    assert_eq!(
+        request(a, "GET /files/docs/bad.txt HTTP/1.1", b"").status,
+        404
+    );
 
     // Listings: the top and a directory.
     let r = request(a, "GET /files/ HTTP/1.1", b"");
@@ -205,9 +243,18 @@ fn every_wired_route_against_seaweedfs() {
     assert_eq!(json(&r)["next"], "a.txt");
 
     // DELETE: 204, then 404.
-    assert_eq!(request(a, "DELETE /files/docs/a.txt HTTP/1.1", b"").status, 204);
-    assert_eq!(request(a, "GET /files/docs/a.txt HTTP/1.1", b"").status, 404);
-    assert_eq!(request(a, "DELETE /files/docs/a.txt HTTP/1.1", b"").status, 404);
+    assert_eq!(
+        request(a, "DELETE /files/docs/a.txt HTTP/1.1", b"").status,
+        204
+    );
+    assert_eq!(
+        request(a, "GET /files/docs/a.txt HTTP/1.1", b"").status,
+        404
+    );
+    assert_eq!(
+        request(a, "DELETE /files/docs/a.txt HTTP/1.1", b"").status,
+        404
+    );
 
     // Not with this store: 501 problems.
     for head in [
@@ -220,7 +267,10 @@ fn every_wired_route_against_seaweedfs() {
         let r = request(a, head, b"");
         assert_eq!(r.status, 501, "{head}: {}", r.text());
         if !head.starts_with("HEAD") {
-            assert_eq!(json(&r)["type"], "https://weir.dev/problems/not-implemented");
+            assert_eq!(
+                json(&r)["type"],
+                "https://weir.dev/problems/not-implemented"
+            );
         }
     }
     drop(s);
@@ -236,7 +286,11 @@ fn concurrent_conditional_creators_one_wins() {
         .map(|i| {
             std::thread::spawn(move || {
                 let body = data(6 << 20, i);
-                let r = request(addr, "PUT /files/race.bin HTTP/1.1\r\nif-none-match: *", &body);
+                let r = request(
+                    addr,
+                    "PUT /files/race.bin HTTP/1.1\r\nif-none-match: *",
+                    &body,
+                );
                 (i, r.status)
             })
         })
@@ -244,9 +298,15 @@ fn concurrent_conditional_creators_one_wins() {
     let results: Vec<(u8, u16)> = threads.into_iter().map(|t| t.join().unwrap()).collect();
     let winners: Vec<u8> = results.iter().filter(|r| r.1 == 201).map(|r| r.0).collect();
     assert_eq!(winners.len(), 1, "{results:?}");
-    assert!(results.iter().all(|r| r.1 == 201 || r.1 == 412), "{results:?}");
+    assert!(
+        results.iter().all(|r| r.1 == 201 || r.1 == 412),
+        "{results:?}"
+    );
     let r = request(addr, "GET /files/race.bin HTTP/1.1", b"");
-    assert!(r.body == data(6 << 20, winners[0]), "not the winner's bytes");
+    assert!(
+        r.body == data(6 << 20, winners[0]),
+        "not the winner's bytes"
+    );
 }
 
 /// A 256 MiB upload streamed into 5 MiB parts, two in flight: the server's peak RSS grows by
@@ -261,7 +321,9 @@ fn large_upload_memory_is_bounded_by_the_parts() {
     let before = vm_hwm_kib(pid);
     let len: u64 = 256 << 20;
     let mut stream = TcpStream::connect(s.addr).unwrap();
-    stream.set_read_timeout(Some(Duration::from_secs(300))).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(300)))
+        .unwrap();
     write!(
         stream,
         "PUT /files/large.bin HTTP/1.1\r\nhost: t\r\nconnection: close\r\ncontent-length: {len}\r\n\r\n"
@@ -279,7 +341,10 @@ fn large_upload_memory_is_bounded_by_the_parts() {
     assert_eq!(json(&r)["sha256"], hex(&hasher.finalize()));
     let growth_mib = vm_hwm_kib(pid).saturating_sub(before) / 1024;
     // 5 MiB × 3 parts held at most + 1 MiB pause threshold; allow twice that for the allocator.
-    assert!(growth_mib <= 48, "peak RSS grew by {growth_mib} MiB for a 256 MiB upload");
+    assert!(
+        growth_mib <= 48,
+        "peak RSS grew by {growth_mib} MiB for a 256 MiB upload"
+    );
     eprintln!("peak RSS growth for a 256 MiB upload: {growth_mib} MiB");
 }
 

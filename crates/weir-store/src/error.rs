@@ -113,7 +113,7 @@ pub enum StoreError {
         source: io::Error,
     },
 
-    /// The object store (S3) failed or could not be reached (503: the store may come back).
+    /// The object store (S3) failed or could not be reached (`weir serve`: 502).
     #[error("object store: {op}: {message}")]
     Backend {
         /// What the store was asked, e.g. `"upload part"`.

@@ -295,7 +295,7 @@ impl S3Store {
             .await?;
         match resp.status() {
             StatusCode::NOT_FOUND => Ok(None),
-            s if s.is_success() => Ok(Some(head_from(resp.headers(), None)?)),
+            s if s.is_success() => Ok(Some(head_from(resp.headers())?)),
             _ => Err(failure("head object", resp).await),
         }
     }
@@ -363,9 +363,13 @@ impl Store for S3Store {
         action.with_prefix(base.as_str());
         action.with_delimiter("/");
         action.with_max_keys(limit.get().min(1000));
-        // Directories sort as `name/` among keys; a cursor that is a directory's name skips its
-        // keys (they all start with `name/`, which sorts after `name`) in the filter below.
-        let start_after = after.map(|a| format!("{base}{a}"));
+        // The page is in key order, where a directory sorts as `name/` (S3 gives no other
+        // order), and its cursor is that key's end: `name` for a file, `name/` for a directory.
+        // After a directory's cursor, listing starts past every key below it.
+        let start_after = after.map(|a| match a.strip_suffix('/') {
+            Some(_) => format!("{base}{a}\u{10FFFF}"),
+            None => format!("{base}{a}"),
+        });
         if let Some(s) = &start_after {
             action.with_start_after(s.as_str());
         }
@@ -383,50 +387,42 @@ impl Store for S3Store {
                 message: e.to_string(),
             }
         })?;
-        let mut entries = Vec::with_capacity(parsed.contents.len() + parsed.common_prefixes.len());
+        // (key end, entry): files and directories, in key order.
+        let mut found: Vec<(&str, Option<Entry>)> =
+            Vec::with_capacity(parsed.contents.len() + parsed.common_prefixes.len());
         for c in &parsed.contents {
-            let Some(name) = c.key.strip_prefix(&base) else {
+            let Some(end) = c.key.strip_prefix(&base) else {
                 continue;
             };
-            if validate_name(name).is_err() {
-                continue;
-            }
-            entries.push(Entry {
-                name: name.to_owned(),
+            let entry = validate_name(end).is_ok().then(|| Entry {
+                name: end.to_owned(),
                 size: c.size,
                 modified: parse_iso8601(&c.last_modified).unwrap_or(UNIX_EPOCH),
                 is_dir: false,
             });
+            found.push((end, entry));
         }
         for p in &parsed.common_prefixes {
-            let Some(name) = p
-                .prefix
-                .strip_prefix(&base)
-                .and_then(|n| n.strip_suffix('/'))
-            else {
+            let Some(end) = p.prefix.strip_prefix(&base) else {
                 continue;
             };
-            if validate_name(name).is_err() {
-                continue;
-            }
-            entries.push(Entry {
+            let name = end.strip_suffix('/').unwrap_or(end);
+            let entry = validate_name(name).is_ok().then(|| Entry {
                 name: name.to_owned(),
                 size: 0,
                 modified: UNIX_EPOCH,
                 is_dir: true,
             });
+            found.push((end, entry));
         }
-        if let Some(a) = after {
-            // A directory named by the cursor comes back once more (its keys follow it).
-            entries.retain(|e| e.name.as_str() > a);
-        }
-        entries.sort_by(|a, b| a.name.cmp(&b.name));
-        entries.dedup_by(|a, b| a.name == b.name);
-        let next = if parsed.next_continuation_token.is_some() {
-            entries.last().map(|e| e.name.clone())
-        } else {
-            None
+        found.sort_by(|a, b| a.0.cmp(b.0));
+        // When more keys follow, the cursor is the last key end considered, even one whose
+        // name is not served (so a page of such names still moves on).
+        let next = match (&parsed.next_continuation_token, found.last()) {
+            (Some(_), Some((end, _))) => Some((*end).to_owned()),
+            _ => None,
         };
+        let entries: Vec<Entry> = found.into_iter().filter_map(|(_, e)| e).collect();
         Ok(ListPage { entries, next })
     }
 
@@ -794,7 +790,7 @@ impl Drop for S3Upload {
         runtime.spawn(async move {
             while mp.in_flight.join_next().await.is_some() {}
             if let Err(e) = abort_request(&store, &key, &mp.upload_id).await {
-                tracing_free_log(&e);
+                report_abort_failure(&e);
             }
         });
     }
@@ -802,7 +798,7 @@ impl Drop for S3Upload {
 
 /// No logging crate in the store: a failed abort from a drop goes to stderr (a sweep of
 /// pending uploads, [`S3Store::pending_multipart_keys`], finds what it left).
-fn tracing_free_log(e: &StoreError) {
+fn report_abort_failure(e: &StoreError) {
     eprintln!("weir-store: aborting a dropped multipart upload failed: {e}");
 }
 
@@ -936,7 +932,7 @@ impl StoreReader for S3Reader {
 
 // ---- helpers ---------------------------------------------------------------------------
 
-fn head_from(headers: &HeaderMap, _: Option<()>) -> Result<Head, StoreError> {
+fn head_from(headers: &HeaderMap) -> Result<Head, StoreError> {
     let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     let size = text("content-length")
         .and_then(|v| v.parse().ok())

@@ -60,8 +60,10 @@ pub trait Store: Send + Sync + 'static {
         path: &StorePath,
     ) -> impl Future<Output = Result<Self::Object, StoreError>> + Send;
 
-    /// One page of the entries directly under `dir` (`None`: the top), sorted by name (byte
-    /// order), all greater than `after`.
+    /// One page of the entries directly under `dir` (`None`: the top), all after the cursor
+    /// `after` (the previous page's [`ListPage::next`]). `LocalStore` sorts by name (byte
+    /// order); `S3Store` by key, where a directory sorts as `name/` and its cursor is `name/`.
+    /// Either way, walking the pages from `None` visits every entry once.
     fn list_page(
         &self,
         dir: Option<&StorePath>,

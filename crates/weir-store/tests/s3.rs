@@ -152,11 +152,45 @@ async fn round_trip<S: Store>(store: &S) {
     ));
 }
 
+/// Pages of one entry walk a directory whose names sort differently as keys (`d/` after
+/// `d.txt`, before `e`) and visit every entry exactly once.
+async fn pages_visit_everything_once<S: Store>(store: &S) {
+    for path in ["p/a", "p/d/x", "p/d/y", "p/d.txt", "p/e", "p/d0"] {
+        put(store, path, b"x").await.unwrap();
+    }
+    let mut seen = Vec::new();
+    let mut after: Option<String> = None;
+    for _ in 0..20 {
+        let page = store
+            .list_page(Some(&p("p")), after.as_deref(), NonZeroUsize::MIN)
+            .await
+            .unwrap();
+        seen.extend(page.entries.iter().map(|e| (e.name.clone(), e.is_dir)));
+        match page.next {
+            Some(next) => after = Some(next),
+            None => break,
+        }
+    }
+    seen.sort();
+    let want: Vec<(String, bool)> = [
+        ("a", false),
+        ("d", true),
+        ("d.txt", false),
+        ("d0", false),
+        ("e", false),
+    ]
+    .iter()
+    .map(|(n, d)| (n.to_string(), *d))
+    .collect();
+    assert_eq!(seen, want);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn local_store_through_the_interface() {
     let dir = tempfile::tempdir().unwrap();
     let store = LocalStore::open(dir.path(), LocalOptions::default()).unwrap();
     round_trip(&store).await;
+    pages_visit_everything_once(&store).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

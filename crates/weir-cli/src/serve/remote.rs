@@ -81,9 +81,7 @@ pub(super) async fn serve<S: Store>(
         (Method::PUT, Target::Dir(_)) => not_implemented(ex, "creating a folder").await,
         (Method::POST, _) => not_implemented(ex, "a POST upload (form or resumable)").await,
         (Method::DELETE, Target::File(p)) => delete(svc, store, ex, &p).await,
-        (Method::DELETE, _) => {
-            super::service::method_not_allowed(ex, "GET, HEAD, PUT, POST").await
-        }
+        (Method::DELETE, _) => super::service::method_not_allowed(ex, "GET, HEAD, PUT, POST").await,
         (Method::PUT, Target::Root) => {
             super::service::method_not_allowed(ex, "GET, HEAD, POST").await
         }
@@ -152,7 +150,10 @@ async fn put<S: Store>(
             }
         }
     }
-    if ex.trailers().is_some_and(|t| t.contains_key("content-digest")) {
+    if ex
+        .trailers()
+        .is_some_and(|t| t.contains_key("content-digest"))
+    {
         drop(upload);
         return not_implemented(ex, "a Content-Digest trailer").await;
     }

@@ -11,7 +11,9 @@ pub(super) fn from_args(args: &StoreArgs) -> Result<Option<weir_store::S3Config>
         return Ok(None);
     };
     let rest = url.strip_prefix("s3://").ok_or_else(|| {
-        ServeError(format!("--store {url:?}: expected s3://BUCKET or s3://BUCKET/PREFIX"))
+        ServeError(format!(
+            "--store {url:?}: expected s3://BUCKET or s3://BUCKET/PREFIX"
+        ))
     })?;
     let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
     if bucket.is_empty() {
@@ -37,7 +39,9 @@ pub(super) fn from_args(args: &StoreArgs) -> Result<Option<weir_store::S3Config>
         .clone()
         .or_else(|| aws(&["AWS_ACCESS_KEY_ID"]))
         .ok_or_else(|| {
-            ServeError("--store s3://: no access key (--s3-access-key-id or AWS_ACCESS_KEY_ID)".into())
+            ServeError(
+                "--store s3://: no access key (--s3-access-key-id or AWS_ACCESS_KEY_ID)".into(),
+            )
         })?;
     let secret_key = args
         .s3_secret_access_key
@@ -57,7 +61,9 @@ pub(super) fn from_args(args: &StoreArgs) -> Result<Option<weir_store::S3Config>
         ));
     }
     if !(1..=64).contains(&args.s3_parts_in_flight) {
-        return Err(ServeError("--s3-parts-in-flight must be from 1 to 64".into()));
+        return Err(ServeError(
+            "--s3-parts-in-flight must be from 1 to 64".into(),
+        ));
     }
     Ok(Some(weir_store::S3Config {
         endpoint,

@@ -154,7 +154,9 @@ impl Service {
         }
         #[cfg(feature = "s3")]
         if self.remote.is_some()
-            && (path == "/tus" || path.starts_with(tus::PREFIX) || path.starts_with(resumable::PREFIX))
+            && (path == "/tus"
+                || path.starts_with(tus::PREFIX)
+                || path.starts_with(resumable::PREFIX))
         {
             return super::remote::not_implemented(ex, "a resumable or tus upload").await;
         }
