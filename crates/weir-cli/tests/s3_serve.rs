@@ -276,11 +276,13 @@ fn every_wired_route_against_seaweedfs() {
     drop(s);
 }
 
-/// Twenty `If-None-Match: *` creators of one path at once: exactly one 201, the others 412,
-/// and the stored bytes are the winner's.
+/// Twenty `If-None-Match: *` creators of one path at once, each body two multipart parts:
+/// exactly one 201, the others 412, and the stored bytes are the winner's.
 #[test]
 fn concurrent_conditional_creators_one_wins() {
-    let Some(s) = start("", &[]) else { return };
+    let Some(s) = start("", &["--s3-part-size", "5MiB"]) else {
+        return;
+    };
     let addr = s.addr;
     let threads: Vec<_> = (0..20u8)
         .map(|i| {

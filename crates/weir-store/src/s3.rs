@@ -19,6 +19,11 @@
 //! single part) with a conditional header: `If-None-Match: *` when the check accepted "no
 //! object", else `If-Match` with the S3 ETag of the version the check saw, so a version that
 //! slipped in after the check makes the store refuse (412/409 → [`StoreError::PreconditionFailed`]).
+//! A conditional *multipart* completion is also serialized per key by a lock object
+//! (`{prefix}.weir-locks/{path}`, taken with a single conditional `PutObject`, released after,
+//! taken over once its 30 s lease is past): SeaweedFS 4.48 checks a completion's condition apart
+//! from its write, and 20 racing creators stored 1 to 4 "winners" without the lock (a single
+//! `PutObject`'s condition it decides atomically: always one).
 //! Any failure, and a drop without commit, aborts the multipart upload (from a task on the
 //! runtime, for a drop): nothing partial becomes visible.
 //!
@@ -306,6 +311,150 @@ impl S3Store {
             None => ("if-none-match", "*".to_owned()),
             Some(h) => ("if-match", h.etag.clone()),
         }
+    }
+}
+
+/// A held commit lock (see [`S3Store::lock`]).
+#[derive(Debug)]
+struct CommitLock {
+    key: String,
+    etag: String,
+}
+
+/// Names of lock objects start with this (after the prefix); no store path can (`.weir-`), so
+/// they are never listed or served.
+const LOCK_DIR: &str = ".weir-locks/";
+/// A lock older than this was left by a node that died while committing: it is taken over.
+const LOCK_LEASE: Duration = Duration::from_secs(30);
+/// How long a commit waits for another node's commit to the same key.
+const LOCK_WAIT: Duration = Duration::from_secs(20);
+
+impl S3Store {
+    /// A `PutObject` of a small body with these (signed) headers.
+    async fn put_small(
+        &self,
+        key: &str,
+        headers: &[(&'static str, String)],
+        body: Bytes,
+    ) -> Result<Response<Incoming>, StoreError> {
+        let mut action = self
+            .inner
+            .bucket
+            .put_object(Some(&self.inner.credentials), key);
+        for (k, v) in headers {
+            action.headers_mut().insert(*k, v.as_str());
+        }
+        let url = action.sign(SIGNED_FOR);
+        let pairs: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        self.send("put object", Method::PUT, url, &pairs, body)
+            .await
+    }
+
+    /// Takes the commit lock of `key`: the object `{prefix}.weir-locks/{path}`, created with
+    /// `If-None-Match: *` (a single `PutObject`, whose condition stores decide atomically),
+    /// holding its expiry time. Waits (with growing pauses) while another commit holds it,
+    /// takes over one whose lease ran out, gives up after [`LOCK_WAIT`].
+    async fn lock(&self, key: &str) -> Result<CommitLock, StoreError> {
+        let path = key.strip_prefix(&self.inner.prefix).unwrap_or(key);
+        let lock_key = format!("{}{LOCK_DIR}{path}", self.inner.prefix);
+        let deadline = std::time::Instant::now() + LOCK_WAIT;
+        let mut pause = Duration::from_millis(10);
+        loop {
+            let expires = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs())
+                + LOCK_LEASE.as_secs();
+            let headers = [("if-none-match", "*".to_owned())];
+            let resp = self
+                .put_small(&lock_key, &headers, Bytes::from(expires.to_string()))
+                .await?;
+            let status = resp.status();
+            if status.is_success() {
+                let etag = resp
+                    .headers()
+                    .get("etag")
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("")
+                    .to_owned();
+                return Ok(CommitLock {
+                    key: lock_key,
+                    etag,
+                });
+            }
+            match check_write("take commit lock", resp).await {
+                Err(StoreError::PreconditionFailed) => {}
+                Err(e) => return Err(e),
+                Ok(()) => unreachable!("not a success"),
+            }
+            // Held: taken over if its lease ran out, else waited for.
+            if let Some(stale) = self.stale_lock(&lock_key).await? {
+                self.unlock(stale).await;
+                continue;
+            }
+            if std::time::Instant::now() > deadline {
+                return Err(StoreError::Backend {
+                    op: "take commit lock",
+                    message: "another upload is still committing to this path".into(),
+                });
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_millis(200));
+        }
+    }
+
+    /// The lock at `lock_key`, if its lease ran out.
+    async fn stale_lock(&self, lock_key: &str) -> Result<Option<CommitLock>, StoreError> {
+        let url = self
+            .inner
+            .bucket
+            .get_object(Some(&self.inner.credentials), lock_key)
+            .sign(SIGNED_FOR);
+        let resp = self
+            .send("read commit lock", Method::GET, url, &[], Bytes::new())
+            .await?;
+        if !resp.status().is_success() {
+            // Gone meanwhile (404): try again at once.
+            return Ok(None);
+        }
+        let etag = resp
+            .headers()
+            .get("etag")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_owned();
+        let body = collect("read commit lock", resp).await?;
+        let expires: u64 = std::str::from_utf8(&body)
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+            .unwrap_or(0);
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        Ok((expires < now).then(|| CommitLock {
+            key: lock_key.to_owned(),
+            etag,
+        }))
+    }
+
+    /// Releases a lock: deleted only if it is still the one taken (`If-Match`), so a lock
+    /// another node took over is left alone. Errors are ignored: the lease ends it anyway.
+    async fn unlock(&self, lock: CommitLock) {
+        let mut action = self
+            .inner
+            .bucket
+            .delete_object(Some(&self.inner.credentials), &lock.key);
+        action.headers_mut().insert("if-match", lock.etag.as_str());
+        let url = action.sign(SIGNED_FOR);
+        let headers = [("if-match", lock.etag.as_str())];
+        let _ = self
+            .send(
+                "release commit lock",
+                Method::DELETE,
+                url,
+                &headers,
+                Bytes::new(),
+            )
+            .await;
     }
 }
 
@@ -635,6 +784,54 @@ impl S3Upload {
                 return Err(StoreError::DigestMismatch { algorithm });
             }
         }
+        if self.multipart.is_some() {
+            // Every part sent before the check, so the check-to-write window stays short.
+            if !self.part.is_empty() {
+                self.send_part().await?;
+            }
+            if let Some(mp) = self.multipart.as_mut() {
+                while !mp.in_flight.is_empty() {
+                    join_one(mp).await?;
+                }
+            }
+        }
+        // A conditional multipart completion is serialized per key through a lock object: some
+        // stores (SeaweedFS 4.48) check a completion's condition apart from the write, so
+        // racing creators could each pass it; a single `PutObject`'s condition is atomic.
+        let lock = match (check.is_some(), self.multipart.is_some()) {
+            (true, true) => Some(self.store.lock(&self.key).await?),
+            _ => None,
+        };
+        let written = self.check_and_write(check, &digests).await;
+        if let Some(lock) = lock {
+            self.store.unlock(lock).await;
+        }
+        let (replaced, stored_sha256) = written?;
+        // The stored version's own metadata, so validators computed now agree with later reads.
+        let stored = match self.store.head(&self.key).await? {
+            Some(h) => h.meta,
+            None => FileMeta {
+                size: self.size,
+                modified: SystemTime::now(),
+                sha256: stored_sha256,
+            },
+        };
+        Ok(Committed {
+            size: self.size,
+            sha256: digests.sha256,
+            replaced,
+            stored,
+        })
+    }
+
+    /// The check against the version there now, then the write conditional on that version:
+    /// whether it replaced one, and the SHA-256 stored with the object.
+    async fn check_and_write(
+        &mut self,
+        check: Option<VersionCheck<'_>>,
+        digests: &crate::digest::Digests,
+    ) -> Result<(bool, Option<[u8; 32]>), StoreError> {
+        // Also for an unconditional write: `replaced` (201 or 200) comes from it.
         let current = self.store.head(&self.key).await?;
         let mut condition = None;
         if let Some(check) = check {
@@ -650,29 +847,14 @@ impl S3Upload {
             if let Some((k, v)) = &condition {
                 headers.push((k, v.clone()));
             }
-            let mut action = s
-                .inner
-                .bucket
-                .put_object(Some(&s.inner.credentials), &self.key);
-            for (k, v) in &headers {
-                action.headers_mut().insert(*k, v.as_str());
-            }
-            let url = action.sign(SIGNED_FOR);
-            let pairs: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
             let body = std::mem::take(&mut self.part).freeze();
-            let resp = s.send("put object", Method::PUT, url, &pairs, body).await?;
+            let resp = s.put_small(&self.key, &headers, body).await?;
             check_write("put object", resp).await?;
             digests.sha256
         } else {
-            if !self.part.is_empty() {
-                self.send_part().await?;
-            }
             let Some(mp) = self.multipart.as_mut() else {
                 unreachable!("multipart checked above")
             };
-            while !mp.in_flight.is_empty() {
-                join_one(mp).await?;
-            }
             mp.done.sort_by_key(|(n, _)| *n);
             let etags: Vec<&str> = mp.done.iter().map(|(_, e)| e.as_str()).collect();
             let mut action = s.inner.bucket.complete_multipart_upload(
@@ -706,21 +888,7 @@ impl S3Upload {
             self.multipart = None;
             self.options.expected_digest.as_ref().and_then(|d| d.sha256)
         };
-        // The stored version's own metadata, so validators computed now agree with later reads.
-        let stored = match s.head(&self.key).await? {
-            Some(h) => h.meta,
-            None => FileMeta {
-                size: self.size,
-                modified: SystemTime::now(),
-                sha256: stored_sha256,
-            },
-        };
-        Ok(Committed {
-            size: self.size,
-            sha256: digests.sha256,
-            replaced: current.is_some(),
-            stored,
-        })
+        Ok((current.is_some(), stored_sha256))
     }
 }
 

@@ -320,11 +320,12 @@ async fn s3_announced_digest_is_stored_with_a_multipart_object() {
 /// `If-Match` on a version that is gone is refused.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn s3_conditional_creators_race_safely() {
-    let Some((_weed, store)) = s3("").await else {
+    let Some((weed, store)) = s3("").await else {
         return;
     };
+    let weed = &weed;
     let store = Arc::new(store);
-    for (name, len) in [("single", 1000), ("multi", 3 * PART)] {
+    for (name, len) in [("single", 1000), ("multi", 2 * PART + 1)] {
         let mut tasks = Vec::new();
         for i in 0..20u8 {
             let store = Arc::clone(&store);
@@ -356,27 +357,67 @@ async fn s3_conditional_creators_race_safely() {
         Vec::<String>::new()
     );
 
-    // If-Match against a version the check saw, replaced in between by another writer: the
-    // check passes (it saw the old one) but the store refuses.
+    // A commit lock left by a node that died mid-commit (its lease over) is taken over.
+    let locks = S3Store::new(config(weed, ".weir-locks")).unwrap();
+    put(&locks, "stale.bin", b"0").await.unwrap();
+    let mut up = store
+        .begin(&p("stale.bin"), UploadOptions::default(), None)
+        .await
+        .unwrap();
+    up.write(&data(PART + 1, 5)).await.unwrap();
+    let absent = |m: Option<&weir_store::FileMeta>| m.is_none();
+    up.commit(Some(&absent)).await.unwrap();
+    assert!(matches!(
+        locks.open(&p("stale.bin")).await,
+        Err(StoreError::NotFound)
+    ));
+
+    // A version that slips in after the check passed (the check itself replaces the object,
+    // from another thread): the store refuses the commit (`If-Match` on the version the check
+    // saw) and the delete alike; the version that slipped in stays.
     put(&*store, "v", b"one").await.unwrap();
-    let seen = store.open(&p("v")).await.unwrap().meta().sha256;
     let mut up = store
         .begin(&p("v"), UploadOptions::default(), None)
         .await
         .unwrap();
     up.write(b"three").await.unwrap();
-    let check = move |m: Option<&weir_store::FileMeta>| m.is_some_and(|m| m.sha256 == seen);
-    put(&*store, "v", b"two").await.unwrap();
+    let slip_in = |body: &'static [u8]| {
+        let store = S3Store::clone(&store);
+        move |m: Option<&weir_store::FileMeta>| {
+            let store = store.clone();
+            std::thread::spawn(move || {
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .unwrap()
+                    .block_on(put(&store, "v", body))
+                    .unwrap();
+            })
+            .join()
+            .unwrap();
+            m.is_some()
+        }
+    };
+    let check = slip_in(b"two");
     assert!(matches!(
         up.commit(Some(&check)).await,
         Err(StoreError::PreconditionFailed)
     ));
     assert_eq!(read_all(&*store, "v", None).await, b"two");
-    // Delete with a check that fails leaves the object.
+    let check = slip_in(b"slipped in");
+    assert!(matches!(
+        store.delete(&p("v"), Some(&check)).await,
+        Err(StoreError::PreconditionFailed)
+    ));
+    assert_eq!(read_all(&*store, "v", None).await, b"slipped in");
+    // A check that refuses leaves the object.
     let never = |_: Option<&weir_store::FileMeta>| false;
     assert!(matches!(
         store.delete(&p("v"), Some(&never)).await,
         Err(StoreError::PreconditionFailed)
     ));
-    assert_eq!(read_all(&*store, "v", None).await, b"two");
+    assert_eq!(
+        store.pending_multipart_keys().await.unwrap(),
+        Vec::<String>::new()
+    );
 }
