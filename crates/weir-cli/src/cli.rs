@@ -371,6 +371,10 @@ pub struct StoreArgs {
     /// Parts of one upload sent to the store at once.
     #[arg(long, env = "WEIR_S3_PARTS_IN_FLIGHT", default_value_t = 2)]
     pub s3_parts_in_flight: usize,
+    /// Seconds to wait for the store's answer to one request (a part's upload included);
+    /// past it the upload fails with 502 and is aborted.
+    #[arg(long, env = "WEIR_S3_TIMEOUT", default_value_t = 60)]
+    pub s3_timeout: u64,
     /// Virtual-hosted URLs (`BUCKET.ENDPOINT/KEY`) instead of path-style (`ENDPOINT/BUCKET/KEY`,
     /// what SeaweedFS and MinIO serve by default).
     #[arg(long, env = "WEIR_S3_VIRTUAL_HOSTED")]

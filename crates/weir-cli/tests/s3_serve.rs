@@ -43,6 +43,7 @@ fn wait_for_bucket(weed: &Seaweed) {
         part_size: 5 << 20,
         parts_in_flight: 1,
         path_style: true,
+        request_timeout: Duration::from_secs(60),
     })
     .unwrap();
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -375,4 +376,109 @@ fn base64_of(bytes: &[u8]) -> String {
         }
     }
     out
+}
+
+/// The store stops answering (SIGSTOP) while a 200 MiB body arrives: weir stops reading, so the
+/// client can hand over only what the part buffer, the pause threshold and the two sockets'
+/// buffers hold; when the store continues, the upload completes byte-exact.
+#[test]
+fn a_stalled_store_pushes_back_to_the_client() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let Some(s) = start("", &["--s3-part-size", "5MiB", "--s3-parts-in-flight", "2"]) else {
+        return;
+    };
+    let len: u64 = 200 << 20;
+    let mut stream = TcpStream::connect(s.addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(120)))
+        .unwrap();
+    write!(
+        stream,
+        "PUT /files/stalled.bin HTTP/1.1\r\nhost: t\r\nconnection: close\r\ncontent-length: {len}\r\n\r\n"
+    )
+    .unwrap();
+    s._weed.signal("STOP");
+    let sent = Arc::new(AtomicU64::new(0));
+    let mut writer = stream.try_clone().unwrap();
+    let counter = Arc::clone(&sent);
+    let sender = std::thread::spawn(move || {
+        let chunk = data(64 << 10, 4);
+        for _ in 0..(len / (64 << 10)) {
+            writer.write_all(&chunk).unwrap();
+            counter.fetch_add(chunk.len() as u64, Ordering::Relaxed);
+        }
+    });
+    // Wait until the client is blocked: nothing more sent for a second.
+    let mut last = u64::MAX;
+    loop {
+        std::thread::sleep(Duration::from_secs(1));
+        let now = sent.load(Ordering::Relaxed);
+        if now == last {
+            break;
+        }
+        last = now;
+    }
+    eprintln!(
+        "accepted while the store was stopped: {} MiB of 200",
+        last >> 20
+    );
+    // One 5 MiB part + the 1 MiB pause threshold + what the two sockets' buffers can hold at
+    // most (the kernel's tcp_rmem and tcp_wmem maxima); an unbounded queue would take it all.
+    let max_buffer = |file: &str| -> u64 {
+        let text = std::fs::read_to_string(format!("/proc/sys/net/ipv4/{file}")).unwrap();
+        text.split_whitespace().last().unwrap().parse().unwrap()
+    };
+    let bound = (6 << 20) + max_buffer("tcp_rmem") + max_buffer("tcp_wmem");
+    assert!(
+        bound < len / 2,
+        "this machine's socket buffers make the test meaningless"
+    );
+    assert!(
+        last <= bound,
+        "{last} bytes taken while the store was stopped (bound {bound})"
+    );
+    s._weed.signal("CONT");
+    sender.join().unwrap();
+    let mut client = Client::new(stream);
+    let r = client.read_response();
+    assert_eq!(r.status, 201, "{}", r.text());
+    let mut hasher = Sha256::new();
+    let chunk = data(64 << 10, 4);
+    for _ in 0..(len / (64 << 10)) {
+        hasher.update(&chunk);
+    }
+    assert_eq!(json(&r)["sha256"], hex(&hasher.finalize()));
+}
+
+/// The store dies during an upload: a 502 `store-unavailable` problem, not a hang, and the node
+/// goes on answering what needs no store.
+#[test]
+fn a_dead_store_is_a_502_and_the_node_keeps_serving() {
+    let Some(s) = start("", &["--s3-timeout", "10"]) else {
+        return;
+    };
+    let body = data(3 << 20, 6);
+    let mut stream = TcpStream::connect(s.addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    write!(
+        stream,
+        "PUT /files/dead.bin HTTP/1.1\r\nhost: t\r\nconnection: close\r\ncontent-length: {}\r\n\r\n",
+        body.len()
+    )
+    .unwrap();
+    stream.write_all(&body[..1 << 20]).unwrap();
+    s._weed.signal("KILL");
+    stream.write_all(&body[1 << 20..]).unwrap();
+    let r = Client::new(stream).read_response();
+    assert_eq!(r.status, 502, "{}", r.text());
+    assert_eq!(
+        json(&r)["type"],
+        "https://weir.dev/problems/store-unavailable"
+    );
+    assert_eq!(request(s.addr, "GET /healthz HTTP/1.1", b"").status, 200);
+    let r = request(s.addr, "GET /files/dead.bin HTTP/1.1", b"");
+    assert_eq!(r.status, 502, "{}", r.text());
 }

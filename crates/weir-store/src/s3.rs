@@ -87,6 +87,9 @@ pub struct S3Config {
     /// Path-style URLs (`endpoint/bucket/key`, what SeaweedFS and MinIO serve) rather than
     /// virtual-hosted ones (`bucket.endpoint/key`).
     pub path_style: bool,
+    /// Longest wait for a request's answer head (a part's upload included): a store that stopped
+    /// answering fails the upload ([`StoreError::Backend`]) instead of holding it forever.
+    pub request_timeout: Duration,
 }
 
 impl S3Config {
@@ -94,6 +97,9 @@ impl S3Config {
     pub const DEFAULT_PART_SIZE: usize = 8 << 20;
     /// Default parts in flight per upload.
     pub const DEFAULT_PARTS_IN_FLIGHT: usize = 2;
+    /// Default [`S3Config::request_timeout`]: a part of the default size needs well under this
+    /// on any link an upload server should use.
+    pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 }
 
 type HttpClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
@@ -111,6 +117,7 @@ struct Inner {
     prefix: String,
     part_size: usize,
     parts_in_flight: usize,
+    request_timeout: Duration,
     client: HttpClient,
 }
 
@@ -172,6 +179,7 @@ impl S3Store {
                 prefix,
                 part_size: config.part_size.max(1),
                 parts_in_flight: config.parts_in_flight.max(1),
+                request_timeout: config.request_timeout,
                 client,
             }),
         })
@@ -278,14 +286,17 @@ impl S3Store {
             op,
             message: e.to_string(),
         })?;
-        self.inner
-            .client
-            .request(req)
-            .await
-            .map_err(|e| StoreError::Backend {
+        match tokio::time::timeout(self.inner.request_timeout, self.inner.client.request(req)).await
+        {
+            Ok(answer) => answer.map_err(|e| StoreError::Backend {
                 op,
                 message: format!("{e} ({})", source_chain(&e)),
-            })
+            }),
+            Err(_) => Err(StoreError::Backend {
+                op,
+                message: format!("no answer within {:?}", self.inner.request_timeout),
+            }),
+        }
     }
 
     /// `HeadObject`: `None` when there is no object.
@@ -1031,7 +1042,10 @@ impl StoreObject for S3Object {
 
     async fn read(self, range: Range<u64>) -> Result<S3Reader, StoreError> {
         if range.start >= range.end {
-            return Ok(S3Reader { body: None });
+            return Ok(S3Reader {
+                body: None,
+                timeout: Duration::ZERO,
+            });
         }
         let i = &self.store.inner;
         let mut action = i.bucket.get_object(Some(&i.credentials), &self.key);
@@ -1052,6 +1066,7 @@ impl StoreObject for S3Object {
         match resp.status() {
             StatusCode::OK | StatusCode::PARTIAL_CONTENT => Ok(S3Reader {
                 body: Some(resp.into_body()),
+                timeout: self.store.inner.request_timeout,
             }),
             StatusCode::NOT_FOUND => Err(StoreError::NotFound),
             StatusCode::PRECONDITION_FAILED => Err(StoreError::Backend {
@@ -1067,6 +1082,8 @@ impl StoreObject for S3Object {
 #[derive(Debug)]
 pub struct S3Reader {
     body: Option<Incoming>,
+    /// Longest wait for the next frame ([`S3Config::request_timeout`]).
+    timeout: Duration,
 }
 
 impl StoreReader for S3Reader {
@@ -1075,7 +1092,13 @@ impl StoreReader for S3Reader {
             return Ok(None);
         };
         loop {
-            match body.frame().await {
+            let Ok(frame) = tokio::time::timeout(self.timeout, body.frame()).await else {
+                return Err(StoreError::Backend {
+                    op: "get object",
+                    message: format!("no data within {:?}", self.timeout),
+                });
+            };
+            match frame {
                 None => {
                     self.body = None;
                     return Ok(None);

@@ -38,6 +38,7 @@ fn config(weed: &Seaweed, prefix: &str) -> S3Config {
         part_size: PART,
         parts_in_flight: 2,
         path_style: true,
+        request_timeout: Duration::from_secs(60),
     }
 }
 

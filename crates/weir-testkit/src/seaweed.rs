@@ -149,6 +149,21 @@ impl Seaweed {
         s
     }
 
+    /// The `weed` process's id (to stop, continue or kill it in a test).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Sends `signal` (`STOP`, `CONT`, `KILL`...) to `weed` with kill(1).
+    pub fn signal(&self, signal: &str) {
+        let status = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(self.pid().to_string())
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill -{signal} {}", self.pid());
+    }
+
     /// The store's directory (data, config, log).
     pub fn dir(&self) -> &Path {
         self.dir.path()

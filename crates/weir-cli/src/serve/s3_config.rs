@@ -60,6 +60,9 @@ pub(super) fn from_args(args: &StoreArgs) -> Result<Option<weir_store::S3Config>
             "--s3-part-size must be from 5MiB to 5GiB (S3's part limits)".into(),
         ));
     }
+    if args.s3_timeout == 0 {
+        return Err(ServeError("--s3-timeout must be at least 1 second".into()));
+    }
     if !(1..=64).contains(&args.s3_parts_in_flight) {
         return Err(ServeError(
             "--s3-parts-in-flight must be from 1 to 64".into(),
@@ -76,6 +79,7 @@ pub(super) fn from_args(args: &StoreArgs) -> Result<Option<weir_store::S3Config>
         part_size: usize::try_from(args.s3_part_size).unwrap_or(usize::MAX),
         parts_in_flight: args.s3_parts_in_flight,
         path_style,
+        request_timeout: std::time::Duration::from_secs(args.s3_timeout),
     }))
 }
 
