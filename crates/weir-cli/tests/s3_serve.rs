@@ -242,6 +242,13 @@ fn every_wired_route_against_seaweedfs() {
     assert_eq!(names, ["a.txt", "big.bin"]);
     let r = request(a, "GET /files/docs/?limit=1 HTTP/1.1", b"");
     assert_eq!(json(&r)["next"], "a.txt");
+    // A directory without its slash redirects; a directory with nothing below is not there.
+    let r = request(a, "GET /files/docs HTTP/1.1", b"");
+    assert_eq!(
+        (r.status, r.header("location")),
+        (301, Some("/files/docs/"))
+    );
+    assert_eq!(request(a, "GET /files/nothing/ HTTP/1.1", b"").status, 404);
 
     // DELETE: 204, then 404.
     assert_eq!(

@@ -98,6 +98,14 @@ async fn current<S: Store>(store: &S, path: &StorePath) -> Result<Option<FileMet
     }
 }
 
+/// Whether keys exist below `path` (a "directory" in a bucket).
+async fn is_dir<S: Store>(store: &S, path: &StorePath) -> bool {
+    store
+        .list_page(Some(path), None, std::num::NonZeroUsize::MIN)
+        .await
+        .is_ok_and(|p| !p.entries.is_empty() || p.next.is_some())
+}
+
 async fn put<S: Store>(
     svc: &Service,
     store: &S,
@@ -189,6 +197,15 @@ async fn download<S: Store>(
 ) -> Result<(), weir::Error> {
     let object = match store.open(path).await {
         Ok(o) => o,
+        Err(StoreError::NotFound) if is_dir(store, path).await => {
+            // As for a local directory: the listing lives at the slash form of the URL.
+            let location = format!("{}/", ex.request().path());
+            return ex
+                .respond(StatusCode::MOVED_PERMANENTLY)
+                .header("location", location)
+                .empty()
+                .await;
+        }
         Err(e) => return reply::store_error(ex, &e).await,
     };
     let meta = *object.meta();
@@ -319,6 +336,10 @@ async fn list<S: Store>(
         Ok(p) => p,
         Err(e) => return reply::store_error(ex, &e).await,
     };
+    if dir.is_some() && query.after.is_none() && page.entries.is_empty() && page.next.is_none() {
+        // No key below it: S3 has no empty directories, so there is none (404, as locally).
+        return reply::error(ex, Problem::NotFound, "no such directory", &[]).await;
+    }
     let (body, next) = listing::render(dir, &page);
     listing::answer(ex, query.limit, body, next).await
 }
