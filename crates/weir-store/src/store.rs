@@ -228,7 +228,7 @@ impl StoreObject for LocalObject {
     }
 }
 
-/// Reads an open file's range with `pread`, [`LOCAL_CHUNK`] at a time.
+/// Reads an open file's range, 256 KiB at a time (a seek and a read each).
 #[derive(Debug)]
 pub struct LocalReader {
     file: StoredFile,
