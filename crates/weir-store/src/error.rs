@@ -122,10 +122,6 @@ pub enum StoreError {
         message: String,
     },
 
-    /// The operation exists only on another kind of store (501), e.g. a folder in S3.
-    #[error("not supported by this store: {0}")]
-    Unsupported(&'static str),
-
     /// Any other I/O error (500).
     #[error("{op}: {source}")]
     Io {

@@ -95,6 +95,9 @@ async fn round_trip<S: Store>(store: &S) {
     assert_eq!(done.sha256, Some(sha));
 
     put(store, "dir/sub/b.txt", b"hello").await.unwrap();
+    // A name that needs escaping in a URL (and in the signature's canonical request).
+    put(store, "dir/sub/é x+y%;=.txt", b"odd").await.unwrap();
+    assert_eq!(read_all(store, "dir/sub/é x+y%;=.txt", None).await, b"odd");
     put(store, "top.txt", b"top").await.unwrap();
 
     let obj = store.open(&p("dir/sub/b.txt")).await.unwrap();

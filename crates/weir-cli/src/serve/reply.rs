@@ -328,7 +328,6 @@ pub(crate) fn store_problem(e: &StoreError) -> Problem {
         StoreError::PreconditionFailed => Problem::PreconditionFailed,
         StoreError::NoSpace | StoreError::QuotaExceeded { .. } => Problem::InsufficientStorage,
         StoreError::Backend { .. } => Problem::StoreUnavailable,
-        StoreError::Unsupported(_) => Problem::NotImplemented,
         _ => Problem::Internal,
     }
 }
