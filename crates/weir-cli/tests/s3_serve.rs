@@ -17,16 +17,43 @@ const WEIR: &str = env!("CARGO_BIN_EXE_weir");
 
 /// A `weir serve --store s3://weir/PREFIX` on a fresh `weed mini`; killed on drop.
 struct S3Serve {
-    child: Child,
+    node: Node,
     addr: SocketAddr,
-    _dir: tempfile::TempDir,
     _weed: Seaweed,
 }
 
-impl Drop for S3Serve {
+/// One `weir serve` process on the bucket; killed on drop.
+struct Node {
+    child: Child,
+    addr: SocketAddr,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Node {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// Starts a node on `weed`'s bucket (each with its own state directory).
+fn node(weed: &Seaweed, prefix: &str, args: &[&str]) -> Node {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("state");
+    let store = format!("s3://{}/{prefix}", seaweed::BUCKET);
+    let mut all = vec!["--store", &store, "--s3-endpoint", &weed.endpoint];
+    all.extend_from_slice(args);
+    let env = [
+        ("AWS_ACCESS_KEY_ID", seaweed::ACCESS_KEY),
+        ("AWS_SECRET_ACCESS_KEY", seaweed::SECRET_KEY),
+    ];
+    let (child, addr) =
+        weir_testkit::serve_binary::spawn(Path::new(WEIR), &root, dir.path(), &all, &env)
+            .unwrap_or_else(|stderr| panic!("weir serve did not start: {stderr}"));
+    Node {
+        child,
+        addr,
+        _dir: dir,
     }
 }
 
@@ -62,22 +89,10 @@ fn wait_for_bucket(weed: &Seaweed) {
 fn start(prefix: &str, args: &[&str]) -> Option<S3Serve> {
     let weed = Seaweed::start()?;
     wait_for_bucket(&weed);
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("state");
-    let store = format!("s3://{}/{prefix}", seaweed::BUCKET);
-    let mut all = vec!["--store", &store, "--s3-endpoint", &weed.endpoint];
-    all.extend_from_slice(args);
-    let env = [
-        ("AWS_ACCESS_KEY_ID", seaweed::ACCESS_KEY),
-        ("AWS_SECRET_ACCESS_KEY", seaweed::SECRET_KEY),
-    ];
-    let (child, addr) =
-        weir_testkit::serve_binary::spawn(Path::new(WEIR), &root, dir.path(), &all, &env)
-            .unwrap_or_else(|stderr| panic!("weir serve did not start: {stderr}"));
+    let node = node(&weed, prefix, args);
     Some(S3Serve {
-        child,
-        addr,
-        _dir: dir,
+        addr: node.addr,
+        node,
         _weed: weed,
     })
 }
@@ -284,16 +299,20 @@ fn every_wired_route_against_seaweedfs() {
     drop(s);
 }
 
-/// Twenty `If-None-Match: *` creators of one path at once, each body two multipart parts:
-/// exactly one 201, the others 412, and the stored bytes are the winner's.
+/// Twenty `If-None-Match: *` creators of one path at once through three weir nodes on one
+/// bucket, each body two multipart parts: exactly one 201, the others 412, and every node
+/// serves the winner's bytes.
 #[test]
 fn concurrent_conditional_creators_one_wins() {
-    let Some(s) = start("", &["--s3-part-size", "5MiB"]) else {
+    let args = ["--s3-part-size", "5MiB"];
+    let Some(s) = start("", &args) else {
         return;
     };
-    let addr = s.addr;
+    let others = [node(&s._weed, "", &args), node(&s._weed, "", &args)];
+    let nodes = [s.addr, others[0].addr, others[1].addr];
     let threads: Vec<_> = (0..20u8)
         .map(|i| {
+            let addr = nodes[usize::from(i) % 3];
             std::thread::spawn(move || {
                 let body = data(6 << 20, i);
                 let r = request(
@@ -312,11 +331,13 @@ fn concurrent_conditional_creators_one_wins() {
         results.iter().all(|r| r.1 == 201 || r.1 == 412),
         "{results:?}"
     );
-    let r = request(addr, "GET /files/race.bin HTTP/1.1", b"");
-    assert!(
-        r.body == data(6 << 20, winners[0]),
-        "not the winner's bytes"
-    );
+    for addr in nodes {
+        let r = request(addr, "GET /files/race.bin HTTP/1.1", b"");
+        assert!(
+            r.body == data(6 << 20, winners[0]),
+            "not the winner's bytes"
+        );
+    }
 }
 
 /// A 256 MiB upload streamed into 5 MiB parts, two in flight: the server's peak RSS grows by
@@ -327,7 +348,7 @@ fn large_upload_memory_is_bounded_by_the_parts() {
     let Some(s) = start("", &["--s3-part-size", "5MiB", "--s3-parts-in-flight", "2"]) else {
         return;
     };
-    let pid = s.child.id();
+    let pid = s.node.child.id();
     let before = vm_hwm_kib(pid);
     let len: u64 = 256 << 20;
     let mut stream = TcpStream::connect(s.addr).unwrap();
