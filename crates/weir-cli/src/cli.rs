@@ -375,6 +375,10 @@ pub struct StoreArgs {
     /// past it the upload fails with 502 and is aborted.
     #[arg(long, env = "WEIR_S3_TIMEOUT", default_value_t = 60)]
     pub s3_timeout: u64,
+    /// Seconds after which a multipart upload nobody completed or aborted (its node died) is
+    /// aborted by the hourly sweep (default a day).
+    #[arg(long, env = "WEIR_S3_SWEEP_AFTER", default_value_t = 86_400)]
+    pub s3_sweep_after: u64,
     /// Virtual-hosted URLs (`BUCKET.ENDPOINT/KEY`) instead of path-style (`ENDPOINT/BUCKET/KEY`,
     /// what SeaweedFS and MinIO serve by default).
     #[arg(long, env = "WEIR_S3_VIRTUAL_HOSTED")]

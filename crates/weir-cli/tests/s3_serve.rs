@@ -57,9 +57,9 @@ fn node(weed: &Seaweed, prefix: &str, args: &[&str]) -> Node {
     }
 }
 
-/// Waits until `weed mini` has its bucket (it creates it shortly after its port opens).
-fn wait_for_bucket(weed: &Seaweed) {
-    let store = weir_store::S3Store::new(weir_store::S3Config {
+/// A client of `weed`'s bucket (as weir serve's, without a prefix).
+fn direct(weed: &Seaweed) -> weir_store::S3Store {
+    weir_store::S3Store::new(weir_store::S3Config {
         endpoint: weed.endpoint.clone(),
         region: "us-east-1".into(),
         bucket: seaweed::BUCKET.into(),
@@ -72,7 +72,12 @@ fn wait_for_bucket(weed: &Seaweed) {
         path_style: true,
         request_timeout: Duration::from_secs(60),
     })
-    .unwrap();
+    .unwrap()
+}
+
+/// Waits until `weed mini` has its bucket (it creates it shortly after its port opens).
+fn wait_for_bucket(weed: &Seaweed) {
+    let store = direct(weed);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -509,4 +514,47 @@ fn a_dead_store_is_a_502_and_the_node_keeps_serving() {
     assert_eq!(request(s.addr, "GET /healthz HTTP/1.1", b"").status, 200);
     let r = request(s.addr, "GET /files/dead.bin HTTP/1.1", b"");
     assert_eq!(r.status, 502, "{}", r.text());
+}
+
+/// A multipart upload that a dead node left (begun, parts sent, never completed nor aborted)
+/// is aborted by a node's sweep once older than `--s3-sweep-after`.
+#[test]
+fn the_sweep_aborts_what_a_dead_node_left() {
+    use weir_store::{Store, StoreUpload};
+    let Some(weed) = Seaweed::start() else {
+        return;
+    };
+    wait_for_bucket(&weed);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let store = direct(&weed);
+    rt.block_on(async {
+        let path = weir_store::StorePath::parse("orphan.bin").unwrap();
+        let options = weir_store::UploadOptions::default();
+        let mut up = store.begin(&path, options, None).await.unwrap();
+        up.write(&data(6 << 20, 1)).await.unwrap();
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        // As a killed process would: no abort.
+        std::mem::forget(up);
+        assert_eq!(
+            store.pending_multipart_keys().await.unwrap(),
+            ["orphan.bin"]
+        );
+    });
+    let _node = node(&weed, "", &["--s3-sweep-after", "0"]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !rt
+        .block_on(store.pending_multipart_keys())
+        .unwrap()
+        .is_empty()
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the sweep did not abort the orphan"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }

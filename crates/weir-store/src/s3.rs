@@ -121,6 +121,14 @@ struct Inner {
     client: HttpClient,
 }
 
+/// A multipart upload neither completed nor aborted.
+#[derive(Debug)]
+struct PendingUpload {
+    key: String,
+    upload_id: String,
+    initiated: Option<SystemTime>,
+}
+
 /// What a `HeadObject` told.
 #[derive(Clone, Debug)]
 struct Head {
@@ -225,6 +233,35 @@ impl S3Store {
     /// The keys (under the prefix) with multipart uploads begun and neither completed nor
     /// aborted: what a sweep would abort. Empty when every upload cleaned up after itself.
     pub async fn pending_multipart_keys(&self) -> Result<Vec<String>, StoreError> {
+        Ok(self
+            .pending_multipart()
+            .await?
+            .into_iter()
+            .map(|p| p.key)
+            .collect())
+    }
+
+    /// Aborts the multipart uploads under the prefix begun more than `older_than` ago: those
+    /// a process that died (SIGKILL, power loss) could not abort itself. Uploads still being
+    /// received by a live node are younger than any sensible `older_than` (hours). Returns how
+    /// many were aborted (at most a thousand per call: the store's page).
+    pub async fn sweep_multipart(&self, older_than: Duration) -> Result<usize, StoreError> {
+        let cutoff = SystemTime::now()
+            .checked_sub(older_than)
+            .unwrap_or(UNIX_EPOCH);
+        let mut aborted = 0;
+        for p in self.pending_multipart().await? {
+            // Uploads with no parseable start time are left alone.
+            if p.initiated.is_some_and(|t| t <= cutoff) {
+                abort_request(self, &p.key, &p.upload_id).await?;
+                aborted += 1;
+            }
+        }
+        Ok(aborted)
+    }
+
+    /// `ListMultipartUploads` under the prefix (one page).
+    async fn pending_multipart(&self) -> Result<Vec<PendingUpload>, StoreError> {
         let i = &self.inner;
         let mut url = i.bucket.base_url().clone();
         url.set_query(None);
@@ -254,13 +291,26 @@ impl S3Store {
             return Err(failure("list multipart uploads", resp).await);
         }
         let body = collect("list multipart uploads", resp).await?;
-        // The keys are the `<Key>` elements of the answer's `<Upload>`s; nothing else in it has
-        // that element.
+        // rusty-s3 has no parser for this answer: its `<Upload>` elements hold `<Key>`,
+        // `<UploadId>` and `<Initiated>`, each text without markup.
         let text = String::from_utf8_lossy(&body);
+        let element = |upload: &str, name: &str| -> Option<String> {
+            let open = format!("<{name}>");
+            let close = format!("</{name}>");
+            let (_, rest) = upload.split_once(open.as_str())?;
+            let (value, _) = rest.split_once(close.as_str())?;
+            Some(xml_unescape(value))
+        };
         Ok(text
-            .split("<Key>")
+            .split("<Upload>")
             .skip(1)
-            .filter_map(|s| s.split_once("</Key>").map(|(k, _)| xml_unescape(k)))
+            .filter_map(|u| {
+                Some(PendingUpload {
+                    key: element(u, "Key")?,
+                    upload_id: element(u, "UploadId")?,
+                    initiated: element(u, "Initiated").and_then(|t| parse_iso8601(&t)),
+                })
+            })
             .collect())
     }
 

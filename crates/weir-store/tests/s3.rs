@@ -250,6 +250,30 @@ async fn s3_failed_uploads_leave_nothing() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 
+    // Forgotten (as by a process killed mid-upload): pending until a sweep aborts it; a sweep
+    // of older uploads only leaves it.
+    let mut up = store
+        .begin(&p("x/killed"), UploadOptions::default(), None)
+        .await
+        .unwrap();
+    up.write(&body).await.unwrap();
+    // Let the parts in flight land before the upload is forgotten with its tasks.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    std::mem::forget(up);
+    assert_eq!(store.pending_multipart_keys().await.unwrap(), ["x/killed"]);
+    assert_eq!(
+        store
+            .sweep_multipart(Duration::from_secs(3600))
+            .await
+            .unwrap(),
+        0
+    );
+    assert_eq!(store.sweep_multipart(Duration::ZERO).await.unwrap(), 1);
+    assert_eq!(
+        store.pending_multipart_keys().await.unwrap(),
+        Vec::<String>::new()
+    );
+
     // Wrong digest: refused at commit, aborted.
     let wrong = ContentDigest {
         sha256: Some([0; 32]),
@@ -278,7 +302,7 @@ async fn s3_failed_uploads_leave_nothing() {
     ));
     drop(up);
 
-    for path in ["x/aborted", "x/dropped", "x/wrong", "x/long"] {
+    for path in ["x/aborted", "x/dropped", "x/killed", "x/wrong", "x/long"] {
         assert!(
             matches!(store.open(&p(path)).await, Err(StoreError::NotFound)),
             "{path}"

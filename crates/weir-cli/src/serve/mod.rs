@@ -121,6 +121,9 @@ pub struct ServeConfig {
     /// `--store s3://...`: the bucket the files go to (`s3_config.rs`), and the URL as given.
     #[cfg(feature = "s3")]
     pub s3: Option<(weir_store::S3Config, String)>,
+    /// `--s3-sweep-after`.
+    #[cfg(feature = "s3")]
+    pub s3_sweep_after: std::time::Duration,
 }
 
 /// The library's connection settings that `weir serve` exposes as flags.
@@ -204,6 +207,8 @@ impl ServeConfig {
         Ok(Self {
             #[cfg(feature = "s3")]
             s3,
+            #[cfg(feature = "s3")]
+            s3_sweep_after: std::time::Duration::from_secs(args.store.s3_sweep_after),
             cors,
             listen: args.listen,
             listen_tls: args.listen_tls,
@@ -324,6 +329,8 @@ pub fn run(args: ServeArgs) -> Result<(), ServeError> {
     #[cfg(feature = "s3")]
     if let Some((s3, url)) = &config.s3 {
         service = service.with_remote(open_s3(s3, url)?);
+        remote::start_sweeper(s3.clone(), config.s3_sweep_after)
+            .map_err(|e| ServeError(format!("cannot start the multipart sweep: {e}")))?;
     }
     let mut service = service
         .with_metrics_route(config.metrics_listen.is_none())

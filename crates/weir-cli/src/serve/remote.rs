@@ -54,6 +54,39 @@ impl Service {
     }
 }
 
+/// How often the sweep runs (and once at start).
+const SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// Starts the thread that aborts abandoned multipart uploads (begun more than `after` ago,
+/// `--s3-sweep-after`: left by a node that died mid-upload; a live one aborts its own failures
+/// at once) under the store's prefix, at start and every [`SWEEP_EVERY`]: with its own client
+/// and runtime, so the service's workers never wait for it. Several nodes sweeping the same
+/// prefix abort the same uploads; an abort of one already gone is not an error.
+pub(super) fn start_sweeper(
+    config: weir_store::S3Config,
+    after: std::time::Duration,
+) -> std::io::Result<()> {
+    let store = S3Store::new(config).map_err(std::io::Error::other)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    std::thread::Builder::new()
+        .name("weir-s3-sweep".into())
+        .spawn(move || {
+            runtime.block_on(async {
+                loop {
+                    match store.sweep_multipart(after).await {
+                        Ok(0) => {}
+                        Ok(n) => tracing::info!(aborted = n, "aborted abandoned multipart uploads"),
+                        Err(e) => tracing::warn!(error = %e, "multipart sweep failed"),
+                    }
+                    tokio::time::sleep(SWEEP_EVERY).await;
+                }
+            });
+        })?;
+    Ok(())
+}
+
 /// Answers a route this store does not have.
 pub(super) async fn not_implemented(ex: &mut Exchange<'_>, what: &str) -> Result<(), weir::Error> {
     let message = format!("{what} is not available with this store (--store s3://)");
