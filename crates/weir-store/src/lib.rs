@@ -18,6 +18,11 @@
 //! Every system call on the tree is relative to a directory descriptor, reached from the root's
 //! without following any symbolic link (see `local.rs`).
 //!
+//! The storage interface ([`Store`], `store.rs`) is what a service needs from any store, the
+//! local one by delegation and, with the feature `s3`, `S3Store` (an S3-compatible bucket:
+//! multipart uploads with bounded memory, conditional commits, ranged reads; `s3.rs`). The
+//! guarantees below are the local store's; `s3.rs` says which hold in a bucket and how.
+//!
 //! The code is synchronous std code, called from the connection's task: plain `write(2)` into
 //! the page cache returns quickly, and going through `tokio::fs` (a hop to the blocking pool per
 //! call) was measured much slower (docs/BENCHMARKS.md, "Figures once quoted in source comments").
