@@ -80,9 +80,12 @@ pub struct ServeArgs {
     /// Also listen on this Unix domain socket.
     #[arg(long, env = "WEIR_UNIX")]
     pub unix: Option<PathBuf>,
-    /// Directory where files are stored (created if missing).
+    /// Directory where files are stored (created if missing). With --store s3://..., weir's
+    /// local state directory only (its lock); the files go to the bucket.
     #[arg(long, env = "WEIR_ROOT", default_value = "./weir-data")]
     pub root: PathBuf,
+    #[command(flatten)]
+    pub store: StoreArgs,
     /// Largest accepted upload (e.g. 100GiB, 512MiB, 1000000); larger ones get 413.
     #[arg(long, env = "WEIR_MAX_UPLOAD", default_value = "100GiB", value_parser = parse_size)]
     pub max_upload: u64,
@@ -360,4 +363,48 @@ pub struct GetArgs {
     pub file: Option<PathBuf>,
     #[command(flatten)]
     pub client: ClientArgs,
+}
+
+/// Where `weir serve` stores files when not in --root: an S3-compatible bucket. The usual AWS
+/// variables are read when neither flag nor `WEIR_` variable is set: `AWS_ENDPOINT_URL_S3` /
+/// `AWS_ENDPOINT_URL`, `AWS_REGION` / `AWS_DEFAULT_REGION`, `AWS_ACCESS_KEY_ID`,
+/// `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`.
+#[derive(Debug, Args)]
+pub struct StoreArgs {
+    /// Store files in an S3-compatible bucket: `s3://BUCKET` or `s3://BUCKET/PREFIX`
+    /// (docs/OPERATING.md, "S3-compatible storage"). Plain uploads, downloads, listings and
+    /// deletes; resumable, tus and form uploads answer 501 with it.
+    #[arg(long = "store", env = "WEIR_STORE", value_name = "URL")]
+    pub url: Option<String>,
+    /// The S3 API's URL, e.g. `http://127.0.0.1:8333` (default: AWS's regional endpoint).
+    #[arg(long, env = "WEIR_S3_ENDPOINT", value_name = "URL")]
+    pub s3_endpoint: Option<String>,
+    /// The signing region (default `us-east-1`).
+    #[arg(long, env = "WEIR_S3_REGION")]
+    pub s3_region: Option<String>,
+    /// Access key id.
+    #[arg(long, env = "WEIR_S3_ACCESS_KEY_ID")]
+    pub s3_access_key_id: Option<String>,
+    /// Secret access key (prefer the environment: flags show in `ps`).
+    #[arg(long, env = "WEIR_S3_SECRET_ACCESS_KEY", hide_env_values = true)]
+    pub s3_secret_access_key: Option<String>,
+    /// Bytes per multipart part (at least 5MiB, S3's minimum). Memory per upload is at most
+    /// this × (--s3-parts-in-flight + 1).
+    #[arg(long, env = "WEIR_S3_PART_SIZE", default_value = "8MiB", value_parser = parse_size)]
+    pub s3_part_size: u64,
+    /// Parts of one upload sent to the store at once.
+    #[arg(long, env = "WEIR_S3_PARTS_IN_FLIGHT", default_value_t = 2)]
+    pub s3_parts_in_flight: usize,
+    /// Seconds to wait for the store's answer to one request (a part's upload included);
+    /// past it the upload fails with 502 and is aborted.
+    #[arg(long, env = "WEIR_S3_TIMEOUT", default_value_t = 60)]
+    pub s3_timeout: u64,
+    /// Seconds after which a multipart upload nobody completed or aborted (its node died) is
+    /// aborted by the hourly sweep (default a day).
+    #[arg(long, env = "WEIR_S3_SWEEP_AFTER", default_value_t = 86_400)]
+    pub s3_sweep_after: u64,
+    /// Virtual-hosted URLs (`BUCKET.ENDPOINT/KEY`) instead of path-style (`ENDPOINT/BUCKET/KEY`,
+    /// what SeaweedFS and MinIO serve by default).
+    #[arg(long, env = "WEIR_S3_VIRTUAL_HOSTED")]
+    pub s3_virtual_hosted: bool,
 }

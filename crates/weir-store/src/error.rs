@@ -113,6 +113,15 @@ pub enum StoreError {
         source: io::Error,
     },
 
+    /// The object store (S3) failed or could not be reached (`weir serve`: 502).
+    #[error("object store: {op}: {message}")]
+    Backend {
+        /// What the store was asked, e.g. `"upload part"`.
+        op: &'static str,
+        /// The store's answer (status and error code) or the transport's error.
+        message: String,
+    },
+
     /// Any other I/O error (500).
     #[error("{op}: {source}")]
     Io {

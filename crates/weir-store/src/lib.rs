@@ -18,6 +18,11 @@
 //! Every system call on the tree is relative to a directory descriptor, reached from the root's
 //! without following any symbolic link (see `local.rs`).
 //!
+//! The storage interface ([`Store`], `store.rs`) is what a service needs from any store, the
+//! local one by delegation and, with the feature `s3`, `S3Store` (an S3-compatible bucket:
+//! multipart uploads with bounded memory, conditional commits, ranged reads; `s3.rs`). The
+//! guarantees below are the local store's; `s3.rs` says which hold in a bucket and how.
+//!
 //! The code is synchronous std code, called from the connection's task: plain `write(2)` into
 //! the page cache returns quickly, and going through `tokio::fs` (a hop to the blocking pool per
 //! call) was measured much slower (docs/BENCHMARKS.md, "Figures once quoted in source comments").
@@ -108,7 +113,10 @@ mod precondition;
 mod quota;
 mod readers;
 mod resumable;
+#[cfg(feature = "s3")]
+mod s3;
 mod sha256_state;
+mod store;
 mod sys;
 mod upload;
 mod version_date;
@@ -132,7 +140,13 @@ pub use resumable::{
     AppendEnd, Appending, CHECKPOINT_BYTES, ResumableError, ResumableState, Resumables, Swept,
     UploadId,
 };
+#[cfg(feature = "s3")]
+pub use s3::{S3Config, S3Store, S3Upload};
 pub use sha256_state::ResumableSha256;
+pub use store::{
+    LocalObject, LocalReader, LocalUpload, Store, StoreObject, StoreReader, StoreUpload,
+    VersionCheck,
+};
 pub use upload::{Committed, Upload, UploadOptions};
 
 #[cfg(test)]

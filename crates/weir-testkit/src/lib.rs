@@ -9,7 +9,8 @@
 //! - [`server`] (feature `servers`): weir's library server on its own thread;
 //! - [`serve_binary`]: the `weir serve` binary as a child process;
 //! - `cert` (feature `tls`): a self-signed certificate with server and client configurations;
-//! - [`h2spec`]: running h2spec and reading its report.
+//! - [`h2spec`]: running h2spec and reading its report;
+//! - `seaweed` (feature `seaweed`): SeaweedFS's `weed mini`, an S3 store on loopback.
 //!
 //! Dev-only (`publish = false`): no published crate depends on it.
 
@@ -21,6 +22,8 @@ pub mod h2spec;
 
 #[cfg(feature = "tls")]
 pub mod cert;
+#[cfg(feature = "seaweed")]
+pub mod seaweed;
 pub mod serve_binary;
 #[cfg(feature = "servers")]
 pub mod server;

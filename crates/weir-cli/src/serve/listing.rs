@@ -61,14 +61,14 @@ impl Scans {
 
 /// Which page a request asks for.
 #[derive(Debug, PartialEq, Eq)]
-struct PageQuery {
-    limit: NonZeroUsize,
-    after: Option<String>,
+pub(super) struct PageQuery {
+    pub(super) limit: NonZeroUsize,
+    pub(super) after: Option<String>,
 }
 
 impl PageQuery {
     /// Parses the query string (after `?`).
-    fn parse(query: Option<&str>) -> Result<Self, &'static str> {
+    pub(super) fn parse(query: Option<&str>) -> Result<Self, &'static str> {
         let mut limit = None;
         let mut after = None;
         for pair in query.unwrap_or("").split('&') {
@@ -136,12 +136,22 @@ pub(super) async fn serve(
             return reply::error(ex, Problem::Internal, "listing failed", &[]).await;
         }
     };
+    answer(ex, query.limit, body, next).await
+}
+
+/// Answers a rendered page (also the remote store's listings, `remote.rs`).
+pub(super) async fn answer(
+    ex: &mut Exchange<'_>,
+    limit: NonZeroUsize,
+    body: Vec<u8>,
+    next: Option<String>,
+) -> Result<(), weir::Error> {
     // The same path the client asked for, so the link is relative to nothing but the host.
     let link = next.map(|next| {
         format!(
             "<{}?limit={}&after={}>; rel=\"next\"",
             ex.request().path(),
-            query.limit,
+            limit,
             percent_encode(&next)
         )
     });
@@ -156,7 +166,7 @@ pub(super) async fn serve(
 }
 
 /// The page's JSON body, and its `next` cursor.
-fn render(dir: Option<&StorePath>, page: &ListPage) -> (Vec<u8>, Option<String>) {
+pub(super) fn render(dir: Option<&StorePath>, page: &ListPage) -> (Vec<u8>, Option<String>) {
     // ALLOCATION: the body, sized for the page (names plus about 80 bytes of JSON per entry);
     // it is the one thing a stalled reader holds.
     let names: usize = page.entries.iter().map(|e| e.name.len()).sum();

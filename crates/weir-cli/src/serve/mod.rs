@@ -55,8 +55,11 @@ mod pre_upload;
 mod preconditions;
 #[cfg(unix)]
 mod reload;
+#[cfg(feature = "s3")]
+mod remote;
 mod reply;
 mod resumable;
+mod s3_config;
 mod service;
 mod stored;
 mod target;
@@ -125,6 +128,12 @@ pub struct ServeConfig {
     pub connections: Connections,
     /// Origins whose pages may use the service (`--cors-origin`).
     pub cors: Cors,
+    /// `--store s3://...`: the bucket the files go to (`s3_config.rs`), and the URL as given.
+    #[cfg(feature = "s3")]
+    pub s3: Option<(weir_store::S3Config, String)>,
+    /// `--s3-sweep-after`.
+    #[cfg(feature = "s3")]
+    pub s3_sweep_after: std::time::Duration,
 }
 
 /// The library's connection settings that `weir serve` exposes as flags.
@@ -200,7 +209,16 @@ impl ServeConfig {
             return Err(ServeError("--max-connections must be at least 1".into()));
         }
         let cors = Cors::new(&args.cors_origin).map_err(ServeError)?;
+        let s3 = s3_config::from_args(&args.store)?;
+        #[cfg(feature = "s3")]
+        let s3 = s3.zip(args.store.url.clone());
+        #[cfg(not(feature = "s3"))]
+        let _ = s3;
         Ok(Self {
+            #[cfg(feature = "s3")]
+            s3,
+            #[cfg(feature = "s3")]
+            s3_sweep_after: std::time::Duration::from_secs(args.store.s3_sweep_after),
             cors,
             listen: args.listen,
             listen_tls: args.listen_tls,
@@ -316,9 +334,24 @@ pub fn run(args: ServeArgs) -> Result<(), ServeError> {
     )
     .map_err(|e| ServeError(e.to_string()))?;
     init_logging();
-    let mut service = Service::new(store, config.service_options())
-        .with_resumable(config.resumable)
-        .map_err(|e| ServeError(format!("resumable uploads: {e}")))?
+    let mut service = Service::new(store, config.service_options());
+    #[cfg(feature = "s3")]
+    let remote = config.s3.is_some();
+    #[cfg(not(feature = "s3"))]
+    let remote = false;
+    // With an S3 store, resumable uploads answer 501 (`remote.rs`): no local state for them.
+    if !remote {
+        service = service
+            .with_resumable(config.resumable)
+            .map_err(|e| ServeError(format!("resumable uploads: {e}")))?;
+    }
+    #[cfg(feature = "s3")]
+    if let Some((s3, url)) = &config.s3 {
+        service = service.with_remote(open_s3(s3, url)?);
+        remote::start_sweeper(s3.clone(), config.s3_sweep_after)
+            .map_err(|e| ServeError(format!("cannot start the multipart sweep: {e}")))?;
+    }
+    let mut service = service
         .with_metrics_route(config.metrics_listen.is_none())
         .with_cors(config.cors.clone());
     if let Some(log) = access_log {
@@ -486,15 +519,33 @@ fn cannot_listen(addr: &str, e: &std::io::Error) -> ServeError {
     ServeError(format!("cannot listen on {addr}: {e}"))
 }
 
+/// The S3 store of `--store`, checked before anything listens: the bucket is reached with
+/// these credentials (`HeadBucket`, on a runtime of its own, whose connections end with it).
+#[cfg(feature = "s3")]
+fn open_s3(config: &weir_store::S3Config, url: &str) -> Result<weir_store::S3Store, ServeError> {
+    let fail = |e: weir_store::StoreError| ServeError(format!("--store {url}: {e}"));
+    let probe = weir_store::S3Store::new(config.clone()).map_err(fail)?;
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| ServeError(format!("runtime: {e}")))?
+        .block_on(probe.check())
+        .map_err(fail)?;
+    weir_store::S3Store::new(config.clone()).map_err(fail)
+}
+
 /// Says where the service listens, on stdout (one line per listener, flushed).
 fn announce(bound: &[(&str, SocketAddr)], config: &ServeConfig, store: &LocalStore) {
     let mut out = std::io::stdout().lock();
+    #[cfg(feature = "s3")]
+    let stored_in = match &config.s3 {
+        Some((_, url)) => url.clone(),
+        None => store.root().display().to_string(),
+    };
+    #[cfg(not(feature = "s3"))]
+    let stored_in = store.root().display().to_string();
     for (scheme, addr) in bound {
-        let _ = writeln!(
-            out,
-            "weir: serving {} on {scheme}://{addr}",
-            store.root().display()
-        );
+        let _ = writeln!(out, "weir: serving {stored_in} on {scheme}://{addr}");
     }
     if let Some(path) = &config.unix {
         let _ = writeln!(out, "weir: serving on unix:{}", path.display());

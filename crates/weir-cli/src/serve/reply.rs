@@ -60,6 +60,10 @@ pub(crate) enum Problem {
     InsufficientStorage,
     /// 500: the server failed (logged).
     Internal,
+    /// 501: the route exists, but not with this store (resumable, tus, forms, folders on S3).
+    NotImplemented,
+    /// 502: the object store failed or could not be reached (logged).
+    StoreUnavailable,
     /// 409, the resumable draft's: the append's `Upload-Offset` is not the upload's.
     DraftMismatchingOffset,
     /// 400, the resumable draft's: the upload is complete.
@@ -75,7 +79,7 @@ pub(crate) enum Problem {
 impl Problem {
     /// Every kind, for the documentation test.
     #[cfg(test)]
-    pub(crate) const ALL: [Self; 26] = [
+    pub(crate) const ALL: [Self; 28] = [
         Self::BadRequest,
         Self::InvalidPath,
         Self::DigestMismatch,
@@ -97,6 +101,8 @@ impl Problem {
         Self::Unavailable,
         Self::InsufficientStorage,
         Self::Internal,
+        Self::NotImplemented,
+        Self::StoreUnavailable,
         Self::DraftMismatchingOffset,
         Self::DraftCompletedUpload,
         Self::DraftInconsistentLength,
@@ -130,6 +136,8 @@ impl Problem {
             Self::Unavailable | Self::HookUnavailable => StatusCode::SERVICE_UNAVAILABLE,
             Self::InsufficientStorage => StatusCode::INSUFFICIENT_STORAGE,
             Self::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+            Self::NotImplemented => StatusCode::NOT_IMPLEMENTED,
+            Self::StoreUnavailable => StatusCode::BAD_GATEWAY,
         }
     }
 
@@ -159,6 +167,8 @@ impl Problem {
             Self::Internal => "https://weir.dev/problems/internal",
             Self::UploadRefused => "https://weir.dev/problems/upload-refused",
             Self::HookUnavailable => "https://weir.dev/problems/hook-unavailable",
+            Self::NotImplemented => "https://weir.dev/problems/not-implemented",
+            Self::StoreUnavailable => "https://weir.dev/problems/store-unavailable",
             Self::DraftMismatchingOffset => {
                 "https://iana.org/assignments/http-problem-types#mismatching-upload-offset"
             }
@@ -195,6 +205,8 @@ impl Problem {
             Self::Unavailable => "Service unavailable",
             Self::InsufficientStorage => "Insufficient storage",
             Self::Internal => "Internal server error",
+            Self::NotImplemented => "Not implemented with this store",
+            Self::StoreUnavailable => "Object store unavailable",
             Self::DraftMismatchingOffset => "Mismatching upload offset",
             Self::DraftCompletedUpload => "Upload already completed",
             Self::DraftInconsistentLength => "Inconsistent upload length",
@@ -306,7 +318,7 @@ pub(crate) async fn store_error_with(
     headers: &[(&str, &str)],
 ) -> Result<(), weir::Error> {
     let problem = store_problem(e);
-    if problem == Problem::Internal {
+    if matches!(problem, Problem::Internal | Problem::StoreUnavailable) {
         tracing::error!(error = %e, "storage failure");
     }
     error(ex, problem, &e.to_string(), headers).await
@@ -325,6 +337,7 @@ pub(crate) fn store_problem(e: &StoreError) -> Problem {
         StoreError::SymlinkRefused => Problem::SymlinkRefused,
         StoreError::PreconditionFailed => Problem::PreconditionFailed,
         StoreError::NoSpace | StoreError::QuotaExceeded { .. } => Problem::InsufficientStorage,
+        StoreError::Backend { .. } => Problem::StoreUnavailable,
         _ => Problem::Internal,
     }
 }

@@ -81,6 +81,9 @@ pub struct Service {
     pub(super) pre_upload: Option<super::pre_upload::PreUpload>,
     /// Origins whose pages may use the service (`cors.rs`); none by default.
     pub(super) cors: Cors,
+    /// `--store s3://`: `/files/` is served from this store instead (`remote.rs`).
+    #[cfg(feature = "s3")]
+    pub(super) remote: Option<Arc<weir_store::S3Store>>,
 }
 
 impl Service {
@@ -104,6 +107,8 @@ impl Service {
             webhooks: None,
             pre_upload: None,
             cors: Cors::default(),
+            #[cfg(feature = "s3")]
+            remote: None,
         }
     }
 
@@ -152,6 +157,14 @@ impl Service {
         // The browser page (page.rs), before the token check: it holds no data.
         if let Some(asset) = page::route(ex.request()) {
             return page::serve(ex, asset).await;
+        }
+        #[cfg(feature = "s3")]
+        if self.remote.is_some()
+            && (path == "/tus"
+                || path.starts_with(tus::PREFIX)
+                || path.starts_with(resumable::PREFIX))
+        {
+            return super::remote::not_implemented(ex, "a resumable or tus upload").await;
         }
         // Discovery of resumable uploads (draft §4.1.4): every `/files/` resource takes them.
         if *ex.request().method() == Method::OPTIONS && (path == "*" || path.starts_with("/files/"))
@@ -273,6 +286,10 @@ impl Service {
             }
         }
         let method = ex.request().method().clone();
+        #[cfg(feature = "s3")]
+        if let Some(remote) = &self.remote {
+            return super::remote::serve(self, &**remote, ex, method, target).await;
+        }
         match (method, target) {
             (Method::GET | Method::HEAD, Target::File(p)) => download::serve(self, ex, &p).await,
             (Method::GET | Method::HEAD, Target::Root) => listing::serve(self, ex, None).await,

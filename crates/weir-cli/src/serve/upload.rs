@@ -519,7 +519,7 @@ pub(super) fn content_digest(ex: &Exchange<'_>) -> Result<ContentDigest, String>
 
 /// Whether the head announces a `Content-Digest` trailer (`Trailer: content-digest`, RFC 9110
 /// §6.6.2).
-fn announces_digest_trailer(ex: &Exchange<'_>) -> bool {
+pub(super) fn announces_digest_trailer(ex: &Exchange<'_>) -> bool {
     ex.request().header_all("trailer").any(|value| {
         value
             .split(|&b| b == b',')

@@ -1,0 +1,378 @@
+//! The `/files/` routes over weir-store's storage interface ([`Store`]), for a store that is
+//! not the local directory: `weir serve --store s3://BUCKET/PREFIX` (`S3Store`).
+//!
+//! | request | answer |
+//! | --- | --- |
+//! | `PUT /files/{path}` | the body streamed into the store (multipart parts): `201`/`200` + JSON, `412`, `413`, `400` (digest, length) |
+//! | `GET`/`HEAD /files/{path}` | the object: validators, conditionals (`304`, `412`), one `Range` (`206`, `416`), `Repr-Digest` |
+//! | `GET /files/` or `/files/{dir}/` | the JSON listing of `listing.rs`, in pages |
+//! | `DELETE /files/{path}` | `204`, `404`, `412` |
+//! | resumable (`Upload-Complete`, `/uploads/`), tus, forms (`POST`), folders (`PUT .../`) | `501` (`not-implemented`) |
+//!
+//! The checks before the route (method, token, path, scope: `service.rs`) are the local
+//! routes'; so are the `ETag` and precondition definitions (`preconditions.rs`), the media
+//! type rules (`mime.rs`) and the answers' JSON. What differs is where bytes go:
+//!
+//! - **Uploads**: each body chunk (`Exchange::read_body_chunk`, the read buffer's own bytes)
+//!   is handed to [`StoreUpload::write`], which returns only when the store has room: while
+//!   the parts in flight are being sent, the body is not read, so the server's pause threshold
+//!   stops reading the socket and the client's TCP window closes. Memory per upload is the
+//!   store's bound (`part_size × (parts_in_flight + 1)`) plus the pause threshold.
+//!   Preconditions are evaluated on the object's metadata before the body (412 costs the head
+//!   only) and again by the store at commit, atomically with the write (S3's conditional
+//!   `If-None-Match: *` / `If-Match` on the completion).
+//! - **Downloads**: one `HeadObject` for the validators, then a `GetObject` of the range pinned
+//!   to that version; its chunks are written as they come (no `sendfile`: the bytes come from
+//!   the network).
+//!
+//! A `Content-Digest` trailer cannot be verified here (S3 needs the digest before the
+//! completion, and weir would have to keep the parts back): such an upload is refused (501)
+//! rather than stored unverified.
+
+use super::preconditions::{self, etag, validators};
+use super::reply::{self, Problem, hex};
+use super::service::Service;
+use super::target::Target;
+use super::{listing, mime, upload};
+use http::{Method, StatusCode};
+use std::sync::Arc;
+use std::time::SystemTime;
+use weir::{Exchange, http};
+use weir_proto::conditional::{self, Outcome};
+use weir_proto::range::{self, RangeAnswer};
+use weir_store::{
+    ContentDigest, FileMeta, S3Store, Store, StoreError, StoreObject, StorePath, StoreReader,
+    StoreUpload, UploadOptions,
+};
+
+impl Service {
+    /// Serves `/files/` from `store` instead of the local root (resumable, tus and form routes
+    /// answer 501).
+    pub fn with_remote(mut self, store: S3Store) -> Self {
+        self.remote = Some(Arc::new(store));
+        self
+    }
+}
+
+/// How often the sweep runs (and once at start).
+const SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// Starts the thread that aborts abandoned multipart uploads (begun more than `after` ago,
+/// `--s3-sweep-after`: left by a node that died mid-upload; a live one aborts its own failures
+/// at once) under the store's prefix, at start and every [`SWEEP_EVERY`]: with its own client
+/// and runtime, so the service's workers never wait for it. Several nodes sweeping the same
+/// prefix abort the same uploads; an abort of one already gone is not an error.
+pub(super) fn start_sweeper(
+    config: weir_store::S3Config,
+    after: std::time::Duration,
+) -> std::io::Result<()> {
+    let store = S3Store::new(config).map_err(std::io::Error::other)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    std::thread::Builder::new()
+        .name("weir-s3-sweep".into())
+        .spawn(move || {
+            runtime.block_on(async {
+                loop {
+                    match store.sweep_multipart(after).await {
+                        Ok(0) => {}
+                        Ok(n) => tracing::info!(aborted = n, "aborted abandoned multipart uploads"),
+                        Err(e) => tracing::warn!(error = %e, "multipart sweep failed"),
+                    }
+                    tokio::time::sleep(SWEEP_EVERY).await;
+                }
+            });
+        })?;
+    Ok(())
+}
+
+/// Answers a route this store does not have.
+pub(super) async fn not_implemented(ex: &mut Exchange<'_>, what: &str) -> Result<(), weir::Error> {
+    let message = format!("{what} is not available with this store (--store s3://)");
+    reply::error(ex, Problem::NotImplemented, &message, &[]).await
+}
+
+/// Routes an authorized `/files/` request (see the module doc).
+pub(super) async fn serve<S: Store>(
+    svc: &Service,
+    store: &S,
+    ex: &mut Exchange<'_>,
+    method: Method,
+    target: Target,
+) -> Result<(), weir::Error> {
+    match (method, target) {
+        (Method::GET | Method::HEAD, Target::File(p)) => download(store, ex, &p).await,
+        (Method::GET | Method::HEAD, Target::Root) => list(store, ex, None).await,
+        (Method::GET | Method::HEAD, Target::Dir(p)) => list(store, ex, Some(&p)).await,
+        (Method::PUT, Target::File(p)) => {
+            if super::resumable::upload_complete(ex).is_some() {
+                return not_implemented(ex, "a resumable upload").await;
+            }
+            put(svc, store, ex, p).await
+        }
+        (Method::PUT, Target::Dir(_)) => not_implemented(ex, "creating a folder").await,
+        (Method::POST, _) => not_implemented(ex, "a POST upload (form or resumable)").await,
+        (Method::DELETE, Target::File(p)) => delete(svc, store, ex, &p).await,
+        (Method::DELETE, _) => super::service::method_not_allowed(ex, "GET, HEAD, PUT, POST").await,
+        (Method::PUT, Target::Root) => {
+            super::service::method_not_allowed(ex, "GET, HEAD, POST").await
+        }
+        _ => super::service::method_not_allowed(ex, "GET, HEAD, PUT, POST, DELETE").await,
+    }
+}
+
+/// The object's metadata now (`None`: absent), for preconditions evaluated before the body.
+async fn current<S: Store>(store: &S, path: &StorePath) -> Result<Option<FileMeta>, StoreError> {
+    match store.open(path).await {
+        Ok(obj) => Ok(Some(*obj.meta())),
+        Err(StoreError::NotFound) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Whether keys exist below `path` (a "directory" in a bucket).
+async fn is_dir<S: Store>(store: &S, path: &StorePath) -> bool {
+    store
+        .list_page(Some(path), None, std::num::NonZeroUsize::MIN)
+        .await
+        .is_ok_and(|p| !p.entries.is_empty() || p.next.is_some())
+}
+
+async fn put<S: Store>(
+    svc: &Service,
+    store: &S,
+    ex: &mut Exchange<'_>,
+    path: StorePath,
+) -> Result<(), weir::Error> {
+    let max = svc.options.max_upload;
+    let declared = ex.request().content_length();
+    if declared.is_some_and(|len| len > max) {
+        return upload::too_large(ex, max).await;
+    }
+    ex.set_max_body_size(Some(max));
+    let expected_digest = match upload::content_digest(ex) {
+        Ok(d) => d,
+        Err(message) => return reply::error(ex, Problem::BadRequest, &message, &[]).await,
+    };
+    if upload::announces_digest_trailer(ex) {
+        return not_implemented(ex, "a Content-Digest trailer").await;
+    }
+    let conditional = conditional::has_preconditions(ex.request().proto_head());
+    if conditional {
+        match current(store, &path).await {
+            Ok(meta) if preconditions::hold(ex.request(), meta.as_ref()) => {}
+            Ok(_) => return preconditions::failed(ex).await,
+            Err(e) => return reply::store_error(ex, &e).await,
+        }
+    }
+    let options = UploadOptions {
+        hash: true,
+        expected_digest: (!expected_digest.is_empty()).then_some(expected_digest),
+        expected_len: declared,
+    };
+    let mut upload = match store.begin(&path, options, mime::of_request(ex)).await {
+        Ok(u) => u,
+        Err(e) => return reply::store_error(ex, &e).await,
+    };
+    loop {
+        match ex.read_body_chunk().await {
+            Ok(Some(chunk)) => {
+                // Waits while the store is busy with earlier parts: the backpressure.
+                if let Err(e) = upload.write(&chunk).await {
+                    return reply::store_error(ex, &e).await;
+                }
+            }
+            Ok(None) => break,
+            Err(e) => {
+                // Dropping the upload aborts it.
+                drop(upload);
+                return upload::BodyFailure::Body(e).answer(ex, max).await;
+            }
+        }
+    }
+    if ex
+        .trailers()
+        .is_some_and(|t| t.contains_key("content-digest"))
+    {
+        drop(upload);
+        return not_implemented(ex, "a Content-Digest trailer").await;
+    }
+    let head = ex.request();
+    let check = |meta: Option<&FileMeta>| preconditions::hold(head, meta);
+    let committed = match upload
+        .commit(if conditional { Some(&check) } else { None })
+        .await
+    {
+        Ok(c) => c,
+        Err(e) => return reply::store_error(ex, &e).await,
+    };
+    svc.on_stored(path.as_str(), &committed);
+    let etag = etag(&committed.stored);
+    let status = if committed.replaced {
+        StatusCode::OK
+    } else {
+        StatusCode::CREATED
+    };
+    let body = serde_json::json!({
+        "path": path.as_str(),
+        "size": committed.size,
+        "sha256": committed.sha256.map(|d| hex(&d)),
+        "replaced": committed.replaced,
+    });
+    reply::json_with(ex, status, &body, &[("etag", &etag)]).await
+}
+
+async fn download<S: Store>(
+    store: &S,
+    ex: &mut Exchange<'_>,
+    path: &StorePath,
+) -> Result<(), weir::Error> {
+    let object = match store.open(path).await {
+        Ok(o) => o,
+        Err(StoreError::NotFound) if is_dir(store, path).await => {
+            // As for a local directory: the listing lives at the slash form of the URL.
+            let location = format!("{}/", ex.request().path());
+            return ex
+                .respond(StatusCode::MOVED_PERMANENTLY)
+                .header("location", location)
+                .empty()
+                .await;
+        }
+        Err(e) => return reply::store_error(ex, &e).await,
+    };
+    let meta = *object.meta();
+    let etag = etag(&meta);
+    let current = validators(&meta, &etag);
+    let last_modified = httpdate::fmt_http_date(meta.modified.min(SystemTime::now()));
+    match conditional::evaluate(ex.request().proto_head(), Some(&current)) {
+        Outcome::Proceed => {}
+        Outcome::NotModified => {
+            return ex
+                .respond(StatusCode::NOT_MODIFIED)
+                .header("etag", &etag)
+                .header("last-modified", &last_modified)
+                .empty()
+                .await;
+        }
+        Outcome::PreconditionFailed => return preconditions::failed(ex).await,
+    }
+    let answer = match ex.request().header("range") {
+        Some(range) if conditional::if_range_holds(ex.request().proto_head(), &current) => {
+            range::evaluate(range, meta.size)
+        }
+        _ => RangeAnswer::Full,
+    };
+    let (status, start, len) = match answer {
+        RangeAnswer::Full => (StatusCode::OK, 0, meta.size),
+        RangeAnswer::Partial { start, len } => (StatusCode::PARTIAL_CONTENT, start, len),
+        RangeAnswer::Unsatisfiable => {
+            let content_range = format!("bytes */{}", meta.size);
+            return reply::error(
+                ex,
+                Problem::RangeNotSatisfiable,
+                "range not satisfiable",
+                &[("content-range", &content_range)],
+            )
+            .await;
+        }
+    };
+    let repr_digest = meta.sha256.map(|sha256| {
+        ContentDigest {
+            sha256: Some(sha256),
+            sha512: None,
+        }
+        .to_header_value()
+    });
+    let content_type = mime::content_type(object.media_type().cloned(), path.file_name());
+    let head_only = *ex.request().method() == Method::HEAD;
+    // The read starts before the answer, so a store failure can still be answered (502).
+    let mut reader = if head_only {
+        None
+    } else {
+        match object.read(start..start + len).await {
+            Ok(r) => Some(r),
+            Err(e) => return reply::store_error(ex, &e).await,
+        }
+    };
+    let mut response = ex
+        .respond(status)
+        .header_display("content-type", content_type)
+        .header("accept-ranges", "bytes")
+        .header("etag", &etag)
+        .header("last-modified", &last_modified)
+        .header("x-content-type-options", "nosniff")
+        .header("content-security-policy", "sandbox");
+    if let Some(digest) = &repr_digest {
+        response = response.header("repr-digest", digest);
+    }
+    if status == StatusCode::PARTIAL_CONTENT {
+        let end = start + len - 1;
+        response = response.header(
+            "content-range",
+            format!("bytes {start}-{end}/{}", meta.size),
+        );
+    }
+    let mut writer = response.stream(Some(len)).await?;
+    if let Some(reader) = &mut reader {
+        loop {
+            match reader.next_chunk().await {
+                Ok(Some(chunk)) => writer.write(&chunk).await?,
+                Ok(None) => break,
+                Err(e) => {
+                    // The head is out: the declared length not reached ends the connection,
+                    // so the client sees a cut body, never a wrong one.
+                    tracing::error!(error = %e, path = %path, "object store read failed");
+                    return Err(weir::Error::user(e));
+                }
+            }
+        }
+    }
+    writer.finish().await
+}
+
+async fn delete<S: Store>(
+    svc: &Service,
+    store: &S,
+    ex: &mut Exchange<'_>,
+    path: &StorePath,
+) -> Result<(), weir::Error> {
+    let head = ex.request();
+    let check = |meta: Option<&FileMeta>| preconditions::hold(head, meta);
+    let conditional = conditional::has_preconditions(head.proto_head());
+    let deleted = store
+        .delete(path, if conditional { Some(&check) } else { None })
+        .await;
+    match deleted {
+        Ok(()) => {
+            svc.on_deleted(path.as_str());
+            ex.respond(StatusCode::NO_CONTENT).empty().await
+        }
+        Err(StoreError::PreconditionFailed) => preconditions::failed(ex).await,
+        Err(e) => reply::store_error(ex, &e).await,
+    }
+}
+
+async fn list<S: Store>(
+    store: &S,
+    ex: &mut Exchange<'_>,
+    dir: Option<&StorePath>,
+) -> Result<(), weir::Error> {
+    let query = match listing::PageQuery::parse(ex.request().query()) {
+        Ok(q) => q,
+        Err(message) => return reply::error(ex, Problem::BadRequest, message, &[]).await,
+    };
+    let page = match store
+        .list_page(dir, query.after.as_deref(), query.limit)
+        .await
+    {
+        Ok(p) => p,
+        Err(e) => return reply::store_error(ex, &e).await,
+    };
+    if dir.is_some() && query.after.is_none() && page.entries.is_empty() && page.next.is_none() {
+        // No key below it: S3 has no empty directories, so there is none (404, as locally).
+        return reply::error(ex, Problem::NotFound, "no such directory", &[]).await;
+    }
+    let (body, next) = listing::render(dir, &page);
+    listing::answer(ex, query.limit, body, next).await
+}

@@ -1,0 +1,560 @@
+//! `weir serve --store s3://BUCKET/PREFIX` against a real S3 store: SeaweedFS's `weed mini` on
+//! loopback (`weir_testkit::seaweed`), the `weir` binary, raw HTTP/1.1 requests. Every route
+//! wired to the store, the ones refused with 501, conditional creators racing, and the memory
+//! of a large upload. Skipped with a loud message when `weed` is not installed, unless `CI` is
+//! set (then they fail).
+
+use sha2::{Digest, Sha256};
+use std::io::Write;
+use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
+use std::process::Child;
+use std::time::{Duration, Instant};
+use weir_testkit::h1::{Client, Resp};
+use weir_testkit::seaweed::{self, Seaweed};
+
+const WEIR: &str = env!("CARGO_BIN_EXE_weir");
+
+/// A `weir serve --store s3://weir/PREFIX` on a fresh `weed mini`; killed on drop.
+struct S3Serve {
+    node: Node,
+    addr: SocketAddr,
+    _weed: Seaweed,
+}
+
+/// One `weir serve` process on the bucket; killed on drop.
+struct Node {
+    child: Child,
+    addr: SocketAddr,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts a node on `weed`'s bucket (each with its own state directory).
+fn node(weed: &Seaweed, prefix: &str, args: &[&str]) -> Node {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("state");
+    let store = format!("s3://{}/{prefix}", seaweed::BUCKET);
+    let mut all = vec!["--store", &store, "--s3-endpoint", &weed.endpoint];
+    all.extend_from_slice(args);
+    let env = [
+        ("AWS_ACCESS_KEY_ID", seaweed::ACCESS_KEY),
+        ("AWS_SECRET_ACCESS_KEY", seaweed::SECRET_KEY),
+    ];
+    let (child, addr) =
+        weir_testkit::serve_binary::spawn(Path::new(WEIR), &root, dir.path(), &all, &env)
+            .unwrap_or_else(|stderr| panic!("weir serve did not start: {stderr}"));
+    Node {
+        child,
+        addr,
+        _dir: dir,
+    }
+}
+
+/// A client of `weed`'s bucket (as weir serve's, without a prefix).
+fn direct(weed: &Seaweed) -> weir_store::S3Store {
+    weir_store::S3Store::new(weir_store::S3Config {
+        endpoint: weed.endpoint.clone(),
+        region: "us-east-1".into(),
+        bucket: seaweed::BUCKET.into(),
+        prefix: String::new(),
+        access_key: seaweed::ACCESS_KEY.into(),
+        secret_key: seaweed::SECRET_KEY.into(),
+        session_token: None,
+        part_size: 5 << 20,
+        parts_in_flight: 1,
+        path_style: true,
+        request_timeout: Duration::from_secs(60),
+    })
+    .unwrap()
+}
+
+/// Waits until `weed mini` has its bucket (it creates it shortly after its port opens).
+fn wait_for_bucket(weed: &Seaweed) {
+    let store = direct(weed);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    rt.block_on(async {
+        while let Err(e) = store.create_bucket_if_missing().await {
+            assert!(Instant::now() < deadline, "bucket: {e}\n{}", weed.log());
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    });
+}
+
+fn start(prefix: &str, args: &[&str]) -> Option<S3Serve> {
+    let weed = Seaweed::start()?;
+    wait_for_bucket(&weed);
+    let node = node(&weed, prefix, args);
+    Some(S3Serve {
+        addr: node.addr,
+        node,
+        _weed: weed,
+    })
+}
+
+/// One request on a new connection (`Content-Length` added for a body).
+fn request(addr: SocketAddr, head: &str, body: &[u8]) -> Resp {
+    let mut client = Client::new(TcpStream::connect(addr).unwrap());
+    client
+        .stream()
+        .set_read_timeout(Some(Duration::from_secs(120)))
+        .unwrap();
+    let mut req = format!("{head}\r\nhost: test\r\nconnection: close\r\n");
+    if !body.is_empty() && !head.to_ascii_lowercase().contains("content-length") {
+        req.push_str(&format!("content-length: {}\r\n", body.len()));
+    }
+    req.push_str("\r\n");
+    client.send(req.as_bytes());
+    let _ = client.try_send(body);
+    client.read_response_for(head.starts_with("HEAD "))
+}
+
+fn json(r: &Resp) -> serde_json::Value {
+    serde_json::from_slice(&r.body)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&r.body)))
+}
+
+fn data(len: usize, seed: u8) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i as u8).wrapping_mul(131).wrapping_add(seed) ^ (i >> 13) as u8)
+        .collect()
+}
+
+fn hex(d: &[u8]) -> String {
+    d.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[test]
+fn every_wired_route_against_seaweedfs() {
+    let Some(s) = start("site", &[]) else { return };
+    let a = s.addr;
+
+    // PUT: created, then replaced; the answer's digest and ETag.
+    let body = b"hello, bucket";
+    let r = request(
+        a,
+        "PUT /files/docs/a.txt HTTP/1.1\r\ncontent-type: text/plain",
+        body,
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    let sha = hex(&Sha256::digest(body));
+    assert_eq!(json(&r)["sha256"], sha.as_str());
+    assert_eq!(r.header("etag"), Some(format!("\"sha256-{sha}\"").as_str()));
+    let r = request(
+        a,
+        "PUT /files/docs/a.txt HTTP/1.1\r\ncontent-type: text/plain",
+        body,
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(json(&r)["replaced"], true);
+
+    // A body of several parts, byte-exact, with its digest kept (announced by the client).
+    let big = data(12 << 20, 3);
+    let big_sha = Sha256::digest(&big);
+    let b64 = base64_of(&big_sha);
+    let r = request(
+        a,
+        &format!("PUT /files/docs/big.bin HTTP/1.1\r\ncontent-digest: sha-256=:{b64}:"),
+        &big,
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    let r = request(a, "GET /files/docs/big.bin HTTP/1.1", b"");
+    assert_eq!(r.status, 200);
+    assert!(r.body == big, "big body differs");
+    assert_eq!(
+        r.header("repr-digest"),
+        Some(format!("sha-256=:{b64}:").as_str())
+    );
+
+    // GET, HEAD: body, validators, the media type given at upload.
+    let r = request(a, "GET /files/docs/a.txt HTTP/1.1", b"");
+    assert_eq!(r.status, 200);
+    assert_eq!(r.body, body);
+    assert_eq!(r.header("content-type"), Some("text/plain"));
+    let etag = r.header("etag").unwrap().to_owned();
+    assert!(r.header("last-modified").is_some());
+    let r = request(a, "HEAD /files/docs/a.txt HTTP/1.1", b"");
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("content-length"), Some("13"));
+    assert!(r.body.is_empty());
+
+    // Range: one range (206, from the middle of a part boundary), unsatisfiable (416).
+    let r = request(
+        a,
+        "GET /files/docs/big.bin HTTP/1.1\r\nrange: bytes=5242870-5242900",
+        b"",
+    );
+    assert_eq!(r.status, 206);
+    assert_eq!(r.body, &big[5_242_870..=5_242_900]);
+    assert_eq!(
+        r.header("content-range"),
+        Some(format!("bytes 5242870-5242900/{}", big.len()).as_str())
+    );
+    let r = request(
+        a,
+        "GET /files/docs/a.txt HTTP/1.1\r\nrange: bytes=100-",
+        b"",
+    );
+    assert_eq!(r.status, 416);
+    assert_eq!(r.header("content-range"), Some("bytes */13"));
+
+    // Conditionals: 304, 412 on PUT and DELETE.
+    let r = request(
+        a,
+        &format!("GET /files/docs/a.txt HTTP/1.1\r\nif-none-match: {etag}"),
+        b"",
+    );
+    assert_eq!(r.status, 304);
+    let r = request(
+        a,
+        "PUT /files/docs/a.txt HTTP/1.1\r\nif-none-match: *",
+        b"other",
+    );
+    assert_eq!(r.status, 412, "{}", r.text());
+    let r = request(
+        a,
+        "DELETE /files/docs/a.txt HTTP/1.1\r\nif-match: \"nope\"",
+        b"",
+    );
+    assert_eq!(r.status, 412);
+    let r = request(
+        a,
+        &format!("PUT /files/docs/a.txt HTTP/1.1\r\nif-match: {etag}"),
+        b"third",
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+
+    // A wrong digest stores nothing.
+    let r = request(
+        a,
+        "PUT /files/docs/bad.txt HTTP/1.1\r\ncontent-digest: sha-256=:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=:",
+        b"not that",
+    );
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert_eq!(
+        request(a, "GET /files/docs/bad.txt HTTP/1.1", b"").status,
+        404
+    );
+
+    // Listings: the top and a directory.
+    let r = request(a, "GET /files/ HTTP/1.1", b"");
+    assert_eq!(r.status, 200, "{}", r.text());
+    let top = json(&r);
+    assert_eq!(top["entries"][0]["name"], "docs");
+    assert_eq!(top["entries"][0]["type"], "dir");
+    let r = request(a, "GET /files/docs/ HTTP/1.1", b"");
+    let names: Vec<String> = json(&r)["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(names, ["a.txt", "big.bin"]);
+    let r = request(a, "GET /files/docs/?limit=1 HTTP/1.1", b"");
+    assert_eq!(json(&r)["next"], "a.txt");
+    // A directory without its slash redirects; a directory with nothing below is not there.
+    let r = request(a, "GET /files/docs HTTP/1.1", b"");
+    assert_eq!(
+        (r.status, r.header("location")),
+        (301, Some("/files/docs/"))
+    );
+    assert_eq!(request(a, "GET /files/nothing/ HTTP/1.1", b"").status, 404);
+
+    // DELETE: 204, then 404.
+    assert_eq!(
+        request(a, "DELETE /files/docs/a.txt HTTP/1.1", b"").status,
+        204
+    );
+    assert_eq!(
+        request(a, "GET /files/docs/a.txt HTTP/1.1", b"").status,
+        404
+    );
+    assert_eq!(
+        request(a, "DELETE /files/docs/a.txt HTTP/1.1", b"").status,
+        404
+    );
+
+    // Not with this store: 501 problems.
+    for head in [
+        "PUT /files/r.bin HTTP/1.1\r\nupload-complete: ?1",
+        "POST /files/docs/ HTTP/1.1\r\ncontent-type: multipart/form-data; boundary=x",
+        "PUT /files/newdir/ HTTP/1.1\r\ncontent-length: 0",
+        "POST /tus/ HTTP/1.1\r\ntus-resumable: 1.0.0\r\nupload-length: 3",
+        "HEAD /uploads/abc HTTP/1.1",
+    ] {
+        let r = request(a, head, b"");
+        assert_eq!(r.status, 501, "{head}: {}", r.text());
+        if !head.starts_with("HEAD") {
+            assert_eq!(
+                json(&r)["type"],
+                "https://weir.dev/problems/not-implemented"
+            );
+        }
+    }
+    drop(s);
+}
+
+/// Twenty `If-None-Match: *` creators of one path at once through three weir nodes on one
+/// bucket, each body two multipart parts: exactly one 201, the others 412, and every node
+/// serves the winner's bytes.
+#[test]
+fn concurrent_conditional_creators_one_wins() {
+    let args = ["--s3-part-size", "5MiB"];
+    let Some(s) = start("", &args) else {
+        return;
+    };
+    let others = [node(&s._weed, "", &args), node(&s._weed, "", &args)];
+    let nodes = [s.addr, others[0].addr, others[1].addr];
+    let threads: Vec<_> = (0..20u8)
+        .map(|i| {
+            let addr = nodes[usize::from(i) % 3];
+            std::thread::spawn(move || {
+                let body = data(6 << 20, i);
+                let r = request(
+                    addr,
+                    "PUT /files/race.bin HTTP/1.1\r\nif-none-match: *",
+                    &body,
+                );
+                (i, r.status)
+            })
+        })
+        .collect();
+    let results: Vec<(u8, u16)> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+    let winners: Vec<u8> = results.iter().filter(|r| r.1 == 201).map(|r| r.0).collect();
+    assert_eq!(winners.len(), 1, "{results:?}");
+    assert!(
+        results.iter().all(|r| r.1 == 201 || r.1 == 412),
+        "{results:?}"
+    );
+    for addr in nodes {
+        let r = request(addr, "GET /files/race.bin HTTP/1.1", b"");
+        assert!(
+            r.body == data(6 << 20, winners[0]),
+            "not the winner's bytes"
+        );
+    }
+}
+
+/// A 256 MiB upload streamed into 5 MiB parts, two in flight: the server's peak RSS grows by
+/// far less than the body (the bound: parts × (in flight + 1) + the pause threshold, plus
+/// allocator slack).
+#[test]
+fn large_upload_memory_is_bounded_by_the_parts() {
+    let Some(s) = start("", &["--s3-part-size", "5MiB", "--s3-parts-in-flight", "2"]) else {
+        return;
+    };
+    let pid = s.node.child.id();
+    let before = vm_hwm_kib(pid);
+    let len: u64 = 256 << 20;
+    let mut stream = TcpStream::connect(s.addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(300)))
+        .unwrap();
+    write!(
+        stream,
+        "PUT /files/large.bin HTTP/1.1\r\nhost: t\r\nconnection: close\r\ncontent-length: {len}\r\n\r\n"
+    )
+    .unwrap();
+    let chunk = data(1 << 20, 9);
+    let mut hasher = Sha256::new();
+    for _ in 0..(len >> 20) {
+        stream.write_all(&chunk).unwrap();
+        hasher.update(&chunk);
+    }
+    let mut client = Client::new(stream);
+    let r = client.read_response();
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(json(&r)["sha256"], hex(&hasher.finalize()));
+    let growth_mib = vm_hwm_kib(pid).saturating_sub(before) / 1024;
+    // 5 MiB × 3 parts held at most + 1 MiB pause threshold; allow twice that for the allocator.
+    assert!(
+        growth_mib <= 48,
+        "peak RSS grew by {growth_mib} MiB for a 256 MiB upload"
+    );
+    eprintln!("peak RSS growth for a 256 MiB upload: {growth_mib} MiB");
+}
+
+fn vm_hwm_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+fn base64_of(bytes: &[u8]) -> String {
+    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for c in bytes.chunks(3) {
+        let n = (u32::from(c[0]) << 16)
+            | (u32::from(*c.get(1).unwrap_or(&0)) << 8)
+            | u32::from(*c.get(2).unwrap_or(&0));
+        for i in 0..4 {
+            if i <= c.len() {
+                out.push(T[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// The store stops answering (SIGSTOP) while a 200 MiB body arrives: weir stops reading, so the
+/// client can hand over only what the part buffer, the pause threshold and the two sockets'
+/// buffers hold; when the store continues, the upload completes byte-exact.
+#[test]
+fn a_stalled_store_pushes_back_to_the_client() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let Some(s) = start("", &["--s3-part-size", "5MiB", "--s3-parts-in-flight", "2"]) else {
+        return;
+    };
+    let len: u64 = 200 << 20;
+    let mut stream = TcpStream::connect(s.addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(120)))
+        .unwrap();
+    write!(
+        stream,
+        "PUT /files/stalled.bin HTTP/1.1\r\nhost: t\r\nconnection: close\r\ncontent-length: {len}\r\n\r\n"
+    )
+    .unwrap();
+    s._weed.signal("STOP");
+    let sent = Arc::new(AtomicU64::new(0));
+    let mut writer = stream.try_clone().unwrap();
+    let counter = Arc::clone(&sent);
+    let sender = std::thread::spawn(move || {
+        let chunk = data(64 << 10, 4);
+        for _ in 0..(len / (64 << 10)) {
+            writer.write_all(&chunk).unwrap();
+            counter.fetch_add(chunk.len() as u64, Ordering::Relaxed);
+        }
+    });
+    // Wait until the client is blocked: nothing more sent for a second.
+    let mut last = u64::MAX;
+    loop {
+        std::thread::sleep(Duration::from_secs(1));
+        let now = sent.load(Ordering::Relaxed);
+        if now == last {
+            break;
+        }
+        last = now;
+    }
+    eprintln!(
+        "accepted while the store was stopped: {} MiB of 200",
+        last >> 20
+    );
+    // One 5 MiB part + the 1 MiB pause threshold + what the two sockets' buffers can hold at
+    // most (the kernel's tcp_rmem and tcp_wmem maxima); an unbounded queue would take it all.
+    let max_buffer = |file: &str| -> u64 {
+        let text = std::fs::read_to_string(format!("/proc/sys/net/ipv4/{file}")).unwrap();
+        text.split_whitespace().last().unwrap().parse().unwrap()
+    };
+    let bound = (6 << 20) + max_buffer("tcp_rmem") + max_buffer("tcp_wmem");
+    assert!(
+        bound < len / 2,
+        "this machine's socket buffers make the test meaningless"
+    );
+    assert!(
+        last <= bound,
+        "{last} bytes taken while the store was stopped (bound {bound})"
+    );
+    s._weed.signal("CONT");
+    sender.join().unwrap();
+    let mut client = Client::new(stream);
+    let r = client.read_response();
+    assert_eq!(r.status, 201, "{}", r.text());
+    let mut hasher = Sha256::new();
+    let chunk = data(64 << 10, 4);
+    for _ in 0..(len / (64 << 10)) {
+        hasher.update(&chunk);
+    }
+    assert_eq!(json(&r)["sha256"], hex(&hasher.finalize()));
+}
+
+/// The store dies during an upload: a 502 `store-unavailable` problem, not a hang, and the node
+/// goes on answering what needs no store.
+#[test]
+fn a_dead_store_is_a_502_and_the_node_keeps_serving() {
+    let Some(s) = start("", &["--s3-timeout", "10"]) else {
+        return;
+    };
+    let body = data(3 << 20, 6);
+    let mut stream = TcpStream::connect(s.addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    write!(
+        stream,
+        "PUT /files/dead.bin HTTP/1.1\r\nhost: t\r\nconnection: close\r\ncontent-length: {}\r\n\r\n",
+        body.len()
+    )
+    .unwrap();
+    stream.write_all(&body[..1 << 20]).unwrap();
+    s._weed.signal("KILL");
+    stream.write_all(&body[1 << 20..]).unwrap();
+    let r = Client::new(stream).read_response();
+    assert_eq!(r.status, 502, "{}", r.text());
+    assert_eq!(
+        json(&r)["type"],
+        "https://weir.dev/problems/store-unavailable"
+    );
+    assert_eq!(request(s.addr, "GET /healthz HTTP/1.1", b"").status, 200);
+    let r = request(s.addr, "GET /files/dead.bin HTTP/1.1", b"");
+    assert_eq!(r.status, 502, "{}", r.text());
+}
+
+/// A multipart upload that a dead node left (begun, parts sent, never completed nor aborted)
+/// is aborted by a node's sweep once older than `--s3-sweep-after`.
+#[test]
+fn the_sweep_aborts_what_a_dead_node_left() {
+    use weir_store::{Store, StoreUpload};
+    let Some(weed) = Seaweed::start() else {
+        return;
+    };
+    wait_for_bucket(&weed);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let store = direct(&weed);
+    rt.block_on(async {
+        let path = weir_store::StorePath::parse("orphan.bin").unwrap();
+        let options = weir_store::UploadOptions::default();
+        let mut up = store.begin(&path, options, None).await.unwrap();
+        up.write(&data(6 << 20, 1)).await.unwrap();
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        // As a killed process would: no abort.
+        std::mem::forget(up);
+        assert_eq!(
+            store.pending_multipart_keys().await.unwrap(),
+            ["orphan.bin"]
+        );
+    });
+    let _node = node(&weed, "", &["--s3-sweep-after", "0"]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !rt
+        .block_on(store.pending_multipart_keys())
+        .unwrap()
+        .is_empty()
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the sweep did not abort the orphan"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}

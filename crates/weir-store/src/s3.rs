@@ -1,0 +1,1343 @@
+//! `S3Store`: the storage interface ([`Store`]) over an S3-compatible bucket (feature `s3`).
+//!
+//! Requests are signed by `rusty-s3` (sans-IO: presigned URLs, SigV4, the XML of listings and
+//! multipart uploads) and sent by hyper's pooled HTTP/1.1 client (rustls with `ring` for
+//! `https://` endpoints). A store path `a/b.txt` is the key `{prefix}a/b.txt`; "directories"
+//! are key prefixes ending in `/` (listed with the delimiter `/`).
+//!
+//! # Uploads
+//! Bytes are copied into a part buffer of [`S3Config::part_size`]. Small uploads (at most one
+//! part) are one `PutObject` at commit. Past one part, the first full part creates the
+//! multipart upload and each full part is sent by its own task; at most
+//! [`S3Config::parts_in_flight`] are sent at once, and [`StoreUpload::write`] waits for one of
+//! them to finish before it starts another: memory per upload is at most
+//! `part_size × (parts_in_flight + 1)`, and a slow store slows the writer (which stops reading
+//! its client), with no queue in between. SHA-256 (and SHA-512 when a `sha-512` digest is
+//! expected) is computed as bytes are written, before they are copied.
+//!
+//! The commit checks length and digests, then completes the multipart upload (or puts the
+//! single part) with a conditional header: `If-None-Match: *` when the check accepted "no
+//! object", else `If-Match` with the S3 ETag of the version the check saw, so a version that
+//! slipped in after the check makes the store refuse (412/409 → [`StoreError::PreconditionFailed`]).
+//! A conditional *multipart* completion is also serialized per key by a lock object
+//! (`{prefix}.weir-locks/{path}`, taken with a single conditional `PutObject`, released after,
+//! taken over once its 30 s lease is past): SeaweedFS 4.48 checks a completion's condition apart
+//! from its write, and 20 racing creators stored 1 to 4 "winners" without the lock (a single
+//! `PutObject`'s condition it decides atomically: always one).
+//! Any failure, and a drop without commit, aborts the multipart upload (from a task on the
+//! runtime, for a drop): nothing partial becomes visible.
+//!
+//! The SHA-256 is stored as the object's user metadata `x-amz-meta-weir-sha256` (hex) when it
+//! is known when the object is created: always for a one-part upload, and for a multipart one
+//! when the client announced it (`Content-Digest`), since S3 takes metadata only at the
+//! creation of a multipart upload. A multipart upload without an announced digest is verified
+//! and answered with its SHA-256 but stored without it (its `ETag` is then size and time).
+//!
+//! # Reads
+//! [`Store::open`] is a `HeadObject`; [`StoreObject::read`] a `GetObject` with `Range` and
+//! `If-Match` on the S3 ETag the head returned, so a replaced object fails instead of mixing
+//! versions. Chunks are hyper's frames, passed on without a copy.
+
+use crate::digest::Hashers;
+use crate::store::{Store, StoreObject, StoreReader, StoreUpload, VersionCheck};
+use crate::{
+    Committed, Entry, FileMeta, ListPage, MediaType, StoreError, StorePath, UploadOptions,
+    validate_name,
+};
+use bytes::{Bytes, BytesMut};
+use http::{HeaderMap, Method, Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use rusty_s3::{Bucket, Credentials, S3Action, UrlStyle};
+use std::num::NonZeroUsize;
+use std::ops::Range;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tokio::task::JoinSet;
+use url::Url;
+
+/// How long a signed request stays valid: it is sent at once, so this only bounds a replay.
+const SIGNED_FOR: Duration = Duration::from_secs(15 * 60);
+/// The user metadata holding the SHA-256 (hex), without S3's `x-amz-meta-` prefix.
+const SHA256_META: &str = "x-amz-meta-weir-sha256";
+
+/// Where and how to reach the bucket.
+#[derive(Clone, Debug)]
+pub struct S3Config {
+    /// `http://host:port` or `https://host` of the S3 API.
+    pub endpoint: String,
+    /// The signing region (`us-east-1` for most S3-compatible stores).
+    pub region: String,
+    /// The bucket.
+    pub bucket: String,
+    /// Keys start with this (empty, or ending in `/`).
+    pub prefix: String,
+    /// Access key id.
+    pub access_key: String,
+    /// Secret access key.
+    pub secret_key: String,
+    /// Session token of temporary credentials, if any.
+    pub session_token: Option<String>,
+    /// Bytes per multipart part (S3 requires at least 5 MiB for every part but the last).
+    pub part_size: usize,
+    /// Parts of one upload sent at once.
+    pub parts_in_flight: usize,
+    /// Path-style URLs (`endpoint/bucket/key`, what SeaweedFS and MinIO serve) rather than
+    /// virtual-hosted ones (`bucket.endpoint/key`).
+    pub path_style: bool,
+    /// Longest wait for a request's answer head (a part's upload included): a store that stopped
+    /// answering fails the upload ([`StoreError::Backend`]) instead of holding it forever.
+    pub request_timeout: Duration,
+}
+
+impl S3Config {
+    /// Default part size: 8 MiB (AWS's CLI default).
+    pub const DEFAULT_PART_SIZE: usize = 8 << 20;
+    /// Default parts in flight per upload.
+    pub const DEFAULT_PARTS_IN_FLIGHT: usize = 2;
+    /// Default [`S3Config::request_timeout`]: a part of the default size needs well under this
+    /// on any link an upload server should use.
+    pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+}
+
+type HttpClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
+
+/// An S3 bucket (under a prefix) as a [`Store`]. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct S3Store {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    bucket: Bucket,
+    credentials: Credentials,
+    prefix: String,
+    part_size: usize,
+    parts_in_flight: usize,
+    request_timeout: Duration,
+    client: HttpClient,
+}
+
+/// A multipart upload neither completed nor aborted.
+#[derive(Debug)]
+struct PendingUpload {
+    key: String,
+    upload_id: String,
+    initiated: Option<SystemTime>,
+}
+
+/// What a `HeadObject` told.
+#[derive(Clone, Debug)]
+struct Head {
+    meta: FileMeta,
+    media_type: Option<MediaType>,
+    /// S3's ETag of this version, for `If-Match`.
+    etag: String,
+}
+
+impl S3Store {
+    /// A store over `config`'s bucket. Sends nothing yet (see [`S3Store::check`]).
+    pub fn new(config: S3Config) -> Result<S3Store, StoreError> {
+        let bad = |message: String| StoreError::Backend {
+            op: "configure",
+            message,
+        };
+        let endpoint: Url = config
+            .endpoint
+            .parse()
+            .map_err(|e| bad(format!("endpoint {:?}: {e}", config.endpoint)))?;
+        let style = if config.path_style {
+            UrlStyle::Path
+        } else {
+            UrlStyle::VirtualHost
+        };
+        let bucket = Bucket::new(endpoint.clone(), style, config.bucket, config.region)
+            .map_err(|e| bad(format!("bucket: {e}")))?;
+        let credentials = match config.session_token {
+            Some(t) => Credentials::new_with_token(config.access_key, config.secret_key, t),
+            None => Credentials::new(config.access_key, config.secret_key),
+        };
+        let mut prefix = config.prefix.trim_matches('/').to_owned();
+        if !prefix.is_empty() {
+            prefix.push('/');
+        }
+        let builder = hyper_rustls::HttpsConnectorBuilder::new();
+        let builder = match builder.with_native_roots() {
+            Ok(b) => b,
+            // No system roots: fine for a plain-HTTP endpoint (loopback, a private network).
+            Err(_) if endpoint.scheme() == "http" => hyper_rustls::HttpsConnectorBuilder::new()
+                .with_tls_config(
+                    rustls::ClientConfig::builder()
+                        .with_root_certificates(rustls::RootCertStore::empty())
+                        .with_no_client_auth(),
+                ),
+            Err(e) => return Err(bad(format!("no trusted certificates for https: {e}"))),
+        };
+        let connector = builder.https_or_http().enable_http1().build();
+        let client = Client::builder(hyper_util::rt::TokioExecutor::new())
+            .pool_idle_timeout(Duration::from_secs(30))
+            .build(connector);
+        Ok(S3Store {
+            inner: Arc::new(Inner {
+                bucket,
+                credentials,
+                prefix,
+                part_size: config.part_size.max(1),
+                parts_in_flight: config.parts_in_flight.max(1),
+                request_timeout: config.request_timeout,
+                client,
+            }),
+        })
+    }
+
+    /// Whether the bucket is there and these credentials reach it (`HeadBucket`).
+    pub async fn check(&self) -> Result<(), StoreError> {
+        let url = self
+            .inner
+            .bucket
+            .head_bucket(Some(&self.inner.credentials))
+            .sign(SIGNED_FOR);
+        let resp = self
+            .send("check bucket", Method::HEAD, url, &[], Bytes::new())
+            .await?;
+        if resp.status().is_success() {
+            Ok(())
+        } else {
+            Err(failure("check bucket", resp).await)
+        }
+    }
+
+    /// Creates the bucket if it is not there (tests, first runs).
+    pub async fn create_bucket_if_missing(&self) -> Result<(), StoreError> {
+        if self.check().await.is_ok() {
+            return Ok(());
+        }
+        let url = self
+            .inner
+            .bucket
+            .create_bucket(&self.inner.credentials)
+            .sign(SIGNED_FOR);
+        let resp = self
+            .send("create bucket", Method::PUT, url, &[], Bytes::new())
+            .await?;
+        if resp.status().is_success() || resp.status() == StatusCode::CONFLICT {
+            Ok(())
+        } else {
+            Err(failure("create bucket", resp).await)
+        }
+    }
+
+    /// The keys (under the prefix) with multipart uploads begun and neither completed nor
+    /// aborted: what a sweep would abort. Empty when every upload cleaned up after itself.
+    pub async fn pending_multipart_keys(&self) -> Result<Vec<String>, StoreError> {
+        Ok(self
+            .pending_multipart()
+            .await?
+            .into_iter()
+            .map(|p| p.key)
+            .collect())
+    }
+
+    /// Aborts the multipart uploads under the prefix begun more than `older_than` ago: those
+    /// a process that died (SIGKILL, power loss) could not abort itself. Uploads still being
+    /// received by a live node are younger than any sensible `older_than` (hours). Returns how
+    /// many were aborted (at most a thousand per call: the store's page).
+    pub async fn sweep_multipart(&self, older_than: Duration) -> Result<usize, StoreError> {
+        let cutoff = SystemTime::now()
+            .checked_sub(older_than)
+            .unwrap_or(UNIX_EPOCH);
+        let mut aborted = 0;
+        for p in self.pending_multipart().await? {
+            // Uploads with no parseable start time are left alone.
+            if p.initiated.is_some_and(|t| t <= cutoff) {
+                abort_request(self, &p.key, &p.upload_id).await?;
+                aborted += 1;
+            }
+        }
+        Ok(aborted)
+    }
+
+    /// `ListMultipartUploads` under the prefix (one page).
+    async fn pending_multipart(&self) -> Result<Vec<PendingUpload>, StoreError> {
+        let i = &self.inner;
+        let mut url = i.bucket.base_url().clone();
+        url.set_query(None);
+        let url = rusty_s3::signing::sign(
+            &jiff_now(),
+            rusty_s3::Method::Get,
+            url,
+            i.credentials.key(),
+            i.credentials.secret(),
+            i.credentials.token(),
+            i.bucket.region(),
+            SIGNED_FOR.as_secs(),
+            // Sorted by name: `sign` canonicalizes the query in the order given.
+            [("prefix", i.prefix.as_str()), ("uploads", "")].into_iter(),
+            std::iter::empty(),
+        );
+        let resp = self
+            .send(
+                "list multipart uploads",
+                Method::GET,
+                url,
+                &[],
+                Bytes::new(),
+            )
+            .await?;
+        if !resp.status().is_success() {
+            return Err(failure("list multipart uploads", resp).await);
+        }
+        let body = collect("list multipart uploads", resp).await?;
+        // rusty-s3 has no parser for this answer: its `<Upload>` elements hold `<Key>`,
+        // `<UploadId>` and `<Initiated>`, each text without markup.
+        let text = String::from_utf8_lossy(&body);
+        let element = |upload: &str, name: &str| -> Option<String> {
+            let open = format!("<{name}>");
+            let close = format!("</{name}>");
+            let (_, rest) = upload.split_once(open.as_str())?;
+            let (value, _) = rest.split_once(close.as_str())?;
+            Some(xml_unescape(value))
+        };
+        Ok(text
+            .split("<Upload>")
+            .skip(1)
+            .filter_map(|u| {
+                Some(PendingUpload {
+                    key: element(u, "Key")?,
+                    upload_id: element(u, "UploadId")?,
+                    initiated: element(u, "Initiated").and_then(|t| parse_iso8601(&t)),
+                })
+            })
+            .collect())
+    }
+
+    fn key(&self, path: &StorePath) -> String {
+        // ALLOCATION: the key, once per operation.
+        format!("{}{}", self.inner.prefix, path.as_str())
+    }
+
+    /// Sends one request; any answer is returned, only transport failures are errors.
+    async fn send(
+        &self,
+        op: &'static str,
+        method: Method,
+        url: Url,
+        headers: &[(&str, &str)],
+        body: Bytes,
+    ) -> Result<Response<Incoming>, StoreError> {
+        let mut req = Request::builder().method(method).uri(url.as_str());
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let req = req.body(Full::new(body)).map_err(|e| StoreError::Backend {
+            op,
+            message: e.to_string(),
+        })?;
+        match tokio::time::timeout(self.inner.request_timeout, self.inner.client.request(req)).await
+        {
+            Ok(answer) => answer.map_err(|e| StoreError::Backend {
+                op,
+                message: format!("{e} ({})", source_chain(&e)),
+            }),
+            Err(_) => Err(StoreError::Backend {
+                op,
+                message: format!("no answer within {:?}", self.inner.request_timeout),
+            }),
+        }
+    }
+
+    /// `HeadObject`: `None` when there is no object.
+    async fn head(&self, key: &str) -> Result<Option<Head>, StoreError> {
+        let url = self
+            .inner
+            .bucket
+            .head_object(Some(&self.inner.credentials), key)
+            .sign(SIGNED_FOR);
+        let resp = self
+            .send("head object", Method::HEAD, url, &[], Bytes::new())
+            .await?;
+        match resp.status() {
+            StatusCode::NOT_FOUND => Ok(None),
+            s if s.is_success() => Ok(Some(head_from(resp.headers())?)),
+            _ => Err(failure("head object", resp).await),
+        }
+    }
+
+    /// The condition header a write or delete sends, after `check` accepted `current`.
+    fn condition(current: Option<&Head>) -> (&'static str, String) {
+        match current {
+            None => ("if-none-match", "*".to_owned()),
+            Some(h) => ("if-match", h.etag.clone()),
+        }
+    }
+}
+
+/// A held commit lock (see [`S3Store::lock`]).
+#[derive(Debug)]
+struct CommitLock {
+    key: String,
+    etag: String,
+}
+
+/// Names of lock objects start with this (after the prefix); no store path can (`.weir-`), so
+/// they are never listed or served.
+const LOCK_DIR: &str = ".weir-locks/";
+/// A lock older than this was left by a node that died while committing: it is taken over.
+const LOCK_LEASE: Duration = Duration::from_secs(30);
+/// How long a commit waits for another node's commit to the same key.
+const LOCK_WAIT: Duration = Duration::from_secs(20);
+
+impl S3Store {
+    /// A `PutObject` of a small body with these (signed) headers.
+    async fn put_small(
+        &self,
+        key: &str,
+        headers: &[(&'static str, String)],
+        body: Bytes,
+    ) -> Result<Response<Incoming>, StoreError> {
+        let mut action = self
+            .inner
+            .bucket
+            .put_object(Some(&self.inner.credentials), key);
+        for (k, v) in headers {
+            action.headers_mut().insert(*k, v.as_str());
+        }
+        let url = action.sign(SIGNED_FOR);
+        let pairs: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        self.send("put object", Method::PUT, url, &pairs, body)
+            .await
+    }
+
+    /// Takes the commit lock of `key`: the object `{prefix}.weir-locks/{path}`, created with
+    /// `If-None-Match: *` (a single `PutObject`, whose condition stores decide atomically),
+    /// holding its expiry time. Waits (with growing pauses) while another commit holds it,
+    /// takes over one whose lease ran out, gives up after [`LOCK_WAIT`].
+    async fn lock(&self, key: &str) -> Result<CommitLock, StoreError> {
+        let path = key.strip_prefix(&self.inner.prefix).unwrap_or(key);
+        let lock_key = format!("{}{LOCK_DIR}{path}", self.inner.prefix);
+        let deadline = std::time::Instant::now() + LOCK_WAIT;
+        let mut pause = Duration::from_millis(10);
+        loop {
+            let expires = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs())
+                + LOCK_LEASE.as_secs();
+            let headers = [("if-none-match", "*".to_owned())];
+            let resp = self
+                .put_small(&lock_key, &headers, Bytes::from(expires.to_string()))
+                .await?;
+            let status = resp.status();
+            if status.is_success() {
+                let etag = resp
+                    .headers()
+                    .get("etag")
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("")
+                    .to_owned();
+                return Ok(CommitLock {
+                    key: lock_key,
+                    etag,
+                });
+            }
+            match check_write("take commit lock", resp).await {
+                Err(StoreError::PreconditionFailed) => {}
+                Err(e) => return Err(e),
+                Ok(()) => unreachable!("not a success"),
+            }
+            // Held: taken over if its lease ran out, else waited for.
+            if let Some(stale) = self.stale_lock(&lock_key).await? {
+                self.unlock(stale).await;
+                continue;
+            }
+            if std::time::Instant::now() > deadline {
+                return Err(StoreError::Backend {
+                    op: "take commit lock",
+                    message: "another upload is still committing to this path".into(),
+                });
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_millis(200));
+        }
+    }
+
+    /// The lock at `lock_key`, if its lease ran out.
+    async fn stale_lock(&self, lock_key: &str) -> Result<Option<CommitLock>, StoreError> {
+        let url = self
+            .inner
+            .bucket
+            .get_object(Some(&self.inner.credentials), lock_key)
+            .sign(SIGNED_FOR);
+        let resp = self
+            .send("read commit lock", Method::GET, url, &[], Bytes::new())
+            .await?;
+        if !resp.status().is_success() {
+            // Gone meanwhile (404): try again at once.
+            return Ok(None);
+        }
+        let etag = resp
+            .headers()
+            .get("etag")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_owned();
+        let body = collect("read commit lock", resp).await?;
+        let expires: u64 = std::str::from_utf8(&body)
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+            .unwrap_or(0);
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        Ok((expires < now).then(|| CommitLock {
+            key: lock_key.to_owned(),
+            etag,
+        }))
+    }
+
+    /// Releases a lock: deleted only if it is still the one taken (`If-Match`), so a lock
+    /// another node took over is left alone. Errors are ignored: the lease ends it anyway.
+    async fn unlock(&self, lock: CommitLock) {
+        let mut action = self
+            .inner
+            .bucket
+            .delete_object(Some(&self.inner.credentials), &lock.key);
+        action.headers_mut().insert("if-match", lock.etag.as_str());
+        let url = action.sign(SIGNED_FOR);
+        let headers = [("if-match", lock.etag.as_str())];
+        let _ = self
+            .send(
+                "release commit lock",
+                Method::DELETE,
+                url,
+                &headers,
+                Bytes::new(),
+            )
+            .await;
+    }
+}
+
+impl Store for S3Store {
+    type Upload = S3Upload;
+    type Object = S3Object;
+
+    async fn begin(
+        &self,
+        path: &StorePath,
+        options: UploadOptions,
+        media_type: Option<MediaType>,
+    ) -> Result<S3Upload, StoreError> {
+        let sha512 = options
+            .expected_digest
+            .as_ref()
+            .is_some_and(|d| d.sha512.is_some());
+        Ok(S3Upload {
+            store: self.clone(),
+            key: self.key(path),
+            hashers: Hashers::new(true, sha512),
+            options,
+            media_type,
+            // ALLOCATION: the part buffer, once per upload (and again per part sent).
+            part: BytesMut::new(),
+            size: 0,
+            multipart: None,
+        })
+    }
+
+    async fn open(&self, path: &StorePath) -> Result<S3Object, StoreError> {
+        let key = self.key(path);
+        match self.head(&key).await? {
+            Some(head) => Ok(S3Object {
+                store: self.clone(),
+                key,
+                head,
+            }),
+            None => Err(StoreError::NotFound),
+        }
+    }
+
+    async fn list_page(
+        &self,
+        dir: Option<&StorePath>,
+        after: Option<&str>,
+        limit: NonZeroUsize,
+    ) -> Result<ListPage, StoreError> {
+        let i = &self.inner;
+        let base = match dir {
+            Some(d) => format!("{}{}/", i.prefix, d.as_str()),
+            None => i.prefix.clone(),
+        };
+        let mut action = i.bucket.list_objects_v2(Some(&i.credentials));
+        action.with_prefix(base.as_str());
+        action.with_delimiter("/");
+        action.with_max_keys(limit.get().min(1000));
+        // The page is in key order, where a directory sorts as `name/` (S3 gives no other
+        // order), and its cursor is that key's end: `name` for a file, `name/` for a directory.
+        // After a directory's cursor, listing starts past every key below it.
+        let start_after = after.map(|a| match a.strip_suffix('/') {
+            Some(_) => format!("{base}{a}\u{10FFFF}"),
+            None => format!("{base}{a}"),
+        });
+        if let Some(s) = &start_after {
+            action.with_start_after(s.as_str());
+        }
+        let url = action.sign(SIGNED_FOR);
+        let resp = self
+            .send("list objects", Method::GET, url, &[], Bytes::new())
+            .await?;
+        if !resp.status().is_success() {
+            return Err(failure("list objects", resp).await);
+        }
+        let body = collect("list objects", resp).await?;
+        let parsed = rusty_s3::actions::ListObjectsV2::parse_response(&body).map_err(|e| {
+            StoreError::Backend {
+                op: "list objects",
+                message: e.to_string(),
+            }
+        })?;
+        // (key end, entry): files and directories, in key order.
+        let mut found: Vec<(&str, Option<Entry>)> =
+            Vec::with_capacity(parsed.contents.len() + parsed.common_prefixes.len());
+        for c in &parsed.contents {
+            let Some(end) = c.key.strip_prefix(&base) else {
+                continue;
+            };
+            let entry = validate_name(end).is_ok().then(|| Entry {
+                name: end.to_owned(),
+                size: c.size,
+                modified: parse_iso8601(&c.last_modified).unwrap_or(UNIX_EPOCH),
+                is_dir: false,
+            });
+            found.push((end, entry));
+        }
+        for p in &parsed.common_prefixes {
+            let Some(end) = p.prefix.strip_prefix(&base) else {
+                continue;
+            };
+            let name = end.strip_suffix('/').unwrap_or(end);
+            let entry = validate_name(name).is_ok().then(|| Entry {
+                name: name.to_owned(),
+                size: 0,
+                modified: UNIX_EPOCH,
+                is_dir: true,
+            });
+            found.push((end, entry));
+        }
+        found.sort_by(|a, b| a.0.cmp(b.0));
+        // When more keys follow, the cursor is the last key end considered, even one whose
+        // name is not served (so a page of such names still moves on).
+        let next = match (&parsed.next_continuation_token, found.last()) {
+            (Some(_), Some((end, _))) => Some((*end).to_owned()),
+            _ => None,
+        };
+        let entries: Vec<Entry> = found.into_iter().filter_map(|(_, e)| e).collect();
+        Ok(ListPage { entries, next })
+    }
+
+    async fn delete(
+        &self,
+        path: &StorePath,
+        check: Option<VersionCheck<'_>>,
+    ) -> Result<(), StoreError> {
+        let key = self.key(path);
+        let Some(current) = self.head(&key).await? else {
+            return Err(StoreError::NotFound);
+        };
+        let mut action = self
+            .inner
+            .bucket
+            .delete_object(Some(&self.inner.credentials), &key);
+        let condition;
+        if let Some(check) = check {
+            if !check(Some(&current.meta)) {
+                return Err(StoreError::PreconditionFailed);
+            }
+            condition = Self::condition(Some(&current));
+            action
+                .headers_mut()
+                .insert(condition.0, condition.1.as_str());
+        }
+        let headers: Vec<(&str, &str)> = action.headers_mut().iter().collect();
+        let headers: Vec<(String, String)> = headers
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect();
+        let url = action.sign(SIGNED_FOR);
+        let pairs: Vec<(&str, &str)> = headers
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        let resp = self
+            .send("delete object", Method::DELETE, url, &pairs, Bytes::new())
+            .await?;
+        match resp.status() {
+            s if s.is_success() => Ok(()),
+            StatusCode::NOT_FOUND => Err(StoreError::NotFound),
+            StatusCode::PRECONDITION_FAILED | StatusCode::CONFLICT => {
+                Err(StoreError::PreconditionFailed)
+            }
+            _ => Err(failure("delete object", resp).await),
+        }
+    }
+}
+
+// ---- uploads ---------------------------------------------------------------------------
+
+/// A multipart upload under way.
+#[derive(Debug)]
+struct Multipart {
+    upload_id: String,
+    /// Part number of the next part to send (from 1).
+    next_part: u16,
+    /// Parts being sent: each task answers its part number and ETag.
+    in_flight: JoinSet<Result<(u16, String), StoreError>>,
+    /// Parts sent, by number.
+    done: Vec<(u16, String)>,
+}
+
+/// An upload to S3 (see the module doc). Dropped without commit: the multipart upload, if
+/// one was begun, is aborted from a task.
+#[derive(Debug)]
+pub struct S3Upload {
+    store: S3Store,
+    key: String,
+    options: UploadOptions,
+    media_type: Option<MediaType>,
+    hashers: Hashers,
+    /// The part being filled.
+    part: BytesMut,
+    size: u64,
+    multipart: Option<Multipart>,
+}
+
+impl S3Upload {
+    /// The headers an object is created with (signed with it).
+    fn creation_headers(&self, sha256: Option<&[u8; 32]>) -> Vec<(&'static str, String)> {
+        let mut h = Vec::with_capacity(2);
+        if let Some(m) = &self.media_type {
+            h.push(("content-type", m.as_str().to_owned()));
+        }
+        if let Some(d) = sha256 {
+            h.push((SHA256_META, hex(d)));
+        }
+        h
+    }
+
+    /// Creates the multipart upload, with the SHA-256 as metadata if the client announced it.
+    async fn start_multipart(&mut self) -> Result<(), StoreError> {
+        let announced = self.options.expected_digest.as_ref().and_then(|d| d.sha256);
+        let headers = self.creation_headers(announced.as_ref());
+        let s = &self.store;
+        let mut action = s
+            .inner
+            .bucket
+            .create_multipart_upload(Some(&s.inner.credentials), &self.key);
+        for (k, v) in &headers {
+            action.headers_mut().insert(*k, v.as_str());
+        }
+        let url = action.sign(SIGNED_FOR);
+        let pairs: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let resp = s
+            .send(
+                "create multipart upload",
+                Method::POST,
+                url,
+                &pairs,
+                Bytes::new(),
+            )
+            .await?;
+        if !resp.status().is_success() {
+            return Err(failure("create multipart upload", resp).await);
+        }
+        let body = collect("create multipart upload", resp).await?;
+        let parsed =
+            rusty_s3::actions::CreateMultipartUpload::parse_response(&body).map_err(|e| {
+                StoreError::Backend {
+                    op: "create multipart upload",
+                    message: e.to_string(),
+                }
+            })?;
+        self.multipart = Some(Multipart {
+            upload_id: parsed.upload_id().to_owned(),
+            next_part: 1,
+            in_flight: JoinSet::new(),
+            done: Vec::new(),
+        });
+        Ok(())
+    }
+
+    /// Sends the filled part from a task; first waits while `parts_in_flight` are being sent
+    /// (the backpressure).
+    async fn send_part(&mut self) -> Result<(), StoreError> {
+        if self.multipart.is_none() {
+            self.start_multipart().await?;
+        }
+        let limit = self.store.inner.parts_in_flight;
+        let Some(mp) = self.multipart.as_mut() else {
+            unreachable!("started above")
+        };
+        while mp.in_flight.len() >= limit {
+            join_one(mp).await?;
+        }
+        let number = mp.next_part;
+        mp.next_part = number.checked_add(1).ok_or_else(|| StoreError::Backend {
+            op: "upload part",
+            message: "more than 65535 parts: raise the part size".into(),
+        })?;
+        // No copy: the filled buffer is frozen and sent; a new one is allocated for the next.
+        let body = std::mem::take(&mut self.part).freeze();
+        let store = self.store.clone();
+        let key = self.key.clone();
+        let upload_id = mp.upload_id.clone();
+        mp.in_flight.spawn(async move {
+            let i = &store.inner;
+            let url = i
+                .bucket
+                .upload_part(Some(&i.credentials), &key, number, &upload_id)
+                .sign(SIGNED_FOR);
+            let resp = store
+                .send("upload part", Method::PUT, url, &[], body)
+                .await?;
+            if !resp.status().is_success() {
+                return Err(failure("upload part", resp).await);
+            }
+            let etag = resp
+                .headers()
+                .get("etag")
+                .and_then(|v| v.to_str().ok())
+                .ok_or_else(|| StoreError::Backend {
+                    op: "upload part",
+                    message: "no ETag in the answer".into(),
+                })?
+                .to_owned();
+            Ok((number, etag))
+        });
+        Ok(())
+    }
+
+    /// Aborts the multipart upload, if one was begun (parts in flight are cancelled first).
+    async fn abort_multipart(&mut self) -> Result<(), StoreError> {
+        let Some(mut mp) = self.multipart.take() else {
+            return Ok(());
+        };
+        mp.in_flight.abort_all();
+        while mp.in_flight.join_next().await.is_some() {}
+        abort_request(&self.store, &self.key, &mp.upload_id).await
+    }
+
+    async fn commit_inner(
+        &mut self,
+        check: Option<VersionCheck<'_>>,
+    ) -> Result<Committed, StoreError> {
+        if let Some(expected) = self.options.expected_len {
+            if expected != self.size {
+                return Err(StoreError::LengthMismatch {
+                    expected,
+                    actual: self.size,
+                });
+            }
+        }
+        let digests = std::mem::replace(&mut self.hashers, Hashers::new(false, false)).finish();
+        if let Some(expected) = &self.options.expected_digest {
+            if let Some(algorithm) = digests.mismatch(expected) {
+                return Err(StoreError::DigestMismatch { algorithm });
+            }
+        }
+        if self.multipart.is_some() {
+            // Every part sent before the check, so the check-to-write window stays short.
+            if !self.part.is_empty() {
+                self.send_part().await?;
+            }
+            if let Some(mp) = self.multipart.as_mut() {
+                while !mp.in_flight.is_empty() {
+                    join_one(mp).await?;
+                }
+            }
+        }
+        // A conditional multipart completion is serialized per key through a lock object: some
+        // stores (SeaweedFS 4.48) check a completion's condition apart from the write, so
+        // racing creators could each pass it; a single `PutObject`'s condition is atomic.
+        let lock = match (check.is_some(), self.multipart.is_some()) {
+            (true, true) => Some(self.store.lock(&self.key).await?),
+            _ => None,
+        };
+        let written = self.check_and_write(check, &digests).await;
+        if let Some(lock) = lock {
+            self.store.unlock(lock).await;
+        }
+        let (replaced, stored_sha256) = written?;
+        // The stored version's own metadata, so validators computed now agree with later reads.
+        let stored = match self.store.head(&self.key).await? {
+            Some(h) => h.meta,
+            None => FileMeta {
+                size: self.size,
+                modified: SystemTime::now(),
+                sha256: stored_sha256,
+            },
+        };
+        Ok(Committed {
+            size: self.size,
+            sha256: digests.sha256,
+            replaced,
+            stored,
+        })
+    }
+
+    /// The check against the version there now, then the write conditional on that version:
+    /// whether it replaced one, and the SHA-256 stored with the object.
+    async fn check_and_write(
+        &mut self,
+        check: Option<VersionCheck<'_>>,
+        digests: &crate::digest::Digests,
+    ) -> Result<(bool, Option<[u8; 32]>), StoreError> {
+        // Also for an unconditional write: `replaced` (201 or 200) comes from it.
+        let current = self.store.head(&self.key).await?;
+        let mut condition = None;
+        if let Some(check) = check {
+            if !check(current.as_ref().map(|h| &h.meta)) {
+                return Err(StoreError::PreconditionFailed);
+            }
+            condition = Some(S3Store::condition(current.as_ref()));
+        }
+        let s = self.store.clone();
+        let stored_sha256 = if self.multipart.is_none() {
+            // One part: a single PutObject, with the digest just computed.
+            let mut headers = self.creation_headers(digests.sha256.as_ref());
+            if let Some((k, v)) = &condition {
+                headers.push((k, v.clone()));
+            }
+            let body = std::mem::take(&mut self.part).freeze();
+            let resp = s.put_small(&self.key, &headers, body).await?;
+            check_write("put object", resp).await?;
+            digests.sha256
+        } else {
+            let Some(mp) = self.multipart.as_mut() else {
+                unreachable!("multipart checked above")
+            };
+            mp.done.sort_by_key(|(n, _)| *n);
+            let etags: Vec<&str> = mp.done.iter().map(|(_, e)| e.as_str()).collect();
+            let mut action = s.inner.bucket.complete_multipart_upload(
+                Some(&s.inner.credentials),
+                &self.key,
+                &mp.upload_id,
+                etags.into_iter(),
+            );
+            if let Some((k, v)) = &condition {
+                action.headers_mut().insert(*k, v.as_str());
+            }
+            let url = action.sign(SIGNED_FOR);
+            let xml = action.body();
+            let pairs: Vec<(&str, &str)> =
+                condition.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            let resp = s
+                .send(
+                    "complete multipart upload",
+                    Method::POST,
+                    url,
+                    &pairs,
+                    Bytes::from(xml),
+                )
+                .await?;
+            // S3 may answer 200 and put the error in the body (it is decided late).
+            let status = resp.status();
+            let body = collect("complete multipart upload", resp).await?;
+            if !status.is_success() || body.windows(7).any(|w| w == b"<Error>") {
+                return Err(write_failure("complete multipart upload", status, &body));
+            }
+            self.multipart = None;
+            self.options.expected_digest.as_ref().and_then(|d| d.sha256)
+        };
+        Ok((current.is_some(), stored_sha256))
+    }
+}
+
+impl StoreUpload for S3Upload {
+    async fn write(&mut self, mut bytes: &[u8]) -> Result<(), StoreError> {
+        let size = self.size + bytes.len() as u64;
+        if let Some(expected) = self.options.expected_len {
+            if size > expected {
+                let _ = self.abort_multipart().await;
+                return Err(StoreError::LengthMismatch {
+                    expected,
+                    actual: size,
+                });
+            }
+        }
+        self.hashers.update(bytes);
+        self.size = size;
+        let part_size = self.store.inner.part_size;
+        while !bytes.is_empty() {
+            if self.part.capacity() == 0 {
+                // ALLOCATION: one part buffer at a time per upload (the sent ones are owned by
+                // their tasks until sent).
+                self.part.reserve(part_size);
+            }
+            let n = bytes.len().min(part_size - self.part.len());
+            // COPY: the body's bytes into the part (a part must be one contiguous body).
+            self.part.extend_from_slice(&bytes[..n]);
+            bytes = &bytes[n..];
+            if self.part.len() == part_size {
+                if let Err(e) = self.send_part().await {
+                    let _ = self.abort_multipart().await;
+                    return Err(e);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn size(&self) -> u64 {
+        self.size
+    }
+
+    async fn commit(mut self, check: Option<VersionCheck<'_>>) -> Result<Committed, StoreError> {
+        let result = self.commit_inner(check).await;
+        if result.is_err() {
+            let _ = self.abort_multipart().await;
+        }
+        result
+    }
+
+    async fn abort(mut self) -> Result<(), StoreError> {
+        self.abort_multipart().await
+    }
+}
+
+impl Drop for S3Upload {
+    fn drop(&mut self) {
+        let Some(mut mp) = self.multipart.take() else {
+            return;
+        };
+        mp.in_flight.abort_all();
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let store = self.store.clone();
+        let key = std::mem::take(&mut self.key);
+        runtime.spawn(async move {
+            while mp.in_flight.join_next().await.is_some() {}
+            if let Err(e) = abort_request(&store, &key, &mp.upload_id).await {
+                report_abort_failure(&e);
+            }
+        });
+    }
+}
+
+/// No logging crate in the store: a failed abort from a drop goes to stderr (a sweep of
+/// pending uploads, [`S3Store::pending_multipart_keys`], finds what it left).
+fn report_abort_failure(e: &StoreError) {
+    eprintln!("weir-store: aborting a dropped multipart upload failed: {e}");
+}
+
+/// Waits for one part in flight and records it.
+async fn join_one(mp: &mut Multipart) -> Result<(), StoreError> {
+    match mp.in_flight.join_next().await {
+        Some(Ok(Ok(done))) => {
+            mp.done.push(done);
+            Ok(())
+        }
+        Some(Ok(Err(e))) => Err(e),
+        Some(Err(e)) => Err(StoreError::Backend {
+            op: "upload part",
+            message: format!("part task: {e}"),
+        }),
+        None => Ok(()),
+    }
+}
+
+async fn abort_request(store: &S3Store, key: &str, upload_id: &str) -> Result<(), StoreError> {
+    let i = &store.inner;
+    let url = i
+        .bucket
+        .abort_multipart_upload(Some(&i.credentials), key, upload_id)
+        .sign(SIGNED_FOR);
+    let resp = store
+        .send(
+            "abort multipart upload",
+            Method::DELETE,
+            url,
+            &[],
+            Bytes::new(),
+        )
+        .await?;
+    if resp.status().is_success() || resp.status() == StatusCode::NOT_FOUND {
+        Ok(())
+    } else {
+        Err(failure("abort multipart upload", resp).await)
+    }
+}
+
+// ---- reads -----------------------------------------------------------------------------
+
+/// An object as [`Store::open`] found it.
+#[derive(Debug)]
+pub struct S3Object {
+    store: S3Store,
+    key: String,
+    head: Head,
+}
+
+impl StoreObject for S3Object {
+    type Reader = S3Reader;
+
+    fn meta(&self) -> &FileMeta {
+        &self.head.meta
+    }
+
+    fn media_type(&self) -> Option<&MediaType> {
+        self.head.media_type.as_ref()
+    }
+
+    async fn read(self, range: Range<u64>) -> Result<S3Reader, StoreError> {
+        if range.start >= range.end {
+            return Ok(S3Reader {
+                body: None,
+                timeout: Duration::ZERO,
+            });
+        }
+        let i = &self.store.inner;
+        let mut action = i.bucket.get_object(Some(&i.credentials), &self.key);
+        let range_value = format!("bytes={}-{}", range.start, range.end - 1);
+        action.headers_mut().insert("range", range_value.as_str());
+        action
+            .headers_mut()
+            .insert("if-match", self.head.etag.as_str());
+        let url = action.sign(SIGNED_FOR);
+        let headers = [
+            ("range", range_value.as_str()),
+            ("if-match", self.head.etag.as_str()),
+        ];
+        let resp = self
+            .store
+            .send("get object", Method::GET, url, &headers, Bytes::new())
+            .await?;
+        match resp.status() {
+            StatusCode::OK | StatusCode::PARTIAL_CONTENT => Ok(S3Reader {
+                body: Some(resp.into_body()),
+                timeout: self.store.inner.request_timeout,
+            }),
+            StatusCode::NOT_FOUND => Err(StoreError::NotFound),
+            StatusCode::PRECONDITION_FAILED => Err(StoreError::Backend {
+                op: "get object",
+                message: "the object was replaced while being read".into(),
+            }),
+            _ => Err(failure("get object", resp).await),
+        }
+    }
+}
+
+/// The body of a `GetObject`, frame by frame.
+#[derive(Debug)]
+pub struct S3Reader {
+    body: Option<Incoming>,
+    /// Longest wait for the next frame ([`S3Config::request_timeout`]).
+    timeout: Duration,
+}
+
+impl StoreReader for S3Reader {
+    async fn next_chunk(&mut self) -> Result<Option<Bytes>, StoreError> {
+        let Some(body) = self.body.as_mut() else {
+            return Ok(None);
+        };
+        loop {
+            let Ok(frame) = tokio::time::timeout(self.timeout, body.frame()).await else {
+                return Err(StoreError::Backend {
+                    op: "get object",
+                    message: format!("no data within {:?}", self.timeout),
+                });
+            };
+            match frame {
+                None => {
+                    self.body = None;
+                    return Ok(None);
+                }
+                Some(Err(e)) => {
+                    return Err(StoreError::Backend {
+                        op: "get object",
+                        message: e.to_string(),
+                    });
+                }
+                Some(Ok(frame)) => {
+                    if let Ok(data) = frame.into_data() {
+                        if !data.is_empty() {
+                            return Ok(Some(data));
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+// ---- helpers ---------------------------------------------------------------------------
+
+fn head_from(headers: &HeaderMap) -> Result<Head, StoreError> {
+    let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let size = text("content-length")
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| StoreError::Backend {
+            op: "head object",
+            message: "no Content-Length".into(),
+        })?;
+    let modified = text("last-modified")
+        .and_then(|v| httpdate::parse_http_date(v).ok())
+        .unwrap_or(UNIX_EPOCH);
+    let sha256 = text(SHA256_META).and_then(parse_hex32);
+    let media_type = headers
+        .get("content-type")
+        .and_then(|v| MediaType::parse(v.as_bytes()));
+    let etag = text("etag").unwrap_or("").to_owned();
+    Ok(Head {
+        meta: FileMeta {
+            size,
+            modified,
+            sha256,
+        },
+        media_type,
+        etag,
+    })
+}
+
+async fn collect(op: &'static str, resp: Response<Incoming>) -> Result<Bytes, StoreError> {
+    resp.into_body()
+        .collect()
+        .await
+        .map(|c| c.to_bytes())
+        .map_err(|e| StoreError::Backend {
+            op,
+            message: e.to_string(),
+        })
+}
+
+/// A write's answer: success, a refused condition, or a failure.
+async fn check_write(op: &'static str, resp: Response<Incoming>) -> Result<(), StoreError> {
+    let status = resp.status();
+    if status.is_success() {
+        return Ok(());
+    }
+    let body = collect(op, resp).await.unwrap_or_default();
+    Err(write_failure(op, status, &body))
+}
+
+fn write_failure(op: &'static str, status: StatusCode, body: &[u8]) -> StoreError {
+    let code = error_code(body);
+    if status == StatusCode::PRECONDITION_FAILED
+        || status == StatusCode::CONFLICT
+        || code == "PreconditionFailed"
+        || code == "ConditionalRequestConflict"
+    {
+        return StoreError::PreconditionFailed;
+    }
+    StoreError::Backend {
+        op,
+        message: format!("{status} {code}"),
+    }
+}
+
+/// An unexpected answer as an error: its status and S3 error code.
+async fn failure(op: &'static str, resp: Response<Incoming>) -> StoreError {
+    let status = resp.status();
+    let body = collect(op, resp).await.unwrap_or_default();
+    StoreError::Backend {
+        op,
+        message: format!("{status} {}", error_code(&body)),
+    }
+}
+
+fn error_code(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(body);
+    text.split_once("<Code>")
+        .and_then(|(_, rest)| rest.split_once("</Code>"))
+        .map_or_else(String::new, |(code, _)| code.to_owned())
+}
+
+fn source_chain(e: &dyn std::error::Error) -> String {
+    let mut out = String::new();
+    let mut next = e.source();
+    while let Some(s) = next {
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&s.to_string());
+        next = s.source();
+    }
+    out
+}
+
+fn xml_unescape(s: &str) -> String {
+    s.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&apos;", "'")
+        .replace("&amp;", "&")
+}
+
+fn jiff_now() -> jiff::Timestamp {
+    jiff::Timestamp::now()
+}
+
+fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        let _ = write!(s, "{b:02x}");
+    }
+    s
+}
+
+fn parse_hex32(s: &str) -> Option<[u8; 32]> {
+    let s = s.as_bytes();
+    if s.len() != 64 {
+        return None;
+    }
+    let mut out = [0; 32];
+    for (i, pair) in s.chunks(2).enumerate() {
+        let digit = |c: u8| (c as char).to_digit(16);
+        out[i] = u8::try_from(digit(pair[0])? * 16 + digit(pair[1])?).ok()?;
+    }
+    Some(out)
+}
+
+/// `2026-11-30T22:40:12.000Z` (ListObjects' `LastModified`) as a time; `None` if malformed.
+fn parse_iso8601(s: &str) -> Option<SystemTime> {
+    let b = s.as_bytes();
+    if b.len() < 19 {
+        return None;
+    }
+    let num = |r: Range<usize>| s.get(r)?.parse::<i64>().ok();
+    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (h, mi, sec) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    // Days from the civil date (Howard Hinnant's algorithm).
+    let y = if mo <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (mo + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let secs = days * 86_400 + h * 3600 + mi * 60 + sec;
+    Some(UNIX_EPOCH + Duration::from_secs(u64::try_from(secs).ok()?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn list_times_parse() {
+        let t = parse_iso8601("1970-01-02T00:00:01.000Z").unwrap();
+        assert_eq!(t, UNIX_EPOCH + Duration::from_secs(86_401));
+        let t = parse_iso8601("2024-03-01T12:00:00Z").unwrap();
+        assert_eq!(httpdate::fmt_http_date(t), "Fri, 01 Mar 2024 12:00:00 GMT");
+        assert!(parse_iso8601("garbage").is_none());
+    }
+
+    #[test]
+    fn digests_round_trip_as_hex() {
+        let d = [0xab; 32];
+        assert_eq!(parse_hex32(&hex(&d)), Some(d));
+        assert_eq!(parse_hex32("zz"), None);
+    }
+}

