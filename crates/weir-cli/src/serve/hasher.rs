@@ -42,7 +42,7 @@ use std::pin::Pin;
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
-use weir_store::{HashJob, Hashed, Written};
+use weir_store::{HashJob, HashMark, Hashed, Written};
 
 /// A hash job over a pooled upload buffer.
 pub(crate) type Job = HashJob<PooledBuffer>;
@@ -121,6 +121,12 @@ fn run_lane(lane: &Lane, job: Job) -> Option<Done> {
         let next = {
             let mut state = lane.lock();
             loop {
+                if state.mark == Some(done.end()) {
+                    // A checkpoint waits for the state of exactly these bytes.
+                    state.mark = None;
+                    state.marked = Some(done.mark());
+                    lane.marked.notify_all();
+                }
                 if state.abandoned {
                     return None;
                 }
@@ -167,6 +173,8 @@ pub(crate) struct Lane {
     state: Mutex<LaneState>,
     /// The thread waits here for the next buffer (or the close).
     more: Condvar,
+    /// A checkpoint waits here for the hash state at its offset ([`LaneHandle::mark`]).
+    marked: Condvar,
 }
 
 struct LaneState {
@@ -187,6 +195,10 @@ struct LaneState {
     outcome: Outcome,
     /// The task, when it waits for a buffer or the outcome.
     waker: Option<Waker>,
+    /// A checkpoint's offset: the thread hands over its hash state as it gets there.
+    mark: Option<u64>,
+    /// The hash state at `mark`, handed over (`None` inside: the upload keeps no SHA-256).
+    marked: Option<Option<HashMark>>,
 }
 
 enum Outcome {
@@ -234,6 +246,8 @@ impl Lane {
             }
             state.waker.take()
         };
+        // A checkpoint waiting for a mark the thread will never reach gives up.
+        self.marked.notify_all();
         if let Some(w) = waker {
             w.wake();
         }
@@ -258,9 +272,27 @@ impl LaneHandle {
                 abandoned: false,
                 outcome: Outcome::Running,
                 waker: None,
+                mark: None,
+                marked: None,
             }),
             more: Condvar::new(),
+            marked: Condvar::new(),
         }))
+    }
+
+    /// Asks the thread for its hash state once it has hashed exactly the upload's first `at`
+    /// bytes, which must all be queued already (or hashed) and nothing past them: a
+    /// checkpoint of `at` bytes, made as the last of them was queued. One mark at a time (a
+    /// new one replaces the last). The thread hands it over and goes on hashing.
+    pub(crate) fn mark(&self, at: u64) -> MarkWait {
+        {
+            let mut state = self.0.lock();
+            state.mark = Some(at);
+            state.marked = None;
+        }
+        // The thread may be waiting for the next buffer with exactly these bytes hashed.
+        self.0.more.notify_one();
+        MarkWait(Arc::clone(&self.0))
     }
 
     /// Queues written bytes for the thread (in the order written).
@@ -342,6 +374,28 @@ impl Drop for LaneHandle {
         };
         self.0.more.notify_one();
         drop(queued);
+    }
+}
+
+/// The hash state a checkpoint waits for ([`LaneHandle::mark`]); `Send + 'static`, for the
+/// thread that runs the checkpoint.
+pub(crate) struct MarkWait(Arc<Lane>);
+
+impl MarkWait {
+    /// Blocks until the thread hands over the state at the mark (a few buffers' hashing at
+    /// most: everything up to it is queued); `None` if the lane ended without getting there
+    /// (abandoned or lost) or the upload keeps no SHA-256.
+    pub(crate) fn wait(self) -> Option<HashMark> {
+        let mut state = self.0.lock();
+        loop {
+            if let Some(marked) = state.marked.take() {
+                return marked;
+            }
+            if state.mark.is_none() || !matches!(state.outcome, Outcome::Running) {
+                return None;
+            }
+            state = self.0.marked.wait(state).unwrap_or_else(|e| e.into_inner());
+        }
     }
 }
 

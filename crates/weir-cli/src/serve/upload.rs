@@ -239,18 +239,21 @@ const PIPELINE_AFTER: u64 = 2 << 20;
 /// writing them back to disk while the rest arrives (the commit's fsync has less to do).
 const SPLICE_PIECE: u64 = 8 << 20;
 
-/// A body's checkpoints (a resumable append's, `resumable.rs`), asked about after each piece
-/// of the body is written.
+/// A body's checkpoints (a resumable append's, `resumable.rs`), polled after each piece of the
+/// body is written. A checkpoint runs off the connection's task (`fdatasync` and the record's
+/// `fsync`s on another thread) while the task goes on receiving: the poll starts one when it is
+/// due and none is out, and takes in one that ended; it never waits.
 pub(super) trait Checkpoints: Send {
-    /// Whether one is due now, with `upload` as it is: a cheap check, made on the connection's
-    /// task after every piece.
-    fn due(&self, upload: &Upload) -> bool;
-
-    /// Makes the bytes written so far durable and records them (blocking: `fdatasync`,
-    /// `fsync`s). `Some(offset)`: tell the client at once that the bytes up to `offset` are
-    /// durable (the draft's progress `104`, [`super::resumable::announce_offset`]). An error
-    /// stops the body.
-    fn checkpoint(&mut self, upload: &mut Upload) -> Result<Option<u64>, StoreError>;
+    /// Takes in a checkpoint that ended and starts one if it is due, with `upload` as it is
+    /// now (every byte written, none past them queued to `hashing`: the bytes are hashed on that
+    /// lane's thread, which then hands over the hash state at this size). `Some(offset)`: tell
+    /// the client that the bytes up to `offset` are durable (the draft's progress `104`,
+    /// [`super::resumable::announce_offset`]). An error (a checkpoint failed) stops the body.
+    fn poll(
+        &mut self,
+        upload: &Upload,
+        hashing: Option<&LaneHandle>,
+    ) -> Result<Option<u64>, StoreError>;
 
     /// Whether a cut body keeps what it wrote (a resumable append records it): then the
     /// hashing catches up with the bytes written before the body gives up, so that their hash
@@ -262,11 +265,7 @@ pub(super) trait Checkpoints: Send {
 pub(super) struct NoCheckpoints;
 
 impl Checkpoints for NoCheckpoints {
-    fn due(&self, _: &Upload) -> bool {
-        false
-    }
-
-    fn checkpoint(&mut self, _: &mut Upload) -> Result<Option<u64>, StoreError> {
+    fn poll(&mut self, _: &Upload, _: Option<&LaneHandle>) -> Result<Option<u64>, StoreError> {
         Ok(None)
     }
 
@@ -275,18 +274,15 @@ impl Checkpoints for NoCheckpoints {
     }
 }
 
-/// Runs a checkpoint when one is due, and announces the offset it acknowledged, if any. The
-/// checkpoint's `fdatasync` and `fsync`s run under `block_in_place`: the runtime's other tasks
-/// move to another worker meanwhile, rather than wait behind this connection's disk flush.
+/// Polls the checkpoints after a piece of the body was written, and announces the offset one
+/// recorded, if any. Never waits for a checkpoint.
 async fn step(
     ex: &mut Exchange<'_>,
-    upload: &mut Upload,
+    upload: &Upload,
     progress: &mut dyn Checkpoints,
+    hashing: Option<&LaneHandle>,
 ) -> Result<(), BodyFailure> {
-    if !progress.due(upload) {
-        return Ok(());
-    }
-    let acknowledged = super::service::off_the_runtime(|| progress.checkpoint(upload));
+    let acknowledged = progress.poll(upload, hashing);
     if let Some(offset) = acknowledged.map_err(BodyFailure::Store)? {
         super::resumable::announce_offset(ex, offset)
             .await
@@ -311,7 +307,7 @@ pub(super) async fn splice_body(
                 upload
                     .record_external_write(n)
                     .map_err(BodyFailure::Store)?;
-                step(ex, upload, progress).await?;
+                step(ex, upload, progress, None).await?;
             }
             Err(e) => return Err(splice_failure(e)),
         }
@@ -366,7 +362,7 @@ pub(super) async fn hashed_body(
             }
             // COPY: the kernel's, buffer → page cache; the hasher reads the buffer in place.
             upload.write(&buf[..n]).map_err(BodyFailure::Store)?;
-            step(ex, upload, progress).await?;
+            step(ex, upload, progress, None).await?;
             if hashing {
                 counts.inline += n as u64;
                 if upload.size() >= PIPELINE_AFTER {
@@ -394,9 +390,9 @@ async fn pipelined_body(
     counts: &mut WhereHashed,
     progress: &mut dyn Checkpoints,
 ) -> Result<(), BodyFailure> {
-    let mut lane = LaneHandle::new();
+    let lane = LaneHandle::new();
     let mut started = false;
-    let received = pipeline(svc, ex, upload, counts, progress, &mut lane, &mut started).await;
+    let received = pipeline(svc, ex, upload, counts, progress, &lane, &mut started).await;
     if let Err(failure) = received {
         if started && progress.keeps_cut_bytes() && matches!(failure, BodyFailure::Body(_)) {
             // The body was cut, and every byte written is queued: let the hashing catch up
@@ -423,7 +419,7 @@ async fn pipeline(
     upload: &mut Upload,
     counts: &mut WhereHashed,
     progress: &mut dyn Checkpoints,
-    lane: &mut LaneHandle,
+    lane: &LaneHandle,
     started: &mut bool,
 ) -> Result<(), BodyFailure> {
     loop {
@@ -465,18 +461,10 @@ async fn pipeline(
                 }
             }
         }
-        if progress.due(upload) {
-            if *started {
-                // A checkpoint records the hash state of exactly the bytes it makes durable:
-                // the hashing thread catches up and hands the state back, and the next buffer
-                // starts a new lane. ALLOCATION: a lane per checkpoint.
-                let done = lane.finish().await.ok_or(LOST)?;
-                drop(upload.attach(done).map_err(BodyFailure::Store)?);
-                *lane = LaneHandle::new();
-                *started = false;
-            }
-            step(ex, upload, progress).await?;
-        }
+        // A checkpoint started now records the hash state of exactly the bytes written so far:
+        // from the upload if they were hashed here, else handed over by the lane's thread as it
+        // passes them (it goes on hashing, and this task on receiving).
+        step(ex, upload, progress, started.then_some(lane)).await?;
     }
 }
 
