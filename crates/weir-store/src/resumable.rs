@@ -14,11 +14,20 @@
 //!
 //! # The offset invariant
 //! The offset reported to clients is the `offset` of the meta record, and the meta records an
-//! offset only after `fdatasync` of the data up to it ([`Appending::checkpoint`]). So a
+//! offset only after `fdatasync` of the data up to it ([`CheckpointJob`]). So a
 //! reported offset never covers bytes that are not durably in the data file: not after a
 //! `SIGKILL`, not after a power loss. At open, every data file is cut back to its recorded
 //! offset (bytes past it were never acknowledged) and the usage counted from what is left.
 //! The recorded offset never decreases.
+//!
+//! # Checkpoints beside the writes
+//! A checkpoint inside a request is a [`CheckpointJob`] ([`Appending::begin_checkpoint`]): it
+//! takes the offset N = the upload's size when it is made (every byte up to N already went
+//! through `write(2)`), and runs on another thread while the writer goes on: `fdatasync` of
+//! the data file (which covers at least N bytes), then the record with N and the SHA-256
+//! state of exactly N bytes. At most one is out per append; [`Appending::finish`], `discard`
+//! and the drop wait for it before they write, so one record writer at a time, and the end's
+//! record (past N) is the last.
 //!
 //! # One writer
 //! At most one [`Appending`] per upload at a time (an in-memory set of busy ids); a second
@@ -28,8 +37,10 @@
 //!
 //! # The hash state
 //! A checkpoint (and the record of a cut request, [`Appending::finish`]) writes the upload's
-//! SHA-256 state ([`ResumableSha256`]) in the same record as the offset, when the upload holds
-//! the state of exactly its bytes (the caller lets its hashing catch up first). The next append
+//! SHA-256 state ([`ResumableSha256`]) in the same record as the offset, when it has the state
+//! of exactly those bytes: the upload's own when it hashed them itself, else a [`HashMark`]
+//! that the hashing thread hands over as it passes the offset (it carries the upload and the
+//! offset: one of other bytes is dropped, and the record keeps no state). The next append
 //! hashes on from it. A record's state is read only if it is sound and of exactly the offset's
 //! length; otherwise the append does not hash and completion reads the file back: the digest is
 //! of every byte either way.

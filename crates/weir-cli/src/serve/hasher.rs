@@ -25,6 +25,10 @@
 //! - Nothing is allocated per buffer: the lane's queue and free list are sized once per upload,
 //!   the thread blocks on a condition variable, the task stores its waker (cloning a tokio
 //!   waker bumps a reference count).
+//! - A resumable checkpoint needs the hash state of exactly the bytes it makes durable, while
+//!   the thread holds the state and the task goes on: [`LaneHandle::mark`] asks the thread for
+//!   a copy ([`weir_store::HashMark`]) as it passes the checkpoint's offset, and the checkpoint
+//!   waits for it on its own thread ([`MarkWait`]); the lane goes on as before.
 //! - A task that goes away (client disconnected, body too large) drops its [`LaneHandle`]: the
 //!   thread stops at the next buffer, drops what is queued, and every buffer goes back to the
 //!   pool. A thread that dies (a panic) leaves the lane lost: the task fails the upload rather
@@ -548,6 +552,72 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
         panic!("condition not reached in 10 s");
+    }
+
+    #[test]
+    fn a_mark_hands_over_the_state_of_exactly_the_bytes_up_to_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LocalStore::open(dir.path(), LocalOptions::default()).unwrap();
+        let buffers = BufferPool::default();
+        let pool = HashPool::new(1);
+        let path = StorePath::parse("f").unwrap();
+        let resumables =
+            weir_store::Resumables::open(&store, std::time::Duration::from_secs(60)).unwrap();
+        let (id, _) = resumables.create(&path, None, None, true).unwrap();
+        let (mut appending, mut up) = resumables.append(id, 0, None).unwrap();
+        let lane = LaneHandle::new();
+        let mut want = Vec::new();
+        rt().block_on(async {
+            let mut started = false;
+            for i in 0..6u8 {
+                let mut buf = match lane.try_buffer(&buffers) {
+                    Some(b) => b,
+                    None => lane.free().await.expect("not lost"),
+                };
+                buf[..1000].fill(i);
+                want.extend_from_slice(&[i; 1000]);
+                let written = up.write_owned(buf, 1000).unwrap();
+                if started {
+                    lane.push(written);
+                } else {
+                    let mut job = up.hash_job(written).unwrap();
+                    while let Err(j) = pool.start(job, &lane) {
+                        job = j;
+                        std::thread::yield_now();
+                    }
+                    started = true;
+                }
+                if i == 3 {
+                    // A checkpoint of the first 4000 bytes, its state from the lane's thread.
+                    let job = appending.begin_checkpoint(&up).unwrap();
+                    assert!(job.wants_mark());
+                    let mark = lane.mark(job.offset());
+                    std::thread::spawn(move || job.run_with(|| mark.wait()))
+                        .join()
+                        .unwrap();
+                }
+            }
+            let done = lane.finish().await.expect("not lost");
+            drop(up.attach(done).unwrap());
+        });
+        assert_eq!(appending.checkpoint_settled().unwrap().unwrap(), 4000);
+        let state = resumables.state(id).unwrap().unwrap();
+        let kept = weir_store::ResumableSha256::from_bytes(&state.sha256_state.unwrap()).unwrap();
+        let sha: [u8; 32] = sha2::Sha256::digest(&want[..4000]).into();
+        assert_eq!(kept.finalize(), sha);
+        let weir_store::AppendEnd::Completed(c) = appending.finish(up, true).unwrap() else {
+            panic!("not completed")
+        };
+        let sha: [u8; 32] = sha2::Sha256::digest(&want).into();
+        assert_eq!(c.sha256, Some(sha));
+    }
+
+    #[test]
+    fn a_mark_the_thread_never_reaches_gives_nothing() {
+        let lane = LaneHandle::new();
+        let mark = lane.mark(10);
+        lane.0.end(None);
+        assert!(mark.wait().is_none());
     }
 
     #[test]

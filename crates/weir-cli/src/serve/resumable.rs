@@ -26,9 +26,12 @@
 //! `resumable.rs`) the digest is computed at completion by reading the file back. Every
 //! [`weir_store::CHECKPOINT_BYTES`] and at the end of every request (complete or cut), the
 //! data is fdatasynced and its length recorded as the offset, with the hash state of exactly
-//! those bytes (the hashing thread catches up first: `upload.rs`); the checkpoint runs under
-//! `block_in_place`, and one inside a request is announced at once in an interim `104` with
-//! that `Upload-Offset` (draft §4.3's progress; [`announce_offset`]).
+//! those bytes. Inside a request the checkpoint runs on the blocking pool while the connection
+//! goes on receiving ([`AppendCheckpoints`]: one out at a time; the hashing thread hands over
+//! its state as it passes the offset, `hasher.rs`), and is announced in an interim `104` with
+//! that `Upload-Offset` once recorded, with the next piece of the body or before the final
+//! answer (draft §4.3's progress; [`announce_offset`]). The end of a request waits for it, then
+//! records its own offset under `block_in_place`.
 
 use super::hasher::{LaneHandle, MarkWait};
 use super::reply::{self, Problem, hex};

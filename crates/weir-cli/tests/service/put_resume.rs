@@ -15,7 +15,11 @@ enum Behavior {
     Relay,
     /// Relays this many bytes from the client, then closes both sides.
     CutAfter(u64),
-    /// Relays this many bytes from the client, then stops reading until [`Proxy::cut_all`].
+    /// Relays this many bytes from the client, then relays nothing more until
+    /// [`Proxy::cut_all`]: what the client sends after is read and dropped, so that its writes
+    /// never block on a full socket buffer and it goes on to read the server's interim answers
+    /// (`weir put` sends the body without the `104` when it takes over a second to come, as on
+    /// a loaded machine, and reads the `104` only once the body is written).
     StallAfter(u64),
     /// Reads the request head and answers `503` itself.
     Answer503,
@@ -141,9 +145,13 @@ fn relay(
         count.fetch_add(n as u64, Ordering::SeqCst);
     }
     // The limit: cut now, or leave both sides hanging until `cut_all`.
-    if let Behavior::CutAfter(_) = behavior {
-        let _ = client.shutdown(Shutdown::Both);
-        let _ = upstream.shutdown(Shutdown::Both);
+    match behavior {
+        Behavior::CutAfter(_) => {
+            let _ = client.shutdown(Shutdown::Both);
+            let _ = upstream.shutdown(Shutdown::Both);
+        }
+        Behavior::StallAfter(_) => while matches!(client.read(&mut buf), Ok(n) if n > 0) {},
+        _ => {}
     }
 }
 
