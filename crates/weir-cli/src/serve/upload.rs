@@ -355,13 +355,16 @@ pub(super) async fn hashed_body(
         }
         let mut buf = svc.buffers.take();
         loop {
-            let n = fill_ready(ex, &mut buf).map_err(BodyFailure::Body)?;
+            let (n, ended) = fill_ready(ex, &mut buf);
             if n == 0 {
+                ended.map_err(BodyFailure::Body)?;
                 // A read would wait (or the body ended): the buffer goes back first.
                 break;
             }
             // COPY: the kernel's, buffer → page cache; the hasher reads the buffer in place.
             upload.write(&buf[..n]).map_err(BodyFailure::Store)?;
+            // What arrived before a cut is written first: a resumable append keeps it.
+            ended.map_err(BodyFailure::Body)?;
             step(ex, upload, progress, None).await?;
             if hashing {
                 counts.inline += n as u64;
@@ -427,9 +430,10 @@ async fn pipeline(
             Some(buf) => buf,
             None => lane.free().await.ok_or(LOST)?,
         };
-        let n = fill_ready(ex, &mut free).map_err(BodyFailure::Body)?;
+        let (n, ended) = fill_ready(ex, &mut free);
         if n == 0 {
             lane.discard(free);
+            ended.map_err(BodyFailure::Body)?;
             if ex.is_body_complete() {
                 return Ok(());
             }
@@ -461,6 +465,8 @@ async fn pipeline(
                 }
             }
         }
+        // What arrived before a cut is written and queued first: a resumable append keeps it.
+        ended.map_err(BodyFailure::Body)?;
         // A checkpoint started now records the hash state of exactly the bytes written so far:
         // from the upload if they were hashed here, else handed over by the lane's thread as it
         // passes them (it goes on hashing, and this task on receiving).
@@ -478,18 +484,22 @@ const FILL_MIN_ROOM: usize = 64 * 1024;
 
 /// Reads into `buf` what can be read without waiting, until it is full (or nearly:
 /// [`FILL_MIN_ROOM`]): one write and one hash job per buffer rather than per read (a read
-/// returns what the socket holds, often less). Every read is direct, into `buf`. 0 when a read
-/// would wait at once, or at the end of the body (`Exchange::is_body_complete` tells which).
-fn fill_ready(ex: &mut Exchange<'_>, buf: &mut [u8]) -> Result<usize, weir::Error> {
+/// returns what the socket holds, often less). Every read is direct, into `buf`. 0 bytes when a
+/// read would wait at once, or at the end of the body (`Exchange::is_body_complete` tells
+/// which). A read that fails (the client cut the body) ends the fill with the bytes read
+/// before it, and its error next to them: the caller writes them before it gives up, so that
+/// a cut resumable append keeps everything that arrived (the cut often comes with the last
+/// bytes, in the same fill).
+fn fill_ready(ex: &mut Exchange<'_>, buf: &mut [u8]) -> (usize, Result<(), weir::Error>) {
     let mut filled = 0;
     while buf.len() - filled >= FILL_MIN_ROOM {
         match ex.try_read_body(&mut buf[filled..]) {
             Some(Ok(0)) | None => break,
             Some(Ok(n)) => filled += n,
-            Some(Err(e)) => return Err(e),
+            Some(Err(e)) => return (filled, Err(e)),
         }
     }
-    Ok(filled)
+    (filled, Ok(()))
 }
 
 /// The `Content-Digest` header(s), joined and parsed; an empty digest if absent.
