@@ -181,6 +181,15 @@ fn state_files(state: &Path) -> Vec<std::path::PathBuf> {
         .unwrap_or_default()
 }
 
+/// The state file `weir put` recorded (written to a temporary, then renamed: the one without
+/// `.tmp` is whole), once there is one.
+fn recorded_state(state: &Path) -> Option<serde_json::Value> {
+    let file = state_files(state)
+        .into_iter()
+        .find(|f| f.extension().is_none_or(|e| e != "tmp"))?;
+    serde_json::from_str(&std::fs::read_to_string(file).ok()?).ok()
+}
+
 /// The upload offset the server reports for `upload` (`/uploads/{id}`).
 fn server_offset(s: &Server, upload: &str) -> u64 {
     let r = s.request(&format!("HEAD {upload} HTTP/1.1"), b"");
@@ -264,12 +273,14 @@ fn killed_upload(
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    wait_for("the state file", || state_files(state).len() == 1);
+    // Recorded (renamed into place), not only being written: when the `104` comes late (over
+    // a second, on a loaded machine) `weir put` sends the body first and records the upload
+    // only after, around the stall.
+    wait_for("the state file", || recorded_state(state).is_some());
     wait_for("the stall", || proxy.forwarded(0) == stall);
     child.kill().unwrap();
     child.wait().unwrap();
-    let record: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&state_files(state)[0]).unwrap()).unwrap();
+    let record = recorded_state(state).unwrap();
     let upload_url = record["upload"].as_str().unwrap().to_owned();
     let upload = upload_url[upload_url.find("/uploads/").unwrap()..].to_owned();
     // The connection drops with the client: the server keeps what arrived.
