@@ -990,6 +990,8 @@ impl Appending {
             return None;
         }
         let sha256 = upload.sha256_state();
+        // ALLOCATION: the slot and a copy of the record, once per checkpoint (every
+        // CHECKPOINT_BYTES), never per write.
         let slot = Arc::new(CheckpointSlot::default());
         self.in_flight = Some(slot.clone());
         let mut state = self.state.clone();
