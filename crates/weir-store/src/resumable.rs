@@ -678,8 +678,11 @@ pub const CHECKPOINT_BYTES: u64 = 64 << 20;
 
 /// One request appending to an upload: holds the upload's one-writer lock until dropped.
 /// Write into the [`Upload`] that [`Resumables::append`] returned with it (as into any upload;
-/// call [`Appending::checkpoint`] when [`Appending::checkpoint_due`] says so), then [`Appending::finish`]. That upload keeps
-/// its data if dropped: an append cut short loses only what its last checkpoint did not cover.
+/// when [`Appending::checkpoint_due`] says so, start a [`CheckpointJob`] with
+/// [`Appending::begin_checkpoint`] and take its outcome in with
+/// [`Appending::checkpoint_settled`], or run one in place with [`Appending::checkpoint`]), then
+/// [`Appending::finish`]. That upload keeps its data if dropped: an append cut short loses only
+/// what its last checkpoint did not cover.
 #[derive(Debug)]
 pub struct Appending {
     resumables: Resumables,
