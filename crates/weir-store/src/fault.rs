@@ -1,8 +1,8 @@
 //! Fault injection for tests: make the Nth write or fsync of a store fail with a chosen OS
 //! error, so that the handling of `ENOSPC`, `EDQUOT` or `EIO` can be tested without filling a
-//! disk (which needs privileges to mount a small filesystem); and hold hash jobs or directory
-//! scans at a gate ([`HashGate`]), so that a test can have one in flight at the moment it
-//! chooses.
+//! disk (which needs privileges to mount a small filesystem); and hold hash jobs, directory
+//! scans or resumable checkpoints at a gate ([`HashGate`]), so that a test can have one in
+//! flight at the moment it chooses.
 //!
 //! Compiled only for this crate's tests and with the `fault-injection` feature; without them
 //! [`Faults`] is an empty struct whose check compiles to nothing. The hook sits just before the
@@ -46,6 +46,7 @@ mod enabled {
         pub(crate) fault: Option<Fault>,
         pub(crate) gate: Option<HashGate>,
         pub(crate) list_gate: Option<HashGate>,
+        pub(crate) checkpoint_gate: Option<HashGate>,
         pub(crate) writes: AtomicU64,
         pub(crate) syncs: AtomicU64,
     }
@@ -186,6 +187,20 @@ impl Faults {
     pub(crate) fn with_list_gate(mut self, gate: Option<HashGate>) -> Self {
         self.counters.list_gate = gate;
         self
+    }
+
+    /// Also holds this store's resumable checkpoints at `gate` (see
+    /// `LocalOptions::checkpoint_gate`).
+    #[cfg(any(test, feature = "fault-injection"))]
+    pub(crate) fn with_checkpoint_gate(mut self, gate: Option<HashGate>) -> Self {
+        self.counters.checkpoint_gate = gate;
+        self
+    }
+
+    /// The gate resumable checkpoints of this store pass, if a test set one.
+    #[cfg(any(test, feature = "fault-injection"))]
+    pub(crate) fn checkpoint_gate(&self) -> Option<HashGate> {
+        self.counters.checkpoint_gate.clone()
     }
 
     /// The gate directory scans of this store pass, if a test set one.

@@ -179,6 +179,45 @@ impl<B> Hashed<B> {
     pub fn end(&self) -> u64 {
         self.end
     }
+
+    /// The SHA-256 state of exactly the upload's first [`Hashed::end`] bytes, for a resumable
+    /// checkpoint of exactly those bytes ([`CheckpointJob::run_with`](crate::CheckpointJob::run_with)):
+    /// a hashing thread hands it over as it passes the checkpoint's offset, and goes on. `None`
+    /// when the upload computes no SHA-256, or SHA-512 too (which cannot be kept).
+    pub fn mark(&self) -> Option<HashMark> {
+        let sha256 = self.hashers.as_ref()?.sha256_alone()?.clone();
+        Some(HashMark {
+            upload: self.upload,
+            end: self.end,
+            sha256,
+        })
+    }
+}
+
+/// The SHA-256 state of exactly an upload's first `end` bytes, taken from its hashing
+/// ([`Hashed::mark`]). Carries the upload's id and the offset, so that a checkpoint records it
+/// only with exactly that upload and offset: a mark of other bytes is dropped, never recorded.
+pub struct HashMark {
+    upload: u64,
+    end: u64,
+    sha256: ResumableSha256,
+}
+
+impl HashMark {
+    /// The state, if it is that of exactly the first `end` bytes of upload `upload`.
+    pub(crate) fn of(self, upload: u64, end: u64) -> Option<ResumableSha256> {
+        (self.upload == upload && self.end == end && self.sha256.len() == end)
+            .then_some(self.sha256)
+    }
+}
+
+impl fmt::Debug for HashMark {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HashMark")
+            .field("upload", &self.upload)
+            .field("end", &self.end)
+            .finish_non_exhaustive()
+    }
 }
 
 impl<B> HashJob<B> {
@@ -295,6 +334,11 @@ impl HashTrack {
             State::Here(h) if self.hashed == size => h.sha256_alone().cloned(),
             _ => None,
         }
+    }
+
+    /// The upload's id, which its tokens and marks carry.
+    pub(crate) fn id(&self) -> u64 {
+        self.upload
     }
 
     /// Whether a digest is computed as bytes go by.

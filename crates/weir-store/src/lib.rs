@@ -126,7 +126,7 @@ pub use digest::{ContentDigest, DigestAlgorithm, DigestParseError};
 pub use error::StoreError;
 #[cfg(any(test, feature = "fault-injection"))]
 pub use fault::{Fault, FaultOp, HashGate};
-pub use hash_job::{HashJob, Hashed, Written};
+pub use hash_job::{HashJob, HashMark, Hashed, Written};
 pub use list::{Entry, ListPage};
 pub use local::{FileMeta, LocalOptions, LocalStore};
 pub use media_type::MediaType;
@@ -137,8 +137,8 @@ pub use path::{
 pub use quota::ENTRY_COST;
 pub use readers::StoredFile;
 pub use resumable::{
-    AppendEnd, Appending, CHECKPOINT_BYTES, ResumableError, ResumableState, Resumables, Swept,
-    UploadId,
+    AppendEnd, Appending, CHECKPOINT_BYTES, CheckpointJob, ResumableError, ResumableState,
+    Resumables, Swept, UploadId,
 };
 #[cfg(feature = "s3")]
 pub use s3::{S3Config, S3Store, S3Upload};

@@ -80,6 +80,11 @@ pub struct LocalOptions {
     /// it through. Only with the `fault-injection` feature.
     #[cfg(any(test, feature = "fault-injection"))]
     pub list_gate: Option<crate::fault::HashGate>,
+    /// Test hook: hold every resumable checkpoint of this store ([`CheckpointJob`](crate::CheckpointJob)) at this
+    /// gate, each waiting with the offset it records, before its `fdatasync`, until the test
+    /// lets it through. Only with the `fault-injection` feature.
+    #[cfg(any(test, feature = "fault-injection"))]
+    pub checkpoint_gate: Option<crate::fault::HashGate>,
 }
 
 impl Default for LocalOptions {
@@ -93,6 +98,8 @@ impl Default for LocalOptions {
             hash_gate: None,
             #[cfg(any(test, feature = "fault-injection"))]
             list_gate: None,
+            #[cfg(any(test, feature = "fault-injection"))]
+            checkpoint_gate: None,
         }
     }
 }
@@ -236,8 +243,9 @@ impl LocalStore {
         let staged = intent::recover(&root, &staging).map_err(store_err)?;
         let scan = scan(&root).map_err(root_err)?;
         #[cfg(any(test, feature = "fault-injection"))]
-        let faults =
-            Faults::new(options.fault, options.hash_gate).with_list_gate(options.list_gate);
+        let faults = Faults::new(options.fault, options.hash_gate)
+            .with_list_gate(options.list_gate)
+            .with_checkpoint_gate(options.checkpoint_gate);
         #[cfg(not(any(test, feature = "fault-injection")))]
         let faults = Faults::default();
         Ok(LocalStore {

@@ -14,11 +14,20 @@
 //!
 //! # The offset invariant
 //! The offset reported to clients is the `offset` of the meta record, and the meta records an
-//! offset only after `fdatasync` of the data up to it ([`Appending::checkpoint`]). So a
+//! offset only after `fdatasync` of the data up to it ([`CheckpointJob`]). So a
 //! reported offset never covers bytes that are not durably in the data file: not after a
 //! `SIGKILL`, not after a power loss. At open, every data file is cut back to its recorded
 //! offset (bytes past it were never acknowledged) and the usage counted from what is left.
 //! The recorded offset never decreases.
+//!
+//! # Checkpoints beside the writes
+//! A checkpoint inside a request is a [`CheckpointJob`] ([`Appending::begin_checkpoint`]): it
+//! takes the offset N = the upload's size when it is made (every byte up to N already went
+//! through `write(2)`), and runs on another thread while the writer goes on: `fdatasync` of
+//! the data file (which covers at least N bytes), then the record with N and the SHA-256
+//! state of exactly N bytes. At most one is out per append; [`Appending::finish`], `discard`
+//! and the drop wait for it before they write, so one record writer at a time, and the end's
+//! record (past N) is the last.
 //!
 //! # One writer
 //! At most one [`Appending`] per upload at a time (an in-memory set of busy ids); a second
@@ -28,8 +37,10 @@
 //!
 //! # The hash state
 //! A checkpoint (and the record of a cut request, [`Appending::finish`]) writes the upload's
-//! SHA-256 state ([`ResumableSha256`]) in the same record as the offset, when the upload holds
-//! the state of exactly its bytes (the caller lets its hashing catch up first). The next append
+//! SHA-256 state ([`ResumableSha256`]) in the same record as the offset, when it has the state
+//! of exactly those bytes: the upload's own when it hashed them itself, else a [`HashMark`]
+//! that the hashing thread hands over as it passes the offset (it carries the upload and the
+//! offset: one of other bytes is dropped, and the record keeps no state). The next append
 //! hashes on from it. A record's state is read only if it is sound and of exactly the offset's
 //! length; otherwise the append does not hash and completion reads the file back: the digest is
 //! of every byte either way.
@@ -48,6 +59,7 @@
 
 use crate::digest::ContentDigest;
 use crate::error::StoreError;
+use crate::hash_job::HashMark;
 use crate::local::{LocalStore, Missing, Resolved, STAGING_NAME, Shared, walk};
 use crate::path::StorePath;
 use crate::quota::ENTRY_COST;
@@ -497,6 +509,7 @@ impl Resumables {
             state,
             finished: false,
             started_at: offset,
+            in_flight: None,
             _busy: release,
         };
         Ok((appending, upload))
@@ -620,22 +633,27 @@ impl Resumables {
         Ok(ResumableState::decode(&text))
     }
 
-    /// Replaces the record of `id` durably: temporary, fsync, rename, directory fsync.
+    /// Replaces the record of `id` durably (see [`write_record`]).
     fn write_state(&self, id: UploadId, state: &ResumableState) -> Result<(), StoreError> {
-        let temp = format!("{id}.meta.tmp");
-        let _ = self.dir.unlink(&temp);
-        let mut file = self
-            .dir
-            .create_new(&temp)
-            .map_err(io_err("create resumable record"))?;
-        file.write_all(state.encode().as_bytes())
-            .and_then(|()| file.sync_all())
-            .map_err(io_err("write resumable record"))?;
-        self.dir
-            .rename(&temp, &self.dir, &format!("{id}.meta"))
-            .map_err(io_err("rename resumable record"))?;
-        self.dir.sync().map_err(io_err("sync resumable area"))
+        write_record(&self.dir, id, state)
     }
+}
+
+/// Replaces the record of `id` in `dir` durably: temporary, fsync, rename, directory fsync.
+/// One writer per upload at a time (its busy mark, and at most one [`CheckpointJob`] out,
+/// which the [`Appending`] waits for before writing itself): the temporary's name is fixed.
+fn write_record(dir: &DirHandle, id: UploadId, state: &ResumableState) -> Result<(), StoreError> {
+    let temp = format!("{id}.meta.tmp");
+    let _ = dir.unlink(&temp);
+    let mut file = dir
+        .create_new(&temp)
+        .map_err(io_err("create resumable record"))?;
+    file.write_all(state.encode().as_bytes())
+        .and_then(|()| file.sync_all())
+        .map_err(io_err("write resumable record"))?;
+    dir.rename(&temp, dir, &format!("{id}.meta"))
+        .map_err(io_err("rename resumable record"))?;
+    dir.sync().map_err(io_err("sync resumable area"))
 }
 
 /// Frees an upload for the next writer when dropped.
@@ -660,8 +678,11 @@ pub const CHECKPOINT_BYTES: u64 = 64 << 20;
 
 /// One request appending to an upload: holds the upload's one-writer lock until dropped.
 /// Write into the [`Upload`] that [`Resumables::append`] returned with it (as into any upload;
-/// call [`Appending::checkpoint`] when [`Appending::checkpoint_due`] says so), then [`Appending::finish`]. That upload keeps
-/// its data if dropped: an append cut short loses only what its last checkpoint did not cover.
+/// when [`Appending::checkpoint_due`] says so, start a [`CheckpointJob`] with
+/// [`Appending::begin_checkpoint`] and take its outcome in with
+/// [`Appending::checkpoint_settled`], or run one in place with [`Appending::checkpoint`]), then
+/// [`Appending::finish`]. That upload keeps its data if dropped: an append cut short loses only
+/// what its last checkpoint did not cover.
 #[derive(Debug)]
 pub struct Appending {
     resumables: Resumables,
@@ -671,7 +692,154 @@ pub struct Appending {
     finished: bool,
     /// The offset when the append began.
     started_at: u64,
+    /// The outcome of the [`CheckpointJob`] out, if one is (at most one at a time).
+    in_flight: Option<Arc<CheckpointSlot>>,
     _busy: BusyGuard,
+}
+
+/// A checkpoint of the first `offset` bytes of an append, to run off the caller's thread
+/// (`Send + 'static`: a blocking pool, a thread) while the caller goes on writing the bytes
+/// that follow. Made by [`Appending::begin_checkpoint`]; [`CheckpointJob::run_with`] makes the
+/// data durable (`fdatasync`: it covers at least the `offset` bytes, written before the job was
+/// made) and then replaces the record with `offset` and the SHA-256 state of exactly those
+/// bytes; [`Appending::checkpoint_settled`] takes the outcome in. A job dropped without running
+/// records nothing.
+#[derive(Debug)]
+pub struct CheckpointJob {
+    dir: Arc<DirHandle>,
+    id: UploadId,
+    /// The record to write: the append's, at `offset`.
+    state: ResumableState,
+    /// The id of the upload's hashing, which its [`HashMark`]s carry.
+    hash_id: u64,
+    /// The state of exactly `offset` bytes, when the upload had it at hand.
+    sha256: Option<ResumableSha256>,
+    /// The upload's hashing was away (on a hashing thread): its state at `offset` comes from
+    /// the caller, as a [`HashMark`].
+    wants_mark: bool,
+    slot: Arc<CheckpointSlot>,
+    /// The outcome is in the slot.
+    settled: bool,
+    #[cfg(any(test, feature = "fault-injection"))]
+    gate: Option<crate::fault::HashGate>,
+}
+
+/// Where a [`CheckpointJob`] leaves its outcome for its [`Appending`].
+#[derive(Debug, Default)]
+struct CheckpointSlot {
+    outcome: Mutex<Option<CheckpointOutcome>>,
+    ready: std::sync::Condvar,
+}
+
+#[derive(Debug)]
+enum CheckpointOutcome {
+    /// The record now says this.
+    Recorded {
+        offset: u64,
+        sha256_state: Option<[u8; SAVED_LEN]>,
+        active: u64,
+    },
+    /// The record is as before.
+    Failed(StoreError),
+}
+
+impl CheckpointSlot {
+    fn put(&self, outcome: CheckpointOutcome) {
+        *self.outcome.lock().unwrap_or_else(|e| e.into_inner()) = Some(outcome);
+        self.ready.notify_all();
+    }
+
+    fn take(&self) -> Option<CheckpointOutcome> {
+        self.outcome
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+    }
+
+    fn wait(&self) -> CheckpointOutcome {
+        let mut outcome = self.outcome.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if let Some(o) = outcome.take() {
+                return o;
+            }
+            outcome = self.ready.wait(outcome).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+}
+
+impl CheckpointJob {
+    /// The offset this checkpoint records.
+    pub fn offset(&self) -> u64 {
+        self.state.offset
+    }
+
+    /// Whether the SHA-256 state at [`CheckpointJob::offset`] must come from the upload's
+    /// hashing thread ([`Hashed::mark`](crate::Hashed::mark)): the bytes were hashed there.
+    pub fn wants_mark(&self) -> bool {
+        self.wants_mark
+    }
+
+    /// [`CheckpointJob::run_with`] with no mark to give: the record keeps a hash state only if
+    /// the upload had it at hand when the job was made.
+    pub fn run(self) {
+        self.run_with(|| None);
+    }
+
+    /// Runs the checkpoint: `fdatasync` of the data, then (when [`CheckpointJob::wants_mark`])
+    /// `mark` for the SHA-256 state of exactly [`CheckpointJob::offset`] bytes — it may block
+    /// until the hashing thread gets there; a mark of other bytes or of another upload is
+    /// dropped — then the record replaced (temporary, fsync, rename, directory fsync). Blocks
+    /// on the disk: run it off any event loop.
+    pub fn run_with(mut self, mark: impl FnOnce() -> Option<HashMark>) {
+        #[cfg(any(test, feature = "fault-injection"))]
+        if let Some(gate) = &self.gate {
+            gate.pass(self.state.offset);
+        }
+        let outcome = self.record(mark);
+        self.settled = true;
+        self.slot.put(outcome);
+    }
+
+    fn record(&mut self, mark: impl FnOnce() -> Option<HashMark>) -> CheckpointOutcome {
+        // Another descriptor of the same file: every byte up to the offset was written (and
+        // `write(2)` returned) before this job was made, so this `fdatasync` covers them.
+        let synced = self
+            .dir
+            .open_rw(&format!("{}.data", self.id))
+            .and_then(|file| file.sync_data())
+            .map_err(io_err("fdatasync"));
+        if let Err(e) = synced {
+            return CheckpointOutcome::Failed(e);
+        }
+        let offset = self.state.offset;
+        let sha256 = match self.sha256.take() {
+            Some(h) => Some(h),
+            None if self.wants_mark => mark().and_then(|m| m.of(self.hash_id, offset)),
+            None => None,
+        };
+        self.state.sha256_state = sha256.map(|h| h.to_bytes());
+        self.state.active = now_secs();
+        match write_record(&self.dir, self.id, &self.state) {
+            Ok(()) => CheckpointOutcome::Recorded {
+                offset,
+                sha256_state: self.state.sha256_state,
+                active: self.state.active,
+            },
+            Err(e) => CheckpointOutcome::Failed(e),
+        }
+    }
+}
+
+impl Drop for CheckpointJob {
+    /// Dropped without running (or unwinding out of it): nothing was recorded.
+    fn drop(&mut self) {
+        if !self.settled {
+            self.slot.put(CheckpointOutcome::Failed(StoreError::from_io(
+                "checkpoint",
+                io::ErrorKind::Interrupted.into(),
+            )));
+        }
+    }
 }
 
 /// How an append ended.
@@ -702,6 +870,9 @@ impl Appending {
     /// covers exactly the file (else the record keeps no state: completion reads back).
     fn record_file(&mut self, sha256: Option<ResumableSha256>) -> Result<(), StoreError> {
         self.finished = true;
+        // One record writer at a time; a failed checkpoint left the record as it was, and this
+        // records the whole file.
+        let _ = self.wait_checkpoint();
         let kept = (|| {
             let file = self
                 .resumables
@@ -777,6 +948,7 @@ impl Appending {
         // Dropping the upload gives back what it had charged; the cut frees those bytes.
         drop(upload);
         self.finished = true;
+        let _ = self.wait_checkpoint();
         let file = self
             .resumables
             .dir
@@ -796,37 +968,105 @@ impl Appending {
         Ok(self.state.clone())
     }
 
-    /// Whether [`CHECKPOINT_BYTES`] arrived since the last checkpoint: then call
-    /// [`Appending::checkpoint`] (which blocks on `fdatasync` and `fsync`s: off the caller's
-    /// event loop). No system call here.
+    /// Whether [`CHECKPOINT_BYTES`] arrived since the last recorded offset and no checkpoint is
+    /// out: then start one ([`Appending::begin_checkpoint`], or [`Appending::checkpoint`]
+    /// which blocks on `fdatasync` and `fsync`s: off the caller's event loop). No system call
+    /// here.
     pub fn checkpoint_due(&self, upload: &Upload) -> bool {
-        upload.size().saturating_sub(self.state.offset) >= CHECKPOINT_BYTES
+        self.in_flight.is_none()
+            && upload.size().saturating_sub(self.state.offset) >= CHECKPOINT_BYTES
     }
 
-    /// Makes the bytes written so far durable, then records them as the offset.
-    pub fn checkpoint(&mut self, upload: &mut Upload) -> Result<u64, StoreError> {
+    /// Whether a [`CheckpointJob`] is out (its outcome not taken in yet).
+    pub fn checkpoint_running(&self) -> bool {
+        self.in_flight.is_some()
+    }
+
+    /// A checkpoint of the bytes written so far (`upload.size()`), to run on another thread
+    /// while the caller goes on writing ([`CheckpointJob`]). `None` when one is out already
+    /// (at most one at a time) or nothing new was written. The offset it records is the size
+    /// now; the SHA-256 state recorded with it is the upload's if it has exactly those bytes
+    /// hashed now, else (its hashing is away) the [`HashMark`] the runner gives.
+    pub fn begin_checkpoint(&mut self, upload: &Upload) -> Option<CheckpointJob> {
         let size = upload.size();
-        if size == self.state.offset {
-            return Ok(size);
+        if self.in_flight.is_some() || size <= self.state.offset || upload.ensure_open().is_err() {
+            return None;
         }
-        upload.sync_data()?;
-        // The hash state of exactly the bytes made durable, recorded with their offset (the
-        // caller lets the hashing catch up first; if it did not, none is kept).
-        let before = (self.state.offset, self.state.sha256_state);
-        self.state.offset = size;
-        self.state.sha256_state = upload.sha256_state().map(|h| h.to_bytes());
-        self.state.active = now_secs();
-        if let Err(e) = self.resumables.write_state(self.id, &self.state) {
-            (self.state.offset, self.state.sha256_state) = before;
-            return Err(e);
+        let sha256 = upload.sha256_state();
+        // ALLOCATION: the slot and a copy of the record, once per checkpoint (every
+        // CHECKPOINT_BYTES), never per write.
+        let slot = Arc::new(CheckpointSlot::default());
+        self.in_flight = Some(slot.clone());
+        let mut state = self.state.clone();
+        state.offset = size;
+        state.sha256_state = None;
+        Some(CheckpointJob {
+            dir: self.resumables.dir.clone(),
+            id: self.id,
+            state,
+            hash_id: upload.hash_id(),
+            wants_mark: sha256.is_none() && upload.is_hashing(),
+            sha256,
+            slot,
+            settled: false,
+            #[cfg(any(test, feature = "fault-injection"))]
+            gate: self.resumables.shared.faults.checkpoint_gate(),
+        })
+    }
+
+    /// Takes in the outcome of the [`CheckpointJob`] out, if it has ended: `Some(Ok(offset))`
+    /// recorded, `Some(Err(_))` the record is as before; `None` when none is out or it is
+    /// still running. Never blocks.
+    pub fn checkpoint_settled(&mut self) -> Option<Result<u64, StoreError>> {
+        let outcome = self.in_flight.as_ref()?.take()?;
+        self.in_flight = None;
+        Some(self.apply(outcome))
+    }
+
+    /// Waits for the [`CheckpointJob`] out, if any, and takes in its outcome (as
+    /// [`Appending::checkpoint_settled`]). Blocks until the job has run: whoever holds it must
+    /// run or drop it.
+    pub fn wait_checkpoint(&mut self) -> Option<Result<u64, StoreError>> {
+        let outcome = self.in_flight.take()?.wait();
+        Some(self.apply(outcome))
+    }
+
+    fn apply(&mut self, outcome: CheckpointOutcome) -> Result<u64, StoreError> {
+        match outcome {
+            CheckpointOutcome::Recorded {
+                offset,
+                sha256_state,
+                active,
+            } => {
+                self.state.offset = offset;
+                self.state.sha256_state = sha256_state;
+                self.state.active = active;
+                Ok(offset)
+            }
+            CheckpointOutcome::Failed(e) => Err(e),
         }
-        Ok(size)
+    }
+
+    /// Makes the bytes written so far durable, then records them as the offset, on this
+    /// thread (a [`CheckpointJob`] run in place, after the one out, if any).
+    pub fn checkpoint(&mut self, upload: &mut Upload) -> Result<u64, StoreError> {
+        if let Some(outcome) = self.wait_checkpoint() {
+            outcome?;
+        }
+        match self.begin_checkpoint(upload) {
+            Some(job) => job.run(),
+            None => return Ok(self.state.offset),
+        }
+        self.wait_checkpoint().unwrap_or(Ok(self.state.offset))
     }
 
     /// Ends the append. `complete`: this request carried the end of the representation, and
     /// the upload is committed to its target (a recorded length must match). Otherwise (or
     /// if the length does not match) the bytes are checkpointed and the upload stays open.
     pub fn finish(mut self, upload: Upload, complete: bool) -> Result<AppendEnd, StoreError> {
+        // One record writer at a time: the checkpoint out first (its failure left the record
+        // as it was; what follows records the whole file).
+        let _ = self.wait_checkpoint();
         let size = upload.size();
         let mismatch = self.state.length.filter(|&len| len != size);
         if !complete || mismatch.is_some() {

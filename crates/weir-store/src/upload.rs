@@ -240,20 +240,15 @@ impl Upload {
         }
     }
 
-    /// Makes the bytes written so far durable (`fdatasync`).
-    pub(crate) fn sync_data(&mut self) -> Result<(), StoreError> {
-        self.ensure_open()?;
-        let file = self
-            .open_file()
-            .map_err(|e| StoreError::from_io("reopen temporary file", e))?;
-        file.sync_data()
-            .map_err(|e| StoreError::from_io("fdatasync", e))
-    }
-
     /// The SHA-256 state of exactly the bytes written so far, when it is at hand (see
     /// `HashTrack::sha256_at`): what a resumable upload keeps with its offset.
     pub(crate) fn sha256_state(&self) -> Option<ResumableSha256> {
         self.hash.sha256_at(self.size)
+    }
+
+    /// The id of this upload's hashing, which its hash tokens and marks carry.
+    pub(crate) fn hash_id(&self) -> u64 {
+        self.hash.id()
     }
 
     /// Whether the bytes are hashed as they are written (else commit reads the file back when

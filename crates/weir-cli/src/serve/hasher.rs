@@ -25,6 +25,10 @@
 //! - Nothing is allocated per buffer: the lane's queue and free list are sized once per upload,
 //!   the thread blocks on a condition variable, the task stores its waker (cloning a tokio
 //!   waker bumps a reference count).
+//! - A resumable checkpoint needs the hash state of exactly the bytes it makes durable, while
+//!   the thread holds the state and the task goes on: [`LaneHandle::mark`] asks the thread for
+//!   a copy ([`weir_store::HashMark`]) as it passes the checkpoint's offset, and the checkpoint
+//!   waits for it on its own thread ([`MarkWait`]); the lane goes on as before.
 //! - A task that goes away (client disconnected, body too large) drops its [`LaneHandle`]: the
 //!   thread stops at the next buffer, drops what is queued, and every buffer goes back to the
 //!   pool. A thread that dies (a panic) leaves the lane lost: the task fails the upload rather
@@ -42,7 +46,7 @@ use std::pin::Pin;
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
-use weir_store::{HashJob, Hashed, Written};
+use weir_store::{HashJob, HashMark, Hashed, Written};
 
 /// A hash job over a pooled upload buffer.
 pub(crate) type Job = HashJob<PooledBuffer>;
@@ -121,6 +125,12 @@ fn run_lane(lane: &Lane, job: Job) -> Option<Done> {
         let next = {
             let mut state = lane.lock();
             loop {
+                if state.mark == Some(done.end()) {
+                    // A checkpoint waits for the state of exactly these bytes.
+                    state.mark = None;
+                    state.marked = Some(done.mark());
+                    lane.marked.notify_all();
+                }
                 if state.abandoned {
                     return None;
                 }
@@ -167,6 +177,8 @@ pub(crate) struct Lane {
     state: Mutex<LaneState>,
     /// The thread waits here for the next buffer (or the close).
     more: Condvar,
+    /// A checkpoint waits here for the hash state at its offset ([`LaneHandle::mark`]).
+    marked: Condvar,
 }
 
 struct LaneState {
@@ -187,6 +199,10 @@ struct LaneState {
     outcome: Outcome,
     /// The task, when it waits for a buffer or the outcome.
     waker: Option<Waker>,
+    /// A checkpoint's offset: the thread hands over its hash state as it gets there.
+    mark: Option<u64>,
+    /// The hash state at `mark`, handed over (`None` inside: the upload keeps no SHA-256).
+    marked: Option<Option<HashMark>>,
 }
 
 enum Outcome {
@@ -234,6 +250,8 @@ impl Lane {
             }
             state.waker.take()
         };
+        // A checkpoint waiting for a mark the thread will never reach gives up.
+        self.marked.notify_all();
         if let Some(w) = waker {
             w.wake();
         }
@@ -258,9 +276,27 @@ impl LaneHandle {
                 abandoned: false,
                 outcome: Outcome::Running,
                 waker: None,
+                mark: None,
+                marked: None,
             }),
             more: Condvar::new(),
+            marked: Condvar::new(),
         }))
+    }
+
+    /// Asks the thread for its hash state once it has hashed exactly the upload's first `at`
+    /// bytes, which must all be queued already (or hashed) and nothing past them: a
+    /// checkpoint of `at` bytes, made as the last of them was queued. One mark at a time (a
+    /// new one replaces the last). The thread hands it over and goes on hashing.
+    pub(crate) fn mark(&self, at: u64) -> MarkWait {
+        {
+            let mut state = self.0.lock();
+            state.mark = Some(at);
+            state.marked = None;
+        }
+        // The thread may be waiting for the next buffer with exactly these bytes hashed.
+        self.0.more.notify_one();
+        MarkWait(Arc::clone(&self.0))
     }
 
     /// Queues written bytes for the thread (in the order written).
@@ -342,6 +378,28 @@ impl Drop for LaneHandle {
         };
         self.0.more.notify_one();
         drop(queued);
+    }
+}
+
+/// The hash state a checkpoint waits for ([`LaneHandle::mark`]); `Send + 'static`, for the
+/// thread that runs the checkpoint.
+pub(crate) struct MarkWait(Arc<Lane>);
+
+impl MarkWait {
+    /// Blocks until the thread hands over the state at the mark (a few buffers' hashing at
+    /// most: everything up to it is queued); `None` if the lane ended without getting there
+    /// (abandoned or lost) or the upload keeps no SHA-256.
+    pub(crate) fn wait(self) -> Option<HashMark> {
+        let mut state = self.0.lock();
+        loop {
+            if let Some(marked) = state.marked.take() {
+                return marked;
+            }
+            if state.mark.is_none() || !matches!(state.outcome, Outcome::Running) {
+                return None;
+            }
+            state = self.0.marked.wait(state).unwrap_or_else(|e| e.into_inner());
+        }
     }
 }
 
@@ -494,6 +552,72 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
         panic!("condition not reached in 10 s");
+    }
+
+    #[test]
+    fn a_mark_hands_over_the_state_of_exactly_the_bytes_up_to_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LocalStore::open(dir.path(), LocalOptions::default()).unwrap();
+        let buffers = BufferPool::default();
+        let pool = HashPool::new(1);
+        let path = StorePath::parse("f").unwrap();
+        let resumables =
+            weir_store::Resumables::open(&store, std::time::Duration::from_secs(60)).unwrap();
+        let (id, _) = resumables.create(&path, None, None, true).unwrap();
+        let (mut appending, mut up) = resumables.append(id, 0, None).unwrap();
+        let lane = LaneHandle::new();
+        let mut want = Vec::new();
+        rt().block_on(async {
+            let mut started = false;
+            for i in 0..6u8 {
+                let mut buf = match lane.try_buffer(&buffers) {
+                    Some(b) => b,
+                    None => lane.free().await.expect("not lost"),
+                };
+                buf[..1000].fill(i);
+                want.extend_from_slice(&[i; 1000]);
+                let written = up.write_owned(buf, 1000).unwrap();
+                if started {
+                    lane.push(written);
+                } else {
+                    let mut job = up.hash_job(written).unwrap();
+                    while let Err(j) = pool.start(job, &lane) {
+                        job = j;
+                        std::thread::yield_now();
+                    }
+                    started = true;
+                }
+                if i == 3 {
+                    // A checkpoint of the first 4000 bytes, its state from the lane's thread.
+                    let job = appending.begin_checkpoint(&up).unwrap();
+                    assert!(job.wants_mark());
+                    let mark = lane.mark(job.offset());
+                    std::thread::spawn(move || job.run_with(|| mark.wait()))
+                        .join()
+                        .unwrap();
+                }
+            }
+            let done = lane.finish().await.expect("not lost");
+            drop(up.attach(done).unwrap());
+        });
+        assert_eq!(appending.checkpoint_settled().unwrap().unwrap(), 4000);
+        let state = resumables.state(id).unwrap().unwrap();
+        let kept = weir_store::ResumableSha256::from_bytes(&state.sha256_state.unwrap()).unwrap();
+        let sha: [u8; 32] = sha2::Sha256::digest(&want[..4000]).into();
+        assert_eq!(kept.finalize(), sha);
+        let weir_store::AppendEnd::Completed(c) = appending.finish(up, true).unwrap() else {
+            panic!("not completed")
+        };
+        let sha: [u8; 32] = sha2::Sha256::digest(&want).into();
+        assert_eq!(c.sha256, Some(sha));
+    }
+
+    #[test]
+    fn a_mark_the_thread_never_reaches_gives_nothing() {
+        let lane = LaneHandle::new();
+        let mark = lane.mark(10);
+        lane.0.end(None);
+        assert!(mark.wait().is_none());
     }
 
     #[test]

@@ -26,10 +26,14 @@
 //! `resumable.rs`) the digest is computed at completion by reading the file back. Every
 //! [`weir_store::CHECKPOINT_BYTES`] and at the end of every request (complete or cut), the
 //! data is fdatasynced and its length recorded as the offset, with the hash state of exactly
-//! those bytes (the hashing thread catches up first: `upload.rs`); the checkpoint runs under
-//! `block_in_place`, and one inside a request is announced at once in an interim `104` with
-//! that `Upload-Offset` (draft §4.3's progress; [`announce_offset`]).
+//! those bytes. Inside a request the checkpoint runs on the blocking pool while the connection
+//! goes on receiving ([`AppendCheckpoints`]: one out at a time; the hashing thread hands over
+//! its state as it passes the offset, `hasher.rs`), and is announced in an interim `104` with
+//! that `Upload-Offset` once recorded, with the next piece of the body or before the final
+//! answer (draft §4.3's progress; [`announce_offset`]). The end of a request waits for it, then
+//! records its own offset under `block_in_place`.
 
+use super::hasher::{LaneHandle, MarkWait};
 use super::reply::{self, Problem, hex};
 use super::service::{Service, off_the_runtime};
 use super::upload::{self, BodyFailure, WhereHashed};
@@ -522,11 +526,18 @@ async fn receive(
     // kept its hash state with its offset (else completion reads the file back).
     let hashing = upload.is_hashing();
     let mut counts = WhereHashed::default();
-    let mut checkpoints = AppendCheckpoints {
-        appending: &mut appending,
-        announce: true,
-    };
-    let received = body(svc, ex, &mut upload, hashing, &mut counts, &mut checkpoints).await;
+    let mut checkpoints = AppendCheckpoints::new(&mut appending, true);
+    let mut received = body(svc, ex, &mut upload, hashing, &mut counts, &mut checkpoints).await;
+    // The checkpoint out, if any, ends before the request records its end.
+    match checkpoints.settle().await {
+        Ok(Some(offset)) if received.is_ok() => {
+            if let Err(e) = announce_offset(ex, offset).await {
+                received = Err(BodyFailure::Body(e));
+            }
+        }
+        Err(e) if received.is_ok() => received = Err(BodyFailure::Store(e)),
+        _ => {}
+    }
     if let Err(failure) = received {
         // Keep and record what arrived: the client resumes from there.
         let kept = off_the_runtime(|| appending.finish(upload, false));
@@ -657,20 +668,71 @@ pub(super) async fn body(
 }
 
 /// An append's checkpoints: every [`weir_store::CHECKPOINT_BYTES`], the data made durable and
-/// its length recorded as the offset; `announce`: the offset is sent at once in a `104`.
+/// its length recorded as the offset, on the blocking pool while the connection goes on
+/// receiving (at most one out: one that comes due meanwhile waits for the next poll after it
+/// ended); `announce`: the offset is sent in a `104` once recorded. The end of the request
+/// ([`AppendCheckpoints::settle`]) waits for the one out before it records its own offset.
 pub(super) struct AppendCheckpoints<'a> {
-    pub(super) appending: &'a mut Appending,
-    pub(super) announce: bool,
+    appending: &'a mut Appending,
+    announce: bool,
+    /// The checkpoint out, on the blocking pool (its outcome goes to `appending`).
+    running: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl<'a> AppendCheckpoints<'a> {
+    pub(super) fn new(appending: &'a mut Appending, announce: bool) -> Self {
+        Self {
+            appending,
+            announce,
+            running: None,
+        }
+    }
+
+    /// Waits (without blocking the runtime) for the checkpoint out, if any, and takes in its
+    /// outcome: `Some(offset)` to announce, an error if it failed. Before the request records
+    /// its end: one record writer at a time, and the last record is the end's.
+    pub(super) async fn settle(&mut self) -> Result<Option<u64>, StoreError> {
+        if let Some(running) = self.running.take() {
+            // A panic in the job dropped it: its outcome says so.
+            let _ = running.await;
+        }
+        match self.appending.checkpoint_settled() {
+            Some(outcome) => outcome.map(|offset| self.announce.then_some(offset)),
+            None => Ok(None),
+        }
+    }
 }
 
 impl upload::Checkpoints for AppendCheckpoints<'_> {
-    fn due(&self, upload: &Upload) -> bool {
-        self.appending.checkpoint_due(upload)
-    }
-
-    fn checkpoint(&mut self, upload: &mut Upload) -> Result<Option<u64>, StoreError> {
-        let offset = self.appending.checkpoint(upload)?;
-        Ok(self.announce.then_some(offset))
+    fn poll(
+        &mut self,
+        upload: &Upload,
+        hashing: Option<&LaneHandle>,
+    ) -> Result<Option<u64>, StoreError> {
+        let mut acknowledged = None;
+        if let Some(running) = &self.running {
+            if !running.is_finished() {
+                return Ok(None);
+            }
+            self.running = None;
+            if let Some(outcome) = self.appending.checkpoint_settled() {
+                acknowledged = self.announce.then_some(outcome?);
+            }
+        }
+        if self.appending.checkpoint_due(upload) {
+            if let Some(job) = self.appending.begin_checkpoint(upload) {
+                // The hash state at the offset, from the hashing thread when the bytes went
+                // there: asked now, handed over as the thread passes them.
+                let mark = hashing
+                    .filter(|_| job.wants_mark())
+                    .map(|lane| lane.mark(job.offset()));
+                // ALLOCATION: a blocking task per checkpoint (every CHECKPOINT_BYTES).
+                self.running = Some(tokio::task::spawn_blocking(move || {
+                    job.run_with(|| mark.and_then(MarkWait::wait));
+                }));
+            }
+        }
+        Ok(acknowledged)
     }
 
     fn keeps_cut_bytes(&self) -> bool {

@@ -475,11 +475,14 @@ async fn receive(
         resumable::body(svc, ex, &mut upload, hashing, &mut counts, &mut none).await
     } else {
         // tus has no progress announcements: the offset is recorded, not sent.
-        let mut checkpoints = resumable::AppendCheckpoints {
-            appending: &mut appending,
-            announce: false,
-        };
-        resumable::body(svc, ex, &mut upload, hashing, &mut counts, &mut checkpoints).await
+        let mut checkpoints = resumable::AppendCheckpoints::new(&mut appending, false);
+        let received =
+            resumable::body(svc, ex, &mut upload, hashing, &mut counts, &mut checkpoints).await;
+        // The checkpoint out, if any, ends before the request records its end.
+        match checkpoints.settle().await {
+            Err(e) if received.is_ok() => Err(upload::BodyFailure::Store(e)),
+            _ => received,
+        }
     };
     if let Err(failure) = received {
         let kept = if expected.is_some() {

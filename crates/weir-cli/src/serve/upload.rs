@@ -239,18 +239,21 @@ const PIPELINE_AFTER: u64 = 2 << 20;
 /// writing them back to disk while the rest arrives (the commit's fsync has less to do).
 const SPLICE_PIECE: u64 = 8 << 20;
 
-/// A body's checkpoints (a resumable append's, `resumable.rs`), asked about after each piece
-/// of the body is written.
+/// A body's checkpoints (a resumable append's, `resumable.rs`), polled after each piece of the
+/// body is written. A checkpoint runs off the connection's task (`fdatasync` and the record's
+/// `fsync`s on another thread) while the task goes on receiving: the poll starts one when it is
+/// due and none is out, and takes in one that ended; it never waits.
 pub(super) trait Checkpoints: Send {
-    /// Whether one is due now, with `upload` as it is: a cheap check, made on the connection's
-    /// task after every piece.
-    fn due(&self, upload: &Upload) -> bool;
-
-    /// Makes the bytes written so far durable and records them (blocking: `fdatasync`,
-    /// `fsync`s). `Some(offset)`: tell the client at once that the bytes up to `offset` are
-    /// durable (the draft's progress `104`, [`super::resumable::announce_offset`]). An error
-    /// stops the body.
-    fn checkpoint(&mut self, upload: &mut Upload) -> Result<Option<u64>, StoreError>;
+    /// Takes in a checkpoint that ended and starts one if it is due, with `upload` as it is
+    /// now (every byte written, none past them queued to `hashing`: the bytes are hashed on that
+    /// lane's thread, which then hands over the hash state at this size). `Some(offset)`: tell
+    /// the client that the bytes up to `offset` are durable (the draft's progress `104`,
+    /// [`super::resumable::announce_offset`]). An error (a checkpoint failed) stops the body.
+    fn poll(
+        &mut self,
+        upload: &Upload,
+        hashing: Option<&LaneHandle>,
+    ) -> Result<Option<u64>, StoreError>;
 
     /// Whether a cut body keeps what it wrote (a resumable append records it): then the
     /// hashing catches up with the bytes written before the body gives up, so that their hash
@@ -262,11 +265,7 @@ pub(super) trait Checkpoints: Send {
 pub(super) struct NoCheckpoints;
 
 impl Checkpoints for NoCheckpoints {
-    fn due(&self, _: &Upload) -> bool {
-        false
-    }
-
-    fn checkpoint(&mut self, _: &mut Upload) -> Result<Option<u64>, StoreError> {
+    fn poll(&mut self, _: &Upload, _: Option<&LaneHandle>) -> Result<Option<u64>, StoreError> {
         Ok(None)
     }
 
@@ -275,18 +274,15 @@ impl Checkpoints for NoCheckpoints {
     }
 }
 
-/// Runs a checkpoint when one is due, and announces the offset it acknowledged, if any. The
-/// checkpoint's `fdatasync` and `fsync`s run under `block_in_place`: the runtime's other tasks
-/// move to another worker meanwhile, rather than wait behind this connection's disk flush.
+/// Polls the checkpoints after a piece of the body was written, and announces the offset one
+/// recorded, if any. Never waits for a checkpoint.
 async fn step(
     ex: &mut Exchange<'_>,
-    upload: &mut Upload,
+    upload: &Upload,
     progress: &mut dyn Checkpoints,
+    hashing: Option<&LaneHandle>,
 ) -> Result<(), BodyFailure> {
-    if !progress.due(upload) {
-        return Ok(());
-    }
-    let acknowledged = super::service::off_the_runtime(|| progress.checkpoint(upload));
+    let acknowledged = progress.poll(upload, hashing);
     if let Some(offset) = acknowledged.map_err(BodyFailure::Store)? {
         super::resumable::announce_offset(ex, offset)
             .await
@@ -311,7 +307,7 @@ pub(super) async fn splice_body(
                 upload
                     .record_external_write(n)
                     .map_err(BodyFailure::Store)?;
-                step(ex, upload, progress).await?;
+                step(ex, upload, progress, None).await?;
             }
             Err(e) => return Err(splice_failure(e)),
         }
@@ -359,14 +355,17 @@ pub(super) async fn hashed_body(
         }
         let mut buf = svc.buffers.take();
         loop {
-            let n = fill_ready(ex, &mut buf).map_err(BodyFailure::Body)?;
+            let (n, ended) = fill_ready(ex, &mut buf);
             if n == 0 {
+                ended.map_err(BodyFailure::Body)?;
                 // A read would wait (or the body ended): the buffer goes back first.
                 break;
             }
             // COPY: the kernel's, buffer → page cache; the hasher reads the buffer in place.
             upload.write(&buf[..n]).map_err(BodyFailure::Store)?;
-            step(ex, upload, progress).await?;
+            // What arrived before a cut is written first: a resumable append keeps it.
+            ended.map_err(BodyFailure::Body)?;
+            step(ex, upload, progress, None).await?;
             if hashing {
                 counts.inline += n as u64;
                 if upload.size() >= PIPELINE_AFTER {
@@ -394,9 +393,9 @@ async fn pipelined_body(
     counts: &mut WhereHashed,
     progress: &mut dyn Checkpoints,
 ) -> Result<(), BodyFailure> {
-    let mut lane = LaneHandle::new();
+    let lane = LaneHandle::new();
     let mut started = false;
-    let received = pipeline(svc, ex, upload, counts, progress, &mut lane, &mut started).await;
+    let received = pipeline(svc, ex, upload, counts, progress, &lane, &mut started).await;
     if let Err(failure) = received {
         if started && progress.keeps_cut_bytes() && matches!(failure, BodyFailure::Body(_)) {
             // The body was cut, and every byte written is queued: let the hashing catch up
@@ -423,7 +422,7 @@ async fn pipeline(
     upload: &mut Upload,
     counts: &mut WhereHashed,
     progress: &mut dyn Checkpoints,
-    lane: &mut LaneHandle,
+    lane: &LaneHandle,
     started: &mut bool,
 ) -> Result<(), BodyFailure> {
     loop {
@@ -431,9 +430,10 @@ async fn pipeline(
             Some(buf) => buf,
             None => lane.free().await.ok_or(LOST)?,
         };
-        let n = fill_ready(ex, &mut free).map_err(BodyFailure::Body)?;
+        let (n, ended) = fill_ready(ex, &mut free);
         if n == 0 {
             lane.discard(free);
+            ended.map_err(BodyFailure::Body)?;
             if ex.is_body_complete() {
                 return Ok(());
             }
@@ -465,18 +465,12 @@ async fn pipeline(
                 }
             }
         }
-        if progress.due(upload) {
-            if *started {
-                // A checkpoint records the hash state of exactly the bytes it makes durable:
-                // the hashing thread catches up and hands the state back, and the next buffer
-                // starts a new lane. ALLOCATION: a lane per checkpoint.
-                let done = lane.finish().await.ok_or(LOST)?;
-                drop(upload.attach(done).map_err(BodyFailure::Store)?);
-                *lane = LaneHandle::new();
-                *started = false;
-            }
-            step(ex, upload, progress).await?;
-        }
+        // What arrived before a cut is written and queued first: a resumable append keeps it.
+        ended.map_err(BodyFailure::Body)?;
+        // A checkpoint started now records the hash state of exactly the bytes written so far:
+        // from the upload if they were hashed here, else handed over by the lane's thread as it
+        // passes them (it goes on hashing, and this task on receiving).
+        step(ex, upload, progress, started.then_some(lane)).await?;
     }
 }
 
@@ -490,18 +484,22 @@ const FILL_MIN_ROOM: usize = 64 * 1024;
 
 /// Reads into `buf` what can be read without waiting, until it is full (or nearly:
 /// [`FILL_MIN_ROOM`]): one write and one hash job per buffer rather than per read (a read
-/// returns what the socket holds, often less). Every read is direct, into `buf`. 0 when a read
-/// would wait at once, or at the end of the body (`Exchange::is_body_complete` tells which).
-fn fill_ready(ex: &mut Exchange<'_>, buf: &mut [u8]) -> Result<usize, weir::Error> {
+/// returns what the socket holds, often less). Every read is direct, into `buf`. 0 bytes when a
+/// read would wait at once, or at the end of the body (`Exchange::is_body_complete` tells
+/// which). A read that fails (the client cut the body) ends the fill with the bytes read
+/// before it, and its error next to them: the caller writes them before it gives up, so that
+/// a cut resumable append keeps everything that arrived (the cut often comes with the last
+/// bytes, in the same fill).
+fn fill_ready(ex: &mut Exchange<'_>, buf: &mut [u8]) -> (usize, Result<(), weir::Error>) {
     let mut filled = 0;
     while buf.len() - filled >= FILL_MIN_ROOM {
         match ex.try_read_body(&mut buf[filled..]) {
             Some(Ok(0)) | None => break,
             Some(Ok(n)) => filled += n,
-            Some(Err(e)) => return Err(e),
+            Some(Err(e)) => return (filled, Err(e)),
         }
     }
-    Ok(filled)
+    (filled, Ok(()))
 }
 
 /// The `Content-Digest` header(s), joined and parsed; an empty digest if absent.

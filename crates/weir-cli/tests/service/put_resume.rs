@@ -15,7 +15,11 @@ enum Behavior {
     Relay,
     /// Relays this many bytes from the client, then closes both sides.
     CutAfter(u64),
-    /// Relays this many bytes from the client, then stops reading until [`Proxy::cut_all`].
+    /// Relays this many bytes from the client, then relays nothing more until
+    /// [`Proxy::cut_all`]: what the client sends after is read and dropped, so that its writes
+    /// never block on a full socket buffer and it goes on to read the server's interim answers
+    /// (`weir put` sends the body without the `104` when it takes over a second to come, as on
+    /// a loaded machine, and reads the `104` only once the body is written).
     StallAfter(u64),
     /// Reads the request head and answers `503` itself.
     Answer503,
@@ -141,9 +145,13 @@ fn relay(
         count.fetch_add(n as u64, Ordering::SeqCst);
     }
     // The limit: cut now, or leave both sides hanging until `cut_all`.
-    if let Behavior::CutAfter(_) = behavior {
-        let _ = client.shutdown(Shutdown::Both);
-        let _ = upstream.shutdown(Shutdown::Both);
+    match behavior {
+        Behavior::CutAfter(_) => {
+            let _ = client.shutdown(Shutdown::Both);
+            let _ = upstream.shutdown(Shutdown::Both);
+        }
+        Behavior::StallAfter(_) => while matches!(client.read(&mut buf), Ok(n) if n > 0) {},
+        _ => {}
     }
 }
 
@@ -171,6 +179,15 @@ fn state_files(state: &Path) -> Vec<std::path::PathBuf> {
     std::fs::read_dir(state.join("weir/uploads"))
         .map(|d| d.map(|e| e.unwrap().path()).collect())
         .unwrap_or_default()
+}
+
+/// The state file `weir put` recorded (written to a temporary, then renamed: the one without
+/// `.tmp` is whole), once there is one.
+fn recorded_state(state: &Path) -> Option<serde_json::Value> {
+    let file = state_files(state)
+        .into_iter()
+        .find(|f| f.extension().is_none_or(|e| e != "tmp"))?;
+    serde_json::from_str(&std::fs::read_to_string(file).ok()?).ok()
 }
 
 /// The upload offset the server reports for `upload` (`/uploads/{id}`).
@@ -256,12 +273,14 @@ fn killed_upload(
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    wait_for("the state file", || state_files(state).len() == 1);
+    // Recorded (renamed into place), not only being written: when the `104` comes late (over
+    // a second, on a loaded machine) `weir put` sends the body first and records the upload
+    // only after, around the stall.
+    wait_for("the state file", || recorded_state(state).is_some());
     wait_for("the stall", || proxy.forwarded(0) == stall);
     child.kill().unwrap();
     child.wait().unwrap();
-    let record: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&state_files(state)[0]).unwrap()).unwrap();
+    let record = recorded_state(state).unwrap();
     let upload_url = record["upload"].as_str().unwrap().to_owned();
     let upload = upload_url[upload_url.find("/uploads/").unwrap()..].to_owned();
     // The connection drops with the client: the server keeps what arrived.

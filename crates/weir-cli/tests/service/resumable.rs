@@ -826,3 +826,129 @@ fn an_offset_asked_while_an_append_runs_is_the_one_that_append_ends_at() {
     expected.extend_from_slice(b"end");
     assert_eq!(std::fs::read(s.root.join("asked")).unwrap(), expected);
 }
+
+/// The value of `key` in an upload's record (`<id>.meta`), if the record is there.
+fn recorded(root: &Path, url: &str, key: &str) -> Option<String> {
+    let meta = data_file(root, url).with_extension("meta");
+    let text = std::fs::read_to_string(meta).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix(' ').map(str::to_owned))
+}
+
+/// Opens the gate when dropped, so that a failing test does not leave the server's shutdown
+/// waiting for a held checkpoint.
+struct OpenOnDrop(weir_store::HashGate);
+
+impl Drop for OpenOnDrop {
+    fn drop(&mut self) {
+        self.0.open();
+    }
+}
+
+#[test]
+fn the_connection_keeps_receiving_while_a_checkpoint_is_held() {
+    // In-process, with every checkpoint held before its fdatasync until the test lets it go:
+    // the body goes on arriving meanwhile (a checkpoint on the connection's task would stop
+    // reading until it ended, and the data file would stay at the checkpoint's offset).
+    let gate = weir_store::HashGate::closed();
+    let s = InProcessServe::start_resumable(weir_store::LocalOptions {
+        checkpoint_gate: Some(gate.clone()),
+        ..weir_store::LocalOptions::default()
+    });
+    let gate = OpenOnDrop(gate);
+    let whole = std::sync::Arc::new(data((88 << 20) + 12_345, 51));
+    let mut sock = TcpStream::connect(s.addr).unwrap();
+    sock.set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    write!(
+        sock,
+        "PUT /files/held.bin HTTP/1.1\r\nhost: t\r\nupload-complete: ?1\r\nconnection: close\r\n\
+         content-length: {}\r\n\r\n",
+        whole.len()
+    )
+    .unwrap();
+    let interim = read_head(&mut sock).to_ascii_lowercase();
+    let url = interim
+        .lines()
+        .find_map(|l| l.strip_prefix("location: "))
+        .unwrap()
+        .to_owned();
+    let writer = {
+        let mut sock = sock.try_clone().unwrap();
+        let whole = std::sync::Arc::clone(&whole);
+        std::thread::spawn(move || sock.write_all(&whole))
+    };
+    let held = gate.0.wait_for_job(Duration::from_secs(60)).unwrap();
+    assert_eq!(held.len(), 1, "{held:?}");
+    let at = held[0];
+    assert!(
+        at >= weir_store::CHECKPOINT_BYTES && at < whole.len() as u64,
+        "{at}"
+    );
+    // Held: the whole rest of the body reaches the data file all the same.
+    let data = data_file(&s.root, &url);
+    wait_for("the body to arrive while its checkpoint is held", || {
+        std::fs::metadata(&data).is_ok_and(|m| m.len() == whole.len() as u64)
+    });
+    writer.join().unwrap().unwrap();
+    // Nothing was recorded past what is durable (the held checkpoint did not sync yet), and
+    // it is still the only one out.
+    assert_eq!(recorded(&s.root, &url, "offset").as_deref(), Some("0"));
+    assert_eq!(gate.0.waiting(), vec![at]);
+    gate.0.open();
+    let mut raw = Vec::new();
+    sock.read_to_end(&mut raw).unwrap();
+    let all = responses(&raw);
+    // The checkpoint's offset announced once it was recorded, then the upload stored whole.
+    let progress: Vec<&str> = all
+        .iter()
+        .filter(|r| r.status == 104)
+        .map(|r| r.header("upload-offset").unwrap())
+        .collect();
+    assert_eq!(progress, [at.to_string()]);
+    let r = last(all);
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(r.json()["sha256"], sha256(&whole));
+    assert_eq!(std::fs::read(s.root.join("held.bin")).unwrap(), *whole);
+}
+
+#[test]
+fn a_server_sigkilled_after_an_in_request_checkpoint_resumes_from_it() {
+    let mut s = Server::start(&[]);
+    let whole = data(100 << 20, 52);
+    let url = create_partial(&s, "after.bin", &whole[..1000], "");
+    let mut sock = TcpStream::connect(s.addr).unwrap();
+    write!(
+        sock,
+        "PATCH {url} HTTP/1.1\r\nhost: t\r\ncontent-type: application/partial-upload\r\n\
+         upload-offset: 1000\r\nupload-complete: ?1\r\ncontent-length: {}\r\n\r\n",
+        whole.len() - 1000
+    )
+    .unwrap();
+    // Past one checkpoint, and not the whole body: the request stays open until the kill.
+    let sent = 1000 + (80 << 20);
+    sock.write_all(&whole[1000..sent]).unwrap();
+    wait_for("a checkpoint inside the request to be recorded", || {
+        recorded(&s.root, &url, "offset")
+            .and_then(|o| o.parse::<u64>().ok())
+            .is_some_and(|o| o >= 1000 + weir_store::CHECKPOINT_BYTES)
+    });
+    s.kill();
+    drop(sock);
+    let (dir, root) = s.into_parts();
+    let s = Server::start_at(dir, root, &[]);
+    // The offset is the checkpoint's, the data file holds exactly that, and the record keeps
+    // the hash state of exactly those bytes: the resumed upload hashes on from it, and its
+    // digest is of every byte.
+    let offset = offset_of(&s, &url);
+    assert!(
+        (1000 + weir_store::CHECKPOINT_BYTES..=sent as u64).contains(&offset),
+        "{offset}"
+    );
+    assert_eq!(
+        std::fs::metadata(data_file(&s.root, &url)).unwrap().len(),
+        offset
+    );
+    assert!(recorded(&s.root, &url, "sha256-state").is_some());
+    resume_and_check(&s, &url, "after.bin", &whole, true);
+}

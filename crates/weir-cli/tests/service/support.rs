@@ -295,11 +295,29 @@ impl InProcessServe {
 
     /// As [`InProcessServe::start`], with the server configured by `config`.
     pub fn start_with(options: weir_store::LocalOptions, config: weir::Config) -> Self {
+        Self::start_service(options, config, |service| service)
+    }
+
+    /// As [`InProcessServe::start`], with resumable uploads (and tus) on, as `weir serve` has
+    /// them by default.
+    pub fn start_resumable(options: weir_store::LocalOptions) -> Self {
+        Self::start_service(options, weir::Config::default(), |service| {
+            service
+                .with_resumable(weir_cli::serve::ResumableOptions::default())
+                .unwrap()
+        })
+    }
+
+    fn start_service(
+        options: weir_store::LocalOptions,
+        config: weir::Config,
+        prepare: impl FnOnce(weir_cli::serve::Service) -> weir_cli::serve::Service,
+    ) -> Self {
         use weir_cli::serve::{Auth, Service, ServiceOptions};
         let dir = tempfile::tempdir().unwrap();
         let store = weir_store::LocalStore::open(dir.path().join("root"), options).unwrap();
         let root = store.root().to_owned();
-        let service = std::sync::Arc::new(Service::new(
+        let service = std::sync::Arc::new(prepare(Service::new(
             store,
             ServiceOptions {
                 max_upload: 1 << 30,
@@ -307,7 +325,7 @@ impl InProcessServe {
                 auth: Auth::new(None, false),
                 limited_storage: false,
             },
-        ));
+        )));
         let serving = std::sync::Arc::clone(&service);
         let (server, addr) = ServerThread::start(config, serving, async |server| {
             server.listen_tcp("127.0.0.1:0").await.unwrap()

@@ -466,6 +466,15 @@ fn one_patch_at_a_time_and_a_cut_patch_keeps_what_arrived() {
     let url = location(&create(&s, body.len(), "cut", None, b""));
     let first = open_patch(&s, &url, 0, body.len(), &body[..150_000], "");
     assert_eq!(patch(&s, &url, 0, b"", "").status, 423);
+    // Cut once the server has written what was sent: bytes still in the socket when the cut
+    // arrives may come with it and go with the request (on a loaded machine, all of them).
+    let data = s
+        .root
+        .join(".weir-staging/resumable")
+        .join(format!("{}.data", url.rsplit('/').next().unwrap()));
+    wait_for("the PATCH's bytes to reach the data file", || {
+        std::fs::metadata(&data).is_ok_and(|m| m.len() == 150_000)
+    });
     drop(first);
     // The cut request's bytes that arrived are kept (and durable) once the server saw the cut.
     let mut offset = 0;
@@ -474,9 +483,41 @@ fn one_patch_at_a_time_and_a_cut_patch_keeps_what_arrived() {
         offset = r.header("upload-offset").unwrap().parse().unwrap();
         offset > 0 && patch(&s, &url, offset, b"", "").status == 204
     });
-    assert!(offset <= 150_000, "{offset}");
+    assert_eq!(offset, 150_000);
     assert_eq!(patch(&s, &url, offset, &body[offset..], "").status, 204);
     assert_eq!(std::fs::read(s.root.join("cut")).unwrap(), body);
+}
+
+#[test]
+fn a_cut_that_comes_with_the_last_bytes_keeps_them() {
+    use std::io::Write;
+    let s = Server::start(&[]);
+    let body = data(400_000, 10);
+    let url = location(&create(&s, body.len(), "late", None, b""));
+    let mut first = open_patch(&s, &url, 0, body.len(), b"", "");
+    // The server is stopped while the client sends and cuts: when it goes on, the bytes and the
+    // end of the connection are all there, the cut in the same read as the last of them.
+    let pid = s.child.id().to_string();
+    let signal = |which: &str| {
+        let done = std::process::Command::new("kill")
+            .args([which, &pid])
+            .status();
+        assert!(done.unwrap().success());
+    };
+    signal("-STOP");
+    first.write_all(&body[..150_000]).unwrap();
+    drop(first);
+    signal("-CONT");
+    let mut offset = 0;
+    wait_for("the cut PATCH to be recorded", || {
+        let r = head(&s, &url);
+        offset = r.header("upload-offset").unwrap().parse().unwrap();
+        patch(&s, &url, offset, b"", "").status == 204
+    });
+    // Every byte that arrived is kept, not only those read before the cut was seen.
+    assert_eq!(offset, 150_000);
+    assert_eq!(patch(&s, &url, offset, &body[offset..], "").status, 204);
+    assert_eq!(std::fs::read(s.root.join("late")).unwrap(), body);
 }
 
 #[test]

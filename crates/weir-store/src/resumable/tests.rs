@@ -338,3 +338,152 @@ fn an_append_dropped_without_its_upload_keeps_no_hash_state() {
     };
     assert_eq!(c.sha256, Some(sha256(&body)));
 }
+
+/// The SHA-256 of the first `n` bytes of `body`, from the state a record kept.
+fn kept_digest(state: &ResumableState) -> Option<[u8; 32]> {
+    state.sha256().map(ResumableSha256::finalize)
+}
+
+#[test]
+fn a_checkpoint_job_records_exactly_its_offset_while_the_append_goes_on() {
+    let gate = crate::HashGate::closed();
+    let (_dir, store) = store_with(LocalOptions {
+        checkpoint_gate: Some(gate.clone()),
+        ..LocalOptions::default()
+    });
+    let body = data(3_000_001, 41);
+    let r = Resumables::open(&store, DAY).unwrap();
+    let (id, _) = r.create(&p("f"), None, None, true).unwrap();
+    let (mut appending, mut up) = r.append(id, 0, None).unwrap();
+    up.write(&body[..1_000_003]).unwrap();
+    let job = appending.begin_checkpoint(&up).unwrap();
+    assert_eq!(job.offset(), 1_000_003);
+    assert!(!job.wants_mark(), "the state was at hand");
+    // At most one out: no second job, and none is due meanwhile.
+    assert!(appending.begin_checkpoint(&up).is_none());
+    let running = std::thread::spawn(move || job.run());
+    assert_eq!(
+        gate.wait_for_job(Duration::from_secs(60)),
+        Some(vec![1_000_003])
+    );
+    // Held before its fdatasync: the append goes on writing, the record has not moved.
+    up.write(&body[1_000_003..2_000_000]).unwrap();
+    assert!(appending.checkpoint_settled().is_none());
+    assert_eq!(r.state(id).unwrap().unwrap().offset, 0);
+    gate.open();
+    running.join().unwrap();
+    assert_eq!(appending.checkpoint_settled().unwrap().unwrap(), 1_000_003);
+    let recorded = r.state(id).unwrap().unwrap();
+    assert_eq!(recorded.offset, 1_000_003);
+    assert_eq!(kept_digest(&recorded), Some(sha256(&body[..1_000_003])));
+    // The end of the request records the rest; completion's digest is of every byte.
+    up.write(&body[2_000_000..]).unwrap();
+    let AppendEnd::Completed(c) = appending.finish(up, true).unwrap() else {
+        panic!("not completed")
+    };
+    assert_eq!(c.sha256, Some(sha256(&body)));
+    assert_eq!(read(&store, "f"), body);
+}
+
+#[test]
+fn a_checkpoint_takes_its_hash_state_from_the_hashing_thread_at_exactly_its_offset() {
+    let (_dir, store) = store();
+    let body = data(700_001, 42);
+    let r = Resumables::open(&store, DAY).unwrap();
+    let (id, _) = r.create(&p("f"), None, None, true).unwrap();
+    let (mut appending, mut up) = r.append(id, 0, None).unwrap();
+    let w = up.write_owned(body[..300_007].to_vec(), 300_007).unwrap();
+    let job = up.hash_job(w).unwrap();
+    // The hashing is away: the state at the offset must come from it.
+    let checkpoint = appending.begin_checkpoint(&up).unwrap();
+    assert!(checkpoint.wants_mark());
+    let w2 = up
+        .write_owned(body[300_007..].to_vec(), 400_000 - 6)
+        .unwrap();
+    let hashed = job.run();
+    let mark = hashed.mark();
+    std::thread::spawn(move || checkpoint.run_with(|| mark))
+        .join()
+        .unwrap();
+    assert_eq!(appending.checkpoint_settled().unwrap().unwrap(), 300_007);
+    let recorded = r.state(id).unwrap().unwrap();
+    assert_eq!(kept_digest(&recorded), Some(sha256(&body[..300_007])));
+    let (job, _) = hashed.chain(w2).unwrap();
+    up.attach(job.run()).unwrap();
+    let AppendEnd::Completed(c) = appending.finish(up, true).unwrap() else {
+        panic!("not completed")
+    };
+    assert_eq!(c.sha256, Some(sha256(&body)));
+}
+
+#[test]
+fn a_mark_of_other_bytes_is_never_recorded() {
+    let (_dir, store) = store();
+    let body = data(200_000, 43);
+    let r = Resumables::open(&store, DAY).unwrap();
+    let (id, _) = r.create(&p("f"), None, None, true).unwrap();
+    let (mut appending, mut up) = r.append(id, 0, None).unwrap();
+    let w1 = up.write_owned(body[..100_000].to_vec(), 100_000).unwrap();
+    let w2 = up.write_owned(body[100_000..].to_vec(), 100_000).unwrap();
+    let hashed = up.hash_job(w1).unwrap().run();
+    // The checkpoint is of 200 000 bytes; the mark is of the first 100 000.
+    let checkpoint = appending.begin_checkpoint(&up).unwrap();
+    let early = hashed.mark();
+    checkpoint.run_with(|| early);
+    assert_eq!(appending.checkpoint_settled().unwrap().unwrap(), 200_000);
+    let recorded = r.state(id).unwrap().unwrap();
+    assert_eq!((recorded.offset, recorded.sha256_state), (200_000, None));
+    let (job, _) = hashed.chain(w2).unwrap();
+    up.attach(job.run()).unwrap();
+    appending.finish(up, false).unwrap();
+}
+
+#[test]
+fn the_end_of_an_append_waits_for_the_checkpoint_out_and_records_past_it() {
+    let gate = crate::HashGate::closed();
+    let (_dir, store) = store_with(LocalOptions {
+        checkpoint_gate: Some(gate.clone()),
+        ..LocalOptions::default()
+    });
+    let body = data(50_000, 44);
+    let r = Resumables::open(&store, DAY).unwrap();
+    let (id, _) = r.create(&p("f"), None, None, true).unwrap();
+    let (mut appending, mut up) = r.append(id, 0, None).unwrap();
+    up.write(&body[..20_000]).unwrap();
+    let job = appending.begin_checkpoint(&up).unwrap();
+    let running = std::thread::spawn(move || job.run());
+    up.write(&body[20_000..]).unwrap();
+    assert_eq!(
+        gate.wait_for_job(Duration::from_secs(60)),
+        Some(vec![20_000])
+    );
+    // Cut: the append ends while its checkpoint is held; the end waits for it, then records
+    // the whole file (never the checkpoint's smaller offset last).
+    let ending = std::thread::spawn(move || appending.finish(up, false));
+    gate.open();
+    running.join().unwrap();
+    let AppendEnd::Incomplete(s) = ending.join().unwrap().unwrap() else {
+        panic!("completed")
+    };
+    assert_eq!(s.offset, 50_000);
+    let recorded = r.state(id).unwrap().unwrap();
+    assert_eq!(recorded.offset, 50_000);
+    assert_eq!(kept_digest(&recorded), Some(sha256(&body)));
+}
+
+#[test]
+fn a_checkpoint_job_dropped_unrun_records_nothing() {
+    let (_dir, store) = store();
+    let r = Resumables::open(&store, DAY).unwrap();
+    let (id, _) = r.create(&p("f"), None, None, true).unwrap();
+    let (mut appending, mut up) = r.append(id, 0, None).unwrap();
+    up.write(b"abc").unwrap();
+    drop(appending.begin_checkpoint(&up).unwrap());
+    assert!(appending.checkpoint_settled().unwrap().is_err());
+    assert_eq!(r.state(id).unwrap().unwrap().offset, 0);
+    // The next one runs.
+    assert_eq!(appending.checkpoint(&mut up).unwrap(), 3);
+    assert_eq!(r.state(id).unwrap().unwrap().offset, 3);
+    drop(up);
+    drop(appending);
+}

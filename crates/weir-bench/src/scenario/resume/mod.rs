@@ -472,12 +472,13 @@ fn section(a: &ResumeArgs, size: u64, rows: &[Row], all_cuts: &[(usize, Vec<Cut>
          ran: trust the round-by-round ratios, not the absolute times.\n\n\
          What the server does differently: a resumable request fdatasyncs its data and rewrites \
          its record (temporary, fsync, rename, directory fsync) at every checkpoint inside a \
-         request (`weir_store::CHECKPOINT_BYTES`, under `block_in_place`: the runtime's other \
-         tasks move to another worker) and at its end; a plain `PUT` syncs once, at its commit. \
-         Every request hashes while receiving: the SHA-256 state of exactly the recorded offset \
-         is kept in the record (`weir-store`'s `sha256_state.rs`), so a resumed request goes on \
-         from it and completion reads nothing back; at each checkpoint and at a cut the hashing \
-         thread first catches up with the bytes written.\n\n{}\n{}\n\
+         request (`weir_store::CHECKPOINT_BYTES`, on the blocking pool while the connection \
+         goes on receiving; one at a time) and at its end (after the one out); a plain `PUT` \
+         syncs once, at its commit. Every request hashes while receiving: the SHA-256 state of \
+         exactly the recorded offset is kept in the record (`weir-store`'s `sha256_state.rs`), \
+         so a resumed request goes on from it and completion reads nothing back; a checkpoint \
+         gets the state at its offset from the hashing thread as it passes it, and at a cut the \
+         hashing thread first catches up with the bytes written.\n\n{}\n{}\n\
          Bytes sent twice per cut ({} cuts): {} MiB (median, min–max); target ≤ 8 MiB.\n\n{cut_lines}",
         size_label(weir::Config::default().pause_threshold as u64),
         size_label(size),
