@@ -474,6 +474,15 @@ where
         self.connection.set_target_window_size(size);
     }
 
+    /// weir patch: the request body bytes this connection has received and the user has not
+    /// released yet (`FlowControl::release_capacity`), all streams together, and how many
+    /// streams hold unreleased bytes up to the stream window (`INITIAL_WINDOW_SIZE`): the
+    /// peer can send those nothing more until capacity is released. One lock of the stream
+    /// table; no work per frame beyond keeping the count of full streams.
+    pub fn recv_unreleased(&self) -> (u32, usize) {
+        self.connection.recv_unreleased()
+    }
+
     /// Set a new `INITIAL_WINDOW_SIZE` setting (in octets) for stream-level
     /// flow control for received data.
     ///

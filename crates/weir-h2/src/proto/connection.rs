@@ -180,6 +180,11 @@ where
         debug_assert!(_res.is_ok());
     }
 
+    /// weir patch: see `Recv::unreleased`.
+    pub(crate) fn recv_unreleased(&self) -> (WindowSize, usize) {
+        self.inner.streams.recv_unreleased()
+    }
+
     /// Send a new SETTINGS frame with an updated initial window size.
     pub(crate) fn set_initial_window_size(&mut self, size: WindowSize) -> Result<(), UserError> {
         let mut settings = frame::Settings::default();

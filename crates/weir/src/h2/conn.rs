@@ -20,6 +20,7 @@ use super::meter::MeterReport;
 use super::stream::H2Stream;
 use crate::Handler;
 use crate::exchange::{Exchange, Shared};
+use crate::stats::BufferedGauge;
 use crate::transport::{PeerAddr, Stream};
 use bytes::Bytes;
 use h2::server::{Connection, SendResponse};
@@ -146,6 +147,9 @@ async fn drive<H: Handler>(
     };
 
     let mut tasks: JoinSet<()> = JoinSet::new();
+    // This connection's share of the server's body gauges, taken from h2's flow-control
+    // accounting after each turn of this task (frames are received only here).
+    let mut gauge = BufferedGauge::default();
     let mut draining = false;
     let mut stopped = false;
     let idle = tokio::time::sleep(config.keep_alive_timeout);
@@ -165,10 +169,15 @@ async fn drive<H: Handler>(
             biased;
             _ = shutdown.changed(), if !draining => Event::Shutdown,
             () = &mut idle, if idle_armed => Event::Idle,
-            event = poll_fn(|cx| poll_connection(
-                cx, &mut conn, &mut tasks, max_streams, &report, &mut adaptive, &mut stopped,
-                h2_config,
-            )) => event,
+            event = poll_fn(|cx| {
+                let event = poll_connection(
+                    cx, &mut conn, &mut tasks, max_streams, &report, &mut adaptive, &mut stopped,
+                    h2_config,
+                );
+                let (held, full) = conn.recv_unreleased();
+                gauge.set_held(held as usize, full > 0, &shared.stats);
+                event
+            }) => event,
         };
         match event {
             Event::Stream(request, mut respond) => {
@@ -216,6 +225,8 @@ async fn drive<H: Handler>(
     // running see a disconnect instead of waiting on a connection nobody drives.
     drop(conn);
     while tasks.join_next().await.is_some() {}
+    // The streams' buffers are gone with their handlers.
+    gauge.set_held(0, false, &shared.stats);
 }
 
 /// Drives the connection: reaps finished handlers, runs the adaptive window, closes on a

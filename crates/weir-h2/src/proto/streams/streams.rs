@@ -128,6 +128,11 @@ where
         }
     }
 
+    /// weir patch: see `Recv::unreleased`.
+    pub fn recv_unreleased(&self) -> (WindowSize, usize) {
+        self.inner.lock().unwrap().actions.recv.unreleased()
+    }
+
     pub fn set_target_connection_window_size(&mut self, size: WindowSize) -> Result<(), Reason> {
         let mut me = self.inner.lock().unwrap();
         let me = &mut *me;
