@@ -17,6 +17,7 @@
 use super::bdp::AdaptiveWindow;
 use super::io::{H2Io, linger_close};
 use super::meter::MeterReport;
+use super::refused::Refusals;
 use super::stream::H2Stream;
 use crate::Handler;
 use crate::exchange::{Exchange, Shared};
@@ -150,6 +151,8 @@ async fn drive<H: Handler>(
     // This connection's share of the server's body gauges, taken from h2's flow-control
     // accounting after each turn of this task (frames are received only here).
     let mut gauge = BufferedGauge::default();
+    // Request heads h2 refused itself, as last reported to `Config::on_refused`.
+    let mut refused = Refusals::default();
     let mut draining = false;
     let mut stopped = false;
     let idle = tokio::time::sleep(config.keep_alive_timeout);
@@ -174,8 +177,9 @@ async fn drive<H: Handler>(
                     cx, &mut conn, &mut tasks, max_streams, &report, &mut adaptive, &mut stopped,
                     h2_config,
                 );
-                let (held, full) = conn.recv_unreleased();
-                gauge.set_held(held as usize, full > 0, &shared.stats);
+                let seen = conn.recv_accounting();
+                gauge.set_held(seen.unreleased as usize, seen.streams_full > 0, &shared.stats);
+                refused.report(&seen, peer, &shared.config);
                 event
             }) => event,
         };
@@ -185,6 +189,7 @@ async fn drive<H: Handler>(
                 if let Some(fault) = super::validate::malformed(method, uri, headers) {
                     tracing::debug!(?fault, "malformed HTTP/2 request; resetting its stream");
                     respond.send_reset(Reason::PROTOCOL_ERROR);
+                    super::refused::malformed(fault, method, uri, peer, config);
                     continue;
                 }
                 idle_armed = false;

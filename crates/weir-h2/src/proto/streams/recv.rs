@@ -31,6 +31,9 @@ pub(super) struct Recv {
     /// capacity. Kept at every change of `in_flight_recv_data` (`note_in_flight`).
     streams_full: usize,
 
+    /// weir patch: request heads refused by the stream state machine (see `RefusedHeads`).
+    pub(super) refused_heads: RefusedHeads,
+
     /// The lowest stream ID that is still idle
     next_stream_id: Result<StreamId, StreamIdOverflow>,
 
@@ -72,6 +75,15 @@ pub(super) struct Recv {
 
     /// If extended connect protocol is enabled.
     is_extended_connect_protocol_enabled: bool,
+}
+
+/// weir patch: request heads a server's stream state machine refused: `malformed`, a stream
+/// reset PROTOCOL_ERROR (RFC 9113 §8.1.1: a missing or invalid pseudo-header, an invalid
+/// `content-length`, ...); `oversize`, answered with 431 (over SETTINGS_MAX_HEADER_LIST_SIZE).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct RefusedHeads {
+    pub(crate) malformed: u64,
+    pub(crate) oversize: u64,
 }
 
 #[derive(Debug)]
@@ -117,6 +129,7 @@ impl Recv {
             flow,
             in_flight_data: 0 as WindowSize,
             streams_full: 0,
+            refused_heads: RefusedHeads::default(),
             next_stream_id: Ok(next_stream_id.into()),
             skipped: Vec::new(),
             pending_window_updates: store::Queue::new(),
