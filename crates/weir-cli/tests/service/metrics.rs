@@ -273,12 +273,13 @@ fn connections_paused_and_body_bytes_buffered_now() {
 /// The body gauges over HTTP/2 (h2c, raw frames) and HTTP/1.1 together: a stream whose
 /// handler is held (by the pre-upload hook) holds its whole stream window (the pause
 /// threshold) unreleased and pauses its connection; an HTTP/1.1 upload held the same way holds
-/// what came with its head. Two of the three connections are then dropped mid-body: once the handlers end,
-/// nothing is left in the gauges, and the upload that went on is stored whole.
+/// what came with its head. One HTTP/2 stream is then reset and two connections are dropped
+/// mid-body: once the handlers end, nothing is left in the gauges (the reset stream's
+/// connection still open), and the upload that went on is stored whole.
 #[test]
 fn body_gauges_over_http2_and_after_dropped_connections() {
     use std::os::unix::fs::PermissionsExt;
-    use weir_testkit::h2_frames::{DATA, FrameClient, WINDOW_UPDATE};
+    use weir_testkit::h2_frames::{DATA, FrameClient, RST_STREAM, WINDOW_UPDATE};
     let dir = tempfile::tempdir().unwrap();
     let go = dir.path().join("go");
     let hook = dir.path().join("hook");
@@ -328,8 +329,11 @@ fn body_gauges_over_http2_and_after_dropped_connections() {
     let mut dropped = FrameClient::connect(s.addr);
     dropped.headers(1, &put("/files/h2-dropped.bin"), false);
     dropped.send(DATA, 0, 1, &body[..WINDOW]);
-    wait_for("both HTTP/2 uploads to be paused", || {
-        gauges() == (2.0 * WINDOW as f64, 2.0)
+    let mut reset = FrameClient::connect(s.addr);
+    reset.headers(1, &put("/files/h2-reset.bin"), false);
+    reset.send(DATA, 0, 1, &body[..WINDOW]);
+    wait_for("the three HTTP/2 uploads to be paused", || {
+        gauges() == (3.0 * WINDOW as f64, 3.0)
     });
     // An HTTP/1.1 upload held the same way, dropped later too.
     let h1 = TcpStream::connect(s.addr).unwrap();
@@ -349,9 +353,11 @@ fn body_gauges_over_http2_and_after_dropped_connections() {
     // What came with its head is held (less than the threshold: not paused).
     wait_for("the HTTP/1.1 upload's buffered bytes to show", || {
         let (buffered, paused) = gauges();
-        paused == 2.0 && buffered > 2.0 * WINDOW as f64
+        paused == 3.0 && buffered > 3.0 * WINDOW as f64
     });
-    // Mid-body: the client goes away.
+    // Mid-body: a client resets its stream (its connection stays open to the end), the others
+    // go away.
+    reset.send(RST_STREAM, 0, 1, &8u32.to_be_bytes()); // CANCEL
     drop(dropped);
     h1.shutdown(std::net::Shutdown::Both).unwrap();
     writer.join().unwrap();
@@ -374,5 +380,6 @@ fn body_gauges_over_http2_and_after_dropped_connections() {
     }
     assert_eq!(kept.status(1), 201);
     wait_for("the gauges to come back to 0", || gauges() == (0.0, 0.0));
+    drop(reset);
     assert_eq!(s.request("GET /files/h2-kept.bin HTTP/1.1", b"").body, body);
 }
