@@ -6,7 +6,7 @@
 //! handler reading straight from the socket (direct reads, splice) leaves them at 0 and never
 //! touches them.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicIsize, AtomicU64, AtomicUsize, Ordering};
 
 /// Server-wide counters, shared by all connections. Read them through
 /// [`ServerHandle::stats`](crate::ServerHandle::stats).
@@ -15,7 +15,9 @@ pub struct Stats {
     peak_body_buffered: AtomicUsize,
     accepted: AtomicU64,
     active: AtomicUsize,
-    body_buffered: AtomicUsize,
+    /// Signed: an HTTP/2 stream takes back the bytes it keeps window for (`withheld`) as it
+    /// consumes them, which may come just before its connection task adds their arrival.
+    body_buffered: AtomicIsize,
     paused: AtomicUsize,
 }
 
@@ -39,11 +41,11 @@ impl Stats {
     /// Request body bytes held now ahead of their handlers, all connections together.
     /// HTTP/1.1: read from the socket into the connection's buffer, not yet taken (at most the
     /// pause threshold plus one read buffer per connection). HTTP/2: received in DATA frames
-    /// and not yet given back to the client's flow-control window (at most the stream window
-    /// per stream; this includes consumed bytes whose window a handler's pause threshold below
-    /// the stream window keeps back), as of the connection task's last turn.
+    /// and not yet given back to the client's flow-control window, as of the connection task's
+    /// last turn (at most the stream window per stream), less the bytes handlers have consumed
+    /// whose window is kept back because their pause threshold is below the stream window.
     pub fn body_buffered_now(&self) -> usize {
-        self.body_buffered.load(Ordering::Relaxed)
+        self.body_buffered.load(Ordering::Relaxed).max(0) as usize
     }
 
     /// Connections paused now. HTTP/1.1: its buffered body bytes have reached the pause
@@ -66,6 +68,16 @@ impl Stats {
     pub(crate) fn connection_closed(&self) {
         self.active.fetch_sub(1, Ordering::Relaxed);
     }
+
+    /// An HTTP/2 stream's consumed bytes whose window it keeps back went from `old` to `new`:
+    /// they are counted by its connection as unreleased, but no longer held.
+    #[cfg(feature = "http2")]
+    pub(crate) fn withheld_changed(&self, old: usize, new: usize) {
+        if new != old {
+            self.body_buffered
+                .fetch_sub(new as isize - old as isize, Ordering::Relaxed);
+        }
+    }
 }
 
 /// One connection's share of [`Stats::body_buffered_now`] and [`Stats::connections_paused`]:
@@ -87,15 +99,11 @@ impl BufferedGauge {
     /// of its streams has a full window).
     pub(crate) fn set_held(&mut self, buffered: usize, paused: bool, stats: &Stats) {
         if buffered != self.buffered {
-            if buffered > self.buffered {
-                stats
-                    .body_buffered
-                    .fetch_add(buffered - self.buffered, Ordering::Relaxed);
-            } else {
-                stats
-                    .body_buffered
-                    .fetch_sub(self.buffered - buffered, Ordering::Relaxed);
-            }
+            // Buffers are far below `isize::MAX` bytes.
+            stats.body_buffered.fetch_add(
+                buffered as isize - self.buffered as isize,
+                Ordering::Relaxed,
+            );
             self.buffered = buffered;
         }
         if paused != self.paused {
