@@ -376,6 +376,26 @@ where
 
 // ===== impl Connection =====
 
+/// weir patch: a server connection's receiving side, as [`Connection::recv_accounting`]
+/// reports it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RecvAccounting {
+    /// Request body bytes received and not yet released by the user
+    /// ([`FlowControl::release_capacity`](crate::FlowControl::release_capacity)), all streams
+    /// together.
+    pub unreleased: u32,
+    /// Streams holding unreleased bytes up to the stream window (`INITIAL_WINDOW_SIZE`): the
+    /// peer can send those nothing more until capacity is released.
+    pub streams_full: usize,
+    /// Request header blocks answered with a stream reset PROTOCOL_ERROR, since the
+    /// connection started: malformed (RFC 9113 §8.1.1) as decoded or as a request head.
+    pub malformed_heads: u64,
+    /// Request header blocks answered with 431 (over SETTINGS_MAX_HEADER_LIST_SIZE), since the
+    /// connection started.
+    pub oversize_heads: u64,
+}
+
 impl<T, B> Connection<T, B>
 where
     T: AsyncRead + AsyncWrite + Unpin,
@@ -472,6 +492,13 @@ where
     pub fn set_target_window_size(&mut self, size: u32) {
         assert!(size <= proto::MAX_WINDOW_SIZE);
         self.connection.set_target_window_size(size);
+    }
+
+    /// weir patch: what this connection has received and not handed on: see
+    /// [`RecvAccounting`]. One lock of the stream table; no work per frame beyond keeping the
+    /// count of full streams.
+    pub fn recv_accounting(&self) -> RecvAccounting {
+        self.connection.recv_accounting()
     }
 
     /// Set a new `INITIAL_WINDOW_SIZE` setting (in octets) for stream-level

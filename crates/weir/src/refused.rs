@@ -4,8 +4,12 @@
 //!
 //! Called on the connection's task, once per such answer, with borrowed data: nothing is
 //! allocated for it, and nothing at all happens when no callback is set (one `Option` test on
-//! an error path). HTTP/1.1 only: HTTP/2 refuses a malformed stream with a reset, and a
-//! malformed connection preface is not answered.
+//! an error path). HTTP/2 (`h2/refused.rs`): a request head reset with PROTOCOL_ERROR as
+//! malformed is reported as 400 (a reset has no status; the reason says it was one), one over
+//! SETTINGS_MAX_HEADER_LIST_SIZE as the 431 it was answered; `method` and `target` only for
+//! heads weir's own checks refused (`h2` drops the others before weir sees them). Not reported:
+//! a malformed connection preface (not answered), and body faults (a `content-length` the DATA
+//! frames contradict) on a stream whose handler already runs: its handler sees the error.
 
 use crate::transport::PeerAddr;
 use http::StatusCode;
@@ -17,7 +21,7 @@ use std::sync::Arc;
 pub struct Refused<'a> {
     /// The client.
     pub peer: PeerAddr,
-    /// The status answered.
+    /// The status answered; 400 for an HTTP/2 stream reset as malformed.
     pub status: StatusCode,
     /// Why (the answer's text, e.g. `request header fields too large`).
     pub reason: &'a str,

@@ -1,10 +1,12 @@
 //! Counters a server exposes for tests and monitoring. Updated off the hot path: per connection,
 //! only when a high-water mark is exceeded, or (the body gauges) when a connection's buffered
 //! body bytes change, which happens at most once per socket read or per handler read that takes
-//! buffered bytes; a handler reading straight from the socket (direct reads, splice) leaves
-//! them at 0 and never touches them.
+//! buffered bytes (HTTP/1.1), or once per turn of the HTTP/2 connection task (one lock of h2's
+//! stream table it takes anyway, then an atomic add of the difference, if any); an HTTP/1.1
+//! handler reading straight from the socket (direct reads, splice) leaves them at 0 and never
+//! touches them.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicIsize, AtomicU64, AtomicUsize, Ordering};
 
 /// Server-wide counters, shared by all connections. Read them through
 /// [`ServerHandle::stats`](crate::ServerHandle::stats).
@@ -13,7 +15,9 @@ pub struct Stats {
     peak_body_buffered: AtomicUsize,
     accepted: AtomicU64,
     active: AtomicUsize,
-    body_buffered: AtomicUsize,
+    /// Signed: an HTTP/2 stream takes back the bytes it keeps window for (`withheld`) as it
+    /// consumes them, which may come just before its connection task adds their arrival.
+    body_buffered: AtomicIsize,
     paused: AtomicUsize,
 }
 
@@ -34,15 +38,20 @@ impl Stats {
         self.active.load(Ordering::Relaxed)
     }
 
-    /// Request body bytes held now in HTTP/1.1 connections' buffers ahead of their handlers
-    /// (read from the socket, not yet taken), all connections together. At most the pause
-    /// threshold plus one read buffer per connection.
+    /// Request body bytes held now ahead of their handlers, all connections together.
+    /// HTTP/1.1: read from the socket into the connection's buffer, not yet taken (at most the
+    /// pause threshold plus one read buffer per connection). HTTP/2: received in DATA frames
+    /// and not yet given back to the client's flow-control window, as of the connection task's
+    /// last turn (at most the stream window per stream), less the bytes handlers have consumed
+    /// whose window is kept back because their pause threshold is below the stream window.
     pub fn body_buffered_now(&self) -> usize {
-        self.body_buffered.load(Ordering::Relaxed)
+        self.body_buffered.load(Ordering::Relaxed).max(0) as usize
     }
 
-    /// HTTP/1.1 connections whose buffered body bytes have reached the pause threshold now:
-    /// the server reads no more of their bodies until their handlers take some.
+    /// Connections paused now. HTTP/1.1: its buffered body bytes have reached the pause
+    /// threshold, and the server reads no more of the body until the handler takes some.
+    /// HTTP/2: at least one of its streams holds a whole stream window unreleased, so the
+    /// client may send that stream nothing more (counted once however many streams are).
     pub fn connections_paused(&self) -> usize {
         self.paused.load(Ordering::Relaxed)
     }
@@ -59,6 +68,16 @@ impl Stats {
     pub(crate) fn connection_closed(&self) {
         self.active.fetch_sub(1, Ordering::Relaxed);
     }
+
+    /// An HTTP/2 stream's consumed bytes whose window it keeps back went from `old` to `new`:
+    /// they are counted by its connection as unreleased, but no longer held.
+    #[cfg(feature = "http2")]
+    pub(crate) fn withheld_changed(&self, old: usize, new: usize) {
+        if new != old {
+            self.body_buffered
+                .fetch_sub(new as isize - old as isize, Ordering::Relaxed);
+        }
+    }
 }
 
 /// One connection's share of [`Stats::body_buffered_now`] and [`Stats::connections_paused`]:
@@ -73,20 +92,20 @@ pub(crate) struct BufferedGauge {
 impl BufferedGauge {
     /// The connection now holds `buffered` body bytes ahead of its handler, under `threshold`.
     pub(crate) fn set(&mut self, buffered: usize, threshold: usize, stats: &Stats) {
-        if buffered == self.buffered {
-            return;
+        self.set_held(buffered, buffered > 0 && buffered >= threshold, stats);
+    }
+
+    /// The connection now holds `buffered` body bytes, and is `paused` (HTTP/2: at least one
+    /// of its streams has a full window).
+    pub(crate) fn set_held(&mut self, buffered: usize, paused: bool, stats: &Stats) {
+        if buffered != self.buffered {
+            // Buffers are far below `isize::MAX` bytes.
+            stats.body_buffered.fetch_add(
+                buffered as isize - self.buffered as isize,
+                Ordering::Relaxed,
+            );
+            self.buffered = buffered;
         }
-        if buffered > self.buffered {
-            stats
-                .body_buffered
-                .fetch_add(buffered - self.buffered, Ordering::Relaxed);
-        } else {
-            stats
-                .body_buffered
-                .fetch_sub(self.buffered - buffered, Ordering::Relaxed);
-        }
-        self.buffered = buffered;
-        let paused = buffered > 0 && buffered >= threshold;
         if paused != self.paused {
             if paused {
                 stats.paused.fetch_add(1, Ordering::Relaxed);

@@ -45,6 +45,15 @@ fn classify(e: io::Error) -> PostError {
     }
 }
 
+/// What a POST was answered.
+#[derive(Debug)]
+pub struct Answer {
+    /// The status code.
+    pub status: u16,
+    /// The `Retry-After` field's value, if the answer has one (trimmed, not yet parsed).
+    pub retry_after: Option<String>,
+}
+
 /// A URL a webhook may be sent to.
 #[derive(Clone, Debug)]
 pub struct PostUrl(Url);
@@ -66,14 +75,14 @@ fn tls_config() -> Result<Arc<rustls::ClientConfig>, PostError> {
         .map_err(PostError::Other)
 }
 
-/// POSTs `body` (`content_type`) to `url`; the answer's status code. Connecting, each write
-/// and the wait for the answer's head each take at most `timeout`.
+/// POSTs `body` (`content_type`) to `url`; the answer's status code and `Retry-After`.
+/// Connecting, each write and the wait for the answer's head each take at most `timeout`.
 pub fn post(
     url: &PostUrl,
     content_type: &str,
     body: &[u8],
     timeout: Duration,
-) -> Result<u16, PostError> {
+) -> Result<Answer, PostError> {
     let url = &url.0;
     let socket = connect(&url.authority, timeout)?;
     let transport = if url.https {
@@ -103,7 +112,10 @@ pub fn post(
     conn.transport().write_all(body).map_err(classify)?;
     conn.transport().flush().map_err(classify)?;
     match conn.read_head(None) {
-        Ok(Some(head)) => Ok(head.status),
+        Ok(Some(head)) => Ok(Answer {
+            status: head.status,
+            retry_after: head.header("retry-after").map(|v| v.trim().to_owned()),
+        }),
         Ok(None) => Err(PostError::TimedOut),
         Err(e) if e.kind() == io::ErrorKind::InvalidData => Err(PostError::Other(e.to_string())),
         Err(e) => Err(classify(e)),

@@ -10,7 +10,9 @@
 //!
 //! Outcome of an attempt: a `2xx` answer delivers the event; a connection failure, a timeout,
 //! `429` or a `5xx` is retried after a pause that doubles from `--hook-backoff` (at most
-//! [`MAX_BACKOFF`]), up to `--hook-attempts` attempts in all; any other answer (`3xx` is not
+//! [`MAX_BACKOFF`]), up to `--hook-attempts` attempts in all; a `429` or `503` with a
+//! `Retry-After` (seconds, or an HTTP-date) is retried after what it says instead, at most
+//! [`MAX_BACKOFF`] (the doubling goes on underneath for later pauses); any other answer (`3xx` is not
 //! followed, `4xx`) or a TLS failure ends the event as failed at once. A worker waits out its
 //! backoff itself: while a receiver is down, at most [`WORKERS`] events are being retried and
 //! the others wait in the queue. Events still queued when weir stops are lost (logged neither:
@@ -21,11 +23,11 @@
 //! `/metrics`; each failed attempt is logged.
 
 use super::hooks::Event;
-use crate::client::post::{PostError, PostUrl, post};
+use crate::client::post::{Answer, PostError, PostUrl, post};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 /// Events waiting for a worker, at most.
 pub const QUEUE: usize = 1024;
@@ -125,6 +127,8 @@ enum Attempt {
     Retry {
         timed_out: bool,
         why: String,
+        /// The receiver's `Retry-After` (a 429 or 503 only), as a pause from now.
+        after: Option<Duration>,
     },
     /// Another attempt would fare no better.
     Final(String),
@@ -132,19 +136,29 @@ enum Attempt {
 
 fn attempt(options: &WebhookOptions, body: &[u8]) -> Attempt {
     match post(&options.url, "application/json", body, options.timeout) {
-        Ok(200..=299) => Attempt::Delivered,
-        Ok(status @ (429 | 500..=599)) => Attempt::Retry {
+        Ok(Answer {
+            status: 200..=299, ..
+        }) => Attempt::Delivered,
+        Ok(Answer {
+            status: status @ (429 | 500..=599),
+            retry_after,
+        }) => Attempt::Retry {
             timed_out: false,
             why: format!("answered {status}"),
+            after: retry_after
+                .filter(|_| matches!(status, 429 | 503))
+                .and_then(|v| retry_after_pause(&v, SystemTime::now())),
         },
-        Ok(status) => Attempt::Final(format!("answered {status}")),
+        Ok(Answer { status, .. }) => Attempt::Final(format!("answered {status}")),
         Err(PostError::TimedOut) => Attempt::Retry {
             timed_out: true,
             why: "timed out".into(),
+            after: None,
         },
         Err(e @ PostError::Connect(_)) => Attempt::Retry {
             timed_out: false,
             why: e.to_string(),
+            after: None,
         },
         Err(e @ PostError::Other(_)) => Attempt::Final(e.to_string()),
     }
@@ -167,19 +181,87 @@ fn deliver(
                 tracing::warn!(path = %event.path, event = event.kind, attempt = n, %why, "webhook failed (not retried)");
                 return Err(Given::Failed);
             }
-            Attempt::Retry { timed_out, why } => {
-                tracing::warn!(path = %event.path, event = event.kind, attempt = n, attempts, %why, "webhook attempt failed");
+            Attempt::Retry {
+                timed_out,
+                why,
+                after,
+            } => {
+                let wait = next_pause(pause, after);
                 if n == attempts {
+                    tracing::warn!(path = %event.path, event = event.kind, attempt = n, attempts, %why, "webhook attempt failed");
                     return Err(if timed_out {
                         Given::TimedOut
                     } else {
                         Given::Failed
                     });
                 }
-                std::thread::sleep(pause);
+                tracing::warn!(path = %event.path, event = event.kind, attempt = n, attempts, %why, retry_in = ?wait, "webhook attempt failed");
+                std::thread::sleep(wait);
                 pause = (pause * 2).min(MAX_BACKOFF);
             }
         }
     }
     Err(Given::Failed)
+}
+
+/// The pause before the next attempt: the receiver's `Retry-After` when it gave one (at most
+/// [`MAX_BACKOFF`]), else the backoff in force.
+fn next_pause(backoff: Duration, retry_after: Option<Duration>) -> Duration {
+    retry_after.map_or(backoff, |after| after.min(MAX_BACKOFF))
+}
+
+/// A `Retry-After` value (RFC 9110 §10.2.3) as a pause from `now`: delay-seconds, or an
+/// HTTP-date (a date already past is no pause). `None` if it is neither.
+fn retry_after_pause(value: &str, now: SystemTime) -> Option<Duration> {
+    if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
+        // Digits too many for a u64 are still "a long time": the cap applies.
+        return Some(Duration::from_secs(value.parse().unwrap_or(u64::MAX)));
+    }
+    let at = httpdate::parse_http_date(value).ok()?;
+    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_in_seconds_or_as_a_date() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        let secs = Duration::from_secs;
+        assert_eq!(retry_after_pause("1", now), Some(secs(1)));
+        assert_eq!(retry_after_pause("0", now), Some(secs(0)));
+        assert_eq!(retry_after_pause("120", now), Some(secs(120)));
+        assert_eq!(
+            retry_after_pause("99999999999999999999999", now),
+            Some(secs(u64::MAX))
+        );
+        let later = httpdate::fmt_http_date(now + secs(90));
+        assert_eq!(retry_after_pause(&later, now), Some(secs(90)));
+        let earlier = httpdate::fmt_http_date(now - secs(90));
+        assert_eq!(retry_after_pause(&earlier, now), Some(secs(0)));
+        for bad in [
+            "",
+            "-1",
+            "1.5",
+            " 1",
+            "soon",
+            "Fri, 99 Nov 2026 00:00:00 GMT",
+        ] {
+            assert_eq!(retry_after_pause(bad, now), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn retry_after_replaces_the_backoff_up_to_its_cap() {
+        let secs = Duration::from_secs;
+        assert_eq!(next_pause(secs(8), None), secs(8));
+        assert_eq!(next_pause(secs(8), Some(secs(1))), secs(1));
+        assert_eq!(next_pause(secs(8), Some(secs(20))), secs(20));
+        assert_eq!(next_pause(secs(8), Some(secs(u64::MAX))), MAX_BACKOFF);
+        assert_eq!(
+            next_pause(secs(8), Some(MAX_BACKOFF + secs(1))),
+            MAX_BACKOFF
+        );
+    }
 }

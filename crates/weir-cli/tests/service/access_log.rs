@@ -254,3 +254,67 @@ fn heads_the_server_refuses_are_logged_and_counted() {
         3.0
     );
 }
+
+/// HTTP/2 heads refused before any handler ran (h2c, raw frames): a header block h2 finds
+/// malformed (a connection-specific field), a request head without `:method`, a `host` that
+/// contradicts `:authority` (weir's own check), each reset with PROTOCOL_ERROR, and a header
+/// list over SETTINGS_MAX_HEADER_LIST_SIZE, answered 431. Each is logged with `refused=true`
+/// (a reset as 400) and counted.
+#[test]
+fn http2_heads_the_server_refuses_are_logged_and_counted() {
+    use weir_testkit::h2_frames::{FrameClient, PROTOCOL_ERROR};
+    let s = Server::start(&[]);
+    let mut c = FrameClient::connect(s.addr);
+    let mut head = weir_testkit::h2_frames::get("/files/x");
+    head.push(("connection", "keep-alive"));
+    c.headers(1, &head, true);
+    assert_eq!(c.reset_of(1), Ok(PROTOCOL_ERROR));
+    c.headers(
+        3,
+        &[
+            (":scheme", "http"),
+            (":path", "/files/x"),
+            (":authority", "t"),
+        ],
+        true,
+    );
+    assert_eq!(c.reset_of(3), Ok(PROTOCOL_ERROR));
+    let mut head = weir_testkit::h2_frames::get("/files/host?q");
+    head.push(("host", "elsewhere"));
+    c.headers(5, &head, true);
+    assert_eq!(c.reset_of(5), Ok(PROTOCOL_ERROR));
+    // Small fields, 32 octets each of overhead: the list is over 32 KiB, the block is not.
+    let names: Vec<String> = (0..1200).map(|i| format!("h{i:04}")).collect();
+    let mut head = weir_testkit::h2_frames::get("/files/big");
+    head.extend(names.iter().map(|n| (n.as_str(), "v")));
+    c.headers(7, &head, true);
+    assert_eq!(c.status(7), 431);
+    // The connection still serves.
+    c.headers(9, &weir_testkit::h2_frames::get("/files/"), true);
+    assert_eq!(c.status(9), 200);
+    let log = s.dir.path().join("server-stderr.log");
+    let lines = lines(&log, "time=", 5);
+    let f: Vec<_> = lines.iter().map(|l| fields(l)).collect();
+    for (f, (method, path, status)) in f.iter().zip([
+        ("-", "-", "400"),
+        ("-", "-", "400"),
+        ("GET", "/files/host?q", "400"),
+        ("-", "-", "431"),
+    ]) {
+        check_time(&f["time"]);
+        assert!(f["client"].starts_with("127.0.0.1:"), "{f:?}");
+        assert_eq!((f["method"].as_str(), f["path"].as_str()), (method, path));
+        assert_eq!(f["status"], status);
+        assert_eq!(f["refused"], "true");
+    }
+    assert!(!f[4].contains_key("refused"), "{:?}", f[4]);
+    let scraped = crate::metrics::scrape(&s.url("/metrics"), None);
+    assert_eq!(
+        scraped["weir_http_requests_total{method=\"other\",status=\"4xx\"}"],
+        3.0
+    );
+    assert_eq!(
+        scraped["weir_http_requests_total{method=\"GET\",status=\"4xx\"}"],
+        1.0
+    );
+}

@@ -269,3 +269,117 @@ fn connections_paused_and_body_bytes_buffered_now() {
     assert_eq!(after["weir_body_buffered_bytes"], 0.0);
     assert_eq!(s.request("GET /files/held.bin HTTP/1.1", b"").body, body);
 }
+
+/// The body gauges over HTTP/2 (h2c, raw frames) and HTTP/1.1 together: a stream whose
+/// handler is held (by the pre-upload hook) holds its whole stream window (the pause
+/// threshold) unreleased and pauses its connection; an HTTP/1.1 upload held the same way holds
+/// what came with its head. One HTTP/2 stream is then reset and two connections are dropped
+/// mid-body: once the handlers end, nothing is left in the gauges (the reset stream's
+/// connection still open), and the upload that went on is stored whole.
+#[test]
+fn body_gauges_over_http2_and_after_dropped_connections() {
+    use std::os::unix::fs::PermissionsExt;
+    use weir_testkit::h2_frames::{DATA, FrameClient, RST_STREAM, WINDOW_UPDATE};
+    let dir = tempfile::tempdir().unwrap();
+    let go = dir.path().join("go");
+    let hook = dir.path().join("hook");
+    std::fs::write(
+        &hook,
+        format!(
+            "#!/bin/sh\ncat > /dev/null\nwhile [ ! -e {} ]; do sleep 0.05; done\nexit 0\n",
+            go.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let root = dir.path().join("root");
+    const WINDOW: usize = 16 * 1024; // the pause threshold is the HTTP/2 stream window
+    let s = Server::start_at(
+        dir,
+        root,
+        &[
+            "--pre-upload-hook",
+            hook.to_str().unwrap(),
+            "--pre-upload-timeout",
+            "5m",
+            "--pause-threshold",
+            "16KiB",
+        ],
+    );
+    let gauges = || {
+        let m = scrape(&s.url("/metrics"), None);
+        (m["weir_body_buffered_bytes"], m["weir_connections_paused"])
+    };
+    assert_eq!(gauges(), (0.0, 0.0));
+    let body = data(3 * WINDOW, 11);
+    let length = body.len().to_string();
+    let put = |path: &'static str| {
+        vec![
+            (":method", "PUT"),
+            (":scheme", "http"),
+            (":authority", "t"),
+            (":path", path),
+            ("content-length", length.as_str()),
+        ]
+    };
+    // Two h2c uploads: each sends one stream window and must wait for the server.
+    let mut kept = FrameClient::connect(s.addr);
+    kept.headers(1, &put("/files/h2-kept.bin"), false);
+    kept.send(DATA, 0, 1, &body[..WINDOW]);
+    let mut dropped = FrameClient::connect(s.addr);
+    dropped.headers(1, &put("/files/h2-dropped.bin"), false);
+    dropped.send(DATA, 0, 1, &body[..WINDOW]);
+    let mut reset = FrameClient::connect(s.addr);
+    reset.headers(1, &put("/files/h2-reset.bin"), false);
+    reset.send(DATA, 0, 1, &body[..WINDOW]);
+    wait_for("the three HTTP/2 uploads to be paused", || {
+        gauges() == (3.0 * WINDOW as f64, 3.0)
+    });
+    // An HTTP/1.1 upload held the same way, dropped later too.
+    let h1 = TcpStream::connect(s.addr).unwrap();
+    let head = format!(
+        "PUT /files/h1-dropped.bin HTTP/1.1\r\nhost: t\r\ncontent-length: {}\r\n\r\n",
+        body.len()
+    );
+    let mut request = head.into_bytes();
+    request.extend_from_slice(&body);
+    let writer = {
+        let mut h1 = h1.try_clone().unwrap();
+        // Blocks once the server stops reading; ends with an error when the socket is shut.
+        std::thread::spawn(move || {
+            let _ = h1.write_all(&request);
+        })
+    };
+    // What came with its head is held (less than the threshold: not paused).
+    wait_for("the HTTP/1.1 upload's buffered bytes to show", || {
+        let (buffered, paused) = gauges();
+        paused == 3.0 && buffered > 3.0 * WINDOW as f64
+    });
+    // Mid-body: a client resets its stream (its connection stays open to the end), the others
+    // go away.
+    reset.send(RST_STREAM, 0, 1, &8u32.to_be_bytes()); // CANCEL
+    drop(dropped);
+    h1.shutdown(std::net::Shutdown::Both).unwrap();
+    writer.join().unwrap();
+    std::fs::write(&go, b"").unwrap();
+    // The kept upload goes on as the server grants window.
+    let mut sent = WINDOW;
+    let mut granted = 0usize;
+    while sent < body.len() {
+        let f = kept
+            .until(|f| f.kind == WINDOW_UPDATE && f.stream == 1)
+            .expect("WINDOW_UPDATE");
+        granted += u32::from_be_bytes(f.payload[..4].try_into().unwrap()) as usize;
+        while sent < body.len() && granted > 0 {
+            let n = granted.min(WINDOW).min(body.len() - sent);
+            let end = if sent + n == body.len() { 1 } else { 0 };
+            kept.send(DATA, end, 1, &body[sent..sent + n]);
+            sent += n;
+            granted -= n;
+        }
+    }
+    assert_eq!(kept.status(1), 201);
+    wait_for("the gauges to come back to 0", || gauges() == (0.0, 0.0));
+    drop(reset);
+    assert_eq!(s.request("GET /files/h2-kept.bin HTTP/1.1", b"").body, body);
+}

@@ -18,6 +18,13 @@ struct Receiver {
 
 impl Receiver {
     fn start(answer: fn(usize) -> Option<u16>) -> Receiver {
+        Self::start_with(move |n| answer(n).map(|status| (status, "")))
+    }
+
+    /// [`Receiver::start`] whose answers may carry header lines (each ending in CRLF).
+    fn start_with(
+        answer: impl Fn(usize) -> Option<(u16, &'static str)> + Send + 'static,
+    ) -> Receiver {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let bodies = Arc::new(Mutex::new(Vec::new()));
@@ -29,10 +36,10 @@ impl Receiver {
                 let body = read_request(&mut stream);
                 kept.lock().unwrap().push(body);
                 match answer(n) {
-                    Some(status) => {
+                    Some((status, fields)) => {
                         let _ = write!(
                             stream,
-                            "HTTP/1.1 {status} X\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+                            "HTTP/1.1 {status} X\r\n{fields}content-length: 0\r\nconnection: close\r\n\r\n"
                         );
                     }
                     // Never answered: kept open so that the sender waits.
@@ -117,6 +124,42 @@ fn a_receiver_failing_twice_gets_the_event_on_the_third_attempt() {
         serde_json::json!({"event": "deleted", "path": "d/a.bin", "size": 0, "sha256": null})
     );
     assert_eq!(count(&s, ATTEMPTS), 4.0);
+}
+
+/// A 503 with `Retry-After: 1` is retried after that second, not after the backoff: with a
+/// backoff of 5 minutes the event could not arrive within the wait; the log tells the pause
+/// chosen.
+#[test]
+fn retry_after_replaces_the_backoff() {
+    let receiver = Receiver::start_with(|n| {
+        Some(if n == 0 {
+            (503, "retry-after: 1\r\n")
+        } else {
+            (200, "")
+        })
+    });
+    let s = Server::start(&["--hook-url", &receiver.url(), "--hook-backoff", "5m"]);
+    assert_eq!(s.request("PUT /files/r.bin HTTP/1.1", b"abc").status, 201);
+    wait_for("the delivery", || count(&s, OK) == 1.0);
+    assert_eq!(receiver.bodies().len(), 2);
+    assert_eq!(count(&s, ATTEMPTS), 2.0);
+    let log = std::fs::read_to_string(s.dir.path().join("server-stderr.log")).unwrap();
+    let line = log
+        .lines()
+        .find(|l| l.contains("webhook attempt failed"))
+        .unwrap();
+    // Without the terminal's colour codes, if any.
+    let mut plain = String::new();
+    let mut rest = line;
+    while let Some(at) = rest.find('\x1b') {
+        plain.push_str(&rest[..at]);
+        rest = rest[at..].split_once('m').map_or("", |(_, r)| r);
+    }
+    plain.push_str(rest);
+    assert!(
+        plain.contains("answered 503") && plain.contains("retry_in=1s"),
+        "{plain}"
+    );
 }
 
 #[test]

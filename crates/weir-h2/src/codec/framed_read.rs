@@ -47,6 +47,10 @@ struct FrameDecoder {
 
     // weir patch: the peer is a client, which cannot push.
     refuse_push_promise: bool,
+
+    // weir patch: header blocks answered with a stream reset PROTOCOL_ERROR because they
+    // decode to a malformed message (see `Codec::malformed_heads`).
+    malformed_heads: u64,
 }
 
 /// Partially loaded headers frame
@@ -116,6 +120,11 @@ impl<T> FramedRead<T> {
         self.decoder.refuse_push_promise = true;
     }
 
+    /// weir patch: see `Codec::malformed_heads`.
+    pub fn malformed_heads(&self) -> u64 {
+        self.decoder.malformed_heads
+    }
+
     /// Update the header table size setting.
     #[inline]
     pub fn set_header_table_size(&mut self, val: usize) {
@@ -144,6 +153,7 @@ impl FrameDecoder {
             ),
             partial: None,
             refuse_push_promise: false,
+            malformed_heads: 0,
         }
     }
 
@@ -237,6 +247,7 @@ fn decode_frame(decoder: &mut FrameDecoder, mut bytes: BytesMut) -> Result<Optio
                     // A stream cannot depend on itself. An endpoint MUST
                     // treat this as a stream error (Section 5.4.2) of type
                     // `PROTOCOL_ERROR`.
+                    decoder.malformed_heads += 1;
                     return Err(Error::library_reset($head.stream_id(), Reason::PROTOCOL_ERROR));
                 },
                 Err(e) => {
@@ -254,6 +265,7 @@ fn decode_frame(decoder: &mut FrameDecoder, mut bytes: BytesMut) -> Result<Optio
                 Err(frame::Error::MalformedMessage) => {
                     let id = $head.stream_id();
                     proto_err!(stream: "malformed header block; stream={:?}", id);
+                    decoder.malformed_heads += 1;
                     return Err(Error::library_reset(id, Reason::PROTOCOL_ERROR));
                 },
                 Err(frame::Error::HeaderListWayTooLarge) => {
@@ -454,6 +466,7 @@ fn decode_frame(decoder: &mut FrameDecoder, mut bytes: BytesMut) -> Result<Optio
                 Err(frame::Error::MalformedMessage) => {
                     let id = head.stream_id();
                     proto_err!(stream: "malformed CONTINUATION frame; stream={:?}", id);
+                    decoder.malformed_heads += 1;
                     return Err(Error::library_reset(id, Reason::PROTOCOL_ERROR));
                 }
                 Err(frame::Error::HeaderListWayTooLarge) => {

@@ -100,6 +100,14 @@ impl<T, B> Codec<T, B> {
         self.inner.refuse_push_promise();
     }
 
+    /// weir patch: how many header blocks (HEADERS, or a block ended by CONTINUATION, trailers
+    /// included) were answered with a stream reset PROTOCOL_ERROR because they decode to a
+    /// malformed message (RFC 9113 §8.1.1: e.g. an uppercase field name, a connection-specific
+    /// field, a pseudo-header out of place) or name their own stream as dependency.
+    pub fn malformed_heads(&self) -> u64 {
+        self.inner.malformed_heads()
+    }
+
     /// Set the max header list size that can be received.
     pub fn set_max_recv_header_list_size(&mut self, val: usize) {
         self.inner.set_max_header_list_size(val);

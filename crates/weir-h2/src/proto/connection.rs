@@ -180,6 +180,17 @@ where
         debug_assert!(_res.is_ok());
     }
 
+    /// weir patch: see `server::Connection::recv_accounting`.
+    pub(crate) fn recv_accounting(&self) -> crate::server::RecvAccounting {
+        let (unreleased, streams_full, refused) = self.inner.streams.recv_accounting();
+        crate::server::RecvAccounting {
+            unreleased,
+            streams_full,
+            malformed_heads: refused.malformed + self.codec.malformed_heads(),
+            oversize_heads: refused.oversize,
+        }
+    }
+
     /// Send a new SETTINGS frame with an updated initial window size.
     pub(crate) fn set_initial_window_size(&mut self, size: WindowSize) -> Result<(), UserError> {
         let mut settings = frame::Settings::default();

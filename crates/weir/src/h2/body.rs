@@ -19,7 +19,7 @@
 //! splice: the bytes have passed through user space to be de-framed (and decrypted, over TLS).
 
 use super::error::stream_error;
-use crate::config::Config;
+use crate::exchange::Shared;
 use crate::exchange::body::{BodyPolicy, Broken};
 use crate::{Error, Request};
 use bytes::Bytes;
@@ -27,6 +27,7 @@ use h2::RecvStream;
 use std::fs::File;
 use std::future::poll_fn;
 use std::io::Write;
+use std::sync::Arc;
 use std::task::Poll;
 use tokio::time::Instant;
 
@@ -41,11 +42,21 @@ pub(crate) struct BodyIn {
     /// The stream's flow-control window (the most the client may send ahead).
     window: usize,
     /// Consumed bytes whose capacity is kept back because the threshold is below the window.
+    /// They count as unreleased in h2 but are not held: `Stats::withheld_changed` takes them
+    /// out of the body gauge (and `Drop` puts them back as h2 releases them).
     withheld: usize,
+    /// For the server's body gauge.
+    shared: Arc<Shared>,
 }
 
 impl BodyIn {
-    pub(crate) fn new(recv: RecvStream, head: &Request, window: usize, config: &Config) -> Self {
+    pub(crate) fn new(
+        recv: RecvStream,
+        head: &Request,
+        window: usize,
+        shared: Arc<Shared>,
+    ) -> Self {
+        let config = &shared.config;
         let done = recv.is_end_stream();
         let expects_continue = head.expect_continue();
         let declared = head.content_length();
@@ -60,6 +71,7 @@ impl BodyIn {
             policy,
             window,
             withheld: 0,
+            shared,
         }
     }
 
@@ -73,6 +85,7 @@ impl BodyIn {
         let keep = self.window.saturating_sub(self.policy.pause_threshold());
         if self.withheld > keep {
             let give = self.withheld - keep;
+            self.shared.stats.withheld_changed(self.withheld, keep);
             self.withheld = keep;
             let _ = self.recv.flow_control().release_capacity(give);
         }
@@ -88,7 +101,12 @@ impl BodyIn {
     fn consumed(&mut self, n: usize) {
         let keep = self.window.saturating_sub(self.policy.pause_threshold());
         let hold = keep.saturating_sub(self.withheld).min(n);
-        self.withheld += hold;
+        if hold > 0 {
+            self.shared
+                .stats
+                .withheld_changed(self.withheld, self.withheld + hold);
+            self.withheld += hold;
+        }
         if n > hold {
             // Fails only if the stream is already closed, when capacity no longer matters.
             let _ = self.recv.flow_control().release_capacity(n - hold);
@@ -285,6 +303,14 @@ impl BodyIn {
             Some(r) => r,
             None => Err(self.policy.break_with(Broken::Timeout)),
         }
+    }
+}
+
+impl Drop for BodyIn {
+    /// h2 releases the withheld capacity with the stream; its connection's next turn takes the
+    /// bytes out of the gauge as unreleased.
+    fn drop(&mut self) {
+        self.shared.stats.withheld_changed(self.withheld, 0);
     }
 }
 

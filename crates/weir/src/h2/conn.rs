@@ -17,9 +17,11 @@
 use super::bdp::AdaptiveWindow;
 use super::io::{H2Io, linger_close};
 use super::meter::MeterReport;
+use super::refused::Refusals;
 use super::stream::H2Stream;
 use crate::Handler;
 use crate::exchange::{Exchange, Shared};
+use crate::stats::BufferedGauge;
 use crate::transport::{PeerAddr, Stream};
 use bytes::Bytes;
 use h2::server::{Connection, SendResponse};
@@ -146,6 +148,11 @@ async fn drive<H: Handler>(
     };
 
     let mut tasks: JoinSet<()> = JoinSet::new();
+    // This connection's share of the server's body gauges, taken from h2's flow-control
+    // accounting after each turn of this task (frames are received only here).
+    let mut gauge = BufferedGauge::default();
+    // Request heads h2 refused itself, as last reported to `Config::on_refused`.
+    let mut refused = Refusals::default();
     let mut draining = false;
     let mut stopped = false;
     let idle = tokio::time::sleep(config.keep_alive_timeout);
@@ -165,10 +172,16 @@ async fn drive<H: Handler>(
             biased;
             _ = shutdown.changed(), if !draining => Event::Shutdown,
             () = &mut idle, if idle_armed => Event::Idle,
-            event = poll_fn(|cx| poll_connection(
-                cx, &mut conn, &mut tasks, max_streams, &report, &mut adaptive, &mut stopped,
-                h2_config,
-            )) => event,
+            event = poll_fn(|cx| {
+                let event = poll_connection(
+                    cx, &mut conn, &mut tasks, max_streams, &report, &mut adaptive, &mut stopped,
+                    h2_config,
+                );
+                let seen = conn.recv_accounting();
+                gauge.set_held(seen.unreleased as usize, seen.streams_full > 0, &shared.stats);
+                refused.report(&seen, peer, &shared.config);
+                event
+            }) => event,
         };
         match event {
             Event::Stream(request, mut respond) => {
@@ -176,6 +189,7 @@ async fn drive<H: Handler>(
                 if let Some(fault) = super::validate::malformed(method, uri, headers) {
                     tracing::debug!(?fault, "malformed HTTP/2 request; resetting its stream");
                     respond.send_reset(Reason::PROTOCOL_ERROR);
+                    super::refused::malformed(fault, method, uri, peer, config);
                     continue;
                 }
                 idle_armed = false;
@@ -216,6 +230,8 @@ async fn drive<H: Handler>(
     // running see a disconnect instead of waiting on a connection nobody drives.
     drop(conn);
     while tasks.join_next().await.is_some() {}
+    // The streams' buffers are gone with their handlers.
+    gauge.set_held(0, false, &shared.stats);
 }
 
 /// Drives the connection: reaps finished handlers, runs the adaptive window, closes on a

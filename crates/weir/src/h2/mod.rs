@@ -8,6 +8,7 @@
 //! - `stream`: a stream as the exchange's HTTP/2 `Backend` (request head, finishing);
 //! - `error`: what an h2 stream error means to a handler;
 //! - `validate`: the request-head checks h2 does not make (malformed requests are reset);
+//! - `refused`: requests refused before a handler ran, told to `Config::on_refused`;
 //! - `body`: request bodies under flow control (the pause threshold is the stream window);
 //! - `response`: responses as HEADERS and DATA frames under the client's window.
 //!
@@ -20,6 +21,7 @@ mod conn;
 mod error;
 mod io;
 mod meter;
+mod refused;
 mod response;
 mod stream;
 mod validate;

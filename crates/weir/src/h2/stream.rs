@@ -65,7 +65,8 @@ impl H2Stream {
         let (parts, recv) = request.into_parts();
         let mut head = Request::new();
         fill_head(&mut head, &parts, recv.is_end_stream());
-        let body = BodyIn::new(recv, &head, window as usize, &shared.config);
+        // An `Arc` clone per stream (no allocation): the body keeps the server's gauge.
+        let body = BodyIn::new(recv, &head, window as usize, shared.clone());
         let resp = ResponseOut::new(respond, &parts.method);
         Self {
             head,

@@ -408,3 +408,90 @@ fn a_line_that_is_not_http1_is_closed_unanswered() {
     assert!(bad.starts_with("HTTP/1.1 400"), "{bad}");
     server.stop();
 }
+
+/// A handler that lowers its pause threshold to 4 KiB, reads 16 KiB, says so, and waits for a
+/// release before reading the rest.
+struct ReadsSomeThenWaits {
+    read: std::sync::Arc<tokio::sync::Notify>,
+    release: std::sync::Arc<tokio::sync::Notify>,
+}
+
+impl weir::Handler for ReadsSomeThenWaits {
+    async fn handle(&self, ex: &mut weir::Exchange<'_>) -> Result<(), weir::Error> {
+        ex.set_pause_threshold(4096);
+        let mut buf = vec![0u8; 16 * 1024];
+        let mut got = 0;
+        while got < buf.len() {
+            let n = ex.read_body(&mut buf[got..]).await?;
+            assert!(n > 0);
+            got += n;
+        }
+        let release = self.release.notified();
+        self.read.notify_one();
+        release.await;
+        let mut total = got;
+        loop {
+            let n = ex.read_body(&mut buf).await?;
+            if n == 0 {
+                break;
+            }
+            total += n;
+        }
+        ex.respond(StatusCode::OK).body(format!("{total}\n")).await
+    }
+}
+
+/// `Stats::body_buffered_now` over HTTP/2 counts what the stream holds, not the window it keeps
+/// back: with a 64 KiB stream window and a handler whose pause threshold is 4 KiB, the client
+/// sends the whole window; once the handler has taken 16 KiB (whose window is kept back, the
+/// threshold being below the window), 48 KiB are held and the connection is paused (its stream
+/// window is spent). After the handler ends, both gauges are 0.
+#[test]
+fn body_gauges_over_h2_count_held_bytes_not_withheld_window() {
+    const WINDOW: usize = 64 * 1024;
+    let read = std::sync::Arc::new(tokio::sync::Notify::new());
+    let release = std::sync::Arc::new(tokio::sync::Notify::new());
+    let server = TlsTestServer::start_with(
+        upload_config().with_pause_threshold(WINDOW),
+        ReadsSomeThenWaits {
+            read: read.clone(),
+            release: release.clone(),
+        },
+    );
+    let stats = server.handle.stats();
+    rt().block_on(async {
+        let mut client = h2c(server.addr).await;
+        let request = http::Request::builder()
+            .method(Method::PUT)
+            .uri("http://localhost/x")
+            .body(())
+            .unwrap();
+        let (response, mut send) = client.send_request(request, false).unwrap();
+        let body = Bytes::from(pattern(WINDOW * 2, 7));
+        let sender = tokio::spawn(async move { send_all(&mut send, body).await });
+        read.notified().await;
+        let want = (WINDOW - 16 * 1024, 1);
+        let mut seen = (0, 0);
+        for _ in 0..2000 {
+            seen = (stats.body_buffered_now(), stats.connections_paused());
+            if seen == want {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        assert_eq!(seen, want);
+        release.notify_one();
+        let resp = response.await.unwrap();
+        assert_eq!(resp.status(), StatusCode::OK);
+        sender.await.unwrap().unwrap();
+        let mut seen = (1, 1);
+        for _ in 0..2000 {
+            seen = (stats.body_buffered_now(), stats.connections_paused());
+            if seen == (0, 0) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        assert_eq!(seen, (0, 0));
+    });
+}

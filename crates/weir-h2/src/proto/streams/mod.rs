@@ -11,7 +11,7 @@ mod stream;
 mod streams;
 
 pub(crate) use self::prioritize::Prioritized;
-pub(crate) use self::recv::Open;
+pub(crate) use self::recv::{Open, RefusedHeads};
 pub(crate) use self::send::PollReset;
 pub(crate) use self::streams::{DynStreams, OpaqueStreamRef, RecvOutcome, StreamRef, Streams};
 

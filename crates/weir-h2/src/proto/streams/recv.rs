@@ -26,6 +26,14 @@ pub(super) struct Recv {
     /// Amount of connection window capacity currently used by outstanding streams.
     in_flight_data: WindowSize,
 
+    /// weir patch: streams whose received, unreleased data has reached the stream window
+    /// (`Stream::recv_full`): the peer can send them nothing more until the user releases
+    /// capacity. Kept at every change of `in_flight_recv_data` (`note_in_flight`).
+    streams_full: usize,
+
+    /// weir patch: request heads refused by the stream state machine (see `RefusedHeads`).
+    pub(super) refused_heads: RefusedHeads,
+
     /// The lowest stream ID that is still idle
     next_stream_id: Result<StreamId, StreamIdOverflow>,
 
@@ -67,6 +75,15 @@ pub(super) struct Recv {
 
     /// If extended connect protocol is enabled.
     is_extended_connect_protocol_enabled: bool,
+}
+
+/// weir patch: request heads a server's stream state machine refused: `malformed`, a stream
+/// reset PROTOCOL_ERROR (RFC 9113 §8.1.1: a missing or invalid pseudo-header, an invalid
+/// `content-length`, ...); `oversize`, answered with 431 (over SETTINGS_MAX_HEADER_LIST_SIZE).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct RefusedHeads {
+    pub(crate) malformed: u64,
+    pub(crate) oversize: u64,
 }
 
 #[derive(Debug)]
@@ -111,6 +128,8 @@ impl Recv {
             init_window_sz: DEFAULT_INITIAL_WINDOW_SIZE,
             flow,
             in_flight_data: 0 as WindowSize,
+            streams_full: 0,
+            refused_heads: RefusedHeads::default(),
             next_stream_id: Ok(next_stream_id.into()),
             skipped: Vec::new(),
             pending_window_updates: store::Queue::new(),
@@ -469,6 +488,27 @@ impl Recv {
         Ok(())
     }
 
+    /// weir patch: the connection's received data not yet released by the user (bytes held
+    /// in the streams' receive buffers or taken and not released), and how many streams are
+    /// full (their unreleased data reached the stream window).
+    pub fn unreleased(&self) -> (WindowSize, usize) {
+        (self.in_flight_data, self.streams_full)
+    }
+
+    /// weir patch: re-judges whether `stream` is full after its `in_flight_recv_data` changed.
+    fn note_in_flight(&mut self, stream: &mut Stream) {
+        let full =
+            stream.in_flight_recv_data > 0 && stream.in_flight_recv_data >= self.init_window_sz;
+        if full != stream.recv_full {
+            stream.recv_full = full;
+            if full {
+                self.streams_full += 1;
+            } else {
+                self.streams_full -= 1;
+            }
+        }
+    }
+
     /// Releases capacity of the connection
     pub fn release_connection_capacity(&mut self, capacity: WindowSize, task: &mut Option<Waker>) {
         tracing::trace!(
@@ -509,6 +549,7 @@ impl Recv {
 
         // Decrement in-flight data
         stream.in_flight_recv_data -= capacity;
+        self.note_in_flight(stream);
 
         // Assign capacity to stream
         // TODO: proper error handling
@@ -545,6 +586,7 @@ impl Recv {
 
             self.release_connection_capacity(stream.in_flight_recv_data, task);
             stream.in_flight_recv_data = 0;
+            self.note_in_flight(stream);
         }
 
         self.clear_recv_buffer(stream, task, counts);
@@ -788,6 +830,7 @@ impl Recv {
 
         // Track the data as in-flight
         stream.in_flight_recv_data += sz;
+        self.note_in_flight(stream);
 
         // Auto-release padding overhead (pad_len field + padding bytes),
         // since the user only sees the data payload via `payload()`.
@@ -1020,6 +1063,7 @@ impl Recv {
         // * Normal drop without reading: buf=in_flight -> full release
         if to_release > 0 {
             stream.in_flight_recv_data -= to_release;
+            self.note_in_flight(stream);
             self.release_connection_capacity(to_release, task);
         }
     }

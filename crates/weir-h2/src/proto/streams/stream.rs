@@ -85,6 +85,9 @@ pub(super) struct Stream {
 
     pub in_flight_recv_data: WindowSize,
 
+    /// weir patch: counted in `Recv::streams_full` (see `Recv::note_in_flight`).
+    pub recv_full: bool,
+
     /// Next node in the linked list of streams waiting to send window updates.
     pub next_window_update: Option<store::Key>,
 
@@ -184,6 +187,7 @@ impl Stream {
             is_pending_accept: false,
             recv_flow,
             in_flight_recv_data: 0,
+            recv_full: false,
             next_window_update: None,
             is_pending_window_update: false,
             reset_at: None,

@@ -128,6 +128,13 @@ where
         }
     }
 
+    /// weir patch: see `Recv::unreleased` and `Recv::refused_heads`.
+    pub(crate) fn recv_accounting(&self) -> (WindowSize, usize, super::RefusedHeads) {
+        let me = self.inner.lock().unwrap();
+        let (unreleased, full) = me.actions.recv.unreleased();
+        (unreleased, full, me.actions.recv.refused_heads)
+    }
+
     pub fn set_target_connection_window_size(&mut self, size: WindowSize) -> Result<(), Reason> {
         let mut me = self.inner.lock().unwrap();
         let me = &mut *me;
@@ -566,6 +573,8 @@ impl Inner {
                             let sent = actions.send.send_headers(
                                 resp, &mut send_buffer, stream, counts, &mut actions.task);
                             debug_assert!(sent.is_ok(), "oversize response should not fail");
+                            // weir patch: counted for the user (`Recv::refused_heads`).
+                            actions.recv.refused_heads.oversize += 1;
 
                             actions.send.schedule_implicit_reset(
                                 stream,
@@ -580,7 +589,13 @@ impl Inner {
                             Err(Error::library_reset(stream.id, Reason::PROTOCOL_ERROR))
                         }
                     },
-                    Err(RecvHeaderBlockError::State(err)) => Err(err),
+                    Err(RecvHeaderBlockError::State(err)) => {
+                        // weir patch: a request head refused with a stream reset.
+                        if peer.is_server() && matches!(err, Error::Reset(..)) {
+                            actions.recv.refused_heads.malformed += 1;
+                        }
+                        Err(err)
+                    }
                 }
             } else {
                 // weir patch: HEADERS after the peer ended or reset the stream is a stream
