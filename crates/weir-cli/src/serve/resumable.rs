@@ -100,7 +100,8 @@ fn limits(svc: &Service, state: Option<&ResumableState>, r: &Resumables) -> Stri
         max_age: Some(state.map_or(r.expiry().as_secs(), |s| r.max_age(s))),
     };
     // ALLOCATION: one short header value per answer about an upload; not on a data path.
-    let mut out = String::new();
+    // Sized for all five members at their largest, so that it does not grow.
+    let mut out = String::with_capacity(160);
     upload_fields::write_limits(&limits, &mut out);
     out
 }
@@ -438,13 +439,13 @@ async fn offset(
     let limit = limits(svc, Some(&state), resumables);
     let mut r = ex
         .respond(StatusCode::NO_CONTENT)
-        .header("upload-offset", state.offset.to_string())
+        .header_display("upload-offset", state.offset)
         .header("upload-complete", if state.complete { "?1" } else { "?0" })
         .header("upload-limit", limit)
         .header("cache-control", "no-store")
         .header("upload-draft-interop-version", INTEROP_VERSION);
     if let Some(len) = state.length {
-        r = r.header("upload-length", len.to_string());
+        r = r.header_display("upload-length", len);
     }
     r.empty().await
 }
@@ -561,7 +562,7 @@ async fn receive(
             let mut r = ex
                 .respond(status)
                 .header("upload-complete", "?0")
-                .header("upload-offset", state.offset.to_string())
+                .header_display("upload-offset", state.offset)
                 .header("upload-limit", limit)
                 .header("cache-control", "no-store")
                 .header("upload-draft-interop-version", INTEROP_VERSION);
