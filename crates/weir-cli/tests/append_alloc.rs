@@ -46,6 +46,10 @@ const REPS: usize = 3;
 /// allocation adds at least 118 between [`MID`] and [`LARGE`]).
 const HANDOFF: u64 = 1;
 
+/// What one checkpoint adds to an append: its blocking task, its copy of the upload's state
+/// (the target path), its outcome's slot, the record's text.
+const PER_CHECKPOINT: u64 = 4;
+
 /// Allocations per request may not exceed this, on any path (the figures, and what each
 /// allocation is, are in docs/BENCHMARKS.md). An append was 161 (hashed) before its record
 /// was formatted into one sized string: 2 per byte of the 112-byte SHA-256 state.
@@ -339,6 +343,13 @@ fn appends_allocate_per_request_not_per_chunk_like_a_put() {
                 row.small,
                 SMALL / MIB
             );
+            if let Some(checkpointed) = row.checkpoint {
+                assert!(
+                    checkpointed <= row.large + PER_CHECKPOINT + HANDOFF,
+                    "{mode} {what}: {checkpointed} allocations with a checkpoint, {} without",
+                    row.large
+                );
+            }
             assert!(
                 row.mid.max(row.large) <= MAX_PER_REQUEST,
                 "{mode} {what}: {} allocations per request",

@@ -317,12 +317,15 @@ pub(super) async fn create_in(
 /// append's content is processed; never a `Location`): sent after each checkpoint, so the
 /// offset it acknowledges is durable and the client may drop the bytes before it.
 pub(super) async fn announce_offset(ex: &mut Exchange<'_>, offset: u64) -> Result<(), weir::Error> {
-    // ALLOCATION: the offset's digits, once per checkpoint.
-    let offset = offset.to_string();
+    // The offset's digits on the stack: a u64 has at most 20, so the write cannot fail.
+    let mut digits = [0u8; 20];
+    let mut cursor = std::io::Cursor::new(&mut digits[..]);
+    let _ = std::io::Write::write_fmt(&mut cursor, format_args!("{offset}"));
+    let len = usize::try_from(cursor.position()).unwrap_or(digits.len());
     ex.send_informational(
         StatusCode::from_u16(104).unwrap_or(StatusCode::CONTINUE),
         &[
-            ("upload-offset", offset.as_bytes()),
+            ("upload-offset", &digits[..len]),
             ("upload-draft-interop-version", INTEROP_VERSION.as_bytes()),
         ],
     )
