@@ -9,8 +9,8 @@
 //! request is measured: the request head is formatted before, the body is written from one
 //! buffer, the answer is read into another. A measurement is the count from before the request
 //! is written to after its whole answer is read; each is taken [`REPS`] times after a warm-up
-//! and the smallest kept, since the only noise (a background thread waking: the expiry sweep) can
-//! only add. Bodies stay under `weir_store::CHECKPOINT_BYTES` (64 MiB): an append of that much
+//! and the smallest kept, since a background thread waking (the expiry sweep) can only add;
+//! what varies by timing inside a request is allowed for ([`HANDOFF`]). Bodies stay under `weir_store::CHECKPOINT_BYTES` (64 MiB): an append of that much
 //! checkpoints once on its way, which is counted apart ([`CHECKPOINT`]).
 //!
 //! One test function: the counter counts the whole process, so nothing else may run meanwhile.
@@ -52,7 +52,7 @@ const PER_CHECKPOINT: u64 = 4;
 
 /// Allocations per request may not exceed this, on any path (the figures, and what each
 /// allocation is, are in docs/BENCHMARKS.md). An append was 161 (hashed) before its record
-/// was formatted into one sized string: 2 per byte of the 112-byte SHA-256 state.
+/// was formatted into one sized string: one `String` per byte of the 113-byte SHA-256 state.
 const MAX_PER_REQUEST: u64 = 32;
 
 struct Serve {
