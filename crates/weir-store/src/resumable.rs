@@ -679,16 +679,37 @@ impl Resumables {
     }
 
     fn read_state(&self, id: UploadId) -> Result<Option<ResumableState>, StoreError> {
-        let mut text = String::new();
-        match self.dir.open_read(&id.file_name(".meta")) {
-            Ok(mut f) => f
-                .read_to_string(&mut text)
-                .map_err(io_err("read resumable record"))?,
+        let mut f = match self.dir.open_read(&id.file_name(".meta")) {
+            Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(StoreError::from_io("open resumable record", e)),
         };
+        let not_text = |e| io::Error::new(io::ErrorKind::InvalidData, e);
+        // Read on every request on an upload (twice for an append): a record fits on the stack
+        // unless its target or metadata is long, which is read into a `String` instead.
+        let mut stack = [0u8; 2048];
+        let mut filled = 0;
+        while filled < stack.len() {
+            match f.read(&mut stack[filled..]) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(StoreError::from_io("read resumable record", e)),
+            }
+        }
         // A record that does not parse was not written by this code: treat as absent (the
         // sweep removes its data).
+        if filled < stack.len() {
+            let text = std::str::from_utf8(&stack[..filled])
+                .map_err(|e| StoreError::from_io("read resumable record", not_text(e)))?;
+            return Ok(ResumableState::decode(text));
+        }
+        // ALLOCATION: only for a record longer than the stack buffer.
+        let mut bytes = stack.to_vec();
+        f.read_to_end(&mut bytes)
+            .map_err(io_err("read resumable record"))?;
+        let text = String::from_utf8(bytes)
+            .map_err(|e| StoreError::from_io("read resumable record", not_text(e.utf8_error())))?;
         Ok(ResumableState::decode(&text))
     }
 
