@@ -105,18 +105,64 @@ impl UploadId {
         Some(UploadId(bytes))
     }
 
-    // ALLOCATION: a name, per request on an upload, not per read.
+    /// The 32 hex digits, on the stack.
+    fn hex(self) -> [u8; 32] {
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        let mut out = [0u8; 32];
+        for (i, b) in self.0.into_iter().enumerate() {
+            out[2 * i] = DIGITS[usize::from(b >> 4)];
+            out[2 * i + 1] = DIGITS[usize::from(b & 15)];
+        }
+        out
+    }
+
+    /// `{id}{suffix}`, a file name in the resumable area, on the stack: the record and data
+    /// files are opened, renamed and unlinked by name several times per request.
+    fn file_name(self, suffix: &str) -> FileName {
+        let mut name = FileName {
+            bytes: [0; FileName::CAPACITY],
+            len: 32 + suffix.len(),
+        };
+        name.bytes[..32].copy_from_slice(&self.hex());
+        name.bytes[32..name.len].copy_from_slice(suffix.as_bytes());
+        name
+    }
+
+    // ALLOCATION: the data file's name, kept by the request's `Upload`: once per request.
     fn data_name(self) -> String {
-        format!("{DIR_NAME}/{self}.data")
+        let name = self.file_name(".data");
+        let mut out = String::with_capacity(DIR_NAME.len() + 1 + name.len);
+        out.push_str(DIR_NAME);
+        out.push('/');
+        out.push_str(&name);
+        out
+    }
+}
+
+/// A file name of [`UploadId::file_name`]: an id and one of this module's short suffixes.
+struct FileName {
+    bytes: [u8; FileName::CAPACITY],
+    len: usize,
+}
+
+impl FileName {
+    /// The id and the longest suffix, `.meta.tmp`.
+    const CAPACITY: usize = 32 + 16;
+}
+
+impl std::ops::Deref for FileName {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        // Hex digits and an ASCII suffix (`file_name` panics on a longer one than fits).
+        std::str::from_utf8(&self.bytes[..self.len]).expect("ASCII file name")
     }
 }
 
 impl fmt::Display for UploadId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for b in self.0 {
-            write!(f, "{b:02x}")?;
-        }
-        Ok(())
+        let hex = self.hex();
+        f.write_str(std::str::from_utf8(&hex).expect("hex digits"))
     }
 }
 
@@ -153,8 +199,20 @@ pub struct ResumableState {
 impl ResumableState {
     // ALLOCATION: the record's text, at creation, at each checkpoint (every 64 MiB or request
     // end) and at completion: never per read.
+    // ALLOCATION: the record's text, once per record written (the end of a request, a
+    // checkpoint), sized up front so that it does not grow.
     fn encode(&self) -> String {
-        let mut s = format!(
+        use std::fmt::Write as _;
+        // The fixed keys and numbers, the hex of a SHA-256 state, and the variable fields.
+        let capacity = 160
+            + 2 * self.sha256_state.map_or(0, |s| s.len())
+            + self.target.as_str().len()
+            + self.expected_digest.as_ref().map_or(0, String::len)
+            + self.metadata.as_ref().map_or(0, String::len);
+        let mut s = String::with_capacity(capacity);
+        // Writing to a `String` cannot fail.
+        let _ = write!(
+            s,
             "target {}\noffset {}\ncomplete {}\nactive {}\nhash {}\n",
             self.target.as_str(),
             self.offset,
@@ -163,18 +221,18 @@ impl ResumableState {
             u8::from(self.hash)
         );
         if let Some(len) = self.length {
-            s.push_str(&format!("length {len}\n"));
+            let _ = writeln!(s, "length {len}");
         }
         if let Some(d) = &self.expected_digest {
-            s.push_str(&format!("digest {d}\n"));
+            let _ = writeln!(s, "digest {d}");
         }
         if let Some(m) = &self.metadata {
-            s.push_str(&format!("metadata {m}\n"));
+            let _ = writeln!(s, "metadata {m}");
         }
         if let Some(saved) = self.sha256_state.filter(|saved| self.state_matches(saved)) {
             s.push_str("sha256-state ");
             for b in saved {
-                s.push_str(&format!("{b:02x}"));
+                let _ = write!(s, "{b:02x}");
             }
             s.push('\n');
         }
@@ -327,7 +385,7 @@ impl Resumables {
             };
             let file = this
                 .dir
-                .open_rw(&format!("{id}.data"))
+                .open_rw(&id.file_name(".data"))
                 .map_err(io_err("open resumable data"))?;
             let len = file.metadata().map_err(io_err("stat"))?.len();
             if len > state.offset {
@@ -417,7 +475,7 @@ impl Resumables {
             self.write_state(id, &state)?;
             let file = self
                 .dir
-                .create_new(&format!("{id}.data"))
+                .create_new(&id.file_name(".data"))
                 .map_err(io_err("create resumable data"))?;
             file.sync_all().map_err(io_err("fsync"))?;
             self.dir.sync().map_err(io_err("sync resumable area"))?;
@@ -468,7 +526,8 @@ impl Resumables {
             state.length = length;
             self.write_state(id, &state)?;
         }
-        let mut file = match self.shared.staging.open_rw(&id.data_name()) {
+        let data_name = id.data_name();
+        let mut file = match self.shared.staging.open_rw(&data_name) {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 // Its data went with a failed write or commit: the upload is over.
@@ -489,7 +548,7 @@ impl Resumables {
         let upload = Upload::adopt(
             self.shared.clone(),
             &state.target,
-            id.data_name(),
+            data_name,
             (file, state.offset),
             state.sha256(),
             UploadOptions {
@@ -572,7 +631,7 @@ impl Resumables {
                         // data was created).
                         || (at_open
                             && !s.complete
-                            && self.dir.stat(&format!("{id}.data")).ok().flatten().is_none())
+                            && self.dir.stat(&id.file_name(".data")).ok().flatten().is_none())
                 }
                 // An orphan data file (its record was never written, or already removed).
                 None => ext == "data",
@@ -599,7 +658,7 @@ impl Resumables {
     /// Unlinks the data (releasing its space and entry) and then the record. Returns the
     /// bytes freed.
     fn remove(&self, id: UploadId) -> Result<u64, StoreError> {
-        let data = format!("{id}.data");
+        let data = id.file_name(".data");
         let size = match self.dir.stat(&data).map_err(io_err("stat"))? {
             Some(m) if m.kind == EntryKind::File => {
                 self.dir
@@ -610,7 +669,7 @@ impl Resumables {
             }
             _ => 0,
         };
-        match self.dir.unlink(&format!("{id}.meta")) {
+        match self.dir.unlink(&id.file_name(".meta")) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => return Err(StoreError::from_io("remove resumable record", e)),
@@ -620,16 +679,37 @@ impl Resumables {
     }
 
     fn read_state(&self, id: UploadId) -> Result<Option<ResumableState>, StoreError> {
-        let mut text = String::new();
-        match self.dir.open_read(&format!("{id}.meta")) {
-            Ok(mut f) => f
-                .read_to_string(&mut text)
-                .map_err(io_err("read resumable record"))?,
+        let mut f = match self.dir.open_read(&id.file_name(".meta")) {
+            Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(StoreError::from_io("open resumable record", e)),
         };
+        let not_text = |e| io::Error::new(io::ErrorKind::InvalidData, e);
+        // Read on every request on an upload (twice for an append): a record fits on the stack
+        // unless its target or metadata is long, which is read into a `String` instead.
+        let mut stack = [0u8; 2048];
+        let mut filled = 0;
+        while filled < stack.len() {
+            match f.read(&mut stack[filled..]) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(StoreError::from_io("read resumable record", e)),
+            }
+        }
         // A record that does not parse was not written by this code: treat as absent (the
         // sweep removes its data).
+        if filled < stack.len() {
+            let text = std::str::from_utf8(&stack[..filled])
+                .map_err(|e| StoreError::from_io("read resumable record", not_text(e)))?;
+            return Ok(ResumableState::decode(text));
+        }
+        // ALLOCATION: only for a record longer than the stack buffer.
+        let mut bytes = stack.to_vec();
+        f.read_to_end(&mut bytes)
+            .map_err(io_err("read resumable record"))?;
+        let text = String::from_utf8(bytes)
+            .map_err(|e| StoreError::from_io("read resumable record", not_text(e.utf8_error())))?;
         Ok(ResumableState::decode(&text))
     }
 
@@ -643,7 +723,7 @@ impl Resumables {
 /// One writer per upload at a time (its busy mark, and at most one [`CheckpointJob`] out,
 /// which the [`Appending`] waits for before writing itself): the temporary's name is fixed.
 fn write_record(dir: &DirHandle, id: UploadId, state: &ResumableState) -> Result<(), StoreError> {
-    let temp = format!("{id}.meta.tmp");
+    let temp = id.file_name(".meta.tmp");
     let _ = dir.unlink(&temp);
     let mut file = dir
         .create_new(&temp)
@@ -651,7 +731,7 @@ fn write_record(dir: &DirHandle, id: UploadId, state: &ResumableState) -> Result
     file.write_all(state.encode().as_bytes())
         .and_then(|()| file.sync_all())
         .map_err(io_err("write resumable record"))?;
-    dir.rename(&temp, dir, &format!("{id}.meta"))
+    dir.rename(&temp, dir, &id.file_name(".meta"))
         .map_err(io_err("rename resumable record"))?;
     dir.sync().map_err(io_err("sync resumable area"))
 }
@@ -805,7 +885,7 @@ impl CheckpointJob {
         // `write(2)` returned) before this job was made, so this `fdatasync` covers them.
         let synced = self
             .dir
-            .open_rw(&format!("{}.data", self.id))
+            .open_rw(&self.id.file_name(".data"))
             .and_then(|file| file.sync_data())
             .map_err(io_err("fdatasync"));
         if let Err(e) = synced {
@@ -877,7 +957,7 @@ impl Appending {
             let file = self
                 .resumables
                 .dir
-                .open_rw(&format!("{}.data", self.id))
+                .open_rw(&self.id.file_name(".data"))
                 .map_err(io_err("open resumable data"))?;
             let len = file.metadata().map_err(io_err("stat"))?.len();
             if len > self.state.offset {
@@ -915,7 +995,7 @@ impl Appending {
         let mut file = self
             .resumables
             .dir
-            .open_read(&format!("{}.data", self.id))
+            .open_read(&self.id.file_name(".data"))
             .map_err(io_err("open resumable data"))?;
         file.seek(SeekFrom::Start(self.started_at))
             .map_err(io_err("seek"))?;
@@ -952,7 +1032,7 @@ impl Appending {
         let file = self
             .resumables
             .dir
-            .open_rw(&format!("{}.data", self.id))
+            .open_rw(&self.id.file_name(".data"))
             .map_err(io_err("open resumable data"))?;
         let len = file.metadata().map_err(io_err("stat"))?.len();
         if len > self.state.offset {

@@ -100,7 +100,8 @@ fn limits(svc: &Service, state: Option<&ResumableState>, r: &Resumables) -> Stri
         max_age: Some(state.map_or(r.expiry().as_secs(), |s| r.max_age(s))),
     };
     // ALLOCATION: one short header value per answer about an upload; not on a data path.
-    let mut out = String::new();
+    // Sized for all five members at their largest, so that it does not grow.
+    let mut out = String::with_capacity(160);
     upload_fields::write_limits(&limits, &mut out);
     out
 }
@@ -316,12 +317,15 @@ pub(super) async fn create_in(
 /// append's content is processed; never a `Location`): sent after each checkpoint, so the
 /// offset it acknowledges is durable and the client may drop the bytes before it.
 pub(super) async fn announce_offset(ex: &mut Exchange<'_>, offset: u64) -> Result<(), weir::Error> {
-    // ALLOCATION: the offset's digits, once per checkpoint.
-    let offset = offset.to_string();
+    // The offset's digits on the stack: a u64 has at most 20, so the write cannot fail.
+    let mut digits = [0u8; 20];
+    let mut cursor = std::io::Cursor::new(&mut digits[..]);
+    let _ = std::io::Write::write_fmt(&mut cursor, format_args!("{offset}"));
+    let len = usize::try_from(cursor.position()).unwrap_or(digits.len());
     ex.send_informational(
         StatusCode::from_u16(104).unwrap_or(StatusCode::CONTINUE),
         &[
-            ("upload-offset", offset.as_bytes()),
+            ("upload-offset", &digits[..len]),
             ("upload-draft-interop-version", INTEROP_VERSION.as_bytes()),
         ],
     )
@@ -438,13 +442,13 @@ async fn offset(
     let limit = limits(svc, Some(&state), resumables);
     let mut r = ex
         .respond(StatusCode::NO_CONTENT)
-        .header("upload-offset", state.offset.to_string())
+        .header_display("upload-offset", state.offset)
         .header("upload-complete", if state.complete { "?1" } else { "?0" })
         .header("upload-limit", limit)
         .header("cache-control", "no-store")
         .header("upload-draft-interop-version", INTEROP_VERSION);
     if let Some(len) = state.length {
-        r = r.header("upload-length", len.to_string());
+        r = r.header_display("upload-length", len);
     }
     r.empty().await
 }
@@ -561,7 +565,7 @@ async fn receive(
             let mut r = ex
                 .respond(status)
                 .header("upload-complete", "?0")
-                .header("upload-offset", state.offset.to_string())
+                .header_display("upload-offset", state.offset)
                 .header("upload-limit", limit)
                 .header("cache-control", "no-store")
                 .header("upload-draft-interop-version", INTEROP_VERSION);

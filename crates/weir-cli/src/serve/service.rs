@@ -181,8 +181,8 @@ impl Service {
                     return reply::error(ex, Problem::BadRequest, message, &[]).await;
                 }
             };
-            // ALLOCATION: the id, to release the borrow of the request.
-            let rest = path.get(tus::PREFIX.len()..).unwrap_or("").to_owned();
+            let mut copy = [0; 64];
+            let rest = detach(path.get(tus::PREFIX.len()..).unwrap_or(""), &mut copy);
             let verdict = self.upload_verdict(caller, &rest);
             return tus::serve(self, ex, &rest, caller, verdict).await;
         }
@@ -200,8 +200,8 @@ impl Service {
                 Verdict::Unauthorized => return unauthorized(ex).await,
                 Verdict::Forbidden => return forbidden(ex).await,
             }
-            // ALLOCATION: the id, to release the borrow of the request.
-            let id = id.to_owned();
+            let mut copy = [0; 64];
+            let id = detach(id, &mut copy);
             return resumable::serve(self, ex, &id).await;
         }
         let Some(raw) = path.strip_prefix("/files/") else {
@@ -425,6 +425,21 @@ pub(super) async fn method_not_allowed(
 /// first. Falls back to a plain call on a current-thread runtime, where that is impossible.
 pub(super) fn commit(upload: Upload) -> Result<Committed, StoreError> {
     off_the_runtime(|| upload.commit())
+}
+
+/// `s` (an upload id from the request's path), copied so that the request can be borrowed
+/// mutably again: into `buf` when it fits (an id is 32 hex digits), so that requests on an
+/// upload allocate nothing for it; a longer one, which names no upload, into a `String`.
+fn detach<'a>(s: &str, buf: &'a mut [u8; 64]) -> std::borrow::Cow<'a, str> {
+    match buf.get_mut(..s.len()) {
+        Some(copy) => {
+            copy.copy_from_slice(s.as_bytes());
+            // A copy of a whole `str`.
+            std::borrow::Cow::Borrowed(std::str::from_utf8(copy).expect("copied from a str"))
+        }
+        // ALLOCATION: only for a path that names no upload.
+        None => std::borrow::Cow::Owned(s.to_owned()),
+    }
 }
 
 /// Runs `f` (fsyncs: a commit, a resumable checkpoint) under `block_in_place` when the runtime

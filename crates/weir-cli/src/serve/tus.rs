@@ -148,7 +148,7 @@ async fn options(svc: &Service, ex: &mut Exchange<'_>) -> Result<(), weir::Error
         .header(RESUMABLE.0, RESUMABLE.1)
         .header("tus-version", VERSION)
         .header("tus-extension", EXTENSIONS)
-        .header("tus-max-size", svc.options.max_upload.to_string())
+        .header_display("tus-max-size", svc.options.max_upload)
         .header("tus-checksum-algorithm", "sha256")
         .empty()
         .await
@@ -340,10 +340,10 @@ async fn head(
     let mut r = ex
         .respond(StatusCode::OK)
         .header(RESUMABLE.0, RESUMABLE.1)
-        .header("upload-offset", state.offset.to_string())
+        .header_display("upload-offset", state.offset)
         .header("cache-control", "no-store");
     match state.length {
-        Some(length) => r = r.header("upload-length", length.to_string()),
+        Some(length) => r = r.header_display("upload-length", length),
         None => r = r.header("upload-defer-length", "1"),
     }
     if let Some(m) = &state.metadata {
@@ -406,7 +406,7 @@ async fn patch(
         return ex
             .respond(StatusCode::NO_CONTENT)
             .header(RESUMABLE.0, RESUMABLE.1)
-            .header("upload-offset", state.offset.to_string())
+            .header_display("upload-offset", state.offset)
             .empty()
             .await;
     }
@@ -540,7 +540,7 @@ async fn receive(
     }
     match end {
         Ok(AppendEnd::Incomplete(state)) => {
-            r.header("upload-offset", state.offset.to_string())
+            r.header_display("upload-offset", state.offset)
                 .header("upload-expires", expires(resumables, &state))
                 .empty()
                 .await
@@ -549,7 +549,7 @@ async fn receive(
             if let Some(state) = resumables.state(id).ok().flatten() {
                 svc.on_stored(state.target.as_str(), &committed);
             }
-            r = r.header("upload-offset", committed.size.to_string());
+            r = r.header_display("upload-offset", committed.size);
             if let Some(sum) = committed.sha256 {
                 // ALLOCATION: one header value at completion.
                 let mut value = String::from("sha-256=:");

@@ -487,3 +487,24 @@ fn a_checkpoint_job_dropped_unrun_records_nothing() {
     drop(up);
     drop(appending);
 }
+
+#[test]
+fn records_longer_than_the_stack_buffer_read_back_whole() {
+    // `read_state` reads a record on the stack up to 2,048 bytes and into a `String` past that:
+    // both sides of the boundary, and across it, come back as written.
+    let (_dir, store) = store();
+    let r = Resumables::open(&store, DAY).unwrap();
+    for len in [1, 1_800, 2_047, 2_048, 2_049, 5_000] {
+        let meta = Some(format!("filename {}", "é".repeat(len / 2)));
+        let (id, _) = r
+            .create_with_metadata(&p("f"), Some(10), None, true, meta.clone())
+            .unwrap();
+        let (appending, mut up) = r.append(id, 0, None).unwrap();
+        up.write(b"hello").unwrap();
+        appending.finish(up, false).unwrap();
+        let state = r.state(id).unwrap().unwrap();
+        assert_eq!(state.metadata, meta, "{len}");
+        assert_eq!(state.offset, 5, "{len}");
+        r.cancel(id).unwrap();
+    }
+}
