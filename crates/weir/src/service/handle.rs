@@ -250,3 +250,53 @@ const NOT_WITHIN: &str = "weir::ExchangeHandle used outside the service of its r
 pub(crate) fn not_within() -> Error {
     Error::from(std::io::Error::other(NOT_WITHIN))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn peer(port: u16) -> PeerAddr {
+        PeerAddr::Tcp(([127, 0, 0, 1], port).into())
+    }
+
+    fn current_link() -> Option<usize> {
+        with_current(|link, _| std::ptr::from_ref(link) as usize)
+    }
+
+    #[test]
+    fn the_current_exchange_is_set_only_within_and_restored() {
+        let (a, b) = (Arc::<Link>::default(), Arc::<Link>::default());
+        let handle = ExchangeHandle::new();
+        assert_eq!(current_link(), None);
+        within(&a, peer(1), || {
+            assert_eq!(current_link(), Some(Arc::as_ptr(&a) as usize));
+            assert_eq!(handle.peer_addr(), peer(1));
+            // Nested (a service polled inside another's poll): the inner one, then back.
+            within(&b, peer(2), || assert_eq!(handle.peer_addr(), peer(2)));
+            assert_eq!(handle.peer_addr(), peer(1));
+        });
+        assert_eq!(current_link(), None);
+        // Restored when the service panics, too.
+        let caught = std::panic::catch_unwind(|| within(&a, peer(1), || panic!("service")));
+        assert!(caught.is_err());
+        assert_eq!(current_link(), None);
+        // The thread held the link only meanwhile.
+        assert_eq!(Arc::strong_count(&a), 1);
+    }
+
+    #[test]
+    fn a_handle_outside_its_request_fails_with_an_error() {
+        let handle = ExchangeHandle::new();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let mut buf = vec![7; 16];
+        let error = runtime
+            .block_on(handle.read_into(&mut buf))
+            .expect_err("no current exchange");
+        assert!(error.to_string().contains("outside the service"), "{error}");
+        assert_eq!(buf, [7; 16], "the caller's buffer is left as it was");
+        handle.set_max_body_size(Some(1));
+        assert!(std::panic::catch_unwind(|| handle.peer_addr()).is_err());
+    }
+}
