@@ -20,7 +20,6 @@
 use super::ExchangeHandle;
 use super::link::{Answer, Link, Order};
 use crate::Error;
-use crate::transport::PeerAddr;
 use bytes::{Buf, Bytes};
 use http::HeaderMap;
 use http_body::{Frame, SizeHint};
@@ -40,8 +39,6 @@ use std::task::{Context, Poll, ready};
 /// its response); after that a read that has not reached the end fails.
 pub struct Body {
     link: Arc<Link>,
-    /// For [`Body::handle`].
-    peer: PeerAddr,
     /// An order of this body is in the link.
     placed: bool,
     /// Body bytes still to come, when the request declared its length.
@@ -54,10 +51,9 @@ pub struct Body {
 }
 
 impl Body {
-    pub(crate) fn new(link: Arc<Link>, peer: PeerAddr, declared_length: Option<u64>) -> Self {
+    pub(crate) fn new(link: Arc<Link>, declared_length: Option<u64>) -> Self {
         Self {
             link,
-            peer,
             placed: false,
             remaining: declared_length,
             trailers: None,
@@ -67,9 +63,10 @@ impl Body {
     }
 
     /// The handle on this body's exchange: weir's direct paths (read into a buffer, to a file,
-    /// limits, 1xx). The same handle is in the request's extensions.
+    /// limits, 1xx). The same handle is in the request's extensions; it works in the service
+    /// of this request, on its task (see [`ExchangeHandle`]), where the body works anywhere.
     pub fn handle(&self) -> ExchangeHandle {
-        ExchangeHandle::new(Arc::clone(&self.link), self.peer)
+        ExchangeHandle::new()
     }
 
     /// The next piece of payload; `None` at the end (trailers, if any, then wait in

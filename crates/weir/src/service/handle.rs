@@ -5,11 +5,23 @@
 //! the same call a native [`Handler`](crate::Handler) makes, so reading into a caller's buffer
 //! goes straight from the socket when nothing is buffered, and a body written to a file moves
 //! with `splice` on Linux over TCP and Unix sockets.
+//!
+//! **Zero-sized.** `http::Extensions` boxes every value it holds, and a box of a zero-sized
+//! type does not allocate, so the handle carries nothing: it finds its request through the
+//! thread's *current exchange*, which the adapter sets ([`within`]) only while it runs the
+//! service for a request (`poll_ready`, `call`, polling the service's future and the response
+//! body, all on the request's task) and restores when that returns, unwinding included.
+//! Invariants: the current exchange is set on this thread only while the adapter runs the
+//! service for it (the thread holds a reference count of its link meanwhile); a handle used anywhere else (a task it was moved
+//! to, after the response) finds no current exchange and its methods fail with
+//! [`not_within`]'s error; a read placed in one link is never collected from or abandoned in
+//! another (`Call` remembers which link it placed in).
 
-use super::link::{Answer, Link, Order, ended};
+use super::link::{Answer, Link, Order};
 use crate::Error;
 use crate::transport::PeerAddr;
 use http::{HeaderMap, StatusCode};
+use std::cell::RefCell;
 use std::fs::File;
 use std::future::Future;
 use std::pin::Pin;
@@ -21,16 +33,21 @@ use std::task::{Context, Poll};
 ///
 /// Reads through it and through the request's [`Body`](super::Body) share one stream: bytes
 /// taken by one are not seen by the other. Its futures may be dropped: bytes already read for
-/// a dropped read are kept for the next one. It is usable until the response is complete.
+/// a dropped read are kept for the next one.
 ///
 /// [`ServiceHandler`]: super::ServiceHandler
 ///
-/// It also carries the client's address ([`ExchangeHandle::peer_addr`]): one extension for
-/// both, since each extension a request carries is an allocation.
-#[derive(Clone)]
+/// **Where it works**: in the service (its `call`, its future, the response body), on the
+/// request's task, until the response is complete: the handle is zero-sized (so the request's
+/// extensions do not allocate for it) and names *the request weir is serving on this task*.
+/// Moved to another task, or used after the response, its reads fail with an error saying so,
+/// its setters do nothing and [`ExchangeHandle::peer_addr`] panics; read the moved request's
+/// [`Body`](super::Body) there instead, which works from any task.
+///
+/// It also carries the client's address ([`ExchangeHandle::peer_addr`]).
+#[derive(Clone, Copy, Default)]
 pub struct ExchangeHandle {
-    link: Arc<Link>,
-    peer: PeerAddr,
+    _private: (),
 }
 
 impl std::fmt::Debug for ExchangeHandle {
@@ -40,13 +57,17 @@ impl std::fmt::Debug for ExchangeHandle {
 }
 
 impl ExchangeHandle {
-    pub(crate) fn new(link: Arc<Link>, peer: PeerAddr) -> Self {
-        Self { link, peer }
+    pub(crate) const fn new() -> Self {
+        Self { _private: () }
     }
 
     /// The client's address ([`Exchange::peer_addr`](crate::Exchange::peer_addr)).
+    ///
+    /// # Panics
+    ///
+    /// Outside the service of its request (see the type's docs): there is no client then.
     pub fn peer_addr(&self) -> PeerAddr {
-        self.peer
+        with_current(|_, peer| peer).unwrap_or_else(|| panic!("{}", NOT_WITHIN))
     }
 
     /// Reads body payload into `buf[..]` (its length: initialized memory the caller reuses,
@@ -57,12 +78,15 @@ impl ExchangeHandle {
     /// lent to the exchange for the read and given back (no allocation); if the future is
     /// dropped mid-read, `buf` is left empty.
     pub async fn read_into(&self, buf: &mut Vec<u8>) -> Result<usize, Error> {
-        match self.call(Order::ReadInto(std::mem::take(buf))).await {
+        if !is_within() {
+            return Err(not_within());
+        }
+        match self.call(Order::ReadInto(std::mem::take(buf))).await? {
             Answer::ReadInto(back, result) => {
                 *buf = back;
                 result
             }
-            _ => Err(ended()),
+            _ => Err(super::link::ended()),
         }
     }
 
@@ -77,25 +101,28 @@ impl ExchangeHandle {
     /// As [`ExchangeHandle::to_file`], but stops after `limit` bytes; fewer only at the end of
     /// the body.
     pub async fn to_file_at_most(&self, file: &mut File, limit: u64) -> Result<u64, Error> {
+        if !is_within() {
+            return Err(not_within());
+        }
         let dup = file.try_clone()?;
-        match self.call(Order::ToFile(dup, limit)).await {
+        match self.call(Order::ToFile(dup, limit)).await? {
             Answer::ToFile(result) => result,
-            _ => Err(ended()),
+            _ => Err(super::link::ended()),
         }
     }
 
     /// Changes the maximum body size for this request; `None` removes the limit
     /// ([`Exchange::set_max_body_size`](crate::Exchange::set_max_body_size)). Applied before
-    /// the next body read.
+    /// the next body read. Does nothing outside the service of its request.
     pub fn set_max_body_size(&self, max: Option<u64>) {
-        self.link.set_max_body_size(max);
+        with_current(|link, _| link.set_max_body_size(max));
     }
 
     /// Changes the pause threshold for this request
     /// ([`Exchange::set_pause_threshold`](crate::Exchange::set_pause_threshold)). Applied
-    /// before the next body read.
+    /// before the next body read. Does nothing outside the service of its request.
     pub fn set_pause_threshold(&self, bytes: usize) {
-        self.link.set_pause_threshold(bytes);
+        with_current(|link, _| link.set_pause_threshold(bytes));
     }
 
     /// Sends an informational (1xx) response now, such as `103 Early Hints` or `104 Upload
@@ -106,41 +133,170 @@ impl ExchangeHandle {
         status: StatusCode,
         headers: HeaderMap,
     ) -> Result<(), Error> {
-        match self.call(Order::Informational(status, headers)).await {
+        match self.call(Order::Informational(status, headers)).await? {
             Answer::Informational(result) => result,
-            _ => Err(ended()),
+            _ => Err(super::link::ended()),
         }
     }
 
-    fn call(&self, order: Order) -> Call<'_> {
+    fn call(&self, order: Order) -> Call {
         Call {
-            link: &self.link,
             order: Some(order),
             placed: false,
+            link: 0,
         }
     }
 }
 
-/// One order, from placing it to its answer.
-struct Call<'a> {
-    link: &'a Link,
+/// One order, from placing it to its answer, each poll on the current exchange's link.
+struct Call {
     order: Option<Order>,
     placed: bool,
+    /// The address of the link the order was placed in (`placed`), so that its answer is
+    /// collected only there: an address, not a pointer, because nothing is reached through it.
+    link: usize,
 }
 
-impl Future for Call<'_> {
-    type Output = Answer;
+impl Future for Call {
+    type Output = Result<Answer, Error>;
 
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Answer> {
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
-        this.link.poll_call(&mut this.placed, &mut this.order, cx)
+        with_current(|link, _| {
+            let at = std::ptr::from_ref(link) as usize;
+            if this.placed && this.link != at {
+                return Poll::Ready(Err(not_within()));
+            }
+            this.link = at;
+            link.poll_call(&mut this.placed, &mut this.order, cx)
+                .map(Ok)
+        })
+        .unwrap_or(Poll::Ready(Err(not_within())))
     }
 }
 
-impl Drop for Call<'_> {
+impl Drop for Call {
     fn drop(&mut self) {
         if self.placed {
-            self.link.abandon();
+            // Outside the request's service (the service's future dropped by the connection
+            // going away), the adapter ends the link itself, which answers the order.
+            with_current(|link, _| {
+                if std::ptr::from_ref(link) as usize == self.link {
+                    link.abandon();
+                }
+            });
         }
+    }
+}
+
+/// The exchange the adapter is serving on this thread: its link and the client's address.
+struct Current {
+    link: Arc<Link>,
+    peer: PeerAddr,
+}
+
+thread_local! {
+    static CURRENT: RefCell<Option<Current>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` with `link` (and `peer`) as this thread's current exchange, then restores the
+/// previous one (also when `f` unwinds), so that [`ExchangeHandle`]s used inside `f` reach
+/// `link`. Costs a reference count up and down: the thread holds the link while `f` runs.
+pub(crate) fn within<R>(link: &Arc<Link>, peer: PeerAddr, f: impl FnOnce() -> R) -> R {
+    struct Restore(Option<Current>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let previous = self.0.take();
+            let _ = CURRENT.try_with(|current| *current.borrow_mut() = previous);
+        }
+    }
+    let entered = Current {
+        link: Arc::clone(link),
+        peer,
+    };
+    let _restore = Restore(
+        CURRENT
+            .try_with(|current| current.borrow_mut().replace(entered))
+            .ok()
+            .flatten(),
+    );
+    f()
+}
+
+/// Calls `f` with this thread's current exchange; `None` outside [`within`]. `f` must not
+/// enter [`within`] (no link method does).
+fn with_current<R>(f: impl FnOnce(&Link, PeerAddr) -> R) -> Option<R> {
+    CURRENT
+        .try_with(|current| {
+            let current = current.borrow();
+            let current = current.as_ref()?;
+            Some(f(&current.link, current.peer))
+        })
+        .ok()
+        .flatten()
+}
+
+fn is_within() -> bool {
+    CURRENT
+        .try_with(|current| current.borrow().is_some())
+        .unwrap_or(false)
+}
+
+const NOT_WITHIN: &str = "weir::ExchangeHandle used outside the service of its request: it works \
+    on the request's task until the response is complete (read a moved request's weir::Body \
+    instead)";
+
+/// The error of a handle used outside the service of its request.
+pub(crate) fn not_within() -> Error {
+    Error::from(std::io::Error::other(NOT_WITHIN))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn peer(port: u16) -> PeerAddr {
+        PeerAddr::Tcp(([127, 0, 0, 1], port).into())
+    }
+
+    fn current_link() -> Option<usize> {
+        with_current(|link, _| std::ptr::from_ref(link) as usize)
+    }
+
+    #[test]
+    fn the_current_exchange_is_set_only_within_and_restored() {
+        let (a, b) = (Arc::<Link>::default(), Arc::<Link>::default());
+        let handle = ExchangeHandle::new();
+        assert_eq!(current_link(), None);
+        within(&a, peer(1), || {
+            assert_eq!(current_link(), Some(Arc::as_ptr(&a) as usize));
+            assert_eq!(handle.peer_addr(), peer(1));
+            // Nested (a service polled inside another's poll): the inner one, then back.
+            within(&b, peer(2), || assert_eq!(handle.peer_addr(), peer(2)));
+            assert_eq!(handle.peer_addr(), peer(1));
+        });
+        assert_eq!(current_link(), None);
+        // Restored when the service panics, too.
+        let caught = std::panic::catch_unwind(|| within(&a, peer(1), || panic!("service")));
+        assert!(caught.is_err());
+        assert_eq!(current_link(), None);
+        // The thread held the link only meanwhile.
+        assert_eq!(Arc::strong_count(&a), 1);
+    }
+
+    #[test]
+    fn a_handle_outside_its_request_fails_with_an_error() {
+        let handle = ExchangeHandle::new();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let mut buf = vec![7; 16];
+        let error = runtime
+            .block_on(handle.read_into(&mut buf))
+            .expect_err("no current exchange");
+        assert!(error.to_string().contains("outside the service"), "{error}");
+        assert_eq!(buf, [7; 16], "the caller's buffer is left as it was");
+        handle.set_max_body_size(Some(1));
+        assert!(std::panic::catch_unwind(|| handle.peer_addr()).is_err());
     }
 }

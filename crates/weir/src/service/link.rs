@@ -22,13 +22,14 @@
 //! connection's task unless the application moves it to another task), it costs an atomic
 //! operation per order.
 
+use super::handle::within;
 use crate::{Error, Exchange};
 use bytes::Bytes;
 use http::{HeaderMap, StatusCode};
 use std::fs::File;
 use std::future::{Future, poll_fn};
 use std::pin::pin;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 
 /// What a body handle asks of the exchange.
@@ -348,13 +349,15 @@ fn set_waker(slot: &mut Option<Waker>, waker: &Waker) {
 /// finishes first the order is dropped (exchange body reads give nothing up when dropped).
 pub(crate) async fn drive<F: Future>(
     exchange: &mut Exchange<'_>,
-    link: &Link,
+    link: &Arc<Link>,
     fut: F,
 ) -> F::Output {
     let mut fut = pin!(fut);
+    // The service runs with this exchange as the thread's current one, for its handles.
+    let peer = exchange.peer_addr();
     loop {
         let step = poll_fn(|cx| {
-            if let Poll::Ready(out) = fut.as_mut().poll(cx) {
+            if let Poll::Ready(out) = within(link, peer, || fut.as_mut().poll(cx)) {
                 return Poll::Ready(Err(out));
             }
             match link.take_order(exchange, cx) {
@@ -370,7 +373,7 @@ pub(crate) async fn drive<F: Future>(
         let was_chunk = matches!(order, Order::Chunk);
         let mut run = pin!(run(exchange, order));
         let outcome = poll_fn(|cx| {
-            if let Poll::Ready(out) = fut.as_mut().poll(cx) {
+            if let Poll::Ready(out) = within(link, peer, || fut.as_mut().poll(cx)) {
                 return Poll::Ready(Err(out));
             }
             run.as_mut().poll(cx).map(Ok)

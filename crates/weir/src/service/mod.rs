@@ -16,14 +16,16 @@
 //! the socket is read only while the service polls its body, at most the pause threshold
 //! ahead: weir's backpressure holds, and an HTTP/2 handler that never reads holds back only
 //! its own stream's window. A body moved to another task works too: its orders wake the
-//! connection's task, until the response is complete; unlike hyper, weir does not keep a
+//! connection's task, until the response is complete (the [`ExchangeHandle`] does not: it
+//! works where the adapter runs the service for its request, `handle`); unlike hyper, weir does not keep a
 //! request body readable after its response (a service that answers `202` and reads the body
 //! afterwards gets an error from that read: read it before answering).
 //!
 //! **What it costs.** This is an adoption path: the `http::Request` owns its URI, header map
 //! and extensions. What weir would allocate for them per request is kept per thread and reused
 //! (`pool`: the link, a header map, a byte buffer the URI and values are shared from); what
-//! remains is listed in `request` (the extensions map and the one [`ExchangeHandle`] in it);
+//! remains is listed in `request` (the extensions map, which an axum `Router` creates anyway;
+//! the [`ExchangeHandle`] in it is zero-sized);
 //! the service's own allocations (axum's routing, boxed futures and bodies) are its own. weir's
 //! native `Handler` stays the path without per-request allocation. Body frames are not copied
 //! or allocated (`body`).
@@ -112,12 +114,13 @@ where
 {
     let request = request::build(exchange, spare)?;
     let link = Arc::clone(spare.link());
+    let peer = exchange.peer_addr();
     let mut service = service.clone();
-    poll_fn(|cx| service.poll_ready(cx))
+    // The request's `ExchangeHandle` works wherever the service runs for it (`handle`).
+    poll_fn(|cx| handle::within(&link, peer, || service.poll_ready(cx)))
         .await
         .map_err(Error::user)?;
-    let response = drive(exchange, &link, service.call(request))
-        .await
-        .map_err(Error::user)?;
+    let future = handle::within(&link, peer, || service.call(request));
+    let response = drive(exchange, &link, future).await.map_err(Error::user)?;
     respond::write(exchange, &link, response, &mut spare.headers).await
 }

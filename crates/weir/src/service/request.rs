@@ -6,7 +6,8 @@
 //! bytes, a few hundred, out of the head: the head's buffer is reused by the connection's next
 //! request, so it cannot be shared), the header map is the previous response's. What remains
 //! (ALLOCATIONS): the extensions map with the one [`ExchangeHandle`] in it (its map and table,
-//! which an axum `Router` would create anyway for its URL parameters, and the handle's box),
+//! which an axum `Router` would create anyway for its URL parameters; the handle is zero-sized,
+//! so its box in the map is not an allocation),
 //! a header name that is not one of `http`'s standard names (as on hyper), and a header map
 //! or byte buffer that has to grow.
 //!
@@ -29,13 +30,11 @@ pub(crate) fn build(
     spare: &mut Spare,
 ) -> Result<http::Request<Body>, Error> {
     let head = exchange.request();
-    let peer = exchange.peer_addr();
     let declared = match head.framing() {
         Framing::Length(n) => Some(n),
         Framing::Chunked | Framing::Unknown => None,
     };
-    let link = Arc::clone(spare.link());
-    let mut request = http::Request::new(Body::new(Arc::clone(&link), peer, declared));
+    let mut request = http::Request::new(Body::new(Arc::clone(spare.link()), declared));
     *request.method_mut() = head.method().clone();
     *request.version_mut() = head.version();
 
@@ -81,9 +80,8 @@ pub(crate) fn build(
         headers.append(name, value);
     }
     *request.headers_mut() = headers;
-    request
-        .extensions_mut()
-        .insert(ExchangeHandle::new(link, peer));
+    // The handle is zero-sized: its box in the map does not allocate (`handle`).
+    request.extensions_mut().insert(ExchangeHandle::new());
     Ok(request)
 }
 

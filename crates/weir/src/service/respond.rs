@@ -21,12 +21,13 @@ use http::{HeaderMap, Method, StatusCode, header};
 use std::any::Any;
 use std::future::poll_fn;
 use std::pin::pin;
+use std::sync::Arc;
 
 /// Sends `response` on `exchange`; its header map, cleared, goes to `spare_headers` (the next
 /// request's: `pool`).
 pub(crate) async fn write<B>(
     exchange: &mut Exchange<'_>,
-    link: &Link,
+    link: &Arc<Link>,
     response: http::Response<B>,
     spare_headers: &mut HeaderMap,
 ) -> Result<(), Error>

@@ -463,3 +463,70 @@ fn per_request_limits_set_through_the_handle_hold() {
         "999\n"
     );
 }
+
+/// `/moved`: the request's handle and then its body are moved to a task of their own; the
+/// answer says what the handle's read gave there and how many bytes the body read there.
+#[derive(Clone)]
+struct MovedAway;
+
+impl tower_service::Service<http::Request<weir::Body>> for MovedAway {
+    type Response = http::Response<String>;
+    type Error = weir::Error;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, weir::Error>> + Send>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), weir::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: http::Request<weir::Body>) -> Self::Future {
+        // In `call` the handle names this request.
+        let peer = request
+            .extensions()
+            .get::<weir::ExchangeHandle>()
+            .unwrap()
+            .peer_addr();
+        Box::pin(async move {
+            let handle = *request.extensions().get::<weir::ExchangeHandle>().unwrap();
+            let elsewhere = tokio::spawn(async move {
+                handle.set_max_body_size(Some(1));
+                let mut buf = vec![0; 4096];
+                let read = handle.read_into(&mut buf).await;
+                (read.map_err(|e| e.to_string()), buf.len())
+            })
+            .await
+            .unwrap();
+            let body = request.into_body();
+            let len = tokio::spawn(async move {
+                use http_body_util::BodyExt;
+                body.collect().await.map(|all| all.to_bytes().len())
+            })
+            .await
+            .unwrap()?;
+            let here = matches!(peer, weir::transport::PeerAddr::Tcp(_));
+            Ok(http::Response::new(format!(
+                "peer {here}; handle elsewhere {elsewhere:?}; body elsewhere {len}\n"
+            )))
+        })
+    }
+}
+
+#[test]
+fn a_handle_moved_to_another_task_fails_clearly_and_the_body_still_reads() {
+    let server = TlsTestServer::start_with(Config::default(), ServiceHandler::new(MovedAway));
+    for flag in ["--http1.1", "--http2-prior-knowledge"] {
+        let out = curl(&[
+            flag,
+            "--data-binary",
+            &"x".repeat(3000),
+            &server.url("/moved"),
+        ]);
+        assert!(out.starts_with("peer true; "), "{flag}: {out}");
+        assert!(
+            out.contains("outside the service of its request"),
+            "{flag}: the handle's read in another task: {out}"
+        );
+        // The vector was not taken; the limit set from there did not apply to the body.
+        assert!(out.contains(", 4096)"), "{flag}: {out}");
+        assert!(out.ends_with("body elsewhere 3000\n"), "{flag}: {out}");
+    }
+}
