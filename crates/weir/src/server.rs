@@ -354,12 +354,16 @@ async fn accept_loop<H: Handler>(
         let shared = shared.clone();
         let shutdown = shutdown.clone();
         let tls = tls.clone();
-        connections.spawn(async move {
+        let fut = async move {
             let _permit = permit;
             shared.stats.connection_opened();
             serve(stream, tls, handler, shared.clone(), shutdown).await;
             shared.stats.connection_closed();
-        });
+        };
+        if std::env::var_os("WEIR_FUTSIZE").is_some() {
+            eprintln!("FUTSIZE {}", std::mem::size_of_val(&fut));
+        }
+        connections.spawn(fut);
     }
     connections
 }
