@@ -138,11 +138,14 @@ macro_rules! forward_to_system {
 forward_to_system!(Counting, count_one);
 forward_to_system!(CountingMarked, count_if_marked);
 
-/// Counts the bytes live on the heap, every thread: what a set of idle connections holds is the
-/// difference of two [`live_bytes`] readings (weir's idle-memory test). Each thread adds and
-/// subtracts on its own slot (a block freed on another thread than the one that allocated it
-/// makes the two slots' figures cancel in the sum), so the count costs no shared cache line.
-/// The requested sizes are counted, not `malloc`'s rounding or its per-block header.
+/// Counts the bytes live on the heap, allocated and freed by the threads marked with
+/// [`count_this_thread`]: what a server's idle connections hold is the difference of two
+/// [`live_bytes`] readings (weir's idle-memory test), while a client on unmarked threads adds
+/// nothing. Each thread adds and subtracts on its own slot (a block freed on another marked
+/// thread than the one that allocated it makes the two slots' figures cancel in the sum), so
+/// the count costs no shared cache line. A block a marked thread allocates and an unmarked one
+/// frees stays counted: the error can only make the figure larger. The requested sizes are
+/// counted, not `malloc`'s rounding or its per-block header.
 pub struct LiveBytes;
 
 static LIVE: [SlotI; SLOTS] = [const { SlotI(AtomicI64::new(0)) }; SLOTS];
@@ -166,7 +169,9 @@ fn my_slot() -> usize {
 
 #[inline]
 fn add_live(delta: i64) {
-    LIVE[my_slot()].0.fetch_add(delta, Ordering::Relaxed);
+    if MARKED.try_with(Cell::get).unwrap_or(false) {
+        LIVE[my_slot()].0.fetch_add(delta, Ordering::Relaxed);
+    }
 }
 
 /// Bytes live on the heap now, as [`LiveBytes`] counts them (0 under another allocator).

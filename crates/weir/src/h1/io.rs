@@ -107,14 +107,11 @@ impl Io {
     }
 
     /// Whether the connection may give its buffers back while it waits for the client: nothing
-    /// buffered either way, and a socket whose readiness tells when bytes arrive (TLS keeps
-    /// them: its record layer may hold plaintext the socket's readiness does not show, and
-    /// releases its own buffer when idle).
+    /// buffered either way, and no passed descriptor waiting for its request. (Over TLS the
+    /// record layer releases its own buffer when drained, and its `readable` looks at what it
+    /// holds before the socket.)
     pub(crate) fn can_release(&self) -> bool {
-        self.rbuf.is_empty()
-            && self.wbuf.is_empty()
-            && self.passed_fd.is_none()
-            && self.stream.has_readiness()
+        self.rbuf.is_empty() && self.wbuf.is_empty() && self.passed_fd.is_none()
     }
 
     /// Gives the buffers back to `pool` (their contents are dropped: call when both are
