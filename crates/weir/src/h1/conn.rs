@@ -243,6 +243,9 @@ impl Conn {
         shutdown: &mut watch::Receiver<bool>,
     ) -> Result<Option<std::io::Result<Read>>, HeadEnd> {
         let max = self.shared.config.read_buffer_size;
+        // A new connection holds no pair yet: a pooled one, not a fresh allocation, for its
+        // first read.
+        self.io.take_buffers(&self.shared.buffers);
         // A read that would wait clears the socket's readiness, so `readable` below waits for
         // new bytes; dropped unfinished, it has read nothing.
         let read = super::io::poll_once(std::pin::pin!(self.io.read_head_to_buf(max, None))).await;
