@@ -116,6 +116,7 @@
 // descriptors in `transport/inherited.rs` (socket activation), allowed there alone.
 #![deny(unsafe_code)]
 
+mod buffer_pool;
 mod clock;
 mod config;
 mod error;

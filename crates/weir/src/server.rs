@@ -410,3 +410,39 @@ async fn serve<H: Handler>(
     }
     serve_connection(stream, (&[], None), &*handler, shared, shutdown).await;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Ok200;
+
+    impl Handler for Ok200 {
+        async fn handle(&self, ex: &mut crate::Exchange<'_>) -> Result<(), crate::Error> {
+            ex.respond(http::StatusCode::OK).body("ok").await
+        }
+    }
+
+    /// A connection's future is its task's size, held for the connection's whole life, idle or
+    /// not (tokio allocates each task with its future inline): no buffer may live in it. The
+    /// lingering closes once kept a 16 KiB scratch array there.
+    #[test]
+    fn a_connection_future_holds_no_buffer() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let client = tokio::net::TcpStream::connect(listener.local_addr().unwrap());
+            let (accepted, _client) = tokio::join!(listener.accept(), client);
+            let stream = Stream::Tcp(accepted.unwrap().0);
+            let shared = Arc::new(Shared::new(Config::default()));
+            let (_tx, rx) = watch::channel(false);
+            let fut = serve(stream, None, Arc::new(Ok200), shared, rx);
+            let size = std::mem::size_of_val(&fut);
+            // Every protocol's state (TLS handshake, HTTP/2 driver, HTTP/1.1 driver) is in it.
+            assert!(size <= 8 * 1024, "{size} bytes");
+        });
+    }
+}

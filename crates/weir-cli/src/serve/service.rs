@@ -158,6 +158,16 @@ impl Service {
         if let Some(asset) = page::route(ex.request()) {
             return page::serve(ex, asset).await;
         }
+        // ALLOCATION: the routes that touch the store run in a future of their own on the heap,
+        // one per such request. Their futures are large (hashing state, upload and hook
+        // buffers); awaited inline they would make every connection's task that large, idle or
+        // not, since a task holds its future's largest state for its whole life.
+        Box::pin(self.route_store(ex)).await
+    }
+
+    /// The routes past `/healthz` and the page: resumable uploads, tus and `/files/`.
+    async fn route_store(&self, ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
+        let path = ex.request().path();
         #[cfg(feature = "s3")]
         if self.remote.is_some()
             && (path == "/tus"

@@ -2,6 +2,7 @@
 //! flag). Created by the accept layer (`server.rs`) and handed down to the protocol drivers,
 //! which read it; nothing here knows about listeners or protocols.
 
+use crate::buffer_pool::BufferPool;
 use crate::config::Config;
 use crate::stats::Stats;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -10,6 +11,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 pub(crate) struct Shared {
     pub(crate) config: Config,
     pub(crate) stats: Stats,
+    /// The HTTP/1.1 connections' buffers, held only while a connection has bytes to work on.
+    pub(crate) buffers: BufferPool,
     /// Set once shutdown starts: responses written from then on announce `Connection: close`.
     /// (The watch channel wakes waiting connections; this flag is the cheap check per response.)
     shutting_down: AtomicBool,
@@ -18,6 +21,7 @@ pub(crate) struct Shared {
 impl Shared {
     pub(crate) fn new(config: Config) -> Self {
         Self {
+            buffers: BufferPool::new(config.read_buffer_size),
             config,
             stats: Stats::default(),
             shutting_down: AtomicBool::new(false),

@@ -87,7 +87,10 @@ pub(crate) async fn serve_connection<H: Handler>(
     mut shutdown: watch::Receiver<bool>,
 ) {
     let mut conn = Conn::new(stream, shared);
-    conn.io.rbuf.extend_from_slice(already_read);
+    if !already_read.is_empty() {
+        conn.io.take_buffers(&conn.shared.buffers);
+        conn.io.rbuf.extend_from_slice(already_read);
+    }
     conn.io.passed_fd = passed_fd;
     let mut first = true;
     loop {
@@ -131,6 +134,7 @@ impl Drop for Conn {
     fn drop(&mut self) {
         // Whichever way the connection ended (closed, aborted, its task cancelled).
         self.release_body_gauge();
+        self.io.release_buffers(&self.shared.buffers);
     }
 }
 
@@ -140,7 +144,7 @@ impl Conn {
         let head = Request::new();
         Self {
             peer: std::cell::OnceCell::new(),
-            io: Io::new(stream, config.read_buffer_size, config.accept_passed_fds),
+            io: Io::new(stream, config.accept_passed_fds),
             parser: HeadParser::new(),
             body: BodyState::new(config),
             resp: ResponseLifecycle::default(),
@@ -161,7 +165,6 @@ impl Conn {
         first: bool,
         shutdown: &mut watch::Receiver<bool>,
     ) -> Result<(), HeadEnd> {
-        let config = &self.shared.config;
         // Deadlines are computed only when the connection has to wait: reading the clock for
         // every pipelined request showed in plaintext profiles. The first head must arrive
         // within the head timeout; between requests a connection may idle for the keep-alive
@@ -173,7 +176,7 @@ impl Conn {
             if !self.io.rbuf.is_empty() {
                 match self
                     .parser
-                    .parse(&self.io.rbuf, &config.limits.proto(), self.head.head_mut())
+                    .parse(&self.io.rbuf, &self.shared.config.limits.proto(), self.head.head_mut())
                 {
                     Ok(Some(len)) => {
                         self.io.rbuf.advance(len);
@@ -195,12 +198,25 @@ impl Conn {
                 return Err(HeadEnd::Closed);
             }
             let deadline = if idle && !first {
-                *idle_deadline.get_or_insert(now + config.keep_alive_timeout)
+                *idle_deadline.get_or_insert(now + self.shared.config.keep_alive_timeout)
             } else {
-                *head_deadline.get_or_insert(now + config.head_timeout)
+                *head_deadline.get_or_insert(now + self.shared.config.head_timeout)
             };
+            if idle && self.io.can_release() {
+                match self.wait_idle(first, deadline, shutdown).await {
+                    Ok(Some(read)) => match read {
+                        Ok(Read::Data(_)) => continue,
+                        Ok(Read::Eof) => return Err(HeadEnd::Closed),
+                        Ok(Read::TimedOut) => unreachable!("read once, without a deadline"),
+                        Err(_) => return Err(HeadEnd::Broken),
+                    },
+                    Ok(None) => {}
+                    Err(end) => return Err(end),
+                }
+            }
+            let max = self.shared.config.read_buffer_size;
             let read = tokio::select! {
-                read = self.io.read_head_to_buf(config.read_buffer_size, Some(deadline)) => read,
+                read = self.io.read_head_to_buf(max, Some(deadline)) => read,
                 _ = shutdown.changed(), if idle => return Err(HeadEnd::Closed),
             };
             match read {
@@ -212,6 +228,48 @@ impl Conn {
                 }
                 Ok(Read::TimedOut) => return Err(HeadEnd::Timeout),
             }
+        }
+    }
+
+    /// The wait of a connection with nothing buffered: a read with the buffers at hand first
+    /// (the next request is often already there); if it finds nothing, the buffers go back to
+    /// the pool while the socket is not readable, and come back when it is. `Ok(Some(read))`
+    /// when the first read settled it, `Ok(None)` once the socket is readable (buffers taken),
+    /// `Err` when the wait ended the connection (idle timeout, shutdown, a failed socket).
+    async fn wait_idle(
+        &mut self,
+        first: bool,
+        deadline: Instant,
+        shutdown: &mut watch::Receiver<bool>,
+    ) -> Result<Option<std::io::Result<Read>>, HeadEnd> {
+        let max = self.shared.config.read_buffer_size;
+        // A new connection holds no pair yet: a pooled one, not a fresh allocation, for its
+        // first read.
+        self.io.take_buffers(&self.shared.buffers);
+        // A read that would wait clears the socket's readiness, so `readable` below waits for
+        // new bytes; dropped unfinished, it has read nothing.
+        let read = super::io::poll_once(std::pin::pin!(self.io.read_head_to_buf(max, None))).await;
+        if let Some(read) = read {
+            return Ok(Some(read));
+        }
+        self.io.release_buffers(&self.shared.buffers);
+        let ready = tokio::select! {
+            ready = self.io.readable(deadline) => ready,
+            _ = shutdown.changed() => return Err(HeadEnd::Closed),
+        };
+        match ready {
+            Some(Ok(())) => {
+                self.io.take_buffers(&self.shared.buffers);
+                Ok(None)
+            }
+            // An idle connection that timed out is closed without an answer, as below; one
+            // that never sent its first head gets 408, written from a buffer of the pool.
+            None if first => {
+                self.io.take_buffers(&self.shared.buffers);
+                Err(HeadEnd::Timeout)
+            }
+            None => Err(HeadEnd::Closed),
+            Some(Err(_)) => Err(HeadEnd::Broken),
         }
     }
 
@@ -302,6 +360,7 @@ impl Conn {
                 .config
                 .effective_pause_threshold()
                 .min(256 * 1024),
+            self.shared.config.read_buffer_size,
         );
         self.release_body_gauge();
         After::Continue
@@ -364,7 +423,7 @@ impl Conn {
         {
             return;
         }
-        self.io.linger_close(LINGER).await;
+        self.io.linger_close(LINGER, &self.shared.buffers).await;
     }
 
     /// The minimum response data rate, which every write is held to (see `io::RateClock`).

@@ -2,13 +2,17 @@
 //!
 //! One read buffer (`BytesMut`) holds heads, read-ahead body bytes and pipelined requests; one
 //! write buffer (`Vec<u8>`) holds response heads, small bodies and chunk framing until they are
-//! flushed together. Both are kept for the life of the connection, so a keep-alive request
-//! allocates nothing here once they have grown to their working size.
+//! flushed together. Both come from the server's [`BufferPool`] while the connection has bytes
+//! to work on and go back to it when the connection goes idle (both empty, and a read found
+//! nothing: [`Io::release_buffers`]); a keep-alive request takes and gives back the same pair,
+//! so it allocates nothing. Outside that window both are empty, without capacity: every read
+//! and write happens between [`Io::take_buffers`] and [`Io::release_buffers`].
 //!
 //! Every socket operation takes an optional deadline and uses the connection's single timer,
 //! re-armed per operation (extending a registered tokio timer is an atomic store, not a
 //! re-registration), so timeouts cost no allocation either.
 
+use crate::buffer_pool::{BufferPool, Pair};
 use crate::config::DataRate;
 use crate::transport::Stream;
 use bytes::{Buf, BufMut, BytesMut};
@@ -64,7 +68,6 @@ pub(crate) struct Io {
     pub(crate) rbuf: BytesMut,
     pub(crate) wbuf: Vec<u8>,
     timer: Pin<Box<Sleep>>,
-    read_buffer_size: usize,
     /// The response rate of the current exchange; reset when an exchange begins.
     pub(crate) write_clock: RateClock,
     /// Whether reads on a Unix socket receive passed descriptors (`Config::accept_passed_fds`).
@@ -75,18 +78,57 @@ pub(crate) struct Io {
 }
 
 impl Io {
-    pub(crate) fn new(stream: Stream, read_buffer_size: usize, accept_fds: bool) -> Self {
+    /// A connection's I/O state, without buffers until [`Io::take_buffers`].
+    pub(crate) fn new(stream: Stream, accept_fds: bool) -> Self {
         Self {
             accept_fds: accept_fds && matches!(stream, Stream::Unix(_)),
             passed_fd: None,
             stream,
-            rbuf: BytesMut::with_capacity(read_buffer_size),
-            wbuf: Vec::with_capacity(4096),
+            rbuf: BytesMut::new(),
+            wbuf: Vec::new(),
             // Far in the future until an operation sets a real deadline.
             timer: Box::pin(tokio::time::sleep_until(far_future())),
-            read_buffer_size,
             write_clock: RateClock::default(),
         }
+    }
+
+    /// Whether the connection holds its buffers.
+    pub(crate) fn has_buffers(&self) -> bool {
+        self.rbuf.capacity() != 0
+    }
+
+    /// Takes a pair of buffers from `pool` unless the connection holds one.
+    pub(crate) fn take_buffers(&mut self, pool: &BufferPool) {
+        if !self.has_buffers() {
+            let Pair { read, write } = pool.take();
+            self.rbuf = read;
+            self.wbuf = write;
+        }
+    }
+
+    /// Whether the connection may give its buffers back while it waits for the client: nothing
+    /// buffered either way, and no passed descriptor waiting for its request. (Over TLS the
+    /// record layer releases its own buffer when drained, and its `readable` looks at what it
+    /// holds before the socket.)
+    pub(crate) fn can_release(&self) -> bool {
+        self.rbuf.is_empty() && self.wbuf.is_empty() && self.passed_fd.is_none()
+    }
+
+    /// Gives the buffers back to `pool` (their contents are dropped: call when both are
+    /// empty, or when the connection ends).
+    pub(crate) fn release_buffers(&mut self, pool: &BufferPool) {
+        if self.has_buffers() {
+            pool.give(Pair {
+                read: std::mem::take(&mut self.rbuf),
+                write: std::mem::take(&mut self.wbuf),
+            });
+        }
+    }
+
+    /// Waits, without buffers, until the socket is readable or `deadline` passes (`None`).
+    pub(crate) async fn readable(&mut self, deadline: Instant) -> Option<io::Result<()>> {
+        let Self { stream, timer, .. } = self;
+        Self::timed(timer, Some(deadline), stream.readable()).await
     }
 
     /// Runs `fut` until `deadline`; `None` if the deadline passed first.
@@ -228,33 +270,46 @@ impl Io {
 
     /// Shrinks a read buffer that grew for a large body back to its working size, keeping any
     /// pipelined bytes. Only happens after large bodies, so the allocation is not per request.
-    pub(crate) fn shrink_read_buffer(&mut self, limit: usize) {
-        if self.rbuf.capacity() > limit && self.rbuf.len() <= self.read_buffer_size / 2 {
-            let mut fresh = BytesMut::with_capacity(self.read_buffer_size);
+    pub(crate) fn shrink_read_buffer(&mut self, limit: usize, read_buffer_size: usize) {
+        if self.rbuf.capacity() > limit && self.rbuf.len() <= read_buffer_size / 2 {
+            let mut fresh = BytesMut::with_capacity(read_buffer_size);
             fresh.extend_from_slice(&self.rbuf);
             self.rbuf = fresh;
         }
         if self.wbuf.capacity() > limit {
-            self.wbuf = Vec::with_capacity(4096);
+            self.wbuf = Vec::with_capacity(crate::buffer_pool::WRITE_BUFFER_SIZE);
         }
     }
 
     /// Shuts down the write side and discards what the client still sends for a short while,
     /// so that closing does not turn into a reset that destroys the last response before the
     /// client has read it.
-    pub(crate) async fn linger_close(&mut self, linger: std::time::Duration) {
+    ///
+    /// What is discarded is read into the read buffer (taken from `pool` if the connection holds
+    /// none): a scratch array here would live in the connection's future, and so in every
+    /// connection's task, idle or not.
+    pub(crate) async fn linger_close(&mut self, linger: std::time::Duration, pool: &BufferPool) {
         let deadline = Instant::now() + linger;
-        let Self { stream, timer, .. } = self;
-        let _ = Self::timed(timer, Some(deadline), stream.shutdown()).await;
+        let _ = Self::timed(&mut self.timer, Some(deadline), self.stream.shutdown()).await;
+        self.take_buffers(pool);
+        let Self {
+            stream,
+            timer,
+            rbuf,
+            ..
+        } = self;
         // Bounded in bytes as well as time: a fast client could otherwise keep the task busy.
-        let mut scratch = [0u8; 16 * 1024];
         let mut discarded = 0usize;
         while discarded < 64 * 1024 * 1024 {
-            match Self::timed(timer, Some(deadline), stream.read(&mut scratch)).await {
+            rbuf.clear();
+            let room = rbuf.capacity().max(1);
+            let mut limited = (&mut *rbuf).limit(room);
+            match Self::timed(timer, Some(deadline), stream.read_buf(&mut limited)).await {
                 Some(Ok(n)) if n > 0 => discarded += n,
                 _ => break,
             }
         }
+        rbuf.clear();
     }
 }
 
@@ -329,7 +384,7 @@ async fn write_parts(
 }
 
 /// Polls `fut` once: its output if it is ready, `None` (with the waker registered) if not.
-async fn poll_once<F: Future>(mut fut: Pin<&mut F>) -> Option<F::Output> {
+pub(crate) async fn poll_once<F: Future>(mut fut: Pin<&mut F>) -> Option<F::Output> {
     std::future::poll_fn(|cx| match fut.as_mut().poll(cx) {
         std::task::Poll::Ready(out) => std::task::Poll::Ready(Some(out)),
         std::task::Poll::Pending => std::task::Poll::Ready(None),

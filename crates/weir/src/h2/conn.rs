@@ -99,9 +99,9 @@ pub(crate) async fn serve_h2<H: Handler>(
         already_read,
         shared.config.http2.control_frame_budget,
     );
-    drive(io, peer, handler, shared, shutdown).await;
+    drive(io, peer, handler, shared.clone(), shutdown).await;
     // h2 is done with the stream (its last frames are written): close without losing them.
-    linger_close(&mut stream).await;
+    linger_close(&mut stream, &shared.buffers).await;
 }
 
 /// Drives h2 over `io` until the connection ends, then waits for the stream handlers.

@@ -10,6 +10,7 @@
 
 use super::meter::{Fed, FrameMeter, MeterReport, PREFACE};
 use crate::transport::Stream;
+use bytes::BufMut;
 use std::io::{self, IoSlice};
 use std::pin::Pin;
 use std::sync::Arc;
@@ -146,20 +147,23 @@ const LINGER_BYTES: usize = 4 * 1024 * 1024;
 /// sends is read and discarded until it closes too, for at most [`LINGER`] and
 /// [`LINGER_BYTES`]; the socket is closed when the caller drops it. This is HTTP/1.1's
 /// lingering close (`h1::io::Io::linger_close`) after h2's last frame.
-pub(crate) async fn linger_close(stream: &mut Stream) {
+pub(crate) async fn linger_close(stream: &mut Stream, pool: &crate::buffer_pool::BufferPool) {
     let deadline = Instant::now() + LINGER;
+    // The bytes discarded go to a pooled read buffer, not a scratch array: an array would live
+    // in the connection's future, so in every connection's task, idle or not.
+    let mut pair = None;
     let linger = async {
         // h2 shut the write side down already when it closed normally; again is harmless,
         // and covers the paths where the driver gave up on h2 first.
         if stream.shutdown().await.is_err() {
             return;
         }
-        // On the stack, not the heap: this future lives in the connection's future next to
-        // HTTP/1.1's, which holds a read buffer of this size anyway.
-        let mut scratch = [0u8; 16 * 1024];
+        let scratch = &mut pair.insert(pool.take()).read;
+        let room = scratch.capacity().max(1);
         let mut discarded = 0;
         while discarded < LINGER_BYTES {
-            match stream.read(&mut scratch).await {
+            scratch.clear();
+            match stream.read_buf(&mut (&mut *scratch).limit(room)).await {
                 Ok(n) if n > 0 => discarded += n,
                 // EOF: the client closed too; an error: nothing left to protect.
                 _ => return,
@@ -169,6 +173,9 @@ pub(crate) async fn linger_close(stream: &mut Stream) {
     };
     if tokio::time::timeout_at(deadline, linger).await.is_err() {
         tracing::debug!("HTTP/2 client did not close within the linger time");
+    }
+    if let Some(pair) = pair {
+        pool.give(pair);
     }
 }
 

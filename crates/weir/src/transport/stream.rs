@@ -51,13 +51,15 @@ impl Stream {
     }
 
     /// Waits until the socket is readable (data, EOF or an error pending), without reading.
-    /// Returns at once for TLS (see [`Stream::has_readiness`]).
+    /// For TLS, until a read may find something (`TlsStream::readable`): bytes at hand in the
+    /// record layer, or a readable socket; a readable socket may still hold no whole record,
+    /// so a read after it can wait (see [`Stream::has_readiness`]).
     pub(crate) async fn readable(&self) -> io::Result<()> {
         match self {
             Self::Tcp(s) => s.readable().await,
             Self::Unix(s) => s.readable().await,
             #[cfg(feature = "tls")]
-            Self::Tls(_) => Ok(()),
+            Self::Tls(s) => s.readable().await,
         }
     }
 

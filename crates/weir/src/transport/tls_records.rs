@@ -26,12 +26,26 @@ const MAX_RECORD: usize = HEADER_LEN + MAX_CIPHERTEXT;
 /// [`READ_MAX`].
 const READ_MIN: usize = 32 * 1024;
 
-/// The buffer is released once drained after a `recv` that brought less than this (the client
-/// is not streaming: a request's head, a small body, a window update), so idle connections hold
-/// none. While a client streams, `recv`s bring whole records (up to 16 KiB each): only the
-/// tail of a record arriving alone can bring less, and then the buffer comes back at the size
-/// it had, in one allocation.
+/// The buffer is released when a `recv` finds nothing while it is drained, after a `recv` that
+/// brought less than this (the client is not streaming: a request's head, a small body, a window
+/// update), so idle connections hold none. While a client streams, `recv`s bring whole records
+/// (up to 16 KiB each): only the tail of a record arriving alone can bring less, and then the
+/// buffer comes back at the size it had, in one allocation. Buffers of [`READ_MIN`] bytes go
+/// to a process-wide pool of at most [`POOLED`] and come back from it, so a keep-alive
+/// connection's requests allocate nothing here.
 const RELEASE_BELOW: usize = 4096;
+
+/// The most released buffers of [`READ_MIN`] bytes kept for reuse.
+const POOLED: usize = 64;
+
+/// Released buffers of [`READ_MIN`] bytes (each `len() == READ_MIN`, already initialised).
+static IDLE: std::sync::Mutex<Vec<Vec<u8>>> = std::sync::Mutex::new(Vec::new());
+
+fn idle_buffers() -> std::sync::MutexGuard<'static, Vec<Vec<u8>>> {
+    // Push and pop only: a panic elsewhere cannot leave the list invalid.
+    IDLE.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
 
 /// The largest buffer: sixteen full records per `recv` (see docs/BENCHMARKS.md on the read-ahead
 /// size for TLS uploads).
@@ -68,7 +82,8 @@ pub(super) struct RecordBuf {
     end: usize,
     /// The size of the next allocation or growth.
     size: usize,
-    /// The last `recv` brought little: release the buffer once it is drained.
+    /// The last `recv` brought little: release the buffer when a `recv` finds nothing while it
+    /// is drained.
     release: bool,
 }
 
@@ -93,14 +108,12 @@ impl RecordBuf {
     pub(super) fn consume(&mut self, n: usize) {
         debug_assert!(n <= self.plain.len());
         self.plain.start += n;
-        self.release_if_drained();
     }
 
     /// Hands out the plaintext at `range` (from [`Opened::range`]) next.
     pub(super) fn set_plaintext(&mut self, range: Range<usize>) {
         debug_assert!(self.plain.is_empty() && range.end <= self.next);
         self.plain = range;
-        self.release_if_drained();
     }
 
     /// The bytes at `range` (of a record decrypted by [`RecordBuf::open_next`]).
@@ -109,7 +122,6 @@ impl RecordBuf {
     }
 
     /// Whether ciphertext is at hand (a whole record or part of one).
-    #[cfg(test)]
     pub(super) fn has_ciphertext(&self) -> bool {
         self.next < self.end
     }
@@ -124,7 +136,6 @@ impl RecordBuf {
     pub(super) fn discard(&mut self, n: usize) {
         debug_assert!(self.next + n <= self.end);
         self.next += n;
-        self.release_if_drained();
     }
 
     /// Decrypts the next record in place, if a whole one is at hand. The caller counts the
@@ -179,6 +190,11 @@ impl RecordBuf {
         if self.next == self.end {
             (self.next, self.end) = (0, 0);
         }
+        if self.buf.is_empty() && self.size == READ_MIN {
+            if let Some(pooled) = idle_buffers().pop() {
+                self.buf = pooled;
+            }
+        }
         if self.buf.len() < self.size {
             // ALLOCATION: the first read, or growth while the client streams (a few per
             // connection, never per record).
@@ -203,20 +219,26 @@ impl RecordBuf {
             self.size = (self.size * 2).min(READ_MAX);
         }
         self.release = n < RELEASE_BELOW;
-        self.release_if_drained();
     }
 
     /// Drops the ciphertext not yet decrypted (after the peer's `close_notify`, or an error).
     pub(super) fn drop_ciphertext(&mut self) {
         self.end = self.next;
-        self.release_if_drained();
     }
 
-    fn release_if_drained(&mut self) {
+    /// A `recv` found nothing: the buffer is released if it is drained and the client is not
+    /// streaming (see [`RELEASE_BELOW`]).
+    pub(super) fn nothing_received(&mut self) {
         if self.release && self.plain.is_empty() && self.next == self.end {
-            self.buf = Vec::new();
+            let buf = std::mem::take(&mut self.buf);
+            // `release` stays: the client is still not streaming until a `recv` brings more.
             (self.next, self.end, self.plain) = (0, 0, 0..0);
-            self.release = false;
+            if buf.len() == READ_MIN {
+                let mut idle = idle_buffers();
+                if idle.len() < POOLED {
+                    idle.push(buf);
+                }
+            }
         }
     }
 

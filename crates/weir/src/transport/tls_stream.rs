@@ -247,6 +247,27 @@ impl TlsStream {
         self.keys.version
     }
 
+    /// Waits until a read may find something: at once when anything is at hand (plaintext,
+    /// ciphertext, a deferred error, sealed records the socket has not taken: a read sends
+    /// them), else until the socket is readable. What an idle HTTP/1.1 connection waits on
+    /// after giving its buffers back (`h1::conn`).
+    pub(crate) async fn readable(&self) -> io::Result<()> {
+        if !self.early.is_empty()
+            || !self.rx.plaintext().is_empty()
+            || self.rx.has_ciphertext()
+            || self.deferred.is_some()
+            || !self.tx.is_empty()
+        {
+            return Ok(());
+        }
+        match &self.io {
+            Stream::Tcp(s) => s.readable().await,
+            Stream::Unix(s) => s.readable().await,
+            // Never nested: the handshake wraps a plain stream.
+            Stream::Tls(_) => Ok(()),
+        }
+    }
+
     /// Decrypts the next record at hand and acts on it; `false` when no whole record is.
     fn open_record(&mut self) -> Result<bool, Fault> {
         let seq = self.keys.rx_seq;
@@ -538,8 +559,14 @@ impl AsyncRead for TlsStream {
                     return Poll::Ready(Ok(()));
                 }
                 Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
-                Poll::Pending if produced(out) => return Poll::Ready(Ok(())),
-                Poll::Pending => return Poll::Pending,
+                Poll::Pending => {
+                    // The client has gone quiet: an idle connection keeps no buffer.
+                    this.rx.nothing_received();
+                    if produced(out) {
+                        return Poll::Ready(Ok(()));
+                    }
+                    return Poll::Pending;
+                }
             }
         }
     }
