@@ -1,6 +1,6 @@
 //! `weir-bench`: whole-system benchmarks of weir against hyper, raw sockets and memcpy.
 //!
-//! One subcommand per scenario (`upload`, `timeline`, `plaintext`, `local`, `resume`) and `all`.
+//! One subcommand per scenario (`upload`, `timeline`, `plaintext`, `local`, `resume`, `s3`) and `all`.
 //! Each starts its servers as child processes of this binary (the hidden `__serve`
 //! subcommand), runs the systems interleaved over several rounds, prints its table and writes
 //! its section of `docs/BENCHMARKS.md` with an SVG chart beside it. See `README.md` in this
@@ -71,11 +71,17 @@ enum Cmd {
     Local(scenario::local::LocalArgs),
     /// Issue 13: a large upload cut at random offsets and resumed, against uninterrupted ones.
     Resume(scenario::resume::ResumeArgs),
+    /// Issue 17: a large object through `weir serve --store s3://` and with `S3Store` directly,
+    /// on SeaweedFS (skipped without `weed`, unless `CI` is set).
+    S3(scenario::s3::S3Args),
     /// Every scenario, with its default options.
     All,
     /// Runs one server under test (used by the scenarios).
     #[command(name = "__serve", hide = true)]
     Serve(server::ServeArgs),
+    /// The `s3` scenario's direct client (one upload or download with `S3Store`).
+    #[command(name = "__s3_direct", hide = true)]
+    S3Direct(scenario::s3::direct::DirectArgs),
 }
 
 /// Where a run writes its report when not told: a full run updates the committed figures, a
@@ -95,6 +101,9 @@ fn main() {
     if let Cmd::Serve(args) = &cli.cmd {
         server::run_child(args);
     }
+    if let Cmd::S3Direct(args) = &cli.cmd {
+        scenario::s3::direct::run_child(args);
+    }
     let settings = settings(&cli.common);
     let result = match cli.cmd {
         Cmd::Upload(a) => scenario::upload::run(&settings, &a),
@@ -102,12 +111,14 @@ fn main() {
         Cmd::Plaintext(a) => scenario::plaintext::run(&settings, &a),
         Cmd::Local(a) => scenario::local::run(&settings, &a),
         Cmd::Resume(a) => scenario::resume::run(&settings, &a),
+        Cmd::S3(a) => scenario::s3::run(&settings, &a),
         Cmd::All => scenario::upload::run(&settings, &scenario::upload::UploadArgs::default())
             .and_then(|()| scenario::timeline::run(&settings, &Default::default()))
             .and_then(|()| scenario::plaintext::run(&settings, &Default::default()))
             .and_then(|()| scenario::local::run(&settings, &Default::default()))
-            .and_then(|()| scenario::resume::run(&settings, &Default::default())),
-        Cmd::Serve(_) => unreachable!("handled above"),
+            .and_then(|()| scenario::resume::run(&settings, &Default::default()))
+            .and_then(|()| scenario::s3::run(&settings, &Default::default())),
+        Cmd::Serve(_) | Cmd::S3Direct(_) => unreachable!("handled above"),
     };
     if let Err(e) = result {
         eprintln!("weir-bench: {e}");

@@ -1,7 +1,8 @@
 //! Smoke test: every scenario runs end to end with tiny sizes and writes every row of its report,
 //! the upload scenario's HTTPS and HTTP/2 rows, its `weir serve` rows (the real `weir` binary),
-//! the axum rows on weir and on hyper (issue 14) and their ratio tables included, and the resume scenario's cut-and-resumed upload (whose file
-//! the scenario itself verifies: a wrong byte fails the run).
+//! the axum rows on weir and on hyper (issue 14) and their ratio tables included, the resume scenario's cut-and-resumed upload (whose file
+//! the scenario itself verifies: a wrong byte fails the run), and the s3 scenario's rows when
+//! `weed` is installed (issue 17; it verifies every byte and digest itself).
 //!
 //! This keeps the harness from rotting; it asserts nothing about the figures (no timing
 //! assertions, ever: CI runs this in debug mode on a shared 2-core machine).
@@ -31,6 +32,13 @@ fn ensure_weir_binary() {
     let status = build.status().expect("run cargo build");
     assert!(status.success(), "cargo build -p weir-cli failed");
     assert!(weir.is_file(), "{} still missing", weir.display());
+}
+
+/// Whether SeaweedFS's `weed` is where weir-testkit's launcher looks: `$WEED`, or the `PATH`.
+fn weed_installed() -> bool {
+    std::env::var_os("WEED").is_some()
+        || std::env::var_os("PATH")
+            .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("weed").is_file()))
 }
 
 /// Runs `weir-bench --tiny --report <report> all` and returns the report.
@@ -142,7 +150,33 @@ fn every_scenario_reports_every_row() {
     for row in rows {
         assert!(text.contains(row), "report lacks row {row:?}:\n{text}");
     }
-    for scenario in ["upload", "timeline", "plaintext", "local", "resume"] {
+    let mut scenarios = vec!["upload", "timeline", "plaintext", "local", "resume"];
+    // The s3 scenario needs SeaweedFS's `weed` (weir-testkit's convention: skipped loudly
+    // without it, and the bench fails without it under `CI`, so CI always runs it).
+    if weed_installed() {
+        scenarios.push("s3");
+        for row in [
+            "| upload: PUT through weir serve ",
+            "| upload: S3Store direct (baseline) ",
+            "| download: GET through weir serve ",
+            "| download: S3Store direct (baseline) ",
+            "| GiB/s: upload through weir serve ÷ S3Store direct ",
+            "| GiB/s: download through weir serve ÷ S3Store direct ",
+        ] {
+            let line = text
+                .lines()
+                .find(|l| l.starts_with(row))
+                .unwrap_or_else(|| panic!("report lacks row {row:?}:\n{text}"));
+            let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+            assert!(
+                cells[2].parse::<f64>().is_ok(),
+                "s3 row without a figure: {line}"
+            );
+        }
+    } else {
+        eprintln!("\n*** smoke: `weed` is not installed: the s3 scenario was SKIPPED ***\n");
+    }
+    for scenario in scenarios {
         assert_eq!(
             text.matches(&format!("<!-- weir-bench:{scenario}:begin -->"))
                 .count(),

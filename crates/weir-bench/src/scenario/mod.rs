@@ -9,6 +9,7 @@
 pub mod local;
 pub mod plaintext;
 pub mod resume;
+pub mod s3;
 pub mod timeline;
 pub mod upload;
 
