@@ -174,10 +174,11 @@ impl Conn {
         self.parser.reset();
         loop {
             if !self.io.rbuf.is_empty() {
-                match self
-                    .parser
-                    .parse(&self.io.rbuf, &self.shared.config.limits.proto(), self.head.head_mut())
-                {
+                match self.parser.parse(
+                    &self.io.rbuf,
+                    &self.shared.config.limits.proto(),
+                    self.head.head_mut(),
+                ) {
                     Ok(Some(len)) => {
                         self.io.rbuf.advance(len);
                         return Ok(());
