@@ -387,8 +387,10 @@ fn https_upload_allocates_nothing_per_record() {
 /// The same over HTTP/2: a 64 MiB upload over TLS allocates, on the server, little more than the
 /// same upload over h2c (what HTTP/2 itself allocates is counted on both sides and cancels). What
 /// TLS adds is on the write side: each frame the server sends (a `WINDOW_UPDATE` about every
-/// MiB read) is sealed into its own record `Vec` by the provider. rustls's read path added one
-/// allocation per 16 KiB record received: 64 per MiB.
+/// MiB read) is sealed into its own record `Vec` by the provider, and a read buffer released in a
+/// lull of the client's sending (so idle connections hold none) comes back in one allocation:
+/// both vary with the client's timing, a few per MiB. rustls's read path added one allocation
+/// per 16 KiB record received: 64 per MiB, which the bound below (8 per MiB) still catches.
 #[cfg(feature = "tls")]
 #[test]
 fn http2_over_tls_upload_allocates_no_more_than_h2c() {
@@ -454,7 +456,7 @@ fn http2_over_tls_upload_allocates_no_more_than_h2c() {
     let (h2c, h2_tls) = (count(false), count(true));
     println!("allocations on server threads for 64 MiB over HTTP/2: h2c {h2c}, over TLS {h2_tls}");
     assert!(
-        h2_tls < h2c + 2 * 64,
+        h2_tls < h2c + 8 * 64,
         "{h2_tls} allocations over TLS against {h2c} over h2c for 64 MiB"
     );
 }
