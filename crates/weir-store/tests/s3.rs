@@ -241,7 +241,7 @@ async fn s3_failed_uploads_leave_nothing() {
         .unwrap();
     up.write(&body).await.unwrap();
     drop(up);
-    let deadline = Instant::now() + Duration::from_secs(10);
+    let deadline = Instant::now() + Duration::from_secs(60);
     while !store.pending_multipart_keys().await.unwrap().is_empty() {
         assert!(
             Instant::now() < deadline,

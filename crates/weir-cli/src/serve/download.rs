@@ -23,10 +23,10 @@ use super::reply::{self, Problem};
 use super::service::Service;
 use http::StatusCode;
 use std::time::SystemTime;
-use weir::{Exchange, http};
+use weir::{Exchange, Response, http};
 use weir_proto::conditional::{self, Outcome};
 use weir_proto::range::{self, RangeAnswer};
-use weir_store::{ContentDigest, MediaType, StoreError, StorePath};
+use weir_store::{ContentDigest, FileMeta, MediaType, StoreError, StorePath};
 
 pub(super) async fn serve(
     svc: &Service,
@@ -46,72 +46,115 @@ pub(super) async fn serve(
         }
         Err(e) => return reply::store_error(ex, &e).await,
     };
-    let etag = etag(&meta);
-    let current = validators(&meta, &etag);
-    // Never later than the response's `Date` (RFC 9110 §8.8.2.1): a modification time in the
-    // future is shown as now. Comparisons keep the real time, so such a date never matches.
-    let last_modified = httpdate::fmt_http_date(meta.modified.min(SystemTime::now()));
-    match conditional::evaluate(ex.request().proto_head(), Some(&current)) {
-        Outcome::Proceed => {}
-        Outcome::NotModified => {
-            return ex
-                .respond(StatusCode::NOT_MODIFIED)
-                .header("etag", &etag)
-                .header("last-modified", &last_modified)
-                .empty()
-                .await;
-        }
-        Outcome::PreconditionFailed => return preconditions::failed(ex).await,
-    }
-    let answer = match ex.request().header("range") {
-        Some(range) if conditional::if_range_holds(ex.request().proto_head(), &current) => {
-            range::evaluate(range, meta.size)
-        }
-        _ => RangeAnswer::Full,
+    let Some(answer) = Answer::evaluate(ex, &meta).await? else {
+        return Ok(());
     };
-    let (status, start, len) = match answer {
-        RangeAnswer::Full => (StatusCode::OK, 0, meta.size),
-        RangeAnswer::Partial { start, len } => (StatusCode::PARTIAL_CONTENT, start, len),
-        RangeAnswer::Unsatisfiable => {
-            let content_range = format!("bytes */{}", meta.size);
-            return reply::error(
-                ex,
-                Problem::RangeNotSatisfiable,
-                "range not satisfiable",
-                &[("content-range", &content_range)],
-            )
-            .await;
-        }
-    };
-    let repr_digest = meta.sha256.map(|sha256| {
-        ContentDigest {
-            sha256: Some(sha256),
-            sha512: None,
-        }
-        .to_header_value()
-    });
     // One fgetxattr(2): the type the client gave the file, if it was kept.
     let content_type = mime::content_type(MediaType::read_from(&file), path.file_name());
-    let mut response = ex
-        .respond(status)
-        .header_display("content-type", content_type)
-        .header("accept-ranges", "bytes")
-        .header("etag", &etag)
-        .header("last-modified", &last_modified)
-        .header("x-content-type-options", "nosniff")
-        // Uploaded HTML must not run scripts in this origin.
-        .header("content-security-policy", "sandbox");
-    if let Some(digest) = &repr_digest {
-        response = response.header("repr-digest", digest);
-    }
-    if status == StatusCode::PARTIAL_CONTENT {
-        let end = start + len - 1;
-        response = response.header(
-            "content-range",
-            format!("bytes {start}-{end}/{}", meta.size),
-        );
-    }
+    let (start, len) = (answer.start, answer.len);
+    let response = answer.respond(ex, &meta, content_type);
     // `sendfile` on plain sockets: page cache → socket, no user-space copy. HEAD sends the
     // head only (weir knows the method).
     response.file(&file, start, len).await
+}
+
+/// A `GET`/`HEAD` of one stored version once its preconditions and `Range` were judged: the
+/// same for every store (`download.rs` for the local root, `remote.rs` for an object store),
+/// which differ only in how the bytes go out.
+pub(super) struct Answer {
+    status: StatusCode,
+    /// The first byte sent and how many.
+    pub(super) start: u64,
+    pub(super) len: u64,
+    etag: String,
+    last_modified: String,
+}
+
+impl Answer {
+    /// Judges the request's preconditions (RFC 9110 §13.2.2's order) and `Range` (kept only
+    /// while `If-Range` holds) on `meta`; `None` once a `304`, `412` or `416` was answered.
+    pub(super) async fn evaluate(
+        ex: &mut Exchange<'_>,
+        meta: &FileMeta,
+    ) -> Result<Option<Self>, weir::Error> {
+        let etag = etag(meta);
+        let current = validators(meta, &etag);
+        // Never later than the response's `Date` (RFC 9110 §8.8.2.1): a modification time in
+        // the future is shown as now. Comparisons keep the real time, so such a date never
+        // matches.
+        let last_modified = httpdate::fmt_http_date(meta.modified.min(SystemTime::now()));
+        match conditional::evaluate(ex.request().proto_head(), Some(&current)) {
+            Outcome::Proceed => {}
+            Outcome::NotModified => {
+                ex.respond(StatusCode::NOT_MODIFIED)
+                    .header("etag", &etag)
+                    .header("last-modified", &last_modified)
+                    .empty()
+                    .await?;
+                return Ok(None);
+            }
+            Outcome::PreconditionFailed => {
+                preconditions::failed(ex).await?;
+                return Ok(None);
+            }
+        }
+        let range = match ex.request().header("range") {
+            Some(range) if conditional::if_range_holds(ex.request().proto_head(), &current) => {
+                range::evaluate(range, meta.size)
+            }
+            _ => RangeAnswer::Full,
+        };
+        let (status, start, len) = match range {
+            RangeAnswer::Full => (StatusCode::OK, 0, meta.size),
+            RangeAnswer::Partial { start, len } => (StatusCode::PARTIAL_CONTENT, start, len),
+            RangeAnswer::Unsatisfiable => {
+                let content_range = format!("bytes */{}", meta.size);
+                let headers = [("content-range", content_range.as_str())];
+                let message = "range not satisfiable";
+                reply::error(ex, Problem::RangeNotSatisfiable, message, &headers).await?;
+                return Ok(None);
+            }
+        };
+        Ok(Some(Self {
+            status,
+            start,
+            len,
+            etag,
+            last_modified,
+        }))
+    }
+
+    /// The response head: status, validators, type, `Repr-Digest` and `Content-Range`; the
+    /// caller sends the body.
+    pub(super) fn respond<'x, 'c>(
+        &self,
+        ex: &'x mut Exchange<'c>,
+        meta: &FileMeta,
+        content_type: impl std::fmt::Display,
+    ) -> Response<'x, 'c> {
+        let mut response = ex
+            .respond(self.status)
+            .header_display("content-type", content_type)
+            .header("accept-ranges", "bytes")
+            .header("etag", &self.etag)
+            .header("last-modified", &self.last_modified)
+            .header("x-content-type-options", "nosniff")
+            // Uploaded HTML must not run scripts in this origin.
+            .header("content-security-policy", "sandbox");
+        if let Some(sha256) = meta.sha256 {
+            let digest = ContentDigest {
+                sha256: Some(sha256),
+                sha512: None,
+            };
+            response = response.header("repr-digest", digest.to_header_value());
+        }
+        if self.status == StatusCode::PARTIAL_CONTENT {
+            let end = self.start + self.len - 1;
+            response = response.header(
+                "content-range",
+                format!("bytes {}-{end}/{}", self.start, meta.size),
+            );
+        }
+        response
+    }
 }

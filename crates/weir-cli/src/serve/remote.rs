@@ -29,20 +29,18 @@
 //! completion, and weir would have to keep the parts back): such an upload is refused (501)
 //! rather than stored unverified.
 
-use super::preconditions::{self, etag, validators};
+use super::preconditions::{self, etag};
 use super::reply::{self, Problem, hex};
 use super::service::Service;
 use super::target::Target;
-use super::{listing, mime, upload};
+use super::{download, listing, mime, upload};
 use http::{Method, StatusCode};
 use std::sync::Arc;
-use std::time::SystemTime;
 use weir::{Exchange, http};
-use weir_proto::conditional::{self, Outcome};
-use weir_proto::range::{self, RangeAnswer};
+use weir_proto::conditional;
 use weir_store::{
-    ContentDigest, FileMeta, S3Store, Store, StoreError, StoreObject, StorePath, StoreReader,
-    StoreUpload, UploadOptions,
+    FileMeta, S3Store, Store, StoreError, StoreObject, StorePath, StoreReader, StoreUpload,
+    UploadOptions,
 };
 
 impl Service {
@@ -242,48 +240,10 @@ async fn download<S: Store>(
         Err(e) => return reply::store_error(ex, &e).await,
     };
     let meta = *object.meta();
-    let etag = etag(&meta);
-    let current = validators(&meta, &etag);
-    let last_modified = httpdate::fmt_http_date(meta.modified.min(SystemTime::now()));
-    match conditional::evaluate(ex.request().proto_head(), Some(&current)) {
-        Outcome::Proceed => {}
-        Outcome::NotModified => {
-            return ex
-                .respond(StatusCode::NOT_MODIFIED)
-                .header("etag", &etag)
-                .header("last-modified", &last_modified)
-                .empty()
-                .await;
-        }
-        Outcome::PreconditionFailed => return preconditions::failed(ex).await,
-    }
-    let answer = match ex.request().header("range") {
-        Some(range) if conditional::if_range_holds(ex.request().proto_head(), &current) => {
-            range::evaluate(range, meta.size)
-        }
-        _ => RangeAnswer::Full,
+    let Some(answer) = download::Answer::evaluate(ex, &meta).await? else {
+        return Ok(());
     };
-    let (status, start, len) = match answer {
-        RangeAnswer::Full => (StatusCode::OK, 0, meta.size),
-        RangeAnswer::Partial { start, len } => (StatusCode::PARTIAL_CONTENT, start, len),
-        RangeAnswer::Unsatisfiable => {
-            let content_range = format!("bytes */{}", meta.size);
-            return reply::error(
-                ex,
-                Problem::RangeNotSatisfiable,
-                "range not satisfiable",
-                &[("content-range", &content_range)],
-            )
-            .await;
-        }
-    };
-    let repr_digest = meta.sha256.map(|sha256| {
-        ContentDigest {
-            sha256: Some(sha256),
-            sha512: None,
-        }
-        .to_header_value()
-    });
+    let (start, len) = (answer.start, answer.len);
     let content_type = mime::content_type(object.media_type().cloned(), path.file_name());
     let head_only = *ex.request().method() == Method::HEAD;
     // The read starts before the answer, so a store failure can still be answered (502).
@@ -295,24 +255,7 @@ async fn download<S: Store>(
             Err(e) => return reply::store_error(ex, &e).await,
         }
     };
-    let mut response = ex
-        .respond(status)
-        .header_display("content-type", content_type)
-        .header("accept-ranges", "bytes")
-        .header("etag", &etag)
-        .header("last-modified", &last_modified)
-        .header("x-content-type-options", "nosniff")
-        .header("content-security-policy", "sandbox");
-    if let Some(digest) = &repr_digest {
-        response = response.header("repr-digest", digest);
-    }
-    if status == StatusCode::PARTIAL_CONTENT {
-        let end = start + len - 1;
-        response = response.header(
-            "content-range",
-            format!("bytes {start}-{end}/{}", meta.size),
-        );
-    }
+    let response = answer.respond(ex, &meta, content_type);
     let mut writer = response.stream(Some(len)).await?;
     if let Some(reader) = &mut reader {
         loop {
