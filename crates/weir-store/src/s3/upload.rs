@@ -1,0 +1,392 @@
+//! `S3Upload`: an upload streamed into one `PutObject` or a multipart upload with bounded parts
+//! in flight (see the parent module's docs).
+
+use super::*;
+
+/// A multipart upload under way.
+#[derive(Debug)]
+pub(super) struct Multipart {
+    pub(super) upload_id: String,
+    /// Part number of the next part to send (from 1).
+    pub(super) next_part: u16,
+    /// Parts being sent: each task answers its part number and ETag.
+    pub(super) in_flight: JoinSet<Result<(u16, String), StoreError>>,
+    /// Parts sent, by number.
+    pub(super) done: Vec<(u16, String)>,
+}
+
+/// An upload to S3 (see the module doc). Dropped without commit: the multipart upload, if
+/// one was begun, is aborted from a task.
+#[derive(Debug)]
+pub struct S3Upload {
+    pub(super) store: S3Store,
+    pub(super) key: String,
+    pub(super) options: UploadOptions,
+    pub(super) media_type: Option<MediaType>,
+    pub(super) hashers: Hashers,
+    /// The part being filled.
+    pub(super) part: BytesMut,
+    pub(super) size: u64,
+    pub(super) multipart: Option<Multipart>,
+}
+
+impl S3Upload {
+    /// The headers an object is created with (signed with it).
+    fn creation_headers(&self, sha256: Option<&[u8; 32]>) -> Vec<(&'static str, String)> {
+        let mut h = Vec::with_capacity(2);
+        if let Some(m) = &self.media_type {
+            h.push(("content-type", m.as_str().to_owned()));
+        }
+        if let Some(d) = sha256 {
+            h.push((SHA256_META, hex(d)));
+        }
+        h
+    }
+
+    /// Creates the multipart upload, with the SHA-256 as metadata if the client announced it.
+    async fn start_multipart(&mut self) -> Result<(), StoreError> {
+        let announced = self.options.expected_digest.as_ref().and_then(|d| d.sha256);
+        let headers = self.creation_headers(announced.as_ref());
+        let s = &self.store;
+        let mut action = s
+            .inner
+            .bucket
+            .create_multipart_upload(Some(&s.inner.credentials), &self.key);
+        for (k, v) in &headers {
+            action.headers_mut().insert(*k, v.as_str());
+        }
+        let url = action.sign(SIGNED_FOR);
+        let pairs: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let resp = s
+            .send(
+                "create multipart upload",
+                Method::POST,
+                url,
+                &pairs,
+                Bytes::new(),
+            )
+            .await?;
+        if !resp.status().is_success() {
+            return Err(failure("create multipart upload", resp).await);
+        }
+        let body = collect("create multipart upload", resp).await?;
+        let parsed =
+            rusty_s3::actions::CreateMultipartUpload::parse_response(&body).map_err(|e| {
+                StoreError::Backend {
+                    op: "create multipart upload",
+                    message: e.to_string(),
+                }
+            })?;
+        self.multipart = Some(Multipart {
+            upload_id: parsed.upload_id().to_owned(),
+            next_part: 1,
+            in_flight: JoinSet::new(),
+            done: Vec::new(),
+        });
+        Ok(())
+    }
+
+    /// Sends the filled part from a task; first waits while `parts_in_flight` are being sent
+    /// (the backpressure).
+    async fn send_part(&mut self) -> Result<(), StoreError> {
+        if self.multipart.is_none() {
+            self.start_multipart().await?;
+        }
+        let limit = self.store.inner.parts_in_flight;
+        let Some(mp) = self.multipart.as_mut() else {
+            unreachable!("started above")
+        };
+        while mp.in_flight.len() >= limit {
+            join_one(mp).await?;
+        }
+        let number = mp.next_part;
+        mp.next_part = number.checked_add(1).ok_or_else(|| StoreError::Backend {
+            op: "upload part",
+            message: "more than 65535 parts: raise the part size".into(),
+        })?;
+        // No copy: the filled buffer is frozen and sent; a new one is allocated for the next.
+        let body = std::mem::take(&mut self.part).freeze();
+        let store = self.store.clone();
+        let key = self.key.clone();
+        let upload_id = mp.upload_id.clone();
+        mp.in_flight.spawn(async move {
+            let i = &store.inner;
+            let url = i
+                .bucket
+                .upload_part(Some(&i.credentials), &key, number, &upload_id)
+                .sign(SIGNED_FOR);
+            let resp = store
+                .send("upload part", Method::PUT, url, &[], body)
+                .await?;
+            if !resp.status().is_success() {
+                return Err(failure("upload part", resp).await);
+            }
+            let etag = resp
+                .headers()
+                .get("etag")
+                .and_then(|v| v.to_str().ok())
+                .ok_or_else(|| StoreError::Backend {
+                    op: "upload part",
+                    message: "no ETag in the answer".into(),
+                })?
+                .to_owned();
+            Ok((number, etag))
+        });
+        Ok(())
+    }
+
+    /// Aborts the multipart upload, if one was begun (parts in flight are cancelled first).
+    async fn abort_multipart(&mut self) -> Result<(), StoreError> {
+        let Some(mut mp) = self.multipart.take() else {
+            return Ok(());
+        };
+        mp.in_flight.abort_all();
+        while mp.in_flight.join_next().await.is_some() {}
+        abort_request(&self.store, &self.key, &mp.upload_id).await
+    }
+
+    async fn commit_inner(
+        &mut self,
+        check: Option<VersionCheck<'_>>,
+    ) -> Result<Committed, StoreError> {
+        if let Some(expected) = self.options.expected_len {
+            if expected != self.size {
+                return Err(StoreError::LengthMismatch {
+                    expected,
+                    actual: self.size,
+                });
+            }
+        }
+        let digests = std::mem::replace(&mut self.hashers, Hashers::new(false, false)).finish();
+        if let Some(expected) = &self.options.expected_digest {
+            if let Some(algorithm) = digests.mismatch(expected) {
+                return Err(StoreError::DigestMismatch { algorithm });
+            }
+        }
+        if self.multipart.is_some() {
+            // Every part sent before the check, so the check-to-write window stays short.
+            if !self.part.is_empty() {
+                self.send_part().await?;
+            }
+            if let Some(mp) = self.multipart.as_mut() {
+                while !mp.in_flight.is_empty() {
+                    join_one(mp).await?;
+                }
+            }
+        }
+        // A conditional multipart completion is serialized per key through a lock object: some
+        // stores (SeaweedFS 4.48) check a completion's condition apart from the write, so
+        // racing creators could each pass it; a single `PutObject`'s condition is atomic.
+        let lock = match (check.is_some(), self.multipart.is_some()) {
+            (true, true) => Some(self.store.lock(&self.key).await?),
+            _ => None,
+        };
+        let written = self.check_and_write(check, &digests).await;
+        if let Some(lock) = lock {
+            self.store.unlock(lock).await;
+        }
+        let (replaced, stored_sha256) = written?;
+        // The stored version's own metadata, so validators computed now agree with later reads.
+        let stored = match self.store.head(&self.key).await? {
+            Some(h) => h.meta,
+            None => FileMeta {
+                size: self.size,
+                modified: SystemTime::now(),
+                sha256: stored_sha256,
+            },
+        };
+        Ok(Committed {
+            size: self.size,
+            sha256: digests.sha256,
+            replaced,
+            stored,
+        })
+    }
+
+    /// The check against the version there now, then the write conditional on that version:
+    /// whether it replaced one, and the SHA-256 stored with the object.
+    async fn check_and_write(
+        &mut self,
+        check: Option<VersionCheck<'_>>,
+        digests: &crate::digest::Digests,
+    ) -> Result<(bool, Option<[u8; 32]>), StoreError> {
+        // Also for an unconditional write: `replaced` (201 or 200) comes from it.
+        let current = self.store.head(&self.key).await?;
+        let mut condition = None;
+        if let Some(check) = check {
+            if !check(current.as_ref().map(|h| &h.meta)) {
+                return Err(StoreError::PreconditionFailed);
+            }
+            condition = Some(S3Store::condition(current.as_ref()));
+        }
+        let s = self.store.clone();
+        let stored_sha256 = if self.multipart.is_none() {
+            // One part: a single PutObject, with the digest just computed.
+            let mut headers = self.creation_headers(digests.sha256.as_ref());
+            if let Some((k, v)) = &condition {
+                headers.push((k, v.clone()));
+            }
+            let body = std::mem::take(&mut self.part).freeze();
+            let resp = s.put_small(&self.key, &headers, body).await?;
+            check_write("put object", resp).await?;
+            digests.sha256
+        } else {
+            let Some(mp) = self.multipart.as_mut() else {
+                unreachable!("multipart checked above")
+            };
+            mp.done.sort_by_key(|(n, _)| *n);
+            let etags: Vec<&str> = mp.done.iter().map(|(_, e)| e.as_str()).collect();
+            let mut action = s.inner.bucket.complete_multipart_upload(
+                Some(&s.inner.credentials),
+                &self.key,
+                &mp.upload_id,
+                etags.into_iter(),
+            );
+            if let Some((k, v)) = &condition {
+                action.headers_mut().insert(*k, v.as_str());
+            }
+            let url = action.sign(SIGNED_FOR);
+            let xml = action.body();
+            let pairs: Vec<(&str, &str)> =
+                condition.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            let resp = s
+                .send(
+                    "complete multipart upload",
+                    Method::POST,
+                    url,
+                    &pairs,
+                    Bytes::from(xml),
+                )
+                .await?;
+            // S3 may answer 200 and put the error in the body (it is decided late).
+            let status = resp.status();
+            let body = collect("complete multipart upload", resp).await?;
+            if !status.is_success() || body.windows(7).any(|w| w == b"<Error>") {
+                return Err(write_failure("complete multipart upload", status, &body));
+            }
+            self.multipart = None;
+            self.options.expected_digest.as_ref().and_then(|d| d.sha256)
+        };
+        Ok((current.is_some(), stored_sha256))
+    }
+}
+
+impl StoreUpload for S3Upload {
+    async fn write(&mut self, mut bytes: &[u8]) -> Result<(), StoreError> {
+        let size = self.size + bytes.len() as u64;
+        if let Some(expected) = self.options.expected_len {
+            if size > expected {
+                let _ = self.abort_multipart().await;
+                return Err(StoreError::LengthMismatch {
+                    expected,
+                    actual: size,
+                });
+            }
+        }
+        self.hashers.update(bytes);
+        self.size = size;
+        let part_size = self.store.inner.part_size;
+        while !bytes.is_empty() {
+            if self.part.capacity() == 0 {
+                // ALLOCATION: one part buffer at a time per upload (the sent ones are owned by
+                // their tasks until sent).
+                self.part.reserve(part_size);
+            }
+            let n = bytes.len().min(part_size - self.part.len());
+            // COPY: the body's bytes into the part (a part must be one contiguous body).
+            self.part.extend_from_slice(&bytes[..n]);
+            bytes = &bytes[n..];
+            if self.part.len() == part_size {
+                if let Err(e) = self.send_part().await {
+                    let _ = self.abort_multipart().await;
+                    return Err(e);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn size(&self) -> u64 {
+        self.size
+    }
+
+    async fn commit(mut self, check: Option<VersionCheck<'_>>) -> Result<Committed, StoreError> {
+        let result = self.commit_inner(check).await;
+        if result.is_err() {
+            let _ = self.abort_multipart().await;
+        }
+        result
+    }
+
+    async fn abort(mut self) -> Result<(), StoreError> {
+        self.abort_multipart().await
+    }
+}
+
+impl Drop for S3Upload {
+    fn drop(&mut self) {
+        let Some(mut mp) = self.multipart.take() else {
+            return;
+        };
+        mp.in_flight.abort_all();
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let store = self.store.clone();
+        let key = std::mem::take(&mut self.key);
+        runtime.spawn(async move {
+            while mp.in_flight.join_next().await.is_some() {}
+            if let Err(e) = abort_request(&store, &key, &mp.upload_id).await {
+                report_abort_failure(&e);
+            }
+        });
+    }
+}
+
+/// No logging crate in the store: a failed abort from a drop goes to stderr (a sweep of
+/// pending uploads, [`S3Store::pending_multipart_keys`], finds what it left).
+fn report_abort_failure(e: &StoreError) {
+    eprintln!("weir-store: aborting a dropped multipart upload failed: {e}");
+}
+
+/// Waits for one part in flight and records it.
+async fn join_one(mp: &mut Multipart) -> Result<(), StoreError> {
+    match mp.in_flight.join_next().await {
+        Some(Ok(Ok(done))) => {
+            mp.done.push(done);
+            Ok(())
+        }
+        Some(Ok(Err(e))) => Err(e),
+        Some(Err(e)) => Err(StoreError::Backend {
+            op: "upload part",
+            message: format!("part task: {e}"),
+        }),
+        None => Ok(()),
+    }
+}
+
+pub(super) async fn abort_request(
+    store: &S3Store,
+    key: &str,
+    upload_id: &str,
+) -> Result<(), StoreError> {
+    let i = &store.inner;
+    let url = i
+        .bucket
+        .abort_multipart_upload(Some(&i.credentials), key, upload_id)
+        .sign(SIGNED_FOR);
+    let resp = store
+        .send(
+            "abort multipart upload",
+            Method::DELETE,
+            url,
+            &[],
+            Bytes::new(),
+        )
+        .await?;
+    if resp.status().is_success() || resp.status() == StatusCode::NOT_FOUND {
+        Ok(())
+    } else {
+        Err(failure("abort multipart upload", resp).await)
+    }
+}
