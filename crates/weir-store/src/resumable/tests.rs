@@ -102,13 +102,15 @@ fn one_writer_at_a_time_and_cancel_frees_the_space() {
 #[test]
 fn expired_uploads_are_swept() {
     let (_dir, store) = store();
-    let r = Resumables::open(&store, Duration::from_secs(1)).unwrap();
+    // A day's expiry, swept "now" and two days on: a slow machine cannot make the upload expire
+    // before the first sweep.
+    let r = Resumables::open(&store, DAY).unwrap();
     let (id, _) = r.create(&p("f"), Some(10), None, true).unwrap();
     let (appending, mut up) = r.append(id, 0, None).unwrap();
     up.write(b"12345").unwrap();
     appending.finish(up, false).unwrap();
     assert_eq!(r.sweep_at(now_secs(), false).unwrap(), Swept::default());
-    let swept = r.sweep_at(now_secs() + 2, false).unwrap();
+    let swept = r.sweep_at(now_secs() + 2 * DAY.as_secs(), false).unwrap();
     assert_eq!(
         swept,
         Swept {
