@@ -4,7 +4,13 @@
 //! 1. Hash the file (SHA-256, unless `--no-digest`) and send it as `Content-Digest`: the server
 //!    verifies the body against it before committing, so what is stored is what was read here.
 //!    Hashing reads the file once (it is then in the page cache for the send); its time is
-//!    reported apart from the transfer.
+//!    reported apart from the transfer. The local upload (the file passed over a `--unix`
+//!    socket, `serve/passed_file.rs`) hashes on a thread *beside* the server's copy instead:
+//!    the request asks for the stored copy's SHA-256 (`Weir-Fd-Hash: sha-256`) and the answer's
+//!    is compared with ours. If the file cannot be passed after all (HTTP/2, or the server
+//!    answers `100 Continue`: it wants the bytes), the connection is dropped before a body
+//!    byte, so nothing is stored, and the request goes again with the digest in the head
+//!    ([`Step::NotPassed`]).
 //! 2. Send the head with `Expect: 100-continue` and wait (up to a second) for the server's
 //!    go-ahead: a refusal (401, 413, 507, bad path) costs no body bytes.
 //! 3. Send the body, HTTP/1.1 in the clear: with `sendfile(2)` (page cache → socket, no copy

@@ -237,7 +237,9 @@ async fn read_pieces(
             Some(buf) => buf,
             None => lane.free().await.ok_or(LOST)?,
         };
-        let want = buf.len().min(usize::try_from(len - done).unwrap_or(usize::MAX));
+        let want = buf
+            .len()
+            .min(usize::try_from(len - done).unwrap_or(usize::MAX));
         // COPY: the client's file, page cache → this buffer; `write_owned` below copies it on
         // into the upload's page cache, and the hashing thread reads it in place. As many
         // copies as `copy_file_range` and a read back for the hash, with the hash beside them.

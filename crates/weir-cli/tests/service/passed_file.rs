@@ -327,7 +327,10 @@ fn a_passed_file_is_hashed_beside_its_copy_and_verified_before_commit() {
         let inline = answer["hashing"]["inline"].as_u64().unwrap();
         let pipelined = answer["hashing"]["pipelined"].as_u64().unwrap();
         assert_eq!(inline + pipelined, len as u64, "{answer}");
-        assert!(inline <= 512 << 10, "at most the first buffer inline: {answer}");
+        assert!(
+            inline <= 512 << 10,
+            "at most the first buffer inline: {answer}"
+        );
     }
     assert_eq!(answer["sha256"], sha256(&bytes));
     assert_eq!(std::fs::read(s.root.join("big.bin")).unwrap(), bytes);
