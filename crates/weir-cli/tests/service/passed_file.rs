@@ -7,6 +7,7 @@ use crate::support::*;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Duration;
 
 /// A server with a Unix socket (and its access log in a file), and the socket's path.
 fn unix_server(extra: &[&str]) -> (Server, PathBuf, PathBuf) {
@@ -384,4 +385,66 @@ fn weir_put_hashes_beside_the_servers_copy_and_compares() {
     assert!(said.contains("the server copied the file itself"), "{said}");
     assert!(!said.contains("hashed"), "{said}");
     assert_eq!(std::fs::read(s.root.join("nd.bin")).unwrap(), bytes);
+}
+
+/// The copy does not wait for the hash: with the store's hash jobs held at a gate (weir-store's
+/// `HashGate`), the first piece of the passed file waits there to be hashed while the copy goes
+/// on and writes the lane's other buffers (three 512 KiB buffers in all, then it waits for one
+/// to be hashed). Seen in the temporary file's size and the gate's queue, not timed. On the old
+/// code no hash job ever came (the copy was whole, then the commit read it back).
+#[test]
+fn the_copy_goes_on_while_its_first_piece_waits_for_its_hash() {
+    use weir_store::HashGate;
+    const BUFFER: u64 = 512 << 10;
+    let gate = HashGate::closed();
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("weir.sock");
+    let s = weir_testkit_serve(&gate, &sock);
+    let file = dir.path().join("src.bin");
+    let bytes = data(8 << 20, 68);
+    std::fs::write(&file, &bytes).unwrap();
+    // A prefix (one byte short): never a reflink, whatever the filesystem, so the pieces go
+    // through the lane.
+    let len = bytes.len() - 1;
+    let opener = format!("fd = os.open({:?}, os.O_RDONLY)", file.to_str().unwrap());
+    let head = head("/files/gated.bin", len, true);
+    let client = std::thread::spawn({
+        let sock = sock.clone();
+        move || send_fd(&sock, &head, &opener)
+    });
+    let waiting = gate
+        .wait_for_job(Duration::from_secs(60))
+        .expect("a hash job of the passed file");
+    assert_eq!(waiting, vec![BUFFER], "the first piece waits at the gate");
+    let temp_size = || {
+        temps(&s.root)
+            .first()
+            .and_then(|t| std::fs::metadata(t).ok())
+            .map_or(0, |m| m.len())
+    };
+    wait_for("the copy to fill the lane's three buffers", || {
+        temp_size() == 3 * BUFFER
+    });
+    // Copied past the piece whose hash has not run yet.
+    assert_eq!(gate.waiting(), vec![BUFFER]);
+    gate.open();
+    let resp = client.join().unwrap();
+    assert_eq!(resp.status, 201, "{}", resp.text());
+    let answer = resp.json();
+    assert_eq!(answer["passed_copy"], "pipelined");
+    assert_eq!(answer["sha256"], sha256(&bytes[..len]));
+    assert_eq!(std::fs::read(s.root.join("gated.bin")).unwrap(), bytes[..len]);
+    s.stop();
+}
+
+/// `weir serve`'s handler in this process on the Unix socket `sock`, its store's hash jobs
+/// held by `gate`.
+fn weir_testkit_serve(gate: &weir_store::HashGate, sock: &Path) -> InProcessServe {
+    InProcessServe::start_unix(
+        weir_store::LocalOptions {
+            hash_gate: Some(gate.clone()),
+            ..weir_store::LocalOptions::default()
+        },
+        sock,
+    )
 }
