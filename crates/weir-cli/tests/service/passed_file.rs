@@ -433,7 +433,10 @@ fn the_copy_goes_on_while_its_first_piece_waits_for_its_hash() {
     let answer = resp.json();
     assert_eq!(answer["passed_copy"], "pipelined");
     assert_eq!(answer["sha256"], sha256(&bytes[..len]));
-    assert_eq!(std::fs::read(s.root.join("gated.bin")).unwrap(), bytes[..len]);
+    assert_eq!(
+        std::fs::read(s.root.join("gated.bin")).unwrap(),
+        bytes[..len]
+    );
     s.stop();
 }
 
