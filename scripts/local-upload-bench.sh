@@ -22,6 +22,8 @@ now() { date +%s.%N; }
 for r in $(seq 1 $R); do
   for mode in pass stream pass_nd stream_nd cp; do
     rm -f data/x.bin cp.bin; sync
+    # The source page-cached before every mode (other processes' memory may have evicted it).
+    cat src.bin > /dev/null
     c0=$(cpu); t0=$(now)
     TIMEFORMAT='%U %S'
     { time {
