@@ -59,6 +59,10 @@ use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::sync::Arc;
 
+/// The read-ahead window of a commit's read-back: the reads of the next window are submitted
+/// while this one is hashed.
+const READ_AHEAD: u64 = 8 << 20;
+
 /// How to run one upload.
 #[derive(Clone, Debug)]
 pub struct UploadOptions {
@@ -598,7 +602,8 @@ impl Upload {
         Ok(digests)
     }
 
-    /// Hashes the file's bytes by reading them back (after external writes).
+    /// Hashes the file's bytes by reading them back (after external writes), with the reads
+    /// advised ahead ([`READ_AHEAD`]).
     fn read_back(&mut self, mut hashers: Hashers) -> io::Result<Digests> {
         let size = self.size;
         let file = self.open_file()?;
@@ -607,7 +612,17 @@ impl Upload {
         // measured best on this kind of machine, too big for a task's stack.
         let mut buf = vec![0u8; 256 * 1024];
         let mut left = size;
+        // Read-ahead advice a window or two ahead of the hash: a copy the page cache does not
+        // hold (a reflink shares the source's blocks, not its cached pages) is read from disk
+        // while the bytes before it are hashed, instead of a read, then a hash, in turn.
+        let mut advised = 0u64;
         while left > 0 {
+            let at = size - left;
+            while advised < size && advised < at + 2 * READ_AHEAD {
+                let len = READ_AHEAD.min(size - advised);
+                sys::read_ahead(file, advised, len);
+                advised += len;
+            }
             let want = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
             let n = file.read(&mut buf[..want])?;
             if n == 0 {

@@ -4,7 +4,13 @@
 //! 1. Hash the file (SHA-256, unless `--no-digest`) and send it as `Content-Digest`: the server
 //!    verifies the body against it before committing, so what is stored is what was read here.
 //!    Hashing reads the file once (it is then in the page cache for the send); its time is
-//!    reported apart from the transfer.
+//!    reported apart from the transfer. The local upload (the file passed over a `--unix`
+//!    socket, `serve/passed_file.rs`) hashes on a thread *beside* the server's copy instead:
+//!    the request asks for the stored copy's SHA-256 (`Weir-Fd-Hash: sha-256`) and the answer's
+//!    is compared with ours. If the file cannot be passed after all (HTTP/2, or the server
+//!    answers `100 Continue`: it wants the bytes), the connection is dropped before a body
+//!    byte, so nothing is stored, and the request goes again with the digest in the head
+//!    ([`Step::NotPassed`]).
 //! 2. Send the head with `Expect: 100-continue` and wait (up to a second) for the server's
 //!    go-ahead: a refusal (401, 413, 507, bad path) costs no body bytes.
 //! 3. Send the body, HTTP/1.1 in the clear: with `sendfile(2)` (page cache → socket, no copy
@@ -34,7 +40,6 @@ use super::{ClientError, Options, connect, progress, status_error};
 use crate::cli::{PutArgs, SendfileMode};
 use sha2::{Digest, Sha256};
 use std::fs::File;
-use std::io::Read;
 use std::time::{Duration, Instant};
 use weir_proto::digest_fields::ContentDigest;
 
@@ -71,31 +76,33 @@ pub fn put(args: PutArgs) -> Result<(), ClientError> {
         url.target = format!("{path}{}{query}", encode_segment(name));
     }
 
-    let hashed = if args.no_digest {
-        None
-    } else {
-        Some(hash_file(&file, len).map_err(|e| ClientError::new(format!("{shown}: {e}")))?)
-    };
-
+    // Passing the file over the Unix socket, the hash runs beside the server's copy instead
+    // of before the request (see the module's documentation: "The local upload").
+    let may_pass = !args.no_pass_file && options.unix.is_some() && !url.https && len > 0;
     let started = Instant::now();
-    let mut digest_header = None;
-    if let Some((sha256, _)) = &hashed {
-        let digest = ContentDigest {
-            sha256: Some(*sha256),
-            sha512: None,
-        };
-        digest_header = Some(("content-digest", digest.to_header_value()));
+    let mut hashing = None;
+    let mut hashed = None;
+    if args.no_digest {
+        // Nothing to hash: the server verifies the length only.
+    } else if may_pass {
+        let copy = file
+            .try_clone()
+            .map_err(|e| ClientError::new(format!("{shown}: {e}")))?;
+        hashing = Some(std::thread::spawn(move || hash_file(&copy, len, false)));
+    } else {
+        hashed = Some(hash(&file, len, &shown)?);
     }
-    let job = Job {
+    let mut job = Job {
         file: &file,
         len,
         url: &url,
         options: &options,
         sendfile,
-        digest: digest_header,
+        digest: hashed.as_ref().map(digest_header),
         idle: (args.timeout > 0.0).then(|| Duration::from_secs_f64(args.timeout)),
         resumable: !args.no_resumable,
         pass_file: !args.no_pass_file,
+        digest_later: hashing.is_some(),
     };
     let full_url = format!(
         "{}://{}{}",
@@ -134,6 +141,15 @@ pub fn put(args: PutArgs) -> Result<(), ClientError> {
                 continue;
             }
             Err(Step::Retry(why)) => why,
+            Err(Step::NotPassed) => {
+                // The file could not be passed after all: the digest goes in the head, as for
+                // any upload. Not a failure: the server stored nothing.
+                let own = join_hash(hashing.take(), &shown)?;
+                job.digest = Some(digest_header(&own));
+                job.digest_later = false;
+                hashed = Some(own);
+                continue;
+            }
         };
         failures += 1;
         if failures > args.retries {
@@ -155,6 +171,9 @@ pub fn put(args: PutArgs) -> Result<(), ClientError> {
         std::thread::sleep(wait);
     };
     state.remove();
+    if hashing.is_some() {
+        hashed = Some(join_hash(hashing.take(), &shown)?);
+    }
     let elapsed = started.elapsed();
     let server_sha = answer
         .as_ref()
@@ -193,8 +212,18 @@ pub fn put(args: PutArgs) -> Result<(), ClientError> {
                 )));
             }
         }
+        let how = if job.digest_later {
+            if server_sha.is_none() && answer.is_some() {
+                return Err(ClientError::new(
+                    "the server took the file but did not answer its SHA-256: not verified",
+                ));
+            }
+            "beside the server's copy, equal to the stored copy's"
+        } else {
+            "verified by the server"
+        };
         summary.push_str(&format!(
-            "; hashed in {} ({}), verified by the server",
+            "; hashed in {} ({}), {how}",
             progress::secs(*took),
             progress::rate(len, *took)
         ));
@@ -222,6 +251,9 @@ struct Job<'a> {
     resumable: bool,
     /// Pass the open file with the `PUT` when the connection allows (`--no-pass-file`: never).
     pass_file: bool,
+    /// The file is hashed beside the server's copy (no `digest` yet): only a request that
+    /// passes the file may go; any other is [`Step::NotPassed`] before a body byte is sent.
+    digest_later: bool,
 }
 
 /// Where the upload stands across attempts.
@@ -247,6 +279,9 @@ enum Step {
     /// The upload resource is unknown to the server (404, 410).
     Gone,
     Fatal(ClientError),
+    /// The file was to be passed with its digest computed meanwhile, but the connection cannot
+    /// pass it or the server wants the bytes (`100 Continue`): send it again with the digest.
+    NotPassed,
 }
 
 /// A retryable failure from an I/O error.
@@ -415,6 +450,12 @@ impl Job<'_> {
         if passing {
             headers.retain(|(name, _)| !name.starts_with("upload-"));
             headers.push(("weir-fd", "1".to_owned()));
+            if self.digest_later {
+                // Our hash is compared with the server's, which must then compute one.
+                headers.push(("weir-fd-hash", "sha-256".to_owned()));
+            }
+        } else if self.digest_later {
+            return Err(Step::NotPassed);
         }
         let request = Request {
             method,
@@ -449,6 +490,9 @@ impl Job<'_> {
         let head = match early {
             // The server answered before the body: a refusal (or a server that needed no body).
             Some(head) => head,
+            // The server wants the bytes, and the digest is not in the head: closing the
+            // connection now leaves nothing stored, and the request goes again with it.
+            None if passing && self.digest_later => return Err(Step::NotPassed),
             None => {
                 let bar = progress::bar(self.len, "Uploading");
                 bar.set_position(offset);
@@ -517,10 +561,43 @@ fn final_head(
     }
 }
 
-/// SHA-256 of the file's `len` bytes, and how long it took.
-fn hash_file(mut file: &File, len: u64) -> std::io::Result<([u8; 32], Duration)> {
+/// The file's SHA-256 and the time it took, before the request.
+fn hash(file: &File, len: u64, shown: &str) -> Result<([u8; 32], Duration), ClientError> {
+    hash_file(file, len, true).map_err(|e| ClientError::new(format!("{shown}: {e}")))
+}
+
+/// The hash computed beside the request ([`hash_file`] on its thread).
+type Hashing = std::thread::JoinHandle<std::io::Result<([u8; 32], Duration)>>;
+
+/// The result of the hash computed beside the request.
+fn join_hash(hashing: Option<Hashing>, shown: &str) -> Result<([u8; 32], Duration), ClientError> {
+    let joined = hashing
+        .ok_or_else(|| ClientError::new("no hash of the file under way"))?
+        .join()
+        .map_err(|_| ClientError::new(format!("{shown}: the hashing thread failed")))?;
+    joined.map_err(|e| ClientError::new(format!("{shown}: {e}")))
+}
+
+/// The `Content-Digest` field of a SHA-256.
+fn digest_header((sha256, _): &([u8; 32], Duration)) -> (&'static str, String) {
+    let digest = ContentDigest {
+        sha256: Some(*sha256),
+        sha512: None,
+    };
+    ("content-digest", digest.to_header_value())
+}
+
+/// SHA-256 of the file's `len` bytes, and how long it took; with a progress bar if `bar`.
+/// Reads at explicit offsets: the file's position is not used, so the hash can run while the
+/// same open file is passed to the server, or sent.
+fn hash_file(file: &File, len: u64, bar: bool) -> std::io::Result<([u8; 32], Duration)> {
+    use std::os::unix::fs::FileExt;
     let started = Instant::now();
-    let bar = progress::bar(len, "Hashing  ");
+    let bar = if bar {
+        progress::bar(len, "Hashing  ")
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
     let mut hasher = Sha256::new();
     // COPY: page cache → this buffer, which the hasher reads in place. 1 MiB: few syscalls.
     let mut buf = vec![0u8; 1024 * 1024];
@@ -529,7 +606,7 @@ fn hash_file(mut file: &File, len: u64) -> std::io::Result<([u8; 32], Duration)>
         let want = usize::try_from(len - done)
             .unwrap_or(usize::MAX)
             .min(buf.len());
-        let n = file.read(&mut buf[..want])?;
+        let n = file.read_at(&mut buf[..want], done)?;
         if n == 0 {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::UnexpectedEof,

@@ -4,23 +4,38 @@
 //! The client sends the request head with `Weir-Fd: 1`, `Expect: 100-continue` and the file's
 //! length as `Content-Length`, and passes its open file with the head's bytes (`SCM_RIGHTS`;
 //! the library receives it: `Exchange::take_passed_fd`). The server copies the first
-//! `Content-Length` bytes into the upload's temporary file with `copy_file_range` (inside the
-//! kernel; a reflink, sharing the blocks, on filesystems that have one: btrfs, XFS), answers
-//! without `100 Continue`, and the client, told the final status, never sends the body. A
-//! server that does not take the descriptor (an older one, `--no-passed-fds`, HTTP/2) goes on
-//! as for any `PUT`: `100 Continue`, and the client streams the body; the descriptor is closed.
+//! `Content-Length` bytes into the upload's temporary file, answers without `100 Continue`,
+//! and the client, told the final status, never sends the body. A server that does not take
+//! the descriptor (an older one, `--no-passed-fds`, HTTP/2) goes on as for any `PUT`:
+//! `100 Continue`, and the client streams the body; the descriptor is closed.
 //!
-//! The same commit as a streamed `PUT`: the length must be exactly `Content-Length`, the
-//! stored copy is hashed by reading it back at commit (unless `--no-hash` and no
-//! `Content-Digest`), and verified against the client's `Content-Digest`, then fsync and rename.
-//! Hashing the copy, not the client's file, keeps the digest that of the bytes stored even if
-//! the client changes its file meanwhile. Quota and `--max-upload` apply to the declared length.
+//! The copy ([`copy`]), cheapest first for the same guarantee:
+//! - a reflink (`FICLONE`, btrfs and XFS) when the whole source is wanted: no byte copied; the
+//!   commit reads the stored copy back for its digest (the one pass over the bytes);
+//! - when the upload hashes (the default, or a `Content-Digest`): the source read in pieces
+//!   into pooled buffers, each written to the upload and hashed on a hashing thread while the
+//!   next is read (the streamed `PUT`'s pipeline: `hasher.rs`, weir-store's `HashJob`), so
+//!   the hash runs beside the copy instead of after it;
+//! - with nothing to hash: `copy_file_range` (inside the kernel), `pread`/`pwrite` where the
+//!   kernel refuses it.
+//!
+//! The same commit as a streamed `PUT`: the length must be exactly `Content-Length`, the digest
+//! is that of the bytes stored (hashed from the buffers written, or read back after a
+//! reflink), verified against the client's `Content-Digest` when it sent one (a mismatch is a
+//! 400 and nothing is stored), then fsync and rename. `Weir-Fd-Hash: sha-256` asks for the
+//! SHA-256 even from a `--no-hash` server: `weir put` sends it instead of a `Content-Digest`
+//! when it hashes its file beside the server's copy (`client/put.rs`) and compares the
+//! answer's. Hashing the copy, not the client's file, keeps the digest that of the bytes
+//! stored even if the client changes its file meanwhile. Quota and `--max-upload` apply to the
+//! declared length.
 //!
 //! What the descriptor may be: a regular file opened for reading (`fstat`, `F_GETFL`), else
 //! 400. The server only reads from it, at explicit offsets (the client's file position is left
 //! alone), never resolves a path through it, and closes it when the copy ends.
 
-use super::upload::BodyFailure;
+use super::hasher::LaneHandle;
+use super::service::Service;
+use super::upload::{BodyFailure, LOST, WhereHashed};
 use std::fs::File;
 use std::os::fd::OwnedFd;
 use weir::Exchange;
@@ -28,6 +43,17 @@ use weir_store::{StoreError, Upload};
 
 /// The request field that says the body comes as a passed descriptor.
 pub(crate) const FIELD: &str = "weir-fd";
+
+/// The request field that asks for the SHA-256 of a passed file's stored copy even when the
+/// server hashes nothing by default (`--no-hash`): the client verifies the answer's.
+pub(crate) const HASH_FIELD: &str = "weir-fd-hash";
+
+/// Whether the request asks for the stored copy's SHA-256 ([`HASH_FIELD`]).
+pub(super) fn wants_sha256(ex: &Exchange<'_>) -> bool {
+    ex.request()
+        .header(HASH_FIELD)
+        .is_some_and(|v| v.trim_ascii().eq_ignore_ascii_case(b"sha-256"))
+}
 
 /// Bytes per `copy_file_range` call: the copy runs on a blocking thread, and the upload learns
 /// its progress (quota, early writeback) between pieces.
@@ -69,12 +95,85 @@ fn check(fd: &OwnedFd) -> Result<(), &'static str> {
     Ok(())
 }
 
+/// How a passed file went into the upload (the answer's internals: `passed_copy`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum CopyWay {
+    /// `FICLONE`: the stored copy shares the source's blocks (btrfs, XFS); nothing copied.
+    /// The commit hashes it by reading it back, the one pass over the bytes.
+    Reflink,
+    /// `pread` into pooled buffers, each written to the upload and hashed on a hashing thread
+    /// while the next is read (the streamed `PUT`'s pipeline, `hasher.rs`).
+    Pipelined,
+    /// `copy_file_range` inside the kernel (nothing to hash: `--no-hash`, no digest).
+    Kernel,
+}
+
+impl CopyWay {
+    pub(super) fn as_str(self) -> &'static str {
+        match self {
+            Self::Reflink => "reflink",
+            Self::Pipelined => "pipelined",
+            Self::Kernel => "copy_file_range",
+        }
+    }
+}
+
 /// Copies the first `len` bytes of `source` into the upload, then records them. A source
 /// shorter than `len` leaves the upload short, which its commit refuses (400).
-pub(super) async fn copy(upload: &mut Upload, source: File, len: u64) -> Result<(), BodyFailure> {
+///
+/// The way depends on what is cheapest for the same guarantee: a reflink when the filesystem
+/// shares blocks (then the commit's read-back is the only pass over the bytes); otherwise, when
+/// the upload hashes, `pread` → write → hash in pieces, the hash on a hashing thread beside the
+/// reads and writes, so the commit finds the digest done; with nothing to hash, the kernel's
+/// `copy_file_range`.
+pub(super) async fn copy(
+    svc: &Service,
+    upload: &mut Upload,
+    source: File,
+    len: u64,
+    counts: &mut WhereHashed,
+) -> Result<CopyWay, BodyFailure> {
+    let store_io = |e| BodyFailure::Store(StoreError::from_io("copy passed file", e));
+    let target = upload.file_mut().try_clone().map_err(store_io)?;
+    let whole = upload.size() == 0
+        && rustix::fs::fstat(&source).is_ok_and(|st| u64::try_from(st.st_size) == Ok(len));
+    if whole && len > 0 {
+        // The clone is a metadata operation, but may wait for the filesystem's journal: off the
+        // runtime's threads. Any error (another filesystem, no reflink support) leaves the
+        // target untouched, and the copy goes on another way.
+        let cloned = tokio::task::spawn_blocking(move || {
+            let done = rustix::fs::ioctl_ficlone(&target, &source).is_ok();
+            (done, source, target)
+        })
+        .await
+        .map_err(|e| store_io(std::io::Error::other(e)))?;
+        let (done, source_back, target_back) = cloned;
+        if done {
+            upload
+                .record_external_write(len)
+                .map_err(BodyFailure::Store)?;
+            return Ok(CopyWay::Reflink);
+        }
+        return copy_unshared(svc, upload, (source_back, target_back), len, counts).await;
+    }
+    copy_unshared(svc, upload, (source, target), len, counts).await
+}
+
+/// [`copy`] where no reflink was made.
+async fn copy_unshared(
+    svc: &Service,
+    upload: &mut Upload,
+    (source, target): (File, File),
+    len: u64,
+    counts: &mut WhereHashed,
+) -> Result<CopyWay, BodyFailure> {
+    if upload.is_hashing() {
+        drop(target);
+        read_hashed(svc, upload, &source, len, counts).await?;
+        return Ok(CopyWay::Pipelined);
+    }
     let store_io = |e| BodyFailure::Store(StoreError::from_io("copy passed file", e));
     let start = upload.size();
-    let target = upload.file_mut().try_clone().map_err(store_io)?;
     // The copy blocks (a whole file's worth of kernel work): off the runtime's threads.
     let copied = tokio::task::spawn_blocking(move || copy_range(&source, &target, start, len))
         .await
@@ -85,7 +184,114 @@ pub(super) async fn copy(upload: &mut Upload, source: File, len: u64) -> Result<
             .record_external_write(done)
             .map_err(BodyFailure::Store)?;
     }
-    result.map_err(store_io)
+    result.map_err(store_io)?;
+    Ok(CopyWay::Kernel)
+}
+
+/// Pieces read between yields to the runtime: the loop never waits for a socket, and waits for
+/// the hashing thread only when it is behind, so it gives the runtime's other tasks a turn
+/// itself (every 4 MiB with 512 KiB buffers).
+const YIELD_EVERY: u32 = 8;
+
+/// `source[0..len]` → the upload through pooled buffers: each `pread` into a buffer, written
+/// with `Upload::write_owned` and queued to a hashing thread's lane (`hasher.rs`), which
+/// hashes it in place while this task reads and writes the next; the first buffer starts the
+/// lane (hashed here if no thread is idle, and the next tries again). The same protocol as a
+/// streamed body (`upload.rs`'s `pipeline`), so the digest is that of exactly the bytes
+/// written. Stops early at the source's end (the commit then refuses the short upload).
+///
+/// The reads and writes run on the connection's task, as a streamed body's writes do: from and
+/// to the page cache, a buffer at a time.
+async fn read_hashed(
+    svc: &Service,
+    upload: &mut Upload,
+    source: &File,
+    len: u64,
+    counts: &mut WhereHashed,
+) -> Result<(), BodyFailure> {
+    let lane = LaneHandle::new();
+    let mut started = false;
+    read_pieces(svc, upload, source, len, counts, &lane, &mut started).await?;
+    if started {
+        let done = lane.finish().await.ok_or(LOST)?;
+        drop(upload.attach(done).map_err(BodyFailure::Store)?);
+    }
+    Ok(())
+}
+
+/// The loop of [`read_hashed`].
+async fn read_pieces(
+    svc: &Service,
+    upload: &mut Upload,
+    source: &File,
+    len: u64,
+    counts: &mut WhereHashed,
+    lane: &LaneHandle,
+    started: &mut bool,
+) -> Result<(), BodyFailure> {
+    let read_error = |e| BodyFailure::Store(StoreError::from_io("read passed file", e));
+    let mut done = 0u64;
+    let mut pieces = 0u32;
+    while done < len {
+        let mut buf = match lane.try_buffer(&svc.buffers) {
+            Some(buf) => buf,
+            None => lane.free().await.ok_or(LOST)?,
+        };
+        let want = buf
+            .len()
+            .min(usize::try_from(len - done).unwrap_or(usize::MAX));
+        // COPY: the client's file, page cache → this buffer; `write_owned` below copies it on
+        // into the upload's page cache, and the hashing thread reads it in place. As many
+        // copies as `copy_file_range` and a read back for the hash, with the hash beside them.
+        let n = read_at_most(source, &mut buf[..want], done).map_err(read_error)?;
+        if n == 0 {
+            lane.discard(buf);
+            return Ok(());
+        }
+        let written = upload.write_owned(buf, n).map_err(BodyFailure::Store)?;
+        if *started {
+            lane.push(written);
+            counts.pipelined += n as u64;
+        } else {
+            let job = upload.hash_job(written).map_err(BodyFailure::Store)?;
+            match svc.hashers.start(job, lane) {
+                Ok(()) => {
+                    *started = true;
+                    counts.pipelined += n as u64;
+                }
+                Err(job) => {
+                    // No hashing thread is idle: hash this buffer here, try again next time.
+                    lane.discard(upload.attach(job.run()).map_err(BodyFailure::Store)?);
+                    counts.inline += n as u64;
+                }
+            }
+        }
+        done += n as u64;
+        if n < want {
+            // The source ended before `len`.
+            return Ok(());
+        }
+        pieces += 1;
+        if pieces % YIELD_EVERY == 0 {
+            tokio::task::yield_now().await;
+        }
+    }
+    Ok(())
+}
+
+/// `pread`s into `buf` from `at` until it is full or the file ends; the bytes read.
+fn read_at_most(source: &File, buf: &mut [u8], at: u64) -> std::io::Result<usize> {
+    use std::os::unix::fs::FileExt;
+    let mut filled = 0;
+    while filled < buf.len() {
+        match source.read_at(&mut buf[filled..], at + filled as u64) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(filled)
 }
 
 /// `source[0..len]` → `target[at..]`, in [`PIECE`]s: `copy_file_range` (no user-space copy),

@@ -101,8 +101,12 @@ pub(super) async fn put(
     } else {
         DataPath::Hashed
     };
+    #[cfg(target_os = "linux")]
+    let hash_asked = passed_path && super::passed_file::wants_sha256(ex);
+    #[cfg(not(target_os = "linux"))]
+    let hash_asked = false;
     let options = UploadOptions {
-        hash: svc.options.hash || trailer_announced,
+        hash: svc.options.hash || trailer_announced || hash_asked,
         expected_digest: verify.then_some(expected_digest),
         expected_len: declared,
     };
@@ -114,8 +118,10 @@ pub(super) async fn put(
     if let Some(media_type) = super::mime::of_request(ex) {
         upload.set_media_type(&media_type);
     }
-    let hashing = svc.options.hash || verify || trailer_announced;
+    let hashing = svc.options.hash || verify || trailer_announced || hash_asked;
     let mut where_hashed = WhereHashed::default();
+    #[cfg(target_os = "linux")]
+    let mut passed_copy = None;
     let received = match data_path {
         DataPath::Splice => splice_body(ex, &mut upload, &mut NoCheckpoints).await,
         DataPath::Hashed => {
@@ -125,7 +131,11 @@ pub(super) async fn put(
         // `take` checked that a passed file comes with a Content-Length.
         #[cfg(target_os = "linux")]
         DataPath::Passed => match (passed, declared) {
-            (Some(file), Some(len)) => super::passed_file::copy(&mut upload, file, len).await,
+            (Some(file), Some(len)) => {
+                let counts = &mut where_hashed;
+                let copied = super::passed_file::copy(svc, &mut upload, file, len, counts).await;
+                copied.map(|way| passed_copy = Some(way))
+            }
             _ => unreachable!("the passed path is chosen with a file and a length"),
         },
         #[cfg(not(target_os = "linux"))]
@@ -162,6 +172,10 @@ pub(super) async fn put(
         body["data_path"] = data_path.as_str().into();
         body["body"] = body_stats_json(&stats);
         body["hashing"] = where_hashed.json();
+        #[cfg(target_os = "linux")]
+        if let Some(way) = passed_copy {
+            body["passed_copy"] = way.as_str().into();
+        }
     }
     reply::json_with(ex, status, &body, &[("etag", &etag)]).await
 }
@@ -475,7 +489,7 @@ async fn pipeline(
 }
 
 /// A hashing thread that died: the upload cannot vouch for its digest.
-const LOST: BodyFailure = BodyFailure::Store(StoreError::HashOutOfOrder);
+pub(super) const LOST: BodyFailure = BodyFailure::Store(StoreError::HashOutOfOrder);
 
 /// Room below which [`fill_ready`] stops: weir reads the socket straight into a caller's
 /// buffer only when it is at least its read buffer size (16 KiB by default); a smaller one

@@ -308,10 +308,27 @@ impl InProcessServe {
         })
     }
 
+    /// As [`InProcessServe::start`], also listening on the Unix socket `unix`, where it takes
+    /// passed files (`Config::accept_passed_fds`, as `weir serve` does by default).
+    pub fn start_unix(options: weir_store::LocalOptions, unix: &Path) -> Self {
+        let mut config = weir::Config::default();
+        config.accept_passed_fds = true;
+        Self::start_listening(options, config, |service| service, Some(unix.to_owned()))
+    }
+
     fn start_service(
         options: weir_store::LocalOptions,
         config: weir::Config,
         prepare: impl FnOnce(weir_cli::serve::Service) -> weir_cli::serve::Service,
+    ) -> Self {
+        Self::start_listening(options, config, prepare, None)
+    }
+
+    fn start_listening(
+        options: weir_store::LocalOptions,
+        config: weir::Config,
+        prepare: impl FnOnce(weir_cli::serve::Service) -> weir_cli::serve::Service,
+        unix: Option<PathBuf>,
     ) -> Self {
         use weir_cli::serve::{Auth, Service, ServiceOptions};
         let dir = tempfile::tempdir().unwrap();
@@ -327,7 +344,10 @@ impl InProcessServe {
             },
         )));
         let serving = std::sync::Arc::clone(&service);
-        let (server, addr) = ServerThread::start(config, serving, async |server| {
+        let (server, addr) = ServerThread::start(config, serving, async move |server| {
+            if let Some(path) = unix {
+                server.listen_unix(path).unwrap();
+            }
             server.listen_tcp("127.0.0.1:0").await.unwrap()
         });
         Self {

@@ -29,3 +29,6 @@ pub(crate) fn lock_exclusive(_file: &File) -> io::Result<()> {
 pub(crate) const EARLY_WRITEBACK: bool = false;
 
 pub(crate) fn start_writeback(_file: &File, _offset: u64, _len: u64) {}
+
+/// No read-ahead advice: the reads wait for the disk as they come.
+pub(crate) fn read_ahead(_file: &File, _offset: u64, _len: u64) {}

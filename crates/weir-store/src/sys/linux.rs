@@ -48,6 +48,18 @@ pub(crate) fn lock_exclusive(file: &File) -> io::Result<()> {
 /// Early writeback is available (see `writeback.rs`).
 pub(crate) const EARLY_WRITEBACK: bool = true;
 
+/// Starts reading `len` bytes of `file` from `offset` into the page cache without waiting for
+/// them: `posix_fadvise(POSIX_FADV_WILLNEED)`, which submits the reads and returns. Advice:
+/// errors are ignored (the reads that follow report any I/O error).
+pub(crate) fn read_ahead(file: &File, offset: u64, len: u64) {
+    let _ = rustix::fs::fadvise(
+        file,
+        offset,
+        std::num::NonZeroU64::new(len),
+        rustix::fs::Advice::WillNeed,
+    );
+}
+
 /// Starts writing `len` bytes of `file` from `offset` back to disk:
 /// `posix_fadvise(POSIX_FADV_DONTNEED)`, which on Linux submits the range's dirty pages
 /// (`WB_SYNC_NONE`: it does not wait for them to reach the disk, though submitting can wait for
