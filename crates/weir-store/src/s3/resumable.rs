@@ -561,6 +561,13 @@ impl S3Resumables {
         self.delete_key(&manifest, None).await
     }
 
+    /// Every key under `{prefix}.weir-uploads/` (one page: a thousand): what the resumable
+    /// uploads keep in the bucket now (tests, operators).
+    pub async fn stored_keys(&self) -> Result<Vec<String>, StoreError> {
+        self.list_keys(&format!("{}{UPLOADS_DIR}", self.store.inner.prefix))
+            .await
+    }
+
     /// The keys under `prefix` (one page: a thousand).
     async fn list_keys(&self, prefix: &str) -> Result<Vec<String>, StoreError> {
         let i = &self.store.inner;
@@ -722,6 +729,15 @@ impl S3Append {
                     recorded = Some(offset);
                 }
             }
+        }
+        // Parts the store acknowledged meanwhile are recorded now, not when the next part
+        // needs their place: the recorded offset (what a node killed now leaves) keeps up.
+        while self
+            .in_flight
+            .front()
+            .is_some_and(|(_, _, task)| task.is_finished())
+        {
+            recorded = Some(self.record_oldest().await?);
         }
         Ok(recorded)
     }
