@@ -387,7 +387,11 @@ fn a_node_killed_mid_upload_and_the_client_resumes_elsewhere() {
         "offset {offset}: acknowledged {acknowledged}, sent {sent}"
     );
     eprintln!("killed after {sent} bytes sent, {acknowledged} acknowledged; resumed at {offset}");
-    let (_, r) = request(b.addr, &patch_head(&location, offset, true), &body[offset..]);
+    let (_, r) = request(
+        b.addr,
+        &patch_head(&location, offset, true),
+        &body[offset..],
+    );
     assert_eq!(r.status, 201, "{}", r.text());
     assert_eq!(json(&r)["sha256"], hex(&Sha256::digest(&body)));
     let (_, r) = request(b.addr, "GET /files/killed.bin HTTP/1.1", b"");
@@ -463,11 +467,7 @@ fn two_appends_at_once_through_two_nodes_one_is_refused() {
     );
     let r = head_offset(nodes[1].addr, &location);
     assert_eq!(r.header("upload-offset"), Some(len.to_string().as_str()));
-    let (_, r) = request(
-        nodes[1].addr,
-        &format!("DELETE {location} HTTP/1.1"),
-        b"",
-    );
+    let (_, r) = request(nodes[1].addr, &format!("DELETE {location} HTTP/1.1"), b"");
     assert_eq!(r.status, 204);
 }
 
@@ -493,7 +493,10 @@ fn cancel_and_expiry_leave_nothing_and_the_sweep_keeps_live_uploads() {
         ["cancel.bin"]
     );
     // A sweep of every multipart upload begun before now keeps the live upload's.
-    assert_eq!(rt.block_on(store.sweep_multipart(Duration::ZERO)).unwrap(), 0);
+    assert_eq!(
+        rt.block_on(store.sweep_multipart(Duration::ZERO)).unwrap(),
+        0
+    );
     assert_eq!(
         rt.block_on(store.pending_multipart_keys()).unwrap(),
         ["cancel.bin"]

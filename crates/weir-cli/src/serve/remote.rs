@@ -40,8 +40,8 @@ use std::sync::Arc;
 use weir::{Exchange, http};
 use weir_proto::conditional;
 use weir_store::{
-    FileMeta, S3ResumableOptions, S3Resumables, S3Store, Store, StoreError, StoreObject, StorePath, StoreReader, StoreUpload,
-    UploadOptions,
+    FileMeta, S3ResumableOptions, S3Resumables, S3Store, Store, StoreError, StoreObject, StorePath,
+    StoreReader, StoreUpload, UploadOptions,
 };
 
 impl Service {
@@ -90,7 +90,9 @@ pub(super) fn start_sweeper(
                     // so that their multipart uploads are no longer "live" below.
                     match uploads.sweep().await {
                         Ok((0, _)) => {}
-                        Ok((n, _)) => tracing::info!(removed = n, "expired resumable uploads removed"),
+                        Ok((n, _)) => {
+                            tracing::info!(removed = n, "expired resumable uploads removed")
+                        }
                         Err(e) => tracing::warn!(error = %e, "resumable upload sweep failed"),
                     }
                     match store.sweep_multipart(after).await {

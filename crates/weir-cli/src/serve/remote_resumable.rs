@@ -31,8 +31,7 @@ use http::StatusCode;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use weir::{Exchange, http};
 use weir_store::{
-    ContentDigest, ResumableError, S3AppendEnd, S3Resumables, S3UploadState, StoreError,
-    StorePath,
+    ContentDigest, ResumableError, S3AppendEnd, S3Resumables, S3UploadState, StoreError, StorePath,
 };
 
 /// The longest a `HEAD` waits for an append's lease to end (see the module doc).
@@ -280,6 +279,11 @@ async fn receive(
                         // Dropping the append releases its lease; the manifest keeps the last
                         // recorded state, from which the client resumes.
                         drop(appending);
+                        if matches!(e, StoreError::PreconditionFailed) {
+                            // The manifest changed under this request: its lease was taken
+                            // over (this node stalled past it) or the upload was cancelled.
+                            return refused(ex, ups, id, ResumableError::Busy).await;
+                        }
                         return reply::store_error(ex, &e).await;
                     }
                 }

@@ -374,6 +374,16 @@ pub(super) async fn options(svc: &Service, ex: &mut Exchange<'_>) -> Result<(), 
             .header("accept-patch", "application/partial-upload")
             .header("upload-limit", limits(svc, None, resumables));
     }
+    #[cfg(feature = "s3")]
+    if let Some(ups) = &svc.remote_resumables {
+        // With `--store s3://`: the uploads kept in the bucket (`remote_resumable.rs`).
+        r = r
+            .header("accept-patch", "application/partial-upload")
+            .header(
+                "upload-limit",
+                limits_with_age(svc, ups.options().expiry.as_secs()),
+            );
+    }
     r.empty().await
 }
 

@@ -697,7 +697,7 @@ mod resumable;
 mod upload;
 
 use read::S3Object;
-pub use resumable::{S3AppendEnd, S3Append, S3ResumableOptions, S3Resumables, S3UploadState};
+pub use resumable::{S3Append, S3AppendEnd, S3ResumableOptions, S3Resumables, S3UploadState};
 pub use upload::S3Upload;
 use upload::abort_request;
 

@@ -121,7 +121,8 @@ impl Manifest {
         let _ = writeln!(
             s,
             "length {}",
-            self.length.map_or_else(|| "-".to_owned(), |l| l.to_string())
+            self.length
+                .map_or_else(|| "-".to_owned(), |l| l.to_string())
         );
         let _ = writeln!(s, "offset {}", self.offset);
         let _ = writeln!(s, "part-size {}", self.part_size);
@@ -188,7 +189,10 @@ impl Manifest {
         let consistent = state.len() == m.offset
             && StorePath::parse(&m.target).is_ok()
             && m.parts.len() as u64 == whole
-            && m.parts.iter().enumerate().all(|(i, p)| usize::from(p.0) == i + 1)
+            && m.parts
+                .iter()
+                .enumerate()
+                .all(|(i, p)| usize::from(p.0) == i + 1)
             && (m.offset % m.part_size == 0) == m.tail.is_none()
             && (m.parts.is_empty() || m.upload_id.is_some());
         consistent.then_some(m)
@@ -288,7 +292,9 @@ impl S3Resumables {
             expires: now_secs() + self.options.expiry.as_secs(),
             generation: 0,
             media_type: media_type.map(|m| m.as_str().to_owned()),
-            digest: digest.filter(|d| !d.is_empty()).map(|d| d.to_header_value()),
+            digest: digest
+                .filter(|d| !d.is_empty())
+                .map(|d| d.to_header_value()),
             upload_id: None,
             tail: None,
             sha256: ResumableSha256::new().to_bytes(),
@@ -426,7 +432,10 @@ impl S3Resumables {
 
     async fn delete_key(&self, key: &str, if_match: Option<&str>) -> Result<(), StoreError> {
         let s = &self.store;
-        let mut action = s.inner.bucket.delete_object(Some(&s.inner.credentials), key);
+        let mut action = s
+            .inner
+            .bucket
+            .delete_object(Some(&s.inner.credentials), key);
         if let Some(e) = if_match {
             action.headers_mut().insert("if-match", e);
         }
@@ -465,8 +474,7 @@ impl S3Resumables {
             Ok((manifest, etag, part)) => Ok(S3Append {
                 up: self.clone(),
                 id: id.to_owned(),
-                hasher: ResumableSha256::from_bytes(&manifest.sha256)
-                    .expect("checked when parsed"),
+                hasher: ResumableSha256::from_bytes(&manifest.sha256).expect("checked when parsed"),
                 received: manifest.offset,
                 length: length.or(manifest.length),
                 manifest,
@@ -743,10 +751,7 @@ impl S3Append {
     }
 
     fn part_key(&self) -> Result<String, StoreError> {
-        Ok(self
-            .up
-            .store
-            .key(&StorePath::parse(&self.manifest.target)?))
+        Ok(self.up.store.key(&StorePath::parse(&self.manifest.target)?))
     }
 
     /// Creates the multipart upload and records its id, with the announced SHA-256 as
@@ -979,10 +984,11 @@ impl S3Append {
             Some(upload_id) => {
                 let mut parts = self.manifest.parts.clone();
                 if !self.part.is_empty() {
-                    let number = u16::try_from(parts.len() + 1).map_err(|_| StoreError::Backend {
-                        op: "upload part",
-                        message: "more than 65535 parts".into(),
-                    })?;
+                    let number =
+                        u16::try_from(parts.len() + 1).map_err(|_| StoreError::Backend {
+                            op: "upload part",
+                            message: "more than 65535 parts".into(),
+                        })?;
                     let body = std::mem::take(&mut self.part).freeze();
                     let etag = upload_part(s.clone(), key.clone(), upload_id.clone(), number, body)
                         .await?;
@@ -1123,7 +1129,9 @@ mod tests {
         let mut m = sample();
         m.offset = 13;
         assert_eq!(Manifest::parse(&m.to_text()), None);
-        let text = sample().to_text().replace("target a/b c.bin", "target ../x");
+        let text = sample()
+            .to_text()
+            .replace("target a/b c.bin", "target ../x");
         assert_eq!(Manifest::parse(&text), None);
         assert_eq!(Manifest::parse("garbage"), None);
     }
