@@ -532,3 +532,50 @@ fn cancel_and_expiry_leave_nothing_and_the_sweep_keeps_live_uploads() {
         std::thread::sleep(Duration::from_millis(200));
     }
 }
+
+/// A writer that stalled past its lease loses the upload to the request that took it over: its
+/// next lease renewal and its next record are refused (the lease's and the manifest's
+/// `If-Match`, decided by the store), so the upload holds only the new writer's bytes.
+#[test]
+fn a_writer_that_lost_its_lease_records_nothing() {
+    use weir_store::{
+        ResumableError, S3AppendEnd, S3ResumableOptions, S3Resumables, StoreError, StorePath,
+    };
+    let Some(weed) = start_weed() else { return };
+    let ups = S3Resumables::new(
+        direct(&weed),
+        S3ResumableOptions {
+            expiry: Duration::from_secs(3600),
+            lease: Duration::from_secs(1),
+        },
+    );
+    runtime().block_on(async {
+        let path = StorePath::parse("stalled.bin").unwrap();
+        let (id, _) = ups.create(&path, None, None, None).await.unwrap();
+        let mut first = ups.append(&id, 0, None).await.unwrap();
+        first.write(&data(1000, 1)).await.unwrap();
+        let busy = ups.append(&id, 0, None).await;
+        assert!(matches!(busy, Err(ResumableError::Busy)), "{busy:?}");
+        // The first writer stalls past its lease; another request takes the upload over.
+        tokio::time::sleep(Duration::from_millis(1300)).await;
+        let mut second = ups.append(&id, 0, None).await.unwrap();
+        second.write(&data(2000, 2)).await.unwrap();
+        match second.finish(false).await.unwrap() {
+            S3AppendEnd::Incomplete(state) => assert_eq!(state.offset, 2000),
+            S3AppendEnd::Completed(_) => panic!("not completed"),
+        }
+        let renewed = first.write(&data(10, 1)).await;
+        assert!(
+            matches!(renewed, Err(StoreError::PreconditionFailed)),
+            "{renewed:?}"
+        );
+        let recorded = first.finish(false).await;
+        assert!(
+            matches!(recorded, Err(StoreError::PreconditionFailed)),
+            "{recorded:?}"
+        );
+        assert_eq!(ups.state(&id).await.unwrap().unwrap().offset, 2000);
+        ups.cancel(&id).await.unwrap();
+        assert_eq!(ups.stored_keys().await.unwrap(), Vec::<String>::new());
+    });
+}

@@ -480,6 +480,7 @@ impl S3Resumables {
                 manifest,
                 manifest_etag: etag,
                 lease: Some(lease),
+                lease_renewed: std::time::Instant::now(),
                 part,
                 in_flight: VecDeque::new(),
             }),
@@ -684,6 +685,10 @@ pub struct S3Append {
     manifest: Manifest,
     manifest_etag: String,
     lease: Option<Lease>,
+    /// When the lease was last renewed: a request whose parts take long (a slow client) renews
+    /// it from [`S3Append::write`] every third of its duration, so it lapses only when the
+    /// node stops.
+    lease_renewed: std::time::Instant,
     hasher: ResumableSha256,
     /// The part being filled: bytes `[received - part.len(), received)`.
     part: BytesMut,
@@ -737,6 +742,9 @@ impl S3Append {
                     recorded = Some(offset);
                 }
             }
+        }
+        if self.lease_renewed.elapsed() > self.up.options.lease / 3 {
+            self.renew_lease().await?;
         }
         // Parts the store acknowledged meanwhile are recorded now, not when the next part
         // needs their place: the recorded offset (what a node killed now leaves) keeps up.
@@ -893,9 +901,16 @@ impl S3Append {
         let resp = self.up.store.put_small(&lease.key, &headers, body).await?;
         if resp.status().is_success() {
             lease.etag = etag_of(&resp);
+            self.lease_renewed = std::time::Instant::now();
+            return Ok(());
         }
-        // A lease lost to a takeover shows at the next manifest write (its `If-Match`).
-        Ok(())
+        // Taken over (this request stalled past its lease): it must stop appending.
+        let lost = check_write("renew upload lease", resp).await;
+        if matches!(lost, Err(StoreError::PreconditionFailed)) {
+            // Not ours any more: not to be released either.
+            self.lease = None;
+        }
+        lost
     }
 
     /// Ends the request. Every part in flight is recorded first. `complete`: the upload ends
