@@ -9,7 +9,7 @@
 //! | `GET /files/` or `/files/{dir}/` | JSON listing |
 //! | `PUT /files/{dir}/` without a body | create the folder (and its parents): `201`, `200` if there |
 //! | `DELETE /files/{path}` | `204`, `404` if absent, `412` if a precondition fails |
-//! | `PUT /files/{path}` or `POST /files/{dir}/` with `Upload-Complete`, `HEAD`/`PATCH`/`DELETE /uploads/{id}` | resumable uploads (`resumable.rs`) |
+//! | `PUT /files/{path}` or `POST /files/{dir}/` with `Upload-Complete`, `HEAD`/`PATCH`/`DELETE /uploads/{id}` | resumable uploads (`resumable.rs`; `remote_resumable.rs` with `--store s3://`) |
 //! | `OPTIONS`/`POST /tus/`, `HEAD`/`PATCH`/`DELETE /tus/{id}` | the same uploads over tus 1.0.0 (`tus.rs`) |
 //! | `GET /`, `/assets/...`, a folder's URL asked for as HTML | the browser page (`page.rs`) |
 //! | `OPTIONS` preflight from a `--cors-origin` | `204` with the allowed methods and fields (`cors.rs`) |
