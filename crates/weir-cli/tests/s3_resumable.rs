@@ -337,7 +337,7 @@ fn a_node_killed_mid_upload_and_the_client_resumes_elsewhere() {
     )
     .unwrap();
     // The interim responses, as they come: the creation's (Location), then each recorded
-    // offset.
+    // offset. (The reader panics on the cut connection once the node is killed: ignored.)
     let (tx, rx) = mpsc::channel();
     let reader = std::thread::spawn(move || {
         let mut client = Client::new(stream);
@@ -352,21 +352,33 @@ fn a_node_killed_mid_upload_and_the_client_resumes_elsewhere() {
     let mut location = None;
     let mut acknowledged = 0;
     let mut sent = 0;
-    for chunk in body.chunks(MIB) {
+    let note = |r: Resp, location: &mut Option<String>, acknowledged: &mut usize| {
+        assert_eq!(r.status, 104, "{}", r.text());
+        if let Some(l) = r.header("location") {
+            *location = Some(l.to_owned());
+        }
+        if let Some(o) = r.header("upload-offset") {
+            *acknowledged = o.parse().unwrap();
+        }
+    };
+    // Never the whole body: the request must still be running when its node dies.
+    for chunk in body[..total - PART].chunks(MIB) {
         writer.write_all(chunk).unwrap();
         sent += chunk.len();
         std::thread::sleep(Duration::from_millis(20));
         while let Ok(r) = rx.try_recv() {
-            assert_eq!(r.status, 104, "{}", r.text());
-            if let Some(l) = r.header("location") {
-                location = Some(l.to_owned());
-            }
-            if let Some(o) = r.header("upload-offset") {
-                acknowledged = o.parse().unwrap();
-            }
+            note(r, &mut location, &mut acknowledged);
         }
         if acknowledged >= 2 * PART {
             break;
+        }
+    }
+    // Once the node has taken four parts' bytes, it has recorded two (two in flight at most):
+    // wait for that 104 however slow the store is.
+    while acknowledged < 2 * PART {
+        match rx.recv_timeout(Duration::from_secs(60)) {
+            Ok(r) => note(r, &mut location, &mut acknowledged),
+            Err(_) => break,
         }
     }
     assert!(
@@ -413,11 +425,16 @@ fn two_appends_at_once_through_two_nodes_one_is_refused() {
     assert_eq!(r.status, 201, "{}", r.text());
     let location = r.header("location").unwrap().to_owned();
     let len = 6 * MIB;
+    // Set by the request that was answered before its body was sent: the other then sends
+    // the rest of its body (no timing decides who is which).
+    let refused = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let threads: Vec<_> = nodes
         .iter()
         .map(|n| {
             let (addr, location) = (n.addr, location.clone());
+            let refused = std::sync::Arc::clone(&refused);
             std::thread::spawn(move || {
+                use std::sync::atomic::Ordering;
                 let body = data(len, 5);
                 let mut client = Client::new(TcpStream::connect(addr).unwrap());
                 let head = format!(
@@ -426,14 +443,17 @@ fn two_appends_at_once_through_two_nodes_one_is_refused() {
                 );
                 client.send(head.as_bytes());
                 let _ = client.try_send(&body[..MIB]);
-                // The refused one answers before its body; the other waits for it.
                 client
                     .stream()
-                    .set_read_timeout(Some(Duration::from_secs(3)))
+                    .set_read_timeout(Some(Duration::from_millis(100)))
                     .unwrap();
+                let deadline = Instant::now() + Duration::from_secs(60);
                 let mut first = [0u8; 1];
-                match std::io::Read::read(client.stream(), &mut first) {
-                    Ok(1) => {
+                loop {
+                    assert!(Instant::now() < deadline, "neither append was refused");
+                    if let Ok(1) = std::io::Read::read(client.stream(), &mut first) {
+                        // Answered before its body: the refused one.
+                        refused.store(true, Ordering::SeqCst);
                         client
                             .stream()
                             .set_read_timeout(Some(Duration::from_secs(60)))
@@ -443,15 +463,16 @@ fn two_appends_at_once_through_two_nodes_one_is_refused() {
                         let mut all = first.to_vec();
                         all.extend_from_slice(&rest);
                         let (mut responses, _) = weir_testkit::h1::parse_responses(&all);
-                        responses.remove(0)
+                        return responses.remove(0);
                     }
-                    _ => {
+                    if refused.load(Ordering::SeqCst) {
+                        // The other was refused while this one holds the upload.
                         client
                             .stream()
                             .set_read_timeout(Some(Duration::from_secs(60)))
                             .unwrap();
                         client.send(&body[MIB..]);
-                        final_response(&mut client, false).1
+                        return final_response(&mut client, false).1;
                     }
                 }
             })
