@@ -16,8 +16,12 @@
 //!   tail is never the recorded one.
 //! - `lease`: the node appending now (its expiry in milliseconds), created with
 //!   `If-None-Match: *` (a single `PutObject`'s condition, which stores decide atomically),
-//!   renewed with each manifest write, deleted at the request's end; one whose expiry passed is
-//!   taken over (its holder died).
+//!   renewed (`If-Match`) with each manifest write and every third of its duration while
+//!   bytes arrive, deleted at the request's end; one whose expiry passed is taken over (its
+//!   holder died). The lease is what keeps writers apart; the manifest's `If-Match` is the
+//!   second line, for a writer that stalled past its lease (a store may decide `If-Match` apart
+//!   from the write, as SeaweedFS does a completion's condition, but not while the lease
+//!   holds).
 //!
 //! # Invariants
 //! Part `k` (from 1) always holds bytes `[(k-1)·P, k·P)` with the `P` recorded at creation, so
@@ -466,11 +470,12 @@ impl S3Resumables {
         offset: u64,
         length: Option<u64>,
     ) -> Result<S3Append, ResumableError> {
+        // An unknown id is answered without creating a lease object for it.
         if self.manifest(id).await?.is_none() {
             return Err(ResumableError::Unknown);
         }
         let lease = self.take_lease(id).await?;
-        match self.begin_append(id, offset, length, &lease).await {
+        match self.begin_append(id, offset, length).await {
             Ok((manifest, etag, part)) => Ok(S3Append {
                 up: self.clone(),
                 id: id.to_owned(),
@@ -496,7 +501,6 @@ impl S3Resumables {
         id: &str,
         offset: u64,
         length: Option<u64>,
-        _lease: &Lease,
     ) -> Result<(Manifest, String, BytesMut), ResumableError> {
         // Read again under the lease: the last holder may have recorded more meanwhile.
         let Some((mut manifest, etag)) = self.manifest(id).await? else {
