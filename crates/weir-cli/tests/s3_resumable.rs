@@ -112,6 +112,16 @@ fn leftovers(weed: &Seaweed) -> (Vec<String>, Vec<String>) {
     })
 }
 
+/// What a completed upload leaves: its manifest (until it expires), no part, no tail.
+fn assert_only_a_manifest(weed: &Seaweed) {
+    let (keys, pending) = leftovers(weed);
+    assert!(
+        keys.len() == 1 && keys[0].ends_with("/manifest"),
+        "{keys:?}"
+    );
+    assert_eq!(pending, Vec::<String>::new());
+}
+
 /// Sends one request on a new connection (`Content-Length` added for a body) and returns the
 /// interim responses and the final one.
 fn request(addr: SocketAddr, head: &str, body: &[u8]) -> (Vec<Resp>, Resp) {
@@ -188,8 +198,8 @@ fn head_offset(addr: SocketAddr, location: &str) -> Resp {
 
 /// Created on A, appended on B, completed on C, each request cut inside a part (so the tail
 /// object carries the bytes between requests): byte-exact, the SHA-256 answered and served is
-/// the body's, and nothing of the upload is left in the bucket. The upload's objects are never
-/// listed nor served meanwhile.
+/// the body's, and only the completed upload's manifest is left in the bucket (until `DELETE`
+/// or expiry). The upload's objects are never listed nor served meanwhile.
 #[test]
 fn created_on_one_node_appended_on_another_completed_on_a_third() {
     let Some(weed) = start_weed() else { return };
@@ -274,8 +284,20 @@ fn created_on_one_node_appended_on_another_completed_on_a_third() {
         Some(format!("sha-256=:{b64}:").as_str())
     );
     assert_eq!(r.header("content-type"), Some("application/x-test"));
-    assert_eq!(head_offset(a, &location).status, 404);
+    // The completed upload answers so (its manifest kept until it expires, nothing else) and
+    // takes no more bytes; cancelling it removes the manifest, not the file.
+    let r = head_offset(a, &location);
+    assert_eq!(r.status, 204);
+    assert_eq!(r.header("upload-complete"), Some("?1"));
+    assert_eq!(r.header("upload-offset"), Some(total.to_string().as_str()));
+    let (_, r) = request(b, &patch_head(&location, total, true), b"x");
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert_only_a_manifest(&weed);
+    let (_, r) = request(b, &format!("DELETE {location} HTTP/1.1"), b"");
+    assert_eq!(r.status, 204);
     assert_eq!(leftovers(&weed), (vec![], vec![]));
+    let (_, r) = request(a, "HEAD /files/up/r.bin HTTP/1.1", b"");
+    assert_eq!(r.status, 200);
 }
 
 /// A small upload (less than a part) completes as one `PutObject` of its tail, and a digest
@@ -407,7 +429,7 @@ fn a_node_killed_mid_upload_and_the_client_resumes_elsewhere() {
     assert_eq!(json(&r)["sha256"], hex(&Sha256::digest(&body)));
     let (_, r) = request(b.addr, "GET /files/killed.bin HTTP/1.1", b"");
     assert!(r.body == body, "stored bytes differ");
-    assert_eq!(leftovers(&weed), (vec![], vec![]));
+    assert_only_a_manifest(&weed);
 }
 
 /// Two appends to one upload at once, through two nodes: one proceeds, the other is refused
@@ -642,7 +664,7 @@ fn weir_put_and_get_through_two_nodes() {
         r.header("repr-digest"),
         Some(format!("sha-256=:{sha}:").as_str())
     );
-    assert_eq!(leftovers(&weed), (vec![], vec![]));
+    assert_only_a_manifest(&weed);
 }
 
 /// The cost of resuming (docs/BENCHMARKS.md): 1 GiB as one plain `PUT`, against the same

@@ -17,7 +17,7 @@
 //! (parts_in_flight + 1)`), which the client resends after its `HEAD`. The whole upload is
 //! hashed once, from the SHA-256 state kept in the manifest. A `Repr-Digest` must carry
 //! `sha-256`; `sha-512` alone cannot be checked without reading the object back (400). A
-//! completed upload's resource is gone (404), not kept as `Upload-Complete: ?1`.
+//! completed upload's resource answers `Upload-Complete: ?1` until it expires, as locally.
 
 use super::auth::{Access, Caller, Verdict};
 use super::reply::{self, Problem, hex};
@@ -193,7 +193,7 @@ async fn offset(
     let mut r = ex
         .respond(StatusCode::NO_CONTENT)
         .header_display("upload-offset", state.offset)
-        .header("upload-complete", "?0")
+        .header("upload-complete", if state.complete { "?1" } else { "?0" })
         .header("upload-limit", limit)
         .header("cache-control", "no-store")
         .header("upload-draft-interop-version", INTEROP_VERSION);
@@ -235,6 +235,9 @@ async fn append(
         Ok(None) => return reply::error(ex, Problem::NotFound, "no such upload", &[]).await,
         Err(e) => return reply::store_error(ex, &e).await,
     };
+    if state.complete {
+        return refused(ex, ups, id, ResumableError::Completed).await;
+    }
     let length = match request_length(ex, complete, claimed, state.length) {
         Ok(l) => l,
         Err(message) => {
@@ -390,8 +393,21 @@ async fn refused(
     e: ResumableError,
 ) -> Result<(), weir::Error> {
     match e {
-        ResumableError::Unknown | ResumableError::Completed => {
-            reply::error(ex, Problem::NotFound, "no such upload", &[]).await
+        ResumableError::Unknown => reply::error(ex, Problem::NotFound, "no such upload", &[]).await,
+        ResumableError::Completed => {
+            // As `resumable.rs` answers it.
+            let has_content = ex.request().content_length() != Some(0)
+                || ex.request().header("transfer-encoding").is_some();
+            let (kind, message) = if has_content {
+                (
+                    Problem::DraftInconsistentLength,
+                    "upload is already completed: no more content fits",
+                )
+            } else {
+                (Problem::DraftCompletedUpload, "upload is already completed")
+            };
+            let headers = [("upload-complete", "?1")];
+            problem(ex, kind, message, serde_json::Value::Null, &headers).await
         }
         ResumableError::Busy => {
             let offset = ups

@@ -80,6 +80,9 @@ pub struct S3UploadState {
     pub length: Option<u64>,
     /// When it expires unless appended to, in seconds since the epoch.
     pub expires: u64,
+    /// Completed: the object is stored; the resource answers `Upload-Complete: ?1` until it
+    /// expires, and takes no more bytes.
+    pub complete: bool,
 }
 
 /// What the end of an append left.
@@ -111,6 +114,8 @@ struct Manifest {
     tail: Option<String>,
     sha256: [u8; SAVED_LEN],
     parts: Vec<(u16, String)>,
+    /// Completed: kept (without parts, tail or multipart upload) so that a `HEAD` says so.
+    complete: bool,
 }
 
 const MANIFEST_VERSION: &str = "weir-upload 1";
@@ -137,6 +142,7 @@ impl Manifest {
         let _ = writeln!(s, "upload-id {}", opt(&self.upload_id));
         let _ = writeln!(s, "tail {}", opt(&self.tail));
         let _ = writeln!(s, "sha256 {}", hex(&self.sha256));
+        let _ = writeln!(s, "complete {}", u8::from(self.complete));
         for (n, etag) in &self.parts {
             let _ = writeln!(s, "part {n} {etag}");
         }
@@ -163,6 +169,7 @@ impl Manifest {
             tail: None,
             sha256: [0; SAVED_LEN],
             parts: Vec::new(),
+            complete: false,
         };
         let opt = |v: &str| (v != "-").then(|| v.to_owned());
         let mut sha = None;
@@ -180,6 +187,7 @@ impl Manifest {
                 "upload-id" => m.upload_id = opt(value),
                 "tail" => m.tail = opt(value),
                 "sha256" => sha = parse_state(value),
+                "complete" => m.complete = value == "1",
                 "part" => {
                     let (n, etag) = value.split_once(' ')?;
                     m.parts.push((n.parse().ok()?, etag.to_owned()));
@@ -190,6 +198,14 @@ impl Manifest {
         m.sha256 = sha?;
         let state = ResumableSha256::from_bytes(&m.sha256)?;
         let whole = m.offset.checked_div(m.part_size)?;
+        if m.complete {
+            let done = state.len() == m.offset
+                && StorePath::parse(&m.target).is_ok()
+                && m.parts.is_empty()
+                && m.tail.is_none()
+                && m.upload_id.is_none();
+            return done.then_some(m);
+        }
         let consistent = state.len() == m.offset
             && StorePath::parse(&m.target).is_ok()
             && m.parts.len() as u64 == whole
@@ -208,6 +224,7 @@ impl Manifest {
             offset: self.offset,
             length: self.length,
             expires: self.expires,
+            complete: self.complete,
         }
     }
 }
@@ -303,6 +320,7 @@ impl S3Resumables {
             tail: None,
             sha256: ResumableSha256::new().to_bytes(),
             parts: Vec::new(),
+            complete: false,
         };
         let key = format!("{}manifest", self.dir(&id));
         let headers = [("if-none-match", "*".to_owned())];
@@ -509,6 +527,9 @@ impl S3Resumables {
         if manifest.expires < now_secs() {
             return Err(ResumableError::Unknown);
         }
+        if manifest.complete {
+            return Err(ResumableError::Completed);
+        }
         if offset != manifest.offset {
             return Err(ResumableError::OffsetMismatch {
                 expected: manifest.offset,
@@ -564,6 +585,14 @@ impl S3Resumables {
     /// Deletes every object under the upload's directory, the manifest last (so that a
     /// failure midway leaves a manifest the sweep finds again).
     async fn delete_dir(&self, id: &str) -> Result<(), StoreError> {
+        self.delete_dir_but_manifest(id).await?;
+        self.delete_key(&format!("{}manifest", self.dir(id)), None)
+            .await
+    }
+
+    /// Deletes the upload's objects but its manifest (the lease included: the caller holds
+    /// it and is ending).
+    async fn delete_dir_but_manifest(&self, id: &str) -> Result<(), StoreError> {
         let dir = self.dir(id);
         let manifest = format!("{dir}manifest");
         for key in self.list_keys(&dir).await? {
@@ -571,7 +600,7 @@ impl S3Resumables {
                 self.delete_key(&key, None).await?;
             }
         }
-        self.delete_key(&manifest, None).await
+        Ok(())
     }
 
     /// Every key under `{prefix}.weir-uploads/` (one page: a thousand): what the resumable
@@ -1040,9 +1069,23 @@ impl S3Append {
                 self.announced_sha256()
             }
         };
-        // The object is stored: the upload's objects go (a failure leaves them to the sweep).
-        if let Err(e) = self.up.delete_dir(&self.id).await {
-            eprintln!("weir-store: removing completed upload {}: {e}", self.id);
+        // The object is stored: the parts and tails go; the manifest stays, completed, until
+        // it expires, so that a client that lost the answer learns the upload is complete
+        // (a failure leaves objects the upload's removal deletes anyway).
+        if let Err(e) = self.up.delete_dir_but_manifest(&self.id).await {
+            eprintln!("weir-store: cleaning completed upload {}: {e}", self.id);
+        }
+        // Deleted with the rest (or left to lapse): nothing to renew or release.
+        self.lease = None;
+        self.manifest.tail = None;
+        self.manifest.complete = true;
+        self.manifest.offset = size;
+        self.manifest.length = Some(size);
+        self.manifest.sha256 = self.hasher.to_bytes();
+        self.manifest.parts.clear();
+        self.manifest.upload_id = None;
+        if let Err(e) = self.write_manifest().await {
+            eprintln!("weir-store: recording completed upload {}: {e}", self.id);
         }
         let stored = match s.head(&key).await? {
             Some(h) => h.meta,
@@ -1126,6 +1169,7 @@ mod tests {
             tail: Some("tail-4-abcd".into()),
             sha256: h.to_bytes(),
             parts: vec![(1, "\"e1\"".into()), (2, "\"e2\"".into())],
+            complete: false,
         }
     }
 
@@ -1133,6 +1177,10 @@ mod tests {
     fn manifest_round_trips() {
         let m = sample();
         assert_eq!(Manifest::parse(&m.to_text()), Some(m));
+        let mut done = sample();
+        (done.complete, done.tail, done.upload_id) = (true, None, None);
+        done.parts.clear();
+        assert_eq!(Manifest::parse(&done.to_text()), Some(done));
     }
 
     #[test]
