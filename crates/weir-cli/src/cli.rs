@@ -372,8 +372,8 @@ pub struct GetArgs {
 #[derive(Debug, Args)]
 pub struct StoreArgs {
     /// Store files in an S3-compatible bucket: `s3://BUCKET` or `s3://BUCKET/PREFIX`
-    /// (docs/OPERATING.md, "S3-compatible storage"). Plain uploads, downloads, listings and
-    /// deletes; resumable, tus and form uploads answer 501 with it.
+    /// (docs/OPERATING.md, "S3-compatible storage"). Plain and resumable uploads, downloads,
+    /// listings and deletes; tus and form uploads answer 501 with it.
     #[arg(long = "store", env = "WEIR_STORE", value_name = "URL")]
     pub url: Option<String>,
     /// The S3 API's URL, e.g. `http://127.0.0.1:8333` (default: AWS's regional endpoint).
@@ -403,6 +403,10 @@ pub struct StoreArgs {
     /// aborted by the hourly sweep (default a day).
     #[arg(long, env = "WEIR_S3_SWEEP_AFTER", default_value_t = 86_400)]
     pub s3_sweep_after: u64,
+    /// Seconds a resumable upload's append holds it after its node's last sign of life (each
+    /// part stored renews it); a node that died mid-append blocks the upload this long.
+    #[arg(long, env = "WEIR_S3_UPLOAD_LEASE", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..))]
+    pub s3_upload_lease: u64,
     /// Virtual-hosted URLs (`BUCKET.ENDPOINT/KEY`) instead of path-style (`ENDPOINT/BUCKET/KEY`,
     /// what SeaweedFS and MinIO serve by default).
     #[arg(long, env = "WEIR_S3_VIRTUAL_HOSTED")]

@@ -141,7 +141,10 @@ pub use resumable::{
     Resumables, Swept, UploadId,
 };
 #[cfg(feature = "s3")]
-pub use s3::{S3Config, S3Store, S3Upload};
+pub use s3::{
+    S3Append, S3AppendEnd, S3Config, S3ResumableOptions, S3Resumables, S3Store, S3Upload,
+    S3UploadState,
+};
 pub use sha256_state::ResumableSha256;
 pub use store::{
     LocalObject, LocalReader, LocalUpload, Store, StoreObject, StoreReader, StoreUpload,

@@ -57,6 +57,8 @@ mod preconditions;
 mod reload;
 #[cfg(feature = "s3")]
 mod remote;
+#[cfg(feature = "s3")]
+mod remote_resumable;
 mod reply;
 mod resumable;
 mod s3_config;
@@ -134,6 +136,10 @@ pub struct ServeConfig {
     /// `--s3-sweep-after`.
     #[cfg(feature = "s3")]
     pub s3_sweep_after: std::time::Duration,
+    /// `--s3-upload-lease`: how long a resumable append's hold on an upload outlives its
+    /// node's last sign of life (`remote_resumable.rs`).
+    #[cfg(feature = "s3")]
+    pub s3_upload_lease: std::time::Duration,
 }
 
 /// The library's connection settings that `weir serve` exposes as flags.
@@ -219,6 +225,8 @@ impl ServeConfig {
             s3,
             #[cfg(feature = "s3")]
             s3_sweep_after: std::time::Duration::from_secs(args.store.s3_sweep_after),
+            #[cfg(feature = "s3")]
+            s3_upload_lease: std::time::Duration::from_secs(args.store.s3_upload_lease),
             cors,
             listen: args.listen,
             listen_tls: args.listen_tls,
@@ -339,7 +347,8 @@ pub fn run(args: ServeArgs) -> Result<(), ServeError> {
     let remote = config.s3.is_some();
     #[cfg(not(feature = "s3"))]
     let remote = false;
-    // With an S3 store, resumable uploads answer 501 (`remote.rs`): no local state for them.
+    // With an S3 store, resumable uploads keep their state in the bucket instead
+    // (`remote_resumable.rs`): nothing local.
     if !remote {
         service = service
             .with_resumable(config.resumable)
@@ -347,7 +356,12 @@ pub fn run(args: ServeArgs) -> Result<(), ServeError> {
     }
     #[cfg(feature = "s3")]
     if let Some((s3, url)) = &config.s3 {
-        service = service.with_remote(open_s3(s3, url)?);
+        service = service
+            .with_remote(open_s3(s3, url)?)
+            .with_remote_resumable(weir_store::S3ResumableOptions {
+                expiry: config.resumable.expiry,
+                lease: config.s3_upload_lease,
+            });
         remote::start_sweeper(s3.clone(), config.s3_sweep_after)
             .map_err(|e| ServeError(format!("cannot start the multipart sweep: {e}")))?;
     }

@@ -7,7 +7,8 @@
 //! | `GET`/`HEAD /files/{path}` | the object: validators, conditionals (`304`, `412`), one `Range` (`206`, `416`), `Repr-Digest` |
 //! | `GET /files/` or `/files/{dir}/` | the JSON listing of `listing.rs`, in pages |
 //! | `DELETE /files/{path}` | `204`, `404`, `412` |
-//! | resumable (`Upload-Complete`, `/uploads/`), tus, forms (`POST`), folders (`PUT .../`) | `501` (`not-implemented`) |
+//! | resumable (`Upload-Complete`, `/uploads/`) | kept in the bucket: `remote_resumable.rs` |
+//! | tus, forms (`POST`), folders (`PUT .../`) | `501` (`not-implemented`) |
 //!
 //! The checks before the route (method, token, path, scope: `service.rs`) are the local
 //! routes'; so are the `ETag` and precondition definitions (`preconditions.rs`), the media
@@ -33,14 +34,14 @@ use super::preconditions::{self, etag};
 use super::reply::{self, Problem, hex};
 use super::service::Service;
 use super::target::Target;
-use super::{download, listing, mime, upload};
+use super::{download, listing, mime, remote_resumable, upload};
 use http::{Method, StatusCode};
 use std::sync::Arc;
 use weir::{Exchange, http};
 use weir_proto::conditional;
 use weir_store::{
-    FileMeta, S3Store, Store, StoreError, StoreObject, StorePath, StoreReader, StoreUpload,
-    UploadOptions,
+    FileMeta, S3ResumableOptions, S3Resumables, S3Store, Store, StoreError, StoreObject, StorePath,
+    StoreReader, StoreUpload, UploadOptions,
 };
 
 impl Service {
@@ -50,14 +51,25 @@ impl Service {
         self.remote = Some(Arc::new(store));
         self
     }
+
+    /// With [`Service::with_remote`]'s store: resumable uploads kept in its bucket
+    /// (`remote_resumable.rs`), so that any node continues any upload.
+    pub fn with_remote_resumable(mut self, options: S3ResumableOptions) -> Self {
+        self.remote_resumables = self
+            .remote
+            .as_deref()
+            .map(|store| S3Resumables::new(store.clone(), options));
+        self
+    }
 }
 
 /// How often the sweep runs (and once at start).
 const SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(3600);
 
-/// Starts the thread that aborts abandoned multipart uploads (begun more than `after` ago,
-/// `--s3-sweep-after`: left by a node that died mid-upload; a live one aborts its own failures
-/// at once) under the store's prefix, at start and every [`SWEEP_EVERY`]: with its own client
+/// Starts the thread that removes expired resumable uploads (`remote_resumable.rs`) and aborts
+/// abandoned multipart uploads (begun more than `after` ago, `--s3-sweep-after`: left by a node
+/// that died mid-upload; a live one aborts its own failures at once; a live resumable upload's
+/// are kept) under the store's prefix, at start and every [`SWEEP_EVERY`]: with its own client
 /// and runtime, so the service's workers never wait for it. Several nodes sweeping the same
 /// prefix abort the same uploads; an abort of one already gone is not an error.
 pub(super) fn start_sweeper(
@@ -71,8 +83,18 @@ pub(super) fn start_sweeper(
     std::thread::Builder::new()
         .name("weir-s3-sweep".into())
         .spawn(move || {
+            let uploads = S3Resumables::new(store.clone(), S3ResumableOptions::default());
             runtime.block_on(async {
                 loop {
+                    // Expired resumable uploads first (each manifest holds its own expiry),
+                    // so that their multipart uploads are no longer "live" below.
+                    match uploads.sweep().await {
+                        Ok((0, _)) => {}
+                        Ok((n, _)) => {
+                            tracing::info!(removed = n, "expired resumable uploads removed")
+                        }
+                        Err(e) => tracing::warn!(error = %e, "resumable upload sweep failed"),
+                    }
                     match store.sweep_multipart(after).await {
                         Ok(0) => {}
                         Ok(n) => tracing::info!(aborted = n, "aborted abandoned multipart uploads"),
@@ -103,14 +125,26 @@ pub(super) async fn serve<S: Store>(
         (Method::GET | Method::HEAD, Target::File(p)) => download(store, ex, &p).await,
         (Method::GET | Method::HEAD, Target::Root) => list(store, ex, None).await,
         (Method::GET | Method::HEAD, Target::Dir(p)) => list(store, ex, Some(&p)).await,
-        (Method::PUT, Target::File(p)) => {
-            if super::resumable::upload_complete(ex).is_some() {
-                return not_implemented(ex, "a resumable upload").await;
-            }
-            put(svc, store, ex, p).await
-        }
+        (Method::PUT, Target::File(p)) => match super::resumable::upload_complete(ex) {
+            Some(complete) => match &svc.remote_resumables {
+                Some(ups) => remote_resumable::create(svc, ups, ex, p, complete).await,
+                None => not_implemented(ex, "a resumable upload").await,
+            },
+            None => put(svc, store, ex, p).await,
+        },
         (Method::PUT, Target::Dir(_)) => not_implemented(ex, "creating a folder").await,
-        (Method::POST, _) => not_implemented(ex, "a POST upload (form or resumable)").await,
+        (Method::POST, target) => {
+            match (super::resumable::post_creation(ex), &svc.remote_resumables) {
+                (Some(complete), Some(ups)) => {
+                    let dir = match target {
+                        Target::Root => None,
+                        Target::Dir(p) | Target::File(p) => Some(p),
+                    };
+                    remote_resumable::create_in(svc, ups, ex, dir, complete).await
+                }
+                _ => not_implemented(ex, "a POST upload (form or resumable)").await,
+            }
+        }
         (Method::DELETE, Target::File(p)) => delete(svc, store, ex, &p).await,
         (Method::DELETE, _) => super::service::method_not_allowed(ex, "GET, HEAD, PUT, POST").await,
         (Method::PUT, Target::Root) => {

@@ -86,18 +86,23 @@ fn single<'a>(ex: &'a Exchange<'_>, name: &'a str) -> Option<&'a [u8]> {
     all.next().is_none().then_some(first)
 }
 
-fn integer(ex: &Exchange<'_>, name: &str) -> Option<u64> {
+pub(super) fn integer(ex: &Exchange<'_>, name: &str) -> Option<u64> {
     single(ex, name).and_then(upload_fields::parse_non_negative_integer)
 }
 
 fn limits(svc: &Service, state: Option<&ResumableState>, r: &Resumables) -> String {
+    limits_with_age(svc, state.map_or(r.expiry().as_secs(), |s| r.max_age(s)))
+}
+
+/// The `Upload-Limit` value, with `max-age` in seconds (also the S3 store's uploads').
+pub(super) fn limits_with_age(svc: &Service, max_age: u64) -> String {
     let opts = &svc.resumable_options;
     let limits = UploadLimits {
         max_size: Some(svc.options.max_upload),
         min_size: None,
         max_append_size: Some(opts.max_append.unwrap_or(svc.options.max_upload)),
         min_append_size: opts.min_append,
-        max_age: Some(state.map_or(r.expiry().as_secs(), |s| r.max_age(s))),
+        max_age: Some(max_age),
     };
     // ALLOCATION: one short header value per answer about an upload; not on a data path.
     // Sized for all five members at their largest, so that it does not grow.
@@ -108,7 +113,7 @@ fn limits(svc: &Service, state: Option<&ResumableState>, r: &Resumables) -> Stri
 
 /// Sends `problem` (its type may be one of the draft's, §9) with extension members (`extra`,
 /// an object or null) and extra headers, and the draft's interop version.
-async fn problem(
+pub(super) async fn problem(
     ex: &mut Exchange<'_>,
     problem: Problem,
     message: &str,
@@ -130,7 +135,7 @@ async fn unavailable(ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
 
 /// The length checks shared by creation and append; `Err(message)` answers 400
 /// inconsistent-upload-length. `offset`: where this request's content starts.
-fn request_length(
+pub(super) fn request_length(
     ex: &Exchange<'_>,
     complete: bool,
     offset: u64,
@@ -158,7 +163,7 @@ fn request_length(
 
 /// Checks the body size against the limits, before any is read: `Err` is the 413 or 400 to
 /// send. Sets the body limit for a body without `Content-Length`.
-fn check_sizes(
+pub(super) fn check_sizes(
     svc: &Service,
     ex: &mut Exchange<'_>,
     offset: u64,
@@ -334,7 +339,7 @@ pub(super) async fn announce_offset(ex: &mut Exchange<'_>, offset: u64) -> Resul
 
 /// The `Repr-Digest` (or, for a request with the whole representation, `Content-Digest`)
 /// to verify at completion, as its header text.
-fn expected_digest(ex: &Exchange<'_>, complete: bool) -> Result<Option<String>, String> {
+pub(super) fn expected_digest(ex: &Exchange<'_>, complete: bool) -> Result<Option<String>, String> {
     let mut joined = String::new();
     let content = ex.request().header_all("content-digest").next().is_some();
     if content && !complete {
@@ -368,6 +373,16 @@ pub(super) async fn options(svc: &Service, ex: &mut Exchange<'_>) -> Result<(), 
         r = r
             .header("accept-patch", "application/partial-upload")
             .header("upload-limit", limits(svc, None, resumables));
+    }
+    #[cfg(feature = "s3")]
+    if let Some(ups) = &svc.remote_resumables {
+        // With `--store s3://`: the uploads kept in the bucket (`remote_resumable.rs`).
+        r = r
+            .header("accept-patch", "application/partial-upload")
+            .header(
+                "upload-limit",
+                limits_with_age(svc, ups.options().expiry.as_secs()),
+            );
     }
     r.empty().await
 }

@@ -9,7 +9,7 @@
 //! | `GET /files/` or `/files/{dir}/` | JSON listing |
 //! | `PUT /files/{dir}/` without a body | create the folder (and its parents): `201`, `200` if there |
 //! | `DELETE /files/{path}` | `204`, `404` if absent, `412` if a precondition fails |
-//! | `PUT /files/{path}` or `POST /files/{dir}/` with `Upload-Complete`, `HEAD`/`PATCH`/`DELETE /uploads/{id}` | resumable uploads (`resumable.rs`) |
+//! | `PUT /files/{path}` or `POST /files/{dir}/` with `Upload-Complete`, `HEAD`/`PATCH`/`DELETE /uploads/{id}` | resumable uploads (`resumable.rs`; `remote_resumable.rs` with `--store s3://`) |
 //! | `OPTIONS`/`POST /tus/`, `HEAD`/`PATCH`/`DELETE /tus/{id}` | the same uploads over tus 1.0.0 (`tus.rs`) |
 //! | `GET /`, `/assets/...`, a folder's URL asked for as HTML | the browser page (`page.rs`) |
 //! | `OPTIONS` preflight from a `--cors-origin` | `204` with the allowed methods and fields (`cors.rs`) |
@@ -84,6 +84,9 @@ pub struct Service {
     /// `--store s3://`: `/files/` is served from this store instead (`remote.rs`).
     #[cfg(feature = "s3")]
     pub(super) remote: Option<Arc<weir_store::S3Store>>,
+    /// With `remote`: resumable uploads kept in the bucket (`remote_resumable.rs`).
+    #[cfg(feature = "s3")]
+    pub(super) remote_resumables: Option<weir_store::S3Resumables>,
 }
 
 impl Service {
@@ -109,6 +112,8 @@ impl Service {
             cors: Cors::default(),
             #[cfg(feature = "s3")]
             remote: None,
+            #[cfg(feature = "s3")]
+            remote_resumables: None,
         }
     }
 
@@ -169,12 +174,33 @@ impl Service {
     async fn route_store(&self, ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
         let path = ex.request().path();
         #[cfg(feature = "s3")]
-        if self.remote.is_some()
-            && (path == "/tus"
-                || path.starts_with(tus::PREFIX)
-                || path.starts_with(resumable::PREFIX))
-        {
-            return super::remote::not_implemented(ex, "a resumable or tus upload").await;
+        if self.remote.is_some() && (path == "/tus" || path.starts_with(tus::PREFIX)) {
+            return super::remote::not_implemented(ex, "a tus upload").await;
+        }
+        #[cfg(feature = "s3")]
+        if let (Some(ups), Some(id)) = (
+            &self.remote_resumables,
+            path.strip_prefix(resumable::PREFIX),
+        ) {
+            let caller = match super::auth::authorization(ex.request()) {
+                Ok(a) => self.options.auth.caller(a, Access::Write),
+                Err(message) => {
+                    return reply::error(ex, Problem::BadRequest, message, &[]).await;
+                }
+            };
+            // The write scope here; a prefix token's upload target once its manifest is read.
+            match caller.check(Access::Write, None) {
+                Verdict::Allowed => {}
+                Verdict::Unauthorized => return unauthorized(ex).await,
+                Verdict::Forbidden => return forbidden(ex).await,
+            }
+            let mut copy = [0; 64];
+            let id = detach(id, &mut copy);
+            return super::remote_resumable::serve(self, ups, ex, &id, caller).await;
+        }
+        #[cfg(feature = "s3")]
+        if self.remote.is_some() && path.starts_with(resumable::PREFIX) {
+            return super::remote::not_implemented(ex, "a resumable upload").await;
         }
         // Discovery of resumable uploads (draft §4.1.4): every `/files/` resource takes them.
         if *ex.request().method() == Method::OPTIONS && (path == "*" || path.starts_with("/files/"))

@@ -242,7 +242,8 @@ impl S3Store {
     }
 
     /// Aborts the multipart uploads under the prefix begun more than `older_than` ago: those
-    /// a process that died (SIGKILL, power loss) could not abort itself. Uploads still being
+    /// a process that died (SIGKILL, power loss) could not abort itself; not those a live
+    /// resumable upload's manifest names. Uploads still being
     /// received by a live node are younger than any sensible `older_than` (hours). Returns how
     /// many were aborted (at most a thousand per call: the store's page).
     pub async fn sweep_multipart(&self, older_than: Duration) -> Result<usize, StoreError> {
@@ -250,9 +251,17 @@ impl S3Store {
             .checked_sub(older_than)
             .unwrap_or(UNIX_EPOCH);
         let mut aborted = 0;
-        for p in self.pending_multipart().await? {
+        let pending = self.pending_multipart().await?;
+        // Resumable uploads' multipart uploads live as long as their manifests, whatever
+        // their age: only an expired manifest's removal aborts them (`resumable.rs`).
+        let live = if pending.is_empty() {
+            Default::default()
+        } else {
+            self.live_resumable_uploads().await?
+        };
+        for p in pending {
             // Uploads with no parseable start time are left alone.
-            if p.initiated.is_some_and(|t| t <= cutoff) {
+            if p.initiated.is_some_and(|t| t <= cutoff) && !live.contains(&p.upload_id) {
                 abort_request(self, &p.key, &p.upload_id).await?;
                 aborted += 1;
             }
@@ -684,9 +693,11 @@ impl Store for S3Store {
 }
 
 mod read;
+mod resumable;
 mod upload;
 
 use read::S3Object;
+pub use resumable::{S3Append, S3AppendEnd, S3ResumableOptions, S3Resumables, S3UploadState};
 pub use upload::S3Upload;
 use upload::abort_request;
 

@@ -1,0 +1,781 @@
+//! Resumable uploads (IETF draft, interop version 8) across several `weir serve --store s3://`
+//! nodes on one bucket: SeaweedFS's `weed mini` (`weir_testkit::seaweed`), `weir` binaries as
+//! child processes, raw HTTP/1.1. An upload created on one node continues and completes on
+//! others, survives its node's SIGKILL, refuses a second writer, and leaves nothing in the
+//! bucket once completed, cancelled or expired. Skipped with a loud message when `weed` is not
+//! installed, unless `CI` is set (then they fail).
+
+use sha2::{Digest, Sha256};
+use std::io::Write;
+use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
+use std::process::Child;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+use weir_testkit::h1::{Client, Resp};
+use weir_testkit::seaweed::{self, Seaweed};
+
+const WEIR: &str = env!("CARGO_BIN_EXE_weir");
+const MIB: usize = 1 << 20;
+/// The part size every node runs with (S3's minimum; `weir serve` refuses less).
+const PART: usize = 5 * MIB;
+
+/// One `weir serve` process on the bucket; killed on drop.
+struct Node {
+    child: Child,
+    addr: SocketAddr,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts a node on `weed`'s bucket (prefix: none), 5 MiB parts unless `args` say, with `args`.
+fn node(weed: &Seaweed, args: &[&str]) -> Node {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("state");
+    let store = format!("s3://{}", seaweed::BUCKET);
+    let mut all = vec!["--store", &store, "--s3-endpoint", &weed.endpoint];
+    if !args.contains(&"--s3-part-size") {
+        all.extend_from_slice(&["--s3-part-size", "5MiB"]);
+    }
+    all.extend_from_slice(args);
+    let env = [
+        ("AWS_ACCESS_KEY_ID", seaweed::ACCESS_KEY),
+        ("AWS_SECRET_ACCESS_KEY", seaweed::SECRET_KEY),
+    ];
+    // `WEIR_SERVE_BIN`: another build of `weir` for the nodes (the measurement below runs
+    // the release one).
+    let bin = std::env::var_os("WEIR_SERVE_BIN").unwrap_or_else(|| WEIR.into());
+    let (child, addr) =
+        weir_testkit::serve_binary::spawn(Path::new(&bin), &root, dir.path(), &all, &env)
+            .unwrap_or_else(|stderr| panic!("weir serve did not start: {stderr}"));
+    Node {
+        child,
+        addr,
+        _dir: dir,
+    }
+}
+
+/// A client of `weed`'s bucket, as the nodes see it.
+fn direct(weed: &Seaweed) -> weir_store::S3Store {
+    weir_store::S3Store::new(weir_store::S3Config {
+        endpoint: weed.endpoint.clone(),
+        region: "us-east-1".into(),
+        bucket: seaweed::BUCKET.into(),
+        prefix: String::new(),
+        access_key: seaweed::ACCESS_KEY.into(),
+        secret_key: seaweed::SECRET_KEY.into(),
+        session_token: None,
+        part_size: PART,
+        parts_in_flight: 1,
+        path_style: true,
+        request_timeout: Duration::from_secs(60),
+    })
+    .unwrap()
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// `weed mini` with its bucket ready; `None` (skipped) without `weed`.
+fn start_weed() -> Option<Seaweed> {
+    let weed = Seaweed::start()?;
+    let store = direct(&weed);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    runtime().block_on(async {
+        while let Err(e) = store.create_bucket_if_missing().await {
+            assert!(Instant::now() < deadline, "bucket: {e}\n{}", weed.log());
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    });
+    Some(weed)
+}
+
+/// What the bucket holds for resumable uploads, and its unfinished multipart uploads.
+fn leftovers(weed: &Seaweed) -> (Vec<String>, Vec<String>) {
+    let store = direct(weed);
+    let ups = weir_store::S3Resumables::new(store.clone(), Default::default());
+    runtime().block_on(async {
+        (
+            ups.stored_keys().await.unwrap(),
+            store.pending_multipart_keys().await.unwrap(),
+        )
+    })
+}
+
+/// What a completed upload leaves: its manifest (until it expires), no part, no tail.
+fn assert_only_a_manifest(weed: &Seaweed) {
+    let (keys, pending) = leftovers(weed);
+    assert!(
+        keys.len() == 1 && keys[0].ends_with("/manifest"),
+        "{keys:?}"
+    );
+    assert_eq!(pending, Vec::<String>::new());
+}
+
+/// Sends one request on a new connection (`Content-Length` added for a body) and returns the
+/// interim responses and the final one.
+fn request(addr: SocketAddr, head: &str, body: &[u8]) -> (Vec<Resp>, Resp) {
+    let mut client = Client::new(TcpStream::connect(addr).unwrap());
+    client
+        .stream()
+        .set_read_timeout(Some(Duration::from_secs(120)))
+        .unwrap();
+    let mut req = format!("{head}\r\nhost: test\r\nconnection: close\r\n");
+    if !head.to_ascii_lowercase().contains("content-length") && !head.starts_with("HEAD ") {
+        req.push_str(&format!("content-length: {}\r\n", body.len()));
+    }
+    req.push_str("\r\n");
+    client.send(req.as_bytes());
+    let _ = client.try_send(body);
+    final_response(&mut client, head.starts_with("HEAD "))
+}
+
+fn final_response(client: &mut Client, head_only: bool) -> (Vec<Resp>, Resp) {
+    let mut interim = Vec::new();
+    loop {
+        let r = client.read_response_for(head_only);
+        if r.status >= 200 {
+            return (interim, r);
+        }
+        interim.push(r);
+    }
+}
+
+fn json(r: &Resp) -> serde_json::Value {
+    serde_json::from_slice(&r.body)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&r.body)))
+}
+
+fn data(len: usize, seed: u8) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i as u8).wrapping_mul(131).wrapping_add(seed) ^ (i >> 13) as u8)
+        .collect()
+}
+
+fn hex(d: &[u8]) -> String {
+    d.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn base64_of(bytes: &[u8]) -> String {
+    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for c in bytes.chunks(3) {
+        let n = (u32::from(c[0]) << 16)
+            | (u32::from(*c.get(1).unwrap_or(&0)) << 8)
+            | u32::from(*c.get(2).unwrap_or(&0));
+        for i in 0..4 {
+            if i <= c.len() {
+                out.push(T[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+fn patch_head(location: &str, offset: usize, complete: bool) -> String {
+    format!(
+        "PATCH {location} HTTP/1.1\r\ncontent-type: application/partial-upload\r\n\
+         upload-offset: {offset}\r\nupload-complete: {}",
+        if complete { "?1" } else { "?0" }
+    )
+}
+
+fn head_offset(addr: SocketAddr, location: &str) -> Resp {
+    request(addr, &format!("HEAD {location} HTTP/1.1"), b"").1
+}
+
+/// Created on A, appended on B, completed on C, each request cut inside a part (so the tail
+/// object carries the bytes between requests): byte-exact, the SHA-256 answered and served is
+/// the body's, and only the completed upload's manifest is left in the bucket (until `DELETE`
+/// or expiry). The upload's objects are never listed nor served meanwhile.
+#[test]
+fn created_on_one_node_appended_on_another_completed_on_a_third() {
+    let Some(weed) = start_weed() else { return };
+    let nodes = [node(&weed, &[]), node(&weed, &[]), node(&weed, &[])];
+    let [a, b, c] = [nodes[0].addr, nodes[1].addr, nodes[2].addr];
+    let total = 13 * MIB + 200;
+    let body = data(total, 7);
+    let sha = Sha256::digest(&body);
+    let b64 = base64_of(&sha);
+    let (cut1, cut2) = (7 * MIB + 123, 11 * MIB + 5000);
+
+    let (interim, r) = request(
+        a,
+        &format!(
+            "PUT /files/up/r.bin HTTP/1.1\r\nupload-complete: ?0\r\nupload-length: {total}\r\n\
+             repr-digest: sha-256=:{b64}:\r\ncontent-type: application/x-test"
+        ),
+        &body[..cut1],
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    let location = r.header("location").unwrap().to_owned();
+    assert_eq!(interim[0].status, 104);
+    assert_eq!(interim[0].header("location"), Some(location.as_str()));
+    assert_eq!(r.header("upload-offset"), Some(cut1.to_string().as_str()));
+
+    // The bucket holds the manifest, the tail and the first part's multipart upload; none of
+    // it is listed or served.
+    let (keys, pending) = leftovers(&weed);
+    assert!(keys.iter().any(|k| k.ends_with("/manifest")), "{keys:?}");
+    assert!(keys.iter().any(|k| k.contains("/tail-")), "{keys:?}");
+    assert_eq!(pending, ["up/r.bin"]);
+    let (_, r) = request(b, "PUT /files/plain.txt HTTP/1.1", b"plain");
+    assert_eq!(r.status, 201, "{}", r.text());
+    let (_, r) = request(b, "GET /files/ HTTP/1.1", b"");
+    let names: Vec<String> = json(&r)["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(names, ["plain.txt"], "{}", r.text());
+    for key in &keys {
+        let (_, r) = request(b, &format!("GET /files/{key} HTTP/1.1"), b"");
+        assert!(
+            r.status == 400 || r.status == 404,
+            "{key}: {} {}",
+            r.status,
+            r.text()
+        );
+    }
+    let (_, r) = request(b, "GET /files/up/r.bin HTTP/1.1", b"");
+    assert_eq!(r.status, 404, "an incomplete upload is not served");
+
+    let r = head_offset(b, &location);
+    assert_eq!(r.status, 204);
+    assert_eq!(r.header("upload-offset"), Some(cut1.to_string().as_str()));
+    assert_eq!(r.header("upload-length"), Some(total.to_string().as_str()));
+    // A wrong offset: 409 with the right one.
+    let (_, r) = request(b, &patch_head(&location, cut1 + 1, false), b"x");
+    assert_eq!(r.status, 409, "{}", r.text());
+    assert_eq!(r.header("upload-offset"), Some(cut1.to_string().as_str()));
+
+    let (_, r) = request(b, &patch_head(&location, cut1, false), &body[cut1..cut2]);
+    assert_eq!(r.status, 204, "{}", r.text());
+    assert_eq!(r.header("upload-offset"), Some(cut2.to_string().as_str()));
+    let r = head_offset(c, &location);
+    assert_eq!(r.header("upload-offset"), Some(cut2.to_string().as_str()));
+
+    let (_, r) = request(c, &patch_head(&location, cut2, true), &body[cut2..]);
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(r.header("upload-complete"), Some("?1"));
+    let answer = json(&r);
+    assert_eq!(answer["sha256"], hex(&sha));
+    assert_eq!(answer["size"], total);
+    assert_eq!(answer["path"], "up/r.bin");
+
+    let (_, r) = request(a, "GET /files/up/r.bin HTTP/1.1", b"");
+    assert_eq!(r.status, 200);
+    assert!(r.body == body, "stored bytes differ");
+    assert_eq!(
+        r.header("repr-digest"),
+        Some(format!("sha-256=:{b64}:").as_str())
+    );
+    assert_eq!(r.header("content-type"), Some("application/x-test"));
+    // The completed upload answers so (its manifest kept until it expires, nothing else) and
+    // takes no more bytes; cancelling it removes the manifest, not the file.
+    let r = head_offset(a, &location);
+    assert_eq!(r.status, 204);
+    assert_eq!(r.header("upload-complete"), Some("?1"));
+    assert_eq!(r.header("upload-offset"), Some(total.to_string().as_str()));
+    let (_, r) = request(b, &patch_head(&location, total, true), b"x");
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert_only_a_manifest(&weed);
+    let (_, r) = request(b, &format!("DELETE {location} HTTP/1.1"), b"");
+    assert_eq!(r.status, 204);
+    assert_eq!(leftovers(&weed), (vec![], vec![]));
+    let (_, r) = request(a, "HEAD /files/up/r.bin HTTP/1.1", b"");
+    assert_eq!(r.status, 200);
+}
+
+/// A small upload (less than a part) completes as one `PutObject` of its tail, and a digest
+/// that does not match stores nothing.
+#[test]
+fn a_small_upload_and_a_wrong_digest() {
+    let Some(weed) = start_weed() else { return };
+    let nodes = [node(&weed, &[]), node(&weed, &[])];
+    let body = data(100_000, 2);
+    let (_, r) = request(
+        nodes[0].addr,
+        "PUT /files/small.bin HTTP/1.1\r\nupload-complete: ?0",
+        &body[..40_000],
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    let location = r.header("location").unwrap().to_owned();
+    let (_, r) = request(
+        nodes[1].addr,
+        &patch_head(&location, 40_000, true),
+        &body[40_000..],
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(json(&r)["sha256"], hex(&Sha256::digest(&body)));
+    let (_, r) = request(nodes[0].addr, "GET /files/small.bin HTTP/1.1", b"");
+    assert!(r.body == body);
+
+    let wrong = base64_of(&[0u8; 32]);
+    let (_, r) = request(
+        nodes[1].addr,
+        &format!(
+            "PUT /files/wrong.bin HTTP/1.1\r\nupload-complete: ?1\r\nrepr-digest: sha-256=:{wrong}:"
+        ),
+        &body,
+    );
+    assert_eq!(r.status, 400, "{}", r.text());
+    let (_, r) = request(nodes[0].addr, "GET /files/wrong.bin HTTP/1.1", b"");
+    assert_eq!(r.status, 404);
+}
+
+/// The node receiving an upload is SIGKILLed mid-request: through another node, `HEAD` answers
+/// (once the dead node's lease lapsed) an offset no larger than what was sent and at least what
+/// the dead node acknowledged in a `104`; the client resumes there and the object is
+/// byte-exact.
+#[test]
+fn a_node_killed_mid_upload_and_the_client_resumes_elsewhere() {
+    let Some(weed) = start_weed() else { return };
+    let lease = ["--s3-upload-lease", "2"];
+    let mut a = node(&weed, &lease);
+    let b = node(&weed, &lease);
+    let total = 40 * MIB + 333;
+    let body = data(total, 11);
+
+    let stream = TcpStream::connect(a.addr).unwrap();
+    let mut writer = stream.try_clone().unwrap();
+    write!(
+        writer,
+        "PUT /files/killed.bin HTTP/1.1\r\nhost: t\r\nupload-complete: ?1\r\ncontent-length: {total}\r\n\r\n"
+    )
+    .unwrap();
+    // The interim responses, as they come: the creation's (Location), then each recorded
+    // offset. (The reader panics on the cut connection once the node is killed: ignored.)
+    let (tx, rx) = mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut client = Client::new(stream);
+        loop {
+            let r = client.read_response();
+            let done = r.status >= 200;
+            if tx.send(r).is_err() || done {
+                return;
+            }
+        }
+    });
+    let mut location = None;
+    let mut acknowledged = 0;
+    let mut sent = 0;
+    let note = |r: Resp, location: &mut Option<String>, acknowledged: &mut usize| {
+        assert_eq!(r.status, 104, "{}", r.text());
+        if let Some(l) = r.header("location") {
+            *location = Some(l.to_owned());
+        }
+        if let Some(o) = r.header("upload-offset") {
+            *acknowledged = o.parse().unwrap();
+        }
+    };
+    // Never the whole body: the request must still be running when its node dies.
+    for chunk in body[..total - PART].chunks(MIB) {
+        writer.write_all(chunk).unwrap();
+        sent += chunk.len();
+        std::thread::sleep(Duration::from_millis(20));
+        while let Ok(r) = rx.try_recv() {
+            note(r, &mut location, &mut acknowledged);
+        }
+        if acknowledged >= 2 * PART {
+            break;
+        }
+    }
+    // Once the node has taken four parts' bytes, it has recorded two (two in flight at most):
+    // wait for that 104 however slow the store is.
+    while acknowledged < 2 * PART {
+        match rx.recv_timeout(Duration::from_secs(60)) {
+            Ok(r) => note(r, &mut location, &mut acknowledged),
+            Err(_) => break,
+        }
+    }
+    assert!(
+        acknowledged >= 2 * PART,
+        "no 104 with a recorded offset after {sent} bytes"
+    );
+    a.child.kill().unwrap();
+    a.child.wait().unwrap();
+    drop(writer);
+    let _ = reader.join();
+    let location = location.expect("the creation's 104 names the upload");
+
+    let r = head_offset(b.addr, &location);
+    assert_eq!(r.status, 204, "{}", r.text());
+    let offset: usize = r.header("upload-offset").unwrap().parse().unwrap();
+    assert!(
+        (acknowledged..=sent).contains(&offset),
+        "offset {offset}: acknowledged {acknowledged}, sent {sent}"
+    );
+    eprintln!("killed after {sent} bytes sent, {acknowledged} acknowledged; resumed at {offset}");
+    let (_, r) = request(
+        b.addr,
+        &patch_head(&location, offset, true),
+        &body[offset..],
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(json(&r)["sha256"], hex(&Sha256::digest(&body)));
+    let (_, r) = request(b.addr, "GET /files/killed.bin HTTP/1.1", b"");
+    assert!(r.body == body, "stored bytes differ");
+    assert_only_a_manifest(&weed);
+}
+
+/// Two appends to one upload at once, through two nodes: one proceeds, the other is refused
+/// at once with 409 `upload-busy`; the upload then holds exactly the winner's bytes.
+#[test]
+fn two_appends_at_once_through_two_nodes_one_is_refused() {
+    let Some(weed) = start_weed() else { return };
+    let nodes = [node(&weed, &[]), node(&weed, &[])];
+    let (_, r) = request(
+        nodes[0].addr,
+        "PUT /files/busy.bin HTTP/1.1\r\nupload-complete: ?0",
+        b"",
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    let location = r.header("location").unwrap().to_owned();
+    let len = 6 * MIB;
+    // Set by the request that was answered before its body was sent: the other then sends
+    // the rest of its body (no timing decides who is which).
+    let refused = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let threads: Vec<_> = nodes
+        .iter()
+        .map(|n| {
+            let (addr, location) = (n.addr, location.clone());
+            let refused = std::sync::Arc::clone(&refused);
+            std::thread::spawn(move || {
+                use std::sync::atomic::Ordering;
+                let body = data(len, 5);
+                let mut client = Client::new(TcpStream::connect(addr).unwrap());
+                let head = format!(
+                    "{}\r\nhost: t\r\nconnection: close\r\ncontent-length: {len}\r\n\r\n",
+                    patch_head(&location, 0, false)
+                );
+                client.send(head.as_bytes());
+                let _ = client.try_send(&body[..MIB]);
+                client
+                    .stream()
+                    .set_read_timeout(Some(Duration::from_millis(100)))
+                    .unwrap();
+                let deadline = Instant::now() + Duration::from_secs(60);
+                let mut first = [0u8; 1];
+                loop {
+                    assert!(Instant::now() < deadline, "neither append was refused");
+                    if let Ok(1) = std::io::Read::read(client.stream(), &mut first) {
+                        // Answered before its body: the refused one.
+                        refused.store(true, Ordering::SeqCst);
+                        client
+                            .stream()
+                            .set_read_timeout(Some(Duration::from_secs(60)))
+                            .unwrap();
+                        let mut rest = Vec::new();
+                        let _ = std::io::Read::read_to_end(client.stream(), &mut rest);
+                        let mut all = first.to_vec();
+                        all.extend_from_slice(&rest);
+                        let (mut responses, _) = weir_testkit::h1::parse_responses(&all);
+                        return responses.remove(0);
+                    }
+                    if refused.load(Ordering::SeqCst) {
+                        // The other was refused while this one holds the upload.
+                        client
+                            .stream()
+                            .set_read_timeout(Some(Duration::from_secs(60)))
+                            .unwrap();
+                        client.send(&body[MIB..]);
+                        return final_response(&mut client, false).1;
+                    }
+                }
+            })
+        })
+        .collect();
+    let mut results: Vec<Resp> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+    results.sort_by_key(|r| r.status);
+    let statuses: Vec<u16> = results.iter().map(|r| r.status).collect();
+    assert_eq!(statuses, [204, 409], "{:?}", results[1].text());
+    assert_eq!(
+        json(&results[1])["type"],
+        "https://weir.dev/problems/upload-busy"
+    );
+    let r = head_offset(nodes[1].addr, &location);
+    assert_eq!(r.header("upload-offset"), Some(len.to_string().as_str()));
+    let (_, r) = request(nodes[1].addr, &format!("DELETE {location} HTTP/1.1"), b"");
+    assert_eq!(r.status, 204);
+}
+
+/// `DELETE` aborts the upload's multipart upload and removes its objects; the multipart sweep
+/// leaves a live upload's multipart upload alone however old; an expired upload is removed
+/// (multipart upload aborted, objects deleted) by a node's sweep.
+#[test]
+fn cancel_and_expiry_leave_nothing_and_the_sweep_keeps_live_uploads() {
+    let Some(weed) = start_weed() else { return };
+    let n = node(&weed, &[]);
+    let body = data(6 * MIB, 1);
+    let (_, r) = request(
+        n.addr,
+        "PUT /files/cancel.bin HTTP/1.1\r\nupload-complete: ?0",
+        &body,
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    let location = r.header("location").unwrap().to_owned();
+    let store = direct(&weed);
+    let rt = runtime();
+    assert_eq!(
+        rt.block_on(store.pending_multipart_keys()).unwrap(),
+        ["cancel.bin"]
+    );
+    // A sweep of every multipart upload begun before now keeps the live upload's.
+    assert_eq!(
+        rt.block_on(store.sweep_multipart(Duration::ZERO)).unwrap(),
+        0
+    );
+    assert_eq!(
+        rt.block_on(store.pending_multipart_keys()).unwrap(),
+        ["cancel.bin"]
+    );
+    let (_, r) = request(n.addr, &format!("DELETE {location} HTTP/1.1"), b"");
+    assert_eq!(r.status, 204, "{}", r.text());
+    assert_eq!(leftovers(&weed), (vec![], vec![]));
+    assert_eq!(head_offset(n.addr, &location).status, 404);
+    let (_, r) = request(n.addr, &format!("DELETE {location} HTTP/1.1"), b"");
+    assert_eq!(r.status, 404);
+
+    // Expiry: an upload of a node whose uploads live 1 s.
+    let short = node(&weed, &["--resumable-expiry", "1s"]);
+    let (_, r) = request(
+        short.addr,
+        "PUT /files/expired.bin HTTP/1.1\r\nupload-complete: ?0",
+        &body,
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    let location = r.header("location").unwrap().to_owned();
+    assert_eq!(leftovers(&weed).1, ["expired.bin"]);
+    std::thread::sleep(Duration::from_millis(2500));
+    assert_eq!(head_offset(n.addr, &location).status, 404);
+    // A node's sweep (it runs at start) removes it.
+    let _sweeper = node(&weed, &[]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let left = leftovers(&weed);
+        if left == (vec![], vec![]) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "left behind: {left:?}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// A writer that stalled past its lease loses the upload to the request that took it over: its
+/// next lease renewal and its next record are refused (the lease's and the manifest's
+/// `If-Match`, decided by the store), so the upload holds only the new writer's bytes.
+#[test]
+fn a_writer_that_lost_its_lease_records_nothing() {
+    use weir_store::{
+        ResumableError, S3AppendEnd, S3ResumableOptions, S3Resumables, StoreError, StorePath,
+    };
+    let Some(weed) = start_weed() else { return };
+    let ups = S3Resumables::new(
+        direct(&weed),
+        S3ResumableOptions {
+            expiry: Duration::from_secs(3600),
+            lease: Duration::from_secs(1),
+        },
+    );
+    runtime().block_on(async {
+        let path = StorePath::parse("stalled.bin").unwrap();
+        let (id, _) = ups.create(&path, None, None, None).await.unwrap();
+        let mut first = ups.append(&id, 0, None).await.unwrap();
+        first.write(&data(1000, 1)).await.unwrap();
+        let busy = ups.append(&id, 0, None).await;
+        assert!(matches!(busy, Err(ResumableError::Busy)), "{busy:?}");
+        // The first writer stalls past its lease; another request takes the upload over.
+        tokio::time::sleep(Duration::from_millis(1300)).await;
+        let mut second = ups.append(&id, 0, None).await.unwrap();
+        second.write(&data(2000, 2)).await.unwrap();
+        match second.finish(false).await.unwrap() {
+            S3AppendEnd::Incomplete(state) => assert_eq!(state.offset, 2000),
+            S3AppendEnd::Completed(_) => panic!("not completed"),
+        }
+        let renewed = first.write(&data(10, 1)).await;
+        assert!(
+            matches!(renewed, Err(StoreError::PreconditionFailed)),
+            "{renewed:?}"
+        );
+        let recorded = first.finish(false).await;
+        assert!(
+            matches!(recorded, Err(StoreError::PreconditionFailed)),
+            "{recorded:?}"
+        );
+        assert_eq!(ups.state(&id).await.unwrap().unwrap().offset, 2000);
+        ups.cancel(&id).await.unwrap();
+        assert_eq!(ups.stored_keys().await.unwrap(), Vec::<String>::new());
+    });
+}
+
+/// `weir put` (which creates a resumable upload carrying the whole file and its
+/// `Content-Digest`) through one node, `weir get` through another: byte-exact, and the
+/// SHA-256 kept with the object (the client verifies `Repr-Digest`).
+#[test]
+fn weir_put_and_get_through_two_nodes() {
+    let Some(weed) = start_weed() else { return };
+    let nodes = [node(&weed, &[]), node(&weed, &[])];
+    let dir = tempfile::tempdir().unwrap();
+    let body = data(12 * MIB + 7, 9);
+    let file = dir.path().join("in.bin");
+    std::fs::write(&file, &body).unwrap();
+    let weir = |args: &[&str]| {
+        std::process::Command::new(WEIR)
+            .args(args)
+            .env_remove("WEIR_TOKEN")
+            .env("XDG_STATE_HOME", dir.path().join("state"))
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let put_url = format!("http://{}/files/put/in.bin", nodes[0].addr);
+    let out = weir(&["put", file.to_str().unwrap(), &put_url]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let back = dir.path().join("out.bin");
+    let get_url = format!("http://{}/files/put/in.bin", nodes[1].addr);
+    let out = weir(&["get", &get_url, back.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(std::fs::read(&back).unwrap() == body, "bytes differ");
+    let (_, r) = request(nodes[1].addr, "HEAD /files/put/in.bin HTTP/1.1", b"");
+    let sha = base64_of(&Sha256::digest(&body));
+    assert_eq!(
+        r.header("repr-digest"),
+        Some(format!("sha-256=:{sha}:").as_str())
+    );
+    assert_only_a_manifest(&weed);
+}
+
+/// The cost of resuming (docs/BENCHMARKS.md): 1 GiB as one plain `PUT`, against the same
+/// bytes as a resumable upload in four requests alternating between two nodes, each cut inside
+/// a part (8 MiB parts, two in flight: the defaults). Rounds alternate; times printed, nothing
+/// asserted but the digests. Run (the nodes from a release build, the client here):
+/// `cargo build --release -p weir-cli && WEIR_SERVE_BIN=target/release/weir cargo test -p
+/// weir-cli --test s3_resumable -- --ignored --nocapture resumed_vs_plain`.
+#[test]
+#[ignore = "a measurement: 1 GiB several times"]
+fn resumed_vs_plain_1gib() {
+    let Some(weed) = start_weed() else { return };
+    let nodes = [
+        node(&weed, &["--s3-part-size", "8MiB"]),
+        node(&weed, &["--s3-part-size", "8MiB"]),
+    ];
+    let total: usize = 1 << 30;
+    let pattern = data(MIB + 4099, 3);
+    // The body as slices of the pattern, from `start` to `end`, written to `w`.
+    let send = |w: &mut TcpStream, start: usize, end: usize| {
+        let mut at = start;
+        while at < end {
+            let p = at % pattern.len();
+            let n = (pattern.len() - p).min(end - at);
+            w.write_all(&pattern[p..p + n]).unwrap();
+            at += n;
+        }
+    };
+    let mut hasher = Sha256::new();
+    {
+        let mut at = 0;
+        while at < total {
+            let p = at % pattern.len();
+            let n = (pattern.len() - p).min(total - at);
+            hasher.update(&pattern[p..p + n]);
+            at += n;
+        }
+    }
+    let sha = hex(&hasher.finalize());
+    let one = |addr: SocketAddr, head: String, start: usize, end: usize| -> (Vec<Resp>, Resp) {
+        let mut stream = TcpStream::connect(addr).unwrap();
+        write!(
+            stream,
+            "{head}\r\nhost: t\r\nconnection: close\r\ncontent-length: {}\r\n\r\n",
+            end - start
+        )
+        .unwrap();
+        let mut writer = stream.try_clone().unwrap();
+        std::thread::scope(|s| {
+            let h = s.spawn(|| send(&mut writer, start, end));
+            let mut client = Client::new(stream);
+            client
+                .stream()
+                .set_read_timeout(Some(Duration::from_secs(600)))
+                .unwrap();
+            let r = final_response(&mut client, false);
+            h.join().unwrap();
+            r
+        })
+    };
+    let mut plain = Vec::new();
+    let mut resumed = Vec::new();
+    for round in 0..3 {
+        let t = Instant::now();
+        let (_, r) = one(
+            nodes[0].addr,
+            format!("PUT /files/plain{round}.bin HTTP/1.1"),
+            0,
+            total,
+        );
+        assert_eq!(r.status, 201, "{}", r.text());
+        assert_eq!(json(&r)["sha256"], sha.as_str());
+        plain.push(t.elapsed());
+
+        let t = Instant::now();
+        let cuts = [0, 256 * MIB + 12_345, 512 * MIB + 777, 768 * MIB + 3, total];
+        let (_, r) = one(
+            nodes[0].addr,
+            format!(
+                "PUT /files/resumed{round}.bin HTTP/1.1\r\nupload-complete: ?0\r\nupload-length: {total}"
+            ),
+            cuts[0],
+            cuts[1],
+        );
+        assert_eq!(r.status, 201, "{}", r.text());
+        let location = r.header("location").unwrap().to_owned();
+        for i in 1..4 {
+            let (_, r) = one(
+                nodes[i % 2].addr,
+                patch_head(&location, cuts[i], i == 3),
+                cuts[i],
+                cuts[i + 1],
+            );
+            assert!(r.status == 204 || r.status == 201, "{}", r.text());
+            if i == 3 {
+                assert_eq!(json(&r)["sha256"], sha.as_str());
+            }
+        }
+        resumed.push(t.elapsed());
+        for name in [format!("plain{round}.bin"), format!("resumed{round}.bin")] {
+            request(
+                nodes[0].addr,
+                &format!("DELETE /files/{name} HTTP/1.1"),
+                b"",
+            );
+        }
+        eprintln!(
+            "round {round}: plain {:?}, resumed in 4 requests over 2 nodes {:?}, ratio {:.3}",
+            plain[round],
+            resumed[round],
+            resumed[round].as_secs_f64() / plain[round].as_secs_f64()
+        );
+    }
+}
