@@ -2,7 +2,7 @@
 //!
 //! A multi-threaded tokio runtime with `threads` workers (as `weir serve` runs it, and as the
 //! hyper peer runs), or with `--per-core` `Server::serve_per_core` (one current-thread runtime
-//! per thread behind `SO_REUSEPORT` listeners); `Config::pause_threshold` from the command line;
+//! per thread behind `SO_REUSEPORT` listeners, or all waiting on one Unix socket); `Config::pause_threshold` from the command line;
 //! no body size limit (the uploads are hundreds of MiB; the library default is 30 MiB); the
 //! `Server` header from the config, the same value every system sends. weir adds `Date` itself.
 //!
@@ -47,11 +47,6 @@ pub fn start(args: &ServeArgs) -> Result<Endpoint, StartError> {
     config.max_body_size = None;
     config.server_header = Some(SERVER.to_string());
     config.reuse_port = args.per_core;
-    if args.per_core && args.unix.is_some() {
-        return Err(StartError::Unavailable(
-            "per-core serving is TCP only".into(),
-        ));
-    }
     let tls = match (&args.tls_cert, &args.tls_key) {
         (Some(cert), Some(key)) => Some(
             weir::TlsConfig::from_pem_files(cert, key)
