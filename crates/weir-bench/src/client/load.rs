@@ -30,10 +30,10 @@ use rustix::time::{
     Itimerspec, TimerfdClockId, TimerfdFlags, TimerfdTimerFlags, Timespec, timerfd_create,
     timerfd_settime,
 };
-use std::io;
-use std::os::fd::OwnedFd;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::io;
+use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::thread::JoinHandle;

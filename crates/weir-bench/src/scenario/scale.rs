@@ -104,7 +104,8 @@ pub fn run(s: &Settings, a: &ScaleArgs) -> io::Result<()> {
         peers.push(Peer::start(label, &args)?);
     }
     let small = {
-        let mut r = b"POST /post HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2048\r\n\r\n".to_vec();
+        let mut r =
+            b"POST /post HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2048\r\n\r\n".to_vec();
         r.extend((0..2048).map(|i| b'a' + (i % 26) as u8));
         r
     };

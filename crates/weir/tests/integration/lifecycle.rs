@@ -223,7 +223,9 @@ fn per_core_runtimes_share_a_unix_socket() {
             .build()
             .unwrap();
         let mut server = weir::Server::new(Config::default());
-        setup.block_on(async { server.listen_unix(&bind_path) }).unwrap();
+        setup
+            .block_on(async { server.listen_unix(&bind_path) })
+            .unwrap();
         tx.send(server.handle()).unwrap();
         drop(setup);
         server.serve_per_core(handler, 2).unwrap();
@@ -240,7 +242,10 @@ fn per_core_runtimes_share_a_unix_socket() {
     let mut other = std::os::unix::net::UnixStream::connect(&path).unwrap();
     let answered = unix_get(&mut other, "/who");
     release_tx.send(()).unwrap();
-    let blocking = blocked_thread.join().unwrap().expect("the blocked request is answered");
+    let blocking = blocked_thread
+        .join()
+        .unwrap()
+        .expect("the blocked request is answered");
     let _ = blocked.shutdown(std::net::Shutdown::Both);
     let answered = answered.expect("a second connection is answered while one thread is busy");
     let name = |r: &str| r.rsplit("\r\n\r\n").next().unwrap_or("").to_string();
@@ -249,7 +254,10 @@ fn per_core_runtimes_share_a_unix_socket() {
     assert_ne!(name(&answered), name(&blocking), "served by another thread");
     handle.shutdown();
     thread.join().unwrap();
-    assert!(!path.exists(), "the socket file is removed once, by the original listener");
+    assert!(
+        !path.exists(),
+        "the socket file is removed once, by the original listener"
+    );
 }
 
 #[test]
