@@ -19,8 +19,8 @@ pub enum Listener {
     Unix(UnixListener, SocketFile),
 }
 
-/// The path a Unix listener is bound to, removed on drop. A per-core server's copies of the
-/// listener (see [`Listener::detach`]) hold none: the original removes the file.
+/// The path a Unix listener is bound to, removed on drop. The copies of the listener a
+/// per-core server gives its other threads hold none: the original removes the file.
 #[derive(Debug)]
 pub struct SocketFile(Option<PathBuf>);
 
