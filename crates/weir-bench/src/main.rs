@@ -74,6 +74,9 @@ enum Cmd {
     /// Issue 17: a large object through `weir serve --store s3://` and with `S3Store` directly,
     /// on SeaweedFS (skipped without `weed`, unless `CI` is set).
     S3(scenario::s3::S3Args),
+    /// Issue 18 item 7: server CPU per request and per GiB as keep-alive connections grow
+    /// (1 to 10,000), weir with 1 and 2 threads and per core, hyper. Not part of `all`.
+    Scale(scenario::scale::ScaleArgs),
     /// Every scenario, with its default options.
     All,
     /// Runs one server under test (used by the scenarios).
@@ -112,6 +115,7 @@ fn main() {
         Cmd::Local(a) => scenario::local::run(&settings, &a),
         Cmd::Resume(a) => scenario::resume::run(&settings, &a),
         Cmd::S3(a) => scenario::s3::run(&settings, &a),
+        Cmd::Scale(a) => scenario::scale::run(&settings, &a),
         Cmd::All => scenario::upload::run(&settings, &scenario::upload::UploadArgs::default())
             .and_then(|()| scenario::timeline::run(&settings, &Default::default()))
             .and_then(|()| scenario::plaintext::run(&settings, &Default::default()))

@@ -133,6 +133,8 @@ fn every_scenario_reports_every_row() {
         "| weir TCP ",
         "| weir Unix ",
         "| hyper Unix ",
+        "| weir per-core TCP ",
+        "| weir per-core Unix ",
         "| raw TCP ",
         "| raw Unix ",
         "| memcpy (same process) ",
@@ -228,4 +230,41 @@ fn every_scenario_reports_every_row() {
         text.lines()
             .any(|l| l.starts_with("| raw TCP ") && l.contains("| 0 / 0 "))
     );
+}
+
+/// The `scale` scenario (not part of `all`) reports a cell for every system and connection
+/// count, with a CPU figure in each.
+#[test]
+fn scale_reports_every_cell() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("BENCHMARKS.md");
+    let out = Command::new(env!("CARGO_BIN_EXE_weir-bench"))
+        .args(["--tiny", "--report"])
+        .arg(&report)
+        .args(["scale", "--connections", "1,64", "--upload-size", "64K"])
+        .output()
+        .expect("run weir-bench");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "weir-bench failed:\n{stderr}");
+    let text = std::fs::read_to_string(&report).expect("report written");
+    for system in [
+        "weir, 1 thread",
+        "weir, 2 threads",
+        "weir per-core, 2 threads",
+        "hyper, 2 threads",
+    ] {
+        for connections in ["1", "64"] {
+            let cells: Vec<Vec<&str>> = text
+                .lines()
+                .map(|l| l.split('|').map(str::trim).collect::<Vec<_>>())
+                .filter(|c| c.len() > 4 && c[1] == system && c[2] == connections)
+                .collect();
+            // One row per workload (small requests, uploads).
+            assert_eq!(cells.len(), 2, "{system}, {connections}:\n{text}");
+            for c in cells {
+                let cpu = c[4].split(' ').next().unwrap_or("");
+                assert!(cpu.parse::<f64>().is_ok(), "no CPU figure: {c:?}");
+            }
+        }
+    }
 }

@@ -164,8 +164,9 @@ impl Server {
     /// cross-thread wake-ups; the kernel spreads connections over the listeners. Blocks until
     /// shutdown completes; call it from a plain thread, not from inside a runtime.
     ///
-    /// TCP listeners must have been bound with [`Config::reuse_port`]. Unix socket listeners
-    /// are served by the first thread.
+    /// TCP listeners must have been bound with [`Config::reuse_port`]. A Unix socket listener
+    /// is shared: every thread waits on the same socket, and the thread that accepts first
+    /// serves the connection.
     pub fn serve_per_core<H: Handler>(self, handler: H, threads: usize) -> io::Result<()> {
         if self.listeners.is_empty() {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "no listener"));

@@ -30,6 +30,8 @@ use rustix::time::{
     Itimerspec, TimerfdClockId, TimerfdFlags, TimerfdTimerFlags, Timespec, timerfd_create,
     timerfd_settime,
 };
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::io;
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -184,6 +186,8 @@ struct Conn {
     sent_at: Instant,
     /// Paced: when the next batch is due.
     next_send: Instant,
+    /// Paced: whether the connection is in the thread's queue of idle connections by due time.
+    queued: bool,
 }
 
 impl Conn {
@@ -208,6 +212,9 @@ fn run_thread(
 ) -> io::Result<ThreadResult> {
     let ep = epoll::create(CreateFlags::CLOEXEC)?;
     let mut conns = Vec::with_capacity(fds.len());
+    // Paced: the idle connections by due time, so that finding the next one costs O(log n)
+    // whatever the number of connections (a scan of 10,000 per event would be the bottleneck).
+    let mut due: BinaryHeap<Reverse<(Instant, usize)>> = BinaryHeap::with_capacity(fds.len());
     let mut result = ThreadResult {
         errors: 0,
         latency: new_histogram(),
@@ -228,7 +235,11 @@ fn run_thread(
             sent_at: start,
             // Paced connections start staggered over one interval.
             next_send: start + cfg.interval.map_or(Duration::ZERO, |d| d * i as u32 / n),
+            queued: cfg.interval.is_some(),
         };
+        if c.queued {
+            due.push(Reverse((c.next_send, i)));
+        }
         if cfg.interval.is_none() {
             send_batch(&ep, i, &mut c, cfg, Instant::now())?;
         }
@@ -255,13 +266,10 @@ fn run_thread(
         let mut wait = Duration::from_millis(20);
         if let Some(timer) = &timer {
             let now = Instant::now();
-            let due = conns
-                .iter()
-                .flatten()
-                .filter(|c| c.idle(cfg.batch))
-                .map(|c| c.next_send.saturating_duration_since(now))
-                .min();
-            if let Some(due) = due {
+            let next = due
+                .peek()
+                .map(|Reverse((at, _))| at.saturating_duration_since(now));
+            if let Some(due) = next {
                 wait = Duration::ZERO;
                 if !due.is_zero() {
                     let value = Itimerspec {
@@ -308,6 +316,10 @@ fn run_thread(
             } else {
                 on_readable(&ep, i, c, cfg, record, &mut result, &mut completed)
             };
+            if ok && cfg.interval.is_some() && !c.queued && c.idle(cfg.batch) {
+                c.queued = true;
+                due.push(Reverse((c.next_send, i)));
+            }
             if !ok {
                 result.errors += 1;
                 conns[i] = None;
@@ -316,16 +328,19 @@ fn run_thread(
         }
         if let Some(interval) = cfg.interval {
             let now = Instant::now();
-            for (i, slot) in conns.iter_mut().enumerate() {
+            while let Some(&Reverse((at, i))) = due.peek() {
+                if at > now {
+                    break;
+                }
+                due.pop();
+                let slot = &mut conns[i];
                 let Some(c) = slot else { continue };
-                if c.idle(cfg.batch) && c.next_send <= now {
-                    let due = c.next_send;
-                    c.next_send += interval;
-                    if send_batch(&ep, i, c, cfg, due).is_err() {
-                        result.errors += 1;
-                        *slot = None;
-                        live -= 1;
-                    }
+                c.queued = false;
+                c.next_send += interval;
+                if send_batch(&ep, i, c, cfg, at).is_err() {
+                    result.errors += 1;
+                    *slot = None;
+                    live -= 1;
                 }
             }
         }

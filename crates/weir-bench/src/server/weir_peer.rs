@@ -2,7 +2,7 @@
 //!
 //! A multi-threaded tokio runtime with `threads` workers (as `weir serve` runs it, and as the
 //! hyper peer runs), or with `--per-core` `Server::serve_per_core` (one current-thread runtime
-//! per thread behind `SO_REUSEPORT` listeners); `Config::pause_threshold` from the command line;
+//! per thread behind `SO_REUSEPORT` listeners, or all waiting on one Unix socket); `Config::pause_threshold` from the command line;
 //! no body size limit (the uploads are hundreds of MiB; the library default is 30 MiB); the
 //! `Server` header from the config, the same value every system sends. weir adds `Date` itself.
 //!
@@ -47,11 +47,6 @@ pub fn start(args: &ServeArgs) -> Result<Endpoint, StartError> {
     config.max_body_size = None;
     config.server_header = Some(SERVER.to_string());
     config.reuse_port = args.per_core;
-    if args.per_core && args.unix.is_some() {
-        return Err(StartError::Unavailable(
-            "per-core serving is TCP only".into(),
-        ));
-    }
     let tls = match (&args.tls_cert, &args.tls_key) {
         (Some(cert), Some(key)) => Some(
             weir::TlsConfig::from_pem_files(cert, key)
@@ -101,6 +96,7 @@ pub fn start(args: &ServeArgs) -> Result<Endpoint, StartError> {
         let handler = Bench {
             sink: args.sink,
             dir: args.data_dir.clone(),
+            discard_bufs: std::sync::Mutex::new(Vec::new()),
         };
         serve_in_background(rt, server, handler, per_core, threads);
     }
@@ -132,6 +128,8 @@ fn serve_in_background<H: weir::Handler>(
 struct Bench {
     sink: Sink,
     dir: PathBuf,
+    /// Idle discard buffers, reused from upload to upload.
+    discard_bufs: std::sync::Mutex<Vec<Vec<u8>>>,
 }
 
 enum Route {
@@ -186,14 +184,21 @@ impl Bench {
         let mut trace = UploadTrace::start();
         match self.sink {
             Sink::Discard => {
-                let mut buf = vec![0u8; DISCARD_BUF];
-                loop {
-                    let n = ex.read_body(&mut buf).await?;
-                    if n == 0 {
-                        break;
+                // A pooled buffer: zeroing a fresh 1 MiB per upload would be counted against
+                // weir in the `scale` scenario's many small uploads (hyper's peer has no buffer).
+                let mut buf = self.discard_bufs.lock().ok().and_then(|mut b| b.pop());
+                let buf = buf.get_or_insert_with(|| vec![0u8; DISCARD_BUF]);
+                let read = loop {
+                    match ex.read_body(buf).await {
+                        Ok(0) => break Ok(()),
+                        Ok(n) => trace.received(n),
+                        Err(e) => break Err(e),
                     }
-                    trace.received(n);
+                };
+                if let Ok(mut bufs) = self.discard_bufs.lock() {
+                    bufs.push(std::mem::take(buf));
                 }
+                read?;
             }
             Sink::File => {
                 let mut file = create_upload_file(&self.dir)?;

@@ -19,13 +19,16 @@ pub enum Listener {
     Unix(UnixListener, SocketFile),
 }
 
-/// The path a Unix listener is bound to, removed on drop.
+/// The path a Unix listener is bound to, removed on drop. The copies of the listener a
+/// per-core server gives its other threads hold none: the original removes the file.
 #[derive(Debug)]
-pub struct SocketFile(PathBuf);
+pub struct SocketFile(Option<PathBuf>);
 
 impl Drop for SocketFile {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
+        if let Some(path) = &self.0 {
+            let _ = std::fs::remove_file(path);
+        }
     }
 }
 
@@ -65,7 +68,7 @@ impl Listener {
             }
             Err(e) => return Err(e),
         };
-        Ok(Self::Unix(listener, SocketFile(path.to_owned())))
+        Ok(Self::Unix(listener, SocketFile(Some(path.to_owned()))))
     }
 
     /// The bound TCP address (`None` for a Unix socket).
@@ -91,7 +94,11 @@ impl Listener {
 
     /// Detaches the listener from the runtime it was created on, to be re-attached (with
     /// [`DetachedListener::attach`]) on another thread's runtime; for a TCP listener, also
-    /// opens `extra` more listeners on the same address with `SO_REUSEPORT`.
+    /// opens `extra` more listeners on the same address with `SO_REUSEPORT`; for a Unix
+    /// listener, `extra` duplicates of its descriptor (Unix sockets have no `SO_REUSEPORT`):
+    /// each thread's runtime waits on the same socket, and a connection goes to whichever
+    /// thread accepts it first (the others' `accept` finds nothing and waits again), so an idle
+    /// thread tends to take it.
     pub(crate) fn detach(
         self,
         extra: usize,
@@ -111,7 +118,16 @@ impl Listener {
                     .collect::<io::Result<_>>()?;
                 Ok((DetachedListener::Tcp(std), siblings))
             }
-            Self::Unix(l, file) => Ok((DetachedListener::Unix(l.into_std()?, file), Vec::new())),
+            Self::Unix(l, file) => {
+                let std = l.into_std()?;
+                let siblings = (0..extra)
+                    .map(|_| {
+                        let dup = std.try_clone()?;
+                        Ok(DetachedListener::Unix(dup, SocketFile(None)))
+                    })
+                    .collect::<io::Result<_>>()?;
+                Ok((DetachedListener::Unix(std, file), siblings))
+            }
         }
     }
 }

@@ -167,6 +167,99 @@ fn per_core_runtimes_share_the_port() {
     thread.join().unwrap();
 }
 
+/// Answers with the name of the thread that ran the handler; `/block` first tells the test it
+/// started, then blocks its thread (a current-thread runtime: the whole runtime) until released.
+struct WhichThread {
+    started: std::sync::Mutex<std::sync::mpsc::Sender<()>>,
+    release: std::sync::Mutex<std::sync::mpsc::Receiver<()>>,
+}
+
+impl weir::Handler for WhichThread {
+    async fn handle(&self, ex: &mut weir::Exchange<'_>) -> Result<(), weir::Error> {
+        let name = std::thread::current().name().unwrap_or("").to_string();
+        if ex.request().path() == "/block" {
+            self.started.lock().unwrap().send(()).unwrap();
+            let _ = self
+                .release
+                .lock()
+                .unwrap()
+                .recv_timeout(Duration::from_secs(20));
+        }
+        ex.respond(http::StatusCode::OK).body(name).await
+    }
+}
+
+/// One `Connection: close` request over a Unix socket, answered within 10 s or `None`.
+fn unix_get(stream: &mut std::os::unix::net::UnixStream, path: &str) -> Option<String> {
+    use std::io::Write;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let request = format!("GET {path} HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).ok()?;
+    Some(response)
+}
+
+/// Per-core serving of a Unix socket: every thread waits on it, so while one thread is busy
+/// (here: blocked by a handler) another accepts and answers. (It was served by the first thread
+/// alone, so the second connection waited for the first thread.)
+#[test]
+fn per_core_runtimes_share_a_unix_socket() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("weir.sock");
+    let (started_tx, started_rx) = std::sync::mpsc::channel();
+    let (release_tx, release_rx) = std::sync::mpsc::channel();
+    let handler = WhichThread {
+        started: std::sync::Mutex::new(started_tx),
+        release: std::sync::Mutex::new(release_rx),
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    let bind_path = path.clone();
+    let thread = std::thread::spawn(move || {
+        let setup = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let mut server = weir::Server::new(Config::default());
+        setup
+            .block_on(async { server.listen_unix(&bind_path) })
+            .unwrap();
+        tx.send(server.handle()).unwrap();
+        drop(setup);
+        server.serve_per_core(handler, 2).unwrap();
+    });
+    let handle = rx.recv().unwrap();
+    let blocked = std::os::unix::net::UnixStream::connect(&path).unwrap();
+    let blocked_thread = {
+        let mut stream = blocked.try_clone().unwrap();
+        std::thread::spawn(move || unix_get(&mut stream, "/block"))
+    };
+    started_rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the blocking request reached its handler");
+    let mut other = std::os::unix::net::UnixStream::connect(&path).unwrap();
+    let answered = unix_get(&mut other, "/who");
+    release_tx.send(()).unwrap();
+    let blocking = blocked_thread
+        .join()
+        .unwrap()
+        .expect("the blocked request is answered");
+    let _ = blocked.shutdown(std::net::Shutdown::Both);
+    let answered = answered.expect("a second connection is answered while one thread is busy");
+    let name = |r: &str| r.rsplit("\r\n\r\n").next().unwrap_or("").to_string();
+    assert!(answered.starts_with("HTTP/1.1 200"), "{answered}");
+    assert!(name(&answered).starts_with("weir-core-"), "{answered}");
+    assert_ne!(name(&answered), name(&blocking), "served by another thread");
+    handle.shutdown();
+    thread.join().unwrap();
+    assert!(
+        !path.exists(),
+        "the socket file is removed once, by the original listener"
+    );
+}
+
 #[test]
 fn address_in_use_is_an_error_without_reuse_port() {
     let rt = tokio::runtime::Builder::new_current_thread()

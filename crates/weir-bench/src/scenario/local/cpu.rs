@@ -29,7 +29,7 @@ pub fn run(s: &Settings, a: &LocalArgs, dir: &Path) -> io::Result<(String, Chart
         a.sizes.iter().map(|&n| n as u64).collect()
     };
     let rounds = s.rounds(5, 3);
-    let specs = specs(s, System::RawUpload, dir);
+    let specs = specs(s, System::RawUpload, dir, false);
     let mut peers = Vec::new();
     for (label, args, unix) in &specs {
         peers.push((Peer::start(label.clone(), args)?, *unix));

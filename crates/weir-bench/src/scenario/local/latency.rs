@@ -1,8 +1,12 @@
 //! (a) Latency of a small POST: one connection sending sequentially, then many connections in a
 //! closed loop and paced at a fixed rate, against the raw responder on the same transport.
+//!
+//! Beside the latency, the server's CPU time per request over the measured window (the whole
+//! server process, user + system, read over its control pipe before and after): on a machine
+//! shared with other work the tail follows the other tenants, the CPU per request much less.
 
 use super::{LocalArgs, specs};
-use crate::client::load::{LoadSpec, run_for};
+use crate::client::load::{Load, LoadSpec};
 use crate::report::chart::{Bar, Chart};
 use crate::report::table::Table;
 use crate::scenario::{Peer, Settings, order, size_label, unavailable_note};
@@ -10,7 +14,7 @@ use crate::server::System;
 use crate::stats::Samples;
 use std::io;
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 #[derive(Default)]
 struct Latency {
@@ -19,16 +23,19 @@ struct Latency {
     p99: Samples,
     max: Samples,
     rps: Samples,
+    /// Server CPU per request over the window, µs.
+    cpu_us: Samples,
 }
 
 impl Latency {
-    fn add(&mut self, h: &hdrhistogram::Histogram<u64>, rps: f64) {
+    fn add(&mut self, h: &hdrhistogram::Histogram<u64>, rps: f64, cpu_us: f64) {
         let us = |q: f64| h.value_at_quantile(q) as f64 / 1e3;
         self.p50.push(us(0.5));
         self.p90.push(us(0.9));
         self.p99.push(us(0.99));
         self.max.push(h.max() as f64 / 1e3);
         self.rps.push(rps);
+        self.cpu_us.push(cpu_us);
     }
 }
 
@@ -50,17 +57,21 @@ pub fn run(s: &Settings, a: &LocalArgs, dir: &Path) -> io::Result<(String, Chart
     )
     .into_bytes();
     request.extend((0..a.post_size).map(|i| b'a' + (i % 26) as u8));
-    let specs = specs(s, System::RawResponder, dir);
+    let specs = specs(s, System::RawResponder, dir, true);
     let mut peers = Vec::new();
     for (label, args, unix) in &specs {
         peers.push((Peer::start(label.clone(), args)?, *unix));
     }
     // (connections, paced rate): sequential, closed loop, paced.
-    let conns = [
-        (1, None),
-        (a.connections, None),
-        (a.connections, Some(a.rate)),
-    ];
+    let conns: &[(usize, Option<f64>)] = if a.paced_only {
+        &[(a.connections, Some(a.rate))]
+    } else {
+        &[
+            (1, None),
+            (a.connections, None),
+            (a.connections, Some(a.rate)),
+        ]
+    };
     let mut results: Vec<Vec<Latency>> = conns
         .iter()
         .map(|_| peers.iter().map(|_| Latency::default()).collect())
@@ -68,8 +79,10 @@ pub fn run(s: &Settings, a: &LocalArgs, dir: &Path) -> io::Result<(String, Chart
     for round in 0..rounds {
         for (c, &(connections, rate)) in conns.iter().enumerate() {
             for i in order(peers.len(), round) {
-                let (peer, _) = &peers[i];
-                let Ok(server) = &peer.server else { continue };
+                let (peer, _) = &mut peers[i];
+                let Ok(server) = &mut peer.server else {
+                    continue;
+                };
                 let spec = LoadSpec {
                     endpoint: server.endpoint().clone(),
                     connections,
@@ -78,14 +91,24 @@ pub fn run(s: &Settings, a: &LocalArgs, dir: &Path) -> io::Result<(String, Chart
                     request: request.clone(),
                     rate,
                 };
-                let (r, rps) = run_for(&spec, warmup, window)?;
+                let load = Load::start(&spec)?;
+                std::thread::sleep(warmup);
+                let (n0, cpu0, t0) = (load.completed(), server.stats()?.cpu_ns, Instant::now());
+                load.record(true);
+                std::thread::sleep(window);
+                let (n1, cpu1, t1) = (load.completed(), server.stats()?.cpu_ns, Instant::now());
+                load.record(false);
+                let r = load.finish()?;
                 if r.errors > 0 {
                     return Err(io::Error::other(format!(
                         "{}: {} errors",
                         peer.label, r.errors
                     )));
                 }
-                results[c][i].add(&r.latency, rps);
+                let done = (n1 - n0).max(1) as f64;
+                let rps = done / (t1 - t0).as_secs_f64();
+                let cpu_us = cpu1.saturating_sub(cpu0) as f64 / 1e3 / done;
+                results[c][i].add(&r.latency, rps, cpu_us);
             }
         }
         eprintln!("local latency: round {}/{rounds} done", round + 1);
@@ -95,7 +118,9 @@ pub fn run(s: &Settings, a: &LocalArgs, dir: &Path) -> io::Result<(String, Chart
          it and answers `Hello, World!`. {rounds} rounds of a {:.1} s warm-up and a {:.1} s \
          window per system, interleaved; latency from the request's write to the read that \
          completed its response; {} client thread(s), {} server threads. p99 × raw is against \
-         the raw responder on the same transport, round by round.\n\n",
+         the raw responder on the same transport, round by round; server CPU per request is \
+         the server process's CPU time (user + system) over the window divided by the requests \
+         answered in it, and CPU × raw its ratio to the raw responder's, round by round.\n\n",
         size_label(a.post_size as u64),
         a.post_size,
         warmup.as_secs_f64(),
@@ -113,6 +138,8 @@ pub fn run(s: &Settings, a: &LocalArgs, dir: &Path) -> io::Result<(String, Chart
             "p99 (µs)",
             "max (µs)",
             "p99 × raw",
+            "server CPU µs/request",
+            "CPU × raw",
         ]);
         for (i, (peer, unix)) in peers.iter().enumerate() {
             if let Err(why) = &peer.server {
@@ -135,6 +162,8 @@ pub fn run(s: &Settings, a: &LocalArgs, dir: &Path) -> io::Result<(String, Chart
                 l.p99.show(0),
                 l.max.show(0),
                 l.p99.ratio_to(&raw.p99).show(2),
+                l.cpu_us.show(1),
+                l.cpu_us.ratio_to(&raw.cpu_us).show(2),
             ]);
             if rate.is_some() {
                 bars.push(Bar {

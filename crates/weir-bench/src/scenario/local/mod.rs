@@ -42,6 +42,10 @@ pub struct LocalArgs {
     /// Measured window per latency run (default: 5s; `--quick`: 1s).
     #[arg(long, value_parser = super::parse_duration)]
     pub window: Option<Duration>,
+    /// Only the paced latency table (no sequential or closed-loop run, no large POSTs): for
+    /// many rounds of the figure that compares servers.
+    #[arg(long)]
+    pub paced_only: bool,
 }
 
 impl Default for LocalArgs {
@@ -52,12 +56,20 @@ impl Default for LocalArgs {
             rate: 20_000.0,
             sizes: Vec::new(),
             window: None,
+            paced_only: false,
         }
     }
 }
 
-/// Systems and transports compared; the first two of each group are the raw baselines.
-fn specs(s: &Settings, system: System, dir: &Path) -> Vec<(String, ServeArgs, bool)> {
+/// Systems and transports compared; the first two of each group are the raw baselines. With
+/// `per_core`, weir also as one current-thread runtime per thread (`Server::serve_per_core`),
+/// the model the raw responder follows (an event loop per thread).
+fn specs(
+    s: &Settings,
+    system: System,
+    dir: &Path,
+    per_core: bool,
+) -> Vec<(String, ServeArgs, bool)> {
     let mut out = Vec::new();
     let base = match system {
         System::RawResponder => "raw responder",
@@ -78,6 +90,19 @@ fn specs(s: &Settings, system: System, dir: &Path) -> Vec<(String, ServeArgs, bo
             out.push((format!("{label} {transport}"), args, unix));
         }
     }
+    if per_core {
+        for unix in [false, true] {
+            let mut args = s.serve_args(System::Weir, Sink::Discard, dir);
+            args.per_core = true;
+            let transport = if unix {
+                args.unix = Some(dir.join("weir-per-core.sock"));
+                "Unix"
+            } else {
+                "TCP"
+            };
+            out.push((format!("weir per-core {transport}"), args, unix));
+        }
+    }
     out
 }
 
@@ -86,13 +111,17 @@ pub fn run(s: &Settings, a: &LocalArgs) -> io::Result<()> {
     let ctx = report::Context::capture();
     let dir = tempfile::tempdir()?;
     let mut body = latency::run(s, a, dir.path())?;
-    let (cpu_text, chart) = cpu::run(s, a, dir.path())?;
-    body.0.push_str(&cpu_text);
+    let mut charts = vec![body.1];
+    if !a.paced_only {
+        let (cpu_text, chart) = cpu::run(s, a, dir.path())?;
+        body.0.push_str(&cpu_text);
+        charts.insert(0, chart);
+    }
     let section = Section {
         scenario: "local",
         title: "local: small-POST latency and CPU per byte of large POSTs (seed 004)".into(),
         body: body.0,
-        charts: vec![chart, body.1],
+        charts,
     };
     report::publish(&s.target, &ctx, &section)
 }
