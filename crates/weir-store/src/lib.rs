@@ -143,6 +143,8 @@ pub use resumable::{
 #[cfg(feature = "s3")]
 pub use s3::{S3Config, S3Store, S3Upload};
 pub use sha256_state::ResumableSha256;
+#[cfg(feature = "s3")]
+pub use store::SocketBody;
 pub use store::{
     LocalObject, LocalReader, LocalUpload, Store, StoreObject, StoreReader, StoreUpload,
     VersionCheck,

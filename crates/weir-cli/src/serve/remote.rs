@@ -22,8 +22,11 @@
 //!   only) and again by the store at commit, atomically with the write (S3's conditional
 //!   `If-None-Match: *` / `If-Match` on the completion).
 //! - **Downloads**: one `HeadObject` for the validators, then a `GetObject` of the range pinned
-//!   to that version; its chunks are written as they come (no `sendfile`: the bytes come from
-//!   the network).
+//!   to that version. A range of at least [`FORWARD_AT_LEAST`] from a plain-`http://` store
+//!   comes on a connection of its own ([`StoreObject::read_socket`]) and is spliced to the
+//!   client (`BodyWriter::splice_from`: over plain HTTP/1.1 the bytes never enter user space;
+//!   TLS and HTTP/2 clients get them through a buffer); other ranges' chunks (hyper's frames)
+//!   are written as they come.
 //!
 //! A `Content-Digest` trailer cannot be verified here (S3 needs the digest before the
 //! completion, and weir would have to keep the parts back): such an upload is refused (501)
@@ -221,6 +224,11 @@ async fn put<S: Store>(
     reply::json_with(ex, status, &body, &[("etag", &etag)]).await
 }
 
+/// Ranges at least this long are forwarded from a socket of their own
+/// ([`StoreObject::read_socket`]) when the store offers one: below it, the extra connection
+/// costs more than the copies it saves.
+const FORWARD_AT_LEAST: u64 = 1 << 20;
+
 async fn download<S: Store>(
     store: &S,
     ex: &mut Exchange<'_>,
@@ -247,7 +255,15 @@ async fn download<S: Store>(
     let content_type = mime::content_type(object.media_type().cloned(), path.file_name());
     let head_only = *ex.request().method() == Method::HEAD;
     // The read starts before the answer, so a store failure can still be answered (502).
-    let mut reader = if head_only {
+    // A large range is taken on a socket of its own when the store offers one, and spliced.
+    let mut socket = None;
+    if !head_only && len >= FORWARD_AT_LEAST {
+        match object.read_socket(start..start + len).await {
+            Ok(s) => socket = s,
+            Err(e) => return reply::store_error(ex, &e).await,
+        }
+    }
+    let mut reader = if head_only || socket.is_some() {
         None
     } else {
         match object.read(start..start + len).await {
@@ -257,6 +273,19 @@ async fn download<S: Store>(
     };
     let response = answer.respond(ex, &meta, content_type);
     let mut writer = response.stream(Some(len)).await?;
+    if let Some(body) = &socket {
+        if !body.head.is_empty() {
+            writer.write(&body.head).await?;
+        }
+        if let Err(e) = writer
+            .splice_from(&body.stream, body.rest, body.idle_timeout)
+            .await
+        {
+            // As below: the declared length not reached, the client sees a cut body.
+            tracing::error!(error = %e, path = %path, "forwarding the object failed");
+            return Err(e);
+        }
+    }
     if let Some(reader) = &mut reader {
         loop {
             match reader.next_chunk().await {

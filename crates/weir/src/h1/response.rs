@@ -248,6 +248,147 @@ impl Conn {
         Ok(())
     }
 
+    /// Forwards `len` body bytes read from the socket `src`: on a plain connection with
+    /// `splice` through the connection's pipe (the bytes never enter user space), else through
+    /// the write buffer. A `src` that ends early or stays silent for `src_timeout` fails the
+    /// response (the connection closes: the client sees a cut body).
+    pub(crate) async fn forward_body(
+        &mut self,
+        src: &tokio::net::TcpStream,
+        len: u64,
+        src_timeout: std::time::Duration,
+    ) -> Result<(), Error> {
+        match self.resp.before_write(len) {
+            Ok(Write::Send { .. }) if len > 0 => {}
+            Ok(_) => return Ok(()),
+            Err(misuse) => return Err(self.refuse(misuse)),
+        }
+        let chunked = self.resp_framing == ResponseFraming::Chunked;
+        if chunked {
+            let header = ChunkHeader::new(len);
+            self.io.wbuf.extend_from_slice(header.as_bytes());
+        }
+        if self.pipe.is_none() && zero_copy::can_splice(&self.io.stream) {
+            self.pipe = zero_copy::Pipe::new().ok();
+        }
+        let moved = match self.pipe.take() {
+            Some(pipe) => {
+                // The head (and anything buffered) leaves first.
+                self.write_out(&[]).await?;
+                let moved = self.splice_pieces(src, &pipe, len, src_timeout).await;
+                if moved.is_ok() {
+                    // Empty again: kept for the connection's next splice.
+                    self.pipe = Some(pipe);
+                }
+                moved
+            }
+            None => self.copy_pieces(src, len, src_timeout).await,
+        };
+        if let Err(e) = moved {
+            self.fail_response();
+            return Err(e);
+        }
+        if chunked {
+            self.io.wbuf.extend_from_slice(encode::CHUNK_END);
+        }
+        Ok(())
+    }
+
+    /// `forward_body` on a plain socket: `src` → pipe → client, a pipe's worth at a time; the
+    /// pipe is empty again when this returns `Ok`.
+    async fn splice_pieces(
+        &mut self,
+        src: &tokio::net::TcpStream,
+        pipe: &zero_copy::Pipe,
+        len: u64,
+        src_timeout: std::time::Duration,
+    ) -> Result<(), Error> {
+        let mut left = len;
+        while left > 0 {
+            let max = usize::try_from(left).unwrap_or(usize::MAX);
+            let deadline = tokio::time::Instant::now() + src_timeout;
+            let into_pipe = zero_copy::splice_socket_to_pipe(src, pipe, max);
+            let (_, timer) = self.io.stream_and_timer();
+            let got = match super::io::Io::timed(timer, Some(deadline), into_pipe).await {
+                Some(Ok(0)) => {
+                    return Err(Error::from(std::io::Error::from(
+                        std::io::ErrorKind::UnexpectedEof,
+                    )));
+                }
+                Some(Ok(n)) => n,
+                Some(Err(e)) => return Err(Error::from(e)),
+                None => return Err(Error::timeout()),
+            };
+            let mut in_pipe = got;
+            while in_pipe > 0 {
+                let started = tokio::time::Instant::now();
+                let deadline = self.io.write_clock.deadline(self.write_rate(), started);
+                let (stream, timer) = self.io.stream_and_timer();
+                let out = zero_copy::splice_pipe_to_socket(stream, pipe, in_pipe);
+                let sent = super::io::Io::timed(timer, deadline, out).await;
+                let n = match sent {
+                    Some(Ok(0)) => {
+                        return Err(Error::from_conn_io(std::io::ErrorKind::WriteZero.into()));
+                    }
+                    Some(Ok(n)) => n,
+                    Some(Err(e)) => return Err(Error::from_conn_io(e)),
+                    None => return Err(Error::timeout()),
+                };
+                self.io.write_clock.record(n, started);
+                in_pipe -= n;
+            }
+            left -= got as u64;
+        }
+        Ok(())
+    }
+
+    /// `forward_body` where `splice` cannot be used (TLS, other platforms): pieces of up to
+    /// 256 KiB read from `src` into the write buffer and written from there.
+    async fn copy_pieces(
+        &mut self,
+        src: &tokio::net::TcpStream,
+        len: u64,
+        src_timeout: std::time::Duration,
+    ) -> Result<(), Error> {
+        let mut left = len;
+        while left > 0 {
+            let start = self.io.wbuf.len();
+            let piece = usize::try_from(left).unwrap_or(usize::MAX).min(256 * 1024);
+            // COPY: the bytes pass through user space here (the write buffer, grown to a
+            // piece once per connection), as TLS needs them to.
+            self.io.wbuf.resize(start + piece, 0);
+            let deadline = tokio::time::Instant::now() + src_timeout;
+            let read = async {
+                loop {
+                    src.readable().await?;
+                    match src.try_read(&mut self.io.wbuf[start..]) {
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                        other => return other,
+                    }
+                }
+            };
+            let got = match tokio::time::timeout_at(deadline, read).await {
+                Ok(Ok(0)) => Err(Error::from(std::io::Error::from(
+                    std::io::ErrorKind::UnexpectedEof,
+                ))),
+                Ok(Ok(n)) => Ok(n),
+                Ok(Err(e)) => Err(Error::from(e)),
+                Err(_) => Err(Error::timeout()),
+            };
+            let n = match got {
+                Ok(n) => n,
+                Err(e) => {
+                    self.io.wbuf.truncate(start);
+                    return Err(e);
+                }
+            };
+            self.io.wbuf.truncate(start + n);
+            self.write_out(&[]).await?;
+            left -= n as u64;
+        }
+        Ok(())
+    }
+
     /// The fallback of `send_file`: one piece through the (empty) write buffer.
     async fn copy_file_piece(
         &mut self,

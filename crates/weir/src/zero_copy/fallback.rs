@@ -35,3 +35,15 @@ pub(crate) async fn splice_to_file(
 pub(crate) async fn sendfile(_: &Stream, _: &File, _: u64, _: usize) -> io::Result<usize> {
     Err(io::ErrorKind::Unsupported.into())
 }
+
+pub(crate) async fn splice_socket_to_pipe(
+    _: &tokio::net::TcpStream,
+    _: &Pipe,
+    _: usize,
+) -> io::Result<usize> {
+    Err(io::ErrorKind::Unsupported.into())
+}
+
+pub(crate) async fn splice_pipe_to_socket(_: &Stream, _: &Pipe, _: usize) -> io::Result<usize> {
+    Err(io::ErrorKind::Unsupported.into())
+}
