@@ -558,3 +558,151 @@ fn the_sweep_aborts_what_a_dead_node_left() {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+/// Bytes `pid` wrote through `write`-family calls (`/proc/PID/io`'s `wchar`): a body spliced
+/// from socket to socket is not among them, one copied through user space is.
+fn wchar(pid: u32) -> u64 {
+    let io = std::fs::read_to_string(format!("/proc/{pid}/io")).unwrap();
+    io.lines()
+        .find_map(|l| l.strip_prefix("wchar:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap()
+}
+
+/// A large download is forwarded from the store's socket with `splice`: byte-exact, whole and
+/// as a range, and its bytes never pass through `weir serve`'s writes (on the copying path
+/// every body byte is written with `writev`).
+#[test]
+fn large_downloads_are_spliced_from_the_store() {
+    let Some(s) = start("", &["--s3-part-size", "5MiB"]) else {
+        return;
+    };
+    let body = data(16 << 20, 3);
+    let r = request(s.addr, "PUT /files/big.bin HTTP/1.1", &body);
+    assert_eq!(r.status, 201, "{}", r.text());
+    let pid = s.node.child.id();
+    let before = wchar(pid);
+    let r = request(s.addr, "GET /files/big.bin HTTP/1.1", b"");
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(r.body == body, "the download differs from the upload");
+    let r = request(
+        s.addr,
+        "GET /files/big.bin HTTP/1.1\r\nrange: bytes=1000-5000999",
+        b"",
+    );
+    assert_eq!(r.status, 206, "{}", r.text());
+    assert!(r.body == body[1000..5_001_000], "the range differs");
+    let written = wchar(pid) - before;
+    assert!(
+        written < 1 << 20,
+        "{written} bytes written through user space for 21 MB of bodies"
+    );
+    // A small range takes the ordinary path, and an object replaced since is the new one.
+    let r = request(
+        s.addr,
+        "GET /files/big.bin HTTP/1.1\r\nrange: bytes=10-19",
+        b"",
+    );
+    assert_eq!(r.status, 206);
+    assert_eq!(r.body, &body[10..20]);
+    let other = data(2 << 20, 8);
+    let r = request(s.addr, "PUT /files/big.bin HTTP/1.1", &other);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let r = request(s.addr, "GET /files/big.bin HTTP/1.1", b"");
+    assert!(r.body == other, "the replaced object's download differs");
+}
+
+/// A client of `weed`'s bucket under `prefix`.
+fn direct_under(weed: &Seaweed, prefix: &str) -> weir_store::S3Store {
+    weir_store::S3Store::new(weir_store::S3Config {
+        endpoint: weed.endpoint.clone(),
+        region: "us-east-1".into(),
+        bucket: seaweed::BUCKET.into(),
+        prefix: prefix.into(),
+        access_key: seaweed::ACCESS_KEY.into(),
+        secret_key: seaweed::SECRET_KEY.into(),
+        session_token: None,
+        part_size: 5 << 20,
+        parts_in_flight: 1,
+        path_style: true,
+        request_timeout: Duration::from_secs(60),
+    })
+    .unwrap()
+}
+
+/// A multipart upload without an announced digest (S3 takes metadata only at the creation) gets
+/// its SHA-256 through the `.weir-meta/` sidecar: GET answers `Repr-Digest` and the PUT's ETag.
+/// A replaced object never shows the old digest, even with the old sidecar put back; a delete
+/// removes the sidecar.
+#[test]
+fn multipart_uploads_without_a_digest_keep_their_sha256() {
+    use weir_store::{Store, StoreObject, StoreReader, StoreUpload};
+    let Some(s) = start("", &["--s3-part-size", "5MiB"]) else {
+        return;
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    // The sidecars, seen as objects under their own prefix.
+    let sidecars = direct_under(&s._weed, ".weir-meta");
+    let path = weir_store::StorePath::parse("m.bin").unwrap();
+    let read_sidecar = || {
+        rt.block_on(async {
+            let object = match sidecars.open(&path).await {
+                Ok(o) => o,
+                Err(weir_store::StoreError::NotFound) => return None,
+                Err(e) => panic!("{e}"),
+            };
+            let size = object.meta().size;
+            let mut reader = object.read(0..size).await.unwrap();
+            let mut out = Vec::new();
+            while let Some(c) = reader.next_chunk().await.unwrap() {
+                out.extend_from_slice(&c);
+            }
+            Some(out)
+        })
+    };
+    let v1 = data(12 << 20, 21);
+    let r = request(s.addr, "PUT /files/m.bin HTTP/1.1", &v1);
+    assert_eq!(r.status, 201, "{}", r.text());
+    let put_etag = r.header("etag").unwrap().to_owned();
+    let v1_b64 = base64_of(&Sha256::digest(&v1));
+    let r = request(s.addr, "GET /files/m.bin HTTP/1.1", b"");
+    assert!(r.body == v1);
+    assert_eq!(
+        r.header("repr-digest"),
+        Some(format!("sha-256=:{v1_b64}:").as_str())
+    );
+    assert_eq!(r.header("etag"), Some(put_etag.as_str()));
+    let v1_sidecar = read_sidecar().expect("a sidecar for the multipart upload");
+
+    let v2 = data(11 << 20, 22);
+    let r = request(s.addr, "PUT /files/m.bin HTTP/1.1", &v2);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let v2_b64 = base64_of(&Sha256::digest(&v2));
+    let r = request(s.addr, "HEAD /files/m.bin HTTP/1.1", b"");
+    assert_eq!(
+        r.header("repr-digest"),
+        Some(format!("sha-256=:{v2_b64}:").as_str())
+    );
+    // The old version's sidecar put back (as a slow node's late write would): it names another
+    // version, so it is ignored.
+    rt.block_on(async {
+        let mut up = sidecars
+            .begin(&path, weir_store::UploadOptions::default(), None)
+            .await
+            .unwrap();
+        up.write(&v1_sidecar).await.unwrap();
+        up.commit(None).await.unwrap();
+    });
+    let r = request(s.addr, "GET /files/m.bin HTTP/1.1", b"");
+    assert!(r.body == v2);
+    assert_eq!(r.header("repr-digest"), None, "a digest of another version");
+    // Listings never show sidecars; a delete removes the object's.
+    let r = request(s.addr, "GET /files/ HTTP/1.1", b"");
+    assert!(!r.text().contains("weir-meta"), "{}", r.text());
+    let r = request(s.addr, "DELETE /files/m.bin HTTP/1.1", b"");
+    assert_eq!(r.status, 204);
+    assert!(read_sidecar().is_none(), "the sidecar outlived its object");
+}

@@ -349,8 +349,80 @@ impl S3Store {
         }
     }
 
-    /// `HeadObject`: `None` when there is no object.
+    /// `HeadObject`, with the SHA-256 of the version's sidecar when its metadata has none
+    /// (see "Digests of multipart uploads" in the module docs): `None` when there is no object.
     async fn head(&self, key: &str) -> Result<Option<Head>, StoreError> {
+        let Some(mut head) = self.head_raw(key).await? else {
+            return Ok(None);
+        };
+        // Only multipart versions (S3 ETag `…-N`) can lack the metadata weir writes.
+        if head.meta.sha256.is_none() && head.etag.contains('-') {
+            head.meta.sha256 = self.sidecar_sha256(key, &head.etag).await?;
+        }
+        Ok(Some(head))
+    }
+
+    /// The sidecar object of `key`: `{prefix}.weir-meta/{path}`.
+    fn sidecar_key(&self, key: &str) -> String {
+        let path = key.strip_prefix(&self.inner.prefix).unwrap_or(key);
+        // ALLOCATION: the key, once per sidecar request.
+        format!("{}{SIDECAR_DIR}{path}", self.inner.prefix)
+    }
+
+    /// Writes `key`'s sidecar: the version's S3 ETag and its SHA-256 (hex), a line each.
+    pub(super) async fn put_sidecar(
+        &self,
+        key: &str,
+        etag: &str,
+        sha256: &[u8; 32],
+    ) -> Result<(), StoreError> {
+        let body = Bytes::from(format!("{etag}\n{}\n", hex(sha256)));
+        let resp = self.put_small(&self.sidecar_key(key), &[], body).await?;
+        check_write("put digest sidecar", resp).await
+    }
+
+    /// The SHA-256 in `key`'s sidecar if the sidecar names the version `etag`; `None` when
+    /// there is no sidecar or it belongs to another version.
+    async fn sidecar_sha256(&self, key: &str, etag: &str) -> Result<Option<[u8; 32]>, StoreError> {
+        let url = self
+            .inner
+            .bucket
+            .get_object(Some(&self.inner.credentials), &self.sidecar_key(key))
+            .sign(SIGNED_FOR);
+        let resp = self
+            .send("read digest sidecar", Method::GET, url, &[], Bytes::new())
+            .await?;
+        match resp.status() {
+            s if s.is_success() => {}
+            StatusCode::NOT_FOUND => return Ok(None),
+            _ => return Err(failure("read digest sidecar", resp).await),
+        }
+        let body = collect("read digest sidecar", resp).await?;
+        let text = std::str::from_utf8(&body).unwrap_or("");
+        let mut lines = text.lines();
+        match (lines.next(), lines.next()) {
+            (Some(e), Some(d)) if e.trim_matches('"') == etag.trim_matches('"') => {
+                Ok(parse_hex32(d.trim()))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// Removes `key`'s sidecar (after the object): errors are ignored, since a sidecar naming
+    /// a version that is gone is never used.
+    async fn delete_sidecar(&self, key: &str) {
+        let url = self
+            .inner
+            .bucket
+            .delete_object(Some(&self.inner.credentials), &self.sidecar_key(key))
+            .sign(SIGNED_FOR);
+        let _ = self
+            .send("delete digest sidecar", Method::DELETE, url, &[], Bytes::new())
+            .await;
+    }
+
+    /// `HeadObject` alone: `None` when there is no object.
+    async fn head_raw(&self, key: &str) -> Result<Option<Head>, StoreError> {
         let url = self
             .inner
             .bucket
@@ -385,6 +457,9 @@ struct CommitLock {
 /// Names of lock objects start with this (after the prefix); no store path can (`.weir-`), so
 /// they are never listed or served.
 const LOCK_DIR: &str = ".weir-locks/";
+/// Names of digest sidecars start with this (after the prefix): never listed or served, like
+/// the locks.
+const SIDECAR_DIR: &str = ".weir-meta/";
 /// A lock older than this was left by a node that died while committing: it is taken over.
 const LOCK_LEASE: Duration = Duration::from_secs(30);
 /// How long a commit waits for another node's commit to the same key.
@@ -673,7 +748,12 @@ impl Store for S3Store {
             .send("delete object", Method::DELETE, url, &pairs, Bytes::new())
             .await?;
         match resp.status() {
-            s if s.is_success() => Ok(()),
+            s if s.is_success() => {
+                if current.etag.contains('-') {
+                    self.delete_sidecar(&key).await;
+                }
+                Ok(())
+            }
             StatusCode::NOT_FOUND => Err(StoreError::NotFound),
             StatusCode::PRECONDITION_FAILED | StatusCode::CONFLICT => {
                 Err(StoreError::PreconditionFailed)
@@ -786,10 +866,14 @@ fn source_chain(e: &dyn std::error::Error) -> String {
 }
 
 fn xml_unescape(s: &str) -> String {
+    // SeaweedFS writes quotes as numeric references (`&#34;`).
     s.replace("&lt;", "<")
         .replace("&gt;", ">")
         .replace("&quot;", "\"")
+        .replace("&#34;", "\"")
+        .replace("&#x22;", "\"")
         .replace("&apos;", "'")
+        .replace("&#39;", "'")
         .replace("&amp;", "&")
 }
 
@@ -851,6 +935,12 @@ mod tests {
         let t = parse_iso8601("2024-03-01T12:00:00Z").unwrap();
         assert_eq!(httpdate::fmt_http_date(t), "Fri, 01 Mar 2024 12:00:00 GMT");
         assert!(parse_iso8601("garbage").is_none());
+    }
+
+    #[test]
+    fn xml_quotes_unescape() {
+        assert_eq!(xml_unescape("&#34;ab-2&#34;"), "\"ab-2\"");
+        assert_eq!(xml_unescape("&quot;a&amp;lt;&quot;"), "\"a&lt;\"");
     }
 
     #[test]
