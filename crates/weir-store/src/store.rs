@@ -143,7 +143,6 @@ pub struct SocketBody {
     pub idle_timeout: std::time::Duration,
 }
 
-
 /// The bytes of a [`StoreObject::read`], chunk by chunk.
 pub trait StoreReader: Send {
     /// The next chunk; `None` once the range has been read whole.

@@ -39,6 +39,7 @@
 //! versions. Chunks are hyper's frames, passed on without a copy.
 
 use crate::digest::Hashers;
+use crate::quota::{ENTRY_COST, Usage};
 use crate::store::{Store, StoreObject, StoreReader, StoreUpload, VersionCheck};
 use crate::{
     Committed, Entry, FileMeta, ListPage, MediaType, StoreError, StorePath, UploadOptions,
@@ -54,6 +55,7 @@ use rusty_s3::{Bucket, Credentials, S3Action, UrlStyle};
 use std::num::NonZeroUsize;
 use std::ops::Range;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::task::JoinSet;
 use url::Url;
@@ -119,6 +121,12 @@ struct Inner {
     parts_in_flight: usize,
     request_timeout: Duration,
     client: HttpClient,
+    /// Bytes used under the prefix as this node knows them (objects, this node's uploads in
+    /// progress, [`ENTRY_COST`] each), against the quota ([`S3Store::with_max_storage`]).
+    usage: Usage,
+    /// The objects' share of `usage`: set from a listing ([`S3Store::set_listed_usage`]),
+    /// then moved by this node's commits and deletes.
+    committed: AtomicU64,
 }
 
 /// A multipart upload neither completed nor aborted.
@@ -189,8 +197,102 @@ impl S3Store {
                 parts_in_flight: config.parts_in_flight.max(1),
                 request_timeout: config.request_timeout,
                 client,
+                usage: Usage::new(0, None),
+                committed: AtomicU64::new(0),
             }),
         })
+    }
+
+    /// The same store with a quota: uploads that would take the usage past `limit` bytes fail
+    /// with [`StoreError::QuotaExceeded`] (before their body when they declare a length), as
+    /// `LocalStore`'s `max_storage`. Call it on a new store, before it is cloned.
+    pub fn with_max_storage(mut self, limit: Option<u64>) -> S3Store {
+        let inner = Arc::get_mut(&mut self.inner).expect("with_max_storage on a new S3Store");
+        inner.usage = Usage::new(inner.usage.used(), limit);
+        self
+    }
+
+    /// The quota ([`S3Store::with_max_storage`]).
+    pub fn max_storage(&self) -> Option<u64> {
+        self.inner.usage.limit()
+    }
+
+    /// Bytes used as this node counts them: the last listing ([`S3Store::set_listed_usage`]),
+    /// moved by this node's commits and deletes since, plus its uploads in progress.
+    pub fn usage(&self) -> u64 {
+        self.inner.usage.used()
+    }
+
+    /// Sums the objects under the prefix (`ListObjectsV2`, every page; [`ENTRY_COST`] each, as
+    /// `LocalStore` counts a file): what [`S3Store::set_listed_usage`] takes. weir's own objects
+    /// (`.weir-…`: locks, digest sidecars) are not counted, nor are other clients' multipart
+    /// uploads in progress (their parts are not listed).
+    pub async fn list_usage(&self) -> Result<u64, StoreError> {
+        let i = &self.inner;
+        let mut total = 0u64;
+        let mut token: Option<String> = None;
+        loop {
+            let mut action = i.bucket.list_objects_v2(Some(&i.credentials));
+            action.with_prefix(i.prefix.as_str());
+            if let Some(t) = &token {
+                action.with_continuation_token(t.as_str());
+            }
+            let url = action.sign(SIGNED_FOR);
+            let resp = self
+                .send("list objects", Method::GET, url, &[], Bytes::new())
+                .await?;
+            if !resp.status().is_success() {
+                return Err(failure("list objects", resp).await);
+            }
+            let body = collect("list objects", resp).await?;
+            let parsed = rusty_s3::actions::ListObjectsV2::parse_response(&body).map_err(|e| {
+                StoreError::Backend {
+                    op: "list objects",
+                    message: e.to_string(),
+                }
+            })?;
+            for c in &parsed.contents {
+                let path = c.key.strip_prefix(&i.prefix).unwrap_or(&c.key);
+                if !path.starts_with(".weir-") {
+                    total = total.saturating_add(c.size).saturating_add(ENTRY_COST);
+                }
+            }
+            match parsed.next_continuation_token {
+                Some(t) if !parsed.contents.is_empty() => token = Some(t),
+                _ => return Ok(total),
+            }
+        }
+    }
+
+    /// Takes `listed` ([`S3Store::list_usage`]) as the objects' bytes now, keeping this node's
+    /// uploads in progress on top. Another node's commits between two listings are missing
+    /// until the next one; one of this node's commits that the listing already saw counts
+    /// twice until then.
+    pub fn set_listed_usage(&self, listed: u64) {
+        let before = self.inner.committed.swap(listed, Ordering::Relaxed);
+        self.inner.usage.charge(listed);
+        self.inner.usage.release(before);
+    }
+
+    /// A commit: `taken` (the upload's reservation, now the object's) joins the objects'
+    /// share; the version it replaced, `replaced` bytes, leaves both.
+    pub(super) fn note_committed(&self, taken: u64, replaced: Option<u64>) {
+        self.inner.committed.fetch_add(taken, Ordering::Relaxed);
+        if let Some(size) = replaced {
+            self.note_deleted(size);
+        }
+    }
+
+    /// An object of `size` bytes gone.
+    fn note_deleted(&self, size: u64) {
+        let share = size.saturating_add(ENTRY_COST);
+        let _ = self
+            .inner
+            .committed
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |c| {
+                Some(c.saturating_sub(share))
+            });
+        self.inner.usage.release(share);
     }
 
     /// Whether the bucket is there and these credentials reach it (`HeadBucket`).
@@ -417,7 +519,13 @@ impl S3Store {
             .delete_object(Some(&self.inner.credentials), &self.sidecar_key(key))
             .sign(SIGNED_FOR);
         let _ = self
-            .send("delete digest sidecar", Method::DELETE, url, &[], Bytes::new())
+            .send(
+                "delete digest sidecar",
+                Method::DELETE,
+                url,
+                &[],
+                Bytes::new(),
+            )
             .await;
     }
 
@@ -608,7 +716,12 @@ impl Store for S3Store {
             .expected_digest
             .as_ref()
             .is_some_and(|d| d.sha512.is_some());
+        // As `LocalStore`: the declared length and the entry are taken before any byte arrives,
+        // so an upload that cannot fit is refused before its body.
+        let reserved = options.expected_len.unwrap_or(0).saturating_add(ENTRY_COST);
+        self.inner.usage.reserve(reserved)?;
         Ok(S3Upload {
+            reserved,
             store: self.clone(),
             key: self.key(path),
             hashers: Hashers::new(true, sha512),
@@ -749,6 +862,7 @@ impl Store for S3Store {
             .await?;
         match resp.status() {
             s if s.is_success() => {
+                self.note_deleted(current.meta.size);
                 if current.etag.contains('-') {
                     self.delete_sidecar(&key).await;
                 }

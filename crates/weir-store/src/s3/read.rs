@@ -134,7 +134,9 @@ impl S3Object {
                 .map_err(|e| fail(e.to_string()))?
                 == 0
             {
-                return Err(fail("the store closed the connection before its answer".into()));
+                return Err(fail(
+                    "the store closed the connection before its answer".into(),
+                ));
             }
             let mut fields = [httparse::EMPTY_HEADER; 64];
             let mut resp = httparse::Response::new(&mut fields);
