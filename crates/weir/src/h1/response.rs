@@ -294,8 +294,13 @@ impl Conn {
         Ok(())
     }
 
-    /// `forward_body` on a plain socket: `src` → pipe → client, a pipe's worth at a time; the
-    /// pipe is empty again when this returns `Ok`.
+    /// `forward_body` on a plain socket: `src` → pipe → client, both at once through two
+    /// pipes: one is filled from `src` while the other is drained to the client, then they
+    /// swap, so the store's socket is read while the client's is written, within one task.
+    /// A pipe is filled only when empty: an `EAGAIN` from the fill is then always the socket's
+    /// (a pipe out of slots would also answer `EAGAIN`, and waiting for the socket's next
+    /// readiness could then wait for ever). The connection's pipe is empty again when this
+    /// returns `Ok`.
     async fn splice_pieces(
         &mut self,
         src: &tokio::net::TcpStream,
@@ -303,41 +308,72 @@ impl Conn {
         len: u64,
         src_timeout: std::time::Duration,
     ) -> Result<(), Error> {
+        enum Step {
+            In(std::io::Result<usize>),
+            Out(std::io::Result<usize>),
+        }
+        // ALLOCATION: a second pipe (two descriptors) per forwarded body, only for bodies
+        // large enough to be forwarded (the caller decides).
+        let second = zero_copy::Pipe::new().map_err(Error::from)?;
+        let (mut fill, mut drain) = (pipe, &second);
+        let (mut filled, mut draining) = (0usize, 0usize);
         let mut left = len;
-        while left > 0 {
-            let max = usize::try_from(left).unwrap_or(usize::MAX);
-            let deadline = tokio::time::Instant::now() + src_timeout;
-            let into_pipe = zero_copy::splice_socket_to_pipe(src, pipe, max);
-            let (_, timer) = self.io.stream_and_timer();
-            let got = match super::io::Io::timed(timer, Some(deadline), into_pipe).await {
-                Some(Ok(0)) => {
+        let mut src_seen = tokio::time::Instant::now();
+        while left > 0 || filled > 0 || draining > 0 {
+            if draining == 0 && filled > 0 {
+                std::mem::swap(&mut fill, &mut drain);
+                (draining, filled) = (filled, 0);
+            }
+            let want_in = left > 0 && filled == 0;
+            let want_out = draining > 0;
+            let room = usize::try_from(left)
+                .unwrap_or(usize::MAX)
+                .min(fill.capacity());
+            let started = tokio::time::Instant::now();
+            let write_deadline = if want_out {
+                self.io.write_clock.deadline(self.write_rate(), started)
+            } else {
+                None
+            };
+            let src_deadline = want_in.then(|| src_seen + src_timeout);
+            let deadline = match (write_deadline, src_deadline) {
+                (Some(w), Some(s)) => Some(w.min(s)),
+                (w, s) => w.or(s),
+            };
+            let (stream, timer) = self.io.stream_and_timer();
+            let step = async {
+                tokio::select! {
+                    biased;
+                    r = zero_copy::splice_pipe_to_socket(stream, drain, draining), if want_out => {
+                        Step::Out(r)
+                    }
+                    r = zero_copy::splice_socket_to_pipe(src, fill, room), if want_in => {
+                        Step::In(r)
+                    }
+                }
+            };
+            match super::io::Io::timed(timer, deadline, step).await {
+                None => return Err(Error::timeout()),
+                Some(Step::In(Ok(0))) => {
                     return Err(Error::from(std::io::Error::from(
                         std::io::ErrorKind::UnexpectedEof,
                     )));
                 }
-                Some(Ok(n)) => n,
-                Some(Err(e)) => return Err(Error::from(e)),
-                None => return Err(Error::timeout()),
-            };
-            let mut in_pipe = got;
-            while in_pipe > 0 {
-                let started = tokio::time::Instant::now();
-                let deadline = self.io.write_clock.deadline(self.write_rate(), started);
-                let (stream, timer) = self.io.stream_and_timer();
-                let out = zero_copy::splice_pipe_to_socket(stream, pipe, in_pipe);
-                let sent = super::io::Io::timed(timer, deadline, out).await;
-                let n = match sent {
-                    Some(Ok(0)) => {
-                        return Err(Error::from_conn_io(std::io::ErrorKind::WriteZero.into()));
-                    }
-                    Some(Ok(n)) => n,
-                    Some(Err(e)) => return Err(Error::from_conn_io(e)),
-                    None => return Err(Error::timeout()),
-                };
-                self.io.write_clock.record(n, started);
-                in_pipe -= n;
+                Some(Step::In(Ok(n))) => {
+                    left -= n as u64;
+                    filled = n;
+                    src_seen = tokio::time::Instant::now();
+                }
+                Some(Step::In(Err(e))) => return Err(Error::from(e)),
+                Some(Step::Out(Ok(0))) => {
+                    return Err(Error::from_conn_io(std::io::ErrorKind::WriteZero.into()));
+                }
+                Some(Step::Out(Ok(n))) => {
+                    draining -= n;
+                    self.io.write_clock.record(n, started);
+                }
+                Some(Step::Out(Err(e))) => return Err(Error::from_conn_io(e)),
             }
-            left -= got as u64;
         }
         Ok(())
     }

@@ -13,6 +13,10 @@ impl Pipe {
     pub(crate) fn new() -> io::Result<Self> {
         Err(io::ErrorKind::Unsupported.into())
     }
+
+    pub(crate) fn capacity(&self) -> usize {
+        0
+    }
 }
 
 pub(crate) fn can_splice(_: &Stream) -> bool {

@@ -35,6 +35,13 @@ impl Pipe {
     }
 }
 
+impl Pipe {
+    /// Bytes the pipe holds at most.
+    pub(crate) fn capacity(&self) -> usize {
+        self.capacity
+    }
+}
+
 pub(crate) fn can_splice(stream: &Stream) -> bool {
     matches!(stream, Stream::Tcp(_) | Stream::Unix(_))
 }
@@ -108,14 +115,13 @@ pub(crate) async fn sendfile(
     }
 }
 
-/// Moves up to `max` bytes from the socket `src` into the (empty) `pipe`, without copying them
-/// into user space; waits until `src` is readable. Returns 0 at EOF.
+/// Moves up to `max` bytes (at most the room left in `pipe`) from the socket `src` into `pipe`,
+/// without copying them into user space; waits until `src` is readable. Returns 0 at EOF.
 pub(crate) async fn splice_socket_to_pipe(
     src: &tokio::net::TcpStream,
     pipe: &Pipe,
     max: usize,
 ) -> io::Result<usize> {
-    let max = max.min(pipe.capacity);
     src.async_io(Interest::READABLE, || {
         let flags = SpliceFlags::MOVE | SpliceFlags::NONBLOCK;
         Ok(rustix::pipe::splice(
