@@ -788,3 +788,48 @@ fn the_quota_holds_in_s3_mode() {
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(storage_metrics(a.addr).0, (1 << 20) + 4096);
 }
+
+/// The store stops answering (SIGSTOP) in the middle of an upload: a 502 once `--s3-timeout`
+/// passes, nothing committed, the node answering meanwhile; when the store continues, the node
+/// works again without a restart.
+#[test]
+fn a_stopped_store_fails_the_upload_and_the_node_recovers() {
+    let Some(s) = start("", &["--s3-timeout", "3", "--s3-part-size", "5MiB"]) else {
+        return;
+    };
+    let body = data(12 << 20, 7);
+    let mut stream = TcpStream::connect(s.addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    write!(
+        stream,
+        "PUT /files/stopped.bin HTTP/1.1\r\nhost: t\r\nconnection: close\r\ncontent-length: {}\r\n\r\n",
+        body.len()
+    )
+    .unwrap();
+    stream.write_all(&body[..1 << 20]).unwrap();
+    s._weed.signal("STOP");
+    // The rest may be refused midway: the answer comes when the store's timeout passes.
+    let _ = stream.write_all(&body[1 << 20..]);
+    let r = Client::new(stream).read_response();
+    assert_eq!(r.status, 502, "{}", r.text());
+    assert_eq!(request(s.addr, "GET /healthz HTTP/1.1", b"").status, 200);
+    s._weed.signal("CONT");
+    // Back: nothing of the failed upload is visible, and uploads work again.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let r = request(s.addr, "PUT /files/after.bin HTTP/1.1", b"back");
+        if r.status == 201 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no recovery: {}", r.text());
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(
+        request(s.addr, "GET /files/stopped.bin HTTP/1.1", b"").status,
+        404
+    );
+    let r = request(s.addr, "GET /files/after.bin HTTP/1.1", b"");
+    assert_eq!((r.status, r.body.as_slice()), (200, &b"back"[..]));
+}

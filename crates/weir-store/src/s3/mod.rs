@@ -30,13 +30,29 @@
 //! The SHA-256 is stored as the object's user metadata `x-amz-meta-weir-sha256` (hex) when it
 //! is known when the object is created: always for a one-part upload, and for a multipart one
 //! when the client announced it (`Content-Digest`), since S3 takes metadata only at the
-//! creation of a multipart upload. A multipart upload without an announced digest is verified
-//! and answered with its SHA-256 but stored without it (its `ETag` is then size and time).
+//! creation of a multipart upload.
+//!
+//! # Digests of multipart uploads
+//! A multipart upload without an announced digest gets a sidecar after its completion: the
+//! object `{prefix}.weir-meta/{path}`, two lines, the S3 ETag the completion answered and the
+//! SHA-256. `HeadObject` of a multipart version (ETag `…-N`) without the metadata reads it and
+//! takes the digest only when the ETags match: a sidecar never gives a digest to another
+//! version (one written later by another node, or one whose own sidecar was not written). A
+//! delete removes it; one left behind (a replace by a one-part upload) names a version that is
+//! gone, so it is never used.
+//!
+//! # Quota
+//! With [`S3Store::with_max_storage`], uploads reserve their bytes as `LocalStore`'s do
+//! (`quota::Usage`, [`ENTRY_COST`] per object). The objects' share comes from a listing
+//! ([`S3Store::list_usage`], [`S3Store::set_listed_usage`]) and is moved by this node's own
+//! commits and deletes: exact for one node, approximate across several (see
+//! `set_listed_usage`).
 //!
 //! # Reads
 //! [`Store::open`] is a `HeadObject`; [`StoreObject::read`] a `GetObject` with `Range` and
 //! `If-Match` on the S3 ETag the head returned, so a replaced object fails instead of mixing
-//! versions. Chunks are hyper's frames, passed on without a copy.
+//! versions. Chunks are hyper's frames, passed on without a copy. [`StoreObject::read_socket`]
+//! sends the same request on a connection of its own and hands that out (`read.rs`).
 
 use crate::digest::Hashers;
 use crate::quota::{ENTRY_COST, Usage};
