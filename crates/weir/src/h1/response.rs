@@ -16,6 +16,10 @@ use std::fs::File;
 use weir_proto::conn::ConnectionHeader;
 use weir_proto::encode::{self, ChunkHeader, InvalidHeader, ResponseFraming};
 
+/// Pipes a forwarded body passes through (`Conn::forward_body`): the connection's own and
+/// three more, so up to four pipes' worth is held between the two sockets.
+const FORWARD_PIPES: usize = 4;
+
 impl Conn {
     /// Starts a response head in the write buffer; returns where it starts (to undo it).
     pub(crate) fn start_head(&mut self, status: StatusCode) -> Result<usize, Error> {
@@ -294,13 +298,13 @@ impl Conn {
         Ok(())
     }
 
-    /// `forward_body` on a plain socket: `src` → pipe → client, both at once through two
-    /// pipes: one is filled from `src` while the other is drained to the client, then they
-    /// swap, so the store's socket is read while the client's is written, within one task.
-    /// A pipe is filled only when empty: an `EAGAIN` from the fill is then always the socket's
-    /// (a pipe out of slots would also answer `EAGAIN`, and waiting for the socket's next
-    /// readiness could then wait for ever). The connection's pipe is empty again when this
-    /// returns `Ok`.
+    /// `forward_body` on a plain socket: `src` → pipes → client, both at once through a ring
+    /// of [`FORWARD_PIPES`] pipes: empty ones are filled from `src` while full ones drain to
+    /// the client in order, so the store's socket is read while the client's is written,
+    /// within one task, and a wake-up moves as much as the sockets hold. A pipe is filled only
+    /// when empty: an `EAGAIN` from the fill is then always the socket's (a pipe out of slots
+    /// would also answer `EAGAIN`, and waiting for the socket's next readiness could then wait
+    /// for ever). The connection's pipe is empty again when this returns `Ok`.
     async fn splice_pieces(
         &mut self,
         src: &tokio::net::TcpStream,
@@ -312,23 +316,27 @@ impl Conn {
             In(std::io::Result<usize>),
             Out(std::io::Result<usize>),
         }
-        // ALLOCATION: a second pipe (two descriptors) per forwarded body, only for bodies
-        // large enough to be forwarded (the caller decides).
-        let second = zero_copy::Pipe::new().map_err(Error::from)?;
-        let (mut fill, mut drain) = (pipe, &second);
-        let (mut filled, mut draining) = (0usize, 0usize);
+        // ALLOCATION: the ring's other pipes (two descriptors each) per forwarded body, only
+        // for bodies large enough to be forwarded (the caller decides).
+        let extra: [zero_copy::Pipe; FORWARD_PIPES - 1] = [
+            zero_copy::Pipe::new().map_err(Error::from)?,
+            zero_copy::Pipe::new().map_err(Error::from)?,
+            zero_copy::Pipe::new().map_err(Error::from)?,
+        ];
+        let ring: [&zero_copy::Pipe; FORWARD_PIPES] = [pipe, &extra[0], &extra[1], &extra[2]];
+        // Bytes in each pipe; the next to drain and the next to fill (full when it holds any).
+        let mut held = [0usize; FORWARD_PIPES];
+        let (mut head, mut tail) = (0usize, 0usize);
         let mut left = len;
         let mut src_seen = tokio::time::Instant::now();
-        while left > 0 || filled > 0 || draining > 0 {
-            if draining == 0 && filled > 0 {
-                std::mem::swap(&mut fill, &mut drain);
-                (draining, filled) = (filled, 0);
-            }
-            let want_in = left > 0 && filled == 0;
-            let want_out = draining > 0;
+        while left > 0 || held[head] > 0 {
+            let want_in = left > 0 && held[tail] == 0;
+            let want_out = held[head] > 0;
+            let (fill, drain) = (ring[tail], ring[head]);
             let room = usize::try_from(left)
                 .unwrap_or(usize::MAX)
                 .min(fill.capacity());
+            let draining = held[head];
             let started = tokio::time::Instant::now();
             let write_deadline = if want_out {
                 self.io.write_clock.deadline(self.write_rate(), started)
@@ -361,7 +369,8 @@ impl Conn {
                 }
                 Some(Step::In(Ok(n))) => {
                     left -= n as u64;
-                    filled = n;
+                    held[tail] = n;
+                    tail = (tail + 1) % FORWARD_PIPES;
                     src_seen = tokio::time::Instant::now();
                 }
                 Some(Step::In(Err(e))) => return Err(Error::from(e)),
@@ -369,7 +378,10 @@ impl Conn {
                     return Err(Error::from_conn_io(std::io::ErrorKind::WriteZero.into()));
                 }
                 Some(Step::Out(Ok(n))) => {
-                    draining -= n;
+                    held[head] -= n;
+                    if held[head] == 0 {
+                        head = (head + 1) % FORWARD_PIPES;
+                    }
                     self.io.write_clock.record(n, started);
                 }
                 Some(Step::Out(Err(e))) => return Err(Error::from_conn_io(e)),
