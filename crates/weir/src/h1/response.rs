@@ -317,12 +317,18 @@ impl Conn {
             Out(std::io::Result<usize>),
         }
         // ALLOCATION: the ring's other pipes (two descriptors each) per forwarded body, only
-        // for bodies large enough to be forwarded (the caller decides).
-        let extra: [zero_copy::Pipe; FORWARD_PIPES - 1] = [
-            zero_copy::Pipe::new().map_err(Error::from)?,
-            zero_copy::Pipe::new().map_err(Error::from)?,
-            zero_copy::Pipe::new().map_err(Error::from)?,
-        ];
+        // for bodies large enough to be forwarded (the caller decides). Without them (out of
+        // descriptors), the body is copied instead.
+        let made = || -> std::io::Result<[zero_copy::Pipe; FORWARD_PIPES - 1]> {
+            Ok([
+                zero_copy::Pipe::new()?,
+                zero_copy::Pipe::new()?,
+                zero_copy::Pipe::new()?,
+            ])
+        };
+        let Ok(extra) = made() else {
+            return self.copy_pieces(src, len, src_timeout).await;
+        };
         let ring: [&zero_copy::Pipe; FORWARD_PIPES] = [pipe, &extra[0], &extra[1], &extra[2]];
         // Bytes in each pipe; the next to drain and the next to fill (full when it holds any).
         let mut held = [0usize; FORWARD_PIPES];
