@@ -718,51 +718,9 @@ impl S3Store {
     }
 }
 
-impl Store for S3Store {
-    type Upload = S3Upload;
-    type Object = S3Object;
-
-    async fn begin(
-        &self,
-        path: &StorePath,
-        options: UploadOptions,
-        media_type: Option<MediaType>,
-    ) -> Result<S3Upload, StoreError> {
-        let sha512 = options
-            .expected_digest
-            .as_ref()
-            .is_some_and(|d| d.sha512.is_some());
-        // As `LocalStore`: the declared length and the entry are taken before any byte arrives,
-        // so an upload that cannot fit is refused before its body.
-        let reserved = options.expected_len.unwrap_or(0).saturating_add(ENTRY_COST);
-        self.inner.usage.reserve(reserved)?;
-        Ok(S3Upload {
-            reserved,
-            store: self.clone(),
-            key: self.key(path),
-            hashers: Hashers::new(true, sha512),
-            options,
-            media_type,
-            // ALLOCATION: the part buffer, once per upload (and again per part sent).
-            part: BytesMut::new(),
-            size: 0,
-            multipart: None,
-        })
-    }
-
-    async fn open(&self, path: &StorePath) -> Result<S3Object, StoreError> {
-        let key = self.key(path);
-        match self.head(&key).await? {
-            Some(head) => Ok(S3Object {
-                store: self.clone(),
-                key,
-                head,
-            }),
-            None => Err(StoreError::NotFound),
-        }
-    }
-
-    async fn list_page(
+impl S3Store {
+    /// One `ListObjectsV2` page as a [`ListPage`] (see [`Store::list_page`]).
+    async fn list_page_once(
         &self,
         dir: Option<&StorePath>,
         after: Option<&str>,
@@ -838,6 +796,73 @@ impl Store for S3Store {
         };
         let entries: Vec<Entry> = found.into_iter().filter_map(|(_, e)| e).collect();
         Ok(ListPage { entries, next })
+    }
+}
+
+impl Store for S3Store {
+    type Upload = S3Upload;
+    type Object = S3Object;
+
+    async fn begin(
+        &self,
+        path: &StorePath,
+        options: UploadOptions,
+        media_type: Option<MediaType>,
+    ) -> Result<S3Upload, StoreError> {
+        let sha512 = options
+            .expected_digest
+            .as_ref()
+            .is_some_and(|d| d.sha512.is_some());
+        // As `LocalStore`: the declared length and the entry are taken before any byte arrives,
+        // so an upload that cannot fit is refused before its body.
+        let reserved = options.expected_len.unwrap_or(0).saturating_add(ENTRY_COST);
+        self.inner.usage.reserve(reserved)?;
+        Ok(S3Upload {
+            reserved,
+            store: self.clone(),
+            key: self.key(path),
+            hashers: Hashers::new(true, sha512),
+            options,
+            media_type,
+            // ALLOCATION: the part buffer, once per upload (and again per part sent).
+            part: BytesMut::new(),
+            size: 0,
+            multipart: None,
+        })
+    }
+
+    async fn open(&self, path: &StorePath) -> Result<S3Object, StoreError> {
+        let key = self.key(path);
+        match self.head(&key).await? {
+            Some(head) => Ok(S3Object {
+                store: self.clone(),
+                key,
+                head,
+            }),
+            None => Err(StoreError::NotFound),
+        }
+    }
+
+    async fn list_page(
+        &self,
+        dir: Option<&StorePath>,
+        after: Option<&str>,
+        limit: NonZeroUsize,
+    ) -> Result<ListPage, StoreError> {
+        // A page of names that are never served (weir's own `.weir-locks/` and `.weir-meta/`
+        // at the top, a foreign writer's invalid names) would come back empty with a cursor:
+        // the next ones are fetched instead, a few times at most.
+        let mut page = self.list_page_once(dir, after, limit).await?;
+        for _ in 0..4 {
+            match (&page.next, page.entries.is_empty()) {
+                (Some(next), true) => {
+                    let next = next.clone();
+                    page = self.list_page_once(dir, Some(&next), limit).await?;
+                }
+                _ => break,
+            }
+        }
+        Ok(page)
     }
 
     async fn delete(
