@@ -555,3 +555,325 @@ fn the_sweep_aborts_what_a_dead_node_left() {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+/// Bytes `pid` wrote through `write`-family calls (`/proc/PID/io`'s `wchar`): a body spliced
+/// from socket to socket is not among them, one copied through user space is.
+fn wchar(pid: u32) -> u64 {
+    let io = std::fs::read_to_string(format!("/proc/{pid}/io")).unwrap();
+    io.lines()
+        .find_map(|l| l.strip_prefix("wchar:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap()
+}
+
+/// A large download is forwarded from the store's socket with `splice`: byte-exact, whole and
+/// as a range, and its bytes never pass through `weir serve`'s writes (on the copying path
+/// every body byte is written with `writev`).
+#[test]
+fn large_downloads_are_spliced_from_the_store() {
+    let Some(s) = start("", &["--s3-part-size", "5MiB"]) else {
+        return;
+    };
+    let body = data(16 << 20, 3);
+    let r = request(s.addr, "PUT /files/big.bin HTTP/1.1", &body);
+    assert_eq!(r.status, 201, "{}", r.text());
+    let pid = s.node.child.id();
+    let before = wchar(pid);
+    let r = request(s.addr, "GET /files/big.bin HTTP/1.1", b"");
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(r.body == body, "the download differs from the upload");
+    let r = request(
+        s.addr,
+        "GET /files/big.bin HTTP/1.1\r\nrange: bytes=1000-5000999",
+        b"",
+    );
+    assert_eq!(r.status, 206, "{}", r.text());
+    assert!(r.body == body[1000..5_001_000], "the range differs");
+    let written = wchar(pid) - before;
+    assert!(
+        written < 1 << 20,
+        "{written} bytes written through user space for 21 MB of bodies"
+    );
+    // A small range takes the ordinary path, and an object replaced since is the new one.
+    let r = request(
+        s.addr,
+        "GET /files/big.bin HTTP/1.1\r\nrange: bytes=10-19",
+        b"",
+    );
+    assert_eq!(r.status, 206);
+    assert_eq!(r.body, &body[10..20]);
+    let other = data(2 << 20, 8);
+    let r = request(s.addr, "PUT /files/big.bin HTTP/1.1", &other);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let r = request(s.addr, "GET /files/big.bin HTTP/1.1", b"");
+    assert!(r.body == other, "the replaced object's download differs");
+}
+
+/// A client of `weed`'s bucket under `prefix`.
+fn direct_under(weed: &Seaweed, prefix: &str) -> weir_store::S3Store {
+    weir_store::S3Store::new(weir_store::S3Config {
+        endpoint: weed.endpoint.clone(),
+        region: "us-east-1".into(),
+        bucket: seaweed::BUCKET.into(),
+        prefix: prefix.into(),
+        access_key: seaweed::ACCESS_KEY.into(),
+        secret_key: seaweed::SECRET_KEY.into(),
+        session_token: None,
+        part_size: 5 << 20,
+        parts_in_flight: 1,
+        path_style: true,
+        request_timeout: Duration::from_secs(60),
+    })
+    .unwrap()
+}
+
+/// A multipart upload without an announced digest (S3 takes metadata only at the creation) gets
+/// its SHA-256 through the `.weir-meta/` sidecar: GET answers `Repr-Digest` and the PUT's ETag.
+/// A replaced object never shows the old digest, even with the old sidecar put back; a delete
+/// removes the sidecar.
+#[test]
+fn multipart_uploads_without_a_digest_keep_their_sha256() {
+    use weir_store::{Store, StoreObject, StoreReader, StoreUpload};
+    let Some(s) = start("", &["--s3-part-size", "5MiB"]) else {
+        return;
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    // The sidecars, seen as objects under their own prefix.
+    let sidecars = direct_under(&s._weed, ".weir-meta");
+    let path = weir_store::StorePath::parse("m.bin").unwrap();
+    let read_sidecar = || {
+        rt.block_on(async {
+            let object = match sidecars.open(&path).await {
+                Ok(o) => o,
+                Err(weir_store::StoreError::NotFound) => return None,
+                Err(e) => panic!("{e}"),
+            };
+            let size = object.meta().size;
+            let mut reader = object.read(0..size).await.unwrap();
+            let mut out = Vec::new();
+            while let Some(c) = reader.next_chunk().await.unwrap() {
+                out.extend_from_slice(&c);
+            }
+            Some(out)
+        })
+    };
+    let v1 = data(12 << 20, 21);
+    let r = request(s.addr, "PUT /files/m.bin HTTP/1.1", &v1);
+    assert_eq!(r.status, 201, "{}", r.text());
+    let put_etag = r.header("etag").unwrap().to_owned();
+    let v1_b64 = base64_of(&Sha256::digest(&v1));
+    let r = request(s.addr, "GET /files/m.bin HTTP/1.1", b"");
+    assert!(r.body == v1);
+    assert_eq!(
+        r.header("repr-digest"),
+        Some(format!("sha-256=:{v1_b64}:").as_str())
+    );
+    assert_eq!(r.header("etag"), Some(put_etag.as_str()));
+    let v1_sidecar = read_sidecar().expect("a sidecar for the multipart upload");
+
+    let v2 = data(11 << 20, 22);
+    let r = request(s.addr, "PUT /files/m.bin HTTP/1.1", &v2);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let v2_b64 = base64_of(&Sha256::digest(&v2));
+    let r = request(s.addr, "HEAD /files/m.bin HTTP/1.1", b"");
+    assert_eq!(
+        r.header("repr-digest"),
+        Some(format!("sha-256=:{v2_b64}:").as_str())
+    );
+    // The old version's sidecar put back (as a slow node's late write would): it names another
+    // version, so it is ignored.
+    rt.block_on(async {
+        let mut up = sidecars
+            .begin(&path, weir_store::UploadOptions::default(), None)
+            .await
+            .unwrap();
+        up.write(&v1_sidecar).await.unwrap();
+        up.commit(None).await.unwrap();
+    });
+    let r = request(s.addr, "GET /files/m.bin HTTP/1.1", b"");
+    assert!(r.body == v2);
+    assert_eq!(r.header("repr-digest"), None, "a digest of another version");
+    // Listings never show sidecars; a delete removes the object's.
+    let r = request(s.addr, "GET /files/ HTTP/1.1", b"");
+    assert!(!r.text().contains("weir-meta"), "{}", r.text());
+    let r = request(s.addr, "DELETE /files/m.bin HTTP/1.1", b"");
+    assert_eq!(r.status, 204);
+    assert!(read_sidecar().is_none(), "the sidecar outlived its object");
+}
+
+/// `weir_storage_used_bytes` and `weir_storage_quota_bytes` from `GET /metrics`.
+fn storage_metrics(addr: SocketAddr) -> (u64, Option<u64>) {
+    let r = request(addr, "GET /metrics HTTP/1.1", b"");
+    assert_eq!(r.status, 200, "{}", r.text());
+    let text = r.text();
+    let value = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+            .map(|v| v.trim().parse::<f64>().unwrap() as u64)
+    };
+    (
+        value("weir_storage_used_bytes").unwrap(),
+        value("weir_storage_quota_bytes"),
+    )
+}
+
+/// `--max-storage` with `--store s3://`: the usage is the listed objects (4 KiB each, as
+/// locally) at start, moved by the node's commits and deletes; an upload past the quota gets
+/// 507 and leaves nothing (declared length: before its body; chunked: when it gets there).
+#[test]
+fn the_quota_holds_in_s3_mode() {
+    let Some(weed) = Seaweed::start() else {
+        return;
+    };
+    wait_for_bucket(&weed);
+    let quota = ["--max-storage", "10MiB", "--s3-part-size", "5MiB"];
+    let a = node(&weed, "q", &quota);
+    let six = data(6 << 20, 5);
+    let r = request(a.addr, "PUT /files/one.bin HTTP/1.1", &six);
+    assert_eq!(r.status, 201, "{}", r.text());
+    let used = (6 << 20) + 4096;
+    assert_eq!(storage_metrics(a.addr), (used, Some(10 << 20)));
+
+    // Declared past the quota: refused before the body, nothing stored.
+    let r = request(a.addr, "PUT /files/two.bin HTTP/1.1", &six);
+    assert_eq!(r.status, 507, "{}", r.text());
+    assert_eq!(
+        request(a.addr, "GET /files/two.bin HTTP/1.1", b"").status,
+        404
+    );
+    // Chunked: refused when the bytes reach the quota.
+    let mut chunked = b"PUT /files/three.bin HTTP/1.1\r\nhost: t\r\nconnection: close\r\n\
+        transfer-encoding: chunked\r\n\r\n"
+        .to_vec();
+    for piece in six.chunks(1 << 20) {
+        chunked.extend_from_slice(format!("{:x}\r\n", piece.len()).as_bytes());
+        chunked.extend_from_slice(piece);
+        chunked.extend_from_slice(b"\r\n");
+    }
+    chunked.extend_from_slice(b"0\r\n\r\n");
+    let mut stream = TcpStream::connect(a.addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    let _ = stream.write_all(&chunked);
+    let r = Client::new(stream).read_response();
+    assert_eq!(r.status, 507, "{}", r.text());
+    assert_eq!(
+        request(a.addr, "GET /files/three.bin HTTP/1.1", b"").status,
+        404
+    );
+    assert_eq!(storage_metrics(a.addr).0, used, "refused uploads give back");
+
+    // A second node lists the usage at its start: the same count, the same refusal.
+    let b = node(&weed, "q", &quota);
+    assert_eq!(storage_metrics(b.addr).0, used);
+    let r = request(b.addr, "PUT /files/two.bin HTTP/1.1", &six);
+    assert_eq!(r.status, 507, "{}", r.text());
+
+    // A delete gives the space back; a replace counts the new version only.
+    assert_eq!(
+        request(a.addr, "DELETE /files/one.bin HTTP/1.1", b"").status,
+        204
+    );
+    assert_eq!(storage_metrics(a.addr).0, 0);
+    let r = request(a.addr, "PUT /files/two.bin HTTP/1.1", &six);
+    assert_eq!(r.status, 201, "{}", r.text());
+    let r = request(a.addr, "PUT /files/two.bin HTTP/1.1", &six[..1 << 20]);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(storage_metrics(a.addr).0, (1 << 20) + 4096);
+}
+
+/// The store stops answering (SIGSTOP) in the middle of an upload: a 502 once `--s3-timeout`
+/// passes, nothing committed, the node answering meanwhile; when the store continues, the node
+/// works again without a restart.
+#[test]
+fn a_stopped_store_fails_the_upload_and_the_node_recovers() {
+    let Some(s) = start("", &["--s3-timeout", "3", "--s3-part-size", "5MiB"]) else {
+        return;
+    };
+    let body = data(12 << 20, 7);
+    let mut stream = TcpStream::connect(s.addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    write!(
+        stream,
+        "PUT /files/stopped.bin HTTP/1.1\r\nhost: t\r\nconnection: close\r\ncontent-length: {}\r\n\r\n",
+        body.len()
+    )
+    .unwrap();
+    stream.write_all(&body[..1 << 20]).unwrap();
+    s._weed.signal("STOP");
+    // The rest may be refused midway: the answer comes when the store's timeout passes.
+    let _ = stream.write_all(&body[1 << 20..]);
+    let r = Client::new(stream).read_response();
+    assert_eq!(r.status, 502, "{}", r.text());
+    assert_eq!(request(s.addr, "GET /healthz HTTP/1.1", b"").status, 200);
+    s._weed.signal("CONT");
+    // Back: nothing of the failed upload is visible, and uploads work again.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let r = request(s.addr, "PUT /files/after.bin HTTP/1.1", b"back");
+        if r.status == 201 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no recovery: {}", r.text());
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(
+        request(s.addr, "GET /files/stopped.bin HTTP/1.1", b"").status,
+        404
+    );
+    let r = request(s.addr, "GET /files/after.bin HTTP/1.1", b"");
+    assert_eq!((r.status, r.body.as_slice()), (200, &b"back"[..]));
+}
+
+/// Over HTTP/2 (h2c), where nothing can be spliced, a large download takes the buffered path
+/// of the same forwarding: byte-exact, whole and as a range.
+#[test]
+fn large_downloads_over_http2_are_forwarded() {
+    let Some(s) = start("", &["--s3-part-size", "5MiB"]) else {
+        return;
+    };
+    let body = data(6 << 20, 11);
+    let r = request(s.addr, "PUT /files/h2.bin HTTP/1.1", &body);
+    assert_eq!(r.status, 201, "{}", r.text());
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let get = |range: Option<&str>| {
+        rt.block_on(async {
+            let tcp = tokio::net::TcpStream::connect(s.addr).await.unwrap();
+            let (client, conn) = h2::client::handshake(tcp).await.unwrap();
+            tokio::spawn(async move {
+                let _ = conn.await;
+            });
+            let mut client = client.ready().await.unwrap();
+            let mut req = http::Request::get(format!("http://{}/files/h2.bin", s.addr));
+            if let Some(r) = range {
+                req = req.header("range", r);
+            }
+            let (resp, _) = client.send_request(req.body(()).unwrap(), true).unwrap();
+            let resp = resp.await.unwrap();
+            let status = resp.status().as_u16();
+            let mut recv = resp.into_body();
+            let mut got = Vec::new();
+            while let Some(chunk) = recv.data().await {
+                let chunk = chunk.unwrap();
+                let _ = recv.flow_control().release_capacity(chunk.len());
+                got.extend_from_slice(&chunk);
+            }
+            (status, got)
+        })
+    };
+    let (status, got) = get(None);
+    assert_eq!(status, 200);
+    assert!(got == body, "the HTTP/2 download differs");
+    let (status, got) = get(Some("bytes=100-2000099"));
+    assert_eq!(status, 206);
+    assert!(got == body[100..2_000_100], "the HTTP/2 range differs");
+}

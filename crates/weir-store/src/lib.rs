@@ -146,6 +146,8 @@ pub use s3::{
     S3UploadState,
 };
 pub use sha256_state::ResumableSha256;
+#[cfg(feature = "s3")]
+pub use store::SocketBody;
 pub use store::{
     LocalObject, LocalReader, LocalUpload, Store, StoreObject, StoreReader, StoreUpload,
     VersionCheck,

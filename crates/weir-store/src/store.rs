@@ -113,6 +113,34 @@ pub trait StoreObject: Send {
         self,
         range: Range<u64>,
     ) -> impl Future<Output = Result<Self::Reader, StoreError>> + Send;
+
+    /// The bytes in `range` as a socket positioned at them, when the store can hand one out
+    /// (`S3Store` over `http://`), so that a server forwards them with `splice` instead of
+    /// copying each chunk through user space; `Ok(None)`: it cannot, use
+    /// [`StoreObject::read`]. The same version guarantee as `read`.
+    #[cfg(feature = "s3")]
+    fn read_socket(
+        &self,
+        range: Range<u64>,
+    ) -> impl Future<Output = Result<Option<SocketBody>, StoreError>> + Send {
+        let _ = range;
+        async { Ok(None) }
+    }
+}
+
+/// A range of an object on a socket ([`StoreObject::read_socket`]): `head`, the bytes that
+/// arrived with the answer's head, then `rest` bytes to read from `stream`.
+#[cfg(feature = "s3")]
+#[derive(Debug)]
+pub struct SocketBody {
+    /// The range's first bytes, read together with the answer head.
+    pub head: Bytes,
+    /// The connection, positioned after `head`; used for this range only.
+    pub stream: tokio::net::TcpStream,
+    /// Bytes of the range still to read from `stream`.
+    pub rest: u64,
+    /// Longest silence to accept from `stream` (the store's request timeout).
+    pub idle_timeout: std::time::Duration,
 }
 
 /// The bytes of a [`StoreObject::read`], chunk by chunk.

@@ -141,6 +141,21 @@ impl<'c> BodyWriter<'_, 'c> {
         self.exchange.write_body(data).await
     }
 
+    /// Forwards the next `len` body bytes from the socket `src` (a proxied answer: an object
+    /// store's body, positioned at its first byte). Over HTTP/1.1 on a plain TCP or Unix
+    /// connection (Linux), with `splice` through a pipe: the bytes never enter user space; over
+    /// TLS or HTTP/2, read into a buffer and written. Fails the response (HTTP/1.1 closes the
+    /// connection, HTTP/2 resets the stream) if `src` ends before `len` bytes, fails, or sends
+    /// nothing for `src_timeout`; the bytes read from `src` beyond `len` are left in it.
+    pub async fn splice_from(
+        &mut self,
+        src: &tokio::net::TcpStream,
+        len: u64,
+        src_timeout: std::time::Duration,
+    ) -> Result<(), Error> {
+        self.exchange.forward_body(src, len, src_timeout).await
+    }
+
     /// Sends everything buffered so far.
     pub async fn flush(&mut self) -> Result<(), Error> {
         self.exchange.flush_response().await

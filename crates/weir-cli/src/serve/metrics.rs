@@ -18,7 +18,7 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 use weir::http::Method;
-use weir_store::{LocalStore, Resumables};
+use weir_store::Resumables;
 
 /// Method labels; anything else counts as `other`.
 const METHODS: [&str; 8] = [
@@ -145,7 +145,7 @@ impl Metrics {
     /// listed for the count of uploads open.
     pub(super) fn render(
         &self,
-        store: &LocalStore,
+        (storage_used, storage_quota): (u64, Option<u64>),
         resumables: Option<&Resumables>,
         (hooks, webhooks): (Option<&HookOutcomes>, Option<&WebhookCounters>),
         buffers_lent: usize,
@@ -201,7 +201,7 @@ impl Metrics {
                 "weir_storage_used_bytes",
                 "gauge",
                 "Bytes the store uses: files, uploads in progress, 4 KiB per entry.",
-                store.usage(),
+                storage_used,
             ),
         ];
         for (name, kind, help, value) in simple {
@@ -270,7 +270,7 @@ impl Metrics {
                 webhooks.attempts.load(Relaxed)
             );
         }
-        if let Some(quota) = store.max_storage() {
+        if let Some(quota) = storage_quota {
             header(
                 &mut out,
                 "weir_storage_quota_bytes",

@@ -356,14 +356,16 @@ pub fn run(args: ServeArgs) -> Result<(), ServeError> {
     }
     #[cfg(feature = "s3")]
     if let Some((s3, url)) = &config.s3 {
-        service = service
-            .with_remote(open_s3(s3, url)?)
-            .with_remote_resumable(weir_store::S3ResumableOptions {
-                expiry: config.resumable.expiry,
-                lease: config.s3_upload_lease,
-            });
-        remote::start_sweeper(s3.clone(), config.s3_sweep_after)
+        let store = open_s3(s3, url, config.max_storage)?;
+        remote::start_sweeper(s3.clone(), config.s3_sweep_after, store.clone())
             .map_err(|e| ServeError(format!("cannot start the multipart sweep: {e}")))?;
+        service =
+            service
+                .with_remote(store)
+                .with_remote_resumable(weir_store::S3ResumableOptions {
+                    expiry: config.resumable.expiry,
+                    lease: config.s3_upload_lease,
+                });
     }
     let mut service = service
         .with_metrics_route(config.metrics_listen.is_none())
@@ -536,16 +538,29 @@ fn cannot_listen(addr: &str, e: &std::io::Error) -> ServeError {
 /// The S3 store of `--store`, checked before anything listens: the bucket is reached with
 /// these credentials (`HeadBucket`, on a runtime of its own, whose connections end with it).
 #[cfg(feature = "s3")]
-fn open_s3(config: &weir_store::S3Config, url: &str) -> Result<weir_store::S3Store, ServeError> {
+/// The bucket's store, checked, with `--max-storage` as its quota and its usage listed (the
+/// sum of the objects under the prefix: `remote::start_sweeper` lists it again periodically).
+fn open_s3(
+    config: &weir_store::S3Config,
+    url: &str,
+    max_storage: Option<u64>,
+) -> Result<weir_store::S3Store, ServeError> {
     let fail = |e: weir_store::StoreError| ServeError(format!("--store {url}: {e}"));
     let probe = weir_store::S3Store::new(config.clone()).map_err(fail)?;
-    tokio::runtime::Builder::new_current_thread()
+    let listed = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| ServeError(format!("runtime: {e}")))?
-        .block_on(probe.check())
+        .block_on(async {
+            probe.check().await?;
+            probe.list_usage().await
+        })
         .map_err(fail)?;
-    weir_store::S3Store::new(config.clone()).map_err(fail)
+    let store = weir_store::S3Store::new(config.clone())
+        .map_err(fail)?
+        .with_max_storage(max_storage);
+    store.set_listed_usage(listed);
+    Ok(store)
 }
 
 /// Says where the service listens, on stdout (one line per listener, flushed).

@@ -202,12 +202,18 @@ async fn metrics(svc: &Service, ex: &mut Exchange<'_>, token: bool) -> Result<()
     let resumables = svc.resumables.as_deref();
     let hooks = svc.hooks.as_ref().map(|h| &*h.outcomes);
     let webhooks = svc.webhooks.as_ref().map(|h| &*h.counters);
-    let text = svc.observing.metrics.render(
-        &svc.store,
-        resumables,
-        (hooks, webhooks),
-        svc.buffers_lent(),
-    );
+    // With `--store s3://`, the bucket's usage as this node counts it (`S3Store::usage`).
+    #[cfg(feature = "s3")]
+    let storage = match &svc.remote {
+        Some(remote) => (remote.usage(), remote.max_storage()),
+        None => (svc.store.usage(), svc.store.max_storage()),
+    };
+    #[cfg(not(feature = "s3"))]
+    let storage = (svc.store.usage(), svc.store.max_storage());
+    let text =
+        svc.observing
+            .metrics
+            .render(storage, resumables, (hooks, webhooks), svc.buffers_lent());
     ex.respond(StatusCode::OK)
         .header("content-type", "text/plain; version=0.0.4; charset=utf-8")
         .body(text.as_bytes())

@@ -23,8 +23,11 @@
 //!   only) and again by the store at commit, atomically with the write (S3's conditional
 //!   `If-None-Match: *` / `If-Match` on the completion).
 //! - **Downloads**: one `HeadObject` for the validators, then a `GetObject` of the range pinned
-//!   to that version; its chunks are written as they come (no `sendfile`: the bytes come from
-//!   the network).
+//!   to that version. A range of at least [`FORWARD_AT_LEAST`] from a plain-`http://` store
+//!   comes on a connection of its own ([`StoreObject::read_socket`]) and is spliced to the
+//!   client (`BodyWriter::splice_from`: over plain HTTP/1.1 the bytes never enter user space;
+//!   TLS and HTTP/2 clients get them through a buffer); other ranges' chunks (hyper's frames)
+//!   are written as they come.
 //!
 //! A `Content-Digest` trailer cannot be verified here (S3 needs the digest before the
 //! completion, and weir would have to keep the parts back): such an upload is refused (501)
@@ -65,16 +68,21 @@ impl Service {
 
 /// How often the sweep runs (and once at start).
 const SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(3600);
+/// How often the usage is listed again: other nodes' commits and deletes, and objects changed
+/// behind weir's back, count from then on.
+const LIST_USAGE_EVERY: std::time::Duration = std::time::Duration::from_secs(300);
 
 /// Starts the thread that removes expired resumable uploads (`remote_resumable.rs`) and aborts
 /// abandoned multipart uploads (begun more than `after` ago, `--s3-sweep-after`: left by a node
 /// that died mid-upload; a live one aborts its own failures at once; a live resumable upload's
-/// are kept) under the store's prefix, at start and every [`SWEEP_EVERY`]: with its own client
-/// and runtime, so the service's workers never wait for it. Several nodes sweeping the same
-/// prefix abort the same uploads; an abort of one already gone is not an error.
+/// are kept) under the store's prefix, at start and every [`SWEEP_EVERY`], and lists the usage
+/// of `serving` (the quota's and the metrics' count) again every [`LIST_USAGE_EVERY`]: with its
+/// own client and runtime, so the service's workers never wait for it. Several nodes sweeping
+/// the same prefix abort the same uploads; an abort of one already gone is not an error.
 pub(super) fn start_sweeper(
     config: weir_store::S3Config,
     after: std::time::Duration,
+    serving: S3Store,
 ) -> std::io::Result<()> {
     let store = S3Store::new(config).map_err(std::io::Error::other)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -85,22 +93,32 @@ pub(super) fn start_sweeper(
         .spawn(move || {
             let uploads = S3Resumables::new(store.clone(), S3ResumableOptions::default());
             runtime.block_on(async {
+                let mut swept_at: Option<tokio::time::Instant> = None;
                 loop {
-                    // Expired resumable uploads first (each manifest holds its own expiry),
-                    // so that their multipart uploads are no longer "live" below.
-                    match uploads.sweep().await {
-                        Ok((0, _)) => {}
-                        Ok((n, _)) => {
-                            tracing::info!(removed = n, "expired resumable uploads removed")
+                    if swept_at.is_none_or(|t| t.elapsed() >= SWEEP_EVERY) {
+                        swept_at = Some(tokio::time::Instant::now());
+                        // Expired resumable uploads first (each manifest holds its own expiry),
+                        // so that their multipart uploads are no longer "live" below.
+                        match uploads.sweep().await {
+                            Ok((0, _)) => {}
+                            Ok((n, _)) => {
+                                tracing::info!(removed = n, "expired resumable uploads removed")
+                            }
+                            Err(e) => tracing::warn!(error = %e, "resumable upload sweep failed"),
                         }
-                        Err(e) => tracing::warn!(error = %e, "resumable upload sweep failed"),
+                        match store.sweep_multipart(after).await {
+                            Ok(0) => {}
+                            Ok(n) => {
+                                tracing::info!(aborted = n, "aborted abandoned multipart uploads")
+                            }
+                            Err(e) => tracing::warn!(error = %e, "multipart sweep failed"),
+                        }
                     }
-                    match store.sweep_multipart(after).await {
-                        Ok(0) => {}
-                        Ok(n) => tracing::info!(aborted = n, "aborted abandoned multipart uploads"),
-                        Err(e) => tracing::warn!(error = %e, "multipart sweep failed"),
+                    tokio::time::sleep(LIST_USAGE_EVERY).await;
+                    match store.list_usage().await {
+                        Ok(listed) => serving.set_listed_usage(listed),
+                        Err(e) => tracing::warn!(error = %e, "listing the store's usage failed"),
                     }
-                    tokio::time::sleep(SWEEP_EVERY).await;
                 }
             });
         })?;
@@ -255,6 +273,11 @@ async fn put<S: Store>(
     reply::json_with(ex, status, &body, &[("etag", &etag)]).await
 }
 
+/// Ranges at least this long are forwarded from a socket of their own
+/// ([`StoreObject::read_socket`]) when the store offers one: below it, the extra connection
+/// costs more than the copies it saves.
+const FORWARD_AT_LEAST: u64 = 1 << 20;
+
 async fn download<S: Store>(
     store: &S,
     ex: &mut Exchange<'_>,
@@ -281,7 +304,15 @@ async fn download<S: Store>(
     let content_type = mime::content_type(object.media_type().cloned(), path.file_name());
     let head_only = *ex.request().method() == Method::HEAD;
     // The read starts before the answer, so a store failure can still be answered (502).
-    let mut reader = if head_only {
+    // A large range is taken on a socket of its own when the store offers one, and spliced.
+    let mut socket = None;
+    if !head_only && len >= FORWARD_AT_LEAST {
+        match object.read_socket(start..start + len).await {
+            Ok(s) => socket = s,
+            Err(e) => return reply::store_error(ex, &e).await,
+        }
+    }
+    let mut reader = if head_only || socket.is_some() {
         None
     } else {
         match object.read(start..start + len).await {
@@ -291,6 +322,19 @@ async fn download<S: Store>(
     };
     let response = answer.respond(ex, &meta, content_type);
     let mut writer = response.stream(Some(len)).await?;
+    if let Some(body) = &socket {
+        if !body.head.is_empty() {
+            writer.write(&body.head).await?;
+        }
+        if let Err(e) = writer
+            .splice_from(&body.stream, body.rest, body.idle_timeout)
+            .await
+        {
+            // As below: the declared length not reached, the client sees a cut body.
+            tracing::error!(error = %e, path = %path, "forwarding the object failed");
+            return Err(e);
+        }
+    }
     if let Some(reader) = &mut reader {
         loop {
             match reader.next_chunk().await {

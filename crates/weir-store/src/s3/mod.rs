@@ -30,15 +30,32 @@
 //! The SHA-256 is stored as the object's user metadata `x-amz-meta-weir-sha256` (hex) when it
 //! is known when the object is created: always for a one-part upload, and for a multipart one
 //! when the client announced it (`Content-Digest`), since S3 takes metadata only at the
-//! creation of a multipart upload. A multipart upload without an announced digest is verified
-//! and answered with its SHA-256 but stored without it (its `ETag` is then size and time).
+//! creation of a multipart upload.
+//!
+//! # Digests of multipart uploads
+//! A multipart upload without an announced digest gets a sidecar after its completion: the
+//! object `{prefix}.weir-meta/{path}`, two lines, the S3 ETag the completion answered and the
+//! SHA-256. `HeadObject` of a multipart version (ETag `…-N`) without the metadata reads it and
+//! takes the digest only when the ETags match: a sidecar never gives a digest to another
+//! version (one written later by another node, or one whose own sidecar was not written). A
+//! delete removes it; one left behind (a replace by a one-part upload) names a version that is
+//! gone, so it is never used.
+//!
+//! # Quota
+//! With [`S3Store::with_max_storage`], uploads reserve their bytes as `LocalStore`'s do
+//! (`quota::Usage`, [`ENTRY_COST`] per object). The objects' share comes from a listing
+//! ([`S3Store::list_usage`], [`S3Store::set_listed_usage`]) and is moved by this node's own
+//! commits and deletes: exact for one node, approximate across several (see
+//! `set_listed_usage`).
 //!
 //! # Reads
 //! [`Store::open`] is a `HeadObject`; [`StoreObject::read`] a `GetObject` with `Range` and
 //! `If-Match` on the S3 ETag the head returned, so a replaced object fails instead of mixing
-//! versions. Chunks are hyper's frames, passed on without a copy.
+//! versions. Chunks are hyper's frames, passed on without a copy. [`StoreObject::read_socket`]
+//! sends the same request on a connection of its own and hands that out (`read.rs`).
 
 use crate::digest::Hashers;
+use crate::quota::{ENTRY_COST, Usage};
 use crate::store::{Store, StoreObject, StoreReader, StoreUpload, VersionCheck};
 use crate::{
     Committed, Entry, FileMeta, ListPage, MediaType, StoreError, StorePath, UploadOptions,
@@ -54,6 +71,7 @@ use rusty_s3::{Bucket, Credentials, S3Action, UrlStyle};
 use std::num::NonZeroUsize;
 use std::ops::Range;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::task::JoinSet;
 use url::Url;
@@ -119,6 +137,12 @@ struct Inner {
     parts_in_flight: usize,
     request_timeout: Duration,
     client: HttpClient,
+    /// Bytes used under the prefix as this node knows them (objects, this node's uploads in
+    /// progress, [`ENTRY_COST`] each), against the quota ([`S3Store::with_max_storage`]).
+    usage: Usage,
+    /// The objects' share of `usage`: set from a listing ([`S3Store::set_listed_usage`]),
+    /// then moved by this node's commits and deletes.
+    committed: AtomicU64,
 }
 
 /// A multipart upload neither completed nor aborted.
@@ -189,8 +213,102 @@ impl S3Store {
                 parts_in_flight: config.parts_in_flight.max(1),
                 request_timeout: config.request_timeout,
                 client,
+                usage: Usage::new(0, None),
+                committed: AtomicU64::new(0),
             }),
         })
+    }
+
+    /// The same store with a quota: uploads that would take the usage past `limit` bytes fail
+    /// with [`StoreError::QuotaExceeded`] (before their body when they declare a length), as
+    /// `LocalStore`'s `max_storage`. Call it on a new store, before it is cloned.
+    pub fn with_max_storage(mut self, limit: Option<u64>) -> S3Store {
+        let inner = Arc::get_mut(&mut self.inner).expect("with_max_storage on a new S3Store");
+        inner.usage = Usage::new(inner.usage.used(), limit);
+        self
+    }
+
+    /// The quota ([`S3Store::with_max_storage`]).
+    pub fn max_storage(&self) -> Option<u64> {
+        self.inner.usage.limit()
+    }
+
+    /// Bytes used as this node counts them: the last listing ([`S3Store::set_listed_usage`]),
+    /// moved by this node's commits and deletes since, plus its uploads in progress.
+    pub fn usage(&self) -> u64 {
+        self.inner.usage.used()
+    }
+
+    /// Sums the objects under the prefix (`ListObjectsV2`, every page; [`ENTRY_COST`] each, as
+    /// `LocalStore` counts a file): what [`S3Store::set_listed_usage`] takes. weir's own objects
+    /// (`.weir-…`: locks, digest sidecars) are not counted, nor are other clients' multipart
+    /// uploads in progress (their parts are not listed).
+    pub async fn list_usage(&self) -> Result<u64, StoreError> {
+        let i = &self.inner;
+        let mut total = 0u64;
+        let mut token: Option<String> = None;
+        loop {
+            let mut action = i.bucket.list_objects_v2(Some(&i.credentials));
+            action.with_prefix(i.prefix.as_str());
+            if let Some(t) = &token {
+                action.with_continuation_token(t.as_str());
+            }
+            let url = action.sign(SIGNED_FOR);
+            let resp = self
+                .send("list objects", Method::GET, url, &[], Bytes::new())
+                .await?;
+            if !resp.status().is_success() {
+                return Err(failure("list objects", resp).await);
+            }
+            let body = collect("list objects", resp).await?;
+            let parsed = rusty_s3::actions::ListObjectsV2::parse_response(&body).map_err(|e| {
+                StoreError::Backend {
+                    op: "list objects",
+                    message: e.to_string(),
+                }
+            })?;
+            for c in &parsed.contents {
+                let path = c.key.strip_prefix(&i.prefix).unwrap_or(&c.key);
+                if !path.starts_with(".weir-") {
+                    total = total.saturating_add(c.size).saturating_add(ENTRY_COST);
+                }
+            }
+            match parsed.next_continuation_token {
+                Some(t) if !parsed.contents.is_empty() => token = Some(t),
+                _ => return Ok(total),
+            }
+        }
+    }
+
+    /// Takes `listed` ([`S3Store::list_usage`]) as the objects' bytes now, keeping this node's
+    /// uploads in progress on top. Another node's commits between two listings are missing
+    /// until the next one; one of this node's commits that the listing already saw counts
+    /// twice until then.
+    pub fn set_listed_usage(&self, listed: u64) {
+        let before = self.inner.committed.swap(listed, Ordering::Relaxed);
+        self.inner.usage.charge(listed);
+        self.inner.usage.release(before);
+    }
+
+    /// A commit: `taken` (the upload's reservation, now the object's) joins the objects'
+    /// share; the version it replaced, `replaced` bytes, leaves both.
+    pub(super) fn note_committed(&self, taken: u64, replaced: Option<u64>) {
+        self.inner.committed.fetch_add(taken, Ordering::Relaxed);
+        if let Some(size) = replaced {
+            self.note_deleted(size);
+        }
+    }
+
+    /// An object of `size` bytes gone.
+    fn note_deleted(&self, size: u64) {
+        let share = size.saturating_add(ENTRY_COST);
+        let _ = self
+            .inner
+            .committed
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |c| {
+                Some(c.saturating_sub(share))
+            });
+        self.inner.usage.release(share);
     }
 
     /// Whether the bucket is there and these credentials reach it (`HeadBucket`).
@@ -358,8 +476,86 @@ impl S3Store {
         }
     }
 
-    /// `HeadObject`: `None` when there is no object.
+    /// `HeadObject`, with the SHA-256 of the version's sidecar when its metadata has none
+    /// (see "Digests of multipart uploads" in the module docs): `None` when there is no object.
     async fn head(&self, key: &str) -> Result<Option<Head>, StoreError> {
+        let Some(mut head) = self.head_raw(key).await? else {
+            return Ok(None);
+        };
+        // Only multipart versions (S3 ETag `…-N`) can lack the metadata weir writes.
+        if head.meta.sha256.is_none() && head.etag.contains('-') {
+            head.meta.sha256 = self.sidecar_sha256(key, &head.etag).await?;
+        }
+        Ok(Some(head))
+    }
+
+    /// The sidecar object of `key`: `{prefix}.weir-meta/{path}`.
+    fn sidecar_key(&self, key: &str) -> String {
+        let path = key.strip_prefix(&self.inner.prefix).unwrap_or(key);
+        // ALLOCATION: the key, once per sidecar request.
+        format!("{}{SIDECAR_DIR}{path}", self.inner.prefix)
+    }
+
+    /// Writes `key`'s sidecar: the version's S3 ETag and its SHA-256 (hex), a line each.
+    pub(super) async fn put_sidecar(
+        &self,
+        key: &str,
+        etag: &str,
+        sha256: &[u8; 32],
+    ) -> Result<(), StoreError> {
+        let body = Bytes::from(format!("{etag}\n{}\n", hex(sha256)));
+        let resp = self.put_small(&self.sidecar_key(key), &[], body).await?;
+        check_write("put digest sidecar", resp).await
+    }
+
+    /// The SHA-256 in `key`'s sidecar if the sidecar names the version `etag`; `None` when
+    /// there is no sidecar or it belongs to another version.
+    async fn sidecar_sha256(&self, key: &str, etag: &str) -> Result<Option<[u8; 32]>, StoreError> {
+        let url = self
+            .inner
+            .bucket
+            .get_object(Some(&self.inner.credentials), &self.sidecar_key(key))
+            .sign(SIGNED_FOR);
+        let resp = self
+            .send("read digest sidecar", Method::GET, url, &[], Bytes::new())
+            .await?;
+        match resp.status() {
+            s if s.is_success() => {}
+            StatusCode::NOT_FOUND => return Ok(None),
+            _ => return Err(failure("read digest sidecar", resp).await),
+        }
+        let body = collect("read digest sidecar", resp).await?;
+        let text = std::str::from_utf8(&body).unwrap_or("");
+        let mut lines = text.lines();
+        match (lines.next(), lines.next()) {
+            (Some(e), Some(d)) if e.trim_matches('"') == etag.trim_matches('"') => {
+                Ok(parse_hex32(d.trim()))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// Removes `key`'s sidecar (after the object): errors are ignored, since a sidecar naming
+    /// a version that is gone is never used.
+    async fn delete_sidecar(&self, key: &str) {
+        let url = self
+            .inner
+            .bucket
+            .delete_object(Some(&self.inner.credentials), &self.sidecar_key(key))
+            .sign(SIGNED_FOR);
+        let _ = self
+            .send(
+                "delete digest sidecar",
+                Method::DELETE,
+                url,
+                &[],
+                Bytes::new(),
+            )
+            .await;
+    }
+
+    /// `HeadObject` alone: `None` when there is no object.
+    async fn head_raw(&self, key: &str) -> Result<Option<Head>, StoreError> {
         let url = self
             .inner
             .bucket
@@ -394,6 +590,9 @@ struct CommitLock {
 /// Names of lock objects start with this (after the prefix); no store path can (`.weir-`), so
 /// they are never listed or served.
 const LOCK_DIR: &str = ".weir-locks/";
+/// Names of digest sidecars start with this (after the prefix): never listed or served, like
+/// the locks.
+const SIDECAR_DIR: &str = ".weir-meta/";
 /// A lock older than this was left by a node that died while committing: it is taken over.
 const LOCK_LEASE: Duration = Duration::from_secs(30);
 /// How long a commit waits for another node's commit to the same key.
@@ -528,46 +727,9 @@ impl S3Store {
     }
 }
 
-impl Store for S3Store {
-    type Upload = S3Upload;
-    type Object = S3Object;
-
-    async fn begin(
-        &self,
-        path: &StorePath,
-        options: UploadOptions,
-        media_type: Option<MediaType>,
-    ) -> Result<S3Upload, StoreError> {
-        let sha512 = options
-            .expected_digest
-            .as_ref()
-            .is_some_and(|d| d.sha512.is_some());
-        Ok(S3Upload {
-            store: self.clone(),
-            key: self.key(path),
-            hashers: Hashers::new(true, sha512),
-            options,
-            media_type,
-            // ALLOCATION: the part buffer, once per upload (and again per part sent).
-            part: BytesMut::new(),
-            size: 0,
-            multipart: None,
-        })
-    }
-
-    async fn open(&self, path: &StorePath) -> Result<S3Object, StoreError> {
-        let key = self.key(path);
-        match self.head(&key).await? {
-            Some(head) => Ok(S3Object {
-                store: self.clone(),
-                key,
-                head,
-            }),
-            None => Err(StoreError::NotFound),
-        }
-    }
-
-    async fn list_page(
+impl S3Store {
+    /// One `ListObjectsV2` page as a [`ListPage`] (see [`Store::list_page`]).
+    async fn list_page_once(
         &self,
         dir: Option<&StorePath>,
         after: Option<&str>,
@@ -644,6 +806,73 @@ impl Store for S3Store {
         let entries: Vec<Entry> = found.into_iter().filter_map(|(_, e)| e).collect();
         Ok(ListPage { entries, next })
     }
+}
+
+impl Store for S3Store {
+    type Upload = S3Upload;
+    type Object = S3Object;
+
+    async fn begin(
+        &self,
+        path: &StorePath,
+        options: UploadOptions,
+        media_type: Option<MediaType>,
+    ) -> Result<S3Upload, StoreError> {
+        let sha512 = options
+            .expected_digest
+            .as_ref()
+            .is_some_and(|d| d.sha512.is_some());
+        // As `LocalStore`: the declared length and the entry are taken before any byte arrives,
+        // so an upload that cannot fit is refused before its body.
+        let reserved = options.expected_len.unwrap_or(0).saturating_add(ENTRY_COST);
+        self.inner.usage.reserve(reserved)?;
+        Ok(S3Upload {
+            reserved,
+            store: self.clone(),
+            key: self.key(path),
+            hashers: Hashers::new(true, sha512),
+            options,
+            media_type,
+            // ALLOCATION: the part buffer, once per upload (and again per part sent).
+            part: BytesMut::new(),
+            size: 0,
+            multipart: None,
+        })
+    }
+
+    async fn open(&self, path: &StorePath) -> Result<S3Object, StoreError> {
+        let key = self.key(path);
+        match self.head(&key).await? {
+            Some(head) => Ok(S3Object {
+                store: self.clone(),
+                key,
+                head,
+            }),
+            None => Err(StoreError::NotFound),
+        }
+    }
+
+    async fn list_page(
+        &self,
+        dir: Option<&StorePath>,
+        after: Option<&str>,
+        limit: NonZeroUsize,
+    ) -> Result<ListPage, StoreError> {
+        // A page of names that are never served (weir's own `.weir-locks/` and `.weir-meta/`
+        // at the top, a foreign writer's invalid names) would come back empty with a cursor:
+        // the next ones are fetched instead, a few times at most.
+        let mut page = self.list_page_once(dir, after, limit).await?;
+        for _ in 0..4 {
+            match (&page.next, page.entries.is_empty()) {
+                (Some(next), true) => {
+                    let next = next.clone();
+                    page = self.list_page_once(dir, Some(&next), limit).await?;
+                }
+                _ => break,
+            }
+        }
+        Ok(page)
+    }
 
     async fn delete(
         &self,
@@ -682,7 +911,13 @@ impl Store for S3Store {
             .send("delete object", Method::DELETE, url, &pairs, Bytes::new())
             .await?;
         match resp.status() {
-            s if s.is_success() => Ok(()),
+            s if s.is_success() => {
+                self.note_deleted(current.meta.size);
+                if current.etag.contains('-') {
+                    self.delete_sidecar(&key).await;
+                }
+                Ok(())
+            }
             StatusCode::NOT_FOUND => Err(StoreError::NotFound),
             StatusCode::PRECONDITION_FAILED | StatusCode::CONFLICT => {
                 Err(StoreError::PreconditionFailed)
@@ -797,10 +1032,14 @@ fn source_chain(e: &dyn std::error::Error) -> String {
 }
 
 fn xml_unescape(s: &str) -> String {
+    // SeaweedFS writes quotes as numeric references (`&#34;`).
     s.replace("&lt;", "<")
         .replace("&gt;", ">")
         .replace("&quot;", "\"")
+        .replace("&#34;", "\"")
+        .replace("&#x22;", "\"")
         .replace("&apos;", "'")
+        .replace("&#39;", "'")
         .replace("&amp;", "&")
 }
 
@@ -862,6 +1101,12 @@ mod tests {
         let t = parse_iso8601("2024-03-01T12:00:00Z").unwrap();
         assert_eq!(httpdate::fmt_http_date(t), "Fri, 01 Mar 2024 12:00:00 GMT");
         assert!(parse_iso8601("garbage").is_none());
+    }
+
+    #[test]
+    fn xml_quotes_unescape() {
+        assert_eq!(xml_unescape("&#34;ab-2&#34;"), "\"ab-2\"");
+        assert_eq!(xml_unescape("&quot;a&amp;lt;&quot;"), "\"a&lt;\"");
     }
 
     #[test]

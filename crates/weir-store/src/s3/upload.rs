@@ -28,6 +28,9 @@ pub struct S3Upload {
     pub(super) part: BytesMut,
     pub(super) size: u64,
     pub(super) multipart: Option<Multipart>,
+    /// Bytes taken from the store's usage for this upload (see "Quota" in the module docs):
+    /// given back on a drop without commit, kept as the object's on commit.
+    pub(super) reserved: u64,
 }
 
 impl S3Upload {
@@ -185,9 +188,13 @@ impl S3Upload {
         if let Some(lock) = lock {
             self.store.unlock(lock).await;
         }
-        let (replaced, stored_sha256) = written?;
+        let (replaced_size, stored_sha256, completed_etag) = written?;
+        let replaced = replaced_size.is_some();
+        // The reservation becomes the object's; the version it replaced gives its share back.
+        let taken = std::mem::take(&mut self.reserved);
+        self.store.note_committed(taken, replaced_size);
         // The stored version's own metadata, so validators computed now agree with later reads.
-        let stored = match self.store.head(&self.key).await? {
+        let mut stored = match self.store.head_raw(&self.key).await? {
             Some(h) => h.meta,
             None => FileMeta {
                 size: self.size,
@@ -195,6 +202,19 @@ impl S3Upload {
                 sha256: stored_sha256,
             },
         };
+        // A multipart upload stored without its SHA-256 (none announced at its creation): the
+        // sidecar binds the digest to the version's S3 ETag, as the completion answered it (a
+        // version another node wrote since has another ETag, so never gets this digest).
+        if let (None, Some(sha256), Some(etag)) = (stored_sha256, digests.sha256, completed_etag) {
+            if self
+                .store
+                .put_sidecar(&self.key, &etag, &sha256)
+                .await
+                .is_ok()
+            {
+                stored.sha256 = Some(sha256);
+            }
+        }
         Ok(Committed {
             size: self.size,
             sha256: digests.sha256,
@@ -204,12 +224,13 @@ impl S3Upload {
     }
 
     /// The check against the version there now, then the write conditional on that version:
-    /// whether it replaced one, and the SHA-256 stored with the object.
+    /// the size of the version it replaced (if any), the SHA-256 stored with the object, and
+    /// (multipart) the S3 ETag the completion answered.
     async fn check_and_write(
         &mut self,
         check: Option<VersionCheck<'_>>,
         digests: &crate::digest::Digests,
-    ) -> Result<(bool, Option<[u8; 32]>), StoreError> {
+    ) -> Result<(Option<u64>, Option<[u8; 32]>, Option<String>), StoreError> {
         // Also for an unconditional write: `replaced` (201 or 200) comes from it.
         let current = self.store.head(&self.key).await?;
         let mut condition = None;
@@ -220,6 +241,7 @@ impl S3Upload {
             condition = Some(S3Store::condition(current.as_ref()));
         }
         let s = self.store.clone();
+        let mut completed_etag = None;
         let stored_sha256 = if self.multipart.is_none() {
             // One part: a single PutObject, with the digest just computed.
             let mut headers = self.creation_headers(digests.sha256.as_ref());
@@ -265,9 +287,10 @@ impl S3Upload {
                 return Err(write_failure("complete multipart upload", status, &body));
             }
             self.multipart = None;
+            completed_etag = completion_etag(&body);
             self.options.expected_digest.as_ref().and_then(|d| d.sha256)
         };
-        Ok((current.is_some(), stored_sha256))
+        Ok((current.map(|h| h.meta.size), stored_sha256, completed_etag))
     }
 }
 
@@ -282,6 +305,15 @@ impl StoreUpload for S3Upload {
                     actual: size,
                 });
             }
+        }
+        // The quota: what the declared length did not reserve at begin is taken as it comes.
+        let needed = size.saturating_add(ENTRY_COST);
+        if needed > self.reserved {
+            if let Err(e) = self.store.inner.usage.reserve(needed - self.reserved) {
+                let _ = self.abort_multipart().await;
+                return Err(e);
+            }
+            self.reserved = needed;
         }
         self.hashers.update(bytes);
         self.size = size;
@@ -325,6 +357,10 @@ impl StoreUpload for S3Upload {
 
 impl Drop for S3Upload {
     fn drop(&mut self) {
+        self.store
+            .inner
+            .usage
+            .release(std::mem::take(&mut self.reserved));
         let Some(mut mp) = self.multipart.take() else {
             return;
         };
@@ -389,4 +425,13 @@ pub(super) async fn abort_request(
     } else {
         Err(failure("abort multipart upload", resp).await)
     }
+}
+
+/// The `<ETag>` of a `CompleteMultipartUpload` answer, as `HeadObject` gives it (quoted).
+fn completion_etag(body: &[u8]) -> Option<String> {
+    let text = std::str::from_utf8(body).ok()?;
+    let (_, rest) = text.split_once("<ETag>")?;
+    let (value, _) = rest.split_once("</ETag>")?;
+    let value = xml_unescape(value.trim());
+    (!value.is_empty()).then_some(value)
 }

@@ -83,6 +83,44 @@ pub(crate) trait Backend {
     /// frames as soon as it can).
     async fn flush_response(&mut self) -> Result<(), Error>;
     async fn send_file(&mut self, file: &File, offset: u64, len: u64) -> Result<(), Error>;
+    /// Forwards `len` body bytes read from `src`. This default (HTTP/2) reads them into a
+    /// buffer and writes them as body bytes; HTTP/1.1 on a plain socket splices them.
+    async fn forward_body(
+        &mut self,
+        src: &tokio::net::TcpStream,
+        len: u64,
+        src_timeout: std::time::Duration,
+    ) -> Result<(), Error> {
+        // ALLOCATION: one buffer per forwarded body (the HTTP/2 path; frames are copied
+        // from it by h2 anyway).
+        let mut buf = vec![0u8; usize::try_from(len).unwrap_or(usize::MAX).min(256 * 1024)];
+        let mut left = len;
+        while left > 0 {
+            let room = usize::try_from(left).unwrap_or(usize::MAX).min(buf.len());
+            let read = async {
+                loop {
+                    src.readable().await?;
+                    match src.try_read(&mut buf[..room]) {
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                        other => return other,
+                    }
+                }
+            };
+            let n = match tokio::time::timeout(src_timeout, read).await {
+                Ok(Ok(0)) => {
+                    return Err(Error::from(std::io::Error::from(
+                        std::io::ErrorKind::UnexpectedEof,
+                    )));
+                }
+                Ok(Ok(n)) => n,
+                Ok(Err(e)) => return Err(Error::from(e)),
+                Err(_) => return Err(Error::timeout()),
+            };
+            self.write_body(&buf[..n]).await?;
+            left -= n as u64;
+        }
+        Ok(())
+    }
 
     /// Answers an error with a short plain-text response (`{status} {reason}: {error}`) when
     /// the handler failed, or returned, without responding.

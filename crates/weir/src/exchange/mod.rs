@@ -373,4 +373,13 @@ impl<'c> Exchange<'c> {
     ) -> Result<(), Error> {
         on_backend!(self.send_file(file, offset, len).await)
     }
+
+    pub(crate) async fn forward_body(
+        &mut self,
+        src: &tokio::net::TcpStream,
+        len: u64,
+        src_timeout: std::time::Duration,
+    ) -> Result<(), Error> {
+        on_backend!(self.forward_body(src, len, src_timeout).await)
+    }
 }

@@ -125,4 +125,13 @@ impl Backend for Conn {
     async fn send_file(&mut self, file: &File, offset: u64, len: u64) -> Result<(), Error> {
         Conn::send_file(self, file, offset, len).await
     }
+
+    async fn forward_body(
+        &mut self,
+        src: &tokio::net::TcpStream,
+        len: u64,
+        src_timeout: std::time::Duration,
+    ) -> Result<(), Error> {
+        Conn::forward_body(self, src, len, src_timeout).await
+    }
 }

@@ -4,7 +4,8 @@
 //! Small responses (head + body up to `Config::write_coalesce_limit`) are assembled in the
 //! write buffer and leave in one write, together with any other pipelined responses, when the
 //! connection next waits for input. Larger bodies go out with one vectored write of the
-//! buffered head and the caller's slice, so they are never copied in user space.
+//! buffered head and the caller's slice, so they are never copied in user space. A body
+//! forwarded from another socket (`forward_body`) goes socket → pipes → socket with `splice`.
 
 use super::conn::Conn;
 use crate::error::Misuse;
@@ -15,6 +16,10 @@ use http::{Method, StatusCode, Version};
 use std::fs::File;
 use weir_proto::conn::ConnectionHeader;
 use weir_proto::encode::{self, ChunkHeader, InvalidHeader, ResponseFraming};
+
+/// Pipes a forwarded body passes through (`Conn::forward_body`): the connection's own and
+/// three more, so up to four pipes' worth is held between the two sockets.
+const FORWARD_PIPES: usize = 4;
 
 impl Conn {
     /// Starts a response head in the write buffer; returns where it starts (to undo it).
@@ -245,6 +250,197 @@ impl Conn {
             sent += n as u64;
         }
         self.resp.complete();
+        Ok(())
+    }
+
+    /// Forwards `len` body bytes read from the socket `src`: on a plain connection with
+    /// `splice` through the connection's pipe (the bytes never enter user space), else through
+    /// the write buffer. A `src` that ends early or stays silent for `src_timeout` fails the
+    /// response (the connection closes: the client sees a cut body).
+    pub(crate) async fn forward_body(
+        &mut self,
+        src: &tokio::net::TcpStream,
+        len: u64,
+        src_timeout: std::time::Duration,
+    ) -> Result<(), Error> {
+        match self.resp.before_write(len) {
+            Ok(Write::Send { .. }) if len > 0 => {}
+            Ok(_) => return Ok(()),
+            Err(misuse) => return Err(self.refuse(misuse)),
+        }
+        let chunked = self.resp_framing == ResponseFraming::Chunked;
+        if chunked {
+            let header = ChunkHeader::new(len);
+            self.io.wbuf.extend_from_slice(header.as_bytes());
+        }
+        if self.pipe.is_none() && zero_copy::can_splice(&self.io.stream) {
+            self.pipe = zero_copy::Pipe::new().ok();
+        }
+        let moved = match self.pipe.take() {
+            Some(pipe) => {
+                // The head (and anything buffered) leaves first.
+                self.write_out(&[]).await?;
+                let moved = self.splice_pieces(src, &pipe, len, src_timeout).await;
+                if moved.is_ok() {
+                    // Empty again: kept for the connection's next splice.
+                    self.pipe = Some(pipe);
+                }
+                moved
+            }
+            None => self.copy_pieces(src, len, src_timeout).await,
+        };
+        if let Err(e) = moved {
+            self.fail_response();
+            return Err(e);
+        }
+        if chunked {
+            self.io.wbuf.extend_from_slice(encode::CHUNK_END);
+        }
+        Ok(())
+    }
+
+    /// `forward_body` on a plain socket: `src` → pipes → client, both at once through a ring
+    /// of [`FORWARD_PIPES`] pipes: empty ones are filled from `src` while full ones drain to
+    /// the client in order, so the store's socket is read while the client's is written,
+    /// within one task, and a wake-up moves as much as the sockets hold. A pipe is filled only
+    /// when empty: an `EAGAIN` from the fill is then always the socket's (a pipe out of slots
+    /// would also answer `EAGAIN`, and waiting for the socket's next readiness could then wait
+    /// for ever). The connection's pipe is empty again when this returns `Ok`.
+    async fn splice_pieces(
+        &mut self,
+        src: &tokio::net::TcpStream,
+        pipe: &zero_copy::Pipe,
+        len: u64,
+        src_timeout: std::time::Duration,
+    ) -> Result<(), Error> {
+        enum Step {
+            In(std::io::Result<usize>),
+            Out(std::io::Result<usize>),
+        }
+        // ALLOCATION: the ring's other pipes (two descriptors each) per forwarded body, only
+        // for bodies large enough to be forwarded (the caller decides). Without them (out of
+        // descriptors), the body is copied instead.
+        let made = || -> std::io::Result<[zero_copy::Pipe; FORWARD_PIPES - 1]> {
+            Ok([
+                zero_copy::Pipe::new()?,
+                zero_copy::Pipe::new()?,
+                zero_copy::Pipe::new()?,
+            ])
+        };
+        let Ok(extra) = made() else {
+            return self.copy_pieces(src, len, src_timeout).await;
+        };
+        let ring: [&zero_copy::Pipe; FORWARD_PIPES] = [pipe, &extra[0], &extra[1], &extra[2]];
+        // Bytes in each pipe; the next to drain and the next to fill (full when it holds any).
+        let mut held = [0usize; FORWARD_PIPES];
+        let (mut head, mut tail) = (0usize, 0usize);
+        let mut left = len;
+        let mut src_seen = tokio::time::Instant::now();
+        while left > 0 || held[head] > 0 {
+            let want_in = left > 0 && held[tail] == 0;
+            let want_out = held[head] > 0;
+            let (fill, drain) = (ring[tail], ring[head]);
+            let room = usize::try_from(left)
+                .unwrap_or(usize::MAX)
+                .min(fill.capacity());
+            let draining = held[head];
+            let started = tokio::time::Instant::now();
+            let write_deadline = if want_out {
+                self.io.write_clock.deadline(self.write_rate(), started)
+            } else {
+                None
+            };
+            let src_deadline = want_in.then(|| src_seen + src_timeout);
+            let deadline = match (write_deadline, src_deadline) {
+                (Some(w), Some(s)) => Some(w.min(s)),
+                (w, s) => w.or(s),
+            };
+            let (stream, timer) = self.io.stream_and_timer();
+            let step = async {
+                tokio::select! {
+                    biased;
+                    r = zero_copy::splice_pipe_to_socket(stream, drain, draining), if want_out => {
+                        Step::Out(r)
+                    }
+                    r = zero_copy::splice_socket_to_pipe(src, fill, room), if want_in => {
+                        Step::In(r)
+                    }
+                }
+            };
+            match super::io::Io::timed(timer, deadline, step).await {
+                None => return Err(Error::timeout()),
+                Some(Step::In(Ok(0))) => {
+                    return Err(Error::from(std::io::Error::from(
+                        std::io::ErrorKind::UnexpectedEof,
+                    )));
+                }
+                Some(Step::In(Ok(n))) => {
+                    left -= n as u64;
+                    held[tail] = n;
+                    tail = (tail + 1) % FORWARD_PIPES;
+                    src_seen = tokio::time::Instant::now();
+                }
+                Some(Step::In(Err(e))) => return Err(Error::from(e)),
+                Some(Step::Out(Ok(0))) => {
+                    return Err(Error::from_conn_io(std::io::ErrorKind::WriteZero.into()));
+                }
+                Some(Step::Out(Ok(n))) => {
+                    held[head] -= n;
+                    if held[head] == 0 {
+                        head = (head + 1) % FORWARD_PIPES;
+                    }
+                    self.io.write_clock.record(n, started);
+                }
+                Some(Step::Out(Err(e))) => return Err(Error::from_conn_io(e)),
+            }
+        }
+        Ok(())
+    }
+
+    /// `forward_body` where `splice` cannot be used (TLS, other platforms): pieces of up to
+    /// 256 KiB read from `src` into the write buffer and written from there.
+    async fn copy_pieces(
+        &mut self,
+        src: &tokio::net::TcpStream,
+        len: u64,
+        src_timeout: std::time::Duration,
+    ) -> Result<(), Error> {
+        let mut left = len;
+        while left > 0 {
+            let start = self.io.wbuf.len();
+            let piece = usize::try_from(left).unwrap_or(usize::MAX).min(256 * 1024);
+            // COPY: the bytes pass through user space here (the write buffer, grown to a
+            // piece once per connection), as TLS needs them to.
+            self.io.wbuf.resize(start + piece, 0);
+            let deadline = tokio::time::Instant::now() + src_timeout;
+            let read = async {
+                loop {
+                    src.readable().await?;
+                    match src.try_read(&mut self.io.wbuf[start..]) {
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                        other => return other,
+                    }
+                }
+            };
+            let got = match tokio::time::timeout_at(deadline, read).await {
+                Ok(Ok(0)) => Err(Error::from(std::io::Error::from(
+                    std::io::ErrorKind::UnexpectedEof,
+                ))),
+                Ok(Ok(n)) => Ok(n),
+                Ok(Err(e)) => Err(Error::from(e)),
+                Err(_) => Err(Error::timeout()),
+            };
+            let n = match got {
+                Ok(n) => n,
+                Err(e) => {
+                    self.io.wbuf.truncate(start);
+                    return Err(e);
+                }
+            };
+            self.io.wbuf.truncate(start + n);
+            self.write_out(&[]).await?;
+            left -= n as u64;
+        }
         Ok(())
     }
 

@@ -13,6 +13,10 @@ impl Pipe {
     pub(crate) fn new() -> io::Result<Self> {
         Err(io::ErrorKind::Unsupported.into())
     }
+
+    pub(crate) fn capacity(&self) -> usize {
+        0
+    }
 }
 
 pub(crate) fn can_splice(_: &Stream) -> bool {
@@ -33,5 +37,17 @@ pub(crate) async fn splice_to_file(
 }
 
 pub(crate) async fn sendfile(_: &Stream, _: &File, _: u64, _: usize) -> io::Result<usize> {
+    Err(io::ErrorKind::Unsupported.into())
+}
+
+pub(crate) async fn splice_socket_to_pipe(
+    _: &tokio::net::TcpStream,
+    _: &Pipe,
+    _: usize,
+) -> io::Result<usize> {
+    Err(io::ErrorKind::Unsupported.into())
+}
+
+pub(crate) async fn splice_pipe_to_socket(_: &Stream, _: &Pipe, _: usize) -> io::Result<usize> {
     Err(io::ErrorKind::Unsupported.into())
 }

@@ -35,6 +35,13 @@ impl Pipe {
     }
 }
 
+impl Pipe {
+    /// Bytes the pipe holds at most.
+    pub(crate) fn capacity(&self) -> usize {
+        self.capacity
+    }
+}
+
 pub(crate) fn can_splice(stream: &Stream) -> bool {
     matches!(stream, Stream::Tcp(_) | Stream::Unix(_))
 }
@@ -103,6 +110,53 @@ pub(crate) async fn sendfile(
     match stream {
         Stream::Tcp(s) => s.async_io(Interest::WRITABLE, send).await,
         Stream::Unix(s) => s.async_io(Interest::WRITABLE, send).await,
+        #[cfg(feature = "tls")]
+        Stream::Tls(_) => Err(not_plain()),
+    }
+}
+
+/// Moves up to `max` bytes (at most the room left in `pipe`) from the socket `src` into `pipe`,
+/// without copying them into user space; waits until `src` is readable. Returns 0 at EOF.
+pub(crate) async fn splice_socket_to_pipe(
+    src: &tokio::net::TcpStream,
+    pipe: &Pipe,
+    max: usize,
+) -> io::Result<usize> {
+    src.async_io(Interest::READABLE, || {
+        let flags = SpliceFlags::MOVE | SpliceFlags::NONBLOCK;
+        Ok(rustix::pipe::splice(
+            src,
+            None,
+            &pipe.write,
+            None,
+            max,
+            flags,
+        )?)
+    })
+    .await
+}
+
+/// Moves up to `len` bytes held in `pipe` to `stream`; waits until it is writable. Returns how
+/// many moved (at least one, unless `len` is 0).
+pub(crate) async fn splice_pipe_to_socket(
+    stream: &Stream,
+    pipe: &Pipe,
+    len: usize,
+) -> io::Result<usize> {
+    let out = || -> io::Result<usize> {
+        let flags = SpliceFlags::MOVE | SpliceFlags::NONBLOCK;
+        Ok(rustix::pipe::splice(
+            &pipe.read,
+            None,
+            socket_fd(stream)?,
+            None,
+            len,
+            flags,
+        )?)
+    };
+    match stream {
+        Stream::Tcp(s) => s.async_io(Interest::WRITABLE, out).await,
+        Stream::Unix(s) => s.async_io(Interest::WRITABLE, out).await,
         #[cfg(feature = "tls")]
         Stream::Tls(_) => Err(not_plain()),
     }
