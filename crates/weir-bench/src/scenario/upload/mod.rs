@@ -298,6 +298,17 @@ fn rows(
                 args.pause_threshold,
                 Client::Bench,
             ),
+            Start::Put(args, put::Send::Curl) if !put::curl_available() => (
+                Peer {
+                    label,
+                    server: Err("`curl` is not installed".into()),
+                },
+                args.system,
+                args.sink,
+                h1,
+                args.pause_threshold,
+                Client::WeirPut(PathBuf::new(), put::Send::Curl),
+            ),
             Start::Put(args, send) => (
                 Peer::start(label, &args)?,
                 args.system,

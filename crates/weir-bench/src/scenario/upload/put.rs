@@ -2,8 +2,10 @@
 //! (the server of the row "weir, pause 1 MiB → discard"), in the same rounds as the bench's
 //! client and the raw baselines. The target for it: ≥ 0.95 × raw TCP and ≥ 0.95 × `curl -T` (issue 18).
 //! Two rows: `weir put`'s default (the file read into a 1 MiB buffer, written from it) and
-//! `--sendfile` (page cache → socket), so the choice of default stays measured; and a third,
-//! `curl -T` of the same file to the same server (issue 18, item 5: `weir put` ≥ 0.95 × curl).
+//! `--sendfile` (page cache → socket), so the choice of default stays measured; a third with
+//! the digest (the hashing pass over the file before the body, which the first two leave out);
+//! and a fourth, `curl -T` of the same file to the same server (issue 18, item 5: `weir put`
+//! ≥ 0.95 × curl).
 //!
 //! What the row measures is the client: `weir put --no-digest FILE URL` as a user runs it
 //! (process start, connect, `Expect: 100-continue`, the body read from the page cache into its
@@ -29,6 +31,9 @@ pub(super) enum Send {
     Buffered,
     /// `--sendfile`.
     Sendfile,
+    /// Its default with the digest: the file hashed (SHA-256) in a pass of its own before the
+    /// body is sent, the digest in the head (`Content-Digest`) for the server to verify.
+    Digest,
     /// Not `weir put` but `curl -T FILE URL` (a `PUT` with `Expect: 100-continue`, as
     /// `weir put` sends), the file and server the same.
     Curl,
@@ -39,12 +44,23 @@ impl Send {
         match self {
             Send::Buffered => "weir put → weir, pause 1 MiB → discard",
             Send::Sendfile => "weir put --sendfile → weir, pause 1 MiB → discard",
+            Send::Digest => "weir put, SHA-256 first → weir, pause 1 MiB → discard",
             Send::Curl => "curl -T → weir, pause 1 MiB → discard",
         }
     }
 
     /// Every way, in the order of the rows.
-    pub(super) const ALL: [Send; 3] = [Send::Buffered, Send::Sendfile, Send::Curl];
+    pub(super) const ALL: [Send; 4] = [Send::Buffered, Send::Sendfile, Send::Digest, Send::Curl];
+}
+
+/// Whether `curl` runs here (the curl row says it is not available otherwise).
+pub(super) fn curl_available() -> bool {
+    Command::new("curl")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
 }
 
 /// The row of the same server uploaded to by the bench's client.
@@ -92,14 +108,23 @@ impl PutSources {
         if send == Send::Curl {
             cmd = Command::new("curl");
             // `--fail`: a status of 400 or more is an exit status too. The answer goes nowhere.
-            cmd.args(["--silent", "--show-error", "--fail", "--output", "/dev/null"]);
+            cmd.args([
+                "--silent",
+                "--show-error",
+                "--fail",
+                "--output",
+                "/dev/null",
+            ]);
             cmd.arg("--upload-file").arg(&file);
             if let Endpoint::Unix(path) = endpoint {
                 cmd.arg("--unix-socket").arg(path);
             }
         } else {
             cmd = Command::new(weir);
-            cmd.arg("put").arg("--no-digest");
+            cmd.arg("put");
+            if send != Send::Digest {
+                cmd.arg("--no-digest");
+            }
             if send == Send::Sendfile {
                 cmd.arg("--sendfile");
             }
@@ -130,7 +155,11 @@ impl PutSources {
         if !out.status.success() || !said_ok {
             return Err(io::Error::other(format!(
                 "{} failed ({}): {}",
-                if send == Send::Curl { "curl" } else { "weir put" },
+                if send == Send::Curl {
+                    "curl"
+                } else {
+                    "weir put"
+                },
                 out.status,
                 said.trim()
             )));
@@ -174,6 +203,7 @@ pub(super) fn ratio_note(rows: &[super::Row]) -> Option<String> {
             match send {
                 Send::Buffered => "through its 1 MiB buffer (its default on loopback)",
                 Send::Sendfile => "with `--sendfile`",
+                Send::Digest => "its default, the file hashed before it is sent (`Content-Digest`)",
                 Send::Curl => "`curl -T FILE URL` instead of `weir put`",
             },
             put.gib_s.ratio_to(&raw.gib_s).show(2)
