@@ -360,3 +360,62 @@ fn respond<S: Write>(s: &mut S, trace: &UploadTrace) -> io::Result<()> {
     );
     s.write_all(msg.as_bytes())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Seek, SeekFrom};
+
+    /// One upload through `--sha256-thread`'s file sink over a Unix socket pair: returns the
+    /// digest and the file's bytes.
+    fn upload(body: &[u8], early: usize, spare: &mut Vec<Vec<u8>>) -> ([u8; 32], Vec<u8>) {
+        let (mut ours, mut theirs) = UnixStream::pair().unwrap();
+        let rest = body[early..].to_vec();
+        let sender = std::thread::spawn(move || theirs.write_all(&rest).unwrap());
+        let mut file = tempfile::tempfile().unwrap();
+        let mut trace = UploadTrace::start();
+        let digest = to_file_hashing_beside(
+            &mut ours,
+            (body.len() - early) as u64,
+            &body[..early],
+            spare,
+            &mut file,
+            true,
+            &mut trace,
+        )
+        .unwrap();
+        sender.join().unwrap();
+        let mut stored = Vec::new();
+        file.seek(SeekFrom::Start(0)).unwrap();
+        file.read_to_end(&mut stored).unwrap();
+        (digest, stored)
+    }
+
+    #[test]
+    fn the_second_thread_baseline_stores_and_hashes_every_byte_with_three_buffers() {
+        // Not a multiple of the buffer: the last one is partly filled.
+        let body: Vec<u8> = (0..5 * FILE_WRITE + 12_345)
+            .map(|i| (i % 251) as u8)
+            .collect();
+        let mut spare = Vec::new();
+        let (digest, stored) = upload(&body, 1000, &mut spare);
+        assert_eq!(digest, <[u8; 32]>::from(Sha256::digest(&body)));
+        assert!(stored == body, "the file differs from the body");
+        // Every buffer came back from the hashing thread, and no more were made.
+        assert_eq!(spare.len(), HASH_BUFFERS);
+        // The next upload on the connection allocates none: the same three buffers.
+        let before: Vec<*const u8> = spare.iter().map(|b| b.as_ptr()).collect();
+        let (digest, stored) = upload(&body[..FILE_WRITE * 2], 0, &mut spare);
+        assert_eq!(digest, <[u8; 32]>::from(Sha256::digest(&body[..FILE_WRITE * 2])));
+        assert_eq!(stored.len(), FILE_WRITE * 2);
+        let mut after: Vec<*const u8> = spare.iter().map(|b| b.as_ptr()).collect();
+        let mut before = before;
+        before.sort_unstable();
+        after.sort_unstable();
+        assert_eq!(before, after);
+        // A body that all came with the head.
+        let (digest, stored) = upload(&body[..100], 100, &mut spare);
+        assert_eq!(digest, <[u8; 32]>::from(Sha256::digest(&body[..100])));
+        assert_eq!(stored, &body[..100]);
+    }
+}
