@@ -178,7 +178,7 @@ fn a_client_gone_while_a_hash_is_in_flight_leaves_nothing() {
     wait_for("the inline prefix in the temporary file", || {
         temp_len(&root) == Some(INLINE_PREFIX as u64)
     });
-    // Then more than one pipelined buffer's worth (512 KiB), less than two: the first buffer
+    // Then more than one pipelined buffer's worth (256 KiB), less than three: the first buffer
     // fills and goes to a hashing thread, where the gate holds its job; the task waits in a
     // read with the rest in the next buffer.
     sock.write_all(&body[INLINE_PREFIX..INLINE_PREFIX + (600 << 10)])
