@@ -119,6 +119,14 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_pipelined_uploads_buffers_fit_in_a_megabyte_of_cache() {
+        // The bytes a pipelined upload turns over: filled, written and hashed again and again,
+        // so they should stay in a core's L2 (1 MiB here), with room to spare.
+        let lane = super::super::hasher::LANE_BUFFERS * UPLOAD_BUFFER;
+        assert!(lane <= 768 << 10, "{lane} bytes per lane");
+    }
+
+    #[test]
     fn buffers_are_reused_and_bounded() {
         let pool = BufferPool::default();
         let mut a = pool.take();

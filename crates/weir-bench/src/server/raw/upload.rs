@@ -406,7 +406,10 @@ mod tests {
         // The next upload on the connection allocates none: the same three buffers.
         let before: Vec<*const u8> = spare.iter().map(|b| b.as_ptr()).collect();
         let (digest, stored) = upload(&body[..FILE_WRITE * 2], 0, &mut spare);
-        assert_eq!(digest, <[u8; 32]>::from(Sha256::digest(&body[..FILE_WRITE * 2])));
+        assert_eq!(
+            digest,
+            <[u8; 32]>::from(Sha256::digest(&body[..FILE_WRITE * 2]))
+        );
         assert_eq!(stored.len(), FILE_WRITE * 2);
         let mut after: Vec<*const u8> = spare.iter().map(|b| b.as_ptr()).collect();
         let mut before = before;
