@@ -326,7 +326,7 @@ fn appends_allocate_per_request_not_per_chunk_like_a_put() {
             eprintln!("{mode} {what}: {row:?}");
         }
         for (what, row) in &rows {
-            // Nothing per chunk: 63 MiB is 252 reads of 256 KiB, 4 MiB is 16 (and 2 MiB more
+            // Nothing per chunk: 63 MiB is 126 reads of 512 KiB, 4 MiB is 8 (and 2 MiB more
             // of an append is a chunk's worth too).
             assert!(
                 row.large.abs_diff(row.mid) <= HANDOFF,

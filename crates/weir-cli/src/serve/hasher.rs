@@ -54,7 +54,7 @@ pub(crate) type Job = HashJob<PooledBuffer>;
 pub(crate) type Done = Hashed<PooledBuffer>;
 
 /// Buffers one pipelined upload may hold: one being filled by the task, one being hashed, one
-/// queued so that the thread has the next at hand. 3 × 256 KiB per upload (`UPLOAD_BUFFER`).
+/// queued so that the thread has the next at hand. 3 × 512 KiB per upload.
 pub(crate) const LANE_BUFFERS: usize = 3;
 
 /// The hashing threads. Dropping the pool stops them once their lanes end.

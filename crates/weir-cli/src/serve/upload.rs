@@ -11,7 +11,7 @@
 //! - **splice** (`--no-hash`, no `Content-Digest`): `Exchange::body_to_file` moves the bytes
 //!   socket → pipe → file inside the kernel; nothing enters user space. The bytes are reported
 //!   to the upload afterwards (`record_external_write`), and commit checks the file's length.
-//! - **hashed**: `Exchange::read_body` reads the socket straight into a pooled 256 KiB buffer
+//! - **hashed**: `Exchange::read_body` reads the socket straight into a pooled 512 KiB buffer
 //!   (the one user-space copy), which is written to the file and hashed in place, from the same
 //!   buffer. The first [`PIPELINE_AFTER`] bytes are hashed inline (`Upload::write`: hash, then
 //!   write, on the connection's task); beyond, the hashing is **pipelined**: up to three

@@ -86,7 +86,7 @@ fn injected_enospc_is_507_in_process() {
     use weir_store::{Fault, FaultOp, LocalOptions};
 
     let s = InProcessServe::start(LocalOptions {
-        // Writes 1..=4 make the first file (a few reads of at most one upload buffer each); a later one fails.
+        // Writes 1..=4 make the first file (four 512 KiB reads at most); a later one fails.
         fault: Some(Fault {
             op: FaultOp::Write,
             nth: 40,

@@ -178,12 +178,10 @@ fn a_client_gone_while_a_hash_is_in_flight_leaves_nothing() {
     wait_for("the inline prefix in the temporary file", || {
         temp_len(&root) == Some(INLINE_PREFIX as u64)
     });
-    // Then more than one pipelined buffer's worth (256 KiB), less than two: the first buffer
-    // fills and goes to a hashing thread, where the gate holds its job; the rest goes in the
-    // next buffer, queued behind it; the task waits in a read with its third. (With all three
-    // of its lane's buffers out, it would wait for the hashing thread instead, here for the
-    // gate, and see the disconnect only after that.)
-    sock.write_all(&body[INLINE_PREFIX..INLINE_PREFIX + (300 << 10)])
+    // Then more than one pipelined buffer's worth (512 KiB), less than two: the first buffer
+    // fills and goes to a hashing thread, where the gate holds its job; the task waits in a
+    // read with the rest in the next buffer.
+    sock.write_all(&body[INLINE_PREFIX..INLINE_PREFIX + (600 << 10)])
         .unwrap();
     let waiting = s
         .gate

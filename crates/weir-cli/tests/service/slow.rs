@@ -1,4 +1,4 @@
-//! Memory of slow uploads: an upload holds a pooled upload buffer only while it has bytes to
+//! Memory of slow uploads: an upload holds a pooled 512 KiB buffer only while it has bytes to
 //! move. Hundreds of uploads that sent a little and went silent hold none (the pool's lent
 //! count, exact), in the inline part of the body and past the pipeline's start alike; and
 //! they all complete byte-exact when their clients go on.
