@@ -83,6 +83,7 @@ impl Settings {
             h2c: false,
             sha256: false,
             fsync: false,
+            sha256_thread: false,
         }
     }
 }

@@ -127,6 +127,11 @@ pub struct ServeArgs {
     /// server that makes uploads durable, as `weir serve` does at commit).
     #[arg(long)]
     pub fsync: bool,
+    /// Raw upload, file sink only: SHA-256 on a second thread instead of inline (the simplest
+    /// way to do what a hashing server does on two cores: each buffer is written, then handed
+    /// to a hashing thread while the next is read).
+    #[arg(long)]
+    pub sha256_thread: bool,
 }
 
 impl ServeArgs {
@@ -172,6 +177,9 @@ impl ServeArgs {
         }
         if self.fsync {
             a.push("--fsync".into());
+        }
+        if self.sha256_thread {
+            a.push("--sha256-thread".into());
         }
         a
     }
@@ -244,11 +252,12 @@ pub fn run_child(args: &ServeArgs) -> ! {
         System::RawResponder | System::RawUpload if args.tls_cert.is_some() || args.h2c => Err(
             StartError::Unavailable("the raw baselines speak plain HTTP/1.1 only".into()),
         ),
-        _ if (args.sha256 || args.fsync)
+        _ if (args.sha256 || args.fsync || args.sha256_thread)
             && !(args.system == System::RawUpload && args.sink == Sink::File) =>
         {
             Err(StartError::Unavailable(
-                "--sha256 and --fsync are options of the raw receiver's file sink".into(),
+                "--sha256, --sha256-thread and --fsync are options of the raw receiver's file sink"
+                    .into(),
             ))
         }
         System::RawResponder => raw::responder::start(args),

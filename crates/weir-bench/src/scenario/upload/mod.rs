@@ -165,6 +165,12 @@ fn rows(
     let mut args = s.serve_args(System::RawUpload, Sink::File, dir);
     args.fsync = true;
     specs.push(("raw TCP → file (write + fsync)".into(), bench(args, h1)));
+    // The same work as `weir serve`'s hashed PUT done the simplest way on two cores: write each
+    // buffer, hash it on a second thread while the next one is read, `fsync` at the end.
+    let mut args = s.serve_args(System::RawUpload, Sink::File, dir);
+    args.sha256_thread = true;
+    args.fsync = true;
+    specs.push((service::RAW_SHA_THREAD.into(), bench(args, h1)));
     for &b in &a.raw_read_bufs {
         let mut args = s.serve_args(System::RawUpload, Sink::Discard, dir);
         args.read_buf = Some(b);
@@ -226,7 +232,7 @@ fn rows(
     if !specs.iter().any(|(label, _)| label == put::SAME_SERVER) {
         specs.push(weir_h1(default_pause, Sink::Discard));
     }
-    for send in [put::Send::Buffered, put::Send::Sendfile] {
+    for send in put::Send::ALL {
         specs.push((send.label().into(), Start::Put(args.clone(), send)));
     }
     for mode in [WeirServe::Sha256, WeirServe::NoHash] {
@@ -257,7 +263,7 @@ fn rows(
     }
     // `--rows`: keep the rows asked for, and the baselines they are compared with.
     let put_asked = a.rows.iter().any(|r| {
-        [put::Send::Buffered, put::Send::Sendfile]
+        put::Send::ALL
             .iter()
             .any(|s| s.label().contains(r.as_str()))
     });
@@ -291,6 +297,17 @@ fn rows(
                 protocol,
                 args.pause_threshold,
                 Client::Bench,
+            ),
+            Start::Put(args, put::Send::Curl) if !put::curl_available() => (
+                Peer {
+                    label,
+                    server: Err("`curl` is not installed".into()),
+                },
+                args.system,
+                args.sink,
+                h1,
+                args.pause_threshold,
+                Client::WeirPut(PathBuf::new(), put::Send::Curl),
             ),
             Start::Put(args, send) => (
                 Peer::start(label, &args)?,
@@ -580,7 +597,9 @@ pub fn run(s: &Settings, a: &UploadArgs) -> io::Result<()> {
                  (splice). It answers after its commit: `fsync` of the file, rename, `fsync` of \
                  the directory; raw → file (write) does none of that, raw → file (write + fsync) \
                  syncs its file before answering, raw → file + SHA-256 hashes each 256 KiB \
-                 buffer inline before writing it. Server CPU of `weir serve` is read from \
+                 buffer inline before writing it, raw → file + SHA-256 thread (write + fsync) \
+                 writes each 256 KiB buffer and hands it to a hashing thread while it reads the \
+                 next (three buffers take turns), then syncs the file. Server CPU of `weir serve` is read from \
                  `/proc/<pid>/stat` (10 ms ticks). Medians of round-by-round ratios:\n\n{t}",
                 size_label(weir::Config::default().pause_threshold as u64),
                 service::STORED_NAME,
