@@ -204,19 +204,21 @@ impl Conn {
                 *head_deadline.get_or_insert(now + self.shared.config.head_timeout)
             };
             if idle && self.io.can_release() {
-                match self.wait_idle(first, deadline, shutdown).await {
-                    Ok(Some(read)) => match read {
-                        Ok(Read::Data(_)) => continue,
-                        Ok(Read::Eof) => return Err(HeadEnd::Closed),
-                        Ok(Read::TimedOut) => unreachable!("read once, without a deadline"),
-                        Err(_) => return Err(HeadEnd::Broken),
-                    },
-                    Ok(None) => {}
-                    Err(end) => return Err(end),
+                match self.wait_idle(first, deadline, shutdown).await? {
+                    Some(Ok(Read::Data(_))) => continue,
+                    Some(Ok(Read::Eof)) => return Err(HeadEnd::Closed),
+                    Some(Ok(Read::TimedOut)) => unreachable!("read without a deadline"),
+                    Some(Err(_)) => return Err(HeadEnd::Broken),
+                    // Readable, but the read would wait (over TLS, part of a record): the
+                    // timed read below, with the buffers taken.
+                    None => {}
                 }
             }
             let max = self.shared.config.read_buffer_size;
+            // Biased: the shutdown signal is looked at only while the read waits (a ready read
+            // neither registers nor drops a waiter on the signal).
             let read = tokio::select! {
+                biased;
                 read = self.io.read_head_to_buf(max, Some(deadline)) => read,
                 _ = shutdown.changed(), if idle => return Err(HeadEnd::Closed),
             };
@@ -234,9 +236,14 @@ impl Conn {
 
     /// The wait of a connection with nothing buffered: a read with the buffers at hand first
     /// (the next request is often already there); if it finds nothing, the buffers go back to
-    /// the pool while the socket is not readable, and come back when it is. `Ok(Some(read))`
-    /// when the first read settled it, `Ok(None)` once the socket is readable (buffers taken),
-    /// `Err` when the wait ended the connection (idle timeout, shutdown, a failed socket).
+    /// the pool while the socket is not readable, and once it is, they are taken again and
+    /// read into at once, without a deadline (the socket has bytes). `Ok(Some(read))` with the
+    /// read that ended the wait; `Ok(None)` when that second read would wait too (over TLS, a
+    /// record not yet whole), buffers taken; `Err` when the wait ended the connection (idle
+    /// timeout, shutdown, a failed socket).
+    ///
+    /// So a request that finds its connection idle costs one readiness wait (with the deadline
+    /// and the shutdown signal) and the reads, not a second timed wait after the readiness.
     async fn wait_idle(
         &mut self,
         first: bool,
@@ -254,14 +261,16 @@ impl Conn {
             return Ok(Some(read));
         }
         self.io.release_buffers(&self.shared.buffers);
+        // Biased: once the socket is readable, the shutdown signal is not looked at.
         let ready = tokio::select! {
+            biased;
             ready = self.io.readable(deadline) => ready,
             _ = shutdown.changed() => return Err(HeadEnd::Closed),
         };
         match ready {
             Some(Ok(())) => {
                 self.io.take_buffers(&self.shared.buffers);
-                Ok(None)
+                Ok(super::io::poll_once(std::pin::pin!(self.io.read_head_to_buf(max, None))).await)
             }
             // An idle connection that timed out is closed without an answer, as below; one
             // that never sent its first head gets 408, written from a buffer of the pool.

@@ -196,14 +196,19 @@ async fn drive<H: Handler>(
                 let handler = handler.clone();
                 let shared = shared.clone();
                 let window = adaptive.as_ref().map_or(windows.stream, |a| a.applied);
-                tasks.spawn(async move {
+                // ALLOCATION: the stream's future is boxed. Unboxed, the whole future (the
+                // stream's state and the handler's future, kilobytes) is the task's stage,
+                // which tokio moves several times per task (spawn, the task cell, each stage
+                // change, reading the output): one allocation costs less than those copies
+                // (docs/BENCHMARKS.md, "HTTP/2 and HTTP/1.1 per request").
+                tasks.spawn(Box::pin(async move {
                     let mut stream = H2Stream::new(request, respond, window, peer, shared);
                     let result = {
                         let mut exchange = Exchange::h2(&mut stream);
                         handler.handle(&mut exchange).await
                     };
                     stream.finish(result).await;
-                });
+                }));
             }
             Event::Shutdown => {
                 conn.graceful_shutdown();
