@@ -157,6 +157,11 @@ async fn drive<H: Handler>(
     let mut stopped = false;
     let idle = tokio::time::sleep(config.keep_alive_timeout);
     tokio::pin!(idle);
+    // One wait on the shutdown signal for the connection's life, not one per event: each new
+    // wait registers a waiter on the signal and each dropped one takes it off, both under a
+    // lock shared with other connections. Polled only until it fires (`draining` then).
+    let stop = shutdown.changed();
+    tokio::pin!(stop);
     let mut idle_armed = true;
     loop {
         if tasks.is_empty() && !idle_armed {
@@ -170,7 +175,7 @@ async fn drive<H: Handler>(
         }
         let event = tokio::select! {
             biased;
-            _ = shutdown.changed(), if !draining => Event::Shutdown,
+            _ = &mut stop, if !draining => Event::Shutdown,
             () = &mut idle, if idle_armed => Event::Idle,
             event = poll_fn(|cx| {
                 let event = poll_connection(

@@ -109,7 +109,7 @@ pub(crate) fn value(name: &HeaderName, bytes: &[u8]) -> Option<HeaderValue> {
             if let Some((_, v)) = s
                 .values
                 .iter()
-                .find(|(n, v)| v.as_bytes() == bytes && n == name)
+                .find(|(n, v)| n == name && v.as_bytes() == bytes)
             {
                 return Some(v.clone());
             }
