@@ -290,7 +290,10 @@ mod tests {
             assert_eq!(handle.peer_addr(), peer(1));
         });
         assert_eq!(current_link(), None);
-        assert!(in_a.is_some() && in_b.is_some(), "given back to their owners");
+        assert!(
+            in_a.is_some() && in_b.is_some(),
+            "given back to their owners"
+        );
         // Restored when the service panics, too.
         let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             within(&mut in_a, || panic!("service"))
