@@ -65,7 +65,7 @@ pub(crate) fn take_head() -> Request {
         .try_with(|s| s.borrow_mut().heads.pop())
         .ok()
         .flatten()
-        .unwrap_or_else(Request::new)
+        .unwrap_or_default()
 }
 
 /// Keeps `head` for the next stream on this thread (dropped when the thread keeps enough).

@@ -58,6 +58,8 @@ impl Spare {
 }
 
 thread_local! {
+    // Boxed on purpose: taking and giving back moves the pointer, not the spare.
+    #[allow(clippy::vec_box)]
     static SPARES: RefCell<Vec<Box<Spare>>> = const { RefCell::new(Vec::new()) };
 }
 
