@@ -22,7 +22,6 @@ Prints one line: `SYSTEM PROTO c=C d=DEPTH Ir/req=X syscalls...`.
 import argparse
 import os
 import re
-import select
 import shutil
 import socket
 import subprocess

@@ -16,13 +16,15 @@
 //! - **Field values** ([`value`]): `http::HeaderValue::from_bytes` copies into a new `Bytes`
 //!   (an allocation per field per response). The last [`VALUES`] values sent on this thread are
 //!   kept with their names; a response that repeats one (the same `content-type`, `server`,
-//!   `content-length`) gets a clone, a reference count. `date` is one of them, refreshed once a
+//!   `content-length`) gets a clone, a reference count; a new one is copied into a small
+//!   per-thread arena of values and shared from there. `date` is kept apart, refreshed once a
 //!   second.
 //!
 //! Invariants: a head given back is reused only after [`crate::Request`]'s own reset (its
 //! request line is set afresh); at most [`HEADS`] heads and [`VALUES`] values per thread, and
-//! the arena is at most [`ARENA`] bytes (a piece larger than [`SMALL`] is not copied here), so
-//! what a thread keeps is bounded.
+//! the arena is at most [`ARENA`] bytes (a piece larger than [`SMALL`] is not copied here); kept
+//! values hold at most [`VALUES`] chunks of [`VALUE_ARENA`] bytes; so what a thread keeps is
+//! bounded.
 
 use crate::Request;
 use bytes::{Bytes, BytesMut};
@@ -44,10 +46,15 @@ pub(crate) const SMALL: usize = 4096;
 /// The arena's size: many small payloads per allocation.
 const ARENA: usize = 64 * 1024;
 
+/// The field values' own arena: a kept value holds its chunk, so chunks are small (at most
+/// [`VALUES`] of them are held by kept values).
+const VALUE_ARENA: usize = 4096;
+
 #[derive(Default)]
 struct Store {
     heads: Vec<Request>,
     arena: BytesMut,
+    value_arena: BytesMut,
     /// (name, value), most recently added last; replaced round robin.
     values: Vec<(HeaderName, HeaderValue)>,
     next_value: usize,
@@ -113,7 +120,16 @@ pub(crate) fn value(name: &HeaderName, bytes: &[u8]) -> Option<HeaderValue> {
             {
                 return Some(v.clone());
             }
-            let v = HeaderValue::from_bytes(bytes).ok()?;
+            // COPY into the values' arena, shared from there: a `HeaderValue` of its own
+            // `Bytes` would be promoted (ALLOCATION) when cloned into the kept set, so a value
+            // that never repeats would cost two allocations instead of one. From the arena it
+            // costs none until a chunk is full.
+            let arena = &mut s.value_arena;
+            if arena.capacity() - arena.len() < bytes.len() {
+                arena.reserve(VALUE_ARENA);
+            }
+            arena.extend_from_slice(bytes);
+            let v = HeaderValue::from_maybe_shared(arena.split().freeze()).ok()?;
             let entry = (name.clone(), v.clone());
             if s.values.len() < VALUES {
                 s.values.push(entry);
@@ -191,6 +207,12 @@ mod tests {
         let c = value(&http::header::SERVER, b"text/plain").unwrap();
         assert_ne!(a.as_bytes().as_ptr(), c.as_bytes().as_ptr());
         assert!(value(&name, b"bad\nvalue").is_none());
+        // New values are cut from one chunk, not allocated each.
+        let (x, y) = (
+            value(&name, b"x-new").unwrap(),
+            value(&name, b"y-new").unwrap(),
+        );
+        assert_eq!(x.as_bytes().as_ptr().wrapping_add(5), y.as_bytes().as_ptr());
         for i in 0..VALUES * 2 {
             value(&name, format!("v{i}").as_bytes());
         }
