@@ -324,6 +324,76 @@ fn http2_upload_reuses_its_frame_buffers() {
     );
 }
 
+/// Allocations per small HTTP/2 request (`GET /plaintext`, the plaintext handler), on the
+/// server threads, over one h2c connection with `depth` streams open at a time.
+#[cfg(feature = "http2")]
+fn allocations_per_h2_get(addr: std::net::SocketAddr, depth: usize) -> f64 {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let (client, connection) = h2::client::handshake(tcp).await.unwrap();
+        tokio::spawn(connection);
+        let batch = |client: h2::client::SendRequest<bytes::Bytes>| async move {
+            let mut client = client.ready().await.unwrap();
+            let mut responses = Vec::with_capacity(depth);
+            for _ in 0..depth {
+                let request = weir::http::Request::get("http://localhost/plaintext")
+                    .body(())
+                    .unwrap();
+                let (response, _) = client.send_request(request, true).unwrap();
+                responses.push(response);
+            }
+            for response in responses {
+                let mut body = response.await.unwrap().into_body();
+                let mut got = Vec::new();
+                while let Some(data) = body.data().await {
+                    let data = data.unwrap();
+                    let _ = body.flow_control().release_capacity(data.len());
+                    got.extend_from_slice(&data);
+                }
+                assert_eq!(got, b"Hello, World!");
+            }
+            client
+        };
+        let (warm_up, measured) = (128, 2048);
+        let mut client = client;
+        for _ in 0..warm_up / depth {
+            client = batch(client).await;
+        }
+        let before = allocations();
+        for _ in 0..measured / depth {
+            client = batch(client).await;
+        }
+        (allocations() - before) as f64 / measured as f64
+    })
+}
+
+/// What a small HTTP/2 request allocates on the server is h2's (the stream's state, its header
+/// maps, the task weir spawns per stream and the box of its future) and no more: weir's own
+/// parts (the request head's buffers, the response payload's copy, repeated field values such
+/// as `date`, `server`, `content-type`, `content-length`) are reused per thread
+/// (`h2/reuse.rs`). Before that, each was allocated per stream.
+#[cfg(feature = "http2")]
+#[test]
+fn small_http2_requests_allocate_only_what_h2_needs() {
+    let _alone = MEASURING
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let addr = start_server(Config::default());
+    for depth in [1, 16] {
+        let per_request = allocations_per_h2_get(addr, depth);
+        println!("allocations per HTTP/2 request, {depth} streams at a time: {per_request}");
+        assert!(per_request > 0.0, "the counter saw the streams");
+        assert!(
+            per_request <= 6.0,
+            "{depth} streams at a time: {per_request} allocations per request"
+        );
+    }
+}
+
 /// An HTTPS upload read by the server: records are decrypted in place in the connection's read
 /// buffer, so a steady upload allocates nothing per record (rustls's own read path allocates a
 /// `Vec` for every record's plaintext: 64 per MiB).

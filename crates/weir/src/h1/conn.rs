@@ -18,9 +18,12 @@ use crate::handler::Handler;
 use crate::{DataRate, Error, Request, zero_copy};
 use bytes::Buf;
 use http::StatusCode;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
+use tokio::sync::watch::error::RecvError;
 use tokio::time::Instant;
 use weir_proto::conn::{BodyLeft, Next, Persistence};
 use weir_proto::date::DateCache;
@@ -87,6 +90,12 @@ pub(crate) async fn serve_connection<H: Handler>(
     mut shutdown: watch::Receiver<bool>,
 ) {
     let mut conn = Conn::new(stream, shared);
+    // One wait on the shutdown signal for the connection's life, polled only while the
+    // connection waits for a head: a wait made afresh for each request registers a waiter on
+    // the signal and takes it off again, each under a lock shared with other connections.
+    // Once it fires, the connection closes (it is never polled after that).
+    let stop = shutdown.changed();
+    tokio::pin!(stop);
     if !already_read.is_empty() {
         conn.io.take_buffers(&conn.shared.buffers);
         conn.io.rbuf.extend_from_slice(already_read);
@@ -94,7 +103,7 @@ pub(crate) async fn serve_connection<H: Handler>(
     conn.io.passed_fd = passed_fd;
     let mut first = true;
     loop {
-        match conn.read_head(first, &mut shutdown).await {
+        match conn.read_head(first, stop.as_mut()).await {
             Ok(()) => {}
             Err(HeadEnd::Closed) => break,
             Err(HeadEnd::Invalid(e)) => {
@@ -163,7 +172,7 @@ impl Conn {
     async fn read_head(
         &mut self,
         first: bool,
-        shutdown: &mut watch::Receiver<bool>,
+        mut stop: Pin<&mut impl Future<Output = Result<(), RecvError>>>,
     ) -> Result<(), HeadEnd> {
         // Deadlines are computed only when the connection has to wait: reading the clock for
         // every pipelined request showed in plaintext profiles. The first head must arrive
@@ -195,7 +204,8 @@ impl Conn {
                 }
             }
             let idle = self.io.rbuf.is_empty();
-            if idle && *shutdown.borrow() {
+            // The flag is set before the signal is sent (`Server::shutdown`).
+            if idle && self.shared.is_shutting_down() {
                 return Err(HeadEnd::Closed);
             }
             let deadline = if idle && !first {
@@ -204,21 +214,23 @@ impl Conn {
                 *head_deadline.get_or_insert(now + self.shared.config.head_timeout)
             };
             if idle && self.io.can_release() {
-                match self.wait_idle(first, deadline, shutdown).await {
-                    Ok(Some(read)) => match read {
-                        Ok(Read::Data(_)) => continue,
-                        Ok(Read::Eof) => return Err(HeadEnd::Closed),
-                        Ok(Read::TimedOut) => unreachable!("read once, without a deadline"),
-                        Err(_) => return Err(HeadEnd::Broken),
-                    },
-                    Ok(None) => {}
-                    Err(end) => return Err(end),
+                match self.wait_idle(first, deadline, stop.as_mut()).await? {
+                    Some(Ok(Read::Data(_))) => continue,
+                    Some(Ok(Read::Eof)) => return Err(HeadEnd::Closed),
+                    Some(Ok(Read::TimedOut)) => unreachable!("read without a deadline"),
+                    Some(Err(_)) => return Err(HeadEnd::Broken),
+                    // Readable, but the read would wait (over TLS, part of a record): the
+                    // timed read below, with the buffers taken.
+                    None => {}
                 }
             }
             let max = self.shared.config.read_buffer_size;
+            // Biased: the shutdown signal is looked at only while the read waits (a ready read
+            // neither registers nor drops a waiter on the signal).
             let read = tokio::select! {
+                biased;
                 read = self.io.read_head_to_buf(max, Some(deadline)) => read,
-                _ = shutdown.changed(), if idle => return Err(HeadEnd::Closed),
+                _ = stop.as_mut(), if idle => return Err(HeadEnd::Closed),
             };
             match read {
                 Ok(Read::Data(_)) => {}
@@ -234,14 +246,19 @@ impl Conn {
 
     /// The wait of a connection with nothing buffered: a read with the buffers at hand first
     /// (the next request is often already there); if it finds nothing, the buffers go back to
-    /// the pool while the socket is not readable, and come back when it is. `Ok(Some(read))`
-    /// when the first read settled it, `Ok(None)` once the socket is readable (buffers taken),
-    /// `Err` when the wait ended the connection (idle timeout, shutdown, a failed socket).
+    /// the pool while the socket is not readable, and once it is, they are taken again and
+    /// read into at once, without a deadline (the socket has bytes). `Ok(Some(read))` with the
+    /// read that ended the wait; `Ok(None)` when that second read would wait too (over TLS, a
+    /// record not yet whole), buffers taken; `Err` when the wait ended the connection (idle
+    /// timeout, shutdown, a failed socket).
+    ///
+    /// So a request that finds its connection idle costs one readiness wait (with the deadline
+    /// and the shutdown signal) and the reads, not a second timed wait after the readiness.
     async fn wait_idle(
         &mut self,
         first: bool,
         deadline: Instant,
-        shutdown: &mut watch::Receiver<bool>,
+        stop: Pin<&mut impl Future<Output = Result<(), RecvError>>>,
     ) -> Result<Option<std::io::Result<Read>>, HeadEnd> {
         let max = self.shared.config.read_buffer_size;
         // A new connection holds no pair yet: a pooled one, not a fresh allocation, for its
@@ -254,14 +271,16 @@ impl Conn {
             return Ok(Some(read));
         }
         self.io.release_buffers(&self.shared.buffers);
+        // Biased: once the socket is readable, the shutdown signal is not looked at.
         let ready = tokio::select! {
+            biased;
             ready = self.io.readable(deadline) => ready,
-            _ = shutdown.changed() => return Err(HeadEnd::Closed),
+            _ = stop => return Err(HeadEnd::Closed),
         };
         match ready {
             Some(Ok(())) => {
                 self.io.take_buffers(&self.shared.buffers);
-                Ok(None)
+                Ok(super::io::poll_once(std::pin::pin!(self.io.read_head_to_buf(max, None))).await)
             }
             // An idle connection that timed out is closed without an answer, as below; one
             // that never sent its first head gets 408, written from a buffer of the pool.

@@ -157,6 +157,11 @@ async fn drive<H: Handler>(
     let mut stopped = false;
     let idle = tokio::time::sleep(config.keep_alive_timeout);
     tokio::pin!(idle);
+    // One wait on the shutdown signal for the connection's life, not one per event: each new
+    // wait registers a waiter on the signal and each dropped one takes it off, both under a
+    // lock shared with other connections. Polled only until it fires (`draining` then).
+    let stop = shutdown.changed();
+    tokio::pin!(stop);
     let mut idle_armed = true;
     loop {
         if tasks.is_empty() && !idle_armed {
@@ -170,7 +175,7 @@ async fn drive<H: Handler>(
         }
         let event = tokio::select! {
             biased;
-            _ = shutdown.changed(), if !draining => Event::Shutdown,
+            _ = &mut stop, if !draining => Event::Shutdown,
             () = &mut idle, if idle_armed => Event::Idle,
             event = poll_fn(|cx| {
                 let event = poll_connection(
@@ -196,14 +201,19 @@ async fn drive<H: Handler>(
                 let handler = handler.clone();
                 let shared = shared.clone();
                 let window = adaptive.as_ref().map_or(windows.stream, |a| a.applied);
-                tasks.spawn(async move {
+                // ALLOCATION: the stream's future is boxed. Unboxed, the whole future (the
+                // stream's state and the handler's future, kilobytes) is the task's stage,
+                // which tokio moves several times per task (spawn, the task cell, each stage
+                // change, reading the output): one allocation costs less than those copies
+                // (docs/BENCHMARKS.md, "HTTP/2 and HTTP/1.1 per request").
+                tasks.spawn(Box::pin(async move {
                     let mut stream = H2Stream::new(request, respond, window, peer, shared);
                     let result = {
                         let mut exchange = Exchange::h2(&mut stream);
                         handler.handle(&mut exchange).await
                     };
                     stream.finish(result).await;
-                });
+                }));
             }
             Event::Shutdown => {
                 conn.graceful_shutdown();

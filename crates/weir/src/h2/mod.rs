@@ -23,6 +23,7 @@ mod io;
 mod meter;
 mod refused;
 mod response;
+mod reuse;
 mod stream;
 mod validate;
 

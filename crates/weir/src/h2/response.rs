@@ -8,8 +8,11 @@
 //! window gets its stream reset instead of holding the handler forever.
 //!
 //! COPY: h2 queues DATA frames until the connection task writes them, so each piece is copied
-//! into an owned buffer. The buffer is one `BytesMut` reused for the stream's life: once h2
-//! has written a piece and dropped it, the space is reclaimed.
+//! into an owned buffer: a small one into the thread's arena (`reuse::copy_small`, no
+//! allocation per response), a larger one into one `BytesMut` reused for the stream's life
+//! (once h2 has written a piece and dropped it, the space is reclaimed). Field values the
+//! thread sent recently (`date`, `server`, a repeated `content-type` or `content-length`) are
+//! shared, not copied (`reuse::value`).
 
 use super::error::stream_error;
 use crate::Error;
@@ -26,7 +29,6 @@ use std::future::poll_fn;
 use std::task::Poll;
 use std::time::Duration;
 use tokio::time::Instant;
-use weir_proto::date::DateCache;
 
 /// Most bytes asked of h2's flow control at once: h2 grants at most its send buffer size
 /// anyway, and a bounded request keeps one stream from claiming the whole connection window.
@@ -39,7 +41,6 @@ pub(crate) struct ResponseOut {
     state: ResponseLifecycle,
     headers: HeaderMap,
     is_head: bool,
-    date: DateCache,
     scratch: BytesMut,
 }
 
@@ -51,7 +52,6 @@ impl ResponseOut {
             state: ResponseLifecycle::default(),
             headers: HeaderMap::new(),
             is_head: method == Method::HEAD,
-            date: DateCache::new(),
             scratch: BytesMut::new(),
         }
     }
@@ -88,7 +88,6 @@ impl ResponseOut {
         if name == http::header::CONTENT_LENGTH || name == http::header::TRANSFER_ENCODING {
             return Err(());
         }
-        let value = HeaderValue::from_bytes(value).map_err(drop)?;
         if is_connection_specific(&name) {
             // Meaningless in HTTP/2 (RFC 9113 §8.2.2): dropped, like a handler's
             // `Connection: close` (a stream cannot close its connection).
@@ -96,6 +95,8 @@ impl ResponseOut {
         }
         flags.date |= name == http::header::DATE;
         flags.server |= name == http::header::SERVER;
+        // A value this thread sent recently is shared, not copied (`reuse::value`).
+        let value = super::reuse::value(&name, value).ok_or(())?;
         // ALLOC: h2 sends a header map; its entries are allocated per response.
         self.headers.append(name, value);
         Ok(())
@@ -123,17 +124,19 @@ impl ResponseOut {
         let mut headers = std::mem::take(&mut self.headers);
         if let Some(len) = len {
             if weir_proto::encode::status_has_body(status) {
-                headers.insert(http::header::CONTENT_LENGTH, HeaderValue::from(len));
+                let mut digits = [0u8; 20];
+                let digits = decimal(len, &mut digits);
+                if let Some(v) = super::reuse::value(&http::header::CONTENT_LENGTH, digits) {
+                    headers.insert(http::header::CONTENT_LENGTH, v);
+                }
             }
         }
         if !flags.date {
-            let date = self.date.value_at(crate::clock::unix_seconds());
-            if let Ok(v) = HeaderValue::from_bytes(date) {
-                headers.insert(http::header::DATE, v);
-            }
+            let date = super::reuse::date(crate::clock::unix_seconds());
+            headers.insert(http::header::DATE, date);
         }
         if let (false, Some(server)) = (flags.server, server) {
-            if let Ok(v) = HeaderValue::from_str(server) {
+            if let Some(v) = super::reuse::value(&http::header::SERVER, server.as_bytes()) {
                 headers.insert(http::header::SERVER, v);
             }
         }
@@ -189,10 +192,15 @@ impl ResponseOut {
                 self.capacity(data.len(), shared).await?
             };
             let n = cap.min(data.len());
-            // COPY: into the stream's reusable send buffer (see the module doc).
-            self.scratch.reserve(n);
-            self.scratch.extend_from_slice(&data[..n]);
-            let piece = self.scratch.split().freeze();
+            let piece = if n <= super::reuse::SMALL {
+                // COPY: into the thread's arena of small payloads (`reuse::copy_small`).
+                super::reuse::copy_small(&data[..n])
+            } else {
+                // COPY: into the stream's reusable send buffer (see the module doc).
+                self.scratch.reserve(n);
+                self.scratch.extend_from_slice(&data[..n]);
+                self.scratch.split().freeze()
+            };
             data = &data[n..];
             let last = end && data.is_empty();
             let Some(send) = self.send.as_mut() else {
@@ -378,6 +386,19 @@ impl ResponseOut {
                 Some(send) => send.send_reset(reason),
                 None => self.respond.send_reset(reason),
             }
+        }
+    }
+}
+
+/// `n` in decimal, in `buf`.
+fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            return &buf[at..];
         }
     }
 }

@@ -10,8 +10,10 @@
 //! answers a fault in it (a wrong `content-length`, malformed trailers) the same whether the
 //! handler answered first or not.
 //!
-//! Unlike HTTP/1.1, the request is allocated per stream: `h2` allocates each stream's state and
-//! header map itself, and a task per stream is the price of independent streams.
+//! Unlike HTTP/1.1, a stream allocates: `h2` allocates each stream's state and header maps
+//! itself, and a task per stream is the price of independent streams. weir's own parts (the
+//! request head's buffers, small response payloads, repeated field values) are kept per thread
+//! and reused (`reuse`).
 
 use super::body::BodyIn;
 use super::response::ResponseOut;
@@ -63,7 +65,8 @@ impl H2Stream {
         shared: Arc<Shared>,
     ) -> Self {
         let (parts, recv) = request.into_parts();
-        let mut head = Request::new();
+        // A head kept by this thread from an earlier stream: its buffers have their capacity.
+        let mut head = super::reuse::take_head();
         fill_head(&mut head, &parts, recv.is_end_stream());
         // An `Arc` clone per stream (no allocation): the body keeps the server's gauge.
         let body = BodyIn::new(recv, &head, window as usize, shared.clone());
@@ -150,6 +153,13 @@ impl H2Stream {
     ) -> Result<(), Error> {
         self.resp
             .finish_head(status, len, flags, &self.shared.config.server_header)
+    }
+}
+
+impl Drop for H2Stream {
+    fn drop(&mut self) {
+        // `Request::new` allocates nothing: the head's buffers go to the next stream.
+        super::reuse::give_head(std::mem::replace(&mut self.head, Request::new()));
     }
 }
 

@@ -21,7 +21,7 @@ use super::link::{Answer, Link, Order};
 use crate::Error;
 use crate::transport::PeerAddr;
 use http::{HeaderMap, StatusCode};
-use std::cell::RefCell;
+use std::cell::Cell;
 use std::fs::File;
 use std::future::Future;
 use std::pin::Pin;
@@ -190,36 +190,50 @@ impl Drop for Call {
 }
 
 /// The exchange the adapter is serving on this thread: its link and the client's address.
-struct Current {
+pub(crate) struct Current {
     link: Arc<Link>,
     peer: PeerAddr,
 }
 
-thread_local! {
-    static CURRENT: RefCell<Option<Current>> = const { RefCell::new(None) };
+impl Current {
+    /// The current exchange of a request: `link` (a reference count of its own) and `peer`.
+    pub(crate) fn new(link: &Arc<Link>, peer: PeerAddr) -> Option<Self> {
+        Some(Self {
+            link: Arc::clone(link),
+            peer,
+        })
+    }
 }
 
-/// Runs `f` with `link` (and `peer`) as this thread's current exchange, then restores the
-/// previous one (also when `f` unwinds), so that [`ExchangeHandle`]s used inside `f` reach
-/// `link`. Costs a reference count up and down: the thread holds the link while `f` runs.
-pub(crate) fn within<R>(link: &Arc<Link>, peer: PeerAddr, f: impl FnOnce() -> R) -> R {
-    struct Restore(Option<Current>);
-    impl Drop for Restore {
+thread_local! {
+    static CURRENT: Cell<Option<Current>> = const { Cell::new(None) };
+}
+
+/// Runs `f` with `entered` as this thread's current exchange, then restores the previous one
+/// (also when `f` unwinds), so that [`ExchangeHandle`]s used inside `f` reach its link.
+/// `entered` is moved into the thread's slot and back (no reference count, no borrow flag:
+/// this runs on every poll of the service's future), so it is `None` only while `f` runs.
+pub(crate) fn within<R>(entered: &mut Option<Current>, f: impl FnOnce() -> R) -> R {
+    struct Restore<'a> {
+        slot: &'a mut Option<Current>,
+        previous: Option<Current>,
+    }
+    impl Drop for Restore<'_> {
         fn drop(&mut self) {
-            let previous = self.0.take();
-            let _ = CURRENT.try_with(|current| *current.borrow_mut() = previous);
+            let previous = self.previous.take();
+            if let Ok(ours) = CURRENT.try_with(|current| current.replace(previous)) {
+                *self.slot = ours;
+            }
         }
     }
-    let entered = Current {
-        link: Arc::clone(link),
-        peer,
+    let previous = CURRENT
+        .try_with(|current| current.replace(entered.take()))
+        .ok()
+        .flatten();
+    let _restore = Restore {
+        slot: entered,
+        previous,
     };
-    let _restore = Restore(
-        CURRENT
-            .try_with(|current| current.borrow_mut().replace(entered))
-            .ok()
-            .flatten(),
-    );
     f()
 }
 
@@ -228,18 +242,17 @@ pub(crate) fn within<R>(link: &Arc<Link>, peer: PeerAddr, f: impl FnOnce() -> R)
 fn with_current<R>(f: impl FnOnce(&Link, PeerAddr) -> R) -> Option<R> {
     CURRENT
         .try_with(|current| {
-            let current = current.borrow();
-            let current = current.as_ref()?;
-            Some(f(&current.link, current.peer))
+            let taken = current.take();
+            let out = taken.as_ref().map(|c| f(&c.link, c.peer));
+            current.set(taken);
+            out
         })
         .ok()
         .flatten()
 }
 
 fn is_within() -> bool {
-    CURRENT
-        .try_with(|current| current.borrow().is_some())
-        .unwrap_or(false)
+    with_current(|_, _| ()).is_some()
 }
 
 const NOT_WITHIN: &str = "weir::ExchangeHandle used outside the service of its request: it works \
@@ -268,19 +281,28 @@ mod tests {
         let (a, b) = (Arc::<Link>::default(), Arc::<Link>::default());
         let handle = ExchangeHandle::new();
         assert_eq!(current_link(), None);
-        within(&a, peer(1), || {
+        let (mut in_a, mut in_b) = (Current::new(&a, peer(1)), Current::new(&b, peer(2)));
+        within(&mut in_a, || {
             assert_eq!(current_link(), Some(Arc::as_ptr(&a) as usize));
             assert_eq!(handle.peer_addr(), peer(1));
             // Nested (a service polled inside another's poll): the inner one, then back.
-            within(&b, peer(2), || assert_eq!(handle.peer_addr(), peer(2)));
+            within(&mut in_b, || assert_eq!(handle.peer_addr(), peer(2)));
             assert_eq!(handle.peer_addr(), peer(1));
         });
         assert_eq!(current_link(), None);
+        assert!(
+            in_a.is_some() && in_b.is_some(),
+            "given back to their owners"
+        );
         // Restored when the service panics, too.
-        let caught = std::panic::catch_unwind(|| within(&a, peer(1), || panic!("service")));
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            within(&mut in_a, || panic!("service"))
+        }));
         assert!(caught.is_err());
         assert_eq!(current_link(), None);
+        assert!(in_a.is_some());
         // The thread held the link only meanwhile.
+        drop((in_a, in_b));
         assert_eq!(Arc::strong_count(&a), 1);
     }
 

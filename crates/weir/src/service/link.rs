@@ -22,7 +22,7 @@
 //! connection's task unless the application moves it to another task), it costs an atomic
 //! operation per order.
 
-use super::handle::within;
+use super::handle::{Current, within};
 use crate::{Error, Exchange};
 use bytes::Bytes;
 use http::{HeaderMap, StatusCode};
@@ -347,17 +347,19 @@ fn set_waker(slot: &mut Option<Waker>, waker: &Waker) {
 /// task, carrying out the orders its body handles place meanwhile. An order runs while `fut`
 /// is still polled, so a timeout inside the service fires during a long body read; if `fut`
 /// finishes first the order is dropped (exchange body reads give nothing up when dropped).
+///
+/// The service runs with `current` (this exchange) as the thread's current one, for its
+/// handles.
 pub(crate) async fn drive<F: Future>(
     exchange: &mut Exchange<'_>,
     link: &Arc<Link>,
+    current: &mut Option<Current>,
     fut: F,
 ) -> F::Output {
     let mut fut = pin!(fut);
-    // The service runs with this exchange as the thread's current one, for its handles.
-    let peer = exchange.peer_addr();
     loop {
         let step = poll_fn(|cx| {
-            if let Poll::Ready(out) = within(link, peer, || fut.as_mut().poll(cx)) {
+            if let Poll::Ready(out) = within(current, || fut.as_mut().poll(cx)) {
                 return Poll::Ready(Err(out));
             }
             match link.take_order(exchange, cx) {
@@ -373,7 +375,7 @@ pub(crate) async fn drive<F: Future>(
         let was_chunk = matches!(order, Order::Chunk);
         let mut run = pin!(run(exchange, order));
         let outcome = poll_fn(|cx| {
-            if let Poll::Ready(out) = within(link, peer, || fut.as_mut().poll(cx)) {
+            if let Poll::Ready(out) = within(current, || fut.as_mut().poll(cx)) {
                 return Poll::Ready(Err(out));
             }
             run.as_mut().poll(cx).map(Ok)

@@ -114,13 +114,15 @@ where
 {
     let request = request::build(exchange, spare)?;
     let link = Arc::clone(spare.link());
-    let peer = exchange.peer_addr();
-    let mut service = service.clone();
     // The request's `ExchangeHandle` works wherever the service runs for it (`handle`).
-    poll_fn(|cx| handle::within(&link, peer, || service.poll_ready(cx)))
+    let mut current = handle::Current::new(&link, exchange.peer_addr());
+    let mut service = service.clone();
+    poll_fn(|cx| handle::within(&mut current, || service.poll_ready(cx)))
         .await
         .map_err(Error::user)?;
-    let future = handle::within(&link, peer, || service.call(request));
-    let response = drive(exchange, &link, future).await.map_err(Error::user)?;
-    respond::write(exchange, &link, response, &mut spare.headers).await
+    let future = handle::within(&mut current, || service.call(request));
+    let response = drive(exchange, &link, &mut current, future)
+        .await
+        .map_err(Error::user)?;
+    respond::write(exchange, &link, &mut current, response, &mut spare.headers).await
 }

@@ -58,11 +58,14 @@ impl Spare {
 }
 
 thread_local! {
-    static SPARES: RefCell<Vec<Spare>> = const { RefCell::new(Vec::new()) };
+    // Boxed on purpose: taking and giving back moves the pointer, not the spare.
+    #[allow(clippy::vec_box)]
+    static SPARES: RefCell<Vec<Box<Spare>>> = const { RefCell::new(Vec::new()) };
 }
 
-/// A spare for a new request: one kept on this thread, or an empty one.
-pub(crate) fn take() -> Spare {
+/// A spare for a new request: one kept on this thread, or an empty one (ALLOCATION: boxed, so
+/// that taking and giving back moves a pointer, not the spare's header map and buffer).
+pub(crate) fn take() -> Box<Spare> {
     SPARES
         .try_with(|spares| spares.borrow_mut().pop())
         .ok()
@@ -72,7 +75,7 @@ pub(crate) fn take() -> Spare {
 
 /// Keeps `spare` for the next request on this thread, if its link is free and the thread keeps
 /// fewer than [`KEPT`].
-pub(crate) fn give_back(mut spare: Spare) {
+pub(crate) fn give_back(mut spare: Box<Spare>) {
     if let Some(link) = &mut spare.link {
         match Arc::get_mut(link) {
             Some(link) => link.reset(),
@@ -81,7 +84,11 @@ pub(crate) fn give_back(mut spare: Spare) {
             None => spare.link = None,
         }
     }
-    spare.headers.clear();
+    // `respond` hands the response's map back cleared; clearing walks the whole index table,
+    // so it is not done twice.
+    if !spare.headers.is_empty() {
+        spare.headers.clear();
+    }
     let _ = SPARES.try_with(|spares| {
         let mut spares = spares.borrow_mut();
         if spares.len() < KEPT {

@@ -41,14 +41,12 @@ pub(crate) fn build(
     // An HTTP/2 request's scheme and authority, for the absolute URI: before a path, not
     // before `*` (`OPTIONS *`) nor for CONNECT (whose target is the authority).
     let target = head.target().as_bytes();
-    let origin = match (exchange.scheme(), head.header("host")) {
-        (Some(scheme), Some(authority))
-            if head.version() == Version::HTTP_2
-                && head.method() != Method::CONNECT
-                && target.first() == Some(&b'/') =>
-        {
-            Some((scheme.as_str(), authority))
-        }
+    // (The conditions first: an HTTP/1.1 request never looks its `host` up here.)
+    let absolute = head.version() == Version::HTTP_2
+        && head.method() != Method::CONNECT
+        && target.first() == Some(&b'/');
+    let origin = match absolute.then(|| (exchange.scheme(), head.header("host"))) {
+        Some((Some(scheme), Some(authority))) => Some((scheme.as_str(), authority)),
         _ => None,
     };
     let values: usize = head.headers().map(|(_, value)| value.len()).sum();

@@ -14,6 +14,7 @@
 //! `101 Switching Protocols` (refused: see the module docs of `service`).
 
 use super::FileBody;
+use super::handle::Current;
 use super::link::{Link, drive};
 use crate::{Error, Exchange};
 use bytes::Buf;
@@ -28,6 +29,7 @@ use std::sync::Arc;
 pub(crate) async fn write<B>(
     exchange: &mut Exchange<'_>,
     link: &Arc<Link>,
+    current: &mut Option<Current>,
     response: http::Response<B>,
     spare_headers: &mut HeaderMap,
 ) -> Result<(), Error>
@@ -76,6 +78,7 @@ where
             let frame = drive(
                 writer.exchange(),
                 link,
+                current,
                 poll_fn(|cx| body.as_mut().poll_frame(cx)),
             )
             .await;
