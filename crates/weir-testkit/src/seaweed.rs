@@ -71,6 +71,20 @@ impl Seaweed {
             );
             return None;
         };
+        // The ports are free when chosen, but another test's server can take one before `weed`
+        // binds it: `weed` then exits at once saying so, and a fresh set of ports is tried.
+        let mut attempt = 0;
+        loop {
+            match Self::try_start(&program) {
+                Ok(weed) => return Some(weed),
+                Err(log) if attempt < 5 && log.contains("is not available") => attempt += 1,
+                Err(log) => panic!("weed mini exited at start:\n{log}"),
+            }
+        }
+    }
+
+    /// One start of `weed mini` on fresh ports; `Err` with its log when it exits at start.
+    fn try_start(program: &Path) -> Result<Seaweed, String> {
         let dir = tempfile::tempdir().expect("temporary directory");
         let data = dir.path().join("data");
         std::fs::create_dir(&data).expect("data directory");
@@ -86,7 +100,7 @@ impl Seaweed {
         let log_path = dir.path().join("weed.log");
         let log = std::fs::File::create(&log_path).expect("log file");
         let log2 = log.try_clone().expect("log file");
-        let child = Command::new(&program)
+        let child = Command::new(program)
             .arg("mini")
             .arg(format!("-dir={}", data.display()))
             .args(["-ip=127.0.0.1", "-ip.bind=127.0.0.1"])
@@ -125,7 +139,7 @@ impl Seaweed {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             if let Ok(Some(status)) = weed.child.try_wait() {
-                panic!("weed mini exited ({status}) at start:\n{}", weed.log());
+                return Err(format!("({status}) {}", weed.log()));
             }
             if TcpStream::connect_timeout(&s3_addr, Duration::from_millis(200)).is_ok() {
                 break;
@@ -137,7 +151,7 @@ impl Seaweed {
             );
             std::thread::sleep(Duration::from_millis(100));
         }
-        Some(weed)
+        Ok(weed)
     }
 
     /// What `weed` wrote so far.
