@@ -779,3 +779,92 @@ fn resumed_vs_plain_1gib() {
         );
     }
 }
+
+/// `weir_storage_used_bytes` of a node's `/metrics`.
+fn storage_used(addr: SocketAddr) -> u64 {
+    let (_, r) = request(addr, "GET /metrics HTTP/1.1", b"");
+    assert_eq!(r.status, 200, "{}", r.text());
+    r.text()
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("weir_storage_used_bytes ")?
+                .trim()
+                .parse::<f64>()
+                .ok()
+        })
+        .unwrap() as u64
+}
+
+/// `--max-storage` holds for resumable uploads as for plain ones: a declared length past the
+/// quota is refused at creation (507, nothing recorded); an upload of undeclared length gets
+/// 507 on the append whose bytes reach the quota, nothing committed, its recorded offset kept;
+/// once space is freed it completes through another node, which counts the whole object.
+#[test]
+fn resumable_uploads_are_held_to_the_quota() {
+    let Some(weed) = start_weed() else { return };
+    let quota = ["--max-storage", "10MiB"];
+    let a = node(&weed, &quota);
+    let six = data(6 * MIB, 5);
+    let (_, r) = request(a.addr, "PUT /files/one.bin HTTP/1.1", &six);
+    assert_eq!(r.status, 201, "{}", r.text());
+    let used = 6 * MIB as u64 + 4096;
+    assert_eq!(storage_used(a.addr), used);
+
+    // Declared past the quota: refused before anything is recorded.
+    let (_, r) = request(
+        a.addr,
+        &format!(
+            "POST /files/ HTTP/1.1\r\nupload-complete: ?0\r\nupload-length: {}\r\n\
+             content-disposition: inline; filename=\"two.bin\"",
+            six.len()
+        ),
+        b"",
+    );
+    assert_eq!(r.status, 507, "{}", r.text());
+    assert_eq!(leftovers(&weed), (vec![], vec![]));
+
+    // Undeclared: the first 3 MiB fit, the next 3 MiB reach the quota.
+    let (_, r) = request(
+        a.addr,
+        "PUT /files/two.bin HTTP/1.1\r\nupload-complete: ?0",
+        &six[..3 * MIB],
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    let location = r.header("location").unwrap().to_owned();
+    assert_eq!(
+        storage_used(a.addr),
+        used,
+        "an incomplete upload holds nothing"
+    );
+    let (_, r) = request(
+        a.addr,
+        &patch_head(&location, 3 * MIB, true),
+        &six[3 * MIB..],
+    );
+    assert_eq!(r.status, 507, "{}", r.text());
+    let (_, r) = request(a.addr, "GET /files/two.bin HTTP/1.1", b"");
+    assert_eq!(r.status, 404, "nothing committed");
+    let r = head_offset(a.addr, &location);
+    assert_eq!(
+        r.header("upload-offset"),
+        Some("3145728"),
+        "the recorded offset is kept"
+    );
+    assert_eq!(storage_used(a.addr), used, "the refused append gives back");
+
+    // Space freed: the upload completes through a node started now (it lists the usage).
+    let (_, r) = request(a.addr, "DELETE /files/one.bin HTTP/1.1", b"");
+    assert_eq!(r.status, 204);
+    let b = node(&weed, &quota);
+    assert_eq!(storage_used(b.addr), 0);
+    let (_, r) = request(
+        b.addr,
+        &patch_head(&location, 3 * MIB, true),
+        &six[3 * MIB..],
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(json(&r)["sha256"], hex(&Sha256::digest(&six)));
+    assert_eq!(storage_used(b.addr), used, "the completed object counts");
+    let (_, r) = request(a.addr, "GET /files/two.bin HTTP/1.1", b"");
+    assert!(r.status == 200 && r.body == six);
+}

@@ -31,6 +31,17 @@
 //! first `offset` bytes: a part is recorded only once the store acknowledged it and every part
 //! before it, with the hash state taken when that part was filled. Memory per append is that
 //! of a plain upload: `P × (parts_in_flight + 1)`, the tail read back into the part buffer.
+//!
+//! # Quota
+//! With [`S3Store::with_max_storage`], an upload is held to the quota as a plain upload is: a
+//! declared length that cannot fit is refused at creation ([`StoreError::QuotaExceeded`],
+//! nothing recorded); an append reserves, on the node that runs it, the whole upload as far as
+//! it is known (the declared length, or the recorded offset) plus [`ENTRY_COST`] before its
+//! body, and every byte past that as it comes, so it fails at the byte that would pass the
+//! quota; its reservation becomes the object's share at completion and is given back when the
+//! append ends incomplete. Between two appends an incomplete upload's bytes are not counted:
+//! they sit in parts and a tail that the usage listing does not see, on no node in particular
+//! (each append counts them all again, so an upload never completes past the quota).
 
 use super::*;
 use crate::ResumableError;
@@ -304,6 +315,11 @@ impl S3Resumables {
         digest: Option<&ContentDigest>,
         media_type: Option<&MediaType>,
     ) -> Result<(String, S3UploadState), StoreError> {
+        // A declared length that cannot fit now fails before anything is recorded (as
+        // `LocalStore`'s); the bytes are reserved by the appends that bring them.
+        let declared = length.unwrap_or(0).saturating_add(ENTRY_COST);
+        self.store.inner.usage.reserve(declared)?;
+        self.store.inner.usage.release(declared);
         let id = random_hex::<16>()?;
         let manifest = Manifest {
             target: target.as_str().to_owned(),
@@ -493,8 +509,16 @@ impl S3Resumables {
             return Err(ResumableError::Unknown);
         }
         let lease = self.take_lease(id).await?;
-        match self.begin_append(id, offset, length).await {
-            Ok((manifest, etag, part)) => Ok(S3Append {
+        let begun = self.begin_append(id, offset, length).await.and_then(|b| {
+            // The quota: the whole upload as far as it is known, before the body.
+            let known = b.0.length.unwrap_or(0).max(b.0.offset);
+            let reserved = known.saturating_add(ENTRY_COST);
+            self.store.inner.usage.reserve(reserved)?;
+            Ok((b, reserved))
+        });
+        match begun {
+            Ok(((manifest, etag, part), reserved)) => Ok(S3Append {
+                reserved,
                 up: self.clone(),
                 id: id.to_owned(),
                 hasher: ResumableSha256::from_bytes(&manifest.sha256).expect("checked when parsed"),
@@ -731,6 +755,9 @@ pub struct S3Append {
     length: Option<u64>,
     /// Parts sent, oldest first: recorded in order, so the recorded offset has no holes.
     in_flight: VecDeque<PartInFlight>,
+    /// Bytes taken from the store's usage for the upload (see "Quota" in the module doc):
+    /// given back on drop unless a completion made them the object's.
+    reserved: u64,
 }
 
 impl S3Append {
@@ -756,6 +783,13 @@ impl S3Append {
                     actual: end,
                 });
             }
+        }
+        // The quota: bytes past what the append reserved at its start are taken as they come;
+        // refused ones are not kept (the client resumes from the recorded offset).
+        let needed = end.saturating_add(ENTRY_COST);
+        if needed > self.reserved {
+            self.up.store.inner.usage.reserve(needed - self.reserved)?;
+            self.reserved = needed;
         }
         let part_size = usize::try_from(self.manifest.part_size).unwrap_or(usize::MAX);
         let mut recorded = None;
@@ -1016,7 +1050,8 @@ impl S3Append {
         }
         let s = self.up.store.clone();
         let key = self.part_key()?;
-        let replaced = s.head(&key).await?.is_some();
+        let replaced_size = s.head(&key).await?.map(|h| h.meta.size);
+        let replaced = replaced_size.is_some();
         let stored_sha256 = match self.manifest.upload_id.clone() {
             None => {
                 let mut headers = Vec::with_capacity(2);
@@ -1069,6 +1104,13 @@ impl S3Append {
                 self.announced_sha256()
             }
         };
+        // The reservation becomes the object's; the version it replaced gives its share back.
+        // What was reserved past the object (a declared length is exact, so nothing here)
+        // is given back.
+        let taken = size.saturating_add(ENTRY_COST);
+        let spare = std::mem::take(&mut self.reserved).saturating_sub(taken);
+        s.inner.usage.release(spare);
+        s.note_committed(taken, replaced_size);
         // The object is stored: the parts and tails go; the manifest stays, completed, until
         // it expires, so that a client that lost the answer learns the upload is complete
         // (a failure leaves objects the upload's removal deletes anyway).
@@ -1106,6 +1148,11 @@ impl S3Append {
 
 impl Drop for S3Append {
     fn drop(&mut self) {
+        self.up
+            .store
+            .inner
+            .usage
+            .release(std::mem::take(&mut self.reserved));
         for (_, _, task) in &self.in_flight {
             task.abort();
         }
