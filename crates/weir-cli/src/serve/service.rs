@@ -380,12 +380,22 @@ async fn create_folder(
     ex: &mut Exchange<'_>,
     dir: &weir_store::StorePath,
 ) -> Result<(), weir::Error> {
+    folder_created(ex, dir, async { svc.store.create_dir(dir) }).await
+}
+
+/// `PUT /files/{dir}/`: refuses a body, else runs `create` (the store's `create_dir`) and
+/// answers `201` (made) or `200` (already a folder), for the local and the remote store alike.
+pub(super) async fn folder_created(
+    ex: &mut Exchange<'_>,
+    dir: &weir_store::StorePath,
+    create: impl std::future::Future<Output = Result<bool, weir_store::StoreError>>,
+) -> Result<(), weir::Error> {
     if ex.request().framing() != weir::Framing::Length(0) {
         let message =
             "a folder is created by a PUT without a body (to store a file, drop the final /)";
         return reply::error(ex, reply::Problem::BadRequest, message, &[]).await;
     }
-    match svc.store.create_dir(dir) {
+    match create.await {
         Ok(created) => {
             let status = if created {
                 StatusCode::CREATED
