@@ -868,3 +868,118 @@ fn resumable_uploads_are_held_to_the_quota() {
     let (_, r) = request(a.addr, "GET /files/two.bin HTTP/1.1", b"");
     assert!(r.status == 200 && r.body == six);
 }
+
+/// tus 1.0.0 over the bucket's uploads, raw HTTP through two nodes: created with its first
+/// bytes on one, looked at and completed on the other (byte-exact, `Repr-Digest` the body's,
+/// `Upload-Metadata` kept); a deferred length declared by a later `PATCH`; a wrong offset 409;
+/// `Upload-Checksum` refused (no `checksum` extension here); a terminated upload leaves
+/// nothing; no multipart upload is left behind. (Before: every `/tus/` request was 501.)
+#[test]
+fn tus_through_two_nodes() {
+    let Some(weed) = start_weed() else { return };
+    let nodes = [node(&weed, &[]), node(&weed, &[])];
+    let [a, b] = [nodes[0].addr, nodes[1].addr];
+    let tus = "tus-resumable: 1.0.0";
+    let body_type = "content-type: application/offset+octet-stream";
+
+    let (_, r) = request(a, "OPTIONS /tus/ HTTP/1.1", b"");
+    assert_eq!(r.status, 204);
+    let extensions = r.header("tus-extension").unwrap();
+    assert!(extensions.contains("creation-with-upload") && !extensions.contains("checksum"));
+
+    let total = 6 * MIB + 100;
+    let body = data(total, 9);
+    let metadata = format!("filename {},dir {}", base64_of(b"t.bin"), base64_of(b"up"));
+    let (_, r) = request(
+        a,
+        &format!(
+            "POST /tus/ HTTP/1.1\r\n{tus}\r\n{body_type}\r\nupload-length: {total}\r\n\
+             upload-metadata: {metadata}"
+        ),
+        &body[..3 * MIB],
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(r.header("upload-offset"), Some("3145728"));
+    let location = r.header("location").unwrap().to_owned();
+    assert!(location.starts_with("/tus/"), "{location}");
+
+    let (_, r) = request(b, &format!("HEAD {location} HTTP/1.1\r\n{tus}"), b"");
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("upload-offset"), Some("3145728"));
+    assert_eq!(r.header("upload-length"), Some(total.to_string().as_str()));
+    assert_eq!(r.header("upload-metadata"), Some(metadata.as_str()));
+    assert!(r.header("upload-expires").is_some());
+
+    let patch = |offset: usize| {
+        format!("PATCH {location} HTTP/1.1\r\n{tus}\r\n{body_type}\r\nupload-offset: {offset}")
+    };
+    let (_, r) = request(b, &patch(5), &body[5..]);
+    assert_eq!(r.status, 409, "{}", r.text());
+    let (_, r) = request(
+        b,
+        &format!(
+            "{}\r\nupload-checksum: sha256 {}",
+            patch(3 * MIB),
+            base64_of(&[0; 32])
+        ),
+        &body[3 * MIB..],
+    );
+    assert_eq!(r.status, 400, "{}", r.text());
+    let (_, r) = request(b, &patch(3 * MIB), &body[3 * MIB..]);
+    assert_eq!(r.status, 204, "{}", r.text());
+    assert_eq!(r.header("upload-offset"), Some(total.to_string().as_str()));
+    let digest = format!("sha-256=:{}:", base64_of(&Sha256::digest(&body)));
+    assert_eq!(r.header("repr-digest"), Some(digest.as_str()));
+    let (_, r) = request(a, "GET /files/up/t.bin HTTP/1.1", b"");
+    assert!(r.status == 200 && r.body == body, "{}", r.status);
+    // Completed: an empty PATCH is answered with the end.
+    let (_, r) = request(a, &patch(total), b"");
+    assert_eq!(r.status, 204, "{}", r.text());
+
+    // Deferred length, declared by the PATCH that completes it.
+    let (_, r) = request(
+        a,
+        &format!(
+            "POST /tus/ HTTP/1.1\r\n{tus}\r\nupload-defer-length: 1\r\nupload-metadata: filename {}",
+            base64_of(b"later.txt")
+        ),
+        b"",
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    let later = r.header("location").unwrap().to_owned();
+    let (_, r) = request(b, &format!("HEAD {later} HTTP/1.1\r\n{tus}"), b"");
+    assert_eq!(r.header("upload-defer-length"), Some("1"));
+    let (_, r) = request(
+        b,
+        &format!(
+            "PATCH {later} HTTP/1.1\r\n{tus}\r\n{body_type}\r\nupload-offset: 0\r\nupload-length: 5"
+        ),
+        b"hello",
+    );
+    assert_eq!(r.status, 204, "{}", r.text());
+    let (_, r) = request(a, "GET /files/later.txt HTTP/1.1", b"");
+    assert_eq!(r.body, b"hello");
+
+    // Terminated: its objects go.
+    let (_, r) = request(
+        a,
+        &format!(
+            "POST /tus/ HTTP/1.1\r\n{tus}\r\n{body_type}\r\nupload-length: 10\r\n\
+             upload-metadata: filename {}",
+            base64_of(b"gone.bin")
+        ),
+        b"1234",
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    let gone = r.header("location").unwrap().to_owned();
+    let (_, r) = request(b, &format!("DELETE {gone} HTTP/1.1\r\n{tus}"), b"");
+    assert_eq!(r.status, 204, "{}", r.text());
+    let (_, r) = request(a, &format!("HEAD {gone} HTTP/1.1\r\n{tus}"), b"");
+    assert_eq!(r.status, 404);
+    let (keys, pending) = leftovers(&weed);
+    assert_eq!(pending, Vec::<String>::new());
+    assert!(
+        keys.len() == 2 && keys.iter().all(|k| k.ends_with("/manifest")),
+        "only the completed uploads' manifests: {keys:?}"
+    );
+}

@@ -94,6 +94,8 @@ pub struct S3UploadState {
     /// Completed: the object is stored; the resource answers `Upload-Complete: ?1` until it
     /// expires, and takes no more bytes.
     pub complete: bool,
+    /// tus's `Upload-Metadata` given at creation, verbatim.
+    pub metadata: Option<String>,
 }
 
 /// What the end of an append left.
@@ -127,6 +129,9 @@ struct Manifest {
     parts: Vec<(u16, String)>,
     /// Completed: kept (without parts, tail or multipart upload) so that a `HEAD` says so.
     complete: bool,
+    /// tus's `Upload-Metadata`, verbatim (one line): written only when there is one, so
+    /// manifests from before it still parse.
+    metadata: Option<String>,
 }
 
 const MANIFEST_VERSION: &str = "weir-upload 1";
@@ -154,6 +159,9 @@ impl Manifest {
         let _ = writeln!(s, "tail {}", opt(&self.tail));
         let _ = writeln!(s, "sha256 {}", hex(&self.sha256));
         let _ = writeln!(s, "complete {}", u8::from(self.complete));
+        if let Some(m) = &self.metadata {
+            let _ = writeln!(s, "metadata {m}");
+        }
         for (n, etag) in &self.parts {
             let _ = writeln!(s, "part {n} {etag}");
         }
@@ -181,6 +189,7 @@ impl Manifest {
             sha256: [0; SAVED_LEN],
             parts: Vec::new(),
             complete: false,
+            metadata: None,
         };
         let opt = |v: &str| (v != "-").then(|| v.to_owned());
         let mut sha = None;
@@ -199,6 +208,7 @@ impl Manifest {
                 "tail" => m.tail = opt(value),
                 "sha256" => sha = parse_state(value),
                 "complete" => m.complete = value == "1",
+                "metadata" => m.metadata = Some(value.to_owned()),
                 "part" => {
                     let (n, etag) = value.split_once(' ')?;
                     m.parts.push((n.parse().ok()?, etag.to_owned()));
@@ -236,6 +246,7 @@ impl Manifest {
             length: self.length,
             expires: self.expires,
             complete: self.complete,
+            metadata: self.metadata.clone(),
         }
     }
 }
@@ -315,6 +326,24 @@ impl S3Resumables {
         digest: Option<&ContentDigest>,
         media_type: Option<&MediaType>,
     ) -> Result<(String, S3UploadState), StoreError> {
+        self.create_with_metadata(target, length, digest, media_type, None)
+            .await
+    }
+
+    /// [`S3Resumables::create`], keeping `metadata` (tus's `Upload-Metadata`) in the manifest;
+    /// a line break in it is refused ([`StoreError::Discarded`]): the manifest is one field
+    /// per line.
+    pub async fn create_with_metadata(
+        &self,
+        target: &StorePath,
+        length: Option<u64>,
+        digest: Option<&ContentDigest>,
+        media_type: Option<&MediaType>,
+        metadata: Option<&str>,
+    ) -> Result<(String, S3UploadState), StoreError> {
+        if metadata.is_some_and(|m| m.contains(['\n', '\r'])) {
+            return Err(StoreError::Discarded);
+        }
         // A declared length that cannot fit now fails before anything is recorded (as
         // `LocalStore`'s); the bytes are reserved by the appends that bring them.
         let declared = length.unwrap_or(0).saturating_add(ENTRY_COST);
@@ -337,6 +366,7 @@ impl S3Resumables {
             sha256: ResumableSha256::new().to_bytes(),
             parts: Vec::new(),
             complete: false,
+            metadata: metadata.map(str::to_owned),
         };
         let key = format!("{}manifest", self.dir(&id));
         let headers = [("if-none-match", "*".to_owned())];
@@ -1217,6 +1247,7 @@ mod tests {
             sha256: h.to_bytes(),
             parts: vec![(1, "\"e1\"".into()), (2, "\"e2\"".into())],
             complete: false,
+            metadata: Some("filename aGk=,dir ZA==".into()),
         }
     }
 
