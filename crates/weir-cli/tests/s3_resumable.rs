@@ -983,3 +983,57 @@ fn tus_through_two_nodes() {
         "only the completed uploads' manifests: {keys:?}"
     );
 }
+
+/// tuspy (the tus project's Python client; `tests/service/tus_client.py`, without checksums)
+/// starts an upload through one node and stops after two 1 MiB chunks; a new client resumes
+/// it through another node (the URL's authority changed) and finishes it: byte-exact. Skipped
+/// without tuspy unless `CI` is set.
+#[test]
+fn tuspy_starts_on_one_node_and_resumes_on_another() {
+    let found = std::process::Command::new("python3")
+        .args(["-c", "import tusclient"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        let why = "tuspy is not installed (pip install tuspy): the tus client tests need it";
+        assert!(std::env::var_os("CI").is_none(), "{why}");
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let Some(weed) = start_weed() else { return };
+    let nodes = [node(&weed, &[]), node(&weed, &[])];
+    let [a, b] = [nodes[0].addr, nodes[1].addr];
+    let dir = tempfile::tempdir().unwrap();
+    let body = data(7 * MIB + 12_345, 4);
+    let file = dir.path().join("source.bin");
+    std::fs::write(&file, &body).unwrap();
+    let url_file = dir.path().join("url");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/service/tus_client.py");
+    let run = |addr: SocketAddr, mode: &str| {
+        let out = std::process::Command::new("python3")
+            .arg(&script)
+            .arg(format!("http://{addr}/tus/"))
+            .arg(&file)
+            .args(["py.bin", "tuspy", mode])
+            .arg(&url_file)
+            .env("TUS_NO_CHECKSUM", "1")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "tuspy {mode}: {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    run(a, "start");
+    let url = std::fs::read_to_string(&url_file).unwrap();
+    let moved = url.replace(&a.to_string(), &b.to_string());
+    assert_ne!(url, moved, "{url}");
+    std::fs::write(&url_file, moved).unwrap();
+    run(b, "resume");
+    let (_, r) = request(a, "GET /files/tuspy/py.bin HTTP/1.1", b"");
+    assert!(r.status == 200 && r.body == body, "{}", r.status);
+    let (_, pending) = leftovers(&weed);
+    assert_eq!(pending, Vec::<String>::new());
+}
