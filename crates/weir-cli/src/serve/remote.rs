@@ -7,7 +7,7 @@
 //! | `GET`/`HEAD /files/{path}` | the object: validators, conditionals (`304`, `412`), one `Range` (`206`, `416`), `Repr-Digest` |
 //! | `GET /files/` or `/files/{dir}/` | the JSON listing of `listing.rs`, in pages |
 //! | `DELETE /files/{path}` | `204`, `404`, `412` |
-//! | resumable (`Upload-Complete`, `/uploads/`) | kept in the bucket: `remote_resumable.rs` |
+//! | resumable (`Upload-Complete`, `/uploads/`), tus (`/tus/`) | kept in the bucket: `remote_resumable.rs`, `remote_tus.rs` |
 //! | `PUT /files/{dir}/` (no body) | a folder: the zero-byte marker object `{dir}/` (`201`, `200` if it is one already) |
 //! | tus, forms (`POST`) | `501` (`not-implemented`) |
 //!
@@ -49,15 +49,15 @@ use weir_store::{
 };
 
 impl Service {
-    /// Serves `/files/` from `store` instead of the local root (resumable, tus and form routes
-    /// answer 501).
+    /// Serves `/files/` from `store` instead of the local root (form uploads answer 501;
+    /// resumable and tus uploads need [`Service::with_remote_resumable`]).
     pub fn with_remote(mut self, store: S3Store) -> Self {
         self.remote = Some(Arc::new(store));
         self
     }
 
-    /// With [`Service::with_remote`]'s store: resumable uploads kept in its bucket
-    /// (`remote_resumable.rs`), so that any node continues any upload.
+    /// With [`Service::with_remote`]'s store: resumable and tus uploads kept in its bucket
+    /// (`remote_resumable.rs`, `remote_tus.rs`), so that any node continues any upload.
     pub fn with_remote_resumable(mut self, options: S3ResumableOptions) -> Self {
         self.remote_resumables = self
             .remote

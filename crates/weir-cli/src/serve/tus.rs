@@ -22,6 +22,9 @@
 //! request is then not checkpointed while it runs, so all of it can be taken back); sizes past
 //! `--max-upload` 413. When the offset reaches `Upload-Length` the upload is committed to its
 //! target; the answer carries `Repr-Digest` (the SHA-256 of the whole file) unless `--no-hash`.
+//!
+//! With `--store s3://`, `remote_tus.rs` serves the same protocol on the bucket's uploads,
+//! through this module's parsing and answers ([`creation`], [`patch_fields`], [`refused`]...).
 
 use super::auth::{Access, Caller, Verdict};
 use super::pre_upload;
