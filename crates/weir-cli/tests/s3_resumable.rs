@@ -960,6 +960,20 @@ fn tus_through_two_nodes() {
     let (_, r) = request(a, "GET /files/later.txt HTTP/1.1", b"");
     assert_eq!(r.body, b"hello");
 
+    // Empty: created and completed by the one request.
+    let (_, r) = request(
+        b,
+        &format!(
+            "POST /tus/ HTTP/1.1\r\n{tus}\r\nupload-length: 0\r\nupload-metadata: filename {}",
+            base64_of(b"empty.txt")
+        ),
+        b"",
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(r.header("upload-offset"), Some("0"));
+    let (_, r) = request(a, "GET /files/empty.txt HTTP/1.1", b"");
+    assert!(r.status == 200 && r.body.is_empty(), "{}", r.status);
+
     // Terminated: its objects go.
     let (_, r) = request(
         a,
@@ -979,7 +993,7 @@ fn tus_through_two_nodes() {
     let (keys, pending) = leftovers(&weed);
     assert_eq!(pending, Vec::<String>::new());
     assert!(
-        keys.len() == 2 && keys.iter().all(|k| k.ends_with("/manifest")),
+        keys.len() == 3 && keys.iter().all(|k| k.ends_with("/manifest")),
         "only the completed uploads' manifests: {keys:?}"
     );
 }
