@@ -78,6 +78,17 @@ pub trait Store: Send + Sync + 'static {
         path: &StorePath,
         check: Option<VersionCheck<'_>>,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Creates the directory `path`, so that it is listed (empty) and appears in its parent's
+    /// listing: `Ok(true)`; `Ok(false)` when it already is one; an object at `path` is
+    /// refused ([`StoreError::NotADirectory`]). `LocalStore` makes a directory (and its
+    /// parents); `S3Store` a zero-byte `path/` marker object. Either costs
+    /// [`ENTRY_COST`](crate::ENTRY_COST) against the quota.
+    fn create_dir(&self, path: &StorePath)
+    -> impl Future<Output = Result<bool, StoreError>> + Send;
+
+    /// Whether `path` is a directory: one created empty, or (`S3Store`) any key below it.
+    fn is_dir(&self, path: &StorePath) -> impl Future<Output = Result<bool, StoreError>> + Send;
 }
 
 /// An upload in progress (see the module doc).
@@ -189,6 +200,18 @@ impl Store for LocalStore {
         limit: NonZeroUsize,
     ) -> Result<ListPage, StoreError> {
         LocalStore::list_page(self, dir, after, limit)
+    }
+
+    async fn create_dir(&self, path: &StorePath) -> Result<bool, StoreError> {
+        LocalStore::create_dir(self, path)
+    }
+
+    async fn is_dir(&self, path: &StorePath) -> Result<bool, StoreError> {
+        match LocalStore::list_page(self, Some(path), None, NonZeroUsize::MIN) {
+            Ok(_) => Ok(true),
+            Err(StoreError::NotFound | StoreError::NotADirectory) => Ok(false),
+            Err(e) => Err(e),
+        }
     }
 
     async fn delete(

@@ -59,6 +59,8 @@ mod reload;
 mod remote;
 #[cfg(feature = "s3")]
 mod remote_resumable;
+#[cfg(feature = "s3")]
+mod remote_tus;
 mod reply;
 mod resumable;
 mod s3_config;

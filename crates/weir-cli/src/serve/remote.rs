@@ -7,8 +7,9 @@
 //! | `GET`/`HEAD /files/{path}` | the object: validators, conditionals (`304`, `412`), one `Range` (`206`, `416`), `Repr-Digest` |
 //! | `GET /files/` or `/files/{dir}/` | the JSON listing of `listing.rs`, in pages |
 //! | `DELETE /files/{path}` | `204`, `404`, `412` |
-//! | resumable (`Upload-Complete`, `/uploads/`) | kept in the bucket: `remote_resumable.rs` |
-//! | tus, forms (`POST`), folders (`PUT .../`) | `501` (`not-implemented`) |
+//! | resumable (`Upload-Complete`, `/uploads/`), tus (`/tus/`) | kept in the bucket: `remote_resumable.rs`, `remote_tus.rs` |
+//! | `PUT /files/{dir}/` (no body) | a folder: the zero-byte marker object `{dir}/` (`201`, `200` if it is one already) |
+//! | tus, forms (`POST`) | `501` (`not-implemented`) |
 //!
 //! The checks before the route (method, token, path, scope: `service.rs`) are the local
 //! routes'; so are the `ETag` and precondition definitions (`preconditions.rs`), the media
@@ -48,15 +49,15 @@ use weir_store::{
 };
 
 impl Service {
-    /// Serves `/files/` from `store` instead of the local root (resumable, tus and form routes
-    /// answer 501).
+    /// Serves `/files/` from `store` instead of the local root (form uploads answer 501;
+    /// resumable and tus uploads need [`Service::with_remote_resumable`]).
     pub fn with_remote(mut self, store: S3Store) -> Self {
         self.remote = Some(Arc::new(store));
         self
     }
 
-    /// With [`Service::with_remote`]'s store: resumable uploads kept in its bucket
-    /// (`remote_resumable.rs`), so that any node continues any upload.
+    /// With [`Service::with_remote`]'s store: resumable and tus uploads kept in its bucket
+    /// (`remote_resumable.rs`, `remote_tus.rs`), so that any node continues any upload.
     pub fn with_remote_resumable(mut self, options: S3ResumableOptions) -> Self {
         self.remote_resumables = self
             .remote
@@ -150,7 +151,9 @@ pub(super) async fn serve<S: Store>(
             },
             None => put(svc, store, ex, p).await,
         },
-        (Method::PUT, Target::Dir(_)) => not_implemented(ex, "creating a folder").await,
+        (Method::PUT, Target::Dir(p)) => {
+            super::service::folder_created(ex, &p, store.create_dir(&p)).await
+        }
         (Method::POST, target) => {
             match (super::resumable::post_creation(ex), &svc.remote_resumables) {
                 (Some(complete), Some(ups)) => {
@@ -181,12 +184,9 @@ async fn current<S: Store>(store: &S, path: &StorePath) -> Result<Option<FileMet
     }
 }
 
-/// Whether keys exist below `path` (a "directory" in a bucket).
+/// Whether `path` is a "directory" in the bucket: keys below it, or a folder's marker.
 async fn is_dir<S: Store>(store: &S, path: &StorePath) -> bool {
-    store
-        .list_page(Some(path), None, std::num::NonZeroUsize::MIN)
-        .await
-        .is_ok_and(|p| !p.entries.is_empty() || p.next.is_some())
+    store.is_dir(path).await.unwrap_or(false)
 }
 
 async fn put<S: Store>(
@@ -390,9 +390,18 @@ async fn list<S: Store>(
         Ok(p) => p,
         Err(e) => return reply::store_error(ex, &e).await,
     };
-    if dir.is_some() && query.after.is_none() && page.entries.is_empty() && page.next.is_none() {
-        // No key below it: S3 has no empty directories, so there is none (404, as locally).
-        return reply::error(ex, Problem::NotFound, "no such directory", &[]).await;
+    if let Some(dir) = dir {
+        if query.after.is_none() && page.entries.is_empty() && page.next.is_none() {
+            // Nothing listed: an empty folder if its marker is there, else none (404, as
+            // locally).
+            match store.is_dir(dir).await {
+                Ok(true) => {}
+                Ok(false) => {
+                    return reply::error(ex, Problem::NotFound, "no such directory", &[]).await;
+                }
+                Err(e) => return reply::store_error(ex, &e).await,
+            }
+        }
     }
     let (body, next) = listing::render(dir, &page);
     listing::answer(ex, query.limit, body, next).await

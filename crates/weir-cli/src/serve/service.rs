@@ -10,7 +10,7 @@
 //! | `PUT /files/{dir}/` without a body | create the folder (and its parents): `201`, `200` if there |
 //! | `DELETE /files/{path}` | `204`, `404` if absent, `412` if a precondition fails |
 //! | `PUT /files/{path}` or `POST /files/{dir}/` with `Upload-Complete`, `HEAD`/`PATCH`/`DELETE /uploads/{id}` | resumable uploads (`resumable.rs`; `remote_resumable.rs` with `--store s3://`) |
-//! | `OPTIONS`/`POST /tus/`, `HEAD`/`PATCH`/`DELETE /tus/{id}` | the same uploads over tus 1.0.0 (`tus.rs`) |
+//! | `OPTIONS`/`POST /tus/`, `HEAD`/`PATCH`/`DELETE /tus/{id}` | the same uploads over tus 1.0.0 (`tus.rs`; `remote_tus.rs` with `--store s3://`) |
 //! | `GET /`, `/assets/...`, a folder's URL asked for as HTML | the browser page (`page.rs`) |
 //! | `OPTIONS` preflight from a `--cors-origin` | `204` with the allowed methods and fields (`cors.rs`) |
 //!
@@ -175,7 +175,20 @@ impl Service {
         let path = ex.request().path();
         #[cfg(feature = "s3")]
         if self.remote.is_some() && (path == "/tus" || path.starts_with(tus::PREFIX)) {
-            return super::remote::not_implemented(ex, "a tus upload").await;
+            let Some(ups) = &self.remote_resumables else {
+                return super::remote::not_implemented(ex, "a tus upload").await;
+            };
+            // As below; a prefix token's target is judged by `remote_tus.rs`.
+            let caller = match super::auth::authorization(ex.request()) {
+                Ok(a) => self.options.auth.caller(a, Access::Write),
+                Err(message) => {
+                    return reply::error(ex, Problem::BadRequest, message, &[]).await;
+                }
+            };
+            let mut copy = [0; 64];
+            let rest = detach(path.get(tus::PREFIX.len()..).unwrap_or(""), &mut copy);
+            let verdict = caller.check(Access::Write, None);
+            return super::remote_tus::serve(self, ups, ex, &rest, caller, verdict).await;
         }
         #[cfg(feature = "s3")]
         if let (Some(ups), Some(id)) = (
@@ -380,12 +393,22 @@ async fn create_folder(
     ex: &mut Exchange<'_>,
     dir: &weir_store::StorePath,
 ) -> Result<(), weir::Error> {
+    folder_created(ex, dir, async { svc.store.create_dir(dir) }).await
+}
+
+/// `PUT /files/{dir}/`: refuses a body, else runs `create` (the store's `create_dir`) and
+/// answers `201` (made) or `200` (already a folder), for the local and the remote store alike.
+pub(super) async fn folder_created(
+    ex: &mut Exchange<'_>,
+    dir: &weir_store::StorePath,
+    create: impl std::future::Future<Output = Result<bool, weir_store::StoreError>>,
+) -> Result<(), weir::Error> {
     if ex.request().framing() != weir::Framing::Length(0) {
         let message =
             "a folder is created by a PUT without a body (to store a file, drop the final /)";
         return reply::error(ex, reply::Problem::BadRequest, message, &[]).await;
     }
-    match svc.store.create_dir(dir) {
+    match create.await {
         Ok(created) => {
             let status = if created {
                 StatusCode::CREATED

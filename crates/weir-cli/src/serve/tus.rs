@@ -22,6 +22,9 @@
 //! request is then not checkpointed while it runs, so all of it can be taken back); sizes past
 //! `--max-upload` 413. When the offset reaches `Upload-Length` the upload is committed to its
 //! target; the answer carries `Repr-Digest` (the SHA-256 of the whole file) unless `--no-hash`.
+//!
+//! With `--store s3://`, `remote_tus.rs` serves the same protocol on the bucket's uploads,
+//! through this module's parsing and answers ([`creation`], [`patch_fields`], [`refused`]...).
 
 use super::auth::{Access, Caller, Verdict};
 use super::pre_upload;
@@ -43,14 +46,18 @@ const EXTENSIONS: &str =
 const CONTENT_TYPE: &[u8] = b"application/offset+octet-stream";
 
 /// A tus answer's fixed field.
-const RESUMABLE: (&str, &str) = ("tus-resumable", VERSION);
+pub(super) const RESUMABLE: (&str, &str) = ("tus-resumable", VERSION);
 
-async fn fail(ex: &mut Exchange<'_>, problem: Problem, message: &str) -> Result<(), weir::Error> {
+pub(super) async fn fail(
+    ex: &mut Exchange<'_>,
+    problem: Problem,
+    message: &str,
+) -> Result<(), weir::Error> {
     reply::error(ex, problem, message, &[RESUMABLE]).await
 }
 
 /// [`fail`] with a status of tus's own for `problem`.
-async fn fail_status(
+pub(super) async fn fail_status(
     ex: &mut Exchange<'_>,
     problem: Problem,
     status: StatusCode,
@@ -74,27 +81,8 @@ pub(super) async fn serve(
     if *ex.request().method() == http::Method::OPTIONS {
         return options(svc, ex).await;
     }
-    if ex.request().header("tus-resumable") != Some(VERSION.as_bytes()) {
-        return reply::error(
-            ex,
-            Problem::TusVersion,
-            "tus requests need Tus-Resumable: 1.0.0",
-            &[("tus-version", VERSION)],
-        )
-        .await;
-    }
-    match verdict {
-        Verdict::Allowed => {}
-        Verdict::Unauthorized => {
-            return reply::error(
-                ex,
-                Problem::Unauthorized,
-                "missing or wrong bearer token",
-                &[RESUMABLE, ("www-authenticate", "Bearer realm=\"weir\"")],
-            )
-            .await;
-        }
-        Verdict::Forbidden => return forbidden(ex).await,
+    if !admitted(ex, verdict).await? {
+        return Ok(());
     }
     let Some(resumables) = svc.resumables.as_deref() else {
         let message = "resumable uploads are not available on this server";
@@ -126,12 +114,41 @@ pub(super) async fn serve(
     }
 }
 
-async fn forbidden(ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
+/// The checks of every tus request but `OPTIONS`: `Tus-Resumable`, then `verdict`. `false`:
+/// refused (answered).
+pub(super) async fn admitted(ex: &mut Exchange<'_>, verdict: Verdict) -> Result<bool, weir::Error> {
+    if ex.request().header("tus-resumable") != Some(VERSION.as_bytes()) {
+        reply::error(
+            ex,
+            Problem::TusVersion,
+            "tus requests need Tus-Resumable: 1.0.0",
+            &[("tus-version", VERSION)],
+        )
+        .await?;
+        return Ok(false);
+    }
+    match verdict {
+        Verdict::Allowed => return Ok(true),
+        Verdict::Unauthorized => {
+            reply::error(
+                ex,
+                Problem::Unauthorized,
+                "missing or wrong bearer token",
+                &[RESUMABLE, ("www-authenticate", "Bearer realm=\"weir\"")],
+            )
+            .await?;
+        }
+        Verdict::Forbidden => forbidden(ex).await?,
+    }
+    Ok(false)
+}
+
+pub(super) async fn forbidden(ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
     let message = "this token may not do that here (scope or path prefix)";
     fail(ex, Problem::Forbidden, message).await
 }
 
-async fn not_allowed(ex: &mut Exchange<'_>, allow: &str) -> Result<(), weir::Error> {
+pub(super) async fn not_allowed(ex: &mut Exchange<'_>, allow: &str) -> Result<(), weir::Error> {
     let headers = [RESUMABLE, ("allow", allow)];
     reply::error(
         ex,
@@ -144,10 +161,19 @@ async fn not_allowed(ex: &mut Exchange<'_>, allow: &str) -> Result<(), weir::Err
 
 /// `OPTIONS`: what this server offers.
 async fn options(svc: &Service, ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
+    options_with(svc, ex, EXTENSIONS).await
+}
+
+/// `OPTIONS` with these `extensions` (the bucket's uploads have no `checksum`).
+pub(super) async fn options_with(
+    svc: &Service,
+    ex: &mut Exchange<'_>,
+    extensions: &str,
+) -> Result<(), weir::Error> {
     ex.respond(StatusCode::NO_CONTENT)
         .header(RESUMABLE.0, RESUMABLE.1)
         .header("tus-version", VERSION)
-        .header("tus-extension", EXTENSIONS)
+        .header("tus-extension", extensions)
         .header_display("tus-max-size", svc.options.max_upload)
         .header("tus-checksum-algorithm", "sha256")
         .empty()
@@ -172,7 +198,7 @@ fn is_tus_body(ex: &Exchange<'_>) -> bool {
 }
 
 /// Whether the request has content (a `Content-Length` above 0, or chunked).
-fn has_body(ex: &Exchange<'_>) -> bool {
+pub(super) fn has_body(ex: &Exchange<'_>) -> bool {
     match ex.request().content_length() {
         Some(n) => n > 0,
         None => ex.request().header("transfer-encoding").is_some(),
@@ -237,13 +263,26 @@ fn expires(resumables: &Resumables, state: &ResumableState) -> String {
     httpdate::fmt_http_date(at)
 }
 
-/// `POST /tus/`: creation, and creation-with-upload when it has a body.
-async fn create(
+/// A `POST /tus/` read and admitted ([`creation`]).
+pub(super) struct Creation {
+    /// `Upload-Length`; `None`: deferred.
+    pub length: Option<u64>,
+    /// `Upload-Metadata`, verbatim.
+    pub metadata: Option<String>,
+    pub path: StorePath,
+    /// The request has content (creation-with-upload).
+    pub body: bool,
+    /// `Upload-Checksum`'s SHA-256.
+    pub expected: Option<[u8; 32]>,
+}
+
+/// Reads a `POST /tus/` (length, target, body type, checksum) and admits it (the caller's
+/// prefix, `--max-upload`, the pre-upload hook): `None` when it was refused (answered).
+pub(super) async fn creation(
     svc: &Service,
     ex: &mut Exchange<'_>,
-    resumables: &Resumables,
     caller: Caller<'_>,
-) -> Result<(), weir::Error> {
+) -> Result<Option<Creation>, weir::Error> {
     // `creation-defer-length`: `Upload-Defer-Length: 1` instead of `Upload-Length`, which a
     // later PATCH then carries.
     let deferred = ex.request().header("upload-defer-length").is_some();
@@ -253,21 +292,27 @@ async fn create(
         _ => {
             let message =
                 "a tus creation needs Upload-Length or Upload-Defer-Length: 1 (one of them)";
-            return fail(ex, Problem::BadRequest, message).await;
+            fail(ex, Problem::BadRequest, message).await?;
+            return Ok(None);
         }
     };
     if length.is_some_and(|length| length > svc.options.max_upload) {
         let max = svc.options.max_upload;
         let message = format!("upload larger than the limit of {max} bytes");
-        return fail(ex, Problem::TooLarge, &message).await;
+        fail(ex, Problem::TooLarge, &message).await?;
+        return Ok(None);
     }
     let (metadata, path) = match target(ex) {
         Ok(t) => t,
-        Err(message) => return fail(ex, Problem::BadRequest, &message).await,
+        Err(message) => {
+            fail(ex, Problem::BadRequest, &message).await?;
+            return Ok(None);
+        }
     };
     // A prefix token creates uploads only into its prefix (before any body byte is read).
     if caller.check(Access::Write, Some(path.as_str())) != Verdict::Allowed {
-        return forbidden(ex).await;
+        forbidden(ex).await?;
+        return Ok(None);
     }
     if let Some(hook) = &svc.pre_upload {
         let ask = pre_upload::Ask {
@@ -283,17 +328,47 @@ async fn create(
         };
         let answer = hook.ask(&ask).await;
         if let Some(refused) = pre_upload::refusal(ex, answer, &[RESUMABLE]).await {
-            return refused;
+            return refused.map(|()| None);
         }
     }
     let body = has_body(ex);
     if body && !is_tus_body(ex) {
         let message = "content needs Content-Type: application/offset+octet-stream";
-        return fail(ex, Problem::UnsupportedMediaType, message).await;
+        fail(ex, Problem::UnsupportedMediaType, message).await?;
+        return Ok(None);
     }
     let expected = match checksum(ex) {
         Ok(c) => c,
-        Err(message) => return fail(ex, Problem::BadRequest, message).await,
+        Err(message) => {
+            fail(ex, Problem::BadRequest, message).await?;
+            return Ok(None);
+        }
+    };
+    Ok(Some(Creation {
+        length,
+        metadata,
+        path,
+        body,
+        expected,
+    }))
+}
+
+/// `POST /tus/`: creation, and creation-with-upload when it has a body.
+async fn create(
+    svc: &Service,
+    ex: &mut Exchange<'_>,
+    resumables: &Resumables,
+    caller: Caller<'_>,
+) -> Result<(), weir::Error> {
+    let Some(Creation {
+        length,
+        metadata,
+        path,
+        body,
+        expected,
+    }) = creation(svc, ex, caller).await?
+    else {
+        return Ok(());
     };
     let made = resumables.create_with_metadata(&path, length, None, svc.options.hash, metadata);
     let (id, state) = match made {
@@ -362,16 +437,8 @@ async fn patch(
     resumables: &Resumables,
     id: UploadId,
 ) -> Result<(), weir::Error> {
-    if !is_tus_body(ex) {
-        let message = "a tus PATCH needs Content-Type: application/offset+octet-stream";
-        return fail(ex, Problem::UnsupportedMediaType, message).await;
-    }
-    let Some(claimed) = integer(ex, "upload-offset") else {
-        return fail(ex, Problem::BadRequest, "a tus PATCH needs Upload-Offset").await;
-    };
-    let expected = match checksum(ex) {
-        Ok(c) => c,
-        Err(message) => return fail(ex, Problem::BadRequest, message).await,
+    let Some((claimed, expected)) = patch_fields(ex).await? else {
+        return Ok(());
     };
     let state = match resumables.state(id) {
         Ok(Some(s)) => s,
@@ -381,39 +448,84 @@ async fn patch(
     if claimed != state.offset {
         return offset_mismatch(ex, state.offset).await;
     }
-    // A deferred length is declared by a PATCH, once; a length the upload has cannot change.
+    let Some(length) = patch_length(svc, ex, state.length, state.offset).await? else {
+        return Ok(());
+    };
+    if state.complete {
+        return already_complete(ex, state.offset).await;
+    }
+    receive(svc, ex, resumables, id, claimed, length, expected, None).await
+}
+
+/// A `PATCH`'s own fields: (`Upload-Offset`, `Upload-Checksum`'s SHA-256); `None` when
+/// refused (answered).
+pub(super) async fn patch_fields(
+    ex: &mut Exchange<'_>,
+) -> Result<Option<(u64, Option<[u8; 32]>)>, weir::Error> {
+    if !is_tus_body(ex) {
+        let message = "a tus PATCH needs Content-Type: application/offset+octet-stream";
+        fail(ex, Problem::UnsupportedMediaType, message).await?;
+        return Ok(None);
+    }
+    let Some(claimed) = integer(ex, "upload-offset") else {
+        fail(ex, Problem::BadRequest, "a tus PATCH needs Upload-Offset").await?;
+        return Ok(None);
+    };
+    match checksum(ex) {
+        Ok(expected) => Ok(Some((claimed, expected))),
+        Err(message) => {
+            fail(ex, Problem::BadRequest, message).await?;
+            Ok(None)
+        }
+    }
+}
+
+/// The upload's length after a `PATCH` of an upload of `length` at `offset`: a deferred
+/// length is declared by a PATCH, once; a length the upload has cannot change. `None` when
+/// refused (answered).
+pub(super) async fn patch_length(
+    svc: &Service,
+    ex: &mut Exchange<'_>,
+    length: Option<u64>,
+    offset: u64,
+) -> Result<Option<Option<u64>>, weir::Error> {
     let declared = match ex.request().header("upload-length") {
         None => None,
         Some(_) => match integer(ex, "upload-length") {
-            Some(d) if state.length.is_none_or(|l| l == d) && d >= state.offset => Some(d),
+            Some(d) if length.is_none_or(|l| l == d) && d >= offset => Some(d),
             _ => {
                 let message = "Upload-Length is not a length this upload can take";
-                return fail(ex, Problem::BadRequest, message).await;
+                fail(ex, Problem::BadRequest, message).await?;
+                return Ok(None);
             }
         },
     };
     if declared.is_some_and(|d| d > svc.options.max_upload) {
         let max = svc.options.max_upload;
         let message = format!("upload larger than the limit of {max} bytes");
-        return fail(ex, Problem::TooLarge, &message).await;
+        fail(ex, Problem::TooLarge, &message).await?;
+        return Ok(None);
     }
-    let length = state.length.or(declared);
-    if state.complete {
-        // Nothing left to send: an empty PATCH at the end is answered with the end.
-        if has_body(ex) {
-            return fail(ex, Problem::BadRequest, "upload is already complete").await;
-        }
-        return ex
-            .respond(StatusCode::NO_CONTENT)
-            .header(RESUMABLE.0, RESUMABLE.1)
-            .header_display("upload-offset", state.offset)
-            .empty()
-            .await;
-    }
-    receive(svc, ex, resumables, id, claimed, length, expected, None).await
+    Ok(Some(length.or(declared)))
 }
 
-async fn offset_mismatch(ex: &mut Exchange<'_>, offset: u64) -> Result<(), weir::Error> {
+/// A `PATCH` of a completed upload: nothing left to send, an empty one is answered with the
+/// end.
+pub(super) async fn already_complete(
+    ex: &mut Exchange<'_>,
+    offset: u64,
+) -> Result<(), weir::Error> {
+    if has_body(ex) {
+        return fail(ex, Problem::BadRequest, "upload is already complete").await;
+    }
+    ex.respond(StatusCode::NO_CONTENT)
+        .header(RESUMABLE.0, RESUMABLE.1)
+        .header_display("upload-offset", offset)
+        .empty()
+        .await
+}
+
+pub(super) async fn offset_mismatch(ex: &mut Exchange<'_>, offset: u64) -> Result<(), weir::Error> {
     let offset = offset.to_string();
     let headers = [RESUMABLE, ("upload-offset", offset.as_str())];
     let message = "Upload-Offset does not match the upload's offset";
@@ -421,7 +533,7 @@ async fn offset_mismatch(ex: &mut Exchange<'_>, offset: u64) -> Result<(), weir:
 }
 
 /// The answer to a refusal of the store's resumable layer.
-async fn refused(ex: &mut Exchange<'_>, e: ResumableError) -> Result<(), weir::Error> {
+pub(super) async fn refused(ex: &mut Exchange<'_>, e: ResumableError) -> Result<(), weir::Error> {
     match e {
         ResumableError::Unknown => fail(ex, Problem::NotFound, "no such upload").await,
         ResumableError::Busy => {

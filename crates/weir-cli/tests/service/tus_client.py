@@ -5,9 +5,11 @@ usage: tus_client.py ENDPOINT FILE NAME DIR MODE [URL_FILE]
   MODE start:  upload only the first 2 chunks of FILE, then write the upload's URL to URL_FILE
                (an interrupted upload: the client process ends there).
   MODE resume: a new client resumes the upload at the URL in URL_FILE and finishes it.
-Prints the upload's URL last.
+Prints the upload's URL last. With TUS_NO_CHECKSUM set, no Upload-Checksum is sent (a server
+without the checksum extension: `weir serve --store s3://`).
 """
 import hashlib
+import os
 import sys
 
 from tusclient import client
@@ -23,11 +25,12 @@ metadata = {"filename": name}
 if directory:
     metadata["dir"] = directory
 chunk = 1 << 20
+checksum = "TUS_NO_CHECKSUM" not in os.environ
 if mode == "whole":
-    uploader = tus.uploader(path, chunk_size=chunk, metadata=metadata, upload_checksum=True)
+    uploader = tus.uploader(path, chunk_size=chunk, metadata=metadata, upload_checksum=checksum)
     uploader.upload()
 elif mode == "start":
-    uploader = tus.uploader(path, chunk_size=chunk, metadata=metadata, upload_checksum=True)
+    uploader = tus.uploader(path, chunk_size=chunk, metadata=metadata, upload_checksum=checksum)
     uploader.upload_chunk()
     uploader.upload_chunk()
     with open(url_file, "w") as f:
@@ -35,7 +38,7 @@ elif mode == "start":
 elif mode == "resume":
     with open(url_file) as f:
         url = f.read().strip()
-    uploader = tus.uploader(path, chunk_size=chunk, url=url, upload_checksum=True)
+    uploader = tus.uploader(path, chunk_size=chunk, url=url, upload_checksum=checksum)
     assert uploader.offset == 2 * chunk, uploader.offset
     uploader.upload()
 else:

@@ -874,6 +874,67 @@ impl Store for S3Store {
         Ok(page)
     }
 
+    async fn create_dir(&self, path: &StorePath) -> Result<bool, StoreError> {
+        let key = self.key(path);
+        if self.head_raw(&key).await?.is_some() {
+            return Err(StoreError::NotADirectory);
+        }
+        if self.is_dir(path).await? {
+            return Ok(false);
+        }
+        // As `LocalStore` counts a directory; `list_usage` counts the marker the same way.
+        self.inner.usage.reserve(ENTRY_COST)?;
+        // ALLOCATION: the marker's key, once per folder created.
+        let marker = format!("{key}/");
+        let headers = [("if-none-match", "*".to_owned())];
+        let resp = match self.put_small(&marker, &headers, Bytes::new()).await {
+            Ok(r) => r,
+            Err(e) => {
+                self.inner.usage.release(ENTRY_COST);
+                return Err(e);
+            }
+        };
+        match resp.status() {
+            s if s.is_success() => {
+                self.note_committed(ENTRY_COST, None);
+                Ok(true)
+            }
+            // Another request made it meanwhile.
+            StatusCode::PRECONDITION_FAILED | StatusCode::CONFLICT => {
+                self.inner.usage.release(ENTRY_COST);
+                Ok(false)
+            }
+            _ => {
+                self.inner.usage.release(ENTRY_COST);
+                Err(failure("create folder", resp).await)
+            }
+        }
+    }
+
+    async fn is_dir(&self, path: &StorePath) -> Result<bool, StoreError> {
+        // One key under `path/` is enough, the marker or anything below: no delimiter.
+        let i = &self.inner;
+        let below = format!("{}/", self.key(path));
+        let mut action = i.bucket.list_objects_v2(Some(&i.credentials));
+        action.with_prefix(below.as_str());
+        action.with_max_keys(1);
+        let url = action.sign(SIGNED_FOR);
+        let resp = self
+            .send("list objects", Method::GET, url, &[], Bytes::new())
+            .await?;
+        if !resp.status().is_success() {
+            return Err(failure("list objects", resp).await);
+        }
+        let body = collect("list objects", resp).await?;
+        let parsed = rusty_s3::actions::ListObjectsV2::parse_response(&body).map_err(|e| {
+            StoreError::Backend {
+                op: "list objects",
+                message: e.to_string(),
+            }
+        })?;
+        Ok(!parsed.contents.is_empty() || !parsed.common_prefixes.is_empty())
+    }
+
     async fn delete(
         &self,
         path: &StorePath,

@@ -31,6 +31,17 @@
 //! first `offset` bytes: a part is recorded only once the store acknowledged it and every part
 //! before it, with the hash state taken when that part was filled. Memory per append is that
 //! of a plain upload: `P × (parts_in_flight + 1)`, the tail read back into the part buffer.
+//!
+//! # Quota
+//! With [`S3Store::with_max_storage`], an upload is held to the quota as a plain upload is: a
+//! declared length that cannot fit is refused at creation ([`StoreError::QuotaExceeded`],
+//! nothing recorded); an append reserves, on the node that runs it, the whole upload as far as
+//! it is known (the declared length, or the recorded offset) plus [`ENTRY_COST`] before its
+//! body, and every byte past that as it comes, so it fails at the byte that would pass the
+//! quota; its reservation becomes the object's share at completion and is given back when the
+//! append ends incomplete. Between two appends an incomplete upload's bytes are not counted:
+//! they sit in parts and a tail that the usage listing does not see, on no node in particular
+//! (each append counts them all again, so an upload never completes past the quota).
 
 use super::*;
 use crate::ResumableError;
@@ -83,6 +94,8 @@ pub struct S3UploadState {
     /// Completed: the object is stored; the resource answers `Upload-Complete: ?1` until it
     /// expires, and takes no more bytes.
     pub complete: bool,
+    /// tus's `Upload-Metadata` given at creation, verbatim.
+    pub metadata: Option<String>,
 }
 
 /// What the end of an append left.
@@ -116,6 +129,9 @@ struct Manifest {
     parts: Vec<(u16, String)>,
     /// Completed: kept (without parts, tail or multipart upload) so that a `HEAD` says so.
     complete: bool,
+    /// tus's `Upload-Metadata`, verbatim (one line): written only when there is one, so
+    /// manifests from before it still parse.
+    metadata: Option<String>,
 }
 
 const MANIFEST_VERSION: &str = "weir-upload 1";
@@ -143,6 +159,9 @@ impl Manifest {
         let _ = writeln!(s, "tail {}", opt(&self.tail));
         let _ = writeln!(s, "sha256 {}", hex(&self.sha256));
         let _ = writeln!(s, "complete {}", u8::from(self.complete));
+        if let Some(m) = &self.metadata {
+            let _ = writeln!(s, "metadata {m}");
+        }
         for (n, etag) in &self.parts {
             let _ = writeln!(s, "part {n} {etag}");
         }
@@ -170,6 +189,7 @@ impl Manifest {
             sha256: [0; SAVED_LEN],
             parts: Vec::new(),
             complete: false,
+            metadata: None,
         };
         let opt = |v: &str| (v != "-").then(|| v.to_owned());
         let mut sha = None;
@@ -188,6 +208,7 @@ impl Manifest {
                 "tail" => m.tail = opt(value),
                 "sha256" => sha = parse_state(value),
                 "complete" => m.complete = value == "1",
+                "metadata" => m.metadata = Some(value.to_owned()),
                 "part" => {
                     let (n, etag) = value.split_once(' ')?;
                     m.parts.push((n.parse().ok()?, etag.to_owned()));
@@ -225,6 +246,7 @@ impl Manifest {
             length: self.length,
             expires: self.expires,
             complete: self.complete,
+            metadata: self.metadata.clone(),
         }
     }
 }
@@ -304,6 +326,29 @@ impl S3Resumables {
         digest: Option<&ContentDigest>,
         media_type: Option<&MediaType>,
     ) -> Result<(String, S3UploadState), StoreError> {
+        self.create_with_metadata(target, length, digest, media_type, None)
+            .await
+    }
+
+    /// [`S3Resumables::create`], keeping `metadata` (tus's `Upload-Metadata`) in the manifest;
+    /// a line break in it is refused ([`StoreError::Discarded`]): the manifest is one field
+    /// per line.
+    pub async fn create_with_metadata(
+        &self,
+        target: &StorePath,
+        length: Option<u64>,
+        digest: Option<&ContentDigest>,
+        media_type: Option<&MediaType>,
+        metadata: Option<&str>,
+    ) -> Result<(String, S3UploadState), StoreError> {
+        if metadata.is_some_and(|m| m.contains(['\n', '\r'])) {
+            return Err(StoreError::Discarded);
+        }
+        // A declared length that cannot fit now fails before anything is recorded (as
+        // `LocalStore`'s); the bytes are reserved by the appends that bring them.
+        let declared = length.unwrap_or(0).saturating_add(ENTRY_COST);
+        self.store.inner.usage.reserve(declared)?;
+        self.store.inner.usage.release(declared);
         let id = random_hex::<16>()?;
         let manifest = Manifest {
             target: target.as_str().to_owned(),
@@ -321,6 +366,7 @@ impl S3Resumables {
             sha256: ResumableSha256::new().to_bytes(),
             parts: Vec::new(),
             complete: false,
+            metadata: metadata.map(str::to_owned),
         };
         let key = format!("{}manifest", self.dir(&id));
         let headers = [("if-none-match", "*".to_owned())];
@@ -493,8 +539,16 @@ impl S3Resumables {
             return Err(ResumableError::Unknown);
         }
         let lease = self.take_lease(id).await?;
-        match self.begin_append(id, offset, length).await {
-            Ok((manifest, etag, part)) => Ok(S3Append {
+        let begun = self.begin_append(id, offset, length).await.and_then(|b| {
+            // The quota: the whole upload as far as it is known, before the body.
+            let known = b.0.length.unwrap_or(0).max(b.0.offset);
+            let reserved = known.saturating_add(ENTRY_COST);
+            self.store.inner.usage.reserve(reserved)?;
+            Ok((b, reserved))
+        });
+        match begun {
+            Ok(((manifest, etag, part), reserved)) => Ok(S3Append {
+                reserved,
                 up: self.clone(),
                 id: id.to_owned(),
                 hasher: ResumableSha256::from_bytes(&manifest.sha256).expect("checked when parsed"),
@@ -731,6 +785,9 @@ pub struct S3Append {
     length: Option<u64>,
     /// Parts sent, oldest first: recorded in order, so the recorded offset has no holes.
     in_flight: VecDeque<PartInFlight>,
+    /// Bytes taken from the store's usage for the upload (see "Quota" in the module doc):
+    /// given back on drop unless a completion made them the object's.
+    reserved: u64,
 }
 
 impl S3Append {
@@ -756,6 +813,13 @@ impl S3Append {
                     actual: end,
                 });
             }
+        }
+        // The quota: bytes past what the append reserved at its start are taken as they come;
+        // refused ones are not kept (the client resumes from the recorded offset).
+        let needed = end.saturating_add(ENTRY_COST);
+        if needed > self.reserved {
+            self.up.store.inner.usage.reserve(needed - self.reserved)?;
+            self.reserved = needed;
         }
         let part_size = usize::try_from(self.manifest.part_size).unwrap_or(usize::MAX);
         let mut recorded = None;
@@ -1016,7 +1080,8 @@ impl S3Append {
         }
         let s = self.up.store.clone();
         let key = self.part_key()?;
-        let replaced = s.head(&key).await?.is_some();
+        let replaced_size = s.head(&key).await?.map(|h| h.meta.size);
+        let replaced = replaced_size.is_some();
         let stored_sha256 = match self.manifest.upload_id.clone() {
             None => {
                 let mut headers = Vec::with_capacity(2);
@@ -1069,6 +1134,13 @@ impl S3Append {
                 self.announced_sha256()
             }
         };
+        // The reservation becomes the object's; the version it replaced gives its share back.
+        // What was reserved past the object (a declared length is exact, so nothing here)
+        // is given back.
+        let taken = size.saturating_add(ENTRY_COST);
+        let spare = std::mem::take(&mut self.reserved).saturating_sub(taken);
+        s.inner.usage.release(spare);
+        s.note_committed(taken, replaced_size);
         // The object is stored: the parts and tails go; the manifest stays, completed, until
         // it expires, so that a client that lost the answer learns the upload is complete
         // (a failure leaves objects the upload's removal deletes anyway).
@@ -1106,6 +1178,11 @@ impl S3Append {
 
 impl Drop for S3Append {
     fn drop(&mut self) {
+        self.up
+            .store
+            .inner
+            .usage
+            .release(std::mem::take(&mut self.reserved));
         for (_, _, task) in &self.in_flight {
             task.abort();
         }
@@ -1170,6 +1247,7 @@ mod tests {
             sha256: h.to_bytes(),
             parts: vec![(1, "\"e1\"".into()), (2, "\"e2\"".into())],
             complete: false,
+            metadata: Some("filename aGk=,dir ZA==".into()),
         }
     }
 
