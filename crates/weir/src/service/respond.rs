@@ -62,7 +62,7 @@ where
         if name == header::CONTENT_LENGTH || name == header::TRANSFER_ENCODING {
             continue;
         }
-        builder = builder.header(name.as_str(), value.as_bytes());
+        builder = builder.valid_header(name, value);
     }
     parts.headers.clear();
     *spare_headers = parts.headers;
