@@ -91,9 +91,20 @@ impl HeadParser {
                     return Err(ProtoError::RequestLineTooLong);
                 }
             }
-            let Some(at) = next else {
+            let Some(mut at) = next else {
                 break;
             };
+            // A CR followed by its LF (every valid line ending) is taken as one stop, so a
+            // head costs one search per line, not two. The LF is judged exactly as if the
+            // next search had found it: its own request-line limit check, and only if it
+            // lies before the head limit (else the next turn finds nothing and the head is
+            // too large, as before).
+            if buf[at] == b'\r' && at + 1 < head_end && buf[at + 1] == b'\n' {
+                at += 1;
+                if self.line_end.is_none() && at - start >= limits.max_request_line {
+                    return Err(ProtoError::RequestLineTooLong);
+                }
+            }
             match buf[at] {
                 b'\n' => {
                     if at == start || buf[at - 1] != b'\r' {

@@ -110,6 +110,12 @@ impl RequestHead {
         self.str_at(self.target)
     }
 
+    /// The target's bytes (ASCII, as [`RequestHead::target`]), without the UTF-8 check a `&str`
+    /// costs: for callers that hand the bytes on (the tower path's `http::Uri`).
+    pub fn target_bytes(&self) -> &[u8] {
+        &self.raw[self.target.range()]
+    }
+
     /// The path of the target, without the query, still percent-encoded. For an absolute-form
     /// target it is the path part of the URI (`/` when the URI has none).
     pub fn path(&self) -> &str {
@@ -158,6 +164,14 @@ impl RequestHead {
         self.headers
             .iter()
             .map(|h| (self.str_at(h.name), &self.raw[h.value.range()]))
+    }
+
+    /// Every header field in the order received, as bytes: [`RequestHead::headers`] without
+    /// the UTF-8 check of each name (names are tokens, checked when parsed or built).
+    pub fn header_bytes(&self) -> impl Iterator<Item = (&[u8], &[u8])> + '_ {
+        self.headers
+            .iter()
+            .map(|h| (&self.raw[h.name.range()], &self.raw[h.value.range()]))
     }
 
     /// Every value of header `name` (case-insensitive), in order.

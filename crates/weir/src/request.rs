@@ -108,6 +108,18 @@ impl Request {
         self.head.headers()
     }
 
+    /// [`Request::target`] and [`Request::headers`] as bytes, without a UTF-8 check per call
+    /// (both are ASCII): the tower path copies them into `http`'s types, which check again.
+    #[cfg(feature = "tower")]
+    pub(crate) fn target_bytes(&self) -> &[u8] {
+        self.head.target_bytes()
+    }
+
+    #[cfg(feature = "tower")]
+    pub(crate) fn header_bytes(&self) -> impl Iterator<Item = (&[u8], &[u8])> + '_ {
+        self.head.header_bytes()
+    }
+
     /// Every value of header `name` (case-insensitive), in order.
     pub fn header_all<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a [u8]> + 'a {
         self.head.header_all(name)

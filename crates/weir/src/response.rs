@@ -58,6 +58,28 @@ impl<'x, 'c> Response<'x, 'c> {
         self
     }
 
+    /// [`Response::header`] for a field of `http`'s types (the tower path): their constructors
+    /// made the checks `header` makes, so the driver need not repeat them. The caller leaves
+    /// out `content-length` and `transfer-encoding` (weir's own).
+    #[cfg(feature = "tower")]
+    pub(crate) fn valid_header(
+        mut self,
+        name: &http::HeaderName,
+        value: &http::HeaderValue,
+    ) -> Self {
+        debug_assert!(
+            name != http::header::CONTENT_LENGTH && name != http::header::TRANSFER_ENCODING
+        );
+        if self.error.is_none() {
+            if let Some(ex) = self.exchange.as_deref_mut() {
+                if let Err(e) = ex.push_valid_header(name, value, &mut self.flags) {
+                    self.error = Some(e);
+                }
+            }
+        }
+        self
+    }
+
     /// Adds a header whose value is formatted from `value` (a number, a date...), without
     /// allocating.
     pub fn header_display(self, name: impl AsRef<[u8]>, value: impl Display) -> Self {

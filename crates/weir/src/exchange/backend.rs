@@ -67,6 +67,19 @@ pub(crate) trait Backend {
         value: &[u8],
         flags: &mut HeadFlags,
     ) -> Result<(), Error>;
+    /// [`Backend::push_header`] for a field whose name is known to be a lowercase token other
+    /// than `content-length` and `transfer-encoding`, and whose value a field value: an
+    /// `http::HeaderName` and `http::HeaderValue` (their constructors check exactly that; weir's
+    /// tower path). A driver may skip the checks; by default it makes them.
+    #[cfg(feature = "tower")]
+    fn push_valid_header(
+        &mut self,
+        name: &[u8],
+        value: &[u8],
+        flags: &mut HeadFlags,
+    ) -> Result<(), Error> {
+        self.push_header(name, value, flags)
+    }
     fn abort_head(&mut self, mark: usize);
     /// Completes the head (HTTP/1.1: into the write buffer; HTTP/2: sends HEADERS).
     fn finish_head(

@@ -325,6 +325,17 @@ impl<'c> Exchange<'c> {
         on_backend!(self.push_header(name, value, flags))
     }
 
+    /// [`Backend::push_valid_header`]: a field from `http`'s types, checked when they were made.
+    #[cfg(feature = "tower")]
+    pub(crate) fn push_valid_header(
+        &mut self,
+        name: &http::HeaderName,
+        value: &http::HeaderValue,
+        flags: &mut HeadFlags,
+    ) -> Result<(), Error> {
+        on_backend!(self.push_valid_header(name.as_str().as_bytes(), value.as_bytes(), flags))
+    }
+
     /// Pushes the fields of [`Exchange::add_response_header`] into the head being built.
     pub(crate) fn push_extra_headers(&mut self, flags: &mut HeadFlags) -> Result<(), Error> {
         if on_backend!(self.extra_headers_mut()).is_empty() {

@@ -96,6 +96,17 @@ impl Backend for Conn {
             .map_err(|_| Error::invalid_response(Misuse::InvalidHeader))
     }
 
+    #[cfg(feature = "tower")]
+    fn push_valid_header(
+        &mut self,
+        name: &[u8],
+        value: &[u8],
+        flags: &mut HeadFlags,
+    ) -> Result<(), Error> {
+        Conn::push_valid_header(self, name, value, flags);
+        Ok(())
+    }
+
     fn abort_head(&mut self, mark: usize) {
         Conn::abort_head(self, mark);
     }

@@ -55,6 +55,30 @@ impl Conn {
         encode::header(&mut self.io.wbuf, name, value)
     }
 
+    /// [`Conn::push_header`] for a name and value made by `http`'s checked constructors
+    /// (`Backend::push_valid_header`): the name is a lowercase token and not a framing field,
+    /// the value has no control character, so neither is checked again; the names weir owns or
+    /// watches are compared as lowercase.
+    #[cfg(feature = "tower")]
+    pub(crate) fn push_valid_header(&mut self, name: &[u8], value: &[u8], flags: &mut HeadFlags) {
+        debug_assert!(
+            weir_proto::chars::is_token(name) && weir_proto::chars::is_field_value(value),
+            "an http::HeaderName and HeaderValue are valid by construction"
+        );
+        if name == b"connection" {
+            if value
+                .split(|&b| b == b',')
+                .any(|t| t.trim_ascii().eq_ignore_ascii_case(b"close"))
+            {
+                self.persistence.close();
+            }
+            return;
+        }
+        flags.date |= name == b"date";
+        flags.server |= name == b"server";
+        encode::header_unchecked(&mut self.io.wbuf, name, value);
+    }
+
     /// Undoes a head that was not sent (builder dropped or header rejected).
     pub(crate) fn abort_head(&mut self, mark: usize) {
         if self.resp.abort_head() {

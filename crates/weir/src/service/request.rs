@@ -40,7 +40,7 @@ pub(crate) fn build(
 
     // An HTTP/2 request's scheme and authority, for the absolute URI: before a path, not
     // before `*` (`OPTIONS *`) nor for CONNECT (whose target is the authority).
-    let target = head.target().as_bytes();
+    let target = head.target_bytes();
     // (The conditions first: an HTTP/1.1 request never looks its `host` up here.)
     let absolute = head.version() == Version::HTTP_2
         && head.method() != Method::CONNECT
@@ -49,7 +49,7 @@ pub(crate) fn build(
         Some((Some(scheme), Some(authority))) => Some((scheme.as_str(), authority)),
         _ => None,
     };
-    let values: usize = head.headers().map(|(_, value)| value.len()).sum();
+    let values: usize = head.header_bytes().map(|(_, value)| value.len()).sum();
     let origin_len = origin.map_or(0, |(scheme, authority)| scheme.len() + 3 + authority.len());
     let bytes = spare.bytes(origin_len + target.len() + values);
     if let Some((scheme, authority)) = origin {
@@ -61,17 +61,17 @@ pub(crate) fn build(
     let uri = bytes.split().freeze();
     *request.uri_mut() = Uri::from_maybe_shared(uri).map_err(|_| bad_request())?;
 
-    for (_, value) in head.headers() {
+    for (_, value) in head.header_bytes() {
         bytes.put_slice(value);
     }
     let values = bytes.split().freeze();
     let mut headers = std::mem::take(&mut spare.headers);
     headers.reserve(head.header_count());
     let mut at = 0;
-    for (name, value) in head.headers() {
+    for (name, value) in head.header_bytes() {
         // `http`'s standard names are constants; any other name is copied (ALLOCATION, as in
         // hyper's server).
-        let name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad_request())?;
+        let name = HeaderName::from_bytes(name).map_err(|_| bad_request())?;
         let value = HeaderValue::from_maybe_shared(values.slice(at..at + value.len()))
             .map_err(|_| bad_request())?;
         at += value.len();

@@ -2,7 +2,10 @@
 //!
 //! Status and headers go into weir's [`Response`](crate::Response) builder (encoded straight
 //! into the write buffer; `Content-Length` and `Transfer-Encoding` are weir's, derived from the
-//! body). The body: a [`FileBody`] takes the file path (`sendfile`); a body of exact size is
+//! body). The fields are `http`'s `HeaderName`s and `HeaderValue`s, whose constructors checked
+//! what weir's builder checks (a token name, a value without control characters), so they go
+//! through its unchecked entry (`valid_header`); `connection`, `date` and `server` still mean
+//! what they mean through `header`. The body: a [`FileBody`] takes the file path (`sendfile`); a body of exact size is
 //! sent with `Content-Length`; any other is chunked on HTTP/1.1 (DATA frames on HTTP/2). Each
 //! data frame is written from the frame's own memory (`Buf::chunk`), so no copy beyond weir's
 //! write coalescing of small writes. While the body is polled, orders of the request's body
@@ -62,7 +65,7 @@ where
         if name == header::CONTENT_LENGTH || name == header::TRANSFER_ENCODING {
             continue;
         }
-        builder = builder.header(name.as_str(), value.as_bytes());
+        builder = builder.valid_header(name, value);
     }
     parts.headers.clear();
     *spare_headers = parts.headers;

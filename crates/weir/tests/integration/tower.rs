@@ -284,6 +284,19 @@ impl tower_service::Service<http::Request<weir::Body>> for Views {
                 ];
                 return Ok(http::Response::new(Frames(frames.into())));
             }
+            if path == "/owned-fields" {
+                // Fields weir owns or watches, set by the service: its `date` and `server`
+                // replace weir's, its `connection: close` closes the connection.
+                let mut response = http::Response::new(Frames::text("fields\n".into()));
+                let fields = response.headers_mut();
+                fields.insert("connection", http::HeaderValue::from_static("close"));
+                fields.insert("server", http::HeaderValue::from_static("app"));
+                let date = "Mon, 01 Jan 2024 00:00:00 GMT";
+                fields.insert("date", http::HeaderValue::from_static(date));
+                fields.append("x-multi", http::HeaderValue::from_static("a"));
+                fields.append("x-multi", http::HeaderValue::from_static("b"));
+                return Ok(response);
+            }
             if path == "/trailers" {
                 // The body's frames through `http_body`: data, then the trailer section.
                 use http_body_util::BodyExt;
@@ -424,6 +437,30 @@ fn response_trailers_are_sent_over_http1_chunked_and_http2() {
     std::io::Read::read_to_end(c.stream(), &mut raw).unwrap();
     let raw = String::from_utf8_lossy(&raw);
     assert!(raw.ends_with("\r\n0\r\nx-checksum: abc\r\n\r\n"), "{raw}");
+}
+
+/// The response's fields go out through the tower path's unchecked writer (`http`'s types were
+/// checked when made): the fields weir owns or watches still behave as through `Response::header`.
+#[test]
+fn a_services_connection_date_and_server_fields_are_honoured_over_http1() {
+    let server = TlsTestServer::start_with(Config::default(), ServiceHandler::new(Views));
+    let mut c = Client::new(std::net::TcpStream::connect(server.addr).unwrap());
+    // Two requests at once: the first answer closes the connection, the second is not served.
+    c.send(b"GET /owned-fields HTTP/1.1\r\nHost: x\r\n\r\nGET /owned-fields HTTP/1.1\r\nHost: x\r\n\r\n");
+    let mut raw = Vec::new();
+    std::io::Read::read_to_end(c.stream(), &mut raw).unwrap();
+    let raw = String::from_utf8_lossy(&raw).to_ascii_lowercase();
+    assert_eq!(raw.matches("http/1.1 200").count(), 1, "{raw}");
+    assert_eq!(raw.matches("\r\nserver:").count(), 1, "{raw}");
+    assert!(raw.contains("\r\nserver: app\r\n"), "{raw}");
+    assert_eq!(raw.matches("\r\ndate:").count(), 1, "{raw}");
+    assert!(
+        raw.contains("\r\ndate: mon, 01 jan 2024 00:00:00 gmt\r\n"),
+        "{raw}"
+    );
+    assert_eq!(raw.matches("\r\nconnection: close\r\n").count(), 1, "{raw}");
+    assert!(raw.contains("\r\nx-multi: a\r\nx-multi: b\r\n"), "{raw}");
+    assert!(raw.contains("\r\n\r\n7\r\nfields\n\r\n0\r\n\r\n"), "{raw}");
 }
 
 #[test]
