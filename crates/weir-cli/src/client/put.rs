@@ -39,6 +39,7 @@ use super::url::{Url, encode_segment};
 use super::{ClientError, Options, connect, progress, status_error};
 use crate::cli::{PutArgs, SendfileMode};
 use sha2::{Digest, Sha256};
+use std::cell::Cell;
 use std::fs::File;
 use std::time::{Duration, Instant};
 use weir_proto::digest_fields::ContentDigest;
@@ -79,11 +80,15 @@ pub fn put(args: PutArgs) -> Result<(), ClientError> {
     // Passing the file over the Unix socket, the hash runs beside the server's copy instead
     // of before the request (see the module's documentation: "The local upload").
     let may_pass = !args.no_pass_file && options.unix.is_some() && !url.https && len > 0;
+    // The digest follows the body as a trailer, hashed from the buffers the body is sent from:
+    // the file is read once, and the hash overlaps the transfer. `--sendfile` keeps the
+    // digest in the head (the bytes then never enter user space to be hashed on the way).
+    let trailer = !args.no_digest && !may_pass && len > 0 && sendfile != SendfileMode::Always;
     let started = Instant::now();
     let mut hashing = None;
     let mut hashed = None;
-    if args.no_digest {
-        // Nothing to hash: the server verifies the length only.
+    if args.no_digest || trailer {
+        // Nothing to hash first: the server verifies the length only, or the trailer.
     } else if may_pass {
         let copy = file
             .try_clone()
@@ -103,6 +108,8 @@ pub fn put(args: PutArgs) -> Result<(), ClientError> {
         resumable: !args.no_resumable,
         pass_file: !args.no_pass_file,
         digest_later: hashing.is_some(),
+        trailer,
+        streamed: Cell::new(None),
     };
     let full_url = format!(
         "{}://{}{}",
@@ -174,6 +181,7 @@ pub fn put(args: PutArgs) -> Result<(), ClientError> {
     if hashing.is_some() {
         hashed = Some(join_hash(hashing.take(), &shown)?);
     }
+    let streamed = job.streamed.get().filter(|_| hashed.is_none());
     let elapsed = started.elapsed();
     let server_sha = answer
         .as_ref()
@@ -227,6 +235,16 @@ pub fn put(args: PutArgs) -> Result<(), ClientError> {
             progress::secs(*took),
             progress::rate(len, *took)
         ));
+    } else if let Some(sha256) = streamed {
+        let ours = crate::serve::hex(&sha256);
+        if let Some(theirs) = server_sha {
+            if theirs != ours {
+                return Err(ClientError::new(format!(
+                    "the server stored a different SHA-256 ({theirs}) than the file's ({ours})"
+                )));
+            }
+        }
+        summary.push_str("; hashed while sending, verified by the server");
     }
     eprintln!("{summary}");
     Ok(())
@@ -254,6 +272,11 @@ struct Job<'a> {
     /// The file is hashed beside the server's copy (no `digest` yet): only a request that
     /// passes the file may go; any other is [`Step::NotPassed`] before a body byte is sent.
     digest_later: bool,
+    /// The digest goes as a trailer after the body, hashed as it is sent (no `digest`): a
+    /// `Content-Digest` of a `PUT`, a `Repr-Digest` (the whole file's) of a `PATCH`.
+    trailer: bool,
+    /// The SHA-256 the last request that sent the file to its end sent as its trailer.
+    streamed: Cell<Option<[u8; 32]>>,
 }
 
 /// Where the upload stands across attempts.
@@ -319,6 +342,10 @@ impl Job<'_> {
         if self.resumable {
             headers.push(("upload-complete", "?1".to_owned()));
             headers.push(("upload-draft-interop-version", INTEROP_VERSION.to_owned()));
+            if self.trailer {
+                // A chunked body has no Content-Length: the length goes in the draft's field.
+                headers.push(("upload-length", self.len.to_string()));
+            }
         }
         // The creation carries the whole file: the server keeps this digest and verifies it
         // at completion, however many appends that takes.
@@ -340,7 +367,7 @@ impl Job<'_> {
             "PUT",
             (self.url, first),
             headers,
-            0,
+            (0, Sha256::new()),
             &mut announced,
             &mut sent_end,
         );
@@ -401,13 +428,21 @@ impl Job<'_> {
             ("upload-offset", offset.to_string()),
             ("upload-complete", "?1".to_owned()),
             ("upload-draft-interop-version", INTEROP_VERSION.to_owned()),
+            ("upload-length", self.len.to_string()),
         ];
+        // The trailer is the whole file's digest: the bytes before the offset were sent by an
+        // earlier attempt, perhaps an earlier run, so they are hashed again here (a resumption
+        // reads them once more; an upload that is not cut reads the file once).
+        let mut prefix = Sha256::new();
+        if self.trailer && offset > 0 {
+            hash_range(self.file, offset, &mut prefix).map_err(io_step)?;
+        }
         let mut sent_end = offset;
         let result = self.exchange(
             "PATCH",
             (&url, false),
             headers,
-            offset,
+            (offset, prefix),
             &mut |_| {},
             &mut sent_end,
         );
@@ -431,7 +466,7 @@ impl Job<'_> {
         method: &str,
         (url, first): (&Url, bool),
         mut headers: Vec<(&'static str, String)>,
-        offset: u64,
+        (offset, mut hasher): (u64, Sha256),
         interim: &mut dyn FnMut(&ResponseHead),
         sent_end: &mut u64,
     ) -> Result<(Connection, ResponseHead), Step> {
@@ -457,6 +492,24 @@ impl Job<'_> {
         } else if self.digest_later {
             return Err(Step::NotPassed);
         }
+        // The digest as a trailer: HTTP/1.1 needs a chunked body to carry one; HTTP/2 keeps
+        // the length and ends the stream with a HEADERS frame.
+        // An empty append still carries it: the server may hold every byte of a creation cut
+        // before its trailer, and completes the upload only with the digest checked.
+        let trailer = (self.trailer && !passing && (len > 0 || method == "PATCH")).then_some(
+            if method == "PUT" {
+            "content-digest"
+        } else {
+                "repr-digest"
+            },
+        );
+        if let Some(name) = trailer {
+            if !conn.is_h2() {
+                headers.retain(|(name, _)| *name != "content-length");
+                headers.push(("transfer-encoding", "chunked".to_owned()));
+            }
+            headers.push(("trailer", name.to_owned()));
+        }
         let request = Request {
             method,
             target: &url.target,
@@ -466,7 +519,7 @@ impl Job<'_> {
         if passing {
             conn.send_head_passing(&request, self.file)
         } else {
-            conn.send_head(&request, len > 0)
+            conn.send_head(&request, len > 0 || trailer.is_some())
         }
         .map_err(io_step)?;
         let mut early: Option<ResponseHead> = None;
@@ -500,7 +553,15 @@ impl Job<'_> {
                     *sent_end = offset + n;
                     bar.set_position(offset + n);
                 };
-                let sent = conn.send_file(self.file, offset, len, self.sendfile, &mut on_sent);
+                let sent = match trailer {
+                    Some(name) => {
+                        let digest = (name, &mut hasher);
+                        let range = (offset, len);
+                        let sent = conn.send_file_digest(self.file, range, digest, &mut on_sent);
+                        sent.map(|sha256| self.streamed.set(Some(sha256)))
+                    }
+                    None => conn.send_file(self.file, offset, len, self.sendfile, &mut on_sent),
+                };
                 bar.finish_and_clear();
                 if let Err(e) = sent {
                     // The server may have answered (507, 413) and closed: show its reason.
@@ -585,6 +646,30 @@ fn digest_header((sha256, _): &([u8; 32], Duration)) -> (&'static str, String) {
         sha512: None,
     };
     ("content-digest", digest.to_header_value())
+}
+
+/// Feeds the file's first `len` bytes to `hasher` (a resumed upload's trailer digest covers
+/// the bytes sent before).
+fn hash_range(file: &File, len: u64, hasher: &mut Sha256) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    // COPY: page cache → this buffer, hashed in place; only when an upload is resumed.
+    let mut buf = vec![0u8; 1024 * 1024];
+    let mut done = 0u64;
+    while done < len {
+        let want = usize::try_from(len - done)
+            .unwrap_or(usize::MAX)
+            .min(buf.len());
+        let n = file.read_at(&mut buf[..want], done)?;
+        if n == 0 {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "the file got shorter while it was being hashed",
+            ));
+        }
+        hasher.update(&buf[..n]);
+        done += n as u64;
+    }
+    Ok(())
 }
 
 /// SHA-256 of the file's `len` bytes, and how long it took; with a progress bar if `bar`.
