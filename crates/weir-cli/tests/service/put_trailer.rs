@@ -58,14 +58,14 @@ fn put_reads_the_file_once_and_the_server_verifies_the_trailer() {
         let out = child.wait_with_output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "{flags:?}: {err}");
-        assert!(
-            err.contains("hashed while sending, verified by the server"),
-            "{flags:?}: {err}"
-        );
         // Hashing first read the file twice (hash, then send): 2 × len.
         assert!(
             rchar >= len as u64 && rchar < len as u64 + (1 << 20),
             "{flags:?}: the client read {rchar} bytes for a {len}-byte file"
+        );
+        assert!(
+            err.contains("hashed while sending, verified by the server"),
+            "{flags:?}: {err}"
         );
         assert_eq!(std::fs::read(s.root.join(&target[7..])).unwrap(), content);
     }
