@@ -125,9 +125,9 @@ impl Connection {
         match self {
             Self::H1(c) => {
                 let transport = c.transport();
-                let sha256 = hash_beside(hasher, |take, sent_buf| {
-                    transport.copy_file_chunked(file, (offset, len), take, sent_buf, progress)
-                })?;
+                let seen = &mut |b: &[u8]| hasher.update(b);
+                transport.copy_file_chunked(file, (offset, len), seen, progress)?;
+                let sha256: [u8; 32] = hasher.clone().finalize().into();
                 // The last chunk and the trailer section: one small write.
                 let end = format!("0\r\n{trailer}: {}\r\n\r\n", field(sha256));
                 transport.write_all(end.as_bytes())?;
@@ -183,49 +183,4 @@ impl Connection {
         }
         Ok(String::from_utf8_lossy(&out).into_owned())
     }
-}
-
-/// Buffers between the sender and the hashing thread: one being sent, one being hashed, one
-/// ready, so neither waits for the other while both keep up.
-const HASH_RING: usize = 3;
-
-/// Runs `send` with buffers that, once sent, are hashed by `hasher` on a thread of their own
-/// while the next is read and sent (the bytes are read from the file once, into the buffer
-/// both use; on 2 cores the send and the hash overlap instead of adding up). Returns the
-/// SHA-256 of every byte sent, in order (one thread hashes them, in the order they were sent).
-/// Allocates the ring's buffers once per request.
-fn hash_beside(
-    hasher: &mut Sha256,
-    send: impl FnOnce(
-        &mut dyn FnMut() -> io::Result<Vec<u8>>,
-        &mut dyn FnMut(Vec<u8>, usize) -> io::Result<()>,
-    ) -> io::Result<()>,
-) -> io::Result<[u8; 32]> {
-    use std::sync::mpsc::sync_channel;
-    let gone = || io::Error::other("the hashing thread stopped");
-    std::thread::scope(|scope| {
-        let (to_hash, sent) = sync_channel::<(Vec<u8>, usize)>(HASH_RING);
-        let (back, free) = sync_channel::<Vec<u8>>(HASH_RING);
-        for _ in 0..HASH_RING {
-            // ALLOCATION: the ring, once per request (1 MiB each: few system calls).
-            back.send(vec![0u8; 1 << 20]).map_err(|_| gone())?;
-        }
-        let mut state = hasher.clone();
-        let thread = scope.spawn(move || {
-            for (buf, n) in sent {
-                state.update(&buf[..n]);
-                // The sender may have stopped (an error): the buffer is then dropped.
-                let _ = back.send(buf);
-            }
-            state
-        });
-        let mut take = || free.recv().map_err(|_| gone());
-        let mut sent_buf = |buf, n| to_hash.send((buf, n)).map_err(|_| gone());
-        let result = send(&mut take, &mut sent_buf);
-        drop(to_hash);
-        let state = thread.join().map_err(|_| gone())?;
-        result?;
-        *hasher = state;
-        Ok(hasher.clone().finalize().into())
-    })
 }

@@ -262,25 +262,23 @@ impl Transport {
     }
 
     /// [`Transport::copy_file`] framed as an HTTP/1.1 chunked body, one chunk per buffer (the
-    /// chunk's size line and end written with its data in one `writev`). The buffers are the
-    /// caller's: each is taken from `take`, filled from the file, written, and handed to
-    /// `sent_buf` with the length of its bytes, so the caller can hash the bytes it sent from
-    /// the buffer they were sent from (on another thread, while the next one is sent). The
-    /// last chunk and the trailer section are the caller's to write.
+    /// chunk's size line and end written with its data in one `writev`), each buffer handed
+    /// to `seen` once written: the caller hashes the bytes it sends, from the buffer they
+    /// were sent from, while the receiver works on them. The last chunk and the trailer
+    /// section are the caller's to write.
     pub(crate) fn copy_file_chunked(
         &mut self,
         file: &File,
         (offset, len): (u64, u64),
-        take: &mut dyn FnMut() -> io::Result<Vec<u8>>,
-        sent_buf: &mut dyn FnMut(Vec<u8>, usize) -> io::Result<()>,
+        seen: &mut dyn FnMut(&[u8]),
         progress: &mut dyn FnMut(u64),
     ) -> io::Result<()> {
         use std::os::unix::fs::FileExt;
+        // COPY: page cache → this buffer → socket (under TLS: → rustls's records); the hash
+        // reads the same buffer, still in the CPU cache.
+        let mut buf = vec![0u8; 1024 * 1024];
         let mut sent = 0u64;
         while sent < len {
-            // COPY: page cache → this buffer → socket (under TLS: → rustls's records); the
-            // hash reads the same buffer.
-            let mut buf = take()?;
             let want = usize::try_from(len - sent)
                 .unwrap_or(usize::MAX)
                 .min(buf.len());
@@ -299,7 +297,7 @@ impl Transport {
                 io::IoSlice::new(b"\r\n"),
             ];
             write_all_vectored(self, &mut parts)?;
-            sent_buf(buf, n)?;
+            seen(&buf[..n]);
             sent += n as u64;
             progress(sent);
         }
@@ -496,14 +494,10 @@ mod tests {
         });
         let mut seen = Vec::new();
         let mut last = 0;
-        let mut take = || Ok(vec![0u8; 1 << 20]);
-        let mut sent_buf = |b: Vec<u8>, n: usize| {
-            seen.extend_from_slice(&b[..n]);
-            Ok(())
-        };
-        let range = (7, 2_400_000);
-        t.copy_file_chunked(&file, range, &mut take, &mut sent_buf, &mut |n| last = n)
-            .unwrap();
+        t.copy_file_chunked(&file, (7, 2_400_000), &mut |b| seen.extend_from_slice(b), &mut |n| {
+            last = n
+        })
+        .unwrap();
         drop(t);
         let wire = reader.join().unwrap();
         let mut decoder = weir_proto::body::BodyDecoder::new(
