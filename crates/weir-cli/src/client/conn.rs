@@ -8,8 +8,8 @@ use crate::cli::SendfileMode;
 use sha2::{Digest, Sha256};
 use std::fs::File;
 use std::io::{self, Write};
-use weir_proto::digest_fields::ContentDigest;
 use std::time::Duration;
+use weir_proto::digest_fields::ContentDigest;
 
 /// A connection carrying one exchange.
 pub(crate) enum Connection {

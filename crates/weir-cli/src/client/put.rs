@@ -1,16 +1,21 @@
 //! `weir put FILE URL`: upload a file, verified end to end, over HTTP/1.1 or HTTP/2, in the
 //! clear or over TLS.
 //!
-//! 1. Hash the file (SHA-256, unless `--no-digest`) and send it as `Content-Digest`: the server
-//!    verifies the body against it before committing, so what is stored is what was read here.
-//!    Hashing reads the file once (it is then in the page cache for the send); its time is
-//!    reported apart from the transfer. The local upload (the file passed over a `--unix`
-//!    socket, `serve/passed_file.rs`) hashes on a thread *beside* the server's copy instead:
-//!    the request asks for the stored copy's SHA-256 (`Weir-Fd-Hash: sha-256`) and the answer's
-//!    is compared with ours. If the file cannot be passed after all (HTTP/2, or the server
-//!    answers `100 Continue`: it wants the bytes), the connection is dropped before a body
-//!    byte, so nothing is stored, and the request goes again with the digest in the head
-//!    ([`Step::NotPassed`]).
+//! 1. The digest (SHA-256, unless `--no-digest`) goes as a `Content-Digest` *trailer*: each
+//!    1 MiB buffer of the body is hashed once it is written, so the file is read once, into
+//!    the buffer both the send and the hash use, and the hash overlaps the server's receiving.
+//!    HTTP/1.1 sends the body chunked to carry the trailer (the length goes in the draft's
+//!    `Upload-Length`); HTTP/2 keeps `content-length` and ends the stream with a trailing
+//!    HEADERS frame. The server verifies the trailer before committing (`serve/upload.rs`,
+//!    `serve/resumable.rs`), so what is stored is what was read here. `--sendfile` keeps the
+//!    older way (the bytes then never enter user space on the way out): the file hashed first,
+//!    its time reported apart, the digest in the head. The local upload (the file passed over a
+//!    `--unix` socket, `serve/passed_file.rs`) hashes on a thread *beside* the server's copy
+//!    instead: the request asks for the stored copy's SHA-256 (`Weir-Fd-Hash: sha-256`) and
+//!    the answer's is compared with ours. If the file cannot be passed after all (HTTP/2, or
+//!    the server answers `100 Continue`: it wants the bytes), the connection is dropped before
+//!    a body byte, so nothing is stored, and the request goes again with the digest in the
+//!    head ([`Step::NotPassed`]).
 //! 2. Send the head with `Expect: 100-continue` and wait (up to a second) for the server's
 //!    go-ahead: a refusal (401, 413, 507, bad path) costs no body bytes.
 //! 3. Send the body, HTTP/1.1 in the clear: with `sendfile(2)` (page cache → socket, no copy
@@ -18,7 +23,8 @@
 //!    the CPU cache between the two copies) on loopback and Unix sockets, where `sendfile`
 //!    measured slower: the receiver's copy then reads page cache no CPU has touched lately
 //!    (`Transport::sendfile_pays`). `--sendfile` / `--no-sendfile` override. Under TLS and HTTP/2
-//!    the body is encrypted or framed in user space: always through the buffer.
+//!    the body is encrypted or framed in user space: always through the buffer. So is a body
+//!    hashed as it is sent (step 1), whatever the connection: the hash needs its bytes.
 //! 4. Read the answer; compare the server's SHA-256 with ours.
 //!
 //! Resuming (draft-ietf-httpbis-resumable-upload-12, interop version 8): the `PUT` also carries
@@ -26,8 +32,11 @@
 //! `104` (`Location`), recorded at once (`resume_state.rs`). On a dropped connection, an idle
 //! timeout or a 5xx, after a doubling wait: `HEAD` the resource for its `Upload-Offset`, then
 //! `PATCH` the rest from there (same body paths as above), at most `--retries` times. The
-//! creation's `Content-Digest` covers the whole file: the server keeps it and verifies it at
-//! completion (appends may not carry one). Invariants: every request sends the file from the
+//! creation's `Content-Digest` covers the whole file: in its head, the server keeps it and
+//! verifies it at completion (appends may not carry one); as its trailer, it is lost with a
+//! cut creation, so the completing `PATCH` carries the whole file's digest as a `Repr-Digest`
+//! trailer, hashed from the bytes before the offset (read again: only a resumption reads the
+//! file more than once) and then from the ones it sends. Invariants: every request sends the file from the
 //! offset the server last reported, never from a guess; a resource the server no longer knows
 //! (404/410) restarts the upload from zero; without a `104` a retry repeats the whole `PUT`.
 //! `--no-resumable` sends a plain `PUT` (no draft fields, no state file): retries repeat it.
@@ -498,8 +507,8 @@ impl Job<'_> {
         // before its trailer, and completes the upload only with the digest checked.
         let trailer = (self.trailer && !passing && (len > 0 || method == "PATCH")).then_some(
             if method == "PUT" {
-            "content-digest"
-        } else {
+                "content-digest"
+            } else {
                 "repr-digest"
             },
         );

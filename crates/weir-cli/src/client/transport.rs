@@ -494,9 +494,12 @@ mod tests {
         });
         let mut seen = Vec::new();
         let mut last = 0;
-        t.copy_file_chunked(&file, (7, 2_400_000), &mut |b| seen.extend_from_slice(b), &mut |n| {
-            last = n
-        })
+        t.copy_file_chunked(
+            &file,
+            (7, 2_400_000),
+            &mut |b| seen.extend_from_slice(b),
+            &mut |n| last = n,
+        )
         .unwrap();
         drop(t);
         let wire = reader.join().unwrap();

@@ -32,6 +32,11 @@
 //! that `Upload-Offset` once recorded, with the next piece of the body or before the final
 //! answer (draft §4.3's progress; [`announce_offset`]). The end of a request waits for it, then
 //! records its own offset under `block_in_place`.
+//!
+//! The digest of the whole upload may also come as a trailer of the request that completes it
+//! (`Repr-Digest`, or the `Content-Digest` of a creation that carries all of it): verified at
+//! the commit like one given at creation, so a client can hash while it sends (`weir put`).
+//! Announced at creation (`Trailer:`), it makes the creation hash while receiving.
 
 use super::hasher::{LaneHandle, MarkWait};
 use super::reply::{self, Problem, hex};
@@ -371,7 +376,8 @@ fn announces_trailer_digest(ex: &Exchange<'_>) -> bool {
     ex.request().header_all("trailer").any(|value| {
         value.split(|&b| b == b',').any(|name| {
             let name = name.trim_ascii();
-            name.eq_ignore_ascii_case(b"content-digest") || name.eq_ignore_ascii_case(b"repr-digest")
+            name.eq_ignore_ascii_case(b"content-digest")
+                || name.eq_ignore_ascii_case(b"repr-digest")
         })
     })
 }

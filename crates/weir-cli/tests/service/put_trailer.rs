@@ -118,9 +118,8 @@ fn a_resumable_upload_with_a_wrong_trailer_digest_stores_nothing() {
     // An upload created incomplete, then completed by an append whose Repr-Digest trailer
     // is the whole file's: verified at completion.
     for (name, digest_of, status) in [("a", &b"other"[..], 400), ("b", &body[..], 201)] {
-        let head = format!(
-            "PUT /files/{name} HTTP/1.1\r\nupload-complete: ?0\r\nupload-length: 3145728"
-        );
+        let head =
+            format!("PUT /files/{name} HTTP/1.1\r\nupload-complete: ?0\r\nupload-length: 3145728");
         let made = chunked(s.addr, &head, &body[..1 << 20], "");
         let created = made.last().unwrap();
         assert_eq!(created.status, 201, "{}", created.text());
@@ -129,7 +128,12 @@ fn a_resumable_upload_with_a_wrong_trailer_digest_stores_nothing() {
             "PATCH {location} HTTP/1.1\r\ncontent-type: application/partial-upload\r\n\
              upload-offset: 1048576\r\nupload-complete: ?1\r\ntrailer: repr-digest"
         );
-        let done = chunked(s.addr, &patch, &body[1 << 20..], &field("repr-digest", digest_of));
+        let done = chunked(
+            s.addr,
+            &patch,
+            &body[1 << 20..],
+            &field("repr-digest", digest_of),
+        );
         let last = done.last().unwrap();
         assert_eq!(last.status, status, "{name}: {}", last.text());
         let stored = s.root.join(name);
