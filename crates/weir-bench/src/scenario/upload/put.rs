@@ -204,10 +204,7 @@ pub(super) fn ratio_note(rows: &[super::Row]) -> Option<String> {
             match send {
                 Send::Buffered => "through its 1 MiB buffer (its default on loopback)",
                 Send::Sendfile => "with `--sendfile`",
-                Send::Digest => {
-                    "its default, with the file's SHA-256 (`Content-Digest`: in a trailer, hashed \
-                     while sent, or, before wave 2's binaries, hashed first and in the head)"
-                }
+                Send::Digest => "its default, with the file's SHA-256 (`Content-Digest`)",
                 Send::Curl => "`curl -T FILE URL` instead of `weir put`",
             },
             put.gib_s.ratio_to(&raw.gib_s).show(2)
