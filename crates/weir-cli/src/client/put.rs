@@ -36,9 +36,10 @@
 //! verifies it at completion (appends may not carry one); as its trailer, it is lost with a
 //! cut creation, so the completing `PATCH` carries the whole file's digest as a `Repr-Digest`
 //! trailer, hashed from the bytes before the offset (read again: only a resumption reads the
-//! file more than once) and then from the ones it sends. Invariants: every request sends the file from the
-//! offset the server last reported, never from a guess; a resource the server no longer knows
-//! (404/410) restarts the upload from zero; without a `104` a retry repeats the whole `PUT`.
+//! file more than once) and then from the ones it sends. Invariants: every request sends the
+//! file from the offset the server last reported, never from a guess; a resource the server no
+//! longer knows (404/410) restarts the upload from zero; without a `104` a retry repeats the
+//! whole `PUT`.
 //! `--no-resumable` sends a plain `PUT` (no draft fields, no state file): retries repeat it.
 
 use super::conn::Connection;
