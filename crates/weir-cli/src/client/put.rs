@@ -167,6 +167,14 @@ pub fn put(args: PutArgs) -> Result<(), ClientError> {
                 hashed = Some(own);
                 continue;
             }
+            Err(Step::NoTrailer) => {
+                // Refused before a body byte: nothing stored, no upload created.
+                let own = hash(&file, len, &shown)?;
+                job.digest = Some(digest_header(&own));
+                job.trailer = false;
+                hashed = Some(own);
+                continue;
+            }
         };
         failures += 1;
         if failures > args.retries {
@@ -315,6 +323,9 @@ enum Step {
     /// The file was to be passed with its digest computed meanwhile, but the connection cannot
     /// pass it or the server wants the bytes (`100 Continue`): send it again with the digest.
     NotPassed,
+    /// The server refused the digest as a trailer (`501` before the body: `weir serve
+    /// --store s3://` needs it first): send it again, hashed first, with the digest in the head.
+    NoTrailer,
 }
 
 /// A retryable failure from an I/O error.
@@ -551,6 +562,7 @@ impl Job<'_> {
             }
         }
         let head = match early {
+            Some(head) if trailer.is_some() && head.status == 501 => return Err(Step::NoTrailer),
             // The server answered before the body: a refusal (or a server that needed no body).
             Some(head) => head,
             // The server wants the bytes, and the digest is not in the head: closing the

@@ -372,7 +372,7 @@ pub(super) fn expected_digest(ex: &Exchange<'_>, complete: bool) -> Result<Optio
 
 /// Whether the head announces a digest of the whole upload as a trailer (`Trailer:
 /// content-digest` or `repr-digest`).
-fn announces_trailer_digest(ex: &Exchange<'_>) -> bool {
+pub(super) fn announces_trailer_digest(ex: &Exchange<'_>) -> bool {
     ex.request().header_all("trailer").any(|value| {
         value.split(|&b| b == b',').any(|name| {
             let name = name.trim_ascii();
