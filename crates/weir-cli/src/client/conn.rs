@@ -5,9 +5,11 @@
 use super::h2::H2Connection;
 use super::http::{self, Request, ResponseHead};
 use crate::cli::SendfileMode;
+use sha2::{Digest, Sha256};
 use std::fs::File;
-use std::io;
+use std::io::{self, Write};
 use std::time::Duration;
+use weir_proto::digest_fields::ContentDigest;
 
 /// A connection carrying one exchange.
 pub(crate) enum Connection {
@@ -91,6 +93,62 @@ impl Connection {
                 }
             }
             Self::H2(c) => c.send_file(file, offset, len, progress),
+        }
+    }
+
+    /// Whether this is an HTTP/2 connection (a request body then needs no chunked framing to
+    /// carry trailers).
+    pub(crate) fn is_h2(&self) -> bool {
+        matches!(self, Self::H2(_))
+    }
+
+    /// Sends `len` bytes of `file` from `offset` as the request body, hashing each buffer
+    /// with `hasher` once it is sent, then ends it with the trailer field `trailer`
+    /// (`content-digest` or `repr-digest`) carrying the SHA-256 `hasher` then holds, which is
+    /// returned. HTTP/1.1: the request was sent chunked (the caller's head says so); HTTP/2:
+    /// a trailing HEADERS frame. Always through a buffer: the hash needs the bytes in user
+    /// space, and reading them there once serves both the hash and the send.
+    pub(crate) fn send_file_digest(
+        &mut self,
+        file: &File,
+        (offset, len): (u64, u64),
+        (trailer, hasher): (&'static str, &mut Sha256),
+        progress: &mut dyn FnMut(u64),
+    ) -> io::Result<[u8; 32]> {
+        let field = |sha256: [u8; 32]| {
+            let digest = ContentDigest {
+                sha256: Some(sha256),
+                sha512: None,
+            };
+            digest.to_header_value()
+        };
+        match self {
+            Self::H1(c) => {
+                let transport = c.transport();
+                let seen = &mut |b: &[u8]| hasher.update(b);
+                transport.copy_file_chunked(file, (offset, len), seen, progress)?;
+                let sha256: [u8; 32] = hasher.clone().finalize().into();
+                // The last chunk and the trailer section: one small write.
+                let end = format!("0\r\n{trailer}: {}\r\n\r\n", field(sha256));
+                transport.write_all(end.as_bytes())?;
+                transport.flush()?;
+                Ok(sha256)
+            }
+            Self::H2(c) => {
+                let hasher = std::cell::RefCell::new(hasher);
+                let mut sha256 = [0u8; 32];
+                let seen = &mut |b: &[u8]| hasher.borrow_mut().update(b);
+                let make = &mut || {
+                    sha256 = hasher.borrow().clone().finalize().into();
+                    let mut map = ::http::HeaderMap::new();
+                    if let Ok(value) = ::http::HeaderValue::from_str(&field(sha256)) {
+                        map.insert(::http::HeaderName::from_static(trailer), value);
+                    }
+                    map
+                };
+                c.send_file_with_trailers(file, (offset, len), seen, progress, make)?;
+                Ok(sha256)
+            }
         }
     }
 

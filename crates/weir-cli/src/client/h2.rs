@@ -191,6 +191,31 @@ impl H2Connection {
         len: u64,
         progress: &mut dyn FnMut(u64),
     ) -> io::Result<()> {
+        self.send_file_then(file, (offset, len), &mut |_| {}, progress, None)
+    }
+
+    /// [`Self::send_file`], each piece handed to `seen` once handed to HTTP/2 (the caller
+    /// hashes what it sends), then the stream ended with the trailer section `trailer` makes
+    /// from what `seen` saw (a HEADERS frame, RFC 9113 §8.1).
+    pub(crate) fn send_file_with_trailers(
+        &mut self,
+        file: &File,
+        range: (u64, u64),
+        seen: &mut dyn FnMut(&[u8]),
+        progress: &mut dyn FnMut(u64),
+        trailer: &mut dyn FnMut() -> http::HeaderMap,
+    ) -> io::Result<()> {
+        self.send_file_then(file, range, seen, progress, Some(trailer))
+    }
+
+    fn send_file_then(
+        &mut self,
+        file: &File,
+        (offset, len): (u64, u64),
+        seen: &mut dyn FnMut(&[u8]),
+        progress: &mut dyn FnMut(u64),
+        trailer: Option<&mut dyn FnMut() -> http::HeaderMap>,
+    ) -> io::Result<()> {
         use std::os::unix::fs::FileExt;
         let Some(send) = self.send.as_mut() else {
             // The HEADERS ended the stream: only an empty body is right.
@@ -218,6 +243,8 @@ impl H2Connection {
                 }
                 buf.truncate(n);
                 let mut data = Bytes::from(buf);
+                // The whole piece, for `seen` once it is handed over (a reference, no copy).
+                let piece = data.clone();
                 while !data.is_empty() {
                     send.reserve_capacity(data.len());
                     let granted = match poll_fn(|cx| send.poll_capacity(cx)).await {
@@ -229,10 +256,14 @@ impl H2Connection {
                         send.send_data(data.split_to(take), false).map_err(h2_io)?;
                     }
                 }
+                seen(&piece);
                 sent += n as u64;
                 progress(sent);
             }
-            send.send_data(Bytes::new(), true).map_err(h2_io)
+            match trailer {
+                Some(trailer) => send.send_trailers(trailer()).map_err(h2_io),
+                None => send.send_data(Bytes::new(), true).map_err(h2_io),
+            }
         })
     }
 

@@ -1,16 +1,21 @@
 //! `weir put FILE URL`: upload a file, verified end to end, over HTTP/1.1 or HTTP/2, in the
 //! clear or over TLS.
 //!
-//! 1. Hash the file (SHA-256, unless `--no-digest`) and send it as `Content-Digest`: the server
-//!    verifies the body against it before committing, so what is stored is what was read here.
-//!    Hashing reads the file once (it is then in the page cache for the send); its time is
-//!    reported apart from the transfer. The local upload (the file passed over a `--unix`
-//!    socket, `serve/passed_file.rs`) hashes on a thread *beside* the server's copy instead:
-//!    the request asks for the stored copy's SHA-256 (`Weir-Fd-Hash: sha-256`) and the answer's
-//!    is compared with ours. If the file cannot be passed after all (HTTP/2, or the server
-//!    answers `100 Continue`: it wants the bytes), the connection is dropped before a body
-//!    byte, so nothing is stored, and the request goes again with the digest in the head
-//!    ([`Step::NotPassed`]).
+//! 1. The digest (SHA-256, unless `--no-digest`) goes as a `Content-Digest` *trailer*: each
+//!    1 MiB buffer of the body is hashed once it is written, so the file is read once, into
+//!    the buffer both the send and the hash use, and the hash overlaps the server's receiving.
+//!    HTTP/1.1 sends the body chunked to carry the trailer (the length goes in the draft's
+//!    `Upload-Length`); HTTP/2 keeps `content-length` and ends the stream with a trailing
+//!    HEADERS frame. The server verifies the trailer before committing (`serve/upload.rs`,
+//!    `serve/resumable.rs`), so what is stored is what was read here. `--sendfile` keeps the
+//!    older way (the bytes then never enter user space on the way out): the file hashed first,
+//!    its time reported apart, the digest in the head. The local upload (the file passed over a
+//!    `--unix` socket, `serve/passed_file.rs`) hashes on a thread *beside* the server's copy
+//!    instead: the request asks for the stored copy's SHA-256 (`Weir-Fd-Hash: sha-256`) and
+//!    the answer's is compared with ours. If the file cannot be passed after all (HTTP/2, or
+//!    the server answers `100 Continue`: it wants the bytes), the connection is dropped before
+//!    a body byte, so nothing is stored, and the request goes again with the digest in the
+//!    head ([`Step::NotPassed`]).
 //! 2. Send the head with `Expect: 100-continue` and wait (up to a second) for the server's
 //!    go-ahead: a refusal (401, 413, 507, bad path) costs no body bytes.
 //! 3. Send the body, HTTP/1.1 in the clear: with `sendfile(2)` (page cache → socket, no copy
@@ -18,7 +23,8 @@
 //!    the CPU cache between the two copies) on loopback and Unix sockets, where `sendfile`
 //!    measured slower: the receiver's copy then reads page cache no CPU has touched lately
 //!    (`Transport::sendfile_pays`). `--sendfile` / `--no-sendfile` override. Under TLS and HTTP/2
-//!    the body is encrypted or framed in user space: always through the buffer.
+//!    the body is encrypted or framed in user space: always through the buffer. So is a body
+//!    hashed as it is sent (step 1), whatever the connection: the hash needs its bytes.
 //! 4. Read the answer; compare the server's SHA-256 with ours.
 //!
 //! Resuming (draft-ietf-httpbis-resumable-upload-12, interop version 8): the `PUT` also carries
@@ -26,10 +32,14 @@
 //! `104` (`Location`), recorded at once (`resume_state.rs`). On a dropped connection, an idle
 //! timeout or a 5xx, after a doubling wait: `HEAD` the resource for its `Upload-Offset`, then
 //! `PATCH` the rest from there (same body paths as above), at most `--retries` times. The
-//! creation's `Content-Digest` covers the whole file: the server keeps it and verifies it at
-//! completion (appends may not carry one). Invariants: every request sends the file from the
-//! offset the server last reported, never from a guess; a resource the server no longer knows
-//! (404/410) restarts the upload from zero; without a `104` a retry repeats the whole `PUT`.
+//! creation's `Content-Digest` covers the whole file: in its head, the server keeps it and
+//! verifies it at completion (appends may not carry one); as its trailer, it is lost with a
+//! cut creation, so the completing `PATCH` carries the whole file's digest as a `Repr-Digest`
+//! trailer, hashed from the bytes before the offset (read again: only a resumption reads the
+//! file more than once) and then from the ones it sends. Invariants: every request sends the
+//! file from the offset the server last reported, never from a guess; a resource the server no
+//! longer knows (404/410) restarts the upload from zero; without a `104` a retry repeats the
+//! whole `PUT`.
 //! `--no-resumable` sends a plain `PUT` (no draft fields, no state file): retries repeat it.
 
 use super::conn::Connection;
@@ -39,6 +49,7 @@ use super::url::{Url, encode_segment};
 use super::{ClientError, Options, connect, progress, status_error};
 use crate::cli::{PutArgs, SendfileMode};
 use sha2::{Digest, Sha256};
+use std::cell::Cell;
 use std::fs::File;
 use std::time::{Duration, Instant};
 use weir_proto::digest_fields::ContentDigest;
@@ -79,11 +90,15 @@ pub fn put(args: PutArgs) -> Result<(), ClientError> {
     // Passing the file over the Unix socket, the hash runs beside the server's copy instead
     // of before the request (see the module's documentation: "The local upload").
     let may_pass = !args.no_pass_file && options.unix.is_some() && !url.https && len > 0;
+    // The digest follows the body as a trailer, hashed from the buffers the body is sent from:
+    // the file is read once, and the hash overlaps the transfer. `--sendfile` keeps the
+    // digest in the head (the bytes then never enter user space to be hashed on the way).
+    let trailer = !args.no_digest && !may_pass && len > 0 && sendfile != SendfileMode::Always;
     let started = Instant::now();
     let mut hashing = None;
     let mut hashed = None;
-    if args.no_digest {
-        // Nothing to hash: the server verifies the length only.
+    if args.no_digest || trailer {
+        // Nothing to hash first: the server verifies the length only, or the trailer.
     } else if may_pass {
         let copy = file
             .try_clone()
@@ -103,6 +118,8 @@ pub fn put(args: PutArgs) -> Result<(), ClientError> {
         resumable: !args.no_resumable,
         pass_file: !args.no_pass_file,
         digest_later: hashing.is_some(),
+        trailer,
+        streamed: Cell::new(None),
     };
     let full_url = format!(
         "{}://{}{}",
@@ -150,6 +167,14 @@ pub fn put(args: PutArgs) -> Result<(), ClientError> {
                 hashed = Some(own);
                 continue;
             }
+            Err(Step::NoTrailer) => {
+                // Refused before a body byte: nothing stored, no upload created.
+                let own = hash(&file, len, &shown)?;
+                job.digest = Some(digest_header(&own));
+                job.trailer = false;
+                hashed = Some(own);
+                continue;
+            }
         };
         failures += 1;
         if failures > args.retries {
@@ -174,6 +199,7 @@ pub fn put(args: PutArgs) -> Result<(), ClientError> {
     if hashing.is_some() {
         hashed = Some(join_hash(hashing.take(), &shown)?);
     }
+    let streamed = job.streamed.get().filter(|_| hashed.is_none());
     let elapsed = started.elapsed();
     let server_sha = answer
         .as_ref()
@@ -227,6 +253,16 @@ pub fn put(args: PutArgs) -> Result<(), ClientError> {
             progress::secs(*took),
             progress::rate(len, *took)
         ));
+    } else if let Some(sha256) = streamed {
+        let ours = crate::serve::hex(&sha256);
+        if let Some(theirs) = server_sha {
+            if theirs != ours {
+                return Err(ClientError::new(format!(
+                    "the server stored a different SHA-256 ({theirs}) than the file's ({ours})"
+                )));
+            }
+        }
+        summary.push_str("; hashed while sending, verified by the server");
     }
     eprintln!("{summary}");
     Ok(())
@@ -254,6 +290,11 @@ struct Job<'a> {
     /// The file is hashed beside the server's copy (no `digest` yet): only a request that
     /// passes the file may go; any other is [`Step::NotPassed`] before a body byte is sent.
     digest_later: bool,
+    /// The digest goes as a trailer after the body, hashed as it is sent (no `digest`): a
+    /// `Content-Digest` of a `PUT`, a `Repr-Digest` (the whole file's) of a `PATCH`.
+    trailer: bool,
+    /// The SHA-256 the last request that sent the file to its end sent as its trailer.
+    streamed: Cell<Option<[u8; 32]>>,
 }
 
 /// Where the upload stands across attempts.
@@ -282,6 +323,9 @@ enum Step {
     /// The file was to be passed with its digest computed meanwhile, but the connection cannot
     /// pass it or the server wants the bytes (`100 Continue`): send it again with the digest.
     NotPassed,
+    /// The server refused the digest as a trailer (`501` before the body: `weir serve
+    /// --store s3://` needs it first): send it again, hashed first, with the digest in the head.
+    NoTrailer,
 }
 
 /// A retryable failure from an I/O error.
@@ -319,6 +363,10 @@ impl Job<'_> {
         if self.resumable {
             headers.push(("upload-complete", "?1".to_owned()));
             headers.push(("upload-draft-interop-version", INTEROP_VERSION.to_owned()));
+            if self.trailer {
+                // A chunked body has no Content-Length: the length goes in the draft's field.
+                headers.push(("upload-length", self.len.to_string()));
+            }
         }
         // The creation carries the whole file: the server keeps this digest and verifies it
         // at completion, however many appends that takes.
@@ -340,7 +388,7 @@ impl Job<'_> {
             "PUT",
             (self.url, first),
             headers,
-            0,
+            (0, Sha256::new()),
             &mut announced,
             &mut sent_end,
         );
@@ -401,13 +449,21 @@ impl Job<'_> {
             ("upload-offset", offset.to_string()),
             ("upload-complete", "?1".to_owned()),
             ("upload-draft-interop-version", INTEROP_VERSION.to_owned()),
+            ("upload-length", self.len.to_string()),
         ];
+        // The trailer is the whole file's digest: the bytes before the offset were sent by an
+        // earlier attempt, perhaps an earlier run, so they are hashed again here (a resumption
+        // reads them once more; an upload that is not cut reads the file once).
+        let mut prefix = Sha256::new();
+        if self.trailer && offset > 0 {
+            hash_range(self.file, offset, &mut prefix).map_err(io_step)?;
+        }
         let mut sent_end = offset;
         let result = self.exchange(
             "PATCH",
             (&url, false),
             headers,
-            offset,
+            (offset, prefix),
             &mut |_| {},
             &mut sent_end,
         );
@@ -431,7 +487,7 @@ impl Job<'_> {
         method: &str,
         (url, first): (&Url, bool),
         mut headers: Vec<(&'static str, String)>,
-        offset: u64,
+        (offset, mut hasher): (u64, Sha256),
         interim: &mut dyn FnMut(&ResponseHead),
         sent_end: &mut u64,
     ) -> Result<(Connection, ResponseHead), Step> {
@@ -457,6 +513,24 @@ impl Job<'_> {
         } else if self.digest_later {
             return Err(Step::NotPassed);
         }
+        // The digest as a trailer: HTTP/1.1 needs a chunked body to carry one; HTTP/2 keeps
+        // the length and ends the stream with a HEADERS frame.
+        // An empty append still carries it: the server may hold every byte of a creation cut
+        // before its trailer, and completes the upload only with the digest checked.
+        let trailer = (self.trailer && !passing && (len > 0 || method == "PATCH")).then_some(
+            if method == "PUT" {
+                "content-digest"
+            } else {
+                "repr-digest"
+            },
+        );
+        if let Some(name) = trailer {
+            if !conn.is_h2() {
+                headers.retain(|(name, _)| *name != "content-length");
+                headers.push(("transfer-encoding", "chunked".to_owned()));
+            }
+            headers.push(("trailer", name.to_owned()));
+        }
         let request = Request {
             method,
             target: &url.target,
@@ -466,7 +540,7 @@ impl Job<'_> {
         if passing {
             conn.send_head_passing(&request, self.file)
         } else {
-            conn.send_head(&request, len > 0)
+            conn.send_head(&request, len > 0 || trailer.is_some())
         }
         .map_err(io_step)?;
         let mut early: Option<ResponseHead> = None;
@@ -488,6 +562,7 @@ impl Job<'_> {
             }
         }
         let head = match early {
+            Some(head) if trailer.is_some() && head.status == 501 => return Err(Step::NoTrailer),
             // The server answered before the body: a refusal (or a server that needed no body).
             Some(head) => head,
             // The server wants the bytes, and the digest is not in the head: closing the
@@ -500,7 +575,15 @@ impl Job<'_> {
                     *sent_end = offset + n;
                     bar.set_position(offset + n);
                 };
-                let sent = conn.send_file(self.file, offset, len, self.sendfile, &mut on_sent);
+                let sent = match trailer {
+                    Some(name) => {
+                        let digest = (name, &mut hasher);
+                        let range = (offset, len);
+                        let sent = conn.send_file_digest(self.file, range, digest, &mut on_sent);
+                        sent.map(|sha256| self.streamed.set(Some(sha256)))
+                    }
+                    None => conn.send_file(self.file, offset, len, self.sendfile, &mut on_sent),
+                };
                 bar.finish_and_clear();
                 if let Err(e) = sent {
                     // The server may have answered (507, 413) and closed: show its reason.
@@ -585,6 +668,30 @@ fn digest_header((sha256, _): &([u8; 32], Duration)) -> (&'static str, String) {
         sha512: None,
     };
     ("content-digest", digest.to_header_value())
+}
+
+/// Feeds the file's first `len` bytes to `hasher` (a resumed upload's trailer digest covers
+/// the bytes sent before).
+fn hash_range(file: &File, len: u64, hasher: &mut Sha256) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    // COPY: page cache → this buffer, hashed in place; only when an upload is resumed.
+    let mut buf = vec![0u8; 1024 * 1024];
+    let mut done = 0u64;
+    while done < len {
+        let want = usize::try_from(len - done)
+            .unwrap_or(usize::MAX)
+            .min(buf.len());
+        let n = file.read_at(&mut buf[..want], done)?;
+        if n == 0 {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "the file got shorter while it was being hashed",
+            ));
+        }
+        hasher.update(&buf[..n]);
+        done += n as u64;
+    }
+    Ok(())
 }
 
 /// SHA-256 of the file's `len` bytes, and how long it took; with a progress bar if `bar`.

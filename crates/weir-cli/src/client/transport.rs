@@ -260,6 +260,83 @@ impl Transport {
         }
         self.flush()
     }
+
+    /// [`Transport::copy_file`] framed as an HTTP/1.1 chunked body, one chunk per buffer (the
+    /// chunk's size line and end written with its data in one `writev`), each buffer handed
+    /// to `seen` once written: the caller hashes the bytes it sends, from the buffer they
+    /// were sent from, while the receiver works on them. The last chunk and the trailer
+    /// section are the caller's to write.
+    pub(crate) fn copy_file_chunked(
+        &mut self,
+        file: &File,
+        (offset, len): (u64, u64),
+        seen: &mut dyn FnMut(&[u8]),
+        progress: &mut dyn FnMut(u64),
+    ) -> io::Result<()> {
+        use std::os::unix::fs::FileExt;
+        // COPY: page cache → this buffer → socket (under TLS: → rustls's records); the hash
+        // reads the same buffer, still in the CPU cache.
+        let mut buf = vec![0u8; 1024 * 1024];
+        let mut sent = 0u64;
+        while sent < len {
+            let want = usize::try_from(len - sent)
+                .unwrap_or(usize::MAX)
+                .min(buf.len());
+            let n = file.read_at(&mut buf[..want], offset + sent)?;
+            if n == 0 {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "the file got shorter while it was being sent",
+                ));
+            }
+            let mut size = [0u8; 18];
+            let size = chunk_size_line(n, &mut size);
+            let mut parts = [
+                io::IoSlice::new(size),
+                io::IoSlice::new(&buf[..n]),
+                io::IoSlice::new(b"\r\n"),
+            ];
+            write_all_vectored(self, &mut parts)?;
+            seen(&buf[..n]);
+            sent += n as u64;
+            progress(sent);
+        }
+        Ok(())
+    }
+}
+
+/// `n` in hexadecimal followed by CRLF, in `out`: a chunk's size line.
+fn chunk_size_line(n: usize, out: &mut [u8; 18]) -> &[u8] {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut digits = [0u8; 16];
+    let mut i = digits.len();
+    let mut v = n;
+    loop {
+        i -= 1;
+        digits[i] = HEX[v & 0xf];
+        v >>= 4;
+        if v == 0 {
+            break;
+        }
+    }
+    let len = digits.len() - i;
+    out[..len].copy_from_slice(&digits[i..]);
+    out[len..len + 2].copy_from_slice(b"\r\n");
+    &out[..len + 2]
+}
+
+/// Writes every byte of `parts` (`Write::write_all_vectored` is not stable).
+fn write_all_vectored(w: &mut impl Write, mut parts: &mut [io::IoSlice<'_>]) -> io::Result<()> {
+    io::IoSlice::advance_slices(&mut parts, 0);
+    while !parts.is_empty() {
+        match w.write_vectored(parts) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => io::IoSlice::advance_slices(&mut parts, n),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 #[cfg(target_os = "linux")]
@@ -372,6 +449,13 @@ impl Write for Transport {
         }
     }
 
+    fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        match self {
+            Self::Plain(s) => s.write_vectored(bufs),
+            Self::Tls(s) => s.write_vectored(bufs),
+        }
+    }
+
     /// Under TLS: sends what rustls still holds.
     fn flush(&mut self) -> io::Result<()> {
         match self {
@@ -393,6 +477,51 @@ mod tests {
         assert!(!Transport::Plain(Socket::Tcp(tcp)).sendfile_pays());
         let (a, _b) = UnixStream::pair().unwrap();
         assert!(!Transport::Plain(Socket::Unix(a)).sendfile_pays());
+    }
+
+    #[test]
+    fn copy_file_chunked_frames_every_buffer_and_shows_each_once() {
+        let mut file = tempfile::tempfile().unwrap();
+        let data: Vec<u8> = (0..2_500_000u32).map(|i| (i % 251) as u8).collect();
+        file.write_all(&data).unwrap();
+        file.rewind().unwrap();
+        let (a, mut b) = UnixStream::pair().unwrap();
+        let mut t = Transport::Plain(Socket::Unix(a));
+        let reader = std::thread::spawn(move || {
+            let mut got = Vec::new();
+            b.read_to_end(&mut got).unwrap();
+            got
+        });
+        let mut seen = Vec::new();
+        let mut last = 0;
+        t.copy_file_chunked(
+            &file,
+            (7, 2_400_000),
+            &mut |b| seen.extend_from_slice(b),
+            &mut |n| last = n,
+        )
+        .unwrap();
+        drop(t);
+        let wire = reader.join().unwrap();
+        let mut decoder = weir_proto::body::BodyDecoder::new(
+            weir_proto::Framing::Chunked,
+            &weir_proto::Limits::default(),
+        );
+        let mut body = Vec::new();
+        let mut at = 0;
+        while at < wire.len() {
+            let d = decoder.decode(&wire[at..]).unwrap();
+            at += d.framing;
+            body.extend_from_slice(&wire[at..at + d.data]);
+            decoder.consume(d.data);
+            at += d.data;
+        }
+        assert_eq!(body, &data[7..2_400_007]);
+        assert_eq!(seen, body);
+        assert_eq!(last, 2_400_000);
+        let mut out = [0u8; 18];
+        assert_eq!(chunk_size_line(0x10_0000, &mut out), b"100000\r\n");
+        assert_eq!(chunk_size_line(0, &mut out), b"0\r\n");
     }
 
     #[test]

@@ -55,6 +55,11 @@ pub(super) async fn create(
     path: StorePath,
     complete: bool,
 ) -> Result<(), weir::Error> {
+    // The store needs the digest before the last part (as `remote.rs`'s `PUT`): one that
+    // follows the body is refused before any byte, never stored unchecked.
+    if super::resumable::announces_trailer_digest(ex) {
+        return super::remote::not_implemented(ex, "a digest trailer").await;
+    }
     let length = match request_length(ex, complete, 0, None) {
         Ok(l) => l,
         Err(message) => {
@@ -210,6 +215,9 @@ async fn append(
     ex: &mut Exchange<'_>,
     id: &str,
 ) -> Result<(), weir::Error> {
+    if super::resumable::announces_trailer_digest(ex) {
+        return super::remote::not_implemented(ex, "a digest trailer").await;
+    }
     let partial = ex.request().header("content-type").is_some_and(|v| {
         let media = v.split(|&b| b == b';').next().unwrap_or_default();
         media

@@ -32,6 +32,11 @@
 //! that `Upload-Offset` once recorded, with the next piece of the body or before the final
 //! answer (draft §4.3's progress; [`announce_offset`]). The end of a request waits for it, then
 //! records its own offset under `block_in_place`.
+//!
+//! The digest of the whole upload may also come as a trailer of the request that completes it
+//! (`Repr-Digest`, or the `Content-Digest` of a creation that carries all of it): verified at
+//! the commit like one given at creation, so a client can hash while it sends (`weir put`).
+//! Announced at creation (`Trailer:`), it makes the creation hash while receiving.
 
 use super::hasher::{LaneHandle, MarkWait};
 use super::reply::{self, Problem, hex};
@@ -248,7 +253,10 @@ pub(super) async fn create(
             super::tus::base64_encode(t.as_str().as_bytes(), &mut m);
             m
         });
-    let made = resumables.create_with_metadata(&path, length, expected, svc.options.hash, metadata);
+    // A digest announced to follow the body is verified at completion from the hash taken
+    // while receiving, as for a `PUT` (`upload.rs`), rather than by reading the file back.
+    let hash = svc.options.hash || announces_trailer_digest(ex);
+    let made = resumables.create_with_metadata(&path, length, expected, hash, metadata);
     let (id, state) = match made {
         Ok(made) => made,
         Err(e) => return reply::store_error(ex, &e).await,
@@ -360,6 +368,64 @@ pub(super) fn expected_digest(ex: &Exchange<'_>, complete: bool) -> Result<Optio
     }
     let digest = ContentDigest::parse(&joined).map_err(|e| e.to_string())?;
     Ok((!digest.is_empty()).then(|| digest.to_header_value()))
+}
+
+/// Whether the head announces a digest of the whole upload as a trailer (`Trailer:
+/// content-digest` or `repr-digest`).
+pub(super) fn announces_trailer_digest(ex: &Exchange<'_>) -> bool {
+    ex.request().header_all("trailer").any(|value| {
+        value.split(|&b| b == b',').any(|name| {
+            let name = name.trim_ascii();
+            name.eq_ignore_ascii_case(b"content-digest")
+                || name.eq_ignore_ascii_case(b"repr-digest")
+        })
+    })
+}
+
+/// The digest of the whole upload sent as a trailer of the request that completes it: a
+/// `Repr-Digest`, or the `Content-Digest` of a creation that carried all of it (`offset` 0).
+/// The commit verifies it (a mismatch: nothing stored, the upload removed), so a client can
+/// hash while sending instead of before. `Err` (answer 400) when malformed, or when it
+/// disagrees with the digest the creation's head gave.
+fn expect_trailer_digest(
+    ex: &Exchange<'_>,
+    offset: u64,
+    appending: &Appending,
+    upload: &mut Upload,
+) -> Result<(), String> {
+    let Some(trailers) = ex.trailers() else {
+        return Ok(());
+    };
+    let mut joined = String::new();
+    let names: &[&str] = if offset == 0 {
+        &["repr-digest", "content-digest"]
+    } else {
+        &["repr-digest"]
+    };
+    for name in names {
+        for value in trailers.get_all(*name) {
+            let value = value
+                .to_str()
+                .map_err(|_| format!("{name} trailer is not ASCII"))?;
+            if !joined.is_empty() {
+                joined.push_str(", ");
+            }
+            joined.push_str(value);
+        }
+    }
+    let digest = ContentDigest::parse(&joined).map_err(|e| format!("trailer: {e}"))?;
+    if digest.is_empty() {
+        return Ok(());
+    }
+    let kept = appending.state().expected_digest.as_deref();
+    if let Some(kept) = kept.and_then(|d| ContentDigest::parse(d).ok()) {
+        let sha256 = matches!((kept.sha256, digest.sha256), (Some(a), Some(b)) if a != b);
+        let sha512 = matches!((kept.sha512, digest.sha512), (Some(a), Some(b)) if a != b);
+        if sha256 || sha512 {
+            return Err("the digest trailer disagrees with the upload's digest".to_owned());
+        }
+    }
+    upload.expect_digest(digest).map_err(|e| e.to_string())
 }
 
 /// `OPTIONS /files/...` or `OPTIONS *`: `Accept-Patch: application/partial-upload` and the
@@ -564,6 +630,16 @@ async fn receive(
             tracing::warn!(upload = %id, error = %e, "resumable upload: checkpoint failed");
         }
         return failure.answer(ex, svc.options.max_upload).await;
+    }
+    if complete {
+        if let Err(message) = expect_trailer_digest(ex, offset, &appending, &mut upload) {
+            // Nothing is committed; what arrived is kept, as for a cut request.
+            let kept = off_the_runtime(|| appending.finish(upload, false));
+            if let Err(e) = &kept {
+                tracing::warn!(upload = %id, error = %e, "resumable upload: checkpoint failed");
+            }
+            return reply::error(ex, Problem::BadRequest, &message, &[]).await;
+        }
     }
     keep_media_type(&appending, &mut upload);
     let end = off_the_runtime(|| appending.finish(upload, complete));

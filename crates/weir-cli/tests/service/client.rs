@@ -18,7 +18,7 @@ fn put_and_get_report_and_verify() {
     let err = stderr(&out);
     assert!(err.starts_with("Uploaded 3.0 MiB in "), "{err}");
     assert!(
-        err.contains("hashed in") && err.contains("verified by the server"),
+        err.contains("hashed while sending, verified by the server"),
         "{err}"
     );
     assert!(out.stdout.is_empty());

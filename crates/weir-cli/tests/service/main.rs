@@ -30,6 +30,7 @@ mod pre_upload;
 mod preconditions;
 mod problems;
 mod put_resume;
+mod put_trailer;
 mod ranges;
 mod resumable;
 mod routes;

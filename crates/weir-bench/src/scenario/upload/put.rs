@@ -3,7 +3,7 @@
 //! client and the raw baselines. The target for it: ≥ 0.95 × raw TCP and ≥ 0.95 × `curl -T` (issue 18).
 //! Two rows: `weir put`'s default (the file read into a 1 MiB buffer, written from it) and
 //! `--sendfile` (page cache → socket), so the choice of default stays measured; a third with
-//! the digest (the hashing pass over the file before the body, which the first two leave out);
+//! the digest (hashed as the body is sent, which the first two leave out);
 //! and a fourth, `curl -T` of the same file to the same server (issue 18, item 5: `weir put`
 //! ≥ 0.95 × curl).
 //!
@@ -31,8 +31,9 @@ pub(super) enum Send {
     Buffered,
     /// `--sendfile`.
     Sendfile,
-    /// Its default with the digest: the file hashed (SHA-256) in a pass of its own before the
-    /// body is sent, the digest in the head (`Content-Digest`) for the server to verify.
+    /// Its default with the digest: the file hashed (SHA-256) from the buffers it is sent from,
+    /// the digest in a `Content-Digest` trailer for the server to verify (an older binary:
+    /// hashed in a pass of its own first, the digest in the head).
     Digest,
     /// Not `weir put` but `curl -T FILE URL` (a `PUT` with `Expect: 100-continue`, as
     /// `weir put` sends), the file and server the same.
@@ -44,7 +45,7 @@ impl Send {
         match self {
             Send::Buffered => "weir put → weir, pause 1 MiB → discard",
             Send::Sendfile => "weir put --sendfile → weir, pause 1 MiB → discard",
-            Send::Digest => "weir put, SHA-256 first → weir, pause 1 MiB → discard",
+            Send::Digest => "weir put with its SHA-256 → weir, pause 1 MiB → discard",
             Send::Curl => "curl -T → weir, pause 1 MiB → discard",
         }
     }
@@ -203,7 +204,7 @@ pub(super) fn ratio_note(rows: &[super::Row]) -> Option<String> {
             match send {
                 Send::Buffered => "through its 1 MiB buffer (its default on loopback)",
                 Send::Sendfile => "with `--sendfile`",
-                Send::Digest => "its default, the file hashed before it is sent (`Content-Digest`)",
+                Send::Digest => "its default, with the file's SHA-256 (`Content-Digest`)",
                 Send::Curl => "`curl -T FILE URL` instead of `weir put`",
             },
             put.gib_s.ratio_to(&raw.gib_s).show(2)
