@@ -9,74 +9,27 @@ use sha2::{Digest, Sha256};
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
-use std::process::Child;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 use weir_testkit::h1::{Client, Resp};
 use weir_testkit::seaweed::{self, Seaweed};
 
-const WEIR: &str = env!("CARGO_BIN_EXE_weir");
+mod s3_nodes;
+use s3_nodes::{Node, WEIR, direct, start_node};
+
 const MIB: usize = 1 << 20;
 /// The part size every node runs with (S3's minimum; `weir serve` refuses less).
 const PART: usize = 5 * MIB;
 
-/// One `weir serve` process on the bucket; killed on drop.
-struct Node {
-    child: Child,
-    addr: SocketAddr,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Node {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// Starts a node on `weed`'s bucket (prefix: none), 5 MiB parts unless `args` say, with `args`.
 fn node(weed: &Seaweed, args: &[&str]) -> Node {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("state");
     let store = format!("s3://{}", seaweed::BUCKET);
-    let mut all = vec!["--store", &store, "--s3-endpoint", &weed.endpoint];
+    let mut all = vec![];
     if !args.contains(&"--s3-part-size") {
         all.extend_from_slice(&["--s3-part-size", "5MiB"]);
     }
     all.extend_from_slice(args);
-    let env = [
-        ("AWS_ACCESS_KEY_ID", seaweed::ACCESS_KEY),
-        ("AWS_SECRET_ACCESS_KEY", seaweed::SECRET_KEY),
-    ];
-    // `WEIR_SERVE_BIN`: another build of `weir` for the nodes (the measurement below runs
-    // the release one).
-    let bin = std::env::var_os("WEIR_SERVE_BIN").unwrap_or_else(|| WEIR.into());
-    let (child, addr) =
-        weir_testkit::serve_binary::spawn(Path::new(&bin), &root, dir.path(), &all, &env)
-            .unwrap_or_else(|stderr| panic!("weir serve did not start: {stderr}"));
-    Node {
-        child,
-        addr,
-        _dir: dir,
-    }
-}
-
-/// A client of `weed`'s bucket, as the nodes see it.
-fn direct(weed: &Seaweed) -> weir_store::S3Store {
-    weir_store::S3Store::new(weir_store::S3Config {
-        endpoint: weed.endpoint.clone(),
-        region: "us-east-1".into(),
-        bucket: seaweed::BUCKET.into(),
-        prefix: String::new(),
-        access_key: seaweed::ACCESS_KEY.into(),
-        secret_key: seaweed::SECRET_KEY.into(),
-        session_token: None,
-        part_size: PART,
-        parts_in_flight: 1,
-        path_style: true,
-        request_timeout: Duration::from_secs(60),
-    })
-    .unwrap()
+    start_node(weed, &store, &all)
 }
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -668,119 +621,6 @@ fn weir_put_and_get_through_two_nodes() {
         Some(format!("sha-256=:{sha}:").as_str())
     );
     assert_only_a_manifest(&weed);
-}
-
-/// The cost of resuming (docs/BENCHMARKS.md): 1 GiB as one plain `PUT`, against the same
-/// bytes as a resumable upload in four requests alternating between two nodes, each cut inside
-/// a part (8 MiB parts, two in flight: the defaults). Rounds alternate; times printed, nothing
-/// asserted but the digests. Run (the nodes from a release build, the client here):
-/// `cargo build --release -p weir-cli && WEIR_SERVE_BIN=target/release/weir cargo test -p
-/// weir-cli --test s3_resumable -- --ignored --nocapture resumed_vs_plain`.
-#[test]
-#[ignore = "a measurement: 1 GiB several times"]
-fn resumed_vs_plain_1gib() {
-    let Some(weed) = start_weed() else { return };
-    let nodes = [
-        node(&weed, &["--s3-part-size", "8MiB"]),
-        node(&weed, &["--s3-part-size", "8MiB"]),
-    ];
-    let total: usize = 1 << 30;
-    let pattern = data(MIB + 4099, 3);
-    // The body as slices of the pattern, from `start` to `end`, written to `w`.
-    let send = |w: &mut TcpStream, start: usize, end: usize| {
-        let mut at = start;
-        while at < end {
-            let p = at % pattern.len();
-            let n = (pattern.len() - p).min(end - at);
-            w.write_all(&pattern[p..p + n]).unwrap();
-            at += n;
-        }
-    };
-    let mut hasher = Sha256::new();
-    {
-        let mut at = 0;
-        while at < total {
-            let p = at % pattern.len();
-            let n = (pattern.len() - p).min(total - at);
-            hasher.update(&pattern[p..p + n]);
-            at += n;
-        }
-    }
-    let sha = hex(&hasher.finalize());
-    let one = |addr: SocketAddr, head: String, start: usize, end: usize| -> (Vec<Resp>, Resp) {
-        let mut stream = TcpStream::connect(addr).unwrap();
-        write!(
-            stream,
-            "{head}\r\nhost: t\r\nconnection: close\r\ncontent-length: {}\r\n\r\n",
-            end - start
-        )
-        .unwrap();
-        let mut writer = stream.try_clone().unwrap();
-        std::thread::scope(|s| {
-            let h = s.spawn(|| send(&mut writer, start, end));
-            let mut client = Client::new(stream);
-            client
-                .stream()
-                .set_read_timeout(Some(Duration::from_secs(600)))
-                .unwrap();
-            let r = final_response(&mut client, false);
-            h.join().unwrap();
-            r
-        })
-    };
-    let mut plain = Vec::new();
-    let mut resumed = Vec::new();
-    for round in 0..3 {
-        let t = Instant::now();
-        let (_, r) = one(
-            nodes[0].addr,
-            format!("PUT /files/plain{round}.bin HTTP/1.1"),
-            0,
-            total,
-        );
-        assert_eq!(r.status, 201, "{}", r.text());
-        assert_eq!(json(&r)["sha256"], sha.as_str());
-        plain.push(t.elapsed());
-
-        let t = Instant::now();
-        let cuts = [0, 256 * MIB + 12_345, 512 * MIB + 777, 768 * MIB + 3, total];
-        let (_, r) = one(
-            nodes[0].addr,
-            format!(
-                "PUT /files/resumed{round}.bin HTTP/1.1\r\nupload-complete: ?0\r\nupload-length: {total}"
-            ),
-            cuts[0],
-            cuts[1],
-        );
-        assert_eq!(r.status, 201, "{}", r.text());
-        let location = r.header("location").unwrap().to_owned();
-        for i in 1..4 {
-            let (_, r) = one(
-                nodes[i % 2].addr,
-                patch_head(&location, cuts[i], i == 3),
-                cuts[i],
-                cuts[i + 1],
-            );
-            assert!(r.status == 204 || r.status == 201, "{}", r.text());
-            if i == 3 {
-                assert_eq!(json(&r)["sha256"], sha.as_str());
-            }
-        }
-        resumed.push(t.elapsed());
-        for name in [format!("plain{round}.bin"), format!("resumed{round}.bin")] {
-            request(
-                nodes[0].addr,
-                &format!("DELETE /files/{name} HTTP/1.1"),
-                b"",
-            );
-        }
-        eprintln!(
-            "round {round}: plain {:?}, resumed in 4 requests over 2 nodes {:?}, ratio {:.3}",
-            plain[round],
-            resumed[round],
-            resumed[round].as_secs_f64() / plain[round].as_secs_f64()
-        );
-    }
 }
 
 /// `weir_storage_used_bytes` of a node's `/metrics`.

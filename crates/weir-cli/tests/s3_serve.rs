@@ -7,13 +7,12 @@
 use sha2::{Digest, Sha256};
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
-use std::path::Path;
-use std::process::Child;
 use std::time::{Duration, Instant};
 use weir_testkit::h1::{Client, Resp};
 use weir_testkit::seaweed::{self, Seaweed};
 
-const WEIR: &str = env!("CARGO_BIN_EXE_weir");
+mod s3_nodes;
+use s3_nodes::{Node, direct, start_node};
 
 /// A `weir serve --store s3://weir/PREFIX` on a fresh `weed mini`; killed on drop.
 struct S3Serve {
@@ -22,57 +21,9 @@ struct S3Serve {
     _weed: Seaweed,
 }
 
-/// One `weir serve` process on the bucket; killed on drop.
-struct Node {
-    child: Child,
-    addr: SocketAddr,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Node {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// Starts a node on `weed`'s bucket (each with its own state directory).
 fn node(weed: &Seaweed, prefix: &str, args: &[&str]) -> Node {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("state");
-    let store = format!("s3://{}/{prefix}", seaweed::BUCKET);
-    let mut all = vec!["--store", &store, "--s3-endpoint", &weed.endpoint];
-    all.extend_from_slice(args);
-    let env = [
-        ("AWS_ACCESS_KEY_ID", seaweed::ACCESS_KEY),
-        ("AWS_SECRET_ACCESS_KEY", seaweed::SECRET_KEY),
-    ];
-    let (child, addr) =
-        weir_testkit::serve_binary::spawn(Path::new(WEIR), &root, dir.path(), &all, &env)
-            .unwrap_or_else(|stderr| panic!("weir serve did not start: {stderr}"));
-    Node {
-        child,
-        addr,
-        _dir: dir,
-    }
-}
-
-/// A client of `weed`'s bucket (as weir serve's, without a prefix).
-fn direct(weed: &Seaweed) -> weir_store::S3Store {
-    weir_store::S3Store::new(weir_store::S3Config {
-        endpoint: weed.endpoint.clone(),
-        region: "us-east-1".into(),
-        bucket: seaweed::BUCKET.into(),
-        prefix: String::new(),
-        access_key: seaweed::ACCESS_KEY.into(),
-        secret_key: seaweed::SECRET_KEY.into(),
-        session_token: None,
-        part_size: 5 << 20,
-        parts_in_flight: 1,
-        path_style: true,
-        request_timeout: Duration::from_secs(60),
-    })
-    .unwrap()
+    start_node(weed, &format!("s3://{}/{prefix}", seaweed::BUCKET), args)
 }
 
 /// Waits until `weed mini` has its bucket (it creates it shortly after its port opens).

@@ -229,8 +229,7 @@ impl Transport {
         self.copy_file(file, offset, len, progress)
     }
 
-    /// The portable path: read into a buffer, write it out. 1 MiB: few system calls, and
-    /// small enough to stay in the CPU cache between the read and the write (or encryption).
+    /// The portable path: read into a buffer, write it out.
     pub(crate) fn copy_file(
         &mut self,
         file: &File,
@@ -238,26 +237,9 @@ impl Transport {
         len: u64,
         progress: &mut dyn FnMut(u64),
     ) -> io::Result<()> {
-        use std::os::unix::fs::FileExt;
-        // COPY: page cache → this buffer → socket (under TLS: → rustls's records, encrypted in
-        // place, → socket).
-        let mut buf = vec![0u8; 1024 * 1024];
-        let mut sent = 0u64;
-        while sent < len {
-            let want = usize::try_from(len - sent)
-                .unwrap_or(usize::MAX)
-                .min(buf.len());
-            let n = file.read_at(&mut buf[..want], offset + sent)?;
-            if n == 0 {
-                return Err(io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    "the file got shorter while it was being sent",
-                ));
-            }
-            self.write_all(&buf[..n])?;
-            sent += n as u64;
-            progress(sent);
-        }
+        // COPY: page cache → the pieces' buffer → socket (under TLS: → rustls's records,
+        // encrypted in place, → socket).
+        read_pieces(file, (offset, len), progress, |piece| self.write_all(piece))?;
         self.flush()
     }
 
@@ -273,36 +255,51 @@ impl Transport {
         seen: &mut dyn FnMut(&[u8]),
         progress: &mut dyn FnMut(u64),
     ) -> io::Result<()> {
-        use std::os::unix::fs::FileExt;
-        // COPY: page cache → this buffer → socket (under TLS: → rustls's records); the hash
-        // reads the same buffer, still in the CPU cache.
-        let mut buf = vec![0u8; 1024 * 1024];
-        let mut sent = 0u64;
-        while sent < len {
-            let want = usize::try_from(len - sent)
-                .unwrap_or(usize::MAX)
-                .min(buf.len());
-            let n = file.read_at(&mut buf[..want], offset + sent)?;
-            if n == 0 {
-                return Err(io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    "the file got shorter while it was being sent",
-                ));
-            }
+        // COPY: page cache → the pieces' buffer → socket (under TLS: → rustls's records); the
+        // hash reads the same buffer, still in the CPU cache.
+        read_pieces(file, (offset, len), progress, |piece| {
             let mut size = [0u8; 18];
-            let size = chunk_size_line(n, &mut size);
+            let size = chunk_size_line(piece.len(), &mut size);
             let mut parts = [
                 io::IoSlice::new(size),
-                io::IoSlice::new(&buf[..n]),
+                io::IoSlice::new(piece),
                 io::IoSlice::new(b"\r\n"),
             ];
             write_all_vectored(self, &mut parts)?;
-            seen(&buf[..n]);
-            sent += n as u64;
-            progress(sent);
-        }
-        Ok(())
+            seen(piece);
+            Ok(())
+        })
     }
+}
+
+/// Reads `len` bytes of `file` from `offset` into one 1 MiB buffer, a piece at a time, hands
+/// each piece to `send` and reports the bytes sent so far. 1 MiB: few system calls, and small
+/// enough to stay in the CPU cache between the read and the write (or encryption).
+fn read_pieces(
+    file: &File,
+    (offset, len): (u64, u64),
+    progress: &mut dyn FnMut(u64),
+    mut send: impl FnMut(&[u8]) -> io::Result<()>,
+) -> io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = vec![0u8; 1024 * 1024];
+    let mut sent = 0u64;
+    while sent < len {
+        let want = usize::try_from(len - sent)
+            .unwrap_or(usize::MAX)
+            .min(buf.len());
+        let n = file.read_at(&mut buf[..want], offset + sent)?;
+        if n == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "the file got shorter while it was being sent",
+            ));
+        }
+        send(&buf[..n])?;
+        sent += n as u64;
+        progress(sent);
+    }
+    Ok(())
 }
 
 /// `n` in hexadecimal followed by CRLF, in `out`: a chunk's size line.

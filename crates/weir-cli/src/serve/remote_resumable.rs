@@ -22,8 +22,9 @@
 use super::auth::{Access, Caller, Verdict};
 use super::reply::{self, Problem, hex};
 use super::resumable::{
-    INTEROP_VERSION, PREFIX, announce_offset, check_sizes, expected_digest, integer,
-    limits_with_age, problem, request_length, upload_complete,
+    INTEROP_VERSION, PREFIX, announce_offset, answer_append_failed, answer_completed,
+    answer_incomplete, check_sizes, expected_digest, integer, limits_with_age, problem,
+    request_length, upload_complete,
 };
 use super::service::Service;
 use super::upload::{self, BodyFailure};
@@ -315,43 +316,11 @@ async fn receive(
     match appending.finish(complete).await {
         Ok(S3AppendEnd::Incomplete(state)) => {
             let limit = limits_with_age(svc, max_age(Some(&state), ups));
-            let status = if location.is_some() {
-                StatusCode::CREATED
-            } else {
-                StatusCode::NO_CONTENT
-            };
-            let mut r = ex
-                .respond(status)
-                .header("upload-complete", "?0")
-                .header_display("upload-offset", state.offset)
-                .header("upload-limit", limit)
-                .header("cache-control", "no-store")
-                .header("upload-draft-interop-version", INTEROP_VERSION);
-            if let Some(location) = location {
-                r = r.header("location", location);
-                let mut body = serde_json::json!({
-                    "upload": location,
-                    "offset": state.offset,
-                });
-                if internals {
-                    body["body"] = upload::body_stats_json(&stats);
-                }
-                let mut text = body.to_string();
-                text.push('\n');
-                return r
-                    .header("content-type", "application/json")
-                    .body(text)
-                    .await;
-            }
-            r.empty().await
+            let stats = internals.then(|| upload::body_stats_json(&stats));
+            answer_incomplete(ex, location, state.offset, limit, stats).await
         }
         Ok(S3AppendEnd::Completed(committed)) => {
             svc.on_stored(target.as_str(), &committed);
-            let status = if committed.replaced {
-                StatusCode::OK
-            } else {
-                StatusCode::CREATED
-            };
             let mut body = serde_json::json!({
                 "path": target.as_str(),
                 "size": committed.size,
@@ -362,34 +331,10 @@ async fn receive(
             if internals {
                 body["body"] = upload::body_stats_json(&stats);
             }
-            let mut text = body.to_string();
-            text.push('\n');
             let etag = super::preconditions::etag(&committed.stored);
-            ex.respond(status)
-                .header("content-type", "application/json")
-                .header("cache-control", "no-store")
-                .header("etag", etag)
-                .header("upload-complete", "?1")
-                .header("upload-draft-interop-version", INTEROP_VERSION)
-                .body(text)
-                .await
+            answer_completed(ex, committed.replaced, body, Some(etag)).await
         }
-        Err(StoreError::LengthMismatch { expected, actual }) => {
-            let message = format!(
-                "inconsistent length values for upload: length {expected}, received {actual}"
-            );
-            let kind = Problem::DraftInconsistentLength;
-            let offset = actual.to_string();
-            let headers = [("upload-offset", offset.as_str())];
-            problem(ex, kind, &message, serde_json::Value::Null, &headers).await
-        }
-        Err(e) => {
-            let headers = [
-                ("upload-complete", "?1"),
-                ("upload-draft-interop-version", INTEROP_VERSION),
-            ];
-            reply::store_error_with(ex, &e, &headers).await
-        }
+        Err(e) => answer_append_failed(ex, e).await,
     }
 }
 

@@ -18,7 +18,7 @@
 use super::auth::{Access, Caller, Verdict};
 use super::reply::{self, Problem};
 use super::service::Service;
-use super::tus::{self, Creation, RESUMABLE, fail};
+use super::tus::{self, Creation, RESUMABLE, answer_head, fail};
 use super::upload::BodyFailure;
 use http::StatusCode;
 use std::time::{Duration, UNIX_EPOCH};
@@ -137,22 +137,15 @@ async fn head(ups: &S3Resumables, ex: &mut Exchange<'_>, id: &str) -> Result<(),
         Ok(None) => return fail(ex, Problem::NotFound, "no such upload").await,
         Err(e) => return reply::store_error(ex, &e).await,
     };
-    let mut r = ex
-        .respond(StatusCode::OK)
-        .header(RESUMABLE.0, RESUMABLE.1)
-        .header_display("upload-offset", state.offset)
-        .header("cache-control", "no-store");
-    match state.length {
-        Some(length) => r = r.header_display("upload-length", length),
-        None => r = r.header("upload-defer-length", "1"),
-    }
-    if let Some(m) = &state.metadata {
-        r = r.header("upload-metadata", m);
-    }
-    if !state.complete {
-        r = r.header("upload-expires", expires(&state));
-    }
-    r.empty().await
+    let expires = (!state.complete).then(|| expires(&state));
+    answer_head(
+        ex,
+        state.offset,
+        state.length,
+        state.metadata.as_deref(),
+        expires,
+    )
+    .await
 }
 
 /// `PATCH /tus/{id}`.

@@ -648,47 +648,16 @@ async fn receive(
     match end {
         Ok(AppendEnd::Incomplete(state)) => {
             let limit = limits(svc, Some(&state), resumables);
-            let status = if location.is_some() {
-                StatusCode::CREATED
-            } else {
-                StatusCode::NO_CONTENT
-            };
-            let mut r = ex
-                .respond(status)
-                .header("upload-complete", "?0")
-                .header_display("upload-offset", state.offset)
-                .header("upload-limit", limit)
-                .header("cache-control", "no-store")
-                .header("upload-draft-interop-version", INTEROP_VERSION);
-            if let Some(location) = location {
-                r = r.header("location", location);
-                let mut body = serde_json::json!({
-                    "upload": location,
-                    "offset": state.offset,
-                });
-                if internals {
-                    body["body"] = upload::body_stats_json(&stats);
-                }
-                let mut text = body.to_string();
-                text.push('\n');
-                return r
-                    .header("content-type", "application/json")
-                    .body(text)
-                    .await;
-            }
-            r.empty().await
+            let stats = internals.then(|| upload::body_stats_json(&stats));
+            answer_incomplete(ex, location, state.offset, limit, stats).await
         }
         Ok(AppendEnd::Completed(committed)) => {
-            if let Some(state) = resumables.state(id).ok().flatten() {
-                svc.on_stored(state.target.as_str(), &committed);
+            let target = resumables.state(id).ok().flatten().map(|s| s.target);
+            if let Some(target) = &target {
+                svc.on_stored(target.as_str(), &committed);
             }
-            let status = if committed.replaced {
-                StatusCode::OK
-            } else {
-                StatusCode::CREATED
-            };
             let mut body = serde_json::json!({
-                "path": resumables.state(id).ok().flatten().map(|s| s.target.as_str().to_owned()),
+                "path": target.as_ref().map(|t| t.as_str()),
                 "size": committed.size,
                 "sha256": committed.sha256.map(|d| hex(&d)),
                 "replaced": committed.replaced,
@@ -700,27 +669,97 @@ async fn receive(
                 // completion, by reading the file back.
                 body["hashing"] = counts.json();
             }
-            let mut text = body.to_string();
-            text.push('\n');
-            ex.respond(status)
-                .header("content-type", "application/json")
-                .header("cache-control", "no-store")
-                .header("upload-complete", "?1")
-                .header("upload-draft-interop-version", INTEROP_VERSION)
-                .body(text)
-                .await
+            answer_completed(ex, committed.replaced, body, None).await
         }
-        Err(StoreError::LengthMismatch { expected, actual }) => {
+        Err(e) => answer_append_failed(ex, e).await,
+    }
+}
+
+/// Answers an append (or a creation's body) that left its upload incomplete, for both stores:
+/// `201` with `Location` and a JSON body for a creation, else `204`; `stats` is the request's
+/// body statistics when the client asked for them (`Weir-Debug`).
+pub(super) async fn answer_incomplete(
+    ex: &mut Exchange<'_>,
+    location: Option<&str>,
+    offset: u64,
+    limit: String,
+    stats: Option<serde_json::Value>,
+) -> Result<(), weir::Error> {
+    let status = if location.is_some() {
+        StatusCode::CREATED
+    } else {
+        StatusCode::NO_CONTENT
+    };
+    let mut r = ex
+        .respond(status)
+        .header("upload-complete", "?0")
+        .header_display("upload-offset", offset)
+        .header("upload-limit", limit)
+        .header("cache-control", "no-store")
+        .header("upload-draft-interop-version", INTEROP_VERSION);
+    let Some(location) = location else {
+        return r.empty().await;
+    };
+    r = r.header("location", location);
+    let mut body = serde_json::json!({
+        "upload": location,
+        "offset": offset,
+    });
+    if let Some(stats) = stats {
+        body["body"] = stats;
+    }
+    let mut text = body.to_string();
+    text.push('\n');
+    r.header("content-type", "application/json")
+        .body(text)
+        .await
+}
+
+/// Answers the request that completed an upload, for both stores: `201` (`200` if it replaced
+/// a file) with the stored file's JSON `body`, and its `ETag` when the store knows it.
+pub(super) async fn answer_completed(
+    ex: &mut Exchange<'_>,
+    replaced: bool,
+    body: serde_json::Value,
+    etag: Option<String>,
+) -> Result<(), weir::Error> {
+    let status = if replaced {
+        StatusCode::OK
+    } else {
+        StatusCode::CREATED
+    };
+    let mut text = body.to_string();
+    text.push('\n');
+    let mut r = ex
+        .respond(status)
+        .header("content-type", "application/json")
+        .header("cache-control", "no-store");
+    if let Some(etag) = etag {
+        r = r.header("etag", etag);
+    }
+    r.header("upload-complete", "?1")
+        .header("upload-draft-interop-version", INTEROP_VERSION)
+        .body(text)
+        .await
+}
+
+/// Answers an append that failed at its end, for both stores: the length disagreeing with the
+/// upload's (the draft's problem type, with the offset received), or the store's error.
+pub(super) async fn answer_append_failed(
+    ex: &mut Exchange<'_>,
+    e: StoreError,
+) -> Result<(), weir::Error> {
+    match e {
+        StoreError::LengthMismatch { expected, actual } => {
             let message = format!(
                 "inconsistent length values for upload: length {expected}, received {actual}"
             );
-            let kind = Problem::DraftInconsistentLength;
-            let none = serde_json::Value::Null;
             let offset = actual.to_string();
             let headers = [("upload-offset", offset.as_str())];
-            problem(ex, kind, &message, none, &headers).await
+            let kind = Problem::DraftInconsistentLength;
+            problem(ex, kind, &message, serde_json::Value::Null, &headers).await
         }
-        Err(e) => {
+        e => {
             let headers = [
                 ("upload-complete", "?1"),
                 ("upload-draft-interop-version", INTEROP_VERSION),

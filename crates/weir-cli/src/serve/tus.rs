@@ -412,20 +412,40 @@ async fn head(
         Ok(None) => return fail(ex, Problem::NotFound, "no such upload").await,
         Err(e) => return reply::store_error(ex, &e).await,
     };
+    let expires = (!state.complete).then(|| expires(resumables, &state));
+    answer_head(
+        ex,
+        state.offset,
+        state.length,
+        state.metadata.as_deref(),
+        expires,
+    )
+    .await
+}
+
+/// The answer to `HEAD /tus/{id}`, for both stores: the offset, the length (or that it is
+/// deferred), the metadata, and the expiry of an upload not yet complete.
+pub(super) async fn answer_head(
+    ex: &mut Exchange<'_>,
+    offset: u64,
+    length: Option<u64>,
+    metadata: Option<&str>,
+    expires: Option<String>,
+) -> Result<(), weir::Error> {
     let mut r = ex
         .respond(StatusCode::OK)
         .header(RESUMABLE.0, RESUMABLE.1)
-        .header_display("upload-offset", state.offset)
+        .header_display("upload-offset", offset)
         .header("cache-control", "no-store");
-    match state.length {
+    match length {
         Some(length) => r = r.header_display("upload-length", length),
         None => r = r.header("upload-defer-length", "1"),
     }
-    if let Some(m) = &state.metadata {
+    if let Some(m) = metadata {
         r = r.header("upload-metadata", m);
     }
-    if !state.complete {
-        r = r.header("upload-expires", expires(resumables, &state));
+    if let Some(expires) = expires {
+        r = r.header("upload-expires", expires);
     }
     r.empty().await
 }

@@ -163,6 +163,24 @@ struct Head {
 }
 
 impl S3Store {
+    /// Sends a `ListObjectsV2` (`op` names it in errors) and parses its page.
+    async fn list_objects(
+        &self,
+        op: &'static str,
+        action: rusty_s3::actions::ListObjectsV2<'_>,
+    ) -> Result<rusty_s3::actions::ListObjectsV2Response, StoreError> {
+        let url = action.sign(SIGNED_FOR);
+        let resp = self.send(op, Method::GET, url, &[], Bytes::new()).await?;
+        if !resp.status().is_success() {
+            return Err(failure(op, resp).await);
+        }
+        let body = collect(op, resp).await?;
+        rusty_s3::actions::ListObjectsV2::parse_response(&body).map_err(|e| StoreError::Backend {
+            op,
+            message: e.to_string(),
+        })
+    }
+
     /// A store over `config`'s bucket. Sends nothing yet (see [`S3Store::check`]).
     pub fn new(config: S3Config) -> Result<S3Store, StoreError> {
         let bad = |message: String| StoreError::Backend {
@@ -253,20 +271,7 @@ impl S3Store {
             if let Some(t) = &token {
                 action.with_continuation_token(t.as_str());
             }
-            let url = action.sign(SIGNED_FOR);
-            let resp = self
-                .send("list objects", Method::GET, url, &[], Bytes::new())
-                .await?;
-            if !resp.status().is_success() {
-                return Err(failure("list objects", resp).await);
-            }
-            let body = collect("list objects", resp).await?;
-            let parsed = rusty_s3::actions::ListObjectsV2::parse_response(&body).map_err(|e| {
-                StoreError::Backend {
-                    op: "list objects",
-                    message: e.to_string(),
-                }
-            })?;
+            let parsed = self.list_objects("list objects", action).await?;
             for c in &parsed.contents {
                 let path = c.key.strip_prefix(&i.prefix).unwrap_or(&c.key);
                 if !path.starts_with(".weir-") {
@@ -754,20 +759,7 @@ impl S3Store {
         if let Some(s) = &start_after {
             action.with_start_after(s.as_str());
         }
-        let url = action.sign(SIGNED_FOR);
-        let resp = self
-            .send("list objects", Method::GET, url, &[], Bytes::new())
-            .await?;
-        if !resp.status().is_success() {
-            return Err(failure("list objects", resp).await);
-        }
-        let body = collect("list objects", resp).await?;
-        let parsed = rusty_s3::actions::ListObjectsV2::parse_response(&body).map_err(|e| {
-            StoreError::Backend {
-                op: "list objects",
-                message: e.to_string(),
-            }
-        })?;
+        let parsed = self.list_objects("list objects", action).await?;
         // (key end, entry): files and directories, in key order.
         let mut found: Vec<(&str, Option<Entry>)> =
             Vec::with_capacity(parsed.contents.len() + parsed.common_prefixes.len());
@@ -918,20 +910,7 @@ impl Store for S3Store {
         let mut action = i.bucket.list_objects_v2(Some(&i.credentials));
         action.with_prefix(below.as_str());
         action.with_max_keys(1);
-        let url = action.sign(SIGNED_FOR);
-        let resp = self
-            .send("list objects", Method::GET, url, &[], Bytes::new())
-            .await?;
-        if !resp.status().is_success() {
-            return Err(failure("list objects", resp).await);
-        }
-        let body = collect("list objects", resp).await?;
-        let parsed = rusty_s3::actions::ListObjectsV2::parse_response(&body).map_err(|e| {
-            StoreError::Backend {
-                op: "list objects",
-                message: e.to_string(),
-            }
-        })?;
+        let parsed = self.list_objects("list objects", action).await?;
         Ok(!parsed.contents.is_empty() || !parsed.common_prefixes.is_empty())
     }
 
@@ -995,7 +974,7 @@ mod upload;
 use read::S3Object;
 pub use resumable::{S3Append, S3AppendEnd, S3ResumableOptions, S3Resumables, S3UploadState};
 pub use upload::S3Upload;
-use upload::abort_request;
+use upload::{abort_request, create_multipart_request};
 
 // ---- helpers ---------------------------------------------------------------------------
 

@@ -669,21 +669,10 @@ impl S3Resumables {
         let i = &self.store.inner;
         let mut action = i.bucket.list_objects_v2(Some(&i.credentials));
         action.with_prefix(prefix);
-        let url = action.sign(SIGNED_FOR);
-        let resp = self
+        let parsed = self
             .store
-            .send("list upload objects", Method::GET, url, &[], Bytes::new())
+            .list_objects("list upload objects", action)
             .await?;
-        if !resp.status().is_success() {
-            return Err(failure("list upload objects", resp).await);
-        }
-        let body = collect("list upload objects", resp).await?;
-        let parsed = rusty_s3::actions::ListObjectsV2::parse_response(&body).map_err(|e| {
-            StoreError::Backend {
-                op: "list upload objects",
-                message: e.to_string(),
-            }
-        })?;
         Ok(parsed.contents.into_iter().map(|c| c.key).collect())
     }
 
@@ -871,36 +860,7 @@ impl S3Append {
         if let Some(d) = self.announced_sha256() {
             headers.push((SHA256_META, hex(&d)));
         }
-        let mut action = s
-            .inner
-            .bucket
-            .create_multipart_upload(Some(&s.inner.credentials), &key);
-        for (k, v) in &headers {
-            action.headers_mut().insert(*k, v.as_str());
-        }
-        let url = action.sign(SIGNED_FOR);
-        let pairs: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        let resp = s
-            .send(
-                "create multipart upload",
-                Method::POST,
-                url,
-                &pairs,
-                Bytes::new(),
-            )
-            .await?;
-        if !resp.status().is_success() {
-            return Err(failure("create multipart upload", resp).await);
-        }
-        let body = collect("create multipart upload", resp).await?;
-        let parsed =
-            rusty_s3::actions::CreateMultipartUpload::parse_response(&body).map_err(|e| {
-                StoreError::Backend {
-                    op: "create multipart upload",
-                    message: e.to_string(),
-                }
-            })?;
-        let upload_id = parsed.upload_id().to_owned();
+        let upload_id = create_multipart_request(&s, &key, &headers).await?;
         self.manifest.upload_id = Some(upload_id.clone());
         if let Err(e) = self.write_manifest().await {
             // Not recorded: nobody would ever complete or abort it.

@@ -51,37 +51,9 @@ impl S3Upload {
         let announced = self.options.expected_digest.as_ref().and_then(|d| d.sha256);
         let headers = self.creation_headers(announced.as_ref());
         let s = &self.store;
-        let mut action = s
-            .inner
-            .bucket
-            .create_multipart_upload(Some(&s.inner.credentials), &self.key);
-        for (k, v) in &headers {
-            action.headers_mut().insert(*k, v.as_str());
-        }
-        let url = action.sign(SIGNED_FOR);
-        let pairs: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        let resp = s
-            .send(
-                "create multipart upload",
-                Method::POST,
-                url,
-                &pairs,
-                Bytes::new(),
-            )
-            .await?;
-        if !resp.status().is_success() {
-            return Err(failure("create multipart upload", resp).await);
-        }
-        let body = collect("create multipart upload", resp).await?;
-        let parsed =
-            rusty_s3::actions::CreateMultipartUpload::parse_response(&body).map_err(|e| {
-                StoreError::Backend {
-                    op: "create multipart upload",
-                    message: e.to_string(),
-                }
-            })?;
+        let upload_id = create_multipart_request(s, &self.key, &headers).await?;
         self.multipart = Some(Multipart {
-            upload_id: parsed.upload_id().to_owned(),
+            upload_id,
             next_part: 1,
             in_flight: JoinSet::new(),
             done: Vec::new(),
@@ -399,6 +371,42 @@ async fn join_one(mp: &mut Multipart) -> Result<(), StoreError> {
         }),
         None => Ok(()),
     }
+}
+
+/// `CreateMultipartUpload` of `key` with `headers` (its metadata: S3 takes it only here);
+/// the new upload's id.
+pub(super) async fn create_multipart_request(
+    store: &S3Store,
+    key: &str,
+    headers: &[(&'static str, String)],
+) -> Result<String, StoreError> {
+    let i = &store.inner;
+    let mut action = i.bucket.create_multipart_upload(Some(&i.credentials), key);
+    for (k, v) in headers {
+        action.headers_mut().insert(*k, v.as_str());
+    }
+    let url = action.sign(SIGNED_FOR);
+    let pairs: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let resp = store
+        .send(
+            "create multipart upload",
+            Method::POST,
+            url,
+            &pairs,
+            Bytes::new(),
+        )
+        .await?;
+    if !resp.status().is_success() {
+        return Err(failure("create multipart upload", resp).await);
+    }
+    let body = collect("create multipart upload", resp).await?;
+    let parsed = rusty_s3::actions::CreateMultipartUpload::parse_response(&body).map_err(|e| {
+        StoreError::Backend {
+            op: "create multipart upload",
+            message: e.to_string(),
+        }
+    })?;
+    Ok(parsed.upload_id().to_owned())
 }
 
 pub(super) async fn abort_request(
