@@ -57,6 +57,15 @@ impl Hashers {
         self.sha256.as_ref().filter(|_| self.sha512.is_none())
     }
 
+    /// Whether `algorithm` is among the hashes computed.
+    #[cfg(feature = "s3")]
+    pub(crate) fn computes(&self, algorithm: DigestAlgorithm) -> bool {
+        match algorithm {
+            DigestAlgorithm::Sha256 => self.sha256.is_some(),
+            DigestAlgorithm::Sha512 => self.sha512.is_some(),
+        }
+    }
+
     pub(crate) fn is_empty(&self) -> bool {
         self.sha256.is_none() && self.sha512.is_none()
     }

@@ -56,6 +56,19 @@ pub enum StoreError {
         algorithm: DigestAlgorithm,
     },
 
+    /// A digest given after the body (a trailer) names an algorithm the upload did not compute
+    /// while its bytes went by, and the store cannot read them back to compute it (`S3Store`
+    /// keeps no copy of the bytes it sent). Nothing was stored (400: send that digest before
+    /// the body, or another algorithm).
+    #[error(
+        "the body's {algorithm} digest was not computed while it was received, and this store \
+         cannot read the bytes back to compute it"
+    )]
+    DigestUnavailable {
+        /// The algorithm that cannot be verified.
+        algorithm: DigestAlgorithm,
+    },
+
     /// The body is not as long as announced at `begin` (`expected_len`): more bytes than
     /// announced were written, or fewer at commit. Nothing was stored (400).
     #[error("body length {actual} differs from the announced {expected}")]

@@ -5,6 +5,7 @@
 //! | --- | --- |
 //! | [`Store::begin`] → [`StoreUpload`] | an upload nothing can see yet |
 //! | [`StoreUpload::write`] | body bytes; returns when the store can take more (backpressure: a slow store slows the caller, nothing queues without bound) |
+//! | [`StoreUpload::expect_digest`] | a digest known only after the body (a `Content-Digest` trailer), verified at the commit like one given at begin |
 //! | [`StoreUpload::commit`] | verify length and digests, then make the object visible at once, if the caller's check accepts the version it replaces (checked atomically with the replacement) |
 //! | [`StoreUpload::abort`], or drop | nothing becomes visible, nothing is left behind |
 //! | [`Store::open`] → [`StoreObject`] | the object's metadata ([`FileMeta`], media type), pinned to that version |
@@ -28,7 +29,9 @@
 //! routes keep using `LocalStore` directly for what only a file can do (`splice`, `sendfile`,
 //! hashing on another thread, resumable uploads).
 
-use crate::{Committed, FileMeta, ListPage, LocalStore, MediaType, StoreError, StorePath};
+use crate::{
+    Committed, ContentDigest, FileMeta, ListPage, LocalStore, MediaType, StoreError, StorePath,
+};
 use crate::{StoredFile, Upload, UploadOptions};
 use bytes::Bytes;
 use std::future::Future;
@@ -98,6 +101,13 @@ pub trait StoreUpload: Send {
 
     /// Bytes written so far.
     fn size(&self) -> u64;
+
+    /// Adds digests the commit must verify that became known after [`Store::begin`]: a
+    /// `Content-Digest` trailer, which arrives after the last body byte and before the commit.
+    /// A member replaces the same algorithm's member given at begin. An algorithm the upload
+    /// cannot verify (one it did not compute while the bytes went by, in a store that cannot
+    /// read them back) is refused now ([`StoreError::DigestUnavailable`]), never skipped.
+    fn expect_digest(&mut self, digest: ContentDigest) -> Result<(), StoreError>;
 
     /// Verifies and makes the object visible, if `check` (when given) accepts the version
     /// replaced; refused: [`StoreError::PreconditionFailed`], nothing changed.
@@ -237,6 +247,11 @@ impl StoreUpload for LocalUpload {
 
     fn size(&self) -> u64 {
         self.0.size()
+    }
+
+    fn expect_digest(&mut self, digest: ContentDigest) -> Result<(), StoreError> {
+        // Reads the file back at commit for an algorithm it was not computing.
+        self.0.expect_digest(digest)
     }
 
     async fn commit(self, check: Option<VersionCheck<'_>>) -> Result<Committed, StoreError> {

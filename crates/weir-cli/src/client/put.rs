@@ -323,8 +323,9 @@ enum Step {
     /// The file was to be passed with its digest computed meanwhile, but the connection cannot
     /// pass it or the server wants the bytes (`100 Continue`): send it again with the digest.
     NotPassed,
-    /// The server refused the digest as a trailer (`501` before the body: `weir serve
-    /// --store s3://` needs it first): send it again, hashed first, with the digest in the head.
+    /// The server refused the digest as a trailer (`501` before the body: a server that needs
+    /// it first, as `weir serve --store s3://` did before it verified trailers): send it
+    /// again, hashed first, with the digest in the head.
     NoTrailer,
 }
 

@@ -12,7 +12,12 @@
 //!   and again inside the form's all-or-none commit, under the store's lock before any rename
 //!   ([`commit_all_checked`]): `If-None-Match: *` means "create only", for every file of the
 //!   form; a refusal is a 412 for the whole form and stores none of its files;
-//! - `DELETE`: under the commit lock, atomically with the unlink (`LocalStore::delete_if`).
+//! - `DELETE`: under the commit lock, atomically with the unlink (`LocalStore::delete_if`);
+//! - a resumable upload's creation with `--store s3://` (`remote_resumable.rs`): before it is
+//!   created, against the object there, then kept with the upload ([`write_condition`]) and
+//!   evaluated again when it completes, maybe through another node, atomically with the
+//!   completion's write ([`kept_hold`]): `If-None-Match: *` on the creating request means
+//!   "create only" even if another writer creates the target while the upload is incomplete.
 //!
 //! A missing file is 404 for `GET`, `HEAD` and `DELETE` whatever the preconditions (RFC 9110
 //! §13.2.1: the unconditional answer would not be 2xx); for `PUT` it is a target with no
@@ -21,7 +26,8 @@
 use super::reply::{self, Problem, hex};
 use super::service;
 use std::time::UNIX_EPOCH;
-use weir::{Exchange, Request};
+use weir::{Exchange, Request, http};
+use weir_proto::RequestHead;
 use weir_proto::conditional::{self, Outcome, Validators};
 use weir_store::{Committed, FileMeta, StoreError, Upload};
 
@@ -53,15 +59,57 @@ pub(super) fn validators<'a>(meta: &FileMeta, etag: &'a str) -> Validators<'a> {
 /// Whether the request's preconditions let a write go on, given the file at the target
 /// (`None`: none).
 pub(super) fn hold(head: &Request, meta: Option<&FileMeta>) -> bool {
+    hold_head(head.proto_head(), meta)
+}
+
+/// [`hold`] on a protocol head (a request's, or one rebuilt by [`kept_hold`]).
+fn hold_head(head: &RequestHead, meta: Option<&FileMeta>) -> bool {
     let outcome = match meta {
-        None => conditional::evaluate(head.proto_head(), None),
+        None => conditional::evaluate(head, None),
         Some(meta) => {
             // ALLOCATION: the entity tag's text, once per conditional write.
             let etag = etag(meta);
-            conditional::evaluate(head.proto_head(), Some(&validators(meta, &etag)))
+            conditional::evaluate(head, Some(&validators(meta, &etag)))
         }
     };
     outcome == Outcome::Proceed
+}
+
+/// The precondition fields a write is judged by (`If-Modified-Since` applies to `GET` and
+/// `HEAD` only, RFC 9110 §13.1.3), in [`conditional::evaluate`]'s terms.
+const WRITE_FIELDS: [&str; 3] = ["if-match", "if-none-match", "if-unmodified-since"];
+
+/// A write's preconditions as `(field name, value)` pairs, every line in order, to keep with
+/// a resumable upload and evaluate again when it completes ([`kept_hold`]); empty when it has
+/// none. `Err` (answer 400) when a value is not visible ASCII: it could not be kept as text
+/// (no entity tag or date needs more).
+pub(super) fn write_condition(head: &Request) -> Result<Vec<(String, String)>, &'static str> {
+    let mut kept = Vec::new();
+    for name in WRITE_FIELDS {
+        for value in head.header_all(name) {
+            let visible = value
+                .iter()
+                .all(|&b| matches!(b, b' ' | b'\t' | b'!'..=b'~'));
+            match std::str::from_utf8(value) {
+                Ok(text) if visible => kept.push((name.to_owned(), text.to_owned())),
+                _ => return Err("a precondition field of an upload must be visible ASCII"),
+            }
+        }
+    }
+    Ok(kept)
+}
+
+/// Whether the preconditions kept by [`write_condition`] hold for the file at the target
+/// (`None`: none): the evaluation of [`hold`], on a head rebuilt from the kept fields, so the
+/// completion judges exactly what the creating request would have been judged by.
+pub(super) fn kept_hold(kept: &[(String, String)], meta: Option<&FileMeta>) -> bool {
+    // ALLOCATION: a small head, once per completion of an upload created with preconditions.
+    let mut head = RequestHead::new();
+    head.set_request_line(http::Method::PUT, "/", http::Version::HTTP_11);
+    for (name, value) in kept {
+        head.push_header(name, value.as_bytes());
+    }
+    hold_head(&head, meta)
 }
 
 /// Checks a write's preconditions before its body is read, against the file at `path` now.

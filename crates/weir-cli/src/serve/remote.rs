@@ -30,9 +30,11 @@
 //!   TLS and HTTP/2 clients get them through a buffer); other ranges' chunks (hyper's frames)
 //!   are written as they come.
 //!
-//! A `Content-Digest` trailer cannot be verified here (S3 needs the digest before the
-//! completion, and weir would have to keep the parts back): such an upload is refused (501)
-//! rather than stored unverified.
+//! A `Content-Digest` trailer (after a chunked body, or HTTP/2's trailing HEADERS) is verified
+//! as one in the head is: it arrives after the last body byte and before the commit, and the
+//! store hashed every byte on its way to a part, so the commit compares, then completes the
+//! multipart upload only if it matches (else it is aborted: 400, nothing stored, nothing
+//! pending). Read by `upload.rs`'s `expect_trailer_digest`, as for the local `PUT`.
 
 use super::preconditions::{self, etag};
 use super::reply::{self, Problem, hex};
@@ -175,8 +177,9 @@ pub(super) async fn serve<S: Store>(
     }
 }
 
-/// The object's metadata now (`None`: absent), for preconditions evaluated before the body.
-async fn current<S: Store>(store: &S, path: &StorePath) -> Result<Option<FileMeta>, StoreError> {
+/// The object's metadata now (`None`: absent), for preconditions evaluated before the body
+/// (a `PUT`'s, a resumable upload's creation: `remote_resumable.rs`).
+pub(super) async fn current<S: Store>(store: &S, path: &StorePath) -> Result<Option<FileMeta>, StoreError> {
     match store.open(path).await {
         Ok(obj) => Ok(Some(*obj.meta())),
         Err(StoreError::NotFound) => Ok(None),
@@ -205,9 +208,6 @@ async fn put<S: Store>(
         Ok(d) => d,
         Err(message) => return reply::error(ex, Problem::BadRequest, &message, &[]).await,
     };
-    if upload::announces_digest_trailer(ex) {
-        return not_implemented(ex, "a Content-Digest trailer").await;
-    }
     let conditional = conditional::has_preconditions(ex.request().proto_head());
     if conditional {
         match current(store, &path).await {
@@ -241,12 +241,13 @@ async fn put<S: Store>(
             }
         }
     }
-    if ex
-        .trailers()
-        .is_some_and(|t| t.contains_key("content-digest"))
-    {
-        drop(upload);
-        return not_implemented(ex, "a Content-Digest trailer").await;
+    let trailer = upload::expect_trailer_digest(ex, &expected_digest, |d| upload.expect_digest(d));
+    if let Err(message) = trailer {
+        // Aborted before answering, so nothing is left pending when the client hears of it.
+        if let Err(e) = upload.abort().await {
+            tracing::warn!(error = %e, path = %path, "aborting a refused upload failed");
+        }
+        return reply::error(ex, Problem::BadRequest, &message, &[]).await;
     }
     let head = ex.request();
     let check = |meta: Option<&FileMeta>| preconditions::hold(head, meta);

@@ -16,10 +16,21 @@
 //! mid-request loses the bytes past its last recorded part (at most `part_size ×
 //! (parts_in_flight + 1)`), which the client resends after its `HEAD`. The whole upload is
 //! hashed once, from the SHA-256 state kept in the manifest. A `Repr-Digest` must carry
-//! `sha-256`; `sha-512` alone cannot be checked without reading the object back (400). A
-//! completed upload's resource answers `Upload-Complete: ?1` until it expires, as locally.
+//! `sha-256`; `sha-512` alone cannot be checked without reading the object back (400). The
+//! digest may also come as a trailer of the request that completes the upload (as locally,
+//! `resumable.rs`'s `trailer_digest`; `weir put` sends it so): checked against the SHA-256
+//! finalized from the kept state before the completion writes anything. A completed upload's
+//! resource answers `Upload-Complete: ?1` until it expires, as locally.
+//!
+//! The creating request's preconditions (`If-None-Match: *`, `If-Match`,
+//! `If-Unmodified-Since`) are judged before the upload is created (`412`, nothing created) and
+//! kept in its manifest; the request that completes it, through any node, has them judged
+//! again against the object there then, atomically with the completion's write
+//! (`S3Append::finish_checked`, the store's conditional write): another writer that created
+//! the target meanwhile makes the completion `412`, nothing replaced, the upload removed.
 
 use super::auth::{Access, Caller, Verdict};
+use super::preconditions;
 use super::reply::{self, Problem, hex};
 use super::resumable::{
     INTEROP_VERSION, PREFIX, announce_offset, answer_append_failed, answer_completed,
@@ -32,7 +43,8 @@ use http::StatusCode;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use weir::{Exchange, http};
 use weir_store::{
-    ContentDigest, ResumableError, S3AppendEnd, S3Resumables, S3UploadState, StoreError, StorePath,
+    ContentDigest, FileMeta, ResumableError, S3AppendEnd, S3Creation, S3Resumables, S3UploadState,
+    StoreError, StorePath, VersionCheck,
 };
 
 /// The longest a `HEAD` waits for an append's lease to end (see the module doc).
@@ -56,11 +68,6 @@ pub(super) async fn create(
     path: StorePath,
     complete: bool,
 ) -> Result<(), weir::Error> {
-    // The store needs the digest before the last part (as `remote.rs`'s `PUT`): one that
-    // follows the body is refused before any byte, never stored unchecked.
-    if super::resumable::announces_trailer_digest(ex) {
-        return super::remote::not_implemented(ex, "a digest trailer").await;
-    }
     let length = match request_length(ex, complete, 0, None) {
         Ok(l) => l,
         Err(message) => {
@@ -85,11 +92,28 @@ pub(super) async fn create(
         Ok(None) => None,
         Err(message) => return reply::error(ex, Problem::BadRequest, &message, &[]).await,
     };
+    // The preconditions: judged now against the object there (412 before anything is
+    // created, as for a plain `PUT`), kept to be judged again at the completion.
+    let condition = match preconditions::write_condition(ex.request()) {
+        Ok(c) => c,
+        Err(message) => return reply::error(ex, Problem::BadRequest, message, &[]).await,
+    };
+    if let (false, Some(store)) = (condition.is_empty(), svc.remote.as_deref()) {
+        match super::remote::current(store, &path).await {
+            Ok(meta) if preconditions::hold(ex.request(), meta.as_ref()) => {}
+            Ok(_) => return preconditions::failed(ex).await,
+            Err(e) => return reply::store_error(ex, &e).await,
+        }
+    }
     let media_type = super::mime::of_request(ex).filter(|t| !super::mime::is_upload_framing(t));
-    let (id, state) = match ups
-        .create(&path, length, digest.as_ref(), media_type.as_ref())
-        .await
-    {
+    let creation = S3Creation {
+        length,
+        digest: digest.as_ref(),
+        media_type: media_type.as_ref(),
+        metadata: None,
+        condition: &condition,
+    };
+    let (id, state) = match ups.create_with(&path, creation).await {
         Ok(made) => made,
         Err(e) => return reply::store_error(ex, &e).await,
     };
@@ -216,9 +240,6 @@ async fn append(
     ex: &mut Exchange<'_>,
     id: &str,
 ) -> Result<(), weir::Error> {
-    if super::resumable::announces_trailer_digest(ex) {
-        return super::remote::not_implemented(ex, "a digest trailer").await;
-    }
     let partial = ex.request().header("content-type").is_some_and(|v| {
         let media = v.split(|&b| b == b';').next().unwrap_or_default();
         media
@@ -312,8 +333,33 @@ async fn receive(
     }
     let internals = upload::wants_internals(ex);
     let stats = ex.body_stats();
-    let target = appending.state().target;
-    match appending.finish(complete).await {
+    let state = appending.state();
+    if complete {
+        // The whole upload's digest as a trailer of this last request: checked at the
+        // completion, with the one given at creation, against the SHA-256 of every byte.
+        let trailer = super::resumable::trailer_digest(ex, offset, state.expected_digest.as_deref())
+            .and_then(|d| match d {
+                Some(d) => appending.expect_digest(&d).map_err(|e| e.to_string()),
+                None => Ok(()),
+            });
+        if let Err(message) = trailer {
+            // Nothing is completed; what arrived is kept, as for a cut request.
+            if let Err(e) = appending.finish(false).await {
+                tracing::warn!(upload = %id, error = %e, "resumable upload: recording an append failed");
+            }
+            return reply::error(ex, Problem::BadRequest, &message, &[]).await;
+        }
+    }
+    // The creating request's preconditions, judged again against the object there now,
+    // atomically with the completion's write.
+    let kept = |meta: Option<&FileMeta>| preconditions::kept_hold(&state.condition, meta);
+    let check: Option<VersionCheck<'_>> = if state.condition.is_empty() {
+        None
+    } else {
+        Some(&kept)
+    };
+    let target = &state.target;
+    match appending.finish_checked(complete, check).await {
         Ok(S3AppendEnd::Incomplete(state)) => {
             let limit = limits_with_age(svc, max_age(Some(&state), ups));
             let stats = internals.then(|| upload::body_stats_json(&stats));

@@ -332,6 +332,7 @@ pub(crate) fn store_problem(e: &StoreError) -> Problem {
     match e {
         StoreError::InvalidPath(_) => Problem::InvalidPath,
         StoreError::DigestMismatch { .. } => Problem::DigestMismatch,
+        StoreError::DigestUnavailable { .. } => Problem::BadRequest,
         StoreError::LengthMismatch { .. } => Problem::LengthMismatch,
         StoreError::NotFound => Problem::NotFound,
         StoreError::IsDirectory | StoreError::NotADirectory | StoreError::DuplicatePath { .. } => {

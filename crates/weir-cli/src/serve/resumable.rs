@@ -382,19 +382,19 @@ pub(super) fn announces_trailer_digest(ex: &Exchange<'_>) -> bool {
     })
 }
 
-/// The digest of the whole upload sent as a trailer of the request that completes it: a
-/// `Repr-Digest`, or the `Content-Digest` of a creation that carried all of it (`offset` 0).
-/// The commit verifies it (a mismatch: nothing stored, the upload removed), so a client can
-/// hash while sending instead of before. `Err` (answer 400) when malformed, or when it
-/// disagrees with the digest the creation's head gave.
-fn expect_trailer_digest(
+/// The digest of the whole upload sent as a trailer of the request that completes it (a
+/// `Repr-Digest`, or the `Content-Digest` of a creation that carried all of it: `offset` 0),
+/// for the completion to verify (a mismatch: nothing stored, the upload removed), so a client
+/// can hash while sending instead of before. `Ok(None)`: none. `Err` (answer 400) when
+/// malformed, or when it disagrees with the digest the creation gave (`kept`, as its header
+/// value). The one reading of the trailer for both stores (`remote_resumable.rs`).
+pub(super) fn trailer_digest(
     ex: &Exchange<'_>,
     offset: u64,
-    appending: &Appending,
-    upload: &mut Upload,
-) -> Result<(), String> {
+    kept: Option<&str>,
+) -> Result<Option<ContentDigest>, String> {
     let Some(trailers) = ex.trailers() else {
-        return Ok(());
+        return Ok(None);
     };
     let mut joined = String::new();
     let names: &[&str] = if offset == 0 {
@@ -415,9 +415,8 @@ fn expect_trailer_digest(
     }
     let digest = ContentDigest::parse(&joined).map_err(|e| format!("trailer: {e}"))?;
     if digest.is_empty() {
-        return Ok(());
+        return Ok(None);
     }
-    let kept = appending.state().expected_digest.as_deref();
     if let Some(kept) = kept.and_then(|d| ContentDigest::parse(d).ok()) {
         let sha256 = matches!((kept.sha256, digest.sha256), (Some(a), Some(b)) if a != b);
         let sha512 = matches!((kept.sha512, digest.sha512), (Some(a), Some(b)) if a != b);
@@ -425,7 +424,21 @@ fn expect_trailer_digest(
             return Err("the digest trailer disagrees with the upload's digest".to_owned());
         }
     }
-    upload.expect_digest(digest).map_err(|e| e.to_string())
+    Ok(Some(digest))
+}
+
+/// [`trailer_digest`] for the local store: handed to the upload, which verifies it at commit.
+fn expect_trailer_digest(
+    ex: &Exchange<'_>,
+    offset: u64,
+    appending: &Appending,
+    upload: &mut Upload,
+) -> Result<(), String> {
+    let kept = appending.state().expected_digest.as_deref();
+    match trailer_digest(ex, offset, kept)? {
+        Some(digest) => upload.expect_digest(digest).map_err(|e| e.to_string()),
+        None => Ok(()),
+    }
 }
 
 /// `OPTIONS /files/...` or `OPTIONS *`: `Accept-Patch: application/partial-upload` and the

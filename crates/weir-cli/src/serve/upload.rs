@@ -23,7 +23,7 @@
 //!   The answer's `hashing` says how many bytes were hashed `inline` and `pipelined`.
 //!
 //! A `Content-Digest` may also come as a trailer, after the body (`Exchange::trailers`): it is
-//! verified at commit like one in the head. Announced in the head (`Trailer: content-digest`),
+//! verified at commit like one in the head ([`expect_trailer_digest`], also the S3 `PUT`'s). Announced in the head (`Trailer: content-digest`),
 //! it makes the body take the hashed path even with `--no-hash`; unannounced on the splice
 //! path, the store reads the file back to check it. Either way a mismatch is a 400 and nothing
 //! is stored.
@@ -145,7 +145,7 @@ pub(super) async fn put(
         drop(upload);
         return failure.answer(ex, max).await;
     }
-    if let Err(message) = expect_trailer_digest(ex, &expected_digest, &mut upload) {
+    if let Err(message) = expect_trailer_digest(ex, &expected_digest, |d| upload.expect_digest(d)) {
         drop(upload);
         return reply::error(ex, Problem::BadRequest, &message, &[]).await;
     }
@@ -539,15 +539,18 @@ pub(super) fn announces_digest_trailer(ex: &Exchange<'_>) -> bool {
     })
 }
 
-/// A `Content-Digest` received as a trailer, after the body: the upload verifies it at commit
-/// (a mismatch is a 400 and nothing is stored). Whether or not the head announced it: an
-/// unannounced one on the splice path is verified by reading the file back at commit
-/// (`Upload::expect_digest`), never stored unchecked. An error (answer 400) when it is
-/// malformed or disagrees with the head's `Content-Digest` for the same algorithm.
-fn expect_trailer_digest(
+/// A `Content-Digest` received as a trailer, after the body, handed to the upload (`expect`:
+/// its `expect_digest`, the local `Upload`'s or any `StoreUpload`'s), which verifies it at
+/// commit (a mismatch is a 400 and nothing is stored). Whether or not the head announced it:
+/// an unannounced one on the local splice path is verified by reading the file back at commit
+/// (`Upload::expect_digest`), never stored unchecked; a store that cannot verify it refuses it
+/// here. An error (answer 400) when it is malformed, disagrees with the head's
+/// `Content-Digest` for the same algorithm, or is refused. The one reading of the trailer for
+/// the local and the S3 `PUT` (`remote.rs`).
+pub(super) fn expect_trailer_digest(
     ex: &Exchange<'_>,
     in_head: &ContentDigest,
-    upload: &mut Upload,
+    expect: impl FnOnce(ContentDigest) -> Result<(), StoreError>,
 ) -> Result<(), String> {
     let Some(trailers) = ex.trailers() else {
         return Ok(());
@@ -571,7 +574,7 @@ fn expect_trailer_digest(
     if sha256_differs || sha512_differs {
         return Err("Content-Digest trailer disagrees with the Content-Digest header".to_owned());
     }
-    upload.expect_digest(digest).map_err(|e| e.to_string())
+    expect(digest).map_err(|e| e.to_string())
 }
 
 pub(super) async fn too_large(ex: &mut Exchange<'_>, max: u64) -> Result<(), weir::Error> {

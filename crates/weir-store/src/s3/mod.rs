@@ -15,8 +15,15 @@
 //! its client), with no queue in between. SHA-256 (and SHA-512 when a `sha-512` digest is
 //! expected) is computed as bytes are written, before they are copied.
 //!
+//! A digest that arrives after the body (a `Content-Digest` trailer,
+//! [`StoreUpload::expect_digest`]) is checked at the commit like one given at begin, before
+//! anything is written: the hashes saw every byte on its way to a part. Only an algorithm they
+//! computed can be (SHA-256 always, SHA-512 when expected at begin): the bytes are not kept,
+//! so another is refused ([`StoreError::DigestUnavailable`]).
+//!
 //! The commit checks length and digests, then completes the multipart upload (or puts the
-//! single part) with a conditional header: `If-None-Match: *` when the check accepted "no
+//! single part) with a conditional header (`S3Store::write_checked`, which resumable uploads'
+//! completions share): `If-None-Match: *` when the check accepted "no
 //! object", else `If-Match` with the S3 ETag of the version the check saw, so a version that
 //! slipped in after the check makes the store refuse (412/409 → [`StoreError::PreconditionFailed`]).
 //! A conditional *multipart* completion is also serialized per key by a lock object
@@ -29,17 +36,23 @@
 //!
 //! The SHA-256 is stored as the object's user metadata `x-amz-meta-weir-sha256` (hex) when it
 //! is known when the object is created: always for a one-part upload, and for a multipart one
-//! when the client announced it (`Content-Digest`), since S3 takes metadata only at the
-//! creation of a multipart upload.
+//! when the client announced it before the body (`Content-Digest` in the head), since S3 takes
+//! metadata only at the creation of a multipart upload.
 //!
 //! # Digests of multipart uploads
-//! A multipart upload without an announced digest gets a sidecar after its completion: the
+//! A multipart upload without a digest announced before its body (none, or a trailer's)
+//! gets a sidecar after its completion: the
 //! object `{prefix}.weir-meta/{path}`, two lines, the S3 ETag the completion answered and the
 //! SHA-256. `HeadObject` of a multipart version (ETag `…-N`) without the metadata reads it and
 //! takes the digest only when the ETags match: a sidecar never gives a digest to another
 //! version (one written later by another node, or one whose own sidecar was not written). A
 //! delete removes it; one left behind (a replace by a one-part upload) names a version that is
 //! gone, so it is never used.
+//!
+//! # Listings
+//! The listings that must see everything (the usage, the sweeps of multipart and resumable
+//! uploads) walk every page: `ListObjectsV2` continuation tokens, `ListMultipartUploads`
+//! markers, [`S3Store::with_list_page`] keys a page.
 //!
 //! # Quota
 //! With [`S3Store::with_max_storage`], uploads reserve their bytes as `LocalStore`'s do
@@ -78,6 +91,8 @@ use url::Url;
 
 /// How long a signed request stays valid: it is sent at once, so this only bounds a replay.
 const SIGNED_FOR: Duration = Duration::from_secs(15 * 60);
+/// The most keys (or multipart uploads) an S3 listing answers per page.
+const LIST_PAGE: usize = 1000;
 /// The user metadata holding the SHA-256 (hex), without S3's `x-amz-meta-` prefix.
 const SHA256_META: &str = "x-amz-meta-weir-sha256";
 
@@ -143,7 +158,13 @@ struct Inner {
     /// The objects' share of `usage`: set from a listing ([`S3Store::set_listed_usage`]),
     /// then moved by this node's commits and deletes.
     committed: AtomicU64,
+    /// Keys (or multipart uploads) asked per page of the listings that walk every page
+    /// ([`S3Store::with_list_page`]).
+    list_page: usize,
 }
+
+/// Where a page of `ListMultipartUploads` starts: the key and upload id markers.
+type Markers = (Option<String>, Option<String>);
 
 /// A multipart upload neither completed nor aborted.
 #[derive(Debug)]
@@ -233,8 +254,19 @@ impl S3Store {
                 client,
                 usage: Usage::new(0, None),
                 committed: AtomicU64::new(0),
+                list_page: LIST_PAGE,
             }),
         })
+    }
+
+    /// The same store asking `keys` keys (at least 1) per page of the listings that walk
+    /// every page (the usage, the sweeps of multipart and resumable uploads); S3's largest
+    /// page, 1000, by default. Small pages let a test cross page boundaries with a
+    /// few keys. Call it on a new store, before it is cloned.
+    pub fn with_list_page(mut self, keys: usize) -> S3Store {
+        let inner = Arc::get_mut(&mut self.inner).expect("with_list_page on a new S3Store");
+        inner.list_page = keys.clamp(1, LIST_PAGE);
+        self
     }
 
     /// The same store with a quota: uploads that would take the usage past `limit` bytes fail
@@ -268,6 +300,7 @@ impl S3Store {
         loop {
             let mut action = i.bucket.list_objects_v2(Some(&i.credentials));
             action.with_prefix(i.prefix.as_str());
+            action.with_max_keys(i.list_page);
             if let Some(t) = &token {
                 action.with_continuation_token(t.as_str());
             }
@@ -368,7 +401,7 @@ impl S3Store {
     /// a process that died (SIGKILL, power loss) could not abort itself; not those a live
     /// resumable upload's manifest names. Uploads still being
     /// received by a live node are younger than any sensible `older_than` (hours). Returns how
-    /// many were aborted (at most a thousand per call: the store's page).
+    /// many were aborted: every page of the listing is read first, then they are aborted.
     pub async fn sweep_multipart(&self, older_than: Duration) -> Result<usize, StoreError> {
         let cutoff = SystemTime::now()
             .checked_sub(older_than)
@@ -392,11 +425,46 @@ impl S3Store {
         Ok(aborted)
     }
 
-    /// `ListMultipartUploads` under the prefix (one page).
+    /// `ListMultipartUploads` under the prefix, every page (of [`S3Store::with_list_page`]
+    /// uploads): each page's `NextKeyMarker` and `NextUploadIdMarker` are sent back as they
+    /// were answered (AWS pages by both; SeaweedFS 4.48 answers the upload id alone, and takes
+    /// a key marker as "this key only", so none is sent that it did not give).
     async fn pending_multipart(&self) -> Result<Vec<PendingUpload>, StoreError> {
+        let mut all = Vec::new();
+        let mut markers: Markers = (None, None);
+        loop {
+            let (page, next) = self.pending_multipart_page(&markers).await?;
+            let empty = page.is_empty();
+            all.extend(page);
+            match next {
+                // An empty page, or markers that do not move, end the walk: never a loop.
+                Some(next) if !empty && next != markers => markers = next,
+                _ => return Ok(all),
+            }
+        }
+    }
+
+    /// One page of `ListMultipartUploads` after `markers` (key, upload id), and the markers of
+    /// the next page when the answer says it is truncated.
+    async fn pending_multipart_page(
+        &self,
+        markers: &Markers,
+    ) -> Result<(Vec<PendingUpload>, Option<Markers>), StoreError> {
         let i = &self.inner;
         let mut url = i.bucket.base_url().clone();
         url.set_query(None);
+        let max = i.list_page.to_string();
+        // Sorted by name: `sign` canonicalizes the query in the order given.
+        let mut query: Vec<(&str, &str)> = Vec::with_capacity(5);
+        if let Some(k) = &markers.0 {
+            query.push(("key-marker", k.as_str()));
+        }
+        query.push(("max-uploads", max.as_str()));
+        query.push(("prefix", i.prefix.as_str()));
+        if let Some(u) = &markers.1 {
+            query.push(("upload-id-marker", u.as_str()));
+        }
+        query.push(("uploads", ""));
         let url = rusty_s3::signing::sign(
             &jiff_now(),
             rusty_s3::Method::Get,
@@ -406,8 +474,7 @@ impl S3Store {
             i.credentials.token(),
             i.bucket.region(),
             SIGNED_FOR.as_secs(),
-            // Sorted by name: `sign` canonicalizes the query in the order given.
-            [("prefix", i.prefix.as_str()), ("uploads", "")].into_iter(),
+            query.iter().copied(),
             std::iter::empty(),
         );
         let resp = self
@@ -424,18 +491,19 @@ impl S3Store {
         }
         let body = collect("list multipart uploads", resp).await?;
         // rusty-s3 has no parser for this answer: its `<Upload>` elements hold `<Key>`,
-        // `<UploadId>` and `<Initiated>`, each text without markup.
+        // `<UploadId>` and `<Initiated>`, each text without markup; the page's own elements
+        // come before the first of them.
         let text = String::from_utf8_lossy(&body);
-        let element = |upload: &str, name: &str| -> Option<String> {
+        let element = |within: &str, name: &str| -> Option<String> {
             let open = format!("<{name}>");
             let close = format!("</{name}>");
-            let (_, rest) = upload.split_once(open.as_str())?;
+            let (_, rest) = within.split_once(open.as_str())?;
             let (value, _) = rest.split_once(close.as_str())?;
-            Some(xml_unescape(value))
+            Some(xml_unescape(value)).filter(|v| !v.is_empty())
         };
-        Ok(text
-            .split("<Upload>")
-            .skip(1)
+        let mut uploads = text.split("<Upload>");
+        let head = uploads.next().unwrap_or_default();
+        let page = uploads
             .filter_map(|u| {
                 Some(PendingUpload {
                     key: element(u, "Key")?,
@@ -443,7 +511,11 @@ impl S3Store {
                     initiated: element(u, "Initiated").and_then(|t| parse_iso8601(&t)),
                 })
             })
-            .collect())
+            .collect();
+        let truncated = element(head, "IsTruncated").is_some_and(|t| t == "true");
+        let next = (element(head, "NextKeyMarker"), element(head, "NextUploadIdMarker"));
+        let more = truncated && (next.0.is_some() || next.1.is_some());
+        Ok((page, more.then_some(next)))
     }
 
     fn key(&self, path: &StorePath) -> String {
@@ -972,9 +1044,11 @@ mod resumable;
 mod upload;
 
 use read::S3Object;
-pub use resumable::{S3Append, S3AppendEnd, S3ResumableOptions, S3Resumables, S3UploadState};
+pub use resumable::{
+    S3Append, S3AppendEnd, S3Creation, S3ResumableOptions, S3Resumables, S3UploadState,
+};
 pub use upload::S3Upload;
-use upload::{abort_request, create_multipart_request};
+use upload::{ObjectWrite, abort_request, create_multipart_request};
 
 // ---- helpers ---------------------------------------------------------------------------
 

@@ -8,8 +8,9 @@
 //!
 //! - `manifest`: the recorded state (a few text lines, [`Manifest`]): target, declared length,
 //!   the **offset**, part size `P`, expiry, the multipart upload id, the parts sent `[number,
-//!   S3 ETag]`, the key of the tail object, and the SHA-256 state at the offset
-//!   ([`ResumableSha256::to_bytes`]). Every rewrite carries `If-Match` on the S3 ETag the writer
+//!   S3 ETag]`, the key of the tail object, the SHA-256 state at the offset
+//!   ([`ResumableSha256::to_bytes`]), and the creating request's preconditions, which the
+//!   completion evaluates again ([`S3Append::finish_checked`]). Every rewrite carries `If-Match` on the S3 ETag the writer
 //!   last saw, so a writer that lost its lease cannot overwrite a newer state.
 //! - `tail-{generation}-{nonce}`: the bytes past the last full part (fewer than `P`), written
 //!   when a request ends mid-part; a fresh name each time, so a crashed or superseded writer's
@@ -80,6 +81,25 @@ pub struct S3Resumables {
     options: S3ResumableOptions,
 }
 
+/// What a new upload records besides its target ([`S3Resumables::create_with`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct S3Creation<'a> {
+    /// The upload's length, when declared.
+    pub length: Option<u64>,
+    /// The announced `Repr-Digest` of the whole upload; verified at completion, so it must
+    /// carry `sha-256` (the one algorithm whose state can be kept between requests).
+    pub digest: Option<&'a ContentDigest>,
+    /// The media type the object is created with.
+    pub media_type: Option<&'a MediaType>,
+    /// tus's `Upload-Metadata`, verbatim (one line).
+    pub metadata: Option<&'a str>,
+    /// The creating request's preconditions, `(field name, value)` (lower-case names, values
+    /// of visible ASCII and spaces): kept so that the request completing the upload, on any
+    /// node, evaluates them again against the object there then
+    /// ([`S3UploadState::condition`], [`S3Append::finish_checked`]).
+    pub condition: &'a [(String, String)],
+}
+
 /// An upload's recorded state, as a `HEAD` answers it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct S3UploadState {
@@ -96,6 +116,11 @@ pub struct S3UploadState {
     pub complete: bool,
     /// tus's `Upload-Metadata` given at creation, verbatim.
     pub metadata: Option<String>,
+    /// The `Repr-Digest` announced at creation, as its header value.
+    pub expected_digest: Option<String>,
+    /// The creating request's preconditions ([`S3Creation::condition`]), to evaluate again
+    /// at completion; empty when it had none.
+    pub condition: Vec<(String, String)>,
 }
 
 /// What the end of an append left.
@@ -132,6 +157,10 @@ struct Manifest {
     /// tus's `Upload-Metadata`, verbatim (one line): written only when there is one, so
     /// manifests from before it still parse.
     metadata: Option<String>,
+    /// The creating request's preconditions, a line `condition NAME VALUE` each: written only
+    /// when there are some, so manifests from before them still parse (and a node from before
+    /// them refuses a manifest that has some, as damaged, rather than complete it unchecked).
+    condition: Vec<(String, String)>,
 }
 
 const MANIFEST_VERSION: &str = "weir-upload 1";
@@ -162,6 +191,9 @@ impl Manifest {
         if let Some(m) = &self.metadata {
             let _ = writeln!(s, "metadata {m}");
         }
+        for (name, value) in &self.condition {
+            let _ = writeln!(s, "condition {name} {value}");
+        }
         for (n, etag) in &self.parts {
             let _ = writeln!(s, "part {n} {etag}");
         }
@@ -190,6 +222,7 @@ impl Manifest {
             parts: Vec::new(),
             complete: false,
             metadata: None,
+            condition: Vec::new(),
         };
         let opt = |v: &str| (v != "-").then(|| v.to_owned());
         let mut sha = None;
@@ -209,6 +242,13 @@ impl Manifest {
                 "sha256" => sha = parse_state(value),
                 "complete" => m.complete = value == "1",
                 "metadata" => m.metadata = Some(value.to_owned()),
+                "condition" => {
+                    let (field, v) = value.split_once(' ')?;
+                    if !valid_condition(field, v) {
+                        return None;
+                    }
+                    m.condition.push((field.to_owned(), v.to_owned()));
+                }
                 "part" => {
                     let (n, etag) = value.split_once(' ')?;
                     m.parts.push((n.parse().ok()?, etag.to_owned()));
@@ -247,8 +287,18 @@ impl Manifest {
             expires: self.expires,
             complete: self.complete,
             metadata: self.metadata.clone(),
+            expected_digest: self.digest.clone(),
+            condition: self.condition.clone(),
         }
     }
+}
+
+/// Whether `(name, value)` can be kept as a manifest's `condition` line (and is one): a
+/// lower-case field name, a value of visible ASCII and spaces (no line break can hide in it).
+fn valid_condition(name: &str, value: &str) -> bool {
+    !name.is_empty()
+        && name.bytes().all(|b| matches!(b, b'a'..=b'z' | b'0'..=b'9' | b'-'))
+        && value.bytes().all(|b| matches!(b, b' ' | b'\t' | b'!'..=b'~'))
 }
 
 fn parse_state(text: &str) -> Option<[u8; SAVED_LEN]> {
@@ -341,7 +391,34 @@ impl S3Resumables {
         media_type: Option<&MediaType>,
         metadata: Option<&str>,
     ) -> Result<(String, S3UploadState), StoreError> {
-        if metadata.is_some_and(|m| m.contains(['\n', '\r'])) {
+        let creation = S3Creation {
+            length,
+            digest,
+            media_type,
+            metadata,
+            condition: &[],
+        };
+        self.create_with(target, creation).await
+    }
+
+    /// Creates an upload of `target` with everything [`S3Creation`] records, at offset 0.
+    /// Metadata with a line break, or a condition that cannot be a manifest line, is refused
+    /// ([`StoreError::Discarded`]): the manifest is one field per line.
+    pub async fn create_with(
+        &self,
+        target: &StorePath,
+        creation: S3Creation<'_>,
+    ) -> Result<(String, S3UploadState), StoreError> {
+        let S3Creation {
+            length,
+            digest,
+            media_type,
+            metadata,
+            condition,
+        } = creation;
+        if metadata.is_some_and(|m| m.contains(['\n', '\r']))
+            || !condition.iter().all(|(n, v)| valid_condition(n, v))
+        {
             return Err(StoreError::Discarded);
         }
         // A declared length that cannot fit now fails before anything is recorded (as
@@ -367,6 +444,7 @@ impl S3Resumables {
             parts: Vec::new(),
             complete: false,
             metadata: metadata.map(str::to_owned),
+            condition: condition.to_vec(),
         };
         let key = format!("{}manifest", self.dir(&id));
         let headers = [("if-none-match", "*".to_owned())];
@@ -560,6 +638,7 @@ impl S3Resumables {
                 lease_renewed: std::time::Instant::now(),
                 part,
                 in_flight: VecDeque::new(),
+                late_sha256: None,
             }),
             Err(e) => {
                 self.release(lease).await;
@@ -657,23 +736,39 @@ impl S3Resumables {
         Ok(())
     }
 
-    /// Every key under `{prefix}.weir-uploads/` (one page: a thousand): what the resumable
-    /// uploads keep in the bucket now (tests, operators).
+    /// Every key under `{prefix}.weir-uploads/`: what the resumable uploads keep in the
+    /// bucket now (tests, operators).
     pub async fn stored_keys(&self) -> Result<Vec<String>, StoreError> {
         self.list_keys(&format!("{}{UPLOADS_DIR}", self.store.inner.prefix))
             .await
     }
 
-    /// The keys under `prefix` (one page: a thousand).
+    /// Every key under `prefix`, read page after page (continuation tokens; pages of the
+    /// store's [`S3Store::with_list_page`] keys), all collected before the caller acts on
+    /// them, so that its deletes never move a page under the listing.
     async fn list_keys(&self, prefix: &str) -> Result<Vec<String>, StoreError> {
         let i = &self.store.inner;
-        let mut action = i.bucket.list_objects_v2(Some(&i.credentials));
-        action.with_prefix(prefix);
-        let parsed = self
-            .store
-            .list_objects("list upload objects", action)
-            .await?;
-        Ok(parsed.contents.into_iter().map(|c| c.key).collect())
+        let mut keys = Vec::new();
+        let mut token: Option<String> = None;
+        loop {
+            let mut action = i.bucket.list_objects_v2(Some(&i.credentials));
+            action.with_prefix(prefix);
+            action.with_max_keys(i.list_page);
+            if let Some(t) = &token {
+                action.with_continuation_token(t.as_str());
+            }
+            let parsed = self
+                .store
+                .list_objects("list upload objects", action)
+                .await?;
+            let more = !parsed.contents.is_empty();
+            keys.extend(parsed.contents.into_iter().map(|c| c.key));
+            match parsed.next_continuation_token {
+                // A page without keys ends the walk even with a token: never a loop.
+                Some(t) if more => token = Some(t),
+                _ => return Ok(keys),
+            }
+        }
     }
 
     /// Removes the uploads past their expiry (multipart upload aborted, objects deleted) and
@@ -777,6 +872,9 @@ pub struct S3Append {
     /// Bytes taken from the store's usage for the upload (see "Quota" in the module doc):
     /// given back on drop unless a completion made them the object's.
     reserved: u64,
+    /// The SHA-256 the completion must also match, given after the body
+    /// ([`S3Append::expect_digest`]).
+    late_sha256: Option<[u8; 32]>,
 }
 
 impl S3Append {
@@ -788,6 +886,23 @@ impl S3Append {
     /// Bytes received so far (recorded or not).
     pub fn received(&self) -> u64 {
         self.received
+    }
+
+    /// Adds a digest of the whole upload that the completion must match, known only after
+    /// the body: a trailer of the request that completes it. Checked against the SHA-256
+    /// finalized from the kept state, before anything is written. Only `sha-256` can be
+    /// (the manifest keeps that state alone): a `sha-512` member is refused
+    /// ([`StoreError::DigestUnavailable`]) rather than left unchecked.
+    pub fn expect_digest(&mut self, digest: &ContentDigest) -> Result<(), StoreError> {
+        if digest.sha512.is_some() {
+            return Err(StoreError::DigestUnavailable {
+                algorithm: crate::DigestAlgorithm::Sha512,
+            });
+        }
+        if digest.sha256.is_some() {
+            self.late_sha256 = digest.sha256;
+        }
+        Ok(())
     }
 
     /// Appends `bytes`: copied into the part buffer, hashed; a full part is sent from a task
@@ -972,23 +1087,53 @@ impl S3Append {
 
     /// Ends the request. Every part in flight is recorded first. `complete`: the upload ends
     /// here (its length is what was received; the SHA-256 checked against the announced
-    /// digest), the object is stored and the upload's objects removed; else the bytes past
+    /// digests), the object is stored and the upload's objects removed; else the bytes past
     /// the last part are stored as a new tail and recorded with the offset (a cut request
     /// ends this way too: the client resumes from what arrived).
-    pub async fn finish(mut self, complete: bool) -> Result<S3AppendEnd, StoreError> {
-        let result = self.finish_inner(complete).await;
+    pub async fn finish(self, complete: bool) -> Result<S3AppendEnd, StoreError> {
+        self.finish_checked(complete, None).await
+    }
+
+    /// [`S3Append::finish`], where a completion writes the object only if `check` (when
+    /// given) accepts the version at the target then: the creating request's preconditions
+    /// ([`S3UploadState::condition`]) evaluated again, atomically with the write as a plain
+    /// upload's commit does (`S3Store::write_checked`). A completion refused for good (the
+    /// check: [`StoreError::PreconditionFailed`]; a digest mismatch) stores nothing and
+    /// removes the upload, as a failed commit discards a plain upload: its multipart upload
+    /// aborted, its objects deleted, nothing left pending.
+    pub async fn finish_checked(
+        mut self,
+        complete: bool,
+        check: Option<VersionCheck<'_>>,
+    ) -> Result<S3AppendEnd, StoreError> {
+        let result = self.finish_inner(complete, check).await;
         if let Some(lease) = self.lease.take() {
             self.up.release(lease).await;
         }
         result
     }
 
-    async fn finish_inner(&mut self, complete: bool) -> Result<S3AppendEnd, StoreError> {
+    async fn finish_inner(
+        &mut self,
+        complete: bool,
+        check: Option<VersionCheck<'_>>,
+    ) -> Result<S3AppendEnd, StoreError> {
         while !self.in_flight.is_empty() {
             self.record_oldest().await?;
         }
         if complete {
-            return self.complete().await.map(S3AppendEnd::Completed);
+            return match self.complete(check).await {
+                Ok(committed) => Ok(S3AppendEnd::Completed(committed)),
+                Err(e @ (StoreError::DigestMismatch { .. } | StoreError::PreconditionFailed)) => {
+                    // It can never complete as it is: removed, the lease with its objects.
+                    if let Err(removal) = self.up.remove(&self.id, &self.manifest).await {
+                        eprintln!("weir-store: removing refused upload {}: {removal}", self.id);
+                    }
+                    self.lease = None;
+                    Err(e)
+                }
+                Err(e) => Err(e),
+            };
         }
         if self.received != self.manifest.offset {
             let name = format!(
@@ -1019,8 +1164,9 @@ impl S3Append {
     }
 
     /// Stores the object: the tail as the last part and `CompleteMultipartUpload`, or one
-    /// `PutObject` for an upload smaller than a part; then removes the upload's objects.
-    async fn complete(&mut self) -> Result<Committed, StoreError> {
+    /// `PutObject` for an upload smaller than a part, conditional on `check` (see
+    /// [`S3Append::finish_checked`]); then removes the upload's objects.
+    async fn complete(&mut self, check: Option<VersionCheck<'_>>) -> Result<Committed, StoreError> {
         let size = self.received;
         if let Some(expected) = self.length {
             if expected != size {
@@ -1031,7 +1177,11 @@ impl S3Append {
             }
         }
         let sha256 = self.hasher.clone().finalize();
-        if let Some(expected) = self.announced_sha256() {
+        // The digest announced at creation and the one given after the body, if any.
+        for expected in [self.announced_sha256(), self.late_sha256]
+            .into_iter()
+            .flatten()
+        {
             if expected != sha256 {
                 return Err(StoreError::DigestMismatch {
                     algorithm: crate::DigestAlgorithm::Sha256,
@@ -1040,19 +1190,17 @@ impl S3Append {
         }
         let s = self.up.store.clone();
         let key = self.part_key()?;
-        let replaced_size = s.head(&key).await?.map(|h| h.meta.size);
-        let replaced = replaced_size.is_some();
-        let stored_sha256 = match self.manifest.upload_id.clone() {
+        let (written, stored_sha256) = match self.manifest.upload_id.clone() {
             None => {
                 let mut headers = Vec::with_capacity(2);
                 if let Some(m) = &self.manifest.media_type {
                     headers.push(("content-type", m.clone()));
                 }
                 headers.push((SHA256_META, hex(&sha256)));
+                // No copy: the part's bytes are the object's body.
                 let body = std::mem::take(&mut self.part).freeze();
-                let resp = s.put_small(&key, &headers, body).await?;
-                check_write("put object", resp).await?;
-                Some(sha256)
+                let write = ObjectWrite::Put { headers, body };
+                (s.write_checked(&key, check, write).await?, Some(sha256))
             }
             Some(upload_id) => {
                 let mut parts = self.manifest.parts.clone();
@@ -1067,40 +1215,26 @@ impl S3Append {
                         .await?;
                     parts.push((number, etag));
                 }
-                let etags: Vec<&str> = parts.iter().map(|(_, e)| e.as_str()).collect();
-                let action = s.inner.bucket.complete_multipart_upload(
-                    Some(&s.inner.credentials),
-                    &key,
-                    &upload_id,
-                    etags.into_iter(),
-                );
-                let url = action.sign(SIGNED_FOR);
-                let xml = action.body();
-                let resp = s
-                    .send(
-                        "complete multipart upload",
-                        Method::POST,
-                        url,
-                        &[],
-                        Bytes::from(xml),
-                    )
-                    .await?;
-                // S3 may answer 200 and put the error in the body (it is decided late).
-                let status = resp.status();
-                let body = collect("complete multipart upload", resp).await?;
-                if !status.is_success() || body.windows(7).any(|w| w == b"<Error>") {
-                    return Err(write_failure("complete multipart upload", status, &body));
-                }
-                self.announced_sha256()
+                let etags = parts.iter().map(|(_, e)| e.as_str()).collect();
+                let write = ObjectWrite::Complete {
+                    upload_id: &upload_id,
+                    etags,
+                };
+                // The metadata given at the multipart upload's creation: the announced digest.
+                (
+                    s.write_checked(&key, check, write).await?,
+                    self.announced_sha256(),
+                )
             }
         };
+        let replaced = written.replaced.is_some();
         // The reservation becomes the object's; the version it replaced gives its share back.
         // What was reserved past the object (a declared length is exact, so nothing here)
         // is given back.
         let taken = size.saturating_add(ENTRY_COST);
         let spare = std::mem::take(&mut self.reserved).saturating_sub(taken);
         s.inner.usage.release(spare);
-        s.note_committed(taken, replaced_size);
+        s.note_committed(taken, written.replaced);
         // The object is stored: the parts and tails go; the manifest stays, completed, until
         // it expires, so that a client that lost the answer learns the upload is complete
         // (a failure leaves objects the upload's removal deletes anyway).
@@ -1119,14 +1253,11 @@ impl S3Append {
         if let Err(e) = self.write_manifest().await {
             eprintln!("weir-store: recording completed upload {}: {e}", self.id);
         }
-        let stored = match s.head(&key).await? {
-            Some(h) => h.meta,
-            None => FileMeta {
-                size,
-                modified: SystemTime::now(),
-                sha256: stored_sha256,
-            },
-        };
+        // A multipart object created without its digest gets the sidecar, as a plain one.
+        let completed_etag = written.completed_etag.as_deref();
+        let stored = s
+            .committed_meta(&key, size, stored_sha256, Some(sha256), completed_etag)
+            .await?;
         Ok(Committed {
             size,
             sha256: Some(sha256),
@@ -1208,6 +1339,13 @@ mod tests {
             parts: vec![(1, "\"e1\"".into()), (2, "\"e2\"".into())],
             complete: false,
             metadata: Some("filename aGk=,dir ZA==".into()),
+            condition: vec![
+                ("if-none-match".into(), "*".into()),
+                (
+                    "if-unmodified-since".into(),
+                    "Sat, 29 Oct 1994 19:43:31 GMT".into(),
+                ),
+            ],
         }
     }
 
@@ -1219,6 +1357,37 @@ mod tests {
         (done.complete, done.tail, done.upload_id) = (true, None, None);
         done.parts.clear();
         assert_eq!(Manifest::parse(&done.to_text()), Some(done));
+    }
+
+    #[test]
+    fn conditions_are_kept_and_parsed_strictly() {
+        // A manifest from before conditions (no `condition` line) still parses, with none.
+        let mut old = sample();
+        old.condition.clear();
+        let text = old.to_text();
+        assert!(!text.contains("condition"), "{text}");
+        assert_eq!(Manifest::parse(&text), Some(old));
+        // Each kept field comes back, value spaces and all, and reaches the state.
+        let m = sample();
+        let parsed = Manifest::parse(&m.to_text()).unwrap();
+        assert_eq!(parsed.state().condition, m.condition);
+        assert_eq!(
+            parsed.state().expected_digest.as_deref(),
+            Some("sha-256=:AAAA:")
+        );
+        // A line without a value, an upper-case or empty name, a control byte: no upload.
+        let base = sample().to_text();
+        for bad in [
+            "condition if-match\n",
+            "condition If-Match \"a\"\n",
+            "condition  *\n",
+            "condition if-match \"a\u{7}\"\n",
+        ] {
+            let text = format!("{base}{bad}");
+            assert_eq!(Manifest::parse(&text), None, "{bad:?}");
+        }
+        assert!(valid_condition("if-none-match", "*"));
+        assert!(!valid_condition("if-match", "a\rb"));
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! in flight (see the parent module's docs).
 
 use super::*;
+use crate::{ContentDigest, DigestAlgorithm};
 
 /// A multipart upload under way.
 #[derive(Debug)]
@@ -13,6 +14,9 @@ pub(super) struct Multipart {
     pub(super) in_flight: JoinSet<Result<(u16, String), StoreError>>,
     /// Parts sent, by number.
     pub(super) done: Vec<(u16, String)>,
+    /// The SHA-256 given to `CreateMultipartUpload` as the object's metadata (the one the
+    /// client announced before the body); `None`: the object gets a sidecar at completion.
+    pub(super) sha256_meta: Option<[u8; 32]>,
 }
 
 /// An upload to S3 (see the module doc). Dropped without commit: the multipart upload, if
@@ -57,6 +61,7 @@ impl S3Upload {
             next_part: 1,
             in_flight: JoinSet::new(),
             done: Vec::new(),
+            sha256_meta: announced,
         });
         Ok(())
     }
@@ -133,6 +138,8 @@ impl S3Upload {
             }
         }
         let digests = std::mem::replace(&mut self.hashers, Hashers::new(false, false)).finish();
+        // The digests given at begin and those given later (a trailer) alike, before anything
+        // is written.
         if let Some(expected) = &self.options.expected_digest {
             if let Some(algorithm) = digests.mismatch(expected) {
                 return Err(StoreError::DigestMismatch { algorithm });
@@ -149,44 +156,42 @@ impl S3Upload {
                 }
             }
         }
-        // A conditional multipart completion is serialized per key through a lock object: some
-        // stores (SeaweedFS 4.48) check a completion's condition apart from the write, so
-        // racing creators could each pass it; a single `PutObject`'s condition is atomic.
-        let lock = match (check.is_some(), self.multipart.is_some()) {
-            (true, true) => Some(self.store.lock(&self.key).await?),
-            _ => None,
+        let store = self.store.clone();
+        let (written, stored_sha256) = if self.multipart.is_none() {
+            // One part: a single PutObject, with the digest just computed as its metadata.
+            let headers = self.creation_headers(digests.sha256.as_ref());
+            // No copy: the part's bytes are the object's body.
+            let body = std::mem::take(&mut self.part).freeze();
+            let write = ObjectWrite::Put { headers, body };
+            (store.write_checked(&self.key, check, write).await?, digests.sha256)
+        } else {
+            let Some(mp) = self.multipart.as_mut() else {
+                unreachable!("multipart checked above")
+            };
+            mp.done.sort_by_key(|(n, _)| *n);
+            let etags = mp.done.iter().map(|(_, e)| e.as_str()).collect();
+            let write = ObjectWrite::Complete {
+                upload_id: &mp.upload_id,
+                etags,
+            };
+            let written = store.write_checked(&self.key, check, write).await?;
+            (written, mp.sha256_meta)
         };
-        let written = self.check_and_write(check, &digests).await;
-        if let Some(lock) = lock {
-            self.store.unlock(lock).await;
-        }
-        let (replaced_size, stored_sha256, completed_etag) = written?;
-        let replaced = replaced_size.is_some();
+        // Completed: nothing left to abort.
+        self.multipart = None;
+        let replaced = written.replaced.is_some();
         // The reservation becomes the object's; the version it replaced gives its share back.
         let taken = std::mem::take(&mut self.reserved);
-        self.store.note_committed(taken, replaced_size);
-        // The stored version's own metadata, so validators computed now agree with later reads.
-        let mut stored = match self.store.head_raw(&self.key).await? {
-            Some(h) => h.meta,
-            None => FileMeta {
-                size: self.size,
-                modified: SystemTime::now(),
-                sha256: stored_sha256,
-            },
-        };
-        // A multipart upload stored without its SHA-256 (none announced at its creation): the
-        // sidecar binds the digest to the version's S3 ETag, as the completion answered it (a
-        // version another node wrote since has another ETag, so never gets this digest).
-        if let (None, Some(sha256), Some(etag)) = (stored_sha256, digests.sha256, completed_etag) {
-            if self
-                .store
-                .put_sidecar(&self.key, &etag, &sha256)
-                .await
-                .is_ok()
-            {
-                stored.sha256 = Some(sha256);
-            }
-        }
+        store.note_committed(taken, written.replaced);
+        let stored = store
+            .committed_meta(
+                &self.key,
+                self.size,
+                stored_sha256,
+                digests.sha256,
+                written.completed_etag.as_deref(),
+            )
+            .await?;
         Ok(Committed {
             size: self.size,
             sha256: digests.sha256,
@@ -194,17 +199,64 @@ impl S3Upload {
             stored,
         })
     }
+}
 
-    /// The check against the version there now, then the write conditional on that version:
-    /// the size of the version it replaced (if any), the SHA-256 stored with the object, and
-    /// (multipart) the S3 ETag the completion answered.
-    async fn check_and_write(
-        &mut self,
+/// How a commit writes its object ([`S3Store::write_checked`]).
+pub(super) enum ObjectWrite<'a> {
+    /// One `PutObject` of `body`, created with `headers` (its metadata, signed with it).
+    Put {
+        headers: Vec<(&'static str, String)>,
+        body: Bytes,
+    },
+    /// `CompleteMultipartUpload` of `upload_id` with its parts' S3 ETags, in part order.
+    Complete {
+        upload_id: &'a str,
+        etags: Vec<&'a str>,
+    },
+}
+
+/// What [`S3Store::write_checked`] wrote over.
+pub(super) struct Written {
+    /// The size of the version replaced; `None`: there was none.
+    pub(super) replaced: Option<u64>,
+    /// The S3 ETag a completion answered (`ObjectWrite::Complete` only), for the digest sidecar.
+    pub(super) completed_etag: Option<String>,
+}
+
+impl S3Store {
+    /// The last step of every commit, a plain upload's or a resumable one's: `check` (when
+    /// given) on the version at `key` now, then the write, conditional on that version
+    /// (`If-None-Match: *` when the check saw none, else `If-Match` on its S3 ETag), so that a
+    /// version slipping in between makes the store refuse ([`StoreError::PreconditionFailed`]).
+    /// A conditional multipart completion is serialized per key through the commit lock: some
+    /// stores (SeaweedFS 4.48) check a completion's condition apart from the write, so racing
+    /// creators could each pass it; a single `PutObject`'s condition is atomic.
+    pub(super) async fn write_checked(
+        &self,
+        key: &str,
         check: Option<VersionCheck<'_>>,
-        digests: &crate::digest::Digests,
-    ) -> Result<(Option<u64>, Option<[u8; 32]>, Option<String>), StoreError> {
+        write: ObjectWrite<'_>,
+    ) -> Result<Written, StoreError> {
+        let lock = match (check.is_some(), &write) {
+            (true, ObjectWrite::Complete { .. }) => Some(self.lock(key).await?),
+            _ => None,
+        };
+        let written = self.check_and_write(key, check, write).await;
+        if let Some(lock) = lock {
+            self.unlock(lock).await;
+        }
+        written
+    }
+
+    /// [`S3Store::write_checked`] without the lock.
+    async fn check_and_write(
+        &self,
+        key: &str,
+        check: Option<VersionCheck<'_>>,
+        write: ObjectWrite<'_>,
+    ) -> Result<Written, StoreError> {
         // Also for an unconditional write: `replaced` (201 or 200) comes from it.
-        let current = self.store.head(&self.key).await?;
+        let current = self.head(key).await?;
         let mut condition = None;
         if let Some(check) = check {
             if !check(current.as_ref().map(|h| &h.meta)) {
@@ -212,57 +264,80 @@ impl S3Upload {
             }
             condition = Some(S3Store::condition(current.as_ref()));
         }
-        let s = self.store.clone();
         let mut completed_etag = None;
-        let stored_sha256 = if self.multipart.is_none() {
-            // One part: a single PutObject, with the digest just computed.
-            let mut headers = self.creation_headers(digests.sha256.as_ref());
-            if let Some((k, v)) = &condition {
-                headers.push((k, v.clone()));
+        match write {
+            ObjectWrite::Put { mut headers, body } => {
+                headers.extend(condition);
+                let resp = self.put_small(key, &headers, body).await?;
+                check_write("put object", resp).await?;
             }
-            let body = std::mem::take(&mut self.part).freeze();
-            let resp = s.put_small(&self.key, &headers, body).await?;
-            check_write("put object", resp).await?;
-            digests.sha256
-        } else {
-            let Some(mp) = self.multipart.as_mut() else {
-                unreachable!("multipart checked above")
-            };
-            mp.done.sort_by_key(|(n, _)| *n);
-            let etags: Vec<&str> = mp.done.iter().map(|(_, e)| e.as_str()).collect();
-            let mut action = s.inner.bucket.complete_multipart_upload(
-                Some(&s.inner.credentials),
-                &self.key,
-                &mp.upload_id,
-                etags.into_iter(),
-            );
-            if let Some((k, v)) = &condition {
-                action.headers_mut().insert(*k, v.as_str());
+            ObjectWrite::Complete { upload_id, etags } => {
+                let i = &self.inner;
+                let mut action = i.bucket.complete_multipart_upload(
+                    Some(&i.credentials),
+                    key,
+                    upload_id,
+                    etags.into_iter(),
+                );
+                if let Some((k, v)) = &condition {
+                    action.headers_mut().insert(*k, v.as_str());
+                }
+                let url = action.sign(SIGNED_FOR);
+                let xml = action.body();
+                let pairs: Vec<(&str, &str)> =
+                    condition.iter().map(|(k, v)| (*k, v.as_str())).collect();
+                let resp = self
+                    .send(
+                        "complete multipart upload",
+                        Method::POST,
+                        url,
+                        &pairs,
+                        Bytes::from(xml),
+                    )
+                    .await?;
+                // S3 may answer 200 and put the error in the body (it is decided late).
+                let status = resp.status();
+                let body = collect("complete multipart upload", resp).await?;
+                if !status.is_success() || body.windows(7).any(|w| w == b"<Error>") {
+                    return Err(write_failure("complete multipart upload", status, &body));
+                }
+                completed_etag = completion_etag(&body);
             }
-            let url = action.sign(SIGNED_FOR);
-            let xml = action.body();
-            let pairs: Vec<(&str, &str)> =
-                condition.iter().map(|(k, v)| (*k, v.as_str())).collect();
-            let resp = s
-                .send(
-                    "complete multipart upload",
-                    Method::POST,
-                    url,
-                    &pairs,
-                    Bytes::from(xml),
-                )
-                .await?;
-            // S3 may answer 200 and put the error in the body (it is decided late).
-            let status = resp.status();
-            let body = collect("complete multipart upload", resp).await?;
-            if !status.is_success() || body.windows(7).any(|w| w == b"<Error>") {
-                return Err(write_failure("complete multipart upload", status, &body));
-            }
-            self.multipart = None;
-            completed_etag = completion_etag(&body);
-            self.options.expected_digest.as_ref().and_then(|d| d.sha256)
+        }
+        Ok(Written {
+            replaced: current.map(|h| h.meta.size),
+            completed_etag,
+        })
+    }
+
+    /// The metadata of the version a commit just wrote at `key` (`size` bytes), as a later
+    /// `open` reads it, so that validators computed now agree with later reads. A version
+    /// created without its SHA-256 (`stored_sha256`: `None`; a multipart upload whose digest
+    /// was not known at its creation) gets the sidecar that binds `sha256` to the S3 ETag the
+    /// completion answered (see "Digests of multipart uploads" in the module doc): a version
+    /// another node wrote since has another ETag, so never gets this digest.
+    pub(super) async fn committed_meta(
+        &self,
+        key: &str,
+        size: u64,
+        stored_sha256: Option<[u8; 32]>,
+        sha256: Option<[u8; 32]>,
+        completed_etag: Option<&str>,
+    ) -> Result<FileMeta, StoreError> {
+        let mut stored = match self.head_raw(key).await? {
+            Some(h) => h.meta,
+            None => FileMeta {
+                size,
+                modified: SystemTime::now(),
+                sha256: stored_sha256,
+            },
         };
-        Ok((current.map(|h| h.meta.size), stored_sha256, completed_etag))
+        if let (None, Some(sha256), Some(etag)) = (stored_sha256, sha256, completed_etag) {
+            if self.put_sidecar(key, etag, &sha256).await.is_ok() {
+                stored.sha256 = Some(sha256);
+            }
+        }
+        Ok(stored)
     }
 }
 
@@ -312,6 +387,30 @@ impl StoreUpload for S3Upload {
 
     fn size(&self) -> u64 {
         self.size
+    }
+
+    fn expect_digest(&mut self, digest: ContentDigest) -> Result<(), StoreError> {
+        // The bytes went to the store as they came: only what was hashed on the way can be
+        // checked (SHA-256 always; SHA-512 when one was expected at begin).
+        for (given, algorithm) in [
+            (digest.sha256.is_some(), DigestAlgorithm::Sha256),
+            (digest.sha512.is_some(), DigestAlgorithm::Sha512),
+        ] {
+            if given && !self.hashers.computes(algorithm) {
+                return Err(StoreError::DigestUnavailable { algorithm });
+            }
+        }
+        let expected = self
+            .options
+            .expected_digest
+            .get_or_insert_with(ContentDigest::default);
+        if digest.sha256.is_some() {
+            expected.sha256 = digest.sha256;
+        }
+        if digest.sha512.is_some() {
+            expected.sha512 = digest.sha512;
+        }
+        Ok(())
     }
 
     async fn commit(mut self, check: Option<VersionCheck<'_>>) -> Result<Committed, StoreError> {
