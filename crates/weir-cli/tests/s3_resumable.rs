@@ -149,6 +149,26 @@ fn head_offset(addr: SocketAddr, location: &str) -> Resp {
     request(addr, &format!("HEAD {location} HTTP/1.1"), b"").1
 }
 
+/// Sends one request with a chunked `body` ending in the trailer section `trailers` (field
+/// lines with their CRLF), on a new connection; the interim responses and the final one.
+fn chunked_request(addr: SocketAddr, head: &str, body: &[u8], trailers: &str) -> (Vec<Resp>, Resp) {
+    let mut client = Client::new(TcpStream::connect(addr).unwrap());
+    client
+        .stream()
+        .set_read_timeout(Some(Duration::from_secs(120)))
+        .unwrap();
+    let req =
+        format!("{head}\r\nhost: test\r\nconnection: close\r\ntransfer-encoding: chunked\r\n\r\n");
+    client.send(req.as_bytes());
+    for piece in body.chunks(MIB) {
+        client.send(format!("{:x}\r\n", piece.len()).as_bytes());
+        client.send(piece);
+        client.send(b"\r\n");
+    }
+    client.send(format!("0\r\n{trailers}\r\n").as_bytes());
+    final_response(&mut client, false)
+}
+
 /// Created on A, appended on B, completed on C, each request cut inside a part (so the tail
 /// object carries the bytes between requests): byte-exact, the SHA-256 answered and served is
 /// the body's, and only the completed upload's manifest is left in the bucket (until `DELETE`
@@ -599,10 +619,10 @@ fn weir_put_and_get_through_two_nodes() {
     let out = weir(&["put", file.to_str().unwrap(), &put_url]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
-    // The store needs the digest first: the trailer was refused (501, before the body) and
-    // the file hashed first, its digest in the head.
+    // The digest went as a trailer, hashed while sending, and the node checked it before
+    // the completion: no fallback to hashing the file first (as when S3 refused trailers).
     assert!(
-        err.contains("hashed in") && err.contains("verified by the server"),
+        err.contains("hashed while sending, verified by the server") && !err.contains("hashed in"),
         "{err}"
     );
     let back = dir.path().join("out.bin");
@@ -893,4 +913,116 @@ fn tuspy_starts_on_one_node_and_resumes_on_another() {
     assert!(r.status == 200 && r.body == body, "{}", r.status);
     let (_, pending) = leftovers(&weed);
     assert_eq!(pending, Vec::<String>::new());
+}
+
+/// The whole upload's digest as a trailer of the request that completes it (as `weir put`
+/// sends it), through another node than the creation's: checked against the SHA-256 from the
+/// kept state before the completion writes anything. Right: `201`, the digest served (the
+/// multipart object's through its sidecar). Wrong: `400`, nothing stored, and the upload
+/// removed (no manifest, no multipart upload left), as the local store removes it.
+#[test]
+fn a_digest_trailer_on_the_completing_request() {
+    let Some(weed) = start_weed() else { return };
+    let nodes = [node(&weed, &[]), node(&weed, &[])];
+    let body = data(7 * MIB + 3, 4);
+    let sha = Sha256::digest(&body);
+    for (name, digest, want) in [
+        ("bad.bin", Sha256::digest(b"other"), 400),
+        ("good.bin", sha, 201),
+    ] {
+        let (_, r) = request(
+            nodes[0].addr,
+            &format!("PUT /files/{name} HTTP/1.1\r\nupload-complete: ?0"),
+            &body[..6 * MIB],
+        );
+        assert_eq!(r.status, 201, "{name}: {}", r.text());
+        let location = r.header("location").unwrap().to_owned();
+        let head = format!(
+            "{}\r\ntrailer: repr-digest",
+            patch_head(&location, 6 * MIB, true)
+        );
+        let trailer = format!("repr-digest: sha-256=:{}:\r\n", base64_of(&digest));
+        let (_, r) = chunked_request(nodes[1].addr, &head, &body[6 * MIB..], &trailer);
+        assert_eq!(r.status, want, "{name}: {}", r.text());
+    }
+    let (_, r) = request(nodes[0].addr, "GET /files/bad.bin HTTP/1.1", b"");
+    assert_eq!(r.status, 404);
+    let (_, r) = request(nodes[0].addr, "GET /files/good.bin HTTP/1.1", b"");
+    assert!(r.body == body, "stored bytes differ");
+    assert_eq!(
+        r.header("repr-digest"),
+        Some(format!("sha-256=:{}:", base64_of(&sha)).as_str())
+    );
+    // The refused upload is gone with its parts; the completed one keeps its manifest only.
+    assert_only_a_manifest(&weed);
+}
+
+/// The creating request's preconditions over S3: judged at the creation (the target exists:
+/// `412`, nothing created) and again when the upload completes, through another node,
+/// against the object there then, atomically with the completion's write. Another writer
+/// that created the target meanwhile (`If-None-Match: *`) or replaced it (`If-Match`) makes
+/// the completion `412`: its object kept, the upload removed with its multipart upload.
+/// Nobody in between: the upload completes.
+#[test]
+fn the_creations_preconditions_are_checked_again_at_completion() {
+    let Some(weed) = start_weed() else { return };
+    let nodes = [node(&weed, &[]), node(&weed, &[])];
+    let (a, b) = (nodes[0].addr, nodes[1].addr);
+    let body = data(6 * MIB + 10, 6);
+    // Created "only if absent" with its first part (a multipart upload), incomplete.
+    let create = |name: &str| {
+        let (_, r) = request(
+            a,
+            &format!("PUT /files/{name} HTTP/1.1\r\nupload-complete: ?0\r\nif-none-match: *"),
+            &body[..6 * MIB],
+        );
+        assert_eq!(r.status, 201, "{name}: {}", r.text());
+        r.header("location").unwrap().to_owned()
+    };
+    let raced = create("raced.bin");
+    let (_, r) = request(b, "PUT /files/raced.bin HTTP/1.1", b"the other writer");
+    assert_eq!(r.status, 201, "{}", r.text());
+    let (_, r) = request(b, &patch_head(&raced, 6 * MIB, true), &body[6 * MIB..]);
+    assert_eq!(r.status, 412, "{}", r.text());
+    let (_, r) = request(a, "GET /files/raced.bin HTTP/1.1", b"");
+    assert_eq!(r.body, b"the other writer");
+    assert_eq!(head_offset(a, &raced).status, 404, "the refused upload is removed");
+    assert_eq!(leftovers(&weed), (vec![], vec![]));
+
+    // The target exists now: refused before anything is created.
+    let (_, r) = request(
+        a,
+        "PUT /files/raced.bin HTTP/1.1\r\nupload-complete: ?0\r\nif-none-match: *",
+        &body[..1000],
+    );
+    assert_eq!(r.status, 412, "{}", r.text());
+    assert_eq!(leftovers(&weed), (vec![], vec![]));
+
+    // Nobody in between: it completes, and creates.
+    let quiet = create("quiet.bin");
+    let (_, r) = request(b, &patch_head(&quiet, 6 * MIB, true), &body[6 * MIB..]);
+    assert_eq!(r.status, 201, "{}", r.text());
+    let (_, r) = request(a, "GET /files/quiet.bin HTTP/1.1", b"");
+    assert!(r.body == body, "stored bytes differ");
+    let etag = r.header("etag").unwrap().to_owned();
+    assert_eq!(leftovers(&weed).1, Vec::<String>::new());
+
+    // `If-Match` the version there at creation (a one-part upload): replaced meanwhile, the
+    // completion is refused and the replacement kept.
+    let (_, r) = request(
+        a,
+        &format!("PUT /files/quiet.bin HTTP/1.1\r\nupload-complete: ?0\r\nif-match: {etag}"),
+        b"first half ",
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    let matched = r.header("location").unwrap().to_owned();
+    let (_, r) = request(b, "PUT /files/quiet.bin HTTP/1.1", b"replaced meanwhile");
+    assert_eq!(r.status, 200, "{}", r.text());
+    let (_, r) = request(b, &patch_head(&matched, 11, true), b"second half");
+    assert_eq!(r.status, 412, "{}", r.text());
+    let (_, r) = request(a, "GET /files/quiet.bin HTTP/1.1", b"");
+    assert_eq!(r.body, b"replaced meanwhile");
+    assert_eq!(head_offset(a, &matched).status, 404);
+    // What is left: the completed upload's manifest, until it expires.
+    assert_only_a_manifest(&weed);
 }

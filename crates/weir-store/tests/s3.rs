@@ -449,3 +449,129 @@ async fn s3_conditional_creators_race_safely() {
         Vec::<String>::new()
     );
 }
+
+/// A digest given after the body ([`StoreUpload::expect_digest`]: a trailer) is verified at
+/// the commit by both stores: wrong → `DigestMismatch`, nothing stored; right → stored with
+/// its SHA-256. A SHA-512 that was not computed while the bytes went by: `LocalStore` reads
+/// its file back to check it, `S3Store` (which keeps no copy) refuses it at once.
+async fn late_digests<S: Store>(store: &S, local: bool) {
+    // Several parts on S3: the digest arrives after the multipart upload was created.
+    let body = data(2 * PART + 17, 9);
+    let mut sha256 = [0u8; 32];
+    sha256.copy_from_slice(&Sha256::digest(&body));
+    let mut sha512 = [0u8; 64];
+    sha512.copy_from_slice(&sha2::Sha512::digest(&body));
+    let digest = |sha256, sha512| ContentDigest { sha256, sha512 };
+
+    let mut up = store
+        .begin(&p("late/wrong"), UploadOptions::default(), None)
+        .await
+        .unwrap();
+    up.write(&body).await.unwrap();
+    up.expect_digest(digest(Some([7; 32]), None)).unwrap();
+    let refused = up.commit(None).await;
+    assert!(
+        matches!(refused, Err(StoreError::DigestMismatch { .. })),
+        "{refused:?}"
+    );
+    assert!(matches!(
+        store.open(&p("late/wrong")).await,
+        Err(StoreError::NotFound)
+    ));
+
+    let mut up = store
+        .begin(&p("late/right"), UploadOptions::default(), None)
+        .await
+        .unwrap();
+    up.write(&body).await.unwrap();
+    up.expect_digest(digest(Some(sha256), None)).unwrap();
+    let committed = up.commit(None).await.unwrap();
+    assert_eq!(committed.sha256, Some(sha256));
+    if !local {
+        // Kept for later reads (the sidecar: no digest was known at the creation).
+        let object = store.open(&p("late/right")).await.unwrap();
+        assert_eq!(object.meta().sha256, Some(sha256));
+    }
+
+    let mut up = store
+        .begin(&p("late/sha512"), UploadOptions::default(), None)
+        .await
+        .unwrap();
+    up.write(&body).await.unwrap();
+    let given = up.expect_digest(digest(None, Some(sha512)));
+    if local {
+        given.unwrap();
+        up.commit(None).await.unwrap();
+    } else {
+        assert!(
+            matches!(given, Err(StoreError::DigestUnavailable { .. })),
+            "{given:?}"
+        );
+        up.abort().await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn late_digests_are_verified_by_both_stores() {
+    let dir = tempfile::tempdir().unwrap();
+    let local = LocalStore::open(dir.path(), LocalOptions::default()).unwrap();
+    late_digests(&local, true).await;
+    let Some((_weed, store)) = s3("late/").await else {
+        return;
+    };
+    late_digests(&store, false).await;
+    assert_eq!(
+        store.pending_multipart_keys().await.unwrap(),
+        Vec::<String>::new()
+    );
+}
+
+/// The sweeps read every page of their listings: with two keys (or uploads) a page, five
+/// expired resumable uploads (a manifest and a tail each: ten keys) are all removed, and five
+/// multipart uploads that a dead process left are all aborted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sweeps_walk_every_page() {
+    use weir_store::{S3ResumableOptions, S3Resumables};
+    let Some((_weed, store)) = s3("paged/").await else {
+        return;
+    };
+    let store = store.with_list_page(2);
+    let options = S3ResumableOptions {
+        expiry: Duration::from_secs(1),
+        lease: Duration::from_secs(30),
+    };
+    let ups = S3Resumables::new(store.clone(), options);
+    for n in 0..5 {
+        let path = p(&format!("r{n}.bin"));
+        let (id, _) = ups.create(&path, None, None, None).await.unwrap();
+        let mut append = ups.append(&id, 0, None).await.unwrap();
+        append.write(b"a few bytes").await.unwrap();
+        append.finish(false).await.unwrap();
+    }
+    let keys = ups.stored_keys().await.unwrap();
+    assert_eq!(keys.len(), 10, "a manifest and a tail each: {keys:?}");
+    // Past their expiry (whole seconds).
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    let (removed, live) = ups.sweep().await.unwrap();
+    assert_eq!((removed, live.len()), (5, 0));
+    assert_eq!(ups.stored_keys().await.unwrap(), Vec::<String>::new());
+
+    // Begun, a part sent, never completed nor aborted: as a killed process leaves them.
+    for n in 0..5u8 {
+        let path = p(&format!("orphan{n}.bin"));
+        let mut up = store
+            .begin(&path, UploadOptions::default(), None)
+            .await
+            .unwrap();
+        up.write(&data(PART, n)).await.unwrap();
+        std::mem::forget(up);
+    }
+    let pending = store.pending_multipart_keys().await.unwrap();
+    assert_eq!(pending.len(), 5, "{pending:?}");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(store.sweep_multipart(Duration::ZERO).await.unwrap(), 5);
+    assert_eq!(
+        store.pending_multipart_keys().await.unwrap(),
+        Vec::<String>::new()
+    );
+}
