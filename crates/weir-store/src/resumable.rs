@@ -48,7 +48,9 @@
 //! # Completion
 //! The data file becomes the upload's temporary ([`Upload::adopt`]) and is committed by the
 //! same path as a `PUT` (length check, SHA-256 continued or by reading the file back, digest
-//! verification, `fsync`, `rename` over the target, directory `fsync`). The meta then records the upload as
+//! verification, `fsync`, `rename` over the target, directory `fsync`), with the creating
+//! request's preconditions (kept in the record, [`ResumableState::condition`]) checked again
+//! by the caller's check under the commit lock ([`Appending::finish_checked`]). The meta then records the upload as
 //! complete and stays until it expires, for clients that missed the final answer.
 //!
 //! # Expiry
@@ -60,7 +62,7 @@
 use crate::digest::ContentDigest;
 use crate::error::StoreError;
 use crate::hash_job::HashMark;
-use crate::local::{LocalStore, Missing, Resolved, STAGING_NAME, Shared, walk};
+use crate::local::{FileMeta, LocalStore, Missing, Resolved, STAGING_NAME, Shared, walk};
 use crate::path::StorePath;
 use crate::quota::ENTRY_COST;
 use crate::sha256_state::{ResumableSha256, SAVED_LEN};
@@ -194,6 +196,24 @@ pub struct ResumableState {
     /// it, and completion reads nothing back. Recorded in the same record as the offset, so
     /// they change together; one that does not match the offset is never read.
     pub sha256_state: Option<[u8; SAVED_LEN]>,
+    /// The creating request's preconditions, `(field name, value)` (`valid_condition`),
+    /// for the completion to evaluate again ([`Appending::finish_checked`]); empty when it had
+    /// none. A line `condition NAME VALUE` each, written only when there are some, so records
+    /// from before them still read.
+    pub condition: Vec<(String, String)>,
+}
+
+/// Whether `(name, value)` can be kept as a record's `condition` line (and is one): a
+/// lower-case field name, a value of visible ASCII and spaces (no line break can hide in it).
+/// The rule of both stores' records (`s3/resumable.rs`'s manifest too).
+pub(crate) fn valid_condition(name: &str, value: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| matches!(b, b'a'..=b'z' | b'0'..=b'9' | b'-'))
+        && value
+            .bytes()
+            .all(|b| matches!(b, b' ' | b'\t' | b'!'..=b'~'))
 }
 
 impl ResumableState {
@@ -208,7 +228,12 @@ impl ResumableState {
             + 2 * self.sha256_state.map_or(0, |s| s.len())
             + self.target.as_str().len()
             + self.expected_digest.as_ref().map_or(0, String::len)
-            + self.metadata.as_ref().map_or(0, String::len);
+            + self.metadata.as_ref().map_or(0, String::len)
+            + self
+                .condition
+                .iter()
+                .map(|(n, v)| 12 + n.len() + v.len())
+                .sum::<usize>();
         let mut s = String::with_capacity(capacity);
         // Writing to a `String` cannot fail.
         let _ = write!(
@@ -228,6 +253,9 @@ impl ResumableState {
         }
         if let Some(m) = &self.metadata {
             let _ = writeln!(s, "metadata {m}");
+        }
+        for (name, value) in &self.condition {
+            let _ = writeln!(s, "condition {name} {value}");
         }
         if let Some(saved) = self.sha256_state.filter(|saved| self.state_matches(saved)) {
             s.push_str("sha256-state ");
@@ -255,6 +283,7 @@ impl ResumableState {
             (None, None, None, None, None);
         let (mut length, mut expected_digest, mut metadata) = (None, None, None);
         let mut sha256_state = None;
+        let mut condition = Vec::new();
         for line in text.lines() {
             let (key, value) = line.split_once(' ')?;
             match key {
@@ -266,6 +295,13 @@ impl ResumableState {
                 "length" => length = Some(value.parse().ok()?),
                 "digest" => expected_digest = Some(value.to_owned()),
                 "metadata" => metadata = Some(value.to_owned()),
+                "condition" => {
+                    let (name, v) = value.split_once(' ')?;
+                    if !valid_condition(name, v) {
+                        return None;
+                    }
+                    condition.push((name.to_owned(), v.to_owned()));
+                }
                 // A damaged state is dropped, not the record: completion then reads back.
                 "sha256-state" => sha256_state = decode_hex(value),
                 _ => return None,
@@ -281,6 +317,7 @@ impl ResumableState {
             hash: hash?,
             metadata,
             sha256_state: None,
+            condition,
         };
         state.sha256_state = sha256_state.filter(|saved| state.state_matches(saved));
         Some(state)
@@ -445,9 +482,27 @@ impl Resumables {
         hash: bool,
         metadata: Option<String>,
     ) -> Result<(UploadId, ResumableState), StoreError> {
+        let no_condition = Vec::new();
+        self.create_with_condition(target, length, expected_digest, hash, metadata, no_condition)
+    }
+
+    /// [`Resumables::create_with_metadata`], keeping the creating request's preconditions
+    /// (`condition`, see [`ResumableState::condition`]) for the completion to evaluate again;
+    /// one that cannot be a record line (`valid_condition`) is refused as a line break in
+    /// `metadata` is ([`StoreError::Discarded`]).
+    pub fn create_with_condition(
+        &self,
+        target: &StorePath,
+        length: Option<u64>,
+        expected_digest: Option<String>,
+        hash: bool,
+        metadata: Option<String>,
+        condition: Vec<(String, String)>,
+    ) -> Result<(UploadId, ResumableState), StoreError> {
         if metadata
             .as_deref()
             .is_some_and(|m| m.contains(['\n', '\r']))
+            || !condition.iter().all(|(n, v)| valid_condition(n, v))
         {
             return Err(StoreError::Discarded);
         }
@@ -470,6 +525,7 @@ impl Resumables {
                 hash,
                 metadata,
                 sha256_state: None,
+                condition,
             };
             // The record first: data without one is an orphan that a sweep may remove.
             self.write_state(id, &state)?;
@@ -1143,7 +1199,21 @@ impl Appending {
     /// Ends the append. `complete`: this request carried the end of the representation, and
     /// the upload is committed to its target (a recorded length must match). Otherwise (or
     /// if the length does not match) the bytes are checkpointed and the upload stays open.
-    pub fn finish(mut self, upload: Upload, complete: bool) -> Result<AppendEnd, StoreError> {
+    pub fn finish(self, upload: Upload, complete: bool) -> Result<AppendEnd, StoreError> {
+        self.finish_checked(upload, complete, None)
+    }
+
+    /// [`Appending::finish`], where a completion commits only if `check` (when given) accepts
+    /// the version at the target, under the commit lock (`Upload::commit_if`): the creating
+    /// request's preconditions ([`ResumableState::condition`]) evaluated again. Refused:
+    /// [`StoreError::PreconditionFailed`], the target untouched and the upload removed, as
+    /// for any failed commit.
+    pub fn finish_checked(
+        mut self,
+        upload: Upload,
+        complete: bool,
+        check: Option<&mut dyn FnMut(Option<&FileMeta>) -> bool>,
+    ) -> Result<AppendEnd, StoreError> {
         // One record writer at a time: the checkpoint out first (its failure left the record
         // as it was; what follows records the whole file).
         let _ = self.wait_checkpoint();
@@ -1164,7 +1234,11 @@ impl Appending {
             };
         }
         self.finished = true;
-        let committed = match upload.commit() {
+        let committed = match check {
+            Some(check) => upload.commit_if(check),
+            None => upload.commit(),
+        };
+        let committed = match committed {
             Ok(c) => c,
             Err(e) => {
                 // The commit discarded the data (a digest mismatch...): the upload is over.

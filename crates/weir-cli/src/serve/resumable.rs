@@ -33,12 +33,20 @@
 //! answer (draft §4.3's progress; [`announce_offset`]). The end of a request waits for it, then
 //! records its own offset under `block_in_place`.
 //!
+//! The creating request's preconditions (`If-None-Match: *`, `If-Match`, `If-Unmodified-Since`)
+//! are judged before the upload is created (`412`, nothing created), kept in its record, and
+//! judged again under the store's commit lock when the upload completes
+//! (`preconditions::kept_hold`, `Appending::finish_checked`): a file created at the target
+//! meanwhile makes an "only if absent" upload's completion `412`, the file kept, the upload
+//! removed. The same rule as with `--store s3://` (`remote_resumable.rs`).
+//!
 //! The digest of the whole upload may also come as a trailer of the request that completes it
 //! (`Repr-Digest`, or the `Content-Digest` of a creation that carries all of it): verified at
 //! the commit like one given at creation, so a client can hash while it sends (`weir put`).
 //! Announced at creation (`Trailer:`), it makes the creation hash while receiving.
 
 use super::hasher::{LaneHandle, MarkWait};
+use super::preconditions;
 use super::reply::{self, Problem, hex};
 use super::service::{Service, off_the_runtime};
 use super::upload::{self, BodyFailure, WhereHashed};
@@ -47,8 +55,8 @@ use std::time::Duration;
 use weir::{Exchange, http};
 use weir_proto::upload_fields::{self, UploadLimits};
 use weir_store::{
-    AppendEnd, Appending, ContentDigest, ResumableError, ResumableState, Resumables, StoreError,
-    StorePath, Upload, UploadId,
+    AppendEnd, Appending, ContentDigest, FileMeta, ResumableError, ResumableState, Resumables,
+    StoreError, StorePath, Upload, UploadId,
 };
 
 /// The draft revision's interop version, sent in every answer about an upload.
@@ -253,10 +261,20 @@ pub(super) async fn create(
             super::tus::base64_encode(t.as_str().as_bytes(), &mut m);
             m
         });
+    // The preconditions: judged now against the file there (412 before anything is created,
+    // as for a plain `PUT`), kept to be judged again at the completion.
+    let condition = match preconditions::write_condition(ex.request()) {
+        Ok(c) => c,
+        Err(message) => return reply::error(ex, Problem::BadRequest, message, &[]).await,
+    };
+    if !preconditions::hold_now(&svc.store, ex.request(), &path) {
+        return preconditions::failed(ex).await;
+    }
     // A digest announced to follow the body is verified at completion from the hash taken
     // while receiving, as for a `PUT` (`upload.rs`), rather than by reading the file back.
     let hash = svc.options.hash || announces_trailer_digest(ex);
-    let made = resumables.create_with_metadata(&path, length, expected, hash, metadata);
+    let made =
+        resumables.create_with_condition(&path, length, expected, hash, metadata, condition);
     let (id, state) = match made {
         Ok(made) => made,
         Err(e) => return reply::store_error(ex, &e).await,
@@ -655,7 +673,17 @@ async fn receive(
         }
     }
     keep_media_type(&appending, &mut upload);
-    let end = off_the_runtime(|| appending.finish(upload, complete));
+    // The creating request's preconditions, judged again under the commit lock.
+    let condition = appending.state().condition.clone();
+    let end = off_the_runtime(|| {
+        let mut kept = |meta: Option<&FileMeta>| preconditions::kept_hold(&condition, meta);
+        let check: Option<&mut dyn FnMut(Option<&FileMeta>) -> bool> = if condition.is_empty() {
+            None
+        } else {
+            Some(&mut kept)
+        };
+        appending.finish_checked(upload, complete, check)
+    });
     let stats = ex.body_stats();
     let internals = upload::wants_internals(ex);
     match end {

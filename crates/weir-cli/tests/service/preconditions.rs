@@ -356,3 +356,52 @@ fn back_to_back_versions_and_a_recreated_file_have_distinct_dates() {
     assert_eq!(put(&s, "b.bin", "", &v3).status, 201);
     old_date_is_stale(&s, "b.bin", &old_date, &v3);
 }
+
+/// A resumable upload's creating request's preconditions (the local store; `s3_resumable.rs`
+/// has the same over S3): judged at the creation (the target exists: `412`, nothing created)
+/// and again under the commit lock when the upload completes. A file created at the target
+/// meanwhile makes an `If-None-Match: *` upload's completion `412`: the file kept, the upload
+/// removed. With nobody in between, it completes.
+#[test]
+fn resumable_creation_preconditions_are_checked_again_at_completion() {
+    let s = Server::start(&[]);
+    let complete = |url: &str, offset: usize, body: &[u8]| {
+        s.request(
+            &format!(
+                "PATCH {url} HTTP/1.1\r\ncontent-type: application/partial-upload\r\n\
+                 upload-offset: {offset}\r\nupload-complete: ?1"
+            ),
+            body,
+        )
+    };
+    let only_if_absent = "\r\nif-none-match: *";
+    let url = crate::resumable::create_partial(&s, "raced.txt", b"first ", only_if_absent);
+    let r = put(&s, "raced.txt", "", b"the other writer");
+    assert_eq!(r.status, 201, "{}", r.text());
+    let r = complete(&url, 6, b"second");
+    assert_eq!(r.status, 412, "{}", r.text());
+    assert_eq!(
+        std::fs::read(s.root.join("raced.txt")).unwrap(),
+        b"the other writer"
+    );
+    let r = s.request(&format!("HEAD {url} HTTP/1.1"), b"");
+    assert_eq!(r.status, 404, "the refused upload is removed");
+
+    // The target exists now: refused before anything is created.
+    let r = put(
+        &s,
+        "raced.txt",
+        "\r\nupload-complete: ?0\r\nif-none-match: *",
+        b"x",
+    );
+    assert_eq!(r.status, 412, "{}", r.text());
+    assert!(r.header("location").is_none());
+
+    let url = crate::resumable::create_partial(&s, "quiet.txt", b"first ", only_if_absent);
+    let r = complete(&url, 6, b"second");
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(
+        std::fs::read(s.root.join("quiet.txt")).unwrap(),
+        b"first second"
+    );
+}

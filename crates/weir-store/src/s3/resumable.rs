@@ -10,8 +10,9 @@
 //!   the **offset**, part size `P`, expiry, the multipart upload id, the parts sent `[number,
 //!   S3 ETag]`, the key of the tail object, the SHA-256 state at the offset
 //!   ([`ResumableSha256::to_bytes`]), and the creating request's preconditions, which the
-//!   completion evaluates again ([`S3Append::finish_checked`]). Every rewrite carries `If-Match` on the S3 ETag the writer
-//!   last saw, so a writer that lost its lease cannot overwrite a newer state.
+//!   completion evaluates again ([`S3Append::finish_checked`]). Every rewrite carries
+//!   `If-Match` on the S3 ETag the writer last saw, so a writer that lost its lease cannot
+//!   overwrite a newer state.
 //! - `tail-{generation}-{nonce}`: the bytes past the last full part (fewer than `P`), written
 //!   when a request ends mid-part; a fresh name each time, so a crashed or superseded writer's
 //!   tail is never the recorded one.
@@ -46,6 +47,8 @@
 
 use super::*;
 use crate::ResumableError;
+// The rule of a kept condition line: the local store's records share it.
+use crate::resumable::valid_condition;
 use crate::digest::ContentDigest;
 use crate::sha256_state::{ResumableSha256, SAVED_LEN};
 use std::collections::{HashSet, VecDeque};
@@ -291,14 +294,6 @@ impl Manifest {
             condition: self.condition.clone(),
         }
     }
-}
-
-/// Whether `(name, value)` can be kept as a manifest's `condition` line (and is one): a
-/// lower-case field name, a value of visible ASCII and spaces (no line break can hide in it).
-fn valid_condition(name: &str, value: &str) -> bool {
-    !name.is_empty()
-        && name.bytes().all(|b| matches!(b, b'a'..=b'z' | b'0'..=b'9' | b'-'))
-        && value.bytes().all(|b| matches!(b, b' ' | b'\t' | b'!'..=b'~'))
 }
 
 fn parse_state(text: &str) -> Option<[u8; SAVED_LEN]> {
