@@ -735,8 +735,10 @@ fn resumable_uploads_are_held_to_the_quota() {
 /// tus 1.0.0 over the bucket's uploads, raw HTTP through two nodes: created with its first
 /// bytes on one, looked at and completed on the other (byte-exact, `Repr-Digest` the body's,
 /// `Upload-Metadata` kept); a deferred length declared by a later `PATCH`; a wrong offset 409;
-/// `Upload-Checksum` refused (no `checksum` extension here); a terminated upload leaves
-/// nothing; no multipart upload is left behind. (Before: every `/tus/` request was 501.)
+/// a `PATCH` whose bytes do not match its `Upload-Checksum` 460 with none of them recorded
+/// (the next one completes the upload byte-exact); a terminated upload leaves nothing; no
+/// multipart upload is left behind. (Before: every `/tus/` request was 501, then
+/// `Upload-Checksum` was refused.)
 #[test]
 fn tus_through_two_nodes() {
     let Some(weed) = start_weed() else { return };
@@ -748,7 +750,8 @@ fn tus_through_two_nodes() {
     let (_, r) = request(a, "OPTIONS /tus/ HTTP/1.1", b"");
     assert_eq!(r.status, 204);
     let extensions = r.header("tus-extension").unwrap();
-    assert!(extensions.contains("creation-with-upload") && !extensions.contains("checksum"));
+    assert!(extensions.contains("creation-with-upload") && extensions.contains("checksum"));
+    assert_eq!(r.header("tus-checksum-algorithm"), Some("sha256"));
 
     let total = 6 * MIB + 100;
     let body = data(total, 9);
@@ -778,17 +781,20 @@ fn tus_through_two_nodes() {
     };
     let (_, r) = request(b, &patch(5), &body[5..]);
     assert_eq!(r.status, 409, "{}", r.text());
-    let (_, r) = request(
-        b,
-        &format!(
-            "{}\r\nupload-checksum: sha256 {}",
-            patch(3 * MIB),
-            base64_of(&[0; 32])
-        ),
-        &body[3 * MIB..],
+    // `checksum`: bytes damaged on the way (one flipped inside the first part, which this
+    // request fills and sends) are refused with 460 and none of them recorded; the next
+    // request sends that part again, and the object is the right bytes.
+    let checksum = format!(
+        "upload-checksum: sha256 {}",
+        base64_of(&Sha256::digest(&body[3 * MIB..]))
     );
-    assert_eq!(r.status, 400, "{}", r.text());
-    let (_, r) = request(b, &patch(3 * MIB), &body[3 * MIB..]);
+    let mut damaged = body[3 * MIB..].to_vec();
+    damaged[100] ^= 0xff;
+    let (_, r) = request(a, &format!("{}\r\n{checksum}", patch(3 * MIB)), &damaged);
+    assert_eq!(r.status, 460, "{}", r.text());
+    let (_, r) = request(b, &format!("HEAD {location} HTTP/1.1\r\n{tus}"), b"");
+    assert_eq!(r.header("upload-offset"), Some("3145728"), "nothing recorded");
+    let (_, r) = request(b, &format!("{}\r\n{checksum}", patch(3 * MIB)), &body[3 * MIB..]);
     assert_eq!(r.status, 204, "{}", r.text());
     assert_eq!(r.header("upload-offset"), Some(total.to_string().as_str()));
     let digest = format!("sha-256=:{}:", base64_of(&Sha256::digest(&body)));

@@ -5,10 +5,12 @@
 //!
 //! The routes and answers are `tus.rs`'s, with these differences:
 //!
-//! - **No `checksum` extension**: an append's parts are recorded as the store acknowledges
-//!   them, so a request's bytes cannot all be taken back when its `Upload-Checksum` fails.
-//!   `OPTIONS` does not offer it and a request that carries one is refused (`400`) before its
-//!   body; the whole upload's SHA-256 is still computed and answered (`Repr-Digest`).
+//! - **`checksum`**: an append records its parts as the store acknowledges them, so a request
+//!   that carries `Upload-Checksum` is *held* instead (`S3Append::hold_records`, weir-store's
+//!   `s3/resumable/held.rs`): its parts are recorded only at its end, once its own SHA-256
+//!   matched; on a mismatch (`460`), or a cut, none of it is (`S3Append::discard`, which waits
+//!   for its parts in flight), and the next append sends those part numbers again from the
+//!   recorded offset. The whole upload's SHA-256 is still answered (`Repr-Digest`).
 //! - **Ids** are the bucket's (32 hex digits); `Upload-Expires` is the manifest's expiry.
 //! - **An append in progress** holds the upload's lease on whichever node runs it: a second
 //!   one, on any node, gets `423`.
@@ -23,11 +25,9 @@ use super::upload::BodyFailure;
 use http::StatusCode;
 use std::time::{Duration, UNIX_EPOCH};
 use weir::{Exchange, http};
-use weir_store::{ResumableError, S3AppendEnd, S3Resumables, S3UploadState, StoreError};
-
-/// `tus.rs`'s extensions but `checksum` (see the module doc).
-const EXTENSIONS: &str =
-    "creation,creation-with-upload,creation-defer-length,termination,expiration";
+use weir_store::{
+    ResumableError, S3Append, S3AppendEnd, S3Resumables, S3UploadState, StoreError,
+};
 
 /// Routes `/tus` and `/tus/...` (`rest`: what follows `/tus/`) to the bucket's uploads.
 /// `verdict`: the write scope, judged by `service.rs`; a prefix token's target is judged
@@ -41,15 +41,10 @@ pub(super) async fn serve(
     verdict: Verdict,
 ) -> Result<(), weir::Error> {
     if *ex.request().method() == http::Method::OPTIONS {
-        return tus::options_with(svc, ex, EXTENSIONS).await;
+        return tus::options_with(svc, ex, tus::EXTENSIONS).await;
     }
     if !tus::admitted(ex, verdict).await? {
         return Ok(());
-    }
-    if ex.request().header("upload-checksum").is_some() {
-        let message = "Upload-Checksum is not supported with this store (--store s3://): the \
-                       upload's SHA-256 is answered in Repr-Digest at completion";
-        return fail(ex, Problem::BadRequest, message).await;
     }
     let method = ex.request().method().clone();
     if rest.is_empty() {
@@ -103,7 +98,7 @@ async fn create(
         metadata,
         path,
         body,
-        ..
+        expected,
     }) = tus::creation(svc, ex, caller).await?
     else {
         return Ok(());
@@ -127,7 +122,7 @@ async fn create(
             .empty()
             .await;
     }
-    receive(svc, ups, ex, &id, 0, length, Some(&location)).await
+    receive(svc, ups, ex, &id, (0, length), expected, Some(&location)).await
 }
 
 /// `HEAD /tus/{id}`: the recorded state (an append running elsewhere may be past it).
@@ -155,7 +150,7 @@ async fn patch(
     ex: &mut Exchange<'_>,
     id: &str,
 ) -> Result<(), weir::Error> {
-    let Some((claimed, _)) = tus::patch_fields(ex).await? else {
+    let Some((claimed, expected)) = tus::patch_fields(ex).await? else {
         return Ok(());
     };
     let state = match ups.state(id).await {
@@ -173,19 +168,20 @@ async fn patch(
     if state.complete {
         return tus::already_complete(ex, state.offset).await;
     }
-    receive(svc, ups, ex, id, claimed, length, None).await
+    receive(svc, ups, ex, id, (claimed, length), expected, None).await
 }
 
 /// Streams the body into upload `id` at `offset` (of `length`; `None`: deferred, at most
-/// `--max-upload`), completes it when the offset reaches the length, and answers (`201` +
-/// `location` for a creation, else `204`).
+/// `--max-upload`), held when it carries its checksum (`expected`, see the module doc), which
+/// is checked before anything of it is recorded; completes the upload when the offset reaches
+/// the length, and answers (`201` + `location` for a creation, else `204`).
 async fn receive(
     svc: &Service,
     ups: &S3Resumables,
     ex: &mut Exchange<'_>,
     id: &str,
-    offset: u64,
-    length: Option<u64>,
+    (offset, length): (u64, Option<u64>),
+    expected: Option<[u8; 32]>,
     location: Option<&str>,
 ) -> Result<(), weir::Error> {
     let max = svc.options.max_upload;
@@ -199,15 +195,18 @@ async fn receive(
         Ok(a) => a,
         Err(e) => return tus::refused(ex, e).await,
     };
+    if expected.is_some() {
+        appending.hold_records();
+    }
     loop {
         match ex.read_body_chunk().await {
             Ok(Some(chunk)) => {
                 // Waits while the store is busy with earlier parts: the backpressure. tus has
                 // no progress announcements: a recorded offset is not sent.
                 if let Err(e) = appending.write(&chunk).await {
-                    // Dropping the append releases its lease; the manifest keeps the last
+                    // Ending the append releases its lease; the manifest keeps the last
                     // recorded state, from which the client resumes.
-                    drop(appending);
+                    end_unrecorded(appending, expected.is_some()).await;
                     if matches!(e, StoreError::PreconditionFailed) {
                         // Its lease was taken over (this node stalled past it) or the upload
                         // was cancelled.
@@ -218,12 +217,22 @@ async fn receive(
             }
             Ok(None) => break,
             Err(e) => {
-                // Keep and record what arrived: the client resumes from there.
-                if let Err(e) = appending.finish(false).await {
+                if expected.is_some() {
+                    // A held request cut short: its checksum cannot be checked, so none of it
+                    // is kept (as locally).
+                    appending.discard().await;
+                } else if let Err(e) = appending.finish(false).await {
+                    // Keep and record what arrived: the client resumes from there.
                     tracing::warn!(upload = %id, error = %e, "tus upload: recording a cut append failed");
                 }
                 return BodyFailure::Body(e).answer(ex, max).await;
             }
+        }
+    }
+    if let Some(expected) = expected {
+        if appending.request_sha256() != Some(expected) {
+            appending.discard().await;
+            return tus::checksum_mismatch(ex).await;
         }
     }
     let completes = length.is_some_and(|l| appending.received() == l);
@@ -262,5 +271,15 @@ async fn receive(
             drop(r);
             reply::store_error(ex, &e).await
         }
+    }
+}
+
+/// Ends an append that failed midway without recording more: a held one is discarded (its
+/// parts in flight waited for, see the module doc); another is dropped (the manifest keeps
+/// what it recorded; its parts in flight are cancelled, and any that still lands holds the
+/// same bytes the next append sends under its number).
+async fn end_unrecorded(appending: S3Append, held: bool) {
+    if held {
+        appending.discard().await;
     }
 }

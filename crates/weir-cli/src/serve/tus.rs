@@ -24,7 +24,8 @@
 //! target; the answer carries `Repr-Digest` (the SHA-256 of the whole file) unless `--no-hash`.
 //!
 //! With `--store s3://`, `remote_tus.rs` serves the same protocol on the bucket's uploads,
-//! through this module's parsing and answers ([`creation`], [`patch_fields`], [`refused`]...).
+//! through this module's parsing and answers ([`creation`], [`patch_fields`], [`refused`],
+//! [`checksum_mismatch`]...), the `checksum` extension included.
 
 use super::auth::{Access, Caller, Verdict};
 use super::pre_upload;
@@ -41,7 +42,8 @@ use weir_store::{AppendEnd, ResumableError, ResumableState, Resumables, StorePat
 pub(crate) const PREFIX: &str = "/tus/";
 
 const VERSION: &str = "1.0.0";
-const EXTENSIONS: &str =
+/// The extensions offered, with either store (`remote_tus.rs` too).
+pub(super) const EXTENSIONS: &str =
     "creation,creation-with-upload,creation-defer-length,termination,expiration,checksum";
 const CONTENT_TYPE: &[u8] = b"application/offset+octet-stream";
 
@@ -54,6 +56,13 @@ pub(super) async fn fail(
     message: &str,
 ) -> Result<(), weir::Error> {
     reply::error(ex, problem, message, &[RESUMABLE]).await
+}
+
+/// `460 Checksum Mismatch`: the request's bytes were taken back, the offset is unchanged.
+pub(super) async fn checksum_mismatch(ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
+    let status = StatusCode::from_u16(460).unwrap_or(StatusCode::BAD_REQUEST);
+    let message = "checksum mismatch: the request's bytes were discarded";
+    fail_status(ex, Problem::DigestMismatch, status, message).await
 }
 
 /// [`fail`] with a status of tus's own for `problem`.
@@ -164,7 +173,7 @@ async fn options(svc: &Service, ex: &mut Exchange<'_>) -> Result<(), weir::Error
     options_with(svc, ex, EXTENSIONS).await
 }
 
-/// `OPTIONS` with these `extensions` (the bucket's uploads have no `checksum`).
+/// `OPTIONS` with these `extensions`.
 pub(super) async fn options_with(
     svc: &Service,
     ex: &mut Exchange<'_>,
@@ -635,14 +644,7 @@ async fn receive(
             if let Err(e) = discarded {
                 return reply::store_error(ex, &e).await;
             }
-            let status = StatusCode::from_u16(460).unwrap_or(StatusCode::BAD_REQUEST);
-            return fail_status(
-                ex,
-                Problem::DigestMismatch,
-                status,
-                "checksum mismatch: the request's bytes were discarded",
-            )
-            .await;
+            return checksum_mismatch(ex).await;
         }
     }
     resumable::keep_media_type(&appending, &mut upload);

@@ -55,6 +55,9 @@ use std::collections::{HashSet, VecDeque};
 use std::fmt::Write as _;
 use tokio::task::JoinHandle;
 
+mod held;
+use held::Held;
+
 /// The directory of resumable uploads' objects, after the prefix.
 const UPLOADS_DIR: &str = ".weir-uploads/";
 
@@ -634,6 +637,8 @@ impl S3Resumables {
                 part,
                 in_flight: VecDeque::new(),
                 late_sha256: None,
+                held: None,
+                stale_tail: None,
             }),
             Err(e) => {
                 self.release(lease).await;
@@ -870,6 +875,10 @@ pub struct S3Append {
     /// The SHA-256 the completion must also match, given after the body
     /// ([`S3Append::expect_digest`]).
     late_sha256: Option<[u8; 32]>,
+    /// This request's parts are recorded only at its end, or never ([`S3Append::hold_records`]).
+    held: Option<Held>,
+    /// The tail the held parts made stale, deleted once the manifest no longer names it.
+    stale_tail: Option<String>,
 }
 
 impl S3Append {
@@ -929,6 +938,10 @@ impl S3Append {
             }
             let n = bytes.len().min(part_size - self.part.len());
             self.hasher.update(&bytes[..n]);
+            if let Some(held) = &mut self.held {
+                // A second pass over the bytes, only for a request that carries its checksum.
+                held.sha256.update(&bytes[..n]);
+            }
             // COPY: the body's bytes into the part (a part must be one contiguous body).
             self.part.extend_from_slice(&bytes[..n]);
             self.received += n as u64;
@@ -949,7 +962,7 @@ impl S3Append {
             .front()
             .is_some_and(|(_, _, task)| task.is_finished())
         {
-            recorded = Some(self.record_oldest().await?);
+            recorded = self.record_oldest().await?.or(recorded);
         }
         Ok(recorded)
     }
@@ -993,7 +1006,7 @@ impl S3Append {
         }
         let mut recorded = None;
         while self.in_flight.len() >= self.up.store.inner.parts_in_flight {
-            recorded = Some(self.record_oldest().await?);
+            recorded = self.record_oldest().await?.or(recorded);
         }
         let number = u16::try_from(self.received / self.manifest.part_size).map_err(|_| {
             StoreError::Backend {
@@ -1016,15 +1029,21 @@ impl S3Append {
     }
 
     /// Waits for the oldest part in flight and records it: the offset moves to its end, the
-    /// hash state to the one taken when it was filled, the tail is gone. Returns the offset.
-    async fn record_oldest(&mut self) -> Result<u64, StoreError> {
+    /// hash state to the one taken when it was filled, the tail is gone. Returns the offset
+    /// recorded; `None` when nothing was (no part in flight, or a held request's part, kept
+    /// aside until the request's end: [`S3Append::hold_records`]).
+    async fn record_oldest(&mut self) -> Result<Option<u64>, StoreError> {
         let Some((number, state, task)) = self.in_flight.pop_front() else {
-            return Ok(self.manifest.offset);
+            return Ok(None);
         };
         let etag = task.await.map_err(|e| StoreError::Backend {
             op: "upload part",
             message: format!("part task: {e}"),
         })??;
+        if let Some(held) = &mut self.held {
+            held.parts.push((number, etag, state));
+            return Ok(None);
+        }
         let old_tail = self.manifest.tail.take();
         self.manifest.parts.push((number, etag));
         self.manifest.offset = u64::from(number) * self.manifest.part_size;
@@ -1035,7 +1054,7 @@ impl S3Append {
             // A failure leaves an object the upload's removal deletes anyway.
             let _ = self.up.delete_key(&key, None).await;
         }
-        Ok(self.manifest.offset)
+        Ok(Some(self.manifest.offset))
     }
 
     /// Rewrites the manifest (`If-Match` on the last one seen) and renews the lease.
@@ -1116,6 +1135,8 @@ impl S3Append {
         while !self.in_flight.is_empty() {
             self.record_oldest().await?;
         }
+        // A held request that ends here is recorded with the rest of its end.
+        self.fold_held();
         if complete {
             return match self.complete(check).await {
                 Ok(committed) => Ok(S3AppendEnd::Completed(committed)),
@@ -1155,6 +1176,7 @@ impl S3Append {
             // Nothing new past the last record: the expiry is still renewed.
             self.write_manifest().await?;
         }
+        self.delete_stale_tail().await;
         Ok(S3AppendEnd::Incomplete(self.manifest.state()))
     }
 
