@@ -31,10 +31,11 @@
 //! but did not record is overwritten with the same bytes. The recorded parts are exactly
 //! `1..=offset/P`, the tail holds `offset % P` bytes, and the SHA-256 state is that of the
 //! first `offset` bytes: a part is recorded only once the store acknowledged it and every part
-//! before it, with the hash state taken when that part was filled. A *held* request (tus's `checksum`,
-//! `held.rs`) records its parts only at its end, or never: the parts it sent past the
-//! recorded offset are then sent again, under the same numbers, by the next append. Memory per append is that
-//! of a plain upload: `P × (parts_in_flight + 1)`, the tail read back into the part buffer.
+//! before it, with the hash state taken when that part was filled. A *held* request (tus's
+//! `checksum`, `held.rs`) records its parts only at its end, or never: the parts it sent past
+//! the recorded offset are then sent again, under the same numbers, by the next append. Memory
+//! per append is that of a plain upload: `P × (parts_in_flight + 1)`, the tail read back into
+//! the part buffer.
 //!
 //! # Quota
 //! With [`S3Store::with_max_storage`], an upload is held to the quota as a plain upload is: a
