@@ -793,8 +793,16 @@ fn tus_through_two_nodes() {
     let (_, r) = request(a, &format!("{}\r\n{checksum}", patch(3 * MIB)), &damaged);
     assert_eq!(r.status, 460, "{}", r.text());
     let (_, r) = request(b, &format!("HEAD {location} HTTP/1.1\r\n{tus}"), b"");
-    assert_eq!(r.header("upload-offset"), Some("3145728"), "nothing recorded");
-    let (_, r) = request(b, &format!("{}\r\n{checksum}", patch(3 * MIB)), &body[3 * MIB..]);
+    assert_eq!(
+        r.header("upload-offset"),
+        Some("3145728"),
+        "nothing recorded"
+    );
+    let (_, r) = request(
+        b,
+        &format!("{}\r\n{checksum}", patch(3 * MIB)),
+        &body[3 * MIB..],
+    );
     assert_eq!(r.status, 204, "{}", r.text());
     assert_eq!(r.header("upload-offset"), Some(total.to_string().as_str()));
     let digest = format!("sha-256=:{}:", base64_of(&Sha256::digest(&body)));
@@ -992,7 +1000,11 @@ fn the_creations_preconditions_are_checked_again_at_completion() {
     assert_eq!(r.status, 412, "{}", r.text());
     let (_, r) = request(a, "GET /files/raced.bin HTTP/1.1", b"");
     assert_eq!(r.body, b"the other writer");
-    assert_eq!(head_offset(a, &raced).status, 404, "the refused upload is removed");
+    assert_eq!(
+        head_offset(a, &raced).status,
+        404,
+        "the refused upload is removed"
+    );
     assert_eq!(leftovers(&weed), (vec![], vec![]));
 
     // The target exists now: refused before anything is created.

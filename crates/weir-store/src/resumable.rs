@@ -62,10 +62,11 @@
 use crate::digest::ContentDigest;
 use crate::error::StoreError;
 use crate::hash_job::HashMark;
-use crate::local::{FileMeta, LocalStore, Missing, Resolved, STAGING_NAME, Shared, walk};
+use crate::local::{LocalStore, Missing, Resolved, STAGING_NAME, Shared, walk};
 use crate::path::StorePath;
 use crate::quota::ENTRY_COST;
 use crate::sha256_state::{ResumableSha256, SAVED_LEN};
+use crate::store::VersionCheck;
 use crate::sys::{DirHandle, EntryKind};
 use crate::upload::{Committed, Upload, UploadOptions};
 use std::collections::HashSet;
@@ -483,7 +484,14 @@ impl Resumables {
         metadata: Option<String>,
     ) -> Result<(UploadId, ResumableState), StoreError> {
         let no_condition = Vec::new();
-        self.create_with_condition(target, length, expected_digest, hash, metadata, no_condition)
+        self.create_with_condition(
+            target,
+            length,
+            expected_digest,
+            hash,
+            metadata,
+            no_condition,
+        )
     }
 
     /// [`Resumables::create_with_metadata`], keeping the creating request's preconditions
@@ -1212,7 +1220,7 @@ impl Appending {
         mut self,
         upload: Upload,
         complete: bool,
-        check: Option<&mut dyn FnMut(Option<&FileMeta>) -> bool>,
+        check: Option<VersionCheck<'_>>,
     ) -> Result<AppendEnd, StoreError> {
         // One record writer at a time: the checkpoint out first (its failure left the record
         // as it was; what follows records the whole file).

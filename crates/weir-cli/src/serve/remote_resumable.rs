@@ -337,11 +337,12 @@ async fn receive(
     if complete {
         // The whole upload's digest as a trailer of this last request: checked at the
         // completion, with the one given at creation, against the SHA-256 of every byte.
-        let trailer = super::resumable::trailer_digest(ex, offset, state.expected_digest.as_deref())
-            .and_then(|d| match d {
-                Some(d) => appending.expect_digest(&d).map_err(|e| e.to_string()),
-                None => Ok(()),
-            });
+        let trailer =
+            super::resumable::trailer_digest(ex, offset, state.expected_digest.as_deref())
+                .and_then(|d| match d {
+                    Some(d) => appending.expect_digest(&d).map_err(|e| e.to_string()),
+                    None => Ok(()),
+                });
         if let Err(message) = trailer {
             // Nothing is completed; what arrived is kept, as for a cut request.
             if let Err(e) = appending.finish(false).await {

@@ -25,9 +25,7 @@ use super::upload::BodyFailure;
 use http::StatusCode;
 use std::time::{Duration, UNIX_EPOCH};
 use weir::{Exchange, http};
-use weir_store::{
-    ResumableError, S3Append, S3AppendEnd, S3Resumables, S3UploadState, StoreError,
-};
+use weir_store::{ResumableError, S3Append, S3AppendEnd, S3Resumables, S3UploadState, StoreError};
 
 /// Routes `/tus` and `/tus/...` (`rest`: what follows `/tus/`) to the bucket's uploads.
 /// `verdict`: the write scope, judged by `service.rs`; a prefix token's target is judged

@@ -56,7 +56,7 @@ use weir::{Exchange, http};
 use weir_proto::upload_fields::{self, UploadLimits};
 use weir_store::{
     AppendEnd, Appending, ContentDigest, FileMeta, ResumableError, ResumableState, Resumables,
-    StoreError, StorePath, Upload, UploadId,
+    StoreError, StorePath, Upload, UploadId, VersionCheck,
 };
 
 /// The draft revision's interop version, sent in every answer about an upload.
@@ -273,8 +273,7 @@ pub(super) async fn create(
     // A digest announced to follow the body is verified at completion from the hash taken
     // while receiving, as for a `PUT` (`upload.rs`), rather than by reading the file back.
     let hash = svc.options.hash || announces_trailer_digest(ex);
-    let made =
-        resumables.create_with_condition(&path, length, expected, hash, metadata, condition);
+    let made = resumables.create_with_condition(&path, length, expected, hash, metadata, condition);
     let (id, state) = match made {
         Ok(made) => made,
         Err(e) => return reply::store_error(ex, &e).await,
@@ -676,11 +675,11 @@ async fn receive(
     // The creating request's preconditions, judged again under the commit lock.
     let condition = appending.state().condition.clone();
     let end = off_the_runtime(|| {
-        let mut kept = |meta: Option<&FileMeta>| preconditions::kept_hold(&condition, meta);
-        let check: Option<&mut dyn FnMut(Option<&FileMeta>) -> bool> = if condition.is_empty() {
+        let kept = |meta: Option<&FileMeta>| preconditions::kept_hold(&condition, meta);
+        let check: Option<VersionCheck<'_>> = if condition.is_empty() {
             None
         } else {
-            Some(&mut kept)
+            Some(&kept)
         };
         appending.finish_checked(upload, complete, check)
     });

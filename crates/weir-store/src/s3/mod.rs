@@ -513,7 +513,10 @@ impl S3Store {
             })
             .collect();
         let truncated = element(head, "IsTruncated").is_some_and(|t| t == "true");
-        let next = (element(head, "NextKeyMarker"), element(head, "NextUploadIdMarker"));
+        let next = (
+            element(head, "NextKeyMarker"),
+            element(head, "NextUploadIdMarker"),
+        );
         let more = truncated && (next.0.is_some() || next.1.is_some());
         Ok((page, more.then_some(next)))
     }

@@ -51,8 +51,8 @@
 use super::*;
 use crate::ResumableError;
 // The rule of a kept condition line: the local store's records share it.
-use crate::resumable::valid_condition;
 use crate::digest::ContentDigest;
+use crate::resumable::valid_condition;
 use crate::sha256_state::{ResumableSha256, SAVED_LEN};
 use std::collections::{HashSet, VecDeque};
 use std::fmt::Write as _;

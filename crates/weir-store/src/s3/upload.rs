@@ -163,7 +163,10 @@ impl S3Upload {
             // No copy: the part's bytes are the object's body.
             let body = std::mem::take(&mut self.part).freeze();
             let write = ObjectWrite::Put { headers, body };
-            (store.write_checked(&self.key, check, write).await?, digests.sha256)
+            (
+                store.write_checked(&self.key, check, write).await?,
+                digests.sha256,
+            )
         } else {
             let Some(mp) = self.multipart.as_mut() else {
                 unreachable!("multipart checked above")
