@@ -1,6 +1,6 @@
 use super::*;
-use crate::LocalOptions;
 use crate::testutil::{data, p, read, sha256, store, store_with};
+use crate::{FileMeta, LocalOptions};
 
 const DAY: Duration = Duration::from_secs(86400);
 
@@ -508,5 +508,49 @@ fn records_longer_than_the_stack_buffer_read_back_whole() {
         assert_eq!(state.metadata, meta, "{len}");
         assert_eq!(state.offset, 5, "{len}");
         r.cancel(id).unwrap();
+    }
+}
+
+/// The creating request's preconditions are kept in the record (read back after a restart)
+/// and handed to the completion's check, under the commit lock: refused, nothing is stored
+/// and the upload is removed; a condition that cannot be a record line is refused at creation.
+#[test]
+fn a_kept_condition_survives_a_restart_and_guards_the_completion() {
+    let (dir, store) = store();
+    let r = Resumables::open(&store, DAY).unwrap();
+    let condition = vec![("if-none-match".to_owned(), "*".to_owned())];
+    let (id, _) = r
+        .create_with_condition(&p("c"), None, None, true, None, condition.clone())
+        .unwrap();
+    drop(r);
+    let (store, r) = reopen(&dir, store);
+    assert_eq!(r.state(id).unwrap().unwrap().condition, condition);
+    // Another writer creates the target meanwhile: the check sees it and refuses.
+    let mut other = store.begin(&p("c"), UploadOptions::default()).unwrap();
+    other.write(b"other").unwrap();
+    other.commit().unwrap();
+    let (appending, mut up) = r.append(id, 0, None).unwrap();
+    up.write(b"mine").unwrap();
+    let seen = std::sync::Mutex::new(Vec::new());
+    let check = |meta: Option<&FileMeta>| {
+        seen.lock().unwrap().push(meta.map(|m| m.size));
+        meta.is_none()
+    };
+    let refused = appending.finish_checked(up, true, Some(&check));
+    assert!(
+        matches!(refused, Err(StoreError::PreconditionFailed)),
+        "{refused:?}"
+    );
+    assert_eq!(*seen.lock().unwrap(), [Some(5)]);
+    assert_eq!(read(&store, "c"), b"other");
+    assert!(
+        matches!(r.state(id), Ok(None)),
+        "the refused upload is removed"
+    );
+    // Not a record line: refused before anything is made.
+    for bad in [("If-Match", "\"a\""), ("if-match", "a\nb"), ("", "*")] {
+        let condition = vec![(bad.0.to_owned(), bad.1.to_owned())];
+        let made = r.create_with_condition(&p("d"), None, None, true, None, condition);
+        assert!(matches!(made, Err(StoreError::Discarded)), "{bad:?}");
     }
 }
