@@ -468,8 +468,8 @@ fn section(a: &ResumeArgs, size: u64, rows: &[Row], all_cuts: &[(usize, Vec<Cut>
          page cache), timed from spawn to exit. After every upload the stored file is read \
          back (outside the timing) and its size and SHA-256 checked against the body's; the \
          bench's rows also check the service's answer. Server CPU from `/proc/<pid>/stat` (10 \
-         ms ticks). The machine was shared with other engineers' builds and tests while this \
-         ran: trust the round-by-round ratios, not the absolute times.\n\n\
+         ms ticks). On a shared machine (the CPU pressure above says how busy this one was), \
+         trust the round-by-round ratios, not the absolute times.\n\n\
          What the server does differently: a resumable request fdatasyncs its data and rewrites \
          its record (temporary, fsync, rename, directory fsync) at every checkpoint inside a \
          request (`weir_store::CHECKPOINT_BYTES`, on the blocking pool while the connection \

@@ -486,8 +486,8 @@ fn section(
          request (the whole server: runtime, connection buffers, the upload's parts); the \
          direct child's own `VmHWM` at its end (its runtime, HTTP client and parts, and the \
          bench's 2 MiB body pattern). Both objects are deleted after every round. SeaweedFS \
-         runs on the same 2 CPUs, so a large share of every row's time is the store's own. The \
-         machine was shared with other engineers' builds and tests while this ran: trust the \
+         runs on the same CPUs, so a large share of every row's time is the store's own. On a \
+         shared machine (the CPU pressure above says how busy this one was), trust the \
          round-by-round ratios, not the absolute times.\n\n{}\n{}",
         size_label(size),
         size_label(part_size as u64),
