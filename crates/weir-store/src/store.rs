@@ -10,6 +10,7 @@
 //! | [`Store::open`] → [`StoreObject`] | the object's metadata ([`FileMeta`], media type), pinned to that version |
 //! | [`StoreObject::read`] → [`StoreReader`] | its bytes in a range, as chunks |
 //! | [`Store::list_page`], [`Store::delete`] | one page of a "directory"; delete (if the check accepts the version) |
+//! | [`Store::create_dir`], [`Store::is_dir`], [`Store::delete_dir`] | folders: make one, ask, delete an empty one |
 //!
 //! Invariants every implementation keeps:
 //! - an upload is all or nothing: only a successful commit makes anything visible, and an
@@ -89,6 +90,13 @@ pub trait Store: Send + Sync + 'static {
 
     /// Whether `path` is a directory: one created empty, or (`S3Store`) any key below it.
     fn is_dir(&self, path: &StorePath) -> impl Future<Output = Result<bool, StoreError>> + Send;
+
+    /// Deletes the directory `path` if it is empty, giving its
+    /// [`ENTRY_COST`](crate::ENTRY_COST) back: [`StoreError::DirectoryNotEmpty`] when anything
+    /// is in it, [`StoreError::NotADirectory`] for a file, [`StoreError::NotFound`] if there
+    /// is none. `LocalStore` removes the directory; `S3Store` the `path/` marker, when no other
+    /// key is below it.
+    fn delete_dir(&self, path: &StorePath) -> impl Future<Output = Result<(), StoreError>> + Send;
 }
 
 /// An upload in progress (see the module doc).
@@ -98,6 +106,22 @@ pub trait StoreUpload: Send {
 
     /// Bytes written so far.
     fn size(&self) -> u64;
+
+    /// No more bytes follow: the upload gives up what it holds while it waits for its commit
+    /// (one of a form's files, waiting for the rest of the form), and takes no more writes.
+    /// `held` is what the caller's other waiting uploads hold in memory: an upload may keep
+    /// its bytes in memory when they fit, with `held`, within the store's bound, and adds them
+    /// to it; else it sends them to the store now. `LocalStore` closes the temporary file
+    /// (memory: none); `S3Store` keeps a small upload only while the total stays within one
+    /// part size, and sends anything else (a multipart upload's last part) and waits for its
+    /// parts, so that no part buffer is held. A failure discards the upload.
+    fn finish_writes(
+        &mut self,
+        held: &mut u64,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        let _ = held;
+        async { Ok(()) }
+    }
 
     /// Verifies and makes the object visible, if `check` (when given) accepts the version
     /// replaced; refused: [`StoreError::PreconditionFailed`], nothing changed.
@@ -224,6 +248,10 @@ impl Store for LocalStore {
             None => LocalStore::delete(self, path),
         }
     }
+
+    async fn delete_dir(&self, path: &StorePath) -> Result<(), StoreError> {
+        LocalStore::delete_dir(self, path)
+    }
 }
 
 /// [`LocalStore`]'s upload behind the interface: an [`Upload`].
@@ -237,6 +265,10 @@ impl StoreUpload for LocalUpload {
 
     fn size(&self) -> u64 {
         self.0.size()
+    }
+
+    async fn finish_writes(&mut self, _held: &mut u64) -> Result<(), StoreError> {
+        self.0.park()
     }
 
     async fn commit(self, check: Option<VersionCheck<'_>>) -> Result<Committed, StoreError> {

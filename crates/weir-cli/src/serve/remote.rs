@@ -167,8 +167,10 @@ pub(super) async fn serve<S: Store>(
             }
         }
         (Method::DELETE, Target::File(p)) => delete(svc, store, ex, &p).await,
-        (Method::DELETE, _) => super::service::method_not_allowed(ex, "GET, HEAD, PUT, POST").await,
-        (Method::PUT, Target::Root) => {
+        (Method::DELETE, Target::Dir(p)) => {
+            super::service::folder_deleted(svc, ex, &p, store.delete_dir(&p)).await
+        }
+        (Method::DELETE | Method::PUT, Target::Root) => {
             super::service::method_not_allowed(ex, "GET, HEAD, POST").await
         }
         _ => super::service::method_not_allowed(ex, "GET, HEAD, PUT, POST, DELETE").await,

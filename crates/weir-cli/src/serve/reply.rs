@@ -334,9 +334,10 @@ pub(crate) fn store_problem(e: &StoreError) -> Problem {
         StoreError::DigestMismatch { .. } => Problem::DigestMismatch,
         StoreError::LengthMismatch { .. } => Problem::LengthMismatch,
         StoreError::NotFound => Problem::NotFound,
-        StoreError::IsDirectory | StoreError::NotADirectory | StoreError::DuplicatePath { .. } => {
-            Problem::PathConflict
-        }
+        StoreError::IsDirectory
+        | StoreError::NotADirectory
+        | StoreError::DirectoryNotEmpty
+        | StoreError::DuplicatePath { .. } => Problem::PathConflict,
         StoreError::SymlinkRefused => Problem::SymlinkRefused,
         StoreError::PreconditionFailed => Problem::PreconditionFailed,
         StoreError::NoSpace | StoreError::QuotaExceeded { .. } => Problem::InsufficientStorage,

@@ -914,6 +914,46 @@ impl Store for S3Store {
         Ok(!parsed.contents.is_empty() || !parsed.common_prefixes.is_empty())
     }
 
+    async fn delete_dir(&self, path: &StorePath) -> Result<(), StoreError> {
+        // Two keys under `path/` tell everything: none (no folder, unless an object is at
+        // `path`), the marker alone (an empty folder), anything else (keys below it).
+        let i = &self.inner;
+        let key = self.key(path);
+        // ALLOCATION: the marker's key, once per folder delete.
+        let marker = format!("{key}/");
+        let mut action = i.bucket.list_objects_v2(Some(&i.credentials));
+        action.with_prefix(marker.as_str());
+        action.with_max_keys(2);
+        let parsed = self.list_objects("list objects", action).await?;
+        let only_marker = parsed.contents.len() == 1 && parsed.contents[0].key == marker;
+        if parsed.contents.is_empty() {
+            return match self.head_raw(&key).await? {
+                Some(_) => Err(StoreError::NotADirectory),
+                None => Err(StoreError::NotFound),
+            };
+        }
+        if !only_marker {
+            return Err(StoreError::DirectoryNotEmpty);
+        }
+        // A key written below between the listing and this delete keeps the folder listed
+        // (as its prefix): nothing is lost, the folder only stops being an empty one.
+        let url = i
+            .bucket
+            .delete_object(Some(&i.credentials), &marker)
+            .sign(SIGNED_FOR);
+        let resp = self
+            .send("delete folder", Method::DELETE, url, &[], Bytes::new())
+            .await?;
+        match resp.status() {
+            s if s.is_success() => {
+                self.note_deleted(0);
+                Ok(())
+            }
+            StatusCode::NOT_FOUND => Err(StoreError::NotFound),
+            _ => Err(failure("delete folder", resp).await),
+        }
+    }
+
     async fn delete(
         &self,
         path: &StorePath,

@@ -13,6 +13,8 @@ pub(super) struct Multipart {
     pub(super) in_flight: JoinSet<Result<(u16, String), StoreError>>,
     /// Parts sent, by number.
     pub(super) done: Vec<(u16, String)>,
+    /// The SHA-256 the upload was created with (its metadata), if it was known then.
+    pub(super) sha256: Option<[u8; 32]>,
 }
 
 /// An upload to S3 (see the module doc). Dropped without commit: the multipart upload, if
@@ -46,10 +48,17 @@ impl S3Upload {
         h
     }
 
-    /// Creates the multipart upload, with the SHA-256 as metadata if the client announced it.
-    async fn start_multipart(&mut self) -> Result<(), StoreError> {
+    /// Creates the multipart upload, with the SHA-256 as metadata when it is known now: the
+    /// client announced it, or (`whole`) every byte has been written.
+    async fn start_multipart(&mut self, whole: bool) -> Result<(), StoreError> {
         let announced = self.options.expected_digest.as_ref().and_then(|d| d.sha256);
-        let headers = self.creation_headers(announced.as_ref());
+        // A clone of the hash state (a few hundred bytes), so the commit still finishes its own.
+        let sha256 = announced.or_else(|| {
+            whole
+                .then(|| self.hashers.clone().finish().sha256)
+                .flatten()
+        });
+        let headers = self.creation_headers(sha256.as_ref());
         let s = &self.store;
         let upload_id = create_multipart_request(s, &self.key, &headers).await?;
         self.multipart = Some(Multipart {
@@ -57,15 +66,16 @@ impl S3Upload {
             next_part: 1,
             in_flight: JoinSet::new(),
             done: Vec::new(),
+            sha256,
         });
         Ok(())
     }
 
     /// Sends the filled part from a task; first waits while `parts_in_flight` are being sent
-    /// (the backpressure).
-    async fn send_part(&mut self) -> Result<(), StoreError> {
+    /// (the backpressure). `whole`: no byte follows (see [`S3Upload::start_multipart`]).
+    async fn send_part(&mut self, whole: bool) -> Result<(), StoreError> {
         if self.multipart.is_none() {
-            self.start_multipart().await?;
+            self.start_multipart(whole).await?;
         }
         let limit = self.store.inner.parts_in_flight;
         let Some(mp) = self.multipart.as_mut() else {
@@ -141,7 +151,7 @@ impl S3Upload {
         if self.multipart.is_some() {
             // Every part sent before the check, so the check-to-write window stays short.
             if !self.part.is_empty() {
-                self.send_part().await?;
+                self.send_part(true).await?;
             }
             if let Some(mp) = self.multipart.as_mut() {
                 while !mp.in_flight.is_empty() {
@@ -160,15 +170,18 @@ impl S3Upload {
         if let Some(lock) = lock {
             self.store.unlock(lock).await;
         }
-        let (replaced_size, stored_sha256, completed_etag) = written?;
+        let (replaced_size, stored_sha256, answered_etag) = written?;
         let replaced = replaced_size.is_some();
         // The reservation becomes the object's; the version it replaced gives its share back.
         let taken = std::mem::take(&mut self.reserved);
         self.store.note_committed(taken, replaced_size);
-        // The stored version's own metadata, so validators computed now agree with later reads.
+        // The stored version's own metadata, so validators computed now agree with later reads;
+        // only if the head sees the version this write made (the S3 ETag its answer named): a
+        // version another node wrote since is not described as this one (a form's undo deletes
+        // only what `stored` describes, `weir-cli`'s `remote_form.rs`).
         let mut stored = match self.store.head_raw(&self.key).await? {
-            Some(h) => h.meta,
-            None => FileMeta {
+            Some(h) if answered_etag.as_deref().is_none_or(|e| same_etag(e, &h.etag)) => h.meta,
+            _ => FileMeta {
                 size: self.size,
                 modified: SystemTime::now(),
                 sha256: stored_sha256,
@@ -177,7 +190,7 @@ impl S3Upload {
         // A multipart upload stored without its SHA-256 (none announced at its creation): the
         // sidecar binds the digest to the version's S3 ETag, as the completion answered it (a
         // version another node wrote since has another ETag, so never gets this digest).
-        if let (None, Some(sha256), Some(etag)) = (stored_sha256, digests.sha256, completed_etag) {
+        if let (None, Some(sha256), Some(etag)) = (stored_sha256, digests.sha256, answered_etag) {
             if self
                 .store
                 .put_sidecar(&self.key, &etag, &sha256)
@@ -197,7 +210,7 @@ impl S3Upload {
 
     /// The check against the version there now, then the write conditional on that version:
     /// the size of the version it replaced (if any), the SHA-256 stored with the object, and
-    /// (multipart) the S3 ETag the completion answered.
+    /// the S3 ETag the write's answer named (`PutObject`'s field, the completion's `<ETag>`).
     async fn check_and_write(
         &mut self,
         check: Option<VersionCheck<'_>>,
@@ -213,7 +226,7 @@ impl S3Upload {
             condition = Some(S3Store::condition(current.as_ref()));
         }
         let s = self.store.clone();
-        let mut completed_etag = None;
+        let answered_etag;
         let stored_sha256 = if self.multipart.is_none() {
             // One part: a single PutObject, with the digest just computed.
             let mut headers = self.creation_headers(digests.sha256.as_ref());
@@ -222,6 +235,11 @@ impl S3Upload {
             }
             let body = std::mem::take(&mut self.part).freeze();
             let resp = s.put_small(&self.key, &headers, body).await?;
+            answered_etag = resp
+                .headers()
+                .get("etag")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
             check_write("put object", resp).await?;
             digests.sha256
         } else {
@@ -258,11 +276,12 @@ impl S3Upload {
             if !status.is_success() || body.windows(7).any(|w| w == b"<Error>") {
                 return Err(write_failure("complete multipart upload", status, &body));
             }
+            let created_with = mp.sha256;
             self.multipart = None;
-            completed_etag = completion_etag(&body);
-            self.options.expected_digest.as_ref().and_then(|d| d.sha256)
+            answered_etag = completion_etag(&body);
+            created_with
         };
-        Ok((current.map(|h| h.meta.size), stored_sha256, completed_etag))
+        Ok((current.map(|h| h.meta.size), stored_sha256, answered_etag))
     }
 }
 
@@ -301,7 +320,7 @@ impl StoreUpload for S3Upload {
             self.part.extend_from_slice(&bytes[..n]);
             bytes = &bytes[n..];
             if self.part.len() == part_size {
-                if let Err(e) = self.send_part().await {
+                if let Err(e) = self.send_part(false).await {
                     let _ = self.abort_multipart().await;
                     return Err(e);
                 }
@@ -312,6 +331,14 @@ impl StoreUpload for S3Upload {
 
     fn size(&self) -> u64 {
         self.size
+    }
+
+    async fn finish_writes(&mut self, held: &mut u64) -> Result<(), StoreError> {
+        let result = self.finish_inner(held).await;
+        if result.is_err() {
+            let _ = self.abort_multipart().await;
+        }
+        result
     }
 
     async fn commit(mut self, check: Option<VersionCheck<'_>>) -> Result<Committed, StoreError> {
@@ -349,6 +376,44 @@ impl Drop for S3Upload {
             }
         });
     }
+}
+
+impl S3Upload {
+    /// [`StoreUpload::finish_writes`]: an upload still within one part keeps its bytes (in a
+    /// buffer of their size) when they fit, with `held`, in one part size; else they are sent
+    /// now as a multipart upload's parts, created with the SHA-256 since every byte is known.
+    /// An empty upload holds nothing either way (a part cannot be empty).
+    async fn finish_inner(&mut self, held: &mut u64) -> Result<(), StoreError> {
+        let len = self.part.len() as u64;
+        let part_size = self.store.inner.part_size as u64;
+        if self.multipart.is_none() && (len == 0 || held.saturating_add(len) <= part_size) {
+            if self.part.capacity() > self.part.len() {
+                // ALLOCATION, COPY: the bytes into a buffer of their size, so that the part
+                // buffer's capacity is not held until the commit.
+                self.part = BytesMut::from(&self.part[..]);
+            }
+            *held += len;
+            return Ok(());
+        }
+        if !self.part.is_empty() {
+            self.send_part(true).await?;
+        }
+        if let Some(mp) = self.multipart.as_mut() {
+            while !mp.in_flight.is_empty() {
+                join_one(mp).await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether two S3 ETags name the same version (quotes and a weak prefix aside: stores differ
+/// in how they write them).
+fn same_etag(a: &str, b: &str) -> bool {
+    fn bare(e: &str) -> &str {
+        e.trim_start_matches("W/").trim_matches('"')
+    }
+    bare(a) == bare(b)
 }
 
 /// No logging crate in the store: a failed abort from a drop goes to stderr (a sweep of
