@@ -60,7 +60,7 @@ pub(crate) enum Problem {
     InsufficientStorage,
     /// 500: the server failed (logged).
     Internal,
-    /// 501: the route exists, but not with this store (tus, forms, folders on S3).
+    /// 501: the route exists, but not with this store (S3: a `Content-Digest` trailer).
     #[cfg_attr(not(feature = "s3"), allow(dead_code))]
     NotImplemented,
     /// 502: the object store failed or could not be reached (logged).
