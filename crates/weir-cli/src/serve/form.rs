@@ -217,7 +217,7 @@ pub(super) async fn receive<K: FormSink>(
     #[derive(Clone, Copy, PartialEq, Eq)]
     enum Current {
         /// Between parts.
-        None,
+        Between,
         /// A form field without a file name: its data is skipped.
         Field,
         /// A file part, in `sink`.
@@ -226,7 +226,7 @@ pub(super) async fn receive<K: FormSink>(
     let mut buf = svc.buffers.take();
     let (mut start, mut end) = (0usize, 0usize);
     let mut files = 0usize;
-    let mut current = Current::None;
+    let mut current = Current::Between;
     loop {
         loop {
             let (consumed, event) = parser.step(&buf[start..end])?;
@@ -250,13 +250,13 @@ pub(super) async fn receive<K: FormSink>(
                 Some(Event::Data(data)) => match current {
                     Current::File => sink.write(data).await?,
                     Current::Field => {}
-                    Current::None => return Err(FormFailure::Malformed("data outside a part")),
+                    Current::Between => return Err(FormFailure::Malformed("data outside a part")),
                 },
                 Some(Event::PartEnd) => {
                     if current == Current::File {
                         sink.end().await?;
                     }
-                    current = Current::None;
+                    current = Current::Between;
                 }
                 Some(Event::End) => {}
             }
