@@ -319,7 +319,10 @@ fn a_name_twice_in_one_form_stores_nothing() {
     let body = form(&[("x.bin", &big), ("y.txt", b"2"), ("x.bin", b"3")]);
     let r = request(node.addr, &form_head("dup", ""), &body);
     assert_eq!(r.status, 409, "{}", r.text());
-    assert_eq!(json(&r)["type"], format!("{PROBLEMS}path-conflict").as_str());
+    assert_eq!(
+        json(&r)["type"],
+        format!("{PROBLEMS}path-conflict").as_str()
+    );
     assert!(
         json(&r)["detail"]
             .as_str()
@@ -374,7 +377,10 @@ fn folders_are_deleted_when_empty() {
     for dir in ["keep/", "implied/"] {
         let r = request(a, &format!("DELETE /files/{dir} HTTP/1.1"), b"");
         assert_eq!(r.status, 409, "{dir}: {}", r.text());
-        assert_eq!(json(&r)["type"], format!("{PROBLEMS}path-conflict").as_str());
+        assert_eq!(
+            json(&r)["type"],
+            format!("{PROBLEMS}path-conflict").as_str()
+        );
     }
     let r = request(a, "DELETE /files/implied/f.txt/ HTTP/1.1", b"");
     assert_eq!(r.status, 409, "{}", r.text());

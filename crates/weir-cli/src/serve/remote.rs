@@ -180,7 +180,10 @@ pub(super) async fn serve<S: Store>(
 }
 
 /// The object's metadata now (`None`: absent), for preconditions evaluated before the body.
-pub(super) async fn current<S: Store>(store: &S, path: &StorePath) -> Result<Option<FileMeta>, StoreError> {
+pub(super) async fn current<S: Store>(
+    store: &S,
+    path: &StorePath,
+) -> Result<Option<FileMeta>, StoreError> {
     match store.open(path).await {
         Ok(obj) => Ok(Some(*obj.meta())),
         Err(StoreError::NotFound) => Ok(None),

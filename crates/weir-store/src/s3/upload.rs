@@ -180,7 +180,13 @@ impl S3Upload {
         // version another node wrote since is not described as this one (a form's undo deletes
         // only what `stored` describes, `weir-cli`'s `remote_form.rs`).
         let mut stored = match self.store.head_raw(&self.key).await? {
-            Some(h) if answered_etag.as_deref().is_none_or(|e| same_etag(e, &h.etag)) => h.meta,
+            Some(h)
+                if answered_etag
+                    .as_deref()
+                    .is_none_or(|e| same_etag(e, &h.etag)) =>
+            {
+                h.meta
+            }
             _ => FileMeta {
                 size: self.size,
                 modified: SystemTime::now(),
