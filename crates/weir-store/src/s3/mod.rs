@@ -15,6 +15,12 @@
 //! its client), with no queue in between. SHA-256 (and SHA-512 when a `sha-512` digest is
 //! expected) is computed as bytes are written, before they are copied.
 //!
+//! [`StoreUpload::finish_writes`] (a form's file waiting for the rest of the form): a multipart
+//! upload sends its last part and waits for its parts, so it holds no part buffer until its
+//! commit; a one-part upload keeps its bytes (in a buffer of their size) only while the caller's
+//! waiting uploads hold at most [`S3Config::part_size`] together, else it becomes a multipart
+//! upload of one part at once, created with its SHA-256 (every byte is known by then).
+//!
 //! The commit checks length and digests, then completes the multipart upload (or puts the
 //! single part) with a conditional header: `If-None-Match: *` when the check accepted "no
 //! object", else `If-Match` with the S3 ETag of the version the check saw, so a version that
@@ -25,7 +31,10 @@
 //! from its write, and 20 racing creators stored 1 to 4 "winners" without the lock (a single
 //! `PutObject`'s condition it decides atomically: always one).
 //! Any failure, and a drop without commit, aborts the multipart upload (from a task on the
-//! runtime, for a drop): nothing partial becomes visible.
+//! runtime, for a drop): nothing partial becomes visible. The commit's `Committed::stored` is
+//! a `HeadObject` of the new version, taken only when its ETag is the one the write answered
+//! (else the metadata the upload knows): it never describes a version another node wrote since,
+//! so a caller can later delete "the version it stored" with it (a form's undo).
 //!
 //! The SHA-256 is stored as the object's user metadata `x-amz-meta-weir-sha256` (hex) when it
 //! is known when the object is created: always for a one-part upload, and for a multipart one
