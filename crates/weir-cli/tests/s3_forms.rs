@@ -184,6 +184,71 @@ fn a_form_of_several_files_is_stored_whole() {
     assert_eq!(pending(&weed), Vec::<String>::new());
 }
 
+/// A form of a hundred 1 MiB files (100 MiB, sent as it is generated): its files wait for the
+/// end of the form, yet the node's peak RSS grows by about one part size of them, not by the
+/// form (the bound: the file being written, 5 MiB × (2 in flight + 1), plus one part size of
+/// small files waiting, plus the pause threshold; allowed twice that for the allocator); each
+/// file stored with its SHA-256.
+#[test]
+fn a_form_of_many_files_holds_about_one_part_in_memory() {
+    let Some((weed, node)) = start(&[]) else {
+        return;
+    };
+    let files = 100;
+    let part_head = |i: usize| {
+        format!("--XX\r\ncontent-disposition: form-data; name=\"f\"; filename=\"{i}.bin\"\r\n\r\n")
+    };
+    let close = "--XX--\r\n";
+    let len: usize = (0..files)
+        .map(|i| part_head(i).len() + MIB + 2)
+        .sum::<usize>()
+        + close.len();
+    let pid = node.child.id();
+    let before = vm_hwm_kib(pid);
+    let mut stream = TcpStream::connect(node.addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(120)))
+        .unwrap();
+    let head = form_head("many", &format!("\r\ncontent-length: {len}"));
+    write!(stream, "{head}\r\nhost: t\r\nconnection: close\r\n\r\n").unwrap();
+    let mut shas = Vec::with_capacity(files);
+    for i in 0..files {
+        let content = data(MIB, i as u8);
+        shas.push(hex(&Sha256::digest(&content)));
+        stream.write_all(part_head(i).as_bytes()).unwrap();
+        stream.write_all(&content).unwrap();
+        stream.write_all(b"\r\n").unwrap();
+    }
+    stream.write_all(close.as_bytes()).unwrap();
+    let r = Client::new(stream).read_response();
+    assert_eq!(r.status, 201, "{}", r.text());
+    let growth_mib = vm_hwm_kib(pid).saturating_sub(before) / 1024;
+    eprintln!("peak RSS growth for a form of {files} files of 1 MiB: {growth_mib} MiB");
+    assert!(
+        growth_mib <= 48,
+        "peak RSS grew by {growth_mib} MiB for a form of {files} MiB"
+    );
+    let listed = json(&r)["files"].as_array().unwrap().clone();
+    assert_eq!(listed.len(), files);
+    for (entry, sha) in listed.iter().zip(&shas) {
+        assert_eq!(entry["sha256"], sha.as_str());
+    }
+    for i in [0, 57, files - 1] {
+        let r = request(node.addr, &format!("GET /files/many/{i}.bin HTTP/1.1"), b"");
+        assert!(r.body == data(MIB, i as u8), "many/{i}.bin differs");
+    }
+    assert_eq!(pending(&weed), Vec::<String>::new());
+}
+
+fn vm_hwm_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
 /// The client goes away in the middle of a form (its `Content-Length` never reached), while a
 /// file above the part size has a multipart upload under way: nothing of the form is stored,
 /// and that upload is aborted.
