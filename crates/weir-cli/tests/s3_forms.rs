@@ -1,7 +1,7 @@
 //! Forms (`POST /files/{dir}/`, `multipart/form-data`) and folder deletes with
 //! `weir serve --store s3://`, against SeaweedFS's `weed mini` (`weir_testkit::seaweed`) and the
-//! `weir` binary: `curl -F` with files below and above the part size, and the all-or-none
-//! cases (a body cut off, `If-None-Match: *`, a target written while the form arrives, too
+//! `weir` binary: `curl -F` with files below and above the part size, the memory of a form of
+//! many files, and the all-or-none cases (a body cut off, `If-None-Match: *`, a target written while the form arrives, too
 //! large, a name twice), each checked in the bucket: nothing stored, no multipart upload left.
 //! Skipped with a loud message when `weed` is not installed, unless `CI` is set (then they fail).
 
