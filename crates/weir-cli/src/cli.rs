@@ -372,8 +372,8 @@ pub struct GetArgs {
 #[derive(Debug, Args)]
 pub struct StoreArgs {
     /// Store files in an S3-compatible bucket: `s3://BUCKET` or `s3://BUCKET/PREFIX`
-    /// (docs/OPERATING.md, "S3-compatible storage"). Plain and resumable uploads, downloads,
-    /// listings and deletes; tus and form uploads answer 501 with it.
+    /// (docs/OPERATING.md, "S3-compatible storage"): plain, form, resumable and tus uploads,
+    /// downloads, listings, deletes and folders.
     #[arg(long = "store", env = "WEIR_STORE", value_name = "URL")]
     pub url: Option<String>,
     /// The S3 API's URL, e.g. `http://127.0.0.1:8333` (default: AWS's regional endpoint).

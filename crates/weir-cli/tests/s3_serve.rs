@@ -1,7 +1,6 @@
 //! `weir serve --store s3://BUCKET/PREFIX` against a real S3 store: SeaweedFS's `weed mini` on
 //! loopback (`weir_testkit::seaweed`), the `weir` binary, raw HTTP/1.1 requests. Every route
-//! wired to the store, the ones refused with 501, conditional creators racing, and the memory
-//! of a large upload. Skipped with a loud message when `weed` is not installed, unless `CI` is
+//! wired to the store, conditional creators racing, and the memory of a 1 GiB upload. Skipped with a loud message when `weed` is not installed, unless `CI` is
 //! set (then they fail).
 
 use sha2::{Digest, Sha256};
@@ -235,15 +234,8 @@ fn every_wired_route_against_seaweedfs() {
         404
     );
 
-    // Not with this store: a 501 problem for a form (all-or-none across several objects).
-    // (Resumable and tus uploads are served: tests/s3_resumable.rs; folders: below.)
-    let head = "POST /files/docs/ HTTP/1.1\r\ncontent-type: multipart/form-data; boundary=x";
-    let r = request(a, head, b"");
-    assert_eq!(r.status, 501, "{head}: {}", r.text());
-    assert_eq!(
-        json(&r)["type"],
-        "https://weir.dev/problems/not-implemented"
-    );
+    // Resumable and tus uploads: tests/s3_resumable.rs; forms and folder deletes:
+    // tests/s3_forms.rs; folders: below.
     drop(s);
 }
 
@@ -288,9 +280,10 @@ fn concurrent_conditional_creators_one_wins() {
     }
 }
 
-/// A 256 MiB upload streamed into 5 MiB parts, two in flight: the server's peak RSS grows by
-/// far less than the body (the bound: parts × (in flight + 1) + the pause threshold, plus
-/// allocator slack).
+/// A 1 GiB upload (generated as it is sent: the client never holds it) streamed into 5 MiB
+/// parts, two in flight: the server's peak RSS grows by far less than the body (the bound:
+/// parts × (in flight + 1) + the pause threshold, plus allocator slack), and the stored
+/// object's SHA-256 (its digest sidecar, read back by a `HEAD`) is the body's.
 #[test]
 fn large_upload_memory_is_bounded_by_the_parts() {
     let Some(s) = start("", &["--s3-part-size", "5MiB", "--s3-parts-in-flight", "2"]) else {
@@ -298,7 +291,7 @@ fn large_upload_memory_is_bounded_by_the_parts() {
     };
     let pid = s.node.child.id();
     let before = vm_hwm_kib(pid);
-    let len: u64 = 256 << 20;
+    let len: u64 = 1 << 30;
     let mut stream = TcpStream::connect(s.addr).unwrap();
     stream
         .set_read_timeout(Some(Duration::from_secs(300)))
@@ -317,14 +310,23 @@ fn large_upload_memory_is_bounded_by_the_parts() {
     let mut client = Client::new(stream);
     let r = client.read_response();
     assert_eq!(r.status, 201, "{}", r.text());
-    assert_eq!(json(&r)["sha256"], hex(&hasher.finalize()));
+    let sha = hasher.finalize();
+    assert_eq!(json(&r)["sha256"], hex(&sha));
     let growth_mib = vm_hwm_kib(pid).saturating_sub(before) / 1024;
     // 5 MiB × 3 parts held at most + 1 MiB pause threshold; allow twice that for the allocator.
     assert!(
         growth_mib <= 48,
-        "peak RSS grew by {growth_mib} MiB for a 256 MiB upload"
+        "peak RSS grew by {growth_mib} MiB for a 1 GiB upload"
     );
-    eprintln!("peak RSS growth for a 256 MiB upload: {growth_mib} MiB");
+    eprintln!("peak RSS growth for a 1 GiB upload: {growth_mib} MiB");
+    // What the store kept: the size and SHA-256 of the stored version, not the answer's.
+    let r = request(s.addr, "HEAD /files/large.bin HTTP/1.1", b"");
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("content-length"), Some(len.to_string().as_str()));
+    assert_eq!(
+        r.header("repr-digest"),
+        Some(format!("sha-256=:{}:", base64_of(&sha)).as_str())
+    );
 }
 
 fn vm_hwm_kib(pid: u32) -> u64 {

@@ -39,6 +39,10 @@ pub enum StoreError {
         path: String,
     },
 
+    /// A directory to delete is not empty; nothing was deleted (409).
+    #[error("directory not empty")]
+    DirectoryNotEmpty,
+
     /// A directory is needed but a file is in the way: uploading `a/b` when `a` is a file, or
     /// listing a file (409).
     #[error("not a directory")]

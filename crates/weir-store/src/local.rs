@@ -796,5 +796,6 @@ fn scan(root: &DirHandle) -> io::Result<Scan> {
     Ok(scan)
 }
 
+mod delete_dir;
 #[cfg(test)]
 mod tests;

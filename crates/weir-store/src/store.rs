@@ -11,6 +11,7 @@
 //! | [`Store::open`] → [`StoreObject`] | the object's metadata ([`FileMeta`], media type), pinned to that version |
 //! | [`StoreObject::read`] → [`StoreReader`] | its bytes in a range, as chunks |
 //! | [`Store::list_page`], [`Store::delete`] | one page of a "directory"; delete (if the check accepts the version) |
+//! | [`Store::create_dir`], [`Store::is_dir`], [`Store::delete_dir`] | folders: make one, ask, delete an empty one |
 //!
 //! Invariants every implementation keeps:
 //! - an upload is all or nothing: only a successful commit makes anything visible, and an
@@ -92,6 +93,13 @@ pub trait Store: Send + Sync + 'static {
 
     /// Whether `path` is a directory: one created empty, or (`S3Store`) any key below it.
     fn is_dir(&self, path: &StorePath) -> impl Future<Output = Result<bool, StoreError>> + Send;
+
+    /// Deletes the directory `path` if it is empty, giving its
+    /// [`ENTRY_COST`](crate::ENTRY_COST) back: [`StoreError::DirectoryNotEmpty`] when anything
+    /// is in it, [`StoreError::NotADirectory`] for a file, [`StoreError::NotFound`] if there
+    /// is none. `LocalStore` removes the directory; `S3Store` the `path/` marker, when no other
+    /// key is below it.
+    fn delete_dir(&self, path: &StorePath) -> impl Future<Output = Result<(), StoreError>> + Send;
 }
 
 /// An upload in progress (see the module doc).
@@ -108,6 +116,22 @@ pub trait StoreUpload: Send {
     /// cannot verify (one it did not compute while the bytes went by, in a store that cannot
     /// read them back) is refused now ([`StoreError::DigestUnavailable`]), never skipped.
     fn expect_digest(&mut self, digest: ContentDigest) -> Result<(), StoreError>;
+
+    /// No more bytes follow: the upload gives up what it holds while it waits for its commit
+    /// (one of a form's files, waiting for the rest of the form), and takes no more writes.
+    /// `held` is what the caller's other waiting uploads hold in memory: an upload may keep
+    /// its bytes in memory when they fit, with `held`, within the store's bound, and adds them
+    /// to it; else it sends them to the store now. `LocalStore` closes the temporary file
+    /// (memory: none); `S3Store` keeps a small upload only while the total stays within one
+    /// part size, and sends anything else (a multipart upload's last part) and waits for its
+    /// parts, so that no part buffer is held. A failure discards the upload.
+    fn finish_writes(
+        &mut self,
+        held: &mut u64,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        let _ = held;
+        async { Ok(()) }
+    }
 
     /// Verifies and makes the object visible, if `check` (when given) accepts the version
     /// replaced; refused: [`StoreError::PreconditionFailed`], nothing changed.
@@ -234,6 +258,10 @@ impl Store for LocalStore {
             None => LocalStore::delete(self, path),
         }
     }
+
+    async fn delete_dir(&self, path: &StorePath) -> Result<(), StoreError> {
+        LocalStore::delete_dir(self, path)
+    }
 }
 
 /// [`LocalStore`]'s upload behind the interface: an [`Upload`].
@@ -252,6 +280,10 @@ impl StoreUpload for LocalUpload {
     fn expect_digest(&mut self, digest: ContentDigest) -> Result<(), StoreError> {
         // Reads the file back at commit for an algorithm it was not computing.
         self.0.expect_digest(digest)
+    }
+
+    async fn finish_writes(&mut self, _held: &mut u64) -> Result<(), StoreError> {
+        self.0.park()
     }
 
     async fn commit(self, check: Option<VersionCheck<'_>>) -> Result<Committed, StoreError> {

@@ -189,12 +189,45 @@ async fn pages_visit_everything_once<S: Store>(store: &S) {
     assert_eq!(seen, want);
 }
 
+/// `delete_dir`, one behaviour for both stores: an empty folder goes; one with anything in it
+/// (a folder, a file) stays (`DirectoryNotEmpty`); a file's path is `NotADirectory`, nothing
+/// there `NotFound`.
+async fn only_empty_folders_are_deleted<S: Store>(store: &S) {
+    assert!(store.create_dir(&p("dd")).await.unwrap());
+    assert!(store.create_dir(&p("dd/sub")).await.unwrap());
+    put(store, "dd/f", b"x").await.unwrap();
+    let not_empty = |r: Result<(), StoreError>| matches!(r, Err(StoreError::DirectoryNotEmpty));
+    assert!(not_empty(store.delete_dir(&p("dd")).await));
+    store.delete(&p("dd/f"), None).await.unwrap();
+    assert!(not_empty(store.delete_dir(&p("dd")).await));
+    assert!(store.is_dir(&p("dd/sub")).await.unwrap());
+    put(store, "file", b"y").await.unwrap();
+    assert!(matches!(
+        store.delete_dir(&p("file")).await,
+        Err(StoreError::NotADirectory)
+    ));
+    assert!(matches!(
+        store.delete_dir(&p("none")).await,
+        Err(StoreError::NotFound)
+    ));
+    store.delete_dir(&p("dd/sub")).await.unwrap();
+    assert!(!store.is_dir(&p("dd/sub")).await.unwrap());
+    store.delete_dir(&p("dd")).await.unwrap();
+    assert!(!store.is_dir(&p("dd")).await.unwrap());
+    assert!(matches!(
+        store.delete_dir(&p("dd")).await,
+        Err(StoreError::NotFound)
+    ));
+    store.delete(&p("file"), None).await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn local_store_through_the_interface() {
     let dir = tempfile::tempdir().unwrap();
     let store = LocalStore::open(dir.path(), LocalOptions::default()).unwrap();
     round_trip(&store).await;
     pages_visit_everything_once(&store).await;
+    only_empty_folders_are_deleted(&store).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -203,7 +236,60 @@ async fn s3_store_through_the_interface() {
         return;
     };
     round_trip(&store).await;
+    only_empty_folders_are_deleted(&store).await;
     // Nothing of the uploads is left pending.
+    assert_eq!(
+        store.pending_multipart_keys().await.unwrap(),
+        Vec::<String>::new()
+    );
+}
+
+/// `finish_writes` (a form's files waiting for their commit): an S3 upload within one part
+/// keeps its bytes only while the uploads kept together hold at most one part; the next one is
+/// sent at once (a multipart upload of one part, created with its SHA-256), a larger one sends
+/// its last part; all commit byte-exact with their SHA-256, nothing left pending.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn s3_finished_uploads_hold_at_most_one_part() {
+    let Some((_weed, store)) = s3("fin").await else {
+        return;
+    };
+    let mib3 = 3 << 20;
+    let bodies = [
+        data(mib3, 1),
+        data(mib3, 2),
+        data(PART + 1000, 3),
+        data(1000, 4),
+    ];
+    let mut held = 0u64;
+    let mut uploads = Vec::new();
+    let mut seen = Vec::new();
+    for (i, body) in bodies.iter().enumerate() {
+        let path = p(&format!("f{i}"));
+        let mut up = store
+            .begin(&path, UploadOptions::default(), None)
+            .await
+            .unwrap();
+        for chunk in body.chunks(100_000) {
+            up.write(chunk).await.unwrap();
+        }
+        up.finish_writes(&mut held).await.unwrap();
+        let pending = store.pending_multipart_keys().await.unwrap().len();
+        seen.push((held, pending));
+        uploads.push(up);
+    }
+    // Kept; sent (3 + 3 MiB pass one part); sent (past one part); kept beside the first.
+    let mib3 = mib3 as u64;
+    assert_eq!(seen, [(mib3, 0), (mib3, 1), (mib3, 2), (mib3 + 1000, 2)]);
+    for up in uploads {
+        up.commit(None).await.unwrap();
+    }
+    for (i, body) in bodies.iter().enumerate() {
+        let path = format!("f{i}");
+        assert!(read_all(&store, &path, None).await == *body, "{path}");
+        let sha: [u8; 32] = Sha256::digest(body).into();
+        let meta = *store.open(&p(&path)).await.unwrap().meta();
+        assert_eq!(meta.sha256, Some(sha), "{path}");
+    }
     assert_eq!(
         store.pending_multipart_keys().await.unwrap(),
         Vec::<String>::new()

@@ -18,6 +18,12 @@
 //! only) apply to each file's own target, when its part begins and again inside the form's
 //! commit, under the store's lock before any rename (`preconditions.rs`); one failing is a 412
 //! for the form, and nothing is stored.
+//!
+//! The parsing and the answers are shared with the S3 store's form route (`remote_form.rs`):
+//! [`receive`] drives a [`FormSink`], which keeps the file parts' uploads; this file's
+//! [`LocalForm`] parks each finished part's temporary file and commits them all with
+//! `commit_all`, `remote_form.rs`'s sink holds each part in a `StoreUpload` and commits them
+//! in order. Both answer through [`answer_stored`] and [`commit_failed`].
 
 use super::multipart::{self, Event, MultipartError, Parser};
 use super::preconditions;
@@ -25,11 +31,12 @@ use super::reply::{self, Problem, hex};
 use super::service::Service;
 use super::upload::{BodyFailure, too_large};
 use http::StatusCode;
-use weir::{Exchange, http};
-use weir_store::{StoreError, StorePath, Upload, UploadOptions};
+use std::future::Future;
+use weir::{Exchange, Request, http};
+use weir_store::{Committed, MediaType, StoreError, StorePath, Upload, UploadOptions};
 
-/// Most files in one form: each is a temporary file in the staging area until the end of the
-/// body (closed once its part is received).
+/// Most files in one form: each is a temporary file in the staging area (or, over S3, an
+/// upload) until the end of the body.
 const MAX_FILES: usize = 1000;
 
 pub(super) async fn post(
@@ -37,58 +44,79 @@ pub(super) async fn post(
     ex: &mut Exchange<'_>,
     dir: Option<StorePath>,
 ) -> Result<(), weir::Error> {
+    let Some(parser) = parser_for(svc, ex).await? else {
+        return Ok(());
+    };
+    let mut sink = LocalForm {
+        svc,
+        current: None,
+        staged: Vec::new(),
+    };
+    if let Err(failure) = receive(svc, ex, parser, dir.as_ref(), &mut sink).await {
+        // Dropping the uploads removes their temporary files.
+        drop(sink);
+        return failure.answer(ex, svc.options.max_upload).await;
+    }
+    if sink.staged.is_empty() {
+        return no_file(ex).await;
+    }
+    let (paths, uploads): (Vec<_>, Vec<_>) = sink.staged.into_iter().unzip();
+    // The preconditions of every part are checked again inside the commit, under the store's
+    // lock and before anything is renamed: one refused stores none of the files.
+    match preconditions::commit_all_checked(&svc.store, uploads, ex.request()) {
+        Ok(committed) => answer_stored(svc, ex, &paths, committed).await,
+        Err(e) => commit_failed(ex, &e).await,
+    }
+}
+
+/// The checks before a form's body (its media type and boundary, the size limit), which set
+/// the body's limit: the parser for the body, or `None` once the refusal is answered.
+pub(super) async fn parser_for(
+    svc: &Service,
+    ex: &mut Exchange<'_>,
+) -> Result<Option<Parser>, weir::Error> {
     let boundary = ex
         .request()
         .header_str("content-type")
         .and_then(multipart::boundary);
     let Some(boundary) = boundary else {
-        return reply::error(
+        reply::error(
             ex,
             Problem::UnsupportedMediaType,
             "POST needs multipart/form-data with a boundary (use PUT for a raw body)",
             &[],
         )
-        .await;
+        .await?;
+        return Ok(None);
     };
     let max = svc.options.max_upload;
     if ex.request().content_length().is_some_and(|len| len > max) {
-        return too_large(ex, max).await;
+        too_large(ex, max).await?;
+        return Ok(None);
     }
     ex.set_max_body_size(Some(max));
-    let parser = match Parser::new(&boundary) {
-        Ok(p) => p,
-        Err(e) => return reply::error(ex, Problem::BadRequest, e.0, &[]).await,
-    };
-    let staged = match receive(svc, ex, parser, dir.as_ref()).await {
-        Ok(staged) => staged,
-        Err(FormFailure::Malformed(message)) => {
-            return reply::error(ex, Problem::BadRequest, message, &[]).await;
+    match Parser::new(&boundary) {
+        Ok(p) => Ok(Some(p)),
+        Err(e) => {
+            reply::error(ex, Problem::BadRequest, e.0, &[]).await?;
+            Ok(None)
         }
-        Err(FormFailure::Body(failure)) => return failure.answer(ex, max).await,
-        Err(FormFailure::Precondition) => return preconditions::failed(ex).await,
-    };
-    if staged.is_empty() {
-        return reply::error(ex, Problem::BadRequest, "no file in the form", &[]).await;
     }
-    let (paths, uploads): (Vec<_>, Vec<_>) = staged.into_iter().unzip();
-    // The preconditions of every part are checked again inside the commit, under the store's
-    // lock and before anything is renamed: one refused stores none of the files.
-    let committed = match preconditions::commit_all_checked(&svc.store, uploads, ex.request()) {
-        Ok(c) => c,
-        Err(StoreError::PreconditionFailed) => return preconditions::failed(ex).await,
-        Err(e @ StoreError::DuplicatePath { .. }) => {
-            let message = format!("two parts of the form have the same file name: {e}");
-            return reply::error(ex, Problem::PathConflict, &message, &[]).await;
-        }
-        Err(e @ (StoreError::NotADirectory | StoreError::IsDirectory)) => {
-            let message = format!(
-                "a part's path conflicts with another part or a stored file or directory ({e}); \
-                 nothing was stored"
-            );
-            return reply::error(ex, Problem::PathConflict, &message, &[]).await;
-        }
-        Err(e) => return reply::store_error(ex, &e).await,
-    };
+}
+
+/// `400`: the form held no file part.
+pub(super) async fn no_file(ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
+    reply::error(ex, Problem::BadRequest, "no file in the form", &[]).await
+}
+
+/// The answer to a form whose files were all committed: `201` and each file's path, size and
+/// SHA-256; the hooks' `stored` events.
+pub(super) async fn answer_stored(
+    svc: &Service,
+    ex: &mut Exchange<'_>,
+    paths: &[StorePath],
+    committed: Vec<Committed>,
+) -> Result<(), weir::Error> {
     let mut stored = Vec::with_capacity(committed.len());
     for (path, committed) in paths.iter().zip(committed) {
         svc.on_stored(path.as_str(), &committed);
@@ -106,7 +134,30 @@ pub(super) async fn post(
     reply::json(ex, StatusCode::CREATED, &body).await
 }
 
-enum FormFailure {
+/// The answer to a form whose commit was refused (nothing of it stored).
+pub(super) async fn commit_failed(
+    ex: &mut Exchange<'_>,
+    e: &StoreError,
+) -> Result<(), weir::Error> {
+    match e {
+        StoreError::PreconditionFailed => preconditions::failed(ex).await,
+        StoreError::DuplicatePath { .. } => {
+            let message = format!("two parts of the form have the same file name: {e}");
+            reply::error(ex, Problem::PathConflict, &message, &[]).await
+        }
+        StoreError::NotADirectory | StoreError::IsDirectory => {
+            let message = format!(
+                "a part's path conflicts with another part or a stored file or directory ({e}); \
+                 nothing was stored"
+            );
+            reply::error(ex, Problem::PathConflict, &message, &[]).await
+        }
+        e => reply::store_error(ex, e).await,
+    }
+}
+
+/// Why a form's body was not received whole.
+pub(super) enum FormFailure {
     Malformed(&'static str),
     Body(BodyFailure),
     /// A file part's target fails the request's preconditions (`preconditions.rs`).
@@ -119,18 +170,63 @@ impl From<MultipartError> for FormFailure {
     }
 }
 
-/// Reads and parses the whole body, writing each file part to its own upload.
-async fn receive(
+impl From<StoreError> for FormFailure {
+    fn from(e: StoreError) -> Self {
+        Self::Body(BodyFailure::Store(e))
+    }
+}
+
+impl FormFailure {
+    /// Answers the client (nothing of the form is stored).
+    pub(super) async fn answer(self, ex: &mut Exchange<'_>, max: u64) -> Result<(), weir::Error> {
+        match self {
+            Self::Malformed(message) => reply::error(ex, Problem::BadRequest, message, &[]).await,
+            Self::Body(failure) => failure.answer(ex, max).await,
+            Self::Precondition => preconditions::failed(ex).await,
+        }
+    }
+}
+
+/// Where [`receive`] puts a form's file parts: one store's uploads. Parts come one at a time:
+/// `begin`, its data in `write`s, `end`; at most one is open.
+pub(super) trait FormSink: Send {
+    /// A file part begins, to be stored at `path` (with the part's media type, if any); `head`
+    /// is the request's (its preconditions apply to each file's target).
+    fn begin(
+        &mut self,
+        head: &Request,
+        path: StorePath,
+        media_type: Option<MediaType>,
+    ) -> impl Future<Output = Result<(), FormFailure>> + Send;
+
+    /// Data of the part begun last.
+    fn write(&mut self, data: &[u8]) -> impl Future<Output = Result<(), FormFailure>> + Send;
+
+    /// The part begun last is whole.
+    fn end(&mut self) -> impl Future<Output = Result<(), FormFailure>> + Send;
+}
+
+/// Reads and parses the whole body, handing each file part to `sink`.
+pub(super) async fn receive<K: FormSink>(
     svc: &Service,
     ex: &mut Exchange<'_>,
     mut parser: Parser,
     dir: Option<&StorePath>,
-) -> Result<Vec<(StorePath, Upload)>, FormFailure> {
+    sink: &mut K,
+) -> Result<(), FormFailure> {
+    #[derive(Clone, Copy, PartialEq, Eq)]
+    enum Current {
+        /// Between parts.
+        Between,
+        /// A form field without a file name: its data is skipped.
+        Field,
+        /// A file part, in `sink`.
+        File,
+    }
     let mut buf = svc.buffers.take();
     let (mut start, mut end) = (0usize, 0usize);
-    let mut staged = Vec::new();
-    // The part being received: `None` between parts; `Some(None)` for a field being skipped.
-    let mut current: Option<Option<(StorePath, Upload)>> = None;
+    let mut files = 0usize;
+    let mut current = Current::Between;
     loop {
         loop {
             let (consumed, event) = parser.step(&buf[start..end])?;
@@ -138,35 +234,29 @@ async fn receive(
             match event {
                 None => break,
                 Some(Event::Part(head)) => {
-                    let upload = match head.filename {
+                    current = match head.filename {
                         Some(name) if !name.is_empty() => {
-                            if staged.len() == MAX_FILES {
+                            if files == MAX_FILES {
                                 return Err(FormFailure::Malformed("too many files in one form"));
                             }
-                            let (path, mut upload) = begin(svc, ex.request(), dir, &name)?;
-                            if let Some(media_type) = &head.content_type {
-                                upload.set_media_type(media_type);
-                            }
-                            Some((path, upload))
+                            files += 1;
+                            let path = file_in(dir, &name).map_err(FormFailure::Malformed)?;
+                            sink.begin(ex.request(), path, head.content_type).await?;
+                            Current::File
                         }
-                        _ => None,
+                        _ => Current::Field,
                     };
-                    current = Some(upload);
                 }
-                Some(Event::Data(data)) => match current.as_mut() {
-                    Some(Some((_, upload))) => upload
-                        .write(data)
-                        .map_err(|e| FormFailure::Body(BodyFailure::Store(e)))?,
-                    Some(None) => {}
-                    None => return Err(FormFailure::Malformed("data outside a part")),
+                Some(Event::Data(data)) => match current {
+                    Current::File => sink.write(data).await?,
+                    Current::Field => {}
+                    Current::Between => return Err(FormFailure::Malformed("data outside a part")),
                 },
                 Some(Event::PartEnd) => {
-                    if let Some(Some((path, mut upload))) = current.take() {
-                        upload
-                            .park()
-                            .map_err(|e| FormFailure::Body(BodyFailure::Store(e)))?;
-                        staged.push((path, upload));
+                    if current == Current::File {
+                        sink.end().await?;
                     }
+                    current = Current::Between;
                 }
                 Some(Event::End) => {}
             }
@@ -197,7 +287,7 @@ async fn receive(
             "multipart body ends before its close delimiter",
         ));
     }
-    Ok(staged)
+    Ok(())
 }
 
 /// The store path of the file `filename` (which may contain `/`) under `dir` (the root when
@@ -214,24 +304,51 @@ pub(super) fn file_in(dir: Option<&StorePath>, filename: &str) -> Result<StorePa
     StorePath::parse(full).map_err(|e| e.as_str())
 }
 
-/// Starts the upload of one file part.
-fn begin(
-    svc: &Service,
-    head: &weir::Request,
-    dir: Option<&StorePath>,
-    filename: &str,
-) -> Result<(StorePath, Upload), FormFailure> {
-    let path = file_in(dir, filename).map_err(FormFailure::Malformed)?;
-    if !preconditions::hold_now(&svc.store, head, &path) {
-        return Err(FormFailure::Precondition);
+/// The local store's sink: each file part in a temporary file, parked once whole (so a form
+/// holds one open file at a time), all committed together by [`post`].
+struct LocalForm<'a> {
+    svc: &'a Service,
+    /// The part being received.
+    current: Option<(StorePath, Upload)>,
+    /// The parts received whole.
+    staged: Vec<(StorePath, Upload)>,
+}
+
+impl FormSink for LocalForm<'_> {
+    async fn begin(
+        &mut self,
+        head: &Request,
+        path: StorePath,
+        media_type: Option<MediaType>,
+    ) -> Result<(), FormFailure> {
+        let svc = self.svc;
+        if !preconditions::hold_now(&svc.store, head, &path) {
+            return Err(FormFailure::Precondition);
+        }
+        let options = UploadOptions {
+            hash: svc.options.hash,
+            ..UploadOptions::default()
+        };
+        let mut upload = svc.store.begin(&path, options)?;
+        if let Some(media_type) = &media_type {
+            upload.set_media_type(media_type);
+        }
+        self.current = Some((path, upload));
+        Ok(())
     }
-    let options = UploadOptions {
-        hash: svc.options.hash,
-        ..UploadOptions::default()
-    };
-    let upload = svc
-        .store
-        .begin(&path, options)
-        .map_err(|e| FormFailure::Body(BodyFailure::Store(e)))?;
-    Ok((path, upload))
+
+    async fn write(&mut self, data: &[u8]) -> Result<(), FormFailure> {
+        if let Some((_, upload)) = &mut self.current {
+            upload.write(data)?;
+        }
+        Ok(())
+    }
+
+    async fn end(&mut self) -> Result<(), FormFailure> {
+        if let Some((path, mut upload)) = self.current.take() {
+            upload.park()?;
+            self.staged.push((path, upload));
+        }
+        Ok(())
+    }
 }

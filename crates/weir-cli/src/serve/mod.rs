@@ -58,6 +58,8 @@ mod reload;
 #[cfg(feature = "s3")]
 mod remote;
 #[cfg(feature = "s3")]
+mod remote_form;
+#[cfg(feature = "s3")]
 mod remote_resumable;
 #[cfg(feature = "s3")]
 mod remote_tus;

@@ -7,9 +7,10 @@
 //! | `GET`/`HEAD /files/{path}` | the object: validators, conditionals (`304`, `412`), one `Range` (`206`, `416`), `Repr-Digest` |
 //! | `GET /files/` or `/files/{dir}/` | the JSON listing of `listing.rs`, in pages |
 //! | `DELETE /files/{path}` | `204`, `404`, `412` |
-//! | resumable (`Upload-Complete`, `/uploads/`), tus (`/tus/`) | kept in the bucket: `remote_resumable.rs`, `remote_tus.rs` |
+//! | resumable (`Upload-Complete`, `/uploads/`), tus (`/tus/`) | kept in the bucket: `remote_resumable.rs`, `remote_tus.rs` (without them: `501`, `not-implemented`) |
+//! | `POST /files/{dir}/` (`multipart/form-data`) | the form's files, all or none: `remote_form.rs` (`201` + JSON, `412`, `413`, `409`, `400`, as the local route) |
 //! | `PUT /files/{dir}/` (no body) | a folder: the zero-byte marker object `{dir}/` (`201`, `200` if it is one already) |
-//! | tus, forms (`POST`) | `501` (`not-implemented`) |
+//! | `DELETE /files/{dir}/` | an empty folder's marker deleted (`204`); `409` if anything is below it (or a file is at `{dir}`), `404` if none |
 //!
 //! The checks before the route (method, token, path, scope: `service.rs`) are the local
 //! routes'; so are the `ETag` and precondition definitions (`preconditions.rs`), the media
@@ -40,7 +41,7 @@ use super::preconditions::{self, etag};
 use super::reply::{self, Problem, hex};
 use super::service::Service;
 use super::target::Target;
-use super::{download, listing, mime, remote_resumable, upload};
+use super::{download, listing, mime, remote_form, remote_resumable, upload};
 use http::{Method, StatusCode};
 use std::sync::Arc;
 use weir::{Exchange, http};
@@ -51,8 +52,8 @@ use weir_store::{
 };
 
 impl Service {
-    /// Serves `/files/` from `store` instead of the local root (form uploads answer 501;
-    /// resumable and tus uploads need [`Service::with_remote_resumable`]).
+    /// Serves `/files/` from `store` instead of the local root (resumable and tus uploads need
+    /// [`Service::with_remote_resumable`]).
     pub fn with_remote(mut self, store: S3Store) -> Self {
         self.remote = Some(Arc::new(store));
         self
@@ -157,20 +158,23 @@ pub(super) async fn serve<S: Store>(
             super::service::folder_created(ex, &p, store.create_dir(&p)).await
         }
         (Method::POST, target) => {
-            match (super::resumable::post_creation(ex), &svc.remote_resumables) {
-                (Some(complete), Some(ups)) => {
-                    let dir = match target {
-                        Target::Root => None,
-                        Target::Dir(p) | Target::File(p) => Some(p),
-                    };
-                    remote_resumable::create_in(svc, ups, ex, dir, complete).await
-                }
-                _ => not_implemented(ex, "a POST upload (form or resumable)").await,
+            let dir = match target {
+                Target::Root => None,
+                Target::Dir(p) | Target::File(p) => Some(p),
+            };
+            match super::resumable::post_creation(ex) {
+                Some(complete) => match &svc.remote_resumables {
+                    Some(ups) => remote_resumable::create_in(svc, ups, ex, dir, complete).await,
+                    None => not_implemented(ex, "a resumable upload").await,
+                },
+                None => remote_form::post(svc, store, ex, dir).await,
             }
         }
         (Method::DELETE, Target::File(p)) => delete(svc, store, ex, &p).await,
-        (Method::DELETE, _) => super::service::method_not_allowed(ex, "GET, HEAD, PUT, POST").await,
-        (Method::PUT, Target::Root) => {
+        (Method::DELETE, Target::Dir(p)) => {
+            super::service::folder_deleted(svc, ex, &p, store.delete_dir(&p)).await
+        }
+        (Method::DELETE | Method::PUT, Target::Root) => {
             super::service::method_not_allowed(ex, "GET, HEAD, POST").await
         }
         _ => super::service::method_not_allowed(ex, "GET, HEAD, PUT, POST, DELETE").await,

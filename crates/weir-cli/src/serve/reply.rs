@@ -60,7 +60,8 @@ pub(crate) enum Problem {
     InsufficientStorage,
     /// 500: the server failed (logged).
     Internal,
-    /// 501: the route exists, but not with this store (tus, forms, folders on S3).
+    /// 501: the route exists, but not with this store (resumable and tus uploads on a store
+    /// served without `with_remote_resumable`).
     #[cfg_attr(not(feature = "s3"), allow(dead_code))]
     NotImplemented,
     /// 502: the object store failed or could not be reached (logged).
@@ -335,9 +336,10 @@ pub(crate) fn store_problem(e: &StoreError) -> Problem {
         StoreError::DigestUnavailable { .. } => Problem::BadRequest,
         StoreError::LengthMismatch { .. } => Problem::LengthMismatch,
         StoreError::NotFound => Problem::NotFound,
-        StoreError::IsDirectory | StoreError::NotADirectory | StoreError::DuplicatePath { .. } => {
-            Problem::PathConflict
-        }
+        StoreError::IsDirectory
+        | StoreError::NotADirectory
+        | StoreError::DirectoryNotEmpty
+        | StoreError::DuplicatePath { .. } => Problem::PathConflict,
         StoreError::SymlinkRefused => Problem::SymlinkRefused,
         StoreError::PreconditionFailed => Problem::PreconditionFailed,
         StoreError::NoSpace | StoreError::QuotaExceeded { .. } => Problem::InsufficientStorage,

@@ -9,6 +9,7 @@
 //! | `GET /files/` or `/files/{dir}/` | JSON listing |
 //! | `PUT /files/{dir}/` without a body | create the folder (and its parents): `201`, `200` if there |
 //! | `DELETE /files/{path}` | `204`, `404` if absent, `412` if a precondition fails |
+//! | `DELETE /files/{dir}/` | delete the folder if it is empty: `204`, `409` if not (or a file), `404` if absent |
 //! | `PUT /files/{path}` or `POST /files/{dir}/` with `Upload-Complete`, `HEAD`/`PATCH`/`DELETE /uploads/{id}` | resumable uploads (`resumable.rs`; `remote_resumable.rs` with `--store s3://`) |
 //! | `OPTIONS`/`POST /tus/`, `HEAD`/`PATCH`/`DELETE /tus/{id}` | the same uploads over tus 1.0.0 (`tus.rs`; `remote_tus.rs` with `--store s3://`) |
 //! | `GET /`, `/assets/...`, a folder's URL asked for as HTML | the browser page (`page.rs`) |
@@ -378,8 +379,12 @@ impl Service {
                     Err(e) => reply::store_error(ex, &e).await,
                 }
             }
-            (Method::DELETE, _) => method_not_allowed(ex, "GET, HEAD, PUT, POST").await,
-            (Method::PUT, Target::Root) => method_not_allowed(ex, "GET, HEAD, POST").await,
+            (Method::DELETE, Target::Dir(p)) => {
+                folder_deleted(self, ex, &p, async { self.store.delete_dir(&p) }).await
+            }
+            (Method::DELETE | Method::PUT, Target::Root) => {
+                method_not_allowed(ex, "GET, HEAD, POST").await
+            }
             _ => method_not_allowed(ex, "GET, HEAD, PUT, POST, DELETE").await,
         }
     }
@@ -418,6 +423,26 @@ pub(super) async fn folder_created(
             let value =
                 serde_json::json!({ "path": format!("{}/", dir.as_str()), "created": created });
             reply::json(ex, status, &value).await
+        }
+        Err(e) => reply::store_error(ex, &e).await,
+    }
+}
+
+/// `DELETE /files/{dir}/`: runs `delete` (the store's `delete_dir`) and answers `204`, or the
+/// store's refusal: `409` (`path-conflict`) for a folder with anything in it or a file, `404`
+/// for none; for the local and the remote store alike. The hooks' `deleted` event names the
+/// folder as `{dir}/`.
+pub(super) async fn folder_deleted(
+    svc: &Service,
+    ex: &mut Exchange<'_>,
+    dir: &weir_store::StorePath,
+    delete: impl std::future::Future<Output = Result<(), StoreError>>,
+) -> Result<(), weir::Error> {
+    match delete.await {
+        Ok(()) => {
+            // ALLOCATION: the folder's path with its slash, once per folder deleted.
+            svc.on_deleted(&format!("{}/", dir.as_str()));
+            ex.respond(StatusCode::NO_CONTENT).empty().await
         }
         Err(e) => reply::store_error(ex, &e).await,
     }

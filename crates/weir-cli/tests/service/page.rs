@@ -163,3 +163,33 @@ fn an_empty_put_to_a_folder_url_creates_the_folder() {
         405
     );
 }
+
+#[test]
+fn a_delete_of_a_folder_url_removes_an_empty_folder() {
+    let s = Server::start(&[]);
+    assert_eq!(s.request("PUT /files/d/sub/ HTTP/1.1", b"").status, 201);
+    assert_eq!(s.request("PUT /files/d/f HTTP/1.1", b"x").status, 201);
+    // Anything in it: refused, nothing removed.
+    let r = s.request("DELETE /files/d/ HTTP/1.1", b"");
+    assert_eq!(r.status, 409, "{}", r.text());
+    assert_eq!(r.json()["type"], "https://weir.dev/problems/path-conflict");
+    assert!(s.root.join("d/sub").is_dir() && s.root.join("d/f").is_file());
+    // A file is not a folder; no folder is 404.
+    assert_eq!(s.request("DELETE /files/d/f/ HTTP/1.1", b"").status, 409);
+    assert!(s.root.join("d/f").is_file());
+    assert_eq!(s.request("DELETE /files/nope/ HTTP/1.1", b"").status, 404);
+    // Empty: 204, and gone from its parent's listing.
+    let r = s.request("DELETE /files/d/sub/ HTTP/1.1", b"");
+    assert_eq!(r.status, 204, "{}", r.text());
+    assert!(!s.root.join("d/sub").exists());
+    let listing = s.request("GET /files/d/ HTTP/1.1", b"");
+    let names: Vec<_> = listing.json()["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(names, ["f"]);
+    // The root is not a folder one deletes.
+    assert_eq!(s.request("DELETE /files/ HTTP/1.1", b"").status, 405);
+}

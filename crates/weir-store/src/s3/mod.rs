@@ -21,6 +21,12 @@
 //! computed can be (SHA-256 always, SHA-512 when expected at begin): the bytes are not kept,
 //! so another is refused ([`StoreError::DigestUnavailable`]).
 //!
+//! [`StoreUpload::finish_writes`] (a form's file waiting for the rest of the form): a multipart
+//! upload sends its last part and waits for its parts, so it holds no part buffer until its
+//! commit; a one-part upload keeps its bytes (in a buffer of their size) only while the caller's
+//! waiting uploads hold at most [`S3Config::part_size`] together, else it becomes a multipart
+//! upload of one part at once, created with its SHA-256 (every byte is known by then).
+//!
 //! The commit checks length and digests, then completes the multipart upload (or puts the
 //! single part) with a conditional header (`S3Store::write_checked`, which resumable uploads'
 //! completions share): `If-None-Match: *` when the check accepted "no
@@ -32,7 +38,10 @@
 //! from its write, and 20 racing creators stored 1 to 4 "winners" without the lock (a single
 //! `PutObject`'s condition it decides atomically: always one).
 //! Any failure, and a drop without commit, aborts the multipart upload (from a task on the
-//! runtime, for a drop): nothing partial becomes visible.
+//! runtime, for a drop): nothing partial becomes visible. The commit's `Committed::stored` is
+//! a `HeadObject` of the new version, taken only when its ETag is the one the write answered
+//! (else the metadata the upload knows): it never describes a version another node wrote since,
+//! so a caller can later delete "the version it stored" with it (a form's undo).
 //!
 //! The SHA-256 is stored as the object's user metadata `x-amz-meta-weir-sha256` (hex) when it
 //! is known when the object is created: always for a one-part upload, and for a multipart one
@@ -987,6 +996,46 @@ impl Store for S3Store {
         action.with_max_keys(1);
         let parsed = self.list_objects("list objects", action).await?;
         Ok(!parsed.contents.is_empty() || !parsed.common_prefixes.is_empty())
+    }
+
+    async fn delete_dir(&self, path: &StorePath) -> Result<(), StoreError> {
+        // Two keys under `path/` tell everything: none (no folder, unless an object is at
+        // `path`), the marker alone (an empty folder), anything else (keys below it).
+        let i = &self.inner;
+        let key = self.key(path);
+        // ALLOCATION: the marker's key, once per folder delete.
+        let marker = format!("{key}/");
+        let mut action = i.bucket.list_objects_v2(Some(&i.credentials));
+        action.with_prefix(marker.as_str());
+        action.with_max_keys(2);
+        let parsed = self.list_objects("list objects", action).await?;
+        let only_marker = parsed.contents.len() == 1 && parsed.contents[0].key == marker;
+        if parsed.contents.is_empty() {
+            return match self.head_raw(&key).await? {
+                Some(_) => Err(StoreError::NotADirectory),
+                None => Err(StoreError::NotFound),
+            };
+        }
+        if !only_marker {
+            return Err(StoreError::DirectoryNotEmpty);
+        }
+        // A key written below between the listing and this delete keeps the folder listed
+        // (as its prefix): nothing is lost, the folder only stops being an empty one.
+        let url = i
+            .bucket
+            .delete_object(Some(&i.credentials), &marker)
+            .sign(SIGNED_FOR);
+        let resp = self
+            .send("delete folder", Method::DELETE, url, &[], Bytes::new())
+            .await?;
+        match resp.status() {
+            s if s.is_success() => {
+                self.note_deleted(0);
+                Ok(())
+            }
+            StatusCode::NOT_FOUND => Err(StoreError::NotFound),
+            _ => Err(failure("delete folder", resp).await),
+        }
     }
 
     async fn delete(

@@ -1274,7 +1274,7 @@ impl S3Append {
             eprintln!("weir-store: recording completed upload {}: {e}", self.id);
         }
         // A multipart object created without its digest gets the sidecar, as a plain one.
-        let completed_etag = written.completed_etag.as_deref();
+        let completed_etag = written.etag.as_deref();
         let stored = s
             .committed_meta(&key, size, stored_sha256, Some(sha256), completed_etag)
             .await?;

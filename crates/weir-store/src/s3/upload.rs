@@ -14,8 +14,10 @@ pub(super) struct Multipart {
     pub(super) in_flight: JoinSet<Result<(u16, String), StoreError>>,
     /// Parts sent, by number.
     pub(super) done: Vec<(u16, String)>,
-    /// The SHA-256 given to `CreateMultipartUpload` as the object's metadata (the one the
-    /// client announced before the body); `None`: the object gets a sidecar at completion.
+    /// The SHA-256 given to `CreateMultipartUpload` as the object's metadata: the one the
+    /// client announced before the body, or the one computed when every byte was written before
+    /// the upload was created (a form's finished file, [`StoreUpload::finish_writes`]); `None`:
+    /// the object gets a sidecar at completion.
     pub(super) sha256_meta: Option<[u8; 32]>,
 }
 
@@ -50,10 +52,17 @@ impl S3Upload {
         h
     }
 
-    /// Creates the multipart upload, with the SHA-256 as metadata if the client announced it.
-    async fn start_multipart(&mut self) -> Result<(), StoreError> {
+    /// Creates the multipart upload, with the SHA-256 as metadata when it is known now: the
+    /// client announced it, or (`whole`) every byte has been written.
+    async fn start_multipart(&mut self, whole: bool) -> Result<(), StoreError> {
         let announced = self.options.expected_digest.as_ref().and_then(|d| d.sha256);
-        let headers = self.creation_headers(announced.as_ref());
+        // A clone of the hash state (a few hundred bytes), so the commit still finishes its own.
+        let sha256 = announced.or_else(|| {
+            whole
+                .then(|| self.hashers.clone().finish().sha256)
+                .flatten()
+        });
+        let headers = self.creation_headers(sha256.as_ref());
         let s = &self.store;
         let upload_id = create_multipart_request(s, &self.key, &headers).await?;
         self.multipart = Some(Multipart {
@@ -61,16 +70,16 @@ impl S3Upload {
             next_part: 1,
             in_flight: JoinSet::new(),
             done: Vec::new(),
-            sha256_meta: announced,
+            sha256_meta: sha256,
         });
         Ok(())
     }
 
     /// Sends the filled part from a task; first waits while `parts_in_flight` are being sent
-    /// (the backpressure).
-    async fn send_part(&mut self) -> Result<(), StoreError> {
+    /// (the backpressure). `whole`: no byte follows (see [`S3Upload::start_multipart`]).
+    async fn send_part(&mut self, whole: bool) -> Result<(), StoreError> {
         if self.multipart.is_none() {
-            self.start_multipart().await?;
+            self.start_multipart(whole).await?;
         }
         let limit = self.store.inner.parts_in_flight;
         let Some(mp) = self.multipart.as_mut() else {
@@ -148,7 +157,7 @@ impl S3Upload {
         if self.multipart.is_some() {
             // Every part sent before the check, so the check-to-write window stays short.
             if !self.part.is_empty() {
-                self.send_part().await?;
+                self.send_part(true).await?;
             }
             if let Some(mp) = self.multipart.as_mut() {
                 while !mp.in_flight.is_empty() {
@@ -192,7 +201,7 @@ impl S3Upload {
                 self.size,
                 stored_sha256,
                 digests.sha256,
-                written.completed_etag.as_deref(),
+                written.etag.as_deref(),
             )
             .await?;
         Ok(Committed {
@@ -222,8 +231,10 @@ pub(super) enum ObjectWrite<'a> {
 pub(super) struct Written {
     /// The size of the version replaced; `None`: there was none.
     pub(super) replaced: Option<u64>,
-    /// The S3 ETag a completion answered (`ObjectWrite::Complete` only), for the digest sidecar.
-    pub(super) completed_etag: Option<String>,
+    /// The S3 ETag the write's answer named (`PutObject`'s field, the completion's `<ETag>`):
+    /// the version this write made, for the digest sidecar and for telling it from a version
+    /// another node wrote since.
+    pub(super) etag: Option<String>,
 }
 
 impl S3Store {
@@ -267,11 +278,16 @@ impl S3Store {
             }
             condition = Some(S3Store::condition(current.as_ref()));
         }
-        let mut completed_etag = None;
+        let etag;
         match write {
             ObjectWrite::Put { mut headers, body } => {
                 headers.extend(condition);
                 let resp = self.put_small(key, &headers, body).await?;
+                etag = resp
+                    .headers()
+                    .get("etag")
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned);
                 check_write("put object", resp).await?;
             }
             ObjectWrite::Complete { upload_id, etags } => {
@@ -304,38 +320,41 @@ impl S3Store {
                 if !status.is_success() || body.windows(7).any(|w| w == b"<Error>") {
                     return Err(write_failure("complete multipart upload", status, &body));
                 }
-                completed_etag = completion_etag(&body);
+                etag = completion_etag(&body);
             }
         }
         Ok(Written {
             replaced: current.map(|h| h.meta.size),
-            completed_etag,
+            etag,
         })
     }
 
     /// The metadata of the version a commit just wrote at `key` (`size` bytes), as a later
-    /// `open` reads it, so that validators computed now agree with later reads. A version
-    /// created without its SHA-256 (`stored_sha256`: `None`; a multipart upload whose digest
-    /// was not known at its creation) gets the sidecar that binds `sha256` to the S3 ETag the
-    /// completion answered (see "Digests of multipart uploads" in the module doc): a version
-    /// another node wrote since has another ETag, so never gets this digest.
+    /// `open` reads it, so that validators computed now agree with later reads; taken from a
+    /// `HeadObject` only if it sees the version this write made (`etag`, the S3 ETag the
+    /// write's answer named): a version another node wrote since is not described as this one
+    /// (a form's undo deletes only what this describes, `weir-cli`'s `remote_form.rs`). A
+    /// version created without its SHA-256 (`stored_sha256`: `None`; a multipart upload whose
+    /// digest was not known at its creation) gets the sidecar that binds `sha256` to that ETag
+    /// (see "Digests of multipart uploads" in the module doc): a version another node wrote
+    /// since has another ETag, so never gets this digest.
     pub(super) async fn committed_meta(
         &self,
         key: &str,
         size: u64,
         stored_sha256: Option<[u8; 32]>,
         sha256: Option<[u8; 32]>,
-        completed_etag: Option<&str>,
+        etag: Option<&str>,
     ) -> Result<FileMeta, StoreError> {
         let mut stored = match self.head_raw(key).await? {
-            Some(h) => h.meta,
-            None => FileMeta {
+            Some(h) if etag.is_none_or(|e| same_etag(e, &h.etag)) => h.meta,
+            _ => FileMeta {
                 size,
                 modified: SystemTime::now(),
                 sha256: stored_sha256,
             },
         };
-        if let (None, Some(sha256), Some(etag)) = (stored_sha256, sha256, completed_etag) {
+        if let (None, Some(sha256), Some(etag)) = (stored_sha256, sha256, etag) {
             if self.put_sidecar(key, etag, &sha256).await.is_ok() {
                 stored.sha256 = Some(sha256);
             }
@@ -379,7 +398,7 @@ impl StoreUpload for S3Upload {
             self.part.extend_from_slice(&bytes[..n]);
             bytes = &bytes[n..];
             if self.part.len() == part_size {
-                if let Err(e) = self.send_part().await {
+                if let Err(e) = self.send_part(false).await {
                     let _ = self.abort_multipart().await;
                     return Err(e);
                 }
@@ -414,6 +433,14 @@ impl StoreUpload for S3Upload {
             expected.sha512 = digest.sha512;
         }
         Ok(())
+    }
+
+    async fn finish_writes(&mut self, held: &mut u64) -> Result<(), StoreError> {
+        let result = self.finish_inner(held).await;
+        if result.is_err() {
+            let _ = self.abort_multipart().await;
+        }
+        result
     }
 
     async fn commit(mut self, check: Option<VersionCheck<'_>>) -> Result<Committed, StoreError> {
@@ -451,6 +478,44 @@ impl Drop for S3Upload {
             }
         });
     }
+}
+
+impl S3Upload {
+    /// [`StoreUpload::finish_writes`]: an upload still within one part keeps its bytes (in a
+    /// buffer of their size) when they fit, with `held`, in one part size; else they are sent
+    /// now as a multipart upload's parts, created with the SHA-256 since every byte is known.
+    /// An empty upload holds nothing either way (a part cannot be empty).
+    async fn finish_inner(&mut self, held: &mut u64) -> Result<(), StoreError> {
+        let len = self.part.len() as u64;
+        let part_size = self.store.inner.part_size as u64;
+        if self.multipart.is_none() && (len == 0 || held.saturating_add(len) <= part_size) {
+            if self.part.capacity() > self.part.len() {
+                // ALLOCATION, COPY: the bytes into a buffer of their size, so that the part
+                // buffer's capacity is not held until the commit.
+                self.part = BytesMut::from(&self.part[..]);
+            }
+            *held += len;
+            return Ok(());
+        }
+        if !self.part.is_empty() {
+            self.send_part(true).await?;
+        }
+        if let Some(mp) = self.multipart.as_mut() {
+            while !mp.in_flight.is_empty() {
+                join_one(mp).await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether two S3 ETags name the same version (quotes and a weak prefix aside: stores differ
+/// in how they write them).
+fn same_etag(a: &str, b: &str) -> bool {
+    fn bare(e: &str) -> &str {
+        e.trim_start_matches("W/").trim_matches('"')
+    }
+    bare(a) == bare(b)
 }
 
 /// No logging crate in the store: a failed abort from a drop goes to stderr (a sweep of

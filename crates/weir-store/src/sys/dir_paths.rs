@@ -123,6 +123,10 @@ impl DirHandle {
         fs::remove_file(self.path.join(name))
     }
 
+    pub(crate) fn remove_dir(&self, name: &str) -> io::Result<()> {
+        fs::remove_dir(self.path.join(name))
+    }
+
     /// Directories cannot be opened (and so not synced) with std on Windows; NTFS journals
     /// renames itself.
     #[cfg(not(unix))]

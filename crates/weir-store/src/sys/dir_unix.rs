@@ -121,6 +121,11 @@ impl DirHandle {
         Ok(rustix::fs::unlinkat(&self.fd, name, AtFlags::empty())?)
     }
 
+    /// Removes the empty directory `name` (`ENOTEMPTY` otherwise; never a file).
+    pub(crate) fn remove_dir(&self, name: &str) -> io::Result<()> {
+        Ok(rustix::fs::unlinkat(&self.fd, name, AtFlags::REMOVEDIR)?)
+    }
+
     /// Makes the directory's entries durable.
     pub(crate) fn sync(&self) -> io::Result<()> {
         Ok(rustix::fs::fsync(&self.fd)?)
