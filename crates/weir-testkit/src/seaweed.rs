@@ -5,7 +5,9 @@
 //! Every listener `weed mini` opens is given a port found free just before (its master, volume,
 //! filer, S3 and admin servers and their gRPC ports); the Iceberg and Lance catalogs and WebDAV
 //! are turned off. There is a window between finding a port free and `weed` binding it: another
-//! process could take it meanwhile, and the start then fails loudly (the log is in the panic).
+//! process (another test's store, or a connection's ephemeral port) could take it meanwhile;
+//! `weed` then exits at once saying so, and the start is tried again on fresh ports (a few
+//! times; then it fails loudly, the log in the panic).
 //!
 //! Absent `weed`: [`Seaweed::start`] returns `None` with a loud message on stderr, so a developer
 //! without it can run the rest of the suite; under `CI` it panics, so CI cannot pass without
@@ -77,7 +79,15 @@ impl Seaweed {
         loop {
             match Self::try_start(&program) {
                 Ok(weed) => return Some(weed),
-                Err(log) if attempt < 5 && log.contains("is not available") => attempt += 1,
+                // "is not available": `weed`'s own check before a listener; "address already in
+                // use": a listener it opens later (the filer's gRPC port) lost the race.
+                Err(log)
+                    if attempt < 8
+                        && (log.contains("is not available")
+                            || log.contains("address already in use")) =>
+                {
+                    attempt += 1
+                }
                 Err(log) => panic!("weed mini exited at start:\n{log}"),
             }
         }
