@@ -28,8 +28,8 @@ use bytes::Bytes;
 use http::{HeaderMap, StatusCode};
 use std::fs::File;
 use std::future::{Future, poll_fn};
-use std::pin::pin;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::pin::{Pin, pin};
+use std::sync::{Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 
 /// What a body handle asks of the exchange.
@@ -343,24 +343,42 @@ fn set_waker(slot: &mut Option<Waker>, waker: &Waker) {
     }
 }
 
+/// Polls `fut` once on the caller's task, with `current` as the thread's current exchange:
+/// its output, or `Pending` as a value. The adapter's common case (a service that answers
+/// without waiting, a response body whose frame is ready) ends here, without building
+/// [`drive`]'s future: that one has room for the largest exchange call an order runs, and
+/// building it (moving it into the caller's future) costs more than the poll.
+pub(crate) fn poll_within<'a, F: Future>(
+    current: &'a Current,
+    mut fut: Pin<&'a mut F>,
+) -> impl Future<Output = Poll<F::Output>> + 'a {
+    poll_fn(move |cx| Poll::Ready(within(current, || fut.as_mut().poll(cx))))
+}
+
 /// Polls `fut` (the service's future, or the response body) to completion on the exchange's
 /// task, carrying out the orders its body handles place meanwhile. An order runs while `fut`
 /// is still polled, so a timeout inside the service fires during a long body read; if `fut`
 /// finishes first the order is dropped (exchange body reads give nothing up when dropped).
 ///
+/// `fut` was just polled by [`poll_within`] and was pending, in this same poll of the task (the
+/// caller awaits this right after it, with no await between): its wakers are registered, so the
+/// first turn only takes the order it may have placed, without polling it again.
+///
 /// The service runs with `current` (this exchange) as the thread's current one, for its
 /// handles.
 pub(crate) async fn drive<F: Future>(
     exchange: &mut Exchange<'_>,
-    link: &Arc<Link>,
-    current: &mut Option<Current>,
-    fut: F,
+    current: &Current,
+    mut fut: Pin<&mut F>,
 ) -> F::Output {
-    let mut fut = pin!(fut);
+    let link = &current.link;
+    let mut just_polled = true;
     loop {
         let step = poll_fn(|cx| {
-            if let Poll::Ready(out) = within(current, || fut.as_mut().poll(cx)) {
-                return Poll::Ready(Err(out));
+            if !std::mem::take(&mut just_polled) {
+                if let Poll::Ready(out) = within(current, || fut.as_mut().poll(cx)) {
+                    return Poll::Ready(Err(out));
+                }
             }
             match link.take_order(exchange, cx) {
                 Some(order) => Poll::Ready(Ok(order)),
