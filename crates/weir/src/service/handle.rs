@@ -228,6 +228,7 @@ pub(crate) fn within<R>(entered: &Current, f: impl FnOnce() -> R) -> R {
 }
 
 /// Calls `f` with this thread's current exchange; `None` outside [`within`].
+#[allow(unsafe_code)]
 fn with_current<R>(f: impl FnOnce(&Link, PeerAddr) -> R) -> Option<R> {
     let current = CURRENT.get();
     // SAFETY: a non-null pointer in `CURRENT` was put there by `within` from its `entered:

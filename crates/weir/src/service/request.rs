@@ -75,6 +75,7 @@ pub(crate) fn build(
             None => HeaderName::from_bytes(name).map_err(|_| bad_request())?,
         };
         let end = at + value.len();
+        #[allow(unsafe_code)]
         // SAFETY: `from_maybe_shared_unchecked` wants bytes that `HeaderValue`'s checked
         // constructors accept (its docs say "UTF-8", but `HeaderValue::from_bytes` itself
         // admits obs-text, and hyper's server hands such values in the same way): HTAB, SP to
