@@ -90,6 +90,9 @@ struct State {
     leftover: Option<Bytes>,
     body_complete: bool,
     ended: bool,
+    /// Locked since the last reset: every change is made under the lock, so a state never
+    /// locked is still as new (most requests: no body handle is ever polled).
+    touched: bool,
 }
 
 impl State {
@@ -128,7 +131,9 @@ impl Link {
     fn lock(&self) -> MutexGuard<'_, State> {
         // A panic while holding the lock leaves a consistent state (every field is set in one
         // step), so a poisoned lock is used as is.
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.touched = true;
+        state
     }
 
     // ---- requester side ----
@@ -323,10 +328,13 @@ impl Link {
         }
     }
 
-    /// Makes an ended link, held by nobody else, ready for the next request (`pool`): its
-    /// state as new, the waiting list's capacity kept.
+    /// Makes a link held by nobody else ready for the next request (`pool`): its state as new
+    /// (already so if it was never locked), the waiting list's capacity kept.
     pub(crate) fn reset(&mut self) {
         let state = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
+        if !state.touched {
+            return;
+        }
         let mut waiting = std::mem::take(&mut state.waiting);
         waiting.clear();
         *state = State {
@@ -525,6 +533,24 @@ mod tests {
             link.poll_call(&mut placed, &mut slot, &mut cx()),
             Poll::Ready(Answer::End(None))
         ));
+    }
+
+    #[test]
+    fn a_reset_link_is_as_new() {
+        let mut link = Link::default();
+        // Ended, with bytes kept for a requester that went away.
+        let (mut placed, mut slot) = (false, Some(Order::Chunk));
+        assert!(link.poll_call(&mut placed, &mut slot, &mut cx()).is_pending());
+        take(&link);
+        link.abandon();
+        link.answer(Answer::Chunk(Ok(Some(Bytes::from_static(b"kept")))));
+        link.end();
+        link.reset();
+        // A read waits for the driver again: no kept bytes, not ended.
+        let (mut placed, mut slot) = (false, Some(Order::Chunk));
+        assert!(link.poll_call(&mut placed, &mut slot, &mut cx()).is_pending());
+        assert!(placed);
+        assert!(matches!(take(&link), Some(Order::Chunk)));
     }
 
     fn tempfile_like() -> File {

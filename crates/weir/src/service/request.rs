@@ -56,17 +56,29 @@ pub(crate) fn build(
         bytes.put_slice(authority);
     }
     bytes.put_slice(target);
-    // Parsed again by `http` (as hyper's server does): `Uri` has no constructor from parts
-    // that skips its checks.
-    let uri = Uri::from_maybe_shared(bytes.split().freeze()).map_err(|_| bad_request())?;
-
     for (_, value) in head.header_bytes() {
         bytes.put_slice(value);
     }
-    let values = bytes.split().freeze();
-    let mut headers = std::mem::take(&mut spare.headers);
+    // One `Bytes` for the URI and the values, each a slice of it (one split of the buffer).
+    let shared = bytes.split().freeze();
+    let uri_len = origin_len + target.len();
+    // Parsed again by `http` (as hyper's server does): `Uri` has no constructor from parts
+    // that skips its checks.
+    let uri = Uri::from_maybe_shared(shared.slice(..uri_len)).map_err(|_| bad_request())?;
+
+    let declared = match head.framing() {
+        Framing::Length(n) => Some(n),
+        Framing::Chunked | Framing::Unknown => None,
+    };
+    let mut request = http::Request::new(Body::new(Arc::clone(spare.link()), declared));
+    *request.method_mut() = head.method().clone();
+    *request.version_mut() = head.version();
+    *request.uri_mut() = uri;
+    // The spare's map in, the request's new empty one kept by the spare (not dropped here).
+    std::mem::swap(request.headers_mut(), &mut spare.headers);
+    let headers = request.headers_mut();
     headers.reserve(head.header_count());
-    let mut at = 0;
+    let mut at = uri_len;
     for (name, value) in head.header_bytes() {
         // `http`'s standard names are constants; any other name is copied (ALLOCATION, as in
         // hyper's server).
@@ -85,23 +97,13 @@ pub(crate) fn build(
         //   and only trims whitespace from their ends;
         // - HTTP/2: `h2::fill_head` copies `http::HeaderValue`s (h2 decodes every field with
         //   `HeaderValue::from_bytes`) and the `:authority` of a `Uri` (URI characters only).
-        // `values` holds those bytes, copied above in the same order, so this slice is one
-        // value. Debug builds check again and panic: the conformance suite's tower rows (NUL,
-        // control bytes, DEL, obs-text in a value) run through here.
-        let value = unsafe { HeaderValue::from_maybe_shared_unchecked(values.slice(at..end)) };
+        // `shared` holds those bytes after the URI's, copied above in the same order, so this
+        // slice is one value. Debug builds check again and panic: the conformance suite's
+        // tower rows (NUL, control bytes, DEL, obs-text in a value) run through here.
+        let value = unsafe { HeaderValue::from_maybe_shared_unchecked(shared.slice(at..end)) };
         at = end;
         headers.append(name, value);
     }
-
-    let declared = match head.framing() {
-        Framing::Length(n) => Some(n),
-        Framing::Chunked | Framing::Unknown => None,
-    };
-    let mut request = http::Request::new(Body::new(Arc::clone(spare.link()), declared));
-    *request.method_mut() = head.method().clone();
-    *request.version_mut() = head.version();
-    *request.uri_mut() = uri;
-    *request.headers_mut() = headers;
     // The handle is zero-sized: its box in the map does not allocate (`handle`).
     request.extensions_mut().insert(ExchangeHandle::new());
     Ok(request)
