@@ -113,6 +113,10 @@ pub(crate) fn build(
 /// `HeaderName::from_bytes`'s copy through its lowercase table and its search of the standard
 /// names; `None` for any other name (which then takes that path). A name equal to a constant's
 /// (ignoring case, which field names do) is that header, so nothing is left unchecked.
+///
+/// The comparison sets bit 0x20 of each byte of `name`: the constants are lowercase letters and
+/// `-`, and a byte that matches one of them so is that letter in either case, or `-`, or CR
+/// (0x0D | 0x20 is `-`), which a field name (a token: weir's parser and h2 check) never holds.
 fn common_name(name: &[u8]) -> Option<HeaderName> {
     let known = match name.len() {
         4 => header::HOST,
@@ -123,8 +127,11 @@ fn common_name(name: &[u8]) -> Option<HeaderName> {
         15 => header::ACCEPT_ENCODING,
         _ => return None,
     };
-    name.eq_ignore_ascii_case(known.as_str().as_bytes())
-        .then_some(known)
+    let same = name
+        .iter()
+        .zip(known.as_str().as_bytes())
+        .all(|(&sent, &lower)| sent | 0x20 == lower);
+    same.then_some(known)
 }
 
 fn bad_request() -> Error {
@@ -151,7 +158,14 @@ mod tests {
             assert_eq!(HeaderName::from_bytes(sent).unwrap(), name);
         }
         // Same length, another name: left to `HeaderName::from_bytes`.
-        for other in [&b"Hast"[..], b"cookie", b"connection", b"x-forwarded-fo", b"accept-language"] {
+        for other in [
+            &b"Hast"[..],
+            b"cookie",
+            b"connection",
+            b"content_type",
+            b"x-forwarded-fo",
+            b"accept-language",
+        ] {
             assert_eq!(common_name(other), None, "{other:?}");
         }
     }
