@@ -540,7 +540,10 @@ mod tests {
         let mut link = Link::default();
         // Ended, with bytes kept for a requester that went away.
         let (mut placed, mut slot) = (false, Some(Order::Chunk));
-        assert!(link.poll_call(&mut placed, &mut slot, &mut cx()).is_pending());
+        assert!(
+            link.poll_call(&mut placed, &mut slot, &mut cx())
+                .is_pending()
+        );
         take(&link);
         link.abandon();
         link.answer(Answer::Chunk(Ok(Some(Bytes::from_static(b"kept")))));
@@ -548,7 +551,10 @@ mod tests {
         link.reset();
         // A read waits for the driver again: no kept bytes, not ended.
         let (mut placed, mut slot) = (false, Some(Order::Chunk));
-        assert!(link.poll_call(&mut placed, &mut slot, &mut cx()).is_pending());
+        assert!(
+            link.poll_call(&mut placed, &mut slot, &mut cx())
+                .is_pending()
+        );
         assert!(placed);
         assert!(matches!(take(&link), Some(Order::Chunk)));
     }
