@@ -4,7 +4,8 @@
 //!
 //! An `http::Request` owns its parts, and the service keeps or drops them as it likes, so weir
 //! cannot reuse the request's own. What comes back is reused instead:
-//! - the link, once no body handle of the request is alive (`Arc::get_mut`), reset;
+//! - the link, once no body handle of the request is alive (`Arc::get_mut`), reset (a link a
+//!   handle still holds is ended instead, for that handle, and left to it);
 //! - the response's header map, cleared, as the next request's (hyper's server does the same):
 //!   it has the capacity of a typical response's fields;
 //! - the byte buffer: each request's URI and values are `Bytes` slices of it (`http` keeps a
