@@ -272,7 +272,7 @@ fn check_target(method: &Method, target: &str) -> Result<(), ProtoError> {
     // httparse admits bytes >= 0x80 in the target; RFC 3986 does not. A fragment is never part
     // of a request-target (RFC 9112 §3.2): `/public#/../admin` must not reach a router that
     // strips it differently from a proxy in front.
-    if ok && target.is_ascii() && memchr::memchr(b'#', target.as_bytes()).is_none() {
+    if ok && target.is_ascii() && !target.contains('#') {
         Ok(())
     } else {
         Err(ProtoError::InvalidTarget)
