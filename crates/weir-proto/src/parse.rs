@@ -312,8 +312,13 @@ fn is_valid_host(value: &[u8]) -> bool {
         }
         (&b""[..], &literal[close + 1..])
     } else {
-        let end = value.iter().position(|&b| b == b':').unwrap_or(value.len());
-        (&value[..end], &value[end..])
+        // reg-name or IPv4 address up to the first `:` (which is not a reg-name byte), checked
+        // in the same pass that finds it.
+        let end = value
+            .iter()
+            .position(|&b| !crate::chars::is_reg_name_byte(b))
+            .unwrap_or(value.len());
+        (&b""[..], &value[end..])
     };
     let port_ok = match port {
         [] => true,

@@ -112,8 +112,10 @@
 //! server.serve_until(Hello, async { let _ = tokio::signal::ctrl_c().await; }).await
 //! # }
 //! ```
-// No unsafe code but one `mallopt` call in `malloc.rs` and the adoption of inherited
-// descriptors in `transport/inherited.rs` (socket activation), allowed there alone.
+// No unsafe code but one `mallopt` call in `malloc.rs`, the adoption of inherited
+// descriptors in `transport/inherited.rs` (socket activation), and in the tower path
+// (`service/`) the thread's current exchange read through its pointer (`handle.rs`) and request
+// header values handed to `http` without its second check (`request.rs`), allowed there alone.
 #![deny(unsafe_code)]
 
 mod buffer_pool;

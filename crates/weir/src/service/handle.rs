@@ -12,8 +12,9 @@
 //! service for a request (`poll_ready`, `call`, polling the service's future and the response
 //! body, all on the request's task) and restores when that returns, unwinding included.
 //! Invariants: the current exchange is set on this thread only while the adapter runs the
-//! service for it (the thread holds a reference count of its link meanwhile); a handle used anywhere else (a task it was moved
-//! to, after the response) finds no current exchange and its methods fail with
+//! service for it, as a pointer to the adapter's [`Current`] (which holds a reference count of
+//! the link and outlives every [`within`] that lends it); a handle used anywhere else (a task
+//! it was moved to, after the response) finds no current exchange and its methods fail with
 //! [`not_within`]'s error; a read placed in one link is never collected from or abandoned in
 //! another (`Call` remembers which link it placed in).
 
@@ -190,65 +191,55 @@ impl Drop for Call {
 }
 
 /// The exchange the adapter is serving on this thread: its link and the client's address.
+/// The adapter owns it for the whole request (in its future, which is pinned), and lends it to
+/// the thread by [`within`] while it runs the service.
 pub(crate) struct Current {
-    link: Arc<Link>,
+    pub(crate) link: Arc<Link>,
     peer: PeerAddr,
 }
 
 impl Current {
-    /// The current exchange of a request: `link` (a reference count of its own) and `peer`.
-    pub(crate) fn new(link: &Arc<Link>, peer: PeerAddr) -> Option<Self> {
-        Some(Self {
-            link: Arc::clone(link),
-            peer,
-        })
+    /// The current exchange of a request: `link` (the request's reference count) and `peer`.
+    pub(crate) fn new(link: Arc<Link>, peer: PeerAddr) -> Self {
+        Self { link, peer }
     }
 }
 
 thread_local! {
-    static CURRENT: Cell<Option<Current>> = const { Cell::new(None) };
+    /// The [`Current`] lent by the innermost [`within`] running on this thread; null outside.
+    /// A plain pointer: no destructor, so an access is one thread-local load, with no
+    /// registration check, no reference count and no move of the value (this runs on every
+    /// poll of the service's future and of the response body).
+    static CURRENT: Cell<*const Current> = const { Cell::new(std::ptr::null()) };
 }
 
 /// Runs `f` with `entered` as this thread's current exchange, then restores the previous one
 /// (also when `f` unwinds), so that [`ExchangeHandle`]s used inside `f` reach its link.
-/// `entered` is moved into the thread's slot and back (no reference count, no borrow flag:
-/// this runs on every poll of the service's future), so it is `None` only while `f` runs.
-pub(crate) fn within<R>(entered: &mut Option<Current>, f: impl FnOnce() -> R) -> R {
-    struct Restore<'a> {
-        slot: &'a mut Option<Current>,
-        previous: Option<Current>,
-    }
-    impl Drop for Restore<'_> {
+pub(crate) fn within<R>(entered: &Current, f: impl FnOnce() -> R) -> R {
+    /// Puts the previous pointer back when `within` ends, by return or by unwinding.
+    struct Restore(*const Current);
+    impl Drop for Restore {
         fn drop(&mut self) {
-            let previous = self.previous.take();
-            if let Ok(ours) = CURRENT.try_with(|current| current.replace(previous)) {
-                *self.slot = ours;
-            }
+            CURRENT.set(self.0);
         }
     }
-    let previous = CURRENT
-        .try_with(|current| current.replace(entered.take()))
-        .ok()
-        .flatten();
-    let _restore = Restore {
-        slot: entered,
-        previous,
-    };
+    let _restore = Restore(CURRENT.replace(entered));
     f()
 }
 
-/// Calls `f` with this thread's current exchange; `None` outside [`within`]. `f` must not
-/// enter [`within`] (no link method does).
+/// Calls `f` with this thread's current exchange; `None` outside [`within`].
+#[allow(unsafe_code)]
 fn with_current<R>(f: impl FnOnce(&Link, PeerAddr) -> R) -> Option<R> {
-    CURRENT
-        .try_with(|current| {
-            let taken = current.take();
-            let out = taken.as_ref().map(|c| f(&c.link, c.peer));
-            current.set(taken);
-            out
-        })
-        .ok()
-        .flatten()
+    let current = CURRENT.get();
+    // SAFETY: a non-null pointer in `CURRENT` was put there by `within` from its `entered:
+    // &Current`, a borrow that outlives the call of `f` in `within`, and `within` puts the
+    // previous pointer back before it returns (its `Restore` guard, on return and on unwind).
+    // So while the pointer is in `CURRENT`, this thread is inside that call and the `Current`
+    // is alive and not mutably borrowed (`within` holds a shared borrow of it). The reference
+    // made here does not leave this function: `f` gets it for the length of its call, which
+    // cannot outlast the `within` that lent it (`f` runs synchronously on this thread).
+    let current = unsafe { current.as_ref() }?;
+    Some(f(&current.link, current.peer))
 }
 
 fn is_within() -> bool {
@@ -281,29 +272,50 @@ mod tests {
         let (a, b) = (Arc::<Link>::default(), Arc::<Link>::default());
         let handle = ExchangeHandle::new();
         assert_eq!(current_link(), None);
-        let (mut in_a, mut in_b) = (Current::new(&a, peer(1)), Current::new(&b, peer(2)));
-        within(&mut in_a, || {
+        let in_a = Current::new(Arc::clone(&a), peer(1));
+        let in_b = Current::new(Arc::clone(&b), peer(2));
+        within(&in_a, || {
             assert_eq!(current_link(), Some(Arc::as_ptr(&a) as usize));
             assert_eq!(handle.peer_addr(), peer(1));
             // Nested (a service polled inside another's poll): the inner one, then back.
-            within(&mut in_b, || assert_eq!(handle.peer_addr(), peer(2)));
+            within(&in_b, || assert_eq!(handle.peer_addr(), peer(2)));
             assert_eq!(handle.peer_addr(), peer(1));
         });
         assert_eq!(current_link(), None);
-        assert!(
-            in_a.is_some() && in_b.is_some(),
-            "given back to their owners"
-        );
-        // Restored when the service panics, too.
+        // Restored when the service panics, too, also from a nested one.
         let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            within(&mut in_a, || panic!("service"))
+            within(&in_a, || within(&in_b, || panic!("service")))
         }));
         assert!(caught.is_err());
         assert_eq!(current_link(), None);
-        assert!(in_a.is_some());
-        // The thread held the link only meanwhile.
+        // Only the owners hold the links: the thread kept no reference count.
         drop((in_a, in_b));
         assert_eq!(Arc::strong_count(&a), 1);
+        assert_eq!(Arc::strong_count(&b), 1);
+    }
+
+    /// The current exchange is per thread: another thread running inside `within` at the same
+    /// moment is not seen here, and sees its own.
+    #[test]
+    fn the_current_exchange_is_the_threads_own() {
+        let a = Arc::<Link>::default();
+        let in_a = Current::new(Arc::clone(&a), peer(1));
+        within(&in_a, || {
+            std::thread::scope(|scope| {
+                scope
+                    .spawn(|| {
+                        assert_eq!(current_link(), None);
+                        let b = Arc::<Link>::default();
+                        let in_b = Current::new(Arc::clone(&b), peer(2));
+                        within(&in_b, || {
+                            assert_eq!(current_link(), Some(Arc::as_ptr(&b) as usize));
+                        });
+                    })
+                    .join()
+                    .unwrap();
+            });
+            assert_eq!(current_link(), Some(Arc::as_ptr(&a) as usize));
+        });
     }
 
     #[test]

@@ -28,8 +28,8 @@ use bytes::Bytes;
 use http::{HeaderMap, StatusCode};
 use std::fs::File;
 use std::future::{Future, poll_fn};
-use std::pin::pin;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::pin::{Pin, pin};
+use std::sync::{Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 
 /// What a body handle asks of the exchange.
@@ -90,6 +90,9 @@ struct State {
     leftover: Option<Bytes>,
     body_complete: bool,
     ended: bool,
+    /// Locked since the last reset: every change is made under the lock, so a state never
+    /// locked is still as new (most requests: no body handle is ever polled).
+    touched: bool,
 }
 
 impl State {
@@ -128,7 +131,9 @@ impl Link {
     fn lock(&self) -> MutexGuard<'_, State> {
         // A panic while holding the lock leaves a consistent state (every field is set in one
         // step), so a poisoned lock is used as is.
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.touched = true;
+        state
     }
 
     // ---- requester side ----
@@ -323,10 +328,13 @@ impl Link {
         }
     }
 
-    /// Makes an ended link, held by nobody else, ready for the next request (`pool`): its
-    /// state as new, the waiting list's capacity kept.
+    /// Makes a link held by nobody else ready for the next request (`pool`): its state as new
+    /// (already so if it was never locked), the waiting list's capacity kept.
     pub(crate) fn reset(&mut self) {
         let state = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
+        if !state.touched {
+            return;
+        }
         let mut waiting = std::mem::take(&mut state.waiting);
         waiting.clear();
         *state = State {
@@ -343,24 +351,42 @@ fn set_waker(slot: &mut Option<Waker>, waker: &Waker) {
     }
 }
 
+/// Polls `fut` once on the caller's task, with `current` as the thread's current exchange:
+/// its output, or `Pending` as a value. The adapter's common case (a service that answers
+/// without waiting, a response body whose frame is ready) ends here, without building
+/// [`drive`]'s future: that one has room for the largest exchange call an order runs, and
+/// building it (moving it into the caller's future) costs more than the poll.
+pub(crate) fn poll_within<'a, F: Future>(
+    current: &'a Current,
+    mut fut: Pin<&'a mut F>,
+) -> impl Future<Output = Poll<F::Output>> + 'a {
+    poll_fn(move |cx| Poll::Ready(within(current, || fut.as_mut().poll(cx))))
+}
+
 /// Polls `fut` (the service's future, or the response body) to completion on the exchange's
 /// task, carrying out the orders its body handles place meanwhile. An order runs while `fut`
 /// is still polled, so a timeout inside the service fires during a long body read; if `fut`
 /// finishes first the order is dropped (exchange body reads give nothing up when dropped).
 ///
+/// `fut` was just polled by [`poll_within`] and was pending, in this same poll of the task (the
+/// caller awaits this right after it, with no await between): its wakers are registered, so the
+/// first turn only takes the order it may have placed, without polling it again.
+///
 /// The service runs with `current` (this exchange) as the thread's current one, for its
 /// handles.
 pub(crate) async fn drive<F: Future>(
     exchange: &mut Exchange<'_>,
-    link: &Arc<Link>,
-    current: &mut Option<Current>,
-    fut: F,
+    current: &Current,
+    mut fut: Pin<&mut F>,
 ) -> F::Output {
-    let mut fut = pin!(fut);
+    let link = &current.link;
+    let mut just_polled = true;
     loop {
         let step = poll_fn(|cx| {
-            if let Poll::Ready(out) = within(current, || fut.as_mut().poll(cx)) {
-                return Poll::Ready(Err(out));
+            if !std::mem::take(&mut just_polled) {
+                if let Poll::Ready(out) = within(current, || fut.as_mut().poll(cx)) {
+                    return Poll::Ready(Err(out));
+                }
             }
             match link.take_order(exchange, cx) {
                 Some(order) => Poll::Ready(Ok(order)),
@@ -507,6 +533,30 @@ mod tests {
             link.poll_call(&mut placed, &mut slot, &mut cx()),
             Poll::Ready(Answer::End(None))
         ));
+    }
+
+    #[test]
+    fn a_reset_link_is_as_new() {
+        let mut link = Link::default();
+        // Ended, with bytes kept for a requester that went away.
+        let (mut placed, mut slot) = (false, Some(Order::Chunk));
+        assert!(
+            link.poll_call(&mut placed, &mut slot, &mut cx())
+                .is_pending()
+        );
+        take(&link);
+        link.abandon();
+        link.answer(Answer::Chunk(Ok(Some(Bytes::from_static(b"kept")))));
+        link.end();
+        link.reset();
+        // A read waits for the driver again: no kept bytes, not ended.
+        let (mut placed, mut slot) = (false, Some(Order::Chunk));
+        assert!(
+            link.poll_call(&mut placed, &mut slot, &mut cx())
+                .is_pending()
+        );
+        assert!(placed);
+        assert!(matches!(take(&link), Some(Order::Chunk)));
     }
 
     fn tempfile_like() -> File {

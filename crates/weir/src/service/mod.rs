@@ -58,10 +58,12 @@ pub use file_body::FileBody;
 pub use handle::ExchangeHandle;
 
 use crate::{Error, Exchange, Handler};
-use link::drive;
-use pool::Spare;
+use handle::{Current, within};
+use link::{drive, poll_within};
 use std::future::poll_fn;
+use std::pin::pin;
 use std::sync::Arc;
+use std::task::Poll;
 use tower_service::Service;
 
 /// A tower [`Service`] served by weir: `server.serve(weir::ServiceHandler::new(app))`.
@@ -93,36 +95,34 @@ where
         // The link between the request's body handles and this exchange, and the parts of the
         // `http::Request`, kept per thread from request to request (`pool`).
         let mut spare = pool::take();
-        let result = serve(&self.service, exchange, &mut spare).await;
-        spare.link().end();
+        // The steps are written out here, not in an `async fn` of their own: that one's future
+        // would be built and moved into this one for every request.
+        let result = 'serve: {
+            let request = match request::build(exchange, &mut spare) {
+                Ok(request) => request,
+                Err(e) => break 'serve Err(e),
+            };
+            // The request's `ExchangeHandle` works wherever the service runs for it (`handle`).
+            let current = Current::new(Arc::clone(spare.link()), exchange.peer_addr());
+            let mut service = self.service.clone();
+            let ready = poll_fn(|cx| within(&current, || service.poll_ready(cx))).await;
+            if let Err(e) = ready {
+                break 'serve Err(Error::user(e));
+            }
+            let mut future = pin!(within(&current, || service.call(request)));
+            // Polled once first: a service that answers at once never needs `drive`'s future.
+            let response = match poll_within(&current, future.as_mut()).await {
+                Poll::Ready(response) => response,
+                Poll::Pending => drive(exchange, &current, future).await,
+            };
+            match response {
+                Ok(response) => {
+                    respond::write(exchange, &current, response, &mut spare.headers).await
+                }
+                Err(e) => Err(Error::user(e)),
+            }
+        };
         pool::give_back(spare);
         result
     }
-}
-
-async fn serve<S, B>(
-    service: &S,
-    exchange: &mut Exchange<'_>,
-    spare: &mut Spare,
-) -> Result<(), Error>
-where
-    S: Service<http::Request<Body>, Response = http::Response<B>> + Clone,
-    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-    B: http_body::Body + Send + 'static,
-    B::Data: Send,
-    B::Error: Send + Into<Box<dyn std::error::Error + Send + Sync>>,
-{
-    let request = request::build(exchange, spare)?;
-    let link = Arc::clone(spare.link());
-    // The request's `ExchangeHandle` works wherever the service runs for it (`handle`).
-    let mut current = handle::Current::new(&link, exchange.peer_addr());
-    let mut service = service.clone();
-    poll_fn(|cx| handle::within(&mut current, || service.poll_ready(cx)))
-        .await
-        .map_err(Error::user)?;
-    let future = handle::within(&mut current, || service.call(request));
-    let response = drive(exchange, &link, &mut current, future)
-        .await
-        .map_err(Error::user)?;
-    respond::write(exchange, &link, &mut current, response, &mut spare.headers).await
 }

@@ -4,7 +4,8 @@
 //!
 //! An `http::Request` owns its parts, and the service keeps or drops them as it likes, so weir
 //! cannot reuse the request's own. What comes back is reused instead:
-//! - the link, once no body handle of the request is alive (`Arc::get_mut`), reset;
+//! - the link, once no body handle of the request is alive (`Arc::get_mut`), reset (a link a
+//!   handle still holds is ended instead, for that handle, and left to it);
 //! - the response's header map, cleared, as the next request's (hyper's server does the same):
 //!   it has the capacity of a typical response's fields;
 //! - the byte buffer: each request's URI and values are `Bytes` slices of it (`http` keeps a
@@ -73,15 +74,20 @@ pub(crate) fn take() -> Box<Spare> {
         .unwrap_or_default()
 }
 
-/// Keeps `spare` for the next request on this thread, if its link is free and the thread keeps
-/// fewer than [`KEPT`].
+/// Ends the exchange of `spare`'s link, and keeps `spare` for the next request on this thread,
+/// if its link is free and the thread keeps fewer than [`KEPT`].
 pub(crate) fn give_back(mut spare: Box<Spare>) {
     if let Some(link) = &mut spare.link {
         match Arc::get_mut(link) {
+            // Nothing else holds the link, so no order can come: made new without ending it
+            // (no lock taken).
             Some(link) => link.reset(),
-            // A body handle outlives the exchange: it keeps the ended link, the next request
-            // gets a new one.
-            None => spare.link = None,
+            // A body handle outlives the exchange: it keeps the ended link (every order it
+            // places is answered at once), the next request gets a new one.
+            None => {
+                link.end();
+                spare.link = None;
+            }
         }
     }
     // `respond` hands the response's map back cleared; clearing walks the whole index table,
@@ -99,8 +105,10 @@ pub(crate) fn give_back(mut spare: Box<Spare>) {
 
 #[cfg(test)]
 mod tests {
+    use super::super::link::{Answer, Order};
     use super::*;
     use bytes::BufMut;
+    use std::task::{Context, Poll, Waker};
 
     /// Each test runs on a thread of its own, so it starts with no spares.
     #[test]
@@ -138,7 +146,14 @@ mod tests {
             !Arc::ptr_eq(next.link(), &held),
             "a new link for the next request"
         );
-        // The old one is the holder's alone; its end is still seen by it.
+        // The old one is the holder's alone, and ended: its next read is answered at once (an
+        // error: the body did not end), not left waiting for an exchange that is gone.
         assert_eq!(Arc::strong_count(&held), 1);
+        let (mut placed, mut order) = (false, Some(Order::Chunk));
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(matches!(
+            held.poll_call(&mut placed, &mut order, &mut cx),
+            Poll::Ready(Answer::Chunk(Err(_)))
+        ));
     }
 }

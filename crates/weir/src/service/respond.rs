@@ -18,21 +18,20 @@
 
 use super::FileBody;
 use super::handle::Current;
-use super::link::{Link, drive};
+use super::link::{drive, poll_within};
 use crate::{Error, Exchange};
 use bytes::Buf;
 use http::{HeaderMap, Method, StatusCode, header};
 use std::any::Any;
 use std::future::poll_fn;
-use std::pin::pin;
-use std::sync::Arc;
+use std::pin::{Pin, pin};
+use std::task::Poll;
 
 /// Sends `response` on `exchange`; its header map, cleared, goes to `spare_headers` (the next
 /// request's: `pool`).
 pub(crate) async fn write<B>(
     exchange: &mut Exchange<'_>,
-    link: &Arc<Link>,
-    current: &mut Option<Current>,
+    current: &Current,
     response: http::Response<B>,
     spare_headers: &mut HeaderMap,
 ) -> Result<(), Error>
@@ -44,9 +43,10 @@ where
     let (mut parts, body) = response.into_parts();
     let head_only =
         exchange.request().method() == Method::HEAD || parts.status == StatusCode::NOT_MODIFIED;
+    let exact = body.size_hint().exact();
     let file = match (&body as &dyn Any).downcast_ref::<FileBody>() {
         Some(file) => Some(file.clone()),
-        None if body.size_hint().exact() == Some(0) => parts.extensions.remove::<FileBody>(),
+        None if exact == Some(0) => parts.extensions.remove::<FileBody>(),
         None => None,
     };
     // A HEAD (or 304) answer carries the length of the body it stands for, not its own.
@@ -55,9 +55,9 @@ where
             .headers
             .get(header::CONTENT_LENGTH)
             .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
-            .or(body.size_hint().exact())
+            .or(exact)
     } else {
-        body.size_hint().exact()
+        exact
     };
 
     let mut builder = exchange.respond(parts.status);
@@ -76,15 +76,16 @@ where
     let mut writer = builder.stream(declared).await?;
     let mut body = pin!(body);
     let mut trailers = None;
+    // A body that tells it has ended (`is_end_stream`: a `Full` once its one frame is taken) is
+    // not polled again for the `None` it would answer.
     if declared != Some(0) && !head_only {
-        loop {
-            let frame = drive(
-                writer.exchange(),
-                link,
-                current,
-                poll_fn(|cx| body.as_mut().poll_frame(cx)),
-            )
-            .await;
+        while !body.is_end_stream() {
+            let mut next = poll_fn(|cx| body.as_mut().poll_frame(cx));
+            // Polled once first: a frame that is ready never needs `drive`'s future.
+            let frame = match poll_within(current, Pin::new(&mut next)).await {
+                Poll::Ready(frame) => frame,
+                Poll::Pending => drive(writer.exchange(), current, Pin::new(&mut next)).await,
+            };
             let Some(frame) = frame else { break };
             let frame = frame.map_err(Error::user)?;
             match frame.into_data() {
