@@ -4,10 +4,10 @@
 //!
 //! Every listener `weed mini` opens is given a port found free just before (its master, volume,
 //! filer, S3 and admin servers and their gRPC ports); the Iceberg and Lance catalogs and WebDAV
-//! are turned off. There is a window between finding a port free and `weed` binding it: another
-//! process (another test's store, or a connection's ephemeral port) could take it meanwhile;
-//! `weed` then exits at once saying so, and the start is tried again on fresh ports (a few
-//! times; then it fails loudly, the log in the panic).
+//! are turned off. The ports are chosen below the kernel's ephemeral range, so that no
+//! outgoing connection can take one before `weed` binds it ([`free_ports`]); another process
+//! binding one explicitly still could: `weed` then exits at once saying so, and the start is
+//! tried again on fresh ports (a few times; then it fails loudly, the log in the panic).
 //!
 //! Absent `weed`: [`Seaweed::start`] returns `None` with a loud message on stderr, so a developer
 //! without it can run the rest of the suite; under `CI` it panics, so CI cannot pass without
@@ -47,14 +47,52 @@ fn weed_program() -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// `n` ports that were free a moment ago (all held at once, so they differ).
+/// `n` distinct ports that were free a moment ago, chosen **below the kernel's ephemeral range**
+/// (`net.ipv4.ip_local_port_range`, where `bind(:0)` and every outgoing connection take their
+/// ports): `weed` binds its listeners over a second or so, and in that window the many loopback
+/// connections of the tests and of other `weed`s running beside it took one of its ports from
+/// the ephemeral range (seen in CI: the filer's gRPC port, the S3 port). Below that range only
+/// explicit binds compete, and within this process each port is handed out once.
 fn free_ports(n: usize) -> Vec<u16> {
-    let held: Vec<TcpListener> = (0..n)
-        .map(|_| TcpListener::bind("127.0.0.1:0").expect("bind a free port"))
-        .collect();
-    held.iter()
-        .map(|l| l.local_addr().expect("local addr").port())
-        .collect()
+    use std::sync::atomic::{AtomicU32, Ordering};
+    /// The next candidate, process-wide; starts at an offset from the process id, so that two
+    /// test processes (or a bench beside the tests) start far apart.
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let ephemeral_low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<u32>().ok())
+        .unwrap_or(32768);
+    const LOW: u32 = 10_000;
+    if ephemeral_low <= LOW + 1_000 {
+        // No room below the range: fall back to ports the kernel picks (held at once, so they
+        // differ); the retry in `Seaweed::start` covers a lost race.
+        let held: Vec<TcpListener> = (0..n)
+            .map(|_| TcpListener::bind("127.0.0.1:0").expect("bind a free port"))
+            .collect();
+        return held
+            .iter()
+            .map(|l| l.local_addr().expect("local addr").port())
+            .collect();
+    }
+    let span = ephemeral_low - LOW;
+    let _ = NEXT.compare_exchange(
+        0,
+        1 + std::process::id().wrapping_mul(7919) % span,
+        Ordering::Relaxed,
+        Ordering::Relaxed,
+    );
+    let mut ports = Vec::with_capacity(n);
+    for _ in 0..span {
+        if ports.len() == n {
+            break;
+        }
+        let port = (LOW + NEXT.fetch_add(1, Ordering::Relaxed) % span) as u16;
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            ports.push(port);
+        }
+    }
+    assert_eq!(ports.len(), n, "no {n} free ports below {ephemeral_low}");
+    ports
 }
 
 impl Seaweed {
