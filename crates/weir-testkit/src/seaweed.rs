@@ -5,7 +5,7 @@
 //! Every listener `weed mini` opens is given a port found free just before (its master, volume,
 //! filer, S3 and admin servers and their gRPC ports); the Iceberg and Lance catalogs and WebDAV
 //! are turned off. The ports are chosen below the kernel's ephemeral range, so that no
-//! outgoing connection can take one before `weed` binds it ([`free_ports`]); another process
+//! outgoing connection can take one before `weed` binds it (`free_ports`); another process
 //! binding one explicitly still could: `weed` then exits at once saying so, and the start is
 //! tried again on fresh ports (a few times; then it fails loudly, the log in the panic).
 //!
