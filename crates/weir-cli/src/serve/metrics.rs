@@ -2,7 +2,11 @@
 //!
 //! Every counter is a relaxed atomic bumped once per request when it ends (no lock, no
 //! allocation on the request's path); a scrape reads them all and formats the text into one
-//! `String` (ALLOCATION: per scrape, not per request). No metrics crate: the set is fixed and
+//! `String` (ALLOCATION: per scrape, not per request). The per-request counters are sharded by
+//! thread ([`Shard`], one cache line pair each, a thread's shard chosen once): with one set
+//! shared by every worker, each request's five updates moved the same cache lines between
+//! cores, and pipelined `GET /healthz` cost about 70 % more CPU per request than before the
+//! metrics existed (docs/BENCHMARKS.md); a scrape sums the shards. No metrics crate: the set is fixed and
 //! small, the format a few lines of text, and the `prometheus` and `metrics` crates would each
 //! bring a registry (a lock or a map lookup per update, label strings hashed at run time) for
 //! what is here an array index.
@@ -48,18 +52,58 @@ const SIZE_BOUNDS: [u64; 7] = [
     1 << 36,
 ];
 
-/// The service's counters.
+/// The counters every request updates, one set per shard. The in-flight gauges may be raised
+/// on one shard and lowered on another (a task that moved threads): each shard's value wraps,
+/// and their wrapping sum is the gauge.
 #[derive(Default)]
-pub struct Metrics {
+#[repr(align(128))]
+struct Shard {
     requests: [[AtomicU64; CLASSES.len()]; METHODS.len()],
     body_bytes_received: AtomicU64,
     body_bytes_sent: AtomicU64,
     requests_in_flight: AtomicU64,
     uploads_in_flight: AtomicU64,
+}
+
+/// Shards per [`Metrics`]: enough that the worker threads of a machine of this size rarely
+/// share one.
+const SHARDS: usize = 16;
+
+/// This thread's shard index, taken round robin at its first request.
+fn shard_index() -> usize {
+    use std::cell::Cell;
+    use std::sync::atomic::AtomicUsize;
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    thread_local! {
+        static INDEX: Cell<usize> = const { Cell::new(usize::MAX) };
+    }
+    INDEX.with(|i| {
+        if i.get() == usize::MAX {
+            i.set(NEXT.fetch_add(1, Relaxed) % SHARDS);
+        }
+        i.get()
+    })
+}
+
+/// The service's counters.
+pub struct Metrics {
+    shards: Box<[Shard]>,
     upload_duration: Histogram<{ DURATION_BOUNDS.len() }>,
     upload_size: Histogram<{ SIZE_BOUNDS.len() }>,
     /// The running server, for its connection counters; set once it exists.
     server: OnceLock<weir::ServerHandle>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self {
+            // ALLOCATION: once per service.
+            shards: (0..SHARDS).map(|_| Shard::default()).collect(),
+            upload_duration: Histogram::default(),
+            upload_size: Histogram::default(),
+            server: OnceLock::new(),
+        }
+    }
 }
 
 /// A request in flight: counted from [`Metrics::start`] until this is dropped (also when the
@@ -72,9 +116,10 @@ pub(super) struct InFlight<'a> {
 
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
-        self.metrics.requests_in_flight.fetch_sub(1, Relaxed);
+        let shard = self.metrics.shard();
+        shard.requests_in_flight.fetch_sub(1, Relaxed);
         if self.upload {
-            self.metrics.uploads_in_flight.fetch_sub(1, Relaxed);
+            shard.uploads_in_flight.fetch_sub(1, Relaxed);
         }
     }
 }
@@ -89,6 +134,18 @@ pub(super) struct Outcome {
 }
 
 impl Metrics {
+    /// This thread's shard.
+    fn shard(&self) -> &Shard {
+        &self.shards[shard_index() % self.shards.len()]
+    }
+
+    /// The sum over the shards of `field` (wrapping: see [`Shard`]).
+    fn sum(&self, field: impl Fn(&Shard) -> &AtomicU64) -> u64 {
+        self.shards
+            .iter()
+            .fold(0u64, |n, s| n.wrapping_add(field(s).load(Relaxed)))
+    }
+
     /// Gives the metrics the running server's counters.
     pub fn set_server(&self, server: weir::ServerHandle) {
         let _ = self.server.set(server);
@@ -101,9 +158,10 @@ impl Metrics {
             .position(|m| *m == method.as_str())
             .unwrap_or(METHODS.len() - 1);
         let upload = matches!(*method, Method::PUT | Method::POST | Method::PATCH);
-        self.requests_in_flight.fetch_add(1, Relaxed);
+        let shard = self.shard();
+        shard.requests_in_flight.fetch_add(1, Relaxed);
         if upload {
-            self.uploads_in_flight.fetch_add(1, Relaxed);
+            shard.uploads_in_flight.fetch_add(1, Relaxed);
         }
         InFlight {
             metrics: self,
@@ -121,7 +179,7 @@ impl Metrics {
             100..=599 => usize::from(status / 100 - 1),
             _ => CLASSES.len() - 1,
         };
-        self.requests[index][class].fetch_add(1, Relaxed);
+        self.shard().requests[index][class].fetch_add(1, Relaxed);
     }
 
     /// Counts a finished request (then drop its `InFlight`).
@@ -130,10 +188,12 @@ impl Metrics {
             Some(status @ 100..=599) => usize::from(status / 100 - 1),
             _ => CLASSES.len() - 1,
         };
-        self.requests[request.method][class].fetch_add(1, Relaxed);
-        self.body_bytes_received
+        let shard = self.shard();
+        shard.requests[request.method][class].fetch_add(1, Relaxed);
+        shard
+            .body_bytes_received
             .fetch_add(outcome.bytes_in, Relaxed);
-        self.body_bytes_sent.fetch_add(outcome.bytes_out, Relaxed);
+        shard.body_bytes_sent.fetch_add(outcome.bytes_out, Relaxed);
         if outcome.stored.files > 0 {
             let micros = u64::try_from(outcome.duration.as_micros()).unwrap_or(u64::MAX);
             self.upload_duration.observe(&DURATION_BOUNDS, micros);
@@ -157,12 +217,12 @@ impl Metrics {
             "counter",
             "Requests answered, by method and status class (none: the client left first).",
         );
-        for (method, row) in METHODS.iter().zip(&self.requests) {
-            for (class, count) in CLASSES.iter().zip(row) {
+        for (m, method) in METHODS.iter().enumerate() {
+            for (c, class) in CLASSES.iter().enumerate() {
                 let _ = writeln!(
                     out,
                     "weir_http_requests_total{{method=\"{method}\",status=\"{class}\"}} {}",
-                    count.load(Relaxed)
+                    self.sum(|s| &s.requests[m][c])
                 );
             }
         }
@@ -171,25 +231,25 @@ impl Metrics {
                 "weir_http_request_body_bytes_total",
                 "counter",
                 "Request body bytes received.",
-                self.body_bytes_received.load(Relaxed),
+                self.sum(|s| &s.body_bytes_received),
             ),
             (
                 "weir_http_response_body_bytes_total",
                 "counter",
                 "Response body bytes sent (heads not counted).",
-                self.body_bytes_sent.load(Relaxed),
+                self.sum(|s| &s.body_bytes_sent),
             ),
             (
                 "weir_http_requests_in_flight",
                 "gauge",
                 "Requests being handled now.",
-                self.requests_in_flight.load(Relaxed),
+                self.sum(|s| &s.requests_in_flight),
             ),
             (
                 "weir_uploads_in_flight",
                 "gauge",
                 "PUT, POST and PATCH requests being handled now.",
-                self.uploads_in_flight.load(Relaxed),
+                self.sum(|s| &s.uploads_in_flight),
             ),
             (
                 "weir_upload_buffers_lent",

@@ -36,8 +36,10 @@ impl Handler for Service {
         let (result, stored) = if self.observing.metrics_route && ex.request().path() == "/metrics"
         {
             (metrics(self, ex, true).await, stored::Stored::default())
-        } else {
+        } else if stored::may_store(ex.request().method()) {
             stored::scope(self.route(ex)).await
+        } else {
+            (self.route(ex).await, stored::Stored::default())
         };
         let status = match (&result, ex.response_status()) {
             (_, Some(status)) => Some(status.as_u16()),

@@ -23,6 +23,17 @@ tokio::task_local! {
     static NOTE: Cell<Stored>;
 }
 
+/// Whether a request with `method` can reach a commit site: only `PUT`, `POST` and `PATCH`
+/// store (uploads, forms, resumable and tus uploads, folders). Other requests run without a
+/// scope: it costs a task-local swap on every poll and a move of the route's future, which a
+/// `GET` (`/healthz`, a small file) should not pay; their note would stay empty anyway.
+pub(super) fn may_store(method: &http::Method) -> bool {
+    matches!(
+        *method,
+        http::Method::PUT | http::Method::POST | http::Method::PATCH
+    )
+}
+
 /// Runs `request` with an empty note; returns its output and what it stored.
 pub(super) async fn scope<F: Future>(request: F) -> (F::Output, Stored) {
     NOTE.scope(Cell::new(Stored::default()), async move {
