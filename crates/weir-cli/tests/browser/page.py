@@ -164,17 +164,20 @@ def main():
         assert response.headers["x-content-type-options"] == "nosniff"
 
         # Kill the server when the large file's second append starts (the first 64 MiB are
-        # stored), note the offset the page learns after the restart.
-        state = {"killed": False, "resumed_at": None}
+        # stored), note the offset the page learns for that upload after the restart (the
+        # other files' uploads are asked too, and may be asked first: their offsets are not it).
+        state = {"killed": False, "resumed_at": None, "upload": None}
 
         def on_request(req):
             if (req.method == "PATCH" and not state["killed"]
                     and req.headers.get("upload-offset", "0") != "0"):
                 state["killed"] = True
+                state["upload"] = req.url
                 server.kill()
 
         def on_response(resp):
-            if resp.request.method == "HEAD" and "/uploads/" in resp.url and state["killed"]:
+            if (resp.request.method == "HEAD" and state["killed"]
+                    and resp.url == state["upload"]):
                 offset = resp.headers.get("upload-offset")
                 if offset and state["resumed_at"] is None:
                     state["resumed_at"] = int(offset)
