@@ -13,7 +13,7 @@ use weir_testkit::h1::{Client, Resp};
 use weir_testkit::seaweed::{self, Seaweed};
 
 mod s3_nodes;
-use s3_nodes::{Node, direct, start_node};
+use s3_nodes::{Node, base64_of, data, direct, hex, json, start_node, vm_hwm_kib};
 
 const MIB: usize = 1 << 20;
 const PROBLEMS: &str = "https://weir.dev/problems/";
@@ -78,21 +78,6 @@ fn request(addr: SocketAddr, head: &str, body: &[u8]) -> Resp {
     client.send(req.as_bytes());
     let _ = client.try_send(body);
     client.read_response_for(head.starts_with("HEAD "))
-}
-
-fn json(r: &Resp) -> serde_json::Value {
-    serde_json::from_slice(&r.body)
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&r.body)))
-}
-
-fn data(len: usize, seed: u8) -> Vec<u8> {
-    (0..len)
-        .map(|i| (i as u8).wrapping_mul(131).wrapping_add(seed) ^ (i >> 13) as u8)
-        .collect()
-}
-
-fn hex(d: &[u8]) -> String {
-    d.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// A form body (boundary `XX`) with one file part per `(filename, content)`.
@@ -238,15 +223,6 @@ fn a_form_of_many_files_holds_about_one_part_in_memory() {
         assert!(r.body == data(MIB, i as u8), "many/{i}.bin differs");
     }
     assert_eq!(pending(&weed), Vec::<String>::new());
-}
-
-fn vm_hwm_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap()
 }
 
 /// The client goes away in the middle of a form (its `Content-Length` never reached), while a
@@ -471,22 +447,4 @@ fn storage_used(addr: SocketAddr) -> u64 {
         .find_map(|l| l.strip_prefix("weir_storage_used_bytes "))
         .map(|v| v.trim().parse::<f64>().unwrap() as u64)
         .unwrap_or_else(|| panic!("no weir_storage_used_bytes in {text}"))
-}
-
-fn base64_of(bytes: &[u8]) -> String {
-    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::new();
-    for c in bytes.chunks(3) {
-        let n = (u32::from(c[0]) << 16)
-            | (u32::from(*c.get(1).unwrap_or(&0)) << 8)
-            | u32::from(*c.get(2).unwrap_or(&0));
-        for i in 0..4 {
-            if i <= c.len() {
-                out.push(T[(n >> (18 - 6 * i) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
 }

@@ -15,7 +15,7 @@ use weir_testkit::h1::{Client, Resp};
 use weir_testkit::seaweed::{self, Seaweed};
 
 mod s3_nodes;
-use s3_nodes::{Node, WEIR, direct, start_node};
+use s3_nodes::{Node, WEIR, base64_of, data, direct, hex, json, start_node};
 
 const MIB: usize = 1 << 20;
 /// The part size every node runs with (S3's minimum; `weir serve` refuses less).
@@ -102,39 +102,6 @@ fn final_response(client: &mut Client, head_only: bool) -> (Vec<Resp>, Resp) {
         }
         interim.push(r);
     }
-}
-
-fn json(r: &Resp) -> serde_json::Value {
-    serde_json::from_slice(&r.body)
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&r.body)))
-}
-
-fn data(len: usize, seed: u8) -> Vec<u8> {
-    (0..len)
-        .map(|i| (i as u8).wrapping_mul(131).wrapping_add(seed) ^ (i >> 13) as u8)
-        .collect()
-}
-
-fn hex(d: &[u8]) -> String {
-    d.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn base64_of(bytes: &[u8]) -> String {
-    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::new();
-    for c in bytes.chunks(3) {
-        let n = (u32::from(c[0]) << 16)
-            | (u32::from(*c.get(1).unwrap_or(&0)) << 8)
-            | u32::from(*c.get(2).unwrap_or(&0));
-        for i in 0..4 {
-            if i <= c.len() {
-                out.push(T[(n >> (18 - 6 * i) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
 }
 
 fn patch_head(location: &str, offset: usize, complete: bool) -> String {

@@ -11,7 +11,7 @@ use weir_testkit::h1::{Client, Resp};
 use weir_testkit::seaweed::{self, Seaweed};
 
 mod s3_nodes;
-use s3_nodes::{Node, direct, start_node};
+use s3_nodes::{Node, base64_of, data, direct, hex, json, start_node, vm_hwm_kib};
 
 /// A `weir serve --store s3://weir/PREFIX` on a fresh `weed mini`; killed on drop.
 struct S3Serve {
@@ -67,21 +67,6 @@ fn request(addr: SocketAddr, head: &str, body: &[u8]) -> Resp {
     client.send(req.as_bytes());
     let _ = client.try_send(body);
     client.read_response_for(head.starts_with("HEAD "))
-}
-
-fn json(r: &Resp) -> serde_json::Value {
-    serde_json::from_slice(&r.body)
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&r.body)))
-}
-
-fn data(len: usize, seed: u8) -> Vec<u8> {
-    (0..len)
-        .map(|i| (i as u8).wrapping_mul(131).wrapping_add(seed) ^ (i >> 13) as u8)
-        .collect()
-}
-
-fn hex(d: &[u8]) -> String {
-    d.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[test]
@@ -327,33 +312,6 @@ fn large_upload_memory_is_bounded_by_the_parts() {
         r.header("repr-digest"),
         Some(format!("sha-256=:{}:", base64_of(&sha)).as_str())
     );
-}
-
-fn vm_hwm_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap()
-}
-
-fn base64_of(bytes: &[u8]) -> String {
-    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::new();
-    for c in bytes.chunks(3) {
-        let n = (u32::from(c[0]) << 16)
-            | (u32::from(*c.get(1).unwrap_or(&0)) << 8)
-            | u32::from(*c.get(2).unwrap_or(&0));
-        for i in 0..4 {
-            if i <= c.len() {
-                out.push(T[(n >> (18 - 6 * i) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
 }
 
 /// The store stops answering (SIGSTOP) while a 200 MiB body arrives: weir stops reading, so the

@@ -5,6 +5,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::process::Child;
 use std::time::Duration;
+use weir_testkit::h1::Resp;
 use weir_testkit::seaweed::{self, Seaweed};
 
 pub const WEIR: &str = env!("CARGO_BIN_EXE_weir");
@@ -60,4 +61,52 @@ pub fn direct(weed: &Seaweed) -> weir_store::S3Store {
         request_timeout: Duration::from_secs(60),
     })
     .unwrap()
+}
+
+/// An answer's body as JSON (panics with the body when it is not).
+pub fn json(r: &Resp) -> serde_json::Value {
+    serde_json::from_slice(&r.body)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&r.body)))
+}
+
+/// `len` bytes of a pattern that differs with `seed` and does not repeat within a part.
+pub fn data(len: usize, seed: u8) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i as u8).wrapping_mul(131).wrapping_add(seed) ^ (i >> 13) as u8)
+        .collect()
+}
+
+/// Lowercase hex.
+pub fn hex(d: &[u8]) -> String {
+    d.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Standard base64 with padding (a `Repr-Digest` value).
+pub fn base64_of(bytes: &[u8]) -> String {
+    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for c in bytes.chunks(3) {
+        let n = (u32::from(c[0]) << 16)
+            | (u32::from(*c.get(1).unwrap_or(&0)) << 8)
+            | u32::from(*c.get(2).unwrap_or(&0));
+        for i in 0..4 {
+            if i <= c.len() {
+                out.push(T[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// The process's peak RSS (`VmHWM`), in KiB.
+#[allow(dead_code)] // s3_resumable.rs measures no memory
+pub fn vm_hwm_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
 }
