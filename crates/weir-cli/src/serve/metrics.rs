@@ -157,7 +157,7 @@ impl Metrics {
             .iter()
             .position(|m| *m == method.as_str())
             .unwrap_or(METHODS.len() - 1);
-        let upload = matches!(*method, Method::PUT | Method::POST | Method::PATCH);
+        let upload = super::stored::may_store(method);
         let shard = self.shard();
         shard.requests_in_flight.fetch_add(1, Relaxed);
         if upload {

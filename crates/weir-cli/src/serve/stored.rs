@@ -24,7 +24,8 @@ tokio::task_local! {
 }
 
 /// Whether a request with `method` can reach a commit site: only `PUT`, `POST` and `PATCH`
-/// store (uploads, forms, resumable and tus uploads, folders). Other requests run without a
+/// store (uploads, forms, resumable and tus uploads, folders); the metrics count these as
+/// uploads in flight. Other requests run without a
 /// scope: it costs a task-local swap on every poll and a move of the route's future, which a
 /// `GET` (`/healthz`, a small file) should not pay; their note would stay empty anyway.
 pub(super) fn may_store(method: &http::Method) -> bool {
