@@ -11,7 +11,7 @@ use weir_testkit::h1::{Client, Resp};
 use weir_testkit::seaweed::{self, Seaweed};
 
 mod s3_nodes;
-use s3_nodes::{Node, base64_of, data, direct, hex, json, start_node, vm_hwm_kib};
+use s3_nodes::{Node, base64_of, data, direct, direct_under, hex, json, start_node, vm_hwm_kib};
 
 /// A `weir serve --store s3://weir/PREFIX` on a fresh `weed mini`; killed on drop.
 struct S3Serve {
@@ -513,24 +513,6 @@ fn large_downloads_are_spliced_from_the_store() {
     assert_eq!(r.status, 200, "{}", r.text());
     let r = request(s.addr, "GET /files/big.bin HTTP/1.1", b"");
     assert!(r.body == other, "the replaced object's download differs");
-}
-
-/// A client of `weed`'s bucket under `prefix`.
-fn direct_under(weed: &Seaweed, prefix: &str) -> weir_store::S3Store {
-    weir_store::S3Store::new(weir_store::S3Config {
-        endpoint: weed.endpoint.clone(),
-        region: "us-east-1".into(),
-        bucket: seaweed::BUCKET.into(),
-        prefix: prefix.into(),
-        access_key: seaweed::ACCESS_KEY.into(),
-        secret_key: seaweed::SECRET_KEY.into(),
-        session_token: None,
-        part_size: 5 << 20,
-        parts_in_flight: 1,
-        path_style: true,
-        request_timeout: Duration::from_secs(60),
-    })
-    .unwrap()
 }
 
 /// A multipart upload without an announced digest (S3 takes metadata only at the creation) gets

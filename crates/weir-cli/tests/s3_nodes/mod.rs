@@ -47,11 +47,17 @@ pub fn start_node(weed: &Seaweed, store: &str, args: &[&str]) -> Node {
 
 /// A client of `weed`'s bucket, as the nodes see it (no prefix, 5 MiB parts, one in flight).
 pub fn direct(weed: &Seaweed) -> weir_store::S3Store {
+    direct_under(weed, "")
+}
+
+/// [`direct`] under `prefix` of the bucket.
+#[allow(dead_code)] // only s3_serve.rs looks under a prefix
+pub fn direct_under(weed: &Seaweed, prefix: &str) -> weir_store::S3Store {
     weir_store::S3Store::new(weir_store::S3Config {
         endpoint: weed.endpoint.clone(),
         region: "us-east-1".into(),
         bucket: seaweed::BUCKET.into(),
-        prefix: String::new(),
+        prefix: prefix.into(),
         access_key: seaweed::ACCESS_KEY.into(),
         secret_key: seaweed::SECRET_KEY.into(),
         session_token: None,
