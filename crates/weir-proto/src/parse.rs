@@ -173,7 +173,7 @@ fn parse_complete_head(
     check_target(&method, target)?;
 
     head.reset_from(raw);
-    head.set_line(method, span_of(target.as_bytes()), version);
+    head.set_line(method, target, version);
 
     let mut framing = FramingFields::default();
     let mut hosts = 0u32;

@@ -15,6 +15,11 @@
 //! `raw`. After the first few requests `raw` and `headers` have the capacity they need, and filling
 //! the head allocates nothing.
 //!
+//! The target is also kept apart, as a reused `String` (a copy of a few bytes per request): it is
+//! read several times per request (routing, the metrics' path check, the log) and a `&str` taken
+//! from `raw` would check its UTF-8 again on every read, which cost more than the copy; this crate
+//! has no `unsafe` to skip that check.
+//!
 //! Invariants: every range lies inside `raw`; names are RFC 9110 tokens (ASCII); values contain
 //! no CR, LF or NUL; `target` is visible ASCII.
 use crate::framing::Framing;
@@ -54,7 +59,8 @@ pub struct RequestHead {
     raw: Vec<u8>,
     method: Method,
     version: Version,
-    target: Span,
+    /// The request target (see the module doc for why it is not a span of `raw`).
+    target: String,
     headers: Vec<HeaderSpan>,
     pub(crate) framing: Framing,
     pub(crate) keep_alive: bool,
@@ -74,7 +80,7 @@ impl RequestHead {
             raw: Vec::new(),
             method: Method::GET,
             version: Version::HTTP_11,
-            target: Span::default(),
+            target: String::new(),
             headers: Vec::new(),
             framing: Framing::Length(0),
             keep_alive: true,
@@ -88,7 +94,7 @@ impl RequestHead {
         self.headers.clear();
         self.method = Method::GET;
         self.version = Version::HTTP_11;
-        self.target = Span::default();
+        self.target.clear();
         self.framing = Framing::Length(0);
         self.keep_alive = true;
         self.expect_continue = false;
@@ -107,13 +113,13 @@ impl RequestHead {
     /// The request target exactly as sent: `/path?query` (origin form), an absolute URI, an
     /// authority (`CONNECT`) or `*` (`OPTIONS`).
     pub fn target(&self) -> &str {
-        self.str_at(self.target)
+        &self.target
     }
 
     /// The target's bytes (ASCII, as [`RequestHead::target`]), without the UTF-8 check a `&str`
     /// costs: for callers that hand the bytes on (the tower path's `http::Uri`).
     pub fn target_bytes(&self) -> &[u8] {
-        &self.raw[self.target.range()]
+        self.target.as_bytes()
     }
 
     /// The path of the target, without the query, still percent-encoded. For an absolute-form
@@ -226,9 +232,11 @@ impl RequestHead {
         self.raw.extend_from_slice(raw);
     }
 
-    pub(crate) fn set_line(&mut self, method: Method, target: Span, version: Version) {
+    pub(crate) fn set_line(&mut self, method: Method, target: &str, version: Version) {
         self.method = method;
-        self.target = target;
+        // COPY: the target's few bytes, once per request (module doc).
+        self.target.clear();
+        self.target.push_str(target);
         self.version = version;
     }
 
@@ -242,9 +250,7 @@ impl RequestHead {
         self.clear();
         self.method = method;
         self.version = version;
-        let start = self.raw.len();
-        self.raw.extend_from_slice(target.as_bytes());
-        self.target = Span::new(start..self.raw.len());
+        self.target.push_str(target);
     }
 
     /// Appends a header field after [`RequestHead::set_request_line`]. Names must be tokens and

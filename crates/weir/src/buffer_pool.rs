@@ -14,13 +14,23 @@
 //! in steady state takes and gives back the same pair, so it allocates nothing: a pair is
 //! allocated only when every pooled one is in use.
 //!
-//! One lock for the whole server: a take and a give per request that finds its connection
-//! idle, each a few uncontended atomic operations. Per-thread caches would save them but would
-//! allocate whenever a connection's task moves to a thread whose cache is empty while spare
-//! pairs sit in another thread's cache.
+//! A take and a give per request that finds its connection idle (every request at depth 1):
+//! each first tries the calling thread's one-pair slot ([`THREAD_PAIR`]), then the shared
+//! list behind one lock for the whole server. Without the slot, both worker threads took that
+//! lock twice per request, and its cache line moved between cores each time. The slot never
+//! allocates on a miss: a thread whose slot is empty takes from the shared list, so pairs left
+//! in another thread's slot cost one pair per thread at most, never a new allocation while
+//! spares exist.
 
 use bytes::BytesMut;
+use std::cell::Cell;
 use std::sync::Mutex;
+
+thread_local! {
+    /// This thread's spare pair and the read size of the pool it fits (pairs are plain
+    /// buffers: any pool of that read size may take it).
+    static THREAD_PAIR: Cell<Option<(usize, Pair)>> = const { Cell::new(None) };
+}
 
 /// At most this many idle pairs are kept.
 pub(crate) const MAX_POOLED: usize = 256;
@@ -53,8 +63,18 @@ impl BufferPool {
         }
     }
 
-    /// A pair: a pooled one, or (all in use) a new one.
+    /// A pair: this thread's spare, a pooled one, or (all in use) a new one.
     pub(crate) fn take(&self) -> Pair {
+        // `try_with`: during thread teardown the slot is gone; the shared list still works.
+        let spare = THREAD_PAIR.try_with(Cell::take).ok().flatten();
+        match spare {
+            Some((size, pair)) if size == self.read_size => return pair,
+            // Another pool's size: left where it was.
+            Some(other) => {
+                let _ = THREAD_PAIR.try_with(|slot| slot.set(Some(other)));
+            }
+            None => {}
+        }
         if let Some(pair) = self.lock().pop() {
             return pair;
         }
@@ -77,6 +97,21 @@ impl BufferPool {
         }
         pair.read.clear();
         pair.write.clear();
+        // Into this thread's slot when it is empty.
+        let pair = match THREAD_PAIR.try_with(|slot| {
+            let held = slot.take();
+            if held.is_none() {
+                slot.set(Some((self.read_size, pair)));
+                None
+            } else {
+                slot.set(held);
+                Some(pair)
+            }
+        }) {
+            Ok(Some(pair)) => pair,
+            // Kept in the slot; or the thread is ending, and the pair was freed with the closure.
+            Ok(None) | Err(_) => return,
+        };
         let mut idle = self.lock();
         if idle.len() < MAX_POOLED {
             idle.push(pair);
@@ -108,20 +143,47 @@ mod tests {
         a.read.extend_from_slice(b"left over");
         let ptr = a.read.as_ptr();
         pool.give(a);
-        assert_eq!(pool.idle(), 1);
+        // The first pair given back waits in this thread's slot, not in the shared list.
+        assert_eq!(pool.idle(), 0);
         let b = pool.take();
         assert_eq!(b.read.as_ptr(), ptr, "the same buffer comes back");
         assert!(b.read.is_empty() && b.write.is_empty());
+        // The slot full, the next one goes to the shared list.
+        let c = pool.take();
+        pool.give(b);
+        pool.give(c);
+        assert_eq!(pool.idle(), 1);
+        let (b, c) = (pool.take(), pool.take());
+        assert_eq!(pool.idle(), 0);
+        assert_eq!(b.read.as_ptr(), ptr, "the slot's pair is taken first");
         // A read buffer that grew for a body is freed, not kept.
         let mut big = b;
         big.read.reserve(64 * 1024);
         pool.give(big);
-        assert_eq!(pool.idle(), 0);
-        // At most MAX_POOLED are kept.
+        pool.give(c);
+        assert_eq!(pool.idle(), 0, "c went to the slot, big was freed");
+        // At most MAX_POOLED are kept (one more in the slot).
         let many: Vec<Pair> = (0..MAX_POOLED + 3).map(|_| pool.take()).collect();
         for p in many {
             pool.give(p);
         }
         assert_eq!(pool.idle(), MAX_POOLED);
+    }
+
+    /// The slot serves only pools of its pair's read size; another pool neither takes that
+    /// pair nor loses it.
+    #[test]
+    fn a_thread_slot_is_kept_for_its_read_size() {
+        let small = BufferPool::new(1024);
+        let large = BufferPool::new(8192);
+        let a = small.take();
+        let ptr = a.read.as_ptr();
+        small.give(a);
+        let b = large.take();
+        assert_ne!(b.read.as_ptr(), ptr);
+        assert!(b.read.capacity() >= 8192);
+        large.give(b);
+        assert_eq!(large.idle(), 1, "the slot held small's pair");
+        assert_eq!(small.take().read.as_ptr(), ptr);
     }
 }

@@ -56,8 +56,11 @@ impl Stream {
     /// so a read after it can wait (see [`Stream::has_readiness`]).
     pub(crate) async fn readable(&self) -> io::Result<()> {
         match self {
-            Self::Tcp(s) => s.readable().await,
-            Self::Unix(s) => s.readable().await,
+            // `poll_read_ready`, not `readable()`: that one links a waiter into tokio's list
+            // for the socket (a lock, a link and an unlink per wait); this one keeps one waker
+            // in the socket's reader slot, enough for the connection's one task.
+            Self::Tcp(s) => std::future::poll_fn(|cx| s.poll_read_ready(cx)).await,
+            Self::Unix(s) => std::future::poll_fn(|cx| s.poll_read_ready(cx)).await,
             #[cfg(feature = "tls")]
             Self::Tls(s) => s.readable().await,
         }

@@ -261,8 +261,9 @@ impl TlsStream {
             return Ok(());
         }
         match &self.io {
-            Stream::Tcp(s) => s.readable().await,
-            Stream::Unix(s) => s.readable().await,
+            // As `Stream::readable`: one waker slot, not a waiter list.
+            Stream::Tcp(s) => std::future::poll_fn(|cx| s.poll_read_ready(cx)).await,
+            Stream::Unix(s) => std::future::poll_fn(|cx| s.poll_read_ready(cx)).await,
             // Never nested: the handshake wraps a plain stream.
             Stream::Tls(_) => Ok(()),
         }
