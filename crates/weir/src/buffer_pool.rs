@@ -88,6 +88,11 @@ impl BufferPool {
     /// Gives a pair back (emptied here); freed instead when the pool is full or the read buffer
     /// is not of the working size.
     pub(crate) fn give(&self, mut pair: Pair) {
+        // A read buffer whose front was consumed (`advance`) reports only what is after it as
+        // capacity; emptied, `reserve` moves its start back over the whole allocation (no
+        // allocation while the buffer is not shared), so it is kept, not freed and made anew.
+        pair.read.clear();
+        pair.read.reserve(self.read_size);
         let cap = pair.read.capacity();
         if cap < self.read_size
             || cap > self.read_size.saturating_mul(MAX_POOLED_READ)
@@ -95,7 +100,6 @@ impl BufferPool {
         {
             return;
         }
-        pair.read.clear();
         pair.write.clear();
         // Into this thread's slot when it is empty.
         let pair = match THREAD_PAIR.try_with(|slot| {

@@ -21,6 +21,7 @@ use http::StatusCode;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 use tokio::sync::watch;
 use tokio::sync::watch::error::RecvError;
@@ -57,6 +58,8 @@ pub(crate) struct Conn {
     /// The client's address, asked of the socket (`getpeername`) on the first call only: an
     /// access log asks for it on every request.
     pub(crate) peer: std::cell::OnceCell<crate::transport::PeerAddr>,
+    /// The shutdown signal's waiter is registered (by the first idle wait: `wait_idle`).
+    stop_armed: bool,
 }
 
 /// Why reading a head ended without a request.
@@ -164,6 +167,7 @@ impl Conn {
             date: DateCache::new(),
             pipe: None,
             shared,
+            stop_armed: false,
         }
     }
 
@@ -244,9 +248,9 @@ impl Conn {
         }
     }
 
-    /// The wait of a connection with nothing buffered: a read with the buffers at hand first
-    /// (the next request is often already there); if it finds nothing, the buffers go back to
-    /// the pool while the socket is not readable, and once it is, they are taken again and
+    /// The wait of a connection with nothing buffered: on a new connection a read first (its
+    /// first head is often there already); then the buffers go back to the pool while the
+    /// socket is not readable, and once it is, they are taken again and
     /// read into at once, without a deadline (the socket has bytes). `Ok(Some(read))` with the
     /// read that ended the wait; `Ok(None)` when that second read would wait too (over TLS, a
     /// record not yet whole), buffers taken; `Err` when the wait ended the connection (idle
@@ -258,24 +262,59 @@ impl Conn {
         &mut self,
         first: bool,
         deadline: Instant,
-        stop: Pin<&mut impl Future<Output = Result<(), RecvError>>>,
+        mut stop: Pin<&mut impl Future<Output = Result<(), RecvError>>>,
     ) -> Result<Option<std::io::Result<Read>>, HeadEnd> {
         let max = self.shared.config.read_buffer_size;
         // A new connection holds no pair yet: a pooled one, not a fresh allocation, for its
         // first read.
-        self.io.take_buffers(&self.shared.buffers);
-        // A read that would wait clears the socket's readiness, so `readable` below waits for
-        // new bytes; dropped unfinished, it has read nothing.
-        let read = super::io::poll_once(std::pin::pin!(self.io.read_head_to_buf(max, None))).await;
-        if let Some(read) = read {
-            return Ok(Some(read));
+        // A new connection's first head is usually there already: read at once, into a pooled
+        // pair (it holds none yet). Between requests that read is not tried: tokio reads the
+        // socket only when its readiness is set, which is what `readable` below looks at, so
+        // the read would tell nothing more, at the cost of a read future (at depth 1 it found
+        // nothing every time). A readiness left set by a read that filled the buffer makes
+        // `readable` answer at once, and the read after it waits (`Ok(None)`).
+        if first {
+            self.io.take_buffers(&self.shared.buffers);
+            // A read that would wait clears the socket's readiness, so `readable` below waits
+            // for new bytes; dropped unfinished, it has read nothing.
+            let read =
+                super::io::poll_once(std::pin::pin!(self.io.read_head_to_buf(max, None))).await;
+            if let Some(read) = read {
+                return Ok(Some(read));
+            }
         }
         self.io.release_buffers(&self.shared.buffers);
-        // Biased: once the socket is readable, the shutdown signal is not looked at.
-        let ready = tokio::select! {
-            biased;
-            ready = self.io.readable(deadline) => ready,
-            _ = stop => return Err(HeadEnd::Closed),
+        // Once the socket is readable, shutdown is not looked at. The signal's waiter is
+        // registered by the connection's first idle wait and stays registered (the task's
+        // waker does not change); later waits read the flag the server sets before it
+        // signals, instead of polling the signal again (its checks and lock, every request).
+        let ready = {
+            let Self {
+                io,
+                shared,
+                stop_armed,
+                ..
+            } = self;
+            let mut readable = std::pin::pin!(io.readable(deadline));
+            std::future::poll_fn(|cx| {
+                if let Poll::Ready(ready) = readable.as_mut().poll(cx) {
+                    return Poll::Ready(Some(ready));
+                }
+                if shared.is_shutting_down() {
+                    return Poll::Ready(None);
+                }
+                if !*stop_armed {
+                    *stop_armed = true;
+                    if stop.as_mut().poll(cx).is_ready() {
+                        return Poll::Ready(None);
+                    }
+                }
+                Poll::Pending
+            })
+            .await
+        };
+        let Some(ready) = ready else {
+            return Err(HeadEnd::Closed);
         };
         match ready {
             Some(Ok(())) => {

@@ -9,8 +9,8 @@
 //! and write happens between [`Io::take_buffers`] and [`Io::release_buffers`].
 //!
 //! Every socket operation takes an optional deadline and uses the connection's single timer,
-//! re-armed per operation (extending a registered tokio timer is an atomic store, not a
-//! re-registration), so timeouts cost no allocation either.
+//! moved only when it would fire too late ([`Io::timed`]), so timeouts cost no allocation
+//! either.
 
 use crate::buffer_pool::{BufferPool, Pair};
 use crate::config::DataRate;
@@ -132,6 +132,12 @@ impl Io {
     }
 
     /// Runs `fut` until `deadline`; `None` if the deadline passed first.
+    ///
+    /// The timer is moved only when it would fire after `deadline`, or has fired. A deadline
+    /// that moves later with every wait (the keep-alive timeout's, a data rate's) leaves it
+    /// where it was; when it fires before `deadline`, it is set to `deadline` then and the
+    /// wait goes on. Setting it for every wait was a tenth of an idle-to-busy request's
+    /// instructions beyond hyper's at depth 1 (reset, tick arithmetic, clock).
     pub(crate) async fn timed<F: Future>(
         timer: &mut Pin<Box<Sleep>>,
         deadline: Option<Instant>,
@@ -140,11 +146,20 @@ impl Io {
         let Some(deadline) = deadline else {
             return Some(fut.await);
         };
-        timer.as_mut().reset(deadline);
-        tokio::select! {
-            biased;
-            out = fut => Some(out),
-            () = timer.as_mut() => None,
+        if timer.is_elapsed() || timer.deadline() > deadline {
+            timer.as_mut().reset(deadline);
+        }
+        let mut fut = std::pin::pin!(fut);
+        loop {
+            tokio::select! {
+                biased;
+                out = &mut fut => return Some(out),
+                () = timer.as_mut() => {}
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            timer.as_mut().reset(deadline);
         }
     }
 
@@ -212,17 +227,8 @@ impl Io {
         if rbuf.capacity() - rbuf.len() < max {
             rbuf.reserve(max);
         }
-        let start = rbuf.len();
-        // COPY: zeroes the free space read into (recvmsg takes initialised memory, and this
-        // crate has no unsafe code); only on Unix sockets that accept passed descriptors.
-        rbuf.resize(start + max, 0);
-        let recv = crate::transport::passed_fd::recv_with_fd(stream, &mut rbuf[start..], passed_fd);
+        let recv = crate::transport::passed_fd::recv_with_fd_append(stream, rbuf, max, passed_fd);
         let read = Self::timed(timer, deadline, recv).await;
-        let got = match &read {
-            Some(Ok(n)) => *n,
-            _ => 0,
-        };
-        rbuf.truncate(start + got);
         Ok(match read {
             None => Read::TimedOut,
             Some(Ok(0)) => Read::Eof,

@@ -13,6 +13,7 @@
 //! - Nothing here trusts what the descriptor is: the handler that takes it checks it (a regular
 //!   file, opened for reading) before using it.
 
+use bytes::BytesMut;
 use std::io::{self, IoSliceMut};
 use std::mem::MaybeUninit;
 use std::os::fd::OwnedFd;
@@ -31,43 +32,73 @@ pub(crate) async fn recv_with_fd(
 ) -> io::Result<usize> {
     loop {
         stream.readable().await?;
+        match stream.try_io(Interest::READABLE, || recv_once(stream, buf, slot)) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+            other => return other,
+        }
+    }
+}
+
+/// [`recv_with_fd`] appending at most `max` bytes to `buf`. Cancel-safe: the space read into
+/// is made and trimmed again inside each attempt, so a wait dropped unfinished leaves `buf` as
+/// it was (the connection drops a read that would wait: `h1::conn`'s idle wait).
+pub(crate) async fn recv_with_fd_append(
+    stream: &UnixStream,
+    buf: &mut BytesMut,
+    max: usize,
+    slot: &mut Option<OwnedFd>,
+) -> io::Result<usize> {
+    loop {
+        stream.readable().await?;
         let read = stream.try_io(Interest::READABLE, || {
-            use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, recvmsg};
-            let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(MAX_PASSED_FDS))];
-            let mut control = RecvAncillaryBuffer::new(&mut space);
-            let received = recvmsg(
-                stream,
-                &mut [IoSliceMut::new(buf)],
-                &mut control,
-                RecvFlags::CMSG_CLOEXEC,
-            )?;
-            for message in control.drain() {
-                if let RecvAncillaryMessage::ScmRights(fds) = message {
-                    for fd in fds {
-                        if slot.is_none() {
-                            // SO_PEERCRED: who passed it, for the log (the server acts on the
-                            // descriptor's own checks, not on the peer's identity).
-                            let peer = stream.peer_cred().ok();
-                            tracing::debug!(
-                                uid = peer.map(|c| c.uid()),
-                                pid = peer.and_then(|c| c.pid()),
-                                "received a passed descriptor"
-                            );
-                            *slot = Some(fd);
-                        } else {
-                            tracing::debug!("closing a passed descriptor beyond the one allowed");
-                            drop(fd);
-                        }
-                    }
-                }
-            }
-            Ok(received.bytes)
+            let start = buf.len();
+            // COPY: zeroes the free space read into (recvmsg takes initialised memory, and
+            // this crate has no unsafe code); only on Unix sockets that accept passed
+            // descriptors.
+            buf.resize(start + max, 0);
+            let read = recv_once(stream, &mut buf[start..], slot);
+            buf.truncate(start + read.as_ref().map_or(0, |n| *n));
+            read
         });
         match read {
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
             other => return other,
         }
     }
+}
+
+/// One `recvmsg` into `buf`, keeping a passed descriptor in `slot` (see [`recv_with_fd`]).
+fn recv_once(stream: &UnixStream, buf: &mut [u8], slot: &mut Option<OwnedFd>) -> io::Result<usize> {
+    use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, recvmsg};
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(MAX_PASSED_FDS))];
+    let mut control = RecvAncillaryBuffer::new(&mut space);
+    let received = recvmsg(
+        stream,
+        &mut [IoSliceMut::new(buf)],
+        &mut control,
+        RecvFlags::CMSG_CLOEXEC,
+    )?;
+    for message in control.drain() {
+        if let RecvAncillaryMessage::ScmRights(fds) = message {
+            for fd in fds {
+                if slot.is_none() {
+                    // SO_PEERCRED: who passed it, for the log (the server acts on the
+                    // descriptor's own checks, not on the peer's identity).
+                    let peer = stream.peer_cred().ok();
+                    tracing::debug!(
+                        uid = peer.map(|c| c.uid()),
+                        pid = peer.and_then(|c| c.pid()),
+                        "received a passed descriptor"
+                    );
+                    *slot = Some(fd);
+                } else {
+                    tracing::debug!("closing a passed descriptor beyond the one allowed");
+                    drop(fd);
+                }
+            }
+        }
+    }
+    Ok(received.bytes)
 }
 
 #[cfg(test)]
@@ -92,6 +123,30 @@ mod tests {
             SendFlags::empty(),
         )
         .unwrap();
+    }
+
+    /// An append dropped while it waits leaves the buffer as it was (the connection drops a
+    /// read that would wait); a later one appends only the bytes read.
+    #[tokio::test]
+    async fn an_append_dropped_unfinished_leaves_the_buffer_as_it_was() {
+        let (client, server) = std::os::unix::net::UnixStream::pair().unwrap();
+        server.set_nonblocking(true).unwrap();
+        let server = UnixStream::from_std(server).unwrap();
+        let mut buf = BytesMut::from(&b"GET"[..]);
+        let mut slot = None;
+        {
+            let mut recv = std::pin::pin!(recv_with_fd_append(&server, &mut buf, 64, &mut slot));
+            let polled = std::future::poll_fn(|cx| {
+                std::task::Poll::Ready(recv.as_mut().poll(cx).is_pending())
+            });
+            assert!(polled.await, "nothing was sent yet");
+        }
+        assert_eq!(&buf[..], b"GET");
+        std::io::Write::write_all(&mut &client, b" /").unwrap();
+        let n = recv_with_fd_append(&server, &mut buf, 64, &mut slot)
+            .await
+            .unwrap();
+        assert_eq!((n, &buf[..]), (2, &b"GET /"[..]));
     }
 
     #[tokio::test]
