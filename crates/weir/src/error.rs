@@ -12,7 +12,7 @@
 //! An `Error` is one pointer to its parts (ALLOCATION: one per error, on error paths only), so
 //! that `Result<(), Error>`, which every handler and body call returns through several `async`
 //! layers, is one word. Unboxed it was a 16-byte enum whose moves, copied as overlapping 4-byte
-//! pieces, stalled store forwarding at every layer: a tenth of a pipelined request's CPU.
+//! pieces, stalled store forwarding at every layer (docs/BENCHMARKS.md).
 
 use http::StatusCode;
 use std::fmt;

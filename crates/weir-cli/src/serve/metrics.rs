@@ -5,8 +5,7 @@
 //! `String` (ALLOCATION: per scrape, not per request). The per-request counters are sharded by
 //! thread ([`Shard`], a thread's shard chosen once, written by that thread alone): with one set
 //! shared by every worker, each request's five updates moved the same cache lines between
-//! cores, and pipelined `GET /healthz` cost about 70 % more CPU per request than before the
-//! metrics existed (docs/BENCHMARKS.md); a scrape sums the shards. No metrics crate: the set is fixed and
+//! cores (docs/BENCHMARKS.md); a scrape sums the shards. No metrics crate: the set is fixed and
 //! small, the format a few lines of text, and the `prometheus` and `metrics` crates would each
 //! bring a registry (a lock or a map lookup per update, label strings hashed at run time) for
 //! what is here an array index.
@@ -92,8 +91,9 @@ struct ShardRef {
 
 impl ShardRef {
     /// Adds `n` to `counter`, a counter of this shard. A shard with one writer needs no locked
-    /// add (readers may see a sum a few requests old, never a torn value): a pipelined
-    /// `GET /healthz` paid about a tenth of its CPU time for four locked adds.
+    /// add (readers may see a sum a few requests old, never a torn value), and a locked add
+    /// waits for the core's pending stores: on a pipelined request that showed
+    /// (docs/BENCHMARKS.md).
     fn add(self, counter: &AtomicU64, n: u64) {
         if self.exclusive {
             counter.store(counter.load(Relaxed).wrapping_add(n), Relaxed);

@@ -136,8 +136,8 @@ impl Io {
     /// The timer is moved only when it would fire after `deadline`, or has fired. A deadline
     /// that moves later with every wait (the keep-alive timeout's, a data rate's) leaves it
     /// where it was; when it fires before `deadline`, it is set to `deadline` then and the
-    /// wait goes on. Setting it for every wait was a tenth of an idle-to-busy request's
-    /// instructions beyond hyper's at depth 1 (reset, tick arithmetic, clock).
+    /// wait goes on. Setting it for every wait (a reset and its tick arithmetic) was a cost
+    /// every request paid and hyper's server does not.
     pub(crate) async fn timed<F: Future>(
         timer: &mut Pin<Box<Sleep>>,
         deadline: Option<Instant>,
