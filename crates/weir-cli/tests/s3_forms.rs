@@ -9,34 +9,21 @@ use sha2::{Digest, Sha256};
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
-use weir_testkit::h1::{Client, Resp};
+use weir_testkit::h1::{Client, form_body, request};
 use weir_testkit::seaweed::{self, Seaweed};
 
 mod s3_nodes;
-use s3_nodes::{Node, base64_of, data, direct, hex, json, start_node, vm_hwm_kib};
+use s3_nodes::{
+    Node, base64_of, data, direct, hex, json, runtime, start_node, start_weed, vm_hwm_kib,
+};
 
 const MIB: usize = 1 << 20;
 const PROBLEMS: &str = "https://weir.dev/problems/";
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
 /// `weed mini` with its bucket, and a node on it with 5 MiB parts, two in flight, and `args`;
 /// `None` (skipped) without `weed`.
 fn start(args: &[&str]) -> Option<(Seaweed, Node)> {
-    let weed = Seaweed::start()?;
-    let store = direct(&weed);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    runtime().block_on(async {
-        while let Err(e) = store.create_bucket_if_missing().await {
-            assert!(Instant::now() < deadline, "bucket: {e}\n{}", weed.log());
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-    });
+    let weed = start_weed()?;
     let mut all = vec!["--s3-part-size", "5MiB", "--s3-parts-in-flight", "2"];
     all.extend_from_slice(args);
     let node = start_node(&weed, &format!("s3://{}", seaweed::BUCKET), &all);
@@ -63,38 +50,9 @@ fn wait_pending(weed: &Seaweed, want: &[&str]) {
     }
 }
 
-/// One request on a new connection (`Content-Length` added for a body).
-fn request(addr: SocketAddr, head: &str, body: &[u8]) -> Resp {
-    let mut client = Client::new(TcpStream::connect(addr).unwrap());
-    client
-        .stream()
-        .set_read_timeout(Some(Duration::from_secs(60)))
-        .unwrap();
-    let mut req = format!("{head}\r\nhost: test\r\nconnection: close\r\n");
-    if !body.is_empty() {
-        req.push_str(&format!("content-length: {}\r\n", body.len()));
-    }
-    req.push_str("\r\n");
-    client.send(req.as_bytes());
-    let _ = client.try_send(body);
-    client.read_response_for(head.starts_with("HEAD "))
-}
-
 /// A form body (boundary `XX`) with one file part per `(filename, content)`.
 fn form(parts: &[(&str, &[u8])]) -> Vec<u8> {
-    let mut body = Vec::new();
-    for (name, content) in parts {
-        body.extend_from_slice(
-            format!(
-                "--XX\r\ncontent-disposition: form-data; name=\"f\"; filename=\"{name}\"\r\n\r\n"
-            )
-            .as_bytes(),
-        );
-        body.extend_from_slice(content);
-        body.extend_from_slice(b"\r\n");
-    }
-    body.extend_from_slice(b"--XX--\r\n");
-    body
+    form_body(parts)
 }
 
 /// The head of a form `POST` to `/files/{dir}/` with `extra` fields.

@@ -15,7 +15,7 @@ use weir_testkit::h1::{Client, Resp};
 use weir_testkit::seaweed::{self, Seaweed};
 
 mod s3_nodes;
-use s3_nodes::{Node, WEIR, base64_of, data, direct, hex, json, start_node};
+use s3_nodes::{Node, WEIR, base64_of, data, direct, hex, json, runtime, start_node, start_weed};
 
 const MIB: usize = 1 << 20;
 /// The part size every node runs with (S3's minimum; `weir serve` refuses less).
@@ -30,27 +30,6 @@ fn node(weed: &Seaweed, args: &[&str]) -> Node {
     }
     all.extend_from_slice(args);
     start_node(weed, &store, &all)
-}
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
-/// `weed mini` with its bucket ready; `None` (skipped) without `weed`.
-fn start_weed() -> Option<Seaweed> {
-    let weed = Seaweed::start()?;
-    let store = direct(&weed);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    runtime().block_on(async {
-        while let Err(e) = store.create_bucket_if_missing().await {
-            assert!(Instant::now() < deadline, "bucket: {e}\n{}", weed.log());
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-    });
-    Some(weed)
 }
 
 /// What the bucket holds for resumable uploads, and its unfinished multipart uploads.

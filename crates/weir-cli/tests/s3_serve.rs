@@ -11,7 +11,10 @@ use weir_testkit::h1::{Client, Resp};
 use weir_testkit::seaweed::{self, Seaweed};
 
 mod s3_nodes;
-use s3_nodes::{Node, base64_of, data, direct, direct_under, hex, json, start_node, vm_hwm_kib};
+use s3_nodes::{
+    Node, base64_of, data, direct, direct_under, hex, json, runtime, start_node, start_weed,
+    vm_hwm_kib,
+};
 
 /// A `weir serve --store s3://weir/PREFIX` on a fresh `weed mini`; killed on drop.
 struct S3Serve {
@@ -25,25 +28,8 @@ fn node(weed: &Seaweed, prefix: &str, args: &[&str]) -> Node {
     start_node(weed, &format!("s3://{}/{prefix}", seaweed::BUCKET), args)
 }
 
-/// Waits until `weed mini` has its bucket (it creates it shortly after its port opens).
-fn wait_for_bucket(weed: &Seaweed) {
-    let store = direct(weed);
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    rt.block_on(async {
-        while let Err(e) = store.create_bucket_if_missing().await {
-            assert!(Instant::now() < deadline, "bucket: {e}\n{}", weed.log());
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-    });
-}
-
 fn start(prefix: &str, args: &[&str]) -> Option<S3Serve> {
-    let weed = Seaweed::start()?;
-    wait_for_bucket(&weed);
+    let weed = start_weed()?;
     let node = node(&weed, prefix, args);
     Some(S3Serve {
         addr: node.addr,
@@ -424,10 +410,9 @@ fn a_dead_store_is_a_502_and_the_node_keeps_serving() {
 #[test]
 fn the_sweep_aborts_what_a_dead_node_left() {
     use weir_store::{Store, StoreUpload};
-    let Some(weed) = Seaweed::start() else {
+    let Some(weed) = start_weed() else {
         return;
     };
-    wait_for_bucket(&weed);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -525,10 +510,7 @@ fn multipart_uploads_without_a_digest_keep_their_sha256() {
     let Some(s) = start("", &["--s3-part-size", "5MiB"]) else {
         return;
     };
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = runtime();
     // The sidecars, seen as objects under their own prefix.
     let sidecars = direct_under(&s._weed, ".weir-meta");
     let path = weir_store::StorePath::parse("m.bin").unwrap();
@@ -613,10 +595,9 @@ fn storage_metrics(addr: SocketAddr) -> (u64, Option<u64>) {
 /// 507 and leaves nothing (declared length: before its body; chunked: when it gets there).
 #[test]
 fn the_quota_holds_in_s3_mode() {
-    let Some(weed) = Seaweed::start() else {
+    let Some(weed) = start_weed() else {
         return;
     };
-    wait_for_bucket(&weed);
     let quota = ["--max-storage", "10MiB", "--s3-part-size", "5MiB"];
     let a = node(&weed, "q", &quota);
     let six = data(6 << 20, 5);
@@ -729,10 +710,7 @@ fn large_downloads_over_http2_are_forwarded() {
     let body = data(6 << 20, 11);
     let r = request(s.addr, "PUT /files/h2.bin HTTP/1.1", &body);
     assert_eq!(r.status, 201, "{}", r.text());
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = runtime();
     let get = |range: Option<&str>| {
         rt.block_on(async {
             let tcp = tokio::net::TcpStream::connect(s.addr).await.unwrap();
@@ -786,10 +764,9 @@ fn listed(r: &Resp) -> Vec<(String, String)> {
 /// this node and in a second node's listing, and is never served as a file.
 #[test]
 fn folders_over_s3() {
-    let Some(weed) = Seaweed::start() else {
+    let Some(weed) = start_weed() else {
         return;
     };
-    wait_for_bucket(&weed);
     let quota = ["--max-storage", "1MiB"];
     let node_a = node(&weed, "f", &quota);
     let a = node_a.addr;
@@ -919,10 +896,7 @@ fn digest_trailers_are_verified_before_the_commit() {
     };
     let a = s.addr;
     let store = direct(&s._weed);
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = runtime();
     let pending = || rt.block_on(store.pending_multipart_keys()).unwrap();
     let small = data(300_000, 31);
     let big = data(12 << 20, 32);

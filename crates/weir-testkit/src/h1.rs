@@ -5,6 +5,46 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
+/// Sends `head` (request line and headers, without the final CRLF; `Connection: close`, and
+/// `Content-Length` unless `head` has one, are added) and `body` on a new connection to `addr`,
+/// and reads the response. The read timeout is 60 s: large uploads are answered after their
+/// commit's fsyncs. A server that answers early (413, 507) and stops reading still has its
+/// answer read.
+pub fn request(addr: std::net::SocketAddr, head: &str, body: &[u8]) -> Resp {
+    let mut client = Client::new(TcpStream::connect(addr).unwrap());
+    client
+        .stream()
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    let mut req = format!("{head}\r\nhost: test\r\nconnection: close\r\n");
+    if !head.to_ascii_lowercase().contains("content-length") && !body.is_empty() {
+        req.push_str(&format!("content-length: {}\r\n", body.len()));
+    }
+    req.push_str("\r\n");
+    client.send(req.as_bytes());
+    let _ = client.try_send(body);
+    client.read_response_for(head.starts_with("HEAD "))
+}
+
+/// A `multipart/form-data` body with boundary `XX` and one file part (field `f`) per
+/// `(filename, content)`.
+pub fn form_body<N: AsRef<str>, C: AsRef<[u8]>>(parts: &[(N, C)]) -> Vec<u8> {
+    let mut body = Vec::new();
+    for (name, content) in parts {
+        let name = name.as_ref();
+        body.extend_from_slice(
+            format!(
+                "--XX\r\ncontent-disposition: form-data; name=\"f\"; filename=\"{name}\"\r\n\r\n"
+            )
+            .as_bytes(),
+        );
+        body.extend_from_slice(content.as_ref());
+        body.extend_from_slice(b"\r\n");
+    }
+    body.extend_from_slice(b"--XX--\r\n");
+    body
+}
+
 /// A response as read off the wire.
 #[derive(Debug)]
 pub struct Resp {

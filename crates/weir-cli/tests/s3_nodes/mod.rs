@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::Child;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use weir_testkit::h1::Resp;
 use weir_testkit::seaweed::{self, Seaweed};
 
@@ -22,6 +22,34 @@ impl Drop for Node {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// A current-thread runtime, for the store's `async` calls from a test.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// Waits until `weed mini` has its bucket (it creates it shortly after its port opens); the
+/// 30 s bound only turns a `weed` that never gets there into a failure with its log.
+fn wait_for_bucket(weed: &Seaweed) {
+    let store = direct(weed);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    runtime().block_on(async {
+        while let Err(e) = store.create_bucket_if_missing().await {
+            assert!(Instant::now() < deadline, "bucket: {e}\n{}", weed.log());
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    });
+}
+
+/// `weed mini` with its bucket ready; `None` (skipped) without `weed`.
+pub fn start_weed() -> Option<Seaweed> {
+    let weed = Seaweed::start()?;
+    wait_for_bucket(&weed);
+    Some(weed)
 }
 
 /// Starts a node serving `store` (an `s3://` URL on `weed`'s bucket) with `args`, with its own

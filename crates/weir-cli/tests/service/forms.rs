@@ -6,27 +6,10 @@ use std::io::{Read, Write};
 
 const HEAD: &str = "multipart/form-data; boundary=XX";
 
-/// A form body with one file part per `(filename, content)`.
-fn form(parts: &[(String, Vec<u8>)]) -> Vec<u8> {
-    let mut body = Vec::new();
-    for (name, content) in parts {
-        body.extend_from_slice(
-            format!(
-                "--XX\r\ncontent-disposition: form-data; name=\"f\"; filename=\"{name}\"\r\n\r\n"
-            )
-            .as_bytes(),
-        );
-        body.extend_from_slice(content);
-        body.extend_from_slice(b"\r\n");
-    }
-    body.extend_from_slice(b"--XX--\r\n");
-    body
-}
-
 fn post(s: &Server, dir: &str, parts: &[(String, Vec<u8>)]) -> Resp {
     s.request(
         &format!("POST /files/{dir}/ HTTP/1.1\r\ncontent-type: {HEAD}"),
-        &form(parts),
+        &weir_testkit::h1::form_body(parts),
     )
 }
 
@@ -79,7 +62,7 @@ fn sigkill_during_the_commit_of_a_form_leaves_all_or_none() {
     let parts: Vec<_> = (0..FILES)
         .map(|i| (format!("p{i:03}"), data(64 << 10, i as u64)))
         .collect();
-    let body = form(&parts);
+    let body = weir_testkit::h1::form_body(&parts);
     let mut sock = std::net::TcpStream::connect(s.addr).unwrap();
     write!(
         sock,
@@ -137,7 +120,7 @@ fn a_form_of_many_files_holds_one_upload_descriptor() {
     let parts: Vec<_> = (0..FILES)
         .map(|i| (format!("p{i:03}"), data(1000, i as u64)))
         .collect();
-    let body = form(&parts);
+    let body = weir_testkit::h1::form_body(&parts);
     let mut sock = std::net::TcpStream::connect(s.addr).unwrap();
     write!(
         sock,

@@ -3,12 +3,12 @@
 
 use sha2::{Digest, Sha256};
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
-use weir_testkit::h1::{Client, parse_responses};
+use weir_testkit::h1::parse_responses;
 use weir_testkit::server::ServerThread;
 
 pub const WEIR: &str = env!("CARGO_BIN_EXE_weir");
@@ -110,26 +110,7 @@ impl JsonBody for Resp {
     }
 }
 
-/// Sends `head` (request line and headers, without the final CRLF; `Connection: close` and
-/// `Content-Length` are added) and `body` on a new connection, and reads the response with
-/// weir-testkit's client.
-pub fn request(addr: SocketAddr, head: &str, body: &[u8]) -> Resp {
-    let mut client = Client::new(TcpStream::connect(addr).unwrap());
-    // Large uploads are answered after their commit's fsyncs: more than the kit's default.
-    client
-        .stream()
-        .set_read_timeout(Some(Duration::from_secs(60)))
-        .unwrap();
-    let mut req = format!("{head}\r\nhost: test\r\nconnection: close\r\n");
-    if !head.to_ascii_lowercase().contains("content-length") && !body.is_empty() {
-        req.push_str(&format!("content-length: {}\r\n", body.len()));
-    }
-    req.push_str("\r\n");
-    client.send(req.as_bytes());
-    // The server may answer early (413, 507) and stop reading: keep the answer.
-    let _ = client.try_send(body);
-    client.read_response_for(head.starts_with("HEAD "))
-}
+pub use weir_testkit::h1::request;
 
 /// The first response in `raw` (bytes read from a connection, not in answer to HEAD).
 pub fn parse_response(raw: &[u8]) -> Resp {

@@ -30,13 +30,7 @@ pub(crate) async fn recv_with_fd(
     buf: &mut [u8],
     slot: &mut Option<OwnedFd>,
 ) -> io::Result<usize> {
-    loop {
-        stream.readable().await?;
-        match stream.try_io(Interest::READABLE, || recv_once(stream, buf, slot)) {
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-            other => return other,
-        }
-    }
+    when_readable(stream, || recv_once(stream, buf, slot)).await
 }
 
 /// [`recv_with_fd`] appending at most `max` bytes to `buf`. Cancel-safe: the space read into
@@ -48,19 +42,27 @@ pub(crate) async fn recv_with_fd_append(
     max: usize,
     slot: &mut Option<OwnedFd>,
 ) -> io::Result<usize> {
+    when_readable(stream, || {
+        let start = buf.len();
+        // COPY: zeroes the free space read into (recvmsg takes initialised memory, and this
+        // crate has no unsafe code); only on Unix sockets that accept passed descriptors.
+        buf.resize(start + max, 0);
+        let read = recv_once(stream, &mut buf[start..], slot);
+        buf.truncate(start + read.as_ref().map_or(0, |n| *n));
+        read
+    })
+    .await
+}
+
+/// Runs `attempt` each time `stream` is readable until it does not answer `WouldBlock` (which
+/// clears the readiness, so the next wait is for new bytes).
+async fn when_readable(
+    stream: &UnixStream,
+    mut attempt: impl FnMut() -> io::Result<usize>,
+) -> io::Result<usize> {
     loop {
         stream.readable().await?;
-        let read = stream.try_io(Interest::READABLE, || {
-            let start = buf.len();
-            // COPY: zeroes the free space read into (recvmsg takes initialised memory, and
-            // this crate has no unsafe code); only on Unix sockets that accept passed
-            // descriptors.
-            buf.resize(start + max, 0);
-            let read = recv_once(stream, &mut buf[start..], slot);
-            buf.truncate(start + read.as_ref().map_or(0, |n| *n));
-            read
-        });
-        match read {
+        match stream.try_io(Interest::READABLE, &mut attempt) {
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
             other => return other,
         }
