@@ -172,17 +172,6 @@ struct Inner {
     list_page: usize,
 }
 
-/// Where a page of `ListMultipartUploads` starts: the key and upload id markers.
-type Markers = (Option<String>, Option<String>);
-
-/// A multipart upload neither completed nor aborted.
-#[derive(Debug)]
-struct PendingUpload {
-    key: String,
-    upload_id: String,
-    initiated: Option<SystemTime>,
-}
-
 /// What a `HeadObject` told.
 #[derive(Clone, Debug)]
 struct Head {
@@ -395,141 +384,6 @@ impl S3Store {
         }
     }
 
-    /// The keys (under the prefix) with multipart uploads begun and neither completed nor
-    /// aborted: what a sweep would abort. Empty when every upload cleaned up after itself.
-    pub async fn pending_multipart_keys(&self) -> Result<Vec<String>, StoreError> {
-        Ok(self
-            .pending_multipart()
-            .await?
-            .into_iter()
-            .map(|p| p.key)
-            .collect())
-    }
-
-    /// Aborts the multipart uploads under the prefix begun more than `older_than` ago: those
-    /// a process that died (SIGKILL, power loss) could not abort itself; not those a live
-    /// resumable upload's manifest names. Uploads still being
-    /// received by a live node are younger than any sensible `older_than` (hours). Returns how
-    /// many were aborted: every page of the listing is read first, then they are aborted.
-    pub async fn sweep_multipart(&self, older_than: Duration) -> Result<usize, StoreError> {
-        let cutoff = SystemTime::now()
-            .checked_sub(older_than)
-            .unwrap_or(UNIX_EPOCH);
-        let mut aborted = 0;
-        let pending = self.pending_multipart().await?;
-        // Resumable uploads' multipart uploads live as long as their manifests, whatever
-        // their age: only an expired manifest's removal aborts them (`resumable.rs`).
-        let live = if pending.is_empty() {
-            Default::default()
-        } else {
-            self.live_resumable_uploads().await?
-        };
-        for p in pending {
-            // Uploads with no parseable start time are left alone.
-            if p.initiated.is_some_and(|t| t <= cutoff) && !live.contains(&p.upload_id) {
-                abort_request(self, &p.key, &p.upload_id).await?;
-                aborted += 1;
-            }
-        }
-        Ok(aborted)
-    }
-
-    /// `ListMultipartUploads` under the prefix, every page (of [`S3Store::with_list_page`]
-    /// uploads): each page's `NextKeyMarker` and `NextUploadIdMarker` are sent back as they
-    /// were answered (AWS pages by both; SeaweedFS 4.48 answers the upload id alone, and takes
-    /// a key marker as "this key only", so none is sent that it did not give).
-    async fn pending_multipart(&self) -> Result<Vec<PendingUpload>, StoreError> {
-        let mut all = Vec::new();
-        let mut markers: Markers = (None, None);
-        loop {
-            let (page, next) = self.pending_multipart_page(&markers).await?;
-            let empty = page.is_empty();
-            all.extend(page);
-            match next {
-                // An empty page, or markers that do not move, end the walk: never a loop.
-                Some(next) if !empty && next != markers => markers = next,
-                _ => return Ok(all),
-            }
-        }
-    }
-
-    /// One page of `ListMultipartUploads` after `markers` (key, upload id), and the markers of
-    /// the next page when the answer says it is truncated.
-    async fn pending_multipart_page(
-        &self,
-        markers: &Markers,
-    ) -> Result<(Vec<PendingUpload>, Option<Markers>), StoreError> {
-        let i = &self.inner;
-        let mut url = i.bucket.base_url().clone();
-        url.set_query(None);
-        let max = i.list_page.to_string();
-        // Sorted by name: `sign` canonicalizes the query in the order given.
-        let mut query: Vec<(&str, &str)> = Vec::with_capacity(5);
-        if let Some(k) = &markers.0 {
-            query.push(("key-marker", k.as_str()));
-        }
-        query.push(("max-uploads", max.as_str()));
-        query.push(("prefix", i.prefix.as_str()));
-        if let Some(u) = &markers.1 {
-            query.push(("upload-id-marker", u.as_str()));
-        }
-        query.push(("uploads", ""));
-        let url = rusty_s3::signing::sign(
-            &jiff_now(),
-            rusty_s3::Method::Get,
-            url,
-            i.credentials.key(),
-            i.credentials.secret(),
-            i.credentials.token(),
-            i.bucket.region(),
-            SIGNED_FOR.as_secs(),
-            query.iter().copied(),
-            std::iter::empty(),
-        );
-        let resp = self
-            .send(
-                "list multipart uploads",
-                Method::GET,
-                url,
-                &[],
-                Bytes::new(),
-            )
-            .await?;
-        if !resp.status().is_success() {
-            return Err(failure("list multipart uploads", resp).await);
-        }
-        let body = collect("list multipart uploads", resp).await?;
-        // rusty-s3 has no parser for this answer: its `<Upload>` elements hold `<Key>`,
-        // `<UploadId>` and `<Initiated>`, each text without markup; the page's own elements
-        // come before the first of them.
-        let text = String::from_utf8_lossy(&body);
-        let element = |within: &str, name: &str| -> Option<String> {
-            let open = format!("<{name}>");
-            let close = format!("</{name}>");
-            let (_, rest) = within.split_once(open.as_str())?;
-            let (value, _) = rest.split_once(close.as_str())?;
-            Some(xml_unescape(value)).filter(|v| !v.is_empty())
-        };
-        let mut uploads = text.split("<Upload>");
-        let head = uploads.next().unwrap_or_default();
-        let page = uploads
-            .filter_map(|u| {
-                Some(PendingUpload {
-                    key: element(u, "Key")?,
-                    upload_id: element(u, "UploadId")?,
-                    initiated: element(u, "Initiated").and_then(|t| parse_iso8601(&t)),
-                })
-            })
-            .collect();
-        let truncated = element(head, "IsTruncated").is_some_and(|t| t == "true");
-        let next = (
-            element(head, "NextKeyMarker"),
-            element(head, "NextUploadIdMarker"),
-        );
-        let more = truncated && (next.0.is_some() || next.1.is_some());
-        Ok((page, more.then_some(next)))
-    }
-
     fn key(&self, path: &StorePath) -> String {
         // ALLOCATION: the key, once per operation.
         format!("{}{}", self.inner.prefix, path.as_str())
@@ -578,71 +432,6 @@ impl S3Store {
         Ok(Some(head))
     }
 
-    /// The sidecar object of `key`: `{prefix}.weir-meta/{path}`.
-    fn sidecar_key(&self, key: &str) -> String {
-        let path = key.strip_prefix(&self.inner.prefix).unwrap_or(key);
-        // ALLOCATION: the key, once per sidecar request.
-        format!("{}{SIDECAR_DIR}{path}", self.inner.prefix)
-    }
-
-    /// Writes `key`'s sidecar: the version's S3 ETag and its SHA-256 (hex), a line each.
-    pub(super) async fn put_sidecar(
-        &self,
-        key: &str,
-        etag: &str,
-        sha256: &[u8; 32],
-    ) -> Result<(), StoreError> {
-        let body = Bytes::from(format!("{etag}\n{}\n", hex(sha256)));
-        let resp = self.put_small(&self.sidecar_key(key), &[], body).await?;
-        check_write("put digest sidecar", resp).await
-    }
-
-    /// The SHA-256 in `key`'s sidecar if the sidecar names the version `etag`; `None` when
-    /// there is no sidecar or it belongs to another version.
-    async fn sidecar_sha256(&self, key: &str, etag: &str) -> Result<Option<[u8; 32]>, StoreError> {
-        let url = self
-            .inner
-            .bucket
-            .get_object(Some(&self.inner.credentials), &self.sidecar_key(key))
-            .sign(SIGNED_FOR);
-        let resp = self
-            .send("read digest sidecar", Method::GET, url, &[], Bytes::new())
-            .await?;
-        match resp.status() {
-            s if s.is_success() => {}
-            StatusCode::NOT_FOUND => return Ok(None),
-            _ => return Err(failure("read digest sidecar", resp).await),
-        }
-        let body = collect("read digest sidecar", resp).await?;
-        let text = std::str::from_utf8(&body).unwrap_or("");
-        let mut lines = text.lines();
-        match (lines.next(), lines.next()) {
-            (Some(e), Some(d)) if e.trim_matches('"') == etag.trim_matches('"') => {
-                Ok(parse_hex32(d.trim()))
-            }
-            _ => Ok(None),
-        }
-    }
-
-    /// Removes `key`'s sidecar (after the object): errors are ignored, since a sidecar naming
-    /// a version that is gone is never used.
-    async fn delete_sidecar(&self, key: &str) {
-        let url = self
-            .inner
-            .bucket
-            .delete_object(Some(&self.inner.credentials), &self.sidecar_key(key))
-            .sign(SIGNED_FOR);
-        let _ = self
-            .send(
-                "delete digest sidecar",
-                Method::DELETE,
-                url,
-                &[],
-                Bytes::new(),
-            )
-            .await;
-    }
-
     /// `HeadObject` alone: `None` when there is no object.
     async fn head_raw(&self, key: &str) -> Result<Option<Head>, StoreError> {
         let url = self
@@ -669,24 +458,6 @@ impl S3Store {
     }
 }
 
-/// A held commit lock (see [`S3Store::lock`]).
-#[derive(Debug)]
-struct CommitLock {
-    key: String,
-    etag: String,
-}
-
-/// Names of lock objects start with this (after the prefix); no store path can (`.weir-`), so
-/// they are never listed or served.
-const LOCK_DIR: &str = ".weir-locks/";
-/// Names of digest sidecars start with this (after the prefix): never listed or served, like
-/// the locks.
-const SIDECAR_DIR: &str = ".weir-meta/";
-/// A lock older than this was left by a node that died while committing: it is taken over.
-const LOCK_LEASE: Duration = Duration::from_secs(30);
-/// How long a commit waits for another node's commit to the same key.
-const LOCK_WAIT: Duration = Duration::from_secs(20);
-
 impl S3Store {
     /// A `PutObject` of a small body with these (signed) headers.
     async fn put_small(
@@ -706,113 +477,6 @@ impl S3Store {
         let pairs: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
         self.send("put object", Method::PUT, url, &pairs, body)
             .await
-    }
-
-    /// Takes the commit lock of `key`: the object `{prefix}.weir-locks/{path}`, created with
-    /// `If-None-Match: *` (a single `PutObject`, whose condition stores decide atomically),
-    /// holding its expiry time. Waits (with growing pauses) while another commit holds it,
-    /// takes over one whose lease ran out, gives up after [`LOCK_WAIT`].
-    async fn lock(&self, key: &str) -> Result<CommitLock, StoreError> {
-        let path = key.strip_prefix(&self.inner.prefix).unwrap_or(key);
-        let lock_key = format!("{}{LOCK_DIR}{path}", self.inner.prefix);
-        let deadline = std::time::Instant::now() + LOCK_WAIT;
-        let mut pause = Duration::from_millis(10);
-        loop {
-            let expires = SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs())
-                + LOCK_LEASE.as_secs();
-            let headers = [("if-none-match", "*".to_owned())];
-            let resp = self
-                .put_small(&lock_key, &headers, Bytes::from(expires.to_string()))
-                .await?;
-            let status = resp.status();
-            if status.is_success() {
-                let etag = resp
-                    .headers()
-                    .get("etag")
-                    .and_then(|v| v.to_str().ok())
-                    .unwrap_or("")
-                    .to_owned();
-                return Ok(CommitLock {
-                    key: lock_key,
-                    etag,
-                });
-            }
-            match check_write("take commit lock", resp).await {
-                Err(StoreError::PreconditionFailed) => {}
-                Err(e) => return Err(e),
-                Ok(()) => unreachable!("not a success"),
-            }
-            // Held: taken over if its lease ran out, else waited for.
-            if let Some(stale) = self.stale_lock(&lock_key).await? {
-                self.unlock(stale).await;
-                continue;
-            }
-            if std::time::Instant::now() > deadline {
-                return Err(StoreError::Backend {
-                    op: "take commit lock",
-                    message: "another upload is still committing to this path".into(),
-                });
-            }
-            tokio::time::sleep(pause).await;
-            pause = (pause * 2).min(Duration::from_millis(200));
-        }
-    }
-
-    /// The lock at `lock_key`, if its lease ran out.
-    async fn stale_lock(&self, lock_key: &str) -> Result<Option<CommitLock>, StoreError> {
-        let url = self
-            .inner
-            .bucket
-            .get_object(Some(&self.inner.credentials), lock_key)
-            .sign(SIGNED_FOR);
-        let resp = self
-            .send("read commit lock", Method::GET, url, &[], Bytes::new())
-            .await?;
-        if !resp.status().is_success() {
-            // Gone meanwhile (404): try again at once.
-            return Ok(None);
-        }
-        let etag = resp
-            .headers()
-            .get("etag")
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-            .to_owned();
-        let body = collect("read commit lock", resp).await?;
-        let expires: u64 = std::str::from_utf8(&body)
-            .ok()
-            .and_then(|t| t.trim().parse().ok())
-            .unwrap_or(0);
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        Ok((expires < now).then(|| CommitLock {
-            key: lock_key.to_owned(),
-            etag,
-        }))
-    }
-
-    /// Releases a lock: deleted only if it is still the one taken (`If-Match`), so a lock
-    /// another node took over is left alone. Errors are ignored: the lease ends it anyway.
-    async fn unlock(&self, lock: CommitLock) {
-        let mut action = self
-            .inner
-            .bucket
-            .delete_object(Some(&self.inner.credentials), &lock.key);
-        action.headers_mut().insert("if-match", lock.etag.as_str());
-        let url = action.sign(SIGNED_FOR);
-        let headers = [("if-match", lock.etag.as_str())];
-        let _ = self
-            .send(
-                "release commit lock",
-                Method::DELETE,
-                url,
-                &headers,
-                Bytes::new(),
-            )
-            .await;
     }
 }
 
@@ -1091,8 +755,11 @@ impl Store for S3Store {
     }
 }
 
+mod commit_lock;
+mod multipart_sweep;
 mod read;
 mod resumable;
+mod sidecar;
 mod upload;
 
 use read::S3Object;
