@@ -242,6 +242,12 @@ fn with_current<R>(f: impl FnOnce(&Link, PeerAddr) -> R) -> Option<R> {
     Some(f(&current.link, current.peer))
 }
 
+/// Whether `link` is the current exchange's: the caller runs inside `within` for it, that is
+/// inside `drive`'s poll of the service, which takes an order placed now once the poll returns.
+pub(crate) fn is_current(link: &Link) -> bool {
+    with_current(|current, _| std::ptr::eq(current, link)).unwrap_or(false)
+}
+
 fn is_within() -> bool {
     with_current(|_, _| ()).is_some()
 }

@@ -22,7 +22,7 @@
 //! connection's task unless the application moves it to another task), it costs an atomic
 //! operation per order.
 
-use super::handle::{Current, within};
+use super::handle::{Current, is_current, within};
 use crate::{Error, Exchange};
 use bytes::Bytes;
 use http::{HeaderMap, StatusCode};
@@ -30,7 +30,7 @@ use std::fs::File;
 use std::future::{Future, poll_fn};
 use std::pin::{Pin, pin};
 use std::sync::{Mutex, MutexGuard};
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll, Waker, ready};
 
 /// What a body handle asks of the exchange.
 pub(crate) enum Order {
@@ -176,8 +176,14 @@ impl Link {
         state.order = slot.take();
         *placed = true;
         set_waker(&mut state.owner, cx.waker());
-        if let Some(driver) = &state.driver {
-            driver.wake_by_ref();
+        // Polled inside `drive` for this link (the common case: the service awaits its body),
+        // the driver takes the order as soon as the service's future returns: waking it would
+        // only wake this very task, which tokio then polls again for nothing, after waking an
+        // idle worker to steal it (a futex call per socket wait, measured in the upload rows).
+        if !is_current(self) {
+            if let Some(driver) = &state.driver {
+                driver.wake_by_ref();
+            }
         }
         Poll::Pending
     }
@@ -273,7 +279,12 @@ impl Link {
         order
     }
 
-    fn answer(&self, answer: Answer) {
+    /// Hands `answer` to the order's requester. `driver` is the waker of the task running
+    /// `drive`, which polls the service's future again right after this: a requester polled
+    /// with that same waker (a body awaited by the service on the connection's task) is reached
+    /// by that poll, so it is not woken (a self-wake costs tokio a needless poll and a futex
+    /// call to wake an idle worker).
+    fn answer(&self, answer: Answer, driver: &Waker) {
         let mut state = self.lock();
         state.running = false;
         if matches!(answer, Answer::End(_)) {
@@ -286,7 +297,9 @@ impl Link {
         }
         state.answer = Some(answer);
         if let Some(owner) = &state.owner {
-            owner.wake_by_ref();
+            if !owner.will_wake(driver) {
+                owner.wake_by_ref();
+            }
         }
     }
 
@@ -404,15 +417,14 @@ pub(crate) async fn drive<F: Future>(
             if let Poll::Ready(out) = within(current, || fut.as_mut().poll(cx)) {
                 return Poll::Ready(Err(out));
             }
-            run.as_mut().poll(cx).map(Ok)
+            let answer = ready!(run.as_mut().poll(cx));
+            link.answer(answer, cx.waker());
+            Poll::Ready(Ok(()))
         })
         .await;
-        match outcome {
-            Ok(answer) => link.answer(answer),
-            Err(out) => {
-                link.interrupt(was_chunk);
-                return out;
-            }
+        if let Err(out) = outcome {
+            link.interrupt(was_chunk);
+            return out;
         }
     }
 }
@@ -446,6 +458,7 @@ async fn run(exchange: &mut Exchange<'_>, order: Order) -> Answer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
     use std::task::Waker;
 
     fn cx() -> Context<'static> {
@@ -473,7 +486,10 @@ mod tests {
         assert!(matches!(take(&link), Some(Order::Chunk)));
         // The requester goes away while the read runs; its bytes arrive afterwards.
         link.abandon();
-        link.answer(Answer::Chunk(Ok(Some(Bytes::from_static(b"kept")))));
+        link.answer(
+            Answer::Chunk(Ok(Some(Bytes::from_static(b"kept")))),
+            Waker::noop(),
+        );
         // A read into a buffer gets them first (copied), the rest stays for the next read.
         let mut placed = false;
         let mut slot = Some(Order::ReadInto(vec![0; 3]));
@@ -522,7 +538,7 @@ mod tests {
                 .is_pending()
         );
         take(&link);
-        link.answer(Answer::End(None));
+        link.answer(Answer::End(None), Waker::noop());
         assert!(matches!(
             link.poll_call(&mut placed, &mut slot, &mut cx()),
             Poll::Ready(Answer::End(None))
@@ -546,7 +562,10 @@ mod tests {
         );
         take(&link);
         link.abandon();
-        link.answer(Answer::Chunk(Ok(Some(Bytes::from_static(b"kept")))));
+        link.answer(
+            Answer::Chunk(Ok(Some(Bytes::from_static(b"kept")))),
+            Waker::noop(),
+        );
         link.end();
         link.reset();
         // A read waits for the driver again: no kept bytes, not ended.
@@ -557,6 +576,83 @@ mod tests {
         );
         assert!(placed);
         assert!(matches!(take(&link), Some(Order::Chunk)));
+    }
+
+    /// Counts its wakes.
+    #[derive(Default)]
+    struct Wakes(std::sync::atomic::AtomicUsize);
+
+    impl std::task::Wake for Wakes {
+        fn wake(self: Arc<Self>) {
+            self.wake_by_ref();
+        }
+        fn wake_by_ref(self: &Arc<Self>) {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    impl Wakes {
+        fn count(&self) -> usize {
+            self.0.load(std::sync::atomic::Ordering::Relaxed)
+        }
+    }
+
+    /// A body awaited by the service on the connection's task places its order and collects
+    /// its answer without waking that task (the driver takes the order, and polls the service
+    /// again, on its own); a body read from another task is woken both ways.
+    #[test]
+    fn a_body_read_on_the_drivers_own_task_wakes_nobody() {
+        let link = Arc::new(Link::default());
+        let task = Arc::new(Wakes::default());
+        let task_waker = Waker::from(Arc::clone(&task));
+        let mut task_cx = Context::from_waker(&task_waker);
+        // The driver found no order and waits with the task's waker.
+        link.lock().driver = Some(task_waker.clone());
+        let current = super::super::handle::Current::new(Arc::clone(&link), peer());
+
+        let (mut placed, mut slot) = (false, Some(Order::Chunk));
+        let polled = within(&current, || {
+            link.poll_call(&mut placed, &mut slot, &mut task_cx)
+        });
+        assert!(polled.is_pending() && placed);
+        assert!(matches!(take(&link), Some(Order::Chunk)));
+        link.answer(
+            Answer::Chunk(Ok(Some(Bytes::from_static(b"x")))),
+            &task_waker,
+        );
+        assert_eq!(task.count(), 0, "the task woke itself");
+        let polled = within(&current, || {
+            link.poll_call(&mut placed, &mut slot, &mut task_cx)
+        });
+        assert!(matches!(polled, Poll::Ready(Answer::Chunk(Ok(Some(_))))));
+
+        // The body moved to another task: the driver is woken for the order, the other task
+        // for the answer.
+        let other = Arc::new(Wakes::default());
+        let other_waker = Waker::from(Arc::clone(&other));
+        let mut slot = Some(Order::Chunk);
+        let polled = link.poll_call(
+            &mut placed,
+            &mut slot,
+            &mut Context::from_waker(&other_waker),
+        );
+        assert!(polled.is_pending());
+        assert_eq!(
+            task.count(),
+            1,
+            "the driver was not woken for an order from elsewhere"
+        );
+        take(&link);
+        link.answer(Answer::End(None), &task_waker);
+        assert_eq!(
+            other.count(),
+            1,
+            "the other task was not woken for its answer"
+        );
+    }
+
+    fn peer() -> crate::transport::PeerAddr {
+        crate::transport::PeerAddr::Tcp(([127, 0, 0, 1], 1).into())
     }
 
     fn tempfile_like() -> File {
