@@ -45,7 +45,6 @@
 //! the commit like one given at creation, so a client can hash while it sends (`weir put`).
 //! Announced at creation (`Trailer:`), it makes the creation hash while receiving.
 
-use super::hasher::{LaneHandle, MarkWait};
 use super::preconditions;
 use super::reply::{self, Problem, hex};
 use super::service::{Service, off_the_runtime};
@@ -55,9 +54,18 @@ use std::time::Duration;
 use weir::{Exchange, http};
 use weir_proto::upload_fields::{self, UploadLimits};
 use weir_store::{
-    AppendEnd, Appending, ContentDigest, FileMeta, ResumableError, ResumableState, Resumables,
-    StoreError, StorePath, Upload, UploadId, VersionCheck,
+    AppendEnd, Appending, FileMeta, ResumableError, ResumableState, Resumables, StoreError,
+    StorePath, Upload, UploadId, VersionCheck,
 };
+
+mod checkpoints;
+mod digests;
+pub(super) use checkpoints::AppendCheckpoints;
+use digests::expect_trailer_digest;
+pub(super) use digests::{announces_trailer_digest, expected_digest};
+// Read from here by `remote_resumable.rs` (feature `s3`) only.
+#[cfg(feature = "s3")]
+pub(super) use digests::trailer_digest;
 
 /// The draft revision's interop version, sent in every answer about an upload.
 pub(crate) const INTEROP_VERSION: &str = "8";
@@ -360,102 +368,6 @@ pub(super) async fn announce_offset(ex: &mut Exchange<'_>, offset: u64) -> Resul
         ],
     )
     .await
-}
-
-/// The `Repr-Digest` (or, for a request with the whole representation, `Content-Digest`)
-/// to verify at completion, as its header text.
-pub(super) fn expected_digest(ex: &Exchange<'_>, complete: bool) -> Result<Option<String>, String> {
-    let mut joined = String::new();
-    let content = ex.request().header_all("content-digest").next().is_some();
-    if content && !complete {
-        return Err(
-            "Content-Digest of part of an upload is not supported: send Repr-Digest (the \
-                    digest of the whole upload) when creating it"
-                .to_owned(),
-        );
-    }
-    for name in ["repr-digest", "content-digest"] {
-        for value in ex.request().header_all(name) {
-            let value = std::str::from_utf8(value).map_err(|_| format!("{name} is not ASCII"))?;
-            if !joined.is_empty() {
-                joined.push_str(", ");
-            }
-            joined.push_str(value);
-        }
-    }
-    let digest = ContentDigest::parse(&joined).map_err(|e| e.to_string())?;
-    Ok((!digest.is_empty()).then(|| digest.to_header_value()))
-}
-
-/// Whether the head announces a digest of the whole upload as a trailer (`Trailer:
-/// content-digest` or `repr-digest`).
-pub(super) fn announces_trailer_digest(ex: &Exchange<'_>) -> bool {
-    ex.request().header_all("trailer").any(|value| {
-        value.split(|&b| b == b',').any(|name| {
-            let name = name.trim_ascii();
-            name.eq_ignore_ascii_case(b"content-digest")
-                || name.eq_ignore_ascii_case(b"repr-digest")
-        })
-    })
-}
-
-/// The digest of the whole upload sent as a trailer of the request that completes it (a
-/// `Repr-Digest`, or the `Content-Digest` of a creation that carried all of it: `offset` 0),
-/// for the completion to verify (a mismatch: nothing stored, the upload removed), so a client
-/// can hash while sending instead of before. `Ok(None)`: none. `Err` (answer 400) when
-/// malformed, or when it disagrees with the digest the creation gave (`kept`, as its header
-/// value). The one reading of the trailer for both stores (`remote_resumable.rs`).
-pub(super) fn trailer_digest(
-    ex: &Exchange<'_>,
-    offset: u64,
-    kept: Option<&str>,
-) -> Result<Option<ContentDigest>, String> {
-    let Some(trailers) = ex.trailers() else {
-        return Ok(None);
-    };
-    let mut joined = String::new();
-    let names: &[&str] = if offset == 0 {
-        &["repr-digest", "content-digest"]
-    } else {
-        &["repr-digest"]
-    };
-    for name in names {
-        for value in trailers.get_all(*name) {
-            let value = value
-                .to_str()
-                .map_err(|_| format!("{name} trailer is not ASCII"))?;
-            if !joined.is_empty() {
-                joined.push_str(", ");
-            }
-            joined.push_str(value);
-        }
-    }
-    let digest = ContentDigest::parse(&joined).map_err(|e| format!("trailer: {e}"))?;
-    if digest.is_empty() {
-        return Ok(None);
-    }
-    if let Some(kept) = kept.and_then(|d| ContentDigest::parse(d).ok()) {
-        let sha256 = matches!((kept.sha256, digest.sha256), (Some(a), Some(b)) if a != b);
-        let sha512 = matches!((kept.sha512, digest.sha512), (Some(a), Some(b)) if a != b);
-        if sha256 || sha512 {
-            return Err("the digest trailer disagrees with the upload's digest".to_owned());
-        }
-    }
-    Ok(Some(digest))
-}
-
-/// [`trailer_digest`] for the local store: handed to the upload, which verifies it at commit.
-fn expect_trailer_digest(
-    ex: &Exchange<'_>,
-    offset: u64,
-    appending: &Appending,
-    upload: &mut Upload,
-) -> Result<(), String> {
-    let kept = appending.state().expected_digest.as_deref();
-    match trailer_digest(ex, offset, kept)? {
-        Some(digest) => upload.expect_digest(digest).map_err(|e| e.to_string()),
-        None => Ok(()),
-    }
 }
 
 /// `OPTIONS /files/...` or `OPTIONS *`: `Accept-Patch: application/partial-upload` and the
@@ -838,79 +750,6 @@ pub(super) async fn body(
         upload::splice_body(ex, upload, progress).await
     } else {
         upload::hashed_body(svc, ex, upload, hashing, counts, progress).await
-    }
-}
-
-/// An append's checkpoints: every [`weir_store::CHECKPOINT_BYTES`], the data made durable and
-/// its length recorded as the offset, on the blocking pool while the connection goes on
-/// receiving (at most one out: one that comes due meanwhile waits for the next poll after it
-/// ended); `announce`: the offset is sent in a `104` once recorded. The end of the request
-/// ([`AppendCheckpoints::settle`]) waits for the one out before it records its own offset.
-pub(super) struct AppendCheckpoints<'a> {
-    appending: &'a mut Appending,
-    announce: bool,
-    /// The checkpoint out, on the blocking pool (its outcome goes to `appending`).
-    running: Option<tokio::task::JoinHandle<()>>,
-}
-
-impl<'a> AppendCheckpoints<'a> {
-    pub(super) fn new(appending: &'a mut Appending, announce: bool) -> Self {
-        Self {
-            appending,
-            announce,
-            running: None,
-        }
-    }
-
-    /// Waits (without blocking the runtime) for the checkpoint out, if any, and takes in its
-    /// outcome: `Some(offset)` to announce, an error if it failed. Before the request records
-    /// its end: one record writer at a time, and the last record is the end's.
-    pub(super) async fn settle(&mut self) -> Result<Option<u64>, StoreError> {
-        if let Some(running) = self.running.take() {
-            // A panic in the job dropped it: its outcome says so.
-            let _ = running.await;
-        }
-        match self.appending.checkpoint_settled() {
-            Some(outcome) => outcome.map(|offset| self.announce.then_some(offset)),
-            None => Ok(None),
-        }
-    }
-}
-
-impl upload::Checkpoints for AppendCheckpoints<'_> {
-    fn poll(
-        &mut self,
-        upload: &Upload,
-        hashing: Option<&LaneHandle>,
-    ) -> Result<Option<u64>, StoreError> {
-        let mut acknowledged = None;
-        if let Some(running) = &self.running {
-            if !running.is_finished() {
-                return Ok(None);
-            }
-            self.running = None;
-            if let Some(outcome) = self.appending.checkpoint_settled() {
-                acknowledged = self.announce.then_some(outcome?);
-            }
-        }
-        if self.appending.checkpoint_due(upload) {
-            if let Some(job) = self.appending.begin_checkpoint(upload) {
-                // The hash state at the offset, from the hashing thread when the bytes went
-                // there: asked now, handed over as the thread passes them.
-                let mark = hashing
-                    .filter(|_| job.wants_mark())
-                    .map(|lane| lane.mark(job.offset()));
-                // ALLOCATION: a blocking task per checkpoint (every CHECKPOINT_BYTES).
-                self.running = Some(tokio::task::spawn_blocking(move || {
-                    job.run_with(|| mark.and_then(MarkWait::wait));
-                }));
-            }
-        }
-        Ok(acknowledged)
-    }
-
-    fn keeps_cut_bytes(&self) -> bool {
-        true
     }
 }
 
