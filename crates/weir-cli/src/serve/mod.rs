@@ -415,7 +415,7 @@ pub fn run(args: ServeArgs) -> Result<(), ServeError> {
             .build(),
     }
     .map_err(|e| ServeError(format!("cannot start the runtime: {e}")))?;
-    let server = runtime.block_on(async {
+    let (server, stop) = runtime.block_on(async {
         let mut weir_config = config.weir_config();
         // Requests the library answers itself (a malformed or slow head) are logged and
         // counted as the others are.
@@ -492,13 +492,13 @@ pub fn run(args: ServeArgs) -> Result<(), ServeError> {
         #[cfg(not(unix))]
         drop(reloader);
         announce(&bound, &config, store);
+        // Before `READY=1`: a SIGTERM right after readiness must find its handler installed.
+        let stop = shutdown_signal();
         notify::notify("READY=1");
-        Ok::<_, ServeError>(server)
+        Ok::<_, ServeError>((server, stop))
     })?;
     let served = match config.runtime {
-        Runtime::MultiThread => {
-            runtime.block_on(server.serve_until(Arc::clone(&service), shutdown_signal()))
-        }
+        Runtime::MultiThread => runtime.block_on(server.serve_until(Arc::clone(&service), stop)),
         Runtime::PerCore => {
             let handle = server.handle();
             let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -510,7 +510,7 @@ pub fn run(args: ServeArgs) -> Result<(), ServeError> {
             runtime.block_on(async {
                 let outcome = tokio::select! {
                     outcome = &mut finished => outcome,
-                    () = shutdown_signal() => {
+                    () = stop => {
                         handle.shutdown();
                         finished.await
                     }
@@ -631,29 +631,47 @@ fn init_logging() {
         .try_init();
 }
 
-/// Completes on SIGINT (Ctrl-C) or SIGTERM (service managers, `kill`).
-async fn shutdown_signal() {
+/// Completes on SIGINT (Ctrl-C) or SIGTERM (service managers, `kill`). The handlers are
+/// installed when this is called (inside the runtime), not when the returned future first
+/// runs: it is called before `READY=1`, and a SIGTERM that a service manager sends right after
+/// readiness must be a graceful stop, not the signal's default action (the process killed
+/// without `STOPPING=1`: `readiness_and_stopping_are_notified` caught it once in CI).
+fn shutdown_signal() -> impl std::future::Future<Output = ()> + Send + 'static {
     #[cfg(unix)]
-    {
+    let (term, interrupt) = {
         use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
+        (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        )
+    };
+    async move {
+        #[cfg(unix)]
+        {
+            /// One signal's arrival; never, if it could not be watched (logged).
+            async fn arrival(signal: std::io::Result<tokio::signal::unix::Signal>, name: &str) {
+                match signal {
+                    Ok(mut signal) => {
+                        signal.recv().await;
+                    }
+                    Err(e) => {
+                        tracing::error!(error = %e, "cannot watch {name}: it will not stop the server");
+                        std::future::pending::<()>().await;
+                    }
                 }
             }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
+            tokio::select! {
+                () = arrival(term, "SIGTERM") => {}
+                () = arrival(interrupt, "SIGINT") => {}
             }
         }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+        tracing::info!("shutting down");
+        notify::notify("STOPPING=1");
     }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-    }
-    tracing::info!("shutting down");
-    notify::notify("STOPPING=1");
 }
 
 #[cfg(test)]

@@ -197,3 +197,39 @@ fn readiness_and_stopping_are_notified() {
     assert_eq!(&buf[..n], b"STOPPING=1");
     assert!(s.child.wait().unwrap().success(), "a clean exit on SIGTERM");
 }
+
+/// A SIGTERM sent the moment `READY=1` arrives (a service manager stopping a unit that just
+/// started) is a graceful stop: the handler is installed before readiness is told. Sent with
+/// `kill(2)` from this process, microseconds after the datagram, which is when a handler
+/// installed only once the server starts serving was still missing.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_sigterm_right_after_readiness_is_a_graceful_stop() {
+    use rustix::process::{Pid, Signal, kill_process};
+    use std::os::unix::net::UnixDatagram;
+    for _ in 0..5 {
+        let dir = tempfile::tempdir().unwrap();
+        let socket_path = dir.path().join("notify.sock");
+        let socket = UnixDatagram::bind(&socket_path).unwrap();
+        socket
+            .set_read_timeout(Some(std::time::Duration::from_secs(30)))
+            .unwrap();
+        let root = dir.path().join("root");
+        let (mut child, _addr) = spawn(
+            &root,
+            dir.path(),
+            &[],
+            &[("NOTIFY_SOCKET", socket_path.to_str().unwrap())],
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let mut buf = [0; 64];
+        let n = socket.recv(&mut buf).unwrap();
+        assert_eq!(&buf[..n], b"READY=1");
+        let pid = Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
+        kill_process(pid, Signal::TERM).unwrap();
+        let status = child.wait().unwrap();
+        assert!(status.success(), "SIGTERM right after READY=1: {status}");
+        let n = socket.recv(&mut buf).unwrap();
+        assert_eq!(&buf[..n], b"STOPPING=1");
+    }
+}
