@@ -163,21 +163,9 @@ fn unusable_certificates() {
 /// succeeds right after it), `STOPPING=1` on SIGTERM.
 #[test]
 fn readiness_and_stopping_are_notified() {
-    use std::os::unix::net::UnixDatagram;
     let dir = tempfile::tempdir().unwrap();
-    let socket_path = dir.path().join("notify.sock");
-    let socket = UnixDatagram::bind(&socket_path).unwrap();
-    socket
-        .set_read_timeout(Some(std::time::Duration::from_secs(30)))
-        .unwrap();
     let root = dir.path().join("root");
-    let (child, addr) = spawn(
-        &root,
-        dir.path(),
-        &[],
-        &[("NOTIFY_SOCKET", socket_path.to_str().unwrap())],
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    let (socket, child, addr) = spawn_notifying(dir.path(), &root);
     let mut s = Server {
         child,
         addr,
@@ -206,22 +194,9 @@ fn readiness_and_stopping_are_notified() {
 #[test]
 fn a_sigterm_right_after_readiness_is_a_graceful_stop() {
     use rustix::process::{Pid, Signal, kill_process};
-    use std::os::unix::net::UnixDatagram;
     for _ in 0..5 {
         let dir = tempfile::tempdir().unwrap();
-        let socket_path = dir.path().join("notify.sock");
-        let socket = UnixDatagram::bind(&socket_path).unwrap();
-        socket
-            .set_read_timeout(Some(std::time::Duration::from_secs(30)))
-            .unwrap();
-        let root = dir.path().join("root");
-        let (mut child, _addr) = spawn(
-            &root,
-            dir.path(),
-            &[],
-            &[("NOTIFY_SOCKET", socket_path.to_str().unwrap())],
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
+        let (socket, mut child, _addr) = spawn_notifying(dir.path(), &dir.path().join("root"));
         let mut buf = [0; 64];
         let n = socket.recv(&mut buf).unwrap();
         assert_eq!(&buf[..n], b"READY=1");
@@ -232,4 +207,29 @@ fn a_sigterm_right_after_readiness_is_a_graceful_stop() {
         let n = socket.recv(&mut buf).unwrap();
         assert_eq!(&buf[..n], b"STOPPING=1");
     }
+}
+
+/// `weir serve` on `root` told to notify a datagram socket in `dir` (`NOTIFY_SOCKET`, as systemd
+/// sets it); the socket waits at most 30 s for a datagram.
+fn spawn_notifying(
+    dir: &std::path::Path,
+    root: &std::path::Path,
+) -> (
+    std::os::unix::net::UnixDatagram,
+    std::process::Child,
+    std::net::SocketAddr,
+) {
+    let socket_path = dir.join("notify.sock");
+    let socket = std::os::unix::net::UnixDatagram::bind(&socket_path).unwrap();
+    socket
+        .set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .unwrap();
+    let (child, addr) = spawn(
+        root,
+        dir,
+        &[],
+        &[("NOTIFY_SOCKET", socket_path.to_str().unwrap())],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    (socket, child, addr)
 }
