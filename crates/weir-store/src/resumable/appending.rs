@@ -195,6 +195,17 @@ impl Appending {
         &self.state
     }
 
+    /// The upload's data file, and its length now (what every append wrote, counted or not).
+    fn open_data(&self) -> Result<(std::fs::File, u64), StoreError> {
+        let file = self
+            .resumables
+            .dir
+            .open_rw(&self.id.file_name(".data"))
+            .map_err(io_err("open resumable data"))?;
+        let len = file.metadata().map_err(io_err("stat"))?.len();
+        Ok((file, len))
+    }
+
     /// Records the data file's length as the offset, after `fdatasync`, once its upload is
     /// dropped (which gave back what it had charged): the file's new bytes are charged here,
     /// as many as there are (a splice cut mid-piece writes some the upload never counted).
@@ -207,12 +218,7 @@ impl Appending {
         // records the whole file.
         let _ = self.wait_checkpoint();
         let kept = (|| {
-            let file = self
-                .resumables
-                .dir
-                .open_rw(&self.id.file_name(".data"))
-                .map_err(io_err("open resumable data"))?;
-            let len = file.metadata().map_err(io_err("stat"))?.len();
+            let (file, len) = self.open_data()?;
             if len > self.state.offset {
                 file.sync_data().map_err(io_err("fdatasync"))?;
                 let before = (self.state.offset, self.state.sha256_state);
@@ -282,12 +288,7 @@ impl Appending {
         drop(upload);
         self.finished = true;
         let _ = self.wait_checkpoint();
-        let file = self
-            .resumables
-            .dir
-            .open_rw(&self.id.file_name(".data"))
-            .map_err(io_err("open resumable data"))?;
-        let len = file.metadata().map_err(io_err("stat"))?.len();
+        let (file, len) = self.open_data()?;
         if len > self.state.offset {
             file.set_len(self.state.offset)
                 .map_err(io_err("truncate"))?;

@@ -41,15 +41,9 @@ impl S3Store {
                 .await?;
             let status = resp.status();
             if status.is_success() {
-                let etag = resp
-                    .headers()
-                    .get("etag")
-                    .and_then(|v| v.to_str().ok())
-                    .unwrap_or("")
-                    .to_owned();
                 return Ok(CommitLock {
                     key: lock_key,
-                    etag,
+                    etag: etag_of(&resp),
                 });
             }
             match check_write("take commit lock", resp).await {
@@ -87,12 +81,7 @@ impl S3Store {
             // Gone meanwhile (404): try again at once.
             return Ok(None);
         }
-        let etag = resp
-            .headers()
-            .get("etag")
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-            .to_owned();
+        let etag = etag_of(&resp);
         let body = collect("read commit lock", resp).await?;
         let expires: u64 = std::str::from_utf8(&body)
             .ok()

@@ -767,7 +767,7 @@ pub use resumable::{
     S3Append, S3AppendEnd, S3Creation, S3ResumableOptions, S3Resumables, S3UploadState,
 };
 pub use upload::S3Upload;
-use upload::{ObjectWrite, abort_request, create_multipart_request};
+use upload::{ObjectWrite, abort_request, create_multipart_request, upload_part};
 
 // ---- helpers ---------------------------------------------------------------------------
 
@@ -796,6 +796,16 @@ fn head_from(headers: &HeaderMap) -> Result<Head, StoreError> {
         media_type,
         etag,
     })
+}
+
+/// The `ETag` of an answer, as sent (quotes kept); `None` if it has none.
+fn etag(resp: &Response<Incoming>) -> Option<&str> {
+    resp.headers().get("etag").and_then(|v| v.to_str().ok())
+}
+
+/// [`etag`], or empty: for a conditional write later, where an empty tag matches nothing.
+fn etag_of(resp: &Response<Incoming>) -> String {
+    etag(resp).unwrap_or("").to_owned()
 }
 
 async fn collect(op: &'static str, resp: Response<Incoming>) -> Result<Bytes, StoreError> {

@@ -312,12 +312,7 @@ impl S3Resumables {
         match resp.status() {
             StatusCode::NOT_FOUND => Ok(None),
             st if st.is_success() => {
-                let etag = resp
-                    .headers()
-                    .get("etag")
-                    .and_then(|v| v.to_str().ok())
-                    .unwrap_or("")
-                    .to_owned();
+                let etag = etag_of(&resp);
                 Ok(Some((collect("read upload object", resp).await?, etag)))
             }
             _ => Err(failure("read upload object", resp).await),
@@ -666,14 +661,6 @@ fn lease_expiry(body: &[u8]) -> u64 {
         .and_then(|t| t.split(' ').next())
         .and_then(|t| t.trim().parse().ok())
         .unwrap_or(0)
-}
-
-fn etag_of(resp: &Response<Incoming>) -> String {
-    resp.headers()
-        .get("etag")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_owned()
 }
 
 #[cfg(test)]

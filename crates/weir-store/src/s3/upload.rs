@@ -99,26 +99,7 @@ impl S3Upload {
         let key = self.key.clone();
         let upload_id = mp.upload_id.clone();
         mp.in_flight.spawn(async move {
-            let i = &store.inner;
-            let url = i
-                .bucket
-                .upload_part(Some(&i.credentials), &key, number, &upload_id)
-                .sign(SIGNED_FOR);
-            let resp = store
-                .send("upload part", Method::PUT, url, &[], body)
-                .await?;
-            if !resp.status().is_success() {
-                return Err(failure("upload part", resp).await);
-            }
-            let etag = resp
-                .headers()
-                .get("etag")
-                .and_then(|v| v.to_str().ok())
-                .ok_or_else(|| StoreError::Backend {
-                    op: "upload part",
-                    message: "no ETag in the answer".into(),
-                })?
-                .to_owned();
+            let etag = upload_part(store, key, upload_id, number, body).await?;
             Ok((number, etag))
         });
         Ok(())
@@ -283,11 +264,7 @@ impl S3Store {
             ObjectWrite::Put { mut headers, body } => {
                 headers.extend(condition);
                 let resp = self.put_small(key, &headers, body).await?;
-                etag = resp
-                    .headers()
-                    .get("etag")
-                    .and_then(|v| v.to_str().ok())
-                    .map(str::to_owned);
+                etag = super::etag(&resp).map(str::to_owned);
                 check_write("put object", resp).await?;
             }
             ObjectWrite::Complete { upload_id, etags } => {
@@ -609,4 +586,31 @@ fn completion_etag(body: &[u8]) -> Option<String> {
     let (value, _) = rest.split_once("</ETag>")?;
     let value = xml_unescape(value.trim());
     (!value.is_empty()).then_some(value)
+}
+
+/// `UploadPart` of `body` as part `number` (a plain upload's and a resumable one's): its S3 ETag.
+pub(super) async fn upload_part(
+    store: S3Store,
+    key: String,
+    upload_id: String,
+    number: u16,
+    body: Bytes,
+) -> Result<String, StoreError> {
+    let i = &store.inner;
+    let url = i
+        .bucket
+        .upload_part(Some(&i.credentials), &key, number, &upload_id)
+        .sign(SIGNED_FOR);
+    let resp = store
+        .send("upload part", Method::PUT, url, &[], body)
+        .await?;
+    if !resp.status().is_success() {
+        return Err(failure("upload part", resp).await);
+    }
+    super::etag(&resp)
+        .map(str::to_owned)
+        .ok_or_else(|| StoreError::Backend {
+            op: "upload part",
+            message: "no ETag in the answer".into(),
+        })
 }

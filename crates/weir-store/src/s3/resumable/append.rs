@@ -465,32 +465,3 @@ impl Drop for S3Append {
         runtime.spawn(async move { up.release(lease).await });
     }
 }
-
-/// `UploadPart` of `body` as part `number`: its S3 ETag.
-async fn upload_part(
-    store: S3Store,
-    key: String,
-    upload_id: String,
-    number: u16,
-    body: Bytes,
-) -> Result<String, StoreError> {
-    let i = &store.inner;
-    let url = i
-        .bucket
-        .upload_part(Some(&i.credentials), &key, number, &upload_id)
-        .sign(SIGNED_FOR);
-    let resp = store
-        .send("upload part", Method::PUT, url, &[], body)
-        .await?;
-    if !resp.status().is_success() {
-        return Err(failure("upload part", resp).await);
-    }
-    resp.headers()
-        .get("etag")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned)
-        .ok_or_else(|| StoreError::Backend {
-            op: "upload part",
-            message: "no ETag in the answer".into(),
-        })
-}
