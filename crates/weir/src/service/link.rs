@@ -16,7 +16,10 @@
 //! - bytes read for a requester that went away are kept (`leftover`) and given to the next read,
 //!   so dropping a read future loses no body bytes;
 //! - once the exchange is over (`end`), every order is answered at once: the end of the body if
-//!   it was complete, else [`ended`].
+//!   it was complete, else [`ended`];
+//! - a wake goes only to another task: an order placed inside `drive`'s poll of the service is
+//!   taken when that poll returns, and an answer to a requester polled with the driver's own
+//!   waker is reached by the driver's next poll of the service.
 //!
 //! The state sits behind a `std::sync::Mutex`: uncontended (the body is polled on the
 //! connection's task unless the application moves it to another task), it costs an atomic
