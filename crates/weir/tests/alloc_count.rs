@@ -72,6 +72,23 @@ fn start_server_with(config: Config, handler: impl Handler) -> std::net::SocketA
     rx.recv().unwrap()
 }
 
+/// Waits until no server thread allocates for a while: the servers of tests that measured
+/// before this one close their connections after those tests end (a TLS close, a connection's
+/// buffers given back), and the counters count every server's threads.
+fn settle() {
+    let mut last = allocations();
+    let mut quiet = 0;
+    for _ in 0..200 {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        let now = allocations();
+        quiet = if now == last { quiet + 1 } else { 0 };
+        last = now;
+        if quiet == 10 {
+            return;
+        }
+    }
+}
+
 /// Reads one response with a `content-length`, into reused buffers.
 fn read_response(reader: &mut impl BufRead, line: &mut String, body: &mut Vec<u8>) {
     line.clear();
@@ -115,6 +132,7 @@ fn keep_alive_requests_allocate_nothing_in_steady_state() {
         exchange(get);
         exchange(&post);
     }
+    settle();
     let before = allocations();
     for _ in 0..2000 {
         exchange(get);
@@ -201,6 +219,7 @@ fn allocations_per_plaintext_get(addr: std::net::SocketAddr, depth: usize) -> f6
     for _ in 0..warm_up / depth {
         exchange();
     }
+    settle();
     let before = allocations();
     for _ in 0..measured / depth {
         exchange();
@@ -310,6 +329,7 @@ fn http2_upload_reuses_its_frame_buffers() {
             .unwrap();
         tokio::spawn(connection);
         assert_eq!(h2_upload(&mut client, warm_up).await, warm_up);
+        settle();
         let before = large_allocations();
         assert_eq!(h2_upload(&mut client, measured).await, measured);
         large_allocations() - before
@@ -363,6 +383,7 @@ fn allocations_per_h2_get(addr: std::net::SocketAddr, depth: usize) -> f64 {
         for _ in 0..warm_up / depth {
             client = batch(client).await;
         }
+        settle();
         let before = allocations();
         for _ in 0..measured / depth {
             client = batch(client).await;
@@ -441,6 +462,7 @@ fn https_upload_allocates_nothing_per_record() {
         assert_eq!(body, b"ok");
     };
     upload(8); // the read buffer reaches its working size
+    settle();
     let before = allocations();
     let mib = 64;
     upload(mib);
@@ -518,6 +540,7 @@ fn http2_over_tls_upload_allocates_no_more_than_h2c() {
                 client
             };
             assert_eq!(h2_upload(&mut client, warm_up).await, warm_up);
+            settle();
             let before = allocations();
             assert_eq!(h2_upload(&mut client, measured).await, measured);
             allocations() - before

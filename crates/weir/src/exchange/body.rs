@@ -168,6 +168,17 @@ impl BodyPolicy {
             .map_or(u64::MAX, |max| max.saturating_sub(self.stats.received))
     }
 
+    /// The payload still to come under a declared length, within the maximum body size: what
+    /// a file receiving the rest of the body will hold. `None` without a declared length, or
+    /// once the body is broken or its declared length is over the maximum (it will be refused).
+    pub(crate) fn declared_remaining(&self) -> Option<u64> {
+        let declared = self.declared?;
+        if self.broken.is_some() || self.max_size.is_some_and(|max| declared > max) {
+            return None;
+        }
+        Some(declared.saturating_sub(self.stats.received))
+    }
+
     /// Accounts `n` payload bytes as received, breaking the body if they pass the maximum size.
     pub(crate) fn accept_payload(&mut self, n: usize) -> Result<(), Error> {
         self.stats.received += n as u64;
@@ -259,6 +270,23 @@ mod tests {
         assert!(p.accept_payload(41).unwrap_err().is_too_large());
         p.mark_broken(&Error::timeout());
         assert!(p.check_start().unwrap_err().is_too_large());
+    }
+
+    #[test]
+    fn declared_remaining_is_what_is_left_of_an_acceptable_declared_length() {
+        let mut p = BodyPolicy::new(&config());
+        p.begin(&config(), Some(100), false, false);
+        assert_eq!(p.declared_remaining(), Some(100));
+        p.accept_payload(30).unwrap();
+        assert_eq!(p.declared_remaining(), Some(70));
+        // No length, a length that will be refused, or a broken body: nothing to plan for.
+        p.begin(&config(), None, false, false);
+        assert_eq!(p.declared_remaining(), None);
+        p.begin(&config(), Some(101), false, false);
+        assert_eq!(p.declared_remaining(), None);
+        p.begin(&config(), Some(50), false, false);
+        p.mark_broken(&Error::timeout());
+        assert_eq!(p.declared_remaining(), None);
     }
 
     #[test]

@@ -16,6 +16,7 @@
 use super::conn::Conn;
 use super::io::{Io, Read};
 use crate::exchange::body::Broken;
+use crate::transport::low_water::BODY_LOW_WATER;
 use crate::{Error, zero_copy};
 use bytes::{Buf, Bytes};
 use std::fs::File;
@@ -72,6 +73,7 @@ impl Conn {
                 // Nothing is buffered (decode_buffered took it all): read the socket straight
                 // into the caller's buffer, never past the payload or the size limit.
                 let want = window.min(dst.len() as u64).min(self.room_or_too_large()?) as usize;
+                self.tune_low_water();
                 let (deadline, started) = self.body_read_deadline();
                 let read = self.io.read_direct(&mut dst[..want], deadline).await;
                 let n = self.settle_read(read, started)?;
@@ -111,9 +113,17 @@ impl Conn {
             }
             let payload_next = self.io.rbuf.is_empty() && self.body.decoder.direct_window() > 0;
             if payload_next && self.io.stream.has_readiness() {
+                self.tune_low_water();
                 let (deadline, started) = self.body_read_deadline();
-                let (stream, timer) = self.io.stream_and_timer();
-                let ready = Io::timed(timer, deadline, stream.readable()).await;
+                let (stream, timer, low_water) = self.io.body_read_parts();
+                let mut deadline = deadline;
+                let ready = loop {
+                    let ready = Io::timed(timer, deadline, stream.readable()).await;
+                    match Io::settle_body_wait(ready, stream, low_water) {
+                        Ok(ready) => break ready,
+                        Err(later) => deadline = Some(later),
+                    }
+                };
                 self.body.policy.note_wait(started.elapsed(), 0);
                 return match ready {
                     Some(Ok(())) => Ok(true),
@@ -239,8 +249,9 @@ impl Conn {
             let want = (limit - drained)
                 .saturating_add(1024)
                 .min(self.body.policy.pause_threshold() as u64);
+            self.tune_low_water();
             let (deadline, started) = self.body_read_deadline();
-            let read = self.io.read_to_buf(want as usize, deadline).await;
+            let read = self.io.read_body_to_buf(want as usize, deadline).await;
             if self.settle_read(read, started).is_err() {
                 return false;
             }
@@ -335,8 +346,9 @@ impl Conn {
             let remaining = remaining.saturating_sub(buffered as u64).max(1);
             want = want.min(usize::try_from(remaining).unwrap_or(usize::MAX));
         }
+        self.tune_low_water();
         let (deadline, started) = self.body_read_deadline();
-        let read = self.io.read_to_buf(want, deadline).await;
+        let read = self.io.read_body_to_buf(want, deadline).await;
         self.settle_read(read, started)?;
         let buffered = self.io.rbuf.len();
         if self.body.policy.note_buffered(buffered) {
@@ -348,6 +360,7 @@ impl Conn {
 
     /// Moves up to `max` payload bytes from the socket into `file` through the pipe.
     async fn splice_body(&mut self, file: &File, max: usize) -> Result<usize, Error> {
+        self.tune_low_water();
         let (deadline, started) = self.body_read_deadline();
         let Some(pipe) = self.pipe.as_mut() else {
             return Err(Error::from(io::Error::from(io::ErrorKind::Unsupported)));
@@ -364,6 +377,24 @@ impl Conn {
                 Err(Error::from(e))
             }
         }
+    }
+
+    /// Raises the socket's low-water mark while a large declared body streams in fast (the
+    /// last read found at least a quarter of the mark queued, and twice the mark is still to
+    /// come), and lowers it otherwise, before a read that may wait (`transport::low_water`).
+    fn tune_low_water(&mut self) {
+        let to_come = self
+            .body
+            .decoder
+            .remaining_hint()
+            .map_or(0, |r| r.saturating_sub(self.io.rbuf.len() as u64));
+        let fast = self.body.last_read >= BODY_LOW_WATER / 4;
+        let mark = if fast && to_come >= 2 * BODY_LOW_WATER as u64 {
+            BODY_LOW_WATER
+        } else {
+            1
+        };
+        self.io.set_low_water(mark);
     }
 
     /// Creates the connection's splice pipe on first use; false where splice is unavailable
@@ -387,6 +418,7 @@ impl Conn {
         match read {
             Ok(Read::Data(n)) => {
                 policy.note_wait(started.elapsed(), n);
+                self.body.last_read = n;
                 Ok(n)
             }
             Ok(Read::Eof) => {
@@ -425,7 +457,7 @@ fn parse_trailers(raw: &[u8]) -> Option<http::HeaderMap> {
 }
 
 impl Io {
-    /// `splice` from the socket to `file` under a deadline.
+    /// `splice` from the socket to `file` under a deadline and the low-water mark.
     pub(crate) async fn splice_to_file(
         &mut self,
         pipe: &mut zero_copy::Pipe,
@@ -433,14 +465,21 @@ impl Io {
         max: usize,
         deadline: Option<Instant>,
     ) -> Result<Read, zero_copy::SpliceError> {
-        let (stream, timer) = self.stream_and_timer();
-        match Io::timed(
-            timer,
-            deadline,
-            zero_copy::splice_to_file(stream, pipe, file, max),
-        )
-        .await
-        {
+        let (stream, timer, low_water) = self.body_read_parts();
+        let mut deadline = deadline;
+        let moved = loop {
+            let moved = Io::timed(
+                timer,
+                deadline,
+                zero_copy::splice_to_file(stream, pipe, file, max),
+            )
+            .await;
+            match Io::settle_body_wait(moved, stream, low_water) {
+                Ok(moved) => break moved,
+                Err(later) => deadline = Some(later),
+            }
+        };
+        match moved {
             None => Ok(Read::TimedOut),
             Some(Ok(0)) => Ok(Read::Eof),
             Some(Ok(n)) => Ok(Read::Data(n)),

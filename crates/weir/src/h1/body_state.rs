@@ -20,6 +20,9 @@ pub(crate) struct BodyState {
     /// decoder: at most `Limits::max_trailers`). Empty, and unallocated, for bodies without
     /// trailer fields.
     pub(super) trailer_raw: Vec<u8>,
+    /// Bytes the last socket read of this body brought: a large one shows a client sending
+    /// faster than the body is read (`Conn::tune_low_water`).
+    pub(super) last_read: usize,
     /// This connection's share of the server's body gauges; kept across requests (not reset
     /// by `begin`), brought back to 0 when the connection ends.
     pub(crate) gauge: crate::stats::BufferedGauge,
@@ -32,6 +35,7 @@ impl BodyState {
             policy: BodyPolicy::new(config),
             direct_read_min: config.read_buffer_size,
             trailer_raw: Vec::new(),
+            last_read: 0,
             gauge: crate::stats::BufferedGauge::default(),
         }
     }
@@ -49,5 +53,6 @@ impl BodyState {
             self.decoder.is_done(),
         );
         self.trailer_raw.clear();
+        self.last_read = 0;
     }
 }

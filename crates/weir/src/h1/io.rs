@@ -14,7 +14,7 @@
 
 use crate::buffer_pool::{BufferPool, Pair};
 use crate::config::DataRate;
-use crate::transport::Stream;
+use crate::transport::{Stream, low_water};
 use bytes::{Buf, BufMut, BytesMut};
 use std::future::Future;
 use std::io::{self, IoSlice};
@@ -32,6 +32,30 @@ pub(crate) enum Read {
     Eof,
     /// The deadline passed first.
     TimedOut,
+}
+
+impl Read {
+    /// The outcome of a timed read of `Ok(bytes)`: `None` when its deadline passed.
+    fn of(read: Option<io::Result<usize>>) -> io::Result<Self> {
+        Ok(match read {
+            None => Self::TimedOut,
+            Some(Ok(0)) => Self::Eof,
+            Some(Ok(n)) => Self::Data(n),
+            Some(Err(e)) => return Err(e),
+        })
+    }
+}
+
+/// How long a body read goes on after its deadline found bytes held back by the low-water mark:
+/// lowering the mark signals them as readable at once, so this is only a bound.
+const RESCUE_WAIT: Duration = Duration::from_secs(1);
+
+/// Sets the low-water mark of `stream` to `bytes` and records it in `current`, if it changes
+/// and the kernel takes it.
+fn set_mark(stream: &Stream, current: &mut usize, bytes: usize) {
+    if bytes != *current && low_water::set(stream, bytes) {
+        *current = bytes;
+    }
 }
 
 /// The minimum data rate of the response writes of one exchange (`Config::min_response_rate`):
@@ -75,6 +99,9 @@ pub(crate) struct Io {
     /// The descriptor the client passed with the current request's bytes, until the handler
     /// takes it or the exchange ends (`transport::passed_fd`).
     pub(crate) passed_fd: Option<std::os::fd::OwnedFd>,
+    /// The socket's receive low-water mark as last set (`transport::low_water`): 1 unless a
+    /// large body is streaming in.
+    low_water: usize,
 }
 
 impl Io {
@@ -89,6 +116,22 @@ impl Io {
             // Far in the future until an operation sets a real deadline.
             timer: Box::pin(tokio::time::sleep_until(far_future())),
             write_clock: RateClock::default(),
+            low_water: 1,
+        }
+    }
+
+    /// Sets the socket's receive low-water mark for the next body read (a system call only when
+    /// it changes). Callers raise it only while a declared body has at least twice `bytes`
+    /// still to come (`transport::low_water`).
+    pub(crate) fn set_low_water(&mut self, bytes: usize) {
+        set_mark(&self.stream, &mut self.low_water, bytes);
+    }
+
+    /// Brings the low-water mark back to 1 before a read that is not a body's (a head, an idle
+    /// wait): a body that ended under a raised mark leaves it raised.
+    fn lower_low_water(&mut self) {
+        if self.low_water != 1 {
+            self.set_low_water(1);
         }
     }
 
@@ -127,6 +170,7 @@ impl Io {
 
     /// Waits, without buffers, until the socket is readable or `deadline` passes (`None`).
     pub(crate) async fn readable(&mut self, deadline: Instant) -> Option<io::Result<()>> {
+        self.lower_low_water();
         let Self { stream, timer, .. } = self;
         Self::timed(timer, Some(deadline), stream.readable()).await
     }
@@ -163,6 +207,32 @@ impl Io {
         }
     }
 
+    /// After a body read under [`Io::timed`]: `Ok(out)` when it is over, or `Err(deadline)`
+    /// when it should run again until that deadline. A deadline reached under a raised
+    /// low-water mark lowers the mark; if the socket then holds bytes (the mark held them back:
+    /// the client is slow, not stalled), the read goes on for at most [`RESCUE_WAIT`], for the
+    /// readiness that the lowered mark signals at once.
+    pub(crate) fn settle_body_wait<T>(
+        out: Option<T>,
+        stream: &Stream,
+        low_water: &mut usize,
+    ) -> Result<Option<T>, Instant> {
+        if out.is_some() || *low_water == 1 {
+            return Ok(out);
+        }
+        set_mark(stream, low_water, 1);
+        if low_water::queued(stream) == 0 {
+            return Ok(None);
+        }
+        Err(Instant::now() + RESCUE_WAIT)
+    }
+
+    /// The stream, timer and low-water mark, for a body read outside this module
+    /// ([`Io::settle_body_wait`]).
+    pub(crate) fn body_read_parts(&mut self) -> (&mut Stream, &mut Pin<Box<Sleep>>, &mut usize) {
+        (&mut self.stream, &mut self.timer, &mut self.low_water)
+    }
+
     pub(crate) fn stream_and_timer(&mut self) -> (&mut Stream, &mut Pin<Box<Sleep>>) {
         (&mut self.stream, &mut self.timer)
     }
@@ -173,12 +243,7 @@ impl Io {
         max: usize,
         deadline: Option<Instant>,
     ) -> io::Result<Read> {
-        let max = max.max(1);
-        if self.rbuf.capacity() - self.rbuf.len() < max {
-            // `reserve` first tries to reuse the buffer's own space (moving unread bytes to the
-            // front) and only allocates when the buffer is truly too small.
-            self.rbuf.reserve(max);
-        }
+        let max = self.reserve_read(max);
         let Self {
             stream,
             rbuf,
@@ -186,13 +251,43 @@ impl Io {
             ..
         } = self;
         let mut limited = rbuf.limit(max);
-        let read = Self::timed(timer, deadline, stream.read_buf(&mut limited)).await;
-        Ok(match read {
-            None => Read::TimedOut,
-            Some(Ok(0)) => Read::Eof,
-            Some(Ok(n)) => Read::Data(n),
-            Some(Err(e)) => return Err(e),
-        })
+        Read::of(Self::timed(timer, deadline, stream.read_buf(&mut limited)).await)
+    }
+
+    /// [`Io::read_to_buf`] for body bytes, under the low-water mark ([`Io::settle_body_wait`]).
+    pub(crate) async fn read_body_to_buf(
+        &mut self,
+        max: usize,
+        deadline: Option<Instant>,
+    ) -> io::Result<Read> {
+        let max = self.reserve_read(max);
+        let Self {
+            stream,
+            rbuf,
+            timer,
+            low_water,
+            ..
+        } = self;
+        let mut deadline = deadline;
+        loop {
+            let mut limited = (&mut *rbuf).limit(max);
+            let read = Self::timed(timer, deadline, stream.read_buf(&mut limited)).await;
+            match Self::settle_body_wait(read, stream, low_water) {
+                Ok(read) => return Read::of(read),
+                Err(later) => deadline = Some(later),
+            }
+        }
+    }
+
+    /// Makes room for a read of at most `max` bytes (at least 1) and returns that size.
+    fn reserve_read(&mut self, max: usize) -> usize {
+        let max = max.max(1);
+        if self.rbuf.capacity() - self.rbuf.len() < max {
+            // `reserve` first tries to reuse the buffer's own space (moving unread bytes to the
+            // front) and only allocates when the buffer is truly too small.
+            self.rbuf.reserve(max);
+        }
+        max
     }
 
     /// Reads head bytes: [`Io::read_to_buf`], or with `recvmsg` where the connection accepts
@@ -204,6 +299,7 @@ impl Io {
         max: usize,
         deadline: Option<Instant>,
     ) -> io::Result<Read> {
+        self.lower_low_water();
         #[cfg(target_os = "linux")]
         if self.accept_fds {
             return self.recv_to_buf(max.max(1), deadline).await;
@@ -228,13 +324,7 @@ impl Io {
             rbuf.reserve(max);
         }
         let recv = crate::transport::passed_fd::recv_with_fd_append(stream, rbuf, max, passed_fd);
-        let read = Self::timed(timer, deadline, recv).await;
-        Ok(match read {
-            None => Read::TimedOut,
-            Some(Ok(0)) => Read::Eof,
-            Some(Ok(n)) => Read::Data(n),
-            Some(Err(e)) => return Err(e),
-        })
+        Read::of(Self::timed(timer, deadline, recv).await)
     }
 
     /// Reads into `dst` directly (no buffer in between).
@@ -243,13 +333,15 @@ impl Io {
         dst: &mut [u8],
         deadline: Option<Instant>,
     ) -> io::Result<Read> {
-        let Self { stream, timer, .. } = self;
-        Ok(match Self::timed(timer, deadline, stream.read(dst)).await {
-            None => Read::TimedOut,
-            Some(Ok(0)) => Read::Eof,
-            Some(Ok(n)) => Read::Data(n),
-            Some(Err(e)) => return Err(e),
-        })
+        let (stream, timer, low_water) = self.body_read_parts();
+        let mut deadline = deadline;
+        loop {
+            let read = Self::timed(timer, deadline, stream.read(&mut *dst)).await;
+            match Self::settle_body_wait(read, stream, low_water) {
+                Ok(read) => return Read::of(read),
+                Err(later) => deadline = Some(later),
+            }
+        }
     }
 
     /// Writes the write buffer, then each of `tail`, completely, under the minimum data `rate`
@@ -435,5 +527,74 @@ mod tests {
         clock.bytes = u64::MAX;
         clock.waited = Duration::ZERO;
         assert!(clock.deadline(rate, now).is_some());
+    }
+
+    /// A server-side `Io` (with buffers) and its client.
+    #[cfg(target_os = "linux")]
+    async fn io_pair() -> (Io, tokio::net::TcpStream) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let client = tokio::net::TcpStream::connect(listener.local_addr().unwrap())
+            .await
+            .unwrap();
+        let (server, _) = listener.accept().await.unwrap();
+        let mut io = Io::new(Stream::Tcp(server), false);
+        io.take_buffers(&BufferPool::new(1 << 16));
+        (io, client)
+    }
+
+    /// Bytes below a raised mark are not a stall: at the deadline the mark comes down and the
+    /// read takes them. With nothing queued the deadline is a timeout, as without a mark.
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn a_deadline_under_a_raised_mark_reads_what_the_mark_held_back() {
+        use low_water::BODY_LOW_WATER;
+        let (mut io, mut client) = io_pair().await;
+        io.set_low_water(BODY_LOW_WATER);
+        assert_eq!(io.low_water, BODY_LOW_WATER);
+        let soon = || Some(Instant::now() + Duration::from_millis(50));
+        // Nothing sent: a timeout, and the mark is down.
+        assert_eq!(
+            io.read_body_to_buf(1 << 16, soon()).await.unwrap(),
+            Read::TimedOut
+        );
+        assert_eq!(io.low_water, 1);
+        // 1,000 bytes queued under a 256 KiB mark: read at the deadline, not a timeout.
+        io.set_low_water(BODY_LOW_WATER);
+        client.write_all(&[1u8; 1000]).await.unwrap();
+        let mut tries = 0;
+        while low_water::queued(&io.stream) < 1000 && tries < 1000 {
+            tries += 1;
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        assert_eq!(
+            io.read_body_to_buf(1 << 16, soon()).await.unwrap(),
+            Read::Data(1000)
+        );
+        assert_eq!(io.low_water, 1);
+        // The same for a read straight into a caller's buffer.
+        io.set_low_water(BODY_LOW_WATER);
+        client.write_all(&[2u8; 500]).await.unwrap();
+        let mut dst = [0u8; 4096];
+        assert_eq!(
+            io.read_direct(&mut dst, soon()).await.unwrap(),
+            Read::Data(500)
+        );
+        assert_eq!(io.low_water, 1);
+    }
+
+    /// A head read after a body that ended under a raised mark runs with the mark at 1: a
+    /// small request is read at once, not after the head timeout.
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn a_head_read_lowers_a_mark_left_raised() {
+        let (mut io, mut client) = io_pair().await;
+        io.set_low_water(low_water::BODY_LOW_WATER);
+        client.write_all(b"GET / HTTP/1.1\r\n\r\n").await.unwrap();
+        let far = Some(Instant::now() + Duration::from_secs(600));
+        assert_eq!(
+            io.read_head_to_buf(4096, far).await.unwrap(),
+            Read::Data(18)
+        );
+        assert_eq!(io.low_water, 1);
     }
 }

@@ -8,6 +8,7 @@
 #[cfg(target_os = "linux")]
 mod inherited;
 mod listener;
+pub(crate) mod low_water;
 #[cfg(target_os = "linux")]
 pub(crate) mod passed_fd;
 mod stream;

@@ -36,6 +36,11 @@ pub(crate) async fn splice_to_file(
     Err(SpliceError::Socket(io::ErrorKind::Unsupported.into()))
 }
 
+/// Preallocation is a Linux optimisation; elsewhere the body is written as it comes.
+pub(crate) fn preallocate(_: &File, _: u64) -> io::Result<()> {
+    Ok(())
+}
+
 pub(crate) async fn sendfile(_: &Stream, _: &File, _: u64, _: usize) -> io::Result<usize> {
     Err(io::ErrorKind::Unsupported.into())
 }

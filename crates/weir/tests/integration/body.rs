@@ -268,6 +268,60 @@ fn disconnect_mid_body_is_an_error_not_an_end() {
     }
 }
 
+/// A declared length is reserved in the file before the body is written (Linux `fallocate`,
+/// keeping the size): while the body is still arriving, the file already holds blocks for all
+/// of it, and its length is only what was written.
+#[cfg(target_os = "linux")]
+#[test]
+fn body_to_file_reserves_the_declared_length_first() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = tempfile::tempdir().unwrap();
+    // A filesystem without preallocation (weir then writes as before) has nothing to show.
+    let probe = std::fs::File::create(dir.path().join("probe")).unwrap();
+    let flags = rustix::fs::FallocateFlags::KEEP_SIZE;
+    if let Err(e) = rustix::fs::fallocate(&probe, flags, 0, 1 << 20) {
+        eprintln!("no preallocation on {}: {e}", dir.path().display());
+        return;
+    }
+    let server = TestServer::start(Config::default());
+    let path = dir.path().join("body");
+    let data = pattern(8 << 20, 21);
+    let mut c = server.connect();
+    c.send(
+        format!(
+            "PUT /file-at?path={} HTTP/1.1\r\nHost: a\r\nContent-Length: {}\r\n\r\n",
+            path.display(),
+            data.len()
+        )
+        .as_bytes(),
+    );
+    let first = 1 << 20;
+    c.send(&data[..first]);
+    // The handler is inside `body_to_file`, waiting for the rest; wait until it has written.
+    let mut tries = 0;
+    let meta = loop {
+        match std::fs::metadata(&path) {
+            Ok(m) if m.len() > 0 => break m,
+            _ if tries < 2000 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            other => panic!("the handler never wrote: {other:?}"),
+        }
+    };
+    assert!(meta.len() <= first as u64, "{}", meta.len());
+    assert!(
+        meta.blocks() * 512 >= data.len() as u64,
+        "{} bytes of blocks for a {}-byte body",
+        meta.blocks() * 512,
+        data.len()
+    );
+    c.send(&data[first..]);
+    let text = c.read_response().text();
+    assert_eq!(field(&text, "len"), data.len() as u64, "{text}");
+    assert_eq!(std::fs::read(&path).unwrap(), data);
+}
+
 #[test]
 fn body_to_file_in_bounded_pieces() {
     let server = TestServer::start(Config::default());

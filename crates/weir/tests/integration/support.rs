@@ -199,6 +199,18 @@ impl Handler for Routes {
                 OBSERVED.lock().unwrap().push((id, outcome.clone()));
                 ex.respond(StatusCode::OK).body(outcome).await
             }
+            (_, "/file-at") => {
+                // The test names the file (`?path=`) so it can watch it while the body arrives.
+                let path = ex
+                    .request()
+                    .query()
+                    .and_then(|q| q.strip_prefix("path="))
+                    .map(std::path::PathBuf::from)
+                    .ok_or_else(|| weir::Error::from(std::io::Error::other("no path")))?;
+                let mut file = std::fs::File::create(path)?;
+                let n = ex.body_to_file(&mut file).await?;
+                ex.respond(StatusCode::OK).body(format!("len={n}\n")).await
+            }
             (_, "/file-pieces") => {
                 let piece = query_u64(ex, "piece").unwrap_or(1 << 20);
                 let mut file = tempfile::tempfile()?;
