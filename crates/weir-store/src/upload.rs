@@ -63,6 +63,10 @@ use std::sync::Arc;
 /// while this one is hashed.
 const READ_AHEAD: u64 = 8 << 20;
 
+/// The least length still to come that [`Upload::preallocate`] reserves: below it, the system
+/// call costs more than the filesystem work it saves.
+const PREALLOCATE_MIN: u64 = 1 << 20;
+
 /// How to run one upload.
 #[derive(Clone, Debug)]
 pub struct UploadOptions {
@@ -269,6 +273,27 @@ impl Upload {
     /// Bytes written so far.
     pub fn size(&self) -> u64 {
         self.size
+    }
+
+    /// Reserves the file's blocks for the rest of the declared length (`expected_len`, when
+    /// at least 1 MiB is still to come), keeping the file's size: on Linux `fallocate` with
+    /// `FALLOC_FL_KEEP_SIZE`, elsewhere nothing. Call before receiving the body: a disk that
+    /// cannot hold it fails now ([`StoreError::NoSpace`], the upload discarded) rather than
+    /// after the client has sent most of it, and the writes that follow cost the filesystem
+    /// less. Blocks a discarded upload reserved go with its temporary file.
+    pub fn preallocate(&mut self) -> Result<(), StoreError> {
+        self.ensure_open()?;
+        let (Some(expected), Some(file)) = (self.expected_len, self.file.as_ref()) else {
+            return Ok(());
+        };
+        let left = expected.saturating_sub(self.size);
+        if left < PREALLOCATE_MIN {
+            return Ok(());
+        }
+        match sys::preallocate(file, self.size, left) {
+            Ok(()) => Ok(()),
+            Err(e) => Err(self.discard(StoreError::from_io("preallocate", e))),
+        }
     }
 
     /// Appends all of `buf` to the file (hashing it first, when hashing is on).

@@ -3,8 +3,10 @@
 //!
 //! Before any body byte is read: the declared length against `--max-upload` (413), the
 //! `Content-Digest` syntax (400), the preconditions against the file there now (412, checked
-//! again at commit under the store's lock: `preconditions.rs`), and `begin` (which reserves the declared length against
-//! `--max-storage`: 507, and refuses a directory or symlink in the way). Then one of two data
+//! again at commit under the store's lock: `preconditions.rs`), `begin` (which reserves the
+//! declared length against `--max-storage`: 507, and refuses a directory or symlink in the
+//! way), and `Upload::preallocate` (the declared length's blocks on disk: 507 if the disk
+//! cannot hold them). Then one of two data
 //! paths, recorded in the answer's internals (`data_path` and the body counters, sent only on
 //! request: [`wants_internals`]):
 //!
@@ -117,6 +119,14 @@ pub(super) async fn put(
     // Kept with the file when the filesystem allows; else it is served by its name.
     if let Some(media_type) = super::mime::of_request(ex) {
         upload.set_media_type(&media_type);
+    }
+    // A received body's declared length is reserved before it is read: a disk that cannot
+    // hold it is a 507 now, not after the client sent most of it. (A passed file is cloned or
+    // copied by the kernel, which allocates as it goes.)
+    if data_path != DataPath::Passed {
+        if let Err(e) = upload.preallocate() {
+            return reply::store_error(ex, &e).await;
+        }
     }
     let hashing = svc.options.hash || verify || trailer_announced || hash_asked;
     let mut where_hashed = WhereHashed::default();

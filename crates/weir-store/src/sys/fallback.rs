@@ -32,3 +32,7 @@ pub(crate) fn start_writeback(_file: &File, _offset: u64, _len: u64) {}
 
 /// No read-ahead advice: the reads wait for the disk as they come.
 pub(crate) fn read_ahead(_file: &File, _offset: u64, _len: u64) {}
+
+pub(crate) fn preallocate(_file: &File, _offset: u64, _len: u64) -> io::Result<()> {
+    Ok(())
+}

@@ -73,3 +73,16 @@ pub(crate) fn start_writeback(file: &File, offset: u64, len: u64) {
         rustix::fs::Advice::DontNeed,
     );
 }
+
+/// Reserves `len` bytes of `file` from `offset` without changing its size (`fallocate` with
+/// `FALLOC_FL_KEEP_SIZE`): a disk that cannot hold them fails now, and writes onto reserved
+/// blocks cost the page cache less than delayed allocation. Only the errors a write would also
+/// meet (no space, quota, file too large) are returned; a filesystem without `fallocate` is
+/// written as before.
+pub(crate) fn preallocate(file: &File, offset: u64, len: u64) -> io::Result<()> {
+    use rustix::io::Errno;
+    match rustix::fs::fallocate(file, rustix::fs::FallocateFlags::KEEP_SIZE, offset, len) {
+        Err(e @ (Errno::NOSPC | Errno::DQUOT | Errno::FBIG)) => Err(e.into()),
+        _ => Ok(()),
+    }
+}

@@ -12,6 +12,7 @@
 //! | directory fsync (through the directory's descriptor) | yes | on other Unixes; a no-op elsewhere |
 //! | early writeback of uploads (`writeback.rs`) | `posix_fadvise(DONTNEED)` | no (commit's fsync does it all) |
 //! | read-ahead of a commit's read-back (`upload.rs`) | `posix_fadvise(WILLNEED)` | no (each read waits) |
+//! | blocks reserved for a declared length (`Upload::preallocate`) | `fallocate(KEEP_SIZE)` | no (written as it comes) |
 //!
 //! The fallbacks are compiled (`fallback.rs` also unit-tested) on Linux too, so they cannot rot
 //! unnoticed.

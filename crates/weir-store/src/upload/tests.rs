@@ -387,6 +387,44 @@ fn unrecorded_external_writes_are_caught() {
     assert!(temps(store.root()).is_empty());
 }
 
+/// A declared length is reserved before the body comes (Linux): the temporary holds blocks for
+/// all of it while its size is only what was written, and the commit stores exactly the bytes.
+#[cfg(target_os = "linux")]
+#[test]
+fn preallocate_reserves_the_declared_length_and_keeps_the_size() {
+    use std::os::unix::fs::MetadataExt;
+    let (_dir, store) = store();
+    let len = 4u64 << 20;
+    let opts = UploadOptions {
+        expected_len: Some(len),
+        ..UploadOptions::default()
+    };
+    let mut up = store.begin(&p("big"), opts).unwrap();
+    up.write(b"head").unwrap();
+    up.preallocate().unwrap();
+    let meta = up.file_mut().metadata().unwrap();
+    assert_eq!(meta.len(), 4);
+    // A filesystem without preallocation shows nothing here (and weir writes as before).
+    let probe = tempfile::tempfile_in(store.root()).unwrap();
+    let flags = rustix::fs::FallocateFlags::KEEP_SIZE;
+    if rustix::fs::fallocate(&probe, flags, 0, 1 << 20).is_ok() {
+        assert!(
+            meta.blocks() * 512 >= len,
+            "{} bytes of blocks",
+            meta.blocks() * 512
+        );
+    }
+    let body = data(len as usize - 4, 3);
+    up.write(&body).unwrap();
+    let committed = up.commit().unwrap();
+    assert_eq!(committed.size, len);
+    assert_eq!(&read(&store, "big")[4..], &body[..]);
+    // Under 1 MiB still to come, or no declared length: nothing to do, and no error.
+    let mut small = store.begin(&p("small"), UploadOptions::default()).unwrap();
+    small.preallocate().unwrap();
+    assert_eq!(small.file_mut().metadata().unwrap().blocks(), 0);
+}
+
 #[test]
 fn expected_len_is_enforced() {
     let (_dir, store) = store();
