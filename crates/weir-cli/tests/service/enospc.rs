@@ -61,9 +61,20 @@ fn a_full_tmpfs_is_507_for_both_data_paths() {
             &s.url("/files/keep"),
         ]);
         assert_eq!(status, 507, "{args:?}: {}", String::from_utf8_lossy(&body));
-        // With a length too (splice path for --no-hash).
-        let (status, _) = curl_status(&["-T", big.to_str().unwrap(), &s.url("/files/other")]);
+        // With a length (splice path for --no-hash): the length is reserved before the body is
+        // read, so the 507 comes instead of `100 Continue` and curl sends none of the body.
+        let (status, out) = curl_status(&[
+            "-T",
+            big.to_str().unwrap(),
+            "-H",
+            "expect: 100-continue",
+            "-w",
+            "\n%{size_upload}\n%{http_code}",
+            &s.url("/files/other"),
+        ]);
         assert_eq!(status, 507, "{args:?}");
+        let sent = String::from_utf8_lossy(&out);
+        assert_eq!(sent.lines().last(), Some("0"), "{args:?}: {sent}");
         assert!(s.temps().is_empty(), "{args:?}: {:?}", s.temps());
         assert_eq!(s.request("GET /files/keep HTTP/1.1", b"").body, keep);
         assert_eq!(s.request("GET /files/other HTTP/1.1", b"").status, 404);

@@ -322,6 +322,41 @@ fn body_to_file_reserves_the_declared_length_first() {
     assert_eq!(std::fs::read(&path).unwrap(), data);
 }
 
+/// A declared length no disk holds (1 PiB) fails at the reservation, before the body is read:
+/// no `100 Continue` goes out, and the handler hears a file error, which it answers (here weir's
+/// default answer to an I/O error).
+#[cfg(target_os = "linux")]
+#[test]
+fn body_to_file_refuses_a_body_the_disk_cannot_hold_before_reading_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let probe = std::fs::File::create(dir.path().join("probe")).unwrap();
+    let flags = rustix::fs::FallocateFlags::KEEP_SIZE;
+    if let Err(e) = rustix::fs::fallocate(&probe, flags, 0, 1 << 20) {
+        eprintln!("no preallocation on {}: {e}", dir.path().display());
+        return;
+    }
+    let server = TestServer::start(Config::default().with_max_body_size(None));
+    let path = dir.path().join("body");
+    let mut c = server.connect();
+    c.send(
+        format!(
+            "PUT /file-at?path={} HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\n\
+             Content-Length: {}\r\n\r\n",
+            path.display(),
+            1u64 << 50
+        )
+        .as_bytes(),
+    );
+    let resp = c.read_response();
+    assert_eq!(resp.status, 500, "{}", resp.text());
+    let text = resp.text();
+    assert!(
+        text.contains("No space left") || text.contains("too large"),
+        "{text}"
+    );
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), 0);
+}
+
 #[test]
 fn body_to_file_in_bounded_pieces() {
     let server = TestServer::start(Config::default());
