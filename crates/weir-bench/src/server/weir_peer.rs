@@ -13,7 +13,9 @@
 //!
 //! Sinks, as the other systems:
 //! - discard: `read_body` into a [`DISCARD_BUF`] buffer, which weir fills straight from the
-//!   socket when nothing is buffered;
+//!   socket when nothing is buffered; over HTTP/2, `read_body_chunk`, each DATA frame dropped as
+//!   it comes, as hyper's discard sink drops them (into a buffer would be a copy of every frame
+//!   that hyper's sink does not make);
 //! - file: `read_body` into a [`FILE_WRITE`] buffer, each read written with plain `std::fs` on
 //!   the connection's task;
 //! - chunks: `read_body_chunk` (pieces of at most the pause threshold, sharing weir's buffer),
@@ -183,6 +185,11 @@ impl Bench {
     async fn upload(&self, ex: &mut weir::Exchange<'_>) -> Result<UploadTrace, weir::Error> {
         let mut trace = UploadTrace::start();
         match self.sink {
+            Sink::Discard if ex.request().version() == http::Version::HTTP_2 => {
+                while let Some(frame) = ex.read_body_chunk().await? {
+                    trace.received(frame.len());
+                }
+            }
             Sink::Discard => {
                 // A pooled buffer: zeroing a fresh 1 MiB per upload would be counted against
                 // weir in the `scale` scenario's many small uploads (hyper's peer has no buffer).
