@@ -221,7 +221,9 @@ impl Io {
             return Ok(out);
         }
         set_mark(stream, low_water, 1);
-        if low_water::queued(stream) == 0 {
+        // A mark that could not be lowered ends the read as a timeout, as without a mark: going
+        // on would wait under the same mark again.
+        if *low_water != 1 || low_water::queued(stream) == 0 {
             return Ok(None);
         }
         Err(Instant::now() + RESCUE_WAIT)
