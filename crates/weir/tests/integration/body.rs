@@ -268,6 +268,21 @@ fn disconnect_mid_body_is_an_error_not_an_end() {
     }
 }
 
+/// Whether files in `dir` can be preallocated: on a filesystem that cannot, weir writes as
+/// before and the preallocation tests have nothing to show.
+#[cfg(target_os = "linux")]
+fn can_preallocate(dir: &std::path::Path) -> bool {
+    let probe = tempfile::tempfile_in(dir).unwrap();
+    let flags = rustix::fs::FallocateFlags::KEEP_SIZE;
+    match rustix::fs::fallocate(&probe, flags, 0, 1 << 20) {
+        Ok(()) => true,
+        Err(e) => {
+            eprintln!("no preallocation on {}: {e}", dir.display());
+            false
+        }
+    }
+}
+
 /// A declared length is reserved in the file before the body is written (Linux `fallocate`,
 /// keeping the size): while the body is still arriving, the file already holds blocks for all
 /// of it, and its length is only what was written.
@@ -276,11 +291,7 @@ fn disconnect_mid_body_is_an_error_not_an_end() {
 fn body_to_file_reserves_the_declared_length_first() {
     use std::os::unix::fs::MetadataExt;
     let dir = tempfile::tempdir().unwrap();
-    // A filesystem without preallocation (weir then writes as before) has nothing to show.
-    let probe = std::fs::File::create(dir.path().join("probe")).unwrap();
-    let flags = rustix::fs::FallocateFlags::KEEP_SIZE;
-    if let Err(e) = rustix::fs::fallocate(&probe, flags, 0, 1 << 20) {
-        eprintln!("no preallocation on {}: {e}", dir.path().display());
+    if !can_preallocate(dir.path()) {
         return;
     }
     let server = TestServer::start(Config::default());
@@ -329,10 +340,7 @@ fn body_to_file_reserves_the_declared_length_first() {
 #[test]
 fn body_to_file_refuses_a_body_the_disk_cannot_hold_before_reading_it() {
     let dir = tempfile::tempdir().unwrap();
-    let probe = std::fs::File::create(dir.path().join("probe")).unwrap();
-    let flags = rustix::fs::FallocateFlags::KEEP_SIZE;
-    if let Err(e) = rustix::fs::fallocate(&probe, flags, 0, 1 << 20) {
-        eprintln!("no preallocation on {}: {e}", dir.path().display());
+    if !can_preallocate(dir.path()) {
         return;
     }
     let server = TestServer::start(Config::default().with_max_body_size(None));
