@@ -251,7 +251,7 @@ impl Conn {
                 .min(self.body.policy.pause_threshold() as u64);
             self.tune_low_water();
             let (deadline, started) = self.body_read_deadline();
-            let read = self.io.read_to_buf(want as usize, deadline).await;
+            let read = self.io.read_body_to_buf(want as usize, deadline).await;
             if self.settle_read(read, started).is_err() {
                 return false;
             }
@@ -348,7 +348,7 @@ impl Conn {
         }
         self.tune_low_water();
         let (deadline, started) = self.body_read_deadline();
-        let read = self.io.read_to_buf(want, deadline).await;
+        let read = self.io.read_body_to_buf(want, deadline).await;
         self.settle_read(read, started)?;
         let buffered = self.io.rbuf.len();
         if self.body.policy.note_buffered(buffered) {

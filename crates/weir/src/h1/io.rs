@@ -239,9 +239,28 @@ impl Io {
         (&mut self.stream, &mut self.timer)
     }
 
-    /// Reads at most `max` bytes into the read buffer, growing it if needed. A body's read
-    /// runs under the low-water mark ([`Io::settle_body_wait`]); heads find it at 1.
+    /// Reads at most `max` bytes into the read buffer, growing it if needed (heads: the mark is
+    /// at 1; a body's reads take [`Io::read_body_to_buf`]).
     pub(crate) async fn read_to_buf(
+        &mut self,
+        max: usize,
+        deadline: Option<Instant>,
+    ) -> io::Result<Read> {
+        let max = self.reserve_read(max);
+        let Self {
+            stream,
+            rbuf,
+            timer,
+            ..
+        } = self;
+        let mut limited = rbuf.limit(max);
+        Read::of(Self::timed(timer, deadline, stream.read_buf(&mut limited)).await)
+    }
+
+    /// [`Io::read_to_buf`] for body bytes, under the low-water mark ([`Io::settle_body_wait`]).
+    /// Apart from the head read, which the retry loop would make costlier for every keep-alive
+    /// request (callgrind: about 45 instructions more per request).
+    pub(crate) async fn read_body_to_buf(
         &mut self,
         max: usize,
         deadline: Option<Instant>,
@@ -540,7 +559,7 @@ mod tests {
         let soon = || Some(Instant::now() + Duration::from_millis(50));
         // Nothing sent: a timeout, and the mark is down.
         assert_eq!(
-            io.read_to_buf(1 << 16, soon()).await.unwrap(),
+            io.read_body_to_buf(1 << 16, soon()).await.unwrap(),
             Read::TimedOut
         );
         assert_eq!(io.low_water, 1);
@@ -553,7 +572,7 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
         assert_eq!(
-            io.read_to_buf(1 << 16, soon()).await.unwrap(),
+            io.read_body_to_buf(1 << 16, soon()).await.unwrap(),
             Read::Data(1000)
         );
         assert_eq!(io.low_water, 1);
