@@ -116,12 +116,12 @@ impl Conn {
                 self.tune_low_water();
                 let (deadline, started) = self.body_read_deadline();
                 let (stream, timer, low_water) = self.io.body_read_parts();
-                let mut deadline = deadline;
+                let mut wait = Io::first_body_wait(deadline, *low_water);
                 let ready = loop {
-                    let ready = Io::timed(timer, deadline, stream.readable()).await;
-                    match Io::settle_body_wait(ready, stream, low_water) {
+                    let ready = Io::timed(timer, wait, stream.readable()).await;
+                    match Io::settle_body_wait(ready, stream, low_water, deadline) {
                         Ok(ready) => break ready,
-                        Err(later) => deadline = Some(later),
+                        Err(next) => wait = next,
                     }
                 };
                 self.body.policy.note_wait(started.elapsed(), 0);
@@ -466,17 +466,17 @@ impl Io {
         deadline: Option<Instant>,
     ) -> Result<Read, zero_copy::SpliceError> {
         let (stream, timer, low_water) = self.body_read_parts();
-        let mut deadline = deadline;
+        let mut wait = Io::first_body_wait(deadline, *low_water);
         let moved = loop {
             let moved = Io::timed(
                 timer,
-                deadline,
+                wait,
                 zero_copy::splice_to_file(stream, pipe, file, max),
             )
             .await;
-            match Io::settle_body_wait(moved, stream, low_water) {
+            match Io::settle_body_wait(moved, stream, low_water, deadline) {
                 Ok(moved) => break moved,
-                Err(later) => deadline = Some(later),
+                Err(next) => wait = next,
             }
         };
         match moved {

@@ -50,6 +50,12 @@ impl Read {
 /// lowering the mark signals them as readable at once, so this is only a bound.
 const RESCUE_WAIT: Duration = Duration::from_secs(1);
 
+/// How long a raised low-water mark may hold back bytes that are fewer than the mark: a client
+/// that pauses mid-body (or sends slower than the mark fills) has them read within this, so the
+/// handler sees them, and a resumable upload records them, as before. A fast client fills the
+/// mark long before.
+const MARK_HOLD: Duration = Duration::from_millis(10);
+
 /// Sets the low-water mark of `stream` to `bytes` and records it in `current`, if it changes
 /// and the kernel takes it.
 fn set_mark(stream: &Stream, current: &mut usize, bytes: usize) {
@@ -207,26 +213,44 @@ impl Io {
         }
     }
 
-    /// After a body read under [`Io::timed`]: `Ok(out)` when it is over, or `Err(deadline)`
-    /// when it should run again until that deadline. A deadline reached under a raised
-    /// low-water mark lowers the mark; if the socket then holds bytes (the mark held them back:
-    /// the client is slow, not stalled), the read goes on for at most [`RESCUE_WAIT`], for the
-    /// readiness that the lowered mark signals at once.
+    /// The first deadline of a body read's wait: the read's own `deadline`, or sooner under a
+    /// raised low-water mark, which holds bytes back for at most [`MARK_HOLD`].
+    pub(crate) fn first_body_wait(deadline: Option<Instant>, low_water: usize) -> Option<Instant> {
+        if low_water == 1 {
+            return deadline;
+        }
+        let hold = Instant::now() + MARK_HOLD;
+        Some(deadline.map_or(hold, |d| d.min(hold)))
+    }
+
+    /// After a body read's wait under [`Io::timed`] (from [`Io::first_body_wait`]): `Ok(out)`
+    /// when the read is over, or `Err(next)` when it should wait again until `next`.
+    ///
+    /// A wait that ends under a raised low-water mark lowers the mark. If the read's own
+    /// `deadline` has not passed (the mark's hold ran out: the client paused with fewer bytes
+    /// than the mark queued), the read goes on until it, and the lowered mark signals any
+    /// queued bytes at once. If it has passed, bytes the mark held back are progress, not a
+    /// stall: the read goes on for at most [`RESCUE_WAIT`] to take them.
     pub(crate) fn settle_body_wait<T>(
         out: Option<T>,
         stream: &Stream,
         low_water: &mut usize,
-    ) -> Result<Option<T>, Instant> {
+        deadline: Option<Instant>,
+    ) -> Result<Option<T>, Option<Instant>> {
         if out.is_some() || *low_water == 1 {
             return Ok(out);
         }
         set_mark(stream, low_water, 1);
+        let now = Instant::now();
+        if deadline.is_none_or(|d| now < d) {
+            return Err(deadline);
+        }
         // A mark that could not be lowered ends the read as a timeout, as without a mark: going
         // on would wait under the same mark again.
         if *low_water != 1 || low_water::queued(stream) == 0 {
             return Ok(None);
         }
-        Err(Instant::now() + RESCUE_WAIT)
+        Err(Some(now + RESCUE_WAIT))
     }
 
     /// The stream, timer and low-water mark, for a body read outside this module
@@ -273,13 +297,13 @@ impl Io {
             low_water,
             ..
         } = self;
-        let mut deadline = deadline;
+        let mut wait = Self::first_body_wait(deadline, *low_water);
         loop {
             let mut limited = (&mut *rbuf).limit(max);
-            let read = Self::timed(timer, deadline, stream.read_buf(&mut limited)).await;
-            match Self::settle_body_wait(read, stream, low_water) {
+            let read = Self::timed(timer, wait, stream.read_buf(&mut limited)).await;
+            match Self::settle_body_wait(read, stream, low_water, deadline) {
                 Ok(read) => return Read::of(read),
-                Err(later) => deadline = Some(later),
+                Err(next) => wait = next,
             }
         }
     }
@@ -339,12 +363,12 @@ impl Io {
         deadline: Option<Instant>,
     ) -> io::Result<Read> {
         let (stream, timer, low_water) = self.body_read_parts();
-        let mut deadline = deadline;
+        let mut wait = Self::first_body_wait(deadline, *low_water);
         loop {
-            let read = Self::timed(timer, deadline, stream.read(&mut *dst)).await;
-            match Self::settle_body_wait(read, stream, low_water) {
+            let read = Self::timed(timer, wait, stream.read(&mut *dst)).await;
+            match Self::settle_body_wait(read, stream, low_water, deadline) {
                 Ok(read) => return Read::of(read),
-                Err(later) => deadline = Some(later),
+                Err(next) => wait = next,
             }
         }
     }
@@ -547,43 +571,72 @@ mod tests {
         (io, client)
     }
 
-    /// Bytes below a raised mark are not a stall: at the deadline the mark comes down and the
-    /// read takes them. With nothing queued the deadline is a timeout, as without a mark.
+    /// Queues `n` bytes from the client and waits until the server's socket holds them.
+    #[cfg(target_os = "linux")]
+    async fn queue(io: &Io, client: &mut tokio::net::TcpStream, n: usize) {
+        let before = low_water::queued(&io.stream);
+        client.write_all(&vec![1u8; n]).await.unwrap();
+        let mut tries = 0;
+        while low_water::queued(&io.stream) < before + n as u64 && tries < 1000 {
+            tries += 1;
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
+
+    /// Bytes below a raised mark are not a stall: at the read's deadline the mark comes down
+    /// and the read takes them. With nothing queued the deadline is a timeout, as without a mark.
     #[cfg(target_os = "linux")]
     #[tokio::test]
     async fn a_deadline_under_a_raised_mark_reads_what_the_mark_held_back() {
         use low_water::BODY_LOW_WATER;
         let (mut io, mut client) = io_pair().await;
+        let after = |ms| Some(Instant::now() + Duration::from_millis(ms));
+        // Nothing sent: a timeout, and the mark is down.
         io.set_low_water(BODY_LOW_WATER);
         assert_eq!(io.low_water, BODY_LOW_WATER);
-        let soon = || Some(Instant::now() + Duration::from_millis(50));
-        // Nothing sent: a timeout, and the mark is down.
         assert_eq!(
-            io.read_body_to_buf(1 << 16, soon()).await.unwrap(),
+            io.read_body_to_buf(1 << 16, after(50)).await.unwrap(),
             Read::TimedOut
         );
         assert_eq!(io.low_water, 1);
-        // 1,000 bytes queued under a 256 KiB mark: read at the deadline, not a timeout.
+        // 1,000 bytes queued under a 256 KiB mark, and a deadline before the mark's hold: read
+        // at the deadline, not a timeout.
         io.set_low_water(BODY_LOW_WATER);
-        client.write_all(&[1u8; 1000]).await.unwrap();
-        let mut tries = 0;
-        while low_water::queued(&io.stream) < 1000 && tries < 1000 {
-            tries += 1;
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
+        queue(&io, &mut client, 1000).await;
         assert_eq!(
-            io.read_body_to_buf(1 << 16, soon()).await.unwrap(),
+            io.read_body_to_buf(1 << 16, after(1)).await.unwrap(),
             Read::Data(1000)
         );
         assert_eq!(io.low_water, 1);
         // The same for a read straight into a caller's buffer.
         io.set_low_water(BODY_LOW_WATER);
-        client.write_all(&[2u8; 500]).await.unwrap();
+        queue(&io, &mut client, 500).await;
         let mut dst = [0u8; 4096];
         assert_eq!(
-            io.read_direct(&mut dst, soon()).await.unwrap(),
+            io.read_direct(&mut dst, after(1)).await.unwrap(),
             Read::Data(500)
         );
+        assert_eq!(io.low_water, 1);
+    }
+
+    /// A client that pauses with fewer bytes sent than the mark has them read within the mark's
+    /// hold, even by a read without any deadline (no minimum data rate): the handler sees them,
+    /// a resumable upload records them.
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn bytes_below_a_raised_mark_are_read_within_its_hold() {
+        let (mut io, mut client) = io_pair().await;
+        // A read that finds nothing clears tokio's readiness: the next read waits on the socket.
+        let soon = Some(Instant::now() + Duration::from_millis(1));
+        let mut dst = [0u8; 4096];
+        assert_eq!(
+            io.read_direct(&mut dst, soon).await.unwrap(),
+            Read::TimedOut
+        );
+        io.set_low_water(low_water::BODY_LOW_WATER);
+        queue(&io, &mut client, 700).await;
+        let read = tokio::time::timeout(Duration::from_secs(20), io.read_direct(&mut dst, None));
+        assert_eq!(read.await.expect("held back").unwrap(), Read::Data(700));
         assert_eq!(io.low_water, 1);
     }
 
