@@ -11,6 +11,8 @@
 //! - the mark is raised only while a declared body has at least twice the mark still to come,
 //!   so every wait under it ends with the mark's worth of bytes, the client's EOF, or the wait's
 //!   deadline;
+//! - a wait under a raised mark lasts at most 10 ms before the mark comes down, so bytes fewer
+//!   than the mark (a client that paused mid-body) reach the handler as they did without it;
 //! - a wait that reaches its deadline under a raised mark lowers it, and if bytes were queued
 //!   (held back by the mark) the read goes on: a client that sends slowly but above the minimum
 //!   data rate is not taken for a stalled one;
