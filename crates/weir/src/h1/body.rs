@@ -14,7 +14,7 @@
 //!   share the buffer (`read_body_chunk`, no copy).
 
 use super::conn::Conn;
-use super::io::{Io, Read};
+use super::io::{Io, Read, body_wait};
 use crate::exchange::body::Broken;
 use crate::transport::low_water::BODY_LOW_WATER;
 use crate::{Error, zero_copy};
@@ -116,14 +116,7 @@ impl Conn {
                 self.tune_low_water();
                 let (deadline, started) = self.body_read_deadline();
                 let (stream, timer, low_water) = self.io.body_read_parts();
-                let mut wait = Io::first_body_wait(deadline, *low_water);
-                let ready = loop {
-                    let ready = Io::timed(timer, wait, stream.readable()).await;
-                    match Io::settle_body_wait(ready, stream, low_water, deadline) {
-                        Ok(ready) => break ready,
-                        Err(next) => wait = next,
-                    }
-                };
+                let ready = body_wait!(timer, stream, low_water, deadline, stream.readable());
                 self.body.policy.note_wait(started.elapsed(), 0);
                 return match ready {
                     Some(Ok(())) => Ok(true),
@@ -466,19 +459,13 @@ impl Io {
         deadline: Option<Instant>,
     ) -> Result<Read, zero_copy::SpliceError> {
         let (stream, timer, low_water) = self.body_read_parts();
-        let mut wait = Io::first_body_wait(deadline, *low_water);
-        let moved = loop {
-            let moved = Io::timed(
-                timer,
-                wait,
-                zero_copy::splice_to_file(stream, pipe, file, max),
-            )
-            .await;
-            match Io::settle_body_wait(moved, stream, low_water, deadline) {
-                Ok(moved) => break moved,
-                Err(next) => wait = next,
-            }
-        };
+        let moved = body_wait!(
+            timer,
+            stream,
+            low_water,
+            deadline,
+            zero_copy::splice_to_file(stream, pipe, file, max)
+        );
         match moved {
             None => Ok(Read::TimedOut),
             Some(Ok(0)) => Ok(Read::Eof),

@@ -64,6 +64,25 @@ fn set_mark(stream: &Stream, current: &mut usize, bytes: usize) {
     }
 }
 
+/// Runs a body read's wait: `$fut` (built again for each wait) under [`Io::timed`], from
+/// [`Io::first_body_wait`] and again as [`Io::settle_body_wait`] says, until it settles; yields
+/// the settled output (`None`: the read's `$deadline` passed). One loop for every body read
+/// (into the buffer, into the caller's buffer, readiness, splice), so the mark's rules live in
+/// those two functions alone.
+macro_rules! body_wait {
+    ($timer:expr, $stream:expr, $low_water:expr, $deadline:expr, $fut:expr) => {{
+        let mut wait = Io::first_body_wait($deadline, *$low_water);
+        loop {
+            let out = Io::timed($timer, wait, $fut).await;
+            match Io::settle_body_wait(out, $stream, $low_water, $deadline) {
+                Ok(out) => break out,
+                Err(next) => wait = next,
+            }
+        }
+    }};
+}
+pub(super) use body_wait;
+
 /// The minimum data rate of the response writes of one exchange (`Config::min_response_rate`):
 /// the time writes may spend waiting on the client is the grace, or what the bytes the client
 /// accepted earned at the minimum rate if that is more. Progress extends the deadline; a stall
@@ -297,15 +316,14 @@ impl Io {
             low_water,
             ..
         } = self;
-        let mut wait = Self::first_body_wait(deadline, *low_water);
-        loop {
-            let mut limited = (&mut *rbuf).limit(max);
-            let read = Self::timed(timer, wait, stream.read_buf(&mut limited)).await;
-            match Self::settle_body_wait(read, stream, low_water, deadline) {
-                Ok(read) => return Read::of(read),
-                Err(next) => wait = next,
-            }
-        }
+        let read = body_wait!(
+            timer,
+            stream,
+            low_water,
+            deadline,
+            stream.read_buf(&mut (&mut *rbuf).limit(max))
+        );
+        Read::of(read)
     }
 
     /// Makes room for a read of at most `max` bytes (at least 1) and returns that size.
@@ -363,14 +381,8 @@ impl Io {
         deadline: Option<Instant>,
     ) -> io::Result<Read> {
         let (stream, timer, low_water) = self.body_read_parts();
-        let mut wait = Self::first_body_wait(deadline, *low_water);
-        loop {
-            let read = Self::timed(timer, wait, stream.read(&mut *dst)).await;
-            match Self::settle_body_wait(read, stream, low_water, deadline) {
-                Ok(read) => return Read::of(read),
-                Err(next) => wait = next,
-            }
-        }
+        let read = body_wait!(timer, stream, low_water, deadline, stream.read(&mut *dst));
+        Read::of(read)
     }
 
     /// Writes the write buffer, then each of `tail`, completely, under the minimum data `rate`
