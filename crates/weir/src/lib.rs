@@ -147,7 +147,7 @@ pub use request::{Framing, Request};
 pub use response::{BodyWriter, Response};
 pub use server::{Server, ServerHandle};
 #[cfg(feature = "tower")]
-pub use service::{Body, ExchangeHandle, FileBody, ServiceHandler};
+pub use service::{Body, ExchangeHandle, FileBody, MakeServiceHandler, ServiceHandler};
 pub use stats::{BodyStats, Stats};
 #[cfg(feature = "tls")]
 pub use transport::{CertReloader, TlsConfig, TlsError};

@@ -267,6 +267,32 @@ fn an_axum_router_allocates_less_on_weir_than_on_hyper() {
     }
 }
 
+/// The same `Router` as a make service with connect info (`MakeServiceHandler`): making each
+/// request's service (clones, a ready future) and the `ConnectInfo` in its extensions allocate
+/// nothing more than the router served directly.
+#[cfg(feature = "tower")]
+#[test]
+fn a_make_service_with_connect_info_allocates_no_more_than_the_router() {
+    let _alone = MEASURING
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let router = start_server_with(
+        Config::default(),
+        weir::ServiceHandler::new(plaintext_router()),
+    );
+    let make = start_server_with(
+        Config::default(),
+        weir::MakeServiceHandler::new(
+            plaintext_router().into_make_service_with_connect_info::<std::net::SocketAddr>(),
+        ),
+    );
+    let on_router = allocations_per_plaintext_get(router, 1);
+    let on_make = allocations_per_plaintext_get(make, 1);
+    println!("allocations per request: router {on_router}, make service {on_make}");
+    assert!(on_router > 0.0, "the counter saw the tower path");
+    assert_eq!(on_make, on_router);
+}
+
 #[test]
 fn the_counter_counts() {
     // Guards the test above against a counter that cannot see allocations.

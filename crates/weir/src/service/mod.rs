@@ -6,7 +6,9 @@
 //! request it clones the service (as hyper-util's server does: an axum `Router` clone is a
 //! reference count), builds an `http::Request<`[`Body`]`>` from weir's head (`request`), awaits
 //! `poll_ready` and `call`, and writes the `http::Response<B>` through weir's response writer
-//! (`respond`).
+//! (`respond`). [`MakeServiceHandler`] serves a make service the same way (axum's
+//! `into_make_service_with_connect_info`, for its `ConnectInfo` extractor), each request's
+//! service made from the client's address (`make`).
 //!
 //! **One task.** The service's future runs on the connection's task (HTTP/1.1) or the stream's
 //! (HTTP/2), inside the handler's future. The body does not own the connection: polling it
@@ -49,6 +51,7 @@ mod body;
 mod file_body;
 mod handle;
 mod link;
+mod make;
 mod pool;
 mod request;
 mod respond;
@@ -56,6 +59,7 @@ mod respond;
 pub use body::Body;
 pub use file_body::FileBody;
 pub use handle::ExchangeHandle;
+pub use make::{MakeServiceHandler, MakeTarget};
 
 use crate::{Error, Exchange, Handler};
 use handle::{Current, within};

@@ -6,7 +6,8 @@
 //! HTTP/1.1 and HTTP/2), `tls_records` (weir's TLS record layer against rustls's client), `h2` (HTTP/2 behaviour with curl and the h2 client), `h2_frames`
 //! (HTTP/2 conformance and flood defences with raw frames), `h2_conformance` (the external
 //! `httpwg` suite, a port of h2spec), `h2spec` (h2spec itself, strict), `tower` (an axum app with tower-http layers through
-//! `weir::ServiceHandler`, routes in `tower_app`).
+//! `weir::ServiceHandler`, routes in `tower_app`), `tower_make` (axum's
+//! `into_make_service_with_connect_info` through `weir::MakeServiceHandler`).
 //!
 //! The areas that speak HTTP/2 or TLS (their support module, `h2_support`, starts both
 //! listeners) build only with the features `http2` and `tls`; the rest also runs with
@@ -39,4 +40,6 @@ mod tls_records;
 mod tower;
 #[cfg(all(feature = "tower", feature = "http2", feature = "tls"))]
 mod tower_app;
+#[cfg(all(feature = "tower", feature = "http2", feature = "tls"))]
+mod tower_make;
 mod trailers;
