@@ -15,7 +15,10 @@
 //! [`ServiceHandler`] serves a tower `Service` (feature `tower`): an axum `Router` with its
 //! extractors, state and tower-http layers runs on weir by changing the line that serves it.
 //! The module [`service`] says how the body keeps weir's backpressure and what the adoption
-//! path costs; [`ExchangeHandle`] and [`FileBody`] reach weir's direct paths from a handler.
+//! path costs; [`ExchangeHandle`] and [`FileBody`] reach weir's direct paths from a handler;
+//! [`MakeServiceHandler`] serves `into_make_service_with_connect_info` (axum's `ConnectInfo`).
+//! weir's limits hold for the app too: a streamed request body above 30 MiB needs
+//! [`Config::with_max_body_size`] (or the handle's per-request limit).
 //!
 //! ```no_run
 //! # #[cfg(feature = "tower")]

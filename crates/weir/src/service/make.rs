@@ -93,22 +93,14 @@ impl<M: std::fmt::Debug, T> std::fmt::Debug for MakeServiceHandler<M, T> {
     }
 }
 
-impl<M, T, S, B> Handler for MakeServiceHandler<M, T>
+impl<M, T, S> Handler for MakeServiceHandler<M, T>
 where
     T: MakeTarget,
     M: Service<T, Response = S> + Clone + Send + Sync + 'static,
     M::Future: Send,
     M::Error: Send + Into<Box<dyn std::error::Error + Send + Sync>>,
-    S: Service<http::Request<super::Body>, Response = http::Response<B>>
-        + Clone
-        + Send
-        + Sync
-        + 'static,
-    S::Future: Send,
-    S::Error: Send + Into<Box<dyn std::error::Error + Send + Sync>>,
-    B: http_body::Body + Send + 'static,
-    B::Data: Send,
-    B::Error: Send + Into<Box<dyn std::error::Error + Send + Sync>>,
+    // The service made is one `ServiceHandler` serves.
+    ServiceHandler<S>: Handler,
 {
     async fn handle(&self, exchange: &mut Exchange<'_>) -> Result<(), Error> {
         let Some(target) = T::from_peer(exchange.peer_addr()) else {

@@ -37,6 +37,14 @@
 //! sets the request's size limit and pause threshold, and sends 1xx responses; a [`FileBody`]
 //! response is sent with `sendfile`.
 //!
+//! **Limits.** weir's own limits hold for the service as for any handler, on top of the
+//! app's: among them the body-size limit ([`Config::max_body_size`](crate::Config), 30 MiB by
+//! default), which under `axum::serve` a streamed body does not have (axum's `DefaultBodyLimit`
+//! covers only its extractors that buffer). A body above it ends with weir's error (at once when
+//! its declared length is above it: no `100 Continue`, so the client sends none of it). An app
+//! that takes larger uploads raises it in the config, or for its upload routes through the
+//! [`ExchangeHandle`] (`set_max_body_size`).
+//!
 //! **Upgrades** (`Connection: upgrade`, WebSocket) are not supported: such a request reaches
 //! the service as an ordinary request, without the `hyper::upgrade::OnUpgrade` extension, so
 //! axum's `WebSocketUpgrade` extractor rejects it (`426 Upgrade Required`), and a service that

@@ -567,3 +567,63 @@ fn a_handle_moved_to_another_task_fails_clearly_and_the_body_still_reads() {
         assert!(out.ends_with("body elsewhere 3000\n"), "{flag}: {out}");
     }
 }
+
+/// weir's body-size limit (`Config::max_body_size`, 30 MiB by default) holds for a tower app
+/// as for any handler, on top of the app's own (axum's `DefaultBodyLimit` covers only the
+/// extractors that buffer; under `axum::serve` a streamed body has no limit). The app's body
+/// ends with weir's error: at once for a declared length above the limit (no `100 Continue`,
+/// so the client sends none of it), at the limit for a chunked body. Raised in the config
+/// (or for a route through the handle: `per_request_limits_set_through_the_handle_hold`), the
+/// same body streams through whole.
+#[test]
+fn the_servers_body_limit_holds_for_a_streamed_body() {
+    use axum::routing::put;
+    use http_body_util::BodyExt;
+    async fn count(body: axum::body::Body) -> String {
+        let mut body = body;
+        let mut total = 0;
+        while let Some(frame) = body.frame().await {
+            match frame {
+                Ok(frame) => total += frame.data_ref().map_or(0, |d| d.len()),
+                Err(e) => return format!("error after {total}: {e}"),
+            }
+        }
+        format!("{total}")
+    }
+    let app = || ServiceHandler::new(axum::Router::new().route("/count", put(count)));
+    let dir = tempfile::tempdir().unwrap();
+    let upload = dir.path().join("big.bin");
+    std::fs::write(&upload, pattern(31 << 20, 3)).unwrap();
+    let path = upload.to_str().unwrap();
+    let limit = Config::default().max_body_size.unwrap();
+    assert_eq!(limit, 30 << 20, "the documented default");
+
+    let server = TlsTestServer::start_with(Config::default(), app());
+    let declared = heads(&[], &["-T", path, &server.url("/count")]);
+    assert!(declared.starts_with("http/1.1 200"), "{declared}");
+    assert_eq!(
+        curl(&["-T", path, &server.url("/count")]),
+        "error after 0: request body too large"
+    );
+    let chunked = curl(&[
+        "-T",
+        path,
+        "-H",
+        "Transfer-Encoding: chunked",
+        &server.url("/count"),
+    ]);
+    let seen: u64 = chunked
+        .strip_prefix("error after ")
+        .and_then(|rest| rest.strip_suffix(": request body too large"))
+        .unwrap_or_else(|| panic!("{chunked}"))
+        .parse()
+        .unwrap();
+    assert!(seen <= limit && seen > limit - (1 << 20), "{seen}");
+    server.stop();
+
+    let server = TlsTestServer::start_with(upload_config(), app());
+    assert_eq!(
+        curl(&["-T", path, &server.url("/count")]),
+        (31u64 << 20).to_string()
+    );
+}
