@@ -158,7 +158,9 @@ pub struct BodyWriter<'x, 'c> {
 
 impl<'c> BodyWriter<'_, 'c> {
     /// Writes `data` as body bytes (one chunk for chunked framing). Small writes are gathered
-    /// in the write buffer; large ones are written from `data` directly.
+    /// in the write buffer; large ones are written from `data` directly. A body that pauses
+    /// between writes (an event stream) calls [`BodyWriter::flush`] before each pause, or what
+    /// it wrote waits in the buffer until the next large write or the end.
     pub async fn write(&mut self, data: &[u8]) -> Result<(), Error> {
         self.exchange.write_body(data).await
     }

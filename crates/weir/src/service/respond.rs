@@ -8,8 +8,10 @@
 //! what they mean through `header`. The body: a [`FileBody`] takes the file path (`sendfile`); a body of exact size is
 //! sent with `Content-Length`; any other is chunked on HTTP/1.1 (DATA frames on HTTP/2). Each
 //! data frame is written from the frame's own memory (`Buf::chunk`), so no copy beyond weir's
-//! write coalescing of small writes. While the body is polled, orders of the request's body
-//! handles are carried out (a response that streams the request body back).
+//! write coalescing of small writes; whenever the body has no next frame ready, what is
+//! buffered is flushed first (as hyper does), so an event stream's frames leave as they come.
+//! While the body is polled, orders of the request's body handles are carried out (a response
+//! that streams the request body back).
 //!
 //! A body's trailers frame becomes the response's trailer section
 //! ([`BodyWriter::finish_with_trailers`](crate::BodyWriter::finish_with_trailers): over HTTP/2,
@@ -84,7 +86,13 @@ where
             // Polled once first: a frame that is ready never needs `drive`'s future.
             let frame = match poll_within(current, Pin::new(&mut next)).await {
                 Poll::Ready(frame) => frame,
-                Poll::Pending => drive(writer.exchange(), current, Pin::new(&mut next)).await,
+                Poll::Pending => {
+                    // What the body gave so far (and the head) leaves before waiting for more:
+                    // small frames wait in the write buffer to be coalesced, and an event
+                    // stream's next frame may be minutes away.
+                    writer.flush().await?;
+                    drive(writer.exchange(), current, Pin::new(&mut next)).await
+                }
             };
             let Some(frame) = frame else { break };
             let frame = frame.map_err(Error::user)?;

@@ -7,7 +7,8 @@
 //! (HTTP/2 conformance and flood defences with raw frames), `h2_conformance` (the external
 //! `httpwg` suite, a port of h2spec), `h2spec` (h2spec itself, strict), `tower` (an axum app with tower-http layers through
 //! `weir::ServiceHandler`, routes in `tower_app`), `tower_make` (axum's
-//! `into_make_service_with_connect_info` through `weir::MakeServiceHandler`).
+//! `into_make_service_with_connect_info` through `weir::MakeServiceHandler`), `tower_stream`
+//! (a streamed response's frames leave as they come).
 //!
 //! The areas that speak HTTP/2 or TLS (their support module, `h2_support`, starts both
 //! listeners) build only with the features `http2` and `tls`; the rest also runs with
@@ -42,4 +43,6 @@ mod tower;
 mod tower_app;
 #[cfg(all(feature = "tower", feature = "http2", feature = "tls"))]
 mod tower_make;
+#[cfg(all(feature = "tower", feature = "http2", feature = "tls"))]
+mod tower_stream;
 mod trailers;

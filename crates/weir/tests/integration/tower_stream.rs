@@ -1,0 +1,134 @@
+//! A response body a tower service streams (server-sent events, a progress feed): each frame
+//! reaches the client (curl) while the body waits for its next one, over HTTP/1.1 (chunked),
+//! h2c, and TLS with HTTP/1.1 and HTTP/2, though the frames are small enough for weir to
+//! coalesce.
+
+use crate::h2_support::*;
+use axum::routing::get;
+use bytes::Bytes;
+use http_body::Frame;
+use std::convert::Infallible;
+use std::future::Future;
+use std::io::{BufRead, BufReader};
+use std::pin::Pin;
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::task::{Context, Poll, ready};
+use std::time::Duration;
+use tokio::sync::Semaphore;
+use weir::{Config, ServiceHandler};
+
+/// Opened by the test once the client has the first frame; the body's second frame waits on it.
+static GATE: Semaphore = Semaphore::const_new(0);
+
+/// How long a client waits for a frame before the test fails (a frame held back in a buffer
+/// would never come: the body waits for the gate, which waits for the frame).
+const PATIENCE: Duration = Duration::from_secs(10);
+
+/// `event 1`, then (once the gate opens) `event 2`, then the end: the frames of an event stream.
+struct Gated {
+    sent: u8,
+    wait: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
+}
+
+impl http_body::Body for Gated {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        let this = &mut *self;
+        match this.sent {
+            0 => {}
+            1 => {
+                let wait = this.wait.get_or_insert_with(|| {
+                    Box::pin(async { GATE.acquire().await.unwrap().forget() })
+                });
+                ready!(wait.as_mut().poll(cx));
+            }
+            _ => return Poll::Ready(None),
+        }
+        this.sent += 1;
+        let event = format!("data: event {}\n\n", this.sent);
+        Poll::Ready(Some(Ok(Frame::data(Bytes::from(event)))))
+    }
+}
+
+fn events() -> axum::body::Body {
+    axum::body::Body::new(Gated {
+        sent: 0,
+        wait: None,
+    })
+}
+
+/// curl's `-N` output for `url`, a line at a time, as it comes.
+fn stream_lines(flags: &[&str], url: &str) -> (std::process::Child, mpsc::Receiver<String>) {
+    let mut child = Command::new("curl")
+        .args([
+            "--silent",
+            "--show-error",
+            "--no-buffer",
+            "--max-time",
+            "60",
+        ])
+        .args(flags)
+        .arg(url)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("curl is installed");
+    let out = BufReader::new(child.stdout.take().unwrap());
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in out.lines() {
+            if tx.send(line.unwrap()).is_err() {
+                break;
+            }
+        }
+    });
+    (child, rx)
+}
+
+#[test]
+fn each_frame_of_a_streamed_response_leaves_while_the_body_waits() {
+    assert_curl_has_http2();
+    let server = TlsTestServer::start_with(
+        Config::default(),
+        ServiceHandler::new(axum::Router::new().route("/events", get(|| async { events() }))),
+    );
+    let cacert = server.cert.cert_path.to_str().unwrap().to_owned();
+    let ways: [(&str, String, Vec<&str>); 4] = [
+        ("HTTP/1.1", server.url("/events"), vec!["--http1.1"]),
+        (
+            "h2c",
+            server.url("/events"),
+            vec!["--http2-prior-knowledge"],
+        ),
+        (
+            "HTTPS HTTP/1.1",
+            server.tls_url("/events"),
+            vec!["--http1.1", "--cacert", &cacert],
+        ),
+        (
+            "HTTPS HTTP/2",
+            server.tls_url("/events"),
+            vec!["--http2", "--cacert", &cacert],
+        ),
+    ];
+    for (name, url, flags) in ways {
+        let (mut curl, lines) = stream_lines(&flags, &url);
+        let next_event = || loop {
+            let line = lines
+                .recv_timeout(PATIENCE)
+                .unwrap_or_else(|e| panic!("{name}: the next event, while the body waits: {e}"));
+            if !line.is_empty() {
+                return line;
+            }
+        };
+        assert_eq!(next_event(), "data: event 1", "{name}");
+        GATE.add_permits(1);
+        assert_eq!(next_event(), "data: event 2", "{name}");
+        assert!(curl.wait().unwrap().success(), "{name}: the response ended");
+    }
+}
