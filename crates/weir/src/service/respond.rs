@@ -2,11 +2,12 @@
 //!
 //! Status and headers go into weir's [`Response`](crate::Response) builder (encoded straight
 //! into the write buffer; `Content-Length` and `Transfer-Encoding` are weir's, derived from the
-//! body). The fields are `http`'s `HeaderName`s and `HeaderValue`s, whose constructors checked
+//! body's exact size, else from the `Content-Length` the app states, which the body must then
+//! match). The fields are `http`'s `HeaderName`s and `HeaderValue`s, whose constructors checked
 //! what weir's builder checks (a token name, a value without control characters), so they go
 //! through its unchecked entry (`valid_header`); `connection`, `date` and `server` still mean
-//! what they mean through `header`. The body: a [`FileBody`] takes the file path (`sendfile`); a body of exact size is
-//! sent with `Content-Length`; any other is chunked on HTTP/1.1 (DATA frames on HTTP/2). Each
+//! what they mean through `header`. The body: a [`FileBody`] takes the file path (`sendfile`); a body of exact or
+//! stated size is sent with `Content-Length`; any other is chunked on HTTP/1.1 (DATA frames on HTTP/2). Each
 //! data frame is written from the frame's own memory (`Buf::chunk`), so no copy beyond weir's
 //! write coalescing of small writes; whenever the body has no next frame ready, what is
 //! buffered is flushed first (as hyper does), so an event stream's frames leave as they come.
@@ -51,15 +52,19 @@ where
         None if exact == Some(0) => parts.extensions.remove::<FileBody>(),
         None => None,
     };
-    // A HEAD (or 304) answer carries the length of the body it stands for, not its own.
-    let declared = if head_only {
+    let stated = || {
         parts
             .headers
             .get(header::CONTENT_LENGTH)
             .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
-            .or(exact)
+    };
+    // A HEAD (or 304) answer carries the length of the body it stands for, not its own. Any
+    // other: the body's exact size, else the length the app states (a download streamed in
+    // pieces keeps it, as on hyper; weir fails the response if the body does not match it).
+    let declared = if head_only {
+        stated().or(exact)
     } else {
-        exact
+        exact.or_else(stated)
     };
 
     let mut builder = exchange.respond(parts.status);

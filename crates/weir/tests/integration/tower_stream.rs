@@ -132,3 +132,73 @@ fn each_frame_of_a_streamed_response_leaves_while_the_body_waits() {
         assert!(curl.wait().unwrap().success(), "{name}: the response ended");
     }
 }
+
+/// Three frames of 1,000 bytes, with no size hint (a stream: a file read in pieces, a proxied
+/// body).
+struct Pieces(u8);
+
+impl http_body::Body for Pieces {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        if self.0 == 3 {
+            return Poll::Ready(None);
+        }
+        self.0 += 1;
+        Poll::Ready(Some(Ok(Frame::data(Bytes::from(vec![
+            b'a' + self.0;
+            1000
+        ])))))
+    }
+}
+
+/// A streamed body whose length the app states in `Content-Length` (a download read in
+/// pieces) keeps it, as on hyper: the client knows the size and sees no chunked framing. A
+/// body that ends short of the length it stated is not taken for complete.
+#[test]
+fn a_streamed_body_keeps_the_content_length_the_app_states() {
+    use axum::http::header::CONTENT_LENGTH;
+    assert_curl_has_http2();
+    let app = axum::Router::new()
+        .route(
+            "/sized",
+            get(|| async { ([(CONTENT_LENGTH, "3000")], axum::body::Body::new(Pieces(0))) }),
+        )
+        .route(
+            "/short",
+            get(|| async { ([(CONTENT_LENGTH, "4000")], axum::body::Body::new(Pieces(0))) }),
+        );
+    let server = TlsTestServer::start_with(Config::default(), ServiceHandler::new(app));
+    for flags in [["--http1.1"], ["--http2-prior-knowledge"]] {
+        let out = Command::new("curl")
+            .args(["--silent", "--show-error", "--include"])
+            .args(flags)
+            .arg(server.url("/sized"))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{flags:?}: {out:?}");
+        let text = String::from_utf8(out.stdout).unwrap().to_ascii_lowercase();
+        let (head, body) = text.split_once("\r\n\r\n").unwrap();
+        assert!(
+            head.contains("\r\ncontent-length: 3000"),
+            "{flags:?}: {head}"
+        );
+        assert!(!head.contains("transfer-encoding"), "{flags:?}: {head}");
+        assert_eq!(body.len(), 3000, "{flags:?}");
+
+        let short = Command::new("curl")
+            .args(["--silent", "--output", "/dev/null"])
+            .args(flags)
+            .arg(server.url("/short"))
+            .status()
+            .unwrap();
+        assert!(
+            !short.success(),
+            "{flags:?}: a short body is not a whole one"
+        );
+    }
+}
