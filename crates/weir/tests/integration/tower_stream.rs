@@ -1,7 +1,8 @@
 //! A response body a tower service streams (server-sent events, a progress feed): each frame
 //! reaches the client (curl) while the body waits for its next one, over HTTP/1.1 (chunked),
 //! h2c, and TLS with HTTP/1.1 and HTTP/2, though the frames are small enough for weir to
-//! coalesce.
+//! coalesce; a body streamed with the length the app states keeps it (tower-http's
+//! `ServeDir`).
 
 use crate::h2_support::*;
 use axum::routing::get;
@@ -200,5 +201,60 @@ fn a_streamed_body_keeps_the_content_length_the_app_states() {
             !short.success(),
             "{flags:?}: a short body is not a whole one"
         );
+    }
+}
+
+/// tower-http's `ServeDir`, the usual way an axum app serves files, streams a file in pieces
+/// with the length it states: the client gets the file whole with its `Content-Length`, a
+/// range as `206` with its own, and a `HEAD` the length alone, over HTTP/1.1 and h2c.
+#[test]
+fn tower_https_serve_dir_sends_files_with_their_length() {
+    assert_curl_has_http2();
+    let dir = tempfile::tempdir().unwrap();
+    let file = crate::support::pattern(5 << 20, 9);
+    std::fs::write(dir.path().join("big.bin"), &file).unwrap();
+    let app = axum::Router::new().fallback_service(tower_http::services::ServeDir::new(dir.path()));
+    let server = TlsTestServer::start_with(Config::default(), ServiceHandler::new(app));
+    let url = server.url("/big.bin");
+    for flags in [["--http1.1"], ["--http2-prior-knowledge"]] {
+        let get = |extra: &[&str]| {
+            let out = Command::new("curl")
+                .args(["--silent", "--show-error", "--include"])
+                .args(flags)
+                .args(extra)
+                .arg(&url)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{flags:?} {extra:?}: {out:?}");
+            let at = out
+                .stdout
+                .windows(4)
+                .position(|w| w == b"\r\n\r\n")
+                .unwrap();
+            let head = String::from_utf8(out.stdout[..at].to_vec()).unwrap();
+            (head.to_ascii_lowercase(), out.stdout[at + 4..].to_vec())
+        };
+        let (head, body) = get(&[]);
+        assert!(
+            head.contains(&format!("\r\ncontent-length: {}", 5 << 20)),
+            "{flags:?}: {head}"
+        );
+        assert!(!head.contains("transfer-encoding"), "{flags:?}: {head}");
+        assert!(body == file, "{flags:?}: the file, whole");
+
+        let (head, body) = get(&["--range", "1000-1999"]);
+        assert!(head.contains(" 206"), "{flags:?}: {head}");
+        assert!(
+            head.contains("\r\ncontent-length: 1000"),
+            "{flags:?}: {head}"
+        );
+        assert!(body == file[1000..2000], "{flags:?}: the range");
+
+        let (head, body) = get(&["--head"]);
+        assert!(
+            head.contains(&format!("\r\ncontent-length: {}", 5 << 20)),
+            "{flags:?}: {head}"
+        );
+        assert!(body.is_empty(), "{flags:?}");
     }
 }
