@@ -1,7 +1,8 @@
 //! The tower adapter: an axum app (`tower_app`) served by weir, every route exercised with curl
 //! over HTTP/1.1, h2c, and TLS with HTTP/1.1 and HTTP/2; large uploads through axum handlers
 //! bounded by the pause threshold (weir's count of bytes buffered); the body's `AsyncRead` and
-//! `Stream` views under a plain tower service; upgrades refused as documented.
+//! `Stream` views under a plain tower service; upgrades refused as documented; weir's body
+//! limit before the app's; axum's `Multipart` over a large form.
 
 use crate::h2_support::*;
 use crate::support::*;
@@ -626,4 +627,56 @@ fn the_servers_body_limit_holds_for_a_streamed_body() {
         curl(&["-T", path, &server.url("/count")]),
         (31u64 << 20).to_string()
     );
+}
+
+/// axum's `Multipart` extractor (multer over weir's body as a `Stream`): a form of two large
+/// files streams through field by field, each file's bytes as they arrive, within the pause
+/// threshold, over HTTP/1.1 and h2c. Its limits are axum's (`DefaultBodyLimit`) and weir's,
+/// both lifted here for the route.
+#[test]
+fn a_large_multipart_form_streams_through_axums_extractor() {
+    use axum::extract::{DefaultBodyLimit, Multipart};
+    async fn form(mut form: Multipart) -> Result<String, String> {
+        let mut out = String::new();
+        while let Some(mut field) = form.next_field().await.map_err(|e| e.to_string())? {
+            let name = field.name().unwrap_or_default().to_owned();
+            let (mut hash, mut len) = (sha2::Sha256::default(), 0);
+            while let Some(chunk) = field.chunk().await.map_err(|e| e.to_string())? {
+                sha2::Digest::update(&mut hash, &chunk);
+                len += chunk.len();
+            }
+            out += &format!("{name} {len} {}\n", hex(&sha2::Digest::finalize(hash)));
+        }
+        Ok(out)
+    }
+    let config = upload_config();
+    let bound = config.pause_threshold + config.read_buffer_size;
+    let app = axum::Router::new()
+        .route("/form", axum::routing::post(form))
+        .layer(DefaultBodyLimit::disable());
+    let server = TlsTestServer::start_with(config, ServiceHandler::new(app));
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (pattern(40 << 20, 1), pattern(24 << 20, 2));
+    std::fs::write(dir.path().join("a.bin"), &a).unwrap();
+    std::fs::write(dir.path().join("b.bin"), &b).unwrap();
+    let expected = format!(
+        "a {} {}\nb {} {}\n",
+        a.len(),
+        sha256_hex(&a),
+        b.len(),
+        sha256_hex(&b)
+    );
+    for flag in ["--http1.1", "--http2-prior-knowledge"] {
+        let out = curl(&[
+            flag,
+            "-F",
+            &format!("a=@{}", dir.path().join("a.bin").display()),
+            "-F",
+            &format!("b=@{}", dir.path().join("b.bin").display()),
+            &server.url("/form"),
+        ]);
+        assert_eq!(out, expected, "{flag}");
+    }
+    let peak = server.handle.stats().peak_body_buffered();
+    assert!(peak > 0 && peak <= bound, "peak {peak}, bound {bound}");
 }
