@@ -1,7 +1,8 @@
 //! An axum app on weir: uploads stream to disk with `splice` (no copy through user space on
 //! Linux over TCP), downloads go out with `sendfile`, through the handle weir puts in every
-//! request's extensions. Everything else (routing, extractors, state, tower-http layers) is
-//! plain axum; only the line that serves the app names weir.
+//! request's extensions. Everything else (routing, extractors, state, tower-http layers, the
+//! client's address through `ConnectInfo`) is plain axum; only the line that serves the app
+//! names weir.
 //!
 //! ```sh
 //! cargo run --release -p weir --example axum_upload -- 127.0.0.1:8080 ./uploads
@@ -9,10 +10,11 @@
 //! curl -o copy.iso http://127.0.0.1:8080/files/big.iso    # the file, by sendfile
 //! ```
 
-use axum::extract::{Path, State};
+use axum::extract::{ConnectInfo, Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::routing::put;
 use axum::{Extension, Router};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use weir::{ExchangeHandle, FileBody};
@@ -39,6 +41,7 @@ impl Store {
 async fn upload(
     State(store): State<Arc<Store>>,
     Path(name): Path<String>,
+    ConnectInfo(client): ConnectInfo<SocketAddr>,
     Extension(weir): Extension<ExchangeHandle>,
 ) -> (StatusCode, String) {
     let Some(path) = store.path(&name) else {
@@ -59,7 +62,10 @@ async fn upload(
         Err(e) => Err(e),
     };
     match result {
-        Ok(n) => (StatusCode::CREATED, format!("{n} bytes\n")),
+        Ok(n) => {
+            eprintln!("{client}: {name}, {n} bytes");
+            (StatusCode::CREATED, format!("{n} bytes\n"))
+        }
         Err(e) => {
             let _ = std::fs::remove_file(&partial);
             let status = if e.is_too_large() {
@@ -88,18 +94,23 @@ async fn download(
     Ok((headers, Extension(body)))
 }
 
+/// The app: `PUT` and `GET /files/{name}`, files kept in `dir`.
+pub fn app(dir: PathBuf) -> Router {
+    Router::new()
+        .route("/files/{name}", put(upload).get(download))
+        .with_state(Arc::new(Store { dir }))
+}
+
 #[tokio::main]
 async fn main() -> std::io::Result<()> {
     let mut args = std::env::args().skip(1);
     let addr = args.next().unwrap_or_else(|| "127.0.0.1:8080".into());
     let dir = PathBuf::from(args.next().unwrap_or_else(|| "uploads".into()));
     std::fs::create_dir_all(&dir)?;
-    let app = Router::new()
-        .route("/files/{name}", put(upload).get(download))
-        .with_state(Arc::new(Store { dir }));
+    let app = app(dir).into_make_service_with_connect_info::<SocketAddr>();
     // With hyper this line would be `axum::serve(TcpListener::bind(addr).await?, app).await`.
     weir::Server::bind(addr, weir::Config::default())
         .await?
-        .serve(weir::ServiceHandler::new(app))
+        .serve(weir::MakeServiceHandler::new(app))
         .await
 }

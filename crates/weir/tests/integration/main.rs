@@ -8,7 +8,7 @@
 //! `httpwg` suite, a port of h2spec), `h2spec` (h2spec itself, strict), `tower` (an axum app with tower-http layers through
 //! `weir::ServiceHandler`, routes in `tower_app`), `tower_make` (axum's
 //! `into_make_service_with_connect_info` through `weir::MakeServiceHandler`), `tower_stream`
-//! (a streamed response's frames leave as they come).
+//! (a streamed response's frames leave as they come), `tower_example` (the axum example's code).
 //!
 //! The areas that speak HTTP/2 or TLS (their support module, `h2_support`, starts both
 //! listeners) build only with the features `http2` and `tls`; the rest also runs with
@@ -41,6 +41,8 @@ mod tls_records;
 mod tower;
 #[cfg(all(feature = "tower", feature = "http2", feature = "tls"))]
 mod tower_app;
+#[cfg(all(feature = "tower", feature = "http2", feature = "tls"))]
+mod tower_example;
 #[cfg(all(feature = "tower", feature = "http2", feature = "tls"))]
 mod tower_make;
 #[cfg(all(feature = "tower", feature = "http2", feature = "tls"))]
