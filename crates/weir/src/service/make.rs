@@ -106,7 +106,7 @@ where
         let Some(target) = T::from_peer(exchange.peer_addr()) else {
             return Err(Error::user(format!(
                 "this make service takes a {}, which a client on a Unix socket has not: serve it \
-                 with MakeServiceHandler::with_target::<weir::transport::PeerAddr>",
+                 with MakeServiceHandler::<_, weir::transport::PeerAddr>::with_target",
                 std::any::type_name::<T>()
             )));
         };

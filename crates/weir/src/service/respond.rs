@@ -6,10 +6,10 @@
 //! match). The fields are `http`'s `HeaderName`s and `HeaderValue`s, whose constructors checked
 //! what weir's builder checks (a token name, a value without control characters), so they go
 //! through its unchecked entry (`valid_header`); `connection`, `date` and `server` still mean
-//! what they mean through `header`. The body: a [`FileBody`] takes the file path (`sendfile`); a body of exact or
-//! stated size is sent with `Content-Length`; any other is chunked on HTTP/1.1 (DATA frames on HTTP/2). Each
-//! data frame is written from the frame's own memory (`Buf::chunk`), so no copy beyond weir's
-//! write coalescing of small writes; whenever the body has no next frame ready, what is
+//! what they mean through `header`. The body: a [`FileBody`] takes the file path
+//! (`sendfile`); a body of exact or stated size is sent with `Content-Length`; any other is
+//! chunked on HTTP/1.1 (DATA frames on HTTP/2). Each data frame is written from the frame's own
+//! memory (`Buf::chunk`), so no copy beyond weir's write coalescing of small writes; whenever the body has no next frame ready, what is
 //! buffered is flushed first (as hyper does), so an event stream's frames leave as they come.
 //! While the body is polled, orders of the request's body handles are carried out (a response
 //! that streams the request body back).
