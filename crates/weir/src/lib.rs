@@ -15,10 +15,16 @@
 //! [`ServiceHandler`] serves a tower `Service` (feature `tower`): an axum `Router` with its
 //! extractors, state and tower-http layers runs on weir by changing the line that serves it.
 //! The module [`service`] says how the body keeps weir's backpressure and what the adoption
-//! path costs; [`ExchangeHandle`] and [`FileBody`] reach weir's direct paths from a handler;
-//! [`MakeServiceHandler`] serves `into_make_service_with_connect_info` (axum's `ConnectInfo`).
-//! weir's limits hold for the app too: a streamed request body above 30 MiB needs
-//! [`Config::with_max_body_size`] (or the handle's per-request limit).
+//! path costs; [`ExchangeHandle`] and [`FileBody`] reach weir's direct paths from a handler.
+//!
+//! What differs from `axum::serve`:
+//! - `app.into_make_service_with_connect_info::<SocketAddr>()` (axum's `ConnectInfo`) is served
+//!   by [`MakeServiceHandler`] instead of [`ServiceHandler`];
+//! - weir's limits hold for the app too: a streamed request body above 30 MiB needs
+//!   [`Config::with_max_body_size`] (or the handle's per-request limit), and a request target
+//!   must be ASCII (RFC 9112; hyper also takes raw UTF-8);
+//! - a request body cannot be read after its response has been sent;
+//! - upgrades (WebSocket) are refused: axum's extractor answers `426` (see [`service`]).
 //!
 //! ```no_run
 //! # #[cfg(feature = "tower")]
