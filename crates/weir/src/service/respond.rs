@@ -58,11 +58,14 @@ where
             .get(header::CONTENT_LENGTH)
             .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
     };
-    // A HEAD (or 304) answer carries the length of the body it stands for, not its own. Any
-    // other: the body's exact size, else the length the app states (a download streamed in
-    // pieces keeps it, as on hyper; weir fails the response if the body does not match it).
+    // A HEAD (or 304) answer carries the length of the body it stands for, not its own: the
+    // length the app states (axum states it for a GET body of exact size), or a body it gave
+    // anyway; an empty body says nothing of the GET's (axum empties it for HEAD), so no length
+    // is sent for it. Any other: the body's exact size, else the length the app states (a
+    // download streamed in pieces keeps it, as on hyper; weir fails the response if the body
+    // does not match it).
     let declared = if head_only {
-        stated().or(exact)
+        stated().or(exact.filter(|&len| len > 0))
     } else {
         exact.or_else(stated)
     };

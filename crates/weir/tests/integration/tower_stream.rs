@@ -258,3 +258,46 @@ fn tower_https_serve_dir_sends_files_with_their_length() {
         assert!(body.is_empty(), "{flags:?}");
     }
 }
+
+/// A `HEAD` answer gives the length of the body a `GET` would get only when it is known: axum
+/// states it for a body of exact size and empties the body; for a streamed one it states none,
+/// and weir does not make one up from the emptied body (it once sent `content-length: 0`).
+/// Pipelined after them, a `GET` is answered whole on the same connection.
+#[test]
+fn a_head_answer_states_only_a_length_it_knows() {
+    let app = axum::Router::new()
+        .route(
+            "/stream",
+            get(|| async { axum::body::Body::new(Pieces(0)) }),
+        )
+        .route("/full", get(|| async { "full body" }))
+        .route("/empty", get(|| async { "" }));
+    let server = TlsTestServer::start_with(Config::default(), ServiceHandler::new(app));
+    let mut tcp = std::net::TcpStream::connect(server.addr).unwrap();
+    tcp.set_read_timeout(Some(PATIENCE)).unwrap();
+    std::io::Write::write_all(
+        &mut tcp,
+        b"HEAD /stream HTTP/1.1\r\nHost: x\r\n\r\n\
+          HEAD /full HTTP/1.1\r\nHost: x\r\n\r\n\
+          HEAD /empty HTTP/1.1\r\nHost: x\r\n\r\n\
+          GET /full HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    )
+    .unwrap();
+    let mut all = String::new();
+    std::io::Read::read_to_string(&mut tcp, &mut all).unwrap();
+    let all = all.to_ascii_lowercase();
+    let answers: Vec<&str> = all.split("http/1.1 ").skip(1).collect();
+    assert_eq!(answers.len(), 4, "{all}");
+    assert!(!answers[0].contains("content-length"), "{}", answers[0]);
+    assert!(
+        answers[1].contains("\r\ncontent-length: 9\r\n"),
+        "{}",
+        answers[1]
+    );
+    assert!(
+        answers[2].contains("\r\ncontent-length: 0\r\n"),
+        "{}",
+        answers[2]
+    );
+    assert!(answers[3].ends_with("\r\n\r\nfull body"), "{}", answers[3]);
+}
