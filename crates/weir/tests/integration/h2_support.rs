@@ -78,6 +78,30 @@ pub fn assert_curl_has_http2() {
 }
 
 /// Runs curl; returns stdout. `--write-out` output ends it when asked for.
+/// The four ways in for curl: (name, base URL, flags): HTTP/1.1, h2c, and TLS with HTTP/1.1
+/// and with HTTP/2.
+pub fn protocols(server: &TlsTestServer) -> Vec<(&'static str, String, Vec<String>)> {
+    let cacert = server.cert.cert_path.to_str().unwrap().to_owned();
+    vec![
+        ("HTTP/1.1", server.url(""), vec!["--http1.1".into()]),
+        (
+            "h2c",
+            server.url(""),
+            vec!["--http2-prior-knowledge".into()],
+        ),
+        (
+            "HTTPS HTTP/1.1",
+            server.tls_url(""),
+            vec!["--http1.1".into(), "--cacert".into(), cacert.clone()],
+        ),
+        (
+            "HTTPS HTTP/2",
+            server.tls_url(""),
+            vec!["--http2".into(), "--cacert".into(), cacert],
+        ),
+    ]
+}
+
 pub fn curl(args: &[&str]) -> String {
     let out = Command::new("curl")
         .args([

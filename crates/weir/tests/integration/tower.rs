@@ -17,29 +17,6 @@ fn upload_config() -> Config {
     Config::default().with_max_body_size(None)
 }
 
-/// The four ways in: (name, base URL, curl flags).
-fn protocols(server: &TlsTestServer) -> Vec<(&'static str, String, Vec<String>)> {
-    let cacert = server.cert.cert_path.to_str().unwrap().to_owned();
-    vec![
-        ("HTTP/1.1", server.url(""), vec!["--http1.1".into()]),
-        (
-            "h2c",
-            server.url(""),
-            vec!["--http2-prior-knowledge".into()],
-        ),
-        (
-            "HTTPS HTTP/1.1",
-            server.tls_url(""),
-            vec!["--http1.1".into(), "--cacert".into(), cacert.clone()],
-        ),
-        (
-            "HTTPS HTTP/2",
-            server.tls_url(""),
-            vec!["--http2".into(), "--cacert".into(), cacert],
-        ),
-    ]
-}
-
 fn curl_with(flags: &[String], args: &[&str]) -> String {
     let mut all: Vec<&str> = flags.iter().map(String::as_str).collect();
     all.extend_from_slice(args);

@@ -49,24 +49,10 @@ fn connect_info_holds_the_clients_address_over_every_protocol() {
         Config::default(),
         MakeServiceHandler::new(app.into_make_service_with_connect_info::<SocketAddr>()),
     );
-    let cacert = server.cert.cert_path.to_str().unwrap().to_owned();
-    let ways: [(&str, String, Vec<&str>); 4] = [
-        ("HTTP/1.1", server.url("/peer"), vec!["--http1.1"]),
-        ("h2c", server.url("/peer"), vec!["--http2-prior-knowledge"]),
-        (
-            "HTTPS HTTP/1.1",
-            server.tls_url("/peer"),
-            vec!["--http1.1", "--cacert", &cacert],
-        ),
-        (
-            "HTTPS HTTP/2",
-            server.tls_url("/peer"),
-            vec!["--http2", "--cacert", &cacert],
-        ),
-    ];
     let ports = format!("{}-{}", PORTS.0, PORTS.1);
-    for (name, url, flags) in ways {
-        let mut args = flags;
+    for (name, base, flags) in protocols(&server) {
+        let url = format!("{base}/peer");
+        let mut args: Vec<&str> = flags.iter().map(String::as_str).collect();
         args.extend(["--local-port", &ports, &url]);
         let (status, body) = curl_status(&args);
         assert_eq!(status, 200, "{name}: {body}");

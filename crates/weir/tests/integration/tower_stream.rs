@@ -98,27 +98,9 @@ fn each_frame_of_a_streamed_response_leaves_while_the_body_waits() {
         Config::default(),
         ServiceHandler::new(axum::Router::new().route("/events", get(|| async { events() }))),
     );
-    let cacert = server.cert.cert_path.to_str().unwrap().to_owned();
-    let ways: [(&str, String, Vec<&str>); 4] = [
-        ("HTTP/1.1", server.url("/events"), vec!["--http1.1"]),
-        (
-            "h2c",
-            server.url("/events"),
-            vec!["--http2-prior-knowledge"],
-        ),
-        (
-            "HTTPS HTTP/1.1",
-            server.tls_url("/events"),
-            vec!["--http1.1", "--cacert", &cacert],
-        ),
-        (
-            "HTTPS HTTP/2",
-            server.tls_url("/events"),
-            vec!["--http2", "--cacert", &cacert],
-        ),
-    ];
-    for (name, url, flags) in ways {
-        let (mut curl, lines) = stream_lines(&flags, &url);
+    for (name, base, flags) in protocols(&server) {
+        let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+        let (mut curl, lines) = stream_lines(&flags, &format!("{base}/events"));
         let next_event = || loop {
             let line = lines
                 .recv_timeout(PATIENCE)
