@@ -117,6 +117,18 @@ impl<'c> Exchange<'c> {
         on_backend!(&self.peer_addr())
     }
 
+    /// The connection, for a handler that takes it over (an upgrade served by hyper,
+    /// `service::upgrade`): HTTP/1.1 only, before any response. The server writes nothing more
+    /// and drops the connection after the exchange.
+    #[cfg(feature = "upgrades")]
+    pub(crate) fn hand_over(&mut self) -> Option<crate::h1::HandOver<'_>> {
+        match &mut self.driver {
+            Driver::H1(conn) => conn.hand_over(),
+            #[cfg(feature = "http2")]
+            Driver::H2(_) => None,
+        }
+    }
+
     /// The request's `:scheme` over HTTP/2 (the tower adapter's absolute URI); `None` over
     /// HTTP/1.1.
     #[cfg_attr(not(feature = "tower"), allow(dead_code))]

@@ -60,6 +60,19 @@ pub(crate) struct Conn {
     pub(crate) peer: std::cell::OnceCell<crate::transport::PeerAddr>,
     /// The shutdown signal's waiter is registered (by the first idle wait: `wait_idle`).
     stop_armed: bool,
+    /// The handler took the connection's bytes over (`hand_over`): after it, nothing is written
+    /// and the connection is dropped.
+    handed_over: bool,
+}
+
+/// A connection handed over to its handler ([`Conn::hand_over`]).
+#[cfg(feature = "upgrades")]
+pub(crate) struct HandOver<'c> {
+    pub(crate) stream: &'c mut crate::transport::Stream,
+    /// Responses to earlier pipelined requests, not yet written.
+    pub(crate) unsent: bytes::Bytes,
+    /// Bytes read past the request's head.
+    pub(crate) read: bytes::Bytes,
 }
 
 /// Why reading a head ended without a request.
@@ -168,7 +181,30 @@ impl Conn {
             pipe: None,
             shared,
             stop_armed: false,
+            handed_over: false,
         }
+    }
+
+    /// Hands the connection over to the handler, before any response: the stream, what earlier
+    /// pipelined responses left unsent in the write buffer (to be written first), and what was
+    /// read past the request's head (COPY: those bytes, once per hand-over). The connection is
+    /// dropped after the exchange, with nothing more written. `None` once a response has
+    /// started.
+    #[cfg(feature = "upgrades")]
+    pub(crate) fn hand_over(&mut self) -> Option<HandOver<'_>> {
+        if self.resp.is_started() {
+            return None;
+        }
+        self.handed_over = true;
+        let unsent = bytes::Bytes::copy_from_slice(&self.io.wbuf);
+        self.io.wbuf.clear();
+        let read = bytes::Bytes::copy_from_slice(&self.io.rbuf);
+        self.io.rbuf.clear();
+        Some(HandOver {
+            stream: &mut self.io.stream,
+            unsent,
+            read,
+        })
     }
 
     /// Reads until a whole head is parsed into `self.head`, flushing pipelined responses before
@@ -344,6 +380,9 @@ impl Conn {
 
     /// Completes the response, drains or abandons the body, and decides the connection's fate.
     async fn finish_exchange(&mut self, result: Result<(), Error>) -> After {
+        if self.handed_over {
+            return After::Abort;
+        }
         // A passed descriptor belongs to its request: closed if the handler left it.
         self.io.passed_fd = None;
         if let Err(e) = &result {

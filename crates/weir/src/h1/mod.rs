@@ -19,4 +19,6 @@ mod conn;
 mod io;
 mod response;
 
+#[cfg(feature = "upgrades")]
+pub(crate) use conn::HandOver;
 pub(crate) use conn::{Conn, serve_connection};

@@ -45,11 +45,12 @@
 //! that takes larger uploads raises it in the config, or for its upload routes through the
 //! [`ExchangeHandle`] (`set_max_body_size`).
 //!
-//! **Upgrades** (`Connection: upgrade`, WebSocket) are not supported: such a request reaches
-//! the service as an ordinary request, without the `hyper::upgrade::OnUpgrade` extension, so
-//! axum's `WebSocketUpgrade` extractor rejects it (`426 Upgrade Required`), and a service that
-//! answers `101 Switching Protocols` anyway gets a `500` (weir refuses a 1xx as a final
-//! status). HTTP/2 extended CONNECT is not offered.
+//! **Upgrades** (`Connection: upgrade`, WebSocket) are served by [`UpgradeServiceHandler`]
+//! (feature `upgrades`), which hands such a connection to hyper's server (`upgrade`). Through
+//! [`ServiceHandler`] such a request reaches the service as an ordinary request, without the
+//! `hyper::upgrade::OnUpgrade` extension, so axum's `WebSocketUpgrade` extractor rejects it
+//! (`426 Upgrade Required`), and a service that answers `101 Switching Protocols` anyway gets a
+//! `500` (weir refuses a 1xx as a final status). HTTP/2 extended CONNECT is not offered.
 //!
 //! **Errors.** A service error or a failed `poll_ready` before the response: `500` (through
 //! [`Error::user`]). A response body error after the head went out: HTTP/1.1 closes the
@@ -63,11 +64,15 @@ mod make;
 mod pool;
 mod request;
 mod respond;
+#[cfg(feature = "upgrades")]
+mod upgrade;
 
 pub use body::Body;
 pub use file_body::FileBody;
 pub use handle::ExchangeHandle;
 pub use make::{MakeServiceHandler, MakeTarget};
+#[cfg(feature = "upgrades")]
+pub use upgrade::UpgradeServiceHandler;
 
 use crate::{Error, Exchange, Handler};
 use handle::{Current, within};

@@ -8,7 +8,8 @@
 //! `httpwg` suite, a port of h2spec), `h2spec` (h2spec itself, strict), `tower` (an axum app with tower-http layers through
 //! `weir::ServiceHandler`, routes in `tower_app`), `tower_make` (axum's
 //! `into_make_service_with_connect_info` through `weir::MakeServiceHandler`), `tower_stream`
-//! (a streamed response's frames leave as they come), `tower_example` (the axum example's code).
+//! (a streamed response's frames leave as they come), `tower_example` (the axum example's code), `tower_upgrade`
+//! (WebSocket through axum, served by hyper).
 //!
 //! The areas that speak HTTP/2 or TLS (their support module, `h2_support`, starts both
 //! listeners) build only with the features `http2` and `tls`; the rest also runs with
@@ -47,4 +48,6 @@ mod tower_example;
 mod tower_make;
 #[cfg(all(feature = "tower", feature = "http2", feature = "tls"))]
 mod tower_stream;
+#[cfg(all(feature = "upgrades", feature = "http2", feature = "tls"))]
+mod tower_upgrade;
 mod trailers;

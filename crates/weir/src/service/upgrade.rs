@@ -1,0 +1,131 @@
+//! Upgrades (WebSocket) for a tower service, served by hyper (Cargo feature `upgrades`).
+//!
+//! axum's `WebSocketUpgrade` extractor needs hyper's `OnUpgrade` in the request's extensions,
+//! and only hyper's server can make one. So [`UpgradeServiceHandler`] serves every request as
+//! [`ServiceHandler`] does, except an HTTP/1.1 request that asks for a WebSocket upgrade
+//! (`Connection: upgrade`, `Upgrade: websocket`): for it, the connection is handed to hyper's
+//! HTTP/1.1 server (`serve_connection(…).with_upgrades()`, as `axum::serve` runs it), which
+//! serves that request and whatever follows on the connection, the upgraded protocol included.
+//!
+//! How: the request's head is written again, with what weir had read past it, into one end of
+//! an in-memory pipe (`tokio::io::duplex`) whose other end hyper serves; the connection's task
+//! pumps bytes between the socket and the pipe (`copy_bidirectional`) until both directions
+//! end. The connection stays weir's: counted, on its task, and closed by a shutdown after its
+//! grace. What it costs: one copy of every byte of the upgraded connection (the pump), which
+//! for WebSocket traffic is small against the copies of framing and masking; weir's limits
+//! and timeouts no longer apply to that connection (hyper's defaults do).
+//!
+//! HTTP/2 requests are served as [`ServiceHandler`] serves them (HTTP/2 has no `Upgrade`;
+//! extended CONNECT is not offered).
+
+use super::ServiceHandler;
+use crate::{Error, Exchange, Handler, Request};
+use http::Version;
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+use hyper_util::service::TowerToHyperService;
+use tokio::io::AsyncWriteExt;
+use tower_service::Service;
+
+/// Smallest capacity of the pipe between the socket and hyper, each way.
+const PIPE: usize = 64 * 1024;
+
+/// A tower service served by weir whose upgrade requests (WebSocket through axum) hyper serves:
+/// `server.serve(weir::UpgradeServiceHandler::new(app))`. The service serves weir's requests
+/// (`http::Request<weir::Body>`) and hyper's (`http::Request<hyper::body::Incoming>`), as an
+/// axum `Router` does; see the module docs.
+#[derive(Clone, Debug)]
+pub struct UpgradeServiceHandler<S> {
+    inner: ServiceHandler<S>,
+    service: S,
+}
+
+impl<S: Clone> UpgradeServiceHandler<S> {
+    /// Wraps `service`.
+    pub fn new(service: S) -> Self {
+        Self {
+            inner: ServiceHandler::new(service.clone()),
+            service,
+        }
+    }
+}
+
+impl<S, B> Handler for UpgradeServiceHandler<S>
+where
+    ServiceHandler<S>: Handler,
+    S: Service<http::Request<Incoming>, Response = http::Response<B>>
+        + Clone
+        + Send
+        + Sync
+        + 'static,
+    <S as Service<http::Request<Incoming>>>::Future: Send + 'static,
+    <S as Service<http::Request<Incoming>>>::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    B: http_body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    async fn handle(&self, exchange: &mut Exchange<'_>) -> Result<(), Error> {
+        if !asks_for_upgrade(exchange.request()) {
+            return self.inner.handle(exchange).await;
+        }
+        let head = head_bytes(exchange.request());
+        let Some(over) = exchange.hand_over() else {
+            return self.inner.handle(exchange).await;
+        };
+        // What was sent and read before: earlier pipelined answers to the client, the head and
+        // what followed it to hyper.
+        over.stream.write_all(&over.unsent).await?;
+        let (mut ours, theirs) = tokio::io::duplex(PIPE.max(head.len() + over.read.len()));
+        ours.write_all(&head).await?;
+        ours.write_all(&over.read).await?;
+        let served = hyper::server::conn::http1::Builder::new()
+            .serve_connection(
+                TokioIo::new(theirs),
+                TowerToHyperService::new(self.service.clone()),
+            )
+            .with_upgrades();
+        let pumped = tokio::io::copy_bidirectional(over.stream, &mut ours);
+        let (served, pumped) = tokio::join!(served, pumped);
+        if let Err(e) = served {
+            tracing::debug!(error = %e, "upgraded connection served by hyper ended with an error");
+        }
+        if let Err(e) = pumped {
+            tracing::debug!(error = %e, "upgraded connection's pump ended with an error");
+        }
+        Ok(())
+    }
+}
+
+/// Whether `request` asks to upgrade the connection to WebSocket (HTTP/1.1, a `connection`
+/// field with the `upgrade` token, an `upgrade` field with `websocket`). Other upgrades (`h2c`,
+/// which curl offers on `http://` URLs) are served by weir as ordinary requests.
+fn asks_for_upgrade(request: &Request) -> bool {
+    let has = |field: &str, token: &[u8]| {
+        request.header_all(field).any(|value| {
+            value
+                .split(|&b| b == b',')
+                .any(|t| t.trim_ascii().eq_ignore_ascii_case(token))
+        })
+    };
+    request.version() == Version::HTTP_11
+        && has("connection", b"upgrade")
+        && has("upgrade", b"websocket")
+}
+
+/// The request's head as it was sent (its fields in order, with their names' case), for hyper
+/// to parse.
+fn head_bytes(request: &Request) -> Vec<u8> {
+    let mut head = Vec::with_capacity(512);
+    head.extend_from_slice(request.method().as_str().as_bytes());
+    head.push(b' ');
+    head.extend_from_slice(request.target_bytes());
+    head.extend_from_slice(b" HTTP/1.1\r\n");
+    for (name, value) in request.header_bytes() {
+        head.extend_from_slice(name);
+        head.extend_from_slice(b": ");
+        head.extend_from_slice(value);
+        head.extend_from_slice(b"\r\n");
+    }
+    head.extend_from_slice(b"\r\n");
+    head
+}

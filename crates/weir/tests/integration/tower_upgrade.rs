@@ -1,0 +1,162 @@
+//! WebSocket through axum on weir (`UpgradeServiceHandler`): a tungstenite client talks to an
+//! axum `WebSocketUpgrade` echo route over TCP and over TLS; an upgrade pipelined behind an
+//! ordinary request gets that request's answer first; ordinary requests stay weir's.
+
+use crate::h2_support::*;
+use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::routing::get;
+use futures_util::{SinkExt, StreamExt};
+use std::io::{Read, Write};
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio_tungstenite::tungstenite::Message as ClientMessage;
+use weir::{Config, UpgradeServiceHandler};
+
+/// Echoes every text message back, prefixed, and binary ones as they are.
+async fn echo(mut socket: WebSocket) {
+    while let Some(Ok(message)) = socket.recv().await {
+        let reply = match message {
+            Message::Text(text) => Message::Text(format!("echo {}", text.as_str()).into()),
+            Message::Binary(data) => Message::Binary(data),
+            Message::Close(_) => break,
+            _ => continue,
+        };
+        if socket.send(reply).await.is_err() {
+            break;
+        }
+    }
+}
+
+fn app() -> axum::Router {
+    axum::Router::new()
+        .route(
+            "/ws",
+            get(|ws: WebSocketUpgrade| async move { ws.on_upgrade(echo) }),
+        )
+        .route("/plain", get(|| async { "plain" }))
+        .route(
+            "/who",
+            // weir puts its handle in every request it serves; hyper does not.
+            get(
+                |handle: Option<axum::Extension<weir::ExchangeHandle>>| async move {
+                    if handle.is_some() { "weir" } else { "hyper" }
+                },
+            ),
+        )
+}
+
+/// A WebSocket session on `io` to `url`: two text messages and a 1 MiB binary one, echoed.
+async fn session<S: AsyncRead + AsyncWrite + Unpin>(url: &str, io: S) {
+    let (mut ws, response) = tokio_tungstenite::client_async(url, io).await.unwrap();
+    assert_eq!(response.status(), 101);
+    for text in ["hello", "again"] {
+        ws.send(ClientMessage::Text(text.into())).await.unwrap();
+        let reply = ws.next().await.unwrap().unwrap();
+        assert_eq!(reply, ClientMessage::Text(format!("echo {text}").into()));
+    }
+    let big = crate::support::pattern(1 << 20, 5);
+    ws.send(ClientMessage::Binary(big.clone().into()))
+        .await
+        .unwrap();
+    let reply = ws.next().await.unwrap().unwrap();
+    assert!(reply == ClientMessage::Binary(big.into()), "1 MiB echoed");
+    ws.close(None).await.unwrap();
+}
+
+#[test]
+fn websocket_through_axum_over_tcp_and_tls() {
+    let server = TlsTestServer::start_with(Config::default(), UpgradeServiceHandler::new(app()));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let tcp = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+        tokio::time::timeout(
+            Duration::from_secs(30),
+            session(&format!("ws://{}/ws", server.addr), tcp),
+        )
+        .await
+        .expect("the session over TCP");
+
+        let tcp = tokio::net::TcpStream::connect(server.tls_addr)
+            .await
+            .unwrap();
+        let connector = tokio_rustls::TlsConnector::from(server.cert.client_config(&[b"http/1.1"]));
+        let name = rustls_pki_types::ServerName::try_from("localhost").unwrap();
+        let tls = connector.connect(name, tcp).await.unwrap();
+        tokio::time::timeout(
+            Duration::from_secs(30),
+            session(
+                &format!("wss://localhost:{}/ws", server.tls_addr.port()),
+                tls,
+            ),
+        )
+        .await
+        .expect("the session over TLS");
+    });
+    // Ordinary requests are still weir's.
+    assert_eq!(curl(&[&server.url("/plain")]), "plain");
+}
+
+/// An upgrade pipelined behind an ordinary request: the ordinary answer (still in weir's write
+/// buffer when the connection is handed over) reaches the client first, then hyper's `101`.
+#[test]
+fn an_upgrade_pipelined_behind_a_request_gets_that_answer_first() {
+    let server = TlsTestServer::start_with(Config::default(), UpgradeServiceHandler::new(app()));
+    let mut tcp = std::net::TcpStream::connect(server.addr).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    tcp.write_all(
+        b"GET /plain HTTP/1.1\r\nHost: x\r\n\r\n\
+          GET /ws HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\
+          Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n",
+    )
+    .unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&got).contains("\r\n\r\nplainHTTP/1.1 101")
+        || !got.ends_with(b"\r\n\r\n")
+    {
+        let n = tcp
+            .read(&mut buf)
+            .unwrap_or_else(|e| panic!("{e}: got {}", String::from_utf8_lossy(&got)));
+        assert!(n > 0, "closed: {}", String::from_utf8_lossy(&got));
+        got.extend_from_slice(&buf[..n]);
+    }
+    let text = String::from_utf8_lossy(&got).to_ascii_lowercase();
+    assert!(text.starts_with("http/1.1 200"), "{text}");
+    // RFC 6455's sample key and its accept value.
+    assert!(
+        text.contains("sec-websocket-accept: s3pplmbitxaq9kygzzhzrbk+xoo="),
+        "{text}"
+    );
+}
+
+/// Only a WebSocket upgrade is handed to hyper: another (`Upgrade: h2c`, which curl offers on
+/// `http://` URLs) and a plain request are weir's.
+#[test]
+fn only_websocket_upgrades_leave_weir() {
+    let server = TlsTestServer::start_with(Config::default(), UpgradeServiceHandler::new(app()));
+    let ask = |fields: &str| {
+        let mut tcp = std::net::TcpStream::connect(server.addr).unwrap();
+        tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let request = format!("GET /who HTTP/1.1\r\nHost: x\r\n{fields}Connection: close\r\n\r\n");
+        tcp.write_all(request.as_bytes()).unwrap();
+        let mut answer = String::new();
+        tcp.read_to_string(&mut answer).unwrap();
+        answer.rsplit("\r\n\r\n").next().unwrap().to_owned()
+    };
+    assert_eq!(ask(""), "weir");
+    assert_eq!(
+        ask(
+            "Upgrade: h2c\r\nConnection: Upgrade, HTTP2-Settings\r\nHTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA\r\n"
+        ),
+        "weir"
+    );
+    // A WebSocket upgrade to a route that does not take one: hyper serves it (and the route
+    // answers as a plain GET).
+    assert_eq!(
+        ask("Upgrade: websocket\r\nConnection: Upgrade\r\n"),
+        "hyper"
+    );
+}
