@@ -9,8 +9,9 @@
 //!
 //! How: the request's head is written again, with what weir had read past it, into one end of
 //! an in-memory pipe (`tokio::io::duplex`) whose other end hyper serves; the connection's task
-//! pumps bytes between the socket and the pipe (`copy_bidirectional`) until both directions
-//! end. The connection stays weir's: counted, on its task, and closed by a shutdown after its
+//! copies bytes between the socket and the pipe both ways until hyper's side closes (the
+//! upgraded protocol's handler ended, or hyper closed an idle connection after its 30 s head
+//! timeout). The connection stays weir's: counted, on its task, and closed by a shutdown after its
 //! grace. What it costs: one copy of every byte of the upgraded connection (the pump), which
 //! for WebSocket traffic is small against the copies of framing and masking; weir's limits
 //! and timeouts no longer apply to that connection (hyper's defaults do).
@@ -22,7 +23,7 @@ use super::ServiceHandler;
 use crate::{Error, Exchange, Handler, Request};
 use http::Version;
 use hyper::body::Incoming;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use tokio::io::AsyncWriteExt;
 use tower_service::Service;
@@ -78,19 +79,40 @@ where
         let (mut ours, theirs) = tokio::io::duplex(PIPE.max(head.len() + over.read.len()));
         ours.write_all(&head).await?;
         ours.write_all(&over.read).await?;
+        // hyper's timer: its default head timeout (30 s) then also closes a connection left
+        // idle after a refused upgrade.
         let served = hyper::server::conn::http1::Builder::new()
+            .timer(TokioTimer::new())
             .serve_connection(
                 TokioIo::new(theirs),
                 TowerToHyperService::new(self.service.clone()),
             )
             .with_upgrades();
-        let pumped = tokio::io::copy_bidirectional(over.stream, &mut ours);
-        let (served, pumped) = tokio::join!(served, pumped);
+        let (mut from_hyper, mut to_hyper) = tokio::io::split(ours);
+        let (mut from_client, mut to_client) = tokio::io::split(&mut *over.stream);
+        // Client → hyper until the client's EOF, which hyper then sees; then nothing more.
+        let up = async {
+            let _ = tokio::io::copy(&mut from_client, &mut to_hyper).await;
+            let _ = to_hyper.shutdown().await;
+            std::future::pending::<std::convert::Infallible>().await
+        };
+        // hyper → client until hyper (or the upgraded protocol's handler) closes its end: that
+        // ends the connection, whatever the client still holds open.
+        let down = async {
+            let copied = tokio::io::copy(&mut from_hyper, &mut to_client).await;
+            let _ = to_client.shutdown().await;
+            copied
+        };
+        let session = async { tokio::join!(served, down) };
+        let (served, down) = tokio::select! {
+            ended = session => ended,
+            never = up => match never {},
+        };
         if let Err(e) = served {
-            tracing::debug!(error = %e, "upgraded connection served by hyper ended with an error");
+            tracing::debug!(error = %e, "connection served by hyper ended with an error");
         }
-        if let Err(e) = pumped {
-            tracing::debug!(error = %e, "upgraded connection's pump ended with an error");
+        if let Err(e) = down {
+            tracing::debug!(error = %e, "upgraded connection's copy to the client failed");
         }
         Ok(())
     }

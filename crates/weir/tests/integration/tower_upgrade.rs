@@ -35,6 +35,10 @@ fn app() -> axum::Router {
         )
         .route("/plain", get(|| async { "plain" }))
         .route(
+            "/bye",
+            get(|ws: WebSocketUpgrade| async move { ws.on_upgrade(|_socket| async {}) }),
+        )
+        .route(
             "/who",
             // weir puts its handle in every request it serves; hyper does not.
             get(
@@ -159,4 +163,31 @@ fn only_websocket_upgrades_leave_weir() {
         ask("Upgrade: websocket\r\nConnection: Upgrade\r\n"),
         "hyper"
     );
+}
+
+/// When the upgraded protocol's handler ends, the connection ends with it: the client reads
+/// the close, and weir's connection is gone, though the client still holds its side open.
+#[test]
+fn the_connection_ends_when_the_upgraded_handler_does() {
+    let server = TlsTestServer::start_with(Config::default(), UpgradeServiceHandler::new(app()));
+    let mut tcp = std::net::TcpStream::connect(server.addr).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    tcp.write_all(
+        b"GET /bye HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\
+          Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n",
+    )
+    .unwrap();
+    let mut answer = Vec::new();
+    tcp.read_to_end(&mut answer).expect("the server closes");
+    assert!(answer.starts_with(b"HTTP/1.1 101"), "{answer:?}");
+    // `tcp` is still open on this side; the server's connection must not wait for it.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while server.handle.stats().active_connections() > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the connection lingers"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    drop(tcp);
 }
