@@ -191,3 +191,36 @@ fn the_connection_ends_when_the_upgraded_handler_does() {
     }
     drop(tcp);
 }
+
+/// A WebSocket still open when the server shuts down is closed once the shutdown's grace is
+/// over: the upgraded connection is the server's like any other, and does not hold it up.
+#[test]
+fn an_open_websocket_is_closed_after_the_shutdown_grace() {
+    let config = Config::default().with_shutdown_grace(Duration::from_millis(200));
+    let server = TlsTestServer::start_with(config, UpgradeServiceHandler::new(app()));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let addr = server.addr;
+    let mut ws = rt.block_on(async {
+        let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let (mut ws, _) = tokio_tungstenite::client_async(format!("ws://{addr}/ws"), tcp)
+            .await
+            .unwrap();
+        ws.send(ClientMessage::Text("open".into())).await.unwrap();
+        assert_eq!(
+            ws.next().await.unwrap().unwrap(),
+            ClientMessage::Text("echo open".into())
+        );
+        ws
+    });
+    // Returns only once every connection is gone.
+    server.stop();
+    rt.block_on(async {
+        let end = tokio::time::timeout(Duration::from_secs(10), ws.next())
+            .await
+            .expect("the client sees the connection end");
+        assert!(!matches!(end, Some(Ok(ClientMessage::Text(_)))), "{end:?}");
+    });
+}
