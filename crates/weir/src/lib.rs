@@ -24,9 +24,10 @@
 //!   [`Config::with_max_body_size`] (or the handle's per-request limit), and a request target
 //!   must be ASCII (RFC 9112; hyper also takes raw UTF-8);
 //! - a request body cannot be read after its response has been sent;
-//! - an app with WebSocket routes is served by `UpgradeServiceHandler` (feature `upgrades`),
-//!   which hands each upgrade request's connection to hyper's server; through
-//!   [`ServiceHandler`] axum's extractor answers `426` (see [`service`]).
+//! - an app with WebSocket routes is served by `UpgradeServiceHandler` (feature `upgrades`;
+//!   `UpgradeMakeServiceHandler` for a make service, with `ConnectInfo`), which hands each
+//!   upgrade request's connection to hyper's server; through [`ServiceHandler`] axum's
+//!   extractor answers `426` (see [`service`]).
 //!
 //! ```no_run
 //! # #[cfg(feature = "tower")]
@@ -48,7 +49,8 @@
 //! `http2` (HTTP/2 over TLS and h2c: the `h2` crate), `tls` (`TlsConfig`, `listen_tls`: rustls
 //! with ring), `tower` (`ServiceHandler`, `Body`, `ExchangeHandle`, `FileBody`: the
 //! `tower-service`, `http-body` and `futures-core` trait crates) and `upgrades`
-//! (`UpgradeServiceHandler`: hyper's server, for axum's WebSocket), all on by default. Without
+//! (`UpgradeServiceHandler`, `UpgradeMakeServiceHandler`: hyper's server, for axum's
+//! WebSocket), all on by default. Without
 //! them weir is a plain HTTP/1.1 server that compiles neither rustls, ring, h2 nor hyper.
 //!
 //! # Hello, world
@@ -158,10 +160,10 @@ pub use refused::{OnRefused, Refused};
 pub use request::{Framing, Request};
 pub use response::{BodyWriter, Response};
 pub use server::{Server, ServerHandle};
-#[cfg(feature = "upgrades")]
-pub use service::UpgradeServiceHandler;
 #[cfg(feature = "tower")]
 pub use service::{Body, ExchangeHandle, FileBody, MakeServiceHandler, ServiceHandler};
+#[cfg(feature = "upgrades")]
+pub use service::{UpgradeMakeServiceHandler, UpgradeServiceHandler};
 pub use stats::{BodyStats, Stats};
 #[cfg(feature = "tls")]
 pub use transport::{CertReloader, TlsConfig, TlsError};

@@ -16,15 +16,21 @@
 //! for WebSocket traffic is small against the copies of framing and masking; weir's limits
 //! and timeouts no longer apply to that connection (hyper's defaults do).
 //!
+//! [`UpgradeMakeServiceHandler`] does the same for a make service (axum's
+//! `into_make_service_with_connect_info`, so that a WebSocket route takes `ConnectInfo`): each
+//! request's service is made as [`MakeServiceHandler`] makes it, and an upgrade request's is
+//! the one hyper serves.
+//!
 //! HTTP/2 requests are served as [`ServiceHandler`] serves them (HTTP/2 has no `Upgrade`;
 //! extended CONNECT is not offered).
 
-use super::ServiceHandler;
+use super::{MakeServiceHandler, MakeTarget, ServiceHandler};
 use crate::{Error, Exchange, Handler, Request};
 use http::Version;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
+use std::net::SocketAddr;
 use tokio::io::AsyncWriteExt;
 use tower_service::Service;
 
@@ -66,56 +72,167 @@ where
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     async fn handle(&self, exchange: &mut Exchange<'_>) -> Result<(), Error> {
-        if !asks_for_upgrade(exchange.request()) {
-            return self.inner.handle(exchange).await;
+        if asks_for_upgrade(exchange.request()) {
+            if let Some(served) = hand_to_hyper(exchange, self.service.clone()).await {
+                return served;
+            }
         }
-        let head = head_bytes(exchange.request());
-        let Some(over) = exchange.hand_over() else {
-            return self.inner.handle(exchange).await;
-        };
-        // What was sent and read before: earlier pipelined answers to the client, the head and
-        // what followed it to hyper.
-        over.stream.write_all(&over.unsent).await?;
-        let (mut ours, theirs) = tokio::io::duplex(PIPE.max(head.len() + over.read.len()));
-        ours.write_all(&head).await?;
-        ours.write_all(&over.read).await?;
-        // hyper's timer: its default head timeout (30 s) then also closes a connection left
-        // idle after a refused upgrade.
-        let served = hyper::server::conn::http1::Builder::new()
-            .timer(TokioTimer::new())
-            .serve_connection(
-                TokioIo::new(theirs),
-                TowerToHyperService::new(self.service.clone()),
-            )
-            .with_upgrades();
-        let (mut from_hyper, mut to_hyper) = tokio::io::split(ours);
-        let (mut from_client, mut to_client) = tokio::io::split(&mut *over.stream);
-        // Client → hyper until the client's EOF, which hyper then sees; then nothing more.
-        let up = async {
-            let _ = tokio::io::copy(&mut from_client, &mut to_hyper).await;
-            let _ = to_hyper.shutdown().await;
-            std::future::pending::<std::convert::Infallible>().await
-        };
-        // hyper → client until hyper (or the upgraded protocol's handler) closes its end: that
-        // ends the connection, whatever the client still holds open.
-        let down = async {
-            let copied = tokio::io::copy(&mut from_hyper, &mut to_client).await;
-            let _ = to_client.shutdown().await;
-            copied
-        };
-        let session = async { tokio::join!(served, down) };
-        let (served, down) = tokio::select! {
-            ended = session => ended,
-            never = up => match never {},
-        };
-        if let Err(e) = served {
-            tracing::debug!(error = %e, "connection served by hyper ended with an error");
-        }
-        if let Err(e) = down {
-            tracing::debug!(error = %e, "upgraded connection's copy to the client failed");
-        }
-        Ok(())
+        self.inner.handle(exchange).await
     }
+}
+
+/// A tower make service served by weir whose upgrade requests (WebSocket through axum) hyper
+/// serves: `UpgradeServiceHandler` for
+/// `app.into_make_service_with_connect_info::<SocketAddr>()`, so that a WebSocket route takes
+/// `ConnectInfo` too. Each request's service is made as [`MakeServiceHandler`] makes it (see
+/// `make`); an upgrade request's is handed to hyper with its connection.
+pub struct UpgradeMakeServiceHandler<M, T = SocketAddr> {
+    inner: MakeServiceHandler<M, T>,
+    make: M,
+}
+
+impl<M: Clone> UpgradeMakeServiceHandler<M> {
+    /// Wraps `make`, called with each client's `SocketAddr`.
+    pub fn new(make: M) -> Self {
+        Self::with_target(make)
+    }
+}
+
+impl<M: Clone, T> UpgradeMakeServiceHandler<M, T> {
+    /// Wraps `make`, called with each client's address as a `T`.
+    pub fn with_target(make: M) -> Self {
+        Self {
+            inner: MakeServiceHandler::with_target(make.clone()),
+            make,
+        }
+    }
+}
+
+impl<M: Clone, T> Clone for UpgradeMakeServiceHandler<M, T> {
+    fn clone(&self) -> Self {
+        Self::with_target(self.make.clone())
+    }
+}
+
+impl<M: std::fmt::Debug, T> std::fmt::Debug for UpgradeMakeServiceHandler<M, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UpgradeMakeServiceHandler")
+            .field("make", &self.make)
+            .finish()
+    }
+}
+
+impl<M, T, S, B> Handler for UpgradeMakeServiceHandler<M, T>
+where
+    MakeServiceHandler<M, T>: Handler,
+    T: MakeTarget,
+    M: Service<T, Response = S> + Clone + Send + Sync + 'static,
+    M::Future: Send,
+    M::Error: Send + Into<Box<dyn std::error::Error + Send + Sync>>,
+    S: Service<http::Request<Incoming>, Response = http::Response<B>>
+        + Clone
+        + Send
+        + Sync
+        + 'static,
+    <S as Service<http::Request<Incoming>>>::Future: Send + 'static,
+    <S as Service<http::Request<Incoming>>>::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    B: http_body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    async fn handle(&self, exchange: &mut Exchange<'_>) -> Result<(), Error> {
+        if asks_for_upgrade(exchange.request()) {
+            if let Some(target) = T::from_peer(exchange.peer_addr()) {
+                let mut make = self.make.clone();
+                std::future::poll_fn(|cx| make.poll_ready(cx))
+                    .await
+                    .map_err(Error::user)?;
+                let service = make.call(target).await.map_err(Error::user)?;
+                if let Some(served) = hand_to_hyper(exchange, service).await {
+                    return served;
+                }
+            }
+        }
+        self.inner.handle(exchange).await
+    }
+}
+
+/// Hands `exchange`'s connection to hyper's server with `service`, and serves it until hyper's
+/// side closes; `None` when the connection cannot be handed over (a response has started).
+async fn hand_to_hyper<S, B>(exchange: &mut Exchange<'_>, service: S) -> Option<Result<(), Error>>
+where
+    S: Service<http::Request<Incoming>, Response = http::Response<B>>
+        + Clone
+        + Send
+        + Sync
+        + 'static,
+    <S as Service<http::Request<Incoming>>>::Future: Send + 'static,
+    <S as Service<http::Request<Incoming>>>::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    B: http_body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let head = head_bytes(exchange.request());
+    let over = exchange.hand_over()?;
+    Some(serve_handed_over(over, head, service).await)
+}
+
+async fn serve_handed_over<S, B>(
+    over: crate::h1::HandOver<'_>,
+    head: Vec<u8>,
+    service: S,
+) -> Result<(), Error>
+where
+    S: Service<http::Request<Incoming>, Response = http::Response<B>>
+        + Clone
+        + Send
+        + Sync
+        + 'static,
+    <S as Service<http::Request<Incoming>>>::Future: Send + 'static,
+    <S as Service<http::Request<Incoming>>>::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    B: http_body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    // What was sent and read before: earlier pipelined answers to the client, the head and
+    // what followed it to hyper.
+    over.stream.write_all(&over.unsent).await?;
+    let (mut ours, theirs) = tokio::io::duplex(PIPE.max(head.len() + over.read.len()));
+    ours.write_all(&head).await?;
+    ours.write_all(&over.read).await?;
+    // hyper's timer: its default head timeout (30 s) then also closes a connection left
+    // idle after a refused upgrade.
+    let served = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .serve_connection(TokioIo::new(theirs), TowerToHyperService::new(service))
+        .with_upgrades();
+    let (mut from_hyper, mut to_hyper) = tokio::io::split(ours);
+    let (mut from_client, mut to_client) = tokio::io::split(&mut *over.stream);
+    // Client → hyper until the client's EOF, which hyper then sees; then nothing more.
+    let up = async {
+        let _ = tokio::io::copy(&mut from_client, &mut to_hyper).await;
+        let _ = to_hyper.shutdown().await;
+        std::future::pending::<std::convert::Infallible>().await
+    };
+    // hyper → client until hyper (or the upgraded protocol's handler) closes its end: that
+    // ends the connection, whatever the client still holds open.
+    let down = async {
+        let copied = tokio::io::copy(&mut from_hyper, &mut to_client).await;
+        let _ = to_client.shutdown().await;
+        copied
+    };
+    let session = async { tokio::join!(served, down) };
+    let (served, down) = tokio::select! {
+        ended = session => ended,
+        never = up => match never {},
+    };
+    if let Err(e) = served {
+        tracing::debug!(error = %e, "connection served by hyper ended with an error");
+    }
+    if let Err(e) = down {
+        tracing::debug!(error = %e, "upgraded connection's copy to the client failed");
+    }
+    Ok(())
 }
 
 /// Whether `request` asks to upgrade the connection to WebSocket (HTTP/1.1, a `connection`

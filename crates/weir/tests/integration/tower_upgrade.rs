@@ -224,3 +224,53 @@ fn an_open_websocket_is_closed_after_the_shutdown_grace() {
         assert!(!matches!(end, Some(Ok(ClientMessage::Text(_)))), "{end:?}");
     });
 }
+
+/// `ConnectInfo` and WebSocket together (`UpgradeMakeServiceHandler` with axum's
+/// `into_make_service_with_connect_info`): the upgraded route and a plain one both see the
+/// client's address, the one the client connected from.
+#[test]
+fn a_websocket_route_takes_connect_info_too() {
+    use axum::extract::ConnectInfo;
+    use std::net::SocketAddr;
+    let app = axum::Router::new()
+        .route(
+            "/ws-peer",
+            get(
+                |ws: WebSocketUpgrade, ConnectInfo(peer): ConnectInfo<SocketAddr>| async move {
+                    ws.on_upgrade(move |mut socket| async move {
+                        let _ = socket.send(Message::Text(peer.to_string().into())).await;
+                    })
+                },
+            ),
+        )
+        .route(
+            "/peer",
+            get(|ConnectInfo(peer): ConnectInfo<SocketAddr>| async move { peer.to_string() }),
+        );
+    let server = TlsTestServer::start_with(
+        Config::default(),
+        weir::UpgradeMakeServiceHandler::new(
+            app.into_make_service_with_connect_info::<SocketAddr>(),
+        ),
+    );
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let tcp = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+        let local = tcp.local_addr().unwrap();
+        let (mut ws, _) =
+            tokio_tungstenite::client_async(format!("ws://{}/ws-peer", server.addr), tcp)
+                .await
+                .unwrap();
+        let first = tokio::time::timeout(Duration::from_secs(10), ws.next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        assert_eq!(first, ClientMessage::Text(local.to_string().into()));
+    });
+    let plain = curl(&[&server.url("/peer")]);
+    assert!(plain.starts_with("127.0.0.1:"), "{plain}");
+}
