@@ -174,65 +174,48 @@ where
 {
     let head = head_bytes(exchange.request());
     let over = exchange.hand_over()?;
-    Some(serve_handed_over(over, head, service).await)
-}
-
-async fn serve_handed_over<S, B>(
-    over: crate::h1::HandOver<'_>,
-    head: Vec<u8>,
-    service: S,
-) -> Result<(), Error>
-where
-    S: Service<http::Request<Incoming>, Response = http::Response<B>>
-        + Clone
-        + Send
-        + Sync
-        + 'static,
-    <S as Service<http::Request<Incoming>>>::Future: Send + 'static,
-    <S as Service<http::Request<Incoming>>>::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-    B: http_body::Body + Send + 'static,
-    B::Data: Send,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-{
-    // What was sent and read before: earlier pipelined answers to the client, the head and
-    // what followed it to hyper.
-    over.stream.write_all(&over.unsent).await?;
-    let (mut ours, theirs) = tokio::io::duplex(PIPE.max(head.len() + over.read.len()));
-    ours.write_all(&head).await?;
-    ours.write_all(&over.read).await?;
-    // hyper's timer: its default head timeout (30 s) then also closes a connection left
-    // idle after a refused upgrade.
-    let served = hyper::server::conn::http1::Builder::new()
-        .timer(TokioTimer::new())
-        .serve_connection(TokioIo::new(theirs), TowerToHyperService::new(service))
-        .with_upgrades();
-    let (mut from_hyper, mut to_hyper) = tokio::io::split(ours);
-    let (mut from_client, mut to_client) = tokio::io::split(&mut *over.stream);
-    // Client → hyper until the client's EOF, which hyper then sees; then nothing more.
-    let up = async {
-        let _ = tokio::io::copy(&mut from_client, &mut to_hyper).await;
-        let _ = to_hyper.shutdown().await;
-        std::future::pending::<std::convert::Infallible>().await
+    let run = async {
+        // What was sent and read before: earlier pipelined answers to the client, the head and
+        // what followed it to hyper.
+        over.stream.write_all(&over.unsent).await?;
+        let (mut ours, theirs) = tokio::io::duplex(PIPE.max(head.len() + over.read.len()));
+        ours.write_all(&head).await?;
+        ours.write_all(&over.read).await?;
+        // hyper's timer: its default head timeout (30 s) then also closes a connection left
+        // idle after a refused upgrade.
+        let served = hyper::server::conn::http1::Builder::new()
+            .timer(TokioTimer::new())
+            .serve_connection(TokioIo::new(theirs), TowerToHyperService::new(service))
+            .with_upgrades();
+        let (mut from_hyper, mut to_hyper) = tokio::io::split(ours);
+        let (mut from_client, mut to_client) = tokio::io::split(&mut *over.stream);
+        // Client → hyper until the client's EOF, which hyper then sees; then nothing more.
+        let up = async {
+            let _ = tokio::io::copy(&mut from_client, &mut to_hyper).await;
+            let _ = to_hyper.shutdown().await;
+            std::future::pending::<std::convert::Infallible>().await
+        };
+        // hyper → client until hyper (or the upgraded protocol's handler) closes its end: that
+        // ends the connection, whatever the client still holds open.
+        let down = async {
+            let copied = tokio::io::copy(&mut from_hyper, &mut to_client).await;
+            let _ = to_client.shutdown().await;
+            copied
+        };
+        let session = async { tokio::join!(served, down) };
+        let (served, down) = tokio::select! {
+            ended = session => ended,
+            never = up => match never {},
+        };
+        if let Err(e) = served {
+            tracing::debug!(error = %e, "connection served by hyper ended with an error");
+        }
+        if let Err(e) = down {
+            tracing::debug!(error = %e, "upgraded connection's copy to the client failed");
+        }
+        Ok(())
     };
-    // hyper → client until hyper (or the upgraded protocol's handler) closes its end: that
-    // ends the connection, whatever the client still holds open.
-    let down = async {
-        let copied = tokio::io::copy(&mut from_hyper, &mut to_client).await;
-        let _ = to_client.shutdown().await;
-        copied
-    };
-    let session = async { tokio::join!(served, down) };
-    let (served, down) = tokio::select! {
-        ended = session => ended,
-        never = up => match never {},
-    };
-    if let Err(e) = served {
-        tracing::debug!(error = %e, "connection served by hyper ended with an error");
-    }
-    if let Err(e) = down {
-        tracing::debug!(error = %e, "upgraded connection's copy to the client failed");
-    }
-    Ok(())
+    Some(run.await)
 }
 
 /// Whether `request` asks to upgrade the connection to WebSocket (HTTP/1.1, a `connection`
