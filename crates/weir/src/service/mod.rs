@@ -72,7 +72,7 @@ pub use file_body::FileBody;
 pub use handle::ExchangeHandle;
 pub use make::{MakeServiceHandler, MakeTarget};
 #[cfg(feature = "upgrades")]
-pub use upgrade::{UpgradeMakeServiceHandler, UpgradeServiceHandler};
+pub use upgrade::{HyperService, UpgradeMakeServiceHandler, UpgradeServiceHandler};
 
 use crate::{Error, Exchange, Handler};
 use handle::{Current, within};

@@ -30,8 +30,10 @@ use http::Version;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
+use std::future::Future;
 use std::net::SocketAddr;
-use tokio::io::AsyncWriteExt;
+use std::pin::Pin;
+use tokio::io::{AsyncWriteExt, DuplexStream};
 use tower_service::Service;
 
 /// Smallest capacity of the pipe between the socket and hyper, each way.
@@ -57,19 +59,10 @@ impl<S: Clone> UpgradeServiceHandler<S> {
     }
 }
 
-impl<S, B> Handler for UpgradeServiceHandler<S>
+impl<S> Handler for UpgradeServiceHandler<S>
 where
     ServiceHandler<S>: Handler,
-    S: Service<http::Request<Incoming>, Response = http::Response<B>>
-        + Clone
-        + Send
-        + Sync
-        + 'static,
-    <S as Service<http::Request<Incoming>>>::Future: Send + 'static,
-    <S as Service<http::Request<Incoming>>>::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-    B: http_body::Body + Send + 'static,
-    B::Data: Send,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    S: HyperService,
 {
     async fn handle(&self, exchange: &mut Exchange<'_>) -> Result<(), Error> {
         if asks_for_upgrade(exchange.request()) {
@@ -122,23 +115,14 @@ impl<M: std::fmt::Debug, T> std::fmt::Debug for UpgradeMakeServiceHandler<M, T> 
     }
 }
 
-impl<M, T, S, B> Handler for UpgradeMakeServiceHandler<M, T>
+impl<M, T, S> Handler for UpgradeMakeServiceHandler<M, T>
 where
     MakeServiceHandler<M, T>: Handler,
     T: MakeTarget,
     M: Service<T, Response = S> + Clone + Send + Sync + 'static,
     M::Future: Send,
     M::Error: Send + Into<Box<dyn std::error::Error + Send + Sync>>,
-    S: Service<http::Request<Incoming>, Response = http::Response<B>>
-        + Clone
-        + Send
-        + Sync
-        + 'static,
-    <S as Service<http::Request<Incoming>>>::Future: Send + 'static,
-    <S as Service<http::Request<Incoming>>>::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-    B: http_body::Body + Send + 'static,
-    B::Data: Send,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    S: HyperService,
 {
     async fn handle(&self, exchange: &mut Exchange<'_>) -> Result<(), Error> {
         if asks_for_upgrade(exchange.request()) {
@@ -157,9 +141,19 @@ where
     }
 }
 
-/// Hands `exchange`'s connection to hyper's server with `service`, and serves it until hyper's
-/// side closes; `None` when the connection cannot be handed over (a response has started).
-async fn hand_to_hyper<S, B>(exchange: &mut Exchange<'_>, service: S) -> Option<Result<(), Error>>
+/// What hyper's HTTP/1.1 server needs of a tower service to serve it (hyper-util's
+/// `TowerToHyperService`): implemented for every such service, an axum `Router` among them.
+pub trait HyperService: Clone + Send + Sync + 'static {
+    /// Serves one connection on `io` with upgrades, as `axum::serve` does; hyper's timer is
+    /// set, so its default head timeout (30 s) also closes a connection left idle after a
+    /// refused upgrade. (A box, once per connection handed over.)
+    fn serve_upgradable(
+        self,
+        io: DuplexStream,
+    ) -> Pin<Box<dyn Future<Output = hyper::Result<()>> + Send>>;
+}
+
+impl<S, B> HyperService for S
 where
     S: Service<http::Request<Incoming>, Response = http::Response<B>>
         + Clone
@@ -172,6 +166,25 @@ where
     B::Data: Send,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
+    fn serve_upgradable(
+        self,
+        io: DuplexStream,
+    ) -> Pin<Box<dyn Future<Output = hyper::Result<()>> + Send>> {
+        Box::pin(
+            hyper::server::conn::http1::Builder::new()
+                .timer(TokioTimer::new())
+                .serve_connection(TokioIo::new(io), TowerToHyperService::new(self))
+                .with_upgrades(),
+        )
+    }
+}
+
+/// Hands `exchange`'s connection to hyper's server with `service`, and serves it until hyper's
+/// side closes; `None` when the connection cannot be handed over (a response has started).
+async fn hand_to_hyper<S: HyperService>(
+    exchange: &mut Exchange<'_>,
+    service: S,
+) -> Option<Result<(), Error>> {
     let head = head_bytes(exchange.request());
     let over = exchange.hand_over()?;
     let run = async {
@@ -181,12 +194,7 @@ where
         let (mut ours, theirs) = tokio::io::duplex(PIPE.max(head.len() + over.read.len()));
         ours.write_all(&head).await?;
         ours.write_all(&over.read).await?;
-        // hyper's timer: its default head timeout (30 s) then also closes a connection left
-        // idle after a refused upgrade.
-        let served = hyper::server::conn::http1::Builder::new()
-            .timer(TokioTimer::new())
-            .serve_connection(TokioIo::new(theirs), TowerToHyperService::new(service))
-            .with_upgrades();
+        let served = service.serve_upgradable(theirs);
         let (mut from_hyper, mut to_hyper) = tokio::io::split(ours);
         let (mut from_client, mut to_client) = tokio::io::split(&mut *over.stream);
         // Client → hyper until the client's EOF, which hyper then sees; then nothing more.

@@ -27,6 +27,14 @@ async fn echo(mut socket: WebSocket) {
     }
 }
 
+/// A runtime for the test's clients.
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
 fn app() -> axum::Router {
     axum::Router::new()
         .route(
@@ -70,10 +78,7 @@ async fn session<S: AsyncRead + AsyncWrite + Unpin>(url: &str, io: S) {
 #[test]
 fn websocket_through_axum_over_tcp_and_tls() {
     let server = TlsTestServer::start_with(Config::default(), UpgradeServiceHandler::new(app()));
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = runtime();
     rt.block_on(async {
         let tcp = tokio::net::TcpStream::connect(server.addr).await.unwrap();
         tokio::time::timeout(
@@ -198,10 +203,7 @@ fn the_connection_ends_when_the_upgraded_handler_does() {
 fn an_open_websocket_is_closed_after_the_shutdown_grace() {
     let config = Config::default().with_shutdown_grace(Duration::from_millis(200));
     let server = TlsTestServer::start_with(config, UpgradeServiceHandler::new(app()));
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = runtime();
     let addr = server.addr;
     let mut ws = rt.block_on(async {
         let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
@@ -253,10 +255,7 @@ fn a_websocket_route_takes_connect_info_too() {
             app.into_make_service_with_connect_info::<SocketAddr>(),
         ),
     );
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = runtime();
     rt.block_on(async {
         let tcp = tokio::net::TcpStream::connect(server.addr).await.unwrap();
         let local = tcp.local_addr().unwrap();
