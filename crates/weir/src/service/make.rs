@@ -58,7 +58,7 @@ impl MakeTarget for PeerAddr {
 /// another [`MakeTarget`], such as [`PeerAddr`] for every kind of client. The service made is
 /// served as [`ServiceHandler`] serves one; see the module docs for when the make service runs.
 pub struct MakeServiceHandler<M, T = SocketAddr> {
-    make: M,
+    pub(super) make: M,
     target: PhantomData<fn() -> T>,
 }
 
@@ -103,7 +103,21 @@ where
     ServiceHandler<S>: Handler,
 {
     async fn handle(&self, exchange: &mut Exchange<'_>) -> Result<(), Error> {
-        let Some(target) = T::from_peer(exchange.peer_addr()) else {
+        let service = self.service_for(exchange.peer_addr()).await?;
+        ServiceHandler::new(service).handle(exchange).await
+    }
+}
+
+impl<M, T> MakeServiceHandler<M, T> {
+    /// The service the make service makes for a client at `peer` (also `upgrade`'s); an error
+    /// for a client the target cannot describe, or a failed make service.
+    pub(super) async fn service_for<S>(&self, peer: PeerAddr) -> Result<S, Error>
+    where
+        T: MakeTarget,
+        M: Service<T, Response = S> + Clone,
+        M::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let Some(target) = T::from_peer(peer) else {
             return Err(Error::user(format!(
                 "this make service takes a {}, which a client on a Unix socket has not: serve it \
                  with MakeServiceHandler::<_, weir::transport::PeerAddr>::with_target",
@@ -114,8 +128,7 @@ where
         poll_fn(|cx| make.poll_ready(cx))
             .await
             .map_err(Error::user)?;
-        let service = make.call(target).await.map_err(Error::user)?;
-        ServiceHandler::new(service).handle(exchange).await
+        make.call(target).await.map_err(Error::user)
     }
 }
 

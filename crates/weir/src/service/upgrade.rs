@@ -46,15 +46,13 @@ const PIPE: usize = 64 * 1024;
 #[derive(Clone, Debug)]
 pub struct UpgradeServiceHandler<S> {
     inner: ServiceHandler<S>,
-    service: S,
 }
 
-impl<S: Clone> UpgradeServiceHandler<S> {
+impl<S> UpgradeServiceHandler<S> {
     /// Wraps `service`.
     pub fn new(service: S) -> Self {
         Self {
-            inner: ServiceHandler::new(service.clone()),
-            service,
+            inner: ServiceHandler::new(service),
         }
     }
 }
@@ -66,7 +64,7 @@ where
 {
     async fn handle(&self, exchange: &mut Exchange<'_>) -> Result<(), Error> {
         if asks_for_upgrade(exchange.request()) {
-            if let Some(served) = hand_to_hyper(exchange, self.service.clone()).await {
+            if let Some(served) = hand_to_hyper(exchange, self.inner.service.clone()).await {
                 return served;
             }
         }
@@ -81,36 +79,34 @@ where
 /// `make`); an upgrade request's is handed to hyper with its connection.
 pub struct UpgradeMakeServiceHandler<M, T = SocketAddr> {
     inner: MakeServiceHandler<M, T>,
-    make: M,
 }
 
-impl<M: Clone> UpgradeMakeServiceHandler<M> {
+impl<M> UpgradeMakeServiceHandler<M> {
     /// Wraps `make`, called with each client's `SocketAddr`.
     pub fn new(make: M) -> Self {
         Self::with_target(make)
     }
 }
 
-impl<M: Clone, T> UpgradeMakeServiceHandler<M, T> {
+impl<M, T> UpgradeMakeServiceHandler<M, T> {
     /// Wraps `make`, called with each client's address as a `T`.
     pub fn with_target(make: M) -> Self {
         Self {
-            inner: MakeServiceHandler::with_target(make.clone()),
-            make,
+            inner: MakeServiceHandler::with_target(make),
         }
     }
 }
 
 impl<M: Clone, T> Clone for UpgradeMakeServiceHandler<M, T> {
     fn clone(&self) -> Self {
-        Self::with_target(self.make.clone())
+        Self::with_target(self.inner.make.clone())
     }
 }
 
 impl<M: std::fmt::Debug, T> std::fmt::Debug for UpgradeMakeServiceHandler<M, T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("UpgradeMakeServiceHandler")
-            .field("make", &self.make)
+            .field("make", &self.inner.make)
             .finish()
     }
 }
@@ -126,15 +122,9 @@ where
 {
     async fn handle(&self, exchange: &mut Exchange<'_>) -> Result<(), Error> {
         if asks_for_upgrade(exchange.request()) {
-            if let Some(target) = T::from_peer(exchange.peer_addr()) {
-                let mut make = self.make.clone();
-                std::future::poll_fn(|cx| make.poll_ready(cx))
-                    .await
-                    .map_err(Error::user)?;
-                let service = make.call(target).await.map_err(Error::user)?;
-                if let Some(served) = hand_to_hyper(exchange, service).await {
-                    return served;
-                }
+            let service = self.inner.service_for(exchange.peer_addr()).await?;
+            if let Some(served) = hand_to_hyper(exchange, service).await {
+                return served;
             }
         }
         self.inner.handle(exchange).await
