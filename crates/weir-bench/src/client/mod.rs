@@ -5,6 +5,7 @@ pub mod h2_upload;
 pub mod load;
 pub mod response;
 pub mod resumable;
+pub mod spliced;
 pub mod stream;
 pub mod upload;
 pub mod wrk;

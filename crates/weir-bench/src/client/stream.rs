@@ -3,7 +3,7 @@
 use crate::server::Endpoint;
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 
 /// A blocking client connection.
@@ -46,6 +46,15 @@ impl Stream {
         match self {
             Stream::Tcp(s) => s.into(),
             Stream::Unix(s) => s.into(),
+        }
+    }
+}
+
+impl AsFd for Stream {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        match self {
+            Stream::Tcp(s) => s.as_fd(),
+            Stream::Unix(s) => s.as_fd(),
         }
     }
 }

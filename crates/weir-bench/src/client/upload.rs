@@ -6,7 +6,9 @@
 //! [`CHUNK`]-sized buffer (filled with a non-constant pattern and touched up front) written again
 //! and again, so the client spends its time in the kernel copying (and, over TLS, encrypting), not
 //! in its own code:
-//! - HTTP/1.1: blocking `write`s of the whole buffer;
+//! - HTTP/1.1: blocking `write`s of the whole buffer, or, with [`BodySend::Splice`], the
+//!   buffer's pages spliced into the socket ([`super::spliced`]: no copy in the client, so that
+//!   rows faster than the `write` client's own pace can show it);
 //! - HTTPS: the same writes through a blocking rustls stream whose send buffer is
 //!   [`CLIENT_SEND_BUFFER`](crate::tls::CLIENT_SEND_BUFFER) (1 MiB of records per `writev`, as
 //!   `weir put` does, instead of rustls's 64 KiB);
@@ -18,6 +20,7 @@
 
 use super::h2_upload;
 use super::response;
+use super::spliced;
 use super::stream::Stream;
 use crate::clock;
 use crate::server::Endpoint;
@@ -37,6 +40,25 @@ pub const STALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60
 
 /// Size of each body write (HTTP/1.1) and the buffer every body piece is cut from.
 pub const CHUNK: usize = 8 << 20;
+
+/// How the HTTP/1.1 client (over TCP or a Unix socket) puts the body into the socket.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum BodySend {
+    /// `write` of the buffer: the kernel copies each byte in.
+    #[default]
+    Write,
+    /// `vmsplice` + `splice` of the buffer's pages: no copy in the client.
+    Splice,
+}
+
+impl fmt::Display for BodySend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            BodySend::Write => "write",
+            BodySend::Splice => "splice",
+        })
+    }
+}
 
 /// How the client talks to the server.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -103,6 +125,7 @@ pub struct Uploader {
     /// `Bytes`, so the HTTP/2 client sends slices of it without copying.
     chunk: Bytes,
     tls: Option<TlsClients>,
+    send: BodySend,
 }
 
 struct TlsClients {
@@ -123,7 +146,14 @@ impl Uploader {
         Self {
             chunk: Bytes::from(chunk),
             tls: None,
+            send: BodySend::Write,
         }
+    }
+
+    /// Sends plain HTTP/1.1 bodies the way `send` says (TLS and HTTP/2 bodies are written).
+    pub fn with_send(mut self, send: BodySend) -> Self {
+        self.send = send;
+        self
     }
 
     /// Trusts `cert` for the TLS protocols.
@@ -166,7 +196,7 @@ impl Uploader {
                 // A server that stops reading or never answers fails the run instead of
                 // hanging it.
                 s.set_timeouts(Some(STALL_TIMEOUT))?;
-                (exchange_h1(&mut s, &self.chunk, size)?, None)
+                (exchange_h1(&mut s, self.send, &self.chunk, size)?, None)
             }
             Protocol::Https => {
                 let (trace, tls) = self.https(endpoint, size)?;
@@ -225,7 +255,7 @@ impl Uploader {
             .map_err(io::Error::other)?;
         conn.set_buffer_limit(Some(tls::CLIENT_SEND_BUFFER));
         let mut s = rustls::StreamOwned::new(conn, tcp);
-        let trace = exchange_h1(&mut s, &self.chunk, size)?;
+        let trace = exchange_h1(&mut s, BodySend::Write, &self.chunk, size)?;
         let negotiated = negotiated(&s.conn, tls::ALPN_HTTP11)?;
         s.conn.send_close_notify();
         let _ = s.conn.complete_io(&mut s.sock);
@@ -280,7 +310,7 @@ impl Uploader {
             "PUT /files/{path} HTTP/1.1\r\nHost: bench\r\nWeir-Debug: 1\r\n\
              Content-Length: {size}\r\n\r\n"
         );
-        let (status, body) = exchange(&mut s, head.as_bytes(), &self.chunk, size)?;
+        let (status, body) = exchange(&mut s, self.send, head.as_bytes(), &self.chunk, size)?;
         let end_ns = clock::monotonic_ns();
         let client_cpu_ns = clock::thread_cpu_ns().saturating_sub(cpu_before);
         let trace = trace_from_service(status, &body)?;
@@ -326,30 +356,61 @@ fn trace_from_service(status: u16, body: &[u8]) -> io::Result<UploadTrace> {
     })
 }
 
-/// One HTTP/1.1 upload on a connected stream: the head, the body in [`CHUNK`] writes, the
+/// One HTTP/1.1 upload on a connected stream: the head, the body sent as `send` says, the
 /// response, its trace.
-fn exchange_h1<S: Read + Write>(s: &mut S, chunk: &[u8], size: u64) -> io::Result<UploadTrace> {
+fn exchange_h1<S: Read + Write + Body>(
+    s: &mut S,
+    send: BodySend,
+    chunk: &[u8],
+    size: u64,
+) -> io::Result<UploadTrace> {
     let head = format!("POST /upload HTTP/1.1\r\nHost: bench\r\nContent-Length: {size}\r\n\r\n");
-    let (status, body) = exchange(s, head.as_bytes(), chunk, size)?;
+    let (status, body) = exchange(s, send, head.as_bytes(), chunk, size)?;
     trace_from(status, &body)
 }
 
-/// Writes `head`, then `size` body bytes in [`CHUNK`] writes, and reads one response: its
-/// status and body.
-fn exchange<S: Read + Write>(
-    s: &mut S,
-    head: &[u8],
-    chunk: &[u8],
-    size: u64,
-) -> io::Result<(u16, Vec<u8>)> {
-    s.write_all(head)?;
+/// A stream the body can be sent on: spliced where it is a socket of its own.
+trait Body: Write {
+    fn send_body(&mut self, send: BodySend, chunk: &[u8], size: u64) -> io::Result<()>;
+}
+
+impl Body for Stream {
+    fn send_body(&mut self, send: BodySend, chunk: &[u8], size: u64) -> io::Result<()> {
+        match send {
+            BodySend::Write => write_repeated(self, chunk, size),
+            BodySend::Splice => spliced::send(self, chunk, size),
+        }
+    }
+}
+
+/// Over TLS the records are encrypted in the client's memory: always written.
+impl Body for rustls::StreamOwned<rustls::ClientConnection, TcpStream> {
+    fn send_body(&mut self, _: BodySend, chunk: &[u8], size: u64) -> io::Result<()> {
+        write_repeated(self, chunk, size)
+    }
+}
+
+/// Writes `size` bytes of `chunk` repeated, in writes of the whole buffer.
+pub fn write_repeated<S: Write + ?Sized>(s: &mut S, chunk: &[u8], size: u64) -> io::Result<()> {
     let mut left = size;
     while left > 0 {
         let n = (chunk.len() as u64).min(left) as usize;
         s.write_all(&chunk[..n])?;
         left -= n as u64;
     }
-    s.flush()?;
+    s.flush()
+}
+
+/// Writes `head`, then `size` body bytes, and reads one response: its status and body.
+fn exchange<S: Read + Body>(
+    s: &mut S,
+    send: BodySend,
+    head: &[u8],
+    chunk: &[u8],
+    size: u64,
+) -> io::Result<(u16, Vec<u8>)> {
+    s.write_all(head)?;
+    s.send_body(send, chunk, size)?;
     let mut buf = vec![0u8; 4096];
     let mut filled = 0;
     let parsed = loop {

@@ -18,7 +18,7 @@ mod put;
 pub(super) mod service;
 
 use super::{Peer, Settings, order, size_label, unavailable_note};
-use crate::client::upload::{Protocol, Upload, Uploader};
+use crate::client::upload::{BodySend, Protocol, Upload, Uploader};
 use crate::report::chart::{Bar, Chart};
 use crate::report::table::Table;
 use crate::report::{self, Section};
@@ -71,6 +71,11 @@ pub struct UploadArgs {
     /// reuse, which makes file rows swing several-fold (`prefault.rs`). Needs root.
     #[arg(long)]
     pub pause_page_reporting: bool,
+    /// How the bench's client puts plain HTTP/1.1 bodies into the socket: `write` (the kernel
+    /// copies each byte in), or `splice` (the buffer's pages by reference: no client copy, so
+    /// rows faster than the `write` client can show it). Every row gets the same client.
+    #[arg(long, value_enum, default_value_t = BodySend::Write)]
+    pub client_send: BodySend,
 }
 
 struct Row {
@@ -432,7 +437,8 @@ pub fn run(s: &Settings, a: &UploadArgs) -> io::Result<()> {
         uploader: match &cert {
             Some(c) => Uploader::new().with_tls(c),
             None => Uploader::new(),
-        },
+        }
+        .with_send(a.client_send),
         // Beside the directory the rounds empty, not in it.
         put: PutSources::new(data.path().join("put-sources"))?,
     };
@@ -537,7 +543,7 @@ pub fn run(s: &Settings, a: &UploadArgs) -> io::Result<()> {
         }
     }
     let body = format!(
-        "One connection uploads {} (`Content-Length`) from memory in {} writes; \
+        "One connection uploads {} (`Content-Length`) from memory, {}; \
          {rounds} rounds, systems interleaved; servers use {} worker threads. \
          Sinks: discard (reads into a 1 MiB buffer; weir reads the socket straight into it, so \
          its pause threshold does not come into play), discard of the server's chunks (weir's \
@@ -557,7 +563,17 @@ pub fn run(s: &Settings, a: &UploadArgs) -> io::Result<()> {
          Ratios are GiB/s over the raw row of the same round: discard and chunk rows against \
          raw → discard, file and splice rows against raw → file (write){}.\n{}{}{}{}",
         size_label(size),
-        size_label(crate::client::upload::CHUNK as u64),
+        match a.client_send {
+            BodySend::Write => format!(
+                "in {} writes",
+                size_label(crate::client::upload::CHUNK as u64)
+            ),
+            BodySend::Splice => "its plain HTTP/1.1 bodies spliced (`--client-send splice`: the \
+                 buffer's pages `vmsplice`d into a 1 MiB pipe, then `splice`d to the socket, so \
+                 the client copies nothing and the rows run at the server's pace; TLS and \
+                 HTTP/2 bodies are written)"
+                .to_string(),
+        },
         s.server_threads,
         data.path().parent().unwrap_or(data.path()).display(),
         protocol_note(&rows),
@@ -685,6 +701,7 @@ impl Default for UploadArgs {
             rows: Vec::new(),
             weir: None,
             pause_page_reporting: false,
+            client_send: BodySend::Write,
         }
     }
 }
