@@ -64,14 +64,7 @@ mod linux {
             };
             let mut in_pipe = moved;
             while in_pipe > 0 {
-                let out = rustix::pipe::splice(
-                    &r,
-                    None,
-                    sock.as_fd(),
-                    None,
-                    in_pipe,
-                    flags,
-                )?;
+                let out = rustix::pipe::splice(&r, None, sock.as_fd(), None, in_pipe, flags)?;
                 if out == 0 {
                     return Err(io::ErrorKind::WriteZero.into());
                 }

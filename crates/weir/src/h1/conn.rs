@@ -73,6 +73,8 @@ pub(crate) struct HandOver<'c> {
     pub(crate) unsent: bytes::Bytes,
     /// Bytes read past the request's head.
     pub(crate) read: bytes::Bytes,
+    /// The server's configuration, whose head limits the new server keeps.
+    pub(crate) config: &'c crate::Config,
 }
 
 /// Why reading a head ended without a request.
@@ -204,6 +206,7 @@ impl Conn {
             stream: &mut self.io.stream,
             unsent,
             read,
+            config: &self.shared.config,
         })
     }
 

@@ -13,8 +13,11 @@
 //! upgraded protocol's handler ended, or hyper closed an idle connection after its 30 s head
 //! timeout). The connection stays weir's: counted, on its task, and closed by a shutdown after its
 //! grace. What it costs: one copy of every byte of the upgraded connection (the pump), which
-//! for WebSocket traffic is small against the copies of framing and masking; weir's limits
-//! and timeouts no longer apply to that connection (hyper's defaults do).
+//! for WebSocket traffic is small against the copies of framing and masking. hyper keeps weir's
+//! head limits on that connection ([`Limits::max_head`](crate::Limits::max_head) and
+//! [`max_headers`](crate::Limits::max_headers): `431`; [`Config::head_timeout`](crate::Config::head_timeout),
+//! which for hyper also bounds an idle wait between requests); the body limits, data rates and
+//! keep-alive timeout are weir's only (the upgraded protocol's limits are its handler's).
 //!
 //! [`UpgradeMakeServiceHandler`] does the same for a make service (axum's
 //! `into_make_service_with_connect_info`, so that a WebSocket route takes `ConnectInfo`): each
@@ -25,7 +28,7 @@
 //! extended CONNECT is not offered).
 
 use super::{MakeServiceHandler, MakeTarget, ServiceHandler};
-use crate::{Error, Exchange, Handler, Request};
+use crate::{Config, Error, Exchange, Handler, Request};
 use http::Version;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -134,12 +137,13 @@ where
 /// What hyper's HTTP/1.1 server needs of a tower service to serve it (hyper-util's
 /// `TowerToHyperService`): implemented for every such service, an axum `Router` among them.
 pub trait HyperService: Clone + Send + Sync + 'static {
-    /// Serves one connection on `io` with upgrades, as `axum::serve` does; hyper's timer is
-    /// set, so its default head timeout (30 s) also closes a connection left idle after a
-    /// refused upgrade. (A box, once per connection handed over.)
+    /// Serves one connection on `io` with upgrades, as `axum::serve` does, under `config`'s head
+    /// limits; hyper's timer is set, so the head timeout also closes a connection left idle
+    /// after a refused upgrade. (A box, once per connection handed over.)
     fn serve_upgradable(
         self,
         io: DuplexStream,
+        config: &Config,
     ) -> Pin<Box<dyn Future<Output = hyper::Result<()>> + Send>>;
 }
 
@@ -159,10 +163,14 @@ where
     fn serve_upgradable(
         self,
         io: DuplexStream,
+        config: &Config,
     ) -> Pin<Box<dyn Future<Output = hyper::Result<()>> + Send>> {
         Box::pin(
             hyper::server::conn::http1::Builder::new()
                 .timer(TokioTimer::new())
+                .header_read_timeout(config.head_timeout)
+                .max_header_size(config.limits.max_head)
+                .max_headers(config.limits.max_headers)
                 .serve_connection(TokioIo::new(io), TowerToHyperService::new(self))
                 .with_upgrades(),
         )
@@ -184,7 +192,7 @@ async fn hand_to_hyper<S: HyperService>(
         let (mut ours, theirs) = tokio::io::duplex(PIPE.max(head.len() + over.read.len()));
         ours.write_all(&head).await?;
         ours.write_all(&over.read).await?;
-        let served = service.serve_upgradable(theirs);
+        let served = service.serve_upgradable(theirs, over.config);
         let (mut from_hyper, mut to_hyper) = tokio::io::split(ours);
         let (mut from_client, mut to_client) = tokio::io::split(&mut *over.stream);
         // Client → hyper until the client's EOF, which hyper then sees; then nothing more.

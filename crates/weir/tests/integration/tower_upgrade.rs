@@ -273,3 +273,42 @@ fn a_websocket_route_takes_connect_info_too() {
     let plain = curl(&[&server.url("/peer")]);
     assert!(plain.starts_with("127.0.0.1:"), "{plain}");
 }
+
+/// A connection handed to hyper keeps weir's head limits: after a WebSocket request hyper
+/// served as a plain one (the route takes no upgrade), a head with more fields than
+/// `Limits::max_headers`, or larger than `Limits::max_head`, is a `431` there too (hyper's own
+/// defaults, 100 fields and about 400 KiB, would take both).
+#[test]
+fn a_handed_over_connection_keeps_the_servers_head_limits() {
+    let limits = weir::Limits::default()
+        .with_max_headers(8)
+        .with_max_head(4096);
+    let server = TlsTestServer::start_with(
+        Config::default().with_limits(limits),
+        UpgradeServiceHandler::new(app()),
+    );
+    let many: String = (0..12).map(|i| format!("X-Field-{i}: {i}\r\n")).collect();
+    let big = format!("X-Big: {}\r\n", "b".repeat(6000));
+    for (what, fields) in [("12 fields", many), ("a 6 KB field", big)] {
+        let mut tcp = std::net::TcpStream::connect(server.addr).unwrap();
+        tcp.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let request = format!(
+            "GET /who HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n\
+             GET /who HTTP/1.1\r\nHost: x\r\n{fields}\r\n"
+        );
+        tcp.write_all(request.as_bytes()).unwrap();
+        let mut answer = Vec::new();
+        // hyper closes the connection after the 431.
+        let _ = tcp.read_to_end(&mut answer);
+        let answer = String::from_utf8_lossy(&answer);
+        assert!(
+            answer.starts_with("HTTP/1.1 200") && answer.contains("\r\n\r\nhyper"),
+            "{what}: the first request is hyper's: {answer}"
+        );
+        let second = answer.split("\r\n\r\nhyper").nth(1).unwrap_or_default();
+        assert!(
+            second.starts_with("HTTP/1.1 431"),
+            "{what}: the second head is refused: {answer}"
+        );
+    }
+}
