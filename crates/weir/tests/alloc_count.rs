@@ -22,31 +22,30 @@ static MEASURING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Every weir server the tests started, with its addresses: [`settle`] waits for the connections
 /// of earlier tests to be gone (their close allocates on the server's threads, which count).
-static SERVERS: std::sync::Mutex<Vec<(Vec<SocketAddr>, weir::ServerHandle)>> =
-    std::sync::Mutex::new(Vec::new());
+static SERVERS: std::sync::Mutex<Registered> = std::sync::Mutex::new(Vec::new());
 
-/// Adds `server` (listening on `addrs`) to [`SERVERS`].
-fn register(server: &weir::Server, addrs: &[SocketAddr]) {
+type Registered = Vec<(Vec<SocketAddr>, weir::ServerHandle)>;
+
+/// [`SERVERS`], locked (a test that failed while holding it poisoned nothing it guards).
+fn servers() -> std::sync::MutexGuard<'static, Registered> {
     SERVERS
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
-        .push((addrs.to_vec(), server.handle()));
+}
+
+/// Adds `server` (listening on `addrs`) to [`SERVERS`].
+fn register(server: &weir::Server, addrs: &[SocketAddr]) {
+    servers().push((addrs.to_vec(), server.handle()));
 }
 
 /// Whether `addr` is one of the weir servers' (hyper's are not registered).
 fn is_weir(addr: SocketAddr) -> bool {
-    SERVERS
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-        .iter()
-        .any(|(addrs, _)| addrs.contains(&addr))
+    servers().iter().any(|(addrs, _)| addrs.contains(&addr))
 }
 
 /// Open connections over every weir server.
 fn weir_connections() -> usize {
-    SERVERS
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
+    servers()
         .iter()
         .map(|(_, handle)| handle.stats().active_connections())
         .sum()
