@@ -51,15 +51,6 @@ pub enum BodySend {
     Splice,
 }
 
-impl fmt::Display for BodySend {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            BodySend::Write => "write",
-            BodySend::Splice => "splice",
-        })
-    }
-}
-
 /// How the client talks to the server.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Protocol {
@@ -358,7 +349,7 @@ fn trace_from_service(status: u16, body: &[u8]) -> io::Result<UploadTrace> {
 
 /// One HTTP/1.1 upload on a connected stream: the head, the body sent as `send` says, the
 /// response, its trace.
-fn exchange_h1<S: Read + Write + Body>(
+fn exchange_h1<S: Read + SendsBody>(
     s: &mut S,
     send: BodySend,
     chunk: &[u8],
@@ -370,11 +361,11 @@ fn exchange_h1<S: Read + Write + Body>(
 }
 
 /// A stream the body can be sent on: spliced where it is a socket of its own.
-trait Body: Write {
+trait SendsBody: Write {
     fn send_body(&mut self, send: BodySend, chunk: &[u8], size: u64) -> io::Result<()>;
 }
 
-impl Body for Stream {
+impl SendsBody for Stream {
     fn send_body(&mut self, send: BodySend, chunk: &[u8], size: u64) -> io::Result<()> {
         match send {
             BodySend::Write => write_repeated(self, chunk, size),
@@ -384,14 +375,14 @@ impl Body for Stream {
 }
 
 /// Over TLS the records are encrypted in the client's memory: always written.
-impl Body for rustls::StreamOwned<rustls::ClientConnection, TcpStream> {
+impl SendsBody for rustls::StreamOwned<rustls::ClientConnection, TcpStream> {
     fn send_body(&mut self, _: BodySend, chunk: &[u8], size: u64) -> io::Result<()> {
         write_repeated(self, chunk, size)
     }
 }
 
 /// Writes `size` bytes of `chunk` repeated, in writes of the whole buffer.
-pub fn write_repeated<S: Write + ?Sized>(s: &mut S, chunk: &[u8], size: u64) -> io::Result<()> {
+fn write_repeated<S: Write + ?Sized>(s: &mut S, chunk: &[u8], size: u64) -> io::Result<()> {
     let mut left = size;
     while left > 0 {
         let n = (chunk.len() as u64).min(left) as usize;
@@ -402,7 +393,7 @@ pub fn write_repeated<S: Write + ?Sized>(s: &mut S, chunk: &[u8], size: u64) -> 
 }
 
 /// Writes `head`, then `size` body bytes, and reads one response: its status and body.
-fn exchange<S: Read + Body>(
+fn exchange<S: Read + SendsBody>(
     s: &mut S,
     send: BodySend,
     head: &[u8],

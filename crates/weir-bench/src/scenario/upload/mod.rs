@@ -570,7 +570,7 @@ pub fn run(s: &Settings, a: &UploadArgs) -> io::Result<()> {
             ),
             BodySend::Splice => "its plain HTTP/1.1 bodies spliced (`--client-send splice`: the \
                  buffer's pages `vmsplice`d into a 1 MiB pipe, then `splice`d to the socket, so \
-                 the client copies nothing and the rows run at the server's pace; TLS and \
+                 the client copies nothing and what is left of its work is TCP's; TLS and \
                  HTTP/2 bodies are written)"
                 .to_string(),
         },
