@@ -39,6 +39,7 @@ fn register(server: &weir::Server, addrs: &[SocketAddr]) {
 }
 
 /// Whether `addr` is one of the weir servers' (hyper's are not registered).
+#[cfg(feature = "tower")]
 fn is_weir(addr: SocketAddr) -> bool {
     servers().iter().any(|(addrs, _)| addrs.contains(&addr))
 }
@@ -559,7 +560,7 @@ fn https_upload_allocates_nothing_per_record() {
 /// lull of the client's sending (so idle connections hold none) comes back in one allocation:
 /// both vary with the client's timing, a few per MiB. rustls's read path added one allocation
 /// per 16 KiB record received: 64 per MiB, which the bound below (8 per MiB) still catches.
-#[cfg(feature = "tls")]
+#[cfg(all(feature = "http2", feature = "tls"))]
 #[test]
 fn http2_over_tls_upload_allocates_no_more_than_h2c() {
     let _alone = MEASURING

@@ -36,7 +36,7 @@ mod response;
 mod support;
 #[cfg(all(feature = "http2", feature = "tls"))]
 mod tls;
-#[cfg(feature = "tls")]
+#[cfg(all(feature = "http2", feature = "tls"))]
 mod tls_records;
 #[cfg(all(feature = "tower", feature = "http2", feature = "tls"))]
 mod tower;
