@@ -16,6 +16,10 @@ use std::os::fd::AsFd;
 /// Writes `size` bytes of `chunk` repeated (as the `write` client does) to `sock`. An error
 /// where the kernel refuses (or this is not Linux): a run asked to splice does not quietly
 /// measure the `write` client instead.
+///
+/// The socket carries references to `chunk`'s pages, not copies, until the peer has read the
+/// bytes: the caller must not change `chunk` before then (the uploader's buffer is immutable),
+/// or the peer reads the new bytes.
 pub fn send<S: AsFd + Write>(sock: &mut S, chunk: &[u8], size: u64) -> io::Result<()> {
     #[cfg(target_os = "linux")]
     {
@@ -49,11 +53,11 @@ mod linux {
         while left > 0 {
             let n = (cap as u64).min(left).min((chunk.len() - at) as u64) as usize;
             let piece = [IoSliceRaw::from_slice(&chunk[at..at + n])];
-            // SAFETY: `w` is the pipe's write end, so the kernel only reads `chunk`'s pages
-            // (no GIFT: it takes references, it does not take the pages over). It reads them
-            // until the server has read the bytes, later than this call returns; that is sound
-            // as long as nobody writes to `chunk` meanwhile, and the uploader's buffer is
-            // immutable (`Bytes`) for as long as the uploader lives.
+            // SAFETY: `w` is the pipe's write end, so the kernel only reads `chunk`'s pages,
+            // never writes them (what makes `vmsplice` unsafe is its other direction, which
+            // writes into the buffers). No GIFT: it takes references to the pages, it does
+            // not take them over, so the buffer stays the caller's. (That the bytes stay the
+            // same until the server has read them is `send`'s contract, not memory safety.)
             let moved = unsafe { rustix::pipe::vmsplice(&w, &piece, SpliceFlags::empty()) }?;
             // `MORE` (hold a partial segment for what follows) except for the last bytes,
             // which would otherwise wait in the socket for the cork timer.
