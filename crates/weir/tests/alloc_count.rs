@@ -26,11 +26,16 @@ static SERVERS: std::sync::Mutex<Registered> = std::sync::Mutex::new(Vec::new())
 
 type Registered = Vec<(Vec<SocketAddr>, weir::ServerHandle)>;
 
-/// [`SERVERS`], locked (a test that failed while holding it poisoned nothing it guards).
-fn servers() -> std::sync::MutexGuard<'static, Registered> {
-    SERVERS
+/// `mutex`, locked: a test that failed while holding it poisoned nothing it guards.
+fn locked<T>(mutex: &'static std::sync::Mutex<T>) -> std::sync::MutexGuard<'static, T> {
+    mutex
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// [`SERVERS`], locked.
+fn servers() -> std::sync::MutexGuard<'static, Registered> {
+    locked(&SERVERS)
 }
 
 /// Adds `server` (listening on `addrs`) to [`SERVERS`].
@@ -152,9 +157,7 @@ fn read_response(reader: &mut impl BufRead, line: &mut String, body: &mut Vec<u8
 
 #[test]
 fn keep_alive_requests_allocate_nothing_in_steady_state() {
-    let _alone = MEASURING
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let _alone = locked(&MEASURING);
     let addr = start_server(Config::default());
     let stream = TcpStream::connect(addr).unwrap();
     let mut writer = stream.try_clone().unwrap();
@@ -288,9 +291,7 @@ fn allocations_per_plaintext_get(addr: std::net::SocketAddr, depth: usize) -> f6
 #[cfg(feature = "tower")]
 #[test]
 fn an_axum_router_allocates_less_on_weir_than_on_hyper() {
-    let _alone = MEASURING
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let _alone = locked(&MEASURING);
     let weir = start_server_with(
         Config::default(),
         weir::ServiceHandler::new(plaintext_router()),
@@ -323,9 +324,7 @@ fn an_axum_router_allocates_less_on_weir_than_on_hyper() {
 #[cfg(feature = "tower")]
 #[test]
 fn a_make_service_with_connect_info_allocates_no_more_than_the_router() {
-    let _alone = MEASURING
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let _alone = locked(&MEASURING);
     let router = start_server_with(
         Config::default(),
         weir::ServiceHandler::new(plaintext_router()),
@@ -387,9 +386,7 @@ async fn h2_upload(client: &mut h2::client::SendRequest<bytes::Bytes>, len: usiz
 #[cfg(feature = "http2")]
 #[test]
 fn http2_upload_reuses_its_frame_buffers() {
-    let _alone = MEASURING
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let _alone = locked(&MEASURING);
     let addr = start_server(Config::default().with_max_body_size(None));
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -476,9 +473,7 @@ fn allocations_per_h2_get(addr: std::net::SocketAddr, depth: usize) -> f64 {
 #[cfg(feature = "http2")]
 #[test]
 fn small_http2_requests_allocate_only_what_h2_needs() {
-    let _alone = MEASURING
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let _alone = locked(&MEASURING);
     let addr = start_server(Config::default());
     for depth in [1, 16] {
         let per_request = allocations_per_h2_get(addr, depth);
@@ -498,9 +493,7 @@ fn small_http2_requests_allocate_only_what_h2_needs() {
 #[test]
 fn https_upload_allocates_nothing_per_record() {
     use weir::rustls;
-    let _alone = MEASURING
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let _alone = locked(&MEASURING);
     let cert = weir_testkit::cert::TestCert::new();
     let tls = cert.tls_config();
     let (tx, rx) = mpsc::channel();
@@ -563,9 +556,7 @@ fn https_upload_allocates_nothing_per_record() {
 #[cfg(all(feature = "http2", feature = "tls"))]
 #[test]
 fn http2_over_tls_upload_allocates_no_more_than_h2c() {
-    let _alone = MEASURING
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let _alone = locked(&MEASURING);
     let cert = weir_testkit::cert::TestCert::new();
     let tls = cert.tls_config();
     let (tx, rx) = mpsc::channel();
