@@ -23,7 +23,6 @@
 //! - weir's limits hold for the app too: a streamed request body above 30 MiB needs
 //!   [`Config::with_max_body_size`] (or the handle's per-request limit), and a request target
 //!   must be ASCII (RFC 9112; hyper also takes raw UTF-8);
-//! - a request body cannot be read after its response has been sent;
 //! - an app with WebSocket routes is served by `UpgradeServiceHandler` (feature `upgrades`;
 //!   `UpgradeMakeServiceHandler` for a make service, with `ConnectInfo`), which hands each
 //!   upgrade request's connection to hyper's server; through [`ServiceHandler`] axum's

@@ -35,8 +35,10 @@ use std::task::{Context, Poll, ready};
 /// weir's direct paths (straight into a buffer, to a file with `splice`, per-request limits),
 /// use [`Body::handle`] or the [`ExchangeHandle`] in the request's extensions.
 ///
-/// The body is readable until the response is complete (a service may read it while streaming
-/// its response); after that a read that has not reached the end fails.
+/// The body is readable while the service runs, while its response streams, and after the
+/// response too: a service may move it to a task of its own and answer at once (`202
+/// Accepted`); the connection (HTTP/1.1) or stream (HTTP/2) then serves its reads until it is
+/// dropped or complete. A body kept and never read holds that connection until it is dropped.
 pub struct Body {
     link: Arc<Link>,
     /// An order of this body is in the link.
@@ -115,6 +117,7 @@ impl Drop for Body {
         if self.placed {
             self.link.abandon();
         }
+        self.link.body_dropped();
     }
 }
 

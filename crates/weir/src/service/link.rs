@@ -15,6 +15,10 @@
 //!   put back (a chunk read) or answered with [`ended`];
 //! - bytes read for a requester that went away are kept (`leftover`) and given to the next read,
 //!   so dropping a read future loses no body bytes;
+//! - after the response, while the request's [`Body`](super::Body) is alive elsewhere and the
+//!   body is not complete, the adapter keeps carrying out its orders (`after_response`); it
+//!   stops when that body is dropped (its drop wakes the adapter: `body_dropped`), is
+//!   complete, or a read fails;
 //! - once the exchange is over (`end`), every order is answered at once: the end of the body if
 //!   it was complete, else [`ended`];
 //! - a wake goes only to another task: an order placed inside `drive`'s poll of the service is
@@ -32,6 +36,7 @@ use http::{HeaderMap, StatusCode};
 use std::fs::File;
 use std::future::{Future, poll_fn};
 use std::pin::{Pin, pin};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker, ready};
 
@@ -60,10 +65,11 @@ pub(crate) enum Answer {
 }
 
 /// The error of an order that can no longer be carried out: the exchange is over (the response
-/// was sent and the handler returned), or the service's future finished while it ran.
+/// was sent, and the request's body was dropped, completed or failed), or the service's future
+/// finished while it ran.
 pub(crate) fn ended() -> Error {
     Error::from(std::io::Error::other(
-        "the exchange is over: its request body can be read only until the response is complete",
+        "the exchange is over: its request body can no longer be read",
     ))
 }
 
@@ -128,6 +134,13 @@ impl State {
 #[derive(Default)]
 pub(crate) struct Link {
     state: Mutex<State>,
+    /// The request's [`Body`](super::Body) was dropped. Outside the lock: every request's body
+    /// is dropped, and this costs it an atomic store, not a lock.
+    body_dropped: AtomicBool,
+    /// The adapter waits for that drop after the response (`after_response`): the drop wakes
+    /// it. Set after the adapter's waker is in the state, read after `body_dropped` is set,
+    /// both sequentially consistent, so either the drop sees it or the adapter sees the drop.
+    lingering: AtomicBool,
 }
 
 impl Link {
@@ -260,6 +273,16 @@ impl Link {
         }
     }
 
+    /// The request's body is dropped: an adapter waiting for that after the response is woken.
+    pub(crate) fn body_dropped(&self) {
+        self.body_dropped.store(true, Ordering::SeqCst);
+        if self.lingering.load(Ordering::SeqCst) {
+            if let Some(driver) = &self.lock().driver {
+                driver.wake_by_ref();
+            }
+        }
+    }
+
     // ---- driver side ----
 
     /// Applies changed settings and takes the order in the link, if any; otherwise remembers
@@ -280,6 +303,30 @@ impl Link {
             set_waker(&mut state.driver, cx.waker());
         }
         order
+    }
+
+    /// After the response: the order in the link, or `None` once the body is dropped
+    /// (otherwise the driver's waker is kept, and the drop or the next order wakes it).
+    fn poll_order_after_response(
+        &self,
+        exchange: &mut Exchange<'_>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Order>> {
+        if let Some(order) = self.take_order(exchange, cx) {
+            return Poll::Ready(Some(order));
+        }
+        // The waker is in the state (`take_order`) before the flag is set.
+        self.lingering.store(true, Ordering::SeqCst);
+        if self.body_dropped.load(Ordering::SeqCst) {
+            Poll::Ready(None)
+        } else {
+            Poll::Pending
+        }
+    }
+
+    /// Records that the body is complete, for the orders answered after the end.
+    fn note_complete(&self) {
+        self.lock().body_complete = true;
     }
 
     /// Hands `answer` to the order's requester. `driver` is the waker of the task running
@@ -347,6 +394,8 @@ impl Link {
     /// Makes a link held by nobody else ready for the next request (`pool`): its state as new
     /// (already so if it was never locked), the waiting list's capacity kept.
     pub(crate) fn reset(&mut self) {
+        *self.body_dropped.get_mut() = false;
+        *self.lingering.get_mut() = false;
         let state = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
         if !state.touched {
             return;
@@ -430,6 +479,40 @@ pub(crate) async fn drive<F: Future>(
             return out;
         }
     }
+}
+
+/// After a complete response: while the request's body is alive elsewhere (the service moved
+/// it to a task of its own, to read after answering, as hyper allows) and not complete, carries
+/// out its orders on the exchange, as a native handler that reads its body after responding
+/// does. The response is flushed first, so the client has it while the body is still read.
+///
+/// The common case costs an atomic load: the body was dropped with the service's future. Ends
+/// when the body is dropped, complete, or a read of it fails; a body kept and never read holds
+/// its connection (HTTP/1.1) or stream (HTTP/2) until it is dropped, as a native handler that
+/// waits before reading does (the server's shutdown grace still ends it).
+pub(crate) async fn after_response(exchange: &mut Exchange<'_>, link: &Link) -> Result<(), Error> {
+    if link.body_dropped.load(Ordering::Acquire) {
+        return Ok(());
+    }
+    if !exchange.is_body_complete() {
+        exchange.flush_response().await?;
+        while let Some(order) = poll_fn(|cx| link.poll_order_after_response(exchange, cx)).await {
+            let answer = run(exchange, order).await;
+            let failed = matches!(
+                answer,
+                Answer::Chunk(Err(_)) | Answer::ReadInto(_, Err(_)) | Answer::ToFile(Err(_))
+            );
+            // The requester is on another task: the no-op waker is never its own.
+            link.answer(answer, Waker::noop());
+            if failed || exchange.is_body_complete() {
+                break;
+            }
+        }
+    }
+    if exchange.is_body_complete() {
+        link.note_complete();
+    }
+    Ok(())
 }
 
 /// Carries out one order on the exchange: each is one `Exchange` call, the path a native

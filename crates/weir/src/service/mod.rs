@@ -18,10 +18,11 @@
 //! the socket is read only while the service polls its body, at most the pause threshold
 //! ahead: weir's backpressure holds, and an HTTP/2 handler that never reads holds back only
 //! its own stream's window. A body moved to another task works too: its orders wake the
-//! connection's task, until the response is complete (the [`ExchangeHandle`] does not: it
-//! works where the adapter runs the service for its request, `handle`); unlike hyper, weir does not keep a
-//! request body readable after its response (a service that answers `202` and reads the body
-//! afterwards gets an error from that read: read it before answering).
+//! connection's task, which carries them out, also after the response (a service that answers
+//! `202` at once and reads the body in a task of its own, as on hyper): the adapter then serves
+//! that body until it is dropped or complete, and the connection's next request waits for that
+//! (`link`). The [`ExchangeHandle`] does not move: it works where the adapter runs the service
+//! for its request (`handle`).
 //!
 //! **What it costs.** This is an adoption path: the `http::Request` owns its URI, header map
 //! and extensions. What weir would allocate for them per request is kept per thread and reused
@@ -76,7 +77,7 @@ pub use upgrade::{HyperService, UpgradeMakeServiceHandler, UpgradeServiceHandler
 
 use crate::{Error, Exchange, Handler};
 use handle::{Current, within};
-use link::{drive, poll_within};
+use link::{after_response, drive, poll_within};
 use std::future::poll_fn;
 use std::pin::pin;
 use std::sync::Arc;
@@ -134,7 +135,11 @@ where
             };
             match response {
                 Ok(response) => {
-                    respond::write(exchange, &current, response, &mut spare.headers).await
+                    match respond::write(exchange, &current, response, &mut spare.headers).await {
+                        // A body the service moved elsewhere is still served (`link`).
+                        Ok(()) => after_response(exchange, &current.link).await,
+                        Err(e) => Err(e),
+                    }
                 }
                 Err(e) => Err(Error::user(e)),
             }

@@ -6,7 +6,8 @@
 //! HTTP/1.1 and HTTP/2), `tls_records` (weir's TLS record layer against rustls's client), `h2` (HTTP/2 behaviour with curl and the h2 client), `h2_frames`
 //! (HTTP/2 conformance and flood defences with raw frames), `h2_conformance` (the external
 //! `httpwg` suite, a port of h2spec), `h2spec` (h2spec itself, strict), `tower` (an axum app with tower-http layers through
-//! `weir::ServiceHandler`, routes in `tower_app`), `tower_make` (axum's
+//! `weir::ServiceHandler`, routes in `tower_app`), `tower_late_body` (a body read after a
+//! `202`), `tower_make` (axum's
 //! `into_make_service_with_connect_info` through `weir::MakeServiceHandler`), `tower_stream`
 //! (a streamed response's frames leave as they come), `tower_example` (the axum example's code), `tower_upgrade`
 //! (WebSocket through axum, served by hyper).
@@ -44,6 +45,8 @@ mod tower;
 mod tower_app;
 #[cfg(all(feature = "tower", feature = "http2", feature = "tls"))]
 mod tower_example;
+#[cfg(all(feature = "tower", feature = "http2", feature = "tls"))]
+mod tower_late_body;
 #[cfg(all(feature = "tower", feature = "http2", feature = "tls"))]
 mod tower_make;
 #[cfg(all(feature = "tower", feature = "http2", feature = "tls"))]
