@@ -20,6 +20,7 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use weir::{Config, ServiceHandler};
+use weir_testkit::h1::parse_responses;
 
 /// Where the tasks report what they read: `"<bytes> <sha256>"` or `"error after <bytes>: …"`.
 type Reports = Arc<Mutex<Sender<String>>>;
@@ -75,7 +76,8 @@ fn report(rx: &Receiver<String>) -> String {
 
 /// Sends `data` to `upload`, then GETs `next` on the same connection (HTTP/1.1: this file's
 /// client, which sends the whole body whatever the response; HTTP/2: the h2 client). The
-/// upload's status and the GET's answer; an error if the connection was not kept.
+/// upload's status and the GET's answer (HTTP/1.1: `closed` instead, if the upload's response
+/// said `connection: close` and the server then closed); a panic if the connection broke.
 fn upload_then_get(
     name: &str,
     server: &TlsTestServer,
@@ -142,7 +144,7 @@ where
     let posted = read_response(&mut rd, &mut buf).await;
     // The whole body is sent in either case: the server reads it for the application.
     let mut wr = sending.await.unwrap().unwrap();
-    if posted.close {
+    if posted.header("connection") == Some("close") {
         let end = rd.read(&mut [0; 64]).await.unwrap();
         assert_eq!(end, 0, "closed after the body");
         return format!("{} closed", posted.status);
@@ -151,36 +153,17 @@ where
     wr.write_all(get.as_bytes()).await.unwrap();
     wr.flush().await.unwrap();
     let got = read_response(&mut rd, &mut buf).await;
-    format!("{} {}", posted.status, got.body)
+    format!("{} {}", posted.status, got.text())
 }
 
-struct Answer {
-    status: u16,
-    body: String,
-    close: bool,
-}
-
-/// One response with a `Content-Length`; `buf` keeps what follows it.
-async fn read_response<R: AsyncRead + Unpin>(rd: &mut R, buf: &mut Vec<u8>) -> Answer {
+/// One whole response off `rd` (the testkit's parser); `buf` keeps what follows it.
+async fn read_response<R: AsyncRead + Unpin>(rd: &mut R, buf: &mut Vec<u8>) -> Resp {
     let mut chunk = [0u8; 4096];
     loop {
-        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
-            let field = |name: &str| {
-                head.lines()
-                    .find_map(|l| l.strip_prefix(name))
-                    .map(str::trim)
-            };
-            let len: usize = field("content-length:").map_or(0, |v| v.parse().unwrap());
-            if buf.len() >= end + 4 + len {
-                let answer = Answer {
-                    status: head[9..12].parse().unwrap(),
-                    body: String::from_utf8_lossy(&buf[end + 4..end + 4 + len]).into_owned(),
-                    close: field("connection:") == Some("close"),
-                };
-                buf.drain(..end + 4 + len);
-                return answer;
-            }
+        let (mut responses, rest) = parse_responses(buf);
+        if !responses.is_empty() {
+            *buf = rest;
+            return responses.remove(0);
         }
         let n = rd.read(&mut chunk).await.unwrap();
         assert!(
