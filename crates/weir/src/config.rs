@@ -156,14 +156,19 @@ pub struct Config {
     pub reuse_port: bool,
     /// Value of the `Server` header, if any. Default none (it tells attackers what to try).
     pub server_header: Option<String>,
-    /// Time allowed for a TLS handshake, including the wait for a handshake slot
-    /// ([`Config::max_tls_handshakes`]). Default 10 s. Breach: close, silently (nothing can be
-    /// answered before the handshake completes).
+    /// Time allowed for a TLS client's whole `ClientHello` to arrive, from the connection's
+    /// accept. Default 5 s. Breach: close, silently. Until it has arrived the connection holds
+    /// no handshake slot and no buffer.
+    pub tls_client_hello_timeout: Duration,
+    /// Time allowed for a TLS handshake once it has a handshake slot
+    /// ([`Config::max_tls_handshakes`]); the wait for the slot is the server's and not counted.
+    /// Default 10 s. Breach: close, silently (nothing can be answered before the handshake
+    /// completes).
     pub tls_handshake_timeout: Duration,
-    /// Most TLS handshakes in progress at once, server-wide. Handshakes cost CPU (a signature)
-    /// and memory; a flood of clients that connect and stall costs at most this many slots,
-    /// each for at most the handshake timeout, while established connections are served.
-    /// Default 1,024.
+    /// Most TLS handshakes in progress at once, server-wide, counted from a whole
+    /// `ClientHello`. Handshakes cost CPU (a signature) and memory; a flood of clients that
+    /// send a `ClientHello` and stall costs at most this many slots, each for at most the
+    /// handshake timeout, while established connections are served. Default 1,024.
     pub max_tls_handshakes: usize,
     /// HTTP/2: whether it is served, its limits and its flow-control windows.
     pub http2: Http2Config,
@@ -266,6 +271,7 @@ impl Default for Config {
             shutdown_grace: Duration::from_secs(30),
             reuse_port: false,
             server_header: None,
+            tls_client_hello_timeout: Duration::from_secs(5),
             tls_handshake_timeout: Duration::from_secs(10),
             max_tls_handshakes: 1024,
             http2: Http2Config::default(),
@@ -334,6 +340,7 @@ setters!(Config {
     with_shutdown_grace => shutdown_grace: Duration,
     with_reuse_port => reuse_port: bool,
     with_server_header => server_header: Option<String>,
+    with_tls_client_hello_timeout => tls_client_hello_timeout: Duration,
     with_tls_handshake_timeout => tls_handshake_timeout: Duration,
     with_max_tls_handshakes => max_tls_handshakes: usize,
     with_http2 => http2: Http2Config,

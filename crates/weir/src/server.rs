@@ -109,6 +109,7 @@ impl Server {
         let accept = TlsAccept {
             acceptor: tls.acceptor(cfg!(feature = "http2") && self.shared.config.http2.enabled),
             handshakes: self.handshakes.clone(),
+            client_hello_timeout: self.shared.config.tls_client_hello_timeout,
             timeout: self.shared.config.tls_handshake_timeout,
         };
         self.listeners.push((listener, Some(accept)));

@@ -3,14 +3,19 @@
 //!
 //! The handshake runs on the connection's own task (never in the accept loop, so a slow client
 //! cannot hold up accepting). A server-wide semaphore bounds how many handshakes are in
-//! progress at once ([`Config::max_tls_handshakes`](crate::Config::max_tls_handshakes)): a
-//! flood of clients that open connections and stall in the handshake costs at most that many
-//! slots, each for at most [`Config::tls_handshake_timeout`](crate::Config::tls_handshake_timeout).
+//! progress at once ([`Config::max_tls_handshakes`](crate::Config::max_tls_handshakes)). A
+//! connection takes a slot only once its whole `ClientHello` has arrived, within
+//! [`Config::tls_client_hello_timeout`](crate::Config::tls_client_hello_timeout): connections
+//! that send nothing, or a `ClientHello` slowly, hold no slot and no buffer, so they cannot keep
+//! real clients waiting. A client that stalls later in the handshake holds its slot for at most
+//! [`Config::tls_handshake_timeout`](crate::Config::tls_handshake_timeout), counted from when it
+//! got the slot.
 //!
 //! The crypto provider is `ring`, named explicitly so that the process-wide default provider
 //! (which another crate in the same program may have installed) does not matter.
 
 use super::Stream;
+use super::tls_records::RecordBuf;
 use rustls::ServerConfig;
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
@@ -258,17 +263,35 @@ impl From<TlsError> for io::Error {
 pub(crate) struct TlsAccept {
     pub(crate) acceptor: Arc<ServerConfig>,
     pub(crate) handshakes: Arc<Semaphore>,
+    /// [`Config::tls_client_hello_timeout`](crate::Config::tls_client_hello_timeout).
+    pub(crate) client_hello_timeout: Duration,
+    /// [`Config::tls_handshake_timeout`](crate::Config::tls_handshake_timeout).
     pub(crate) timeout: Duration,
 }
 
 impl TlsAccept {
-    /// Runs the server side of the handshake on `stream`: waits for a handshake slot, then
-    /// handshakes, all within the handshake timeout. `None` if the client failed, stalled or
-    /// spoke something other than TLS (nothing can be answered to it).
-    pub(crate) async fn handshake(&self, stream: Stream) -> Option<Stream> {
+    /// Runs the server side of the handshake on `stream`: waits for the client's whole
+    /// `ClientHello` (within the `ClientHello` timeout, holding no slot), then for a handshake
+    /// slot (the server's wait, not charged to the client), then handshakes within the
+    /// handshake timeout. `None` if the client failed, stalled or spoke something other than
+    /// TLS (nothing can be answered to it).
+    pub(crate) async fn handshake(&self, mut stream: Stream) -> Option<Stream> {
+        let mut rx = RecordBuf::new();
+        let hello = super::tls_handshake::receive_client_hello(&mut stream, &mut rx);
+        match tokio::time::timeout(self.client_hello_timeout, hello).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                tracing::debug!(error = %e, "TLS connection closed before its ClientHello");
+                return None;
+            }
+            Err(_) => {
+                tracing::debug!("no ClientHello within the timeout");
+                return None;
+            }
+        }
+        let _slot = self.handshakes.acquire().await.ok()?;
         let handshake = async {
-            let _slot = self.handshakes.acquire().await.ok()?;
-            match super::tls_handshake::accept(stream, Arc::clone(&self.acceptor)).await {
+            match super::tls_handshake::accept(stream, rx, Arc::clone(&self.acceptor)).await {
                 Ok(tls) => Some(Stream::Tls(Box::new(tls))),
                 Err(e) => {
                     tracing::debug!(error = %e, "TLS handshake failed");

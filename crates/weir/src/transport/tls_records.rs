@@ -13,11 +13,14 @@ use rustls::{ContentType, ProtocolVersion};
 use std::ops::Range;
 
 /// The record header: type, legacy version, length.
-const HEADER_LEN: usize = 5;
+pub(super) const HEADER_LEN: usize = 5;
 
-/// The largest record body accepted: RFC 5246 §6.2.3 allows 2^14 + 2048 bytes of ciphertext
-/// (TLS 1.3, RFC 8446 §5.2, allows less: 2^14 + 256).
-const MAX_CIPHERTEXT: usize = 16384 + 2048;
+/// The largest record body accepted: RFC 5246 §6.2.3 allows 2^14 + 2048 bytes of ciphertext.
+pub(super) const MAX_CIPHERTEXT: usize = 16384 + 2048;
+
+/// TLS 1.3 allows less (RFC 8446 §5.2): a longer record is a `record_overflow`, never a failed
+/// authentication.
+const MAX_CIPHERTEXT_TLS13: usize = 16384 + 256;
 
 /// The largest whole record.
 const MAX_RECORD: usize = HEADER_LEN + MAX_CIPHERTEXT;
@@ -126,6 +129,11 @@ impl RecordBuf {
         self.next < self.end
     }
 
+    /// The ciphertext not yet decrypted.
+    pub(super) fn ciphertext(&self) -> &[u8] {
+        &self.buf[self.next..self.end]
+    }
+
     /// The ciphertext not yet decrypted: rustls's unbuffered handshake reads records from it in
     /// place, then says how much of its front to [`RecordBuf::discard`].
     pub(super) fn ciphertext_mut(&mut self) -> &mut [u8] {
@@ -157,7 +165,13 @@ impl RecordBuf {
         if matches!(typ, ContentType::Unknown(_)) || at_hand[1] != 3 {
             return Err(RecordError::Header);
         }
-        if len > MAX_CIPHERTEXT {
+        if len
+            > if tls13 {
+                MAX_CIPHERTEXT_TLS13
+            } else {
+                MAX_CIPHERTEXT
+            }
+        {
             return Err(RecordError::Overflow);
         }
         if tls13 && typ != ContentType::ApplicationData {
@@ -402,6 +416,28 @@ mod tests {
             rb.open_next(&mut *dec, 0, true),
             Err(RecordError::Overflow)
         ));
+
+        // TLS 1.3's own bound (RFC 8446 §5.2: 2^14 + 256) is `record_overflow` too, at its
+        // first length past it and at TLS 1.2's largest; TLS 1.2 waits for the rest there.
+        for len in [16_641u16, 18_432] {
+            for (tls13, overflow) in [(true, true), (false, false)] {
+                let mut rb = RecordBuf::new();
+                let [hi, lo] = len.to_be_bytes();
+                rb.spare()[..5].copy_from_slice(&[23, 3, 3, hi, lo]);
+                rb.filled(5);
+                let opened = rb.open_next(&mut *dec, 0, tls13);
+                assert_eq!(
+                    matches!(opened, Err(RecordError::Overflow)),
+                    overflow,
+                    "{len} bytes, TLS 1.3: {tls13}: {opened:?}"
+                );
+            }
+        }
+        let mut rb = RecordBuf::new();
+        let [hi, lo] = 16_640u16.to_be_bytes();
+        rb.spare()[..5].copy_from_slice(&[23, 3, 3, hi, lo]);
+        rb.filled(5);
+        assert!(matches!(rb.open_next(&mut *dec, 0, true), Ok(None)));
 
         let mut rb = RecordBuf::new();
         rb.spare()[..5].copy_from_slice(&[99, 3, 3, 0, 1]);

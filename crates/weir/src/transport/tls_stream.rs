@@ -33,6 +33,11 @@
 //! weir also updates its own key before the cipher suite's confidentiality limit. A TLS 1.2
 //! client's renegotiation attempt is refused with a `no_renegotiation` warning. Handshake
 //! messages must lie in one record each (real clients' `KeyUpdate` does).
+//!
+//! Answers to the client's records are bounded, since a client need not read them: requests for
+//! a key update while our last record was already one get no second answer (RFC 8446 §4.6.3),
+//! a third renegotiation attempt ends the connection, and while the queue is past its limit
+//! with an answer in it, no further record is read until the client takes it.
 
 use super::tls_records::{Opened, RecordBuf, RecordError};
 use super::{PeerAddr, Stream};
@@ -65,21 +70,32 @@ const MAX_IOV: usize = 64;
 /// tolerated before the client is taken for hostile.
 const MAX_IDLE_RECORDS: u32 = 64;
 
+/// TLS 1.2 renegotiation attempts refused with a warning on one connection; the next one is
+/// answered with a fatal alert. A real client that tries gives up after the first refusal; one
+/// that keeps trying inside a request body (where application data resets the idle count) is
+/// taken for hostile.
+const MAX_RENEGOTIATION_ATTEMPTS: u32 = 2;
+
 /// An established TLS connection (server side), over TCP or a Unix socket.
 pub struct TlsStream {
     io: Stream,
     rx: RecordBuf,
     keys: Keys,
     tx: TxQueue,
-    /// Plaintext rustls decrypted while finishing the handshake (records that came right behind
-    /// the client's `Finished`), handed out before the record buffer's.
-    early: Vec<u8>,
     read: ReadState,
     /// A socket error met after some plaintext was handed out, for the next read.
     deferred: Option<io::Error>,
     sent_close_notify: bool,
     alpn: Option<Vec<u8>>,
     idle_records: u32,
+    renegotiation_attempts: u32,
+    /// Our last record was a `KeyUpdate`: a client's request for one is already answered (RFC
+    /// 8446 §4.6.3: a side that receives several while silent answers once). So a client that
+    /// never reads cannot make us queue an answer per request.
+    key_updated_since_data: bool,
+    /// The read path queued an answer (a `KeyUpdate`, a warning) that has not left yet: while
+    /// the queue is past [`TX_MAX`], reading stops until the client takes it.
+    answer_queued: bool,
 }
 
 impl fmt::Debug for TlsStream {
@@ -213,7 +229,6 @@ impl TlsStream {
     pub(super) fn new(
         io: Stream,
         rx: RecordBuf,
-        early: Vec<u8>,
         alpn: Option<Vec<u8>>,
         kernel: KernelConnection<ServerConnectionData>,
         secrets: ExtractedSecrets,
@@ -223,12 +238,14 @@ impl TlsStream {
             rx,
             keys: Keys::new(kernel, secrets)?,
             tx: TxQueue::default(),
-            early,
             read: ReadState::Open,
             deferred: None,
             sent_close_notify: false,
             alpn,
             idle_records: 0,
+            renegotiation_attempts: 0,
+            key_updated_since_data: false,
+            answer_queued: false,
         })
     }
 
@@ -252,8 +269,7 @@ impl TlsStream {
     /// them), else until the socket is readable. What an idle HTTP/1.1 connection waits on
     /// after giving its buffers back (`h1::conn`).
     pub(crate) async fn readable(&self) -> io::Result<()> {
-        if !self.early.is_empty()
-            || !self.rx.plaintext().is_empty()
+        if !self.rx.plaintext().is_empty()
             || self.rx.has_ciphertext()
             || self.deferred.is_some()
             || !self.tx.is_empty()
@@ -372,14 +388,23 @@ impl TlsStream {
                 let (seq, secrets) = self.keys.kernel.update_rx_secret()?;
                 self.keys.open = decrypter(self.keys.suite, secrets)?;
                 self.keys.rx_seq = seq;
-                if requested && !self.sent_close_notify {
+                if requested && !self.sent_close_notify && !self.key_updated_since_data {
                     self.update_tx_key()?;
+                    self.answer_queued = true;
                 }
                 Ok(())
             }
             (1, _) if !self.keys.tls13() => {
                 self.idle()?;
+                self.renegotiation_attempts += 1;
+                if self.renegotiation_attempts > MAX_RENEGOTIATION_ATTEMPTS {
+                    return Err(Fault::new(
+                        AlertDescription::HandshakeFailure,
+                        "renegotiation attempted again after it was refused",
+                    ));
+                }
                 self.seal_alert(1, AlertDescription::NoRenegotiation)?;
+                self.answer_queued = true;
                 Ok(())
             }
             _ => Err(unexpected(
@@ -410,6 +435,7 @@ impl TlsStream {
         let (seq, secrets) = self.keys.kernel.update_tx_secret()?;
         self.keys.seal = encrypter(self.keys.suite, secrets)?;
         self.keys.tx_seq = seq;
+        self.key_updated_since_data = true;
         Ok(())
     }
 
@@ -439,6 +465,9 @@ impl TlsStream {
         // encrypted there.
         let sealed = self.keys.seal.encrypt(message, self.keys.tx_seq)?;
         self.keys.tx_seq += 1;
+        if typ == ContentType::ApplicationData {
+            self.key_updated_since_data = false;
+        }
         self.tx.push(sealed.encode());
         Ok(())
     }
@@ -469,6 +498,7 @@ impl TlsStream {
             }
             self.tx.advance(n);
         }
+        self.answer_queued = false;
         Poll::Ready(Ok(()))
     }
 }
@@ -485,15 +515,6 @@ impl AsyncRead for TlsStream {
             // Sealed bytes the socket did not take before: they go out now (a write error
             // shows on the next write).
             let _ = this.poll_send(cx);
-        }
-        if !this.early.is_empty() {
-            let n = this.early.len().min(out.remaining());
-            out.put_slice(&this.early[..n]);
-            this.early.drain(..n);
-            if this.early.is_empty() {
-                this.early = Vec::new();
-            }
-            return Poll::Ready(Ok(()));
         }
         if out.remaining() == 0 {
             return Poll::Ready(Ok(()));
@@ -522,6 +543,20 @@ impl AsyncRead for TlsStream {
                 ReadState::Failed(..) if produced(out) => return Poll::Ready(Ok(())),
                 ReadState::Failed(kind, what) => {
                     return Poll::Ready(Err(io::Error::new(*kind, what.clone())));
+                }
+            }
+            if this.answer_queued && this.tx.len() >= TX_MAX {
+                // Answers to the client's records are owed and the client does not take them:
+                // read no further records (each could owe another) until it does.
+                match this.poll_send(cx) {
+                    Poll::Ready(Ok(())) => {}
+                    Poll::Ready(Err(e)) if produced(out) => {
+                        this.deferred = Some(e);
+                        return Poll::Ready(Ok(()));
+                    }
+                    Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                    Poll::Pending if produced(out) => return Poll::Ready(Ok(())),
+                    Poll::Pending => return Poll::Pending,
                 }
             }
             match this.open_record() {

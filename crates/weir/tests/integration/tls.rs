@@ -132,35 +132,116 @@ fn h2_client_over_tls_uploads_and_downloads() {
     });
 }
 
+/// Reads until the server closes `s`; `false` if it is still open after 30 s.
+fn closed_by_server(s: &mut TcpStream) -> bool {
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut buf = [0u8; 4096];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => {}
+            Err(e) => {
+                return !matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                );
+            }
+        }
+    }
+}
+
+/// A real client's GET over HTTPS, given 20 s at most.
+fn https_hello(server: &TlsTestServer) -> String {
+    let cacert = server.cert.cert_path.to_str().unwrap().to_owned();
+    curl(&[
+        "--max-time",
+        "20",
+        "--cacert",
+        &cacert,
+        &server.tls_url("/hello"),
+    ])
+}
+
+/// A rustls client's `ClientHello`, as it would send it.
+fn client_hello_bytes() -> Vec<u8> {
+    let config = weir::rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
+        weir::TlsConfig::crypto_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_root_certificates(weir::rustls::RootCertStore::empty())
+    .with_no_client_auth();
+    let name = rustls_pki_types::ServerName::try_from("localhost").unwrap();
+    let mut conn = weir::rustls::ClientConnection::new(std::sync::Arc::new(config), name).unwrap();
+    let mut hello = Vec::new();
+    conn.write_tls(&mut hello).unwrap();
+    hello
+}
+
+/// Connections that send nothing, or only part of a `ClientHello`, hold no handshake slot: with
+/// one slot and a minute for each handshake, a real client still gets through at once. They
+/// once took the slots first, so 1,200 silent connections made a real client wait 8–9 s.
 #[test]
-fn stalled_handshake_times_out_and_frees_its_slot() {
+fn silent_connections_hold_no_handshake_slot() {
+    assert_curl_has_http2();
     let config = Config::default()
+        .with_tls_client_hello_timeout(Duration::from_secs(60))
+        .with_tls_handshake_timeout(Duration::from_secs(60))
+        .with_max_tls_handshakes(1);
+    let server = TlsTestServer::start(config);
+    let hello = client_hello_bytes();
+    let mut silent: Vec<TcpStream> = (0..4)
+        .map(|_| TcpStream::connect(server.tls_addr).unwrap())
+        .collect();
+    let mut partial = TcpStream::connect(server.tls_addr).unwrap();
+    partial.write_all(&hello[..hello.len() - 1]).unwrap();
+    silent.push(partial);
+    for _ in 0..2 {
+        assert_eq!(https_hello(&server), "Hello, World!");
+    }
+    drop(silent);
+}
+
+/// A `ClientHello` that does not arrive whole within its timeout is closed, without a byte sent
+/// to it; one that arrives and then stalls holds its slot for the handshake timeout at most.
+#[test]
+fn stalled_handshakes_time_out_and_free_their_slot() {
+    assert_curl_has_http2();
+    let config = Config::default()
+        .with_tls_client_hello_timeout(Duration::from_millis(300))
         .with_tls_handshake_timeout(Duration::from_millis(300))
         .with_max_tls_handshakes(1);
     let server = TlsTestServer::start(config);
-    // Holds the only handshake slot: connects and sends nothing. The server closes it when the
-    // handshake timeout passes, without a byte sent to it.
-    let mut staller = TcpStream::connect(server.tls_addr).unwrap();
-    staller
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
-    let mut buf = [0u8; 16];
-    match staller.read(&mut buf) {
-        Ok(0) => {}
-        Err(e) => assert!(
-            !matches!(
-                e.kind(),
-                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+    let hello = client_hello_bytes();
+    for sent in [0, 10, hello.len() - 1] {
+        let mut staller = TcpStream::connect(server.tls_addr).unwrap();
+        staller.write_all(&hello[..sent]).unwrap();
+        staller
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
+        let mut buf = [0u8; 16];
+        match staller.read(&mut buf) {
+            Ok(0) => {}
+            Ok(n) => panic!("server sent {n} bytes before a whole ClientHello"),
+            Err(e) => assert!(
+                !matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ),
+                "{sent} bytes of a ClientHello: never closed"
             ),
-            "never closed"
-        ),
-        Ok(n) => panic!("server sent {n} bytes before a ClientHello"),
+        }
     }
+    // A whole ClientHello takes the only slot; the server answers, waits for the client's
+    // next flight, and closes when the handshake timeout passes.
+    let mut staller = TcpStream::connect(server.tls_addr).unwrap();
+    staller.write_all(&hello).unwrap();
+    assert!(
+        closed_by_server(&mut staller),
+        "a stalled handshake never closed"
+    );
     // The slot is free again: a real client gets through.
-    assert_curl_has_http2();
-    let cacert = server.cert.cert_path.to_str().unwrap().to_owned();
-    let out = curl(&["--cacert", &cacert, &server.tls_url("/hello")]);
-    assert_eq!(out, "Hello, World!");
+    assert_eq!(https_hello(&server), "Hello, World!");
 }
 
 #[test]

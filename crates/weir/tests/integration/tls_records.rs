@@ -1,6 +1,8 @@
 //! weir's TLS record layer against rustls's client (blocking, on a real socket): TLS 1.2 and
 //! 1.3 uploads byte-exact, TLS 1.3 key updates mid-body, `close_notify` both ways, an abrupt
-//! close mid-body, and a corrupted record answered with an alert.
+//! close mid-body, and a corrupted record answered with an alert. And a client that builds its
+//! own records where rustls's would not: key update requests that are never read, a key update
+//! in the `Finished` flight, renegotiation attempts again and again.
 
 use crate::h2_support::TlsTestServer;
 use crate::support::*;
@@ -26,6 +28,22 @@ fn connect_with(
     version: &'static rustls::SupportedProtocolVersion,
     tweak: impl FnOnce(&mut rustls::ClientConfig),
 ) -> Client {
+    let tcp = TcpStream::connect(server.tls_addr).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut client = StreamOwned::new(client_conn(server, version, tweak), tcp);
+    while client.conn.is_handshaking() {
+        client.conn.complete_io(&mut client.sock).unwrap();
+    }
+    assert_eq!(client.conn.protocol_version(), Some(version.version));
+    client
+}
+
+/// A rustls client connection to `server`, before its handshake.
+fn client_conn(
+    server: &TlsTestServer,
+    version: &'static rustls::SupportedProtocolVersion,
+    tweak: impl FnOnce(&mut rustls::ClientConfig),
+) -> ClientConnection {
     let mut roots = rustls::RootCertStore::empty();
     for cert in CertificateDer::pem_slice_iter(server.cert.cert_pem.as_bytes()) {
         roots.add(cert.unwrap()).unwrap();
@@ -39,15 +57,7 @@ fn connect_with(
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     tweak(&mut config);
     let name = rustls_pki_types::ServerName::try_from("localhost").unwrap();
-    let conn = ClientConnection::new(Arc::new(config), name).unwrap();
-    let tcp = TcpStream::connect(server.tls_addr).unwrap();
-    tcp.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    let mut client = StreamOwned::new(conn, tcp);
-    while client.conn.is_handshaking() {
-        client.conn.complete_io(&mut client.sock).unwrap();
-    }
-    assert_eq!(client.conn.protocol_version(), Some(version.version));
-    client
+    ClientConnection::new(Arc::new(config), name).unwrap()
 }
 
 /// Reads one response with a `content-length`; returns its status line and body.
@@ -218,4 +228,231 @@ fn a_corrupted_record_is_answered_with_a_bad_record_mac_alert() {
         let e = client.read(&mut buf).unwrap_err();
         assert!(e.to_string().contains("BadRecordMac"), "{version:?}: {e}");
     }
+}
+
+/// Sends `GET /hello` and reads its answer.
+fn hello(client: &mut Client) {
+    client
+        .write_all(b"GET /hello HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .unwrap();
+    let (_, body) = read_response(&mut BufReader::new(client));
+    assert_eq!(body, b"Hello, World!");
+}
+
+/// Reads one response with a `content-length` through `client`'s rustls, counting the bytes
+/// that came off the socket for it (records of every kind).
+fn read_response_counting(client: &mut Client) -> (String, usize) {
+    let mut wire = 0;
+    let mut plain = Vec::new();
+    let mut buf = vec![0u8; 64 << 10];
+    loop {
+        if let Some(end) = plain.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&plain[..end]).to_ascii_lowercase();
+            let len: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .map_or(0, |v| v.trim().parse().unwrap());
+            if plain.len() >= end + 4 + len {
+                return (String::from_utf8(plain).unwrap(), wire);
+            }
+        }
+        let n = client.sock.read(&mut buf).unwrap();
+        assert!(n > 0, "closed before the response was whole");
+        wire += n;
+        client.conn.read_tls(&mut &buf[..n]).unwrap();
+        client.conn.process_new_packets().unwrap();
+        // Ends in `WouldBlock` once what was decrypted is read; what came before it is kept.
+        let _ = client.conn.reader().read_to_end(&mut plain);
+    }
+}
+
+/// A client asks for a key update before each byte of a body and never reads until the
+/// response: the server answers the first request only (it sends nothing else meanwhile, so one
+/// update of its key answers them all: RFC 8446 §4.6.3). Each answer is a record the client need
+/// not read; answered one by one, they grew the server's send queue for as long as the client
+/// sent (255 MiB in 45 s in the attack review).
+#[test]
+fn key_update_requests_that_the_client_never_reads_are_answered_once() {
+    let server = TlsTestServer::start(Config::default());
+    const BODY: usize = 300;
+    // The bytes the client receives for the response to a POST whose first `updates` bytes
+    // each follow a key update request.
+    let received = |updates: usize| {
+        let mut client = connect(&server, &rustls::version::TLS13);
+        // The session tickets and a first response are read: what follows is the POST's.
+        hello(&mut client);
+        let head =
+            format!("POST /sha HTTP/1.1\r\nHost: localhost\r\nContent-Length: {BODY}\r\n\r\n");
+        client.write_all(head.as_bytes()).unwrap();
+        for byte in 0..BODY {
+            if byte < updates {
+                client.conn.refresh_traffic_keys().unwrap();
+            }
+            client.write_all(b"x").unwrap();
+            client.flush().unwrap();
+        }
+        let (response, wire) = read_response_counting(&mut client);
+        assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+        assert!(response.contains(&sha256_hex(&[b'x'; BODY])), "{response}");
+        wire
+    };
+    let one = received(1);
+    let many = received(BODY);
+    // A key update record is 27 bytes: 299 more of them would be 8,073 bytes.
+    assert_eq!(many, one, "bytes received after {BODY} requests against 1");
+}
+
+/// The client's `Finished`, a key update request and a request leave in one write. The server
+/// must send its own key update before the response (or not change its key): rustls, given the
+/// whole flight, took the update and changed the server's key with its answer left unsent, and
+/// the client could not read the response (11 times in 40 in the attack review).
+#[test]
+fn a_key_update_in_the_finished_flight_is_answered() {
+    let server = TlsTestServer::start(Config::default());
+    for round in 0..12 {
+        let mut conn = client_conn(&server, &rustls::version::TLS13, |_| {});
+        let mut tcp = TcpStream::connect(server.tls_addr).unwrap();
+        tcp.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        // The ClientHello out, the server's flight in: then the client's `Finished` is queued,
+        // not yet sent.
+        while conn.is_handshaking() {
+            while conn.wants_write() {
+                conn.write_tls(&mut tcp).unwrap();
+            }
+            conn.read_tls(&mut tcp).unwrap();
+            conn.process_new_packets().unwrap();
+        }
+        conn.refresh_traffic_keys().unwrap();
+        conn.writer()
+            .write_all(b"GET /hello HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            .unwrap();
+        let mut flight = Vec::new();
+        while conn.wants_write() {
+            conn.write_tls(&mut flight).unwrap();
+        }
+        tcp.write_all(&flight).unwrap();
+        let mut client = StreamOwned::new(conn, tcp);
+        let (status, body) = read_response(&mut BufReader::new(&mut client));
+        assert!(
+            status.starts_with("HTTP/1.1 200"),
+            "round {round}: {status}"
+        );
+        assert_eq!(body, b"Hello, World!", "round {round}");
+    }
+}
+
+/// TLS 1.2 record protection of both directions from a client's extracted secrets, for a
+/// client that writes records rustls would not.
+struct HandBuilt {
+    sock: TcpStream,
+    seal: Box<dyn rustls::crypto::cipher::MessageEncrypter>,
+    tx_seq: u64,
+    open: Box<dyn rustls::crypto::cipher::MessageDecrypter>,
+    rx_seq: u64,
+}
+
+impl HandBuilt {
+    /// Takes over `client` (TLS 1.2, with secret extraction enabled) after its handshake.
+    fn take_over(client: Client) -> Self {
+        use rustls::ConnectionTrafficSecrets as S;
+        let Some(rustls::SupportedCipherSuite::Tls12(suite)) =
+            client.conn.negotiated_cipher_suite()
+        else {
+            panic!("not TLS 1.2");
+        };
+        let StreamOwned { conn, sock } = client;
+        let secrets = conn.dangerous_extract_secrets().unwrap();
+        let key_iv = |s: S| match s {
+            S::Aes128Gcm { key, iv }
+            | S::Aes256Gcm { key, iv }
+            | S::Chacha20Poly1305 { key, iv } => (key, iv),
+            _ => panic!("suite"),
+        };
+        let shape = suite.aead_alg.key_block_shape();
+        let ((tx_seq, tx), (rx_seq, rx)) = (secrets.tx, secrets.rx);
+        let (key, iv) = key_iv(tx);
+        let (fixed, explicit) = iv.as_ref().split_at(shape.fixed_iv_len);
+        let seal = suite
+            .aead_alg
+            .encrypter(key, fixed, &explicit[..shape.explicit_nonce_len]);
+        let (key, iv) = key_iv(rx);
+        let open = suite
+            .aead_alg
+            .decrypter(key, &iv.as_ref()[..shape.fixed_iv_len]);
+        Self {
+            sock,
+            seal,
+            tx_seq,
+            open,
+            rx_seq,
+        }
+    }
+
+    fn send(&mut self, typ: rustls::ContentType, payload: &[u8]) {
+        use rustls::crypto::cipher::{OutboundChunks, OutboundPlainMessage};
+        let message = OutboundPlainMessage {
+            typ,
+            version: rustls::ProtocolVersion::TLSv1_2,
+            payload: OutboundChunks::Single(payload),
+        };
+        let record = self.seal.encrypt(message, self.tx_seq).unwrap().encode();
+        self.tx_seq += 1;
+        self.sock.write_all(&record).unwrap();
+    }
+
+    /// The next record's type and plaintext; `None` at the end of the stream.
+    fn receive(&mut self) -> Option<(rustls::ContentType, Vec<u8>)> {
+        let mut header = [0u8; 5];
+        match self.sock.read_exact(&mut header) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return None,
+            Err(e) => panic!("{e}"),
+        }
+        let mut body = vec![0u8; usize::from(u16::from_be_bytes([header[3], header[4]]))];
+        self.sock.read_exact(&mut body).unwrap();
+        let message = rustls::crypto::cipher::InboundOpaqueMessage::new(
+            header[0].into(),
+            rustls::ProtocolVersion::TLSv1_2,
+            &mut body,
+        );
+        let plain = self.open.decrypt(message, self.rx_seq).unwrap();
+        self.rx_seq += 1;
+        Some((plain.typ, plain.payload.to_vec()))
+    }
+}
+
+/// A TLS 1.2 client that asks to renegotiate again and again, between bytes of a request
+/// body (so that application data keeps the connection from looking idle): the first two
+/// attempts are refused with a `no_renegotiation` warning, the third ends the connection with
+/// a fatal `handshake_failure`. Refused with a warning every time, a client that never read
+/// them grew the server's send queue to 500 MiB in 20 s in the attack review.
+#[test]
+fn renegotiation_attempts_are_refused_twice_then_end_the_connection() {
+    use rustls::ContentType;
+    let server = TlsTestServer::start(Config::default());
+    let mut client = connect_with(&server, &rustls::version::TLS12, |c| {
+        c.enable_secret_extraction = true;
+    });
+    hello(&mut client);
+    let mut client = HandBuilt::take_over(client);
+    let head = b"POST /sha HTTP/1.1\r\nHost: localhost\r\nContent-Length: 10\r\n\r\n";
+    client.send(ContentType::ApplicationData, head);
+    // A ClientHello's frame: the server refuses a renegotiation before reading what it asks.
+    let client_hello = [1, 0, 0, 4, 3, 3, 0, 0];
+    for attempt in 1..=3 {
+        client.send(ContentType::ApplicationData, b"x");
+        client.send(ContentType::Handshake, &client_hello);
+        let answer = client.receive().expect("an answer");
+        let expected = if attempt <= 2 { [1, 100] } else { [2, 40] };
+        assert_eq!(
+            answer,
+            (ContentType::Alert, expected.to_vec()),
+            "attempt {attempt}"
+        );
+    }
+    assert_eq!(
+        client.receive(),
+        None,
+        "the connection ends after the fatal alert"
+    );
 }
