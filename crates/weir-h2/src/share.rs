@@ -537,6 +537,23 @@ impl FlowControl {
             .release_capacity(sz as proto::WindowSize)
             .map_err(Into::into)
     }
+
+    /// weir patch: widens this stream's receive window by `sz` beyond the initial window
+    /// (SETTINGS_INITIAL_WINDOW_SIZE): a WINDOW_UPDATE lets the peer send that much more ahead.
+    /// A server that advertises a small initial window opens a stream's window this way once it
+    /// reads the stream's body, so that requests nobody reads yet hold little.
+    ///
+    /// # Errors
+    ///
+    /// If the window would exceed 2³¹−1.
+    pub fn grow_window(&mut self, sz: usize) -> Result<(), crate::Error> {
+        if sz > proto::MAX_WINDOW_SIZE as usize {
+            return Err(UserError::ReleaseCapacityTooBig.into());
+        }
+        self.inner
+            .grow_window(sz as proto::WindowSize)
+            .map_err(Into::into)
+    }
 }
 
 // ===== impl PingPong =====

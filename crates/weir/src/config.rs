@@ -208,10 +208,17 @@ pub struct Http2Config {
     /// the server hold. Default 32 KiB, the HTTP/1.1 head limit. Breach: the stream is
     /// answered 431 or reset; far beyond it, the connection is closed (ENHANCE_YOUR_CALM).
     pub max_header_list_size: u32,
-    /// Connection-level receive window. `None` (the default): the pause threshold times
-    /// `max_concurrent_streams` (at most 2 GiB − 1), so that every stream can fill its window
-    /// at once and a stream whose handler does not read holds back only its own window.
-    /// Memory read ahead per connection is bounded by this.
+    /// The receive window a stream starts with (SETTINGS_INITIAL_WINDOW_SIZE), until its
+    /// handler first reads the body: then weir opens it to the pause threshold. So requests
+    /// whose handlers have not started reading (waiting for a hook, for a handler slot) hold at
+    /// most this much each. Default 64 KiB; at most the pause threshold. Not used with
+    /// `adaptive_window` (streams then start at its window).
+    pub initial_stream_window: u32,
+    /// Connection-level receive window: the most a connection's streams together may hold
+    /// unread, so the pause threshold's bound holds per connection too, not only per request.
+    /// `None` (the default): four times the pause threshold (at most 2 GiB − 1). Streams not
+    /// yet read hold only `initial_stream_window` each of it, so a few handlers that wait do not
+    /// stop the others; many that wait can (until they read).
     pub connection_window: Option<u32>,
     /// Adapt the stream window to the connection's bandwidth-delay product, measured with
     /// PING round trips (as hyper's adaptive window does): when a stream's window is smaller
@@ -239,6 +246,7 @@ impl Default for Http2Config {
             max_concurrent_streams: 100,
             max_frame_size: 256 * 1024,
             max_header_list_size: 32 * 1024,
+            initial_stream_window: 64 * 1024,
             connection_window: None,
             adaptive_window: false,
             max_window: 16 * 1024 * 1024,
@@ -287,6 +295,50 @@ impl Config {
 
     pub(crate) fn effective_pause_threshold(&self) -> usize {
         self.pause_threshold.max(Self::MIN_PAUSE_THRESHOLD)
+    }
+
+    /// The HTTP/2 receive windows this configuration gives a connection (what a peer that
+    /// wants the same settings, such as weir-bench's hyper, should advertise).
+    pub fn http2_windows(&self) -> Http2Windows {
+        let stream = (self.effective_pause_threshold() as u64).clamp(1, MAX_WINDOW) as u32;
+        let initial_stream = if self.http2.adaptive_window {
+            stream
+        } else {
+            self.http2.initial_stream_window.clamp(1, stream)
+        };
+        Http2Windows {
+            initial_stream,
+            stream,
+            connection: self.http2.connection_window_for(stream),
+        }
+    }
+}
+
+/// The largest flow-control window HTTP/2 allows (RFC 9113 §6.9.1).
+const MAX_WINDOW: u64 = (1 << 31) - 1;
+
+/// How many pause thresholds a connection's window holds by default.
+const CONNECTION_WINDOW_STREAMS: u64 = 4;
+
+/// The HTTP/2 receive windows of a connection ([`Config::http2_windows`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Http2Windows {
+    /// SETTINGS_INITIAL_WINDOW_SIZE: a stream's window until its handler reads the body.
+    pub initial_stream: u32,
+    /// A stream's window once its handler reads: the pause threshold.
+    pub stream: u32,
+    /// The connection's window.
+    pub connection: u32,
+}
+
+impl Http2Config {
+    /// The connection window for streams of `stream` bytes: as configured, else
+    /// [`CONNECTION_WINDOW_STREAMS`] of them.
+    pub(crate) fn connection_window_for(&self, stream: u32) -> u32 {
+        let derived = u64::from(stream) * CONNECTION_WINDOW_STREAMS;
+        let window = self.connection_window.map_or(derived, u64::from);
+        window.clamp(65_535, MAX_WINDOW) as u32
     }
 }
 
@@ -352,6 +404,7 @@ setters!(Http2Config {
     with_max_concurrent_streams => max_concurrent_streams: u32,
     with_max_frame_size => max_frame_size: u32,
     with_max_header_list_size => max_header_list_size: u32,
+    with_initial_stream_window => initial_stream_window: u32,
     with_connection_window => connection_window: Option<u32>,
     with_adaptive_window => adaptive_window: bool,
     with_max_window => max_window: u32,

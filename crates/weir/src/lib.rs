@@ -151,7 +151,7 @@ mod stats;
 pub mod transport;
 mod zero_copy;
 
-pub use config::{Config, DataRate, Http2Config, Limits};
+pub use config::{Config, DataRate, Http2Config, Http2Windows, Limits};
 pub use error::{Error, ProtocolError, Side};
 pub use exchange::Exchange;
 pub use handler::Handler;

@@ -1,16 +1,15 @@
 //! The HTTP/2 settings of the servers under test: weir's defaults, which the hyper peer copies so
 //! that the HTTP/2 rows compare servers, not window sizes.
 //!
-//! weir's receive window per stream is its pause threshold (1 MiB by default), its connection
-//! window that times `max_concurrent_streams` (unless configured), its largest accepted frame
-//! `Http2Config::max_frame_size` (256 KiB); its adaptive window is off by default. hyper gets
-//! the same numbers through `http2::Builder` with its own adaptive window off. The HTTP/2 rows
-//! run weir with its default configuration, so these are the values both servers advertise.
+//! weir's receive window per stream, once its handler reads, is its pause threshold (1 MiB by
+//! default; a stream starts at 64 KiB until then), its connection window four times that
+//! (unless configured), its largest accepted frame `Http2Config::max_frame_size` (256 KiB); its
+//! adaptive window is off by default (`weir::Config::http2_windows` works them out). hyper gets
+//! the same numbers through `http2::Builder` (a stream's window from the start: it has no
+//! window that opens on read) with its own adaptive window off. The HTTP/2 rows run weir with
+//! its default configuration, so these are the values both servers advertise.
 
 use std::fmt;
-
-/// The largest flow-control window HTTP/2 allows (RFC 9113 §6.9.1).
-const MAX_WINDOW: u64 = (1 << 31) - 1;
 
 /// What a server advertises to its HTTP/2 clients.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,23 +27,14 @@ pub struct H2Settings {
 }
 
 impl H2Settings {
-    /// weir's settings with its default `Config`, worked out as weir does (`h2::conn::Windows`,
-    /// private to weir).
+    /// weir's settings with its default `Config`.
     pub fn weir_defaults() -> Self {
         let config = weir::Config::default();
         let h2 = &config.http2;
-        let stream = (config
-            .pause_threshold
-            .max(weir::Config::MIN_PAUSE_THRESHOLD) as u64)
-            .clamp(1, MAX_WINDOW);
-        let streams = u64::from(h2.max_concurrent_streams.max(1));
-        let connection = h2
-            .connection_window
-            .map_or(stream * streams, u64::from)
-            .clamp(65_535, MAX_WINDOW);
+        let windows = config.http2_windows();
         Self {
-            stream_window: stream as u32,
-            connection_window: connection as u32,
+            stream_window: windows.stream,
+            connection_window: windows.connection,
             max_frame_size: h2.max_frame_size.clamp(16_384, 16_777_215),
             max_concurrent_streams: h2.max_concurrent_streams.max(1),
             max_header_list_size: h2.max_header_list_size,
@@ -74,12 +64,7 @@ mod tests {
         let config = weir::Config::default();
         let s = H2Settings::weir_defaults();
         assert_eq!(s.stream_window as usize, config.pause_threshold);
-        if config.http2.connection_window.is_none() {
-            assert_eq!(
-                u64::from(s.connection_window),
-                (u64::from(s.stream_window) * u64::from(s.max_concurrent_streams)).min(MAX_WINDOW)
-            );
-        }
+        assert_eq!(s.connection_window, config.http2_windows().connection);
         assert_eq!(s.max_frame_size, config.http2.max_frame_size);
         // The report says the adaptive window is off: so must weir's default be.
         assert!(!config.http2.adaptive_window);

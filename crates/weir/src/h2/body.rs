@@ -7,10 +7,15 @@
 //! consumed the bytes: copied them out, taken a chunk, or written them to a file. A handler that
 //! stops reading stops its own stream, and no other.
 //!
-//! The window is fixed per connection (SETTINGS_INITIAL_WINDOW_SIZE); a request whose pause
-//! threshold is lower keeps back `window - threshold` of consumed capacity, so that after the
-//! first window its read-ahead is the threshold. A threshold above the window cannot widen it:
-//! HTTP/2 gives every stream of a connection the same initial window.
+//! A stream starts with the connection's small initial window (SETTINGS_INITIAL_WINDOW_SIZE,
+//! `Http2Config::initial_stream_window`): until its handler first reads the body, the client
+//! may send only that much, so requests nobody reads yet (a handler waiting for a hook, for
+//! another request) hold little each, and the connection's window is not spent on them. The
+//! first read opens the window (a WINDOW_UPDATE, weir-h2's `grow_window`) to the pause
+//! threshold, at most the connection's stream window; a threshold raised later opens it
+//! further, up to that. A request whose threshold is lowered below a window already opened
+//! keeps back `window - threshold` of consumed capacity, so that after that window its
+//! read-ahead is the threshold.
 //!
 //! Where the bytes go: `read_body` copies from the received frames (the one user-space copy,
 //! counted in `BodyStats::copied`: the frame is in h2's buffer, the caller owns its own);
@@ -41,6 +46,10 @@ pub(crate) struct BodyIn {
     pub(crate) policy: BodyPolicy,
     /// The stream's flow-control window (the most the client may send ahead).
     window: usize,
+    /// The largest window the stream may open to (the connection's stream window).
+    max_window: usize,
+    /// The handler has started reading: the window is open.
+    reading: bool,
     /// Consumed bytes whose capacity is kept back because the threshold is below the window.
     /// They count as unreleased in h2 but are not held: `Stats::withheld_changed` takes them
     /// out of the body gauge (and `Drop` puts them back as h2 releases them).
@@ -50,10 +59,12 @@ pub(crate) struct BodyIn {
 }
 
 impl BodyIn {
+    /// A body whose window is `initial` until the handler reads, then at most `max_window`.
     pub(crate) fn new(
         recv: RecvStream,
         head: &Request,
-        window: usize,
+        initial: usize,
+        max_window: usize,
         shared: Arc<Shared>,
     ) -> Self {
         let config = &shared.config;
@@ -63,13 +74,15 @@ impl BodyIn {
         let mut policy = BodyPolicy::new(config);
         policy.begin(config, declared, expects_continue, done);
         // Until the handler lowers it, the read-ahead is the whole stream window.
-        policy.set_pause_threshold(window);
+        policy.set_pause_threshold(max_window);
         Self {
             recv,
             chunk: Bytes::new(),
             done,
             policy,
-            window,
+            window: initial,
+            max_window,
+            reading: false,
             withheld: 0,
             shared,
         }
@@ -82,6 +95,9 @@ impl BodyIn {
     /// Sets the pause threshold; capacity kept back beyond the new need is given back.
     pub(crate) fn set_pause_threshold(&mut self, bytes: usize) {
         self.policy.set_pause_threshold(bytes);
+        if self.reading {
+            self.open_window();
+        }
         let keep = self.window.saturating_sub(self.policy.pause_threshold());
         if self.withheld > keep {
             let give = self.withheld - keep;
@@ -91,9 +107,30 @@ impl BodyIn {
         }
     }
 
-    /// The read-ahead in force: the threshold, at most the window.
+    /// The read-ahead in force once the handler reads: the threshold, at most the largest
+    /// window.
     pub(crate) fn effective_threshold(&self) -> usize {
-        self.policy.pause_threshold().min(self.window)
+        self.policy.pause_threshold().min(self.max_window)
+    }
+
+    /// Before each body operation: the policy's checks, and the window opened at the first.
+    fn start_reading(&mut self) -> Result<(), Error> {
+        self.policy.check_start()?;
+        if !self.reading {
+            self.reading = true;
+            self.open_window();
+        }
+        Ok(())
+    }
+
+    /// Widens the stream's window to the read-ahead in force, if it is narrower.
+    fn open_window(&mut self) {
+        let target = self.effective_threshold();
+        if target > self.window && !self.done {
+            // Fails only if the stream is already closed, when the window no longer matters.
+            let _ = self.recv.flow_control().grow_window(target - self.window);
+            self.window = target;
+        }
     }
 
     /// Gives back the capacity of `n` consumed bytes, keeping back what a threshold below the
@@ -132,7 +169,7 @@ impl BodyIn {
     /// Copies received payload into `dst`, taking as many already-received frames as fit and
     /// waiting only when nothing has arrived. `Ok(0)` at the end of the body.
     pub(crate) async fn read(&mut self, dst: &mut [u8]) -> Result<usize, Error> {
-        self.policy.check_start()?;
+        self.start_reading()?;
         if dst.is_empty() || self.is_done() {
             return Ok(0);
         }
@@ -181,7 +218,7 @@ impl BodyIn {
     /// Waits until a frame's payload is at hand (it stays in h2's buffer, counted against the
     /// stream window as before): `Ok(true)`, or `Ok(false)` at the end of the body.
     pub(crate) async fn wait(&mut self) -> Result<bool, Error> {
-        self.policy.check_start()?;
+        self.start_reading()?;
         if !self.chunk.is_empty() {
             return Ok(true);
         }
@@ -216,7 +253,7 @@ impl BodyIn {
     /// The next piece of the body, at most `max` bytes of the current frame (no copy: the
     /// rest of the frame stays for the next call).
     async fn next_piece(&mut self, max: usize) -> Result<Option<Bytes>, Error> {
-        self.policy.check_start()?;
+        self.start_reading()?;
         if self.chunk.is_empty() && !self.done {
             let (deadline, started) = self.deadline();
             let poll = |cx: &mut std::task::Context<'_>| {

@@ -34,37 +34,9 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
-/// The largest flow-control window HTTP/2 allows (RFC 9113 §6.9.1).
-const MAX_WINDOW: u64 = (1 << 31) - 1;
-
 /// How long a closing connection may take to complete h2's graceful shutdown once no stream
 /// runs (the client must answer a PING).
 const DRAIN_LIMIT: Duration = Duration::from_secs(5);
-
-/// The windows a connection advertises.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Windows {
-    pub(crate) stream: u32,
-    pub(crate) connection: u32,
-}
-
-impl Windows {
-    /// The stream window is the pause threshold; the connection window lets every stream fill
-    /// its window at once, unless configured.
-    pub(crate) fn new(stream: usize, config: &crate::Http2Config) -> Self {
-        let stream = (stream as u64).clamp(1, MAX_WINDOW) as u32;
-        Self {
-            stream,
-            connection: Self::connection_for(stream, config),
-        }
-    }
-
-    fn connection_for(stream: u32, config: &crate::Http2Config) -> u32 {
-        let derived = u64::from(stream) * u64::from(config.max_concurrent_streams.max(1));
-        let window = config.connection_window.map_or(derived, u64::from);
-        window.clamp(65_535, MAX_WINDOW) as u32
-    }
-}
 
 // Events are consumed at once, one at a time: boxing the large variant would allocate per
 // stream for nothing.
@@ -115,11 +87,11 @@ async fn drive<H: Handler>(
     let config = &shared.config;
     let h2_config = &config.http2;
     let report = io.report();
-    let windows = Windows::new(config.effective_pause_threshold(), h2_config);
+    let windows = config.http2_windows();
     let max_streams = h2_config.max_concurrent_streams.max(1);
     let mut builder = h2::server::Builder::new();
     builder
-        .initial_window_size(windows.stream)
+        .initial_window_size(windows.initial_stream)
         .initial_connection_window_size(windows.connection)
         .max_frame_size(h2_config.max_frame_size.clamp(16_384, 16_777_215))
         .max_header_list_size(h2_config.max_header_list_size)
@@ -200,14 +172,19 @@ async fn drive<H: Handler>(
                 idle_armed = false;
                 let handler = handler.clone();
                 let shared = shared.clone();
-                let window = adaptive.as_ref().map_or(windows.stream, |a| a.applied);
+                // The window a stream starts with, and the one it opens to once read.
+                let (initial, window) = adaptive
+                    .as_ref()
+                    .map_or((windows.initial_stream, windows.stream), |a| {
+                        (a.applied, a.applied)
+                    });
                 // ALLOCATION: the stream's future is boxed. Unboxed, the whole future (the
                 // stream's state and the handler's future, kilobytes) is the task's stage,
                 // which tokio moves several times per task (spawn, the task cell, each stage
                 // change, reading the output): one allocation costs less than those copies
                 // (docs/BENCHMARKS.md, "HTTP/2 and HTTP/1.1 per request").
                 tasks.spawn(Box::pin(async move {
-                    let mut stream = H2Stream::new(request, respond, window, peer, shared);
+                    let mut stream = H2Stream::new(request, respond, initial, window, peer, shared);
                     let result = {
                         let mut exchange = Exchange::h2(&mut stream);
                         handler.handle(&mut exchange).await
@@ -314,6 +291,6 @@ fn adapt_window(
     if wanted != adaptive.applied && conn.set_initial_window_size(wanted).is_ok() {
         tracing::debug!(window = wanted, "HTTP/2 adaptive window grew");
         adaptive.applied = wanted;
-        conn.set_target_window_size(Windows::connection_for(wanted, config));
+        conn.set_target_window_size(config.connection_window_for(wanted));
     }
 }

@@ -55,11 +55,12 @@ pub(crate) struct H2Stream {
 }
 
 impl H2Stream {
-    /// A stream for `request`, whose body may run `window` bytes ahead of the handler (the
-    /// stream's flow-control window when it opened).
+    /// A stream for `request`, whose body may run `initial` bytes ahead of the handler (the
+    /// stream's flow-control window when it opened) until the handler reads, then `window`.
     pub(crate) fn new(
         request: http::Request<RecvStream>,
         respond: SendResponse<Bytes>,
+        initial: u32,
         window: u32,
         peer: PeerAddr,
         shared: Arc<Shared>,
@@ -69,7 +70,13 @@ impl H2Stream {
         let mut head = super::reuse::take_head();
         fill_head(&mut head, &parts, recv.is_end_stream());
         // An `Arc` clone per stream (no allocation): the body keeps the server's gauge.
-        let body = BodyIn::new(recv, &head, window as usize, shared.clone());
+        let body = BodyIn::new(
+            recv,
+            &head,
+            initial as usize,
+            window as usize,
+            shared.clone(),
+        );
         let resp = ResponseOut::new(respond, &parts.method);
         Self {
             head,

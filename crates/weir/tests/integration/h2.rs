@@ -148,8 +148,8 @@ fn a_stalled_stream_holds_back_only_its_own_window_on_the_tower_path() {
     );
 }
 
-/// Stream A (`/hold?g=GROUP`, a handler that does not read) is held at its window while other
-/// streams of the same connection upload far more, then completes when released.
+/// Stream A (`/hold?g=GROUP`, a handler that does not read) is held at its initial window while
+/// other streams of the same connection upload far more, then completes when released.
 fn a_stalled_stream_holds_back_only_its_own_window_on(server: &TlsTestServer, group: usize) {
     rt().block_on(async {
         let mut client = h2c(server.addr).await;
@@ -180,8 +180,10 @@ fn a_stalled_stream_holds_back_only_its_own_window_on(server: &TlsTestServer, gr
                 Ok(other) => panic!("stream A failed: {other:?}"),
             }
         }
-        // The client may send exactly the stream window (1 MiB, the pause threshold).
-        assert_eq!(sent_a, 1 << 20, "A sent {sent_a}");
+        // The client may send exactly the initial stream window (64 KiB): a handler that has
+        // not read never opened it to the pause threshold.
+        let initial = upload_config().http2_windows().initial_stream as usize;
+        assert_eq!(sent_a, initial, "A sent {sent_a}");
         assert_eq!(HOLDING[group].load(Ordering::SeqCst), 1);
 
         // Meanwhile other streams upload far more than A's window and complete.
@@ -493,5 +495,82 @@ fn body_gauges_over_h2_count_held_bytes_not_withheld_window() {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
         assert_eq!(seen, (0, 0));
+    });
+}
+
+/// Waits for a release before it reads anything, then reads the whole body and answers its
+/// length.
+struct WaitsThenReads(std::sync::Arc<tokio::sync::Semaphore>);
+
+impl weir::Handler for WaitsThenReads {
+    async fn handle(&self, ex: &mut weir::Exchange<'_>) -> Result<(), weir::Error> {
+        let _go = self.0.acquire().await.unwrap();
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut total = 0;
+        loop {
+            let n = ex.read_body(&mut buf).await?;
+            if n == 0 {
+                break;
+            }
+            total += n;
+        }
+        ex.respond(StatusCode::OK).body(format!("{total}\n")).await
+    }
+}
+
+/// 50 uploads of 1 MiB on one connection whose handlers have not started reading (a pre-upload
+/// hook, say) hold at most the initial stream window each, and the connection at most its
+/// window: here 50 × 64 KiB. Each stream's window opened to the pause threshold at once, they
+/// held 50 MiB (the attack review: 5 connections × 100 streams took a server from 6 to 535 MiB).
+/// Once released, every body arrives whole.
+#[test]
+fn streams_not_yet_read_hold_only_their_initial_window() {
+    const STREAMS: usize = 50;
+    const BODY: usize = 1 << 20;
+    let go = std::sync::Arc::new(tokio::sync::Semaphore::new(0));
+    let config = upload_config();
+    let windows = config.http2_windows();
+    let server = TlsTestServer::start_with(config, WaitsThenReads(go.clone()));
+    let stats = server.handle.stats();
+    let bound = (STREAMS * windows.initial_stream as usize).min(windows.connection as usize);
+    assert!(bound < STREAMS * BODY / 8, "{windows:?}");
+    rt().block_on(async {
+        let mut client = h2c(server.addr).await;
+        let mut uploads = Vec::new();
+        for i in 0..STREAMS {
+            let request = http::Request::builder()
+                .method(Method::PUT)
+                .uri(format!("http://localhost/u{i}"))
+                .body(())
+                .unwrap();
+            client = client.ready().await.unwrap();
+            let (response, mut send) = client.send_request(request, false).unwrap();
+            let body = Bytes::from(pattern(BODY, i as u64));
+            let sender = tokio::spawn(async move { send_all(&mut send, body).await });
+            uploads.push((response, sender));
+        }
+        // Every stream can send its initial window: wait for that much, then give the client
+        // time to send whatever more it is allowed.
+        let mut held = 0;
+        for _ in 0..4000 {
+            held = stats.body_buffered_now();
+            if held >= bound {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        assert_eq!(held, bound, "held before the handlers read");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let held = stats.body_buffered_now();
+        assert!(held <= bound, "{held} bytes held, more than {bound}");
+        go.add_permits(STREAMS);
+        for (response, sender) in uploads {
+            let resp = response.await.unwrap();
+            assert_eq!(resp.status(), StatusCode::OK);
+            let mut body = resp.into_body();
+            let got = body.data().await.unwrap().unwrap();
+            assert_eq!(&got[..], format!("{BODY}\n").as_bytes());
+            sender.await.unwrap().unwrap();
+        }
     });
 }

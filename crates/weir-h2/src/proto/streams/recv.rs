@@ -497,8 +497,8 @@ impl Recv {
 
     /// weir patch: re-judges whether `stream` is full after its `in_flight_recv_data` changed.
     fn note_in_flight(&mut self, stream: &mut Stream) {
-        let full =
-            stream.in_flight_recv_data > 0 && stream.in_flight_recv_data >= self.init_window_sz;
+        let window = self.init_window_sz.saturating_add(stream.recv_window_grown);
+        let full = stream.in_flight_recv_data > 0 && stream.in_flight_recv_data >= window;
         if full != stream.recv_full {
             stream.recv_full = full;
             if full {
@@ -565,6 +565,29 @@ impl Recv {
             }
         }
 
+        Ok(())
+    }
+
+    /// weir patch: widens `stream`'s receive window by `size` beyond the initial window (a
+    /// WINDOW_UPDATE tells the peer), so that a server can advertise a small initial window and
+    /// open a stream's window only once its body is read.
+    pub fn grow_window(
+        &mut self,
+        size: WindowSize,
+        stream: &mut store::Ptr,
+        task: &mut Option<Waker>,
+    ) -> Result<(), UserError> {
+        if stream.recv_flow.assign_capacity(size).is_err() {
+            return Err(UserError::ReleaseCapacityTooBig);
+        }
+        stream.recv_window_grown = stream.recv_window_grown.saturating_add(size);
+        self.note_in_flight(stream);
+        if stream.recv_flow.unclaimed_capacity().is_some() {
+            self.pending_window_updates.push(stream);
+            if let Some(task) = task.take() {
+                task.wake();
+            }
+        }
         Ok(())
     }
 

@@ -88,6 +88,10 @@ pub(super) struct Stream {
     /// weir patch: counted in `Recv::streams_full` (see `Recv::note_in_flight`).
     pub recv_full: bool,
 
+    /// weir patch: what `Recv::grow_window` added to this stream's receive window beyond the
+    /// initial window.
+    pub recv_window_grown: WindowSize,
+
     /// Next node in the linked list of streams waiting to send window updates.
     pub next_window_update: Option<store::Key>,
 
@@ -188,6 +192,7 @@ impl Stream {
             recv_flow,
             in_flight_recv_data: 0,
             recv_full: false,
+            recv_window_grown: 0,
             next_window_update: None,
             is_pending_window_update: false,
             reset_at: None,
