@@ -298,7 +298,7 @@ impl Uploader {
         s.set_timeouts(Some(STALL_TIMEOUT))?;
         // `Weir-Debug: 1`: the answer then carries the body counters.
         let head = format!(
-            "PUT /files/{path} HTTP/1.1\r\nHost: bench\r\nWeir-Debug: 1\r\n\
+            "PUT /files/{path} HTTP/1.1\r\nHost: 127.0.0.1\r\nWeir-Debug: 1\r\n\
              Content-Length: {size}\r\n\r\n"
         );
         let (status, body) = exchange(&mut s, self.send, head.as_bytes(), &self.chunk, size)?;
@@ -355,7 +355,7 @@ fn exchange_h1<S: Read + SendsBody>(
     chunk: &[u8],
     size: u64,
 ) -> io::Result<UploadTrace> {
-    let head = format!("POST /upload HTTP/1.1\r\nHost: bench\r\nContent-Length: {size}\r\n\r\n");
+    let head = format!("POST /upload HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {size}\r\n\r\n");
     let (status, body) = exchange(s, send, head.as_bytes(), chunk, size)?;
     trace_from(status, &body)
 }
