@@ -355,7 +355,7 @@ fn exchange_h1<S: Read + SendsBody>(
     chunk: &[u8],
     size: u64,
 ) -> io::Result<UploadTrace> {
-    let head = format!("POST /upload HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {size}\r\n\r\n");
+    let head = format!("POST /upload HTTP/1.1\r\nHost: bench\r\nContent-Length: {size}\r\n\r\n");
     let (status, body) = exchange(s, send, head.as_bytes(), chunk, size)?;
     trace_from(status, &body)
 }

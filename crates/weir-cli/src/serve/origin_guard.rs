@@ -7,7 +7,8 @@
 //! origin is refused here, before any route: `403`, problem `cross-site-write`.
 //!
 //! The rule, in order:
-//! 1. an `Origin` listed with `--cors-origin` passes (its pages are meant to write);
+//! 1. two `Origin` fields are refused (no browser sends them); an `Origin` listed with
+//!    `--cors-origin` passes (its pages are meant to write);
 //! 2. `Sec-Fetch-Site: same-origin` or `none` passes, `cross-site` is refused; the browser
 //!    says so itself, and a page cannot set the field (a forbidden request header). It is
 //!    believed over the `Origin` comparison below, which a reverse proxy that rewrites `Host`
