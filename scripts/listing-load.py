@@ -59,7 +59,7 @@ def read_response(sock):
 
 def get(addr, path):
     with socket.create_connection(addr) as s:
-        s.sendall(f"GET {path} HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n".encode())
+        s.sendall(f"GET {path} HTTP/1.1\r\nhost: localhost\r\nconnection: close\r\n\r\n".encode())
         return read_response(s)
 
 
@@ -98,7 +98,7 @@ def main():
                 s = socket.socket()
                 s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
                 s.connect(addr)
-                s.sendall(b"GET /files/big/ HTTP/1.1\r\nhost: x\r\n\r\n")
+                s.sendall(b"GET /files/big/ HTTP/1.1\r\nhost: localhost\r\n\r\n")
                 socks.append(s)
             for s in socks:
                 status = s.recv(12)

@@ -146,7 +146,7 @@ class Soak:
                 s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             name = f"soak-abort-{worker}-{rng.randrange(4)}"
             length = 8 * MiB
-            head = f"PUT /files/{name} HTTP/1.1\r\nHost: soak\r\nContent-Length: {length}\r\n\r\n"
+            head = f"PUT /files/{name} HTTP/1.1\r\nHost: localhost\r\nContent-Length: {length}\r\n\r\n"
             s.sendall(head.encode())
             sent = rng.randrange(0, 2 * MiB)
             s.sendall(memoryview(self.block)[:sent])

@@ -24,7 +24,7 @@ def rss_kib(pid):
 
 async def upload(i, port, stop):
     r, w = await asyncio.open_connection("127.0.0.1", port)
-    w.write(f"PUT /files/t/{i} HTTP/1.1\r\nhost: t\r\ncontent-length: 100000000\r\n\r\n".encode())
+    w.write(f"PUT /files/t/{i} HTTP/1.1\r\nhost: localhost\r\ncontent-length: 100000000\r\n\r\n".encode())
     if BURST:
         w.write(b"z" * BURST)
         await w.drain()
@@ -50,7 +50,7 @@ async def main():
         async def fast(i):
             r, w = await asyncio.open_connection("127.0.0.1", port)
             size = 4 << 20
-            w.write(f"PUT /files/warm/{i} HTTP/1.1\r\nhost: t\r\ncontent-length: {size}\r\nconnection: close\r\n\r\n".encode())
+            w.write(f"PUT /files/warm/{i} HTTP/1.1\r\nhost: localhost\r\ncontent-length: {size}\r\nconnection: close\r\n\r\n".encode())
             w.write(b"y" * size)
             await w.drain()
             await r.read()

@@ -202,7 +202,7 @@ fn http_put_from_memory(addr: SocketAddr, payload: &[u8]) -> Duration {
     s.set_nodelay(true).unwrap();
     write!(
         s,
-        "PUT /files/bench HTTP/1.1\r\nhost: b\r\nconnection: close\r\ncontent-length: {}\r\n\r\n",
+        "PUT /files/bench HTTP/1.1\r\nhost: localhost\r\nconnection: close\r\ncontent-length: {}\r\n\r\n",
         payload.len()
     )
     .unwrap();
@@ -346,7 +346,7 @@ impl Weir {
         let mut s = TcpStream::connect(self.addr).unwrap();
         write!(
             s,
-            "DELETE /files/{name} HTTP/1.1\r\nhost: b\r\nconnection: close\r\n\r\n"
+            "DELETE /files/{name} HTTP/1.1\r\nhost: localhost\r\nconnection: close\r\n\r\n"
         )
         .unwrap();
         let mut sink = Vec::new();

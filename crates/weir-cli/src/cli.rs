@@ -150,6 +150,20 @@ pub struct ServeArgs {
         value_name = "ORIGIN"
     )]
     pub cors_origin: Vec<String>,
+    /// Accept writes (PUT, POST, PATCH, DELETE) that a browser sends from a page of another
+    /// origin not listed with --cors-origin (refused with 403 without this).
+    #[arg(long, env = "WEIR_ALLOW_CROSS_SITE_WRITES")]
+    pub allow_cross_site_writes: bool,
+    /// Also accept requests whose `Host` names this host (any port; no port here), beside
+    /// `localhost` and loopback addresses; repeatable, `*` for any. Given, every TCP request is
+    /// checked; else only those from this machine to a loopback listener (DNS rebinding).
+    #[arg(
+        long,
+        env = "WEIR_ALLOWED_HOST",
+        value_delimiter = ',',
+        value_name = "NAME"
+    )]
+    pub allowed_host: Vec<String>,
     /// Smallest body of a resumable upload request that does not complete it
     /// (`Upload-Limit: min-append-size`).
     #[arg(long, env = "WEIR_RESUMABLE_MIN_APPEND", value_parser = parse_size)]

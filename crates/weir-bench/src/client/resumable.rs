@@ -277,7 +277,7 @@ pub fn put_cut(
         }
     };
     let head = format!(
-        "PUT {target} HTTP/1.1\r\nHost: bench\r\nContent-Length: {}\r\n\
+        "PUT {target} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {}\r\n\
          Content-Type: application/octet-stream\r\n{resumable}Expect: 100-continue\r\n\r\n",
         body.size
     );
@@ -328,7 +328,7 @@ fn resume(
     loop {
         let mut conn = Conn::connect(endpoint)?;
         let head = format!(
-            "HEAD {upload} HTTP/1.1\r\nHost: bench\r\n\
+            "HEAD {upload} HTTP/1.1\r\nHost: 127.0.0.1\r\n\
              Upload-Draft-Interop-Version: {INTEROP_VERSION}\r\n\r\n"
         );
         conn.stream.write_all(head.as_bytes())?;
@@ -343,7 +343,7 @@ fn resume(
             return Err(r.error("the upload is complete before its last byte was sent"));
         }
         let patch = format!(
-            "PATCH {upload} HTTP/1.1\r\nHost: bench\r\nContent-Length: {}\r\n\
+            "PATCH {upload} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {}\r\n\
              Content-Type: application/partial-upload\r\nUpload-Offset: {offset}\r\n\
              Upload-Complete: ?1\r\nUpload-Draft-Interop-Version: {INTEROP_VERSION}\r\n\
              Expect: 100-continue\r\n\r\n",

@@ -298,7 +298,7 @@ impl Uploader {
         s.set_timeouts(Some(STALL_TIMEOUT))?;
         // `Weir-Debug: 1`: the answer then carries the body counters.
         let head = format!(
-            "PUT /files/{path} HTTP/1.1\r\nHost: bench\r\nWeir-Debug: 1\r\n\
+            "PUT /files/{path} HTTP/1.1\r\nHost: 127.0.0.1\r\nWeir-Debug: 1\r\n\
              Content-Length: {size}\r\n\r\n"
         );
         let (status, body) = exchange(&mut s, self.send, head.as_bytes(), &self.chunk, size)?;

@@ -77,10 +77,12 @@ impl Cors {
         if fields.next().is_some() {
             return None;
         }
-        self.origins
-            .iter()
-            .any(|o| o.as_bytes() == origin)
-            .then_some(origin)
+        self.lists(origin).then_some(origin)
+    }
+
+    /// Whether `origin` (an `Origin` field's value) is one of the configured origins.
+    pub(super) fn lists(&self, origin: &[u8]) -> bool {
+        self.origins.iter().any(|o| o.as_bytes() == origin)
     }
 }
 

@@ -19,6 +19,8 @@
 //! | `page` | the browser page: embedded HTML, CSS and JavaScript |
 //! | `auth` | bearer tokens, compared in constant time |
 //! | `cors` | `--cors-origin`: preflights, and the CORS fields of every answer |
+//! | `origin_guard` | writes from browser pages of other origins refused (`Origin`, `Sec-Fetch-Site`) |
+//! | `host_check` | DNS rebinding: the `Host` names a loopback listener (or `--allowed-host`) serves |
 //! | `target` | `/files/...` URL paths: percent-decoding into `StorePath`s |
 //! | `reply` | JSON bodies and `StoreError` → status |
 //! | `buffers` | the pool of upload buffers |
@@ -42,12 +44,14 @@ mod download;
 mod form;
 mod hasher;
 mod hooks;
+mod host_check;
 mod listing;
 mod metrics;
 mod mime;
 mod multipart;
 mod notify;
 mod observe;
+mod origin_guard;
 mod page;
 #[cfg(target_os = "linux")]
 mod passed_file;
@@ -77,6 +81,7 @@ pub use access_log::{AccessLog, LogFormat};
 pub use auth::{Auth, Credential};
 pub use cors::Cors;
 pub use hooks::Hooks;
+pub use host_check::HostCheck;
 pub use metrics::Metrics;
 pub use observe::MetricsOnly;
 pub use pre_upload::PreUpload;
@@ -134,6 +139,10 @@ pub struct ServeConfig {
     pub connections: Connections,
     /// Origins whose pages may use the service (`--cors-origin`).
     pub cors: Cors,
+    /// `--allow-cross-site-writes`: browser pages of any origin may write.
+    pub allow_cross_site_writes: bool,
+    /// `--allowed-host` names (`host_check.rs`).
+    pub allowed_hosts: Vec<String>,
     /// `--store s3://...`: the bucket the files go to (`s3_config.rs`), and the URL as given.
     #[cfg(feature = "s3")]
     pub s3: Option<(weir_store::S3Config, String)>,
@@ -219,6 +228,8 @@ impl ServeConfig {
             return Err(ServeError("--max-connections must be at least 1".into()));
         }
         let cors = Cors::new(&args.cors_origin).map_err(ServeError)?;
+        // Checked here so that a mistake stops the start; built again in `run`.
+        HostCheck::new(&args.allowed_host).map_err(ServeError)?;
         let s3 = s3_config::from_args(&args.store)?;
         #[cfg(feature = "s3")]
         let s3 = s3.zip(args.store.url.clone());
@@ -232,6 +243,8 @@ impl ServeConfig {
             #[cfg(feature = "s3")]
             s3_upload_lease: std::time::Duration::from_secs(args.store.s3_upload_lease),
             cors,
+            allow_cross_site_writes: args.allow_cross_site_writes,
+            allowed_hosts: args.allowed_host,
             listen: args.listen,
             listen_tls: args.listen_tls,
             unix: args.unix,
@@ -371,9 +384,14 @@ pub fn run(args: ServeArgs) -> Result<(), ServeError> {
                     lease: config.s3_upload_lease,
                 });
     }
+    let hosts = HostCheck::new(&config.allowed_hosts).map_err(ServeError)?;
     let mut service = service
         .with_metrics_route(config.metrics_listen.is_none())
-        .with_cors(config.cors.clone());
+        .with_cors(config.cors.clone())
+        .with_host_check(hosts);
+    if config.allow_cross_site_writes {
+        service = service.allow_cross_site_writes();
+    }
     if let Some(log) = access_log {
         service = service.with_access_log(log);
     }
@@ -462,6 +480,10 @@ pub fn run(args: ServeArgs) -> Result<(), ServeError> {
             let at = server.listen_tls(addr.as_str(), tls).await;
             bound.push(("https", at.map_err(|e| cannot_listen(addr, &e))?));
         }
+        // Before any request is served: the runtime has not started the server yet.
+        if bound.iter().any(|(_, a)| a.ip().is_loopback()) {
+            service.hosts.set_loopback_listener();
+        }
         let auth = &service.options.auth;
         let public = bound.iter().find(|(_, a)| !a.ip().is_loopback());
         if let Some((_, addr)) = public.filter(|_| !auth.any() && !config.allow_anonymous_write) {
@@ -480,6 +502,9 @@ pub fn run(args: ServeArgs) -> Result<(), ServeError> {
             let metrics = weir::Server::bind(addr.as_str(), weir::Config::default())
                 .await
                 .map_err(|e| cannot_listen(addr, &e))?;
+            if metrics.local_addr().is_some_and(|a| a.ip().is_loopback()) {
+                service.hosts.set_loopback_listener();
+            }
             let handler = MetricsOnly(Arc::clone(&service));
             tokio::spawn(async move {
                 if let Err(e) = metrics.serve(handler).await {

@@ -36,8 +36,13 @@ impl Handler for Service {
         let time = self.observing.log.as_ref().map(|_| SystemTime::now());
         let start = (time.is_some() || upload).then(Instant::now);
         let in_flight = self.observing.metrics.start(ex.request().method(), upload);
-        let (result, stored) = if self.observing.metrics_route && ex.request().path() == "/metrics"
-        {
+        let host_refused = ex.request().path() != "/healthz"
+            && !self
+                .hosts
+                .admits(ex.request().header("host"), ex.peer_addr());
+        let (result, stored) = if host_refused {
+            (misdirected(ex).await, stored::Stored::default())
+        } else if self.observing.metrics_route && ex.request().path() == "/metrics" {
             (metrics(self, ex, true).await, stored::Stored::default())
         } else if upload {
             stored::scope(self.route(ex)).await
@@ -234,6 +239,20 @@ impl Handler for MetricsOnly {
         if ex.request().path() != "/metrics" {
             return reply::error(ex, Problem::NotFound, "not found", &[]).await;
         }
+        if !self
+            .0
+            .hosts
+            .admits(ex.request().header("host"), ex.peer_addr())
+        {
+            return misdirected(ex).await;
+        }
         metrics(&self.0, ex, false).await
     }
+}
+
+/// The answer to a request whose `Host` this server does not serve (`host_check.rs`).
+async fn misdirected(ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
+    let detail = "this server does not answer for that host name (weir serve --allowed-host \
+                  adds names)";
+    reply::error(ex, Problem::HostNotAllowed, detail, &[]).await
 }

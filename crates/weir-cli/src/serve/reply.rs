@@ -76,12 +76,16 @@ pub(crate) enum Problem {
     UploadRefused,
     /// 503: `--pre-upload-hook` did not answer in time (or could not be run).
     HookUnavailable,
+    /// 403: a write from a browser page of another origin (`origin_guard.rs`).
+    CrossSiteWrite,
+    /// 421: a `Host` this server does not answer for (`host_check.rs`).
+    HostNotAllowed,
 }
 
 impl Problem {
     /// Every kind, for the documentation test.
     #[cfg(test)]
-    pub(crate) const ALL: [Self; 28] = [
+    pub(crate) const ALL: [Self; 30] = [
         Self::BadRequest,
         Self::InvalidPath,
         Self::DigestMismatch,
@@ -110,6 +114,8 @@ impl Problem {
         Self::DraftInconsistentLength,
         Self::UploadRefused,
         Self::HookUnavailable,
+        Self::CrossSiteWrite,
+        Self::HostNotAllowed,
     ];
 
     /// Its status. [`UploadBusy`](Self::UploadBusy) is 409 here; tus answers it 423 (see
@@ -123,7 +129,10 @@ impl Problem {
             | Self::DraftCompletedUpload
             | Self::DraftInconsistentLength => StatusCode::BAD_REQUEST,
             Self::Unauthorized => StatusCode::UNAUTHORIZED,
-            Self::Forbidden | Self::SymlinkRefused | Self::UploadRefused => StatusCode::FORBIDDEN,
+            Self::Forbidden | Self::SymlinkRefused | Self::UploadRefused | Self::CrossSiteWrite => {
+                StatusCode::FORBIDDEN
+            }
+            Self::HostNotAllowed => StatusCode::MISDIRECTED_REQUEST,
             Self::NotFound => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Self::BodyTimeout => StatusCode::REQUEST_TIMEOUT,
@@ -169,6 +178,8 @@ impl Problem {
             Self::Internal => "https://weir.dev/problems/internal",
             Self::UploadRefused => "https://weir.dev/problems/upload-refused",
             Self::HookUnavailable => "https://weir.dev/problems/hook-unavailable",
+            Self::CrossSiteWrite => "https://weir.dev/problems/cross-site-write",
+            Self::HostNotAllowed => "https://weir.dev/problems/host-not-allowed",
             Self::NotImplemented => "https://weir.dev/problems/not-implemented",
             Self::StoreUnavailable => "https://weir.dev/problems/store-unavailable",
             Self::DraftMismatchingOffset => {
@@ -214,6 +225,8 @@ impl Problem {
             Self::DraftInconsistentLength => "Inconsistent upload length",
             Self::UploadRefused => "Upload refused",
             Self::HookUnavailable => "Upload check unavailable",
+            Self::CrossSiteWrite => "Write from another site",
+            Self::HostNotAllowed => "Host not served here",
         }
     }
 }

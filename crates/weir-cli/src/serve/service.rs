@@ -14,6 +14,8 @@
 //! | `OPTIONS`/`POST /tus/`, `HEAD`/`PATCH`/`DELETE /tus/{id}` | the same uploads over tus 1.0.0 (`tus.rs`; `remote_tus.rs` with `--store s3://`) |
 //! | `GET /`, `/assets/...`, a folder's URL asked for as HTML | the browser page (`page.rs`) |
 //! | `OPTIONS` preflight from a `--cors-origin` | `204` with the allowed methods and fields (`cors.rs`) |
+//! | any but `/healthz`, with a `Host` not served | `421` (`host_check.rs`, checked in `observe.rs`) |
+//! | a write (`PUT`, `POST`, `PATCH`, `DELETE`) from a browser page of another origin | `403` (`origin_guard.rs`) |
 //!
 //! Order of checks for every `/files/` request: method (405), one `Authorization` field at most
 //! (400), credential (401), path (400), the credential's scope and prefix (403: `auth.rs`),
@@ -35,12 +37,13 @@ use super::auth::{Access, Auth, Verdict};
 use super::buffers::BufferPool;
 use super::cors::{self, Cors};
 use super::hasher::HashPool;
+use super::host_check::HostCheck;
 use super::listing::Scans;
 use super::observe::Observing;
 use super::reply::{self, Problem};
 use super::resumable::{self, ResumableOptions};
 use super::target::Target;
-use super::{download, form, listing, page, preconditions, tus, upload};
+use super::{download, form, listing, origin_guard, page, preconditions, tus, upload};
 use http::{Method, StatusCode};
 use std::sync::Arc;
 use weir::{Exchange, http};
@@ -82,6 +85,12 @@ pub struct Service {
     pub(super) pre_upload: Option<super::pre_upload::PreUpload>,
     /// Origins whose pages may use the service (`cors.rs`); none by default.
     pub(super) cors: Cors,
+    /// Writes from browser pages of other origins are refused (`origin_guard.rs`); on by
+    /// default.
+    pub(super) refuse_cross_site_writes: bool,
+    /// The `Host` names served (`host_check.rs`, applied in `observe.rs`); no check until
+    /// [`Service::with_host_check`].
+    pub(super) hosts: HostCheck,
     /// `--store s3://`: `/files/` is served from this store instead (`remote.rs`).
     #[cfg(feature = "s3")]
     pub(super) remote: Option<Arc<weir_store::S3Store>>,
@@ -111,6 +120,8 @@ impl Service {
             webhooks: None,
             pre_upload: None,
             cors: Cors::default(),
+            refuse_cross_site_writes: true,
+            hosts: HostCheck::default(),
             #[cfg(feature = "s3")]
             remote: None,
             #[cfg(feature = "s3")]
@@ -134,6 +145,18 @@ impl Service {
         self
     }
 
+    /// Serves writes from browser pages of any origin (`--allow-cross-site-writes`).
+    pub fn allow_cross_site_writes(mut self) -> Self {
+        self.refuse_cross_site_writes = false;
+        self
+    }
+
+    /// Serves only the `Host` names `hosts` accepts (`host_check.rs`).
+    pub fn with_host_check(mut self, hosts: HostCheck) -> Self {
+        self.hosts = hosts;
+        self
+    }
+
     /// Upload buffers lent out now: 0 when no upload runs and no hash job holds one. For
     /// tests and monitoring: a buffer that never comes back is a leak.
     pub fn buffers_lent(&self) -> usize {
@@ -147,6 +170,13 @@ impl Service {
         // CORS first: a preflight is answered before any route or token check.
         if cors::apply(&self.cors, ex).await? {
             return Ok(());
+        }
+        if self.refuse_cross_site_writes
+            && origin_guard::is_cross_site_write(ex.request(), &self.cors)
+        {
+            let detail = "a browser page of another origin may not write here (weir serve \
+                          --cors-origin lists the origins that may)";
+            return reply::error(ex, Problem::CrossSiteWrite, detail, &[]).await;
         }
         let path = ex.request().path();
         if path == "/healthz" {

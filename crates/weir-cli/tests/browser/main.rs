@@ -2,7 +2,8 @@
 //! for Python (`page.py` beside this file): uploads through the file picker (opened from the
 //! keyboard) and a synthetic drop, a 200 MiB upload that survives `weir serve` being killed and
 //! started again mid-way, names with markup, quotes and a right-to-left override, browsing,
-//! sorting, downloading, deleting, phone width, and the page under a token.
+//! sorting, downloading, deleting, phone width, the page under a token, and pages of other
+//! origins (a form, a `no-cors` `fetch`, `sendBeacon`) and of a DNS-rebound name storing nothing.
 //!
 //! The Python script runs `weir serve` itself rather than through weir-testkit's
 //! `serve_binary`: only the browser's traffic shows the moment to kill the server (the large

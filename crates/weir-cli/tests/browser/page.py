@@ -1,4 +1,5 @@
-"""weir's browser page in headless Chromium (Playwright for Python), against `weir serve`.
+"""weir's browser page in headless Chromium (Playwright for Python), against `weir serve`;
+and what pages of other origins (and a DNS-rebound name) cannot do to it.
 
 Run by tests/browser/main.rs with: WEIR (the binary), WORK (an empty directory), CHROMIUM
 (the browser's executable); WEIR_PAGE_SCREENSHOT (optional) is where to save a screenshot of
@@ -107,6 +108,34 @@ def same_file(a, b):
     assert sha256_file(a) == sha256_file(b), (a, b)
 
 
+def cross_site_writes(page, origin, base):
+    """From a page of `origin`, writes to weir at `base` that need no preflight: a `no-cors`
+    `fetch` of a form, `sendBeacon` of a form and of text, and a form submitted by the page;
+    waits until weir has answered all four (its access log), and checks each was refused."""
+    log = os.path.join(WORK, "server-stderr.log")
+    seen = open(log, "rb").read().count(b"method=POST path=/files/")
+    page.goto(origin + "/app.html")
+    queued = page.evaluate("""async (base) => {
+        const form = (name) => { const f = new FormData(); f.append("f", new Blob([name]), name); return f; };
+        await fetch(base + "/files/", { method: "POST", mode: "no-cors", body: form("no-cors.txt") });
+        return [navigator.sendBeacon(base + "/files/", form("beacon.txt")),
+                navigator.sendBeacon(base + "/files/text/", "beacon text")];
+    }""", base)
+    assert queued == [True, True], queued
+    page.set_content(f"""<form method=post enctype=multipart/form-data action="{base}/files/">
+        <input type=file name=f></form>""")
+    page.set_input_files("input", [{"name": "submitted.txt", "mimeType": "text/plain", "buffer": b"form"}])
+    with page.expect_navigation():
+        page.evaluate("document.forms[0].submit()")
+    deadline = time.time() + 30
+    while True:
+        lines = [l for l in open(log, "rb").read().splitlines() if b"method=POST path=/files/" in l][seen:]
+        if len(lines) >= 4 or time.time() > deadline:
+            break
+        time.sleep(0.1)
+    assert len(lines) == 4 and all(b" status=403" in l for l in lines), lines
+
+
 def row(page, path):
     quoted = path.replace("\\", "\\\\").replace('"', '\\"')
     return page.locator(f'#transfers li[data-path="{quoted}"]')
@@ -144,7 +173,9 @@ def main():
 
     server = Server().start()
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        # attacker.example resolves to 127.0.0.1, as a DNS-rebinding page's name would.
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
+            "--no-sandbox", "--host-resolver-rules=MAP attacker.example 127.0.0.1"])
         context = browser.new_context(accept_downloads=True, viewport={"width": 1000, "height": 900})
         page = context.new_page()
         dialogs = []
@@ -407,6 +438,34 @@ def main():
             "async (base) => { try { await fetch(base + '/files/'); return 'read'; } "
             "catch (e) { return 'blocked'; } }", server.url)
         assert blocked == "blocked", blocked
+
+        # The default anonymous server (with --cors-origin): a page of another origin stores
+        # nothing with what a browser sends without a preflight, nor does a page whose name
+        # was rebound to 127.0.0.1; the listed origin still writes.
+        server.stop()
+        server = Server("--cors-origin", app_origin)
+        server.port = 0
+        server.start()
+        stored_before = sorted(os.listdir(ROOT))
+        cross_site_writes(other, other_origin, server.url)
+        write_from_listed = """async (base) => {
+            const form = new FormData();
+            form.append("f", new Blob(["listed"]), "listed.txt");
+            return (await fetch(base + "/files/", { method: "POST", body: form })).status;
+        }"""
+        other.goto(app_origin + "/app.html")
+        assert other.evaluate(write_from_listed, server.url) == 201
+        assert sorted(os.listdir(ROOT)) == sorted(stored_before + ["listed.txt"]), os.listdir(ROOT)
+        rebound = context.new_page()
+        rebound.goto(f"http://attacker.example:{server.port}/")
+        statuses = rebound.evaluate("""async () => {
+            const put = await fetch("/files/rebound.txt", { method: "PUT", body: "rebound" });
+            const listing = await fetch("/files/");
+            const del = await fetch("/files/listed.txt", { method: "DELETE" });
+            return [put.status, listing.status, del.status];
+        }""")
+        assert statuses == [421, 421, 421], statuses
+        assert sorted(os.listdir(ROOT)) == sorted(stored_before + ["listed.txt"]), os.listdir(ROOT)
         browser.close()
     server.stop()
     print("page.py: all checks passed")

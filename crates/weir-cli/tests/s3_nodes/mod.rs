@@ -62,6 +62,9 @@ pub fn start_node(weed: &Seaweed, store: &str, args: &[&str]) -> Node {
     let env = [
         ("AWS_ACCESS_KEY_ID", seaweed::ACCESS_KEY),
         ("AWS_SECRET_ACCESS_KEY", seaweed::SECRET_KEY),
+        // The `Host` names of the tests' raw requests (`host: t`, weir-testkit's `host: test`):
+        // a loopback listener serves only loopback names by default (`serve/host_check.rs`).
+        ("WEIR_ALLOWED_HOST", "t,test"),
     ];
     let (child, addr) =
         weir_testkit::serve_binary::spawn(Path::new(WEIR), &root, dir.path(), &all, &env)

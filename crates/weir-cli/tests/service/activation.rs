@@ -37,6 +37,7 @@ fn a_passed_socket_is_served_instead_of_listen() {
         .arg(&root)
         .args(["--listen", "127.0.0.1:0"])
         .env_remove("WEIR_TOKEN")
+        .env(TEST_HOSTS.0, TEST_HOSTS.1)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()

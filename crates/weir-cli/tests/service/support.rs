@@ -83,15 +83,23 @@ impl Drop for Server {
     }
 }
 
-/// Spawns `weir serve --root ROOT --listen 127.0.0.1:0 ARGS` and waits for its "serving" line;
-/// on failure returns its stderr.
+/// The `Host` names the tests' raw requests use (`host: t`, and weir-testkit's `host: test`),
+/// allowed on every server `spawn` starts unless its environment says otherwise: the tests
+/// speak to a loopback listener, which serves only loopback names by default
+/// (`serve/host_check.rs`; `rebinding.rs` tests that default).
+pub const TEST_HOSTS: (&str, &str) = ("WEIR_ALLOWED_HOST", "t,test");
+
+/// Spawns `weir serve --root ROOT --listen 127.0.0.1:0 ARGS` (with [`TEST_HOSTS`] in its
+/// environment, then `env`) and waits for its "serving" line; on failure returns its stderr.
 pub fn spawn(
     root: &Path,
     logs: &Path,
     args: &[&str],
     env: &[(&str, &str)],
 ) -> Result<(Child, SocketAddr), String> {
-    weir_testkit::serve_binary::spawn(Path::new(WEIR), root, logs, args, env)
+    let mut all = vec![TEST_HOSTS];
+    all.extend_from_slice(env);
+    weir_testkit::serve_binary::spawn(Path::new(WEIR), root, logs, args, &all)
 }
 
 /// A response as read off the wire: weir-testkit's (status, fields in wire order, body).

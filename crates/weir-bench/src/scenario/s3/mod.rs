@@ -158,7 +158,7 @@ fn weir_put(addr: SocketAddr, key: &str, p: &Pattern, size: u64) -> io::Result<(
     let mut s = TcpStream::connect(addr)?;
     s.set_nodelay(true)?;
     let head =
-        format!("PUT /files/{key} HTTP/1.1\r\nHost: bench\r\nContent-Length: {size}\r\n\r\n");
+        format!("PUT /files/{key} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {size}\r\n\r\n");
     s.write_all(head.as_bytes())?;
     let mut at = 0;
     while at < size {
@@ -191,7 +191,7 @@ fn weir_get(addr: SocketAddr, key: &str, p: &Pattern, size: u64) -> io::Result<f
     let start = clock::monotonic_ns();
     let mut s = TcpStream::connect(addr)?;
     s.set_nodelay(true)?;
-    let head = format!("GET /files/{key} HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n");
+    let head = format!("GET /files/{key} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
     s.write_all(head.as_bytes())?;
     // The body is read in pieces of the size `S3Reader` hands out at most (one period here):
     // a buffer the head is found in, then the body compared in place.
@@ -249,7 +249,7 @@ fn weir_get(addr: SocketAddr, key: &str, p: &Pattern, size: u64) -> io::Result<f
 /// `DELETE /files/<key>` through `weir serve` (either row's object: both are under its prefix).
 fn weir_delete(addr: SocketAddr, key: &str) -> io::Result<()> {
     let mut s = TcpStream::connect(addr)?;
-    let head = format!("DELETE /files/{key} HTTP/1.1\r\nHost: bench\r\n\r\n");
+    let head = format!("DELETE /files/{key} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
     s.write_all(head.as_bytes())?;
     match read_response(&mut s)? {
         (200 | 204, _) => Ok(()),
