@@ -9,7 +9,8 @@
 //! - `error`: what an h2 stream error means to a handler;
 //! - `validate`: the request-head checks h2 does not make (malformed requests are reset);
 //! - `refused`: requests refused before a handler ran, told to `Config::on_refused`;
-//! - `body`: request bodies under flow control (the pause threshold is the stream window);
+//! - `body`: request bodies under flow control (a small window until the handler reads, then
+//!   the pause threshold);
 //! - `response`: responses as HEADERS and DATA frames under the client's window.
 //!
 //! Which floods `h2` (0.4) already bounds, and what weir adds, is listed in
