@@ -6,39 +6,27 @@
 //! several field lines (an Item is one value; lines joined by a comma are not one).
 //!
 //! `Upload-Limit` (a Dictionary) is only ever sent by weir: [`write_limits`] serializes it.
+//!
+//! ALLOCATION: none for these Items (`sfv` allocates for strings, tokens and byte sequences,
+//! which these fields never are, and for parameters, which make them invalid).
 
-/// Parses one field line as an Item: surrounding spaces removed (RFC 9651 §4.2), then exactly
-/// the bare item, nothing after it.
-fn item(value: &[u8]) -> Option<&[u8]> {
-    // RFC 9651 strips leading and trailing SP only.
-    let start = value.iter().position(|&b| b != b' ').unwrap_or(value.len());
-    let trimmed = &value[start..];
-    let end = trimmed
-        .iter()
-        .rposition(|&b| b != b' ')
-        .map_or(0, |i| i + 1);
-    let trimmed = &trimmed[..end];
-    (!trimmed.is_empty()).then_some(trimmed)
+use sfv::{BareItem, Item, Parser};
+
+/// Parses one field line as an Item without parameters (RFC 9651 §4.2, with `sfv`): its bare
+/// item, or `None`.
+fn item(value: &[u8]) -> Option<BareItem> {
+    let item: Item = Parser::new(value).parse().ok()?;
+    item.params.is_empty().then_some(item.bare_item)
 }
 
 /// A Boolean Item: `?1` or `?0`.
 pub fn parse_boolean(value: &[u8]) -> Option<bool> {
-    match item(value)? {
-        b"?1" => Some(true),
-        b"?0" => Some(false),
-        _ => None,
-    }
+    item(value)?.as_boolean()
 }
 
 /// A non-negative Integer Item: 1 to 15 digits (RFC 9651 §3.3.1), no sign, no decimal point.
 pub fn parse_non_negative_integer(value: &[u8]) -> Option<u64> {
-    let digits = item(value)?;
-    if digits.len() > 15 || !digits.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    digits.iter().try_fold(0u64, |n, &d| {
-        n.checked_mul(10)?.checked_add(u64::from(d - b'0'))
-    })
+    u64::try_from(i64::from(item(value)?.as_integer()?)).ok()
 }
 
 /// The limits of `Upload-Limit`, each `None` when not announced.
