@@ -34,16 +34,13 @@ pub fn require(tool: &str, found: bool, install: &str) -> bool {
     let thread = std::thread::current();
     let test = thread.name().unwrap_or("this test");
     if required() {
-        panic!(
-            "{test}: {tool} is missing and {REQUIRE_TOOLS}=1 demands it ({install}; \
-             `scripts/test` installs it)"
-        );
+        panic!("{test}: {tool} is missing and {REQUIRE_TOOLS}=1 demands it ({install})");
     }
     // Straight to the process's stderr, not through `eprintln!`: the test harness captures
     // that for a passing test, and a skip must be seen.
     let line = format!(
-        "\n*** SKIPPED {test}: {tool} is missing ({install}; `scripts/test` installs every \
-         tool, and fails instead of skipping) ***\n"
+        "\n*** SKIPPED {test}: {tool} is missing ({install}; `scripts/test` installs the \
+         tools, and fails instead of skipping) ***\n"
     );
     let _ = std::io::stderr().write_all(line.as_bytes());
     false
