@@ -72,7 +72,7 @@ enum Cmd {
     /// Issue 13: a large upload cut at random offsets and resumed, against uninterrupted ones.
     Resume(scenario::resume::ResumeArgs),
     /// Issue 17: a large object through `weir serve --store s3://` and with `S3Store` directly,
-    /// on SeaweedFS (skipped without `weed`, unless `CI` is set).
+    /// on SeaweedFS (skipped without `weed`, unless `WEIR_REQUIRE_TOOLS=1`).
     S3(scenario::s3::S3Args),
     /// Issue 18 item 7: server CPU per request and per GiB as keep-alive connections grow
     /// (1 to 10,000), weir with 1 and 2 threads and per core, hyper. Not part of `all`.

@@ -36,9 +36,7 @@ fn ensure_weir_binary() {
 
 /// Whether SeaweedFS's `weed` is where weir-testkit's launcher looks: `$WEED`, or the `PATH`.
 fn weed_installed() -> bool {
-    std::env::var_os("WEED").is_some()
-        || std::env::var_os("PATH")
-            .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("weed").is_file()))
+    std::env::var_os("WEED").is_some() || weir_testkit::tools::on_path("weed").is_some()
 }
 
 /// Runs `weir-bench --tiny --report <report> all` and returns the report.
@@ -160,8 +158,9 @@ fn every_scenario_reports_every_row() {
         assert!(text.contains(row), "report lacks row {row:?}:\n{text}");
     }
     let mut scenarios = vec!["upload", "timeline", "plaintext", "local", "resume"];
-    // The s3 scenario needs SeaweedFS's `weed` (weir-testkit's convention: skipped loudly
-    // without it, and the bench fails without it under `CI`, so CI always runs it).
+    // The s3 scenario needs SeaweedFS's `weed` (weir-testkit's `tools`: skipped loudly
+    // without it, and the bench fails without it under `WEIR_REQUIRE_TOOLS=1`, as in
+    // `scripts/test`, so the full run always has it).
     if weed_installed() {
         scenarios.push("s3");
         for row in [

@@ -3,7 +3,7 @@
 //! `weir` binary: `curl -F` with files below and above the part size, the memory of a form of
 //! many files, and the all-or-none cases (a body cut off, `If-None-Match: *`, a target written while the form arrives, too
 //! large, a name twice), each checked in the bucket: nothing stored, no multipart upload left.
-//! Skipped with a loud message when `weed` is not installed, unless `CI` is set (then they fail).
+//! Skipped with a loud message when `weed` is not installed, failed under `WEIR_REQUIRE_TOOLS=1`.
 
 use sha2::{Digest, Sha256};
 use std::io::Write;

@@ -3,7 +3,7 @@
 //! child processes, raw HTTP/1.1. An upload created on one node continues and completes on
 //! others, survives its node's SIGKILL, refuses a second writer, and leaves nothing in the
 //! bucket once completed, cancelled or expired. Skipped with a loud message when `weed` is not
-//! installed, unless `CI` is set (then they fail).
+//! installed, failed under `WEIR_REQUIRE_TOOLS=1`.
 
 use sha2::{Digest, Sha256};
 use std::io::Write;
@@ -824,17 +824,11 @@ fn tus_through_two_nodes() {
 /// tuspy (the tus project's Python client; `tests/service/tus_client.py`, without checksums)
 /// starts an upload through one node and stops after two 1 MiB chunks; a new client resumes
 /// it through another node (the URL's authority changed) and finishes it: byte-exact. Skipped
-/// without tuspy unless `CI` is set.
+/// without tuspy, failed under `WEIR_REQUIRE_TOOLS=1`.
 #[test]
 fn tuspy_starts_on_one_node_and_resumes_on_another() {
-    let found = std::process::Command::new("python3")
-        .args(["-c", "import tusclient"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !found {
-        let why = "tuspy is not installed (pip install tuspy): the tus client tests need it";
-        assert!(std::env::var_os("CI").is_none(), "{why}");
-        eprintln!("skipped: {why}");
+    let found = weir_testkit::tools::python_imports("tusclient");
+    if !weir_testkit::tools::require("tuspy", found, "pip install tuspy") {
         return;
     }
     let Some(weed) = start_weed() else { return };

@@ -1,7 +1,7 @@
 //! `weir serve --store s3://BUCKET/PREFIX` against a real S3 store: SeaweedFS's `weed mini` on
 //! loopback (`weir_testkit::seaweed`), the `weir` binary, raw HTTP/1.1 requests. Every route
-//! wired to the store, conditional creators racing, and the memory of a 1 GiB upload. Skipped with a loud message when `weed` is not installed, unless `CI` is
-//! set (then they fail).
+//! wired to the store, conditional creators racing, and the memory of a 1 GiB upload. Skipped with a loud message when `weed` is not installed, failed under
+//! `WEIR_REQUIRE_TOOLS=1`.
 
 use sha2::{Digest, Sha256};
 use std::io::Write;

@@ -1,7 +1,7 @@
 //! The storage interface (`Store`) against a real S3 store, SeaweedFS's `weed mini` on
 //! loopback (`weir_testkit::seaweed`), and the same checks against `LocalStore`, so both
 //! implementations are held to one behaviour. Skipped with a loud message when `weed` is not
-//! installed, unless `CI` is set (then they fail).
+//! installed, failed under `WEIR_REQUIRE_TOOLS=1` (weir-testkit's `tools`).
 
 use sha2::{Digest, Sha256};
 use std::num::NonZeroUsize;

@@ -2,8 +2,8 @@
 //! weir's integration tests (`h2spec.rs`, the library) and weir-cli's service tests (the
 //! `weir serve` binary).
 //!
-//! When the binary is missing, [`h2spec_binary`] fails the test if `CI` is set and skips it
-//! (saying so) otherwise.
+//! When the binary is missing, [`h2spec_binary`] skips the test or fails it, by the rule of
+//! [`crate::tools::require`].
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -21,16 +21,12 @@ pub fn h2spec_binary() -> Option<PathBuf> {
         .unwrap_or_else(|| {
             PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/tools/h2spec")
         });
-    if path.is_file() {
-        return Some(path);
-    }
-    let why = format!(
-        "h2spec not found at {} (set H2SPEC, or put shared/tools beside the checkout)",
+    let found = path.is_file();
+    let install = format!(
+        "not at {}: set H2SPEC, or put shared/tools beside the checkout",
         path.display()
     );
-    assert!(std::env::var_os("CI").is_none(), "{why}");
-    eprintln!("skipped: {why}");
-    None
+    crate::tools::require("h2spec", found, &install).then_some(path)
 }
 
 /// What one h2spec run reported.

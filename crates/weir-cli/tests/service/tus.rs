@@ -292,19 +292,10 @@ fn tus_requests_need_the_write_token() {
     assert_eq!(std::fs::read(s.root.join("t")).unwrap(), b"abc");
 }
 
-/// `python3` with tuspy, or `None` (skipped, said so) — a failure when `CI` is set.
+/// `python3` with tuspy, or `None` (skipped, or failed, by `tools::require`).
 fn tuspy() -> Option<()> {
-    let found = Command::new("python3")
-        .args(["-c", "import tusclient"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if found {
-        return Some(());
-    }
-    let why = "tuspy is not installed (pip install tuspy): the tus client tests need it";
-    assert!(std::env::var_os("CI").is_none(), "{why}");
-    eprintln!("skipped: {why}");
-    None
+    let found = weir_testkit::tools::python_imports("tusclient");
+    weir_testkit::tools::require("tuspy", found, "pip install tuspy").then_some(())
 }
 
 fn run_tuspy(s: &Server, file: &Path, name: &str, dir: &str, mode: &str, url_file: &Path) {
@@ -355,7 +346,7 @@ fn tuspy_uploads_whole_and_resumes_an_interrupted_upload() {
     assert_eq!(sha256(&r.body), sha256(&body));
 }
 
-/// Where `.ci/run` installs tus-js-client (`npm install --prefix target/tus-js`), unless
+/// Where `scripts/test` installs tus-js-client (`npm install --prefix target/tus-js`), unless
 /// `TUS_JS_NODE_PATH` says otherwise.
 fn tus_js_node_path() -> Option<std::path::PathBuf> {
     let path = std::env::var_os("TUS_JS_NODE_PATH").map_or_else(
@@ -367,17 +358,11 @@ fn tus_js_node_path() -> Option<std::path::PathBuf> {
         .env("NODE_PATH", &path)
         .output()
         .is_ok_and(|o| o.status.success());
-    if found {
-        return Some(path);
-    }
-    let why = format!(
-        "node with tus-js-client not found (npm install --prefix target/tus-js tus-js-client, \
-         or set TUS_JS_NODE_PATH): looked in {}",
+    let install = format!(
+        "npm install --prefix target/tus-js tus-js-client, or set TUS_JS_NODE_PATH; looked in {}",
         path.display()
     );
-    assert!(std::env::var_os("CI").is_none(), "{why}");
-    eprintln!("skipped: {why}");
-    None
+    weir_testkit::tools::require("node with tus-js-client", found, &install).then_some(path)
 }
 
 #[test]

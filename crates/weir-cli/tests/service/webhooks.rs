@@ -103,6 +103,9 @@ const ATTEMPTS: &str = "weir_webhook_attempts_total";
 
 #[test]
 fn a_receiver_failing_twice_gets_the_event_on_the_third_attempt() {
+    if !crate::metrics::parser() {
+        return;
+    }
     let receiver = Receiver::start(|n| Some(if n < 2 { 503 } else { 200 }));
     let s = Server::start(&["--hook-url", &receiver.url(), "--hook-backoff", "1s"]);
     let body = data(5000, 3);
@@ -131,6 +134,9 @@ fn a_receiver_failing_twice_gets_the_event_on_the_third_attempt() {
 /// chosen.
 #[test]
 fn retry_after_replaces_the_backoff() {
+    if !crate::metrics::parser() {
+        return;
+    }
     let receiver = Receiver::start_with(|n| {
         Some(if n == 0 {
             (503, "retry-after: 1\r\n")
@@ -164,6 +170,9 @@ fn retry_after_replaces_the_backoff() {
 
 #[test]
 fn a_hanging_receiver_is_timed_out_and_counted() {
+    if !crate::metrics::parser() {
+        return;
+    }
     let receiver = Receiver::start(|_| None);
     let s = Server::start(&[
         "--hook-url",
@@ -185,6 +194,9 @@ fn a_hanging_receiver_is_timed_out_and_counted() {
 
 #[test]
 fn a_receiver_that_is_down_is_retried_then_counted_as_failed() {
+    if !crate::metrics::parser() {
+        return;
+    }
     // A port nothing listens on: bound, then closed.
     let addr = TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -203,6 +215,9 @@ fn a_receiver_that_is_down_is_retried_then_counted_as_failed() {
 
 #[test]
 fn a_client_error_is_not_retried() {
+    if !crate::metrics::parser() {
+        return;
+    }
     let receiver = Receiver::start(|_| Some(404));
     let s = Server::start(&["--hook-url", &receiver.url()]);
     assert_eq!(s.request("PUT /files/x HTTP/1.1", b"abc").status, 201);
@@ -226,6 +241,9 @@ fn a_bad_hook_url_stops_the_start() {
 
 #[test]
 fn the_webhook_from_the_environment_and_its_attempts_from_the_file() {
+    if !crate::metrics::parser() {
+        return;
+    }
     let receiver = Receiver::start(|_| Some(500));
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("weir.toml");
@@ -253,6 +271,9 @@ fn the_webhook_from_the_environment_and_its_attempts_from_the_file() {
 
 #[test]
 fn an_https_receiver_trusted_through_the_systems_roots() {
+    if !crate::metrics::parser() {
+        return;
+    }
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::{CertificateDer, PrivateKeyDer};
     let pki = crate::tls::pki();
@@ -314,6 +335,9 @@ fn an_https_receiver_trusted_through_the_systems_roots() {
 /// is dropped and counted; the uploads are all answered and stored regardless.
 #[test]
 fn a_full_queue_drops_events_and_counts_them() {
+    if !crate::metrics::parser() {
+        return;
+    }
     let receiver = Receiver::start(|_| None);
     let s = Server::start(&["--hook-url", &receiver.url(), "--hook-timeout", "10m"]);
     // Four events taken by the workers (each waiting for its answer), at most 1,024 queued:

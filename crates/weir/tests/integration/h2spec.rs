@@ -15,8 +15,8 @@
 //! version is not `HTTP/…` at all is closed without an answer (`ProtoError::NotHttp`), which is
 //! what RFC 9113 §3.4 asks of an invalid preface.
 //!
-//! When the binary is missing the test fails if `CI` is set, and is skipped (saying so)
-//! otherwise. Run it alone: `cargo test -p weir --test integration h2spec -- --nocapture`.
+//! When the binary is missing the test is skipped (saying so), or fails under
+//! `WEIR_REQUIRE_TOOLS=1` (`scripts/test`). Run it alone: `cargo test -p weir --test integration h2spec -- --nocapture`.
 
 use crate::h2_support::TlsTestServer;
 use weir::http::StatusCode;

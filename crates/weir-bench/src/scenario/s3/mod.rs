@@ -15,8 +15,8 @@
 //! serve`'s are). Upload checks: both SHA-256s (computed by the store while streaming, as
 //! always) must be the body's. Both objects are deleted after every round.
 //!
-//! Without `weed` the scenario is skipped with a loud message (weir-testkit's convention),
-//! unless `CI` is set: then it fails.
+//! Without `weed` the scenario is skipped with a loud message (weir-testkit's `tools`),
+//! unless `WEIR_REQUIRE_TOOLS=1`: then it fails.
 
 pub mod direct;
 
