@@ -302,9 +302,34 @@ mod tests {
             vec![&b"1"[..], &b"2"[..]]
         );
         assert_eq!(head.header_count(), 3);
+        assert_eq!(head.target_bytes(), b"/files/a.txt?x=1");
+        assert_eq!(
+            head.header_bytes().collect::<Vec<_>>(),
+            vec![
+                (&b"content-type"[..], &b"text/plain"[..]),
+                (&b"x-multi"[..], &b"1"[..]),
+                (&b"X-Multi"[..], &b"2"[..]),
+            ]
+        );
         head.clear();
         assert_eq!(head.header_count(), 0);
         assert_eq!(head.target(), "");
+    }
+
+    #[test]
+    fn a_built_head_expects_continue_only_for_expect_100_continue() {
+        for (name, value, expected) in [
+            ("expect", &b"100-continue"[..], true),
+            ("Expect", b"100-Continue", true),
+            ("expect", b"200-ok", false),
+            ("x-expect", b"100-continue", false),
+            ("content-type", b"100-continue", false),
+        ] {
+            let mut head = RequestHead::new();
+            head.set_request_line(Method::PUT, "/", Version::HTTP_2);
+            head.push_header(name, value);
+            assert_eq!(head.expect_continue(), expected, "{name}: {value:?}");
+        }
     }
 
     #[test]
