@@ -29,6 +29,30 @@
 
 use crate::RequestHead;
 use http::Method;
+
+/// What the preconditions read of a request: its method and its header fields. Implemented for
+/// the core's [`RequestHead`]; a server that keeps its own request type implements it there
+/// (weir-cli for `weir::Request`), so this module's callers need no core type.
+pub trait RequestFields {
+    /// The request method.
+    fn method(&self) -> &Method;
+    /// Every value of the field `name` (case-insensitive), in order.
+    fn field_values<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a [u8]> + 'a;
+    /// The first value of the field `name`.
+    fn field<'a>(&'a self, name: &'a str) -> Option<&'a [u8]> {
+        self.field_values(name).next()
+    }
+}
+
+impl RequestFields for RequestHead {
+    fn method(&self) -> &Method {
+        RequestHead::method(self)
+    }
+
+    fn field_values<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a [u8]> + 'a {
+        self.header_all(name)
+    }
+}
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The validators of the selected (current) representation.
@@ -65,15 +89,15 @@ const FIELDS: [&str; 4] = [
 
 /// Whether the request carries any precondition: callers skip reading the current
 /// representation's validators when it does not.
-pub fn has_preconditions(head: &RequestHead) -> bool {
-    FIELDS.iter().any(|name| head.header(name).is_some())
+pub fn has_preconditions(head: &impl RequestFields) -> bool {
+    FIELDS.iter().any(|name| head.field(name).is_some())
 }
 
 /// Evaluates the preconditions of `head` (RFC 9110 §13.2.2) against the current representation
 /// of its target (`None`: there is none).
-pub fn evaluate(head: &RequestHead, current: Option<&Validators<'_>>) -> Outcome {
+pub fn evaluate(head: &impl RequestFields, current: Option<&Validators<'_>>) -> Outcome {
     let safe = matches!(*head.method(), Method::GET | Method::HEAD);
-    let mut if_match = head.header_all("if-match").peekable();
+    let mut if_match = head.field_values("if-match").peekable();
     if if_match.peek().is_some() {
         let holds = current.is_some_and(|v| {
             if_match.any(|value| {
@@ -92,7 +116,7 @@ pub fn evaluate(head: &RequestHead, current: Option<&Validators<'_>>) -> Outcome
             return Outcome::PreconditionFailed;
         }
     }
-    let mut if_none_match = head.header_all("if-none-match").peekable();
+    let mut if_none_match = head.field_values("if-none-match").peekable();
     if if_none_match.peek().is_some() {
         let matched = current.is_some_and(|v| {
             if_none_match.any(|value| {
@@ -123,8 +147,8 @@ pub fn evaluate(head: &RequestHead, current: Option<&Validators<'_>>) -> Outcome
 /// Whether `If-Range` (if any) lets a `Range` apply to `current` (RFC 9110 §13.1.5): an
 /// entity tag must match strongly (a weak one never does); a date must equal `Last-Modified`
 /// exactly and be a strong validator (not [`Validators::date_shared`]).
-pub fn if_range_holds(head: &RequestHead, current: &Validators<'_>) -> bool {
-    let Some(value) = head.header("if-range") else {
+pub fn if_range_holds(head: &impl RequestFields, current: &Validators<'_>) -> bool {
+    let Some(value) = head.field("if-range") else {
         return true;
     };
     let value = value.trim_ascii();
@@ -149,8 +173,8 @@ fn modified_since(v: &Validators<'_>, since: u64) -> bool {
 }
 
 /// The date of a field sent exactly once with a valid HTTP-date; else `None` (ignored).
-fn single_date(head: &RequestHead, name: &str) -> Option<u64> {
-    let mut values = head.header_all(name);
+fn single_date(head: &impl RequestFields, name: &str) -> Option<u64> {
+    let mut values = head.field_values(name);
     let value = values.next()?;
     if values.next().is_some() {
         return None;

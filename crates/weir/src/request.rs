@@ -56,14 +56,6 @@ impl Request {
         &mut self.head
     }
 
-    /// The protocol core's head, for the workspace's own crates that call `weir_proto`'s
-    /// request-level functions (preconditions) on a request weir parsed. Not part of weir's
-    /// API: `weir_proto` is an internal crate whose types may change in any release.
-    #[doc(hidden)]
-    pub fn proto_head(&self) -> &RequestHead {
-        &self.head
-    }
-
     /// The request method.
     pub fn method(&self) -> &Method {
         self.head.method()

@@ -250,6 +250,11 @@ fn client(out: &mut Vec<u8>, peer: PeerAddr) -> io::Result<()> {
             out.extend_from_slice(b"unix");
             Ok(())
         }
+        // A transport weir may add later.
+        _ => {
+            out.extend_from_slice(b"-");
+            Ok(())
+        }
     }
 }
 

@@ -83,7 +83,7 @@ impl Answer {
         // the future is shown as now. Comparisons keep the real time, so such a date never
         // matches.
         let last_modified = httpdate::fmt_http_date(meta.modified.min(SystemTime::now()));
-        match conditional::evaluate(ex.request().proto_head(), Some(&current)) {
+        match conditional::evaluate(&super::preconditions::Fields(ex.request()), Some(&current)) {
             Outcome::Proceed => {}
             Outcome::NotModified => {
                 ex.respond(StatusCode::NOT_MODIFIED)
@@ -99,7 +99,12 @@ impl Answer {
             }
         }
         let range = match ex.request().header("range") {
-            Some(range) if conditional::if_range_holds(ex.request().proto_head(), &current) => {
+            Some(range)
+                if conditional::if_range_holds(
+                    &super::preconditions::Fields(ex.request()),
+                    &current,
+                ) =>
+            {
                 range::evaluate(range, meta.size)
             }
             _ => RangeAnswer::Full,

@@ -96,10 +96,11 @@ pub(super) async fn serve(ex: &mut Exchange<'_>, asset: &Asset) -> Result<(), we
         last_modified: u64::MAX,
         date_shared: true,
     };
-    let status = match conditional::evaluate(ex.request().proto_head(), Some(&current)) {
-        Outcome::NotModified => StatusCode::NOT_MODIFIED,
-        Outcome::Proceed | Outcome::PreconditionFailed => StatusCode::OK,
-    };
+    let status =
+        match conditional::evaluate(&super::preconditions::Fields(ex.request()), Some(&current)) {
+            Outcome::NotModified => StatusCode::NOT_MODIFIED,
+            Outcome::Proceed | Outcome::PreconditionFailed => StatusCode::OK,
+        };
     let response = ex
         .respond(status)
         .header("etag", etag)

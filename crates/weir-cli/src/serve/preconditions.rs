@@ -28,7 +28,7 @@ use super::service;
 use std::time::UNIX_EPOCH;
 use weir::{Exchange, Request, http};
 use weir_proto::RequestHead;
-use weir_proto::conditional::{self, Outcome, Validators};
+use weir_proto::conditional::{self, Outcome, RequestFields, Validators};
 use weir_store::{Committed, FileMeta, StoreError, Upload};
 
 /// The entity tag of a stored file: its SHA-256 when the store has it, else its size and
@@ -59,11 +59,24 @@ pub(super) fn validators<'a>(meta: &FileMeta, etag: &'a str) -> Validators<'a> {
 /// Whether the request's preconditions let a write go on, given the file at the target
 /// (`None`: none).
 pub(super) fn hold(head: &Request, meta: Option<&FileMeta>) -> bool {
-    hold_head(head.proto_head(), meta)
+    hold_head(&Fields(head), meta)
 }
 
-/// [`hold`] on a protocol head (a request's, or one rebuilt by [`kept_hold`]).
-fn hold_head(head: &RequestHead, meta: Option<&FileMeta>) -> bool {
+/// A request's fields as [`weir_proto::conditional`] reads them.
+pub(super) struct Fields<'r>(pub(super) &'r Request);
+
+impl RequestFields for Fields<'_> {
+    fn method(&self) -> &http::Method {
+        self.0.method()
+    }
+
+    fn field_values<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a [u8]> + 'a {
+        self.0.header_all(name)
+    }
+}
+
+/// [`hold`] on a request's fields (a request's, or a head rebuilt by [`kept_hold`]).
+fn hold_head(head: &impl RequestFields, meta: Option<&FileMeta>) -> bool {
     let outcome = match meta {
         None => conditional::evaluate(head, None),
         Some(meta) => {
@@ -120,7 +133,7 @@ pub(super) fn hold_now(
     head: &Request,
     path: &weir_store::StorePath,
 ) -> bool {
-    if !conditional::has_preconditions(head.proto_head()) {
+    if !conditional::has_preconditions(&Fields(head)) {
         return true;
     }
     match store.open_file(path) {
@@ -133,7 +146,7 @@ pub(super) fn hold_now(
 /// Commits `upload`, checking the request's preconditions (if any) against the target under
 /// the store's commit lock.
 pub(super) fn commit_checked(upload: Upload, head: &Request) -> Result<Committed, StoreError> {
-    if conditional::has_preconditions(head.proto_head()) {
+    if conditional::has_preconditions(&Fields(head)) {
         service::off_the_runtime(|| upload.commit_if(|meta| hold(head, meta)))
     } else {
         service::commit(upload)
@@ -148,7 +161,7 @@ pub(super) fn commit_all_checked(
     uploads: Vec<Upload>,
     head: &Request,
 ) -> Result<Vec<Committed>, StoreError> {
-    if conditional::has_preconditions(head.proto_head()) {
+    if conditional::has_preconditions(&Fields(head)) {
         service::off_the_runtime(|| store.commit_all_if(uploads, |_, meta| hold(head, meta)))
     } else {
         service::off_the_runtime(|| store.commit_all(uploads))

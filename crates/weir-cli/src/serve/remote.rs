@@ -215,7 +215,7 @@ async fn put<S: Store>(
         Ok(d) => d,
         Err(message) => return reply::error(ex, Problem::BadRequest, &message, &[]).await,
     };
-    let conditional = conditional::has_preconditions(ex.request().proto_head());
+    let conditional = conditional::has_preconditions(&super::preconditions::Fields(ex.request()));
     if conditional {
         match current(store, &path).await {
             Ok(meta) if preconditions::hold(ex.request(), meta.as_ref()) => {}
@@ -368,7 +368,7 @@ async fn delete<S: Store>(
 ) -> Result<(), weir::Error> {
     let head = ex.request();
     let check = |meta: Option<&FileMeta>| preconditions::hold(head, meta);
-    let conditional = conditional::has_preconditions(head.proto_head());
+    let conditional = conditional::has_preconditions(&super::preconditions::Fields(head));
     let deleted = store
         .delete(path, if conditional { Some(&check) } else { None })
         .await;

@@ -53,7 +53,7 @@ pub(super) async fn post<S: Store>(
     let Some(parser) = form::parser_for(svc, ex).await? else {
         return Ok(());
     };
-    let conditional = conditional::has_preconditions(ex.request().proto_head());
+    let conditional = conditional::has_preconditions(&super::preconditions::Fields(ex.request()));
     let mut sink = RemoteForm {
         store,
         conditional,

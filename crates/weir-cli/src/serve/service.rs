@@ -394,7 +394,9 @@ impl Service {
             (Method::DELETE, Target::File(p)) => {
                 let head = ex.request();
                 // Preconditions are checked with the unlink, under the store's commit lock.
-                let deleted = if weir_proto::conditional::has_preconditions(head.proto_head()) {
+                let deleted = if weir_proto::conditional::has_preconditions(
+                    &super::preconditions::Fields(head),
+                ) {
                     self.store
                         .delete_if(&p, |meta| preconditions::hold(head, meta))
                 } else {

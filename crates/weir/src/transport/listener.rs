@@ -10,8 +10,9 @@ use tokio::net::{TcpListener, UnixListener};
 /// busy (what `listen(2)` calls the backlog). 1024, as tokio and most servers use.
 const BACKLOG: i32 = 1024;
 
-/// A listening socket.
+/// A listening socket. Non-exhaustive: other transports may come.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum Listener {
     /// A TCP listener.
     Tcp(TcpListener),

@@ -9,8 +9,10 @@ use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpStream, UnixStream};
 
-/// An accepted connection.
+/// An accepted connection. Non-exhaustive: its variants depend on weir's features (`Tls`) and
+/// may grow.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum Stream {
     /// A TCP connection.
     Tcp(TcpStream),
@@ -24,8 +26,9 @@ pub enum Stream {
     Tls(Box<TlsStream>),
 }
 
-/// The address of the client.
+/// The address of the client. Non-exhaustive: other transports may come.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum PeerAddr {
     /// A TCP peer.
     Tcp(SocketAddr),

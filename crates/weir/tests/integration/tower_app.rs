@@ -109,6 +109,7 @@ async fn uri(Extension(handle): Extension<ExchangeHandle>, uri: axum::http::Uri)
     let peer = match handle.peer_addr() {
         weir::transport::PeerAddr::Tcp(addr) => addr.ip().to_string(),
         weir::transport::PeerAddr::Unix => "unix".into(),
+        _ => "other".into(),
     };
     format!("{uri} from {peer}\n")
 }
