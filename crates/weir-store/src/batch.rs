@@ -88,7 +88,7 @@ impl LocalStore {
                     stored.push(meta);
                 }
                 // Dropping `uploads` on return removes every temporary.
-                Err(e) => return Err(upload.discard(e)),
+                Err(e) => return Err(upload.discard_file(e)),
             }
             upload.park()?;
         }
@@ -139,7 +139,7 @@ impl LocalStore {
             if let Some(marked) = *mark {
                 let marking = upload.mark_date(marked, digests.sha256.as_ref());
                 if let Err(e) = marking.and_then(|()| upload.park()) {
-                    return Err(upload.discard(e));
+                    return Err(upload.discard_file(e));
                 }
                 meta.modified = marked;
             }

@@ -313,8 +313,9 @@ impl LocalStore {
     /// temporary file in the staging area. Nothing is visible at `path`, and no directory is
     /// created, until [`Upload::commit`].
     ///
-    /// With `options.expected_len`, the whole length is reserved against the quota now, so an
-    /// upload that cannot fit fails before the client sends its body.
+    /// With `options.expected_len`, the whole length is checked against the quota now, so an
+    /// upload that cannot fit fails before the client sends its body; what is reserved is a
+    /// window ahead of the bytes received, extended as they arrive (`quota::reserved_end`).
     pub fn begin(&self, path: &StorePath, options: UploadOptions) -> Result<Upload, StoreError> {
         Upload::begin(self.shared.clone(), path, options)
     }

@@ -35,6 +35,14 @@
 //! keeps its data file when dropped; bytes past the last checkpoint are cut off by the next
 //! append (the caller checkpoints what a cut request delivered with [`Appending::finish`]).
 //!
+//! # A failed append
+//! A write that fails (no space, `--max-storage`, a hash step out of order) ends the append,
+//! not the upload: the [`Upload`] keeps its adopted file, and [`Appending::finish`] cuts it
+//! back to the last recorded offset ([`Appending::discard`], tus's checksum mismatch's path
+//! too) and gives back what the append had reserved. The offset reported is then exactly the
+//! bytes in the data file, and an append from it continues the upload once there is room.
+//! Only a failed completion (a digest mismatch, the target refused) ends the upload.
+//!
 //! # The hash state
 //! A checkpoint (and the record of a cut request, [`Appending::finish`]) writes the upload's
 //! SHA-256 state ([`ResumableSha256`]) in the same record as the offset, when it has the state
@@ -594,7 +602,7 @@ impl Resumables {
         let mut file = match self.shared.staging.open_rw(&data_name) {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                // Its data went with a failed write or commit: the upload is over.
+                // Its data went with a failed commit: the upload is over.
                 self.remove(id)?;
                 return Err(ResumableError::Unknown);
             }

@@ -49,7 +49,7 @@ use crate::local::{FileMeta, Missing, Resolved, Shared, create_temp, parent_of, 
 use crate::media_type::MediaType;
 use crate::path::StorePath;
 use crate::precondition::{self, Check};
-use crate::quota::ENTRY_COST;
+use crate::quota::{ENTRY_COST, reserved_end};
 use crate::readers::FileId;
 use crate::sha256_state::ResumableSha256;
 use crate::sys::{self, DirHandle, EntryKind, EntryStat};
@@ -78,8 +78,10 @@ pub struct UploadOptions {
     /// computed while writing, or by reading the file back at commit if bytes bypassed
     /// [`Upload::write`].
     pub expected_digest: Option<ContentDigest>,
-    /// The body length, when known (`Content-Length`). Reserved against the quota at `begin`;
-    /// writing more, or committing fewer, is [`StoreError::LengthMismatch`].
+    /// The body length, when known (`Content-Length`). Checked against the quota at `begin`
+    /// (a length that cannot fit is refused there), then reserved a window ahead of the bytes
+    /// received (`quota::reserved_end`); writing more, or committing fewer, is
+    /// [`StoreError::LengthMismatch`].
     pub expected_len: Option<u64>,
 }
 
@@ -132,8 +134,12 @@ pub struct Upload {
     state: State,
     /// Bytes written (and, for external writes, recorded).
     size: u64,
-    /// Bytes reserved against the quota; always `>= size` while open.
+    /// Bytes reserved against the quota; always `>= size` while open. With a declared length,
+    /// a window ahead of `size` (`quota::reserved_end`), extended as the bytes reach it.
     reserved: u64,
+    /// [`Upload::preallocate`] ran: each extension of the reservation also reserves its blocks
+    /// on disk (`fallocate`, keeping the size), up to `reserved`.
+    preallocating: bool,
     expected_len: Option<u64>,
     expected_digest: ContentDigest,
     /// Which digests commit must produce.
@@ -157,8 +163,13 @@ impl Upload {
         path: &StorePath,
         options: UploadOptions,
     ) -> Result<Upload, StoreError> {
-        let reserved = options.expected_len.unwrap_or(0);
-        // The temporary is an entry from now on, and the file will be one.
+        let declared = options.expected_len.unwrap_or(0);
+        // A declared length that cannot fit is refused now, before the client sends its body;
+        // only a window of it is held (`quota::reserved_end`), so that a client declaring much
+        // and sending little holds nothing others need. The temporary is an entry from now on,
+        // and the file will be one.
+        shared.usage.fits(declared.saturating_add(ENTRY_COST))?;
+        let reserved = reserved_end(0, declared);
         shared.usage.reserve(reserved.saturating_add(ENTRY_COST))?;
         let prepared = (|| {
             // Refuse now what the rename would refuse (or silently do) at commit, before the
@@ -189,6 +200,7 @@ impl Upload {
             state: State::Open,
             size: 0,
             reserved,
+            preallocating: false,
             expected_len: options.expected_len,
             expected_digest,
             want_sha256,
@@ -238,6 +250,7 @@ impl Upload {
             state: State::Open,
             size,
             reserved: size,
+            preallocating: false,
             expected_len: options.expected_len,
             expected_digest,
             want_sha256,
@@ -275,12 +288,16 @@ impl Upload {
         self.size
     }
 
-    /// Reserves the file's blocks for the rest of the declared length (`expected_len`, when
-    /// at least 1 MiB is still to come), keeping the file's size: on Linux `fallocate` with
-    /// `FALLOC_FL_KEEP_SIZE`, elsewhere nothing. Call before receiving the body: a disk that
-    /// cannot hold it fails now ([`StoreError::NoSpace`], the upload discarded) rather than
-    /// after the client has sent most of it, and the writes that follow cost the filesystem
-    /// less. Blocks a discarded upload reserved go with its temporary file.
+    /// Reserves the file's blocks ahead of the bytes received, keeping the file's size (on
+    /// Linux `fallocate` with `FALLOC_FL_KEEP_SIZE`, elsewhere nothing), for an upload with a
+    /// declared length (`expected_len`, when at least 1 MiB of it is still to come): the
+    /// window the quota holds now (`quota::reserved_end`), and each window after it as the
+    /// bytes reach it, never the whole length at once (a client that declares much and sends
+    /// little holds no disk others need). Call before receiving the body: a filesystem whose
+    /// free space cannot hold the rest of the declared length fails now
+    /// ([`StoreError::NoSpace`], the upload discarded) rather than after the client has sent
+    /// most of it, and the writes that follow cost the filesystem less. Blocks a discarded
+    /// upload reserved go with its temporary file.
     pub fn preallocate(&mut self) -> Result<(), StoreError> {
         self.ensure_open()?;
         let (Some(expected), Some(file)) = (self.expected_len, self.file.as_ref()) else {
@@ -290,7 +307,23 @@ impl Upload {
         if left < PREALLOCATE_MIN {
             return Ok(());
         }
-        match sys::preallocate(file, self.size, left) {
+        if sys::available_space(file).is_some_and(|free| free < left) {
+            return Err(self.discard(StoreError::NoSpace));
+        }
+        self.preallocating = true;
+        let (from, to) = (self.size, self.reserved);
+        self.allocate(from, to)
+    }
+
+    /// Reserves the blocks of `from..to` (see [`Upload::preallocate`]); an error discards.
+    fn allocate(&mut self, from: u64, to: u64) -> Result<(), StoreError> {
+        let Some(file) = self.file.as_ref() else {
+            return Ok(());
+        };
+        if to <= from {
+            return Ok(());
+        }
+        match sys::preallocate(file, from, to - from) {
             Ok(()) => Ok(()),
             Err(e) => Err(self.discard(StoreError::from_io("preallocate", e))),
         }
@@ -461,6 +494,24 @@ impl Upload {
         }
     }
 
+    /// Reserves room for the next `n` bytes of a declared length (no further than it) before
+    /// they are written through [`Upload::file_mut`], which [`Upload::record_external_write`]
+    /// accounts only after the fact: against the quota, and on disk when preallocating, with
+    /// the window of [`Upload::write`]'s reservations. Fails (and discards the upload) when the
+    /// quota cannot hold them. Nothing to do without a declared length (the bytes are then
+    /// accounted as they are recorded), or when they are already reserved: one comparison.
+    pub fn reserve_next(&mut self, n: u64) -> Result<(), StoreError> {
+        self.ensure_open()?;
+        let Some(declared) = self.expected_len else {
+            return Ok(());
+        };
+        let end = self.size.saturating_add(n).min(declared);
+        if end > self.reserved {
+            return self.extend(end);
+        }
+        Ok(())
+    }
+
     /// Reports `n` bytes written through [`Upload::file_mut`], for the length check and the
     /// quota. Fails (and discards the upload) if they exceed `expected_len` or the quota.
     pub fn record_external_write(&mut self, n: u64) -> Result<(), StoreError> {
@@ -509,12 +560,12 @@ impl Upload {
         self.ensure_open()?;
         let digests = match self.prepare() {
             Ok(d) => d,
-            Err(e) => return Err(self.discard(e)),
+            Err(e) => return Err(self.discard_file(e)),
         };
         let placed = self.rename_into_place(digests.sha256.as_ref(), check);
         let (dir, replaced, freed, stored) = match placed {
             Ok(r) => r,
-            Err(e) => return Err(self.discard(e)),
+            Err(e) => return Err(self.discard_file(e)),
         };
         self.state = State::Done;
         self.file = None;
@@ -560,7 +611,11 @@ impl Upload {
         }
     }
 
-    /// Checks `n` more bytes against `expected_len` and the quota, reserving what is needed.
+    /// Checks `n` more bytes against `expected_len` and the quota, reserving what is needed:
+    /// with a declared length, the next window (`quota::reserved_end`, and its blocks when
+    /// preallocating) once the bytes pass the reserved end, or just the bytes when the window
+    /// does not fit; without one, exactly the bytes. On the write path: one comparison per
+    /// write, a reservation per window.
     fn account(&mut self, n: u64) -> Result<(), StoreError> {
         let new_size = self.size.saturating_add(n);
         if let Some(expected) = self.expected_len {
@@ -573,10 +628,32 @@ impl Upload {
             }
         }
         if new_size > self.reserved {
-            if let Err(e) = self.shared.usage.reserve(new_size - self.reserved) {
-                return Err(self.discard(e));
-            }
-            self.reserved = new_size;
+            return self.extend(new_size);
+        }
+        Ok(())
+    }
+
+    /// Extends the reservation to cover `new_size` bytes (see [`Upload::account`]).
+    #[cold]
+    fn extend(&mut self, new_size: u64) -> Result<(), StoreError> {
+        let wanted = match self.expected_len {
+            Some(declared) => reserved_end(new_size, declared).max(new_size),
+            None => new_size,
+        };
+        let usage = &self.shared.usage;
+        let end = match usage.reserve(wanted - self.reserved) {
+            Ok(()) => wanted,
+            // The quota is nearly full: the bytes themselves may still fit.
+            Err(_) if wanted > new_size => match usage.reserve(new_size - self.reserved) {
+                Ok(()) => new_size,
+                Err(e) => return Err(self.discard(e)),
+            },
+            Err(e) => return Err(self.discard(e)),
+        };
+        let from = self.reserved.max(self.size);
+        self.reserved = end;
+        if self.preallocating && end - from >= PREALLOCATE_MIN {
+            return self.allocate(from, end);
         }
         Ok(())
     }
@@ -724,14 +801,46 @@ impl Upload {
         version_date::apply(file, marked, sha256)
     }
 
-    /// Removes the temporary file and releases the reservation, once; returns `err` for the
-    /// caller to pass on.
+    /// Ends the upload after a failed write (or reservation, or hash step), once; returns
+    /// `err` for the caller to pass on. Its temporary file is removed and the reservation
+    /// released, except an adopted file's (a resumable upload's data, [`Upload::adopt`]):
+    /// that one stays, closed, with the charge it came with, for its owner to cut back to the
+    /// offset it recorded (`Appending::discard`), so that a failed append never loses the
+    /// bytes an upload had acknowledged.
     pub(crate) fn discard(&mut self, err: StoreError) -> StoreError {
+        if self.state == State::Open {
+            self.state = State::Discarded;
+            match self.keep_on_drop {
+                Some(adopted) => self.close_kept(adopted),
+                None => self.remove_temp(),
+            }
+        }
+        err
+    }
+
+    /// Ends the upload after a failed commit, once, removing its temporary file whatever it
+    /// is: a commit that failed (a digest mismatch, the target refused) ends an adopted
+    /// upload too.
+    pub(crate) fn discard_file(&mut self, err: StoreError) -> StoreError {
         if self.state == State::Open {
             self.state = State::Discarded;
             self.remove_temp();
         }
         err
+    }
+
+    /// Whether a failed write ended the upload ([`Upload::discard`]).
+    pub(crate) fn is_discarded(&self) -> bool {
+        self.state == State::Discarded
+    }
+
+    /// Closes an adopted file that stays, giving back what was charged past the `adopted`
+    /// bytes it came with (its owner charges what it keeps).
+    fn close_kept(&mut self, adopted: u64) {
+        self.file = None;
+        self.shared
+            .usage
+            .release(self.reserved.saturating_sub(adopted));
     }
 
     /// Unlinks and closes the temporary, then gives its reservation back: in that order, so
@@ -769,10 +878,7 @@ impl Drop for Upload {
     fn drop(&mut self) {
         if self.state == State::Open {
             if let Some(adopted) = self.keep_on_drop {
-                self.file = None;
-                self.shared
-                    .usage
-                    .release(self.reserved.saturating_sub(adopted));
+                self.close_kept(adopted);
                 self.state = State::Done;
                 return;
             }

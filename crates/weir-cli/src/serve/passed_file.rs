@@ -134,6 +134,9 @@ pub(super) async fn copy(
     counts: &mut WhereHashed,
 ) -> Result<CopyWay, BodyFailure> {
     let store_io = |e| BodyFailure::Store(StoreError::from_io("copy passed file", e));
+    // The whole file against the quota before any byte is copied (every byte of it is
+    // already there: no window to keep, unlike a body that arrives over the network).
+    upload.reserve_next(len).map_err(BodyFailure::Store)?;
     let target = upload.file_mut().try_clone().map_err(store_io)?;
     let whole = upload.size() == 0
         && rustix::fs::fstat(&source).is_ok_and(|st| u64::try_from(st.st_size) == Ok(len));

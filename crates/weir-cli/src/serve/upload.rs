@@ -3,10 +3,13 @@
 //!
 //! Before any body byte is read: the declared length against `--max-upload` (413), the
 //! `Content-Digest` syntax (400), the preconditions against the file there now (412, checked
-//! again at commit under the store's lock: `preconditions.rs`), `begin` (which reserves the
+//! again at commit under the store's lock: `preconditions.rs`), `begin` (which checks the
 //! declared length against `--max-storage`: 507, and refuses a directory or symlink in the
-//! way), and `Upload::preallocate` (the declared length's blocks on disk: 507 if the disk
-//! cannot hold them). Then one of two data
+//! way), and `Upload::preallocate` (507 if the filesystem's free space cannot hold the
+//! declared length). Neither holds the whole length: the quota and the blocks on disk are
+//! reserved a window ahead of the bytes received (weir-store's `quota::reserved_end`: 8 MiB
+//! growing with what arrived, to 64 MiB), so a client that declares much and sends little
+//! holds little. Then one of two data
 //! paths, recorded in the answer's internals (`data_path` and the body counters, sent only on
 //! request: [`wants_internals`]):
 //!
@@ -120,9 +123,10 @@ pub(super) async fn put(
     if let Some(media_type) = super::mime::of_request(ex) {
         upload.set_media_type(&media_type);
     }
-    // A received body's declared length is reserved before it is read: a disk that cannot
-    // hold it is a 507 now, not after the client sent most of it. (A passed file is cloned or
-    // copied by the kernel, which allocates as it goes.)
+    // A received body's declared length is checked before it is read: a disk that cannot
+    // hold it is a 507 now, not after the client sent most of it; its blocks are then
+    // reserved a window ahead of the bytes. (A passed file is cloned or copied by the kernel,
+    // which allocates as it goes.)
     if data_path != DataPath::Passed {
         if let Err(e) = upload.preallocate() {
             return reply::store_error(ex, &e).await;
@@ -322,6 +326,10 @@ pub(super) async fn splice_body(
     progress: &mut dyn Checkpoints,
 ) -> Result<(), BodyFailure> {
     loop {
+        // Reserved before it is written: the bytes are recorded only after the piece.
+        upload
+            .reserve_next(SPLICE_PIECE)
+            .map_err(BodyFailure::Store)?;
         match ex
             .body_to_file_at_most(upload.file_mut(), SPLICE_PIECE)
             .await

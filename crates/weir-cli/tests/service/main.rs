@@ -38,6 +38,7 @@ mod resumable;
 mod routes;
 mod scopes;
 mod slow;
+mod space;
 mod tls;
 mod tls_reload;
 mod trailers;

@@ -281,8 +281,10 @@ impl Appending {
 
     /// Ends the append without acknowledging what it wrote: the data file is cut back to the
     /// recorded offset (the offset does not move) and the upload stays open. For a request
-    /// whose content failed its check; a caller that wants this must not have checkpointed
-    /// during the request (no [`Appending::checkpoint`]), or the checkpointed part stays.
+    /// whose content failed its check (a caller that wants all of it taken back must not have
+    /// checkpointed during the request, or the checkpointed part stays), and what
+    /// [`Appending::finish`] does after a failed write (the upload discarded: no space, the
+    /// quota): what a checkpoint recorded stays, the rest goes.
     pub fn discard(mut self, upload: Upload) -> Result<ResumableState, StoreError> {
         // Dropping the upload gives back what it had charged; the cut frees those bytes.
         drop(upload);
@@ -412,6 +414,12 @@ impl Appending {
         complete: bool,
         check: Option<VersionCheck<'_>>,
     ) -> Result<AppendEnd, StoreError> {
+        if upload.is_discarded() {
+            // A failed write (no space, the quota, a hash step) ended the append: the upload
+            // stays at the offset it recorded, its data cut back to it, so that the offset it
+            // reports is bytes that exist and the client resumes from there.
+            return self.discard(upload).map(AppendEnd::Incomplete);
+        }
         // One record writer at a time: the checkpoint out first (its failure left the record
         // as it was; what follows records the whole file).
         let _ = self.wait_checkpoint();

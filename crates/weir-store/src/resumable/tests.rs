@@ -157,6 +157,57 @@ fn a_discarded_append_leaves_the_offset_the_file_and_the_usage_as_they_were() {
 }
 
 #[test]
+fn a_failed_append_keeps_the_upload_at_its_recorded_offset() {
+    let (_dir, store) = store_with(LocalOptions {
+        max_storage: Some((3 << 20) + 3 * crate::ENTRY_COST),
+        ..LocalOptions::default()
+    });
+    let r = Resumables::open(&store, DAY).unwrap();
+    let body = data(3 << 20, 4);
+    let (id, _) = r.create(&p("f"), Some(3 << 20), None, true).unwrap();
+    let (appending, mut up) = r.append(id, 0, None).unwrap();
+    up.write(&body[..1 << 20]).unwrap();
+    appending.finish(up, false).unwrap();
+    let usage = store.usage();
+    // Another upload takes the room; the next append passes the quota half-way.
+    let mut other = store.begin(&p("g"), UploadOptions::default()).unwrap();
+    other.write(&[0; 1 << 20]).unwrap();
+    let (appending, mut up) = r.append(id, 1 << 20, None).unwrap();
+    up.write(&body[1 << 20..(3 << 20) / 2]).unwrap();
+    assert!(matches!(
+        up.write(&body[(3 << 20) / 2..]),
+        Err(StoreError::QuotaExceeded { .. })
+    ));
+    let AppendEnd::Incomplete(state) = appending.finish(up, false).unwrap() else {
+        panic!("completed")
+    };
+    // The offset recorded before, exactly the bytes in the file, the usage as it was.
+    assert_eq!(state.offset, 1 << 20);
+    assert_eq!(r.state(id).unwrap().unwrap().offset, 1 << 20);
+    let data_len = std::fs::metadata(
+        store
+            .root()
+            .join(STAGING_NAME)
+            .join(DIR_NAME)
+            .join(format!("{id}.data")),
+    )
+    .unwrap()
+    .len();
+    assert_eq!(data_len, 1 << 20);
+    assert_eq!(store.usage(), usage + (1 << 20) + crate::ENTRY_COST);
+    // Once there is room, the upload continues from there, hashing on from its kept state.
+    drop(other);
+    let (appending, mut up) = r.append(id, 1 << 20, None).unwrap();
+    assert!(up.is_hashing());
+    up.write(&body[1 << 20..]).unwrap();
+    let AppendEnd::Completed(c) = appending.finish(up, true).unwrap() else {
+        panic!("not completed")
+    };
+    assert_eq!(c.sha256, Some(sha256(&body)));
+    assert_eq!(read(&store, "f"), body);
+}
+
+#[test]
 fn ids_are_32_hex_digits() {
     let id = UploadId::random().unwrap();
     let text = id.to_string();

@@ -33,6 +33,10 @@ pub(crate) fn start_writeback(_file: &File, _offset: u64, _len: u64) {}
 /// No read-ahead advice: the reads wait for the disk as they come.
 pub(crate) fn read_ahead(_file: &File, _offset: u64, _len: u64) {}
 
+pub(crate) fn available_space(_file: &File) -> Option<u64> {
+    None
+}
+
 pub(crate) fn preallocate(_file: &File, _offset: u64, _len: u64) -> io::Result<()> {
     Ok(())
 }

@@ -74,6 +74,13 @@ pub(crate) fn start_writeback(file: &File, offset: u64, len: u64) {
     );
 }
 
+/// The bytes still free for unprivileged writers on `file`'s filesystem (`fstatvfs`: available
+/// blocks × fragment size), `None` when it does not say.
+pub(crate) fn available_space(file: &File) -> Option<u64> {
+    let st = rustix::fs::fstatvfs(file).ok()?;
+    Some(st.f_bavail.saturating_mul(st.f_frsize))
+}
+
 /// Reserves `len` bytes of `file` from `offset` without changing its size (`fallocate` with
 /// `FALLOC_FL_KEEP_SIZE`): a disk that cannot hold them fails now, and writes onto reserved
 /// blocks cost the page cache less than delayed allocation. Only the errors a write would also

@@ -12,7 +12,8 @@
 //! | directory fsync (through the directory's descriptor) | yes | on other Unixes; a no-op elsewhere |
 //! | early writeback of uploads (`writeback.rs`) | `posix_fadvise(DONTNEED)` | no (commit's fsync does it all) |
 //! | read-ahead of a commit's read-back (`upload.rs`) | `posix_fadvise(WILLNEED)` | no (each read waits) |
-//! | blocks reserved for a declared length (`Upload::preallocate`) | `fallocate(KEEP_SIZE)` | no (written as it comes) |
+//! | blocks reserved a window ahead of a declared length's bytes (`Upload::preallocate`) | `fallocate(KEEP_SIZE)` | no (written as it comes) |
+//! | a declared length checked against the free space (`Upload::preallocate`) | `fstatvfs` | no (a full disk fails the write) |
 //!
 //! The fallbacks are compiled (`fallback.rs` also unit-tested) on Linux too, so they cannot rot
 //! unnoticed.

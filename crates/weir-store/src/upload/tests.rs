@@ -534,6 +534,62 @@ fn quota_checks_expected_len_up_front() {
 }
 
 #[test]
+fn a_declared_length_is_reserved_a_window_ahead_of_its_bytes() {
+    const MIB: u64 = 1 << 20;
+    let (_dir, store) = store_with(LocalOptions {
+        max_storage: Some(100 * MIB),
+        ..Default::default()
+    });
+    let opts = |n| UploadOptions {
+        expected_len: Some(n),
+        hash: false,
+        ..UploadOptions::default()
+    };
+    // A length that cannot fit is refused before any byte, as before.
+    assert!(matches!(
+        store.begin(&p("huge"), opts(100 * MIB)),
+        Err(StoreError::QuotaExceeded { .. })
+    ));
+    // One that fits holds 8 MiB ahead of its bytes, not its whole length.
+    let mut slow = store.begin(&p("slow"), opts(90 * MIB)).unwrap();
+    slow.preallocate().unwrap();
+    slow.write(&[1; 1024]).unwrap();
+    assert_eq!(store.usage(), 8 * MIB + E);
+    // So a 50 MiB upload fits beside it; its window grows with its bytes, by steps.
+    let mut other = store.begin(&p("other"), opts(50 * MIB)).unwrap();
+    other.preallocate().unwrap();
+    let piece = vec![2u8; MIB as usize];
+    let mut extensions = 0;
+    let mut last = store.usage();
+    for _ in 0..50 {
+        other.write(&piece).unwrap();
+        let now = store.usage();
+        let ahead = now - (8 * MIB + E) - E - other.size();
+        assert!(ahead <= other.size().max(8 * MIB), "{ahead}");
+        if now != last {
+            extensions += 1;
+            last = now;
+        }
+    }
+    // 8 → 16 → 32 → 50 MiB: three extensions for 50 writes.
+    assert_eq!(extensions, 3);
+    other.commit().unwrap();
+    assert_eq!(store.usage(), 50 * MIB + E + 8 * MIB + E);
+    // Near the limit, the bytes that fit are still taken when the window does not fit.
+    let mut written = 1024;
+    let err = loop {
+        match slow.write(&piece) {
+            Ok(()) => written += MIB,
+            Err(e) => break e,
+        }
+    };
+    assert!(matches!(err, StoreError::QuotaExceeded { .. }), "{err}");
+    assert!(written > 49 * MIB, "{written}");
+    drop(slow);
+    assert_eq!(store.usage(), 50 * MIB + E);
+}
+
+#[test]
 fn quota_counts_replacements_and_deletes() {
     let (_dir, store) = store_with(LocalOptions {
         max_storage: Some(100 + 2 * E),
