@@ -220,6 +220,7 @@ impl<'a> Iterator for EntityTags<'a> {
             .iter()
             .position(|&b| !matches!(b, b' ' | b'\t' | b','))?;
         let rest = &self.rest[start..];
+        self.rest = rest;
         let (weak, body) = match rest.strip_prefix(b"W/") {
             Some(body) => (true, body),
             None => (false, rest),
@@ -246,14 +247,14 @@ impl<'a> Iterator for EntityTags<'a> {
         } else {
             Member::Invalid
         };
-        // Skip the rest of an invalid member.
-        let rest = if member == Member::Invalid {
-            rest
-        } else {
-            self.rest
-        };
-        let end = rest.iter().position(|&b| b == b',').unwrap_or(rest.len());
-        self.rest = &rest[end..];
+        // Skip the rest of an invalid member, from where its well-formed start ended (a comma
+        // inside its quoted tag is the tag's).
+        let end = self
+            .rest
+            .iter()
+            .position(|&b| b == b',')
+            .unwrap_or(self.rest.len());
+        self.rest = &self.rest[end..];
         Some(member)
     }
 }
@@ -326,10 +327,24 @@ mod tests {
             [Member::Invalid, tag(false, "\"b\"")]
         );
         assert_eq!(members("\"a"), [Member::Invalid]);
+        assert_eq!(
+            members("\"a,b\"x, \"c\""),
+            [Member::Invalid, tag(false, "\"c\"")]
+        );
+        assert_eq!(members("*x, *"), [Member::Invalid, Member::Any]);
         assert_eq!(members("\"a b\""), [Member::Invalid]);
         assert_eq!(members("W/*"), [Member::Invalid]);
         assert_eq!(members("**"), [Member::Invalid]);
         assert_eq!(members(""), []);
+    }
+
+    #[test]
+    fn any_precondition_field_is_a_precondition() {
+        assert!(!has_preconditions(&head(Method::GET, &[])));
+        assert!(!has_preconditions(&head(Method::GET, &[("if-range", TAG)])));
+        for name in FIELDS {
+            assert!(has_preconditions(&head(Method::PUT, &[(name, TAG)])), "{name}");
+        }
     }
 
     /// Method, fields, current representation, expected outcome.

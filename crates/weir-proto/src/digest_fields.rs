@@ -233,6 +233,32 @@ mod tests {
     }
 
     #[test]
+    fn is_empty_only_without_a_known_digest() {
+        let sha256 = ContentDigest::parse(&format!("sha-256=:{HELLO_256}:")).unwrap();
+        let sha512 = ContentDigest::parse(&format!("sha-512=:{HELLO_512}:")).unwrap();
+        assert!(ContentDigest::default().is_empty());
+        assert!(!sha256.is_empty());
+        assert!(!sha512.is_empty());
+    }
+
+    #[test]
+    fn names_and_errors_read_well() {
+        assert_eq!(DigestAlgorithm::Sha256.to_string(), "sha-256");
+        assert_eq!(DigestAlgorithm::Sha512.to_string(), "sha-512");
+        let e = ContentDigest::parse("sha-256=abc").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "invalid Content-Digest: sha-256: not a byte sequence"
+        );
+        let e = ContentDigest::parse("sha-256=:AA==:").unwrap_err();
+        assert_eq!(e.to_string(), "invalid Content-Digest: sha-256: 1 bytes, not 32");
+        // The parser's own account of a syntax error, after the field's name.
+        let e = ContentDigest::parse("sha-256=:AA==:,").unwrap_err();
+        assert!(e.to_string().starts_with("invalid Content-Digest: "), "{e}");
+        assert!(e.to_string().len() > "invalid Content-Digest: ".len(), "{e}");
+    }
+
+    #[test]
     fn formats_what_it_parses() {
         let d =
             ContentDigest::parse(&format!("sha-256=:{HELLO_256}:, sha-512=:{HELLO_512}:")).unwrap();
