@@ -70,8 +70,7 @@ pub(super) async fn create(
 ) -> Result<(), weir::Error> {
     let length = match request_length(ex, complete, 0, None) {
         Ok(l) => l,
-        Err(message) => {
-            let kind = Problem::DraftInconsistentLength;
+        Err((kind, message)) => {
             return problem(ex, kind, message, serde_json::Value::Null, &[]).await;
         }
     };
@@ -270,8 +269,7 @@ async fn append(
     }
     let length = match request_length(ex, complete, claimed, state.length) {
         Ok(l) => l,
-        Err(message) => {
-            let kind = Problem::DraftInconsistentLength;
+        Err((kind, message)) => {
             return problem(ex, kind, message, serde_json::Value::Null, &[]).await;
         }
     };

@@ -154,15 +154,29 @@ async fn unavailable(ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
     reply::error(ex, Problem::Unavailable, message, &[]).await
 }
 
-/// The length checks shared by creation and append; `Err(message)` answers 400
-/// inconsistent-upload-length. `offset`: where this request's content starts.
+/// `Upload-Length`: `Ok(None)` when absent; `Err` when present but not one non-negative
+/// Integer Item. The draft would have such a field ignored, but ignoring it creates an upload
+/// of unknown length from a request that meant a known one: refused instead (400).
+fn declared_length(ex: &Exchange<'_>) -> Result<Option<u64>, &'static str> {
+    if ex.request().header_all("upload-length").next().is_none() {
+        return Ok(None);
+    }
+    integer(ex, "upload-length")
+        .map(Some)
+        .ok_or("Upload-Length is not a non-negative Integer (one field line, 1 to 15 digits)")
+}
+
+/// The length checks shared by creation and append; `Err` is the 400 to answer (a malformed
+/// `Upload-Length`, or inconsistent-upload-length). `offset`: where this request's content
+/// starts.
 pub(super) fn request_length(
     ex: &Exchange<'_>,
     complete: bool,
     offset: u64,
     known: Option<u64>,
-) -> Result<Option<u64>, &'static str> {
-    let declared = integer(ex, "upload-length");
+) -> Result<Option<u64>, (Problem, &'static str)> {
+    let declared = declared_length(ex).map_err(|m| (Problem::BadRequest, m))?;
+    let inconsistent = |message| Err((Problem::DraftInconsistentLength, message));
     let by_content = complete
         .then(|| ex.request().content_length())
         .flatten()
@@ -170,13 +184,13 @@ pub(super) fn request_length(
     let mut length = known;
     for l in [declared, by_content].into_iter().flatten() {
         match length {
-            Some(k) if k != l => return Err("inconsistent length values for upload"),
+            Some(k) if k != l => return inconsistent("inconsistent length values for upload"),
             _ => length = Some(l),
         }
     }
     if let (Some(len), Some(n)) = (length, ex.request().content_length()) {
         if offset.saturating_add(n) > len {
-            return Err("the content goes past the upload's length");
+            return inconsistent("the content goes past the upload's length");
         }
     }
     Ok(length)
@@ -242,9 +256,8 @@ pub(super) async fn create(
     };
     let length = match request_length(ex, complete, 0, None) {
         Ok(l) => l,
-        Err(message) => {
+        Err((kind, message)) => {
             let headers = [];
-            let kind = Problem::DraftInconsistentLength;
             let none = serde_json::Value::Null;
             return problem(ex, kind, message, none, &headers).await;
         }
@@ -520,8 +533,7 @@ async fn append(
     }
     let length = match request_length(ex, complete, claimed, state.length) {
         Ok(l) => l,
-        Err(message) => {
-            let kind = Problem::DraftInconsistentLength;
+        Err((kind, message)) => {
             let none = serde_json::Value::Null;
             return problem(ex, kind, message, none, &[]).await;
         }

@@ -199,6 +199,17 @@ fn integer(ex: &Exchange<'_>, name: &str) -> Option<u64> {
     std::str::from_utf8(first).ok()?.parse().ok()
 }
 
+/// `Upload-Length`: `Ok(None)` when absent; `Err` when present but not one plain
+/// non-negative decimal that fits a `u64`.
+fn declared_length(ex: &Exchange<'_>) -> Result<Option<u64>, &'static str> {
+    if ex.request().header_all("upload-length").next().is_none() {
+        return Ok(None);
+    }
+    integer(ex, "upload-length")
+        .map(Some)
+        .ok_or("Upload-Length is not a non-negative decimal (one field line)")
+}
+
 fn is_tus_body(ex: &Exchange<'_>) -> bool {
     ex.request().header("content-type").is_some_and(|v| {
         let media = v.split(|&b| b == b';').next().unwrap_or_default();
@@ -295,9 +306,15 @@ pub(super) async fn creation(
     // `creation-defer-length`: `Upload-Defer-Length: 1` instead of `Upload-Length`, which a
     // later PATCH then carries.
     let deferred = ex.request().header("upload-defer-length").is_some();
-    let length = match (integer(ex, "upload-length"), deferred) {
-        (Some(length), false) => Some(length),
-        (None, true) if integer(ex, "upload-defer-length") == Some(1) => None,
+    // A present but malformed length is refused, not taken for an absent one (which, beside
+    // `Upload-Defer-Length: 1`, would create an upload of unknown length).
+    let length = match (declared_length(ex), deferred) {
+        (Err(message), _) => {
+            fail(ex, Problem::BadRequest, message).await?;
+            return Ok(None);
+        }
+        (Ok(Some(length)), false) => Some(length),
+        (Ok(None), true) if integer(ex, "upload-defer-length") == Some(1) => None,
         _ => {
             let message =
                 "a tus creation needs Upload-Length or Upload-Defer-Length: 1 (one of them)";

@@ -587,3 +587,45 @@ fn a_deferred_length_is_declared_by_a_later_patch() {
     }
     assert_eq!(staged(&s.root), before);
 }
+
+#[test]
+fn a_malformed_upload_length_is_400_even_beside_a_deferred_one() {
+    let s = Server::start(&[]);
+    let meta = format!("filename {}", b64(b"m.bin"));
+    // Not a plain non-negative decimal: a sign, an exponent, a list, empty, past u64.
+    for value in ["-1", "1e3", "5,6", "", "+5", "99999999999999999999999"] {
+        for defer in ["", "\r\nupload-defer-length: 1"] {
+            let r = s.request(
+                &format!(
+                    "POST /tus/ HTTP/1.1{T}\r\nupload-length: {value}{defer}\r\n\
+                     upload-metadata: {meta}"
+                ),
+                b"",
+            );
+            assert_eq!(r.status, 400, "{value:?}{defer:?}: {}", r.text());
+            assert!(r.json()["detail"].as_str().is_some(), "{value:?}");
+        }
+    }
+    // A malformed Upload-Defer-Length is not a deferral.
+    for value in ["", "01x", "1,1"] {
+        let r = s.request(
+            &format!(
+                "POST /tus/ HTTP/1.1{T}\r\nupload-defer-length: {value}\r\nupload-metadata: {meta}"
+            ),
+            b"",
+        );
+        assert_eq!(r.status, 400, "defer {value:?}: {}", r.text());
+    }
+    assert_eq!(staged(&s.root), 0);
+    // A deferred upload's later PATCH: a malformed length is refused, its bytes not taken.
+    let r = s.request(
+        &format!("POST /tus/ HTTP/1.1{T}\r\nupload-defer-length: 1\r\nupload-metadata: {meta}"),
+        b"",
+    );
+    let url = location(&r);
+    for value in ["-1", "1e3", "5,6", ""] {
+        let r = patch(&s, &url, 0, b"abc", &format!("\r\nupload-length: {value}"));
+        assert_eq!(r.status, 400, "PATCH {value:?}: {}", r.text());
+    }
+    assert_eq!(head(&s, &url).header("upload-offset").unwrap(), "0");
+}
