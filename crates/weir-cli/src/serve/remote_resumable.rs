@@ -48,7 +48,7 @@ use weir_store::{
 };
 
 /// The longest a `HEAD` waits for an append's lease to end (see the module doc).
-const HEAD_WAIT: Duration = Duration::from_secs(10);
+pub(super) const HEAD_WAIT: Duration = Duration::from_secs(10);
 
 fn max_age(state: Option<&S3UploadState>, ups: &S3Resumables) -> u64 {
     let now = SystemTime::now()

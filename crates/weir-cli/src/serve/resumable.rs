@@ -446,6 +446,21 @@ const HEAD_WAIT: Duration = Duration::from_secs(10);
 /// How often a waiting `HEAD` looks again.
 const HEAD_POLL: Duration = Duration::from_millis(5);
 
+/// Waits up to [`HEAD_WAIT`] for no append to run on `id`, so that its recorded offset is the
+/// one the next append must give: `false` when one still runs. Both offset retrievals (this
+/// route's `HEAD` and tus's) use it.
+pub(super) async fn settled(resumables: &Resumables, id: UploadId) -> bool {
+    let mut waited = Duration::ZERO;
+    while resumables.is_busy(id) {
+        if waited >= HEAD_WAIT {
+            return false;
+        }
+        tokio::time::sleep(HEAD_POLL).await;
+        waited += HEAD_POLL;
+    }
+    true
+}
+
 /// `HEAD /uploads/{id}`: the offset, as recorded (durable).
 ///
 /// Draft §4.5: an offset the server sends must be accepted by the next append. While an append
@@ -460,15 +475,10 @@ async fn offset(
     resumables: &Resumables,
     id: UploadId,
 ) -> Result<(), weir::Error> {
-    let mut waited = Duration::ZERO;
-    while resumables.is_busy(id) {
-        if waited >= HEAD_WAIT {
-            let message = "an append to this upload is still running";
-            let headers = [("retry-after", "1")];
-            return reply::error(ex, Problem::Unavailable, message, &headers).await;
-        }
-        tokio::time::sleep(HEAD_POLL).await;
-        waited += HEAD_POLL;
+    if !settled(resumables, id).await {
+        let message = "an append to this upload is still running";
+        let headers = [("retry-after", "1")];
+        return reply::error(ex, Problem::Unavailable, message, &headers).await;
     }
     let state = match resumables.state(id) {
         Ok(Some(s)) => s,

@@ -8,7 +8,7 @@
 //! | --- | --- |
 //! | `OPTIONS /tus/` | `204`, `Tus-Version`, `Tus-Extension`, `Tus-Max-Size`, `Tus-Checksum-Algorithm` (no token, no `Tus-Resumable` needed) |
 //! | `POST /tus/` (`Upload-Length` or `Upload-Defer-Length: 1`, `Upload-Metadata`; a body with `Content-Type: application/offset+octet-stream`) | `201`, `Location: /tus/{id}`, `Upload-Offset`, `Upload-Expires` |
-//! | `HEAD /tus/{id}` | `200`, `Upload-Offset`, `Upload-Length` (or `Upload-Defer-Length: 1`), `Upload-Metadata`, `Upload-Expires`, `Cache-Control: no-store` |
+//! | `HEAD /tus/{id}` | (once no `PATCH` runs) `200`, `Upload-Offset`, `Upload-Length` (or `Upload-Defer-Length: 1`), `Upload-Metadata`, `Upload-Expires`, `Cache-Control: no-store` |
 //! | `PATCH /tus/{id}` (`application/offset+octet-stream`, `Upload-Offset`, optional `Upload-Checksum: sha256 <base64>`, `Upload-Length` once for a deferred one) | `204`, `Upload-Offset` |
 //! | `DELETE /tus/{id}` | `204`, the partial data removed |
 //!
@@ -426,13 +426,20 @@ async fn create(
     .await
 }
 
-/// `HEAD /tus/{id}`.
+/// `HEAD /tus/{id}`: once no `PATCH` runs on the upload (as the resumable route's `HEAD`,
+/// [`resumable::settled`]): while one runs the recorded offset is outdated, and a client that
+/// resumed from it would be refused (409) or, after a cut, told too little.
 async fn head(
     _svc: &Service,
     ex: &mut Exchange<'_>,
     resumables: &Resumables,
     id: UploadId,
 ) -> Result<(), weir::Error> {
+    if !resumable::settled(resumables, id).await {
+        let message = "a PATCH to this upload is still running";
+        let headers = [RESUMABLE, ("retry-after", "1")];
+        return reply::error(ex, Problem::Unavailable, message, &headers).await;
+    }
     let state = match resumables.state(id) {
         Ok(Some(s)) => s,
         Ok(None) => return fail(ex, Problem::NotFound, "no such upload").await,
