@@ -198,7 +198,7 @@ async fn metrics(svc: &Service, ex: &mut Exchange<'_>, token: bool) -> Result<()
             Ok(a) => a,
             Err(message) => return reply::error(ex, Problem::BadRequest, message, &[]).await,
         };
-        let auth = &svc.options.auth;
+        let auth = svc.auth();
         if auth.any() {
             match auth.identify(authorization) {
                 None => return super::service::unauthorized(ex).await,

@@ -40,6 +40,7 @@ mod scopes;
 mod slow;
 mod tls;
 mod tls_reload;
+mod token_reload;
 mod trailers;
 mod tus;
 mod webhooks;
