@@ -34,6 +34,7 @@
 //! | `notify` | systemd readiness: `READY=1`, `STOPPING=1` to `NOTIFY_SOCKET` |
 //! | `hooks` | `--hook-command`: a program run after each commit and delete, off the request's path |
 //! | `webhooks` | `--hook-url`: the same events POSTed, retried with backoff, off the request's path |
+//! | `hook_process` | a hook run in a process group of its own, killed whole at its timeout |
 //! | `pre_upload` | `--pre-upload-hook`: a program that may refuse an upload before its body is read |
 //! | `stored` | what a request stored, noted at each commit for the log and metrics |
 
@@ -45,6 +46,7 @@ mod current_auth;
 mod download;
 mod form;
 mod hasher;
+mod hook_process;
 mod hooks;
 mod host_check;
 mod listing;
