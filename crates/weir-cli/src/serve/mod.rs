@@ -31,6 +31,7 @@
 //! | `observe` | the handler's entry: around routing, the access log line and the metrics |
 //! | `access_log` | access log lines (text or JSON), written whole per request |
 //! | `metrics` | Prometheus counters and histograms, and their exposition text |
+//! | `open_uploads` | the count of open resumable uploads for `/metrics`, cached, off the runtime |
 //! | `notify` | systemd readiness: `READY=1`, `STOPPING=1` to `NOTIFY_SOCKET` |
 //! | `hooks` | `--hook-command`: a program run after each commit and delete, off the request's path |
 //! | `webhooks` | `--hook-url`: the same events POSTed, retried with backoff, off the request's path |
@@ -55,6 +56,7 @@ mod mime;
 mod multipart;
 mod notify;
 mod observe;
+mod open_uploads;
 mod origin_guard;
 mod page;
 #[cfg(target_os = "linux")]

@@ -167,6 +167,12 @@ impl Service {
     pub fn buffers_lent(&self) -> usize {
         self.buffers.lent()
     }
+
+    /// Listings of the resumable area made for `/metrics` so far (`open_uploads.rs`): for
+    /// tests, which check that scrapes share them.
+    pub fn open_upload_scans(&self) -> u64 {
+        self.observing.open_uploads.scans()
+    }
 }
 
 impl Service {
