@@ -12,9 +12,11 @@ use super::transport::{Socket, Transport};
 use super::url::Url;
 use super::{ClientError, tls};
 use std::io::{self, Write};
-use std::net::{TcpStream, ToSocketAddrs};
+use std::net::{Shutdown, TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{RecvTimeoutError, SyncSender, sync_channel};
 use std::sync::{Arc, OnceLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Why a POST got no answer.
 #[derive(Debug)]
@@ -22,7 +24,7 @@ pub enum PostError {
     /// The receiver could not be reached (refused, unreachable, name not resolved) or broke
     /// the connection.
     Connect(io::Error),
-    /// A step (connect, write, waiting for the answer) took longer than the timeout.
+    /// The attempt (connect, write, waiting for the answer) took longer than the timeout.
     TimedOut,
     /// TLS or a malformed answer.
     Other(String),
@@ -76,7 +78,10 @@ fn tls_config() -> Result<Arc<rustls::ClientConfig>, PostError> {
 }
 
 /// POSTs `body` (`content_type`) to `url`; the answer's status code and `Retry-After`.
-/// Connecting, each write and the wait for the answer's head each take at most `timeout`.
+/// The whole attempt (connecting, the TLS handshake, writing, and reading the answer's head)
+/// takes at most `timeout`: a receiver that answers a byte at a time cannot hold a webhook
+/// worker longer than that (a timeout per read never fired for it). Only resolving the name is
+/// not bounded by it (the system's resolver has timeouts of its own).
 pub fn post(
     url: &PostUrl,
     content_type: &str,
@@ -84,7 +89,27 @@ pub fn post(
     timeout: Duration,
 ) -> Result<Answer, PostError> {
     let url = &url.0;
-    let socket = connect(&url.authority, timeout)?;
+    let deadline = Instant::now() + timeout;
+    let stream = connect(&url.authority, deadline)?;
+    let left = deadline.saturating_duration_since(Instant::now());
+    let guard = Deadline::arm(&stream, left).map_err(PostError::Other)?;
+    let answer = exchange(url, content_type, body, Socket::Tcp(stream), left);
+    // Cut at the deadline: whatever the step reported (a short read, a reset), it timed out.
+    // An answer read before the cut stands.
+    match answer {
+        Err(_) if guard.expired() => Err(PostError::TimedOut),
+        answer => answer,
+    }
+}
+
+/// One request and its answer's head on `socket`, each step also under `timeout`.
+fn exchange(
+    url: &Url,
+    content_type: &str,
+    body: &[u8],
+    socket: Socket,
+    timeout: Duration,
+) -> Result<Answer, PostError> {
     let transport = if url.https {
         let name =
             tls::server_name(url.server_name()).map_err(|e| PostError::Other(e.to_string()))?;
@@ -122,18 +147,70 @@ pub fn post(
     }
 }
 
-/// Connects to `authority` (`host:port`), each resolved address in turn, each under `timeout`.
-fn connect(authority: &str, timeout: Duration) -> Result<Socket, PostError> {
+/// Connects to `authority` (`host:port`), each resolved address in turn, all by `deadline`.
+fn connect(authority: &str, deadline: Instant) -> Result<TcpStream, PostError> {
     let addrs = authority.to_socket_addrs().map_err(PostError::Connect)?;
     let mut last = io::Error::new(io::ErrorKind::NotFound, "the name resolved to no address");
     for addr in addrs {
-        match TcpStream::connect_timeout(&addr, timeout) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(PostError::TimedOut);
+        }
+        match TcpStream::connect_timeout(&addr, left) {
             Ok(stream) => {
                 let _ = stream.set_nodelay(true);
-                return Ok(Socket::Tcp(stream));
+                return Ok(stream);
             }
             Err(e) => last = e,
         }
     }
     Err(classify(last))
+}
+
+/// Shuts a connection down at a deadline, from a thread of its own: whatever step the
+/// attempt is blocked in (a read of one more trickled byte, a write to a full window) then
+/// ends at once. Dropped (the attempt over), the thread is woken and joined.
+struct Deadline {
+    done: Option<SyncSender<()>>,
+    expired: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Deadline {
+    fn arm(stream: &TcpStream, left: Duration) -> Result<Self, String> {
+        let stream = stream
+            .try_clone()
+            .map_err(|e| format!("cannot watch the connection: {e}"))?;
+        let (done, over) = sync_channel::<()>(0);
+        let expired = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&expired);
+        let thread = std::thread::Builder::new()
+            .name("weir-webhook-deadline".into())
+            .spawn(move || {
+                // Nothing is ever sent: the sender's drop (the attempt over) is the wake-up.
+                if let Err(RecvTimeoutError::Timeout) = over.recv_timeout(left) {
+                    flag.store(true, Ordering::SeqCst);
+                    let _ = stream.shutdown(Shutdown::Both);
+                }
+            })
+            .map_err(|e| format!("cannot watch the connection: {e}"))?;
+        Ok(Self {
+            done: Some(done),
+            expired,
+            thread: Some(thread),
+        })
+    }
+
+    fn expired(&self) -> bool {
+        self.expired.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for Deadline {
+    fn drop(&mut self) {
+        drop(self.done.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
 }

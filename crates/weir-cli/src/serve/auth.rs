@@ -141,6 +141,9 @@ impl std::fmt::Debug for Credential {
 #[derive(Clone, Default)]
 pub struct Auth {
     credentials: Vec<Credential>,
+    /// How many of `credentials` come first from `--token` (the rest from `--token-file`,
+    /// which SIGHUP reads again: [`Auth::with_file_credentials`]).
+    fixed: usize,
     /// Reads need a credential too.
     reads: bool,
 }
@@ -175,14 +178,31 @@ impl Auth {
                 prefix: None,
             })
             .into_iter()
-            .collect();
-        Self { credentials, reads }
+            .collect::<Vec<_>>();
+        let fixed = credentials.len();
+        Self {
+            credentials,
+            fixed,
+            reads,
+        }
     }
 
     /// Adds the credentials of a token file.
     pub fn with_credentials(mut self, credentials: Vec<Credential>) -> Self {
         self.credentials.extend(credentials);
         self
+    }
+
+    /// These requirements with the token file's credentials replaced by `credentials` (a
+    /// reload of the file; `--token`'s credential and `--token-read` stay).
+    pub fn with_file_credentials(&self, credentials: Vec<Credential>) -> Self {
+        let mut all = self.credentials[..self.fixed].to_vec();
+        all.extend(credentials);
+        Self {
+            credentials: all,
+            fixed: self.fixed,
+            reads: self.reads,
+        }
     }
 
     /// Whether any credential is configured.
@@ -248,6 +268,21 @@ impl Auth {
             None => Caller::Unknown,
         }
     }
+}
+
+/// Reads and parses the token file at `path` ([`parse_token_file`]); the error is every
+/// mistake, one per line, each with the file's name.
+pub fn read_token_file(path: &std::path::Path) -> Result<Vec<Credential>, String> {
+    let name = path.display();
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read the token file {name}: {e}"))?;
+    parse_token_file(&text).map_err(|mistakes| {
+        mistakes
+            .iter()
+            .map(|m| format!("{name}: {m}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    })
 }
 
 /// Parses a token file: one credential per line, `TOKEN SCOPES [PREFIX]`, blank lines and

@@ -5,10 +5,11 @@
 //!
 //! Never on the request's path: the event is queued (bounded: [`QUEUE`]; a full queue drops
 //! the event, counted and logged) and run by [`WORKERS`] threads, each hook under
-//! `--hook-timeout` (then killed). The request has answered by then, from the committed file:
+//! `--hook-timeout` (then killed, with all it started: `hook_process.rs`). The request has answered by then, from the committed file:
 //! a hook that fails, hangs or is dropped never changes or hides it. Outcomes are counted for
 //! `/metrics` and failures logged.
 
+use super::hook_process::{in_own_group, kill_group};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -129,7 +130,7 @@ impl Event {
 fn run(program: &PathBuf, timeout: Duration, event: &Event) -> Result<(), Failure> {
     let sha256 = event.sha256.map(|d| super::hex(&d));
     let json = event.json();
-    let mut child = Command::new(program)
+    let mut child = in_own_group(&mut Command::new(program))
         .env("WEIR_HOOK_EVENT", event.kind)
         .env("WEIR_HOOK_PATH", &event.path)
         .env("WEIR_HOOK_SIZE", event.size.to_string())
@@ -148,8 +149,7 @@ fn run(program: &PathBuf, timeout: Duration, event: &Event) -> Result<(), Failur
             Ok(Some(status)) if status.success() => return Ok(()),
             Ok(Some(status)) => return Err(Failure::Failed(format!("exited with {status}"))),
             Ok(None) if Instant::now() >= deadline => {
-                let _ = child.kill();
-                let _ = child.wait();
+                kill_group(&mut child);
                 return Err(Failure::TimedOut);
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(20)),

@@ -21,7 +21,6 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 use weir::http::Method;
-use weir_store::Resumables;
 
 /// Method labels; anything else counts as `other`.
 const METHODS: [&str; 8] = [
@@ -240,12 +239,12 @@ impl Metrics {
         }
     }
 
-    /// The exposition text. `buffers_lent`: upload buffers out of the pool now; `resumables`:
-    /// listed for the count of uploads open.
+    /// The exposition text. `buffers_lent`: upload buffers out of the pool now; `open_uploads`:
+    /// the resumable uploads open, if known (`open_uploads.rs`).
     pub(super) fn render(
         &self,
         (storage_used, storage_quota): (u64, Option<u64>),
-        resumables: Option<&Resumables>,
+        open_uploads: Option<u64>,
         (hooks, webhooks): (Option<&HookOutcomes>, Option<&WebhookCounters>),
         buffers_lent: usize,
     ) -> String {
@@ -309,7 +308,7 @@ impl Metrics {
             header(&mut out, name, kind, help);
             let _ = writeln!(out, "{name} {value}");
         }
-        if let Some(open) = resumables.and_then(|r| r.incomplete().ok()) {
+        if let Some(open) = open_uploads {
             header(
                 &mut out,
                 "weir_resumable_uploads_open",

@@ -18,6 +18,7 @@
 //! | `listing` | directory listings as JSON |
 //! | `page` | the browser page: embedded HTML, CSS and JavaScript |
 //! | `auth` | bearer tokens, compared in constant time |
+//! | `current_auth` | the token requirements in force, replaced whole by a reload |
 //! | `cors` | `--cors-origin`: preflights, and the CORS fields of every answer |
 //! | `origin_guard` | writes from browser pages of other origins refused (`Origin`, `Sec-Fetch-Site`) |
 //! | `host_check` | DNS rebinding: the `Host` names a loopback listener (or `--allowed-host`) serves |
@@ -26,13 +27,15 @@
 //! | `buffers` | the pool of upload buffers |
 //! | `hasher` | the hashing threads: an upload's SHA-256 beside its connection's task |
 //! | `mime` | a served file's `Content-Type`: the client's, kept with the file, else by extension |
-//! | `reload` | SIGHUP: the TLS certificate and key read again |
+//! | `reload` | SIGHUP: the TLS certificate and key, and the token file, read again |
 //! | `observe` | the handler's entry: around routing, the access log line and the metrics |
 //! | `access_log` | access log lines (text or JSON), written whole per request |
 //! | `metrics` | Prometheus counters and histograms, and their exposition text |
+//! | `open_uploads` | the count of open resumable uploads for `/metrics`, cached, off the runtime |
 //! | `notify` | systemd readiness: `READY=1`, `STOPPING=1` to `NOTIFY_SOCKET` |
 //! | `hooks` | `--hook-command`: a program run after each commit and delete, off the request's path |
 //! | `webhooks` | `--hook-url`: the same events POSTed, retried with backoff, off the request's path |
+//! | `hook_process` | a hook run in a process group of its own, killed whole at its timeout |
 //! | `pre_upload` | `--pre-upload-hook`: a program that may refuse an upload before its body is read |
 //! | `stored` | what a request stored, noted at each commit for the log and metrics |
 
@@ -40,9 +43,11 @@ mod access_log;
 mod auth;
 mod buffers;
 mod cors;
+mod current_auth;
 mod download;
 mod form;
 mod hasher;
+mod hook_process;
 mod hooks;
 mod host_check;
 mod listing;
@@ -51,6 +56,7 @@ mod mime;
 mod multipart;
 mod notify;
 mod observe;
+mod open_uploads;
 mod origin_guard;
 mod page;
 #[cfg(target_os = "linux")]
@@ -119,6 +125,8 @@ pub struct ServeConfig {
     pub token_read: bool,
     /// From `--token-file`.
     pub credentials: Vec<Credential>,
+    /// `--token-file`, read again on SIGHUP (`reload.rs`).
+    pub token_file: Option<PathBuf>,
     pub allow_anonymous_write: bool,
     /// Certificate chain and key (PEM) for HTTPS on `listen`.
     pub tls: Option<(PathBuf, PathBuf)>,
@@ -190,20 +198,9 @@ impl ServeConfig {
         }
         let credentials = match &args.token_file {
             None => Vec::new(),
+            // One line per mistake (`main.rs` prefixes the first with "weir: ").
             Some(path) => {
-                let name = path.display();
-                let text = std::fs::read_to_string(path)
-                    .map_err(|e| ServeError(format!("cannot read the token file {name}: {e}")))?;
-                auth::parse_token_file(&text).map_err(|mistakes| {
-                    // One line per mistake (`main.rs` prefixes the first with "weir: ").
-                    ServeError(
-                        mistakes
-                            .iter()
-                            .map(|m| format!("{name}: {m}"))
-                            .collect::<Vec<_>>()
-                            .join("\nweir: "),
-                    )
-                })?
+                auth::read_token_file(path).map_err(|e| ServeError(e.replace('\n', "\nweir: ")))?
             }
         };
         if args.token_read && token.is_none() && credentials.is_empty() {
@@ -257,6 +254,7 @@ impl ServeConfig {
             token,
             token_read: args.token_read,
             credentials,
+            token_file: args.token_file,
             allow_anonymous_write: args.allow_anonymous_write,
             tls: args.tls_cert.zip(args.tls_key),
             runtime: args.runtime,
@@ -484,7 +482,7 @@ pub fn run(args: ServeArgs) -> Result<(), ServeError> {
         if bound.iter().any(|(_, a)| a.ip().is_loopback()) {
             service.hosts.set_loopback_listener();
         }
-        let auth = &service.options.auth;
+        let auth = service.auth();
         let public = bound.iter().find(|(_, a)| !a.ip().is_loopback());
         if let Some((_, addr)) = public.filter(|_| !auth.any() && !config.allow_anonymous_write) {
             return Err(ServeError(format!(
@@ -513,7 +511,11 @@ pub fn run(args: ServeArgs) -> Result<(), ServeError> {
             });
         }
         #[cfg(unix)]
-        tokio::spawn(reload::on_sighup(reloader));
+        let tokens = config.token_file.clone().map(|path| reload::TokenReload {
+            path,
+            service: Arc::clone(&service),
+        });
+        tokio::spawn(reload::on_sighup(reloader, tokens));
         #[cfg(not(unix))]
         drop(reloader);
         announce(&bound, &config, store);

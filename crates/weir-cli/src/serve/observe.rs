@@ -25,6 +25,8 @@ pub(super) struct Observing {
     pub metrics: std::sync::Arc<Metrics>,
     /// `/metrics` is answered on the service's own listeners (no `--metrics-listen`).
     pub metrics_route: bool,
+    /// `weir_resumable_uploads_open`, counted for `/metrics` (`open_uploads.rs`).
+    pub open_uploads: super::open_uploads::OpenUploads,
 }
 
 impl Handler for Service {
@@ -198,7 +200,7 @@ async fn metrics(svc: &Service, ex: &mut Exchange<'_>, token: bool) -> Result<()
             Ok(a) => a,
             Err(message) => return reply::error(ex, Problem::BadRequest, message, &[]).await,
         };
-        let auth = &svc.options.auth;
+        let auth = svc.auth();
         if auth.any() {
             match auth.identify(authorization) {
                 None => return super::service::unauthorized(ex).await,
@@ -209,7 +211,10 @@ async fn metrics(svc: &Service, ex: &mut Exchange<'_>, token: bool) -> Result<()
             }
         }
     }
-    let resumables = svc.resumables.as_deref();
+    let open = match &svc.resumables {
+        Some(r) => svc.observing.open_uploads.count(r).await,
+        None => None,
+    };
     let hooks = svc.hooks.as_ref().map(|h| &*h.outcomes);
     let webhooks = svc.webhooks.as_ref().map(|h| &*h.counters);
     // With `--store s3://`, the bucket's usage as this node counts it (`S3Store::usage`).
@@ -220,10 +225,10 @@ async fn metrics(svc: &Service, ex: &mut Exchange<'_>, token: bool) -> Result<()
     };
     #[cfg(not(feature = "s3"))]
     let storage = (svc.store.usage(), svc.store.max_storage());
-    let text =
-        svc.observing
-            .metrics
-            .render(storage, resumables, (hooks, webhooks), svc.buffers_lent());
+    let text = svc
+        .observing
+        .metrics
+        .render(storage, open, (hooks, webhooks), svc.buffers_lent());
     ex.respond(StatusCode::OK)
         .header("content-type", "text/plain; version=0.0.4; charset=utf-8")
         .body(text.as_bytes())

@@ -18,15 +18,17 @@
 //!
 //! Exit status 0 takes the upload. Any other status refuses it: `403` (problem
 //! `upload-refused`), the first line of the program's stdout (at most [`DETAIL_MAX`] bytes) as
-//! the problem's `detail`. A program still running after `--pre-upload-timeout` is killed and
-//! the upload answered `503` (`hook-unavailable`, `Retry-After: 5`), as is one that cannot be
-//! started: a check that did not happen never lets an upload through.
+//! the problem's `detail`. A program still running after `--pre-upload-timeout` is killed (with
+//! all it started: `hook_process.rs`) and the upload answered `503` (`hook-unavailable`,
+//! `Retry-After: 5`), as is one that cannot be started: a check that did not happen never lets
+//! an upload through.
 //!
 //! Off the runtime: each run is a blocking task (`spawn_blocking`), at most [`CONCURRENT`] at
 //! once (the others wait for a permit, their requests unanswered: no body byte is read
 //! meanwhile, and TCP flow control holds the clients).
 
 use super::auth::Credential;
+use super::hook_process::{in_own_group, kill_group};
 use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -137,7 +139,7 @@ struct Run {
 
 impl Run {
     fn run(self) -> Answer {
-        let mut child = match Command::new(&self.program)
+        let mut child = match in_own_group(&mut Command::new(&self.program))
             .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -173,9 +175,9 @@ impl Run {
             match child.try_wait() {
                 Ok(Some(status)) => break status,
                 Ok(None) if Instant::now() >= deadline => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    // The reader ends with the pipe (a grandchild may hold it open).
+                    // With its group: a child of it holding the pipe would keep the reader
+                    // thread (and itself) alive past the answer.
+                    kill_group(&mut child);
                     return Answer::Unavailable(format!(
                         "killed after its timeout of {:?}",
                         self.timeout

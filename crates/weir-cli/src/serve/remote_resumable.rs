@@ -48,7 +48,7 @@ use weir_store::{
 };
 
 /// The longest a `HEAD` waits for an append's lease to end (see the module doc).
-const HEAD_WAIT: Duration = Duration::from_secs(10);
+pub(super) const HEAD_WAIT: Duration = Duration::from_secs(10);
 
 fn max_age(state: Option<&S3UploadState>, ups: &S3Resumables) -> u64 {
     let now = SystemTime::now()
@@ -70,8 +70,7 @@ pub(super) async fn create(
 ) -> Result<(), weir::Error> {
     let length = match request_length(ex, complete, 0, None) {
         Ok(l) => l,
-        Err(message) => {
-            let kind = Problem::DraftInconsistentLength;
+        Err((kind, message)) => {
             return problem(ex, kind, message, serde_json::Value::Null, &[]).await;
         }
     };
@@ -270,8 +269,7 @@ async fn append(
     }
     let length = match request_length(ex, complete, claimed, state.length) {
         Ok(l) => l,
-        Err(message) => {
-            let kind = Problem::DraftInconsistentLength;
+        Err((kind, message)) => {
             return problem(ex, kind, message, serde_json::Value::Null, &[]).await;
         }
     };

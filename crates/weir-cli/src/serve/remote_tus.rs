@@ -18,6 +18,7 @@
 //!   cannot fit is `507` at creation, an append's bytes `507` when they reach the quota).
 
 use super::auth::{Access, Caller, Verdict};
+use super::remote_resumable;
 use super::reply::{self, Problem};
 use super::service::Service;
 use super::tus::{self, Creation, RESUMABLE, answer_head, fail};
@@ -123,12 +124,17 @@ async fn create(
     receive(svc, ups, ex, &id, (0, length), expected, Some(&location)).await
 }
 
-/// `HEAD /tus/{id}`: the recorded state (an append running elsewhere may be past it).
+/// `HEAD /tus/{id}`: the recorded state once no append holds the upload's lease (as the
+/// resumable route's `HEAD`): while one runs the recorded offset is outdated.
 async fn head(ups: &S3Resumables, ex: &mut Exchange<'_>, id: &str) -> Result<(), weir::Error> {
-    let state = match ups.state(id).await {
-        Ok(Some(s)) => s,
-        Ok(None) => return fail(ex, Problem::NotFound, "no such upload").await,
-        Err(e) => return reply::store_error(ex, &e).await,
+    let state = match ups.settled_state(id, remote_resumable::HEAD_WAIT).await {
+        Ok(s) => s,
+        Err(ResumableError::Busy) => {
+            let message = "a PATCH to this upload is still running";
+            let headers = [RESUMABLE, ("retry-after", "1")];
+            return reply::error(ex, Problem::Unavailable, message, &headers).await;
+        }
+        Err(e) => return tus::refused(ex, e).await,
     };
     let expires = (!state.complete).then(|| expires(&state));
     answer_head(

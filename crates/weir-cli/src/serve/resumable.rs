@@ -154,15 +154,29 @@ async fn unavailable(ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
     reply::error(ex, Problem::Unavailable, message, &[]).await
 }
 
-/// The length checks shared by creation and append; `Err(message)` answers 400
-/// inconsistent-upload-length. `offset`: where this request's content starts.
+/// `Upload-Length`: `Ok(None)` when absent; `Err` when present but not one non-negative
+/// Integer Item. The draft would have such a field ignored, but ignoring it creates an upload
+/// of unknown length from a request that meant a known one: refused instead (400).
+fn declared_length(ex: &Exchange<'_>) -> Result<Option<u64>, &'static str> {
+    if ex.request().header_all("upload-length").next().is_none() {
+        return Ok(None);
+    }
+    integer(ex, "upload-length")
+        .map(Some)
+        .ok_or("Upload-Length is not a non-negative Integer (one field line, 1 to 15 digits)")
+}
+
+/// The length checks shared by creation and append; `Err` is the 400 to answer (a malformed
+/// `Upload-Length`, or inconsistent-upload-length). `offset`: where this request's content
+/// starts.
 pub(super) fn request_length(
     ex: &Exchange<'_>,
     complete: bool,
     offset: u64,
     known: Option<u64>,
-) -> Result<Option<u64>, &'static str> {
-    let declared = integer(ex, "upload-length");
+) -> Result<Option<u64>, (Problem, &'static str)> {
+    let declared = declared_length(ex).map_err(|m| (Problem::BadRequest, m))?;
+    let inconsistent = |message| Err((Problem::DraftInconsistentLength, message));
     let by_content = complete
         .then(|| ex.request().content_length())
         .flatten()
@@ -170,13 +184,13 @@ pub(super) fn request_length(
     let mut length = known;
     for l in [declared, by_content].into_iter().flatten() {
         match length {
-            Some(k) if k != l => return Err("inconsistent length values for upload"),
+            Some(k) if k != l => return inconsistent("inconsistent length values for upload"),
             _ => length = Some(l),
         }
     }
     if let (Some(len), Some(n)) = (length, ex.request().content_length()) {
         if offset.saturating_add(n) > len {
-            return Err("the content goes past the upload's length");
+            return inconsistent("the content goes past the upload's length");
         }
     }
     Ok(length)
@@ -242,9 +256,8 @@ pub(super) async fn create(
     };
     let length = match request_length(ex, complete, 0, None) {
         Ok(l) => l,
-        Err(message) => {
+        Err((kind, message)) => {
             let headers = [];
-            let kind = Problem::DraftInconsistentLength;
             let none = serde_json::Value::Null;
             return problem(ex, kind, message, none, &headers).await;
         }
@@ -433,6 +446,21 @@ const HEAD_WAIT: Duration = Duration::from_secs(10);
 /// How often a waiting `HEAD` looks again.
 const HEAD_POLL: Duration = Duration::from_millis(5);
 
+/// Waits up to [`HEAD_WAIT`] for no append to run on `id`, so that its recorded offset is the
+/// one the next append must give: `false` when one still runs. Both offset retrievals (this
+/// route's `HEAD` and tus's) use it.
+pub(super) async fn settled(resumables: &Resumables, id: UploadId) -> bool {
+    let mut waited = Duration::ZERO;
+    while resumables.is_busy(id) {
+        if waited >= HEAD_WAIT {
+            return false;
+        }
+        tokio::time::sleep(HEAD_POLL).await;
+        waited += HEAD_POLL;
+    }
+    true
+}
+
 /// `HEAD /uploads/{id}`: the offset, as recorded (durable).
 ///
 /// Draft §4.5: an offset the server sends must be accepted by the next append. While an append
@@ -447,15 +475,10 @@ async fn offset(
     resumables: &Resumables,
     id: UploadId,
 ) -> Result<(), weir::Error> {
-    let mut waited = Duration::ZERO;
-    while resumables.is_busy(id) {
-        if waited >= HEAD_WAIT {
-            let message = "an append to this upload is still running";
-            let headers = [("retry-after", "1")];
-            return reply::error(ex, Problem::Unavailable, message, &headers).await;
-        }
-        tokio::time::sleep(HEAD_POLL).await;
-        waited += HEAD_POLL;
+    if !settled(resumables, id).await {
+        let message = "an append to this upload is still running";
+        let headers = [("retry-after", "1")];
+        return reply::error(ex, Problem::Unavailable, message, &headers).await;
     }
     let state = match resumables.state(id) {
         Ok(Some(s)) => s,
@@ -520,8 +543,7 @@ async fn append(
     }
     let length = match request_length(ex, complete, claimed, state.length) {
         Ok(l) => l,
-        Err(message) => {
-            let kind = Problem::DraftInconsistentLength;
+        Err((kind, message)) => {
             let none = serde_json::Value::Null;
             return problem(ex, kind, message, none, &[]).await;
         }

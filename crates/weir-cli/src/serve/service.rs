@@ -36,6 +36,7 @@
 use super::auth::{Access, Auth, Verdict};
 use super::buffers::BufferPool;
 use super::cors::{self, Cors};
+use super::current_auth::CurrentAuth;
 use super::hasher::HashPool;
 use super::host_check::HostCheck;
 use super::listing::Scans;
@@ -57,7 +58,8 @@ pub struct ServiceOptions {
     /// Compute SHA-256 of uploads. Off: bodies are spliced socket → file (unless the client
     /// sent a `Content-Digest`, which is always verified).
     pub hash: bool,
-    /// Token requirements.
+    /// Token requirements, at the start (the service keeps the ones in force: SIGHUP may
+    /// replace them, `Service::auth`).
     pub auth: Auth,
     /// A `max_storage` quota is set: a spliced body must have a `Content-Length`, so that the
     /// quota is reserved before the bytes reach the disk (else the buffered path is taken).
@@ -68,6 +70,8 @@ pub struct ServiceOptions {
 pub struct Service {
     pub(super) store: LocalStore,
     pub(super) options: ServiceOptions,
+    /// The token requirements in force (`options.auth` at the start; `current_auth.rs`).
+    pub(super) current_auth: CurrentAuth,
     pub(super) buffers: BufferPool,
     pub(super) hashers: HashPool,
     /// Permits for directory scans on the blocking pool (see `listing.rs`).
@@ -106,6 +110,7 @@ impl Service {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         Self {
             store,
+            current_auth: CurrentAuth::new(options.auth.clone()),
             options,
             buffers: BufferPool::default(),
             hashers: HashPool::new(cores),
@@ -162,6 +167,12 @@ impl Service {
     pub fn buffers_lent(&self) -> usize {
         self.buffers.lent()
     }
+
+    /// Listings of the resumable area made for `/metrics` so far (`open_uploads.rs`): for
+    /// tests, which check that scrapes share them.
+    pub fn open_upload_scans(&self) -> u64 {
+        self.observing.open_uploads.scans()
+    }
 }
 
 impl Service {
@@ -201,8 +212,14 @@ impl Service {
         Box::pin(self.route_store(ex)).await
     }
 
+    /// The token requirements in force now; a request takes them once (`current_auth.rs`).
+    pub(super) fn auth(&self) -> Arc<Auth> {
+        self.current_auth.get()
+    }
+
     /// The routes past `/healthz` and the page: resumable uploads, tus and `/files/`.
     async fn route_store(&self, ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
+        let auth = self.auth();
         let path = ex.request().path();
         #[cfg(feature = "s3")]
         if self.remote.is_some() && (path == "/tus" || path.starts_with(tus::PREFIX)) {
@@ -211,7 +228,7 @@ impl Service {
             };
             // As below; a prefix token's target is judged by `remote_tus.rs`.
             let caller = match super::auth::authorization(ex.request()) {
-                Ok(a) => self.options.auth.caller(a, Access::Write),
+                Ok(a) => auth.caller(a, Access::Write),
                 Err(message) => {
                     return reply::error(ex, Problem::BadRequest, message, &[]).await;
                 }
@@ -227,7 +244,7 @@ impl Service {
             path.strip_prefix(resumable::PREFIX),
         ) {
             let caller = match super::auth::authorization(ex.request()) {
-                Ok(a) => self.options.auth.caller(a, Access::Write),
+                Ok(a) => auth.caller(a, Access::Write),
                 Err(message) => {
                     return reply::error(ex, Problem::BadRequest, message, &[]).await;
                 }
@@ -256,7 +273,7 @@ impl Service {
             // prefix token is judged on the upload's target: at creation by `tus.rs` (from
             // `Upload-Metadata`), for an upload by id here, from its record.
             let caller = match super::auth::authorization(ex.request()) {
-                Ok(a) => self.options.auth.caller(a, Access::Write),
+                Ok(a) => auth.caller(a, Access::Write),
                 Err(message) => {
                     return reply::error(ex, Problem::BadRequest, message, &[]).await;
                 }
@@ -268,7 +285,7 @@ impl Service {
         }
         if let Some(id) = path.strip_prefix(resumable::PREFIX) {
             let caller = match super::auth::authorization(ex.request()) {
-                Ok(a) => self.options.auth.caller(a, Access::Write),
+                Ok(a) => auth.caller(a, Access::Write),
                 Err(message) => {
                     return reply::error(ex, Problem::BadRequest, message, &[]).await;
                 }
@@ -305,7 +322,6 @@ impl Service {
             Err(message) => return reply::error(ex, Problem::BadRequest, message, &[]).await,
         };
         // 401 before the path is looked at; 403 (scope, prefix) once it is decoded.
-        let auth = &self.options.auth;
         let mut credential = auth.identify(authorization);
         if credential.is_none() && access == Access::Read {
             // The page's cookie, for its download links: reads only (auth.rs says why).

@@ -8,7 +8,7 @@
 //! | --- | --- |
 //! | `OPTIONS /tus/` | `204`, `Tus-Version`, `Tus-Extension`, `Tus-Max-Size`, `Tus-Checksum-Algorithm` (no token, no `Tus-Resumable` needed) |
 //! | `POST /tus/` (`Upload-Length` or `Upload-Defer-Length: 1`, `Upload-Metadata`; a body with `Content-Type: application/offset+octet-stream`) | `201`, `Location: /tus/{id}`, `Upload-Offset`, `Upload-Expires` |
-//! | `HEAD /tus/{id}` | `200`, `Upload-Offset`, `Upload-Length` (or `Upload-Defer-Length: 1`), `Upload-Metadata`, `Upload-Expires`, `Cache-Control: no-store` |
+//! | `HEAD /tus/{id}` | (once no `PATCH` runs) `200`, `Upload-Offset`, `Upload-Length` (or `Upload-Defer-Length: 1`), `Upload-Metadata`, `Upload-Expires`, `Cache-Control: no-store` |
 //! | `PATCH /tus/{id}` (`application/offset+octet-stream`, `Upload-Offset`, optional `Upload-Checksum: sha256 <base64>`, `Upload-Length` once for a deferred one) | `204`, `Upload-Offset` |
 //! | `DELETE /tus/{id}` | `204`, the partial data removed |
 //!
@@ -199,6 +199,17 @@ fn integer(ex: &Exchange<'_>, name: &str) -> Option<u64> {
     std::str::from_utf8(first).ok()?.parse().ok()
 }
 
+/// `Upload-Length`: `Ok(None)` when absent; `Err` when present but not one plain
+/// non-negative decimal that fits a `u64`.
+fn declared_length(ex: &Exchange<'_>) -> Result<Option<u64>, &'static str> {
+    if ex.request().header_all("upload-length").next().is_none() {
+        return Ok(None);
+    }
+    integer(ex, "upload-length")
+        .map(Some)
+        .ok_or("Upload-Length is not a non-negative decimal (one field line)")
+}
+
 fn is_tus_body(ex: &Exchange<'_>) -> bool {
     ex.request().header("content-type").is_some_and(|v| {
         let media = v.split(|&b| b == b';').next().unwrap_or_default();
@@ -295,9 +306,15 @@ pub(super) async fn creation(
     // `creation-defer-length`: `Upload-Defer-Length: 1` instead of `Upload-Length`, which a
     // later PATCH then carries.
     let deferred = ex.request().header("upload-defer-length").is_some();
-    let length = match (integer(ex, "upload-length"), deferred) {
-        (Some(length), false) => Some(length),
-        (None, true) if integer(ex, "upload-defer-length") == Some(1) => None,
+    // A present but malformed length is refused, not taken for an absent one (which, beside
+    // `Upload-Defer-Length: 1`, would create an upload of unknown length).
+    let length = match (declared_length(ex), deferred) {
+        (Err(message), _) => {
+            fail(ex, Problem::BadRequest, message).await?;
+            return Ok(None);
+        }
+        (Ok(Some(length)), false) => Some(length),
+        (Ok(None), true) if integer(ex, "upload-defer-length") == Some(1) => None,
         _ => {
             let message =
                 "a tus creation needs Upload-Length or Upload-Defer-Length: 1 (one of them)";
@@ -409,13 +426,20 @@ async fn create(
     .await
 }
 
-/// `HEAD /tus/{id}`.
+/// `HEAD /tus/{id}`: once no `PATCH` runs on the upload (as the resumable route's `HEAD`,
+/// [`resumable::settled`]): while one runs the recorded offset is outdated, and a client that
+/// resumed from it would be refused (409) or, after a cut, told too little.
 async fn head(
     _svc: &Service,
     ex: &mut Exchange<'_>,
     resumables: &Resumables,
     id: UploadId,
 ) -> Result<(), weir::Error> {
+    if !resumable::settled(resumables, id).await {
+        let message = "a PATCH to this upload is still running";
+        let headers = [RESUMABLE, ("retry-after", "1")];
+        return reply::error(ex, Problem::Unavailable, message, &headers).await;
+    }
     let state = match resumables.state(id) {
         Ok(Some(s)) => s,
         Ok(None) => return fail(ex, Problem::NotFound, "no such upload").await,

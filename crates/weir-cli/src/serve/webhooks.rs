@@ -5,8 +5,9 @@
 //! Never on the request's path: events wait in a queue of their own ([`QUEUE`]; a full queue
 //! drops the event, counted and logged), and [`WORKERS`] threads of their own send them (so a
 //! slow receiver never holds up the command hooks, nor the reverse). Each attempt is one
-//! connection (`client/post.rs`); connecting, writing and waiting for the answer each take at
-//! most `--hook-timeout`.
+//! connection (`client/post.rs`), and takes at most `--hook-timeout` in all (connecting,
+//! writing and reading the answer's head): a receiver trickling its answer a byte at a time
+//! holds a worker no longer than that.
 //!
 //! Outcome of an attempt: a `2xx` answer delivers the event; a connection failure, a timeout,
 //! `429` or a `5xx` is retried after a pause that doubles from `--hook-backoff` (at most
@@ -40,7 +41,7 @@ pub const MAX_BACKOFF: Duration = Duration::from_secs(300);
 #[derive(Clone, Debug)]
 pub struct WebhookOptions {
     pub url: PostUrl,
-    /// Per step of an attempt (connect, write, answer).
+    /// Per attempt (connect, write, answer: all of it).
     pub timeout: Duration,
     /// Attempts per event, at least 1.
     pub attempts: u32,

@@ -97,3 +97,30 @@ fn a_failing_or_hanging_hook_is_counted_and_changes_nothing() {
         assert_eq!(scraped["weir_hooks_total{outcome=\"ok\"}"], 0.0);
     }
 }
+
+#[test]
+fn a_hook_killed_at_its_timeout_takes_its_children_with_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (hook_pid, child_pid) = (dir.path().join("hook.pid"), dir.path().join("child.pid"));
+    let body = format!(
+        "echo $$ > {}\nsleep 300 &\necho $! > {}\nsleep 300",
+        hook_pid.display(),
+        child_pid.display()
+    );
+    let hook = script(dir.path(), "spawns", &body);
+    let s = start(&[
+        "--hook-command",
+        hook.to_str().unwrap(),
+        "--hook-timeout",
+        "1s",
+    ]);
+    assert_eq!(s.request("PUT /files/f HTTP/1.1", b"abc").status, 201);
+    let (hook, child) = (pid_in(&hook_pid), pid_in(&child_pid));
+    let key = "weir_hooks_total{outcome=\"timeout\"}";
+    wait_for("the hook's timeout", || {
+        scrape(&s.url("/metrics"), None)[key] == 1.0
+    });
+    // The hook was the leader of a group of its own, and all of that group is gone.
+    wait_for("the hook's child to be killed", || !running(child));
+    assert!(!running(hook));
+}

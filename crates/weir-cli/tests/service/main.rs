@@ -41,6 +41,7 @@ mod slow;
 mod space;
 mod tls;
 mod tls_reload;
+mod token_reload;
 mod trailers;
 mod tus;
 mod webhooks;

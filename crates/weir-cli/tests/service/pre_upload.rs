@@ -168,3 +168,33 @@ fn a_hook_past_its_timeout_gets_503() {
     assert!(r.header("retry-after").is_some());
     assert!(!s.root.join("slow").exists());
 }
+
+#[test]
+fn a_hook_killed_at_its_timeout_takes_its_children_with_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (hook_pid, child_pid) = (dir.path().join("hook.pid"), dir.path().join("child.pid"));
+    let hook = dir.path().join("hook");
+    std::fs::write(
+        &hook,
+        format!(
+            "#!/bin/sh\necho $$ > {}\nsleep 300 &\necho $! > {}\nsleep 300\n",
+            hook_pid.display(),
+            child_pid.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let args = [
+        "--pre-upload-hook",
+        hook.to_str().unwrap(),
+        "--pre-upload-timeout",
+        "1s",
+    ];
+    let root = dir.path().join("root");
+    let s = Server::start_at(tempfile::tempdir().unwrap(), root, &args);
+    assert_eq!(s.request("PUT /files/a HTTP/1.1", b"abc").status, 503);
+    let (hook, child) = (pid_in(&hook_pid), pid_in(&child_pid));
+    // Answered: the hook was killed; so is all of its group (the child that held its stdout).
+    wait_for("the hook's child to be killed", || !running(child));
+    assert!(!running(hook));
+}

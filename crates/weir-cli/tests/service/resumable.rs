@@ -952,3 +952,40 @@ fn a_server_sigkilled_after_an_in_request_checkpoint_resumes_from_it() {
     assert!(recorded(&s.root, &url, "sha256-state").is_some());
     resume_and_check(&s, &url, "after.bin", &whole, true);
 }
+
+#[test]
+fn a_malformed_upload_length_is_400_and_creates_nothing() {
+    let s = Server::start(&[]);
+    let url = create_partial(&s, "good", b"abc", "");
+    let before = area_files(&s.root).len();
+    // Not an RFC 9651 non-negative Integer: too many digits, a sign, an exponent, a List, empty.
+    for value in ["1234567890123456", "-1", "1e3", "5,6", "", "1.0", "?1"] {
+        let r = last(exchange(
+            s.addr,
+            &format!("PUT /files/m HTTP/1.1\r\nupload-complete: ?0\r\nupload-length: {value}"),
+            b"ab",
+        ));
+        assert_eq!(r.status, 400, "{value:?}: {}", r.text());
+        assert!(r.json()["detail"].as_str().is_some(), "{value:?}");
+        let r = last(exchange(
+            s.addr,
+            &format!(
+                "PATCH {url} HTTP/1.1\r\ncontent-type: application/partial-upload\r\n\
+                 upload-offset: 3\r\nupload-complete: ?0\r\nupload-length: {value}"
+            ),
+            b"de",
+        ));
+        assert_eq!(r.status, 400, "PATCH {value:?}: {}", r.text());
+    }
+    // Two field lines are not one Item either.
+    let r = last(exchange(
+        s.addr,
+        "PUT /files/m HTTP/1.1\r\nupload-complete: ?0\r\nupload-length: 5\r\nupload-length: 5",
+        b"ab",
+    ));
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert_eq!(area_files(&s.root).len(), before);
+    assert_eq!(offset_of(&s, &url), 3);
+    // Absent is still allowed: the length is learnt later.
+    create_partial(&s, "m", b"ab", "");
+}

@@ -363,3 +363,24 @@ impl Drop for InProcessServe {
         }
     }
 }
+
+/// Whether process `pid` is running: `/proc/PID` exists and is not a zombie (a killed process
+/// stays one until its parent, or init, reaps it).
+pub fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        // The state follows the command's name, which is in parentheses and may hold spaces.
+        let state = stat.rsplit_once(')').map(|(_, rest)| rest.trim_start());
+        !state.is_some_and(|s| s.starts_with('Z') || s.starts_with('X'))
+    })
+}
+
+/// The pid a hook script wrote into `path` (waits for it to be written).
+pub fn pid_in(path: &Path) -> u32 {
+    let mut pid = 0;
+    wait_for("the hook to write its pid file", || {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        pid = text.trim().parse().unwrap_or(0);
+        text.ends_with('\n') && pid > 0
+    });
+    pid
+}

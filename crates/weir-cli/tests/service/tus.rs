@@ -572,3 +572,112 @@ fn a_deferred_length_is_declared_by_a_later_patch() {
     }
     assert_eq!(staged(&s.root), before);
 }
+
+#[test]
+fn a_malformed_upload_length_is_400_even_beside_a_deferred_one() {
+    let s = Server::start(&[]);
+    let meta = format!("filename {}", b64(b"m.bin"));
+    // Not a plain non-negative decimal: a sign, an exponent, a list, empty, past u64.
+    for value in ["-1", "1e3", "5,6", "", "+5", "99999999999999999999999"] {
+        for defer in ["", "\r\nupload-defer-length: 1"] {
+            let r = s.request(
+                &format!(
+                    "POST /tus/ HTTP/1.1{T}\r\nupload-length: {value}{defer}\r\n\
+                     upload-metadata: {meta}"
+                ),
+                b"",
+            );
+            assert_eq!(r.status, 400, "{value:?}{defer:?}: {}", r.text());
+            assert!(r.json()["detail"].as_str().is_some(), "{value:?}");
+        }
+    }
+    // A malformed Upload-Defer-Length is not a deferral.
+    for value in ["", "01x", "1,1"] {
+        let r = s.request(
+            &format!(
+                "POST /tus/ HTTP/1.1{T}\r\nupload-defer-length: {value}\r\nupload-metadata: {meta}"
+            ),
+            b"",
+        );
+        assert_eq!(r.status, 400, "defer {value:?}: {}", r.text());
+    }
+    assert_eq!(staged(&s.root), 0);
+    // A deferred upload's later PATCH: a malformed length is refused, its bytes not taken.
+    let r = s.request(
+        &format!("POST /tus/ HTTP/1.1{T}\r\nupload-defer-length: 1\r\nupload-metadata: {meta}"),
+        b"",
+    );
+    let url = location(&r);
+    for value in ["-1", "1e3", "5,6", ""] {
+        let r = patch(&s, &url, 0, b"abc", &format!("\r\nupload-length: {value}"));
+        assert_eq!(r.status, 400, "PATCH {value:?}: {}", r.text());
+    }
+    assert_eq!(head(&s, &url).header("upload-offset").unwrap(), "0");
+}
+
+/// `weir_http_requests_in_flight` as `/metrics` shows it (the scrape itself counted).
+fn in_flight(s: &Server) -> u64 {
+    let r = s.request("GET /metrics HTTP/1.1", b"");
+    assert_eq!(r.status, 200, "{}", r.text());
+    let text = r.text();
+    let line = text
+        .lines()
+        .find_map(|l| l.strip_prefix("weir_http_requests_in_flight "))
+        .expect("the in-flight gauge");
+    line.trim().parse().unwrap()
+}
+
+#[test]
+fn a_head_during_a_patch_answers_the_offset_the_patch_leaves() {
+    use std::io::{Read, Write};
+    let s = Server::start(&[]);
+    let body = data(400_000, 12);
+    let url = location(&create(&s, body.len(), "waited", None, b""));
+    let first = open_patch(&s, &url, 0, body.len(), &body[..150_000], "");
+    let data = s
+        .root
+        .join(".weir-staging/resumable")
+        .join(format!("{}.data", url.rsplit('/').next().unwrap()));
+    wait_for("the PATCH's bytes to reach the data file", || {
+        std::fs::metadata(&data).is_ok_and(|m| m.len() == 150_000)
+    });
+    // The HEAD is sent while the PATCH runs: it is answered at once (the outdated offset), or
+    // it is in flight beside the PATCH (and the scrape) until the PATCH ends.
+    let mut h = std::net::TcpStream::connect(s.addr).unwrap();
+    write!(
+        h,
+        "HEAD {url} HTTP/1.1{T}\r\nhost: t\r\nconnection: close\r\n\r\n"
+    )
+    .unwrap();
+    h.set_nonblocking(true).unwrap();
+    let mut early = Vec::new();
+    wait_for("the HEAD to be answered or to wait", || {
+        let mut buf = [0u8; 4096];
+        match h.read(&mut buf) {
+            Ok(n) => early.extend_from_slice(&buf[..n]),
+            Err(e) => assert_eq!(e.kind(), std::io::ErrorKind::WouldBlock, "{e}"),
+        }
+        early.ends_with(b"\r\n\r\n") || in_flight(&s) == 3
+    });
+    drop(first);
+    h.set_nonblocking(false).unwrap();
+    h.set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .unwrap();
+    let mut raw = early;
+    let _ = h.read_to_end(&mut raw);
+    let answer = String::from_utf8_lossy(&raw).to_ascii_lowercase();
+    let offset: u64 = answer
+        .lines()
+        .find_map(|l| l.strip_prefix("upload-offset:"))
+        .unwrap_or_else(|| panic!("no Upload-Offset in {answer}"))
+        .trim()
+        .parse()
+        .unwrap();
+    // What the PATCH left is what the HEAD said: the next PATCH at that offset is taken.
+    let stored = std::fs::metadata(&data).unwrap().len();
+    assert_eq!(offset, stored, "{answer}");
+    assert_eq!(offset, 150_000);
+    let r = patch(&s, &url, 150_000, &body[150_000..], "");
+    assert_eq!(r.status, 204, "{}", r.text());
+    assert_eq!(std::fs::read(s.root.join("waited")).unwrap(), body);
+}

@@ -365,3 +365,61 @@ fn a_full_queue_drops_events_and_counts_them() {
     assert_eq!(scraped[ATTEMPTS], 4.0);
     assert_eq!(s.request("GET /files/q/1029 HTTP/1.1", b"").body, b"x");
 }
+
+#[test]
+fn a_receiver_trickling_its_answer_is_cut_at_the_timeout_of_the_attempt() {
+    // The first four connections (one per worker) get a status line, then one byte of a
+    // header line every 100 ms, forever: each read is quick, the answer never ends. The
+    // others are answered at once.
+    const TRICKLED: usize = 4;
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    let bodies = Arc::new(Mutex::new(0usize));
+    let seen = bodies.clone();
+    std::thread::spawn(move || {
+        for (n, stream) in listener.incoming().enumerate() {
+            let Ok(mut stream) = stream else { return };
+            read_request(&mut stream);
+            *seen.lock().unwrap() += 1;
+            if n >= TRICKLED {
+                let _ = stream.write_all(
+                    b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+                );
+                continue;
+            }
+            std::thread::spawn(move || {
+                let mut out = b"HTTP/1.1 200 OK\r\n".to_vec();
+                out.extend(std::iter::repeat_n(b"x-slow: aaaaaaaaa\r\n".iter(), 100_000).flatten());
+                for byte in out {
+                    // Ends once the sender has given up (its side closed).
+                    if stream.write_all(&[byte]).is_err() {
+                        return;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(100));
+                }
+            });
+        }
+    });
+    let s = Server::start(&[
+        "--hook-url",
+        &url,
+        "--hook-timeout",
+        "1s",
+        "--hook-attempts",
+        "1",
+    ]);
+    let started = std::time::Instant::now();
+    for i in 0..TRICKLED {
+        let put = format!("PUT /files/t{i} HTTP/1.1");
+        assert_eq!(s.request(&put, b"x").status, 201);
+    }
+    // Every trickled attempt ends as timed out, and the workers go on to the next event.
+    wait_for("the trickled attempts to time out", || {
+        count(&s, TIMEOUT) == TRICKLED as f64
+    });
+    // A generous bound: each attempt is 1 s, four workers (the wait above allows 30 s).
+    assert!(started.elapsed() < std::time::Duration::from_secs(15));
+    assert_eq!(s.request("PUT /files/next HTTP/1.1", b"x").status, 201);
+    wait_for("the next event to be delivered", || count(&s, OK) == 1.0);
+    assert_eq!(*bodies.lock().unwrap(), TRICKLED + 1);
+}
