@@ -343,7 +343,10 @@ mod tests {
         assert!(!has_preconditions(&head(Method::GET, &[])));
         assert!(!has_preconditions(&head(Method::GET, &[("if-range", TAG)])));
         for name in FIELDS {
-            assert!(has_preconditions(&head(Method::PUT, &[(name, TAG)])), "{name}");
+            assert!(
+                has_preconditions(&head(Method::PUT, &[(name, TAG)])),
+                "{name}"
+            );
         }
     }
 

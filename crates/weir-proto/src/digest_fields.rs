@@ -251,11 +251,17 @@ mod tests {
             "invalid Content-Digest: sha-256: not a byte sequence"
         );
         let e = ContentDigest::parse("sha-256=:AA==:").unwrap_err();
-        assert_eq!(e.to_string(), "invalid Content-Digest: sha-256: 1 bytes, not 32");
+        assert_eq!(
+            e.to_string(),
+            "invalid Content-Digest: sha-256: 1 bytes, not 32"
+        );
         // The parser's own account of a syntax error, after the field's name.
         let e = ContentDigest::parse("sha-256=:AA==:,").unwrap_err();
         assert!(e.to_string().starts_with("invalid Content-Digest: "), "{e}");
-        assert!(e.to_string().len() > "invalid Content-Digest: ".len(), "{e}");
+        assert!(
+            e.to_string().len() > "invalid Content-Digest: ".len(),
+            "{e}"
+        );
     }
 
     #[test]

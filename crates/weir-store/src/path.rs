@@ -53,6 +53,10 @@ pub enum PathError {
     InvisibleCharacter,
     /// A name given to [`validate_name`] contains `/`: it is a path, not one name.
     Separator,
+    /// The path contains a character that looks like a path separator or is one after Unicode
+    /// compatibility normalization (NFKC), such as U+2215 DIVISION SLASH or U+FF0F FULLWIDTH
+    /// SOLIDUS (see [`is_separator_lookalike`]).
+    LookalikeSeparator,
     /// A segment starts with [`RESERVED_PREFIX`].
     Reserved,
     /// A segment is longer than [`MAX_SEGMENT_LEN`] bytes.
@@ -77,6 +81,9 @@ impl PathError {
                  such as U+202E or U+200B, and line or paragraph separators, are refused)"
             }
             PathError::Separator => "'/' in a name",
+            PathError::LookalikeSeparator => {
+                "a character that looks like '/' or '\\' in path (such as U+2215 or U+FF0F)"
+            }
             PathError::Reserved => "reserved name in path",
             PathError::SegmentTooLong => "path segment too long",
             PathError::TooLong => "path too long",
@@ -172,7 +179,7 @@ pub(crate) fn validate_segment(segment: &str) -> Result<(), PathError> {
     if segment.is_empty() {
         return Err(PathError::EmptySegment);
     }
-    if segment == "." || segment == ".." {
+    if segment == "." || segment == ".." || is_dot_segment_lookalike(segment) {
         return Err(PathError::DotSegment);
     }
     if segment.len() > MAX_SEGMENT_LEN {
@@ -186,6 +193,7 @@ pub(crate) fn validate_segment(segment: &str) -> Result<(), PathError> {
             // name, and all of them can fool a terminal or a log reader.
             c if c.is_control() => return Err(PathError::ControlCharacter),
             c if is_invisible_or_bidi(c) => return Err(PathError::InvisibleCharacter),
+            c if is_separator_lookalike(c) => return Err(PathError::LookalikeSeparator),
             _ => {}
         }
     }
@@ -233,6 +241,40 @@ pub fn is_invisible_or_bidi(c: char) -> bool {
     )
 }
 
+/// Whether `c` looks like `/` or `\`, or becomes one under Unicode compatibility
+/// normalization (NFKC): a name holding one reads as a path (`a∕..∕b`), and a client, proxy or
+/// filesystem that normalizes it makes it one.
+pub fn is_separator_lookalike(c: char) -> bool {
+    matches!(
+        c,
+        '\u{2044}' // FRACTION SLASH
+            | '\u{2215}' // DIVISION SLASH
+            | '\u{2216}' // SET MINUS
+            | '\u{2571}' // BOX DRAWINGS LIGHT DIAGONAL UPPER RIGHT TO LOWER LEFT
+            | '\u{29F5}' // REVERSE SOLIDUS OPERATOR
+            | '\u{29F8}' // BIG SOLIDUS
+            | '\u{29F9}' // BIG REVERSE SOLIDUS
+            | '\u{FE68}' // SMALL REVERSE SOLIDUS (NFKC: `\`)
+            | '\u{FF0F}' // FULLWIDTH SOLIDUS (NFKC: `/`)
+            | '\u{FF3C}' // FULLWIDTH REVERSE SOLIDUS (NFKC: `\`)
+    )
+}
+
+/// Whether `segment` is made only of full stops and characters that become full stops under
+/// NFKC, one or two of them in all (`．．`, `.．`, `‥`): it reads as `.` or `..`, and is one
+/// once normalized. Such characters elsewhere in a name (`ファイル．txt`) are ordinary.
+fn is_dot_segment_lookalike(segment: &str) -> bool {
+    let mut dots = 0;
+    for c in segment.chars() {
+        dots += match c {
+            '.' | '\u{2024}' | '\u{FE52}' | '\u{FF0E}' => 1, // ONE DOT LEADER, SMALL and FULLWIDTH FULL STOP
+            '\u{2025}' => 2,                                 // TWO DOT LEADER
+            _ => return false,
+        };
+    }
+    (1..=2).contains(&dots)
+}
+
 /// Whether a name belongs to the store itself (see [`RESERVED_PREFIX`]).
 pub(crate) fn is_reserved(name: &str) -> bool {
     let prefix = RESERVED_PREFIX.as_bytes();
@@ -259,6 +301,10 @@ mod tests {
             ".weir",
             "a/.weirdo",
             "%2e%2e",
+            "ファイル．txt",
+            "．．．",
+            "a．",
+            "1\u{2024}5",
         ] {
             let p = StorePath::parse(ok).unwrap_or_else(|e| panic!("{ok:?}: {e}"));
             assert_eq!(p.as_str(), ok);
@@ -295,6 +341,17 @@ mod tests {
             ("\x1b[31mred", ControlCharacter),
             ("a\x7fb", ControlCharacter),
             ("a\u{85}b", ControlCharacter),
+            ("\u{FF0E}\u{FF0E}", DotSegment),
+            ("a/\u{FF0E}\u{FF0E}/b", DotSegment),
+            (".\u{FF0E}", DotSegment),
+            ("\u{FF0E}", DotSegment),
+            ("\u{2025}", DotSegment),
+            ("\u{2024}\u{FE52}", DotSegment),
+            ("a\u{2215}..\u{2215}b", LookalikeSeparator),
+            ("\u{FF0E}\u{FF0E}\u{FF0F}etc", LookalikeSeparator),
+            ("a\u{2044}b", LookalikeSeparator),
+            ("a\u{FF3C}b", LookalikeSeparator),
+            ("a\u{2216}b", LookalikeSeparator),
             ("evil\u{202E}txt.exe", InvisibleCharacter),
             ("a\u{202A}b", InvisibleCharacter),
             ("a\u{2066}b", InvisibleCharacter),

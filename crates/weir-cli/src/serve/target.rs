@@ -123,6 +123,12 @@ mod tests {
             ("%2E%2E%2Fetc", TargetError::Path(DotSegment)),
             ("..%2f..%2fetc", TargetError::Path(DotSegment)),
             ("%2fetc/passwd", TargetError::Path(Absolute)),
+            // Fullwidth full stops (U+FF0E) as a segment, a division slash (U+2215).
+            ("%EF%BC%8E%EF%BC%8E/etc", TargetError::Path(DotSegment)),
+            (
+                "a%E2%88%95..%E2%88%95b",
+                TargetError::Path(LookalikeSeparator),
+            ),
             ("a%5c..%5cb", TargetError::Path(Backslash)),
             ("a\\b", TargetError::Path(Backslash)),
             ("a%00b", TargetError::Path(Nul)),
