@@ -5,10 +5,10 @@
 //! write to a guest page costs a fault in the host. Page-cache writes land on whatever free
 //! pages the kernel hands out; when those had never been touched since boot, the copy into the
 //! page cache ran several times slower, nearly all of it the kernel's `memcpy` into new
-//! page-cache folios (figures in docs/BENCHMARKS.md, "Figures once quoted in source comments").
-//! Which row met fresh pages was luck, so the file rows of one run varied widely from round to
-//! round. Touching free memory once makes every row meet
-//! pages the host already backs; on bare metal it only costs the time of the touch.
+//! page-cache folios (figures in docs/archive/BENCHMARKS-history.md, "Figures once quoted in source
+//! comments"). Which row met fresh pages was luck, so the file rows of one run varied widely from
+//! round to round. Touching free memory once makes every row meet pages the host already backs; on
+//! bare metal it only costs the time of the touch.
 //!
 //! It helps only until the guest frees memory again: this VM also has virtio-balloon free page
 //! reporting (feature REPORTING, `page_reporting_order` 9, `min_free_ms` 0), which hands free
@@ -19,8 +19,9 @@
 //! `--pause-page-reporting`, root only): raising `page_reporting_order` above the largest block
 //! the kernel's allocator has (order 10) means no block qualifies. With reporting on, the same
 //! page-cache copy varied several-fold from one try to the next; paused, it did not (figures in
-//! docs/BENCHMARKS.md, "Figures once quoted in source comments"). It is a setting of the machine, like a CPU governor: the
-//! previous value is restored when the run ends (not if the process is killed).
+//! docs/archive/BENCHMARKS-history.md, "Figures once quoted in source comments"). It is a setting
+//! of the machine, like a CPU governor: the previous value is restored when the run ends (not if
+//! the process is killed).
 
 use std::fs;
 

@@ -1,5 +1,7 @@
 //! Uploads a file to an S3 bucket with `S3Store` alone (no HTTP server in between): the direct
-//! baseline that `weir serve --store s3://` is compared with (docs/BENCHMARKS.md, "S3").
+//! baseline that `weir serve --store s3://` is compared with (docs/BENCHMARKS.md, "s3"; the first
+//! comparison: docs/archive/BENCHMARKS-history.md, "S3: `weir serve --store s3://` against the S3
+//! client alone").
 //!
 //! `cargo run --release -p weir-store --features s3 --example s3_put -- FILE KEY` with
 //! `S3_ENDPOINT`, `S3_BUCKET`, `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, and optionally

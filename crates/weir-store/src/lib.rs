@@ -25,10 +25,10 @@
 //!
 //! The code is synchronous std code, called from the connection's task: plain `write(2)` into
 //! the page cache returns quickly, and going through `tokio::fs` (a hop to the blocking pool per
-//! call) was measured much slower (docs/BENCHMARKS.md, "Figures once quoted in source comments").
-//! Only `commit`'s fsyncs block for long, once per upload; to shorten them, a large upload's bytes
-//! are written back while it is still being received, by one writeback thread per store
-//! ([`LocalOptions::early_writeback`]).
+//! call) was measured much slower (docs/archive/BENCHMARKS-history.md, "Figures once quoted in
+//! source comments"). Only `commit`'s fsyncs block for long, once per upload; to shorten them, a
+//! large upload's bytes are written back while it is still being received, by one writeback thread
+//! per store ([`LocalOptions::early_writeback`]).
 //!
 //! # Guarantees
 //! - **Atomicity.** An upload is invisible until commit renames its temporary file from the

@@ -3,7 +3,7 @@
 //!
 //! Why: a large upload left the disk idle until commit, whose `fsync` then took a large share of
 //! the upload's time, nearly all of it waiting for the disk rather than using the CPU (figures in
-//! docs/BENCHMARKS.md, "Figures once quoted in source comments"). The kernel's own
+//! docs/archive/BENCHMARKS-history.md, "Figures once quoted in source comments"). The kernel's own
 //! writeback starts only past `dirty_background_ratio` (GiBs on a machine with memory to spare).
 //!
 //! How: every [`LocalOptions::early_writeback`](crate::LocalOptions::early_writeback) bytes

@@ -200,8 +200,8 @@ pub struct Http2Config {
     /// Largest frame payload the server accepts (SETTINGS_MAX_FRAME_SIZE), 16 KiB to
     /// 16 MiB − 1. Larger frames cost fewer frame headers, wake-ups and locks per byte of a
     /// large upload: on loopback an h2c upload with 256 KiB frames ran several times faster than
-    /// with 16 KiB ones (docs/BENCHMARKS.md, "Figures once quoted in source comments"; the
-    /// client picks the size, up to this). Default 256 KiB.
+    /// with 16 KiB ones (docs/archive/BENCHMARKS-history.md, "Figures once quoted in source
+    /// comments"; the client picks the size, up to this). Default 256 KiB.
     pub max_frame_size: u32,
     /// Largest request header list, decoded (SETTINGS_MAX_HEADER_LIST_SIZE: names, values and
     /// 32 bytes per field). Also bounds what the HPACK decoder and CONTINUATION frames may make
@@ -224,10 +224,11 @@ pub struct Http2Config {
     /// PING round trips (as hyper's adaptive window does): when a stream's window is smaller
     /// than what the path can carry in one round trip, the window of the connection's streams
     /// grows (doubling) up to `max_window`. Default **false**: on loopback (one connection,
-    /// `examples/upload_protocols.rs`) it did not beat the fixed 1 MiB window (docs/BENCHMARKS.md,
-    /// "Figures once quoted in source comments") and grew the read-ahead, because a PING
-    /// answer queued behind the client's DATA inflates the measured round trip. Turn it on for
-    /// long, fast paths (a window per round trip: 1 MiB over 50 ms caps a stream at 20 MB/s).
+    /// `examples/upload_protocols.rs`) it did not beat the fixed 1 MiB window
+    /// (docs/archive/BENCHMARKS-history.md, "Figures once quoted in source comments") and grew the
+    /// read-ahead, because a PING answer queued behind the client's DATA inflates the measured
+    /// round trip. Turn it on for long, fast paths (a window per round trip: 1 MiB over 50 ms caps
+    /// a stream at 20 MB/s).
     pub adaptive_window: bool,
     /// The largest stream window the adaptive window may grow to. Default 16 MiB. With the
     /// adaptive window on, a stream may read this much ahead of its handler on a long path.

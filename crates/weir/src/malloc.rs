@@ -12,8 +12,8 @@
 //! arena's free top exceeds the trim threshold), and the next buffer takes page faults and kernel
 //! zeroing on every page (strace counted one `madvise` per MiB received), which cost an HTTP/2
 //! upload to a file far more server CPU than the same upload with the settings below (figures
-//! in docs/BENCHMARKS.md, "Figures once quoted in source comments"). HTTP/1.1 bodies in weir
-//! allocate nothing per read and are unaffected.
+//! in docs/archive/BENCHMARKS-history.md, "Figures once quoted in source comments"). HTTP/1.1
+//! bodies in weir allocate nothing per read and are unaffected.
 //!
 //! The settings: blocks up to [`MMAP_THRESHOLD`] come from the arenas (not `mmap`), and an arena
 //! keeps up to [`TRIM_THRESHOLD`] of free memory at its top instead of returning it. That bounds

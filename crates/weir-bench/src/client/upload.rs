@@ -1,11 +1,11 @@
 //! The upload client: one connection, one request, the body written from memory in large writes,
 //! over HTTP/1.1, HTTPS (HTTP/1.1 over TLS), h2c or HTTP/2 over TLS ([`Protocol`]).
 //!
-//! curl tops out far below what a loopback socket can carry (docs/BENCHMARKS.md, "Figures once
-//! quoted in source comments"), so throughput is measured with this instead: the body is a
-//! [`CHUNK`]-sized buffer (filled with a non-constant pattern and touched up front) written again
-//! and again, so the client spends its time in the kernel copying (and, over TLS, encrypting), not
-//! in its own code:
+//! curl tops out far below what a loopback socket can carry (docs/archive/BENCHMARKS-history.md,
+//! "Figures once quoted in source comments"), so throughput is measured with this instead: the body
+//! is a [`CHUNK`]-sized buffer (filled with a non-constant pattern and touched up front) written
+//! again and again, so the client spends its time in the kernel copying (and, over TLS,
+//! encrypting), not in its own code:
 //! - HTTP/1.1: blocking `write`s of the whole buffer, or, with [`BodySend::Splice`], the
 //!   buffer's pages spliced into the socket ([`super::spliced`]: no copy in the client, so that
 //!   rows faster than the `write` client's own pace can show it);

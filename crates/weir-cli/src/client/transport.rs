@@ -203,8 +203,8 @@ impl Transport {
     /// measured with `perf`, the receiving server's `recv` copy took longer and its CPU per
     /// upload grew. Not always: some rounds of weir-bench's `weir put --sendfile` row run faster
     /// than the buffer, so that row swings far more from round to round than the buffered one
-    /// (figures in docs/BENCHMARKS.md, "Figures once quoted in source comments"): the buffer is
-    /// the steadier default there.
+    /// (figures in docs/archive/BENCHMARKS-history.md, "Figures once quoted in source comments"):
+    /// the buffer is the steadier default there.
     pub(crate) fn sendfile_pays(&self) -> bool {
         match self {
             Self::Plain(Socket::Tcp(s)) => s.peer_addr().is_ok_and(|a| !a.ip().is_loopback()),

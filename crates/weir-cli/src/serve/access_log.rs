@@ -14,11 +14,11 @@
 //! for that copy (lines never interleave). The pending buffer is written out with one
 //! `write(2)` when it holds [`FLUSH_AT`] bytes, by a background thread every [`FLUSH_EVERY`],
 //! and at shutdown ([`AccessLog::flush`]): a `write(2)` per line was measured to cost more
-//! than the rest of a small request (docs/BENCHMARKS.md, "Access log cost"). So a line reaches
-//! the file at most [`FLUSH_EVERY`] after its request, and a process killed by SIGKILL loses at
-//! most that much of the log. ALLOCATION: none per line once the thread's buffer and the
-//! pending buffer have grown (to the longest line, and to [`FLUSH_AT`] plus a line). A failed
-//! write is dropped: logging never fails a request.
+//! than the rest of a small request (docs/archive/BENCHMARKS-history.md, "Access log cost"). So a
+//! line reaches the file at most [`FLUSH_EVERY`] after its request, and a process killed by SIGKILL
+//! loses at most that much of the log. ALLOCATION: none per line once the thread's buffer and the
+//! pending buffer have grown (to the longest line, and to [`FLUSH_AT`] plus a line). A failed write
+//! is dropped: logging never fails a request.
 
 use super::stored::Stored;
 use std::cell::RefCell;

@@ -14,7 +14,7 @@
 //!   is faster than SHA-256 (it is: two memory copies against one hash pass per byte) the
 //!   next buffer is already queued, and the thread does not wait for the task. When the state
 //!   went back to the task after every buffer, the hashing thread sat idle for part of the
-//!   body's time (docs/BENCHMARKS.md, "Figures once quoted in source comments").
+//!   body's time (docs/archive/BENCHMARKS-history.md, "Figures once quoted in source comments").
 //! - A lane holds at most [`LANE_BUFFERS`] buffers (queued, being hashed, or being filled): the
 //!   task waits for a free one when the thread is behind, so memory stays bounded. While the
 //!   task waits for its client ([`LaneHandle::release_idle`]) hashed buffers go back to the

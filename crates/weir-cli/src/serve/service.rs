@@ -26,12 +26,12 @@
 //!
 //! File I/O (writes, fsync, open) is synchronous std code on the connection's task:
 //! `tokio::fs` sends every call to the blocking pool, a hop per write that was measured to cost
-//! much of the upload throughput (docs/BENCHMARKS.md, "Figures once quoted in source
-//! comments"). Writes land in the page cache and return quickly, and the multi-thread
-//! runtime lets idle workers steal other connections' tasks meanwhile. The one call that can
-//! block for long, the fsyncs of a commit, runs under `block_in_place` (see `commit`), which
-//! hands this worker's other tasks to another thread first. Listings are the exception: their
-//! time grows with the directory, so the scan runs on the blocking pool (see `listing.rs`).
+//! much of the upload throughput (docs/archive/BENCHMARKS-history.md, "Figures once quoted in
+//! source comments"). Writes land in the page cache and return quickly, and the multi-thread
+//! runtime lets idle workers steal other connections' tasks meanwhile. The one call that can block
+//! for long, the fsyncs of a commit, runs under `block_in_place` (see `commit`), which hands this
+//! worker's other tasks to another thread first. Listings are the exception: their time grows with
+//! the directory, so the scan runs on the blocking pool (see `listing.rs`).
 
 use super::auth::{Access, Auth, Verdict};
 use super::buffers::BufferPool;

@@ -296,7 +296,8 @@ proptest! {
 }
 
 // ---- Rules pinned by mutation testing (issue 19): each test below kills mutants that every
-// other test let live. See docs/RELIABILITY.md, "mutation testing of the protocol core".
+// other test let live. See docs/archive/RELIABILITY-history.md, "mutation testing of the protocol
+// core".
 
 /// A one-chunk body `hello` whose size line carries `ext` after the size.
 fn with_ext(ext: &[u8]) -> Vec<u8> {

@@ -377,7 +377,8 @@ fn first_violation_wins_whatever_the_split() {
 }
 
 // ---- Rules pinned by mutation testing (issue 19): each test below kills mutants that every
-// other test let live. See docs/RELIABILITY.md, "mutation testing of the protocol core".
+// other test let live. See docs/archive/RELIABILITY-history.md, "mutation testing of the protocol
+// core".
 
 /// `GET /aaa… HTTP/1.1\r\n` padded so that the request line, CRLF included, is `len` bytes.
 fn request_line(len: usize) -> Vec<u8> {

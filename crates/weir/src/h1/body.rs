@@ -169,9 +169,9 @@ impl Conn {
     ///
     /// File writes are synchronous, on the connection's task: they go to the page cache and
     /// return in microseconds, while a hop to a blocking thread pool per write was measured much
-    /// slower (docs/BENCHMARKS.md, "Figures once quoted in source comments"). Other connections on
-    /// the same worker keep being served because the multi-threaded runtime lets idle workers steal
-    /// them.
+    /// slower (docs/archive/BENCHMARKS-history.md, "Figures once quoted in source comments"). Other
+    /// connections on the same worker keep being served because the multi-threaded runtime lets
+    /// idle workers steal them.
     ///
     /// At most `limit` payload bytes are written (fewer only at the end of the body), so a
     /// caller can act between pieces (report progress, start writeback).

@@ -289,8 +289,8 @@ impl BodyIn {
     /// Writes at most `limit` more body bytes to `file`; returns the payload bytes written
     /// (fewer than `limit` only at the end of the body). Writes are synchronous on the
     /// stream's task, as for HTTP/1.1 (page-cache writes return in microseconds; a hop to a
-    /// blocking pool per write was measured much slower: docs/BENCHMARKS.md, "Figures once
-    /// quoted in source comments").
+    /// blocking pool per write was measured much slower: docs/archive/BENCHMARKS-history.md,
+    /// "Figures once quoted in source comments").
     pub(crate) async fn write_to_file(
         &mut self,
         file: &mut File,

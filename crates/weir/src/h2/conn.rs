@@ -182,7 +182,7 @@ async fn drive<H: Handler>(
                 // stream's state and the handler's future, kilobytes) is the task's stage,
                 // which tokio moves several times per task (spawn, the task cell, each stage
                 // change, reading the output): one allocation costs less than those copies
-                // (docs/BENCHMARKS.md, "HTTP/2 and HTTP/1.1 per request").
+                // (docs/archive/BENCHMARKS-history.md, "HTTP/2 and HTTP/1.1 per request").
                 tasks.spawn(Box::pin(async move {
                     let mut stream = H2Stream::new(request, respond, initial, window, peer, shared);
                     let result = {

@@ -12,7 +12,8 @@
 //! before the caller copies it again. That allocation per record is also what made the copy
 //! slow on some CPUs: glibc's `rep movsb` runs many times slower when the destination lies a few
 //! bytes past the source modulo 4 KiB, which is where the heap put the `Vec` right behind
-//! rustls's record buffer (docs/BENCHMARKS.md, "HTTP/2 over TLS uploads: the cause").
+//! rustls's record buffer (docs/archive/BENCHMARKS-history.md, "HTTP/2 over TLS uploads: the
+//! cause").
 //!
 //! Reads ([`RecordBuf`], `tls_records.rs`): one `recv` of up to 256 KiB of ciphertext into a
 //! buffer the connection keeps; each record decrypted where it lies; its plaintext copied into

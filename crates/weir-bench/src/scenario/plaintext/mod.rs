@@ -13,7 +13,8 @@
 //!
 //! `--duration 60s` runs the sustained mode instead: each system alone for that long, requests/s
 //! per interval, and every interval below 0.9 × the run's median flagged (the seed's server
-//! degraded over a few minutes; docs/BENCHMARKS.md, "Figures once quoted in source comments").
+//! degraded over a few minutes; docs/archive/BENCHMARKS-history.md, "Figures once quoted in source
+//! comments").
 //!
 //! `--wrk` cross-checks the load generator: the same servers measured with wrk, figures side by
 //! side (wrk is optional; it is not installed in CI).

@@ -1,7 +1,7 @@
 //! Sustained plaintext: each system alone for a long run, requests/s per interval, and every
 //! interval below 0.9 × the run's median flagged (the seed's server degraded over a few
-//! minutes as its garbage collector fell behind; docs/BENCHMARKS.md, "Figures once quoted in
-//! source comments").
+//! minutes as its garbage collector fell behind; docs/archive/BENCHMARKS-history.md, "Figures once
+//! quoted in source comments").
 
 use super::{PlaintextArgs, REQUEST};
 use crate::client::load::{Load, LoadSpec};
