@@ -72,7 +72,7 @@ pub(crate) fn of_metadata(metadata: &str) -> Option<MediaType> {
         matches!(key, "filetype" | "type").then_some(value.trim())
     })?;
     // ALLOCATION: the decoded value, once per completing request of a typed upload.
-    let t = MediaType::parse(&super::tus::base64_decode(value)?)?;
+    let t = MediaType::parse(&super::base64::decode(value)?)?;
     let keep = !essence_is(&t, "application/x-www-form-urlencoded") && !is_upload_framing(&t);
     keep.then_some(t)
 }

@@ -41,6 +41,7 @@
 
 mod access_log;
 mod auth;
+mod base64;
 mod buffers;
 mod cors;
 mod current_auth;

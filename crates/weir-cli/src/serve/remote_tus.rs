@@ -265,7 +265,7 @@ async fn receive(
             if let Some(sum) = committed.sha256 {
                 // ALLOCATION: one header value at completion.
                 let mut value = String::from("sha-256=:");
-                tus::base64_encode(&sum, &mut value);
+                super::base64::encode_into(&sum, &mut value);
                 value.push(':');
                 r = r.header("repr-digest", value);
             }

@@ -279,7 +279,7 @@ pub(super) async fn create(
         .map(|t| {
             // ALLOCATION: the record's metadata line, once per creation that has a type.
             let mut m = String::from("filetype ");
-            super::tus::base64_encode(t.as_str().as_bytes(), &mut m);
+            super::base64::encode_into(t.as_str().as_bytes(), &mut m);
             m
         });
     // The preconditions: judged now against the file there (412 before anything is created,

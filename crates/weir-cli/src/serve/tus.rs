@@ -241,7 +241,7 @@ fn target(ex: &Exchange<'_>) -> Result<(Option<String>, StorePath), String> {
             "dir" => &mut dir,
             _ => continue,
         };
-        let bytes = base64_decode(value.trim())
+        let bytes = super::base64::decode(value.trim())
             .ok_or_else(|| format!("Upload-Metadata: {key} is not base64"))?;
         let value =
             String::from_utf8(bytes).map_err(|_| format!("Upload-Metadata: {key} is not UTF-8"))?;
@@ -271,7 +271,7 @@ fn checksum(ex: &Exchange<'_>) -> Result<Option<[u8; 32]>, &'static str> {
     if algorithm != "sha256" {
         return Err("unsupported checksum algorithm (sha256 only)");
     }
-    base64_decode(value.trim())
+    super::base64::decode(value.trim())
         .and_then(|b| <[u8; 32]>::try_from(b).ok())
         .map(Some)
         .ok_or("Upload-Checksum: not a base64 SHA-256")
@@ -711,7 +711,7 @@ async fn receive(
             if let Some(sum) = committed.sha256 {
                 // ALLOCATION: one header value at completion.
                 let mut value = String::from("sha-256=:");
-                base64_encode(&sum, &mut value);
+                super::base64::encode_into(&sum, &mut value);
                 value.push(':');
                 tracing::debug!(upload = %id, sha256 = %hex(&sum), "tus upload complete");
                 r = r.header("repr-digest", value);
@@ -722,70 +722,5 @@ async fn receive(
             drop(r);
             reply::store_error(ex, &e).await
         }
-    }
-}
-
-fn base64_value(c: u8) -> Option<u8> {
-    match c {
-        b'A'..=b'Z' => Some(c - b'A'),
-        b'a'..=b'z' => Some(c - b'a' + 26),
-        b'0'..=b'9' => Some(c - b'0' + 52),
-        b'+' => Some(62),
-        b'/' => Some(63),
-        _ => None,
-    }
-}
-
-/// Standard base64 (padding optional, as some tus clients leave it out).
-pub(super) fn base64_decode(text: &str) -> Option<Vec<u8>> {
-    let text = text.trim_end_matches('=').as_bytes();
-    if text.len() % 4 == 1 {
-        return None;
-    }
-    let mut out = Vec::with_capacity(text.len() * 3 / 4);
-    for chunk in text.chunks(4) {
-        let mut acc = 0u32;
-        for (i, &c) in chunk.iter().enumerate() {
-            acc |= u32::from(base64_value(c)?) << (18 - 6 * i);
-        }
-        let bytes = acc.to_be_bytes();
-        out.extend_from_slice(&bytes[1..chunk.len()]);
-    }
-    Some(out)
-}
-
-pub(super) fn base64_encode(data: &[u8], out: &mut String) {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    for chunk in data.chunks(3) {
-        let mut acc = 0u32;
-        for (i, &b) in chunk.iter().enumerate() {
-            acc |= u32::from(b) << (16 - 8 * i);
-        }
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(char::from(ALPHABET[(acc >> (18 - 6 * i) & 63) as usize]));
-            } else {
-                out.push('=');
-            }
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn base64_round_trips() {
-        for len in 0..10 {
-            let data: Vec<u8> = (0..len).map(|i| (i * 37 + 11) as u8).collect();
-            let mut text = String::new();
-            base64_encode(&data, &mut text);
-            assert_eq!(base64_decode(&text).unwrap(), data);
-            assert_eq!(base64_decode(text.trim_end_matches('=')).unwrap(), data);
-        }
-        assert_eq!(base64_decode("aGVsbG8=").unwrap(), b"hello");
-        assert_eq!(base64_decode("a"), None);
-        assert_eq!(base64_decode("a!=="), None);
     }
 }
