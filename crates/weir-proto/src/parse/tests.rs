@@ -374,6 +374,31 @@ fn first_violation_wins_whatever_the_split() {
         parse_with(b"GET /a\rb HTTP/1.1\r\n\r\n", &limits),
         Err(ProtoError::BareLineEnding)
     );
+    // A bare LF just inside the request-line limit, another just past it: the first decides.
+    let line = [&b"GET /"[..], &[b'a'; 10], b"\n\nHost: a\r\n\r\n"].concat();
+    assert_eq!(line.iter().position(|&b| b == b'\n'), Some(15));
+    assert_eq!(
+        parse_with(&line, &limits),
+        Err(ProtoError::BareLineEnding)
+    );
+}
+
+/// The CR-LF fast path of `HeadParser::scan` decides nothing the byte-by-byte rules would not:
+/// a bare CR first in the buffer, or right after a line's CRLF, is a bare line ending.
+#[test]
+fn a_bare_cr_anywhere_is_a_bare_line_ending() {
+    for input in [
+        &b"\rGET / HTTP/1.1\r\n\r\n"[..],
+        b"GET / HTTP/1.1\r\nHost: a\r\n\rx",
+        b"GET / HTTP/1.1\r\nHost: a\r\n\rX: b\r\n\r\n",
+    ] {
+        assert_eq!(
+            parse(input),
+            Err(ProtoError::BareLineEnding),
+            "{:?}",
+            String::from_utf8_lossy(input)
+        );
+    }
 }
 
 // ---- Rules pinned by mutation testing (issue 19): each test below kills mutants that every
