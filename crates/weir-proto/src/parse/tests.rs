@@ -377,10 +377,7 @@ fn first_violation_wins_whatever_the_split() {
     // A bare LF just inside the request-line limit, another just past it: the first decides.
     let line = [&b"GET /"[..], &[b'a'; 10], b"\n\nHost: a\r\n\r\n"].concat();
     assert_eq!(line.iter().position(|&b| b == b'\n'), Some(15));
-    assert_eq!(
-        parse_with(&line, &limits),
-        Err(ProtoError::BareLineEnding)
-    );
+    assert_eq!(parse_with(&line, &limits), Err(ProtoError::BareLineEnding));
 }
 
 /// The CR-LF fast path of `HeadParser::scan` decides nothing the byte-by-byte rules would not:
