@@ -132,7 +132,7 @@ pub use local::{FileMeta, LocalOptions, LocalStore};
 pub use media_type::MediaType;
 pub use path::{
     MAX_PATH_LEN, MAX_SEGMENT_LEN, PathError, RESERVED_PREFIX, StorePath, is_invisible_or_bidi,
-    validate_name,
+    is_separator_lookalike, validate_name,
 };
 pub use quota::ENTRY_COST;
 pub use readers::StoredFile;
