@@ -20,7 +20,9 @@
 //!
 //! The storage interface ([`Store`], `store.rs`) is what a service needs from any store, the
 //! local one by delegation and, with the feature `s3`, `S3Store` (an S3-compatible bucket:
-//! multipart uploads with bounded memory, conditional commits, ranged reads; `s3.rs`). The
+//! multipart uploads with bounded memory, conditional commits, ranged reads; `s3.rs`).
+//! Resumable uploads have theirs, [`ResumableStore`] (`resumable_store.rs`): the local
+//! [`Resumables`] and, with `s3`, `S3Resumables`. The
 //! guarantees below are the local store's; `s3.rs` says which hold in a bucket and how.
 //!
 //! The code is synchronous std code, called from the connection's task: plain `write(2)` into
@@ -113,6 +115,7 @@ mod precondition;
 mod quota;
 mod readers;
 mod resumable;
+mod resumable_store;
 #[cfg(feature = "s3")]
 mod s3;
 mod sha256_state;
@@ -139,6 +142,12 @@ pub use readers::StoredFile;
 pub use resumable::{
     AppendEnd, Appending, CHECKPOINT_BYTES, CheckpointJob, ResumableError, ResumableState,
     Resumables, Swept, UploadId,
+};
+#[cfg(feature = "s3")]
+pub use resumable_store::S3ResumableAppend;
+pub use resumable_store::{
+    LocalAppend, ResumableAppend, ResumableCreation, ResumableEnd, ResumableStore, SETTLE_WAIT,
+    UploadState,
 };
 #[cfg(feature = "s3")]
 pub use s3::{

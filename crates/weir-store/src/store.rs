@@ -28,7 +28,8 @@
 //! `LocalStore` implements it by delegating to its synchronous API (each call finishes before
 //! its future is first polled out, as the service calls it today); the service's own local
 //! routes keep using `LocalStore` directly for what only a file can do (`splice`, `sendfile`,
-//! hashing on another thread, resumable uploads).
+//! hashing on another thread). Resumable uploads have their own interface,
+//! [`ResumableStore`](crate::ResumableStore) (`resumable_store.rs`).
 
 use crate::{
     Committed, ContentDigest, FileMeta, ListPage, LocalStore, MediaType, StoreError, StorePath,

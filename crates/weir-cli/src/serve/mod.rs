@@ -73,7 +73,6 @@ mod remote_form;
 #[cfg(feature = "s3")]
 mod remote_resumable;
 #[cfg(feature = "s3")]
-mod remote_tus;
 mod reply;
 mod resumable;
 mod s3_config;

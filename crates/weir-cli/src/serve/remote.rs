@@ -7,7 +7,7 @@
 //! | `GET`/`HEAD /files/{path}` | the object: validators, conditionals (`304`, `412`), one `Range` (`206`, `416`), `Repr-Digest` |
 //! | `GET /files/` or `/files/{dir}/` | the JSON listing of `listing.rs`, in pages |
 //! | `DELETE /files/{path}` | `204`, `404`, `412` |
-//! | resumable (`Upload-Complete`, `/uploads/`), tus (`/tus/`) | kept in the bucket: `remote_resumable.rs`, `remote_tus.rs` (without them: `501`, `not-implemented`) |
+//! | resumable (`Upload-Complete`, `/uploads/`), tus (`/tus/`) | kept in the bucket: `remote_resumable.rs`, `tus.rs` over `S3Resumables` (without them: `501`, `not-implemented`) |
 //! | `POST /files/{dir}/` (`multipart/form-data`) | the form's files, all or none: `remote_form.rs` (`201` + JSON, `412`, `413`, `409`, `400`, as the local route) |
 //! | `PUT /files/{dir}/` (no body) | a folder: the zero-byte marker object `{dir}/` (`201`, `200` if it is one already) |
 //! | `DELETE /files/{dir}/` | an empty folder's marker deleted (`204`); `409` if anything is below it (or a file is at `{dir}`), `404` if none |
@@ -60,7 +60,7 @@ impl Service {
     }
 
     /// With [`Service::with_remote`]'s store: resumable and tus uploads kept in its bucket
-    /// (`remote_resumable.rs`, `remote_tus.rs`), so that any node continues any upload.
+    /// (`remote_resumable.rs`, `tus.rs`), so that any node continues any upload.
     pub fn with_remote_resumable(mut self, options: S3ResumableOptions) -> Self {
         self.remote_resumables = self
             .remote

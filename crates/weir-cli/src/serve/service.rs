@@ -11,7 +11,7 @@
 //! | `DELETE /files/{path}` | `204`, `404` if absent, `412` if a precondition fails |
 //! | `DELETE /files/{dir}/` | delete the folder if it is empty: `204`, `409` if not (or a file), `404` if absent |
 //! | `PUT /files/{path}` or `POST /files/{dir}/` with `Upload-Complete`, `HEAD`/`PATCH`/`DELETE /uploads/{id}` | resumable uploads (`resumable.rs`; `remote_resumable.rs` with `--store s3://`) |
-//! | `OPTIONS`/`POST /tus/`, `HEAD`/`PATCH`/`DELETE /tus/{id}` | the same uploads over tus 1.0.0 (`tus.rs`; `remote_tus.rs` with `--store s3://`) |
+//! | `OPTIONS`/`POST /tus/`, `HEAD`/`PATCH`/`DELETE /tus/{id}` | the same uploads over tus 1.0.0 (`tus.rs`, with either store) |
 //! | `GET /`, `/assets/...`, a folder's URL asked for as HTML | the browser page (`page.rs`) |
 //! | `OPTIONS` preflight from a `--cors-origin` | `204` with the allowed methods and fields (`cors.rs`) |
 //! | any but `/healthz`, with a `Host` not served | `421` (`host_check.rs`, checked in `observe.rs`) |
@@ -221,22 +221,8 @@ impl Service {
     async fn route_store(&self, ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
         let auth = self.auth();
         let path = ex.request().path();
-        #[cfg(feature = "s3")]
-        if self.remote.is_some() && (path == "/tus" || path.starts_with(tus::PREFIX)) {
-            let Some(ups) = &self.remote_resumables else {
-                return super::remote::not_implemented(ex, "a tus upload").await;
-            };
-            // As below; a prefix token's target is judged by `remote_tus.rs`.
-            let caller = match super::auth::authorization(ex.request()) {
-                Ok(a) => auth.caller(a, Access::Write),
-                Err(message) => {
-                    return reply::error(ex, Problem::BadRequest, message, &[]).await;
-                }
-            };
-            let mut copy = [0; 64];
-            let rest = detach(path.get(tus::PREFIX.len()..).unwrap_or(""), &mut copy);
-            let verdict = caller.check(Access::Write, None);
-            return super::remote_tus::serve(self, ups, ex, &rest, caller, verdict).await;
+        if path == "/tus" || path.starts_with(tus::PREFIX) {
+            return self.route_tus(ex).await;
         }
         #[cfg(feature = "s3")]
         if let (Some(ups), Some(id)) = (
@@ -267,21 +253,6 @@ impl Service {
         if *ex.request().method() == Method::OPTIONS && (path == "*" || path.starts_with("/files/"))
         {
             return resumable::options(self, ex).await;
-        }
-        if path == "/tus" || path.starts_with(tus::PREFIX) {
-            // tus's token rule: that of writes, for every request but OPTIONS (discovery). A
-            // prefix token is judged on the upload's target: at creation by `tus.rs` (from
-            // `Upload-Metadata`), for an upload by id here, from its record.
-            let caller = match super::auth::authorization(ex.request()) {
-                Ok(a) => auth.caller(a, Access::Write),
-                Err(message) => {
-                    return reply::error(ex, Problem::BadRequest, message, &[]).await;
-                }
-            };
-            let mut copy = [0; 64];
-            let rest = detach(path.get(tus::PREFIX.len()..).unwrap_or(""), &mut copy);
-            let verdict = self.upload_verdict(caller, &rest);
-            return tus::serve(self, ex, &rest, caller, verdict).await;
         }
         if let Some(id) = path.strip_prefix(resumable::PREFIX) {
             let caller = match super::auth::authorization(ex.request()) {
@@ -438,6 +409,39 @@ impl Service {
     }
 }
 
+impl Service {
+    /// `/tus` and `/tus/...`: tus's one route (`tus.rs`), over whichever resumable uploads
+    /// this service has (the bucket's with `--store s3://`, else the local store's).
+    async fn route_tus(&self, ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
+        #[cfg(feature = "s3")]
+        if self.remote.is_some() && self.remote_resumables.is_none() {
+            return super::remote::not_implemented(ex, "a tus upload").await;
+        }
+        // tus's token rule: that of writes, for every request but OPTIONS (discovery). A
+        // prefix token is judged on the upload's target by `tus.rs`: at creation from
+        // `Upload-Metadata`, for an upload by id from its record.
+        let auth = self.auth();
+        let caller = match super::auth::authorization(ex.request()) {
+            Ok(a) => auth.caller(a, Access::Write),
+            Err(message) => {
+                return reply::error(ex, Problem::BadRequest, message, &[]).await;
+            }
+        };
+        let mut copy = [0; 64];
+        let path = ex.request().path();
+        let rest = detach(path.get(tus::PREFIX.len()..).unwrap_or(""), &mut copy);
+        let verdict = caller.check(Access::Write, None);
+        #[cfg(feature = "s3")]
+        if let Some(ups) = &self.remote_resumables {
+            return tus::serve(self, ups, ex, &rest, caller, verdict).await;
+        }
+        match self.resumables.as_deref() {
+            Some(resumables) => tus::serve(self, resumables, ex, &rest, caller, verdict).await,
+            None => tus::unavailable(self, ex, verdict).await,
+        }
+    }
+}
+
 /// `PUT /files/{dir}/` with no body: creates the folder and its missing parents (`201`), or
 /// finds it there (`200`); the page's "New folder". A body is refused (`400`) rather than
 /// dropped, since the client meant to store something.
@@ -497,8 +501,7 @@ pub(super) async fn folder_deleted(
 }
 
 impl Service {
-    /// Judges a write to the resumable upload `raw_id` (empty: the tus collection, a creation
-    /// whose target `tus.rs` judges once it has read it). A caller confined to a prefix is
+    /// Judges a write to the resumable upload `raw_id` (`/uploads/{id}`). A caller confined to a prefix is
     /// judged on the upload's recorded target, so it may append to (or look at, or cancel)
     /// only uploads into its prefix, whichever token created them; an id that names no upload
     /// goes on to the route's 404.

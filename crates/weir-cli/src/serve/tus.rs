@@ -1,8 +1,7 @@
 //! tus 1.0.0 (<https://tus.io/protocols/resumable-upload>): a second protocol face on the
-//! resumable uploads of `resumable.rs`. Same state (`weir_store::Resumables`), same body paths
-//! (`resumable::body`: splice with `--no-hash`, direct reads, the pause threshold), same
-//! completion (the store's commit: temporary, fsync, rename, directory fsync, SHA-256 of the
-//! whole file); only the fields differ.
+//! resumable uploads the IETF draft's route serves (`resumable.rs`, `remote_resumable.rs`):
+//! the same state, the same body paths, the same completion (the store's commit, with the
+//! SHA-256 of the whole file); only the fields differ.
 //!
 //! | request | answer |
 //! | --- | --- |
@@ -21,52 +20,73 @@
 //! checksum that does not match 460, the request's bytes cut off and the offset unchanged (the
 //! request is then not checkpointed while it runs, so all of it can be taken back); sizes past
 //! `--max-upload` 413. When the offset reaches `Upload-Length` the upload is committed to its
-//! target; the answer carries `Repr-Digest` (the SHA-256 of the whole file) unless `--no-hash`.
+//! target; the answer carries `Repr-Digest` (the SHA-256 of the whole file) unless `--no-hash`
+//! (locally; a bucket's uploads always hash).
 //!
-//! With `--store s3://`, `remote_tus.rs` serves the same protocol on the bucket's uploads,
-//! through this module's parsing and answers ([`creation`], [`patch_fields`], [`refused`],
-//! [`checksum_mismatch`]...), the `checksum` extension included.
+//! One route for both stores, generic over weir-store's `ResumableStore` (static dispatch):
+//! `Resumables` (local) or `S3Resumables` (`--store s3://`), whichever the service has;
+//! `service.rs` dispatches `/tus/` here once. Where the stores differ, the trait says so:
+//!
+//! - **The body.** The local store's append is a file (`ResumableAppend::file`, its "local
+//!   powers"): the body goes in by `resumable.rs`'s paths (splice with `--no-hash`, direct
+//!   reads, hashing beside, checkpoints every `CHECKPOINT_BYTES` while it runs), and the file
+//!   gets the media type of `Upload-Metadata`'s `filetype` at completion. Otherwise the
+//!   chunks go through `ResumableAppend::write` (the store's backpressure through the pause
+//!   threshold): in a bucket, parts recorded as the store acknowledges them, so that a tus
+//!   upload created through one node continues and completes through any other.
+//! - **`checksum`**: a request with `Upload-Checksum` is *held* (`ResumableAppend::hold`):
+//!   locally not checkpointed while it runs and its bytes read back for the check; in a bucket
+//!   its parts recorded only at its end (`S3Append::hold_records`, weir-store's
+//!   `s3/resumable/held.rs`), and on a mismatch or a cut none is (the parts in flight waited
+//!   for; the next append sends those part numbers again from the recorded offset).
+//! - **Ids** are the store's (`ResumableStore::parse_id`: locally a path that is no id is
+//!   404 at once; a bucket's store answers it as unknown where it looks the upload up).
+//!   `Upload-Expires` is `ResumableStore::expires_at`.
+//! - **A prefix token** on an upload by id is judged on the upload's target; an upload that
+//!   cannot be read is, in a bucket, 404 (or the store's error) at once, locally left to the
+//!   route's own answers (`ResumableStore::JUDGES_CONFINED_FIRST`).
+//! - **An append in progress** holds the upload (locally in memory; in a bucket a lease, on
+//!   whichever node runs it): a second one gets `423`; a bucket's append whose lease was
+//!   taken over meanwhile is `423` too.
 
 use super::auth::{Access, Caller, Verdict};
 use super::pre_upload;
 use super::reply::{self, Problem, hex};
 use super::resumable;
-use super::service::{Service, off_the_runtime};
-use super::upload::{self, WhereHashed};
+use super::service::Service;
+use super::upload::{self, BodyFailure, WhereHashed};
 use http::StatusCode;
-use std::time::{Duration, UNIX_EPOCH};
 use weir::{Exchange, http};
-use weir_store::{AppendEnd, ResumableError, ResumableState, Resumables, StorePath, UploadId};
+use weir_store::{
+    LocalAppend, ResumableAppend, ResumableCreation, ResumableEnd, ResumableError, ResumableStore,
+    StoreError, StorePath, UploadState,
+};
 
 /// Where tus upload resources live.
 pub(crate) const PREFIX: &str = "/tus/";
 
 const VERSION: &str = "1.0.0";
-/// The extensions offered, with either store (`remote_tus.rs` too).
-pub(super) const EXTENSIONS: &str =
+/// The extensions offered, with either store.
+const EXTENSIONS: &str =
     "creation,creation-with-upload,creation-defer-length,termination,expiration,checksum";
 const CONTENT_TYPE: &[u8] = b"application/offset+octet-stream";
 
 /// A tus answer's fixed field.
-pub(super) const RESUMABLE: (&str, &str) = ("tus-resumable", VERSION);
+const RESUMABLE: (&str, &str) = ("tus-resumable", VERSION);
 
-pub(super) async fn fail(
-    ex: &mut Exchange<'_>,
-    problem: Problem,
-    message: &str,
-) -> Result<(), weir::Error> {
+async fn fail(ex: &mut Exchange<'_>, problem: Problem, message: &str) -> Result<(), weir::Error> {
     reply::error(ex, problem, message, &[RESUMABLE]).await
 }
 
 /// `460 Checksum Mismatch`: the request's bytes were taken back, the offset is unchanged.
-pub(super) async fn checksum_mismatch(ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
+async fn checksum_mismatch(ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
     let status = StatusCode::from_u16(460).unwrap_or(StatusCode::BAD_REQUEST);
     let message = "checksum mismatch: the request's bytes were discarded";
     fail_status(ex, Problem::DigestMismatch, status, message).await
 }
 
 /// [`fail`] with a status of tus's own for `problem`.
-pub(super) async fn fail_status(
+async fn fail_status(
     ex: &mut Exchange<'_>,
     problem: Problem,
     status: StatusCode,
@@ -76,12 +96,13 @@ pub(super) async fn fail_status(
     reply::error_with_status(ex, problem, status, message, none, &[RESUMABLE]).await
 }
 
-/// Routes `/tus` and `/tus/...`: `rest` is what follows `/tus/` (empty for the collection).
-/// `authorized`: the request carries the write token (or none is required).
-/// `caller` and `verdict`: who sent it and how `service.rs` judged it (for a creation, on the
-/// scope only: its target is judged here, once read from `Upload-Metadata`).
-pub(super) async fn serve(
+/// Routes `/tus` and `/tus/...` to the uploads of `store`: `rest` is what follows `/tus/`
+/// (empty for the collection). `caller` and `verdict`: who sent it and how `service.rs`
+/// judged it, on the write scope only: a prefix token's target is judged here (at creation
+/// from `Upload-Metadata`, else on the upload's recorded target).
+pub(super) async fn serve<S: ResumableStore>(
     svc: &Service,
+    store: &S,
     ex: &mut Exchange<'_>,
     rest: &str,
     caller: Caller<'_>,
@@ -93,24 +114,33 @@ pub(super) async fn serve(
     if !admitted(ex, verdict).await? {
         return Ok(());
     }
-    let Some(resumables) = svc.resumables.as_deref() else {
-        let message = "resumable uploads are not available on this server";
-        return fail(ex, Problem::Unavailable, message).await;
-    };
     let method = ex.request().method().clone();
     if rest.is_empty() {
         return match method {
-            http::Method::POST => create(svc, ex, resumables, caller).await,
+            http::Method::POST => create(svc, store, ex, caller).await,
             _ => not_allowed(ex, "OPTIONS, POST").await,
         };
     }
-    let Some(id) = UploadId::parse(rest) else {
+    let Some(id) = store.parse_id(rest) else {
         return fail(ex, Problem::NotFound, "no such upload").await;
     };
+    if caller.confined() {
+        match store.state(&id).await {
+            Ok(Some(s)) => {
+                if caller.check(Access::Write, Some(s.target().as_str())) != Verdict::Allowed {
+                    return forbidden(ex).await;
+                }
+            }
+            // Left to the route's own answers (see `ResumableStore::JUDGES_CONFINED_FIRST`).
+            Ok(None) | Err(_) if !S::JUDGES_CONFINED_FIRST => {}
+            Ok(None) => return fail(ex, Problem::NotFound, "no such upload").await,
+            Err(e) => return reply::store_error(ex, &e).await,
+        }
+    }
     match method {
-        http::Method::HEAD => head(svc, ex, resumables, id).await,
-        http::Method::PATCH => patch(svc, ex, resumables, id).await,
-        http::Method::DELETE => match resumables.cancel(id) {
+        http::Method::HEAD => head(store, ex, &id).await,
+        http::Method::PATCH => patch(svc, store, ex, &id).await,
+        http::Method::DELETE => match store.cancel(&id).await {
             Ok(()) => {
                 ex.respond(StatusCode::NO_CONTENT)
                     .header(RESUMABLE.0, RESUMABLE.1)
@@ -123,9 +153,26 @@ pub(super) async fn serve(
     }
 }
 
+/// `/tus/` on a server without resumable uploads: `OPTIONS` answered, every other request
+/// checked as [`serve`] checks it, then `503`.
+pub(super) async fn unavailable(
+    svc: &Service,
+    ex: &mut Exchange<'_>,
+    verdict: Verdict,
+) -> Result<(), weir::Error> {
+    if *ex.request().method() == http::Method::OPTIONS {
+        return options(svc, ex).await;
+    }
+    if !admitted(ex, verdict).await? {
+        return Ok(());
+    }
+    let message = "resumable uploads are not available on this server";
+    fail(ex, Problem::Unavailable, message).await
+}
+
 /// The checks of every tus request but `OPTIONS`: `Tus-Resumable`, then `verdict`. `false`:
 /// refused (answered).
-pub(super) async fn admitted(ex: &mut Exchange<'_>, verdict: Verdict) -> Result<bool, weir::Error> {
+async fn admitted(ex: &mut Exchange<'_>, verdict: Verdict) -> Result<bool, weir::Error> {
     if ex.request().header("tus-resumable") != Some(VERSION.as_bytes()) {
         reply::error(
             ex,
@@ -152,12 +199,12 @@ pub(super) async fn admitted(ex: &mut Exchange<'_>, verdict: Verdict) -> Result<
     Ok(false)
 }
 
-pub(super) async fn forbidden(ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
+async fn forbidden(ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
     let message = "this token may not do that here (scope or path prefix)";
     fail(ex, Problem::Forbidden, message).await
 }
 
-pub(super) async fn not_allowed(ex: &mut Exchange<'_>, allow: &str) -> Result<(), weir::Error> {
+async fn not_allowed(ex: &mut Exchange<'_>, allow: &str) -> Result<(), weir::Error> {
     let headers = [RESUMABLE, ("allow", allow)];
     reply::error(
         ex,
@@ -168,21 +215,12 @@ pub(super) async fn not_allowed(ex: &mut Exchange<'_>, allow: &str) -> Result<()
     .await
 }
 
-/// `OPTIONS`: what this server offers.
+/// `OPTIONS`: what this server offers (the same with either store).
 async fn options(svc: &Service, ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
-    options_with(svc, ex, EXTENSIONS).await
-}
-
-/// `OPTIONS` with these `extensions`.
-pub(super) async fn options_with(
-    svc: &Service,
-    ex: &mut Exchange<'_>,
-    extensions: &str,
-) -> Result<(), weir::Error> {
     ex.respond(StatusCode::NO_CONTENT)
         .header(RESUMABLE.0, RESUMABLE.1)
         .header("tus-version", VERSION)
-        .header("tus-extension", extensions)
+        .header("tus-extension", EXTENSIONS)
         .header_display("tus-max-size", svc.options.max_upload)
         .header("tus-checksum-algorithm", "sha256")
         .empty()
@@ -218,7 +256,7 @@ fn is_tus_body(ex: &Exchange<'_>) -> bool {
 }
 
 /// Whether the request has content (a `Content-Length` above 0, or chunked).
-pub(super) fn has_body(ex: &Exchange<'_>) -> bool {
+fn has_body(ex: &Exchange<'_>) -> bool {
     match ex.request().content_length() {
         Some(n) => n > 0,
         None => ex.request().header("transfer-encoding").is_some(),
@@ -278,27 +316,26 @@ fn checksum(ex: &Exchange<'_>) -> Result<Option<[u8; 32]>, &'static str> {
 }
 
 /// `Upload-Expires`: when an incomplete upload goes if nothing more arrives.
-fn expires(resumables: &Resumables, state: &ResumableState) -> String {
-    let at = UNIX_EPOCH + Duration::from_secs(state.active) + resumables.expiry();
-    httpdate::fmt_http_date(at)
+fn expires<S: ResumableStore>(store: &S, state: &S::State) -> String {
+    httpdate::fmt_http_date(store.expires_at(state))
 }
 
 /// A `POST /tus/` read and admitted ([`creation`]).
-pub(super) struct Creation {
+struct Creation {
     /// `Upload-Length`; `None`: deferred.
-    pub length: Option<u64>,
+    length: Option<u64>,
     /// `Upload-Metadata`, verbatim.
-    pub metadata: Option<String>,
-    pub path: StorePath,
+    metadata: Option<String>,
+    path: StorePath,
     /// The request has content (creation-with-upload).
-    pub body: bool,
+    body: bool,
     /// `Upload-Checksum`'s SHA-256.
-    pub expected: Option<[u8; 32]>,
+    expected: Option<[u8; 32]>,
 }
 
 /// Reads a `POST /tus/` (length, target, body type, checksum) and admits it (the caller's
 /// prefix, `--max-upload`, the pre-upload hook): `None` when it was refused (answered).
-pub(super) async fn creation(
+async fn creation(
     svc: &Service,
     ex: &mut Exchange<'_>,
     caller: Caller<'_>,
@@ -380,10 +417,10 @@ pub(super) async fn creation(
 }
 
 /// `POST /tus/`: creation, and creation-with-upload when it has a body.
-async fn create(
+async fn create<S: ResumableStore>(
     svc: &Service,
+    store: &S,
     ex: &mut Exchange<'_>,
-    resumables: &Resumables,
     caller: Caller<'_>,
 ) -> Result<(), weir::Error> {
     let Some(Creation {
@@ -396,7 +433,17 @@ async fn create(
     else {
         return Ok(());
     };
-    let made = resumables.create_with_metadata(&path, length, None, svc.options.hash, metadata);
+    let made = store
+        .create(
+            &path,
+            ResumableCreation {
+                length,
+                metadata: metadata.as_deref(),
+                hash: svc.options.hash,
+                ..ResumableCreation::default()
+            },
+        )
+        .await;
     let (id, state) = match made {
         Ok(m) => m,
         Err(e) => return reply::store_error(ex, &e).await,
@@ -409,48 +456,36 @@ async fn create(
             .header(RESUMABLE.0, RESUMABLE.1)
             .header("location", &location)
             .header("upload-offset", "0")
-            .header("upload-expires", expires(resumables, &state))
+            .header("upload-expires", expires(store, &state))
             .empty()
             .await;
     }
-    receive(
-        svc,
-        ex,
-        resumables,
-        id,
-        0,
-        length,
-        expected,
-        Some(&location),
-    )
-    .await
+    receive(svc, store, ex, &id, (0, length), expected, Some(&location)).await
 }
 
-/// `HEAD /tus/{id}`: once no `PATCH` runs on the upload (as the resumable route's `HEAD`,
-/// [`resumable::settled`]): while one runs the recorded offset is outdated, and a client that
-/// resumed from it would be refused (409) or, after a cut, told too little.
-async fn head(
-    _svc: &Service,
+/// `HEAD /tus/{id}`: once no `PATCH` runs on the upload (`ResumableStore::settled_state`, as
+/// the resumable route's `HEAD`): while one runs the recorded offset is outdated, and a client
+/// that resumed from it would be refused (409) or, after a cut, told too little.
+async fn head<S: ResumableStore>(
+    store: &S,
     ex: &mut Exchange<'_>,
-    resumables: &Resumables,
-    id: UploadId,
+    id: &S::Id,
 ) -> Result<(), weir::Error> {
-    if !resumable::settled(resumables, id).await {
-        let message = "a PATCH to this upload is still running";
-        let headers = [RESUMABLE, ("retry-after", "1")];
-        return reply::error(ex, Problem::Unavailable, message, &headers).await;
-    }
-    let state = match resumables.state(id) {
-        Ok(Some(s)) => s,
-        Ok(None) => return fail(ex, Problem::NotFound, "no such upload").await,
-        Err(e) => return reply::store_error(ex, &e).await,
+    let state = match store.settled_state(id).await {
+        Ok(s) => s,
+        Err(ResumableError::Busy) => {
+            let message = "a PATCH to this upload is still running";
+            let headers = [RESUMABLE, ("retry-after", "1")];
+            return reply::error(ex, Problem::Unavailable, message, &headers).await;
+        }
+        Err(e) => return refused(ex, e).await,
     };
-    let expires = (!state.complete).then(|| expires(resumables, &state));
+    let expires = (!state.complete()).then(|| expires(store, &state));
     answer_head(
         ex,
-        state.offset,
-        state.length,
-        state.metadata.as_deref(),
+        state.offset(),
+        state.length(),
+        state.metadata(),
         expires,
     )
     .await
@@ -458,7 +493,7 @@ async fn head(
 
 /// The answer to `HEAD /tus/{id}`, for both stores: the offset, the length (or that it is
 /// deferred), the metadata, and the expiry of an upload not yet complete.
-pub(super) async fn answer_head(
+async fn answer_head(
     ex: &mut Exchange<'_>,
     offset: u64,
     length: Option<u64>,
@@ -484,35 +519,36 @@ pub(super) async fn answer_head(
 }
 
 /// `PATCH /tus/{id}`.
-async fn patch(
+async fn patch<S: ResumableStore>(
     svc: &Service,
+    store: &S,
     ex: &mut Exchange<'_>,
-    resumables: &Resumables,
-    id: UploadId,
+    id: &S::Id,
 ) -> Result<(), weir::Error> {
     let Some((claimed, expected)) = patch_fields(ex).await? else {
         return Ok(());
     };
-    let state = match resumables.state(id) {
+    let state = match store.state(id).await {
         Ok(Some(s)) => s,
         Ok(None) => return fail(ex, Problem::NotFound, "no such upload").await,
         Err(e) => return reply::store_error(ex, &e).await,
     };
-    if claimed != state.offset {
-        return offset_mismatch(ex, state.offset).await;
+    // Checked again by the store as the append begins (under its lock or lease).
+    if claimed != state.offset() {
+        return offset_mismatch(ex, state.offset()).await;
     }
-    let Some(length) = patch_length(svc, ex, state.length, state.offset).await? else {
+    let Some(length) = patch_length(svc, ex, state.length(), state.offset()).await? else {
         return Ok(());
     };
-    if state.complete {
-        return already_complete(ex, state.offset).await;
+    if state.complete() {
+        return already_complete(ex, state.offset()).await;
     }
-    receive(svc, ex, resumables, id, claimed, length, expected, None).await
+    receive(svc, store, ex, id, (claimed, length), expected, None).await
 }
 
 /// A `PATCH`'s own fields: (`Upload-Offset`, `Upload-Checksum`'s SHA-256); `None` when
 /// refused (answered).
-pub(super) async fn patch_fields(
+async fn patch_fields(
     ex: &mut Exchange<'_>,
 ) -> Result<Option<(u64, Option<[u8; 32]>)>, weir::Error> {
     if !is_tus_body(ex) {
@@ -536,7 +572,7 @@ pub(super) async fn patch_fields(
 /// The upload's length after a `PATCH` of an upload of `length` at `offset`: a deferred
 /// length is declared by a PATCH, once; a length the upload has cannot change. `None` when
 /// refused (answered).
-pub(super) async fn patch_length(
+async fn patch_length(
     svc: &Service,
     ex: &mut Exchange<'_>,
     length: Option<u64>,
@@ -564,10 +600,7 @@ pub(super) async fn patch_length(
 
 /// A `PATCH` of a completed upload: nothing left to send, an empty one is answered with the
 /// end.
-pub(super) async fn already_complete(
-    ex: &mut Exchange<'_>,
-    offset: u64,
-) -> Result<(), weir::Error> {
+async fn already_complete(ex: &mut Exchange<'_>, offset: u64) -> Result<(), weir::Error> {
     if has_body(ex) {
         return fail(ex, Problem::BadRequest, "upload is already complete").await;
     }
@@ -578,7 +611,7 @@ pub(super) async fn already_complete(
         .await
 }
 
-pub(super) async fn offset_mismatch(ex: &mut Exchange<'_>, offset: u64) -> Result<(), weir::Error> {
+async fn offset_mismatch(ex: &mut Exchange<'_>, offset: u64) -> Result<(), weir::Error> {
     let offset = offset.to_string();
     let headers = [RESUMABLE, ("upload-offset", offset.as_str())];
     let message = "Upload-Offset does not match the upload's offset";
@@ -586,7 +619,7 @@ pub(super) async fn offset_mismatch(ex: &mut Exchange<'_>, offset: u64) -> Resul
 }
 
 /// The answer to a refusal of the store's resumable layer.
-pub(super) async fn refused(ex: &mut Exchange<'_>, e: ResumableError) -> Result<(), weir::Error> {
+async fn refused(ex: &mut Exchange<'_>, e: ResumableError) -> Result<(), weir::Error> {
     match e {
         ResumableError::Unknown => fail(ex, Problem::NotFound, "no such upload").await,
         ResumableError::Busy => {
@@ -602,90 +635,92 @@ pub(super) async fn refused(ex: &mut Exchange<'_>, e: ResumableError) -> Result<
 }
 
 /// Receives a body at `offset` into upload `id` of `length` bytes (`None`: deferred, at most
-/// `--max-upload`; a length given here is recorded): checks `expected` (the request's SHA-256)
-/// before acknowledging anything, commits when the offset reaches the length, and answers
-/// (`201` + `location` for a creation, else `204`).
-#[allow(clippy::too_many_arguments)]
-async fn receive(
+/// `--max-upload`; a length given here is recorded): held when it carries its checksum
+/// (`expected`, the request's SHA-256), which is checked before anything of it is recorded;
+/// completes the upload when the offset reaches the length, and answers (`201` + `location`
+/// for a creation, else `204`).
+async fn receive<S: ResumableStore>(
     svc: &Service,
+    store: &S,
     ex: &mut Exchange<'_>,
-    resumables: &Resumables,
-    id: UploadId,
-    offset: u64,
-    length: Option<u64>,
+    id: &S::Id,
+    (offset, length): (u64, Option<u64>),
     expected: Option<[u8; 32]>,
     location: Option<&str>,
 ) -> Result<(), weir::Error> {
-    let room = length
-        .unwrap_or(svc.options.max_upload)
-        .saturating_sub(offset);
+    let max = svc.options.max_upload;
+    let room = length.unwrap_or(max).saturating_sub(offset);
     if ex.request().content_length().is_some_and(|n| n > room) {
         let message = format!("content goes past Upload-Length ({room} bytes left)");
         return fail(ex, Problem::TooLarge, &message).await;
     }
     ex.set_max_body_size(Some(room));
-    // Known now: this request brings the last byte (or a chunked one may, see below).
-    let completes = length.is_some() && ex.request().content_length() == Some(room);
-    let (mut appending, mut upload) = match resumables.append(id, offset, length) {
+    let mut appending = match store.append(id, offset, length).await {
         Ok(a) => a,
         Err(e) => return refused(ex, e).await,
     };
-    // As on the IETF path: the first request hashes while receiving, and so does a resumed
-    // one whose upload kept its hash state.
-    let hashing = upload.is_hashing();
-    let mut counts = WhereHashed::default();
-    let received = if expected.is_some() {
-        // No checkpoint while a checked request runs: all of it can be taken back.
-        let mut none = upload::NoCheckpoints;
-        resumable::body(svc, ex, &mut upload, hashing, &mut counts, &mut none).await
-    } else {
-        // tus has no progress announcements: the offset is recorded, not sent.
-        let mut checkpoints = resumable::AppendCheckpoints::new(&mut appending, false);
-        let received =
-            resumable::body(svc, ex, &mut upload, hashing, &mut counts, &mut checkpoints).await;
-        // The checkpoint out, if any, ends before the request records its end.
-        match checkpoints.settle().await {
-            Err(e) if received.is_ok() => Err(upload::BodyFailure::Store(e)),
-            _ => received,
-        }
+    let held = expected.is_some();
+    if held {
+        appending.hold();
+    }
+    let received = match appending.file() {
+        Some(file) => into_file(svc, ex, file).await,
+        None => loop {
+            match ex.read_body_chunk().await {
+                Ok(Some(chunk)) => {
+                    // Waits while the store is busy with earlier bytes: the backpressure. tus
+                    // has no progress announcements: a recorded offset is not sent.
+                    if let Err(e) = appending.write(&chunk).await {
+                        // Ending the append releases it; the store keeps the last recorded
+                        // state, from which the client resumes. A held one is discarded
+                        // (its parts in flight waited for); another is dropped (its parts in
+                        // flight cancelled: any that still lands holds the same bytes the
+                        // next append sends under its number).
+                        if held {
+                            let _ = appending.discard().await;
+                        }
+                        if matches!(e, StoreError::PreconditionFailed) {
+                            // Its lease was taken over (this node stalled past it) or the
+                            // upload was cancelled.
+                            return refused(ex, ResumableError::Busy).await;
+                        }
+                        return reply::store_error(ex, &e).await;
+                    }
+                }
+                Ok(None) => break Ok(()),
+                Err(e) => break Err(BodyFailure::Body(e)),
+            }
+        },
     };
     if let Err(failure) = received {
-        let kept = if expected.is_some() {
-            off_the_runtime(|| appending.discard(upload)).map(drop)
+        // A held request cut short: its checksum cannot be checked, so none of it is kept.
+        // Another keeps and records what arrived: the client resumes from there.
+        let kept = if held {
+            appending.discard().await
         } else {
-            off_the_runtime(|| appending.finish(upload, false)).map(drop)
+            appending.finish(false).await.map(drop)
         };
         if let Err(e) = &kept {
-            tracing::warn!(upload = %id, error = %e, "tus upload: checkpoint failed");
+            tracing::warn!(upload = %id, error = %e, "tus upload: recording a cut append failed");
         }
-        return failure.answer(ex, svc.options.max_upload).await;
+        return failure.answer(ex, max).await;
     }
     if let Some(expected) = expected {
-        let matches =
-            off_the_runtime(|| appending.written_sha256(&upload)).map(|sum| sum == expected);
-        if !matches.unwrap_or(false) {
-            let discarded = off_the_runtime(|| appending.discard(upload));
-            if let Err(e) = discarded {
+        if appending.request_sha256().await != Some(expected) {
+            if let Err(e) = appending.discard().await {
                 return reply::store_error(ex, &e).await;
             }
             return checksum_mismatch(ex).await;
         }
     }
-    resumable::keep_media_type(&appending, &mut upload);
-    let mut end = off_the_runtime(|| appending.finish(upload, completes));
-    // A body without Content-Length that reached the length: complete it now.
-    if let Ok(AppendEnd::Incomplete(state)) = &end {
-        if Some(state.offset) == length {
-            let at = state.offset;
-            end = match resumables.append(id, at, None) {
-                Ok((appending, mut upload)) => {
-                    resumable::keep_media_type(&appending, &mut upload);
-                    off_the_runtime(|| appending.finish(upload, true))
-                }
-                Err(e) => return refused(ex, e).await,
-            };
-        }
+    if let Some(file) = appending.file() {
+        resumable::keep_media_type(&file.appending, &mut file.upload);
     }
+    // A body without Content-Length completes the upload too when it reached the length.
+    let completes = length.is_some_and(|l| appending.received() == l);
+    // ALLOCATION: the target's path, for the stored event, once per completing request.
+    let target = completes.then(|| appending.state().target().clone());
+    let end = appending.finish(completes).await;
     let mut r = ex
         .respond(if location.is_some() {
             StatusCode::CREATED
@@ -697,15 +732,15 @@ async fn receive(
         r = r.header("location", location);
     }
     match end {
-        Ok(AppendEnd::Incomplete(state)) => {
-            r.header_display("upload-offset", state.offset)
-                .header("upload-expires", expires(resumables, &state))
+        Ok(ResumableEnd::Incomplete(state)) => {
+            r.header_display("upload-offset", state.offset())
+                .header("upload-expires", expires(store, &state))
                 .empty()
                 .await
         }
-        Ok(AppendEnd::Completed(committed)) => {
-            if let Some(state) = resumables.state(id).ok().flatten() {
-                svc.on_stored(state.target.as_str(), &committed);
+        Ok(ResumableEnd::Completed(committed)) => {
+            if let Some(target) = &target {
+                svc.on_stored(target.as_str(), &committed);
             }
             r = r.header_display("upload-offset", committed.size);
             if let Some(sum) = committed.sha256 {
@@ -722,5 +757,39 @@ async fn receive(
             drop(r);
             reply::store_error(ex, &e).await
         }
+    }
+}
+
+/// The body into the local store's file (its "local powers": `resumable.rs`'s paths, splice
+/// with `--no-hash`, direct reads, hashing beside), checkpointed while it runs unless held
+/// (then all of it can be taken back).
+async fn into_file(
+    svc: &Service,
+    ex: &mut Exchange<'_>,
+    file: &mut LocalAppend,
+) -> Result<(), BodyFailure> {
+    // As on the IETF path: the first request hashes while receiving, and so does a resumed
+    // one whose upload kept its hash state.
+    let hashing = file.upload.is_hashing();
+    let mut counts = WhereHashed::default();
+    if file.held() {
+        let mut none = upload::NoCheckpoints;
+        return resumable::body(svc, ex, &mut file.upload, hashing, &mut counts, &mut none).await;
+    }
+    // tus has no progress announcements: the offset is recorded, not sent.
+    let mut checkpoints = resumable::AppendCheckpoints::new(&mut file.appending, false);
+    let received = resumable::body(
+        svc,
+        ex,
+        &mut file.upload,
+        hashing,
+        &mut counts,
+        &mut checkpoints,
+    )
+    .await;
+    // The checkpoint out, if any, ends before the request records its end.
+    match checkpoints.settle().await {
+        Err(e) if received.is_ok() => Err(BodyFailure::Store(e)),
+        _ => received,
     }
 }
