@@ -147,7 +147,7 @@ pub use resumable::{
 pub use resumable_store::S3ResumableAppend;
 pub use resumable_store::{
     LocalAppend, ResumableAppend, ResumableCreation, ResumableEnd, ResumableStore, SETTLE_WAIT,
-    UploadState,
+    UploadState, off_the_runtime,
 };
 #[cfg(feature = "s3")]
 pub use s3::{

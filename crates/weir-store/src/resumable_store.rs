@@ -353,9 +353,10 @@ impl ResumableAppend for LocalAppend {
     }
 }
 
-/// Runs `f` (file reads, `fsync`s) under `block_in_place` when on a multi-thread runtime, so
-/// that the runtime moves this worker's other tasks first; else a plain call.
-fn off_the_runtime<R>(f: impl FnOnce() -> R) -> R {
+/// Runs `f` (file reads, `fsync`s: the store's calls that can block for long) under
+/// `block_in_place` when on a multi-thread runtime, so that the runtime moves this worker's
+/// other tasks first; else a plain call. For the store's callers on an async task too.
+pub fn off_the_runtime<R>(f: impl FnOnce() -> R) -> R {
     use tokio::runtime::{Handle, RuntimeFlavor};
     let multi_thread =
         Handle::try_current().is_ok_and(|h| h.runtime_flavor() == RuntimeFlavor::MultiThread);

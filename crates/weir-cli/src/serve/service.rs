@@ -577,15 +577,6 @@ fn detach<'a>(s: &str, buf: &'a mut [u8; 64]) -> std::borrow::Cow<'a, str> {
     }
 }
 
-/// Runs `f` (fsyncs: a commit, a resumable checkpoint) under `block_in_place` when the runtime
-/// allows it (see [`commit`]).
-pub(super) fn off_the_runtime<R>(f: impl FnOnce() -> R) -> R {
-    use tokio::runtime::{Handle, RuntimeFlavor};
-    let multi_thread =
-        Handle::try_current().is_ok_and(|h| h.runtime_flavor() == RuntimeFlavor::MultiThread);
-    if multi_thread {
-        tokio::task::block_in_place(f)
-    } else {
-        f()
-    }
-}
+/// The store's blocking calls (fsyncs: a commit, a resumable checkpoint) under
+/// `block_in_place` when the runtime allows it (see [`commit`]): weir-store's one definition.
+pub(super) use weir_store::off_the_runtime;

@@ -431,15 +431,20 @@ impl weir::Handler for ReadsSomeThenWaits {
         let release = self.release.notified();
         self.read.notify_one();
         release.await;
-        let mut total = got;
-        loop {
-            let n = ex.read_body(&mut buf).await?;
-            if n == 0 {
-                break;
-            }
-            total += n;
-        }
+        let total = got + read_the_rest(ex, &mut buf).await?;
         ex.respond(StatusCode::OK).body(format!("{total}\n")).await
+    }
+}
+
+/// Reads the body to its end through `buf`; returns how many bytes that was.
+async fn read_the_rest(ex: &mut weir::Exchange<'_>, buf: &mut [u8]) -> Result<usize, weir::Error> {
+    let mut total = 0;
+    loop {
+        let n = ex.read_body(buf).await?;
+        if n == 0 {
+            return Ok(total);
+        }
+        total += n;
     }
 }
 
@@ -505,15 +510,7 @@ struct WaitsThenReads(std::sync::Arc<tokio::sync::Semaphore>);
 impl weir::Handler for WaitsThenReads {
     async fn handle(&self, ex: &mut weir::Exchange<'_>) -> Result<(), weir::Error> {
         let _go = self.0.acquire().await.unwrap();
-        let mut buf = vec![0u8; 64 * 1024];
-        let mut total = 0;
-        loop {
-            let n = ex.read_body(&mut buf).await?;
-            if n == 0 {
-                break;
-            }
-            total += n;
-        }
+        let total = read_the_rest(ex, &mut vec![0u8; 64 * 1024]).await?;
         ex.respond(StatusCode::OK).body(format!("{total}\n")).await
     }
 }
