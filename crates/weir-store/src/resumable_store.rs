@@ -204,23 +204,30 @@ pub trait ResumableAppend: Send {
 
 // ---- Resumables: delegation ----------------------------------------------------------------
 
-impl UploadState for ResumableState {
-    fn target(&self) -> &StorePath {
-        &self.target
-    }
-    fn offset(&self) -> u64 {
-        self.offset
-    }
-    fn length(&self) -> Option<u64> {
-        self.length
-    }
-    fn complete(&self) -> bool {
-        self.complete
-    }
-    fn metadata(&self) -> Option<&str> {
-        self.metadata.as_deref()
-    }
+/// [`UploadState`] for a state type with the fields of the same names (both stores' states).
+macro_rules! upload_state_fields {
+    ($state:ty) => {
+        impl UploadState for $state {
+            fn target(&self) -> &StorePath {
+                &self.target
+            }
+            fn offset(&self) -> u64 {
+                self.offset
+            }
+            fn length(&self) -> Option<u64> {
+                self.length
+            }
+            fn complete(&self) -> bool {
+                self.complete
+            }
+            fn metadata(&self) -> Option<&str> {
+                self.metadata.as_deref()
+            }
+        }
+    };
 }
+
+upload_state_fields!(ResumableState);
 
 /// The local store's append: its record ([`Appending`]) and its data file ([`Upload`]).
 /// Both are the caller's to fill (see "Local powers" in the module doc).
@@ -378,23 +385,7 @@ mod s3 {
     };
     use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-    impl UploadState for S3UploadState {
-        fn target(&self) -> &StorePath {
-            &self.target
-        }
-        fn offset(&self) -> u64 {
-            self.offset
-        }
-        fn length(&self) -> Option<u64> {
-            self.length
-        }
-        fn complete(&self) -> bool {
-            self.complete
-        }
-        fn metadata(&self) -> Option<&str> {
-            self.metadata.as_deref()
-        }
-    }
+    upload_state_fields!(S3UploadState);
 
     impl ResumableStore for S3Resumables {
         type Id = String;

@@ -2,6 +2,7 @@
 //! `ENOSPC` keeps what it had recorded (both protocols), and a declared length that has not
 //! arrived holds no space other uploads need.
 
+use crate::routes::b64;
 use crate::support::*;
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -108,25 +109,6 @@ fn tus_create(addr: std::net::SocketAddr, name: &str, whole: &[u8], first: usize
     assert_eq!(r.status, 201, "{:?}\n{}", r.headers, r.text());
     assert_eq!(r.header("upload-offset").unwrap(), first.to_string());
     r.header("location").unwrap().to_owned()
-}
-
-fn b64(data: &[u8]) -> String {
-    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::new();
-    for chunk in data.chunks(3) {
-        let mut acc = 0u32;
-        for (i, &b) in chunk.iter().enumerate() {
-            acc |= u32::from(b) << (16 - 8 * i);
-        }
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(char::from(A[(acc >> (18 - 6 * i) & 63) as usize]));
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
 }
 
 /// The rule of a failed append, for either protocol: 507, then the offset reported is the one

@@ -1,31 +1,13 @@
 //! tus 1.0.0 on `/tus/` against the real binary: every rule over raw sockets, and tuspy (the
 //! tus project's Python client) uploading whole and resuming an interrupted upload.
 
+use crate::routes::b64;
 use crate::support::*;
 use std::path::Path;
 use std::process::Command;
 
 const T: &str = "\r\ntus-resumable: 1.0.0";
 const OCTETS: &str = "\r\ncontent-type: application/offset+octet-stream";
-
-fn b64(data: &[u8]) -> String {
-    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::new();
-    for chunk in data.chunks(3) {
-        let mut acc = 0u32;
-        for (i, &b) in chunk.iter().enumerate() {
-            acc |= u32::from(b) << (16 - 8 * i);
-        }
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(char::from(A[(acc >> (18 - 6 * i) & 63) as usize]));
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
-}
 
 fn sha256_b64(data: &[u8]) -> String {
     use sha2::Digest;
