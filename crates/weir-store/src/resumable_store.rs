@@ -43,7 +43,7 @@
 
 use crate::{
     Appending, Committed, ContentDigest, MediaType, ResumableError, ResumableState, Resumables,
-    StoreError, StorePath, Upload, UploadId,
+    StoreError, StorePath, Upload, UploadId, VersionCheck,
 };
 use std::fmt;
 use std::future::Future;
@@ -86,6 +86,10 @@ pub trait UploadState: Send + Sync {
     fn complete(&self) -> bool;
     /// The client's own description given at creation, verbatim.
     fn metadata(&self) -> Option<&str>;
+    /// The digest of the whole upload given at creation (`Repr-Digest`), as its header value.
+    fn expected_digest(&self) -> Option<&str>;
+    /// The creating request's preconditions, judged again at completion.
+    fn condition(&self) -> &[(String, String)];
 }
 
 /// How an append ended ([`ResumableAppend::finish`]).
@@ -108,6 +112,20 @@ pub trait ResumableStore: Send + Sync + 'static {
 
     /// See "Where the stores differ" in the module doc.
     const JUDGES_CONFINED_FIRST: bool;
+    /// The store sets [`ResumableCreation::media_type`] on the stored file itself
+    /// (`S3Resumables`); else (the local store) a route keeps the type in the metadata
+    /// (`filetype`) and sets it on the file through [`ResumableAppend::file`].
+    const KEEPS_MEDIA_TYPE: bool;
+    /// A digest of the whole upload can be checked as `sha-256` only (`S3Resumables`: the
+    /// manifest keeps that hash state alone).
+    const DIGEST_SHA256_ONLY: bool;
+    /// A route leaves the client's offset to [`ResumableStore::append`] (judged there under
+    /// the upload's lease, after the route's length checks: `S3Resumables`) rather than
+    /// comparing it with the recorded state first (the local store).
+    const OFFSET_JUDGED_AT_APPEND: bool;
+    /// The answer to the request that completes an upload carries the stored file's `ETag`
+    /// (`S3Resumables`; the local store's does not).
+    const ETAG_AT_COMPLETION: bool;
 
     /// The id named by `text` (the last segment of an upload's URL); `None`: no upload can
     /// have it.
@@ -148,6 +166,9 @@ pub trait ResumableStore: Send + Sync + 'static {
 
     /// Removes the upload and what it holds. [`ResumableError::Unknown`] if there is none.
     fn cancel(&self, id: &Self::Id) -> impl Future<Output = Result<(), ResumableError>> + Send;
+
+    /// How long an incomplete upload lives after its creation or last append.
+    fn expiry(&self) -> Duration;
 
     /// When the upload expires unless appended to.
     fn expires_at(&self, state: &Self::State) -> SystemTime;
@@ -200,6 +221,21 @@ pub trait ResumableAppend: Send {
         self,
         complete: bool,
     ) -> impl Future<Output = Result<ResumableEnd<Self::State>, StoreError>> + Send;
+
+    /// [`ResumableAppend::finish`], where a completion stores the file only if `check` (when
+    /// given) accepts the version at the target then (the creating request's preconditions,
+    /// [`UploadState::condition`]); refused: [`StoreError::PreconditionFailed`], nothing
+    /// stored, the upload removed.
+    fn finish_checked(
+        self,
+        complete: bool,
+        check: Option<VersionCheck<'_>>,
+    ) -> impl Future<Output = Result<ResumableEnd<Self::State>, StoreError>> + Send;
+
+    /// Adds a digest of the whole upload that the completion must match, known only after the
+    /// body (a trailer of the request that completes it). `S3Resumables` refuses a `sha-512`
+    /// ([`StoreError::DigestUnavailable`]).
+    fn expect_digest(&mut self, digest: ContentDigest) -> Result<(), StoreError>;
 }
 
 // ---- Resumables: delegation ----------------------------------------------------------------
@@ -222,6 +258,12 @@ macro_rules! upload_state_fields {
             }
             fn metadata(&self) -> Option<&str> {
                 self.metadata.as_deref()
+            }
+            fn expected_digest(&self) -> Option<&str> {
+                self.expected_digest.as_deref()
+            }
+            fn condition(&self) -> &[(String, String)] {
+                &self.condition
             }
         }
     };
@@ -254,6 +296,10 @@ impl ResumableStore for Resumables {
     type Append = LocalAppend;
 
     const JUDGES_CONFINED_FIRST: bool = false;
+    const KEEPS_MEDIA_TYPE: bool = false;
+    const DIGEST_SHA256_ONLY: bool = false;
+    const OFFSET_JUDGED_AT_APPEND: bool = false;
+    const ETAG_AT_COMPLETION: bool = false;
 
     fn parse_id(&self, text: &str) -> Option<UploadId> {
         UploadId::parse(text)
@@ -308,6 +354,10 @@ impl ResumableStore for Resumables {
         Resumables::cancel(self, *id)
     }
 
+    fn expiry(&self) -> Duration {
+        Resumables::expiry(self)
+    }
+
     fn expires_at(&self, state: &ResumableState) -> SystemTime {
         UNIX_EPOCH + Duration::from_secs(state.active) + self.expiry()
     }
@@ -352,11 +402,23 @@ impl ResumableAppend for LocalAppend {
     }
 
     async fn finish(self, complete: bool) -> Result<ResumableEnd<ResumableState>, StoreError> {
-        let end = off_the_runtime(|| self.appending.finish(self.upload, complete))?;
+        self.finish_checked(complete, None).await
+    }
+
+    async fn finish_checked(
+        self,
+        complete: bool,
+        check: Option<VersionCheck<'_>>,
+    ) -> Result<ResumableEnd<ResumableState>, StoreError> {
+        let end = off_the_runtime(|| self.appending.finish_checked(self.upload, complete, check))?;
         Ok(match end {
             crate::AppendEnd::Incomplete(state) => ResumableEnd::Incomplete(state),
             crate::AppendEnd::Completed(committed) => ResumableEnd::Completed(committed),
         })
+    }
+
+    fn expect_digest(&mut self, digest: ContentDigest) -> Result<(), StoreError> {
+        self.upload.expect_digest(digest)
     }
 }
 
@@ -380,8 +442,8 @@ pub fn off_the_runtime<R>(f: impl FnOnce() -> R) -> R {
 mod s3 {
     use super::{ResumableAppend, ResumableCreation, ResumableEnd, ResumableStore, UploadState};
     use crate::{
-        ResumableError, S3Append, S3AppendEnd, S3Creation, S3Resumables, S3UploadState, StoreError,
-        StorePath,
+        ContentDigest, ResumableError, S3Append, S3AppendEnd, S3Creation, S3Resumables,
+        S3UploadState, StoreError, StorePath, VersionCheck,
     };
     use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -393,6 +455,10 @@ mod s3 {
         type Append = S3ResumableAppend;
 
         const JUDGES_CONFINED_FIRST: bool = true;
+        const KEEPS_MEDIA_TYPE: bool = true;
+        const DIGEST_SHA256_ONLY: bool = true;
+        const OFFSET_JUDGED_AT_APPEND: bool = true;
+        const ETAG_AT_COMPLETION: bool = true;
 
         fn parse_id(&self, text: &str) -> Option<String> {
             // ALLOCATION: the id, once per request on an upload. Any text: one that is not an
@@ -436,6 +502,10 @@ mod s3 {
 
         async fn cancel(&self, id: &String) -> Result<(), ResumableError> {
             S3Resumables::cancel(self, id).await
+        }
+
+        fn expiry(&self) -> Duration {
+            self.options().expiry
         }
 
         fn expires_at(&self, state: &S3UploadState) -> SystemTime {
@@ -487,10 +557,22 @@ mod s3 {
         }
 
         async fn finish(self, complete: bool) -> Result<ResumableEnd<S3UploadState>, StoreError> {
-            Ok(match self.append.finish(complete).await? {
+            self.finish_checked(complete, None).await
+        }
+
+        async fn finish_checked(
+            self,
+            complete: bool,
+            check: Option<VersionCheck<'_>>,
+        ) -> Result<ResumableEnd<S3UploadState>, StoreError> {
+            Ok(match self.append.finish_checked(complete, check).await? {
                 S3AppendEnd::Incomplete(state) => ResumableEnd::Incomplete(state),
                 S3AppendEnd::Completed(committed) => ResumableEnd::Completed(committed),
             })
+        }
+
+        fn expect_digest(&mut self, digest: ContentDigest) -> Result<(), StoreError> {
+            self.append.expect_digest(&digest)
         }
     }
 }

@@ -71,8 +71,6 @@ mod remote;
 #[cfg(feature = "s3")]
 mod remote_form;
 #[cfg(feature = "s3")]
-mod remote_resumable;
-#[cfg(feature = "s3")]
 mod reply;
 mod resumable;
 mod s3_config;
@@ -158,7 +156,7 @@ pub struct ServeConfig {
     #[cfg(feature = "s3")]
     pub s3_sweep_after: std::time::Duration,
     /// `--s3-upload-lease`: how long a resumable append's hold on an upload outlives its
-    /// node's last sign of life (`remote_resumable.rs`).
+    /// node's last sign of life (`resumable.rs` over `S3Resumables`).
     #[cfg(feature = "s3")]
     pub s3_upload_lease: std::time::Duration,
 }
@@ -363,7 +361,7 @@ pub fn run(args: ServeArgs) -> Result<(), ServeError> {
     #[cfg(not(feature = "s3"))]
     let remote = false;
     // With an S3 store, resumable uploads keep their state in the bucket instead
-    // (`remote_resumable.rs`): nothing local.
+    // (`resumable.rs` over `S3Resumables`): nothing local.
     if !remote {
         service = service
             .with_resumable(config.resumable)

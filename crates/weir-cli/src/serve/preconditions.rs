@@ -13,7 +13,7 @@
 //!   ([`commit_all_checked`]): `If-None-Match: *` means "create only", for every file of the
 //!   form; a refusal is a 412 for the whole form and stores none of its files;
 //! - `DELETE`: under the commit lock, atomically with the unlink (`LocalStore::delete_if`);
-//! - a resumable upload's creation with `--store s3://` (`remote_resumable.rs`): before it is
+//! - a resumable upload's creation with `--store s3://` (`resumable.rs`): before it is
 //!   created, against the object there, then kept with the upload ([`write_condition`]) and
 //!   evaluated again when it completes, maybe through another node, atomically with the
 //!   completion's write ([`kept_hold`]): `If-None-Match: *` on the creating request means

@@ -7,7 +7,7 @@
 //! | `GET`/`HEAD /files/{path}` | the object: validators, conditionals (`304`, `412`), one `Range` (`206`, `416`), `Repr-Digest` |
 //! | `GET /files/` or `/files/{dir}/` | the JSON listing of `listing.rs`, in pages |
 //! | `DELETE /files/{path}` | `204`, `404`, `412` |
-//! | resumable (`Upload-Complete`, `/uploads/`), tus (`/tus/`) | kept in the bucket: `remote_resumable.rs`, `tus.rs` over `S3Resumables` (without them: `501`, `not-implemented`) |
+//! | resumable (`Upload-Complete`, `/uploads/`), tus (`/tus/`) | kept in the bucket: `resumable.rs`, `tus.rs` over `S3Resumables` (without them: `501`, `not-implemented`) |
 //! | `POST /files/{dir}/` (`multipart/form-data`) | the form's files, all or none: `remote_form.rs` (`201` + JSON, `412`, `413`, `409`, `400`, as the local route) |
 //! | `PUT /files/{dir}/` (no body) | a folder: the zero-byte marker object `{dir}/` (`201`, `200` if it is one already) |
 //! | `DELETE /files/{dir}/` | an empty folder's marker deleted (`204`); `409` if anything is below it (or a file is at `{dir}`), `404` if none |
@@ -41,7 +41,7 @@ use super::preconditions::{self, etag};
 use super::reply::{self, Problem, hex};
 use super::service::Service;
 use super::target::Target;
-use super::{download, listing, mime, remote_form, remote_resumable, upload};
+use super::{download, listing, mime, remote_form, upload};
 use http::{Method, StatusCode};
 use std::sync::Arc;
 use weir::{Exchange, http};
@@ -60,7 +60,7 @@ impl Service {
     }
 
     /// With [`Service::with_remote`]'s store: resumable and tus uploads kept in its bucket
-    /// (`remote_resumable.rs`, `tus.rs`), so that any node continues any upload.
+    /// (`resumable.rs`, `tus.rs`), so that any node continues any upload.
     pub fn with_remote_resumable(mut self, options: S3ResumableOptions) -> Self {
         self.remote_resumables = self
             .remote
@@ -76,7 +76,7 @@ const SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(3600);
 /// behind weir's back, count from then on.
 const LIST_USAGE_EVERY: std::time::Duration = std::time::Duration::from_secs(300);
 
-/// Starts the thread that removes expired resumable uploads (`remote_resumable.rs`) and aborts
+/// Starts the thread that removes expired resumable uploads (`resumable.rs`) and aborts
 /// abandoned multipart uploads (begun more than `after` ago, `--s3-sweep-after`: left by a node
 /// that died mid-upload; a live one aborts its own failures at once; a live resumable upload's
 /// are kept) under the store's prefix, at start and every [`SWEEP_EVERY`], and lists the usage
@@ -147,13 +147,7 @@ pub(super) async fn serve<S: Store>(
         (Method::GET | Method::HEAD, Target::File(p)) => download(store, ex, &p).await,
         (Method::GET | Method::HEAD, Target::Root) => list(store, ex, None).await,
         (Method::GET | Method::HEAD, Target::Dir(p)) => list(store, ex, Some(&p)).await,
-        (Method::PUT, Target::File(p)) => match super::resumable::upload_complete(ex) {
-            Some(complete) => match &svc.remote_resumables {
-                Some(ups) => remote_resumable::create(svc, ups, ex, p, complete).await,
-                None => not_implemented(ex, "a resumable upload").await,
-            },
-            None => put(svc, store, ex, p).await,
-        },
+        (Method::PUT, Target::File(p)) => put(svc, store, ex, p).await,
         (Method::PUT, Target::Dir(p)) => {
             super::service::folder_created(ex, &p, store.create_dir(&p)).await
         }
@@ -162,13 +156,7 @@ pub(super) async fn serve<S: Store>(
                 Target::Root => None,
                 Target::Dir(p) | Target::File(p) => Some(p),
             };
-            match super::resumable::post_creation(ex) {
-                Some(complete) => match &svc.remote_resumables {
-                    Some(ups) => remote_resumable::create_in(svc, ups, ex, dir, complete).await,
-                    None => not_implemented(ex, "a resumable upload").await,
-                },
-                None => remote_form::post(svc, store, ex, dir).await,
-            }
+            remote_form::post(svc, store, ex, dir).await
         }
         (Method::DELETE, Target::File(p)) => delete(svc, store, ex, &p).await,
         (Method::DELETE, Target::Dir(p)) => {
@@ -182,7 +170,7 @@ pub(super) async fn serve<S: Store>(
 }
 
 /// The object's metadata now (`None`: absent), for preconditions evaluated before the body
-/// (a `PUT`'s, a resumable upload's creation: `remote_resumable.rs`).
+/// (a `PUT`'s, a resumable upload's creation: `resumable.rs`).
 pub(super) async fn current<S: Store>(
     store: &S,
     path: &StorePath,

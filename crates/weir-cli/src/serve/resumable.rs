@@ -1,5 +1,16 @@
-//! Resumable uploads (draft-ietf-httpbis-resumable-upload-12, interop version 8): the HTTP
-//! side of `weir_store::Resumables`.
+//! Resumable uploads (draft-ietf-httpbis-resumable-upload-12, interop version 8): one route
+//! generic over weir-store's `ResumableStore` (static dispatch), instantiated by `service.rs`
+//! with whichever store the service has: `Resumables` (local) or `S3Resumables`
+//! (`--store s3://`, state in the bucket: any node continues any upload).
+//!
+//! Where the stores differ, the trait says so: the local append is a file
+//! (`ResumableAppend::file`: the body paths, checkpoints and `104`s below); in a bucket the
+//! chunks go through `ResumableAppend::write`, a `104` per recorded part. Per store too
+//! (`ResumableStore`'s constants): the creation's type kept in the record (local) or by the
+//! store; a `Repr-Digest` checked as `sha-256` only (bucket); the client's offset compared with
+//! the state before the length checks (local) or at the append under the lease (bucket); the
+//! `ETag` in the completion's answer (bucket); a prefix token judged before the method, an
+//! unreadable upload let through (local), or after it, an unknown upload a 404 (bucket).
 //!
 //! | request | answer |
 //! | --- | --- |
@@ -38,34 +49,32 @@
 //! judged again under the store's commit lock when the upload completes
 //! (`preconditions::kept_hold`, `Appending::finish_checked`): a file created at the target
 //! meanwhile makes an "only if absent" upload's completion `412`, the file kept, the upload
-//! removed. The same rule as with `--store s3://` (`remote_resumable.rs`).
+//! removed. The same rule with `--store s3://`, where the completion's write is conditional.
 //!
 //! The digest of the whole upload may also come as a trailer of the request that completes it
 //! (`Repr-Digest`, or the `Content-Digest` of a creation that carries all of it): verified at
 //! the commit like one given at creation, so a client can hash while it sends (`weir put`).
 //! Announced at creation (`Trailer:`), it makes the creation hash while receiving.
 
+use super::auth::{Access, Caller, Verdict};
 use super::preconditions;
 use super::reply::{self, Problem, hex};
-use super::service::{Service, off_the_runtime};
+use super::service::Service;
 use super::upload::{self, BodyFailure, WhereHashed};
 use http::StatusCode;
 use std::time::Duration;
 use weir::{Exchange, http};
 use weir_proto::upload_fields::{self, UploadLimits};
 use weir_store::{
-    AppendEnd, Appending, FileMeta, ResumableError, ResumableState, Resumables, StoreError,
-    StorePath, Upload, UploadId, VersionCheck,
+    Appending, ContentDigest, FileMeta, LocalAppend, ResumableAppend, ResumableCreation,
+    ResumableEnd, ResumableError, ResumableStore, Resumables, StoreError, StorePath, Upload,
+    UploadState, VersionCheck,
 };
 
 mod checkpoints;
 mod digests;
 pub(super) use checkpoints::AppendCheckpoints;
-use digests::expect_trailer_digest;
-pub(super) use digests::{announces_trailer_digest, expected_digest};
-// Read from here by `remote_resumable.rs` (feature `s3`) only.
-#[cfg(feature = "s3")]
-pub(super) use digests::trailer_digest;
+pub(super) use digests::{announces_trailer_digest, expected_digest, trailer_digest};
 
 /// The draft revision's interop version, sent in every answer about an upload.
 pub(crate) const INTEROP_VERSION: &str = "8";
@@ -111,8 +120,24 @@ pub(super) fn integer(ex: &Exchange<'_>, name: &str) -> Option<u64> {
     single(ex, name).and_then(upload_fields::parse_non_negative_integer)
 }
 
-fn limits(svc: &Service, state: Option<&ResumableState>, r: &Resumables) -> String {
-    limits_with_age(svc, state.map_or(r.expiry().as_secs(), |s| r.max_age(s)))
+/// The resumable route on a service without resumable uploads: `503` locally (not enabled),
+/// `501` with `--store s3://` (`not-implemented`).
+pub(super) async fn unavailable(svc: &Service, ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
+    #[cfg(feature = "s3")]
+    if svc.remote.is_some() {
+        return super::remote::not_implemented(ex, "a resumable upload").await;
+    }
+    let _ = svc;
+    let message = "resumable uploads are not available on this server";
+    reply::error(ex, Problem::Unavailable, message, &[]).await
+}
+
+/// The `Upload-Limit` value for `state` (`None`: a new upload's).
+fn limits<S: ResumableStore>(svc: &Service, store: &S, state: Option<&S::State>) -> String {
+    limits_with_age(
+        svc,
+        state.map_or(store.expiry().as_secs(), |s| store.max_age(s)),
+    )
 }
 
 /// The `Upload-Limit` value, with `max-age` in seconds (also the S3 store's uploads').
@@ -147,11 +172,6 @@ pub(super) async fn problem(
     all.push(("upload-draft-interop-version", INTEROP_VERSION));
     let status = problem.status();
     reply::error_with_status(ex, problem, status, message, extra, &all).await
-}
-
-async fn unavailable(ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
-    let message = "resumable uploads are not available on this server";
-    reply::error(ex, Problem::Unavailable, message, &[]).await
 }
 
 /// `Upload-Length`: `Ok(None)` when absent; `Err` when present but not one non-negative
@@ -245,63 +265,82 @@ pub(super) fn check_sizes(
 
 /// `PUT /files/{path}` with `Upload-Complete`: creates the upload resource, announces it
 /// (104), then receives the body as its first append.
-pub(super) async fn create(
+pub(super) async fn create<S: ResumableStore>(
     svc: &Service,
+    store: &S,
     ex: &mut Exchange<'_>,
     path: StorePath,
     complete: bool,
 ) -> Result<(), weir::Error> {
-    let Some(resumables) = svc.resumables.as_deref() else {
-        return unavailable(ex).await;
-    };
     let length = match request_length(ex, complete, 0, None) {
         Ok(l) => l,
         Err((kind, message)) => {
-            let headers = [];
             let none = serde_json::Value::Null;
-            return problem(ex, kind, message, none, &headers).await;
+            return problem(ex, kind, message, none, &[]).await;
         }
     };
     if let Err((kind, message)) = check_sizes(svc, ex, 0, complete, length) {
-        let limit = limits(svc, None, resumables);
+        let limit = limits(svc, store, None);
         return reply::error(ex, kind, &message, &[("upload-limit", &limit)]).await;
     }
     // The whole representation's digests: `Repr-Digest`, or the `Content-Digest` of a request
     // that says it carries all of it. A `Content-Digest` of part of it cannot be checked here.
-    let expected = match expected_digest(ex, complete) {
-        Ok(d) => d,
+    let digest = match expected_digest(ex, complete) {
+        Ok(Some(text)) => match ContentDigest::parse(&text) {
+            Ok(d) if !S::DIGEST_SHA256_ONLY || (d.sha256.is_some() && d.sha512.is_none()) => {
+                Some(d)
+            }
+            Ok(_) => {
+                let message = "with this store (--store s3://) a resumable upload's digest is \
+                               checked as sha-256 only: send Repr-Digest: sha-256=:...:";
+                return reply::error(ex, Problem::BadRequest, message, &[]).await;
+            }
+            Err(e) => return reply::error(ex, Problem::BadRequest, &e.to_string(), &[]).await,
+        },
+        Ok(None) => None,
         Err(message) => return reply::error(ex, Problem::BadRequest, &message, &[]).await,
     };
-    // The creation's `Content-Type` is the file's: kept in the record as tus keeps its type
-    // (`filetype` in `Upload-Metadata`), set on the file at completion (`keep_media_type`).
-    let metadata = super::mime::of_request(ex)
-        .filter(|t| !super::mime::is_upload_framing(t))
-        .map(|t| {
-            // ALLOCATION: the record's metadata line, once per creation that has a type.
-            let mut m = String::from("filetype ");
-            super::base64::encode_into(t.as_str().as_bytes(), &mut m);
-            m
-        });
     // The preconditions: judged now against the file there (412 before anything is created,
     // as for a plain `PUT`), kept to be judged again at the completion.
     let condition = match preconditions::write_condition(ex.request()) {
         Ok(c) => c,
         Err(message) => return reply::error(ex, Problem::BadRequest, message, &[]).await,
     };
-    if !preconditions::hold_now(&svc.store, ex.request(), &path) {
-        return preconditions::failed(ex).await;
+    match hold_at_creation(svc, ex, &path, &condition).await {
+        Ok(true) => {}
+        Ok(false) => return preconditions::failed(ex).await,
+        Err(e) => return reply::store_error(ex, &e).await,
     }
+    // The creation's `Content-Type` is the file's: set by the store at completion, or (the
+    // local store) kept in the record as tus keeps its type (`filetype` in `Upload-Metadata`)
+    // and set on the file before the completion (`keep_media_type`).
+    let media_type = super::mime::of_request(ex).filter(|t| !super::mime::is_upload_framing(t));
+    let metadata = media_type
+        .as_ref()
+        .filter(|_| !S::KEEPS_MEDIA_TYPE)
+        .map(|t| {
+            // ALLOCATION: the record's metadata line, once per creation that has a type.
+            let mut m = String::from("filetype ");
+            super::base64::encode_into(t.as_str().as_bytes(), &mut m);
+            m
+        });
     // A digest announced to follow the body is verified at completion from the hash taken
     // while receiving, as for a `PUT` (`upload.rs`), rather than by reading the file back.
-    let hash = svc.options.hash || announces_trailer_digest(ex);
-    let made = resumables.create_with_condition(&path, length, expected, hash, metadata, condition);
-    let (id, state) = match made {
+    let creation = ResumableCreation {
+        length,
+        digest: digest.as_ref(),
+        media_type: media_type.as_ref(),
+        metadata: metadata.as_deref(),
+        condition: &condition,
+        hash: svc.options.hash || announces_trailer_digest(ex),
+    };
+    let (id, state) = match store.create(&path, creation).await {
         Ok(made) => made,
         Err(e) => return reply::store_error(ex, &e).await,
     };
     // ALLOCATION: the upload's URL, once per upload.
     let location = format!("{PREFIX}{id}");
-    let limit = limits(svc, Some(&state), resumables);
+    let limit = limits(svc, store, Some(&state));
     ex.send_informational(
         StatusCode::from_u16(104).unwrap_or(StatusCode::CONTINUE),
         &[
@@ -311,17 +350,48 @@ pub(super) async fn create(
         ],
     )
     .await?;
-    receive(
-        svc,
-        ex,
-        resumables,
-        id,
-        0,
-        complete,
-        length,
-        Some(&location),
-    )
-    .await
+    let at = (0, complete, length);
+    receive(svc, store, ex, &id, at, Some(&location)).await
+}
+
+/// The creating request's preconditions against the file at `path` now, in the service's file
+/// store: locally any precondition field, a file that cannot be read counting as holding; in
+/// a bucket (`--store s3://`) only when the request recorded a `condition`, a failure to read
+/// the object being the store's error.
+async fn hold_at_creation(
+    svc: &Service,
+    ex: &mut Exchange<'_>,
+    path: &StorePath,
+    condition: &[(String, String)],
+) -> Result<bool, StoreError> {
+    #[cfg(feature = "s3")]
+    if let Some(store) = svc.remote.as_deref() {
+        if condition.is_empty() {
+            return Ok(true);
+        }
+        let meta = super::remote::current(store, path).await?;
+        return Ok(preconditions::hold(ex.request(), meta.as_ref()));
+    }
+    let _ = condition;
+    Ok(preconditions::hold_now(&svc.store, ex.request(), path))
+}
+
+/// The resumable creation of a `PUT /files/{path}` (`target` a file) or a `POST /files/{dir}/`
+/// ([`create`], [`create_in`]): `service.rs` dispatches both here once.
+pub(super) async fn create_at<S: ResumableStore>(
+    svc: &Service,
+    store: &S,
+    ex: &mut Exchange<'_>,
+    target: super::target::Target,
+    complete: bool,
+) -> Result<(), weir::Error> {
+    use super::target::Target;
+    let post = *ex.request().method() == http::Method::POST;
+    match target {
+        Target::File(p) if !post => create(svc, store, ex, p, complete).await,
+        Target::Root => create_in(svc, store, ex, None, complete).await,
+        Target::Dir(p) | Target::File(p) => create_in(svc, store, ex, Some(p), complete).await,
+    }
 }
 
 /// Whether a `POST` to a directory is a resumable upload creation: a valid `Upload-Complete`
@@ -340,8 +410,9 @@ pub(super) fn post_creation(ex: &Exchange<'_>) -> Option<bool> {
 /// upload): the file is `{dir}/{filename}`, the name taken from `Content-Disposition` (RFC
 /// 6266, `filename*` before `filename`, as the draft recommends with `inline`); then as
 /// [`create`]. No file name: 400, nothing created.
-pub(super) async fn create_in(
+pub(super) async fn create_in<S: ResumableStore>(
     svc: &Service,
+    store: &S,
     ex: &mut Exchange<'_>,
     dir: Option<StorePath>,
     complete: bool,
@@ -359,7 +430,7 @@ pub(super) async fn create_in(
         Err(e) => Err(e),
     };
     match path {
-        Ok(path) => create(svc, ex, path, complete).await,
+        Ok(path) => create(svc, store, ex, path, complete).await,
         Err(message) => reply::error(ex, Problem::BadRequest, message, &[]).await,
     }
 }
@@ -384,127 +455,152 @@ pub(super) async fn announce_offset(ex: &mut Exchange<'_>, offset: u64) -> Resul
 }
 
 /// `OPTIONS /files/...` or `OPTIONS *`: `Accept-Patch: application/partial-upload` and the
-/// limits, for clients that discover resumable uploads first (draft §4.1.4).
-pub(super) async fn options(svc: &Service, ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
+/// limits (`limit`: a new upload's `Upload-Limit`, [`new_limits`]; `None` without resumable
+/// uploads), for clients that discover resumable uploads first (draft §4.1.4).
+pub(super) async fn options(
+    ex: &mut Exchange<'_>,
+    limit: Option<String>,
+) -> Result<(), weir::Error> {
     let mut r = ex
         .respond(StatusCode::NO_CONTENT)
         .header("allow", "GET, HEAD, PUT, POST, DELETE, OPTIONS")
         .header("upload-draft-interop-version", INTEROP_VERSION);
-    if let Some(resumables) = svc.resumables.as_deref() {
+    if let Some(limit) = limit {
         r = r
             .header("accept-patch", "application/partial-upload")
-            .header("upload-limit", limits(svc, None, resumables));
-    }
-    #[cfg(feature = "s3")]
-    if let Some(ups) = &svc.remote_resumables {
-        // With `--store s3://`: the uploads kept in the bucket (`remote_resumable.rs`).
-        r = r
-            .header("accept-patch", "application/partial-upload")
-            .header(
-                "upload-limit",
-                limits_with_age(svc, ups.options().expiry.as_secs()),
-            );
+            .header("upload-limit", limit);
     }
     r.empty().await
 }
 
-/// Routes `/uploads/{id}`.
-pub(super) async fn serve(
+/// The `Upload-Limit` of a new upload in `store`, for [`options`].
+pub(super) fn new_limits<S: ResumableStore>(svc: &Service, store: &S) -> String {
+    limits(svc, store, None)
+}
+
+/// Routes `/uploads/{id}` to the uploads of `store`. `caller` has write access (checked
+/// before); one confined to a prefix is judged here on the upload's recorded target: locally
+/// before the method, an upload that cannot be read left to the route's own answers; in a
+/// bucket after it, such an upload a 404 (or the store's error) at once
+/// (`ResumableStore::JUDGES_CONFINED_FIRST`).
+pub(super) async fn serve<S: ResumableStore>(
     svc: &Service,
+    store: &S,
     ex: &mut Exchange<'_>,
     raw_id: &str,
+    caller: Caller<'_>,
 ) -> Result<(), weir::Error> {
-    let Some(resumables) = svc.resumables.as_deref() else {
-        return unavailable(ex).await;
-    };
-    let Some(id) = UploadId::parse(raw_id) else {
+    let Some(id) = store.parse_id(raw_id) else {
         return reply::error(ex, Problem::NotFound, "no such upload", &[]).await;
     };
-    match *ex.request().method() {
-        http::Method::HEAD => offset(svc, ex, resumables, id).await,
-        http::Method::PATCH => append(svc, ex, resumables, id).await,
-        http::Method::DELETE => match resumables.cancel(id) {
+    if !S::JUDGES_CONFINED_FIRST && !admitted(store, ex, &id, caller).await? {
+        return Ok(());
+    }
+    let method = ex.request().method().clone();
+    if !matches!(
+        method,
+        http::Method::HEAD | http::Method::PATCH | http::Method::DELETE
+    ) {
+        let allow = [("allow", "HEAD, PATCH, DELETE")];
+        let message = "method not allowed here";
+        return reply::error(ex, Problem::MethodNotAllowed, message, &allow).await;
+    }
+    if S::JUDGES_CONFINED_FIRST && !admitted(store, ex, &id, caller).await? {
+        return Ok(());
+    }
+    match method {
+        http::Method::HEAD => offset(svc, store, ex, &id).await,
+        http::Method::PATCH => append(svc, store, ex, &id).await,
+        _ => match store.cancel(&id).await {
             Ok(()) => {
                 ex.respond(StatusCode::NO_CONTENT)
                     .header("upload-draft-interop-version", INTEROP_VERSION)
                     .empty()
                     .await
             }
-            Err(e) => refused(ex, resumables, id, e).await,
+            Err(e) => refused(ex, store, &id, e).await,
         },
-        _ => {
-            let allow = [("allow", "HEAD, PATCH, DELETE")];
-            let message = "method not allowed here";
-            reply::error(ex, Problem::MethodNotAllowed, message, &allow).await
-        }
     }
 }
 
-/// The longest a `HEAD` waits for a running append to end (see [`offset`]).
-const HEAD_WAIT: Duration = Duration::from_secs(10);
-
-/// How often a waiting `HEAD` looks again.
-const HEAD_POLL: Duration = Duration::from_millis(5);
-
-/// Waits up to [`HEAD_WAIT`] for no append to run on `id`, so that its recorded offset is the
-/// one the next append must give: `false` when one still runs. Both offset retrievals (this
-/// route's `HEAD` and tus's) use it.
-pub(super) async fn settled(resumables: &Resumables, id: UploadId) -> bool {
-    let mut waited = Duration::ZERO;
-    while resumables.is_busy(id) {
-        if waited >= HEAD_WAIT {
-            return false;
-        }
-        tokio::time::sleep(HEAD_POLL).await;
-        waited += HEAD_POLL;
+/// A caller confined to a prefix judged on the upload's target: `false` when refused
+/// (answered). See [`serve`].
+async fn admitted<S: ResumableStore>(
+    store: &S,
+    ex: &mut Exchange<'_>,
+    id: &S::Id,
+    caller: Caller<'_>,
+) -> Result<bool, weir::Error> {
+    if !caller.confined() {
+        return Ok(true);
     }
-    true
+    let verdict = match store.state(id).await {
+        Ok(Some(s)) => caller.check(Access::Write, Some(s.target().as_str())),
+        Ok(None) | Err(_) if !S::JUDGES_CONFINED_FIRST => Verdict::Allowed,
+        Ok(None) => {
+            reply::error(ex, Problem::NotFound, "no such upload", &[]).await?;
+            return Ok(false);
+        }
+        Err(e) => {
+            reply::store_error(ex, &e).await?;
+            return Ok(false);
+        }
+    };
+    match verdict {
+        Verdict::Allowed => return Ok(true),
+        Verdict::Unauthorized => super::service::unauthorized(ex).await?,
+        Verdict::Forbidden => super::service::forbidden(ex).await?,
+    }
+    Ok(false)
 }
 
 /// `HEAD /uploads/{id}`: the offset, as recorded (durable).
 ///
 /// Draft §4.5: an offset the server sends must be accepted by the next append. While an append
-/// runs, the recorded offset is outdated (that append still adds bytes, and its lock would refuse
-/// a `PATCH`), so the answer waits for it to end: the draft's "simpler approach", one request at
-/// a time. A cut append ends as soon as the server sees its connection go; one that still looks
-/// alive after [`HEAD_WAIT`] gets a `503` with `Retry-After` (clients retry an offset retrieval
-/// on a 5xx), never an outdated offset.
-async fn offset(
+/// runs, the recorded offset is outdated (that append still adds bytes, and its lock or lease
+/// would refuse a `PATCH`), so the answer waits for it to end (`ResumableStore::settled_state`,
+/// as tus's `HEAD`): the draft's "simpler approach", one request at a time. A cut append ends
+/// as soon as the server sees its connection go (in a bucket, at the latest when its lease
+/// lapses); one that still holds the upload after `weir_store::SETTLE_WAIT` gets a `503` with
+/// `Retry-After` (clients retry an offset retrieval on a 5xx), never an outdated offset.
+async fn offset<S: ResumableStore>(
     svc: &Service,
+    store: &S,
     ex: &mut Exchange<'_>,
-    resumables: &Resumables,
-    id: UploadId,
+    id: &S::Id,
 ) -> Result<(), weir::Error> {
-    if !settled(resumables, id).await {
-        let message = "an append to this upload is still running";
-        let headers = [("retry-after", "1")];
-        return reply::error(ex, Problem::Unavailable, message, &headers).await;
-    }
-    let state = match resumables.state(id) {
-        Ok(Some(s)) => s,
-        Ok(None) => return reply::error(ex, Problem::NotFound, "no such upload", &[]).await,
-        Err(e) => return reply::store_error(ex, &e).await,
+    let state = match store.settled_state(id).await {
+        Ok(s) => s,
+        Err(ResumableError::Busy) => {
+            let message = "an append to this upload is still running";
+            let headers = [("retry-after", "1")];
+            return reply::error(ex, Problem::Unavailable, message, &headers).await;
+        }
+        Err(e) => return refused(ex, store, id, e).await,
     };
-    let limit = limits(svc, Some(&state), resumables);
+    let limit = limits(svc, store, Some(&state));
     let mut r = ex
         .respond(StatusCode::NO_CONTENT)
-        .header_display("upload-offset", state.offset)
-        .header("upload-complete", if state.complete { "?1" } else { "?0" })
+        .header_display("upload-offset", state.offset())
+        .header(
+            "upload-complete",
+            if state.complete() { "?1" } else { "?0" },
+        )
         .header("upload-limit", limit)
         .header("cache-control", "no-store")
         .header("upload-draft-interop-version", INTEROP_VERSION);
-    if let Some(len) = state.length {
+    if let Some(len) = state.length() {
         r = r.header_display("upload-length", len);
     }
     r.empty().await
 }
 
 /// `PATCH /uploads/{id}`.
-async fn append(
+async fn append<S: ResumableStore>(
     svc: &Service,
+    store: &S,
     ex: &mut Exchange<'_>,
-    resumables: &Resumables,
-    id: UploadId,
+    id: &S::Id,
 ) -> Result<(), weir::Error> {
     let partial = ex.request().header("content-type").is_some_and(|v| {
         let media = v.split(|&b| b == b';').next().unwrap_or_default();
@@ -526,22 +622,23 @@ async fn append(
                        digest of the whole upload) when creating it";
         return reply::error(ex, Problem::BadRequest, message, &[]).await;
     }
-    let state = match resumables.state(id) {
+    let state = match store.state(id).await {
         Ok(Some(s)) => s,
         Ok(None) => return reply::error(ex, Problem::NotFound, "no such upload", &[]).await,
         Err(e) => return reply::store_error(ex, &e).await,
     };
-    if state.complete {
-        return refused(ex, resumables, id, ResumableError::Completed).await;
+    if state.complete() {
+        return refused(ex, store, id, ResumableError::Completed).await;
     }
-    if claimed != state.offset {
+    // Judged again by the store as the append begins (under its lock or lease).
+    if !S::OFFSET_JUDGED_AT_APPEND && claimed != state.offset() {
         let mismatch = ResumableError::OffsetMismatch {
-            expected: state.offset,
+            expected: state.offset(),
             provided: claimed,
         };
-        return refused(ex, resumables, id, mismatch).await;
+        return refused(ex, store, id, mismatch).await;
     }
-    let length = match request_length(ex, complete, claimed, state.length) {
+    let length = match request_length(ex, complete, claimed, state.length()) {
         Ok(l) => l,
         Err((kind, message)) => {
             let none = serde_json::Value::Null;
@@ -549,34 +646,144 @@ async fn append(
         }
     };
     if let Err((kind, message)) = check_sizes(svc, ex, claimed, complete, length) {
-        let limit = limits(svc, Some(&state), resumables);
+        let limit = limits(svc, store, Some(&state));
         return reply::error(ex, kind, &message, &[("upload-limit", &limit)]).await;
     }
-    receive(svc, ex, resumables, id, claimed, complete, length, None).await
+    receive(svc, store, ex, id, (claimed, complete, length), None).await
 }
 
-/// Takes the upload's lock at `offset`, receives the body into it, and answers.
-#[allow(clippy::too_many_arguments)]
-async fn receive(
+/// Takes the upload's lock (or lease) at `offset`, receives the body into it, and answers:
+/// `at` is (`offset`, `complete`, the upload's length if known).
+async fn receive<S: ResumableStore>(
     svc: &Service,
+    store: &S,
     ex: &mut Exchange<'_>,
-    resumables: &Resumables,
-    id: UploadId,
-    offset: u64,
-    complete: bool,
-    length: Option<u64>,
+    id: &S::Id,
+    (offset, complete, length): (u64, bool, Option<u64>),
     location: Option<&str>,
 ) -> Result<(), weir::Error> {
-    let (mut appending, mut upload) = match resumables.append(id, offset, length) {
+    let mut appending = match store.append(id, offset, length).await {
         Ok(a) => a,
-        Err(e) => return refused(ex, resumables, id, e).await,
+        Err(e) => return refused(ex, store, id, e).await,
     };
+    let max = svc.options.max_upload;
+    // Where the body was hashed, when it went into the local store's file.
+    let mut counts = None;
+    let received = match appending.file() {
+        Some(file) => {
+            let mut hashed = WhereHashed::default();
+            let received = into_file(svc, ex, file, &mut hashed).await;
+            counts = Some(hashed);
+            received
+        }
+        None => loop {
+            match ex.read_body_chunk().await {
+                Ok(Some(chunk)) => {
+                    // Waits while the store is busy with earlier bytes: the backpressure.
+                    match appending.write(&chunk).await {
+                        Ok(Some(recorded)) => announce_offset(ex, recorded).await?,
+                        Ok(None) => {}
+                        Err(e) => {
+                            // Dropping the append releases it; the store keeps the last
+                            // recorded state, from which the client resumes.
+                            drop(appending);
+                            if matches!(e, StoreError::PreconditionFailed) {
+                                // Its lease was taken over (this node stalled past it) or
+                                // the upload was cancelled.
+                                return refused(ex, store, id, ResumableError::Busy).await;
+                            }
+                            return reply::store_error(ex, &e).await;
+                        }
+                    }
+                }
+                Ok(None) => break Ok(()),
+                Err(e) => break Err(BodyFailure::Body(e)),
+            }
+        },
+    };
+    if let Err(failure) = received {
+        // Keep and record what arrived: the client resumes from there.
+        if let Err(e) = appending.finish(false).await {
+            tracing::warn!(upload = %id, error = %e, "resumable upload: recording a cut append failed");
+        }
+        return failure.answer(ex, max).await;
+    }
+    if complete {
+        // The whole upload's digest as a trailer of this last request: checked at the
+        // completion, with the one given at creation, against the hash of every byte.
+        let trailer = trailer_digest(ex, offset, appending.state().expected_digest());
+        let trailer = trailer.and_then(|d| match d {
+            Some(d) => appending.expect_digest(d).map_err(|e| e.to_string()),
+            None => Ok(()),
+        });
+        if let Err(message) = trailer {
+            // Nothing is completed; what arrived is kept, as for a cut request.
+            if let Err(e) = appending.finish(false).await {
+                tracing::warn!(upload = %id, error = %e, "resumable upload: recording an append failed");
+            }
+            return reply::error(ex, Problem::BadRequest, &message, &[]).await;
+        }
+    }
+    if let Some(file) = appending.file() {
+        keep_media_type(&file.appending, &mut file.upload);
+    }
+    // The creating request's preconditions, judged again at the completion (under the local
+    // store's commit lock; in a bucket, atomically with the completion's write).
+    // ALLOCATION: the target and the condition, once per request on an upload.
+    let target = appending.state().target().clone();
+    let condition = appending.state().condition().to_vec();
+    let kept = |meta: Option<&FileMeta>| preconditions::kept_hold(&condition, meta);
+    let check: Option<VersionCheck<'_>> = if condition.is_empty() {
+        None
+    } else {
+        Some(&kept)
+    };
+    let end = appending.finish_checked(complete, check).await;
+    let stats = ex.body_stats();
+    let internals = upload::wants_internals(ex);
+    match end {
+        Ok(ResumableEnd::Incomplete(state)) => {
+            let limit = limits(svc, store, Some(&state));
+            let stats = internals.then(|| upload::body_stats_json(&stats));
+            answer_incomplete(ex, location, state.offset(), limit, stats).await
+        }
+        Ok(ResumableEnd::Completed(committed)) => {
+            svc.on_stored(target.as_str(), &committed);
+            let mut body = serde_json::json!({
+                "path": target.as_str(),
+                "size": committed.size,
+                "sha256": committed.sha256.map(|d| hex(&d)),
+                "replaced": committed.replaced,
+                "upload": format!("{PREFIX}{id}"),
+            });
+            if internals {
+                body["body"] = upload::body_stats_json(&stats);
+                if let Some(counts) = counts {
+                    // All 0 for a resumed upload whose hash state was not kept: hashed at
+                    // completion, by reading the file back.
+                    body["hashing"] = counts.json();
+                }
+            }
+            let etag = S::ETAG_AT_COMPLETION.then(|| preconditions::etag(&committed.stored));
+            answer_completed(ex, committed.replaced, body, etag).await
+        }
+        Err(e) => answer_append_failed(ex, e).await,
+    }
+}
+
+/// The body into the local store's file (its "local powers": `upload.rs`'s paths, hashing
+/// beside, checkpoints every `CHECKPOINT_BYTES` while it runs, each announced in a `104`).
+async fn into_file(
+    svc: &Service,
+    ex: &mut Exchange<'_>,
+    file: &mut LocalAppend,
+    counts: &mut WhereHashed,
+) -> Result<(), BodyFailure> {
     // Hashes as it writes, like a `PUT`: the first request, and a resumed one whose upload
     // kept its hash state with its offset (else completion reads the file back).
-    let hashing = upload.is_hashing();
-    let mut counts = WhereHashed::default();
-    let mut checkpoints = AppendCheckpoints::new(&mut appending, true);
-    let mut received = body(svc, ex, &mut upload, hashing, &mut counts, &mut checkpoints).await;
+    let hashing = file.upload.is_hashing();
+    let mut checkpoints = AppendCheckpoints::new(&mut file.appending, true);
+    let mut received = body(svc, ex, &mut file.upload, hashing, counts, &mut checkpoints).await;
     // The checkpoint out, if any, ends before the request records its end.
     match checkpoints.settle().await {
         Ok(Some(offset)) if received.is_ok() => {
@@ -587,66 +794,7 @@ async fn receive(
         Err(e) if received.is_ok() => received = Err(BodyFailure::Store(e)),
         _ => {}
     }
-    if let Err(failure) = received {
-        // Keep and record what arrived: the client resumes from there.
-        let kept = off_the_runtime(|| appending.finish(upload, false));
-        if let Err(e) = &kept {
-            tracing::warn!(upload = %id, error = %e, "resumable upload: checkpoint failed");
-        }
-        return failure.answer(ex, svc.options.max_upload).await;
-    }
-    if complete {
-        if let Err(message) = expect_trailer_digest(ex, offset, &appending, &mut upload) {
-            // Nothing is committed; what arrived is kept, as for a cut request.
-            let kept = off_the_runtime(|| appending.finish(upload, false));
-            if let Err(e) = &kept {
-                tracing::warn!(upload = %id, error = %e, "resumable upload: checkpoint failed");
-            }
-            return reply::error(ex, Problem::BadRequest, &message, &[]).await;
-        }
-    }
-    keep_media_type(&appending, &mut upload);
-    // The creating request's preconditions, judged again under the commit lock.
-    let condition = appending.state().condition.clone();
-    let end = off_the_runtime(|| {
-        let kept = |meta: Option<&FileMeta>| preconditions::kept_hold(&condition, meta);
-        let check: Option<VersionCheck<'_>> = if condition.is_empty() {
-            None
-        } else {
-            Some(&kept)
-        };
-        appending.finish_checked(upload, complete, check)
-    });
-    let stats = ex.body_stats();
-    let internals = upload::wants_internals(ex);
-    match end {
-        Ok(AppendEnd::Incomplete(state)) => {
-            let limit = limits(svc, Some(&state), resumables);
-            let stats = internals.then(|| upload::body_stats_json(&stats));
-            answer_incomplete(ex, location, state.offset, limit, stats).await
-        }
-        Ok(AppendEnd::Completed(committed)) => {
-            let target = resumables.state(id).ok().flatten().map(|s| s.target);
-            if let Some(target) = &target {
-                svc.on_stored(target.as_str(), &committed);
-            }
-            let mut body = serde_json::json!({
-                "path": target.as_ref().map(|t| t.as_str()),
-                "size": committed.size,
-                "sha256": committed.sha256.map(|d| hex(&d)),
-                "replaced": committed.replaced,
-                "upload": format!("{PREFIX}{id}"),
-            });
-            if internals {
-                body["body"] = upload::body_stats_json(&stats);
-                // All 0 for a resumed upload whose hash state was not kept: hashed at
-                // completion, by reading the file back.
-                body["hashing"] = counts.json();
-            }
-            answer_completed(ex, committed.replaced, body, None).await
-        }
-        Err(e) => answer_append_failed(ex, e).await,
-    }
+    received
 }
 
 /// Answers an append (or a creation's body) that left its upload incomplete, for both stores:
@@ -776,20 +924,21 @@ pub(super) async fn body(
 }
 
 /// Answers a refusal of the store's resumable layer.
-async fn refused(
+async fn refused<S: ResumableStore>(
     ex: &mut Exchange<'_>,
-    resumables: &Resumables,
-    id: UploadId,
+    store: &S,
+    id: &S::Id,
     e: ResumableError,
 ) -> Result<(), weir::Error> {
     match e {
         ResumableError::Unknown => reply::error(ex, Problem::NotFound, "no such upload", &[]).await,
         ResumableError::Busy => {
-            let offset = resumables
+            let offset = store
                 .state(id)
+                .await
                 .ok()
                 .flatten()
-                .map_or(0, |s| s.offset)
+                .map_or(0, |s| s.offset())
                 .to_string();
             let message = "another request is appending to this upload";
             let headers = [("upload-offset", offset.as_str())];

@@ -10,7 +10,7 @@
 //! | `PUT /files/{dir}/` without a body | create the folder (and its parents): `201`, `200` if there |
 //! | `DELETE /files/{path}` | `204`, `404` if absent, `412` if a precondition fails |
 //! | `DELETE /files/{dir}/` | delete the folder if it is empty: `204`, `409` if not (or a file), `404` if absent |
-//! | `PUT /files/{path}` or `POST /files/{dir}/` with `Upload-Complete`, `HEAD`/`PATCH`/`DELETE /uploads/{id}` | resumable uploads (`resumable.rs`; `remote_resumable.rs` with `--store s3://`) |
+//! | `PUT /files/{path}` or `POST /files/{dir}/` with `Upload-Complete`, `HEAD`/`PATCH`/`DELETE /uploads/{id}` | resumable uploads (`resumable.rs`, with either store) |
 //! | `OPTIONS`/`POST /tus/`, `HEAD`/`PATCH`/`DELETE /tus/{id}` | the same uploads over tus 1.0.0 (`tus.rs`, with either store) |
 //! | `GET /`, `/assets/...`, a folder's URL asked for as HTML | the browser page (`page.rs`) |
 //! | `OPTIONS` preflight from a `--cors-origin` | `204` with the allowed methods and fields (`cors.rs`) |
@@ -49,6 +49,31 @@ use http::{Method, StatusCode};
 use std::sync::Arc;
 use weir::{Exchange, http};
 use weir_store::{Committed, LocalStore, Resumables, StoreError, Upload};
+
+/// The resumable uploads a service has ([`Service::uploads`]): the routes over them
+/// (`resumable.rs`, `tus.rs`) are generic over `weir_store::ResumableStore`, instantiated here.
+pub(super) enum Uploads<'a> {
+    /// The local store's.
+    Local(&'a Resumables),
+    /// The bucket's, with `--store s3://`.
+    #[cfg(feature = "s3")]
+    S3(&'a weir_store::S3Resumables),
+    /// None: not enabled locally, or `--store s3://` without them.
+    Off,
+}
+
+/// `$body` with `$store` bound to whichever resumable uploads `$svc` has (static dispatch: one
+/// instance per store), else `$off`.
+macro_rules! with_uploads {
+    ($svc:expr, $store:ident => $body:expr, off => $off:expr) => {
+        match $svc.uploads() {
+            Uploads::Local($store) => $body,
+            #[cfg(feature = "s3")]
+            Uploads::S3($store) => $body,
+            Uploads::Off => $off,
+        }
+    };
+}
 
 /// What the service is configured to do.
 #[derive(Clone, Debug)]
@@ -98,7 +123,7 @@ pub struct Service {
     /// `--store s3://`: `/files/` is served from this store instead (`remote.rs`).
     #[cfg(feature = "s3")]
     pub(super) remote: Option<Arc<weir_store::S3Store>>,
-    /// With `remote`: resumable uploads kept in the bucket (`remote_resumable.rs`).
+    /// With `remote`: resumable uploads kept in the bucket (`resumable.rs`, `tus.rs`).
     #[cfg(feature = "s3")]
     pub(super) remote_resumables: Option<weir_store::S3Resumables>,
 }
@@ -142,6 +167,22 @@ impl Service {
         self.resumables = Some(resumables);
         self.resumable_options = options;
         Ok(self)
+    }
+
+    /// The resumable uploads this service has: the bucket's with `--store s3://`, else the
+    /// local store's.
+    pub(super) fn uploads(&self) -> Uploads<'_> {
+        #[cfg(feature = "s3")]
+        if self.remote.is_some() {
+            return match &self.remote_resumables {
+                Some(ups) => Uploads::S3(ups),
+                None => Uploads::Off,
+            };
+        }
+        match self.resumables.as_deref() {
+            Some(r) => Uploads::Local(r),
+            None => Uploads::Off,
+        }
     }
 
     /// Lets pages of these origins use the service (`cors.rs`).
@@ -225,34 +266,17 @@ impl Service {
             return self.route_tus(ex).await;
         }
         #[cfg(feature = "s3")]
-        if let (Some(ups), Some(id)) = (
-            &self.remote_resumables,
-            path.strip_prefix(resumable::PREFIX),
-        ) {
-            let caller = match super::auth::authorization(ex.request()) {
-                Ok(a) => auth.caller(a, Access::Write),
-                Err(message) => {
-                    return reply::error(ex, Problem::BadRequest, message, &[]).await;
-                }
-            };
-            // The write scope here; a prefix token's upload target once its manifest is read.
-            match caller.check(Access::Write, None) {
-                Verdict::Allowed => {}
-                Verdict::Unauthorized => return unauthorized(ex).await,
-                Verdict::Forbidden => return forbidden(ex).await,
-            }
-            let mut copy = [0; 64];
-            let id = detach(id, &mut copy);
-            return super::remote_resumable::serve(self, ups, ex, &id, caller).await;
-        }
-        #[cfg(feature = "s3")]
-        if self.remote.is_some() && path.starts_with(resumable::PREFIX) {
+        if self.remote.is_some()
+            && self.remote_resumables.is_none()
+            && path.starts_with(resumable::PREFIX)
+        {
             return super::remote::not_implemented(ex, "a resumable upload").await;
         }
         // Discovery of resumable uploads (draft §4.1.4): every `/files/` resource takes them.
         if *ex.request().method() == Method::OPTIONS && (path == "*" || path.starts_with("/files/"))
         {
-            return resumable::options(self, ex).await;
+            let limit = with_uploads!(self, s => Some(resumable::new_limits(self, s)), off => None);
+            return resumable::options(ex, limit).await;
         }
         if let Some(id) = path.strip_prefix(resumable::PREFIX) {
             let caller = match super::auth::authorization(ex.request()) {
@@ -261,16 +285,20 @@ impl Service {
                     return reply::error(ex, Problem::BadRequest, message, &[]).await;
                 }
             };
-            // An upload resource is written to, whatever the method: the write scope, and for
-            // a prefix token the upload's target within its prefix.
-            match self.upload_verdict(caller, id) {
+            // An upload resource is written to, whatever the method: the write scope here,
+            // and for a prefix token the upload's target (`resumable.rs`, once it is read).
+            match caller.check(Access::Write, None) {
                 Verdict::Allowed => {}
                 Verdict::Unauthorized => return unauthorized(ex).await,
                 Verdict::Forbidden => return forbidden(ex).await,
             }
             let mut copy = [0; 64];
             let id = detach(id, &mut copy);
-            return resumable::serve(self, ex, &id).await;
+            return with_uploads!(
+                self,
+                s => resumable::serve(self, s, ex, &id, caller).await,
+                off => resumable::unavailable(self, ex).await
+            );
         }
         let Some(raw) = path.strip_prefix("/files/") else {
             if path == "/files" {
@@ -353,6 +381,19 @@ impl Service {
             }
         }
         let method = ex.request().method().clone();
+        // A resumable upload's creation, with either store.
+        let creation = match (&method, &target) {
+            (&Method::PUT, Target::File(_)) => resumable::upload_complete(ex),
+            (&Method::POST, _) => resumable::post_creation(ex),
+            _ => None,
+        };
+        if let Some(complete) = creation {
+            return with_uploads!(
+                self,
+                s => resumable::create_at(self, s, ex, target, complete).await,
+                off => resumable::unavailable(self, ex).await
+            );
+        }
         #[cfg(feature = "s3")]
         if let Some(remote) = &self.remote {
             return super::remote::serve(self, &**remote, ex, method, target).await;
@@ -364,19 +405,13 @@ impl Service {
                 listing::serve(self, ex, Some(&p)).await
             }
             (Method::PUT, Target::Dir(p)) => create_folder(self, ex, &p).await,
-            (Method::PUT, Target::File(p)) => match resumable::upload_complete(ex) {
-                Some(complete) => resumable::create(self, ex, p, complete).await,
-                None => upload::put(self, ex, p).await,
-            },
+            (Method::PUT, Target::File(p)) => upload::put(self, ex, p).await,
             (Method::POST, target) => {
                 let dir = match target {
                     Target::Root => None,
                     Target::Dir(p) | Target::File(p) => Some(p),
                 };
-                match resumable::post_creation(ex) {
-                    Some(complete) => resumable::create_in(self, ex, dir, complete).await,
-                    None => form::post(self, ex, dir).await,
-                }
+                form::post(self, ex, dir).await
             }
             (Method::DELETE, Target::File(p)) => {
                 let head = ex.request();
@@ -431,14 +466,11 @@ impl Service {
         let path = ex.request().path();
         let rest = detach(path.get(tus::PREFIX.len()..).unwrap_or(""), &mut copy);
         let verdict = caller.check(Access::Write, None);
-        #[cfg(feature = "s3")]
-        if let Some(ups) = &self.remote_resumables {
-            return tus::serve(self, ups, ex, &rest, caller, verdict).await;
-        }
-        match self.resumables.as_deref() {
-            Some(resumables) => tus::serve(self, resumables, ex, &rest, caller, verdict).await,
-            None => tus::unavailable(self, ex, verdict).await,
-        }
+        with_uploads!(
+            self,
+            s => tus::serve(self, s, ex, &rest, caller, verdict).await,
+            off => tus::unavailable(self, ex, verdict).await
+        )
     }
 }
 
@@ -497,27 +529,6 @@ pub(super) async fn folder_deleted(
             ex.respond(StatusCode::NO_CONTENT).empty().await
         }
         Err(e) => reply::store_error(ex, &e).await,
-    }
-}
-
-impl Service {
-    /// Judges a write to the resumable upload `raw_id` (`/uploads/{id}`). A caller confined to a prefix is
-    /// judged on the upload's recorded target, so it may append to (or look at, or cancel)
-    /// only uploads into its prefix, whichever token created them; an id that names no upload
-    /// goes on to the route's 404.
-    pub(super) fn upload_verdict(&self, caller: super::auth::Caller<'_>, raw_id: &str) -> Verdict {
-        let verdict = caller.check(Access::Write, None);
-        if verdict != Verdict::Allowed || !caller.confined() || raw_id.is_empty() {
-            return verdict;
-        }
-        let target = self.resumables.as_deref().and_then(|r| {
-            let id = weir_store::UploadId::parse(raw_id)?;
-            r.state(id).ok().flatten().map(|s| s.target)
-        });
-        match target {
-            Some(target) => caller.check(Access::Write, Some(target.as_str())),
-            None => Verdict::Allowed,
-        }
     }
 }
 

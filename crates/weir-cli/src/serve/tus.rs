@@ -1,5 +1,5 @@
 //! tus 1.0.0 (<https://tus.io/protocols/resumable-upload>): a second protocol face on the
-//! resumable uploads the IETF draft's route serves (`resumable.rs`, `remote_resumable.rs`):
+//! resumable uploads the IETF draft's route serves (`resumable.rs`):
 //! the same state, the same body paths, the same completion (the store's commit, with the
 //! SHA-256 of the whole file); only the fields differ.
 //!

@@ -3,12 +3,12 @@
 //! `Content-Digest` of part of an upload cannot be checked: refused). In the head of the
 //! creation ([`expected_digest`], kept in the upload's record), or as a trailer of the request
 //! that completes it ([`trailer_digest`]: the one reading of the trailer for both stores,
-//! `remote_resumable.rs`), so a client can hash while it sends (`weir put`); a trailer that
+//! `ResumableAppend::expect_digest`), so a client can hash while it sends (`weir put`); a trailer that
 //! disagrees with the digest the creation gave is refused (400). Announced at creation
 //! (`Trailer:`, [`announces_trailer_digest`]), it makes the creation hash while receiving.
 
 use weir::Exchange;
-use weir_store::{Appending, ContentDigest, Upload};
+use weir_store::ContentDigest;
 
 /// The `Repr-Digest` (or, for a request with the whole representation, `Content-Digest`)
 /// to verify at completion, as its header text.
@@ -55,7 +55,7 @@ pub(in crate::serve) fn announces_trailer_digest(ex: &Exchange<'_>) -> bool {
 /// for the completion to verify (a mismatch: nothing stored, the upload removed), so a client
 /// can hash while sending instead of before. `Ok(None)`: none. `Err` (answer 400) when
 /// malformed, or when it disagrees with the digest the creation gave (`kept`, as its header
-/// value). The one reading of the trailer for both stores (`remote_resumable.rs`).
+/// value).
 pub(in crate::serve) fn trailer_digest(
     ex: &Exchange<'_>,
     offset: u64,
@@ -93,18 +93,4 @@ pub(in crate::serve) fn trailer_digest(
         }
     }
     Ok(Some(digest))
-}
-
-/// [`trailer_digest`] for the local store: handed to the upload, which verifies it at commit.
-pub(super) fn expect_trailer_digest(
-    ex: &Exchange<'_>,
-    offset: u64,
-    appending: &Appending,
-    upload: &mut Upload,
-) -> Result<(), String> {
-    let kept = appending.state().expected_digest.as_deref();
-    match trailer_digest(ex, offset, kept)? {
-        Some(digest) => upload.expect_digest(digest).map_err(|e| e.to_string()),
-        None => Ok(()),
-    }
 }
