@@ -108,10 +108,7 @@ pub(super) async fn serve<S: ResumableStore>(
     caller: Caller<'_>,
     verdict: Verdict,
 ) -> Result<(), weir::Error> {
-    if *ex.request().method() == http::Method::OPTIONS {
-        return options(svc, ex).await;
-    }
-    if !admitted(ex, verdict).await? {
+    if !opening(svc, ex, verdict).await? {
         return Ok(());
     }
     let method = ex.request().method().clone();
@@ -153,6 +150,20 @@ pub(super) async fn serve<S: ResumableStore>(
     }
 }
 
+/// What every `/tus/` request meets first: `OPTIONS` answered, then the caller's admission.
+/// `Ok(true)` when the request goes on to its route.
+async fn opening(
+    svc: &Service,
+    ex: &mut Exchange<'_>,
+    verdict: Verdict,
+) -> Result<bool, weir::Error> {
+    if *ex.request().method() == http::Method::OPTIONS {
+        options(svc, ex).await?;
+        return Ok(false);
+    }
+    admitted(ex, verdict).await
+}
+
 /// `/tus/` on a server without resumable uploads: `OPTIONS` answered, every other request
 /// checked as [`serve`] checks it, then `503`.
 pub(super) async fn unavailable(
@@ -160,10 +171,7 @@ pub(super) async fn unavailable(
     ex: &mut Exchange<'_>,
     verdict: Verdict,
 ) -> Result<(), weir::Error> {
-    if *ex.request().method() == http::Method::OPTIONS {
-        return options(svc, ex).await;
-    }
-    if !admitted(ex, verdict).await? {
+    if !opening(svc, ex, verdict).await? {
         return Ok(());
     }
     let message = "resumable uploads are not available on this server";

@@ -408,17 +408,15 @@ fn a_receiver_trickling_its_answer_is_cut_at_the_timeout_of_the_attempt() {
         "--hook-attempts",
         "1",
     ]);
-    let started = std::time::Instant::now();
     for i in 0..TRICKLED {
         let put = format!("PUT /files/t{i} HTTP/1.1");
         assert_eq!(s.request(&put, b"x").status, 201);
     }
-    // Every trickled attempt ends as timed out, and the workers go on to the next event.
+    // Every trickled attempt ends as timed out (counted: a timeout per read never fired while
+    // the receiver trickled), and the workers go on to the next event.
     wait_for("the trickled attempts to time out", || {
         count(&s, TIMEOUT) == TRICKLED as f64
     });
-    // A generous bound: each attempt is 1 s, four workers (the wait above allows 30 s).
-    assert!(started.elapsed() < std::time::Duration::from_secs(15));
     assert_eq!(s.request("PUT /files/next HTTP/1.1", b"x").status, 201);
     wait_for("the next event to be delivered", || count(&s, OK) == 1.0);
     assert_eq!(*bodies.lock().unwrap(), TRICKLED + 1);
