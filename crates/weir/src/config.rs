@@ -218,8 +218,18 @@ pub struct Http2Config {
     /// unread, so the pause threshold's bound holds per connection too, not only per request.
     /// `None` (the default): four times the pause threshold (at most 2 GiB − 1). Streams not
     /// yet read hold only `initial_stream_window` each of it, so a few handlers that wait do not
-    /// stop the others; many that wait can (until they read).
+    /// stop the others; many that wait can (until they read). Beyond its first 65,535 bytes a
+    /// connection's window comes from `total_connection_window`, shared by all connections.
     pub connection_window: Option<u32>,
+    /// The most all HTTP/2 connections' windows together may hold beyond the 65,535 bytes each
+    /// connection's window starts at (which HTTP/2 does not let a server lower), so that all
+    /// connections together buffer at most this plus 64 KiB each, however many clients send
+    /// and however long their handlers wait. A connection takes its window from this budget
+    /// when it starts, as much as is left, more as other connections give theirs back (at its
+    /// next turn), and returns it when it ends; a connection that got none still works, one
+    /// 64 KiB window per round trip. `None` (the default): 64 connection windows (256 MiB with
+    /// the default pause threshold).
+    pub total_connection_window: Option<u64>,
     /// Adapt the stream window to the connection's bandwidth-delay product, measured with
     /// PING round trips (as hyper's adaptive window does): when a stream's window is smaller
     /// than what the path can carry in one round trip, the window of the connection's streams
@@ -249,6 +259,7 @@ impl Default for Http2Config {
             max_header_list_size: 32 * 1024,
             initial_stream_window: 64 * 1024,
             connection_window: None,
+            total_connection_window: None,
             adaptive_window: false,
             max_window: 16 * 1024 * 1024,
             control_frame_budget: 10_000,
@@ -321,6 +332,9 @@ const MAX_WINDOW: u64 = (1 << 31) - 1;
 /// How many pause thresholds a connection's window holds by default.
 const CONNECTION_WINDOW_STREAMS: u64 = 4;
 
+/// How many connection windows all HTTP/2 connections together hold by default.
+const TOTAL_CONNECTION_WINDOWS: u64 = 64;
+
 /// The HTTP/2 receive windows of a connection ([`Config::http2_windows`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -340,6 +354,13 @@ impl Http2Config {
         let derived = u64::from(stream) * CONNECTION_WINDOW_STREAMS;
         let window = self.connection_window.map_or(derived, u64::from);
         window.clamp(65_535, MAX_WINDOW) as u32
+    }
+
+    /// The budget all connections' windows share beyond their first 65,535 bytes: as
+    /// configured, else [`TOTAL_CONNECTION_WINDOWS`] windows of `connection` bytes.
+    pub(crate) fn total_connection_window_for(&self, connection: u32) -> u64 {
+        self.total_connection_window
+            .unwrap_or(u64::from(connection) * TOTAL_CONNECTION_WINDOWS)
     }
 }
 
@@ -407,6 +428,7 @@ setters!(Http2Config {
     with_max_header_list_size => max_header_list_size: u32,
     with_initial_stream_window => initial_stream_window: u32,
     with_connection_window => connection_window: Option<u32>,
+    with_total_connection_window => total_connection_window: Option<u64>,
     with_adaptive_window => adaptive_window: bool,
     with_max_window => max_window: u32,
     with_control_frame_budget => control_frame_budget: u32,

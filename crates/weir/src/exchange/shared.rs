@@ -16,11 +16,22 @@ pub(crate) struct Shared {
     /// Set once shutdown starts: responses written from then on announce `Connection: close`.
     /// (The watch channel wakes waiting connections; this flag is the cheap check per response.)
     shutting_down: AtomicBool,
+    /// The connection window HTTP/2 connections share (`Http2Config::total_connection_window`).
+    #[cfg(feature = "http2")]
+    pub(crate) h2_window_budget: std::sync::Arc<crate::h2::WindowBudget>,
 }
 
 impl Shared {
     pub(crate) fn new(config: Config) -> Self {
+        #[cfg(feature = "http2")]
+        let h2_window_budget = {
+            let connection = config.http2_windows().connection;
+            let total = config.http2.total_connection_window_for(connection);
+            std::sync::Arc::new(crate::h2::WindowBudget::new(total))
+        };
         Self {
+            #[cfg(feature = "http2")]
+            h2_window_budget,
             buffers: BufferPool::new(config.read_buffer_size),
             config,
             stats: Stats::default(),

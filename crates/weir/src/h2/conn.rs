@@ -19,6 +19,7 @@ use super::io::{H2Io, linger_close};
 use super::meter::MeterReport;
 use super::refused::Refusals;
 use super::stream::H2Stream;
+use super::window_budget::ConnectionWindow;
 use crate::Handler;
 use crate::exchange::{Exchange, Shared};
 use crate::stats::BufferedGauge;
@@ -90,9 +91,14 @@ async fn drive<H: Handler>(
     let windows = config.http2_windows();
     let max_streams = h2_config.max_concurrent_streams.max(1);
     let mut builder = h2::server::Builder::new();
+    // The connection window beyond HTTP/2's first 65,535 bytes comes from the server's
+    // budget: as much as is left now (announced with the SETTINGS, so that a client sees it
+    // before its first DATA), more later while it has streams.
+    let mut window = ConnectionWindow::idle(shared.h2_window_budget.clone(), windows.connection);
+    window.top_up();
     builder
         .initial_window_size(windows.initial_stream)
-        .initial_connection_window_size(windows.connection)
+        .initial_connection_window_size(window.size())
         .max_frame_size(h2_config.max_frame_size.clamp(16_384, 16_777_215))
         .max_header_list_size(h2_config.max_header_list_size)
         .max_concurrent_streams(max_streams);
@@ -152,7 +158,7 @@ async fn drive<H: Handler>(
             event = poll_fn(|cx| {
                 let event = poll_connection(
                     cx, &mut conn, &mut tasks, max_streams, &report, &mut adaptive, &mut stopped,
-                    h2_config,
+                    &mut window, h2_config,
                 );
                 let seen = conn.recv_accounting();
                 gauge.set_held(seen.unreleased as usize, seen.streams_full > 0, &shared.stats);
@@ -232,6 +238,7 @@ fn poll_connection(
     report: &MeterReport,
     adaptive: &mut Option<Adaptive>,
     stopped: &mut bool,
+    window: &mut ConnectionWindow,
     config: &crate::Http2Config,
 ) -> Poll<Event> {
     if let Some(verdict) = report.verdict().filter(|_| !*stopped) {
@@ -247,7 +254,12 @@ fn poll_connection(
         }
     }
     if let Some(adaptive) = adaptive {
-        adapt_window(cx, conn, adaptive, report, config);
+        adapt_window(cx, conn, adaptive, report, window, config);
+    }
+    if !tasks.is_empty() {
+        if let Some(size) = window.top_up() {
+            conn.set_target_window_size(size);
+        }
     }
     if tasks.len() < max_streams as usize {
         match conn.poll_accept(cx) {
@@ -272,6 +284,7 @@ fn adapt_window(
     conn: &mut Connection<H2Io<'_>, Bytes>,
     adaptive: &mut Adaptive,
     report: &MeterReport,
+    window: &mut ConnectionWindow,
     config: &crate::Http2Config,
 ) {
     let now = Instant::now();
@@ -291,6 +304,8 @@ fn adapt_window(
     if wanted != adaptive.applied && conn.set_initial_window_size(wanted).is_ok() {
         tracing::debug!(window = wanted, "HTTP/2 adaptive window grew");
         adaptive.applied = wanted;
-        conn.set_target_window_size(config.connection_window_for(wanted));
+        if let Some(size) = window.want(config.connection_window_for(wanted)) {
+            conn.set_target_window_size(size);
+        }
     }
 }

@@ -5,6 +5,7 @@
 //! - `meter`: frame boundaries before h2 parses them: byte count and flood budget (RFC 9113's
 //!   error codes are weir-h2's: crates/weir-h2/WEIR-PATCHES.md);
 //! - `bdp`: the adaptive stream window;
+//! - `window_budget`: the connection windows of all connections share one budget;
 //! - `stream`: a stream as the exchange's HTTP/2 `Backend` (request head, finishing);
 //! - `error`: what an h2 stream error means to a handler;
 //! - `validate`: the request-head checks h2 does not make (malformed requests are reset);
@@ -27,10 +28,12 @@ mod response;
 mod reuse;
 mod stream;
 mod validate;
+mod window_budget;
 
 pub(crate) use conn::serve_h2;
 pub(crate) use meter::PREFACE;
 pub(crate) use stream::H2Stream;
+pub(crate) use window_budget::WindowBudget;
 
 use crate::transport::Stream;
 use tokio::sync::watch;
