@@ -95,7 +95,7 @@ impl ChecksumAlgorithm {
     }
 
     /// The value's length in bytes.
-    pub fn len(self) -> usize {
+    pub fn value_len(self) -> usize {
         match self {
             ChecksumAlgorithm::Crc32 | ChecksumAlgorithm::Crc32c => 4,
             ChecksumAlgorithm::Crc64Nvme => 8,
@@ -142,7 +142,7 @@ pub const MAX_BASE64_LEN: usize = 44;
 impl ChecksumValue {
     /// A value from its bytes; `None` if the length is not the algorithm's.
     pub fn from_bytes(algorithm: ChecksumAlgorithm, bytes: &[u8]) -> Option<Self> {
-        if bytes.len() != algorithm.len() {
+        if bytes.len() != algorithm.value_len() {
             return None;
         }
         let mut value = ChecksumValue {
@@ -179,7 +179,7 @@ impl ChecksumValue {
 
     /// The raw value.
     pub fn as_bytes(&self) -> &[u8] {
-        &self.bytes[..self.algorithm.len()]
+        &self.bytes[..self.algorithm.value_len()]
     }
 
     /// The value as a CRC integer (CRC algorithms only).
@@ -194,7 +194,7 @@ impl ChecksumValue {
 
     fn from_crc(algorithm: ChecksumAlgorithm, crc: u64) -> Self {
         let bytes = crc.to_be_bytes();
-        let len = algorithm.len();
+        let len = algorithm.value_len();
         Self::from_bytes(algorithm, &bytes[8 - len..]).expect("CRC lengths are 4 or 8")
     }
 

@@ -35,11 +35,17 @@ struct Vectors {
 
 fn b64(v: &Value) -> Vec<u8> {
     use base64::Engine as _;
-    base64::engine::general_purpose::STANDARD.decode(v.as_str().unwrap()).unwrap()
+    base64::engine::general_purpose::STANDARD
+        .decode(v.as_str().unwrap())
+        .unwrap()
 }
 
 fn load() -> Vectors {
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/vectors/botocore.json")).unwrap();
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/vectors/botocore.json"
+    ))
+    .unwrap();
     let json: Value = serde_json::from_str(&text).unwrap();
     let s = |v: &Value| v.as_str().unwrap().to_owned();
     let cases = json["cases"]
@@ -52,7 +58,12 @@ fn load() -> Vectors {
             method: s(&c["method"]),
             path: s(&c["path"]),
             query: s(&c["query"]),
-            headers: c["headers"].as_array().unwrap().iter().map(|h| (s(&h[0]), s(&h[1]))).collect(),
+            headers: c["headers"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|h| (s(&h[0]), s(&h[1])))
+                .collect(),
             body: b64(&c["body_b64"]),
             decoded: c.get("decoded_b64").map(b64),
             mutate_body: c["mutate_body"].as_bool().unwrap(),
@@ -68,19 +79,49 @@ fn load() -> Vectors {
 }
 
 /// What the front end does with a request: verify, then check or decode the body.
-fn accept(case: &Case, headers: &HeaderMap, body: &[u8], keys: &[(&str, &str)], now: SystemTime) -> Result<(), S3Error> {
+fn accept(
+    case: &Case,
+    headers: &HeaderMap,
+    body: &[u8],
+    keys: &[(&str, &str)],
+    now: SystemTime,
+) -> Result<(), S3Error> {
     let method = Method::from_bytes(case.method.as_bytes()).unwrap();
-    let request = Request { method: &method, path: &case.path, query: &case.query, headers };
-    let store = |id: &str| {
-        keys.iter().find(|(k, _)| *k == id).map(|(_, secret)| Credential { secret_access_key: secret.to_string(), scope: id.len() })
+    let request = Request {
+        method: &method,
+        path: &case.path,
+        query: &case.query,
+        headers,
     };
-    let verified = sigv4::verify(&request, &store, &VerifyConfig { region: Some("us-east-1".into()), ..VerifyConfig::default() }, now)?;
-    assert_eq!(verified.scope, verified.access_key_id.len(), "the store's scope object comes back");
+    let store = |id: &str| {
+        keys.iter()
+            .find(|(k, _)| *k == id)
+            .map(|(_, secret)| Credential {
+                secret_access_key: secret.to_string(),
+                scope: id.len(),
+            })
+    };
+    let verified = sigv4::verify(
+        &request,
+        &store,
+        &VerifyConfig {
+            region: Some("us-east-1".into()),
+            ..VerifyConfig::default()
+        },
+        now,
+    )?;
+    assert_eq!(
+        verified.scope,
+        verified.access_key_id.len(),
+        "the store's scope object comes back"
+    );
     match verified.payload {
         Payload::Sha256(_) => verified.payload.check_sha256(&Sha256::digest(body).into()),
         Payload::Unsigned => Ok(()),
         Payload::Streaming(_) => {
-            let mut decoder = verified.chunked_decoder().expect("a streaming payload has a decoder");
+            let mut decoder = verified
+                .chunked_decoder()
+                .expect("a streaming payload has a decoder");
             let mut decoded = Vec::new();
             let mut pos = 0;
             let trailers = loop {
@@ -93,7 +134,12 @@ fn accept(case: &Case, headers: &HeaderMap, body: &[u8], keys: &[(&str, &str)], 
                         }
                     }
                     Event::End(trailers) => {
-                        assert_eq!(pos + used, body.len(), "{}: the body ends where the framing says", case.name);
+                        assert_eq!(
+                            pos + used,
+                            body.len(),
+                            "{}: the body ends where the framing says",
+                            case.name
+                        );
                         break trailers;
                     }
                 }
@@ -102,7 +148,12 @@ fn accept(case: &Case, headers: &HeaderMap, body: &[u8], keys: &[(&str, &str)], 
             if let Some(claimed) = trailers.checksum {
                 Checksum::of(claimed.algorithm(), &decoded).check(&claimed)?;
             }
-            assert_eq!(Some(&decoded), case.decoded.as_ref(), "{}: decoded body", case.name);
+            assert_eq!(
+                Some(&decoded),
+                case.decoded.as_ref(),
+                "{}: decoded body",
+                case.name
+            );
             Ok(())
         }
     }
@@ -110,18 +161,37 @@ fn accept(case: &Case, headers: &HeaderMap, body: &[u8], keys: &[(&str, &str)], 
 
 fn headers_of(case: &Case) -> HeaderMap {
     let mut map = HeaderMap::new();
-    map.insert(http::header::HOST, HeaderValue::from_str(&case.host).unwrap());
+    map.insert(
+        http::header::HOST,
+        HeaderValue::from_str(&case.host).unwrap(),
+    );
     for (name, value) in &case.headers {
-        map.append(HeaderName::from_bytes(name.as_bytes()).unwrap(), HeaderValue::from_str(value).unwrap());
+        map.append(
+            HeaderName::from_bytes(name.as_bytes()).unwrap(),
+            HeaderValue::from_str(value).unwrap(),
+        );
     }
     map
 }
 
 fn signed_headers(case: &Case, headers: &HeaderMap) -> Vec<String> {
     let list = match headers.get("authorization") {
-        Some(auth) => auth.to_str().unwrap().split("SignedHeaders=").nth(1).unwrap().split(',').next().unwrap().to_owned(),
+        Some(auth) => auth
+            .to_str()
+            .unwrap()
+            .split("SignedHeaders=")
+            .nth(1)
+            .unwrap()
+            .split(',')
+            .next()
+            .unwrap()
+            .to_owned(),
         None => {
-            let raw = case.query.split('&').find_map(|p| p.strip_prefix("X-Amz-SignedHeaders=")).unwrap();
+            let raw = case
+                .query
+                .split('&')
+                .find_map(|p| p.strip_prefix("X-Amz-SignedHeaders="))
+                .unwrap();
             raw.replace("%3B", ";")
         }
     };
@@ -132,7 +202,15 @@ fn signed_headers(case: &Case, headers: &HeaderMap) -> Vec<String> {
 fn mutate(value: &str) -> String {
     let mut chars: Vec<char> = value.chars().collect();
     match chars.last_mut() {
-        Some(c) => *c = if *c == 'Z' { 'Y' } else if c.is_ascii_digit() { if *c == '9' { '8' } else { '9' } } else { 'Z' },
+        Some(c) => {
+            *c = if *c == 'Z' {
+                'Y'
+            } else if c.is_ascii_digit() {
+                if *c == '9' { '8' } else { '9' }
+            } else {
+                'Z'
+            }
+        }
         None => chars.push('Z'),
     }
     chars.into_iter().collect()
@@ -150,7 +228,14 @@ fn every_vector_verifies() {
     }
 }
 
-fn refused(case: &Case, headers: &HeaderMap, body: &[u8], keys: &[(&str, &str)], now: SystemTime, what: &str) {
+fn refused(
+    case: &Case,
+    headers: &HeaderMap,
+    body: &[u8],
+    keys: &[(&str, &str)],
+    now: SystemTime,
+    what: &str,
+) {
     let result = accept(case, headers, body, keys, now);
     assert!(result.is_err(), "{}: accepted with {what}", case.name);
 }
@@ -166,28 +251,62 @@ fn every_mutation_is_refused() {
         for name in signed_headers(case, &headers) {
             let mut changed = headers.clone();
             let value = headers.get(&name).unwrap().to_str().unwrap();
-            changed.insert(HeaderName::from_bytes(name.as_bytes()).unwrap(), HeaderValue::from_str(&mutate(value)).unwrap());
-            refused(case, &changed, &case.body, &keys, now, &format!("header {name} changed"));
+            changed.insert(
+                HeaderName::from_bytes(name.as_bytes()).unwrap(),
+                HeaderValue::from_str(&mutate(value)).unwrap(),
+            );
+            refused(
+                case,
+                &changed,
+                &case.body,
+                &keys,
+                now,
+                &format!("header {name} changed"),
+            );
             checked += 1;
         }
-        for path in [format!("{}x", case.path), case.path.replacen("/", "/a", 1), case.path.to_uppercase()] {
+        for path in [
+            format!("{}x", case.path),
+            case.path.replacen("/", "/a", 1),
+            case.path.to_uppercase(),
+        ] {
             if path != case.path {
-                let c = Case { path, ..clone_case(case) };
+                let c = Case {
+                    path,
+                    ..clone_case(case)
+                };
                 refused(&c, &headers, &case.body, &keys, now, "the path changed");
                 checked += 1;
             }
         }
-        let mut queries = vec![format!("{}{}extra=1", case.query, if case.query.is_empty() { "" } else { "&" })];
+        let mut queries = vec![format!(
+            "{}{}extra=1",
+            case.query,
+            if case.query.is_empty() { "" } else { "&" }
+        )];
         if let Some((first, rest)) = case.query.split_once('=') {
             queries.push(format!("{first}=Z{rest}"));
         }
         for query in queries {
-            let c = Case { query, ..clone_case(case) };
+            let c = Case {
+                query,
+                ..clone_case(case)
+            };
             refused(&c, &headers, &case.body, &keys, now, "the query changed");
             checked += 1;
         }
         let other = if case.method == "GET" { "PUT" } else { "GET" };
-        refused(&Case { method: other.into(), ..clone_case(case) }, &headers, &case.body, &keys, now, "another method");
+        refused(
+            &Case {
+                method: other.into(),
+                ..clone_case(case)
+            },
+            &headers,
+            &case.body,
+            &keys,
+            now,
+            "another method",
+        );
         let wrong_secret = [(v.access_key.as_str(), "not the secret")];
         let err = accept(case, &headers, &case.body, &wrong_secret, now).unwrap_err();
         assert_eq!(err.code, ErrorCode::SignatureDoesNotMatch, "{}", case.name);
@@ -203,14 +322,27 @@ fn every_mutation_is_refused() {
                     assert_eq!(err.code, ErrorCode::RequestTimeTooSkewed, "{}", case.name);
                 }
                 let edge = UNIX_EPOCH + Duration::from_secs(v.now + 900);
-                assert!(accept(case, &headers, &case.body, &keys, edge).is_ok(), "{}: 15 minutes", case.name);
+                assert!(
+                    accept(case, &headers, &case.body, &keys, edge).is_ok(),
+                    "{}: 15 minutes",
+                    case.name
+                );
             }
             Some(expires) => {
                 let last = UNIX_EPOCH + Duration::from_secs(v.now + expires);
-                assert!(accept(case, &headers, &case.body, &keys, last).is_ok(), "{}: last second", case.name);
+                assert!(
+                    accept(case, &headers, &case.body, &keys, last).is_ok(),
+                    "{}: last second",
+                    case.name
+                );
                 let after = last + Duration::from_secs(1);
                 let err = accept(case, &headers, &case.body, &keys, after).unwrap_err();
-                assert_eq!((err.code, &*err.message), (ErrorCode::AccessDenied, "Request has expired"), "{}", case.name);
+                assert_eq!(
+                    (err.code, &*err.message),
+                    (ErrorCode::AccessDenied, "Request has expired"),
+                    "{}",
+                    case.name
+                );
             }
         }
         if case.mutate_body {
@@ -220,7 +352,14 @@ fn every_mutation_is_refused() {
                 for bit in [0x01u8, 0x80] {
                     let mut body = case.body.clone();
                     body[i] ^= bit;
-                    refused(case, &headers, &body, &keys, now, &format!("byte {i} ^ {bit:#x}"));
+                    refused(
+                        case,
+                        &headers,
+                        &body,
+                        &keys,
+                        now,
+                        &format!("byte {i} ^ {bit:#x}"),
+                    );
                     checked += 1;
                 }
             }

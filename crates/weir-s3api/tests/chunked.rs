@@ -10,7 +10,13 @@ const SEED: &str = "4f232c4386841ef735655705268965c44a0e4690baa4adea153f7db9fa80
 
 fn chain() -> ChunkChain {
     let key = SigningKey::derive("secret", "20261130", "us-east-1", "s3");
-    ChunkChain::from_parts(key, "20261130T120000Z", "20261130/us-east-1/s3/aws4_request", SEED).unwrap()
+    ChunkChain::from_parts(
+        key,
+        "20261130T120000Z",
+        "20261130/us-east-1/s3/aws4_request",
+        SEED,
+    )
+    .unwrap()
 }
 
 /// A signed body: `sizes` are the chunk sizes (the last 0-chunk is added), data from `data`.
@@ -20,7 +26,9 @@ fn signed_body(data: &[u8], sizes: &[usize], trailer: Option<ChecksumAlgorithm>)
     let mut pos = 0;
     for &size in sizes {
         let piece = &data[pos..pos + size];
-        body.extend_from_slice(format!("{size:x};chunk-signature={}\r\n", chain.sign_chunk(piece)).as_bytes());
+        body.extend_from_slice(
+            format!("{size:x};chunk-signature={}\r\n", chain.sign_chunk(piece)).as_bytes(),
+        );
         body.extend_from_slice(piece);
         body.extend_from_slice(b"\r\n");
         pos += size;
@@ -58,7 +66,11 @@ fn data(n: usize) -> Vec<u8> {
 
 /// Decodes `body` fed as the pieces between `cuts`; the decoded bytes, trailers, and how many
 /// bytes of `body` the body took.
-fn run(mut decoder: ChunkedDecoder, body: &[u8], cuts: &[usize]) -> Result<(Vec<u8>, Trailers, usize), S3Error> {
+fn run(
+    mut decoder: ChunkedDecoder,
+    body: &[u8],
+    cuts: &[usize],
+) -> Result<(Vec<u8>, Trailers, usize), S3Error> {
     let mut out = Vec::new();
     let mut start = 0;
     for end in cuts.iter().copied().chain(std::iter::once(body.len())) {
@@ -69,7 +81,10 @@ fn run(mut decoder: ChunkedDecoder, body: &[u8], cuts: &[usize]) -> Result<(Vec<
             assert!(used <= piece.len() - pos);
             match event {
                 Event::Data(r) => {
-                    assert!(r.end == used && r.start < r.end, "data is the consumed tail");
+                    assert!(
+                        r.end == used && r.start < r.end,
+                        "data is the consumed tail"
+                    );
                     out.extend_from_slice(&piece[pos..][r]);
                 }
                 Event::NeedMore => assert_eq!(used, piece.len() - pos, "NeedMore consumes all"),
@@ -98,14 +113,29 @@ impl Rng {
     }
 }
 
+/// A fresh decoder for each run.
+type MakeDecoder = Box<dyn Fn() -> ChunkedDecoder>;
+
 #[test]
 fn every_split_gives_the_same_result() {
     let d = data(700);
     let alg = ChecksumAlgorithm::Crc32c;
-    let bodies: Vec<(&str, Vec<u8>, Box<dyn Fn() -> ChunkedDecoder>)> = vec![
-        ("signed", signed_body(&d, &[300, 300, 100], None), Box::new(|| signed(None, 700))),
-        ("signed-trailer", signed_body(&d, &[512, 188], Some(alg)), Box::new(move || signed(Some(alg), 700))),
-        ("unsigned-trailer", unsigned_body(&d, &[256, 256, 188], alg), Box::new(move || ChunkedDecoder::unsigned(alg, Some(700)))),
+    let bodies: Vec<(&str, Vec<u8>, MakeDecoder)> = vec![
+        (
+            "signed",
+            signed_body(&d, &[300, 300, 100], None),
+            Box::new(|| signed(None, 700)),
+        ),
+        (
+            "signed-trailer",
+            signed_body(&d, &[512, 188], Some(alg)),
+            Box::new(move || signed(Some(alg), 700)),
+        ),
+        (
+            "unsigned-trailer",
+            unsigned_body(&d, &[256, 256, 188], alg),
+            Box::new(move || ChunkedDecoder::unsigned(alg, Some(700))),
+        ),
     ];
     for (name, body, make) in &bodies {
         let (whole, trailers, used) = run(make(), body, &[]).unwrap();
@@ -116,17 +146,31 @@ fn every_split_gives_the_same_result() {
         }
         // Every single split point.
         for cut in 0..=body.len() {
-            assert_eq!(run(make(), body, &[cut]).unwrap(), (whole.clone(), trailers, used), "{name} cut at {cut}");
+            assert_eq!(
+                run(make(), body, &[cut]).unwrap(),
+                (whole.clone(), trailers, used),
+                "{name} cut at {cut}"
+            );
         }
         // One byte at a time.
         let cuts: Vec<usize> = (1..body.len()).collect();
-        assert_eq!(run(make(), body, &cuts).unwrap(), (whole.clone(), trailers, used), "{name} bytewise");
+        assert_eq!(
+            run(make(), body, &cuts).unwrap(),
+            (whole.clone(), trailers, used),
+            "{name} bytewise"
+        );
         // Random splits, fixed seed.
         let mut rng = Rng(0x5eed_0000 + body.len() as u64);
         for _ in 0..300 {
-            let mut cuts: Vec<usize> = (0..rng.next() % 12).map(|_| (rng.next() % (body.len() as u64 + 1)) as usize).collect();
+            let mut cuts: Vec<usize> = (0..rng.next() % 12)
+                .map(|_| (rng.next() % (body.len() as u64 + 1)) as usize)
+                .collect();
             cuts.sort_unstable();
-            assert_eq!(run(make(), body, &cuts).unwrap(), (whole.clone(), trailers, used), "{name} cuts {cuts:?}");
+            assert_eq!(
+                run(make(), body, &cuts).unwrap(),
+                (whole.clone(), trailers, used),
+                "{name} cuts {cuts:?}"
+            );
         }
     }
 }
@@ -169,44 +213,98 @@ fn malformed_framing_is_refused() {
         ("empty size", replace("28;", ";"), invalid),
         ("signed size", replace("28;", "+28;"), invalid),
         ("space in size", replace("28;", "28 ;"), invalid),
-        ("17 hex digits", replace("28;", "00000000000000028;"), invalid),
+        (
+            "17 hex digits",
+            replace("28;", "00000000000000028;"),
+            invalid,
+        ),
         ("no signature", replace(&text[2..sig_line_end], ""), invalid),
-        ("other extension", replace("chunk-signature=", "chunk-signatur="), invalid),
-        ("upper-case signature", {
-            let sig = &text[19..83];
-            replace(sig, &sig.to_uppercase())
-        }, invalid),
-        ("short signature", replace(&text[19..sig_line_end], &text[19..sig_line_end - 1]), invalid),
-        ("bare LF after header", replace(&text[..sig_line_end + 2], &format!("{}\n", &text[..sig_line_end])), invalid),
-        ("CR without LF", replace(&text[..sig_line_end + 2], &format!("{}\rx", &text[..sig_line_end])), invalid),
-        ("no CRLF after data", {
-            let mut b = good.clone();
-            b.drain(sig_line_end + 2 + 40..sig_line_end + 2 + 42);
-            b
-        }, invalid),
-        ("LF only after data", {
-            let mut b = good.clone();
-            b.remove(sig_line_end + 2 + 40);
-            b
-        }, invalid),
-        ("oversize line", {
-            let mut b = b"1;".to_vec();
-            b.extend(std::iter::repeat_n(b'x', MAX_LINE));
-            b.extend_from_slice(b"\r\n");
-            b
-        }, invalid),
-        ("text after the last chunk", replace("\r\n\r\n", "\r\nx-amz-checksum-crc32:AAAAAA==\r\n\r\n"), invalid),
-        ("chunk data changed", {
-            let mut b = good.clone();
-            b[sig_line_end + 5] ^= 1;
-            b
-        }, ErrorCode::SignatureDoesNotMatch),
-        ("last chunk's signature changed", {
-            let last = text.rfind("chunk-signature=").unwrap() + 16;
-            let mut b = good.clone();
-            b[last] = if b[last] == b'0' { b'1' } else { b'0' };
-            b
-        }, ErrorCode::SignatureDoesNotMatch),
+        (
+            "other extension",
+            replace("chunk-signature=", "chunk-signatur="),
+            invalid,
+        ),
+        (
+            "upper-case signature",
+            {
+                let sig = &text[19..83];
+                replace(sig, &sig.to_uppercase())
+            },
+            invalid,
+        ),
+        (
+            "short signature",
+            replace(&text[19..sig_line_end], &text[19..sig_line_end - 1]),
+            invalid,
+        ),
+        (
+            "bare LF after header",
+            replace(
+                &text[..sig_line_end + 2],
+                &format!("{}\n", &text[..sig_line_end]),
+            ),
+            invalid,
+        ),
+        (
+            "CR without LF",
+            replace(
+                &text[..sig_line_end + 2],
+                &format!("{}\rx", &text[..sig_line_end]),
+            ),
+            invalid,
+        ),
+        (
+            "no CRLF after data",
+            {
+                let mut b = good.clone();
+                b.drain(sig_line_end + 2 + 40..sig_line_end + 2 + 42);
+                b
+            },
+            invalid,
+        ),
+        (
+            "LF only after data",
+            {
+                let mut b = good.clone();
+                b.remove(sig_line_end + 2 + 40);
+                b
+            },
+            invalid,
+        ),
+        (
+            "oversize line",
+            {
+                let mut b = b"1;".to_vec();
+                b.extend(std::iter::repeat_n(b'x', MAX_LINE));
+                b.extend_from_slice(b"\r\n");
+                b
+            },
+            invalid,
+        ),
+        (
+            "text after the last chunk",
+            replace("\r\n\r\n", "\r\nx-amz-checksum-crc32:AAAAAA==\r\n\r\n"),
+            invalid,
+        ),
+        (
+            "chunk data changed",
+            {
+                let mut b = good.clone();
+                b[sig_line_end + 5] ^= 1;
+                b
+            },
+            ErrorCode::SignatureDoesNotMatch,
+        ),
+        (
+            "last chunk's signature changed",
+            {
+                let last = text.rfind("chunk-signature=").unwrap() + 16;
+                let mut b = good.clone();
+                b[last] = if b[last] == b'0' { b'1' } else { b'0' };
+                b
+            },
+            ErrorCode::SignatureDoesNotMatch,
+        ),
     ];
     for (name, body, code) in &cases {
         refuse(name, &make, body, *code);
@@ -228,14 +326,34 @@ fn chunk_order_and_lengths_are_checked() {
     let mut swapped = body.clone();
     let (a, b) = swapped.split_at_mut(chunk_len);
     a.swap_with_slice(&mut b[..chunk_len]);
-    refuse("swapped chunks", &|| signed(None, 300), &swapped, ErrorCode::SignatureDoesNotMatch);
+    refuse(
+        "swapped chunks",
+        &|| signed(None, 300),
+        &swapped,
+        ErrorCode::SignatureDoesNotMatch,
+    );
     // More data than x-amz-decoded-content-length, found at the chunk header.
-    refuse("longer than declared", &|| signed(None, 299), &body, ErrorCode::IncompleteBody);
+    refuse(
+        "longer than declared",
+        &|| signed(None, 299),
+        &body,
+        ErrorCode::IncompleteBody,
+    );
     // Fewer.
-    refuse("shorter than declared", &|| signed(None, 301), &body, ErrorCode::IncompleteBody);
+    refuse(
+        "shorter than declared",
+        &|| signed(None, 301),
+        &body,
+        ErrorCode::IncompleteBody,
+    );
     // A chunk header claiming more than u64 when added up.
     let huge = b"ffffffffffffffff;chunk-signature=0000000000000000000000000000000000000000000000000000000000000000\r\n".to_vec();
-    refuse("size overflow", &|| signed(None, 300), &huge, ErrorCode::IncompleteBody);
+    refuse(
+        "size overflow",
+        &|| signed(None, 300),
+        &huge,
+        ErrorCode::IncompleteBody,
+    );
 }
 
 #[test]
@@ -252,17 +370,65 @@ fn trailers_are_checked() {
     let sig_line = &good[sig_at..good.len() - 4];
     let invalid = ErrorCode::InvalidRequest;
     let cases: Vec<(&str, String, ErrorCode)> = vec![
-        ("trailer missing", good.replacen(&trailer_line, "", 1), invalid),
-        ("trailer repeated", good.replacen(&trailer_line, &format!("{trailer_line}{trailer_line}"), 1), invalid),
-        ("trailer not announced", good.replacen("x-amz-checksum-crc32:", "x-amz-checksum-crc32c:", 1), invalid),
-        ("unknown trailer", good.replacen(&trailer_line, &format!("{trailer_line}x-other:1\r\n"), 1), invalid),
-        ("trailer without colon", good.replacen("x-amz-checksum-crc32:", "x-amz-checksum-crc32 ", 1), invalid),
-        ("signature missing", good.replacen(&format!("{sig_line}\r\n"), "", 1), invalid),
-        ("signature first", good.replacen(&format!("{trailer_line}{sig_line}\r\n"), &format!("{sig_line}\r\n{trailer_line}"), 1), invalid),
-        ("signature wrong", good.replacen(&sig_line[24..30], "000000", 1), ErrorCode::SignatureDoesNotMatch),
-        ("trailer value changed", good.replacen(&value, &Checksum::of(alg, b"other").to_base64(), 1), ErrorCode::SignatureDoesNotMatch),
-        ("trailer value not base64", good.replacen(&value, "!!!!!!==", 1), ErrorCode::InvalidDigest),
-        ("no final CRLF", good[..good.len() - 2].to_owned(), ErrorCode::IncompleteBody),
+        (
+            "trailer missing",
+            good.replacen(&trailer_line, "", 1),
+            invalid,
+        ),
+        (
+            "trailer repeated",
+            good.replacen(&trailer_line, &format!("{trailer_line}{trailer_line}"), 1),
+            invalid,
+        ),
+        (
+            "trailer not announced",
+            good.replacen("x-amz-checksum-crc32:", "x-amz-checksum-crc32c:", 1),
+            invalid,
+        ),
+        (
+            "unknown trailer",
+            good.replacen(&trailer_line, &format!("{trailer_line}x-other:1\r\n"), 1),
+            invalid,
+        ),
+        (
+            "trailer without colon",
+            good.replacen("x-amz-checksum-crc32:", "x-amz-checksum-crc32 ", 1),
+            invalid,
+        ),
+        (
+            "signature missing",
+            good.replacen(&format!("{sig_line}\r\n"), "", 1),
+            invalid,
+        ),
+        (
+            "signature first",
+            good.replacen(
+                &format!("{trailer_line}{sig_line}\r\n"),
+                &format!("{sig_line}\r\n{trailer_line}"),
+                1,
+            ),
+            invalid,
+        ),
+        (
+            "signature wrong",
+            good.replacen(&sig_line[24..30], "000000", 1),
+            ErrorCode::SignatureDoesNotMatch,
+        ),
+        (
+            "trailer value changed",
+            good.replacen(&value, &Checksum::of(alg, b"other").to_base64(), 1),
+            ErrorCode::SignatureDoesNotMatch,
+        ),
+        (
+            "trailer value not base64",
+            good.replacen(&value, "!!!!!!==", 1),
+            ErrorCode::InvalidDigest,
+        ),
+        (
+            "no final CRLF",
+            good[..good.len() - 2].to_owned(),
+            ErrorCode::IncompleteBody,
+        ),
     ];
     for (name, body, code) in &cases {
         refuse(name, &make, body.as_bytes(), *code);
@@ -271,17 +437,36 @@ fn trailers_are_checked() {
     let unsigned = String::from_utf8(unsigned_body(&d, &[50], alg)).unwrap();
     let make = || ChunkedDecoder::unsigned(alg, Some(50));
     assert!(run(make(), unsigned.as_bytes(), &[]).is_ok());
-    refuse("extension in unsigned", &make, unsigned.replacen("32\r\n", "32;chunk-signature=00\r\n", 1).as_bytes(), invalid);
+    refuse(
+        "extension in unsigned",
+        &make,
+        unsigned
+            .replacen("32\r\n", "32;chunk-signature=00\r\n", 1)
+            .as_bytes(),
+        invalid,
+    );
     refuse(
         "signature trailer in unsigned",
         &make,
-        unsigned.replacen("\r\n\r\n", &format!("\r\nx-amz-trailer-signature:{SEED}\r\n\r\n"), 1).as_bytes(),
+        unsigned
+            .replacen(
+                "\r\n\r\n",
+                &format!("\r\nx-amz-trailer-signature:{SEED}\r\n\r\n"),
+                1,
+            )
+            .as_bytes(),
         invalid,
     );
     // The trailer's checksum is reported, not judged: the caller compares it with the data's.
     let wrong = unsigned.replacen(&value, &Checksum::of(alg, b"other").to_base64(), 1);
     let (out, trailers, _) = run(make(), wrong.as_bytes(), &[]).unwrap();
-    assert_eq!(Checksum::of(alg, &out).check(&trailers.checksum.unwrap()).unwrap_err().code, ErrorCode::BadDigest);
+    assert_eq!(
+        Checksum::of(alg, &out)
+            .check(&trailers.checksum.unwrap())
+            .unwrap_err()
+            .code,
+        ErrorCode::BadDigest
+    );
 }
 
 #[test]
@@ -292,6 +477,9 @@ fn failure_is_sticky() {
     let mut decoder = signed(None, 20);
     assert!(decoder.decode(&body).is_err());
     let good = signed_body(&d, &[20], None);
-    assert!(decoder.decode(&good).is_err(), "a refused body stays refused");
+    assert!(
+        decoder.decode(&good).is_err(),
+        "a refused body stays refused"
+    );
     assert!(decoder.finish().is_err());
 }

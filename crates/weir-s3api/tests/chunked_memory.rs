@@ -19,7 +19,13 @@ const READ: usize = 64 << 10;
 fn a_64_mib_chunk_is_decoded_without_allocating() {
     let chain = || {
         let key = SigningKey::derive("secret", "20261130", "us-east-1", "s3");
-        ChunkChain::from_parts(key, "20261130T120000Z", "20261130/us-east-1/s3/aws4_request", SEED).unwrap()
+        ChunkChain::from_parts(
+            key,
+            "20261130T120000Z",
+            "20261130/us-east-1/s3/aws4_request",
+            SEED,
+        )
+        .unwrap()
     };
     let data: Vec<u8> = (0..CHUNK).map(|i| (i % 251) as u8).collect();
     let mut signer = chain();
@@ -46,7 +52,10 @@ fn a_64_mib_chunk_is_decoded_without_allocating() {
     alloc::count_this_thread(true);
     let probe = alloc::allocations();
     drop(std::hint::black_box(Vec::<u8>::with_capacity(16)));
-    assert!(alloc::allocations() > probe, "the counter counts this thread");
+    assert!(
+        alloc::allocations() > probe,
+        "the counter counts this thread"
+    );
     let before = alloc::allocations();
     for read in &reads {
         let mut pos = 0;
@@ -74,6 +83,9 @@ fn a_64_mib_chunk_is_decoded_without_allocating() {
     assert_eq!(decoded, CHUNK);
     let computed = check.finalize();
     assert_eq!(computed, Checksum::of(alg, &data));
-    assert_eq!(trailer, Some(Some(computed)), "the body ended with the data's checksum trailer");
+    assert_eq!(
+        trailer,
+        Some(Some(computed)),
+        "the body ended with the data's checksum trailer"
+    );
 }
-

@@ -24,7 +24,11 @@ fn leaves(doc: &[u8]) -> Vec<(String, String)> {
                 text.clear();
             }
             Event::End(_) => {
-                if !text.is_empty() || out.last().is_none_or(|(p, _): &(String, String)| !p.starts_with(&path.join("/"))) {
+                if !text.is_empty()
+                    || out
+                        .last()
+                        .is_none_or(|(p, _): &(String, String)| !p.starts_with(&path.join("/")))
+                {
                     out.push((path.join("/"), std::mem::take(&mut text)));
                 }
                 path.pop();
@@ -52,7 +56,11 @@ fn leaves(doc: &[u8]) -> Vec<(String, String)> {
 }
 
 fn get<'a>(leaves: &'a [(String, String)], path: &str) -> Vec<&'a str> {
-    leaves.iter().filter(|(p, _)| p == path).map(|(_, t)| t.as_str()).collect()
+    leaves
+        .iter()
+        .filter(|(p, _)| p == path)
+        .map(|(_, t)| t.as_str())
+        .collect()
 }
 
 const NASTY: [&str; 5] = [
@@ -80,7 +88,13 @@ fn listing_escapes_keys_and_reads_back() {
         // Streamed: the caller drains the buffer after each entry.
         let mut doc = std::mem::take(w.output_mut());
         for key in NASTY {
-            w.object(&write::ObjectEntry { key, last_modified: t, etag: "abc\"def", size: 42, checksum_algorithm: Some(ChecksumAlgorithm::Crc64Nvme) });
+            w.object(&write::ObjectEntry {
+                key,
+                last_modified: t,
+                etag: "abc\"def",
+                size: 42,
+                checksum_algorithm: Some(ChecksumAlgorithm::Crc64Nvme),
+            });
             doc.extend_from_slice(&std::mem::take(w.output_mut()));
         }
         w.common_prefix("dir <x>/");
@@ -96,7 +110,10 @@ fn listing_escapes_keys_and_reads_back() {
                         out.push(u8::from_str_radix(&s[i + 1..i + 3], 16).unwrap());
                         i += 3;
                     } else {
-                        assert!(b[i].is_ascii_alphanumeric() || b"-._~/".contains(&b[i]), "{s}: only unreserved and / unencoded");
+                        assert!(
+                            b[i].is_ascii_alphanumeric() || b"-._~/".contains(&b[i]),
+                            "{s}: only unreserved and / unencoded"
+                        );
                         out.push(b[i]);
                         i += 1;
                     }
@@ -106,37 +123,68 @@ fn listing_escapes_keys_and_reads_back() {
                 s.to_owned()
             }
         };
-        let keys: Vec<String> = get(&l, "ListBucketResult/Contents/Key").into_iter().map(decode).collect();
+        let keys: Vec<String> = get(&l, "ListBucketResult/Contents/Key")
+            .into_iter()
+            .map(decode)
+            .collect();
         assert_eq!(keys, NASTY, "url={url}");
         assert_eq!(get(&l, "ListBucketResult/Contents/ETag")[0], "\"abc\"def\"");
-        assert_eq!(get(&l, "ListBucketResult/Contents/LastModified")[0], "2025-11-30T12:00:00.250Z");
+        assert_eq!(
+            get(&l, "ListBucketResult/Contents/LastModified")[0],
+            "2025-11-30T12:00:00.250Z"
+        );
         assert_eq!(get(&l, "ListBucketResult/Contents/Size")[0], "42");
-        assert_eq!(get(&l, "ListBucketResult/Contents/ChecksumAlgorithm")[0], "CRC64NVME");
-        assert_eq!(decode(get(&l, "ListBucketResult/CommonPrefixes/Prefix")[0]), "dir <x>/");
+        assert_eq!(
+            get(&l, "ListBucketResult/Contents/ChecksumAlgorithm")[0],
+            "CRC64NVME"
+        );
+        assert_eq!(
+            decode(get(&l, "ListBucketResult/CommonPrefixes/Prefix")[0]),
+            "dir <x>/"
+        );
         assert_eq!(decode(get(&l, "ListBucketResult/Prefix")[0]), "p<&>");
         assert_eq!(decode(get(&l, "ListBucketResult/StartAfter")[0]), "after&");
         assert_eq!(get(&l, "ListBucketResult/KeyCount"), ["6"]);
         assert_eq!(get(&l, "ListBucketResult/IsTruncated"), ["true"]);
-        assert_eq!(get(&l, "ListBucketResult/NextContinuationToken"), ["next&token"]);
+        assert_eq!(
+            get(&l, "ListBucketResult/NextContinuationToken"),
+            ["next&token"]
+        );
         assert_eq!(get(&l, "ListBucketResult/ContinuationToken"), ["tok&en"]);
-        assert_eq!(get(&l, "ListBucketResult/EncodingType").len(), usize::from(url));
+        assert_eq!(
+            get(&l, "ListBucketResult/EncodingType").len(),
+            usize::from(url)
+        );
         let text = String::from_utf8(doc).unwrap();
         assert!(text.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<ListBucketResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"));
         if !url {
-            assert!(text.contains("ctl&#1;&#31;&#127;&#13;\ttab"), "control characters as references");
+            assert!(
+                text.contains("ctl&#1;&#31;&#127;&#13;\ttab"),
+                "control characters as references"
+            );
         }
     }
 }
 
 #[test]
 fn thousand_key_listing_streams_in_bounded_pieces() {
-    let head = write::ListHead { bucket: "b", max_keys: 1000, ..write::ListHead::default() };
+    let head = write::ListHead {
+        bucket: "b",
+        max_keys: 1000,
+        ..write::ListHead::default()
+    };
     let mut w = write::ListObjectsV1Writer::new(&head);
     let mut doc = std::mem::take(w.output_mut());
     let mut largest = 0;
     for i in 0..1000 {
         let key = format!("key-{i:04}-{}", "x".repeat(900));
-        w.object(&write::ObjectEntry { key: &key, last_modified: UNIX_EPOCH, etag: "e", size: i, checksum_algorithm: None });
+        w.object(&write::ObjectEntry {
+            key: &key,
+            last_modified: UNIX_EPOCH,
+            etag: "e",
+            size: i,
+            checksum_algorithm: None,
+        });
         let piece = std::mem::take(w.output_mut());
         largest = largest.max(piece.len());
         doc.extend_from_slice(&piece);
@@ -157,44 +205,104 @@ fn other_writers_read_back() {
     w.bucket("photos", t);
     w.bucket("logs", t);
     let l = leaves(&w.finish());
-    assert_eq!(get(&l, "ListAllMyBucketsResult/Buckets/Bucket/Name"), ["photos", "logs"]);
-    assert_eq!(get(&l, "ListAllMyBucketsResult/Owner/DisplayName"), ["owner & co"]);
-    assert_eq!(get(&l, "ListAllMyBucketsResult/Buckets/Bucket/CreationDate"), ["2025-11-30T12:00:00.000Z"; 2]);
+    assert_eq!(
+        get(&l, "ListAllMyBucketsResult/Buckets/Bucket/Name"),
+        ["photos", "logs"]
+    );
+    assert_eq!(
+        get(&l, "ListAllMyBucketsResult/Owner/DisplayName"),
+        ["owner & co"]
+    );
+    assert_eq!(
+        get(&l, "ListAllMyBucketsResult/Buckets/Bucket/CreationDate"),
+        ["2025-11-30T12:00:00.000Z"; 2]
+    );
 
     let crc = Checksum::of(ChecksumAlgorithm::Crc32, b"part");
-    let mut w = write::ListPartsWriter::new("b", "k<1>", "up&id", 0, 2, Some(ChecksumAlgorithm::Crc32));
-    w.part(&write::PartEntry { part_number: 1, last_modified: t, etag: "e1", size: 5 << 20, checksum: Some(crc) });
-    w.part(&write::PartEntry { part_number: 2, last_modified: t, etag: "e2", size: 1, checksum: Some(crc) });
+    let mut w =
+        write::ListPartsWriter::new("b", "k<1>", "up&id", 0, 2, Some(ChecksumAlgorithm::Crc32));
+    w.part(&write::PartEntry {
+        part_number: 1,
+        last_modified: t,
+        etag: "e1",
+        size: 5 << 20,
+        checksum: Some(crc),
+    });
+    w.part(&write::PartEntry {
+        part_number: 2,
+        last_modified: t,
+        etag: "e2",
+        size: 1,
+        checksum: Some(crc),
+    });
     let l = leaves(&w.finish(Some(2)));
     assert_eq!(get(&l, "ListPartsResult/Key"), ["k<1>"]);
     assert_eq!(get(&l, "ListPartsResult/UploadId"), ["up&id"]);
     assert_eq!(get(&l, "ListPartsResult/Part/PartNumber"), ["1", "2"]);
     assert_eq!(get(&l, "ListPartsResult/Part/Size"), ["5242880", "1"]);
-    assert_eq!(get(&l, "ListPartsResult/Part/ChecksumCRC32"), [crc.to_base64(), crc.to_base64()]);
+    assert_eq!(
+        get(&l, "ListPartsResult/Part/ChecksumCRC32"),
+        [crc.to_base64(), crc.to_base64()]
+    );
     assert_eq!(get(&l, "ListPartsResult/NextPartNumberMarker"), ["2"]);
     assert_eq!(get(&l, "ListPartsResult/IsTruncated"), ["true"]);
 
-    let head = write::UploadsHead { bucket: "b", max_uploads: 1000, encoding_url: true, ..write::UploadsHead::default() };
+    let head = write::UploadsHead {
+        bucket: "b",
+        max_uploads: 1000,
+        encoding_url: true,
+        ..write::UploadsHead::default()
+    };
     let mut w = write::ListUploadsWriter::new(&head);
     w.upload("a key", "id1", t);
     w.common_prefix("dir/");
     let l = leaves(&w.finish(None));
-    assert_eq!(get(&l, "ListMultipartUploadsResult/Upload/Key"), ["a%20key"]);
-    assert_eq!(get(&l, "ListMultipartUploadsResult/Upload/UploadId"), ["id1"]);
+    assert_eq!(
+        get(&l, "ListMultipartUploadsResult/Upload/Key"),
+        ["a%20key"]
+    );
+    assert_eq!(
+        get(&l, "ListMultipartUploadsResult/Upload/UploadId"),
+        ["id1"]
+    );
     assert_eq!(get(&l, "ListMultipartUploadsResult/IsTruncated"), ["false"]);
 
     let l = leaves(&write::initiate_multipart_upload("b", "k&", "id"));
     assert_eq!(get(&l, "InitiateMultipartUploadResult/Key"), ["k&"]);
-    let l = leaves(&write::complete_multipart_upload("http://h/b/k", "b", "k", "abc-2", Some((ChecksumAlgorithm::Sha256, "xyz=-2"))));
+    let l = leaves(&write::complete_multipart_upload(
+        "http://h/b/k",
+        "b",
+        "k",
+        "abc-2",
+        Some((ChecksumAlgorithm::Sha256, "xyz=-2")),
+    ));
     assert_eq!(get(&l, "CompleteMultipartUploadResult/ETag"), ["\"abc-2\""]);
-    assert_eq!(get(&l, "CompleteMultipartUploadResult/ChecksumSHA256"), ["xyz=-2"]);
+    assert_eq!(
+        get(&l, "CompleteMultipartUploadResult/ChecksumSHA256"),
+        ["xyz=-2"]
+    );
     let l = leaves(&write::copy_result(false, "e", t, Some(&crc)));
     assert_eq!(get(&l, "CopyObjectResult/ETag"), ["\"e\""]);
     assert_eq!(get(&l, "CopyObjectResult/ChecksumCRC32"), [crc.to_base64()]);
     let l = leaves(&write::copy_result(true, "e", t, None));
-    assert_eq!(get(&l, "CopyPartResult/LastModified"), ["2025-11-30T12:00:00.000Z"]);
-    assert_eq!(get(&leaves(&write::bucket_location("eu-west-1")), "LocationConstraint"), ["eu-west-1"]);
-    assert_eq!(get(&leaves(&write::bucket_location("us-east-1")), "LocationConstraint"), [""]);
+    assert_eq!(
+        get(&l, "CopyPartResult/LastModified"),
+        ["2025-11-30T12:00:00.000Z"]
+    );
+    assert_eq!(
+        get(
+            &leaves(&write::bucket_location("eu-west-1")),
+            "LocationConstraint"
+        ),
+        ["eu-west-1"]
+    );
+    assert_eq!(
+        get(
+            &leaves(&write::bucket_location("us-east-1")),
+            "LocationConstraint"
+        ),
+        [""]
+    );
 
     let mut w = write::DeleteResultWriter::new(false);
     w.deleted("gone<");
@@ -243,9 +351,12 @@ fn error_bodies_and_statuses() {
 }
 
 fn complete(parts: &[(u32, &str)]) -> Vec<u8> {
-    let mut body = String::from("<CompleteMultipartUpload xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">");
+    let mut body =
+        String::from("<CompleteMultipartUpload xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">");
     for (n, etag) in parts {
-        body.push_str(&format!("<Part><PartNumber>{n}</PartNumber><ETag>{etag}</ETag></Part>"));
+        body.push_str(&format!(
+            "<Part><PartNumber>{n}</PartNumber><ETag>{etag}</ETag></Part>"
+        ));
     }
     body.push_str("</CompleteMultipartUpload>");
     body.into_bytes()
@@ -262,24 +373,47 @@ fn complete_multipart_upload_body() {
     let parts = parse::complete_multipart_upload(body.as_bytes()).unwrap();
     assert_eq!(parts.len(), 2);
     assert_eq!((parts[0].part_number, parts[0].etag.as_str()), (1, "etag1"));
-    assert_eq!(parts[0].checksums, [Checksum::of(ChecksumAlgorithm::Crc32c, b"x")]);
+    assert_eq!(
+        parts[0].checksums,
+        [Checksum::of(ChecksumAlgorithm::Crc32c, b"x")]
+    );
     assert_eq!((parts[1].part_number, parts[1].etag.as_str()), (3, "etag3"));
 
     let code = |body: &[u8]| parse::complete_multipart_upload(body).unwrap_err().code;
-    assert_eq!(code(&complete(&[(2, "a"), (1, "b")])), ErrorCode::InvalidPartOrder);
-    assert_eq!(code(&complete(&[(1, "a"), (1, "b")])), ErrorCode::InvalidPartOrder);
+    assert_eq!(
+        code(&complete(&[(2, "a"), (1, "b")])),
+        ErrorCode::InvalidPartOrder
+    );
+    assert_eq!(
+        code(&complete(&[(1, "a"), (1, "b")])),
+        ErrorCode::InvalidPartOrder
+    );
     assert_eq!(code(&complete(&[(0, "a")])), ErrorCode::InvalidArgument);
-    assert_eq!(code(&complete(&[(10_001, "a")])), ErrorCode::InvalidArgument);
+    assert_eq!(
+        code(&complete(&[(10_001, "a")])),
+        ErrorCode::InvalidArgument
+    );
     assert_eq!(code(&complete(&[])), ErrorCode::MalformedXML);
     assert_eq!(code(b"<CompleteMultipartUpload><Part><PartNumber>1</PartNumber></Part></CompleteMultipartUpload>"), ErrorCode::MalformedXML);
     assert_eq!(code(b"<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>a</ETag><Bogus/></Part></CompleteMultipartUpload>"), ErrorCode::MalformedXML);
     assert_eq!(code(b"<Other/>"), ErrorCode::MalformedXML);
-    assert_eq!(code(b"<CompleteMultipartUpload><Part>"), ErrorCode::MalformedXML);
-    assert_eq!(code(b"<CompleteMultipartUpload></Complete>"), ErrorCode::MalformedXML);
+    assert_eq!(
+        code(b"<CompleteMultipartUpload><Part>"),
+        ErrorCode::MalformedXML
+    );
+    assert_eq!(
+        code(b"<CompleteMultipartUpload></Complete>"),
+        ErrorCode::MalformedXML
+    );
     assert_eq!(code(b"<a/><b/>"), ErrorCode::MalformedXML);
     assert_eq!(code(b""), ErrorCode::MalformedXML);
     let many: Vec<(u32, &str)> = (1..=10_000).map(|n| (n, "e")).collect();
-    assert_eq!(parse::complete_multipart_upload(&complete(&many)).unwrap().len(), 10_000);
+    assert_eq!(
+        parse::complete_multipart_upload(&complete(&many))
+            .unwrap()
+            .len(),
+        10_000
+    );
     let mut too_many = String::from("<CompleteMultipartUpload>");
     for _ in 0..10_001 {
         too_many.push_str("<Part><PartNumber>1</PartNumber><ETag>e</ETag></Part>");
@@ -294,18 +428,54 @@ fn hostile_xml_is_refused() {
     let external = b"<?xml version=\"1.0\"?><!DOCTYPE d [<!ENTITY x SYSTEM \"file:///etc/passwd\">]><Delete><Object><Key>&x;</Key></Object></Delete>";
     let undeclared = b"<Delete><Object><Key>&x;</Key></Object></Delete>";
     let pi = b"<?xml-stylesheet href=\"x\"?><Delete><Object><Key>k</Key></Object></Delete>";
-    let deep = format!("<Delete>{}k{}</Delete>", "<Object>".repeat(10), "</Object>".repeat(10));
-    for (name, body) in [("billion laughs", &laughs[..]), ("external entity", external), ("undeclared entity", undeclared), ("processing instruction", pi), ("deep", deep.as_bytes())] {
-        assert_eq!(parse::delete_objects(body).unwrap_err().code, ErrorCode::MalformedXML, "{name}");
-        assert_eq!(parse::create_bucket_configuration(body).unwrap_err().code, ErrorCode::MalformedXML, "{name}");
-        assert_eq!(parse::complete_multipart_upload(body).unwrap_err().code, ErrorCode::MalformedXML, "{name}");
+    let deep = format!(
+        "<Delete>{}k{}</Delete>",
+        "<Object>".repeat(10),
+        "</Object>".repeat(10)
+    );
+    for (name, body) in [
+        ("billion laughs", &laughs[..]),
+        ("external entity", external),
+        ("undeclared entity", undeclared),
+        ("processing instruction", pi),
+        ("deep", deep.as_bytes()),
+    ] {
+        assert_eq!(
+            parse::delete_objects(body).unwrap_err().code,
+            ErrorCode::MalformedXML,
+            "{name}"
+        );
+        assert_eq!(
+            parse::create_bucket_configuration(body).unwrap_err().code,
+            ErrorCode::MalformedXML,
+            "{name}"
+        );
+        assert_eq!(
+            parse::complete_multipart_upload(body).unwrap_err().code,
+            ErrorCode::MalformedXML,
+            "{name}"
+        );
     }
     let big = vec![b' '; parse::MAX_DELETE_BODY + 1];
-    assert_eq!(parse::delete_objects(&big).unwrap_err().code, ErrorCode::MaxMessageLengthExceeded);
+    assert_eq!(
+        parse::delete_objects(&big).unwrap_err().code,
+        ErrorCode::MaxMessageLengthExceeded
+    );
     let big = vec![b' '; parse::MAX_COMPLETE_BODY + 1];
-    assert_eq!(parse::complete_multipart_upload(&big).unwrap_err().code, ErrorCode::MaxMessageLengthExceeded);
-    let big = format!("<CreateBucketConfiguration><LocationConstraint>{}</LocationConstraint></CreateBucketConfiguration>", "x".repeat(parse::MAX_BUCKET_CONFIGURATION_BODY));
-    assert_eq!(parse::create_bucket_configuration(big.as_bytes()).unwrap_err().code, ErrorCode::MaxMessageLengthExceeded);
+    assert_eq!(
+        parse::complete_multipart_upload(&big).unwrap_err().code,
+        ErrorCode::MaxMessageLengthExceeded
+    );
+    let big = format!(
+        "<CreateBucketConfiguration><LocationConstraint>{}</LocationConstraint></CreateBucketConfiguration>",
+        "x".repeat(parse::MAX_BUCKET_CONFIGURATION_BODY)
+    );
+    assert_eq!(
+        parse::create_bucket_configuration(big.as_bytes())
+            .unwrap_err()
+            .code,
+        ErrorCode::MaxMessageLengthExceeded
+    );
 }
 
 #[test]
@@ -326,13 +496,34 @@ fn delete_objects_body() {
         s.push_str("</Delete>");
         s.into_bytes()
     };
-    assert_eq!(parse::delete_objects(&keys(1000)).unwrap().objects.len(), 1000);
-    assert_eq!(parse::delete_objects(&keys(1001)).unwrap_err().code, ErrorCode::MalformedXML);
-    assert_eq!(parse::delete_objects(&keys(0)).unwrap_err().code, ErrorCode::MalformedXML);
-    assert_eq!(parse::delete_objects(b"<Delete><Object/></Delete>").unwrap_err().code, ErrorCode::MalformedXML);
-    assert_eq!(parse::delete_objects(b"<Delete><Quiet>yes</Quiet><Object><Key>k</Key></Object></Delete>").unwrap_err().code, ErrorCode::MalformedXML);
     assert_eq!(
-        parse::delete_objects(b"<Delete><Object><Key>k</Key><ETag>e</ETag></Object></Delete>").unwrap_err().code,
+        parse::delete_objects(&keys(1000)).unwrap().objects.len(),
+        1000
+    );
+    assert_eq!(
+        parse::delete_objects(&keys(1001)).unwrap_err().code,
+        ErrorCode::MalformedXML
+    );
+    assert_eq!(
+        parse::delete_objects(&keys(0)).unwrap_err().code,
+        ErrorCode::MalformedXML
+    );
+    assert_eq!(
+        parse::delete_objects(b"<Delete><Object/></Delete>")
+            .unwrap_err()
+            .code,
+        ErrorCode::MalformedXML
+    );
+    assert_eq!(
+        parse::delete_objects(b"<Delete><Quiet>yes</Quiet><Object><Key>k</Key></Object></Delete>")
+            .unwrap_err()
+            .code,
+        ErrorCode::MalformedXML
+    );
+    assert_eq!(
+        parse::delete_objects(b"<Delete><Object><Key>k</Key><ETag>e</ETag></Object></Delete>")
+            .unwrap_err()
+            .code,
         ErrorCode::NotImplemented
     );
 }
@@ -342,7 +533,20 @@ fn create_bucket_configuration_body() {
     assert_eq!(parse::create_bucket_configuration(b"").unwrap(), None);
     assert_eq!(parse::create_bucket_configuration(b" \n").unwrap(), None);
     let body = b"<CreateBucketConfiguration xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><LocationConstraint>eu-west-1</LocationConstraint></CreateBucketConfiguration>";
-    assert_eq!(parse::create_bucket_configuration(body).unwrap().as_deref(), Some("eu-west-1"));
-    assert_eq!(parse::create_bucket_configuration(b"<CreateBucketConfiguration/>").unwrap(), None);
-    assert_eq!(parse::create_bucket_configuration(b"<CreateBucketConfiguration><Foo/></CreateBucketConfiguration>").unwrap_err().code, ErrorCode::MalformedXML);
+    assert_eq!(
+        parse::create_bucket_configuration(body).unwrap().as_deref(),
+        Some("eu-west-1")
+    );
+    assert_eq!(
+        parse::create_bucket_configuration(b"<CreateBucketConfiguration/>").unwrap(),
+        None
+    );
+    assert_eq!(
+        parse::create_bucket_configuration(
+            b"<CreateBucketConfiguration><Foo/></CreateBucketConfiguration>"
+        )
+        .unwrap_err()
+        .code,
+        ErrorCode::MalformedXML
+    );
 }
