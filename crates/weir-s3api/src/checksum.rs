@@ -227,6 +227,83 @@ impl ChecksumValue {
     }
 }
 
+/// How a multipart upload's checksum is formed (`x-amz-checksum-type`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChecksumType {
+    /// The checksum of the parts' checksums, `base64-N` ([`CompositeChecksum`]).
+    Composite,
+    /// The checksum of the whole object (CRCs only: [`combine_crc`]).
+    FullObject,
+}
+
+impl ChecksumType {
+    /// Parses `COMPOSITE` or `FULL_OBJECT`.
+    pub fn parse(value: &str) -> Result<Self, S3Error> {
+        match value {
+            "COMPOSITE" => Ok(ChecksumType::Composite),
+            "FULL_OBJECT" => Ok(ChecksumType::FullObject),
+            _ => Err(S3Error::new(
+                ErrorCode::InvalidRequest,
+                "Value for x-amz-checksum-type header is invalid.",
+            )),
+        }
+    }
+
+    /// The header's value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChecksumType::Composite => "COMPOSITE",
+            ChecksumType::FullObject => "FULL_OBJECT",
+        }
+    }
+}
+
+/// The `x-amz-checksum-*` header of a request, parsed: `None` if there is none, `InvalidRequest`
+/// if there are several (S3 accepts one), `InvalidDigest` if its value is not the algorithm's.
+/// A header value of the form `base64-N` is not accepted here (that is a multipart object's
+/// answer, not a request's). `x-amz-checksum-type` and `x-amz-checksum-algorithm` are not
+/// values and are skipped.
+pub fn from_headers(headers: &http::HeaderMap) -> Result<Option<ChecksumValue>, S3Error> {
+    let mut found = None;
+    for (name, value) in headers {
+        let Some(alg) = ChecksumAlgorithm::from_header_name(name.as_str()) else {
+            continue;
+        };
+        let text = value.to_str().map_err(|_| {
+            S3Error::new(
+                ErrorCode::InvalidDigest,
+                format!("Value for {} header is invalid.", alg.header_name()),
+            )
+        })?;
+        if found
+            .replace(ChecksumValue::parse_base64(alg, text)?)
+            .is_some()
+        {
+            return Err(S3Error::new(
+                ErrorCode::InvalidRequest,
+                "Expecting a single x-amz-checksum- header.",
+            ));
+        }
+    }
+    Ok(found)
+}
+
+/// The algorithm a client announces for a checksum it sends in a trailer or wants computed
+/// (`x-amz-sdk-checksum-algorithm`, or `x-amz-checksum-algorithm` on CreateMultipartUpload).
+pub fn announced_algorithm(
+    headers: &http::HeaderMap,
+) -> Result<Option<ChecksumAlgorithm>, S3Error> {
+    for name in ["x-amz-sdk-checksum-algorithm", "x-amz-checksum-algorithm"] {
+        if let Some(value) = headers.get(name) {
+            let alg = value.to_str().ok().and_then(ChecksumAlgorithm::from_name).ok_or_else(|| {
+                S3Error::new(ErrorCode::InvalidRequest, "Checksum algorithm provided is unsupported. Please try again with any of the valid types: [CRC32, CRC32C, CRC64NVME, SHA1, SHA256]")
+            })?;
+            return Ok(Some(alg));
+        }
+    }
+    Ok(None)
+}
+
 enum State {
     Crc(crc_fast::Digest),
     Sha1(Sha1),
@@ -538,6 +615,49 @@ mod tests {
             ContentMd5::parse("kAFQmDzST7DWlj99KOF/").unwrap_err().code,
             ErrorCode::InvalidDigest
         );
+    }
+
+    #[test]
+    fn checksum_headers() {
+        let mut headers = http::HeaderMap::new();
+        assert_eq!(from_headers(&headers).unwrap(), None);
+        headers.insert("x-amz-checksum-type", "COMPOSITE".parse().unwrap());
+        headers.insert("x-amz-checksum-algorithm", "crc32c".parse().unwrap());
+        assert_eq!(from_headers(&headers).unwrap(), None);
+        assert_eq!(
+            announced_algorithm(&headers).unwrap(),
+            Some(ChecksumAlgorithm::Crc32c)
+        );
+        let v = Checksum::of(ChecksumAlgorithm::Crc32c, b"x");
+        headers.insert("x-amz-checksum-crc32c", v.to_base64().parse().unwrap());
+        assert_eq!(from_headers(&headers).unwrap(), Some(v));
+        headers.insert(
+            "x-amz-checksum-sha1",
+            Checksum::of(ChecksumAlgorithm::Sha1, b"x")
+                .to_base64()
+                .parse()
+                .unwrap(),
+        );
+        assert_eq!(
+            from_headers(&headers).unwrap_err().code,
+            ErrorCode::InvalidRequest
+        );
+        headers.remove("x-amz-checksum-sha1");
+        headers.insert("x-amz-checksum-crc32c", "AAAA".parse().unwrap());
+        assert_eq!(
+            from_headers(&headers).unwrap_err().code,
+            ErrorCode::InvalidDigest
+        );
+        headers.insert("x-amz-sdk-checksum-algorithm", "MD5".parse().unwrap());
+        assert_eq!(
+            announced_algorithm(&headers).unwrap_err().code,
+            ErrorCode::InvalidRequest
+        );
+        assert_eq!(
+            ChecksumType::parse("FULL_OBJECT").unwrap().as_str(),
+            "FULL_OBJECT"
+        );
+        assert!(ChecksumType::parse("full_object").is_err());
     }
 
     #[test]

@@ -55,6 +55,17 @@ use crate::{ErrorCode, S3Error};
 /// one is a signed chunk header with 16 hex digits (97 bytes).
 pub const MAX_LINE: usize = 256;
 
+/// The `Content-Encoding` to store for an `aws-chunked` request: the request's value without
+/// `aws-chunked` (S3 stores `aws-chunked,gzip` as `gzip`), `None` if nothing is left.
+pub fn stored_content_encoding(request_value: &str) -> Option<String> {
+    let kept: Vec<&str> = request_value
+        .split(',')
+        .map(str::trim)
+        .filter(|c| !c.is_empty() && !c.eq_ignore_ascii_case("aws-chunked"))
+        .collect();
+    (!kept.is_empty()).then(|| kept.join(","))
+}
+
 /// The chain of chunk signatures: what each chunk's string to sign needs (key, request time,
 /// scope) and the previous signature, starting with the request's own ("seed").
 #[derive(Clone)]
@@ -584,6 +595,19 @@ mod tests {
             seed,
         )
         .unwrap()
+    }
+
+    #[test]
+    fn content_encoding_without_aws_chunked() {
+        assert_eq!(stored_content_encoding("aws-chunked"), None);
+        assert_eq!(
+            stored_content_encoding("aws-chunked, gzip").as_deref(),
+            Some("gzip")
+        );
+        assert_eq!(
+            stored_content_encoding("gzip,AWS-CHUNKED,br").as_deref(),
+            Some("gzip,br")
+        );
     }
 
     /// AWS's published streaming example (65536 + 1024 bytes of `a`), and the trailer signature
