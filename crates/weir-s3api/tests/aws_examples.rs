@@ -507,3 +507,66 @@ fn header_errors_carry_s3_codes() {
     };
     assert!(sigv4::verify(&request, &store, &VerifyConfig::default(), at(0)).is_ok());
 }
+
+/// A store that caches signing keys per (key id, date, region): `verify` asks the store for the
+/// key, so one derivation serves a day of requests.
+#[test]
+fn signing_keys_can_be_cached_by_the_store() {
+    use sigv4::{CredentialStore, SigningKey};
+    use std::cell::{Cell, RefCell};
+    use std::collections::HashMap;
+
+    #[derive(Default)]
+    struct Caching {
+        keys: RefCell<HashMap<(String, String, String), SigningKey>>,
+        derivations: Cell<u32>,
+    }
+    impl CredentialStore for Caching {
+        type Scope = ();
+        fn lookup(&self, id: &str) -> Option<Credential<()>> {
+            (id == ACCESS_KEY).then(|| Credential {
+                secret_access_key: SECRET.to_owned(),
+                scope: (),
+            })
+        }
+        fn signing_key(
+            &self,
+            id: &str,
+            credential: &Credential<()>,
+            date: &str,
+            region: &str,
+        ) -> SigningKey {
+            let mut keys = self.keys.borrow_mut();
+            keys.entry((id.to_owned(), date.to_owned(), region.to_owned()))
+                .or_insert_with(|| {
+                    self.derivations.set(self.derivations.get() + 1);
+                    SigningKey::derive(&credential.secret_access_key, date, region, sigv4::SERVICE)
+                })
+                .clone()
+        }
+    }
+    let store = Caching::default();
+    let h = headers(&[
+        ("host", "examplebucket.s3.amazonaws.com"),
+        ("x-amz-date", "20130524T000000Z"),
+        ("x-amz-content-sha256", EMPTY_SHA256),
+        (
+            "authorization",
+            &authorization(
+                "host;x-amz-content-sha256;x-amz-date",
+                "34b48302e7b5fa45bde8084f4b7868a86f0a534bc59db6670ed5711ef69dc6f7",
+            ),
+        ),
+    ]);
+    let m = Method::GET;
+    let request = Request {
+        method: &m,
+        path: "/",
+        query: "max-keys=2&prefix=J",
+        headers: &h,
+    };
+    for _ in 0..3 {
+        assert!(sigv4::verify(&request, &store, &VerifyConfig::default(), at(0)).is_ok());
+    }
+    assert_eq!(store.derivations.get(), 1);
+}

@@ -271,6 +271,11 @@ def main():
         expires=604800,
     ))
     cases.append(presigned_case("presigned-put", "PUT", key_url(host, "bucket", "upload here.bin"), expires=60))
+    # Headers present when presigning are signed: the URL only works with them.
+    cases.append(presigned_case(
+        "presigned-put-signed-headers", "PUT", key_url("s3.example.com", "vbucket", "a+b c", virtual=True, scheme="https"),
+        expires=900, headers={"Content-Type": "image/png", "x-amz-meta-origin": "camera 1"},
+    ))
     out = {
         "generator": "botocore " + botocore.__version__,
         "access_key": ACCESS_KEY,
