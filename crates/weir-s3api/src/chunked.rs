@@ -26,7 +26,9 @@
 //! array inside the decoder: a longer line is an error, never a reallocation. Chunk data is
 //! never buffered: a 64 MiB chunk passes through as ranges of the caller's input. Each data byte
 //! is read once, by SHA-256, in the signed forms. Nothing allocates after construction (the
-//! signature chain's scope string is allocated once, by `verify`).
+//! signature chain's scope string is allocated once, by `verify`). The only copy the decoder
+//! makes is of framing: each chunk-header and trailer line into the line buffer (at most
+//! [`MAX_LINE`] bytes a line); data bytes are never copied.
 //!
 //! # When is a chunk verified?
 //!
@@ -401,7 +403,8 @@ impl ChunkedDecoder {
     }
 
     /// Appends bytes of `input` to the line buffer up to CRLF; returns the bytes used and whether
-    /// the line is complete (its CRLF consumed, not stored).
+    /// the line is complete (its CRLF consumed, not stored). This is the decoder's one copy:
+    /// framing bytes, bounded by [`MAX_LINE`].
     fn read_line(&mut self, input: &[u8]) -> Result<(usize, bool), S3Error> {
         for (i, &b) in input.iter().enumerate() {
             if self.line_cr {

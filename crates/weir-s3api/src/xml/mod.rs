@@ -1,4 +1,4 @@
-//! S3's XML: the error bodies ([`errors`]), the answers' writers ([`write`]) and the bounded
+//! S3's XML: the error bodies ([`errors`]), the answers' writers ([`mod@write`]) and the bounded
 //! parser of the request bodies clients send ([`parse`]).
 //!
 //! Writing is by hand, into any `io::Write`, through [`write::Xml`] with one escaping function
