@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""Generates botocore.json: requests signed offline by botocore's own SigV4 signers.
+"""Generates clients.json: requests signed offline by real S3 clients' own SigV4 signers.
 
-Run from this directory with botocore installed (`pip install boto3`); no network is used.
-The Rust test `tests/botocore_vectors.rs` checks that weir-s3api verifies every request and
+Run from this directory with botocore and the AWS Common Runtime installed
+(`pip install boto3 awscrt`); no network is used.
+The Rust test `tests/client_vectors.rs` checks that weir-s3api verifies every request and
 refuses every mutation of one.
 
 - Header authentication: botocore.auth.S3SigV4Auth (what boto3 uses for S3), with signed
@@ -10,6 +11,10 @@ refuses every mutation of one.
   STREAMING-UNSIGNED-PAYLOAD-TRAILER bodies framed by botocore's own AwsChunkedWrapper (what
   boto3 sends by default since 1.36 with checksums in trailers).
 - Presigned URLs: botocore.auth.S3SigV4QueryAuth.
+- The same kinds of requests signed by the AWS Common Runtime (awscrt.auth.aws_sign_request, the
+  signer of aws-cli v2's CRT transfers and the CRT-based SDKs), with S3's settings (no double
+  encoding, no path normalization), and botocore's trailer bodies with the CRT's CRC32C and
+  CRC64NVME.
 - STREAMING-AWS4-HMAC-SHA256-PAYLOAD(-TRAILER): botocore does not send these (the Java, Go and
   .NET SDKs do), so the seed signature comes from botocore's S3SigV4Auth with the streaming
   payload line, and the chunk and trailer signatures from the chunk signer below, which is
@@ -33,9 +38,13 @@ from botocore.credentials import Credentials
 from botocore.httpchecksum import (
     AwsChunkedWrapper,
     Crc32Checksum,
+    CrtCrc32cChecksum,
+    CrtCrc64NvmeChecksum,
     Sha1Checksum,
     Sha256Checksum,
 )
+from awscrt import auth as crt_auth
+from awscrt import http as crt_http
 
 ACCESS_KEY = "AKIAWEIRTESTVECTORS"
 SECRET = "weir/secret+key=with/odd+chars0123456789"
@@ -202,6 +211,92 @@ def presigned_case(name, method, url, expires=3600, headers=None):
     return case
 
 
+CRT_CREDS = crt_auth.AwsCredentialsProvider.new_static(ACCESS_KEY, SECRET)
+
+
+def crt_sign(method, target, headers, body_value, presign_expires=None):
+    """Signs with the AWS Common Runtime, S3's settings; returns (target, headers)."""
+    request = crt_http.HttpRequest(method, target, crt_http.HttpHeaders(headers))
+    config = crt_auth.AwsSigningConfig(
+        algorithm=crt_auth.AwsSigningAlgorithm.V4,
+        signature_type=(crt_auth.AwsSignatureType.HTTP_REQUEST_QUERY_PARAMS if presign_expires
+                        else crt_auth.AwsSignatureType.HTTP_REQUEST_HEADERS),
+        credentials_provider=CRT_CREDS,
+        region=REGION,
+        service="s3",
+        date=NOW.replace(tzinfo=datetime.timezone.utc),
+        use_double_uri_encode=False,
+        should_normalize_uri_path=False,
+        signed_body_value=body_value,
+        signed_body_header_type=(crt_auth.AwsSignedBodyHeaderType.NONE if presign_expires
+                                 else crt_auth.AwsSignedBodyHeaderType.X_AMZ_CONTENT_SHA_256),
+        expiration_in_seconds=presign_expires,
+    )
+    signed = crt_auth.aws_sign_request(request, config).result()
+    return signed.path, list(signed.headers)
+
+
+def crt_record(name, method, host, target, headers, body=b"", decoded=None, mutate_body=True, expires=None):
+    path, _, query = target.partition("?")
+    case = {
+        "name": name,
+        "host": host,
+        "method": method,
+        "path": path,
+        "query": query,
+        # The host is recorded apart, as for botocore's requests.
+        "headers": [[k, v] for k, v in headers if k.lower() != "host"],
+        "body_b64": base64.b64encode(body).decode(),
+        "mutate_body": mutate_body,
+    }
+    if decoded is not None:
+        case["decoded_b64"] = base64.b64encode(decoded).decode()
+    if expires is not None:
+        case["expires"] = expires
+    return case
+
+
+def crt_cases(odd_keys, data):
+    host = "127.0.0.1:9000"
+    cases = []
+    for i, key in enumerate(odd_keys):
+        target = "/bucket/" + quote(key, safe="/~")
+        body = f"crt body of {key}".encode()
+        t, h = crt_sign("PUT", target, [("host", host), ("content-type", "text/plain")], hashlib.sha256(body).hexdigest())
+        cases.append(crt_record(f"crt-put-odd-key-{i}", "PUT", host, t, h, body))
+        t, h = crt_sign("GET", target, [("host", host)], crt_auth.AwsSignedBodyValue.UNSIGNED_PAYLOAD, presign_expires=3600)
+        cases.append(crt_record(f"crt-presigned-get-odd-key-{i}", "GET", host, t, h, mutate_body=False, expires=3600))
+    t, h = crt_sign("GET", "/bucket?list-type=2&prefix=a%20b%2Bc%3D~&delimiter=%2F&start-after=&z=2&z=1",
+                    [("host", host)], crt_auth.AwsSignedBodyValue.EMPTY_SHA256)
+    cases.append(crt_record("crt-list-v2-query", "GET", host, t, h))
+    # Signed streaming: the CRT signs the seed, the chunk signer (checked above) the chunks.
+    for trailer in (None, "x-amz-checksum-crc32c"):
+        mode = "STREAMING-AWS4-HMAC-SHA256-PAYLOAD" + ("-TRAILER" if trailer else "")
+        headers = [("host", host), ("content-encoding", "aws-chunked"),
+                   ("x-amz-decoded-content-length", str(len(data)))]
+        if trailer:
+            headers.append(("x-amz-trailer", trailer))
+        t, h = crt_sign("PUT", "/bucket/crt%20streaming", headers, mode)
+        auth_value = dict(h)["Authorization"]
+        seed = auth_value.rsplit("Signature=", 1)[1]
+        signer = ChunkSigner(signing_key(SECRET, NOW.strftime("%Y%m%d"), REGION), NOW.strftime("%Y%m%dT%H%M%SZ"),
+                             f"{NOW.strftime('%Y%m%d')}/{REGION}/s3/aws4_request", seed)
+        body = b""
+        for j in range(0, len(data), 777):
+            piece = data[j:j + 777]
+            body += b"%x;chunk-signature=%s\r\n%s\r\n" % (len(piece), signer.chunk(piece).encode(), piece)
+        body += b"0;chunk-signature=%s\r\n" % signer.chunk(b"").encode()
+        if trailer:
+            c = CrtCrc32cChecksum()
+            c.update(data)
+            value = c.b64digest()
+            body += f"{trailer}:{value}\r\n".encode()
+            body += f"x-amz-trailer-signature:{signer.trailer([(trailer, value)])}\r\n".encode()
+        body += b"\r\n"
+        cases.append(crt_record(f"crt-signed-streaming{'-trailer' if trailer else ''}", "PUT", host, t, h, body, decoded=data))
+    return cases
+
+
 def main():
     check_chunk_signer()
     host = "127.0.0.1:9000"
@@ -258,6 +353,10 @@ def main():
                                   key_url(host, "bucket", "chunked key+1"), data, alg_cls, header, 1000))
     cases.append(trailer_case("unsigned-trailer-empty", key_url(host, "bucket", "empty"), b"",
                               Crc32Checksum, "x-amz-checksum-crc32", 1000))
+    for alg_cls, header in ((CrtCrc32cChecksum, "x-amz-checksum-crc32c"),
+                            (CrtCrc64NvmeChecksum, "x-amz-checksum-crc64nvme")):
+        cases.append(trailer_case(f"unsigned-trailer-{header[15:]}",
+                                  key_url(host, "bucket", "chunked key+1"), data, alg_cls, header, 1000))
     cases.append(signed_streaming_case("signed-streaming", key_url(host, "bucket", "signed chunks"), data, 1024))
     c = Crc32Checksum()
     c.update(data)
@@ -276,15 +375,17 @@ def main():
         "presigned-put-signed-headers", "PUT", key_url("s3.example.com", "vbucket", "a+b c", virtual=True, scheme="https"),
         expires=900, headers={"Content-Type": "image/png", "x-amz-meta-origin": "camera 1"},
     ))
+    cases += crt_cases(odd_keys, data)
+    import awscrt
     out = {
-        "generator": "botocore " + botocore.__version__,
+        "generator": f"botocore {botocore.__version__}, awscrt {awscrt.__version__}",
         "access_key": ACCESS_KEY,
         "secret": SECRET,
         "region": REGION,
         "now": NOW_UNIX,
         "cases": cases,
     }
-    with open("botocore.json", "w") as f:
+    with open("clients.json", "w") as f:
         json.dump(out, f, indent=1, ensure_ascii=False)
         f.write("\n")
     print(f"{len(cases)} cases")

@@ -1,7 +1,8 @@
-//! Requests signed by botocore (boto3's signer), offline, by `vectors/gen.py`: every one must
-//! verify, with its body decoded and checked as the front end would; every mutation of one (a
-//! signed header's value, the path, the query, the method, any one bit of the body where the
-//! body is protected, the time, the secret) must be refused.
+//! Requests signed offline by real clients' signers (botocore, boto3's; the AWS Common Runtime,
+//! aws-cli v2's and the CRT-based SDKs'), written by `vectors/gen.py`: every one must verify,
+//! with its body decoded and checked as the front end would; every mutation of one (a signed
+//! header's value, the path, the query, the method, any one bit of the body where the body is
+//! protected, the time, the secret) must be refused.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -43,7 +44,7 @@ fn b64(v: &Value) -> Vec<u8> {
 fn load() -> Vectors {
     let text = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/tests/vectors/botocore.json"
+        "/tests/vectors/clients.json"
     ))
     .unwrap();
     let json: Value = serde_json::from_str(&text).unwrap();
@@ -219,7 +220,7 @@ fn mutate(value: &str) -> String {
 #[test]
 fn every_vector_verifies() {
     let v = load();
-    assert!(v.cases.len() >= 40, "the vectors are all there");
+    assert!(v.cases.len() >= 60, "the vectors are all there");
     let now = UNIX_EPOCH + Duration::from_secs(v.now);
     let keys = [(v.access_key.as_str(), v.secret.as_str())];
     for case in &v.cases {
