@@ -89,15 +89,20 @@ codes! {
     XAmzContentSHA256Mismatch => StatusCode::BAD_REQUEST, "The provided 'x-amz-content-sha256' header does not match what was computed.";
 }
 
-/// An S3 error: a code (which decides the HTTP status) and a message for the `<Message>`
-/// element. Messages are static where they can be, so that refusing a request does not
-/// allocate.
+/// An S3 error: a code (which decides the HTTP status), a message for the `<Message>` element,
+/// and the extra elements S3 adds to some errors' bodies (`SignatureDoesNotMatch` carries the
+/// `CanonicalRequest` and `StringToSign` the server computed, which is how a client's author
+/// finds what the two sides disagree on; `RequestTimeTooSkewed` the two times). Messages are
+/// static where they can be, and an error without details holds an empty `Vec`, so that refusing
+/// a request does not allocate.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct S3Error {
     /// The S3 error code.
     pub code: ErrorCode,
     /// The human-readable message.
     pub message: Cow<'static, str>,
+    /// Extra elements of the error body, `(element, text)`, in order.
+    pub details: Vec<(&'static str, String)>,
 }
 
 impl S3Error {
@@ -106,6 +111,7 @@ impl S3Error {
         S3Error {
             code,
             message: message.into(),
+            details: Vec::new(),
         }
     }
 
@@ -114,7 +120,22 @@ impl S3Error {
         S3Error {
             code,
             message: Cow::Borrowed(code.default_message()),
+            details: Vec::new(),
         }
+    }
+
+    /// Adds an element to the error body (`<element>text</element>`, after `RequestId`).
+    pub fn with_detail(mut self, element: &'static str, text: impl Into<String>) -> Self {
+        self.details.push((element, text.into()));
+        self
+    }
+
+    /// The text of a detail element, if present.
+    pub fn detail(&self, element: &str) -> Option<&str> {
+        self.details
+            .iter()
+            .find(|(e, _)| *e == element)
+            .map(|(_, t)| t.as_str())
     }
 
     /// The HTTP status of the answer.

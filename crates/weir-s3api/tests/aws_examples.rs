@@ -93,14 +93,44 @@ fn get_object_with_range() {
             .check_sha256(&Sha256::digest(b"").into())
             .is_ok()
     );
-    // The range is signed: another range is another request.
+    // The range is signed: another range is another request. The error carries what the
+    // server signed, as S3's does: here AWS's published canonical request, with the other range.
     let mut other = h.clone();
     other.insert("range", HeaderValue::from_static("bytes=0-10"));
+    let err = verify(Method::GET, "/test.txt", "", &other, at(0)).unwrap_err();
+    assert_eq!(err.code, ErrorCode::SignatureDoesNotMatch);
     assert_eq!(
-        verify(Method::GET, "/test.txt", "", &other, at(0))
-            .unwrap_err()
-            .code,
-        ErrorCode::SignatureDoesNotMatch
+        err.detail("CanonicalRequest"),
+        Some(
+            "GET\n/test.txt\n\nhost:examplebucket.s3.amazonaws.com\nrange:bytes=0-10\n\
+             x-amz-content-sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855\n\
+             x-amz-date:20130524T000000Z\n\nhost;range;x-amz-content-sha256;x-amz-date\n\
+             e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        )
+    );
+    assert_eq!(
+        err.detail("SignatureProvided"),
+        Some("f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41")
+    );
+    assert_eq!(err.detail("AWSAccessKeyId"), Some(ACCESS_KEY));
+    // With the published range and a wrong signature: the published string to sign (whose
+    // last line is AWS's hash of the canonical request).
+    let mut wrong = h.clone();
+    let zeros = "0".repeat(64);
+    wrong.insert(
+        "authorization",
+        HeaderValue::from_str(&authorization(
+            "host;range;x-amz-content-sha256;x-amz-date",
+            &zeros,
+        ))
+        .unwrap(),
+    );
+    let err = verify(Method::GET, "/test.txt", "", &wrong, at(0)).unwrap_err();
+    assert_eq!(
+        err.detail("StringToSign"),
+        Some(
+            "AWS4-HMAC-SHA256\n20130524T000000Z\n20130524/us-east-1/s3/aws4_request\n7344ae5b7ee6c3e7e6b0fe0640412a37625d1fbfff95c48bbb2dc43964946972"
+        )
     );
 }
 
@@ -391,6 +421,20 @@ fn header_errors_carry_s3_codes() {
         at(-901),
         ErrorCode::RequestTimeTooSkewed,
     );
+    let skewed = verify(
+        Method::GET,
+        "/",
+        "lifecycle",
+        &base(&good, "20130524T000000Z", EMPTY_SHA256),
+        at(901),
+    )
+    .unwrap_err();
+    assert_eq!(skewed.detail("RequestTime"), Some("20130524T000000Z"));
+    assert_eq!(
+        skewed.detail("ServerTime"),
+        Some("2013-05-24T00:15:01.000Z")
+    );
+    assert_eq!(skewed.detail("MaxAllowedSkewMilliseconds"), Some("900000"));
     check(
         &base(&good, "20130525T000000Z", EMPTY_SHA256),
         at(86_400),

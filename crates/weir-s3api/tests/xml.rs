@@ -323,6 +323,10 @@ fn error_bodies_and_statuses() {
     assert_eq!(get(&l, "Error/Message"), ["The key <a&b> does not exist."]);
     assert_eq!(get(&l, "Error/Resource"), ["/bucket/a&b"]);
     assert_eq!(get(&l, "Error/RequestId"), ["req-1"]);
+    let detailed = S3Error::from_code(ErrorCode::SignatureDoesNotMatch)
+        .with_detail("CanonicalRequest", "GET\n/a&b\n");
+    let l = leaves(&errors::error_body(&detailed, "/a&b", "r"));
+    assert_eq!(get(&l, "Error/CanonicalRequest"), ["GET\n/a&b\n"]);
     for (code, status) in [
         (ErrorCode::AccessDenied, 403),
         (ErrorCode::SignatureDoesNotMatch, 403),

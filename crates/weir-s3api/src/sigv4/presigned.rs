@@ -16,10 +16,10 @@ use std::time::SystemTime;
 use super::canonical::{self, CanonicalParts};
 use super::header::CredentialScope;
 use super::time::{AmzDate, unix_seconds};
-use super::verify::{check_scope, compute, mismatch, parse_decimal, streaming_headers};
+use super::verify::{check_scope, compute, parse_decimal, streaming_headers};
 use super::{
     AuthKind, CredentialStore, MAX_PRESIGNED_EXPIRES, Payload, Request, Verified, VerifyConfig,
-    parse_hex32, refuse_session_token, signatures_equal,
+    parse_hex32, refuse_session_token,
 };
 use crate::percent;
 use crate::{ErrorCode, S3Error};
@@ -133,9 +133,7 @@ pub(crate) fn verify_presigned<C: CredentialStore>(
         skip_signature_param: true,
     };
     let (found, computed) = compute(store, &credential, &date, &parts)?;
-    if !signatures_equal(&computed.signature, &signature) {
-        return Err(mismatch());
-    }
+    computed.check(credential.access_key_id, &signature)?;
     Ok(Verified {
         access_key_id: credential.access_key_id.to_owned(),
         scope: found.scope,

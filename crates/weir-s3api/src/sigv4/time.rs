@@ -38,6 +38,11 @@ impl AmzDate {
         Some(AmzDate { text, unix })
     }
 
+    /// The whole timestamp, as sent.
+    pub(crate) fn date_time_text(&self) -> String {
+        String::from_utf8_lossy(&self.text).into_owned()
+    }
+
     /// The `YYYYMMDD` part, which the credential scope must repeat.
     pub(crate) fn date(&self) -> &str {
         // Checked ASCII digits in `parse`.

@@ -45,12 +45,33 @@ pub(crate) fn check_scope(
     Ok(())
 }
 
-/// The signature the request should carry, and the key and scope string it was made with (the
-/// chunk signatures chain from them).
+/// The signature the request should carry, the key and scope string it was made with (the
+/// chunk signatures chain from them), and what it signed (for the mismatch error's details).
 pub(crate) struct Computed {
     pub(crate) signature: [u8; 32],
     pub(crate) key: super::SigningKey,
     pub(crate) scope: String,
+    canonical: Vec<u8>,
+    to_sign: Vec<u8>,
+}
+
+impl Computed {
+    /// Checks the client's signature; on a mismatch, the error carries what the server signed,
+    /// as S3's does (no secret is in it: the canonical request and the string to sign are
+    /// functions of the request alone).
+    pub(crate) fn check(&self, access_key_id: &str, provided: &[u8; 32]) -> Result<(), S3Error> {
+        if signatures_equal(&self.signature, provided) {
+            return Ok(());
+        }
+        Err(S3Error::from_code(ErrorCode::SignatureDoesNotMatch)
+            .with_detail("AWSAccessKeyId", access_key_id)
+            .with_detail("StringToSign", String::from_utf8_lossy(&self.to_sign))
+            .with_detail(
+                "SignatureProvided",
+                String::from_utf8_lossy(&super::hex32(provided)),
+            )
+            .with_detail("CanonicalRequest", String::from_utf8_lossy(&self.canonical)))
+    }
 }
 
 /// Looks the key up and computes the request's signature.
@@ -60,9 +81,10 @@ pub(crate) fn compute<C: CredentialStore>(
     date: &AmzDate,
     parts: &CanonicalParts<'_>,
 ) -> Result<(super::Credential<C::Scope>, Computed), S3Error> {
-    let credential = store
-        .lookup(scope.access_key_id)
-        .ok_or_else(|| S3Error::from_code(ErrorCode::InvalidAccessKeyId))?;
+    let credential = store.lookup(scope.access_key_id).ok_or_else(|| {
+        S3Error::from_code(ErrorCode::InvalidAccessKeyId)
+            .with_detail("AWSAccessKeyId", scope.access_key_id)
+    })?;
     let canonical = canonical::canonical_request(parts)?;
     let scope_string = scope.scope_string();
     let to_sign = canonical::string_to_sign(date, &scope_string, &canonical);
@@ -74,14 +96,10 @@ pub(crate) fn compute<C: CredentialStore>(
             signature,
             key,
             scope: scope_string,
+            canonical,
+            to_sign,
         },
     ))
-}
-
-/// The mismatch error, with what the client can compare its own computation with (S3 sends the
-/// string to sign too; weir keeps the message short and puts no secret in it).
-pub(crate) fn mismatch() -> S3Error {
-    S3Error::from_code(ErrorCode::SignatureDoesNotMatch)
 }
 
 fn header_str<'h>(request: &'h Request<'_>, name: &str) -> Result<Option<&'h str>, S3Error> {
@@ -189,7 +207,14 @@ pub(crate) fn verify_header<C: CredentialStore>(
 
     let skew = (unix_seconds(now) - date.unix).abs();
     if skew > i64::from(config.max_skew_secs) {
-        return Err(S3Error::from_code(ErrorCode::RequestTimeTooSkewed));
+        let server_time = crate::xml::write::format_timestamp(now);
+        return Err(S3Error::from_code(ErrorCode::RequestTimeTooSkewed)
+            .with_detail("RequestTime", date.date_time_text())
+            .with_detail("ServerTime", String::from_utf8_lossy(&server_time))
+            .with_detail(
+                "MaxAllowedSkewMilliseconds",
+                (u64::from(config.max_skew_secs) * 1000).to_string(),
+            ));
     }
 
     let payload_text = header_str(request, "x-amz-content-sha256")?.ok_or_else(|| {
@@ -222,9 +247,7 @@ pub(crate) fn verify_header<C: CredentialStore>(
         skip_signature_param: false,
     };
     let (credential, computed) = compute(store, &auth.credential, &date, &parts)?;
-    if !signatures_equal(&computed.signature, &auth.signature) {
-        return Err(mismatch());
-    }
+    computed.check(auth.credential.access_key_id, &auth.signature)?;
     let chain = match payload {
         Payload::Streaming(StreamingMode::Signed | StreamingMode::SignedTrailer) => Some(
             ChunkChain::new(computed.key, date, computed.scope, computed.signature),

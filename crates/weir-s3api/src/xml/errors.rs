@@ -18,7 +18,17 @@ pub fn write_error(out: &mut Vec<u8>, error: &S3Error, resource: &str, request_i
     escape_into(out, resource);
     out.extend_from_slice(b"</Resource><RequestId>");
     escape_into(out, request_id);
-    out.extend_from_slice(b"</RequestId></Error>");
+    out.extend_from_slice(b"</RequestId>");
+    for (element, text) in &error.details {
+        out.push(b'<');
+        out.extend_from_slice(element.as_bytes());
+        out.push(b'>');
+        escape_into(out, text);
+        out.extend_from_slice(b"</");
+        out.extend_from_slice(element.as_bytes());
+        out.push(b'>');
+    }
+    out.extend_from_slice(b"</Error>");
 }
 
 /// The error body as a new buffer.
