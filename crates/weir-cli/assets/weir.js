@@ -11,9 +11,13 @@
 // whole after a failure): one request instead of two, no upload record on the server.
 // XMLHttpRequest, not fetch(), because only it reports upload progress.
 //
-// Several files are in flight at once (PARALLEL), the Transfers box shows one overall line
-// (files, bytes, speed, time left) with the list of files folded when it is long, and the
-// listing is fetched again once, when the uploads end.
+// Several requests are in flight at once (PARALLEL), and small files go several to a request:
+// up to PACK_FILES files of up to PACK_FILE bytes in one `multipart/form-data` POST to the
+// folder (its answer has each file's SHA-256; the server stores all of them or none, each
+// "only if absent" with `If-None-Match: *`). A pack that is refused or cut for any reason is
+// sent again as single PUTs, which find out which file it was (a name taken, a name refused).
+// The Transfers box shows one overall line (files, bytes, speed, time left) with the list of
+// files folded when it is long, and the listing is fetched again once, when the uploads end.
 //
 // Nothing is overwritten by surprise: every upload is created with `If-None-Match: *`; a 412
 // means the name is taken, and the page asks: replace (again, with `If-Match` and the ETag
@@ -37,6 +41,9 @@
 const CHUNK = 64 * 1024 * 1024;
 const SMALL = 4 * 1024 * 1024;
 const PARALLEL = 5;
+const PACK_FILE = 1024 * 1024; // files up to this size go several to a request (a form)
+const PACK_FILES = 20;
+const PACK_BYTES = 4 * 1024 * 1024;
 const RETRIES = 4; // of a 5xx-type answer, before the upload is shown as failed
 const LIST_OPEN_UP_TO = 20; // transfers: the list of files starts folded past this many
 const PAGE = 1000;
@@ -488,8 +495,12 @@ function showOverall(now) {
 let listToggledByUser = false;
 
 class Transfer {
-  constructor(file, path, group) {
+  constructor(file, dir, relative, group) {
+    const path = dir + relative;
     this.file = file;
+    this.dir = dir;
+    this.relative = relative;
+    this.pack = null; // the Pack it goes in, while it may
     this.path = path; // in the store, as picked, e.g. "photos/2024/cat.jpg"
     this.target = path; // where it goes: path, or "cat (1).jpg" to keep both
     this.group = group; // the files of one pick or drop: {size, policy}
@@ -571,6 +582,7 @@ class Transfer {
     } else if (this.state === "running" || this.state === "queued") {
       this.setState("paused", "paused at " + humanSize(this.offset));
       if (this.xhr) this.xhr.abort();
+      if (this.pack && this.pack.xhr) this.pack.xhr.abort();
     }
   }
 
@@ -579,6 +591,7 @@ class Transfer {
     this.setState("cancelled", "cancelled");
     this.setSent(0);
     if (this.xhr) this.xhr.abort();
+    if (this.pack && this.pack.xhr) this.pack.xhr.abort();
     const saved = localStorage.getItem(this.key);
     localStorage.removeItem(this.key);
     if (saved && was !== "done") {
@@ -779,6 +792,56 @@ class Transfer {
   }
 }
 
+// Small files of one pick, in one form POST to their folder. Its members wait as "queued"
+// with the pack in the queue; while it runs they are "running" with it.
+class Pack {
+  constructor(members) {
+    this.members = members;
+    this.state = "queued";
+    this.xhr = null;
+    this.sent = 0;
+    for (const t of members) t.pack = this;
+  }
+
+  async run() {
+    this.state = "running";
+    const members = this.members.filter((t) => t.state === "queued" && t.pack === this);
+    const dir = members.length ? members[0].dir : "";
+    const form = new FormData();
+    for (const t of members) {
+      t.setState("running", "sending, with " + (members.length - 1) + " other files");
+      form.append("file", t.file, t.relative);
+    }
+    let r = null;
+    if (members.length > 1) {
+      try {
+        r = await request("POST", "/files/" + encodePath(dir), { "If-None-Match": "*" }, form,
+          (sent) => this.progress(sent, members), this);
+      } catch (_) { /* sent again one by one */ }
+    }
+    this.progress(0, members);
+    this.state = "finished";
+    let stored = null;
+    if (r && r.status === 201) {
+      try { stored = new Map(JSON.parse(r.responseText).files.map((f) => [f.path, f.sha256 || ""])); } catch (_) { /* none */ }
+    }
+    for (const t of members) {
+      t.pack = null;
+      if (t.state !== "running") continue; // paused or cancelled meanwhile
+      if (stored && stored.has(t.target)) t.finish(stored.get(t.target));
+      else { t.setState("queued", "waiting"); schedule(t); }
+    }
+  }
+
+  // The form's bytes, shared out in the overall count.
+  progress(sent, members) {
+    const batch = members.length ? members[0].batch : null;
+    if (batch) batch.sent += sent - this.sent;
+    this.sent = sent;
+    showOverall();
+  }
+}
+
 // The questions about taken names, one at a time.
 let asking = Promise.resolve();
 
@@ -860,7 +923,8 @@ function schedule(transfer) {
 
 function pump() {
   while (running < PARALLEL && waitingHead < waiting.length) {
-    const next = waiting[waitingHead++];
+    let next = waiting[waitingHead++];
+    if (next instanceof Transfer && next.pack) next = next.pack; // its pack goes instead
     // One run of a transfer at a time: one queued again while its last run ends is taken
     // up again when it has.
     if (next.state !== "queued" || next.inRun) continue;
@@ -883,7 +947,18 @@ function addFiles(list) {
   if (!batch || batch.active === 0) batch = new Batch();
   const group = { size: list.length, policy: null };
   const rows = document.createDocumentFragment();
-  const added = list.map(({ file, relative }) => new Transfer(file, dir + relative, group));
+  const added = list.map(({ file, relative }) => new Transfer(file, dir, relative, group));
+  // Small files in packs, in the order picked.
+  let pack = [];
+  let bytes = 0;
+  const close = () => { if (pack.length > 1) new Pack(pack); pack = []; bytes = 0; };
+  for (const t of added) {
+    if (t.file.size > PACK_FILE || t.relative.includes("%")) continue; // "%22" is read as '"' in a form
+    if (pack.length === PACK_FILES || bytes + t.file.size > PACK_BYTES) close();
+    pack.push(t);
+    bytes += t.file.size;
+  }
+  close();
   for (let i = added.length - 1; i >= 0; i--) rows.append(added[i].row);
   $("transfers").prepend(rows);
   transfers.push(...added);

@@ -226,6 +226,14 @@ def part_basics(browser):
         page.on("request", on_request)
         page.on("response", on_response)
 
+        # Uploads slowed down to 32 MiB/s until the restart, so that the second append is
+        # still on its way when this script hears of it, even on a busy machine.
+        throttle = context.new_cdp_session(page)
+        throttle.send("Network.enable")
+        throttle.send("Network.emulateNetworkConditions", {
+            "offline": False, "latency": 0, "downloadThroughput": -1,
+            "uploadThroughput": 32 * 1024 * 1024})
+
         # Keyboard: focus "Choose files", Enter opens the picker.
         with page.expect_file_chooser() as chooser:
             page.locator("#pick-files").press("Enter")
@@ -236,6 +244,8 @@ def part_basics(browser):
             assert time.time() < deadline, "the large upload never reached its second append"
             page.wait_for_timeout(50)
         page.wait_for_timeout(1000)
+        throttle.send("Network.emulateNetworkConditions", {
+            "offline": False, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1})
         server.start()  # same port, same root
         sums = {"small.txt": wait_done(page, "small.txt"), "big.bin": wait_done(page, "big.bin")}
         assert state["resumed_at"] is not None and CHUNK <= state["resumed_at"] < BIG, state
@@ -487,7 +497,12 @@ def new_page(context, errors=None):
         def old(route, name):
             with open(os.path.join(OLD_ASSETS, name), "rb") as f:
                 route.fulfill(status=200, body=f.read(), headers={
-                    "content-type": types[name] + "; charset=utf-8", "cache-control": "no-store"})
+                    "content-type": types[name] + "; charset=utf-8", "cache-control": "no-store",
+                    # serve/page.rs's CONTENT_SECURITY_POLICY: the same policy as the binary's page.
+                    "content-security-policy": "default-src 'none'; script-src 'self'; "
+                    "style-src 'self'; connect-src 'self'; img-src 'self'; form-action 'self'; "
+                    "base-uri 'none'; frame-ancestors 'none'",
+                    "x-content-type-options": "nosniff"})
 
         page.route("**/assets/weir.js", lambda r: old(r, "weir.js"))
         page.route("**/assets/weir.css", lambda r: old(r, "weir.css"))
@@ -542,7 +557,7 @@ def accept_dialogs(page):
 
 class Uploads:
     """The page's requests as the browser sends them: listing fetches, and how many uploads
-    (PUT, PATCH) are in flight at once."""
+    (PUT, PATCH, POST of a form) are in flight at once."""
 
     def __init__(self, page):
         self.listings = []
@@ -556,7 +571,7 @@ class Uploads:
 
     @staticmethod
     def is_upload(r):
-        return r.method in ("PUT", "PATCH") and ("/files/" in r.url or "/uploads/" in r.url)
+        return r.method in ("PUT", "PATCH", "POST") and ("/files/" in r.url or "/uploads/" in r.url)
 
     def on_request(self, r):
         if r.method == "GET" and "/files/" in r.url and "limit=" in r.url:
@@ -621,8 +636,13 @@ def part_many(browser):
     expect(page.locator("#transfers-summary")).to_contain_text(f"({n})")
     print(f"page.py: {n} small files in {elapsed:.1f} s, {n / elapsed:.0f} files/s "
           f"(at most {seen.most} in flight, {len(seen.listings)} listing fetch)")
-    # While a batch runs, the line has the speed and the time left.
-    more = [write(os.path.join(src, f"more-{i:03d}.csv"), os.urandom(2000)) for i in range(60)]
+    # While a batch runs, the line has the speed and the time left (uploads slowed down to
+    # 512 KiB/s so that the line is seen while they run).
+    cdp = context.new_cdp_session(page)
+    cdp.send("Network.enable")
+    cdp.send("Network.emulateNetworkConditions", {
+        "offline": False, "latency": 0, "downloadThroughput": -1, "uploadThroughput": 512 * 1024})
+    more = [write(os.path.join(src, f"more-{i:03d}.csv"), os.urandom(20_000)) for i in range(60)]
     pick_files(page, more)
     expect(overall).to_have_text(re.compile(r"^\d+ of 60 files · .* of .* · .*/s · .* left"))
     expect(overall).to_have_attribute("data-state", "idle", timeout=TIMEOUT_MS)
