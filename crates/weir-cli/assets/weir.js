@@ -77,6 +77,7 @@ function humanSize(n) {
 
 function humanTime(seconds) {
   if (!isFinite(seconds)) return "…";
+  if (seconds < 10) return seconds.toFixed(1) + " s";
   seconds = Math.round(seconds);
   if (seconds < 60) return seconds + " s";
   if (seconds < 3600) return Math.floor(seconds / 60) + " min " + (seconds % 60) + " s";
