@@ -636,6 +636,23 @@ def part_many(browser):
     expect(page.locator("#transfers-summary")).to_contain_text(f"({n})")
     print(f"page.py: {n} small files in {elapsed:.1f} s, {n / elapsed:.0f} files/s "
           f"(at most {seen.most} in flight, {len(seen.listings)} listing fetch)")
+    # A folder with folders in it, through "Choose a folder": its files packed with their
+    # relative paths, stored where they were.
+    tree = os.path.join(WORK, "plate-run")
+    tree_files = {}
+    for sub in ["raw", "raw/channel 2", "processed"]:
+        os.makedirs(os.path.join(tree, sub))
+        for i in range(15):
+            rel = f"plate-run/{sub}/well-{i:02d}.csv"
+            tree_files[rel] = write(os.path.join(WORK, rel), os.urandom(700 + i))
+    pick_files(page, [tree], "#pick-folder")
+    expect(overall).to_contain_text("45 of 45 files uploaded", timeout=TIMEOUT_MS)
+    for rel, path in tree_files.items():
+        same_file(path, os.path.join(root, "run-17", rel))
+    expect(listed_link(page, "plate-run/")).to_have_count(1)
+    expect(page.locator("#listing tbody tr")).to_have_count(n + 1)
+    assert len(seen.listings) == 2, len(seen.listings)
+
     # While a batch runs, the line has the speed and the time left (uploads slowed down to
     # 512 KiB/s so that the line is seen while they run).
     cdp = context.new_cdp_session(page)
@@ -647,8 +664,8 @@ def part_many(browser):
     expect(overall).to_have_text(re.compile(r"^\d+ of 60 files · .* of .* · .*/s · .* left"))
     expect(overall).to_have_attribute("data-state", "idle", timeout=TIMEOUT_MS)
     expect(overall).to_contain_text("60 of 60 files uploaded")
-    expect(page.locator("#listing tbody tr")).to_have_count(n + 60)
-    assert len(seen.listings) == 2, len(seen.listings)
+    expect(page.locator("#listing tbody tr")).to_have_count(n + 61)
+    assert len(seen.listings) == 3, len(seen.listings)
     assert not errors, errors
     context.close()
     server.stop()
