@@ -4,6 +4,11 @@
 //! started again mid-way, names with markup, quotes and a right-to-left override, browsing,
 //! sorting, downloading, deleting, phone width, the page under a token, and pages of other
 //! origins (a form, a `no-cors` `fetch`, `sendBeacon`) and of a DNS-rebound name storing nothing.
+//! Then issue 35's parts, each on its own server: many small files (one overall line, one
+//! listing fetch, each row once), refusals that are not retried (507, 413, 403), the questions
+//! before replacing, folders deleted, paging kept across a delete and the filter, the token box
+//! and the Delete buttons a token's scopes allow, and the README's screenshot
+//! (`WEIR_PAGE_SCREENSHOT`).
 //!
 //! The Python script runs `weir serve` itself rather than through weir-testkit's
 //! `serve_binary`: only the browser's traffic shows the moment to kill the server (the large

@@ -2,8 +2,14 @@
 and what pages of other origins (and a DNS-rebound name) cannot do to it.
 
 Run by tests/browser/main.rs with: WEIR (the binary), WORK (an empty directory), CHROMIUM
-(the browser's executable); WEIR_PAGE_SCREENSHOT (optional) is where to save a screenshot of
-the page after the uploads.
+(the browser's executable); WEIR_PAGE_SCREENSHOT (optional) is where to save the screenshot of
+a realistic use (docs/page.png). Screenshots of each part are saved in WORK/shots/, after the
+DOM was checked (what they show is asserted, not looked at).
+
+To check that a test fails against an older page: WEIR_PAGE_OLD_ASSETS=DIR (a directory with
+that page's index.html, weir.js and weir.css, e.g. from `git show main:crates/weir-cli/assets/…`)
+serves those instead of the binary's, and WEIR_PAGE_PARTS=many,errors (names of the parts
+below, comma-separated) runs only those parts.
 
 The script runs the server itself (it must kill it at a moment only the browser's traffic
 shows, and start it again on the same port and root): SIGKILL while the large file's second
@@ -14,6 +20,7 @@ server kept and finish. Exits non-zero (an AssertionError) on any failure.
 import http.server
 import threading
 import hashlib
+import json
 import os
 import re
 import signal
@@ -29,7 +36,11 @@ WEIR = os.environ["WEIR"]
 WORK = os.environ["WORK"]
 CHROMIUM = os.environ["CHROMIUM"]
 SCREENSHOT = os.environ.get("WEIR_PAGE_SCREENSHOT")
+OLD_ASSETS = os.environ.get("WEIR_PAGE_OLD_ASSETS")
+PARTS = [p for p in os.environ.get("WEIR_PAGE_PARTS", "").split(",") if p]
 ROOT = os.path.join(WORK, "root")
+SHOTS = os.path.join(WORK, "shots")
+PARALLEL = 5  # the page's uploads in flight at once (weir.js: PARALLEL)
 CHUNK = 64 * 1024 * 1024  # the page's append size (weir.js: CHUNK)
 BIG = 200 * 1024 * 1024
 TIMEOUT_MS = 120_000
@@ -40,15 +51,17 @@ class Server:
 
     running = []  # every process started, so that a failing run leaves none behind
 
-    def __init__(self, *args):
+    def __init__(self, *args, root=ROOT):
         self.args = list(args)
         self.port = 0
         self.proc = None
+        self.root = root
 
     def start(self):
+        os.makedirs(self.root, exist_ok=True)
         log = open(os.path.join(WORK, "server-stderr.log"), "ab")
         self.proc = subprocess.Popen(
-            [WEIR, "serve", "--root", ROOT, "--listen", f"127.0.0.1:{self.port}", *self.args],
+            [WEIR, "serve", "--root", self.root, "--listen", f"127.0.0.1:{self.port}", *self.args],
             stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL,
             env={k: v for k, v in os.environ.items() if k != "WEIR_TOKEN"},
         )
@@ -150,7 +163,7 @@ def listed_link(page, name):
     return page.locator("#listing td.name a").filter(has_text=re.compile("^" + re.escape(name) + "$"))
 
 
-def main():
+def part_basics(browser):
     os.makedirs(ROOT)
     src = os.path.join(WORK, "src")
     os.makedirs(src)
@@ -172,12 +185,9 @@ def main():
     other_origin = f"http://127.0.0.1:{app.server_address[1]}"
 
     server = Server().start()
-    with sync_playwright() as p:
-        # attacker.example resolves to 127.0.0.1, as a DNS-rebinding page's name would.
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
-            "--no-sandbox", "--host-resolver-rules=MAP attacker.example 127.0.0.1"])
+    if True:
         context = browser.new_context(accept_downloads=True, viewport={"width": 1000, "height": 900})
-        page = context.new_page()
+        page = new_page(context)
         dialogs = []
 
         def on_dialog(d):
@@ -216,6 +226,14 @@ def main():
         page.on("request", on_request)
         page.on("response", on_response)
 
+        # Uploads slowed down to 32 MiB/s until the restart, so that the second append is
+        # still on its way when this script hears of it, even on a busy machine.
+        throttle = context.new_cdp_session(page)
+        throttle.send("Network.enable")
+        throttle.send("Network.emulateNetworkConditions", {
+            "offline": False, "latency": 0, "downloadThroughput": -1,
+            "uploadThroughput": 32 * 1024 * 1024})
+
         # Keyboard: focus "Choose files", Enter opens the picker.
         with page.expect_file_chooser() as chooser:
             page.locator("#pick-files").press("Enter")
@@ -226,6 +244,8 @@ def main():
             assert time.time() < deadline, "the large upload never reached its second append"
             page.wait_for_timeout(50)
         page.wait_for_timeout(1000)
+        throttle.send("Network.emulateNetworkConditions", {
+            "offline": False, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1})
         server.start()  # same port, same root
         sums = {"small.txt": wait_done(page, "small.txt"), "big.bin": wait_done(page, "big.bin")}
         assert state["resumed_at"] is not None and CHUNK <= state["resumed_at"] < BIG, state
@@ -251,9 +271,6 @@ def main():
         assert not [k for k in os.listdir(ROOT) if "\u202e" in k]
         # Nothing left to resume.
         assert page.evaluate("Object.keys(localStorage).filter(k => k.startsWith('weir-upload:')).length") == 0
-
-        if SCREENSHOT:
-            page.screenshot(path=SCREENSHOT, full_page=True)
 
         # A new folder, opened and filled by a synthetic drop.
         page.fill("#mkdir-name", "inbox")
@@ -379,7 +396,7 @@ def main():
         server.port = 0
         server.start()
         context = browser.new_context(accept_downloads=True)
-        page = context.new_page()
+        page = new_page(context)
         page.on("dialog", on_dialog)
         page.on("pageerror", lambda e: errors.append(str(e)))
         page.goto(server.url + "/")
@@ -466,8 +483,475 @@ def main():
         }""")
         assert statuses == [421, 421, 421], statuses
         assert sorted(os.listdir(ROOT)) == sorted(stored_before + ["listed.txt"]), os.listdir(ROOT)
-        browser.close()
+        context.close()
     server.stop()
+
+
+def new_page(context, errors=None):
+    """A page of `context`; with WEIR_PAGE_OLD_ASSETS, the older page's files are served
+    instead of the binary's (the script, the style sheet, and the HTML of `/` and folders)."""
+    page = context.new_page()
+    if OLD_ASSETS:
+        types = {"weir.js": "text/javascript", "weir.css": "text/css", "index.html": "text/html"}
+
+        def old(route, name):
+            with open(os.path.join(OLD_ASSETS, name), "rb") as f:
+                route.fulfill(status=200, body=f.read(), headers={
+                    "content-type": types[name] + "; charset=utf-8", "cache-control": "no-store",
+                    # serve/page.rs's CONTENT_SECURITY_POLICY: the same policy as the binary's page.
+                    "content-security-policy": "default-src 'none'; script-src 'self'; "
+                    "style-src 'self'; connect-src 'self'; img-src 'self'; form-action 'self'; "
+                    "base-uri 'none'; frame-ancestors 'none'",
+                    "x-content-type-options": "nosniff"})
+
+        page.route("**/assets/weir.js", lambda r: old(r, "weir.js"))
+        page.route("**/assets/weir.css", lambda r: old(r, "weir.css"))
+
+        def document(route):
+            if route.request.resource_type == "document":
+                old(route, "index.html")
+            else:
+                route.continue_()
+
+        page.route(re.compile(r"^https?://[^/]+(/|/files/[^?]*/)$"), document)
+    if errors is not None:
+        page.on("pageerror", lambda e: errors.append(str(e)))
+    page.set_default_timeout(15_000)
+    return page
+
+
+def shot(page, name):
+    os.makedirs(SHOTS, exist_ok=True)
+    path = os.path.join(SHOTS, name + ".png")
+    page.screenshot(path=path, full_page=True)
+    assert os.path.getsize(path) > 0
+    return path
+
+
+def pick_files(page, paths, button="#pick-files"):
+    with page.expect_file_chooser() as chooser:
+        page.click(button)
+    chooser.value.set_files(paths)
+
+
+def listed_names(page):
+    return page.locator("#listing td.name a").all_text_contents()
+
+
+def put(url, data, headers=None):
+    request = urllib.request.Request(url, data=data, method="PUT", headers=headers or {})
+    with urllib.request.urlopen(request) as r:
+        return r.status
+
+
+def accept_dialogs(page):
+    seen = []
+
+    def on_dialog(d):
+        seen.append((d.type, d.message))
+        d.accept()
+
+    page.on("dialog", on_dialog)
+    return seen
+
+
+class Uploads:
+    """The page's requests as the browser sends them: listing fetches, and how many uploads
+    (PUT, PATCH, POST of a form) are in flight at once."""
+
+    def __init__(self, page):
+        self.listings = []
+        self.in_flight = 0
+        self.most = 0
+        self.sent = []
+        page.on("request", self.on_request)
+        # The answer's head (before the page sees the answer, so before it starts another).
+        page.on("response", lambda r: self.on_end(r.request))
+        page.on("requestfailed", self.on_end)
+
+    @staticmethod
+    def is_upload(r):
+        return r.method in ("PUT", "PATCH", "POST") and ("/files/" in r.url or "/uploads/" in r.url)
+
+    def on_request(self, r):
+        if r.method == "GET" and "/files/" in r.url and "limit=" in r.url:
+            self.listings.append(r.url)
+        if self.is_upload(r):
+            self.sent.append((r.method, r.url, r.headers))
+            self.in_flight += 1
+            self.most = max(self.most, self.in_flight)
+
+    def on_end(self, r):
+        if self.is_upload(r):
+            self.in_flight -= 1
+
+
+def part_many(browser):
+    """Issue 35 point 5 and the doubled rows of point 6: many small files at once, one overall
+    line, the list of files folded, one listing fetch at the end, each row once."""
+    n = 300
+    root = os.path.join(WORK, "root-many")
+    server = Server(root=root).start()
+    src = os.path.join(WORK, "many")
+    os.makedirs(src)
+    files = [write(os.path.join(src, f"sample-{i:04d}.csv"), os.urandom(500 + (i * 37) % 3000)) for i in range(n)]
+    context = browser.new_context(viewport={"width": 1000, "height": 900})
+    errors = []
+    page = new_page(context, errors)
+    page.goto(server.url + "/files/run-17/")
+    expect(page.locator("#status")).to_contain_text("empty")
+    seen = Uploads(page)
+    t0 = time.monotonic()
+    pick_files(page, files)
+    # Every file stored (the old page's rows have the same states).
+    expect(page.locator("#transfers li[data-state=done]")).to_have_count(n, timeout=TIMEOUT_MS)
+    elapsed = time.monotonic() - t0
+    # The listing settles (an older page goes on fetching it for a while): then each file is
+    # listed once.
+    settled, last = time.time(), len(seen.listings)
+    while time.time() - settled < 1.5:
+        page.wait_for_timeout(100)
+        if len(seen.listings) != last:
+            settled, last = time.time(), len(seen.listings)
+    expect(page.locator("#listing tbody tr")).to_have_count(n)
+    names = listed_names(page)
+    assert len(names) == n and len(set(names)) == n, (len(names), len(set(names)))
+    assert sorted(names) == sorted(os.path.basename(f) for f in files)
+    for f in files:
+        same_file(f, os.path.join(root, "run-17", os.path.basename(f)))
+    # One listing fetch for the batch, at its end; several uploads in flight, at most PARALLEL.
+    assert len(seen.listings) == 1, (len(seen.listings), seen.listings[:5])
+    assert 2 <= seen.most <= PARALLEL, seen.most
+    # One line for all: files, bytes, time; the list of 300 folded, shown on demand.
+    overall = page.locator("#overall")
+    expect(overall).to_be_visible()
+    expect(overall).to_have_attribute("data-state", "idle")
+    expect(overall).to_have_attribute("data-done", str(n))
+    expect(overall).to_contain_text(f"{n} of {n} files uploaded")
+    assert page.locator("#transfers-list").evaluate("d => d.open") is False
+    expect(page.locator("#transfers li").first).to_be_hidden()
+    shot(page, "many-folded")
+    page.click("#transfers-summary")
+    expect(page.locator("#transfers li").first).to_be_visible()
+    expect(page.locator("#transfers-summary")).to_contain_text(f"({n})")
+    print(f"page.py: {n} small files in {elapsed:.1f} s, {n / elapsed:.0f} files/s "
+          f"(at most {seen.most} in flight, {len(seen.listings)} listing fetch)")
+    # A folder with folders in it, through "Choose a folder": its files packed with their
+    # relative paths, stored where they were.
+    tree = os.path.join(WORK, "plate-run")
+    tree_files = {}
+    for sub in ["raw", "raw/channel 2", "processed"]:
+        os.makedirs(os.path.join(tree, sub))
+        for i in range(15):
+            rel = f"plate-run/{sub}/well-{i:02d}.csv"
+            tree_files[rel] = write(os.path.join(WORK, rel), os.urandom(700 + i))
+    pick_files(page, [tree], "#pick-folder")
+    expect(overall).to_contain_text("45 of 45 files uploaded", timeout=TIMEOUT_MS)
+    for rel, path in tree_files.items():
+        same_file(path, os.path.join(root, "run-17", rel))
+    expect(listed_link(page, "plate-run/")).to_have_count(1)
+    expect(page.locator("#listing tbody tr")).to_have_count(n + 1)
+    assert len(seen.listings) == 2, len(seen.listings)
+
+    # While a batch runs, the line has the speed and the time left (uploads slowed down to
+    # 512 KiB/s so that the line is seen while they run).
+    cdp = context.new_cdp_session(page)
+    cdp.send("Network.enable")
+    cdp.send("Network.emulateNetworkConditions", {
+        "offline": False, "latency": 0, "downloadThroughput": -1, "uploadThroughput": 512 * 1024})
+    more = [write(os.path.join(src, f"more-{i:03d}.csv"), os.urandom(20_000)) for i in range(60)]
+    pick_files(page, more)
+    expect(overall).to_have_text(re.compile(r"^\d+ of 60 files · .* of .* · .*/s · .* left"))
+    expect(overall).to_have_attribute("data-state", "idle", timeout=TIMEOUT_MS)
+    expect(overall).to_contain_text("60 of 60 files uploaded")
+    expect(page.locator("#listing tbody tr")).to_have_count(n + 61)
+    assert len(seen.listings) == 3, len(seen.listings)
+    assert not errors, errors
+    context.close()
+    server.stop()
+
+
+def part_errors(browser):
+    """Issue 35 point 6: a refusal that no retry can change (507 quota, 413, 403) ends the
+    upload with the server's message, and nothing more is sent for it."""
+    src = os.path.join(WORK, "errors")
+    os.makedirs(src)
+    two = write(os.path.join(src, "two.bin"), os.urandom(2 << 20))  # one PUT
+    six = write(os.path.join(src, "six.bin"), os.urandom(6 << 20))  # resumable
+    root = os.path.join(WORK, "root-errors")
+    tokens = write(os.path.join(WORK, "tokens-errors"), b"reader-token read\n")
+    cases = [
+        (["--max-storage", "1MiB"], None, "storage quota exceeded", "507"),
+        (["--max-upload", "1MiB"], None, "larger than the limit", "413"),
+        (["--token-file", tokens], "reader-token", "", "403"),
+    ]
+    for args, token, message, status in cases:
+        server = Server(*args, root=root).start()
+        context = browser.new_context()
+        errors = []
+        page = new_page(context, errors)
+        page.goto(server.url + "/")
+        if token:
+            page.fill("#token", token)
+            page.press("#token", "Enter")
+            expect(page.locator("#forget")).to_be_visible()
+        seen = Uploads(page)
+        pick_files(page, [two, six])
+        for name in ["two.bin", "six.bin"]:
+            expect(row(page, name)).to_have_attribute("data-state", "failed")
+            detail = row(page, name).locator(".detail").first
+            expect(detail).to_contain_text(message)
+            expect(detail).to_contain_text(f"({status})")
+            expect(detail).to_have_class(re.compile("error"))
+            expect(page.locator(f'button[aria-label="Retry {name}"]')).to_be_visible()
+        # Nothing more is sent: no retry.
+        sent = len(seen.sent)
+        page.wait_for_timeout(2500)
+        assert len(seen.sent) == sent, seen.sent
+        assert sent == 2, seen.sent
+        expect(page.locator("#overall")).to_contain_text("2 failed")
+        shot(page, f"refused-{status}")
+        assert not errors, errors
+        context.close()
+        server.stop()
+        assert not [f for f in os.listdir(root) if not f.startswith(".")], os.listdir(root)
+
+
+def part_conflicts(browser):
+    """Issue 35 point 2 (the page): a name that is taken is asked about (replace, keep both,
+    skip), once for a whole pick if asked to; nothing is overwritten without a word."""
+    root = os.path.join(WORK, "root-conflicts")
+    server = Server(root=root).start()
+    for name, data in [("report.pdf", b"old report"), ("notes.txt", b"old notes")]:
+        assert put(server.url + "/files/" + name, data) == 201
+    src = os.path.join(WORK, "conflicts")
+    os.makedirs(src)
+    report = write(os.path.join(src, "report.pdf"), b"new report")
+    notes = write(os.path.join(src, "notes.txt"), b"new notes")
+    fresh = write(os.path.join(src, "fresh.txt"), b"fresh")
+    context = browser.new_context()
+    errors = []
+    page = new_page(context, errors)
+    page.goto(server.url + "/")
+    expect(listed_link(page, "report.pdf")).to_have_count(1)
+    seen = Uploads(page)
+    dialog = page.locator("#conflict")
+
+    def stored(name):
+        with open(os.path.join(root, name), "rb") as f:
+            return f.read()
+
+    # Three files, two names taken: asked once, "keep both" for all.
+    pick_files(page, [report, notes, fresh])
+    expect(dialog).to_be_visible()
+    expect(page.locator("#conflict-name")).to_have_text(re.compile(r"^(report\.pdf|notes\.txt)$"))
+    expect(page.locator("#conflict-all")).to_be_visible()
+    shot(page, "conflict-asked")
+    page.check("#conflict-all")
+    dialog.get_by_role("button", name="Keep both").click()
+    for name in ["report.pdf", "notes.txt", "fresh.txt"]:
+        wait_done(page, name)
+    expect(dialog).to_be_hidden()
+    expect(row(page, "report.pdf")).to_have_attribute("data-saved-as", "report (1).pdf")
+    expect(row(page, "notes.txt")).to_have_attribute("data-saved-as", "notes (1).txt")
+    assert stored("report.pdf") == b"old report" and stored("report (1).pdf") == b"new report"
+    assert stored("notes.txt") == b"old notes" and stored("notes (1).txt") == b"new notes"
+    assert stored("fresh.txt") == b"fresh"
+    # Every creation said "only if absent".
+    assert all(h.get("if-none-match") == "*" for m, u, h in seen.sent), seen.sent
+    expect(listed_link(page, "report (1).pdf")).to_have_count(1)
+
+    # One file: no "for all" box; replace, with If-Match and the ETag of what is there.
+    write(report, b"newer report")
+    pick_files(page, [report])
+    expect(dialog).to_be_visible()
+    expect(page.locator("#conflict-all")).to_be_hidden()
+    dialog.get_by_role("button", name="Replace").click()
+    expect(page.locator('#transfers li[data-path="report.pdf"][data-state=done]')).to_have_count(2)
+    assert stored("report.pdf") == b"newer report"
+    replaced = [h for m, u, h in seen.sent if u.endswith("/files/report.pdf") and "if-match" in h]
+    assert len(replaced) == 1 and replaced[0]["if-match"].startswith('"'), seen.sent
+
+    # Skip: nothing sent, nothing changed.
+    write(notes, b"notes never sent")
+    pick_files(page, [notes])
+    expect(dialog).to_be_visible()
+    dialog.get_by_role("button", name="Skip").click()
+    expect(page.locator('#transfers li[data-path="notes.txt"][data-state=skipped]')).to_have_count(1)
+    assert stored("notes.txt") == b"old notes"
+    expect(page.locator("#overall")).to_contain_text("1 skipped")
+    shot(page, "conflict-done")
+    assert not errors, errors
+    context.close()
+    server.stop()
+
+
+def part_folders(browser):
+    """Issue 35 point 7: folders deleted from the page (empty ones; a full one is refused and
+    said so)."""
+    root = os.path.join(WORK, "root-folders")
+    os.makedirs(os.path.join(root, "empty-dir"))
+    os.makedirs(os.path.join(root, "full-dir"))
+    write(os.path.join(root, "full-dir", "keep.txt"), b"keep")
+    server = Server(root=root).start()
+    context = browser.new_context(viewport={"width": 1000, "height": 900})
+    errors = []
+    page = new_page(context, errors)
+    dialogs = accept_dialogs(page)
+    page.goto(server.url + "/")
+    expect(listed_link(page, "empty-dir/")).to_have_count(1)
+    page.click('button[aria-label="Delete folder empty-dir"]')
+    expect(listed_link(page, "empty-dir/")).to_have_count(0)
+    expect(page.locator("#status")).to_have_text("Deleted empty-dir/.")
+    assert not os.path.exists(os.path.join(root, "empty-dir"))
+    page.click('button[aria-label="Delete folder full-dir"]')
+    expect(page.locator("#status")).to_contain_text("full-dir/ is not empty")
+    expect(listed_link(page, "full-dir/")).to_have_count(1)
+    assert os.path.exists(os.path.join(root, "full-dir", "keep.txt"))
+    assert len(dialogs) == 2, dialogs
+    shot(page, "folder-not-empty")
+    assert not errors, errors
+    context.close()
+    server.stop()
+
+
+def part_paging(browser):
+    """Issue 35 point 7: deleting a file on a later page of a large folder keeps that page and
+    the message; a filter box over what is loaded."""
+    root = os.path.join(WORK, "root-paging")
+    big = os.path.join(root, "logs")
+    os.makedirs(big)
+    for i in range(1005):
+        write(os.path.join(big, f"log-{i:04d}.txt"), b"x")
+    server = Server(root=root).start()
+    context = browser.new_context(viewport={"width": 1000, "height": 900})
+    errors = []
+    page = new_page(context, errors)
+    accept_dialogs(page)
+    page.goto(server.url + "/files/logs/")
+    expect(page.locator("#listing tbody tr")).to_have_count(1000)
+    page.click("#more")
+    expect(page.locator("#listing tbody tr")).to_have_count(1005)
+    page.click('button[aria-label="Delete log-1003.txt"]')
+    expect(listed_link(page, "log-1003.txt")).to_have_count(0)
+    expect(page.locator("#status")).to_have_text("Deleted logs/log-1003.txt.")
+    page.wait_for_timeout(1000)
+    expect(page.locator("#listing tbody tr")).to_have_count(1004)
+    expect(listed_link(page, "log-1004.txt")).to_have_count(1)
+    expect(page.locator("#status")).to_have_text("Deleted logs/log-1003.txt.")
+    assert not os.path.exists(os.path.join(big, "log-1003.txt"))
+
+    # The filter: over what is loaded, said how many match.
+    page.fill("#filter", "log-09")
+    expect(page.locator("#listing tbody tr")).to_have_count(100)
+    expect(page.locator("#shown")).to_contain_text("100 of 1,004")
+    assert all(n.startswith("log-09") for n in listed_names(page))
+    shot(page, "filter")
+    page.fill("#filter", "")
+    expect(page.locator("#listing tbody tr")).to_have_count(1004)
+    assert not errors, errors
+    context.close()
+    server.stop()
+
+
+def part_token(browser):
+    """Issue 35 point 7: the token box offered from the start; Delete buttons only for what
+    the token may delete, when the server says (`GET /whoami`: here answered by the test, the
+    shape weir.js documents), and all of them when it does not."""
+    root = os.path.join(WORK, "root-token")
+    os.makedirs(os.path.join(root, "raw"))
+    write(os.path.join(root, "raw", "a.csv"), b"a")
+    write(os.path.join(root, "data.csv"), b"data")
+    server = Server(root=root).start()
+    context = browser.new_context()
+    errors = []
+    page = new_page(context, errors)
+    page.goto(server.url + "/")
+    expect(page.locator("#token-form")).to_be_visible()
+    expect(page.locator("#forget")).to_be_hidden()
+    expect(listed_link(page, "data.csv")).to_have_count(1)
+    # No /whoami on this server: every Delete offered, the server decides.
+    expect(page.locator('button[aria-label="Delete data.csv"]')).to_be_visible()
+    expect(page.locator("#who")).to_be_hidden()
+
+    def whoami(body, listed="data.csv"):
+        page.unroute("**/whoami")
+        page.route("**/whoami", lambda r: r.fulfill(
+            status=200, content_type="application/json", body=json.dumps(body)))
+        page.reload()
+        expect(listed_link(page, listed)).to_have_count(1)
+
+    whoami({"token": "uploader", "scopes": ["read", "write"], "prefix": None})
+    expect(page.locator("#who")).to_have_text("Token uploader: read, write")
+    expect(page.locator("#listing button", has_text="Delete")).to_have_count(0)
+    shot(page, "no-delete-scope")
+    whoami({"token": "raw-cleaner", "scopes": ["read", "delete"], "prefix": "raw"})
+    expect(page.locator('button[aria-label="Delete folder raw"]')).to_be_visible()
+    expect(page.locator('button[aria-label="Delete data.csv"]')).to_have_count(0)
+    listed_link(page, "raw/").click()
+    expect(page.locator('button[aria-label="Delete a.csv"]')).to_be_visible()
+    whoami({"token": None, "scopes": ["read", "write", "delete"], "prefix": None}, "a.csv")
+    expect(page.locator('button[aria-label="Delete a.csv"]')).to_be_visible()
+    # An answer of another shape is ignored.
+    page.unroute("**/whoami")
+    page.route("**/whoami", lambda r: r.fulfill(status=200, content_type="application/json", body='{"scopes": "all"}'))
+    page.reload()
+    expect(listed_link(page, "a.csv")).to_have_count(1)
+    expect(page.locator('button[aria-label="Delete a.csv"]')).to_be_visible()
+    expect(page.locator("#who")).to_be_hidden()
+    assert not errors, errors
+    context.close()
+    server.stop()
+
+
+def part_screenshot(browser):
+    """The README's picture (docs/page.png): a lab's instrument data uploaded from the page;
+    what it shows is checked first."""
+    root = os.path.join(WORK, "root-shot")
+    for d in ["microscope", "spectrometer", "shared-protocols"]:
+        os.makedirs(os.path.join(root, d))
+    server = Server(root=root).start()
+    src = os.path.join(WORK, "lab")
+    os.makedirs(src)
+    names = {"plate-07_2026-11-30.tif": 3_400_000, "plate-08_2026-11-30.tif": 3_350_000,
+             "run-0412_absorbance.csv": 184_000, "run-0412_settings.json": 2_300,
+             "calibration-2026-11.pdf": 912_000, "README-run-0412.md": 4_100}
+    paths = [write(os.path.join(src, n), os.urandom(size)) for n, size in names.items()]
+    context = browser.new_context(viewport={"width": 1000, "height": 760})
+    page = new_page(context)
+    page.goto(server.url + "/")
+    expect(listed_link(page, "microscope/")).to_have_count(1)
+    pick_files(page, paths)
+    expect(page.locator("#overall")).to_contain_text(f"{len(names)} of {len(names)} files uploaded", timeout=TIMEOUT_MS)
+    expect(page.locator("#listing tbody tr")).to_have_count(len(names) + 3)
+    assert sorted(listed_names(page)) == sorted([*names, "microscope/", "spectrometer/", "shared-protocols/"])
+    expect(page.locator("#token-form")).to_be_visible()
+    expect(page.locator("#transfers li[data-state=done]")).to_have_count(len(names))
+    path = shot(page, "page")
+    if SCREENSHOT:
+        page.screenshot(path=SCREENSHOT, full_page=True)
+    context.close()
+    server.stop()
+    return path
+
+
+def main():
+    parts = {"basics": part_basics, "many": part_many, "errors": part_errors,
+             "conflicts": part_conflicts, "folders": part_folders, "paging": part_paging,
+             "token": part_token,
+             "screenshot": part_screenshot}
+    unknown = [p for p in PARTS if p not in parts]
+    assert not unknown, f"unknown parts {unknown}; known: {list(parts)}"
+    with sync_playwright() as p:
+        # attacker.example resolves to 127.0.0.1, as a DNS-rebinding page's name would.
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
+            "--no-sandbox", "--host-resolver-rules=MAP attacker.example 127.0.0.1"])
+        for name, part in parts.items():
+            if PARTS and name not in PARTS:
+                continue
+            print(f"page.py: {name}", flush=True)
+            part(browser)
+        browser.close()
     print("page.py: all checks passed")
 
 
