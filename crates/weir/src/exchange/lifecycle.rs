@@ -70,8 +70,10 @@ pub(crate) struct ResponseLifecycle {
     state: State,
     /// The status of the final head started (kept after the head is sent, for access logs).
     status: Option<StatusCode>,
-    /// Body bytes accepted for the wire (writes and files; not those dropped for a response
-    /// without a body).
+    /// Body bytes accepted for the wire (writes, and each piece of a file as the driver hands
+    /// it to the connection: [`ResponseLifecycle::file_sent`]; not those dropped for a response
+    /// without a body). A file is not counted whole when its sending starts: a client that
+    /// leaves after 10 MB of a 1 GiB file was logged and counted as sent 1 GiB (issue 35).
     body_bytes: u64,
 }
 
@@ -213,13 +215,16 @@ impl ResponseLifecycle {
                 self.state = State::Complete;
                 Ok(FileSend::Skip)
             }
-            State::Body { .. } => {
-                self.body_bytes += len;
-                Ok(FileSend::Send)
-            }
+            State::Body { .. } => Ok(FileSend::Send),
             State::Complete if len == 0 => Ok(FileSend::Skip),
             _ => Err(Misuse::NoBodyOpen),
         }
+    }
+
+    /// `len` bytes of a file [`before_file`](Self::before_file) let through were handed to
+    /// the connection.
+    pub(crate) fn file_sent(&mut self, len: u64) {
+        self.body_bytes += len;
     }
 
     /// The body is complete on the wire.
@@ -318,8 +323,10 @@ mod tests {
         assert_eq!((l.status(), l.body_bytes()), (Some(StatusCode::OK), 10));
         let mut l = sent(false, None);
         assert_eq!(l.before_file(5), Ok(FileSend::Send));
+        assert_eq!(l.body_bytes(), 0, "a file counts as its pieces go out");
+        l.file_sent(2);
         assert_eq!(l.before_write(3), Ok(Write::Send { last: false }));
-        assert_eq!(l.body_bytes(), 8);
+        assert_eq!(l.body_bytes(), 5);
         let mut l = sent(true, Some(100));
         assert_eq!(l.before_write(100), Ok(Write::Drop));
         assert_eq!(l.before_file(100), Ok(FileSend::Skip));

@@ -272,6 +272,7 @@ impl Conn {
                 )));
             }
             sent += n as u64;
+            self.resp.file_sent(n as u64);
         }
         self.resp.complete();
         Ok(())
