@@ -173,7 +173,16 @@ fn every_wired_route_against_seaweedfs() {
     let top = json(&r);
     assert_eq!(top["entries"][0]["name"], "docs");
     assert_eq!(top["entries"][0]["type"], "dir");
+    // A common prefix has no time: `null`, not 0 (the page showed "Jan 1, 1970": issue 35).
+    assert_eq!(top["entries"][0]["modified"], serde_json::Value::Null);
     let r = request(a, "GET /files/docs/ HTTP/1.1", b"");
+    assert!(
+        json(&r)["entries"][0]["modified"]
+            .as_u64()
+            .is_some_and(|t| t > 1_700_000_000),
+        "a file's time is the object's: {}",
+        r.text()
+    );
     let names: Vec<String> = json(&r)["entries"]
         .as_array()
         .unwrap()

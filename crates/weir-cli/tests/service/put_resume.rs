@@ -330,6 +330,16 @@ fn a_killed_client_is_resumed_by_the_next_run() {
     let err = stderr(&out);
     assert!(out.status.success(), "{err}");
     assert!(err.contains("resumed 1 time, 0 B sent twice"), "{err}");
+    // Where it resumed, and the speed of this run's bytes only (issue 35: the whole size over
+    // this run's time, and no word of the offset).
+    assert!(
+        err.contains(&format!("this run sent {} bytes)", len - offset)),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("; resumed at byte {offset} (")),
+        "{err}"
+    );
     assert_stored(&s, "killed.bin", &content);
     // The second run sent the rest and two request heads, nothing of what the server had.
     let second = proxy.total_forwarded() - before;
