@@ -192,6 +192,13 @@ fn public_read_is_an_explicit_choice_said_at_start() {
         "weir: reads are public (--public-read); writes and deletes need a token"
     );
     assert!(said(&[]).starts_with("weir: no token configured"));
+    // The same from the config file (the flag's name as its key).
+    let config = s.dir.path().join("weir.toml");
+    std::fs::write(&config, "public-read = true\n").unwrap();
+    assert_eq!(
+        said(&["--token", "t", "--config", config.to_str().unwrap()]),
+        "weir: reads are public (--public-read); writes and deletes need a token"
+    );
     // Without a token there is nothing to open: refused rather than ignored.
     let out = weir(&["serve", "--listen", "127.0.0.1:0", "--public-read"]);
     assert!(!out.status.success());
