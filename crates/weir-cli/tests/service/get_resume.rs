@@ -11,7 +11,8 @@ use std::sync::{Arc, Mutex};
 
 /// Serves `content` (`ETag: "v1"`, its `Repr-Digest`) to each connection in turn: the first
 /// gets the head and `stop` bytes and then nothing more (held open); the others get what they
-/// ask for (a `Range: bytes=N-` answered `206`). Keeps each request's head.
+/// ask for (a `Range: bytes=N-` answered `206`, unless `If-Range` names another version).
+/// Keeps each request's head.
 fn server(content: Arc<Vec<u8>>, stop: usize) -> (String, Arc<Mutex<Vec<String>>>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/files/big.bin", listener.local_addr().unwrap());
@@ -35,10 +36,16 @@ fn server(content: Arc<Vec<u8>>, stop: usize) -> (String, Arc<Mutex<Vec<String>>
                 use sha2::Digest;
                 base64(&sha2::Sha256::digest(&content[..]))
             };
+            // `If-Range` with another version: the whole file (RFC 9110 §13.1.5).
+            let same = head
+                .lines()
+                .find_map(|l| l.strip_prefix("if-range: "))
+                .is_none_or(|v| v == "\"v1\"");
             let start: usize = head
                 .lines()
                 .find_map(|l| l.strip_prefix("range: bytes="))
                 .and_then(|r| r.trim_end_matches('-').parse().ok())
+                .filter(|_| same)
                 .unwrap_or(0);
             let status = if start > 0 {
                 format!(
@@ -163,4 +170,33 @@ fn a_corrupt_partial_file_fails_verification_and_is_removed() {
     assert!(!dest.exists());
     let left = std::fs::read_dir(dir.path()).unwrap().count();
     assert_eq!(left, 0, "the partial file and its state are removed");
+}
+
+/// A partial file of another version (its recorded `ETag` is not the file's now) is not
+/// resumed from: the server answers the whole file, which replaces the partial bytes.
+#[test]
+fn a_partial_file_of_another_version_starts_over() {
+    let len = 1 << 20;
+    let content = Arc::new(data(len, 46));
+    let (url, heads) = server(content.clone(), 1000);
+    let dir = tempfile::tempdir().unwrap();
+    let dest = dir.path().join("big.bin");
+    std::fs::write(
+        dir.path().join(".big.bin.weir-get.partial"),
+        vec![7u8; 5000],
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join(".big.bin.weir-get.state"),
+        serde_json::json!({"url": url, "etag": "\"v0\""}).to_string(),
+    )
+    .unwrap();
+    drop(std::net::TcpStream::connect(url[7..].split('/').next().unwrap()).unwrap());
+    let out = weir(&["get", &url, dest.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(!err.contains("resumed"), "{err}");
+    assert_eq!(std::fs::read(&dest).unwrap(), *content);
+    let heads = heads.lock().unwrap();
+    assert!(heads[1].contains("if-range: \"v0\"\r\n"), "{}", heads[1]);
 }

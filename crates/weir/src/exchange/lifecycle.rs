@@ -158,6 +158,17 @@ impl ResponseLifecycle {
     /// Accounts `len` body bytes about to be written. `Err(BodyTooLong)` means the handler
     /// wrote past its declared length: the driver fails the response (nothing of it is sent).
     pub(crate) fn before_write(&mut self, len: u64) -> Result<Write, Misuse> {
+        let write = self.before_forward(len)?;
+        if let Write::Send { .. } = write {
+            self.body_bytes += len;
+        }
+        Ok(write)
+    }
+
+    /// [`before_write`](Self::before_write) for `len` bytes that the driver moves in pieces
+    /// and counts as they go ([`sent`](Self::sent)): a forwarded body (HTTP/1.1 `splice`), which
+    /// a client that leaves may cut short.
+    pub(crate) fn before_forward(&mut self, len: u64) -> Result<Write, Misuse> {
         match self.state {
             State::Body { no_body: true, .. } => Ok(Write::Drop),
             State::Body {
@@ -172,15 +183,11 @@ impl ResponseLifecycle {
                     no_body,
                     remaining: Some(left - len),
                 };
-                self.body_bytes += len;
                 Ok(Write::Send { last: left == len })
             }
             State::Body {
                 remaining: None, ..
-            } => {
-                self.body_bytes += len;
-                Ok(Write::Send { last: false })
-            }
+            } => Ok(Write::Send { last: false }),
             State::Complete if len == 0 => Ok(Write::Drop),
             _ => Err(Misuse::NoBodyOpen),
         }
@@ -221,9 +228,9 @@ impl ResponseLifecycle {
         }
     }
 
-    /// `len` bytes of a file [`before_file`](Self::before_file) let through were handed to
-    /// the connection.
-    pub(crate) fn file_sent(&mut self, len: u64) {
+    /// `len` bytes of a file [`before_file`](Self::before_file) or of a forwarded body
+    /// [`before_forward`](Self::before_forward) let through were handed to the connection.
+    pub(crate) fn sent(&mut self, len: u64) {
         self.body_bytes += len;
     }
 
@@ -324,7 +331,7 @@ mod tests {
         let mut l = sent(false, None);
         assert_eq!(l.before_file(5), Ok(FileSend::Send));
         assert_eq!(l.body_bytes(), 0, "a file counts as its pieces go out");
-        l.file_sent(2);
+        l.sent(2);
         assert_eq!(l.before_write(3), Ok(Write::Send { last: false }));
         assert_eq!(l.body_bytes(), 5);
         let mut l = sent(true, Some(100));
