@@ -79,7 +79,17 @@ fn deltas_after_known_traffic() {
         let (child, addr) = spawn(
             &root,
             dir.path(),
-            &["--max-upload", "5000", "--max-storage", "1MiB"],
+            // No minimum body rate: the held upload below waits for scrapes (a Python process
+            // each) between its halves, which on a loaded machine took longer than the rate's
+            // 5 s grace allows, and it was cut with 408 instead of completing.
+            &[
+                "--max-upload",
+                "5000",
+                "--max-storage",
+                "1MiB",
+                "--min-body-rate",
+                "0",
+            ],
             &[("WEIR_TOKEN", token)],
         )
         .unwrap_or_else(|e| panic!("{e}"));
