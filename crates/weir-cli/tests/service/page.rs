@@ -63,7 +63,7 @@ fn folders_answer_the_page_to_browsers_and_json_to_programs() {
 
 #[test]
 fn the_page_cookie_reads_but_never_writes() {
-    let s = Server::start(&["--token", "s3cret t", "--token-read"]);
+    let s = Server::start(&["--token", "s3cret t"]);
     assert_eq!(
         s.request(
             "PUT /files/f HTTP/1.1\r\nauthorization: Bearer s3cret t",
