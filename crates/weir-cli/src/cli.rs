@@ -20,9 +20,9 @@ pub struct Cli {
 pub enum Command {
     /// Serve uploads and downloads from a directory.
     Serve(Box<ServeArgs>),
-    /// Upload a file: `weir put FILE URL`.
+    /// Upload a file or a folder: `weir put FILE URL`, `weir put DIR URL/`.
     Put(PutArgs),
-    /// Download a file: `weir get URL [FILE]`.
+    /// Download a file or a folder: `weir get URL [FILE]`, `weir get URL/DIR/ [DIR]`.
     Get(GetArgs),
 }
 
@@ -109,16 +109,23 @@ pub struct ServeArgs {
     /// upload then streams its bytes through the socket.
     #[arg(long, env = "WEIR_NO_PASSED_FDS")]
     pub no_passed_fds: bool,
-    /// Require `Authorization: Bearer TOKEN` for writes (PUT, POST, DELETE). Prefer the
-    /// WEIR_TOKEN environment variable: arguments are visible to other local users.
+    /// Require `Authorization: Bearer TOKEN` for every request on the store (reads too,
+    /// unless --public-read). Prefer the WEIR_TOKEN environment variable: arguments are
+    /// visible to other local users.
     #[arg(long, env = "WEIR_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
-    /// Require a credential for reads (GET, HEAD) too.
-    #[arg(long, env = "WEIR_TOKEN_READ")]
+    /// Let anyone read (GET, HEAD) even when tokens are configured; writes and deletes still
+    /// need one. Without it, a configured token makes reads need one with the read scope.
+    #[arg(long, env = "WEIR_PUBLIC_READ", conflicts_with = "token_read")]
+    pub public_read: bool,
+    /// Deprecated, and the default now: reads need a token whenever one is configured
+    /// (--public-read opens them). Accepted, with a warning, so that old configurations start.
+    #[arg(long, env = "WEIR_TOKEN_READ", hide = true)]
     pub token_read: bool,
-    /// Credentials with scopes: one per line, `TOKEN SCOPES [PREFIX]` (TOKEN or
-    /// `sha256:HEX` of it; SCOPES from read,write,delete; PREFIX a store path it is confined
-    /// to). Used beside --token / WEIR_TOKEN.
+    /// Credentials with scopes: one per line, `TOKEN SCOPES [PREFIX] [name=NAME]` (TOKEN or
+    /// `sha256:HEX` of it; SCOPES from read,create,write,delete, `create` being uploads that
+    /// may not replace a file; PREFIX a store path it is confined to; NAME who it is, in the
+    /// access log and hooks). Used beside --token / WEIR_TOKEN.
     #[arg(long, env = "WEIR_TOKEN_FILE", value_name = "FILE")]
     pub token_file: Option<PathBuf>,
     /// Serve writes and deletes without any credential on an address other than loopback
@@ -284,7 +291,7 @@ fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
 }
 
 /// Options shared by the client commands.
-#[derive(Debug, Args)]
+#[derive(Clone, Debug, Args)]
 pub struct ClientArgs {
     /// Bearer token for the server (default: the WEIR_TOKEN environment variable).
     #[arg(long)]
@@ -301,13 +308,17 @@ pub struct ClientArgs {
     pub http2: bool,
 }
 
-#[derive(Debug, Args)]
+#[derive(Clone, Debug, Args)]
 pub struct PutArgs {
-    /// The file to upload.
+    /// The file to upload, or a folder: its files, with their paths below it, under
+    /// URL/FOLDER-NAME/ (each resumable and verified as a single file).
     pub file: PathBuf,
     /// Where to: `http[s]://HOST:PORT/files/PATH`, or a directory URL ending in `/` to keep
-    /// the file's name.
+    /// the file's name (a folder's URL must end in `/`).
     pub url: String,
+    /// For a folder: how many files are uploaded at once.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub jobs: u32,
     /// Do not send a Content-Digest (skips hashing the file before sending it).
     #[arg(long)]
     pub no_digest: bool,
@@ -345,6 +356,11 @@ pub struct PutArgs {
     /// counts as dropped (HTTP/1.1).
     #[arg(long, default_value_t = 120.0, value_parser = parse_seconds)]
     pub timeout: f64,
+    /// Replace the file at URL if one is there. Without it the upload is sent with
+    /// `If-None-Match: *`, and a file already there is left as it is (the server answers 412,
+    /// and `weir put` says so).
+    #[arg(long)]
+    pub overwrite: bool,
     #[command(flatten)]
     pub client: ClientArgs,
 }
@@ -368,13 +384,22 @@ impl PutArgs {
     }
 }
 
-#[derive(Debug, Args)]
+#[derive(Clone, Debug, Args)]
 pub struct GetArgs {
-    /// The file's URL: `http[s]://HOST:PORT/files/PATH`.
+    /// The file's URL: `http[s]://HOST:PORT/files/PATH`; a folder's ends in `/`: every file
+    /// below it (its listing followed page by page), each resumable and verified.
     pub url: String,
+    /// For a folder: how many files are downloaded at once.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub jobs: u32,
     /// Where to write it (default: the last segment of the URL's path, in the current
-    /// directory). Written to a temporary file first and renamed when complete and verified.
+    /// directory). Written to `.NAME.weir-get.partial` first and renamed when complete and
+    /// verified; a download cut short is resumed from there by the next run.
     pub file: Option<PathBuf>,
+    /// Replace FILE if it exists (without this, an existing FILE is an error and nothing is
+    /// downloaded).
+    #[arg(long)]
+    pub overwrite: bool,
     #[command(flatten)]
     pub client: ClientArgs,
 }

@@ -173,7 +173,16 @@ fn every_wired_route_against_seaweedfs() {
     let top = json(&r);
     assert_eq!(top["entries"][0]["name"], "docs");
     assert_eq!(top["entries"][0]["type"], "dir");
+    // A common prefix has no time: `null`, not 0 (the page showed "Jan 1, 1970": issue 35).
+    assert_eq!(top["entries"][0]["modified"], serde_json::Value::Null);
     let r = request(a, "GET /files/docs/ HTTP/1.1", b"");
+    assert!(
+        json(&r)["entries"][0]["modified"]
+            .as_u64()
+            .is_some_and(|t| t > 1_700_000_000),
+        "a file's time is the object's: {}",
+        r.text()
+    );
     let names: Vec<String> = json(&r)["entries"]
         .as_array()
         .unwrap()
@@ -975,4 +984,52 @@ fn digest_trailers_are_verified_before_the_commit() {
     let r = request(a, "GET /files/h2good.bin HTTP/1.1", b"");
     assert!(r.body == six, "the HTTP/2 upload differs");
     assert_eq!(pending(), Vec::<String>::new());
+}
+
+/// A download from the bucket that the client abandons (spliced from the store's connection)
+/// is logged and counted with the bytes sent, not the object's size (issue 35).
+#[test]
+fn an_abandoned_download_from_the_bucket_counts_the_bytes_sent() {
+    use std::io::Read;
+    let log_dir = tempfile::tempdir().unwrap();
+    let log = log_dir.path().join("access.log");
+    let Some(s) = start("abandon", &["--access-log", log.to_str().unwrap()]) else {
+        return;
+    };
+    const SIZE: usize = 48 << 20;
+    let body = data(SIZE, 9);
+    assert_eq!(
+        request(s.addr, "PUT /files/big.bin HTTP/1.1", &body).status,
+        201
+    );
+    let mut c = TcpStream::connect(s.addr).unwrap();
+    c.write_all(b"GET /files/big.bin HTTP/1.1\r\nhost: t\r\n\r\n")
+        .unwrap();
+    let mut got = vec![0u8; 1 << 20];
+    c.read_exact(&mut got).unwrap();
+    socket2::SockRef::from(&c)
+        .set_linger(Some(Duration::ZERO))
+        .unwrap();
+    drop(c);
+    let line = {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            if let Some(line) = text.lines().find(|l| l.contains(" method=GET ")) {
+                break line.to_owned();
+            }
+            assert!(Instant::now() < deadline, "no GET line: {text}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    let out: u64 = line
+        .split(' ')
+        .find_map(|kv| kv.strip_prefix("bytes_out="))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        (1 << 20) - 1024 <= out && out < SIZE as u64 / 2,
+        "bytes_out={out} of a {SIZE}-byte object, 1 MiB read: {line}"
+    );
 }

@@ -17,7 +17,7 @@ use crate::h2::{PREFACE, Sniffed, serve_h2, sniff_preface};
 use crate::stats::Stats;
 #[cfg(all(feature = "tls", feature = "http2"))]
 use crate::transport::ALPN_H2;
-use crate::transport::{DetachedListener, Listener, Stream};
+use crate::transport::{DetachedListener, Listener, PeerAddr, Stream};
 #[cfg(feature = "tls")]
 use crate::transport::{TlsAccept, TlsConfig};
 use crate::{Config, Handler};
@@ -342,8 +342,8 @@ async fn accept_loop<H: Handler>(
             accepted = listener.accept() => accepted,
             _ = shutdown.changed() => break,
         };
-        let stream = match accepted {
-            Ok(stream) => stream,
+        let (stream, peer) = match accepted {
+            Ok(accepted) => accepted,
             Err(e) => {
                 // EMFILE, ENFILE, ENOBUFS...: back off instead of spinning; the permit is
                 // released and the loop retries.
@@ -359,7 +359,7 @@ async fn accept_loop<H: Handler>(
         connections.spawn(async move {
             let _permit = permit;
             shared.stats.connection_opened();
-            serve(stream, tls, handler, shared.clone(), shutdown).await;
+            serve(stream, peer, tls, handler, shared.clone(), shutdown).await;
             shared.stats.connection_closed();
         });
     }
@@ -370,6 +370,7 @@ async fn accept_loop<H: Handler>(
 /// HTTP/1.1.
 async fn serve<H: Handler>(
     stream: Stream,
+    peer: PeerAddr,
     tls: Option<TlsAccept>,
     handler: Arc<H>,
     shared: Arc<Shared>,
@@ -391,7 +392,7 @@ async fn serve<H: Handler>(
         if stream.is_tls() {
             #[cfg(feature = "tls")]
             if stream.alpn_protocol() == Some(ALPN_H2) {
-                return serve_h2(stream, &[], handler, shared, shutdown).await;
+                return serve_h2(stream, peer, &[], handler, shared, shutdown).await;
             }
         } else {
             let deadline = tokio::time::Instant::now() + shared.config.head_timeout;
@@ -400,17 +401,18 @@ async fn serve<H: Handler>(
             let keep = shared.config.accept_passed_fds.then_some(&mut passed);
             match sniff_preface(&mut stream, deadline, &mut shutdown, keep).await {
                 Sniffed::Http2 => {
-                    return serve_h2(stream, PREFACE, handler, shared, shutdown).await;
+                    return serve_h2(stream, peer, PREFACE, handler, shared, shutdown).await;
                 }
                 Sniffed::Http1 { read, len } => {
                     let already = (&read[..len], passed);
-                    return serve_connection(stream, already, &*handler, shared, shutdown).await;
+                    return serve_connection(stream, peer, already, &*handler, shared, shutdown)
+                        .await;
                 }
                 Sniffed::Closed => return,
             }
         }
     }
-    serve_connection(stream, (&[], None), &*handler, shared, shutdown).await;
+    serve_connection(stream, peer, (&[], None), &*handler, shared, shutdown).await;
 }
 
 #[cfg(test)]
@@ -438,10 +440,18 @@ mod tests {
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
             let client = tokio::net::TcpStream::connect(listener.local_addr().unwrap());
             let (accepted, _client) = tokio::join!(listener.accept(), client);
-            let stream = Stream::Tcp(accepted.unwrap().0);
+            let (tcp, addr) = accepted.unwrap();
+            let stream = Stream::Tcp(tcp);
             let shared = Arc::new(Shared::new(Config::default()));
             let (_tx, rx) = watch::channel(false);
-            let fut = serve(stream, None, Arc::new(Ok200), shared, rx);
+            let fut = serve(
+                stream,
+                PeerAddr::Tcp(addr),
+                None,
+                Arc::new(Ok200),
+                shared,
+                rx,
+            );
             let size = std::mem::size_of_val(&fut);
             // Every protocol's state (TLS handshake, HTTP/2 driver, HTTP/1.1 driver) is in it.
             assert!(size <= 8 * 1024, "{size} bytes");

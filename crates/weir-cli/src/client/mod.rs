@@ -12,6 +12,7 @@
 //! | `post` | one `POST` under a timeout: the service's webhooks |
 //! | `put` / `get` | the commands (`put` resumes an interrupted upload: draft-ietf-httpbis-resumable-upload) |
 //! | `resume_state` | the state file that lets a later `weir put` resume an upload |
+//! | `tree` | folders: `weir put DIR URL/` and `weir get URL/DIR/`, several files in flight |
 //! | `progress` | the progress bar and summary formatting |
 
 mod conn;
@@ -24,6 +25,7 @@ mod put;
 mod resume_state;
 mod tls;
 mod transport;
+mod tree;
 mod url;
 
 use crate::cli::ClientArgs;
@@ -36,11 +38,29 @@ pub use put::put;
 
 /// A client failure, as one line.
 #[derive(Debug)]
-pub struct ClientError(String);
+pub struct ClientError(String, Failure);
+
+/// What kind of failure: a folder's transfer (`tree.rs`) counts a file left alone because it
+/// was already there apart from the others.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Failure {
+    Other,
+    /// The destination exists and `--overwrite` was not given: nothing was replaced.
+    Exists,
+}
 
 impl ClientError {
     pub(crate) fn new(message: impl Into<String>) -> Self {
-        Self(message.into())
+        Self(message.into(), Failure::Other)
+    }
+
+    /// The destination is there already and was not replaced.
+    pub(crate) fn exists(message: impl Into<String>) -> Self {
+        Self(message.into(), Failure::Exists)
+    }
+
+    pub(crate) fn kind(&self) -> Failure {
+        self.1
     }
 }
 

@@ -5,9 +5,18 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 use std::time::Duration;
 
-/// A progress bar that is hidden when stderr is not a terminal.
+/// No bar at all: several files move at once (a folder, `tree.rs`), each would draw over the
+/// others; their summary lines say what happened.
+static HIDDEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Hides every bar from now on.
+pub(crate) fn hide_bars() {
+    HIDDEN.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// A progress bar that is hidden when stderr is not a terminal (or bars are hidden).
 pub(crate) fn bar(total: u64, verb: &str) -> ProgressBar {
-    if !std::io::stderr().is_terminal() {
+    if !std::io::stderr().is_terminal() || HIDDEN.load(std::sync::atomic::Ordering::Relaxed) {
         return ProgressBar::hidden();
     }
     let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());

@@ -60,8 +60,17 @@ const INTEROP_VERSION: &str = "8";
 /// How long to wait for `100 Continue` before sending the body anyway (curl waits 1 s too).
 const CONTINUE_WAIT: Duration = Duration::from_secs(1);
 
-/// Runs `weir put`.
+/// Runs `weir put`: one file, or a folder's files (`tree.rs`).
 pub fn put(args: PutArgs) -> Result<(), ClientError> {
+    if args.file.is_dir() {
+        return super::tree::put_dir(args);
+    }
+    eprintln!("{}", put_file(args)?);
+    Ok(())
+}
+
+/// Uploads one file; returns its summary line.
+pub(crate) fn put_file(args: PutArgs) -> Result<String, ClientError> {
     let sendfile = args.sendfile_mode();
     let options = Options::from_args(args.client);
     let mut url = Url::parse(&args.url)?;
@@ -120,6 +129,7 @@ pub fn put(args: PutArgs) -> Result<(), ClientError> {
         digest_later: hashing.is_some(),
         trailer,
         streamed: Cell::new(None),
+        overwrite: args.overwrite,
     };
     let full_url = format!(
         "{}://{}{}",
@@ -205,12 +215,25 @@ pub fn put(args: PutArgs) -> Result<(), ClientError> {
         .as_ref()
         .and_then(|a| a.get("sha256"))
         .and_then(|v| v.as_str());
+    // The speed is that of the bytes this run moved: a resumed run sends only the rest, and
+    // the server copies a passed file itself.
+    let moved = if resumption.passed_file {
+        len
+    } else {
+        resumption.sent_this_run
+    };
     let mut summary = format!(
-        "Uploaded {} in {} ({})",
+        "Uploaded {} in {} ({}: this run sent {moved} bytes)",
         progress::bytes(len),
         progress::secs(elapsed),
-        progress::rate(len, elapsed)
+        progress::rate(moved, elapsed),
     );
+    if let Some(offset) = resumption.resumed_at.filter(|&o| o > 0) {
+        summary.push_str(&format!(
+            "; resumed at byte {offset} ({} already on the server from an earlier run)",
+            progress::bytes(offset)
+        ));
+    }
     if resumption.resumes > 0 {
         let times = if resumption.resumes == 1 {
             "time"
@@ -264,8 +287,7 @@ pub fn put(args: PutArgs) -> Result<(), ClientError> {
         }
         summary.push_str("; hashed while sending, verified by the server");
     }
-    eprintln!("{summary}");
-    Ok(())
+    Ok(summary)
 }
 
 /// The wait before retry number `n` (from 1): `first`, doubling, at most 8 s (or `first`).
@@ -295,6 +317,10 @@ struct Job<'a> {
     trailer: bool,
     /// The SHA-256 the last request that sent the file to its end sent as its trailer.
     streamed: Cell<Option<[u8; 32]>>,
+    /// `--overwrite`: the creation may replace a file. Without it, it carries
+    /// `If-None-Match: *` (kept by the server for a resumable upload's completion too), and a
+    /// `412` is the file already there.
+    overwrite: bool,
 }
 
 /// Where the upload stands across attempts.
@@ -311,6 +337,11 @@ struct Resumption {
     sent_twice: u64,
     /// The server took the passed file: it stored the upload without a body byte.
     passed_file: bool,
+    /// Body bytes this run sent (every attempt's), for its speed: a run that resumes an
+    /// earlier one's upload sends only the rest.
+    sent_this_run: u64,
+    /// The offset this run started from when it resumed an earlier run's upload.
+    resumed_at: Option<u64>,
 }
 
 /// Why an attempt did not complete the upload.
@@ -372,6 +403,11 @@ impl Job<'_> {
         // The creation carries the whole file: the server keeps this digest and verifies it
         // at completion, however many appends that takes.
         headers.extend(self.digest.clone());
+        if !self.overwrite {
+            // Create, never replace: judged by the server atomically with the commit (and
+            // again at a resumable upload's completion).
+            headers.push(("if-none-match", "*".to_owned()));
+        }
         let url = self.url;
         let mut announced = |head: &ResponseHead| {
             if head.status != 104 {
@@ -394,6 +430,7 @@ impl Job<'_> {
             &mut sent_end,
         );
         progress.sent_end = Some(sent_end);
+        progress.sent_this_run += sent_end;
         let (mut conn, head) = result?;
         // A server that takes a passed file answers without `100 Continue` and without a body
         // byte; any other server needs the body before it can store anything.
@@ -440,6 +477,10 @@ impl Job<'_> {
                 )))
             })?;
         drop(conn);
+        if progress.attempts == 1 {
+            // This run's first request resumes an upload an earlier run left.
+            progress.resumed_at = Some(offset);
+        }
         progress.resumes += 1;
         if let Some(end) = progress.sent_end {
             progress.sent_twice += end.saturating_sub(offset);
@@ -469,6 +510,7 @@ impl Job<'_> {
             &mut sent_end,
         );
         progress.sent_end = Some(sent_end);
+        progress.sent_this_run += sent_end - offset;
         let (mut conn, head) = result?;
         match head.status {
             404 | 410 => Err(Step::Gone),
@@ -610,6 +652,13 @@ impl Job<'_> {
     ) -> Result<Answer, Step> {
         if head.status >= 500 {
             return Err(Step::Retry(status_error(conn, method, head).to_string()));
+        }
+        if head.status == 412 && !self.overwrite {
+            return Err(Step::Fatal(ClientError::exists(format!(
+                "not uploaded: a file is already at {} on the server, and weir put does not \
+                 replace one unless told to (--overwrite)",
+                self.url.path()
+            ))));
         }
         if !(200..300).contains(&head.status) {
             return Err(Step::Fatal(status_error(conn, method, head)));

@@ -5,8 +5,12 @@
 //! (`ip:port`, or `unix`), `method`, `path` (the request target as received), `status` (`-` /
 //! `null` when the client went away before any answer), `bytes_in` (request body bytes
 //! received), `bytes_out` (response body bytes; not the head), `duration` (seconds, from the
-//! handler's start until it returned), and for a request that stored files `stored` (bytes)
-//! and `sha256` (hex, when computed; the last file's for a form with several).
+//! handler's start until it returned), `token` (the name of the known token the request
+//! carried, never the token; absent without one), for a request that stored files `stored`
+//! (bytes), `sha256` (hex, when computed; the last file's for a form with several), `files`
+//! (the store paths) and `replaced` (how many of them replaced a file, when any did), and for
+//! a request that deleted `deleted` (the store paths). Text lists are comma-separated, a comma
+//! inside a path written `\x2c`; JSON lists are arrays.
 //!
 //! Cost, by design: no `tracing` event (its formatting layer builds each event through dynamic
 //! dispatch and field visitors); each line is formatted with `write!` into a buffer kept per
@@ -101,7 +105,9 @@ pub(super) struct Entry<'a> {
     pub bytes_in: u64,
     pub bytes_out: u64,
     pub duration: Duration,
-    pub stored: Stored,
+    pub stored: &'a Stored,
+    /// The name of the token the request carried, if known.
+    pub token: Option<&'a str>,
     /// The server refused the head before any handler ran (`weir::Refused`).
     pub refused: bool,
 }
@@ -181,6 +187,10 @@ fn text(out: &mut Vec<u8>, e: &Entry<'_>) -> io::Result<()> {
     number(out, e.bytes_out, 1);
     out.extend_from_slice(b" duration=");
     seconds(out, e.duration);
+    if let Some(token) = e.token {
+        out.extend_from_slice(b" token=");
+        escaped(out, token.as_bytes(), Escape::Text)?;
+    }
     if e.stored.files > 0 {
         out.extend_from_slice(b" stored=");
         number(out, e.stored.bytes, 1);
@@ -188,6 +198,16 @@ fn text(out: &mut Vec<u8>, e: &Entry<'_>) -> io::Result<()> {
             out.extend_from_slice(b" sha256=");
             hex(out, sum);
         }
+        out.extend_from_slice(b" files=");
+        text_list(out, &e.stored.paths)?;
+        if e.stored.replaced > 0 {
+            out.extend_from_slice(b" replaced=");
+            number(out, e.stored.replaced.into(), 1);
+        }
+    }
+    if !e.stored.deleted.is_empty() {
+        out.extend_from_slice(b" deleted=");
+        text_list(out, &e.stored.deleted)?;
     }
     if e.refused {
         out.extend_from_slice(b" refused=true");
@@ -216,6 +236,11 @@ fn json(out: &mut Vec<u8>, e: &Entry<'_>) -> io::Result<()> {
     number(out, e.bytes_out, 1);
     out.extend_from_slice(b",\"duration\":");
     seconds(out, e.duration);
+    if let Some(token) = e.token {
+        out.extend_from_slice(b",\"token\":\"");
+        escaped(out, token.as_bytes(), Escape::Json)?;
+        out.push(b'"');
+    }
     if e.stored.files > 0 {
         out.extend_from_slice(b",\"stored\":");
         number(out, e.stored.bytes, 1);
@@ -224,11 +249,56 @@ fn json(out: &mut Vec<u8>, e: &Entry<'_>) -> io::Result<()> {
             hex(out, sum);
             out.push(b'"');
         }
+        out.extend_from_slice(b",\"files\":");
+        json_list(out, &e.stored.paths)?;
+        if e.stored.replaced > 0 {
+            out.extend_from_slice(b",\"replaced\":");
+            number(out, e.stored.replaced.into(), 1);
+        }
+    }
+    if !e.stored.deleted.is_empty() {
+        out.extend_from_slice(b",\"deleted\":");
+        json_list(out, &e.stored.deleted)?;
     }
     if e.refused {
         out.extend_from_slice(b",\"refused\":true");
     }
     out.extend_from_slice(b"}\n");
+    Ok(())
+}
+
+/// Store paths, comma-separated, each escaped as text with its commas as `\x2c` (so the list
+/// splits back on commas).
+fn text_list(out: &mut Vec<u8>, paths: &[String]) -> io::Result<()> {
+    for (i, path) in paths.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        for piece in path.as_bytes().split_inclusive(|&b| b == b',') {
+            match piece.strip_suffix(b",") {
+                Some(before) => {
+                    escaped(out, before, Escape::Text)?;
+                    out.extend_from_slice(b"\\x2c");
+                }
+                None => escaped(out, piece, Escape::Text)?,
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Store paths as a JSON array of strings.
+fn json_list(out: &mut Vec<u8>, paths: &[String]) -> io::Result<()> {
+    out.push(b'[');
+    for (i, path) in paths.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.push(b'"');
+        escaped(out, path.as_bytes(), Escape::Json)?;
+        out.push(b'"');
+    }
+    out.push(b']');
     Ok(())
 }
 
@@ -353,7 +423,7 @@ fn civil_from_days(days: u64) -> (u64, u64, u64) {
 mod tests {
     use super::*;
 
-    fn entry(path: &str, stored: Stored) -> Entry<'_> {
+    fn entry<'a>(path: &'a str, stored: &'a Stored) -> Entry<'a> {
         Entry {
             time: UNIX_EPOCH + Duration::from_millis(1_709_251_199_007),
             client: PeerAddr::Tcp("127.0.0.1:4000".parse().unwrap()),
@@ -364,6 +434,7 @@ mod tests {
             bytes_out: 7,
             duration: Duration::from_micros(1_000_042),
             stored,
+            token: None,
             refused: false,
         }
     }
@@ -391,18 +462,24 @@ mod tests {
     fn text_line() {
         let mut out = Vec::new();
         let stored = Stored {
-            files: 1,
+            files: 2,
             bytes: 5,
             sha256: Some([0xab; 32]),
+            paths: vec!["a b".into(), "c,d".into()],
+            replaced: 1,
+            deleted: Vec::new(),
         };
-        text(&mut out, &entry("/files/a b\"\\é", stored)).unwrap();
+        let mut e = entry("/files/a b\"\\é", &stored);
+        e.token = Some("alice");
+        text(&mut out, &e).unwrap();
         let line = String::from_utf8(out).unwrap();
         assert_eq!(
             line,
             format!(
                 "time=2024-02-29T23:59:59.007Z client=127.0.0.1:4000 method=PUT \
                  path=/files/a\\x20b\\x22\\x5c\\xc3\\xa9 status=201 bytes_in=5 bytes_out=7 \
-                 duration=1.000042 stored=5 sha256={}\n",
+                 duration=1.000042 token=alice stored=5 sha256={} files=a\\x20b,c\\x2cd \
+                 replaced=1\n",
                 "ab".repeat(32)
             )
         );
@@ -411,7 +488,7 @@ mod tests {
     #[test]
     fn json_line_parses_with_the_same_fields() {
         let mut out = Vec::new();
-        json(&mut out, &entry("/files/a b\"\\\u{1}", Stored::default())).unwrap();
+        json(&mut out, &entry("/files/a b\"\\\u{1}", &Stored::default())).unwrap();
         let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
         assert_eq!(v["path"], "/files/a b\"\\\u{1}");
         assert_eq!(v["time"], "2024-02-29T23:59:59.007Z");
@@ -419,12 +496,20 @@ mod tests {
         assert_eq!(v["duration"], 1.000042);
         assert!(v.get("stored").is_none() && v.get("sha256").is_none());
         let mut out = Vec::new();
-        let mut e = entry("/", Stored::default());
+        let deleted = Stored {
+            deleted: vec!["x/\"y".into()],
+            ..Stored::default()
+        };
+        let mut e = entry("/", &deleted);
+        e.token = Some("bob");
         e.status = None;
         e.client = PeerAddr::Unix;
         json(&mut out, &e).unwrap();
         let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
         assert!(v["status"].is_null());
         assert_eq!(v["client"], "unix");
+        assert_eq!(v["token"], "bob");
+        assert_eq!(v["deleted"], serde_json::json!(["x/\"y"]));
+        assert!(v.get("files").is_none());
     }
 }

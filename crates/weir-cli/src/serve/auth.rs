@@ -1,7 +1,22 @@
-//! Credentials: bearer tokens, each with scopes (read, write, delete) and an optional path
-//! prefix. `--token` / `WEIR_TOKEN` is one token with every scope and no prefix; `--token-file`
-//! adds any number (format: [`parse_token_file`]). Writes (PUT, POST, PATCH) and deletes need a
-//! credential whenever one is configured; reads too with `--token-read`.
+//! Credentials: bearer tokens, each with a name, scopes (read, create, write, delete) and an
+//! optional path prefix. `--token` / `WEIR_TOKEN` is one token named `token` with every scope
+//! and no prefix; `--token-file` adds any number (format: [`parse_token_file`]). Once any
+//! credential is configured, every request on the store needs one: writes (PUT, POST, PATCH),
+//! deletes, and reads too unless `--public-read` makes reads open. Private reads are the
+//! default because a token file on `0.0.0.0` used to leave the whole store world-readable
+//! (issue 35); public reads are a choice the operator states.
+//!
+//! A request that presents an `Authorization` the service does not know is refused (401) even
+//! where no credential is needed (public reads): a client with a wrong token learns it at once
+//! rather than being served as anonymous.
+//!
+//! `create` allows uploads that cannot replace a file: the upload must be conditional on the
+//! target's absence (`If-None-Match: *`, judged by the store atomically with the commit, as for
+//! any client that sends it); one without it is refused with 403 before its body
+//! (`Credential::may_replace`, checked in `service.rs`). `write` is `create` and replacing.
+//!
+//! The name is what the access log, the hooks and the webhooks show of who made a request
+//! (`name=` in the token file; `line-N` when absent); never the token or its hash.
 //!
 //! Matching takes the same time whatever the presented value: it is hashed with SHA-256 first
 //! (so neither the length nor a common prefix of a token shows in the timing), then compared
@@ -47,11 +62,25 @@ impl Access {
             Self::Delete => 4,
         }
     }
+
+    /// The scope bits any of which allows this access: a write is allowed by `write` and, for
+    /// uploads that cannot replace, by `create` ([`Credential::may_replace`]).
+    fn bits(self) -> u8 {
+        match self {
+            Self::Write => Self::Write.bit() | CREATE,
+            other => other.bit(),
+        }
+    }
 }
+
+/// The `create` scope's bit: uploads that may not replace a file.
+const CREATE: u8 = 8;
 
 /// One token: its hash, its scopes, the part of the store it may touch.
 #[derive(Clone)]
 pub struct Credential {
+    /// What logs and hooks show of who made a request; never the token.
+    name: std::sync::Arc<str>,
     sha256: [u8; 32],
     /// `Access::bit`s.
     scopes: u8,
@@ -63,7 +92,7 @@ impl Credential {
     /// Whether this credential may do `access` on `path` (a decoded store path; `None` for a
     /// request not on a path: resumable uploads, `/metrics`, which a prefix does not cover).
     pub fn allows(&self, access: Access, path: Option<&str>) -> bool {
-        if self.scopes & access.bit() == 0 {
+        if self.scopes & access.bits() == 0 {
             return false;
         }
         match (&self.prefix, path) {
@@ -80,14 +109,26 @@ impl Credential {
     /// The scopes' names (for the pre-upload hook).
     pub fn scope_names(&self) -> Vec<&'static str> {
         [
-            (Access::Read, "read"),
-            (Access::Write, "write"),
-            (Access::Delete, "delete"),
+            (Access::Read.bit(), "read"),
+            (CREATE, "create"),
+            (Access::Write.bit(), "write"),
+            (Access::Delete.bit(), "delete"),
         ]
         .into_iter()
-        .filter(|(a, _)| self.scopes & a.bit() != 0)
+        .filter(|(bit, _)| self.scopes & bit != 0)
         .map(|(_, name)| name)
         .collect()
+    }
+
+    /// Whether its uploads may replace a file (`write`); a `create`-only credential's must be
+    /// conditional on the target's absence (`If-None-Match: *`).
+    pub fn may_replace(&self) -> bool {
+        self.scopes & Access::Write.bit() != 0
+    }
+
+    /// Its name, for logs and hooks.
+    pub fn name(&self) -> &std::sync::Arc<str> {
+        &self.name
     }
 
     /// The path prefix the credential is confined to, if any.
@@ -114,7 +155,7 @@ impl Caller<'_> {
         match self {
             Self::Open => Verdict::Allowed,
             Self::Unknown => Verdict::Unauthorized,
-            Self::Known(c) if c.scopes & access.bit() == 0 => Verdict::Forbidden,
+            Self::Known(c) if c.scopes & access.bits() == 0 => Verdict::Forbidden,
             Self::Known(_) if path.is_none() => Verdict::Allowed,
             Self::Known(c) if c.allows(access, path) => Verdict::Allowed,
             Self::Known(_) => Verdict::Forbidden,
@@ -131,6 +172,7 @@ impl std::fmt::Debug for Credential {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Never print the hash.
         f.debug_struct("Credential")
+            .field("name", &self.name)
             .field("scopes", &self.scopes)
             .field("prefix", &self.prefix)
             .finish()
@@ -144,8 +186,8 @@ pub struct Auth {
     /// How many of `credentials` come first from `--token` (the rest from `--token-file`,
     /// which SIGHUP reads again: [`Auth::with_file_credentials`]).
     fixed: usize,
-    /// Reads need a credential too.
-    reads: bool,
+    /// `--public-read`: reads need no credential even when some are configured.
+    public_reads: bool,
 }
 
 impl std::fmt::Debug for Auth {
@@ -153,7 +195,7 @@ impl std::fmt::Debug for Auth {
         // Never print a token, not even its hash.
         f.debug_struct("Auth")
             .field("credentials", &self.credentials.len())
-            .field("reads", &self.reads)
+            .field("public_reads", &self.public_reads)
             .finish()
     }
 }
@@ -169,12 +211,14 @@ pub enum Verdict {
 }
 
 impl Auth {
-    /// `token`: one token with every scope, if any; `reads`: whether reads need a credential.
-    pub fn new(token: Option<&str>, reads: bool) -> Self {
+    /// `token`: one token with every scope, named `token`, if any; `public_reads`: reads need
+    /// no credential (`--public-read`).
+    pub fn new(token: Option<&str>, public_reads: bool) -> Self {
         let credentials = token
             .map(|t| Credential {
+                name: "token".into(),
                 sha256: Sha256::digest(t.as_bytes()).into(),
-                scopes: 7,
+                scopes: 15,
                 prefix: None,
             })
             .into_iter()
@@ -183,7 +227,7 @@ impl Auth {
         Self {
             credentials,
             fixed,
-            reads,
+            public_reads,
         }
     }
 
@@ -194,14 +238,14 @@ impl Auth {
     }
 
     /// These requirements with the token file's credentials replaced by `credentials` (a
-    /// reload of the file; `--token`'s credential and `--token-read` stay).
+    /// reload of the file; `--token`'s credential and `--public-read` stay).
     pub fn with_file_credentials(&self, credentials: Vec<Credential>) -> Self {
         let mut all = self.credentials[..self.fixed].to_vec();
         all.extend(credentials);
         Self {
             credentials: all,
             fixed: self.fixed,
-            reads: self.reads,
+            public_reads: self.public_reads,
         }
     }
 
@@ -210,10 +254,22 @@ impl Auth {
         !self.credentials.is_empty()
     }
 
-    /// Whether `access` needs a credential: writes and deletes when one is configured, reads
-    /// with `--token-read`.
+    /// Whether `access` needs a credential: everything when one is configured, but reads
+    /// with `--public-read`.
     pub fn required(&self, access: Access) -> bool {
-        self.any() && (access != Access::Read || self.reads)
+        self.any() && (access != Access::Read || !self.public_reads)
+    }
+
+    /// Whether reads are open to anyone: no credential configured, or `--public-read`.
+    pub fn public_reads(&self) -> bool {
+        !self.any() || self.public_reads
+    }
+
+    /// Whether `authorization` is a credential this service does not know (answer 401 even
+    /// where none is needed: see the module's documentation). `false` without credentials
+    /// configured: there is nothing to judge it by.
+    pub fn rejects(&self, authorization: Option<&[u8]>) -> bool {
+        self.any() && authorization.is_some() && self.identify(authorization).is_none()
     }
 
     /// The configured credential an `Authorization` value carries, if any.
@@ -239,13 +295,16 @@ impl Auth {
     }
 
     /// Judges a request doing `access` on `path` (see [`Credential::allows`]). A read that
-    /// needs no credential is allowed whatever it carries.
+    /// needs no credential is allowed unless it carries an unknown one.
     pub fn check(
         &self,
         authorization: Option<&[u8]>,
         access: Access,
         path: Option<&str>,
     ) -> Verdict {
+        if self.rejects(authorization) {
+            return Verdict::Unauthorized;
+        }
         if !self.required(access) {
             return Verdict::Allowed;
         }
@@ -285,13 +344,14 @@ pub fn read_token_file(path: &std::path::Path) -> Result<Vec<Credential>, String
     })
 }
 
-/// Parses a token file: one credential per line, `TOKEN SCOPES [PREFIX]`, blank lines and
-/// lines starting with `#` ignored.
+/// Parses a token file: one credential per line, `TOKEN SCOPES [PREFIX] [name=NAME]`, blank
+/// lines and lines starting with `#` ignored.
 ///
 /// - `TOKEN`: the token itself, or `sha256:` and the 64 hex digits of its SHA-256 (so the file
 ///   need not hold the token: `printf %s TOKEN | sha256sum`);
-/// - `SCOPES`: `read`, `write`, `delete`, comma-separated;
-/// - `PREFIX`: a store path (`photos/2024`) the token is confined to, whole segments.
+/// - `SCOPES`: `read`, `create`, `write`, `delete`, comma-separated;
+/// - `PREFIX`: a store path (`photos/2024`) the token is confined to, whole segments;
+/// - `name=NAME`: who the token is, in logs and hooks (`line-N` when absent).
 ///
 /// Errors: one line per mistake, with its line number.
 pub fn parse_token_file(text: &str) -> Result<Vec<Credential>, Vec<String>> {
@@ -302,7 +362,7 @@ pub fn parse_token_file(text: &str) -> Result<Vec<Credential>, Vec<String>> {
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
-        match parse_line(line) {
+        match parse_line(line, n + 1) {
             Ok(c) => credentials.push(c),
             Err(e) => mistakes.push(format!("line {}: {e}", n + 1)),
         }
@@ -314,16 +374,40 @@ pub fn parse_token_file(text: &str) -> Result<Vec<Credential>, Vec<String>> {
     }
 }
 
-fn parse_line(line: &str) -> Result<Credential, String> {
+fn parse_line(line: &str, number: usize) -> Result<Credential, String> {
     let mut fields = line.split_ascii_whitespace();
     let token = fields.next().unwrap_or_default();
-    let scopes_text = fields
-        .next()
-        .ok_or("expected TOKEN SCOPES [PREFIX] (scopes: read, write, delete)")?;
-    let prefix = fields.next();
-    if fields.next().is_some() {
-        return Err("expected TOKEN SCOPES [PREFIX]: too many fields".into());
+    let scopes_text = fields.next().ok_or(
+        "expected TOKEN SCOPES [PREFIX] [name=NAME] (scopes: read, create, write, delete)",
+    )?;
+    let (mut prefix, mut name) = (None, None);
+    for field in fields {
+        match field.strip_prefix("name=") {
+            Some(_) if name.is_some() => return Err("name= given twice".into()),
+            Some(n) => name = Some(n),
+            None if prefix.is_none() => prefix = Some(field),
+            None => {
+                return Err("expected TOKEN SCOPES [PREFIX] [name=NAME]: too many fields".into());
+            }
+        }
     }
+    // Logged as is: visible ASCII without quotes or backslashes, so a name never needs escaping
+    // in a log line or a hook's environment.
+    let name = match name {
+        None => format!("line-{number}"),
+        Some(n) => {
+            let valid = !n.is_empty()
+                && n.len() <= 64
+                && n.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"._@+-".contains(&b));
+            if !valid {
+                return Err(format!(
+                    "invalid name {n:?} (1 to 64 of letters, digits and . _ @ + -)"
+                ));
+            }
+            n.to_owned()
+        }
+    };
     let sha256 = match token.strip_prefix("sha256:") {
         Some(hex) => parse_hex(hex).ok_or("sha256: must be followed by 64 hex digits")?,
         None => Sha256::digest(token.as_bytes()).into(),
@@ -332,9 +416,14 @@ fn parse_line(line: &str) -> Result<Credential, String> {
     for scope in scopes_text.split(',') {
         scopes |= match scope {
             "read" => Access::Read.bit(),
+            "create" => CREATE,
             "write" => Access::Write.bit(),
             "delete" => Access::Delete.bit(),
-            other => return Err(format!("unknown scope {other:?} (read, write, delete)")),
+            other => {
+                return Err(format!(
+                    "unknown scope {other:?} (read, create, write, delete)"
+                ));
+            }
         };
     }
     let prefix = match prefix {
@@ -350,6 +439,7 @@ fn parse_line(line: &str) -> Result<Credential, String> {
         }
     };
     Ok(Credential {
+        name: name.into(),
         sha256,
         scopes,
         prefix,
@@ -426,9 +516,13 @@ mod tests {
 
     #[test]
     fn token_checks() {
-        let a = Auth::new(Some("s3cret"), false);
+        let a = Auth::new(Some("s3cret"), true);
         assert!(a.required(Write) && a.required(Delete));
-        assert!(!a.required(Read));
+        assert!(!a.required(Read), "--public-read");
+        assert!(
+            Auth::new(Some("x"), false).required(Read),
+            "private reads by default"
+        );
         let ok = |v: &[u8]| a.identify(Some(v)).is_some();
         assert!(ok(b"Bearer s3cret"));
         assert!(ok(b"bearer   s3cret "));
@@ -438,7 +532,6 @@ mod tests {
         assert!(!ok(b"Bearer"));
         assert!(!ok(b"s3cret"));
         assert!(a.identify(None).is_none());
-        assert!(Auth::new(Some("x"), true).required(Read));
         assert!(!format!("{a:?}").contains("s3cret"));
     }
 
@@ -446,10 +539,10 @@ mod tests {
     fn scopes_and_prefixes() {
         let hash = hex_of(b"h4sh");
         let file = format!(
-            "# comment\n\nreader read\nwriter read,write photos/2024/\n\
-             sha256:{hash} delete\n"
+            "# comment\n\nreader read name=alice\nwriter read,write photos/2024/\n\
+             sha256:{hash} delete\nmaker create name=bob@lab\n"
         );
-        let a = Auth::new(Some("admin"), false).with_credentials(parse_token_file(&file).unwrap());
+        let a = Auth::new(Some("admin"), true).with_credentials(parse_token_file(&file).unwrap());
         let v = |token: &str, access, path| {
             a.check(Some(format!("Bearer {token}").as_bytes()), access, path)
         };
@@ -472,7 +565,39 @@ mod tests {
         assert_eq!(v("nobody", Write, Some("a")), Unauthorized);
         assert_eq!(a.check(None, Write, Some("a")), Unauthorized);
         assert_eq!(a.check(None, Read, Some("a")), Allowed, "reads are public");
-        assert_eq!(v("nobody", Read, Some("a")), Allowed);
+        assert_eq!(
+            v("nobody", Read, Some("a")),
+            Unauthorized,
+            "a wrong token is refused"
+        );
+        assert_eq!(v("maker", Write, Some("a")), Allowed);
+        assert_eq!(v("maker", Read, Some("a")), Allowed, "public reads");
+        assert_eq!(v("maker", Delete, Some("a")), Forbidden);
+        let name = |token: &str| {
+            let c = a
+                .identify(Some(format!("Bearer {token}").as_bytes()))
+                .unwrap();
+            (c.name().to_string(), c.may_replace(), c.scope_names())
+        };
+        assert_eq!(name("reader"), ("alice".into(), false, vec!["read"]));
+        assert_eq!(
+            name("writer"),
+            ("line-4".into(), true, vec!["read", "write"])
+        );
+        assert_eq!(name("maker"), ("bob@lab".into(), false, vec!["create"]));
+        assert_eq!(name("admin").0, "token");
+        assert!(name("admin").1);
+        let private = Auth::new(None, false).with_credentials(parse_token_file(&file).unwrap());
+        let v = |token: Option<&str>, access| {
+            let header = token.map(|t| format!("Bearer {t}"));
+            private.check(header.as_deref().map(str::as_bytes), access, Some("a"))
+        };
+        assert_eq!(v(None, Read), Unauthorized, "reads are private with tokens");
+        assert_eq!(v(Some("nobody"), Read), Unauthorized);
+        assert_eq!(v(Some("reader"), Read), Allowed);
+        assert_eq!(v(Some("h4sh"), Read), Forbidden);
+        assert_eq!(v(Some("maker"), Read), Forbidden, "create is not read");
+        assert!(!private.public_reads() && Auth::new(None, false).public_reads());
     }
 
     fn hex_of(token: &[u8]) -> String {
@@ -485,10 +610,11 @@ mod tests {
     #[test]
     fn token_file_mistakes_are_one_line_each() {
         let e = parse_token_file(
-            "ok read\nlonely\nt readd\nsha256:abc read\nt read a/../b\nt read a b\n",
+            "ok read\nlonely\nt readd\nsha256:abc read\nt read a/../b\nt read a b\n\
+             t read name=a\"b\nt read name=a name=b\n",
         )
         .unwrap_err();
-        assert_eq!(e.len(), 5, "{e:#?}");
+        assert_eq!(e.len(), 7, "{e:#?}");
         assert!(e[0].starts_with("line 2: expected TOKEN SCOPES"), "{e:#?}");
         assert!(
             e[1].starts_with("line 3: unknown scope \"readd\""),
@@ -497,8 +623,10 @@ mod tests {
         assert!(e[2].starts_with("line 4: sha256:"), "{e:#?}");
         assert!(e[3].starts_with("line 5: invalid path prefix"), "{e:#?}");
         assert!(
-            e[4].starts_with("line 6: expected TOKEN SCOPES [PREFIX]: too many"),
+            e[4].starts_with("line 6: expected TOKEN SCOPES [PREFIX] [name=NAME]: too many"),
             "{e:#?}"
         );
+        assert!(e[5].starts_with("line 7: invalid name"), "{e:#?}");
+        assert!(e[6].starts_with("line 8: name= given twice"), "{e:#?}");
     }
 }

@@ -1,7 +1,8 @@
 //! Upload hooks: `--hook-command PROGRAM` runs after every committed file and every delete,
-//! with the event as JSON on its stdin (`{"event":"stored","path":…,"size":…,"sha256":…}`)
-//! and in its environment (`WEIR_HOOK_EVENT`, `WEIR_HOOK_PATH`, `WEIR_HOOK_SIZE`,
-//! `WEIR_HOOK_SHA256`). The program is run directly (no shell), with no arguments.
+//! with the event as JSON on its stdin (`{"event":"stored","path":…,"size":…,"sha256":…,
+//! "token":…}`) and in its environment (`WEIR_HOOK_EVENT`, `WEIR_HOOK_PATH`, `WEIR_HOOK_SIZE`,
+//! `WEIR_HOOK_SHA256`, `WEIR_HOOK_TOKEN`: the name of the token that made the request, never
+//! the token). The program is run directly (no shell), with no arguments.
 //!
 //! Never on the request's path: the event is queued (bounded: [`QUEUE`]; a full queue drops
 //! the event, counted and logged) and run by [`WORKERS`] threads, each hook under
@@ -32,6 +33,8 @@ pub(super) struct Event {
     pub path: String,
     pub size: u64,
     pub sha256: Option<[u8; 32]>,
+    /// The name of the token of the request that stored or deleted (`None`: no token).
+    pub token: Option<std::sync::Arc<str>>,
 }
 
 /// How hooks ended.
@@ -114,8 +117,8 @@ enum Failure {
 }
 
 impl Event {
-    /// The event as the hooks get it: `{"event","path","size","sha256"}` (`sha256` null when
-    /// not computed, and for deletes). The same document for `--hook-command` (stdin) and
+    /// The event as the hooks get it: `{"event","path","size","sha256","token"}` (`sha256`
+    /// null when not computed, and for deletes; `token` the token's name, null without one). The same document for `--hook-command` (stdin) and
     /// `--hook-url` (the POST's body).
     pub(super) fn json(&self) -> serde_json::Value {
         serde_json::json!({
@@ -123,6 +126,7 @@ impl Event {
             "path": self.path,
             "size": self.size,
             "sha256": self.sha256.map(|d| super::hex(&d)),
+            "token": self.token.as_deref(),
         })
     }
 }
@@ -135,6 +139,7 @@ fn run(program: &PathBuf, timeout: Duration, event: &Event) -> Result<(), Failur
         .env("WEIR_HOOK_PATH", &event.path)
         .env("WEIR_HOOK_SIZE", event.size.to_string())
         .env("WEIR_HOOK_SHA256", sha256.as_deref().unwrap_or(""))
+        .env("WEIR_HOOK_TOKEN", event.token.as_deref().unwrap_or(""))
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .spawn()

@@ -7,8 +7,11 @@
 //!  "next": "cat.jpg"}
 //! ```
 //!
-//! `modified` is in seconds since the Unix epoch. The store lists exactly what can be fetched:
-//! no temporaries, reserved names, symlinks or special files.
+//! `modified` is in seconds since the Unix epoch, or `null` when the store does not know it: an
+//! S3 store's folders (a common prefix of keys has no time; weir-store reports the epoch for
+//! them, which the page showed as "Jan 1, 1970"). A time of exactly the epoch is taken as
+//! unknown for files too: no upload is stamped 1970. The store lists exactly what can be
+//! fetched: no temporaries, reserved names, symlinks or special files.
 //!
 //! Pages: `?limit=N` (1 to [`MAX_LIMIT`], default [`DEFAULT_LIMIT`]) entries sorted by name
 //! (byte order), `?after=NAME` (percent-encoded; `+` is a plus sign) the ones after `NAME`.
@@ -187,15 +190,18 @@ pub(super) fn render(dir: Option<&StorePath>, page: &ListPage) -> (Vec<u8>, Opti
         body.extend_from_slice(b"{\"name\":");
         write_str(&mut body, &e.name);
         let kind = if e.is_dir { "dir" } else { "file" };
-        let modified = e
-            .modified
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
         let _ = write!(
             body,
-            ",\"type\":\"{kind}\",\"size\":{},\"modified\":{modified}}}",
+            ",\"type\":\"{kind}\",\"size\":{},\"modified\":",
             e.size
         );
+        match e.modified.duration_since(UNIX_EPOCH) {
+            Ok(d) if !d.is_zero() => {
+                let _ = write!(body, "{}}}", d.as_secs());
+            }
+            // Unknown (see the module's documentation), or before 1970.
+            _ => body.extend_from_slice(b"null}"),
+        }
     }
     body.push(b']');
     if let Some(next) = &page.next {
@@ -276,8 +282,13 @@ mod tests {
             modified: UNIX_EPOCH + Duration::from_secs(1_700_000_000),
             is_dir,
         };
+        // An S3 store's folder: no time (weir-store says the epoch).
+        let unknown = Entry {
+            modified: UNIX_EPOCH,
+            ..entry("s3dir", true)
+        };
         let page = ListPage {
-            entries: vec![entry("a \"q\"", false), entry("sub", true)],
+            entries: vec![entry("a \"q\"", false), unknown, entry("sub", true)],
             next: Some("sub".into()),
         };
         let dir = StorePath::parse("d/é").unwrap();
@@ -288,6 +299,7 @@ mod tests {
             json,
             serde_json::json!({"path": "d/é/", "next": "sub", "entries": [
                 {"name": "a \"q\"", "type": "file", "size": 7, "modified": 1_700_000_000u64},
+                {"name": "s3dir", "type": "dir", "size": 0, "modified": null},
                 {"name": "sub", "type": "dir", "size": 0, "modified": 1_700_000_000u64}]})
         );
         let (body, next) = render(

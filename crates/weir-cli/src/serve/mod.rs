@@ -120,6 +120,10 @@ pub struct ServeConfig {
     /// (`serve/passed_file.rs`); off with `--no-passed-fds`.
     pub passed_fds: bool,
     pub token: Option<String>,
+    /// `--public-read`: reads need no token even when some are configured.
+    pub public_read: bool,
+    /// `--token-read` was given: deprecated (its behaviour is the default), warned about at
+    /// start.
     pub token_read: bool,
     /// From `--token-file`.
     pub credentials: Vec<Credential>,
@@ -206,6 +210,13 @@ impl ServeConfig {
                 "--token-read needs a token (--token, WEIR_TOKEN or --token-file)".into(),
             ));
         }
+        if args.public_read && token.is_none() && args.token_file.is_none() {
+            return Err(ServeError(
+                "--public-read needs a token (--token, WEIR_TOKEN or --token-file): without \
+                 one, everything is open already"
+                    .into(),
+            ));
+        }
         if args.max_upload == 0 {
             return Err(ServeError("--max-upload must be at least 1 byte".into()));
         }
@@ -250,6 +261,7 @@ impl ServeConfig {
             hash: !args.no_hash,
             passed_fds: !args.no_passed_fds,
             token,
+            public_read: args.public_read,
             token_read: args.token_read,
             credentials,
             token_file: args.token_file,
@@ -317,7 +329,7 @@ impl ServeConfig {
         ServiceOptions {
             max_upload: self.max_upload,
             hash: self.hash,
-            auth: Auth::new(self.token.as_deref(), self.token_read)
+            auth: Auth::new(self.token.as_deref(), self.public_read)
                 .with_credentials(self.credentials.clone()),
             limited_storage: self.max_storage.is_some(),
         }
@@ -355,6 +367,12 @@ pub fn run(args: ServeArgs) -> Result<(), ServeError> {
     )
     .map_err(|e| ServeError(e.to_string()))?;
     init_logging();
+    if config.token_read {
+        tracing::warn!(
+            "--token-read (WEIR_TOKEN_READ, token-read) is deprecated: reads need a token \
+             whenever one is configured; --public-read opens them"
+        );
+    }
     let mut service = Service::new(store, config.service_options());
     #[cfg(feature = "s3")]
     let remote = config.s3.is_some();
@@ -608,7 +626,22 @@ fn announce(bound: &[(&str, SocketAddr)], config: &ServeConfig, store: &LocalSto
     if let Some(path) = &config.unix {
         let _ = writeln!(out, "weir: serving on unix:{}", path.display());
     }
+    // Who may read is the first thing an operator exposing the store must know (issue 35):
+    // said at every start, after the serving lines (scripts read the first line's address).
+    let _ = writeln!(out, "weir: {}", access_summary(config));
     let _ = out.flush();
+}
+
+/// One line saying who may read and write, for the start.
+fn access_summary(config: &ServeConfig) -> &'static str {
+    let tokens = config.token.is_some() || !config.credentials.is_empty();
+    match (tokens, config.public_read) {
+        (false, _) => "no token configured: anyone who reaches a listener may read and write",
+        (true, false) => {
+            "reads are private: they need a token with the read scope (--public-read opens them)"
+        }
+        (true, true) => "reads are public (--public-read); writes and deletes need a token",
+    }
 }
 
 /// Raises the soft limit on open files to the hard limit. Each connection holds its socket and,
@@ -647,12 +680,16 @@ fn raise_open_files_limit(max_connections: usize) {
 #[cfg(not(target_os = "linux"))]
 fn raise_open_files_limit(_max_connections: usize) {}
 
+/// The service's messages to stderr through `tracing`; colours only when stderr is a terminal
+/// (a file or journald got the escape codes as text: issue 35).
 fn init_logging() {
+    use std::io::IsTerminal;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .try_init();
 }
 

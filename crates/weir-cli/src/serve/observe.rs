@@ -38,6 +38,14 @@ impl Handler for Service {
         let time = self.observing.log.as_ref().map(|_| SystemTime::now());
         let start = (time.is_some() || upload).then(Instant::now);
         let in_flight = self.observing.metrics.start(ex.request().method(), upload);
+        // Who made the request, by its token's name (issue 35's audit trail), for the log and
+        // the hooks; only when there is somewhere to say it.
+        let who = if self.observing.log.is_some() || self.hooks.is_some() || self.webhooks.is_some()
+        {
+            self.who(ex.request())
+        } else {
+            None
+        };
         let host_refused = ex.request().path() != "/healthz"
             && !self
                 .hosts
@@ -46,8 +54,8 @@ impl Handler for Service {
             (misdirected(ex).await, stored::Stored::default())
         } else if self.observing.metrics_route && ex.request().path() == "/metrics" {
             (metrics(self, ex, true).await, stored::Stored::default())
-        } else if upload {
-            stored::scope(self.route(ex)).await
+        } else if stored::may_touch(ex.request().method()) {
+            stored::scope(who.clone(), self.route(ex)).await
         } else {
             (self.route(ex).await, stored::Stored::default())
         };
@@ -75,7 +83,8 @@ impl Handler for Service {
                 bytes_in: outcome.bytes_in,
                 bytes_out: outcome.bytes_out,
                 duration: outcome.duration,
-                stored: outcome.stored,
+                stored: &outcome.stored,
+                token: who.as_deref(),
                 refused: false,
             });
         }
@@ -117,19 +126,39 @@ impl Service {
 
     /// A file was committed at `path`: noted for the log and metrics, and the hooks queued.
     pub(super) fn on_stored(&self, path: &str, committed: &weir_store::Committed) {
-        stored::note(committed);
+        stored::note(path, committed);
         self.hook_event("stored", path, committed.size, committed.sha256);
     }
 
-    /// A file was deleted at `path`: the hooks queued.
+    /// A file was deleted at `path`: noted for the log, and the hooks queued.
     pub(super) fn on_deleted(&self, path: &str) {
+        stored::note_deleted(path);
         self.hook_event("deleted", path, 0, None);
+    }
+
+    /// The name of the known token `request` carries (`Authorization`, or for a read the
+    /// page's cookie), if any. Costs a SHA-256 of the presented token when credentials are
+    /// configured (the route's own check hashes it once more): nothing without them.
+    fn who(&self, request: &weir::Request) -> Option<std::sync::Arc<str>> {
+        let auth = self.auth();
+        if !auth.any() {
+            return None;
+        }
+        let authorization = super::auth::authorization(request).ok().flatten();
+        let credential = auth.identify(authorization).or_else(|| {
+            matches!(*request.method(), Method::GET | Method::HEAD)
+                .then(|| auth.identify_cookie(request))
+                .flatten()
+        });
+        credential.map(|c| c.name().clone())
     }
 
     /// Queues the event for the command hook and the webhook, those configured.
     fn hook_event(&self, kind: &'static str, path: &str, size: u64, sha256: Option<[u8; 32]>) {
+        let who = stored::who();
         let event = || super::hooks::Event {
             kind,
+            token: who.clone(),
             // ALLOCATION: the event's path, once per committed file or delete and per kind of
             // hook configured (none without hooks).
             path: path.to_owned(),
@@ -163,7 +192,8 @@ impl Service {
                 bytes_in: 0,
                 bytes_out: 0,
                 duration: std::time::Duration::ZERO,
-                stored: stored::Stored::default(),
+                stored: &stored::Stored::default(),
+                token: None,
                 refused: true,
             });
         }

@@ -7,12 +7,13 @@
 //!
 //! ```json
 //! {"event":"pre-upload","kind":"put","method":"PUT","path":"photos/a.jpg","length":1048576,
-//!  "client":"127.0.0.1:40312","token":{"scopes":["read","write"],"prefix":"photos"}}
+//!  "client":"127.0.0.1:40312","token":{"name":"alice","scopes":["read","write"],"prefix":"photos"}}
 //! ```
 //!
 //! (`kind`: `put`, `form`, `resumable`, `tus`; `path`: the store path, a form's directory (`""`
 //! for the root); `length`: the declared length (`Upload-Length` for resumable and tus uploads
-//! when given, else `Content-Length`), `null` when not known; `token`: `null` without one) and
+//! when given, else `Content-Length`), `null` when not known; `token`: `null` without one; its
+//! `name` is the token file's, never the token) and
 //! in its environment: `WEIR_HOOK_EVENT=pre-upload`, `WEIR_HOOK_KIND`, `WEIR_HOOK_METHOD`,
 //! `WEIR_HOOK_PATH`, `WEIR_HOOK_LENGTH` (empty when not known), `WEIR_HOOK_CLIENT`.
 //!
@@ -82,9 +83,13 @@ impl PreUpload {
 
     /// Runs the hook about `ask` on the blocking pool (within the bound) and waits for it.
     pub(super) async fn ask(&self, ask: &Ask<'_>) -> Answer {
-        let token = ask
-            .credential
-            .map(|c| serde_json::json!({ "scopes": c.scope_names(), "prefix": c.prefix() }));
+        let token = ask.credential.map(|c| {
+            serde_json::json!({
+                "name": &**c.name(),
+                "scopes": c.scope_names(),
+                "prefix": c.prefix(),
+            })
+        });
         let json = serde_json::json!({
             "event": "pre-upload",
             "kind": ask.kind,

@@ -326,7 +326,9 @@ impl Service {
             // The page's cookie, for its download links: reads only (auth.rs says why).
             credential = auth.identify_cookie(ex.request());
         }
-        if auth.required(access) && credential.is_none() {
+        // A token that is not known is refused even where none is needed (public reads): the
+        // client learns its mistake instead of being served as anonymous.
+        if credential.is_none() && (auth.required(access) || auth.rejects(authorization)) {
             return unauthorized(ex).await;
         }
         // ALLOCATION: the decoded path (the store keeps it as a `StorePath` anyway).
@@ -341,6 +343,22 @@ impl Service {
         if auth.required(access) && !credential.is_some_and(|c| c.allows(access, Some(store_path)))
         {
             return forbidden(ex).await;
+        }
+        // A `create`-only token's uploads must not be able to replace: the store judges
+        // `If-None-Match: *` atomically with the commit (`preconditions.rs`), so only such
+        // uploads are let through (a folder's creation replaces nothing).
+        let folder = matches!(
+            (ex.request().method(), &target),
+            (&Method::PUT, Target::Dir(_))
+        );
+        if access == Access::Write
+            && !folder
+            && credential.is_some_and(|c| !c.may_replace())
+            && !creates_only(ex.request())
+        {
+            let detail = "this token may create files but not replace them: send \
+                          If-None-Match: * (an existing file then answers 412)";
+            return reply::error(ex, Problem::Forbidden, detail, &[]).await;
         }
         let uploads = matches!(
             (ex.request().method(), &target),
@@ -465,7 +483,11 @@ impl Service {
         let mut copy = [0; 64];
         let path = ex.request().path();
         let rest = detach(path.get(tus::PREFIX.len()..).unwrap_or(""), &mut copy);
-        let verdict = caller.check(Access::Write, None);
+        // tus has no precondition that would keep a `create`-only token from replacing.
+        let verdict = match caller {
+            super::auth::Caller::Known(c) if !c.may_replace() => Verdict::Forbidden,
+            _ => caller.check(Access::Write, None),
+        };
         with_uploads!(
             self,
             s => tus::serve(self, s, ex, &rest, caller, verdict).await,
@@ -530,6 +552,13 @@ pub(super) async fn folder_deleted(
         }
         Err(e) => reply::store_error(ex, &e).await,
     }
+}
+
+/// Whether the request is an upload that cannot replace a file: `If-None-Match: *` (RFC 9110
+/// §13.1.2), the one field value `*`.
+fn creates_only(request: &weir::Request) -> bool {
+    let mut values = request.header_all("if-none-match");
+    values.next().is_some_and(|v| v.trim_ascii() == b"*") && values.next().is_none()
 }
 
 pub(super) async fn unauthorized(ex: &mut Exchange<'_>) -> Result<(), weir::Error> {

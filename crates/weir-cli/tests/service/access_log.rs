@@ -329,3 +329,81 @@ fn http2_heads_the_server_refuses_are_logged_and_counted() {
         1.0
     );
 }
+
+/// Resets `stream` on close (`SO_LINGER` 0): an RST, as a client killed or cut off sends.
+fn reset(stream: std::net::TcpStream) {
+    socket2::SockRef::from(&stream)
+        .set_linger(Some(std::time::Duration::ZERO))
+        .unwrap();
+    drop(stream);
+}
+
+/// A TCP client that leaves mid-request (its connection reset before the server reads its
+/// head) is logged with its address: the socket no longer knows its peer then, and the line
+/// said `client=unix` (issue 35). Deterministic: with one connection allowed and taken, the
+/// client's connection waits in the backlog until it is reset, and is accepted only then.
+#[test]
+fn a_tcp_client_that_leaves_mid_request_is_logged_with_its_address() {
+    use std::io::{Read, Write};
+    let s = Server::start(&["--max-connections", "1"]);
+    let mut holder = std::net::TcpStream::connect(s.addr).unwrap();
+    holder
+        .write_all(b"GET /healthz HTTP/1.1\r\nhost: t\r\n\r\n")
+        .unwrap();
+    let mut answer = [0u8; 12];
+    holder.read_exact(&mut answer).unwrap();
+    assert_eq!(&answer, b"HTTP/1.1 200");
+    // Accepted by the kernel, not by weir: the one connection is `holder`'s.
+    let mut leaver = std::net::TcpStream::connect(s.addr).unwrap();
+    let address = leaver.local_addr().unwrap().to_string();
+    leaver
+        .write_all(b"PUT /files/cut HTTP/1.1\r\nhost: t\r\ncontent-length: 1000\r\n\r\nabc")
+        .unwrap();
+    reset(leaver);
+    drop(holder);
+    let log = s.dir.path().join("server-stderr.log");
+    let lines = lines(&log, "time=", 2);
+    let put = lines
+        .iter()
+        .map(|l| fields(l))
+        .find(|f| f["method"] == "PUT")
+        .unwrap_or_else(|| panic!("{lines:#?}"));
+    assert_eq!(put["client"], address, "{put:?}");
+    assert_eq!(put["status"], "-", "{put:?}");
+    assert!(!s.root.join("cut").exists());
+}
+
+/// A download the client abandons is logged and counted with the bytes sent, not the file's
+/// size (it was `status=200 bytes_out=<size>`, and the response-bytes metric counted the
+/// whole file: issue 35).
+#[test]
+fn an_abandoned_download_counts_the_bytes_sent() {
+    use std::io::{Read, Write};
+    const SIZE: usize = 64 << 20;
+    let s = Server::start(&[]);
+    std::fs::write(s.root.join("big.bin"), data(SIZE, 5)).unwrap();
+    let mut c = std::net::TcpStream::connect(s.addr).unwrap();
+    c.write_all(b"GET /files/big.bin HTTP/1.1\r\nhost: t\r\n\r\n")
+        .unwrap();
+    let mut got = vec![0u8; 1 << 20];
+    c.read_exact(&mut got).unwrap();
+    reset(c);
+    let log = s.dir.path().join("server-stderr.log");
+    let lines = lines(&log, "time=", 1);
+    let f = fields(&lines[0]);
+    assert_eq!((f["method"].as_str(), f["status"].as_str()), ("GET", "200"));
+    let out: u64 = f["bytes_out"].parse().unwrap();
+    assert!(
+        (1 << 20) - 1024 <= out && out < SIZE as u64 / 2,
+        "bytes_out={out} of a {SIZE}-byte file, 1 MiB read"
+    );
+    let metrics = s.request("GET /metrics HTTP/1.1", b"").text();
+    let counted: u64 = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("weir_http_response_body_bytes_total "))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert_eq!(counted, out, "the metric counts what the log says");
+}

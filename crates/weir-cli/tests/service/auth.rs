@@ -1,4 +1,5 @@
-//! Tokens: 401 with `WWW-Authenticate` before any of the body is read.
+//! Tokens: 401 with `WWW-Authenticate` before any of the body is read; reads private once a
+//! token exists unless `--public-read`, and said at start.
 
 use crate::support::*;
 use std::io::{Read, Write};
@@ -38,13 +39,21 @@ fn writes_need_the_token_and_are_refused_before_the_body() {
         b"x",
     );
     assert_eq!(ok.status, 201);
-    // Reads are open without --token-read.
-    assert_eq!(s.request("GET /files/a HTTP/1.1", b"").status, 200);
+    // Reads need the token too (issue 35: they were public unless --token-read), but the page
+    // and the health check, which hold no data, do not.
+    assert_eq!(s.request("GET /files/a HTTP/1.1", b"").status, 401);
+    assert_eq!(s.request("GET /files/ HTTP/1.1", b"").status, 401);
+    let r = s.request("GET /files/a HTTP/1.1\r\nauthorization: Bearer wrong", b"");
+    assert_eq!(r.status, 401);
+    let r = s.request("GET /files/a HTTP/1.1\r\nauthorization: Bearer s3cret", b"");
+    assert_eq!((r.status, &r.body[..]), (200, &b"x"[..]));
     assert_eq!(s.request("GET /healthz HTTP/1.1", b"").status, 200);
+    assert_eq!(s.request("GET / HTTP/1.1", b"").status, 200);
     assert!(s.temps().is_empty());
     assert!(!s.root.join("big").exists());
 }
 
+/// `--token-read` (deprecated: what it did is the default now) still starts, and says so.
 #[test]
 fn token_read_and_environment() {
     let dir = tempfile::tempdir().unwrap();
@@ -70,6 +79,11 @@ fn token_read_and_environment() {
         200
     );
     assert_eq!(s.request("GET /healthz HTTP/1.1", b"").status, 200);
+    let log = std::fs::read_to_string(s.dir.path().join("server-stderr.log")).unwrap();
+    assert!(
+        log.contains("--token-read (WEIR_TOKEN_READ, token-read) is deprecated"),
+        "{log}"
+    );
 
     // The client takes --token or WEIR_TOKEN, and reports a refusal in one line.
     let file = s.dir.path().join("f");
@@ -130,4 +144,63 @@ fn two_authorization_fields_are_refused_whichever_comes_first() {
         b"x",
     );
     assert_eq!(r.status, 201);
+}
+
+/// `--public-read`: anyone reads, writes still need the token, and a wrong token is refused
+/// even on a read (it used to be served as anonymous); the start says who may read.
+#[test]
+fn public_read_is_an_explicit_choice_said_at_start() {
+    let s = Server::start(&["--token", "s3cret", "--public-read"]);
+    let r = s.request(
+        "PUT /files/a HTTP/1.1\r\nauthorization: Bearer s3cret",
+        b"x",
+    );
+    assert_eq!(r.status, 201);
+    assert_eq!(s.request("GET /files/a HTTP/1.1", b"").status, 200);
+    assert_eq!(s.request("GET /files/ HTTP/1.1", b"").status, 200);
+    assert_eq!(s.request("PUT /files/b HTTP/1.1", b"x").status, 401);
+    let r = s.request("GET /files/a HTTP/1.1\r\nauthorization: Bearer wrong", b"");
+    assert_eq!(r.status, 401, "a wrong token on a public read");
+
+    // What the start says, after the line with the address.
+    let said = |args: &[&str]| {
+        let dir = tempfile::tempdir().unwrap();
+        let mut child = std::process::Command::new(WEIR)
+            .args(["serve", "--listen", "127.0.0.1:0", "--root"])
+            .arg(dir.path().join("root"))
+            .args(args)
+            .env_remove("WEIR_TOKEN")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut lines =
+            std::io::BufRead::lines(std::io::BufReader::new(child.stdout.take().unwrap()));
+        let serving = lines.next().unwrap().unwrap();
+        assert!(serving.contains("serving"), "{serving}");
+        let access = lines.next().unwrap().unwrap();
+        let _ = child.kill();
+        let _ = child.wait();
+        access
+    };
+    assert_eq!(
+        said(&["--token", "t"]),
+        "weir: reads are private: they need a token with the read scope (--public-read opens them)"
+    );
+    assert_eq!(
+        said(&["--token", "t", "--public-read"]),
+        "weir: reads are public (--public-read); writes and deletes need a token"
+    );
+    assert!(said(&[]).starts_with("weir: no token configured"));
+    // The same from the config file (the flag's name as its key).
+    let config = s.dir.path().join("weir.toml");
+    std::fs::write(&config, "public-read = true\n").unwrap();
+    assert_eq!(
+        said(&["--token", "t", "--config", config.to_str().unwrap()]),
+        "weir: reads are public (--public-read); writes and deletes need a token"
+    );
+    // Without a token there is nothing to open: refused rather than ignored.
+    let out = weir(&["serve", "--listen", "127.0.0.1:0", "--public-read"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--public-read needs a token"));
 }

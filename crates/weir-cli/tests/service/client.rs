@@ -99,7 +99,7 @@ fn failures_are_one_line_and_non_zero() {
             ],
             "must start with http:// or https://",
         ),
-        (vec!["get".into(), s.url("/files/")], "give a FILE"),
+        (vec!["get".into(), s.url("/files/")], "give a DIR"),
     ];
     for (args, needle) in cases {
         let argv: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -149,4 +149,44 @@ fn get_refuses_a_body_that_does_not_match_its_digest() {
     } else {
         panic!("the server sent no Repr-Digest (no xattrs on this filesystem?): {err}");
     }
+}
+
+/// Nothing is replaced by surprise (issue 35): `weir put` creates only (`If-None-Match: *`)
+/// unless `--overwrite`, and says why it stopped; `weir get` leaves an existing local file
+/// alone unless `--overwrite`.
+#[test]
+fn neither_put_nor_get_replaces_a_file_unless_told() {
+    let s = Server::start(&[]);
+    let src = s.dir.path().join("f.txt");
+    std::fs::write(&src, b"first").unwrap();
+    let url = s.url("/files/f.txt");
+    let out = weir(&["put", src.to_str().unwrap(), &url]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    std::fs::write(&src, b"second").unwrap();
+    let out = weir(&["put", src.to_str().unwrap(), &url]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("a file is already at /files/f.txt") && err.contains("--overwrite"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(s.root.join("f.txt")).unwrap(), b"first");
+    let out = weir(&["put", "--overwrite", src.to_str().unwrap(), &url]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(std::fs::read(s.root.join("f.txt")).unwrap(), b"second");
+
+    let dest = s.dir.path().join("local.txt");
+    std::fs::write(&dest, b"mine").unwrap();
+    let out = weir(&["get", &url, dest.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("exists: not replaced") && err.contains("--overwrite"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&dest).unwrap(), b"mine");
+    let out = weir(&["get", "--overwrite", &url, dest.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(std::fs::read(&dest).unwrap(), b"second");
 }

@@ -121,7 +121,10 @@ fn allowed_origins_get_preflights_and_every_answer_marked() {
     assert_eq!(done.json()["sha256"], sha256(b"ok"));
 
     // Another origin's requests are served as before, without CORS fields.
-    let r = s.request("GET /files/a HTTP/1.1\r\norigin: https://evil.example", b"");
+    let r = s.request(
+        "GET /files/a HTTP/1.1\r\norigin: https://evil.example\r\nauthorization: Bearer t",
+        b"",
+    );
     assert_eq!(
         (r.status, r.header("access-control-allow-origin")),
         (200, None)

@@ -61,7 +61,7 @@ fn a_hook_sees_each_commit_and_delete() {
     let json: serde_json::Value = serde_json::from_str(fields[4]).unwrap();
     assert_eq!(
         json,
-        serde_json::json!({"event": "stored", "path": "d/a.txt", "size": 3, "sha256": sum})
+        serde_json::json!({"event": "stored", "path": "d/a.txt", "size": 3, "sha256": sum, "token": null})
     );
     let fields: Vec<&str> = lines[1].splitn(5, '|').collect();
     assert_eq!(fields[..4], ["deleted", "d/a.txt", "0", ""]);

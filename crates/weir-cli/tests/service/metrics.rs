@@ -79,7 +79,17 @@ fn deltas_after_known_traffic() {
         let (child, addr) = spawn(
             &root,
             dir.path(),
-            &["--max-upload", "5000", "--max-storage", "1MiB"],
+            // No minimum body rate: the held upload below waits for scrapes (a Python process
+            // each) between its halves, which on a loaded machine took longer than the rate's
+            // 5 s grace allows, and it was cut with 408 instead of completing.
+            &[
+                "--max-upload",
+                "5000",
+                "--max-storage",
+                "1MiB",
+                "--min-body-rate",
+                "0",
+            ],
             &[("WEIR_TOKEN", token)],
         )
         .unwrap_or_else(|e| panic!("{e}"));
@@ -99,7 +109,8 @@ fn deltas_after_known_traffic() {
     let body = data(3000, 1);
     let put = format!("PUT /files/a.bin HTTP/1.1\r\n{auth}");
     assert_eq!(s.request(&put, &body).status, 201);
-    assert_eq!(s.request("GET /files/a.bin HTTP/1.1", b"").status, 200);
+    let get = format!("GET /files/a.bin HTTP/1.1\r\n{auth}");
+    assert_eq!(s.request(&get, b"").status, 200);
     assert_eq!(s.request("GET /nope HTTP/1.1", b"").status, 404);
     let big = format!("PUT /files/big HTTP/1.1\r\n{auth}\r\ncontent-length: 9000");
     assert_eq!(s.request(&big, b"").status, 413);
@@ -190,7 +201,8 @@ fn on_a_listener_of_its_own() {
     let (status, _) = curl_status(&[&s.url("/metrics")]);
     assert_eq!(status, 404, "not on the service's listener");
     let before = scrape(&format!("http://{listen}/metrics"), None);
-    assert_eq!(s.request("GET /files/x HTTP/1.1", b"").status, 404);
+    let get = "GET /files/x HTTP/1.1\r\nauthorization: Bearer t";
+    assert_eq!(s.request(get, b"").status, 404);
     let after = scrape(&format!("http://{listen}/metrics"), None);
     assert_eq!(
         delta(

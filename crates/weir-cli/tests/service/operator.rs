@@ -233,3 +233,27 @@ fn spawn_notifying(
     .unwrap_or_else(|e| panic!("{e}"));
     (socket, child, addr)
 }
+
+/// The service's own messages (`tracing`) to a stderr that is not a terminal (a file here;
+/// journald in a unit) carry no colour codes: they were written with ANSI escapes (issue 35).
+#[test]
+fn messages_to_a_file_have_no_colour_codes() {
+    let mut s = Server::start(&[]);
+    // Answered only once serving has begun, after the signal handlers are installed.
+    assert_eq!(s.request("GET /healthz HTTP/1.1", b"").status, 200);
+    let killed = Command::new("kill")
+        .args(["-TERM", &s.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    assert!(s.child.wait().unwrap().success());
+    let log = std::fs::read_to_string(s.dir.path().join("server-stderr.log")).unwrap();
+    assert!(
+        log.contains("INFO") && log.contains("shutting down"),
+        "{log}"
+    );
+    assert!(
+        !log.contains('\u{1b}'),
+        "ANSI escape codes in a log file: {log:?}"
+    );
+}

@@ -63,7 +63,7 @@ fn folders_answer_the_page_to_browsers_and_json_to_programs() {
 
 #[test]
 fn the_page_cookie_reads_but_never_writes() {
-    let s = Server::start(&["--token", "s3cret t", "--token-read"]);
+    let s = Server::start(&["--token", "s3cret t"]);
     assert_eq!(
         s.request(
             "PUT /files/f HTTP/1.1\r\nauthorization: Bearer s3cret t",
@@ -141,7 +141,7 @@ fn an_empty_put_to_a_folder_url_creates_the_folder() {
         (again.status, again.json()["created"].as_bool()),
         (200, Some(false))
     );
-    let listing = s.request("GET /files/new/ HTTP/1.1", b"");
+    let listing = s.request(&format!("GET /files/new/ HTTP/1.1{auth}"), b"");
     assert_eq!(listing.json()["entries"][0]["name"], "sub");
     assert_eq!(listing.json()["entries"][0]["type"], "dir");
     // A body is refused, not dropped; a file in the way is not a folder.

@@ -198,3 +198,25 @@ fn a_hook_killed_at_its_timeout_takes_its_children_with_it() {
     wait_for("the hook's child to be killed", || !running(child));
     assert!(!running(hook));
 }
+
+/// The hook sees who asks: the token's name (never the token), scopes and prefix.
+#[test]
+fn the_hook_sees_the_tokens_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = dir.path().join("tokens");
+    std::fs::write(&tokens, "lab-s3cret read,create lab name=lab-pc\n").unwrap();
+    let (s, seen_at) = start(&["--token-file", tokens.to_str().unwrap()]);
+    let r = s.request(
+        "PUT /files/lab/a.txt HTTP/1.1\r\nauthorization: Bearer lab-s3cret\r\nif-none-match: *",
+        b"hello",
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    let lines = seen(&seen_at);
+    let json: serde_json::Value =
+        serde_json::from_str(lines[0].splitn(6, '|').nth(5).unwrap()).unwrap();
+    assert_eq!(
+        json["token"],
+        serde_json::json!({"name": "lab-pc", "scopes": ["read", "create"], "prefix": "lab"})
+    );
+    assert!(!lines[0].contains("s3cret"));
+}

@@ -330,6 +330,16 @@ fn a_killed_client_is_resumed_by_the_next_run() {
     let err = stderr(&out);
     assert!(out.status.success(), "{err}");
     assert!(err.contains("resumed 1 time, 0 B sent twice"), "{err}");
+    // Where it resumed, and the speed of this run's bytes only (issue 35: the whole size over
+    // this run's time, and no word of the offset).
+    assert!(
+        err.contains(&format!("this run sent {} bytes)", len - offset)),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("; resumed at byte {offset} (")),
+        "{err}"
+    );
     assert_stored(&s, "killed.bin", &content);
     // The second run sent the rest and two request heads, nothing of what the server had.
     let second = proxy.total_forwarded() - before;
@@ -490,5 +500,59 @@ fn an_upload_the_server_forgot_starts_over() {
         "{err}"
     );
     assert_stored(&s, "forgot.bin", &content);
+    assert!(state_files(&state).is_empty());
+}
+
+/// A folder's upload killed mid-file resumes file by file on the next run: the cut file from
+/// the server's offset, the others uploaded, none sent twice (issue 35, point 1).
+#[test]
+fn a_killed_folder_upload_is_resumed_by_the_next_run() {
+    let s = Server::start(&[]);
+    let state = s.dir.path().join("state");
+    let dir = s.dir.path().join("batch");
+    std::fs::create_dir_all(dir.join("sub")).unwrap();
+    let big = data(4 << 20, 73);
+    std::fs::write(dir.join("a.bin"), &big).unwrap();
+    std::fs::write(dir.join("b.txt"), b"bee").unwrap();
+    std::fs::write(dir.join("sub/c.txt"), b"sea").unwrap();
+    let stall = 3u64 << 19;
+    let proxy = Proxy::start(s.addr, stall_first(stall));
+    let url = proxy.url("/files/in/");
+    // One file at a time: `a.bin` (first by name) on the connection that stalls.
+    let mut child = put_cmd(&state, &["--jobs", "1", dir.to_str().unwrap(), &url])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for("the state file", || recorded_state(&state).is_some());
+    wait_for("the stall", || proxy.forwarded(0) == stall);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    proxy.cut_all();
+    let record = recorded_state(&state).unwrap();
+    let upload_url = record["upload"].as_str().unwrap().to_owned();
+    let upload = upload_url[upload_url.find("/uploads/").unwrap()..].to_owned();
+    wait_for("the server's offset", || server_offset(&s, &upload) > 0);
+    let offset = server_offset(&s, &upload);
+    assert!(!s.root.join("in/batch/b.txt").exists());
+
+    let out = put(&state, &["--jobs", "2", dir.to_str().unwrap(), &url]);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("Uploaded 3 of 3 files"), "{err}");
+    let a_line = err.lines().find(|l| l.starts_with("a.bin: ")).unwrap();
+    assert!(
+        a_line.contains(&format!("resumed at byte {offset} ")),
+        "{a_line}"
+    );
+    assert!(
+        a_line.contains(&format!(
+            "this run sent {} bytes)",
+            big.len() as u64 - offset
+        )),
+        "{a_line}"
+    );
+    assert_stored(&s, "in/batch/a.bin", &big);
+    assert_stored(&s, "in/batch/b.txt", b"bee");
+    assert_stored(&s, "in/batch/sub/c.txt", b"sea");
     assert!(state_files(&state).is_empty());
 }

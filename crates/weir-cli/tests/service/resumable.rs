@@ -14,7 +14,7 @@ fn responses(raw: &[u8]) -> Vec<Resp> {
 
 /// A request on a new connection: `head` (no final CRLF; `connection: close` and the
 /// `content-length` of `body` added), then `body`; all responses, the final one last.
-fn exchange(addr: SocketAddr, head: &str, body: &[u8]) -> Vec<Resp> {
+pub(crate) fn exchange(addr: SocketAddr, head: &str, body: &[u8]) -> Vec<Resp> {
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
     let req = format!(
@@ -28,7 +28,7 @@ fn exchange(addr: SocketAddr, head: &str, body: &[u8]) -> Vec<Resp> {
     responses(&raw)
 }
 
-fn last(mut all: Vec<Resp>) -> Resp {
+pub(crate) fn last(mut all: Vec<Resp>) -> Resp {
     all.pop().expect("a final response")
 }
 

@@ -16,7 +16,7 @@ fn start_with_tokens() -> Server {
         &file,
         format!(
             "# who may do what\nreader-token read\nwriter-token read,write photos/2024\n\
-             sha256:{deleter_hash} delete\n"
+             sha256:{deleter_hash} delete\nmaker-token read,create name=maker\n"
         ),
     )
     .unwrap();
@@ -60,11 +60,21 @@ fn scopes_and_prefixes_are_enforced() {
     assert_eq!(put("sha256:whatever", "a"), 401);
     assert_eq!(put("nobody", "a"), 401);
     assert_eq!(s.request("PUT /files/a HTTP/1.1", b"x").status, 401);
-    // Reads are public (no --token-read); a read token reads too.
+    // Reads are private with tokens (no --public-read): a token with the read scope reads,
+    // one without it does not, none is 401.
     assert_eq!(
         s.request("GET /files/photos/2024/a.jpg HTTP/1.1", b"")
             .status,
-        200
+        401
+    );
+    assert_eq!(
+        with(
+            &s,
+            "deleter-token",
+            "GET /files/photos/2024/a.jpg HTTP/1.1",
+            b""
+        ),
+        403
     );
     assert_eq!(
         with(
@@ -269,7 +279,11 @@ fn prefix_tokens_on_resumable_uploads() {
     let r = s.request(&patch(&inside), b"abc");
     assert_eq!(r.status, 204, "{}", String::from_utf8_lossy(&r.body));
     assert_eq!(
-        s.request("GET /files/photos/2024/a HTTP/1.1", b"").body,
+        s.request(
+            "GET /files/photos/2024/a HTTP/1.1\r\nauthorization: Bearer admin-token",
+            b""
+        )
+        .body,
         b"abc"
     );
     let r = s.request(
@@ -295,4 +309,92 @@ fn prefix_tokens_on_resumable_uploads() {
     let creation = format!("PUT /files/other/c HTTP/1.1\r\n{auth}\r\nupload-complete: ?1");
     assert!(first_line(&s, &creation).starts_with("HTTP/1.1 403"));
     assert!(!s.root.join("other").exists());
+}
+
+/// The `create` scope: uploads that cannot replace. Without `If-None-Match: *` they are
+/// refused before the body (403); with it, a file already there is a 412 from the store's own
+/// check, atomic with the commit; a `write` token still replaces.
+#[test]
+fn a_create_token_creates_but_never_replaces() {
+    let s = start_with_tokens();
+    let put = |token: &str, path: &str, extra: &str| {
+        let r = s.request(
+            &format!("PUT /files/{path} HTTP/1.1\r\nauthorization: Bearer {token}{extra}"),
+            b"data",
+        );
+        (
+            r.status,
+            r.json()["error"].as_str().unwrap_or("").to_owned(),
+        )
+    };
+    let create = "\r\nif-none-match: *";
+    let (status, error) = put("maker-token", "new.txt", "");
+    assert_eq!(status, 403);
+    assert!(error.contains("If-None-Match: *"), "{error}");
+    assert!(!s.root.join("new.txt").exists());
+    assert_eq!(put("maker-token", "new.txt", create).0, 201);
+    assert_eq!(
+        put("maker-token", "new.txt", create).0,
+        412,
+        "never replaced"
+    );
+    assert_eq!(std::fs::read(s.root.join("new.txt")).unwrap(), b"data");
+    // Refused before the body: no 100 Continue for the unconditional upload.
+    let line = first_answer(&s, Some("maker-token"), "/files/big");
+    assert!(line.starts_with("HTTP/1.1 403"), "{line}");
+    // A folder replaces nothing; deletes and tus are not creation.
+    let r = s.request(
+        "PUT /files/dir/ HTTP/1.1\r\nauthorization: Bearer maker-token",
+        b"",
+    );
+    assert_eq!(r.status, 201);
+    assert_eq!(
+        with(&s, "maker-token", "DELETE /files/new.txt HTTP/1.1", b""),
+        403
+    );
+    assert_eq!(
+        with(
+            &s,
+            "maker-token",
+            "POST /tus/ HTTP/1.1\r\ntus-resumable: 1.0.0\r\nupload-length: 4",
+            b""
+        ),
+        403
+    );
+    // A form: the precondition holds for each of its files.
+    let form =
+        "--b\r\ncontent-disposition: form-data; name=f; filename=new.txt\r\n\r\nother\r\n--b--\r\n";
+    let head = "POST /files/ HTTP/1.1\r\nauthorization: Bearer maker-token\r\n\
+                content-type: multipart/form-data; boundary=b";
+    assert_eq!(s.request(head, form.as_bytes()).status, 403);
+    assert_eq!(
+        s.request(&format!("{head}{create}"), form.as_bytes())
+            .status,
+        412
+    );
+    assert_eq!(std::fs::read(s.root.join("new.txt")).unwrap(), b"data");
+
+    // weir put with a create token: it sends If-None-Match: * by default.
+    let file = s.dir.path().join("local.txt");
+    std::fs::write(&file, b"local").unwrap();
+    let url_new = s.url("/files/from-cli.txt");
+    let put_cli = |extra: &[&str]| {
+        let mut args = vec!["put", "--token", "maker-token", file.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        args.push(url_new.as_str());
+        weir(&args)
+    };
+    let out = put_cli(&[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = put_cli(&["--overwrite"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("403"));
+    assert_eq!(
+        std::fs::read(s.root.join("from-cli.txt")).unwrap(),
+        b"local"
+    );
 }

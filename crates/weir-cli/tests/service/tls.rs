@@ -147,11 +147,12 @@ fn http2_in_the_clear_starts_with_the_connection_preface() {
         s.read_exact(&mut preface).unwrap();
         preface
     });
+    let dir = tempfile::tempdir().unwrap();
     let out = weir(&[
         "get",
         "--http2",
         &format!("http://{addr}/files/f"),
-        "/dev/null",
+        dir.path().join("f").to_str().unwrap(),
     ]);
     assert!(!out.status.success());
     assert_eq!(&first.join().unwrap(), b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
@@ -255,6 +256,7 @@ fn http2_refusals_are_one_line_and_store_nothing() {
     std::fs::write(&src, data(3 << 20, 43)).unwrap();
     let url = s.https_url("/files/f");
     let src = src.to_str().unwrap();
+    let dest = s.dir.path().join("not-there");
     fails_in_one_line(
         &["put", src, &url, "--cacert", ca, "--http2"],
         "server answered 401",
@@ -269,7 +271,7 @@ fn http2_refusals_are_one_line_and_store_nothing() {
         &[
             "get",
             &url,
-            "/dev/null",
+            dest.to_str().unwrap(),
             "--cacert",
             ca,
             "--http2",

@@ -11,13 +11,13 @@ use std::sync::{Arc, Mutex};
 
 /// A receiver: answers the n-th request (from 0) with `answer(n)`, or holds it unanswered
 /// when that is `None`. Keeps each request's body.
-struct Receiver {
+pub(crate) struct Receiver {
     addr: SocketAddr,
     bodies: Arc<Mutex<Vec<Vec<u8>>>>,
 }
 
 impl Receiver {
-    fn start(answer: fn(usize) -> Option<u16>) -> Receiver {
+    pub(crate) fn start(answer: fn(usize) -> Option<u16>) -> Receiver {
         Self::start_with(move |n| answer(n).map(|status| (status, "")))
     }
 
@@ -50,11 +50,11 @@ impl Receiver {
         Receiver { addr, bodies }
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("http://{}/hook", self.addr)
     }
 
-    fn bodies(&self) -> Vec<serde_json::Value> {
+    pub(crate) fn bodies(&self) -> Vec<serde_json::Value> {
         self.bodies
             .lock()
             .unwrap()
@@ -112,8 +112,7 @@ fn a_receiver_failing_twice_gets_the_event_on_the_third_attempt() {
     assert_eq!(s.request("PUT /files/d/a.bin HTTP/1.1", &body).status, 201);
     wait_for("the delivery", || count(&s, OK) == 1.0);
     let sum = sha256(&body);
-    let event =
-        serde_json::json!({"event": "stored", "path": "d/a.bin", "size": 5000, "sha256": sum});
+    let event = serde_json::json!({"event": "stored", "path": "d/a.bin", "size": 5000, "sha256": sum, "token": null});
     assert_eq!(receiver.bodies(), [event.clone(), event.clone(), event]);
     assert_eq!(count(&s, ATTEMPTS), 3.0);
     assert_eq!(count(&s, FAILED), 0.0);
@@ -124,7 +123,7 @@ fn a_receiver_failing_twice_gets_the_event_on_the_third_attempt() {
     wait_for("the delete's delivery", || count(&s, OK) == 2.0);
     assert_eq!(
         receiver.bodies()[3],
-        serde_json::json!({"event": "deleted", "path": "d/a.bin", "size": 0, "sha256": null})
+        serde_json::json!({"event": "deleted", "path": "d/a.bin", "size": 0, "sha256": null, "token": null})
     );
     assert_eq!(count(&s, ATTEMPTS), 4.0);
 }

@@ -70,8 +70,10 @@ pub(crate) struct ResponseLifecycle {
     state: State,
     /// The status of the final head started (kept after the head is sent, for access logs).
     status: Option<StatusCode>,
-    /// Body bytes accepted for the wire (writes and files; not those dropped for a response
-    /// without a body).
+    /// Body bytes accepted for the wire (writes, and each piece of a file as the driver hands
+    /// it to the connection: [`ResponseLifecycle::file_sent`]; not those dropped for a response
+    /// without a body). A file is not counted whole when its sending starts: a client that
+    /// leaves after 10 MB of a 1 GiB file was logged and counted as sent 1 GiB (issue 35).
     body_bytes: u64,
 }
 
@@ -156,6 +158,17 @@ impl ResponseLifecycle {
     /// Accounts `len` body bytes about to be written. `Err(BodyTooLong)` means the handler
     /// wrote past its declared length: the driver fails the response (nothing of it is sent).
     pub(crate) fn before_write(&mut self, len: u64) -> Result<Write, Misuse> {
+        let write = self.before_forward(len)?;
+        if let Write::Send { .. } = write {
+            self.body_bytes += len;
+        }
+        Ok(write)
+    }
+
+    /// [`before_write`](Self::before_write) for `len` bytes that the driver moves in pieces
+    /// and counts as they go ([`sent`](Self::sent)): a forwarded body (HTTP/1.1 `splice`), which
+    /// a client that leaves may cut short.
+    pub(crate) fn before_forward(&mut self, len: u64) -> Result<Write, Misuse> {
         match self.state {
             State::Body { no_body: true, .. } => Ok(Write::Drop),
             State::Body {
@@ -170,15 +183,11 @@ impl ResponseLifecycle {
                     no_body,
                     remaining: Some(left - len),
                 };
-                self.body_bytes += len;
                 Ok(Write::Send { last: left == len })
             }
             State::Body {
                 remaining: None, ..
-            } => {
-                self.body_bytes += len;
-                Ok(Write::Send { last: false })
-            }
+            } => Ok(Write::Send { last: false }),
             State::Complete if len == 0 => Ok(Write::Drop),
             _ => Err(Misuse::NoBodyOpen),
         }
@@ -213,13 +222,16 @@ impl ResponseLifecycle {
                 self.state = State::Complete;
                 Ok(FileSend::Skip)
             }
-            State::Body { .. } => {
-                self.body_bytes += len;
-                Ok(FileSend::Send)
-            }
+            State::Body { .. } => Ok(FileSend::Send),
             State::Complete if len == 0 => Ok(FileSend::Skip),
             _ => Err(Misuse::NoBodyOpen),
         }
+    }
+
+    /// `len` bytes of a file [`before_file`](Self::before_file) or of a forwarded body
+    /// [`before_forward`](Self::before_forward) let through were handed to the connection.
+    pub(crate) fn sent(&mut self, len: u64) {
+        self.body_bytes += len;
     }
 
     /// The body is complete on the wire.
@@ -318,8 +330,10 @@ mod tests {
         assert_eq!((l.status(), l.body_bytes()), (Some(StatusCode::OK), 10));
         let mut l = sent(false, None);
         assert_eq!(l.before_file(5), Ok(FileSend::Send));
+        assert_eq!(l.body_bytes(), 0, "a file counts as its pieces go out");
+        l.sent(2);
         assert_eq!(l.before_write(3), Ok(Write::Send { last: false }));
-        assert_eq!(l.body_bytes(), 8);
+        assert_eq!(l.body_bytes(), 5);
         let mut l = sent(true, Some(100));
         assert_eq!(l.before_write(100), Ok(Write::Drop));
         assert_eq!(l.before_file(100), Ok(FileSend::Skip));

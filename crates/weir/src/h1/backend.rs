@@ -19,7 +19,7 @@ impl Backend for Conn {
     }
 
     fn peer_addr(&self) -> PeerAddr {
-        *self.peer.get_or_init(|| self.io.stream.peer_addr())
+        self.peer
     }
 
     fn body_policy(&self) -> &BodyPolicy {

@@ -55,9 +55,8 @@ pub(crate) struct Conn {
     pub(crate) shared: Arc<Shared>,
     pub(super) date: DateCache,
     pub(crate) pipe: Option<zero_copy::Pipe>,
-    /// The client's address, asked of the socket (`getpeername`) on the first call only: an
-    /// access log asks for it on every request.
-    pub(crate) peer: std::cell::OnceCell<crate::transport::PeerAddr>,
+    /// The client's address, as `accept` gave it (`Listener::accept` says why not later).
+    pub(crate) peer: crate::transport::PeerAddr,
     /// The shutdown signal's waiter is registered (by the first idle wait: `wait_idle`).
     stop_armed: bool,
     /// The handler took the connection's bytes over (`hand_over`): after it, nothing is written
@@ -102,12 +101,13 @@ enum After {
 /// with the descriptor passed with them, if any (`Config::accept_passed_fds`).
 pub(crate) async fn serve_connection<H: Handler>(
     stream: crate::transport::Stream,
+    peer: crate::transport::PeerAddr,
     (already_read, passed_fd): (&[u8], Option<std::os::fd::OwnedFd>),
     handler: &H,
     shared: Arc<Shared>,
     mut shutdown: watch::Receiver<bool>,
 ) {
-    let mut conn = Conn::new(stream, shared);
+    let mut conn = Conn::new(stream, peer, shared);
     // One wait on the shutdown signal for the connection's life, polled only while the
     // connection waits for a head: a wait made afresh for each request registers a waiter on
     // the signal and takes it off again, each under a lock shared with other connections.
@@ -166,11 +166,15 @@ impl Drop for Conn {
 }
 
 impl Conn {
-    fn new(stream: crate::transport::Stream, shared: Arc<Shared>) -> Self {
+    fn new(
+        stream: crate::transport::Stream,
+        peer: crate::transport::PeerAddr,
+        shared: Arc<Shared>,
+    ) -> Self {
         let config = &shared.config;
         let head = Request::new();
         Self {
-            peer: std::cell::OnceCell::new(),
+            peer,
             io: Io::new(stream, config.accept_passed_fds),
             parser: HeadParser::new(),
             body: BodyState::new(config),

@@ -272,6 +272,7 @@ impl Conn {
                 )));
             }
             sent += n as u64;
+            self.resp.sent(n as u64);
         }
         self.resp.complete();
         Ok(())
@@ -287,7 +288,8 @@ impl Conn {
         len: u64,
         src_timeout: std::time::Duration,
     ) -> Result<(), Error> {
-        match self.resp.before_write(len) {
+        // Counted as the pieces go out (`ResponseLifecycle::sent`): a client may leave mid-way.
+        match self.resp.before_forward(len) {
             Ok(Write::Send { .. }) if len > 0 => {}
             Ok(_) => return Ok(()),
             Err(misuse) => return Err(self.refuse(misuse)),
@@ -409,6 +411,7 @@ impl Conn {
                     return Err(Error::from_conn_io(std::io::ErrorKind::WriteZero.into()));
                 }
                 Some(Step::Out(Ok(n))) => {
+                    self.resp.sent(n as u64);
                     held[head] -= n;
                     if held[head] == 0 {
                         head = (head + 1) % FORWARD_PIPES;
@@ -463,6 +466,7 @@ impl Conn {
             };
             self.io.wbuf.truncate(start + n);
             self.write_out(&[]).await?;
+            self.resp.sent(n as u64);
             left -= n as u64;
         }
         Ok(())

@@ -61,12 +61,12 @@ struct Adaptive {
 /// preface detection consumed) is replayed to h2 before the stream is read.
 pub(crate) async fn serve_h2<H: Handler>(
     mut stream: Stream,
+    peer: PeerAddr,
     already_read: &[u8],
     handler: Arc<H>,
     shared: Arc<Shared>,
     shutdown: watch::Receiver<bool>,
 ) {
-    let peer = stream.peer_addr();
     let io = H2Io::new(
         &mut stream,
         already_read,

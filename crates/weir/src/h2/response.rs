@@ -345,6 +345,7 @@ impl ResponseOut {
                 self.state.fail();
                 return Err(stream_error(e));
             }
+            self.state.sent(got as u64);
         }
         self.state.complete();
         Ok(())

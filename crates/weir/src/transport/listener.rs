@@ -80,16 +80,21 @@ impl Listener {
         }
     }
 
-    /// Accepts one connection. TCP connections get `TCP_NODELAY`: weir coalesces its own
-    /// writes, so Nagle's algorithm would only add latency.
-    pub(crate) async fn accept(&self) -> io::Result<Stream> {
+    /// Accepts one connection, with the client's address as `accept` gave it. TCP
+    /// connections get `TCP_NODELAY`: weir coalesces its own writes, so Nagle's algorithm
+    /// would only add latency.
+    ///
+    /// The address is kept from here rather than asked of the socket later (`getpeername`):
+    /// once the client has gone (a reset mid-request) the socket no longer knows it, and the
+    /// access log named such TCP clients `unix` (issue 35).
+    pub(crate) async fn accept(&self) -> io::Result<(Stream, super::PeerAddr)> {
         match self {
             Self::Tcp(l) => {
-                let (s, _) = l.accept().await?;
+                let (s, addr) = l.accept().await?;
                 s.set_nodelay(true)?;
-                Ok(Stream::Tcp(s))
+                Ok((Stream::Tcp(s), super::PeerAddr::Tcp(addr)))
             }
-            Self::Unix(l, _) => Ok(Stream::Unix(l.accept().await?.0)),
+            Self::Unix(l, _) => Ok((Stream::Unix(l.accept().await?.0), super::PeerAddr::Unix)),
         }
     }
 
