@@ -321,8 +321,13 @@ function renderListing() {
     }
     row.append(nameCell);
     row.append(el("td", { class: "num", text: isDir ? "" : humanSize(e.size) }));
-    const when = new Date(e.modified * 1000);
-    row.append(el("td", { class: "date" }, el("time", { datetime: when.toISOString(), text: dateFormat.format(when) })));
+    // `modified` is null when the store knows no time (a folder on S3): shown blank.
+    if (typeof e.modified === "number") {
+      const when = new Date(e.modified * 1000);
+      row.append(el("td", { class: "date" }, el("time", { datetime: when.toISOString(), text: dateFormat.format(when) })));
+    } else {
+      row.append(el("td", { class: "date" }));
+    }
     const actions = el("td");
     if (may("delete", isDir ? path + "/" : path)) {
       actions.append(el("button", {
