@@ -106,6 +106,7 @@ mod digest;
 mod error;
 mod fault;
 mod hash_job;
+mod in_order;
 mod intent;
 mod list;
 mod local;
@@ -158,8 +159,8 @@ pub use sha256_state::ResumableSha256;
 #[cfg(feature = "s3")]
 pub use store::SocketBody;
 pub use store::{
-    LocalObject, LocalReader, LocalUpload, Store, StoreObject, StoreReader, StoreUpload,
-    VersionCheck,
+    CommitAllError, LocalObject, LocalReader, LocalUpload, Store, StoreObject, StoreReader,
+    StoreUpload, VersionCheck,
 };
 pub use upload::{Committed, Upload, UploadOptions};
 

@@ -1,8 +1,17 @@
-//! `GET`/`HEAD /files/{path}`: a stored file, whole or one range, sent with `sendfile`.
+//! `GET`/`HEAD /files/{path}`: a stored object, whole or one range. Written once, generic over
+//! weir-store's `Store` (static dispatch); how the bytes go out is the object's capability:
+//! - a local file (`StoreObject::sendfile_source`): `sendfile`, page cache → socket;
+//! - a range of at least `FORWARD_AT_LEAST` (1 MiB) from a plain-`http://` bucket
+//!   (`StoreObject::read_socket`): a connection of its own, spliced to the client
+//!   (`BodyWriter::splice_from`: over plain HTTP/1.1 the bytes never enter user space; TLS and
+//!   HTTP/2 clients get them through a buffer);
+//! - else the store's chunks (`StoreObject::read`: a bucket's `GetObject`, hyper's frames),
+//!   written as they come; the read starts before the answer, so its failure is still a 502.
 //!
-//! The file is opened once and everything comes from the open handle (its metadata, its
-//! stored digest, its bytes), so a concurrent upload replacing the path cannot mix two versions
-//! into one response: the handle keeps reading the version it opened.
+//! The object is opened once and everything comes from it (its metadata, its stored digest,
+//! its bytes), so a concurrent upload replacing the path cannot mix two versions into one
+//! response: a local handle keeps reading the version it opened; a bucket's reads carry
+//! `If-Match` on the version its `HeadObject` saw.
 //!
 //! Validators: `ETag` (`preconditions::etag`, the one definition every route uses) is the stored SHA-256
 //! when the store has it (strong, content-based), else size and modification time in
@@ -20,47 +29,113 @@
 use super::mime;
 use super::preconditions::{self, etag, validators};
 use super::reply::{self, Problem};
-use super::service::Service;
-use http::StatusCode;
+use http::{Method, StatusCode};
 use std::time::SystemTime;
 use weir::{Exchange, Response, http};
 use weir_proto::conditional::{self, Outcome};
 use weir_proto::range::{self, RangeAnswer};
-use weir_store::{ContentDigest, FileMeta, MediaType, StoreError, StorePath};
+use weir_store::{ContentDigest, FileMeta, Store, StoreError, StoreObject, StorePath, StoreReader};
 
-pub(super) async fn serve(
-    svc: &Service,
+/// Ranges at least this long are forwarded from a socket of their own
+/// (`StoreObject::read_socket`) when the store offers one: below it, the extra connection
+/// costs more than the copies it saves.
+#[cfg(feature = "s3")]
+const FORWARD_AT_LEAST: u64 = 1 << 20;
+
+/// `GET`/`HEAD /files/{path}` from `store` (see the module doc).
+pub(super) async fn serve<S: Store>(
+    store: &S,
     ex: &mut Exchange<'_>,
     path: &StorePath,
 ) -> Result<(), weir::Error> {
-    let (file, meta) = match svc.store.open_file(path) {
-        Ok(opened) => opened,
-        Err(StoreError::IsDirectory) => {
-            // The listing lives at the slash form of the URL.
-            let location = format!("{}/", ex.request().path());
-            return ex
-                .respond(StatusCode::MOVED_PERMANENTLY)
-                .header("location", location)
-                .empty()
-                .await;
+    let object = match store.open(path).await {
+        Ok(o) => o,
+        // The listing lives at the slash form of the URL: a local directory, or a bucket's
+        // "directory" (keys below it, or a folder's marker).
+        Err(StoreError::IsDirectory) => return moved_to_listing(ex).await,
+        Err(StoreError::NotFound) if store.is_dir(path).await.unwrap_or(false) => {
+            return moved_to_listing(ex).await;
         }
         Err(e) => return reply::store_error(ex, &e).await,
     };
+    let meta = *object.meta();
     let Some(answer) = Answer::evaluate(ex, &meta).await? else {
         return Ok(());
     };
-    // One fgetxattr(2): the type the client gave the file, if it was kept.
-    let content_type = mime::content_type(MediaType::read_from(&file), path.file_name());
+    // Locally one fgetxattr(2): the type the client gave the file, if it was kept.
+    let content_type = mime::content_type(object.media_type().copied(), path.file_name());
     let (start, len) = (answer.start, answer.len);
+    if let Some(file) = object.sendfile_source() {
+        let response = answer.respond(ex, &meta, content_type);
+        // `sendfile` on plain sockets: page cache → socket, no user-space copy. HEAD sends the
+        // head only (weir knows the method).
+        return response.file(file, start, len).await;
+    }
+    let head_only = *ex.request().method() == Method::HEAD;
+    // The read starts before the answer, so a store failure can still be answered (502).
+    // A large range is taken on a socket of its own when the store offers one, and spliced.
+    #[cfg(feature = "s3")]
+    let socket = if !head_only && len >= FORWARD_AT_LEAST {
+        match object.read_socket(start..start + len).await {
+            Ok(s) => s,
+            Err(e) => return reply::store_error(ex, &e).await,
+        }
+    } else {
+        None
+    };
+    #[cfg(not(feature = "s3"))]
+    let socket: Option<std::convert::Infallible> = None;
+    let mut reader = if head_only || socket.is_some() {
+        None
+    } else {
+        match object.read(start..start + len).await {
+            Ok(r) => Some(r),
+            Err(e) => return reply::store_error(ex, &e).await,
+        }
+    };
     let response = answer.respond(ex, &meta, content_type);
-    // `sendfile` on plain sockets: page cache → socket, no user-space copy. HEAD sends the
-    // head only (weir knows the method).
-    response.file(&file, start, len).await
+    let mut writer = response.stream(Some(len)).await?;
+    #[cfg(feature = "s3")]
+    if let Some(body) = &socket {
+        if !body.head.is_empty() {
+            writer.write(&body.head).await?;
+        }
+        if let Err(e) = writer
+            .splice_from(&body.stream, body.rest, body.idle_timeout)
+            .await
+        {
+            // As below: the declared length not reached, the client sees a cut body.
+            tracing::error!(error = %e, path = %path, "forwarding the object failed");
+            return Err(e);
+        }
+    }
+    if let Some(reader) = &mut reader {
+        loop {
+            match reader.next_chunk().await {
+                Ok(Some(chunk)) => writer.write(&chunk).await?,
+                Ok(None) => break,
+                Err(e) => {
+                    // The head is out: the declared length not reached ends the connection,
+                    // so the client sees a cut body, never a wrong one.
+                    tracing::error!(error = %e, path = %path, "object store read failed");
+                    return Err(weir::Error::user(e));
+                }
+            }
+        }
+    }
+    writer.finish().await
 }
 
-/// A `GET`/`HEAD` of one stored version once its preconditions and `Range` were judged: the
-/// same for every store (`download.rs` for the local root, `remote.rs` for an object store),
-/// which differ only in how the bytes go out.
+/// `301` to the slash form of the URL, where a directory's listing is.
+async fn moved_to_listing(ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
+    let location = format!("{}/", ex.request().path());
+    ex.respond(StatusCode::MOVED_PERMANENTLY)
+        .header("location", location)
+        .empty()
+        .await
+}
+
+/// A `GET`/`HEAD` of one stored version once its preconditions and `Range` were judged.
 pub(super) struct Answer {
     status: StatusCode,
     /// The first byte sent and how many.

@@ -45,7 +45,10 @@ mod base64;
 mod buffers;
 mod cors;
 mod current_auth;
+mod delete;
 mod download;
+mod files;
+mod folders;
 mod form;
 mod hasher;
 mod hook_process;
@@ -66,14 +69,11 @@ mod pre_upload;
 mod preconditions;
 #[cfg(unix)]
 mod reload;
-#[cfg(feature = "s3")]
-mod remote;
-#[cfg(feature = "s3")]
-mod remote_form;
-#[cfg(feature = "s3")]
 mod reply;
 mod resumable;
 mod s3_config;
+#[cfg(feature = "s3")]
+mod s3_sweep;
 mod service;
 mod stored;
 mod target;
@@ -370,7 +370,7 @@ pub fn run(args: ServeArgs) -> Result<(), ServeError> {
     #[cfg(feature = "s3")]
     if let Some((s3, url)) = &config.s3 {
         let store = open_s3(s3, url, config.max_storage)?;
-        remote::start_sweeper(s3.clone(), config.s3_sweep_after, store.clone())
+        s3_sweep::start_sweeper(s3.clone(), config.s3_sweep_after, store.clone())
             .map_err(|e| ServeError(format!("cannot start the multipart sweep: {e}")))?;
         service =
             service
@@ -568,7 +568,7 @@ fn cannot_listen(addr: &str, e: &std::io::Error) -> ServeError {
 /// these credentials (`HeadBucket`, on a runtime of its own, whose connections end with it).
 #[cfg(feature = "s3")]
 /// The bucket's store, checked, with `--max-storage` as its quota and its usage listed (the
-/// sum of the objects under the prefix: `remote::start_sweeper` lists it again periodically).
+/// sum of the objects under the prefix: `s3_sweep::start_sweeper` lists it again periodically).
 fn open_s3(
     config: &weir_store::S3Config,
     url: &str,

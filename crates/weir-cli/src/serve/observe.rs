@@ -218,13 +218,7 @@ async fn metrics(svc: &Service, ex: &mut Exchange<'_>, token: bool) -> Result<()
     let hooks = svc.hooks.as_ref().map(|h| &*h.outcomes);
     let webhooks = svc.webhooks.as_ref().map(|h| &*h.counters);
     // With `--store s3://`, the bucket's usage as this node counts it (`S3Store::usage`).
-    #[cfg(feature = "s3")]
-    let storage = match &svc.remote {
-        Some(remote) => (remote.usage(), remote.max_storage()),
-        None => (svc.store.usage(), svc.store.max_storage()),
-    };
-    #[cfg(not(feature = "s3"))]
-    let storage = (svc.store.usage(), svc.store.max_storage());
+    let storage = super::service::with_files!(svc, s => (s.usage(), s.max_storage()));
     let text = svc
         .observing
         .metrics

@@ -111,8 +111,8 @@ impl Default for ResumableOptions {
 /// `501` with `--store s3://` (`not-implemented`).
 pub(super) async fn unavailable(svc: &Service, ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
     #[cfg(feature = "s3")]
-    if svc.remote.is_some() {
-        return super::remote::not_implemented(ex, "a resumable upload").await;
+    if let super::service::Files::S3(_) = svc.files() {
+        return super::service::not_implemented(ex, "a resumable upload").await;
     }
     let _ = svc;
     let message = "resumable uploads are not available on this server";
@@ -204,7 +204,7 @@ pub(super) async fn create<S: ResumableStore>(
         Ok(c) => c,
         Err(message) => return reply::error(ex, Problem::BadRequest, message, &[]).await,
     };
-    match hold_at_creation(svc, ex, &path, &condition).await {
+    match hold_at_creation(svc, ex, &path).await {
         Ok(true) => {}
         Ok(false) => return preconditions::failed(ex).await,
         Err(e) => return reply::store_error(ex, &e).await,
@@ -253,25 +253,14 @@ pub(super) async fn create<S: ResumableStore>(
 }
 
 /// The creating request's preconditions against the file at `path` now, in the service's file
-/// store: locally any precondition field, a file that cannot be read counting as holding; in
-/// a bucket (`--store s3://`) only when the request recorded a `condition`, a failure to read
-/// the object being the store's error.
+/// store (`preconditions::hold_now`: a file that cannot be read counts as holding, a bucket
+/// that cannot be read is its error).
 async fn hold_at_creation(
     svc: &Service,
     ex: &mut Exchange<'_>,
     path: &StorePath,
-    condition: &[(String, String)],
 ) -> Result<bool, StoreError> {
-    #[cfg(feature = "s3")]
-    if let Some(store) = svc.remote.as_deref() {
-        if condition.is_empty() {
-            return Ok(true);
-        }
-        let meta = super::remote::current(store, path).await?;
-        return Ok(preconditions::hold(ex.request(), meta.as_ref()));
-    }
-    let _ = condition;
-    Ok(preconditions::hold_now(&svc.store, ex.request(), path))
+    super::service::with_files!(svc, s => preconditions::hold_now(s, ex.request(), path).await)
 }
 
 /// The resumable creation of a `PUT /files/{path}` (`target` a file) or a `POST /files/{dir}/`

@@ -44,11 +44,11 @@ use super::observe::Observing;
 use super::reply::{self, Problem};
 use super::resumable::{self, ResumableOptions};
 use super::target::Target;
-use super::{download, form, listing, origin_guard, page, preconditions, tus, upload};
+use super::{files, origin_guard, page, tus};
 use http::{Method, StatusCode};
 use std::sync::Arc;
 use weir::{Exchange, http};
-use weir_store::{Committed, LocalStore, Resumables, StoreError, Upload};
+use weir_store::{LocalStore, Resumables, StoreError};
 
 /// The resumable uploads a service has ([`Service::uploads`]): the routes over them
 /// (`resumable.rs`, `tus.rs`) are generic over `weir_store::ResumableStore`, instantiated here.
@@ -74,6 +74,29 @@ macro_rules! with_uploads {
         }
     };
 }
+
+/// The store a service serves `/files/` from ([`Service::files`]): the routes over it
+/// (`files.rs` and below) are generic over `weir_store::Store`, instantiated here.
+pub(super) enum Files<'a> {
+    /// The local root.
+    Local(&'a LocalStore),
+    /// `--store s3://`'s bucket.
+    #[cfg(feature = "s3")]
+    S3(&'a weir_store::S3Store),
+}
+
+/// `$body` with `$store` bound to the store `$svc` serves `/files/` from (static dispatch: one
+/// instance per store).
+macro_rules! with_files {
+    ($svc:expr, $store:ident => $body:expr) => {
+        match $svc.files() {
+            $crate::serve::service::Files::Local($store) => $body,
+            #[cfg(feature = "s3")]
+            $crate::serve::service::Files::S3($store) => $body,
+        }
+    };
+}
+pub(super) use with_files;
 
 /// What the service is configured to do.
 #[derive(Clone, Debug)]
@@ -120,7 +143,7 @@ pub struct Service {
     /// The `Host` names served (`host_check.rs`, applied in `observe.rs`); no check until
     /// [`Service::with_host_check`].
     pub(super) hosts: HostCheck,
-    /// `--store s3://`: `/files/` is served from this store instead (`remote.rs`).
+    /// `--store s3://`: `/files/` is served from this store instead ([`Service::files`]).
     #[cfg(feature = "s3")]
     pub(super) remote: Option<Arc<weir_store::S3Store>>,
     /// With `remote`: resumable uploads kept in the bucket (`resumable.rs`, `tus.rs`).
@@ -172,17 +195,46 @@ impl Service {
     /// The resumable uploads this service has: the bucket's with `--store s3://`, else the
     /// local store's.
     pub(super) fn uploads(&self) -> Uploads<'_> {
-        #[cfg(feature = "s3")]
-        if self.remote.is_some() {
-            return match &self.remote_resumables {
+        match self.files() {
+            Files::Local(_) => match self.resumables.as_deref() {
+                Some(r) => Uploads::Local(r),
+                None => Uploads::Off,
+            },
+            #[cfg(feature = "s3")]
+            Files::S3(_) => match &self.remote_resumables {
                 Some(ups) => Uploads::S3(ups),
                 None => Uploads::Off,
-            };
+            },
         }
-        match self.resumables.as_deref() {
-            Some(r) => Uploads::Local(r),
-            None => Uploads::Off,
+    }
+
+    /// The store `/files/` is served from: the bucket with `--store s3://`, else the local
+    /// root. The one place that tells them apart.
+    pub(super) fn files(&self) -> Files<'_> {
+        #[cfg(feature = "s3")]
+        if let Some(s3) = self.remote.as_deref() {
+            return Files::S3(s3);
         }
+        Files::Local(&self.store)
+    }
+
+    /// Serves `/files/` from `store` instead of the local root (resumable and tus uploads need
+    /// [`Service::with_remote_resumable`]).
+    #[cfg(feature = "s3")]
+    pub fn with_remote(mut self, store: weir_store::S3Store) -> Self {
+        self.remote = Some(Arc::new(store));
+        self
+    }
+
+    /// With [`Service::with_remote`]'s store: resumable and tus uploads kept in its bucket
+    /// (`resumable.rs`, `tus.rs`), so that any node continues any upload.
+    #[cfg(feature = "s3")]
+    pub fn with_remote_resumable(mut self, options: weir_store::S3ResumableOptions) -> Self {
+        self.remote_resumables = self
+            .remote
+            .as_deref()
+            .map(|store| weir_store::S3Resumables::new(store.clone(), options));
+        self
     }
 
     /// Lets pages of these origins use the service (`cors.rs`).
@@ -266,11 +318,11 @@ impl Service {
             return self.route_tus(ex).await;
         }
         #[cfg(feature = "s3")]
-        if self.remote.is_some()
-            && self.remote_resumables.is_none()
+        if matches!(self.uploads(), Uploads::Off)
+            && matches!(self.files(), Files::S3(_))
             && path.starts_with(resumable::PREFIX)
         {
-            return super::remote::not_implemented(ex, "a resumable upload").await;
+            return not_implemented(ex, "a resumable upload").await;
         }
         // Discovery of resumable uploads (draft §4.1.4): every `/files/` resource takes them.
         if *ex.request().method() == Method::OPTIONS && (path == "*" || path.starts_with("/files/"))
@@ -394,53 +446,7 @@ impl Service {
                 off => resumable::unavailable(self, ex).await
             );
         }
-        #[cfg(feature = "s3")]
-        if let Some(remote) = &self.remote {
-            return super::remote::serve(self, &**remote, ex, method, target).await;
-        }
-        match (method, target) {
-            (Method::GET | Method::HEAD, Target::File(p)) => download::serve(self, ex, &p).await,
-            (Method::GET | Method::HEAD, Target::Root) => listing::serve(self, ex, None).await,
-            (Method::GET | Method::HEAD, Target::Dir(p)) => {
-                listing::serve(self, ex, Some(&p)).await
-            }
-            (Method::PUT, Target::Dir(p)) => create_folder(self, ex, &p).await,
-            (Method::PUT, Target::File(p)) => upload::put(self, ex, p).await,
-            (Method::POST, target) => {
-                let dir = match target {
-                    Target::Root => None,
-                    Target::Dir(p) | Target::File(p) => Some(p),
-                };
-                form::post(self, ex, dir).await
-            }
-            (Method::DELETE, Target::File(p)) => {
-                let head = ex.request();
-                // Preconditions are checked with the unlink, under the store's commit lock.
-                let deleted = if weir_proto::conditional::has_preconditions(
-                    &super::preconditions::Fields(head),
-                ) {
-                    self.store
-                        .delete_if(&p, |meta| preconditions::hold(head, meta))
-                } else {
-                    self.store.delete(&p)
-                };
-                match deleted {
-                    Ok(()) => {
-                        self.on_deleted(p.as_str());
-                        ex.respond(StatusCode::NO_CONTENT).empty().await
-                    }
-                    Err(StoreError::PreconditionFailed) => preconditions::failed(ex).await,
-                    Err(e) => reply::store_error(ex, &e).await,
-                }
-            }
-            (Method::DELETE, Target::Dir(p)) => {
-                folder_deleted(self, ex, &p, async { self.store.delete_dir(&p) }).await
-            }
-            (Method::DELETE | Method::PUT, Target::Root) => {
-                method_not_allowed(ex, "GET, HEAD, POST").await
-            }
-            _ => method_not_allowed(ex, "GET, HEAD, PUT, POST, DELETE").await,
-        }
+        with_files!(self, store => files::serve(self, store, ex, method, target).await)
     }
 }
 
@@ -449,8 +455,8 @@ impl Service {
     /// this service has (the bucket's with `--store s3://`, else the local store's).
     async fn route_tus(&self, ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
         #[cfg(feature = "s3")]
-        if self.remote.is_some() && self.remote_resumables.is_none() {
-            return super::remote::not_implemented(ex, "a tus upload").await;
+        if matches!(self.uploads(), Uploads::Off) && matches!(self.files(), Files::S3(_)) {
+            return not_implemented(ex, "a tus upload").await;
         }
         // tus's token rule: that of writes, for every request but OPTIONS (discovery). A
         // prefix token is judged on the upload's target by `tus.rs`: at creation from
@@ -474,62 +480,12 @@ impl Service {
     }
 }
 
-/// `PUT /files/{dir}/` with no body: creates the folder and its missing parents (`201`), or
-/// finds it there (`200`); the page's "New folder". A body is refused (`400`) rather than
-/// dropped, since the client meant to store something.
-async fn create_folder(
-    svc: &Service,
-    ex: &mut Exchange<'_>,
-    dir: &weir_store::StorePath,
-) -> Result<(), weir::Error> {
-    folder_created(ex, dir, async { svc.store.create_dir(dir) }).await
-}
-
-/// `PUT /files/{dir}/`: refuses a body, else runs `create` (the store's `create_dir`) and
-/// answers `201` (made) or `200` (already a folder), for the local and the remote store alike.
-pub(super) async fn folder_created(
-    ex: &mut Exchange<'_>,
-    dir: &weir_store::StorePath,
-    create: impl std::future::Future<Output = Result<bool, weir_store::StoreError>>,
-) -> Result<(), weir::Error> {
-    if ex.request().framing() != weir::Framing::Length(0) {
-        let message =
-            "a folder is created by a PUT without a body (to store a file, drop the final /)";
-        return reply::error(ex, reply::Problem::BadRequest, message, &[]).await;
-    }
-    match create.await {
-        Ok(created) => {
-            let status = if created {
-                StatusCode::CREATED
-            } else {
-                StatusCode::OK
-            };
-            let value =
-                serde_json::json!({ "path": format!("{}/", dir.as_str()), "created": created });
-            reply::json(ex, status, &value).await
-        }
-        Err(e) => reply::store_error(ex, &e).await,
-    }
-}
-
-/// `DELETE /files/{dir}/`: runs `delete` (the store's `delete_dir`) and answers `204`, or the
-/// store's refusal: `409` (`path-conflict`) for a folder with anything in it or a file, `404`
-/// for none; for the local and the remote store alike. The hooks' `deleted` event names the
-/// folder as `{dir}/`.
-pub(super) async fn folder_deleted(
-    svc: &Service,
-    ex: &mut Exchange<'_>,
-    dir: &weir_store::StorePath,
-    delete: impl std::future::Future<Output = Result<(), StoreError>>,
-) -> Result<(), weir::Error> {
-    match delete.await {
-        Ok(()) => {
-            // ALLOCATION: the folder's path with its slash, once per folder deleted.
-            svc.on_deleted(&format!("{}/", dir.as_str()));
-            ex.respond(StatusCode::NO_CONTENT).empty().await
-        }
-        Err(e) => reply::store_error(ex, &e).await,
-    }
+/// Answers a route this store does not have (resumable and tus uploads with `--store s3://`
+/// but without them).
+#[cfg(feature = "s3")]
+pub(super) async fn not_implemented(ex: &mut Exchange<'_>, what: &str) -> Result<(), weir::Error> {
+    let message = format!("{what} is not available with this store (--store s3://)");
+    reply::error(ex, Problem::NotImplemented, &message, &[]).await
 }
 
 pub(super) async fn unauthorized(ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
@@ -565,14 +521,6 @@ pub(super) async fn method_not_allowed(
     .await
 }
 
-/// Commits an upload: fsync the file, rename, fsync the directory. The fsyncs can take seconds
-/// on a busy disk (they write back everything the upload left in the page cache), so they run
-/// under `block_in_place`: the runtime moves this worker's other connections to another thread
-/// first. Falls back to a plain call on a current-thread runtime, where that is impossible.
-pub(super) fn commit(upload: Upload) -> Result<Committed, StoreError> {
-    off_the_runtime(|| upload.commit())
-}
-
 /// `s` (an upload id from the request's path), copied so that the request can be borrowed
 /// mutably again: into `buf` when it fits (an id is 32 hex digits), so that requests on an
 /// upload allocate nothing for it; a longer one, which names no upload, into a `String`.
@@ -587,7 +535,3 @@ fn detach<'a>(s: &str, buf: &'a mut [u8; 64]) -> std::borrow::Cow<'a, str> {
         None => std::borrow::Cow::Owned(s.to_owned()),
     }
 }
-
-/// The store's blocking calls (fsyncs: a commit, a resumable checkpoint) under
-/// `block_in_place` when the runtime allows it (see [`commit`]): weir-store's one definition.
-pub(super) use weir_store::off_the_runtime;

@@ -1,41 +1,51 @@
 //! `PUT /files/{path}`: the body streams into the store and becomes the file atomically, or
-//! nothing is stored.
+//! nothing is stored. Written once, generic over weir-store's `Store` (static dispatch); the
+//! local store's powers are asked of the upload (`StoreUpload::file`), never of the store's
+//! name.
 //!
 //! Before any body byte is read: the declared length against `--max-upload` (413), the
 //! `Content-Digest` syntax (400), the preconditions against the file there now (412, checked
-//! again at commit under the store's lock: `preconditions.rs`), `begin` (which checks the
-//! declared length against `--max-storage`: 507, and refuses a directory or symlink in the
-//! way), and `Upload::preallocate` (507 if the filesystem's free space cannot hold the
-//! declared length). Neither holds the whole length: the quota and the blocks on disk are
-//! reserved a window ahead of the bytes received (weir-store's `quota::reserved_end`: 8 MiB
-//! growing with what arrived, to 64 MiB), so a client that declares much and sends little
-//! holds little. Then one of two data
-//! paths, recorded in the answer's internals (`data_path` and the body counters, sent only on
-//! request: [`wants_internals`]):
+//! again by the store at commit, atomically with it: `preconditions.rs`), `begin` (which checks
+//! the declared length against `--max-storage`: 507, and refuses a directory or symlink in the
+//! way), and, into a local file, `Upload::preallocate` (507 if the filesystem's free space
+//! cannot hold the declared length). Neither holds the whole length: the quota and the blocks
+//! on disk are reserved a window ahead of the bytes received (weir-store's
+//! `quota::reserved_end`: 8 MiB growing with what arrived, to 64 MiB), so a client that
+//! declares much and sends little holds little. Then one of the data paths, recorded in the
+//! answer's internals (`data_path` and the body counters, sent only on request:
+//! [`wants_internals`]):
 //!
-//! - **splice** (`--no-hash`, no `Content-Digest`): `Exchange::body_to_file` moves the bytes
-//!   socket → pipe → file inside the kernel; nothing enters user space. The bytes are reported
-//!   to the upload afterwards (`record_external_write`), and commit checks the file's length.
-//! - **hashed**: `Exchange::read_body` reads the socket straight into a pooled 512 KiB buffer
-//!   (the one user-space copy), which is written to the file and hashed in place, from the same
-//!   buffer. The first [`PIPELINE_AFTER`] bytes are hashed inline (`Upload::write`: hash, then
-//!   write, on the connection's task); beyond, the hashing is **pipelined**: up to three
-//!   buffers take turns, each filled and written by the task, then hashed on a hashing thread
-//!   (`hasher.rs`) while the task fills the next (`Upload::write_owned` → `hash_job` →
-//!   `Hashed::chain` → `attach`, weir-store's protocol that keeps the digest exactly that of
-//!   the bytes written). No copy is added: the hashing thread reads the buffer `write(2)`
-//!   read. No allocation per read; per pipelined upload, one lane (buffers come from the pool).
-//!   The answer's `hashing` says how many bytes were hashed `inline` and `pipelined`.
+//! - **splice** (a local file; `--no-hash`, no `Content-Digest`): `Exchange::body_to_file`
+//!   moves the bytes socket → pipe → file inside the kernel; nothing enters user space. The
+//!   bytes are reported to the upload afterwards (`record_external_write`), and commit checks
+//!   the file's length.
+//! - **hashed** (a local file): `Exchange::read_body` reads the socket straight into a pooled
+//!   512 KiB buffer (the one user-space copy), which is written to the file and hashed in
+//!   place, from the same buffer. The first [`PIPELINE_AFTER`] bytes are hashed inline
+//!   (`Upload::write`: hash, then write, on the connection's task); beyond, the hashing is
+//!   **pipelined**: up to three buffers take turns, each filled and written by the task, then
+//!   hashed on a hashing thread (`hasher.rs`) while the task fills the next
+//!   (`Upload::write_owned` → `hash_job` → `Hashed::chain` → `attach`, weir-store's protocol
+//!   that keeps the digest exactly that of the bytes written). No copy is added: the hashing
+//!   thread reads the buffer `write(2)` read. No allocation per read; per pipelined upload, one
+//!   lane (buffers come from the pool). The answer's `hashing` says how many bytes were hashed
+//!   `inline` and `pipelined`.
+//! - **passed** (a local file): the client's open file, copied (`passed_file.rs`).
+//! - **chunks** (a store without files, `--store s3://`): each body chunk handed to
+//!   `StoreUpload::write`, which returns only when the store has room (the backpressure reaches
+//!   the socket through the pause threshold). Memory per upload is the store's bound
+//!   (`part_size × (parts_in_flight + 1)`) plus the pause threshold.
 //!
 //! A `Content-Digest` may also come as a trailer, after the body (`Exchange::trailers`): it is
-//! verified at commit like one in the head ([`expect_trailer_digest`], also the S3 `PUT`'s). Announced in the head (`Trailer: content-digest`),
-//! it makes the body take the hashed path even with `--no-hash`; unannounced on the splice
-//! path, the store reads the file back to check it. Either way a mismatch is a 400 and nothing
+//! verified at commit like one in the head ([`expect_trailer_digest`]). Announced in the head
+//! (`Trailer: content-digest`), it makes the body take the hashed path even with `--no-hash`;
+//! unannounced on the splice path, the store reads the file back to check it; a store that
+//! hashed every byte on its way (a bucket) compares. Either way a mismatch is a 400 and nothing
 //! is stored.
 //!
-//! Any failure drops the `Upload`, which removes its temporary file: a client that disconnects,
-//! a body that is too large, a digest that does not match, a full disk all leave the target as
-//! it was.
+//! Any failure aborts the upload (awaited before the answer), which removes its temporary file
+//! or multipart upload: a client that disconnects, a body that is too large, a digest that does
+//! not match, a full disk all leave the target as it was.
 
 use super::hasher::LaneHandle;
 use super::preconditions;
@@ -43,7 +53,10 @@ use super::reply::{self, Problem, hex};
 use super::service::Service;
 use http::StatusCode;
 use weir::{BodyStats, Exchange, http};
-use weir_store::{ContentDigest, StoreError, StorePath, Upload, UploadOptions};
+use weir_proto::conditional;
+use weir_store::{
+    ContentDigest, FileMeta, Store, StoreError, StorePath, StoreUpload, Upload, UploadOptions,
+};
 
 /// Which way the body went.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,6 +65,8 @@ pub(crate) enum DataPath {
     Hashed,
     /// The client passed its open file; copied with `copy_file_range` (`passed_file.rs`).
     Passed,
+    /// Chunks through `StoreUpload::write`: a store without files (`--store s3://`).
+    Chunks,
 }
 
 impl DataPath {
@@ -60,12 +75,15 @@ impl DataPath {
             Self::Splice => "splice",
             Self::Hashed => "hashed",
             Self::Passed => "passed",
+            Self::Chunks => "chunks",
         }
     }
 }
 
-pub(super) async fn put(
+/// `PUT /files/{path}` into `store` (see the module doc).
+pub(super) async fn put<S: Store>(
     svc: &Service,
+    store: &S,
     ex: &mut Exchange<'_>,
     path: StorePath,
 ) -> Result<(), weir::Error> {
@@ -79,13 +97,20 @@ pub(super) async fn put(
         Ok(d) => d,
         Err(message) => return reply::error(ex, Problem::BadRequest, &message, &[]).await,
     };
-    if !preconditions::hold_now(&svc.store, ex.request(), &path) {
-        return preconditions::failed(ex).await;
+    match preconditions::hold_now(store, ex.request(), &path).await {
+        Ok(true) => {}
+        Ok(false) => return preconditions::failed(ex).await,
+        Err(e) => return reply::store_error(ex, &e).await,
     }
+    // A passed descriptor is taken only by a store whose uploads are files; else the body
+    // comes as for any `PUT` (the descriptor is closed at the end of the exchange).
     #[cfg(target_os = "linux")]
-    let passed = match super::passed_file::take(ex) {
-        Ok(passed) => passed,
-        Err(reason) => return super::passed_file::refuse(ex, reason).await,
+    let passed = match S::LOCAL_FILES {
+        true => match super::passed_file::take(ex) {
+            Ok(passed) => passed,
+            Err(reason) => return super::passed_file::refuse(ex, reason).await,
+        },
+        false => None,
     };
     let verify = !expected_digest.is_empty();
     // A digest announced to follow the body is checked like one in the head: hash while
@@ -95,7 +120,9 @@ pub(super) async fn put(
     let passed_path = passed.is_some();
     #[cfg(not(target_os = "linux"))]
     let passed_path = false;
-    let data_path = if passed_path {
+    let data_path = if !S::LOCAL_FILES {
+        DataPath::Chunks
+    } else if passed_path {
         DataPath::Passed
     } else if !svc.options.hash
         && !verify
@@ -115,55 +142,51 @@ pub(super) async fn put(
         expected_digest: verify.then_some(expected_digest),
         expected_len: declared,
     };
-    let mut upload = match svc.store.begin(&path, options) {
+    // The client's media type is kept with the file when the store can; else it is served by
+    // its name.
+    let mut upload = match store
+        .begin(&path, options, super::mime::of_request(ex))
+        .await
+    {
         Ok(u) => u,
         Err(e) => return reply::store_error(ex, &e).await,
     };
-    // Kept with the file when the filesystem allows; else it is served by its name.
-    if let Some(media_type) = super::mime::of_request(ex) {
-        upload.set_media_type(&media_type);
-    }
-    // A received body's declared length is checked before it is read: a disk that cannot
-    // hold it is a 507 now, not after the client sent most of it; its blocks are then
-    // reserved a window ahead of the bytes. (A passed file is cloned or copied by the kernel,
-    // which allocates as it goes.)
-    if data_path != DataPath::Passed {
-        if let Err(e) = upload.preallocate() {
-            return reply::store_error(ex, &e).await;
-        }
-    }
-    let hashing = svc.options.hash || verify || trailer_announced || hash_asked;
     let mut where_hashed = WhereHashed::default();
     #[cfg(target_os = "linux")]
     let mut passed_copy = None;
-    let received = match data_path {
-        DataPath::Splice => splice_body(ex, &mut upload, &mut NoCheckpoints).await,
-        DataPath::Hashed => {
-            let counts = &mut where_hashed;
-            hashed_body(svc, ex, &mut upload, hashing, counts, &mut NoCheckpoints).await
+    let received = match upload.file() {
+        Some(file) => {
+            let body = FileBody {
+                data_path,
+                declared,
+                hashing: svc.options.hash || verify || trailer_announced || hash_asked,
+                #[cfg(target_os = "linux")]
+                passed,
+                #[cfg(target_os = "linux")]
+                passed_copy: &mut passed_copy,
+            };
+            body.receive(svc, ex, file, &mut where_hashed).await
         }
-        // `take` checked that a passed file comes with a Content-Length.
-        #[cfg(target_os = "linux")]
-        DataPath::Passed => match (passed, declared) {
-            (Some(file), Some(len)) => {
-                let counts = &mut where_hashed;
-                let copied = super::passed_file::copy(svc, &mut upload, file, len, counts).await;
-                copied.map(|way| passed_copy = Some(way))
-            }
-            _ => unreachable!("the passed path is chosen with a file and a length"),
-        },
-        #[cfg(not(target_os = "linux"))]
-        DataPath::Passed => unreachable!("files are passed on Linux only"),
+        None => chunks_body(ex, &mut upload).await,
     };
     if let Err(failure) = received {
-        drop(upload);
+        // Aborted before answering, so nothing is left pending when the client hears of it.
+        abort(upload, &path).await;
         return failure.answer(ex, max).await;
     }
     if let Err(message) = expect_trailer_digest(ex, &expected_digest, |d| upload.expect_digest(d)) {
-        drop(upload);
+        abort(upload, &path).await;
         return reply::error(ex, Problem::BadRequest, &message, &[]).await;
     }
-    let committed = match preconditions::commit_checked(upload, ex.request()) {
+    let head = ex.request();
+    let check = |meta: Option<&FileMeta>| preconditions::hold(head, meta);
+    let conditional = conditional::has_preconditions(&preconditions::Fields(head));
+    // Checked again by the store, atomically with the commit (under the local store's commit
+    // lock; with the bucket's conditional write).
+    let committed = match upload
+        .commit(if conditional { Some(&check) } else { None })
+        .await
+    {
         Ok(c) => c,
         Err(e) => return reply::store_error(ex, &e).await,
     };
@@ -192,6 +215,84 @@ pub(super) async fn put(
         }
     }
     reply::json_with(ex, status, &body, &[("etag", &etag)]).await
+}
+
+/// Discards a refused upload, waiting for the store (a bucket's multipart upload is aborted
+/// before the client hears of it).
+async fn abort<U: StoreUpload>(upload: U, path: &StorePath) {
+    if let Err(e) = upload.abort().await {
+        tracing::warn!(error = %e, path = %path, "aborting a refused upload failed");
+    }
+}
+
+/// Each body chunk (`Exchange::read_body_chunk`, the read buffer's own bytes) handed to
+/// [`StoreUpload::write`], which returns only when the store has room: while the store is busy
+/// with earlier parts the body is not read, so the server's pause threshold stops reading the
+/// socket and the client's TCP window closes. The path of a store without files.
+async fn chunks_body<U: StoreUpload>(
+    ex: &mut Exchange<'_>,
+    upload: &mut U,
+) -> Result<(), BodyFailure> {
+    loop {
+        match ex.read_body_chunk().await {
+            Ok(Some(chunk)) => upload.write(&chunk).await.map_err(BodyFailure::Store)?,
+            Ok(None) => return Ok(()),
+            Err(e) => return Err(BodyFailure::Body(e)),
+        }
+    }
+}
+
+/// A body into an upload's own file (a store with [`Store::LOCAL_FILES`]): splice, direct
+/// reads hashed beside the writes, or a passed descriptor's copy.
+struct FileBody<'a> {
+    data_path: DataPath,
+    declared: Option<u64>,
+    /// Anything is hashed (the answer's `hashing` counts it).
+    hashing: bool,
+    #[cfg(target_os = "linux")]
+    passed: Option<std::fs::File>,
+    #[cfg(target_os = "linux")]
+    passed_copy: &'a mut Option<super::passed_file::CopyWay>,
+    #[cfg(not(target_os = "linux"))]
+    _life: std::marker::PhantomData<&'a ()>,
+}
+
+impl FileBody<'_> {
+    async fn receive(
+        self,
+        svc: &Service,
+        ex: &mut Exchange<'_>,
+        upload: &mut Upload,
+        where_hashed: &mut WhereHashed,
+    ) -> Result<(), BodyFailure> {
+        // A received body's declared length is checked before it is read: a disk that cannot
+        // hold it is a 507 now, not after the client sent most of it; its blocks are then
+        // reserved a window ahead of the bytes. (A passed file is cloned or copied by the
+        // kernel, which allocates as it goes.)
+        if self.data_path != DataPath::Passed {
+            upload.preallocate().map_err(BodyFailure::Store)?;
+        }
+        match self.data_path {
+            DataPath::Splice => splice_body(ex, upload, &mut NoCheckpoints).await,
+            DataPath::Hashed => {
+                let progress = &mut NoCheckpoints;
+                hashed_body(svc, ex, upload, self.hashing, where_hashed, progress).await
+            }
+            // `take` checked that a passed file comes with a Content-Length.
+            #[cfg(target_os = "linux")]
+            DataPath::Passed => match (self.passed, self.declared) {
+                (Some(file), Some(len)) => {
+                    let copied =
+                        super::passed_file::copy(svc, upload, file, len, where_hashed).await;
+                    copied.map(|way| *self.passed_copy = Some(way))
+                }
+                _ => unreachable!("the passed path is chosen with a file and a length"),
+            },
+            #[cfg(not(target_os = "linux"))]
+            DataPath::Passed => unreachable!("files are passed on Linux only"),
+            DataPath::Chunks => unreachable!("chosen for stores without files"),
+        }
+    }
 }
 
 /// Whether the client asked for the answer's internals with `Weir-Debug: 1`: which data path
@@ -564,7 +665,7 @@ pub(super) fn announces_digest_trailer(ex: &Exchange<'_>) -> bool {
 /// (`Upload::expect_digest`), never stored unchecked; a store that cannot verify it refuses it
 /// here. An error (answer 400) when it is malformed, disagrees with the head's
 /// `Content-Digest` for the same algorithm, or is refused. The one reading of the trailer for
-/// the local and the S3 `PUT` (`remote.rs`).
+/// every store's `PUT`.
 pub(super) fn expect_trailer_digest(
     ex: &Exchange<'_>,
     in_head: &ContentDigest,

@@ -552,6 +552,8 @@ impl Store for S3Store {
     type Upload = S3Upload;
     type Object = S3Object;
 
+    const ATOMIC_COMMIT_ALL: bool = false;
+
     async fn begin(
         &self,
         path: &StorePath,
