@@ -797,6 +797,7 @@ fn scan(root: &DirHandle) -> io::Result<Scan> {
     Ok(scan)
 }
 
+mod copy;
 mod delete_dir;
 #[cfg(test)]
 mod tests;

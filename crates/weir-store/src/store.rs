@@ -13,6 +13,7 @@
 //! | [`Store::list_page`], [`Store::delete`] | one page of a "directory"; delete (if the check accepts the version) |
 //! | [`Store::create_dir`], [`Store::is_dir`], [`Store::delete_dir`] | folders: make one, ask, delete an empty one |
 //! | [`Store::commit_all`] | several uploads (a form's files), with one check for every target |
+//! | [`Store::copy`], [`Store::rename`] | an object copied or moved inside the store (no byte through the caller), if the check accepts the version at the target |
 //!
 //! Invariants every implementation keeps:
 //! - an upload is all or nothing: only a successful commit makes anything visible, and an
@@ -46,6 +47,13 @@
 //!   ([`Store::ATOMIC_COMMIT_ALL`]); `S3Store` commits in order and deletes again the files it
 //!   created if a later one fails (see [`Store::commit_all`]: a window remains where others
 //!   see some of the files).
+//! - [`Store::rename`]: `LocalStore` renames (`rename(2)` under its commit lock: atomic, the
+//!   file keeps its identity); `S3Store` copies then deletes the source (`CopyObject`,
+//!   `DeleteObject`): not atomic, a failure between the two leaves both
+//!   ([`Store::ATOMIC_RENAME`]).
+//! - [`Store::copy`]: `LocalStore` shares the blocks (a reflink) or copies inside the kernel
+//!   (`copy_file_range`), then commits as an upload; `S3Store` sends one `CopyObject` (at most
+//!   5 GiB).
 //!
 //! `LocalStore` implements it by delegating to its synchronous API (each call finishes before
 //! its future is first polled out; a commit's fsyncs run under `block_in_place`:
@@ -86,6 +94,11 @@ pub trait Store: Send + Sync + 'static {
     /// (`LocalStore`); `false`: they are committed one by one (`S3Store`: see
     /// [`Store::commit_all`]'s default).
     const ATOMIC_COMMIT_ALL: bool;
+
+    /// [`Store::rename`] is atomic: the object is at one name or the other, never both or
+    /// neither, even across a crash (`LocalStore`); `false`: a copy, then a delete of the
+    /// source (`S3Store`), where a failure between the two leaves both.
+    const ATOMIC_RENAME: bool;
 
     /// Starts an upload to `path`; nothing is visible there until the commit.
     fn begin(
@@ -151,6 +164,30 @@ pub trait Store: Send + Sync + 'static {
     /// would lose both. [`CommitAllError::kept`] names those (and any whose delete failed).
     /// Between the first commit and the last (or the undo) other clients can see the earlier
     /// files, and a process that dies there leaves them stored.
+    /// Copies the object at `from` to `to` inside the store, no byte passing through the
+    /// caller, if `check` (when given) accepts the version at `to` (judged atomically with the
+    /// write, as a commit's): else [`StoreError::PreconditionFailed`] and nothing changes. The
+    /// copy keeps the source's media type and SHA-256; the answer describes it at `to`
+    /// (`replaced` when a version was there). [`StoreError::NotFound`] when there is no object
+    /// at `from`; the target is refused as an upload's would be (quota, a directory there).
+    fn copy(
+        &self,
+        from: &StorePath,
+        to: &StorePath,
+        check: Option<VersionCheck<'_>>,
+    ) -> impl Future<Output = Result<Committed, StoreError>> + Send;
+
+    /// Moves the object at `from` to `to` inside the store, if `check` (when given) accepts the
+    /// version at `to`, as [`Store::copy`]; `from` then names nothing (unless another writer
+    /// stored a new version there meanwhile, which stays). Moving an object to its own path
+    /// changes nothing. Atomic only with [`Store::ATOMIC_RENAME`].
+    fn rename(
+        &self,
+        from: &StorePath,
+        to: &StorePath,
+        check: Option<VersionCheck<'_>>,
+    ) -> impl Future<Output = Result<Committed, StoreError>> + Send;
+
     fn commit_all(
         &self,
         staged: Vec<(StorePath, Self::Upload)>,
@@ -298,6 +335,7 @@ impl Store for LocalStore {
     const LOCAL_FILES: bool = true;
     const LIST_BLOCKS: bool = true;
     const ATOMIC_COMMIT_ALL: bool = true;
+    const ATOMIC_RENAME: bool = true;
 
     async fn begin(
         &self,
@@ -355,6 +393,32 @@ impl Store for LocalStore {
 
     async fn delete_dir(&self, path: &StorePath) -> Result<(), StoreError> {
         LocalStore::delete_dir(self, path)
+    }
+
+    async fn copy(
+        &self,
+        from: &StorePath,
+        to: &StorePath,
+        check: Option<VersionCheck<'_>>,
+    ) -> Result<Committed, StoreError> {
+        // A whole file's copy, then a commit's fsyncs: the runtime moves this worker's other
+        // tasks away first.
+        match check {
+            Some(check) => off_the_runtime(|| self.copy_if(from, to, check)),
+            None => off_the_runtime(|| LocalStore::copy(self, from, to)),
+        }
+    }
+
+    async fn rename(
+        &self,
+        from: &StorePath,
+        to: &StorePath,
+        check: Option<VersionCheck<'_>>,
+    ) -> Result<Committed, StoreError> {
+        match check {
+            Some(check) => off_the_runtime(|| self.rename_if(from, to, check)),
+            None => off_the_runtime(|| LocalStore::rename(self, from, to)),
+        }
     }
 
     async fn commit_all(

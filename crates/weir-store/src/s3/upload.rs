@@ -201,6 +201,11 @@ pub(super) enum ObjectWrite<'a> {
         headers: Vec<(&'static str, String)>,
         body: Bytes,
     },
+    /// `CopyObject`: a `PutObject` without a body whose `headers` name the source
+    /// (`x-amz-copy-source`) and the copy's metadata (signed with it).
+    Copy {
+        headers: Vec<(&'static str, String)>,
+    },
     /// `CompleteMultipartUpload` of `upload_id` with its parts' S3 ETags, in part order.
     Complete {
         upload_id: &'a str,
@@ -266,6 +271,17 @@ impl S3Store {
                 let resp = self.put_small(key, &headers, body).await?;
                 etag = super::etag(&resp).map(str::to_owned);
                 check_write("put object", resp).await?;
+            }
+            ObjectWrite::Copy { mut headers } => {
+                headers.extend(condition);
+                let resp = self.put_small(key, &headers, Bytes::new()).await?;
+                // The answer's ETag is in its body; S3 may answer 200 with an error there.
+                let status = resp.status();
+                let body = collect("copy object", resp).await?;
+                if !status.is_success() || body.windows(7).any(|w| w == b"<Error>") {
+                    return Err(write_failure("copy object", status, &body));
+                }
+                etag = completion_etag(&body);
             }
             ObjectWrite::Complete { upload_id, etags } => {
                 let i = &self.inner;
