@@ -106,7 +106,6 @@ mod digest;
 mod error;
 mod fault;
 mod hash_job;
-mod in_order;
 mod intent;
 mod list;
 mod local;

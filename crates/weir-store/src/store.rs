@@ -69,6 +69,8 @@ use std::future::Future;
 use std::num::NonZeroUsize;
 use std::ops::Range;
 
+mod in_order;
+
 /// A check of the version at a target (`None`: no object there): `true` lets the write or
 /// delete go on. Called once, with the version that the operation then replaces.
 pub type VersionCheck<'a> = &'a (dyn Fn(Option<&FileMeta>) -> bool + Sync);
@@ -193,7 +195,7 @@ pub trait Store: Send + Sync + 'static {
         staged: Vec<(StorePath, Self::Upload)>,
         check: Option<VersionCheck<'_>>,
     ) -> impl Future<Output = Result<Vec<Committed>, CommitAllError>> + Send {
-        crate::in_order::commit_in_order(self, staged, check)
+        in_order::commit_in_order(self, staged, check)
     }
 }
 

@@ -1,4 +1,4 @@
-//! The [`Service`]'s [`Handler`]: around every request's routing (`service.rs`), what an
+//! The [`Service`]'s [`Handler`]: around every request's routing (`router.rs`), what an
 //! operator sees of it: the access log line and the metrics, and the `/metrics` route itself.
 //!
 //! The status logged is the handler's answer; when the handler returned an error before
@@ -17,17 +17,6 @@ use weir::{Exchange, Handler, http};
 
 /// The longest request target logged for a refused head.
 const REFUSED_PATH_MAX: usize = 1024;
-
-/// What the service reports about itself.
-#[derive(Default)]
-pub(super) struct Observing {
-    pub log: Option<AccessLog>,
-    pub metrics: std::sync::Arc<Metrics>,
-    /// `/metrics` is answered on the service's own listeners (no `--metrics-listen`).
-    pub metrics_route: bool,
-    /// `weir_resumable_uploads_open`, counted for `/metrics` (`open_uploads.rs`).
-    pub open_uploads: super::open_uploads::OpenUploads,
-}
 
 impl Handler for Service {
     async fn handle(&self, ex: &mut Exchange<'_>) -> Result<(), weir::Error> {

@@ -326,7 +326,7 @@ impl S3Store {
     /// `open` reads it, so that validators computed now agree with later reads; taken from a
     /// `HeadObject` only if it sees the version this write made (`etag`, the S3 ETag the
     /// write's answer named): a version another node wrote since is not described as this one
-    /// (a form's undo deletes only what this describes, `in_order.rs`). A
+    /// (a form's undo deletes only what this describes, `store/in_order.rs`). A
     /// version created without its SHA-256 (`stored_sha256`: `None`; a multipart upload whose
     /// digest was not known at its creation) gets the sidecar that binds `sha256` to that ETag
     /// (see "Digests of multipart uploads" in the module doc): a version another node wrote

@@ -26,9 +26,9 @@
 //! `Range` only while the file is unchanged. `Repr-Digest` (RFC 9530) carries the stored
 //! SHA-256 of the whole file, for 200 and 206 alike, so `weir get` can verify what it wrote.
 
-use super::mime;
-use super::preconditions::{self, etag, validators};
-use super::reply::{self, Problem};
+use crate::serve::mime;
+use crate::serve::preconditions::{self, etag, validators};
+use crate::serve::reply::{self, Problem};
 use http::{Method, StatusCode};
 use std::time::SystemTime;
 use weir::{Exchange, Response, http};
@@ -43,7 +43,7 @@ use weir_store::{ContentDigest, FileMeta, Store, StoreError, StoreObject, StoreP
 const FORWARD_AT_LEAST: u64 = 1 << 20;
 
 /// `GET`/`HEAD /files/{path}` from `store` (see the module doc).
-pub(super) async fn serve<S: Store>(
+pub(in crate::serve) async fn serve<S: Store>(
     store: &S,
     ex: &mut Exchange<'_>,
     path: &StorePath,
@@ -136,11 +136,11 @@ async fn moved_to_listing(ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
 }
 
 /// A `GET`/`HEAD` of one stored version once its preconditions and `Range` were judged.
-pub(super) struct Answer {
+pub(in crate::serve) struct Answer {
     status: StatusCode,
     /// The first byte sent and how many.
-    pub(super) start: u64,
-    pub(super) len: u64,
+    pub(in crate::serve) start: u64,
+    pub(in crate::serve) len: u64,
     etag: String,
     last_modified: String,
 }
@@ -148,7 +148,7 @@ pub(super) struct Answer {
 impl Answer {
     /// Judges the request's preconditions (RFC 9110 §13.2.2's order) and `Range` (kept only
     /// while `If-Range` holds) on `meta`; `None` once a `304`, `412` or `416` was answered.
-    pub(super) async fn evaluate(
+    pub(in crate::serve) async fn evaluate(
         ex: &mut Exchange<'_>,
         meta: &FileMeta,
     ) -> Result<Option<Self>, weir::Error> {
@@ -158,7 +158,10 @@ impl Answer {
         // the future is shown as now. Comparisons keep the real time, so such a date never
         // matches.
         let last_modified = httpdate::fmt_http_date(meta.modified.min(SystemTime::now()));
-        match conditional::evaluate(&super::preconditions::Fields(ex.request()), Some(&current)) {
+        match conditional::evaluate(
+            &crate::serve::preconditions::Fields(ex.request()),
+            Some(&current),
+        ) {
             Outcome::Proceed => {}
             Outcome::NotModified => {
                 ex.respond(StatusCode::NOT_MODIFIED)
@@ -176,7 +179,7 @@ impl Answer {
         let range = match ex.request().header("range") {
             Some(range)
                 if conditional::if_range_holds(
-                    &super::preconditions::Fields(ex.request()),
+                    &crate::serve::preconditions::Fields(ex.request()),
                     &current,
                 ) =>
             {
@@ -206,7 +209,7 @@ impl Answer {
 
     /// The response head: status, validators, type, `Repr-Digest` and `Content-Range`; the
     /// caller sends the body.
-    pub(super) fn respond<'x, 'c>(
+    pub(in crate::serve) fn respond<'x, 'c>(
         &self,
         ex: &'x mut Exchange<'c>,
         meta: &FileMeta,

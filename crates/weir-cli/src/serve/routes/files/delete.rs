@@ -4,16 +4,16 @@
 //! (locally under the commit lock with the unlink; in a bucket with `If-Match` on the version
 //! judged), so a version written in between is never deleted by a check made on another.
 
-use super::preconditions;
-use super::reply;
-use super::service::Service;
+use crate::serve::preconditions;
+use crate::serve::reply;
+use crate::serve::service::Service;
 use http::StatusCode;
 use weir::{Exchange, http};
 use weir_proto::conditional;
 use weir_store::{FileMeta, Store, StoreError, StorePath};
 
 /// Deletes the object at `path` (see the module doc); the hooks' `deleted` event.
-pub(super) async fn serve<S: Store>(
+pub(in crate::serve) async fn serve<S: Store>(
     svc: &Service,
     store: &S,
     ex: &mut Exchange<'_>,

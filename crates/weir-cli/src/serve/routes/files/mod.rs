@@ -13,15 +13,21 @@
 //! | `DELETE /files/{path}` | `delete.rs` |
 //! | `PUT`/`DELETE /files/{dir}/` | `folders.rs` |
 
-use super::service::{Service, method_not_allowed};
-use super::target::Target;
-use super::{delete, download, folders, form, listing, upload};
+use crate::serve::service::{Service, method_not_allowed};
+use crate::serve::target::Target;
 use http::Method;
 use weir::{Exchange, http};
 use weir_store::Store;
 
+mod delete;
+mod download;
+mod folders;
+mod form;
+pub(in crate::serve) mod listing;
+mod upload;
+
 /// Routes an authorized `/files/` request to `store` (see the module doc).
-pub(super) async fn serve<S: Store + Clone>(
+pub(in crate::serve) async fn serve<S: Store + Clone>(
     svc: &Service,
     store: &S,
     ex: &mut Exchange<'_>,

@@ -11,7 +11,7 @@
 //! the undo), other clients can see the earlier files, and a process that dies there leaves
 //! them stored (no record survives it; `LocalStore` has its intent records for that).
 
-use crate::store::{CommitAllError, Store, StoreUpload, VersionCheck};
+use super::{CommitAllError, Store, StoreUpload, VersionCheck};
 use crate::{Committed, FileMeta, StoreError, StorePath};
 
 /// [`Store::commit_all`]'s default (see the module doc).

@@ -8,14 +8,14 @@
 //! | `PUT /files/{dir}/`, no body | `201` made, `200` already a folder; `400` with a body (the client meant to store a file); `409` a file is there |
 //! | `DELETE /files/{dir}/` | `204`; `409` (`path-conflict`) anything in it, or a file; `404` none |
 
-use super::reply;
-use super::service::Service;
+use crate::serve::reply;
+use crate::serve::service::Service;
 use http::StatusCode;
 use weir::{Exchange, http};
 use weir_store::{Store, StorePath};
 
 /// `PUT /files/{dir}/`: refuses a body (rather than dropping it), else creates the folder.
-pub(super) async fn create<S: Store>(
+pub(in crate::serve) async fn create<S: Store>(
     store: &S,
     ex: &mut Exchange<'_>,
     dir: &StorePath,
@@ -41,7 +41,7 @@ pub(super) async fn create<S: Store>(
 }
 
 /// `DELETE /files/{dir}/`: the hooks' `deleted` event names the folder as `{dir}/`.
-pub(super) async fn delete<S: Store>(
+pub(in crate::serve) async fn delete<S: Store>(
     svc: &Service,
     store: &S,
     ex: &mut Exchange<'_>,

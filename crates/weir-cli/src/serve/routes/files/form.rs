@@ -36,11 +36,11 @@
 //!   can see the form's earlier files, and a node that dies there leaves them stored (tests:
 //!   `s3_forms`).
 
-use super::multipart::{self, Event, MultipartError, Parser};
-use super::preconditions;
-use super::reply::{self, Problem, hex};
-use super::service::Service;
-use super::upload::{BodyFailure, too_large};
+use crate::serve::body::{self, BodyFailure, too_large};
+use crate::serve::multipart::{self, Event, MultipartError, Parser};
+use crate::serve::preconditions;
+use crate::serve::reply::{self, Problem, hex};
+use crate::serve::service::Service;
 use http::StatusCode;
 use std::future::Future;
 use weir::{Exchange, Request, http};
@@ -55,7 +55,7 @@ use weir_store::{
 const MAX_FILES: usize = 1000;
 
 /// A form's files into `store` under `dir` (see the module doc).
-pub(super) async fn post<S: Store>(
+pub(in crate::serve) async fn post<S: Store>(
     svc: &Service,
     store: &S,
     ex: &mut Exchange<'_>,
@@ -166,8 +166,8 @@ async fn answer_stored(
         }));
     }
     let mut body = serde_json::json!({ "files": stored });
-    if super::upload::wants_internals(ex) {
-        body["body"] = super::upload::body_stats_json(&ex.body_stats());
+    if body::wants_internals(ex) {
+        body["body"] = body::body_stats_json(&ex.body_stats());
     }
     reply::json(ex, StatusCode::CREATED, &body).await
 }
@@ -213,7 +213,11 @@ impl From<StoreError> for FormFailure {
 
 impl FormFailure {
     /// Answers the client (nothing of the form is stored).
-    pub(super) async fn answer(self, ex: &mut Exchange<'_>, max: u64) -> Result<(), weir::Error> {
+    pub(in crate::serve) async fn answer(
+        self,
+        ex: &mut Exchange<'_>,
+        max: u64,
+    ) -> Result<(), weir::Error> {
         match self {
             Self::Malformed(message) => reply::error(ex, Problem::BadRequest, message, &[]).await,
             Self::Body(failure) => failure.answer(ex, max).await,
@@ -275,7 +279,8 @@ async fn receive<K: FormSink>(
                                 return Err(FormFailure::Malformed("too many files in one form"));
                             }
                             files += 1;
-                            let path = file_in(dir, &name).map_err(FormFailure::Malformed)?;
+                            let path = crate::serve::target::file_in(dir, &name)
+                                .map_err(FormFailure::Malformed)?;
                             sink.begin(ex.request(), path, head.content_type).await?;
                             Current::File
                         }
@@ -323,20 +328,6 @@ async fn receive<K: FormSink>(
         ));
     }
     Ok(())
-}
-
-/// The store path of the file `filename` (which may contain `/`) under `dir` (the root when
-/// `None`), validated as any store path.
-pub(super) fn file_in(dir: Option<&StorePath>, filename: &str) -> Result<StorePath, &'static str> {
-    let joined;
-    let full = match dir {
-        Some(dir) => {
-            joined = format!("{dir}/{filename}");
-            &joined
-        }
-        None => filename,
-    };
-    StorePath::parse(full).map_err(|e| e.as_str())
 }
 
 /// The sink of [`receive`]: each file part in its own upload of `store`, staged until the

@@ -31,15 +31,14 @@
 //!   permit until the scan ends, so abandoned requests cannot pile up scans either.
 //! - Nothing is cached between requests: what a listing allocated is freed when it ends.
 
-use super::reply::{self, Problem};
-use super::service::Service;
-use super::target::percent_decode;
+use crate::serve::reply::{self, Problem};
+use crate::serve::service::Service;
+use crate::serve::target::percent_decode;
 use http::StatusCode;
 use std::io::Write;
 use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::time::UNIX_EPOCH;
-use tokio::sync::Semaphore;
 use weir::{Exchange, http};
 use weir_store::{ListPage, MAX_SEGMENT_LEN, Store, StorePath};
 
@@ -48,30 +47,16 @@ pub(crate) const DEFAULT_LIMIT: usize = 1000;
 /// The largest `limit` accepted: the bound on what one listing request holds.
 pub(crate) const MAX_LIMIT: usize = 10_000;
 
-/// The permits for directory scans: how many may run on the blocking pool at once.
-pub(crate) struct Scans {
-    permits: Arc<Semaphore>,
-}
-
-impl Scans {
-    /// Allows `n` (at least 1) scans at once.
-    pub(crate) fn new(n: usize) -> Self {
-        Self {
-            permits: Arc::new(Semaphore::new(n.max(1))),
-        }
-    }
-}
-
 /// Which page a request asks for.
 #[derive(Debug, PartialEq, Eq)]
-pub(super) struct PageQuery {
-    pub(super) limit: NonZeroUsize,
-    pub(super) after: Option<String>,
+pub(in crate::serve) struct PageQuery {
+    pub(in crate::serve) limit: NonZeroUsize,
+    pub(in crate::serve) after: Option<String>,
 }
 
 impl PageQuery {
     /// Parses the query string (after `?`).
-    pub(super) fn parse(query: Option<&str>) -> Result<Self, &'static str> {
+    pub(in crate::serve) fn parse(query: Option<&str>) -> Result<Self, &'static str> {
         let mut limit = None;
         let mut after = None;
         for pair in query.unwrap_or("").split('&') {
@@ -110,7 +95,7 @@ impl PageQuery {
 }
 
 /// `GET /files/` or `/files/{dir}/` from `store` (see the module doc).
-pub(super) async fn serve<S: Store + Clone>(
+pub(in crate::serve) async fn serve<S: Store + Clone>(
     svc: &Service,
     store: &S,
     ex: &mut Exchange<'_>,
@@ -211,7 +196,7 @@ async fn scan<S: Store + Clone>(
 }
 
 /// Answers a rendered page.
-pub(super) async fn answer(
+pub(in crate::serve) async fn answer(
     ex: &mut Exchange<'_>,
     limit: NonZeroUsize,
     body: Vec<u8>,
@@ -237,7 +222,10 @@ pub(super) async fn answer(
 }
 
 /// The page's JSON body, and its `next` cursor.
-pub(super) fn render(dir: Option<&StorePath>, page: &ListPage) -> (Vec<u8>, Option<String>) {
+pub(in crate::serve) fn render(
+    dir: Option<&StorePath>,
+    page: &ListPage,
+) -> (Vec<u8>, Option<String>) {
     // ALLOCATION: the body, sized for the page (names plus about 80 bytes of JSON per entry);
     // it is the one thing a stalled reader holds.
     let names: usize = page.entries.iter().map(|e| e.name.len()).sum();
