@@ -83,16 +83,18 @@ impl Service {
             return self.route_tus(ex).await;
         }
         #[cfg(feature = "s3")]
-        if matches!(self.uploads(), super::service::Uploads::Off)
-            && matches!(self.files(), super::service::Files::S3(_))
-            && path.starts_with(resumable::PREFIX)
+        if matches!(
+            self.uploads(),
+            super::service::Uploads::Off(super::service::NoUploads::NotWithThisStore)
+        ) && path.starts_with(resumable::PREFIX)
         {
             return super::service::not_implemented(ex, "a resumable upload").await;
         }
         // Discovery of resumable uploads (draft §4.1.4): every `/files/` resource takes them.
         if *ex.request().method() == Method::OPTIONS && (path == "*" || path.starts_with("/files/"))
         {
-            let limit = with_uploads!(self, s => Some(resumable::new_limits(self, s)), off => None);
+            let limit =
+                with_uploads!(self, s => Some(resumable::new_limits(self, s)), off(_) => None);
             return resumable::options(ex, limit).await;
         }
         if let Some(id) = path.strip_prefix(resumable::PREFIX) {
@@ -134,7 +136,7 @@ impl Service {
         with_uploads!(
             self,
             s => resumable::serve(self, s, ex, id, caller).await,
-            off => resumable::unavailable(self, ex).await
+            off(why) => resumable::unavailable(ex, why).await
         )
     }
 
@@ -191,7 +193,7 @@ impl Service {
             return with_uploads!(
                 self,
                 s => resumable::create_at(self, s, ex, target, complete).await,
-                off => resumable::unavailable(self, ex).await
+                off(why) => resumable::unavailable(ex, why).await
             );
         }
         with_files!(self, store => files::serve(self, store, ex, method, target).await)
@@ -249,9 +251,10 @@ impl Service {
     /// this service has (the bucket's with `--store s3://`, else the local store's).
     async fn route_tus(&self, ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
         #[cfg(feature = "s3")]
-        if matches!(self.uploads(), super::service::Uploads::Off)
-            && matches!(self.files(), super::service::Files::S3(_))
-        {
+        if matches!(
+            self.uploads(),
+            super::service::Uploads::Off(super::service::NoUploads::NotWithThisStore)
+        ) {
             return super::service::not_implemented(ex, "a tus upload").await;
         }
         // tus's token rule: that of writes, for every request but OPTIONS (discovery). A
@@ -271,7 +274,7 @@ impl Service {
         with_uploads!(
             self,
             s => tus::serve(self, s, ex, &rest, caller, verdict).await,
-            off => tus::unavailable(self, ex, verdict).await
+            off(_) => tus::unavailable(self, ex, verdict).await
         )
     }
 }

@@ -34,19 +34,30 @@ pub(super) enum Uploads<'a> {
     /// The bucket's, with `--store s3://`.
     #[cfg(feature = "s3")]
     S3(&'a weir_store::S3Resumables),
-    /// None: not enabled locally, or `--store s3://` without them.
-    Off,
+    /// None, and why.
+    Off(NoUploads),
+}
+
+/// Why a service has no resumable uploads ([`Uploads::Off`]): the answer differs (`503`: not
+/// enabled here; `501`: not with this store), and the router, not a route, tells them apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum NoUploads {
+    /// The local store's, not enabled (`Service::with_resumable`).
+    NotEnabled,
+    /// `--store s3://` without its bucket's resumable uploads.
+    #[cfg(feature = "s3")]
+    NotWithThisStore,
 }
 
 /// `$body` with `$store` bound to whichever resumable uploads `$svc` has (static dispatch: one
-/// instance per store), else `$off`.
+/// instance per store), else `$off` with `$why` bound to the reason.
 macro_rules! with_uploads {
-    ($svc:expr, $store:ident => $body:expr, off => $off:expr) => {
+    ($svc:expr, $store:ident => $body:expr, off($why:pat) => $off:expr) => {
         match $svc.uploads() {
             $crate::serve::service::Uploads::Local($store) => $body,
             #[cfg(feature = "s3")]
             $crate::serve::service::Uploads::S3($store) => $body,
-            $crate::serve::service::Uploads::Off => $off,
+            $crate::serve::service::Uploads::Off($why) => $off,
         }
     };
 }
@@ -223,12 +234,12 @@ impl Service {
         match self.files() {
             Files::Local(_) => match self.resumables.as_deref() {
                 Some(r) => Uploads::Local(r),
-                None => Uploads::Off,
+                None => Uploads::Off(NoUploads::NotEnabled),
             },
             #[cfg(feature = "s3")]
             Files::S3(_) => match &self.remote_resumables {
                 Some(ups) => Uploads::S3(ups),
-                None => Uploads::Off,
+                None => Uploads::Off(NoUploads::NotWithThisStore),
             },
         }
     }

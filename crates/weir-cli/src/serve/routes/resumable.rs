@@ -63,7 +63,7 @@ use crate::serve::body::{
 };
 use crate::serve::preconditions;
 use crate::serve::reply::{self, Problem, hex};
-use crate::serve::service::Service;
+use crate::serve::service::{NoUploads, Service};
 use http::StatusCode;
 use weir::{Exchange, http};
 use weir_proto::upload_fields::{self, UploadLimits};
@@ -83,17 +83,17 @@ pub(crate) use crate::serve::body::INTEROP_VERSION;
 /// Where upload resources live.
 pub(crate) const PREFIX: &str = "/uploads/";
 
-/// The resumable route on a service without resumable uploads: `503` locally (not enabled),
-/// `501` with `--store s3://` (`not-implemented`).
+/// The resumable route on a service without resumable uploads, for the reason the router
+/// found: `503` when not enabled, `501` (`not-implemented`) with `--store s3://` without them.
 pub(in crate::serve) async fn unavailable(
-    svc: &Service,
     ex: &mut Exchange<'_>,
+    why: NoUploads,
 ) -> Result<(), weir::Error> {
     #[cfg(feature = "s3")]
-    if let crate::serve::service::Files::S3(_) = svc.files() {
+    if why == NoUploads::NotWithThisStore {
         return crate::serve::service::not_implemented(ex, "a resumable upload").await;
     }
-    let _ = svc;
+    let _ = why;
     let message = "resumable uploads are not available on this server";
     reply::error(ex, Problem::Unavailable, message, &[]).await
 }
