@@ -1,6 +1,6 @@
 //! The router: which route serves a request, and the checks made before any route's own.
-//! It only dispatches: every route is a module of its own (`files.rs` and the operations below
-//! it, `resumable.rs`, `tus.rs`, `page.rs`), none importing another.
+//! It only dispatches: every route is a module of `routes/` (`files/` and the operations in it,
+//! `resumable.rs`, `tus.rs`, `page.rs`), none importing another.
 //!
 //! | request | answer |
 //! | --- | --- |

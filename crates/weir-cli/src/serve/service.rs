@@ -64,7 +64,7 @@ macro_rules! with_uploads {
 pub(super) use with_uploads;
 
 /// The store a service serves `/files/` from ([`Service::files`]): the routes over it
-/// (`files.rs` and below) are generic over `weir_store::Store`, instantiated here.
+/// (`routes/files/`) are generic over `weir_store::Store`, instantiated here.
 pub(super) enum Files<'a> {
     /// The local root.
     Local(&'a LocalStore),
