@@ -24,10 +24,12 @@
 
 use crate::error::StoreError;
 use crate::intent;
-use crate::local::{FileMeta, LocalStore, Missing, Resolved, parent_of};
+use crate::local::LocalStore;
+use crate::meta::FileMeta;
 use crate::path::StorePath;
 use crate::precondition::{self, BatchCheck};
 use crate::quota::ENTRY_COST;
+use crate::tree::{Missing, Resolved, parent_of};
 use crate::upload::{Committed, Upload, file_modified, rename_over, target_of, target_stat};
 use crate::version_date;
 use std::collections::HashSet;
@@ -218,7 +220,7 @@ impl LocalStore {
     }
 }
 
-fn sync(shared: &crate::local::Shared, dir: &Resolved) -> Result<(), StoreError> {
+fn sync(shared: &crate::tree::Shared, dir: &Resolved) -> Result<(), StoreError> {
     dir.get(shared)
         .sync()
         .map_err(|e| StoreError::from_io("sync directory", e))

@@ -19,9 +19,9 @@
 //! [`LocalStore::commit_all`]: crate::LocalStore::commit_all
 
 use crate::error::StoreError;
-use crate::local::{Missing, Resolved, is_temp_name, parent_of, stat, unique_name, walk};
 use crate::path::StorePath;
 use crate::sys::{DirHandle, EntryKind};
+use crate::tree::{Missing, Resolved, is_temp_name, parent_of, stat, unique_name, walk};
 use std::io::{self, Read, Write};
 
 /// Intent records are named `INTENT_PREFIX` + unique part.

@@ -14,12 +14,14 @@
 //! | [`Upload::commit_if`], [`LocalStore::commit_all_if`], [`LocalStore::delete_if`] | the same, if a check of the version at each target holds under the commit lock |
 //! | [`LocalStore::open_file`] → [`StoredFile`] | `openat2` beneath the root + metadata and stored digest |
 //! | [`LocalStore::list_page`] (or [`LocalStore::list`]), [`LocalStore::delete`] | one streaming `readdir` pass keeping a page + `fstatat` of its entries, `unlinkat` + fsync dir |
+//! | [`LocalStore::rename`], [`LocalStore::copy`] (and `_if`) | `renameat` under the commit lock; an upload filled by a reflink or `copy_file_range` |
 //!
 //! Every system call on the tree is relative to a directory descriptor, reached from the root's
 //! without following any symbolic link (see `local.rs`).
 //!
-//! The storage interface ([`Store`], `store.rs`) is what a service needs from any store, the
-//! local one by delegation and, with the feature `s3`, `S3Store` (an S3-compatible bucket:
+//! The storage interface ([`Store`], `store.rs`) is what a service needs from any store (the
+//! local store's own powers, `splice` into a file and `sendfile` out of one, as capabilities
+//! of its types), the local one by delegation and, with the feature `s3`, `S3Store` (an S3-compatible bucket:
 //! multipart uploads with bounded memory, conditional commits, ranged reads; `s3.rs`).
 //! Resumable uploads have theirs, [`ResumableStore`] (`resumable_store.rs`): the local
 //! [`Resumables`] and, with `s3`, `S3Resumables`. The
@@ -110,6 +112,7 @@ mod intent;
 mod list;
 mod local;
 mod media_type;
+mod meta;
 mod path;
 mod precondition;
 mod quota;
@@ -120,7 +123,9 @@ mod resumable_store;
 mod s3;
 mod sha256_state;
 mod store;
+mod stored_file;
 mod sys;
+mod tree;
 mod upload;
 mod version_date;
 mod writeback;
@@ -131,14 +136,14 @@ pub use error::StoreError;
 pub use fault::{Fault, FaultOp, HashGate};
 pub use hash_job::{HashJob, HashMark, Hashed, Written};
 pub use list::{Entry, ListPage};
-pub use local::{FileMeta, LocalOptions, LocalStore};
+pub use local::{LocalOptions, LocalStore};
 pub use media_type::MediaType;
+pub use meta::FileMeta;
 pub use path::{
     MAX_PATH_LEN, MAX_SEGMENT_LEN, PathError, RESERVED_PREFIX, StorePath, is_invisible_or_bidi,
     is_separator_lookalike, validate_name,
 };
 pub use quota::ENTRY_COST;
-pub use readers::StoredFile;
 pub use resumable::{
     AppendEnd, Appending, CHECKPOINT_BYTES, CheckpointJob, ResumableError, ResumableState,
     Resumables, Swept, UploadId,
@@ -158,9 +163,10 @@ pub use sha256_state::ResumableSha256;
 #[cfg(feature = "s3")]
 pub use store::SocketBody;
 pub use store::{
-    LocalObject, LocalReader, LocalUpload, Store, StoreObject, StoreReader, StoreUpload,
-    VersionCheck,
+    CommitAllError, LocalObject, LocalReader, LocalUpload, Store, StoreObject, StoreReader,
+    StoreUpload, VersionCheck,
 };
+pub use stored_file::StoredFile;
 pub use upload::{Committed, Upload, UploadOptions};
 
 #[cfg(test)]

@@ -22,9 +22,9 @@
 //!   service runs it on a blocking thread).
 
 use crate::error::StoreError;
-use crate::local::Shared;
 use crate::path::{StorePath, validate_segment};
 use crate::sys::{DirHandle, EntryKind};
+use crate::tree::Shared;
 use std::collections::BinaryHeap;
 use std::io;
 use std::num::NonZeroUsize;

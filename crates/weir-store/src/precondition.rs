@@ -13,7 +13,7 @@
 //! upload is discarded (or nothing is deleted).
 
 use crate::error::StoreError;
-use crate::local::FileMeta;
+use crate::meta::FileMeta;
 use crate::sys::{self, DirHandle, EntryKind, EntryStat};
 use std::fs::File;
 

@@ -70,12 +70,13 @@
 use crate::digest::ContentDigest;
 use crate::error::StoreError;
 use crate::hash_job::HashMark;
-use crate::local::{LocalStore, Missing, Resolved, STAGING_NAME, Shared, walk};
+use crate::local::LocalStore;
 use crate::path::StorePath;
 use crate::quota::ENTRY_COST;
 use crate::sha256_state::{ResumableSha256, SAVED_LEN};
 use crate::store::VersionCheck;
 use crate::sys::{DirHandle, EntryKind};
+use crate::tree::{Missing, Resolved, STAGING_NAME, Shared, walk};
 use crate::upload::{Committed, Upload, UploadOptions};
 use std::collections::HashSet;
 use std::fmt;

@@ -12,6 +12,8 @@
 //! | [`StoreObject::read`] → [`StoreReader`] | its bytes in a range, as chunks |
 //! | [`Store::list_page`], [`Store::delete`] | one page of a "directory"; delete (if the check accepts the version) |
 //! | [`Store::create_dir`], [`Store::is_dir`], [`Store::delete_dir`] | folders: make one, ask, delete an empty one |
+//! | [`Store::commit_all`] | several uploads (a form's files), with one check for every target |
+//! | [`Store::copy`], [`Store::rename`] | an object copied or moved inside the store (no byte through the caller), if the check accepts the version at the target |
 //!
 //! Invariants every implementation keeps:
 //! - an upload is all or nothing: only a successful commit makes anything visible, and an
@@ -25,20 +27,49 @@
 //! closures over [`FileMeta`], so the service's one definition of `ETag` and preconditions
 //! (weir-cli's `preconditions.rs`) serves every store.
 //!
+//! # Local powers
+//! `weir serve`'s `/files/` routes are written once over this trait, generic over the store
+//! (static dispatch: an upload's writes are on the body's path). What only a local file can
+//! do is a capability a route asks for, answered by the store's types, never a question of
+//! which store it has (the pattern of [`ResumableAppend::file`](crate::ResumableAppend::file)):
+//! - [`StoreUpload::file`]: the upload's [`Upload`] (`LocalStore`), which a route fills itself
+//!   with `splice`, direct reads hashed on another thread, or a passed descriptor's copy;
+//!   `None` (`S3Store`): bytes go through [`StoreUpload::write`]. [`Store::LOCAL_FILES`] tells
+//!   the same before an upload begins (whether to take a passed descriptor, whether to hash);
+//! - [`StoreObject::sendfile_source`]: the object's open file, to send with `sendfile`;
+//!   `None`: [`StoreObject::read`] (or, `S3Store` over `http://`,
+//!   [`StoreObject::read_socket`], a socket to `splice` from);
+//! - [`Store::LIST_BLOCKS`]: `list_page` scans a directory on the calling thread (`LocalStore`),
+//!   so a server runs it off its async workers.
+//!
+//! # Where the stores differ
+//! - [`Store::commit_all`] (a form's files): `LocalStore` commits all or none, across crashes
+//!   ([`Store::ATOMIC_COMMIT_ALL`]); `S3Store` commits in order and deletes again the files it
+//!   created if a later one fails (see [`Store::commit_all`]: a window remains where others
+//!   see some of the files).
+//! - [`Store::rename`]: `LocalStore` renames (`rename(2)` under its commit lock: atomic, the
+//!   file keeps its identity); `S3Store` copies then deletes the source (`CopyObject`,
+//!   `DeleteObject`): not atomic, a failure between the two leaves both
+//!   ([`Store::ATOMIC_RENAME`]).
+//! - [`Store::copy`]: `LocalStore` shares the blocks (a reflink) or copies inside the kernel
+//!   (`copy_file_range`), then commits as an upload; `S3Store` sends one `CopyObject` (at most
+//!   5 GiB).
+//!
 //! `LocalStore` implements it by delegating to its synchronous API (each call finishes before
-//! its future is first polled out, as the service calls it today); the service's own local
-//! routes keep using `LocalStore` directly for what only a file can do (`splice`, `sendfile`,
-//! hashing on another thread). Resumable uploads have their own interface,
+//! its future is first polled out; a commit's fsyncs run under `block_in_place`:
+//! [`off_the_runtime`](crate::off_the_runtime)). Resumable uploads have their own interface,
 //! [`ResumableStore`](crate::ResumableStore) (`resumable_store.rs`).
 
 use crate::{
     Committed, ContentDigest, FileMeta, ListPage, LocalStore, MediaType, StoreError, StorePath,
 };
-use crate::{StoredFile, Upload, UploadOptions};
+use crate::{StoredFile, Upload, UploadOptions, off_the_runtime};
 use bytes::Bytes;
 use std::future::Future;
 use std::num::NonZeroUsize;
 use std::ops::Range;
+
+mod in_order;
 
 /// A check of the version at a target (`None`: no object there): `true` lets the write or
 /// delete go on. Called once, with the version that the operation then replaces.
@@ -50,6 +81,26 @@ pub trait Store: Send + Sync + 'static {
     type Upload: StoreUpload;
     /// An object opened for reading.
     type Object: StoreObject;
+
+    /// The uploads are local files: [`StoreUpload::file`] answers `Some`. Known before an
+    /// upload begins, for what a route decides first (whether to take a descriptor the client
+    /// passed, which data path a body takes).
+    const LOCAL_FILES: bool = false;
+
+    /// [`Store::list_page`] does its work on the calling thread (a directory scan, whose time
+    /// grows with the directory): a server runs it off its async workers. `false`: it awaits
+    /// the store (`S3Store`'s requests).
+    const LIST_BLOCKS: bool = false;
+
+    /// [`Store::commit_all`] stores all the uploads or none, even across a crash
+    /// (`LocalStore`); `false`: they are committed one by one (`S3Store`: see
+    /// [`Store::commit_all`]'s default).
+    const ATOMIC_COMMIT_ALL: bool;
+
+    /// [`Store::rename`] is atomic: the object is at one name or the other, never both or
+    /// neither, even across a crash (`LocalStore`); `false`: a copy, then a delete of the
+    /// source (`S3Store`), where a failure between the two leaves both.
+    const ATOMIC_RENAME: bool;
 
     /// Starts an upload to `path`; nothing is visible there until the commit.
     fn begin(
@@ -101,6 +152,70 @@ pub trait Store: Send + Sync + 'static {
     /// is none. `LocalStore` removes the directory; `S3Store` the `path/` marker, when no other
     /// key is below it.
     fn delete_dir(&self, path: &StorePath) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Commits `staged` (each upload with its target), each only if `check` (when given)
+    /// accepts the version at its target; two uploads to one path are refused
+    /// ([`StoreError::DuplicatePath`]) before anything is committed.
+    ///
+    /// With [`Store::ATOMIC_COMMIT_ALL`] all are stored or none (`LocalStore::commit_all`).
+    /// Otherwise (this default, `S3Store`) they are committed in order, each checked
+    /// atomically with its own write; if one fails, the rest are aborted and the files already
+    /// committed that *created* an object are deleted again, each only if it is still the
+    /// version stored (a newer one another writer stored meanwhile is kept). A file that
+    /// *replaced* a version stays: the earlier version cannot be put back, and deleting it
+    /// would lose both. [`CommitAllError::kept`] names those (and any whose delete failed).
+    /// Between the first commit and the last (or the undo) other clients can see the earlier
+    /// files, and a process that dies there leaves them stored.
+    /// Copies the object at `from` to `to` inside the store, no byte passing through the
+    /// caller, if `check` (when given) accepts the version at `to` (judged atomically with the
+    /// write, as a commit's): else [`StoreError::PreconditionFailed`] and nothing changes. The
+    /// copy keeps the source's media type and SHA-256; the answer describes it at `to`
+    /// (`replaced` when a version was there). [`StoreError::NotFound`] when there is no object
+    /// at `from`; the target is refused as an upload's would be (quota, a directory there).
+    fn copy(
+        &self,
+        from: &StorePath,
+        to: &StorePath,
+        check: Option<VersionCheck<'_>>,
+    ) -> impl Future<Output = Result<Committed, StoreError>> + Send;
+
+    /// Moves the object at `from` to `to` inside the store, if `check` (when given) accepts the
+    /// version at `to`, as [`Store::copy`]; `from` then names nothing (unless another writer
+    /// stored a new version there meanwhile, which stays). Moving an object to its own path
+    /// changes nothing. Atomic only with [`Store::ATOMIC_RENAME`].
+    fn rename(
+        &self,
+        from: &StorePath,
+        to: &StorePath,
+        check: Option<VersionCheck<'_>>,
+    ) -> impl Future<Output = Result<Committed, StoreError>> + Send;
+
+    fn commit_all(
+        &self,
+        staged: Vec<(StorePath, Self::Upload)>,
+        check: Option<VersionCheck<'_>>,
+    ) -> impl Future<Output = Result<Vec<Committed>, CommitAllError>> + Send {
+        in_order::commit_in_order(self, staged, check)
+    }
+}
+
+/// Why [`Store::commit_all`] stored not all of its uploads.
+#[derive(Debug)]
+pub struct CommitAllError {
+    /// The failure that stopped the commit.
+    pub error: StoreError,
+    /// Files that stay stored: (index in the uploads given, what was stored). Always empty
+    /// with [`Store::ATOMIC_COMMIT_ALL`].
+    pub kept: Vec<(usize, Committed)>,
+}
+
+impl From<StoreError> for CommitAllError {
+    fn from(error: StoreError) -> Self {
+        Self {
+            error,
+            kept: Vec::new(),
+        }
+    }
 }
 
 /// An upload in progress (see the module doc).
@@ -110,6 +225,13 @@ pub trait StoreUpload: Send {
 
     /// Bytes written so far.
     fn size(&self) -> u64;
+
+    /// The upload's file, when the store has one (`LocalStore`; see "Local powers" in the
+    /// module doc): the caller may write the body into it itself, then commits through this
+    /// interface. `None`: bytes go through [`StoreUpload::write`].
+    fn file(&mut self) -> Option<&mut Upload> {
+        None
+    }
 
     /// Adds digests the commit must verify that became known after [`Store::begin`]: a
     /// `Content-Digest` trailer, which arrives after the last body byte and before the commit.
@@ -153,6 +275,13 @@ pub trait StoreObject: Send {
     fn meta(&self) -> &FileMeta;
     /// The media type stored with it, if any.
     fn media_type(&self) -> Option<&MediaType>;
+
+    /// The object's open file, when the store has one (`LocalStore`; see "Local powers" in
+    /// the module doc), to send with `sendfile`: it reads the version [`StoreObject::meta`]
+    /// describes, whatever happens to the path. `None`: use [`StoreObject::read`].
+    fn sendfile_source(&self) -> Option<&std::fs::File> {
+        None
+    }
     /// The bytes in `range` (within `0..meta().size`) of the version [`StoreObject::meta`]
     /// describes; an object replaced meanwhile fails rather than mixing versions.
     fn read(
@@ -205,6 +334,11 @@ impl Store for LocalStore {
     type Upload = LocalUpload;
     type Object = LocalObject;
 
+    const LOCAL_FILES: bool = true;
+    const LIST_BLOCKS: bool = true;
+    const ATOMIC_COMMIT_ALL: bool = true;
+    const ATOMIC_RENAME: bool = true;
+
     async fn begin(
         &self,
         path: &StorePath,
@@ -220,11 +354,10 @@ impl Store for LocalStore {
 
     async fn open(&self, path: &StorePath) -> Result<LocalObject, StoreError> {
         let (file, meta) = self.open_file(path)?;
-        let media_type = MediaType::read_from(&file);
         Ok(LocalObject {
             file,
             meta,
-            media_type,
+            media_type: std::sync::OnceLock::new(),
         })
     }
 
@@ -263,6 +396,45 @@ impl Store for LocalStore {
     async fn delete_dir(&self, path: &StorePath) -> Result<(), StoreError> {
         LocalStore::delete_dir(self, path)
     }
+
+    async fn copy(
+        &self,
+        from: &StorePath,
+        to: &StorePath,
+        check: Option<VersionCheck<'_>>,
+    ) -> Result<Committed, StoreError> {
+        // A whole file's copy, then a commit's fsyncs: the runtime moves this worker's other
+        // tasks away first.
+        match check {
+            Some(check) => off_the_runtime(|| self.copy_if(from, to, check)),
+            None => off_the_runtime(|| LocalStore::copy(self, from, to)),
+        }
+    }
+
+    async fn rename(
+        &self,
+        from: &StorePath,
+        to: &StorePath,
+        check: Option<VersionCheck<'_>>,
+    ) -> Result<Committed, StoreError> {
+        match check {
+            Some(check) => off_the_runtime(|| self.rename_if(from, to, check)),
+            None => off_the_runtime(|| LocalStore::rename(self, from, to)),
+        }
+    }
+
+    async fn commit_all(
+        &self,
+        staged: Vec<(StorePath, LocalUpload)>,
+        check: Option<VersionCheck<'_>>,
+    ) -> Result<Vec<Committed>, CommitAllError> {
+        let uploads: Vec<Upload> = staged.into_iter().map(|(_, u)| u.0).collect();
+        let committed = match check {
+            Some(check) => off_the_runtime(|| self.commit_all_if(uploads, |_, meta| check(meta))),
+            None => off_the_runtime(|| LocalStore::commit_all(self, uploads)),
+        };
+        Ok(committed?)
+    }
 }
 
 /// [`LocalStore`]'s upload behind the interface: an [`Upload`].
@@ -278,6 +450,10 @@ impl StoreUpload for LocalUpload {
         self.0.size()
     }
 
+    fn file(&mut self) -> Option<&mut Upload> {
+        Some(&mut self.0)
+    }
+
     fn expect_digest(&mut self, digest: ContentDigest) -> Result<(), StoreError> {
         // Reads the file back at commit for an algorithm it was not computing.
         self.0.expect_digest(digest)
@@ -288,9 +464,11 @@ impl StoreUpload for LocalUpload {
     }
 
     async fn commit(self, check: Option<VersionCheck<'_>>) -> Result<Committed, StoreError> {
+        // The fsyncs can take seconds on a busy disk: the runtime moves this worker's other
+        // tasks away first.
         match check {
-            Some(check) => self.0.commit_if(check),
-            None => self.0.commit(),
+            Some(check) => off_the_runtime(|| self.0.commit_if(check)),
+            None => off_the_runtime(|| self.0.commit()),
         }
     }
 
@@ -304,7 +482,9 @@ impl StoreUpload for LocalUpload {
 pub struct LocalObject {
     file: StoredFile,
     meta: FileMeta,
-    media_type: Option<MediaType>,
+    /// Read (one `fgetxattr`) when first asked: an answer without a body (`304`, `412`) never
+    /// needs it.
+    media_type: std::sync::OnceLock<Option<MediaType>>,
 }
 
 impl StoreObject for LocalObject {
@@ -315,7 +495,13 @@ impl StoreObject for LocalObject {
     }
 
     fn media_type(&self) -> Option<&MediaType> {
-        self.media_type.as_ref()
+        self.media_type
+            .get_or_init(|| MediaType::read_from(&self.file))
+            .as_ref()
+    }
+
+    fn sendfile_source(&self) -> Option<&std::fs::File> {
+        Some(&self.file)
     }
 
     async fn read(self, range: Range<u64>) -> Result<LocalReader, StoreError> {

@@ -29,7 +29,7 @@
 //! microsecond of a second is treated as marked, which only makes its date weak.
 
 use crate::error::StoreError;
-use crate::local::FileMeta;
+use crate::meta::FileMeta;
 use crate::sys;
 use std::fs::File;
 use std::sync::atomic::{AtomicU64, Ordering};

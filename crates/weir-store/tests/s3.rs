@@ -661,3 +661,118 @@ async fn sweeps_walk_every_page() {
         Vec::<String>::new()
     );
 }
+
+/// Server-side copies and renames (`Store::copy`, `Store::rename`), the same checks for both
+/// stores: bytes, media type and SHA-256 kept (a multipart source's digest included), the
+/// target's check judged (nothing changes when it refuses), the source gone after a rename.
+async fn copies_and_renames<S: Store>(store: &S, atomic_rename: bool) {
+    assert_eq!(S::ATOMIC_RENAME, atomic_rename);
+    let big = data(2 * PART + 1, 3);
+    let text = weir_store::MediaType::parse(b"text/x-test").unwrap();
+    let mut up = store
+        .begin(&p("cp/a b+é.bin"), UploadOptions::default(), Some(text))
+        .await
+        .unwrap();
+    for chunk in big.chunks(100_000) {
+        up.write(chunk).await.unwrap();
+    }
+    let source = up.commit(None).await.unwrap();
+    let sha: [u8; 32] = Sha256::digest(&big).into();
+    assert_eq!(source.sha256, Some(sha));
+
+    let copied = store
+        .copy(&p("cp/a b+é.bin"), &p("cp/copy"), None)
+        .await
+        .unwrap();
+    assert_eq!(
+        (copied.size, copied.sha256, copied.replaced),
+        (big.len() as u64, Some(sha), false)
+    );
+    assert_eq!(read_all(store, "cp/copy", None).await, big);
+    assert_eq!(read_all(store, "cp/a b+é.bin", None).await, big);
+    let object = store.open(&p("cp/copy")).await.unwrap();
+    assert_eq!(object.meta(), &copied.stored);
+    assert_eq!(object.meta().sha256, Some(sha));
+    // The local store keeps a media type where the filesystem has xattrs; a bucket always.
+    if !atomic_rename || object.media_type().is_some() {
+        assert_eq!(object.media_type(), Some(&text));
+    }
+
+    // A check that refuses the version at the target: nothing changes.
+    put(store, "cp/other", b"other").await.unwrap();
+    let absent = |meta: Option<&weir_store::FileMeta>| meta.is_none();
+    for refused in [
+        store
+            .copy(&p("cp/copy"), &p("cp/other"), Some(&absent))
+            .await,
+        store
+            .rename(&p("cp/copy"), &p("cp/other"), Some(&absent))
+            .await,
+    ] {
+        assert!(
+            matches!(refused, Err(StoreError::PreconditionFailed)),
+            "{refused:?}"
+        );
+    }
+    assert_eq!(read_all(store, "cp/other", None).await, b"other");
+    assert_eq!(read_all(store, "cp/copy", None).await, big);
+
+    // A rename onto a new name, then onto a version the check accepts.
+    let moved = store
+        .rename(&p("cp/copy"), &p("cp/sub/moved"), None)
+        .await
+        .unwrap();
+    assert_eq!((moved.sha256, moved.replaced), (Some(sha), false));
+    assert!(matches!(
+        store.open(&p("cp/copy")).await,
+        Err(StoreError::NotFound)
+    ));
+    assert_eq!(read_all(store, "cp/sub/moved", None).await, big);
+    let other = *store.open(&p("cp/other")).await.unwrap().meta();
+    let is_other = |meta: Option<&weir_store::FileMeta>| meta == Some(&other);
+    let over = store
+        .rename(&p("cp/sub/moved"), &p("cp/other"), Some(&is_other))
+        .await
+        .unwrap();
+    assert!(over.replaced);
+    assert_eq!(read_all(store, "cp/other", None).await, big);
+    assert_eq!(
+        store.open(&p("cp/other")).await.unwrap().meta().sha256,
+        Some(sha)
+    );
+    assert!(matches!(
+        store.open(&p("cp/sub/moved")).await,
+        Err(StoreError::NotFound)
+    ));
+
+    // Onto itself: nothing changes. Nothing at the source: not found.
+    let same = store
+        .rename(&p("cp/other"), &p("cp/other"), None)
+        .await
+        .unwrap();
+    assert_eq!(same.size, big.len() as u64);
+    assert_eq!(read_all(store, "cp/other", None).await, big);
+    for missing in [
+        store.copy(&p("cp/none"), &p("cp/x"), None).await,
+        store.rename(&p("cp/none"), &p("cp/x"), None).await,
+    ] {
+        assert!(matches!(missing, Err(StoreError::NotFound)), "{missing:?}");
+    }
+    store.delete(&p("cp/other"), None).await.unwrap();
+    store.delete(&p("cp/a b+é.bin"), None).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn copies_and_renames_in_both_stores() {
+    let dir = tempfile::tempdir().unwrap();
+    let local = LocalStore::open(dir.path(), LocalOptions::default()).unwrap();
+    copies_and_renames(&local, true).await;
+    let Some((_weed, store)) = s3("copies/").await else {
+        return;
+    };
+    copies_and_renames(&store, false).await;
+    assert_eq!(
+        store.pending_multipart_keys().await.unwrap(),
+        Vec::<String>::new()
+    );
+}

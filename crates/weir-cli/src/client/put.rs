@@ -6,7 +6,7 @@
 //!    the buffer both the send and the hash use, and the hash overlaps the server's receiving.
 //!    HTTP/1.1 sends the body chunked to carry the trailer (the length goes in the draft's
 //!    `Upload-Length`); HTTP/2 keeps `content-length` and ends the stream with a trailing
-//!    HEADERS frame. The server verifies the trailer before committing (`serve/upload.rs`,
+//!    HEADERS frame. The server verifies the trailer before committing (`serve/body.rs`,
 //!    `serve/resumable.rs`), so what is stored is what was read here. `--sendfile` keeps the
 //!    older way (the bytes then never enter user space on the way out): the file hashed first,
 //!    its time reported apart, the digest in the head. The local upload (the file passed over a

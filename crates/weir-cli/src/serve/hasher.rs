@@ -1,5 +1,5 @@
 //! The hashing threads: an upload's SHA-256 runs on one of them while the connection's task
-//! receives and writes the body (weir-store's [`HashJob`] protocol; `upload.rs` drives it).
+//! receives and writes the body (weir-store's [`HashJob`] protocol; `body.rs` drives it).
 //!
 //! Each pipelined upload has a [`Lane`] between its task and one hashing thread:
 //!

@@ -42,16 +42,14 @@
 mod access_log;
 mod auth;
 mod base64;
+mod body;
 mod buffers;
 mod cors;
 mod current_auth;
-mod download;
-mod form;
 mod hasher;
 mod hook_process;
 mod hooks;
 mod host_check;
-mod listing;
 mod metrics;
 mod mime;
 mod multipart;
@@ -59,26 +57,18 @@ mod notify;
 mod observe;
 mod open_uploads;
 mod origin_guard;
-mod page;
-#[cfg(target_os = "linux")]
-mod passed_file;
 mod pre_upload;
 mod preconditions;
 #[cfg(unix)]
 mod reload;
-#[cfg(feature = "s3")]
-mod remote;
-#[cfg(feature = "s3")]
-mod remote_form;
-#[cfg(feature = "s3")]
 mod reply;
-mod resumable;
+mod router;
+mod routes;
 mod s3_config;
 mod service;
 mod stored;
+mod sweep;
 mod target;
-mod tus;
-mod upload;
 mod webhooks;
 
 pub use access_log::{AccessLog, LogFormat};
@@ -90,7 +80,7 @@ pub use metrics::Metrics;
 pub use observe::MetricsOnly;
 pub use pre_upload::PreUpload;
 pub(crate) use reply::hex;
-pub use resumable::ResumableOptions;
+pub use service::ResumableOptions;
 pub use service::{Service, ServiceOptions};
 pub(crate) use target::percent_decode;
 pub use webhooks::{WebhookOptions, Webhooks};
@@ -117,7 +107,7 @@ pub struct ServeConfig {
     pub pause_threshold: usize,
     pub hash: bool,
     /// Uploads over the Unix socket may pass the open file instead of its bytes
-    /// (`serve/passed_file.rs`); off with `--no-passed-fds`.
+    /// (`serve/routes/files/upload/passed_file.rs`); off with `--no-passed-fds`.
     pub passed_fds: bool,
     pub token: Option<String>,
     /// `--public-read`: reads need no token even when some are configured.
@@ -348,7 +338,62 @@ pub fn run(args: ServeArgs) -> Result<(), ServeError> {
         }
         None => (None, None),
     };
-    let access_log = match &config.access_log {
+    let access_log = open_access_log(&config)?;
+    let service = Arc::new(build_service(&config, access_log)?);
+    raise_open_files_limit(config.weir_config().max_connections);
+    report_recovery(&service.store);
+    let runtime = match config.runtime {
+        Runtime::MultiThread => tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build(),
+        // Only binds listeners and waits for the signal; the per-core threads run their own.
+        Runtime::PerCore => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build(),
+    }
+    .map_err(|e| ServeError(format!("cannot start the runtime: {e}")))?;
+    let (server, stop) = runtime.block_on(async {
+        let mut weir_config = config.weir_config();
+        // Requests the library answers itself (a malformed or slow head) are logged and
+        // counted as the others are.
+        let observer = Arc::clone(&service);
+        weir_config.on_refused = Some(weir::OnRefused::new(move |r| observer.on_refused(r)));
+        let mut server = weir::Server::new(weir_config);
+        let bound = bind_listeners(&mut server, &config, tls.as_ref()).await?;
+        // Before any request is served: the runtime has not started the server yet.
+        if bound.iter().any(|(_, a)| a.ip().is_loopback()) {
+            service.hosts.set_loopback_listener();
+        }
+        let auth = service.auth();
+        let public = bound.iter().find(|(_, a)| !a.ip().is_loopback());
+        if let Some((_, addr)) = public.filter(|_| !auth.any() && !config.allow_anonymous_write) {
+            return Err(ServeError(format!(
+                "refusing to let anyone write and delete on {addr}, which is not a loopback \
+                 address: set WEIR_TOKEN or --token-file, or pass --allow-anonymous-write"
+            )));
+        }
+        if let Some(path) = &config.unix {
+            server
+                .listen_unix(path)
+                .map_err(|e| ServeError(format!("cannot listen on {}: {e}", path.display())))?;
+        }
+        service.metrics().set_server(server.handle());
+        start_side_tasks(&config, &service, reloader).await?;
+        announce(&bound, &config, &service.store);
+        // Before `READY=1`: a SIGTERM right after readiness must find its handler installed.
+        let stop = shutdown_signal();
+        notify::notify("READY=1");
+        Ok::<_, ServeError>((server, stop))
+    })?;
+    let served = serve_until_stopped(&config, &runtime, server, &service, stop);
+    service.flush_log();
+    served.map_err(|e| ServeError(format!("server failed: {e}")))
+}
+
+/// The access log `config` asks for: stderr, a file (opened now, so a mistake stops the
+/// start), or none.
+fn open_access_log(config: &ServeConfig) -> Result<Option<AccessLog>, ServeError> {
+    Ok(match &config.access_log {
         None => None,
         Some((None, format)) => Some(AccessLog::stderr(*format)),
         Some((Some(path), format)) => Some(AccessLog::file(*format, path).map_err(|e| {
@@ -357,7 +402,49 @@ pub fn run(args: ServeArgs) -> Result<(), ServeError> {
                 path.display()
             ))
         })?),
-    };
+    })
+}
+
+/// What runs beside the listeners, on the runtime being started: `--metrics-listen`'s
+/// listener, and SIGHUP's reloads (the certificate, `--token-file`).
+async fn start_side_tasks(
+    config: &ServeConfig,
+    service: &Arc<Service>,
+    reloader: Option<weir::CertReloader>,
+) -> Result<(), ServeError> {
+    if let Some(addr) = &config.metrics_listen {
+        let metrics = weir::Server::bind(addr.as_str(), weir::Config::default())
+            .await
+            .map_err(|e| cannot_listen(addr, &e))?;
+        if metrics.local_addr().is_some_and(|a| a.ip().is_loopback()) {
+            service.hosts.set_loopback_listener();
+        }
+        let handler = MetricsOnly(Arc::clone(service));
+        tokio::spawn(async move {
+            if let Err(e) = metrics.serve(handler).await {
+                tracing::error!(error = %e, "the metrics listener failed");
+            }
+        });
+    }
+    #[cfg(unix)]
+    let tokens = config.token_file.clone().map(|path| reload::TokenReload {
+        path,
+        service: Arc::clone(service),
+    });
+    #[cfg(unix)]
+    tokio::spawn(reload::on_sighup(reloader, tokens));
+    #[cfg(not(unix))]
+    drop(reloader);
+    Ok(())
+}
+
+/// The service `config` describes, with its stores, hooks and checks: the local store opened
+/// (its root's lock taken, interrupted commits finished), and with `--store s3://` the bucket
+/// and its sweep thread.
+fn build_service(
+    config: &ServeConfig,
+    access_log: Option<AccessLog>,
+) -> Result<Service, ServeError> {
     let store = LocalStore::open(
         &config.root,
         LocalOptions {
@@ -388,7 +475,7 @@ pub fn run(args: ServeArgs) -> Result<(), ServeError> {
     #[cfg(feature = "s3")]
     if let Some((s3, url)) = &config.s3 {
         let store = open_s3(s3, url, config.max_storage)?;
-        remote::start_sweeper(s3.clone(), config.s3_sweep_after, store.clone())
+        sweep::start_s3(s3.clone(), config.s3_sweep_after, store.clone())
             .map_err(|e| ServeError(format!("cannot start the multipart sweep: {e}")))?;
         service =
             service
@@ -422,9 +509,11 @@ pub fn run(args: ServeArgs) -> Result<(), ServeError> {
     if let Some((program, timeout)) = &config.pre_upload {
         service = service.with_pre_upload(PreUpload::new(program.clone(), *timeout));
     }
-    let service = Arc::new(service);
-    let store = &service.store;
-    raise_open_files_limit(config.weir_config().max_connections);
+    Ok(service)
+}
+
+/// Logs what opening the local store did about an earlier crash.
+fn report_recovery(store: &LocalStore) {
     if store.recovered_files() > 0 {
         tracing::info!(
             files = store.recovered_files(),
@@ -437,116 +526,75 @@ pub fn run(args: ServeArgs) -> Result<(), ServeError> {
             "removed temporary files of interrupted uploads"
         );
     }
-    let runtime = match config.runtime {
-        Runtime::MultiThread => tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build(),
-        // Only binds listeners and waits for the signal; the per-core threads run their own.
-        Runtime::PerCore => tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build(),
+}
+
+/// Binds every listener `config` names (or the ones systemd passed, which take the place of
+/// `--listen`'s): `--listen` is HTTPS when a certificate is given and no `--listen-tls`. The
+/// scheme and address of each.
+async fn bind_listeners(
+    server: &mut weir::Server,
+    config: &ServeConfig,
+    tls: Option<&weir::TlsConfig>,
+) -> Result<Vec<(&'static str, SocketAddr)>, ServeError> {
+    // --listen is HTTPS when a certificate is given and no --listen-tls.
+    let (plain, secure): (&[String], &[String]) = match tls {
+        Some(_) if config.listen_tls.is_empty() => (&[], &config.listen),
+        _ => (&config.listen, &config.listen_tls),
+    };
+    let mut bound = Vec::new();
+    // Socket activation: the sockets systemd passed take the place of --listen's.
+    let inherited = inherited_listeners()?;
+    let activated = !inherited.is_empty();
+    let plain = if activated { &[] } else { plain };
+    for listener in inherited {
+        let Some(at) = listener.local_addr() else {
+            continue;
+        };
+        match (tls, config.listen_tls.is_empty()) {
+            (Some(tls), true) => {
+                server.add_tls_listener(listener, tls.clone());
+                bound.push(("https", at));
+            }
+            _ => {
+                server.add_listener(listener);
+                bound.push(("http", at));
+            }
+        }
     }
-    .map_err(|e| ServeError(format!("cannot start the runtime: {e}")))?;
-    let (server, stop) = runtime.block_on(async {
-        let mut weir_config = config.weir_config();
-        // Requests the library answers itself (a malformed or slow head) are logged and
-        // counted as the others are.
-        let observer = Arc::clone(&service);
-        weir_config.on_refused = Some(weir::OnRefused::new(move |r| observer.on_refused(r)));
-        let mut server = weir::Server::new(weir_config);
-        // --listen is HTTPS when a certificate is given and no --listen-tls.
-        let (plain, secure): (&[String], &[String]) = match &tls {
-            Some(_) if config.listen_tls.is_empty() => (&[], &config.listen),
-            _ => (&config.listen, &config.listen_tls),
-        };
-        let mut bound = Vec::new();
-        // Socket activation: the sockets systemd passed take the place of --listen's.
-        let inherited = inherited_listeners()?;
-        let activated = !inherited.is_empty();
-        let plain = if activated { &[] } else { plain };
-        for listener in inherited {
-            let Some(at) = listener.local_addr() else {
-                continue;
-            };
-            match (&tls, config.listen_tls.is_empty()) {
-                (Some(tls), true) => {
-                    server.add_tls_listener(listener, tls.clone());
-                    bound.push(("https", at));
-                }
-                _ => {
-                    server.add_listener(listener);
-                    bound.push(("http", at));
-                }
-            }
-        }
-        let secure = if activated {
-            &config.listen_tls
-        } else {
-            secure
-        };
-        for addr in plain {
-            let at = server.listen_tcp(addr.as_str()).await;
-            bound.push(("http", at.map_err(|e| cannot_listen(addr, &e))?));
-        }
-        for addr in secure {
-            // `from_args` made --listen-tls require a certificate (clap: `requires`).
-            let Some(tls) = tls.clone() else { break };
-            let at = server.listen_tls(addr.as_str(), tls).await;
-            bound.push(("https", at.map_err(|e| cannot_listen(addr, &e))?));
-        }
-        // Before any request is served: the runtime has not started the server yet.
-        if bound.iter().any(|(_, a)| a.ip().is_loopback()) {
-            service.hosts.set_loopback_listener();
-        }
-        let auth = service.auth();
-        let public = bound.iter().find(|(_, a)| !a.ip().is_loopback());
-        if let Some((_, addr)) = public.filter(|_| !auth.any() && !config.allow_anonymous_write) {
-            return Err(ServeError(format!(
-                "refusing to let anyone write and delete on {addr}, which is not a loopback \
-                 address: set WEIR_TOKEN or --token-file, or pass --allow-anonymous-write"
-            )));
-        }
-        if let Some(path) = &config.unix {
-            server
-                .listen_unix(path)
-                .map_err(|e| ServeError(format!("cannot listen on {}: {e}", path.display())))?;
-        }
-        service.metrics().set_server(server.handle());
-        if let Some(addr) = &config.metrics_listen {
-            let metrics = weir::Server::bind(addr.as_str(), weir::Config::default())
-                .await
-                .map_err(|e| cannot_listen(addr, &e))?;
-            if metrics.local_addr().is_some_and(|a| a.ip().is_loopback()) {
-                service.hosts.set_loopback_listener();
-            }
-            let handler = MetricsOnly(Arc::clone(&service));
-            tokio::spawn(async move {
-                if let Err(e) = metrics.serve(handler).await {
-                    tracing::error!(error = %e, "the metrics listener failed");
-                }
-            });
-        }
-        #[cfg(unix)]
-        let tokens = config.token_file.clone().map(|path| reload::TokenReload {
-            path,
-            service: Arc::clone(&service),
-        });
-        tokio::spawn(reload::on_sighup(reloader, tokens));
-        #[cfg(not(unix))]
-        drop(reloader);
-        announce(&bound, &config, store);
-        // Before `READY=1`: a SIGTERM right after readiness must find its handler installed.
-        let stop = shutdown_signal();
-        notify::notify("READY=1");
-        Ok::<_, ServeError>((server, stop))
-    })?;
-    let served = match config.runtime {
-        Runtime::MultiThread => runtime.block_on(server.serve_until(Arc::clone(&service), stop)),
+    let secure = if activated {
+        &config.listen_tls
+    } else {
+        secure
+    };
+    for addr in plain {
+        let at = server.listen_tcp(addr.as_str()).await;
+        bound.push(("http", at.map_err(|e| cannot_listen(addr, &e))?));
+    }
+    for addr in secure {
+        // `from_args` made --listen-tls require a certificate (clap: `requires`).
+        let Some(tls) = tls.cloned() else { break };
+        let at = server.listen_tls(addr.as_str(), tls).await;
+        bound.push(("https", at.map_err(|e| cannot_listen(addr, &e))?));
+    }
+    Ok(bound)
+}
+
+/// Serves until `stop` (SIGINT or SIGTERM): on `runtime`, or on one runtime per core
+/// (`--runtime per-core`) while `runtime` waits for the signal.
+fn serve_until_stopped(
+    config: &ServeConfig,
+    runtime: &tokio::runtime::Runtime,
+    server: weir::Server,
+    service: &Arc<Service>,
+    stop: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    match config.runtime {
+        Runtime::MultiThread => runtime.block_on(server.serve_until(Arc::clone(service), stop)),
         Runtime::PerCore => {
             let handle = server.handle();
             let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
             let (done, mut finished) = tokio::sync::oneshot::channel();
-            let handler = Arc::clone(&service);
+            let handler = Arc::clone(service);
             std::thread::spawn(move || {
                 let _ = done.send(server.serve_per_core(handler, threads));
             });
@@ -561,9 +609,7 @@ pub fn run(args: ServeArgs) -> Result<(), ServeError> {
                 outcome.unwrap_or_else(|_| Err(std::io::Error::other("server thread panicked")))
             })
         }
-    };
-    service.flush_log();
-    served.map_err(|e| ServeError(format!("server failed: {e}")))
+    }
 }
 
 /// The listening sockets systemd passed (`LISTEN_FDS`), if any.
@@ -586,7 +632,7 @@ fn cannot_listen(addr: &str, e: &std::io::Error) -> ServeError {
 /// these credentials (`HeadBucket`, on a runtime of its own, whose connections end with it).
 #[cfg(feature = "s3")]
 /// The bucket's store, checked, with `--max-storage` as its quota and its usage listed (the
-/// sum of the objects under the prefix: `remote::start_sweeper` lists it again periodically).
+/// sum of the objects under the prefix: `sweep::start_s3` lists it again periodically).
 fn open_s3(
     config: &weir_store::S3Config,
     url: &str,

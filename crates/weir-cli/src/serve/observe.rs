@@ -1,4 +1,4 @@
-//! The [`Service`]'s [`Handler`]: around every request's routing (`service.rs`), what an
+//! The [`Service`]'s [`Handler`]: around every request's routing (`router.rs`), what an
 //! operator sees of it: the access log line and the metrics, and the `/metrics` route itself.
 //!
 //! The status logged is the handler's answer; when the handler returned an error before
@@ -17,17 +17,6 @@ use weir::{Exchange, Handler, http};
 
 /// The longest request target logged for a refused head.
 const REFUSED_PATH_MAX: usize = 1024;
-
-/// What the service reports about itself.
-#[derive(Default)]
-pub(super) struct Observing {
-    pub log: Option<AccessLog>,
-    pub metrics: std::sync::Arc<Metrics>,
-    /// `/metrics` is answered on the service's own listeners (no `--metrics-listen`).
-    pub metrics_route: bool,
-    /// `weir_resumable_uploads_open`, counted for `/metrics` (`open_uploads.rs`).
-    pub open_uploads: super::open_uploads::OpenUploads,
-}
 
 impl Handler for Service {
     async fn handle(&self, ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
@@ -248,13 +237,7 @@ async fn metrics(svc: &Service, ex: &mut Exchange<'_>, token: bool) -> Result<()
     let hooks = svc.hooks.as_ref().map(|h| &*h.outcomes);
     let webhooks = svc.webhooks.as_ref().map(|h| &*h.counters);
     // With `--store s3://`, the bucket's usage as this node counts it (`S3Store::usage`).
-    #[cfg(feature = "s3")]
-    let storage = match &svc.remote {
-        Some(remote) => (remote.usage(), remote.max_storage()),
-        None => (svc.store.usage(), svc.store.max_storage()),
-    };
-    #[cfg(not(feature = "s3"))]
-    let storage = (svc.store.usage(), svc.store.max_storage());
+    let storage = super::service::with_files!(svc, s => (s.usage(), s.max_storage()));
     let text = svc
         .observing
         .metrics

@@ -4,15 +4,18 @@
 //!
 //! Where each route evaluates them:
 //! - `GET`/`HEAD`: on the opened file (`download.rs`): 412, 304 or the file;
-//! - `PUT`: on the file at the target before any body byte is read (412 costs the client its
-//!   head only: weir sends no `100 Continue` for an answer given before reading), then again
-//!   under the store's commit lock, atomically with the rename ([`commit_checked`]), so two
+//! - `PUT`: on the file at the target before any body byte is read ([`hold_now`]: 412 costs the
+//!   client its head only: weir sends no `100 Continue` for an answer given before reading),
+//!   then again by the store, atomically with the commit (`StoreUpload::commit`'s check: under
+//!   the local store's commit lock with the rename; the bucket's conditional write), so two
 //!   racing `If-None-Match: *` uploads of one path store exactly one;
 //! - `POST` (multipart form): for each file part against its own target, when its head arrives
-//!   and again inside the form's all-or-none commit, under the store's lock before any rename
-//!   ([`commit_all_checked`]): `If-None-Match: *` means "create only", for every file of the
-//!   form; a refusal is a 412 for the whole form and stores none of its files;
-//! - `DELETE`: under the commit lock, atomically with the unlink (`LocalStore::delete_if`);
+//!   and again inside the form's commit (`Store::commit_all`'s check: locally under the store's
+//!   lock before any rename, all or none; in a bucket with each file's write):
+//!   `If-None-Match: *` means "create only", for every file of the form; a refusal is a 412
+//!   for the whole form;
+//! - `DELETE`: atomically with the delete (`Store::delete`'s check: the local unlink under the
+//!   commit lock; the bucket's `If-Match`);
 //! - a resumable upload's creation with `--store s3://` (`resumable.rs`): before it is
 //!   created, against the object there, then kept with the upload ([`write_condition`]) and
 //!   evaluated again when it completes, maybe through another node, atomically with the
@@ -24,12 +27,11 @@
 //! current representation (`If-Match` fails, `If-None-Match: *` holds).
 
 use super::reply::{self, Problem, hex};
-use super::service;
 use std::time::UNIX_EPOCH;
 use weir::{Exchange, Request, http};
 use weir_proto::RequestHead;
 use weir_proto::conditional::{self, Outcome, RequestFields, Validators};
-use weir_store::{Committed, FileMeta, StoreError, Upload};
+use weir_store::{FileMeta, Store, StoreError, StoreObject, StorePath};
 
 /// The entity tag of a stored file: its SHA-256 when the store has it, else its size and
 /// modification time in nanoseconds.
@@ -125,46 +127,25 @@ pub(super) fn kept_hold(kept: &[(String, String)], meta: Option<&FileMeta>) -> b
     hold_head(&head, meta)
 }
 
-/// Checks a write's preconditions before its body is read, against the file at `path` now.
-/// `true` when there are none, when they hold, or when the target cannot be read as a file
-/// (a directory, a symlink: the write itself gives the right answer).
-pub(super) fn hold_now(
-    store: &weir_store::LocalStore,
+/// Checks a write's preconditions before its body is read, against the object at `path` now
+/// in `store`. `true` when there are none, when they hold, or when the target cannot be read
+/// as a file (a directory, a symlink, a file on the way: the write itself gives the right
+/// answer). A store that cannot be read (a bucket's failure) is its error.
+pub(super) async fn hold_now<S: Store>(
+    store: &S,
     head: &Request,
-    path: &weir_store::StorePath,
-) -> bool {
+    path: &StorePath,
+) -> Result<bool, StoreError> {
     if !conditional::has_preconditions(&Fields(head)) {
-        return true;
+        return Ok(true);
     }
-    match store.open_file(path) {
-        Ok((_, meta)) => hold(head, Some(&meta)),
-        Err(StoreError::NotFound) => hold(head, None),
-        Err(_) => true,
-    }
-}
-
-/// Commits `upload`, checking the request's preconditions (if any) against the target under
-/// the store's commit lock.
-pub(super) fn commit_checked(upload: Upload, head: &Request) -> Result<Committed, StoreError> {
-    if conditional::has_preconditions(&Fields(head)) {
-        service::off_the_runtime(|| upload.commit_if(|meta| hold(head, meta)))
-    } else {
-        service::commit(upload)
-    }
-}
-
-/// Commits a form's `uploads` all or none (`LocalStore::commit_all`), checking the request's
-/// preconditions (if any) against every file's target under the store's commit lock, before
-/// anything is renamed: one refused stores none of them.
-pub(super) fn commit_all_checked(
-    store: &weir_store::LocalStore,
-    uploads: Vec<Upload>,
-    head: &Request,
-) -> Result<Vec<Committed>, StoreError> {
-    if conditional::has_preconditions(&Fields(head)) {
-        service::off_the_runtime(|| store.commit_all_if(uploads, |_, meta| hold(head, meta)))
-    } else {
-        service::off_the_runtime(|| store.commit_all(uploads))
+    match store.open(path).await {
+        Ok(object) => Ok(hold(head, Some(object.meta()))),
+        Err(StoreError::NotFound) => Ok(hold(head, None)),
+        Err(StoreError::IsDirectory | StoreError::NotADirectory | StoreError::SymlinkRefused) => {
+            Ok(true)
+        }
+        Err(e) => Err(e),
     }
 }
 

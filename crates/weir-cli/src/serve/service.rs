@@ -1,54 +1,30 @@
-//! The [`Service`] handler: routes requests to uploads, downloads, listings and deletes.
-//!
-//! | request | answer |
-//! | --- | --- |
-//! | `GET /healthz` | `200 ok` (never needs a token) |
-//! | `PUT /files/{path}` | stream the body into the store: `201` (`200` if replaced) + JSON; `412` if a precondition fails |
-//! | `POST /files/{dir}/` (multipart) | every file part into `{dir}`: `201` + JSON list |
-//! | `GET`/`HEAD /files/{path}` | the file (`Range`, preconditions: `304`, `412`) |
-//! | `GET /files/` or `/files/{dir}/` | JSON listing |
-//! | `PUT /files/{dir}/` without a body | create the folder (and its parents): `201`, `200` if there |
-//! | `DELETE /files/{path}` | `204`, `404` if absent, `412` if a precondition fails |
-//! | `DELETE /files/{dir}/` | delete the folder if it is empty: `204`, `409` if not (or a file), `404` if absent |
-//! | `PUT /files/{path}` or `POST /files/{dir}/` with `Upload-Complete`, `HEAD`/`PATCH`/`DELETE /uploads/{id}` | resumable uploads (`resumable.rs`, with either store) |
-//! | `OPTIONS`/`POST /tus/`, `HEAD`/`PATCH`/`DELETE /tus/{id}` | the same uploads over tus 1.0.0 (`tus.rs`, with either store) |
-//! | `GET /`, `/assets/...`, a folder's URL asked for as HTML | the browser page (`page.rs`) |
-//! | `OPTIONS` preflight from a `--cors-origin` | `204` with the allowed methods and fields (`cors.rs`) |
-//! | any but `/healthz`, with a `Host` not served | `421` (`host_check.rs`, checked in `observe.rs`) |
-//! | a write (`PUT`, `POST`, `PATCH`, `DELETE`) from a browser page of another origin | `403` (`origin_guard.rs`) |
-//!
-//! Order of checks for every `/files/` request: method (405), one `Authorization` field at most
-//! (400), credential (401), path (400), the credential's scope and prefix (403: `auth.rs`),
-//! then the route's own (size 413, preconditions 412:
-//! `preconditions.rs`); all of them before any of the body is read, so a refused upload costs
-//! the client nothing but its
-//! head (weir sends no `100 Continue` for it).
+//! The [`Service`]: its state (the stores, the options, the pools, the hooks), how it is built,
+//! and the one place that tells the stores apart: [`Service::files`] (the store `/files/` is
+//! served from) and [`Service::uploads`] (its resumable uploads), each an enum that
+//! `router.rs` matches once per request ([`with_files!`], `with_uploads!`) into routes generic
+//! over the store. Also the answers every route shares (`401`, `403`, `405`, `501`).
 //!
 //! File I/O (writes, fsync, open) is synchronous std code on the connection's task:
 //! `tokio::fs` sends every call to the blocking pool, a hop per write that was measured to cost
 //! much of the upload throughput (docs/archive/BENCHMARKS-history.md, "Figures once quoted in
 //! source comments"). Writes land in the page cache and return quickly, and the multi-thread
-//! runtime lets idle workers steal other connections' tasks meanwhile. The one call that can block
-//! for long, the fsyncs of a commit, runs under `block_in_place` (see `commit`), which hands this
-//! worker's other tasks to another thread first. Listings are the exception: their time grows with
-//! the directory, so the scan runs on the blocking pool (see `listing.rs`).
+//! runtime lets idle workers steal other connections' tasks meanwhile. The one call that can
+//! block for long, the fsyncs of a commit, runs under `block_in_place` (weir-store's
+//! `off_the_runtime`), which hands this worker's other tasks to another thread first. Listings
+//! are the exception: their time grows with the directory, so the scan runs on the blocking
+//! pool (see `listing.rs`).
 
-use super::auth::{Access, Auth, Verdict};
+use super::auth::Auth;
 use super::buffers::BufferPool;
-use super::cors::{self, Cors};
+use super::cors::Cors;
 use super::current_auth::CurrentAuth;
 use super::hasher::HashPool;
 use super::host_check::HostCheck;
-use super::listing::Scans;
-use super::observe::Observing;
 use super::reply::{self, Problem};
-use super::resumable::{self, ResumableOptions};
-use super::target::Target;
-use super::{download, form, listing, origin_guard, page, preconditions, tus, upload};
-use http::{Method, StatusCode};
 use std::sync::Arc;
-use weir::{Exchange, http};
-use weir_store::{Committed, LocalStore, Resumables, StoreError, Upload};
+use std::time::Duration;
+use weir::Exchange;
+use weir_store::{LocalStore, Resumables, StoreError};
 
 /// The resumable uploads a service has ([`Service::uploads`]): the routes over them
 /// (`resumable.rs`, `tus.rs`) are generic over `weir_store::ResumableStore`, instantiated here.
@@ -58,21 +34,104 @@ pub(super) enum Uploads<'a> {
     /// The bucket's, with `--store s3://`.
     #[cfg(feature = "s3")]
     S3(&'a weir_store::S3Resumables),
-    /// None: not enabled locally, or `--store s3://` without them.
-    Off,
+    /// None, and why.
+    Off(NoUploads),
+}
+
+/// Why a service has no resumable uploads ([`Uploads::Off`]): the answer differs (`503`: not
+/// enabled here; `501`: not with this store), and the router, not a route, tells them apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum NoUploads {
+    /// The local store's, not enabled (`Service::with_resumable`).
+    NotEnabled,
+    /// `--store s3://` without its bucket's resumable uploads.
+    #[cfg(feature = "s3")]
+    NotWithThisStore,
 }
 
 /// `$body` with `$store` bound to whichever resumable uploads `$svc` has (static dispatch: one
-/// instance per store), else `$off`.
+/// instance per store), else `$off` with `$why` bound to the reason.
 macro_rules! with_uploads {
-    ($svc:expr, $store:ident => $body:expr, off => $off:expr) => {
+    ($svc:expr, $store:ident => $body:expr, off($why:pat) => $off:expr) => {
         match $svc.uploads() {
-            Uploads::Local($store) => $body,
+            $crate::serve::service::Uploads::Local($store) => $body,
             #[cfg(feature = "s3")]
-            Uploads::S3($store) => $body,
-            Uploads::Off => $off,
+            $crate::serve::service::Uploads::S3($store) => $body,
+            $crate::serve::service::Uploads::Off($why) => $off,
         }
     };
+}
+pub(super) use with_uploads;
+
+/// The store a service serves `/files/` from ([`Service::files`]): the routes over it
+/// (`routes/files/`) are generic over `weir_store::Store`, instantiated here.
+pub(super) enum Files<'a> {
+    /// The local root.
+    Local(&'a LocalStore),
+    /// `--store s3://`'s bucket.
+    #[cfg(feature = "s3")]
+    S3(&'a weir_store::S3Store),
+}
+
+/// `$body` with `$store` bound to the store `$svc` serves `/files/` from (static dispatch: one
+/// instance per store).
+macro_rules! with_files {
+    ($svc:expr, $store:ident => $body:expr) => {
+        match $svc.files() {
+            $crate::serve::service::Files::Local($store) => $body,
+            #[cfg(feature = "s3")]
+            $crate::serve::service::Files::S3($store) => $body,
+        }
+    };
+}
+pub(super) use with_files;
+
+/// Resumable uploads' options (`weir serve --resumable-*`).
+#[derive(Clone, Copy, Debug)]
+pub struct ResumableOptions {
+    /// How long an incomplete upload lives after its creation or last append.
+    pub expiry: Duration,
+    /// Largest body of one creation or append request (`max-append-size`); `None`: the
+    /// upload limit.
+    pub max_append: Option<u64>,
+    /// Smallest body of one request that does not complete the upload (`min-append-size`).
+    pub min_append: Option<u64>,
+}
+
+impl Default for ResumableOptions {
+    fn default() -> Self {
+        ResumableOptions {
+            expiry: Duration::from_secs(24 * 3600),
+            max_append: None,
+            min_append: None,
+        }
+    }
+}
+
+/// What the service reports about itself.
+#[derive(Default)]
+pub(super) struct Observing {
+    pub log: Option<super::access_log::AccessLog>,
+    pub metrics: std::sync::Arc<super::metrics::Metrics>,
+    /// `/metrics` is answered on the service's own listeners (no `--metrics-listen`).
+    pub metrics_route: bool,
+    /// `weir_resumable_uploads_open`, counted for `/metrics` (`open_uploads.rs`).
+    pub open_uploads: super::open_uploads::OpenUploads,
+}
+
+/// The permits for directory scans (`listing.rs`): how many may run on the blocking pool at
+/// once.
+pub(crate) struct Scans {
+    pub(super) permits: Arc<tokio::sync::Semaphore>,
+}
+
+impl Scans {
+    /// Allows `n` (at least 1) scans at once.
+    pub(crate) fn new(n: usize) -> Self {
+        Self {
+            permits: Arc::new(tokio::sync::Semaphore::new(n.max(1))),
+        }
+    }
 }
 
 /// What the service is configured to do.
@@ -120,7 +179,7 @@ pub struct Service {
     /// The `Host` names served (`host_check.rs`, applied in `observe.rs`); no check until
     /// [`Service::with_host_check`].
     pub(super) hosts: HostCheck,
-    /// `--store s3://`: `/files/` is served from this store instead (`remote.rs`).
+    /// `--store s3://`: `/files/` is served from this store instead ([`Service::files`]).
     #[cfg(feature = "s3")]
     pub(super) remote: Option<Arc<weir_store::S3Store>>,
     /// With `remote`: resumable uploads kept in the bucket (`resumable.rs`, `tus.rs`).
@@ -163,7 +222,7 @@ impl Service {
     /// its recorded offset, removing what expired) and starts the background sweep.
     pub fn with_resumable(mut self, options: ResumableOptions) -> Result<Self, StoreError> {
         let resumables = Arc::new(Resumables::open(&self.store, options.expiry)?);
-        resumable::start_sweeper(&resumables);
+        super::sweep::start_local(&resumables);
         self.resumables = Some(resumables);
         self.resumable_options = options;
         Ok(self)
@@ -172,17 +231,46 @@ impl Service {
     /// The resumable uploads this service has: the bucket's with `--store s3://`, else the
     /// local store's.
     pub(super) fn uploads(&self) -> Uploads<'_> {
-        #[cfg(feature = "s3")]
-        if self.remote.is_some() {
-            return match &self.remote_resumables {
+        match self.files() {
+            Files::Local(_) => match self.resumables.as_deref() {
+                Some(r) => Uploads::Local(r),
+                None => Uploads::Off(NoUploads::NotEnabled),
+            },
+            #[cfg(feature = "s3")]
+            Files::S3(_) => match &self.remote_resumables {
                 Some(ups) => Uploads::S3(ups),
-                None => Uploads::Off,
-            };
+                None => Uploads::Off(NoUploads::NotWithThisStore),
+            },
         }
-        match self.resumables.as_deref() {
-            Some(r) => Uploads::Local(r),
-            None => Uploads::Off,
+    }
+
+    /// The store `/files/` is served from: the bucket with `--store s3://`, else the local
+    /// root. The one place that tells them apart.
+    pub(super) fn files(&self) -> Files<'_> {
+        #[cfg(feature = "s3")]
+        if let Some(s3) = self.remote.as_deref() {
+            return Files::S3(s3);
         }
+        Files::Local(&self.store)
+    }
+
+    /// Serves `/files/` from `store` instead of the local root (resumable and tus uploads need
+    /// [`Service::with_remote_resumable`]).
+    #[cfg(feature = "s3")]
+    pub fn with_remote(mut self, store: weir_store::S3Store) -> Self {
+        self.remote = Some(Arc::new(store));
+        self
+    }
+
+    /// With [`Service::with_remote`]'s store: resumable and tus uploads kept in its bucket
+    /// (`resumable.rs`, `tus.rs`), so that any node continues any upload.
+    #[cfg(feature = "s3")]
+    pub fn with_remote_resumable(mut self, options: weir_store::S3ResumableOptions) -> Self {
+        self.remote_resumables = self
+            .remote
+            .as_deref()
+            .map(|store| weir_store::S3Resumables::new(store.clone(), options));
+        self
     }
 
     /// Lets pages of these origins use the service (`cors.rs`).
@@ -217,348 +305,18 @@ impl Service {
 }
 
 impl Service {
-    /// Routes one request (entered from `observe.rs`, which logs and counts it).
-    pub(super) async fn route(&self, ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
-        // CORS first: a preflight is answered before any route or token check.
-        if cors::apply(&self.cors, ex).await? {
-            return Ok(());
-        }
-        if self.refuse_cross_site_writes
-            && origin_guard::is_cross_site_write(ex.request(), &self.cors)
-        {
-            let detail = "a browser page of another origin may not write here (weir serve \
-                          --cors-origin lists the origins that may)";
-            return reply::error(ex, Problem::CrossSiteWrite, detail, &[]).await;
-        }
-        let path = ex.request().path();
-        if path == "/healthz" {
-            return match *ex.request().method() {
-                Method::GET | Method::HEAD => {
-                    ex.respond(StatusCode::OK)
-                        .header("content-type", "text/plain")
-                        .body("ok\n")
-                        .await
-                }
-                _ => method_not_allowed(ex, "GET, HEAD").await,
-            };
-        }
-        // The browser page (page.rs), before the token check: it holds no data.
-        if let Some(asset) = page::route(ex.request()) {
-            return page::serve(ex, asset).await;
-        }
-        // ALLOCATION: the routes that touch the store run in a future of their own on the heap,
-        // one per such request. Their futures are large (hashing state, upload and hook
-        // buffers); awaited inline they would make every connection's task that large, idle or
-        // not, since a task holds its future's largest state for its whole life.
-        Box::pin(self.route_store(ex)).await
-    }
-
     /// The token requirements in force now; a request takes them once (`current_auth.rs`).
     pub(super) fn auth(&self) -> Arc<Auth> {
         self.current_auth.get()
     }
-
-    /// The routes past `/healthz` and the page: resumable uploads, tus and `/files/`.
-    async fn route_store(&self, ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
-        let auth = self.auth();
-        let path = ex.request().path();
-        if path == "/tus" || path.starts_with(tus::PREFIX) {
-            return self.route_tus(ex).await;
-        }
-        #[cfg(feature = "s3")]
-        if self.remote.is_some()
-            && self.remote_resumables.is_none()
-            && path.starts_with(resumable::PREFIX)
-        {
-            return super::remote::not_implemented(ex, "a resumable upload").await;
-        }
-        // Discovery of resumable uploads (draft §4.1.4): every `/files/` resource takes them.
-        if *ex.request().method() == Method::OPTIONS && (path == "*" || path.starts_with("/files/"))
-        {
-            let limit = with_uploads!(self, s => Some(resumable::new_limits(self, s)), off => None);
-            return resumable::options(ex, limit).await;
-        }
-        if let Some(id) = path.strip_prefix(resumable::PREFIX) {
-            let caller = match super::auth::authorization(ex.request()) {
-                Ok(a) => auth.caller(a, Access::Write),
-                Err(message) => {
-                    return reply::error(ex, Problem::BadRequest, message, &[]).await;
-                }
-            };
-            // An upload resource is written to, whatever the method: the write scope here,
-            // and for a prefix token the upload's target (`resumable.rs`, once it is read).
-            match caller.check(Access::Write, None) {
-                Verdict::Allowed => {}
-                Verdict::Unauthorized => return unauthorized(ex).await,
-                Verdict::Forbidden => return forbidden(ex).await,
-            }
-            let mut copy = [0; 64];
-            let id = detach(id, &mut copy);
-            return with_uploads!(
-                self,
-                s => resumable::serve(self, s, ex, &id, caller).await,
-                off => resumable::unavailable(self, ex).await
-            );
-        }
-        let Some(raw) = path.strip_prefix("/files/") else {
-            if path == "/files" {
-                return ex
-                    .respond(StatusCode::MOVED_PERMANENTLY)
-                    .header("location", "/files/")
-                    .empty()
-                    .await;
-            }
-            return reply::error(ex, Problem::NotFound, "not found", &[]).await;
-        };
-        let access = match *ex.request().method() {
-            Method::GET | Method::HEAD => Access::Read,
-            Method::PUT | Method::POST => Access::Write,
-            Method::DELETE => Access::Delete,
-            _ => return method_not_allowed(ex, "GET, HEAD, PUT, POST, DELETE").await,
-        };
-        let authorization = match super::auth::authorization(ex.request()) {
-            Ok(a) => a,
-            Err(message) => return reply::error(ex, Problem::BadRequest, message, &[]).await,
-        };
-        // 401 before the path is looked at; 403 (scope, prefix) once it is decoded.
-        let mut credential = auth.identify(authorization);
-        if credential.is_none() && access == Access::Read {
-            // The page's cookie, for its download links: reads only (auth.rs says why).
-            credential = auth.identify_cookie(ex.request());
-        }
-        // A token that is not known is refused even where none is needed (public reads): the
-        // client learns its mistake instead of being served as anonymous.
-        if credential.is_none() && (auth.required(access) || auth.rejects(authorization)) {
-            return unauthorized(ex).await;
-        }
-        // ALLOCATION: the decoded path (the store keeps it as a `StorePath` anyway).
-        let target = match Target::parse(raw) {
-            Ok(t) => t,
-            Err(e) => return reply::error(ex, Problem::InvalidPath, e.as_str(), &[]).await,
-        };
-        let store_path = match &target {
-            Target::Root => "",
-            Target::File(p) | Target::Dir(p) => p.as_str(),
-        };
-        if auth.required(access) && !credential.is_some_and(|c| c.allows(access, Some(store_path)))
-        {
-            return forbidden(ex).await;
-        }
-        // A `create`-only token's uploads must not be able to replace: the store judges
-        // `If-None-Match: *` atomically with the commit (`preconditions.rs`), so only such
-        // uploads are let through (a folder's creation replaces nothing).
-        let folder = matches!(
-            (ex.request().method(), &target),
-            (&Method::PUT, Target::Dir(_))
-        );
-        if access == Access::Write
-            && !folder
-            && credential.is_some_and(|c| !c.may_replace())
-            && !creates_only(ex.request())
-        {
-            let detail = "this token may create files but not replace them: send \
-                          If-None-Match: * (an existing file then answers 412)";
-            return reply::error(ex, Problem::Forbidden, detail, &[]).await;
-        }
-        let uploads = matches!(
-            (ex.request().method(), &target),
-            (&Method::PUT, Target::File(_)) | (&Method::POST, _)
-        );
-        if let (true, Some(hook)) = (uploads, &self.pre_upload) {
-            let kind = if *ex.request().method() == Method::POST {
-                match resumable::post_creation(ex) {
-                    Some(_) => "resumable",
-                    None => "form",
-                }
-            } else if resumable::upload_complete(ex).is_some() {
-                "resumable"
-            } else {
-                "put"
-            };
-            // A resumable upload's whole length when it declares one, else this request's.
-            let declared = ex
-                .request()
-                .header_str("upload-length")
-                .and_then(|v| v.trim().parse().ok());
-            let length = match ex.request().framing() {
-                _ if kind == "resumable" && declared.is_some() => declared,
-                weir::Framing::Length(n) => Some(n),
-                _ => None,
-            };
-            let ask = super::pre_upload::Ask {
-                kind,
-                method: ex.request().method().as_str(),
-                path: store_path,
-                length,
-                client: super::pre_upload::client(ex.peer_addr()),
-                credential,
-            };
-            let answer = hook.ask(&ask).await;
-            if let Some(refused) = super::pre_upload::refusal(ex, answer, &[]).await {
-                return refused;
-            }
-        }
-        let method = ex.request().method().clone();
-        // A resumable upload's creation, with either store.
-        let creation = match (&method, &target) {
-            (&Method::PUT, Target::File(_)) => resumable::upload_complete(ex),
-            (&Method::POST, _) => resumable::post_creation(ex),
-            _ => None,
-        };
-        if let Some(complete) = creation {
-            return with_uploads!(
-                self,
-                s => resumable::create_at(self, s, ex, target, complete).await,
-                off => resumable::unavailable(self, ex).await
-            );
-        }
-        #[cfg(feature = "s3")]
-        if let Some(remote) = &self.remote {
-            return super::remote::serve(self, &**remote, ex, method, target).await;
-        }
-        match (method, target) {
-            (Method::GET | Method::HEAD, Target::File(p)) => download::serve(self, ex, &p).await,
-            (Method::GET | Method::HEAD, Target::Root) => listing::serve(self, ex, None).await,
-            (Method::GET | Method::HEAD, Target::Dir(p)) => {
-                listing::serve(self, ex, Some(&p)).await
-            }
-            (Method::PUT, Target::Dir(p)) => create_folder(self, ex, &p).await,
-            (Method::PUT, Target::File(p)) => upload::put(self, ex, p).await,
-            (Method::POST, target) => {
-                let dir = match target {
-                    Target::Root => None,
-                    Target::Dir(p) | Target::File(p) => Some(p),
-                };
-                form::post(self, ex, dir).await
-            }
-            (Method::DELETE, Target::File(p)) => {
-                let head = ex.request();
-                // Preconditions are checked with the unlink, under the store's commit lock.
-                let deleted = if weir_proto::conditional::has_preconditions(
-                    &super::preconditions::Fields(head),
-                ) {
-                    self.store
-                        .delete_if(&p, |meta| preconditions::hold(head, meta))
-                } else {
-                    self.store.delete(&p)
-                };
-                match deleted {
-                    Ok(()) => {
-                        self.on_deleted(p.as_str());
-                        ex.respond(StatusCode::NO_CONTENT).empty().await
-                    }
-                    Err(StoreError::PreconditionFailed) => preconditions::failed(ex).await,
-                    Err(e) => reply::store_error(ex, &e).await,
-                }
-            }
-            (Method::DELETE, Target::Dir(p)) => {
-                folder_deleted(self, ex, &p, async { self.store.delete_dir(&p) }).await
-            }
-            (Method::DELETE | Method::PUT, Target::Root) => {
-                method_not_allowed(ex, "GET, HEAD, POST").await
-            }
-            _ => method_not_allowed(ex, "GET, HEAD, PUT, POST, DELETE").await,
-        }
-    }
 }
 
-impl Service {
-    /// `/tus` and `/tus/...`: tus's one route (`tus.rs`), over whichever resumable uploads
-    /// this service has (the bucket's with `--store s3://`, else the local store's).
-    async fn route_tus(&self, ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
-        #[cfg(feature = "s3")]
-        if self.remote.is_some() && self.remote_resumables.is_none() {
-            return super::remote::not_implemented(ex, "a tus upload").await;
-        }
-        // tus's token rule: that of writes, for every request but OPTIONS (discovery). A
-        // prefix token is judged on the upload's target by `tus.rs`: at creation from
-        // `Upload-Metadata`, for an upload by id from its record.
-        let auth = self.auth();
-        let caller = match super::auth::authorization(ex.request()) {
-            Ok(a) => auth.caller(a, Access::Write),
-            Err(message) => {
-                return reply::error(ex, Problem::BadRequest, message, &[]).await;
-            }
-        };
-        let mut copy = [0; 64];
-        let path = ex.request().path();
-        let rest = detach(path.get(tus::PREFIX.len()..).unwrap_or(""), &mut copy);
-        // tus has no precondition that would keep a `create`-only token from replacing.
-        let verdict = match caller {
-            super::auth::Caller::Known(c) if !c.may_replace() => Verdict::Forbidden,
-            _ => caller.check(Access::Write, None),
-        };
-        with_uploads!(
-            self,
-            s => tus::serve(self, s, ex, &rest, caller, verdict).await,
-            off => tus::unavailable(self, ex, verdict).await
-        )
-    }
-}
-
-/// `PUT /files/{dir}/` with no body: creates the folder and its missing parents (`201`), or
-/// finds it there (`200`); the page's "New folder". A body is refused (`400`) rather than
-/// dropped, since the client meant to store something.
-async fn create_folder(
-    svc: &Service,
-    ex: &mut Exchange<'_>,
-    dir: &weir_store::StorePath,
-) -> Result<(), weir::Error> {
-    folder_created(ex, dir, async { svc.store.create_dir(dir) }).await
-}
-
-/// `PUT /files/{dir}/`: refuses a body, else runs `create` (the store's `create_dir`) and
-/// answers `201` (made) or `200` (already a folder), for the local and the remote store alike.
-pub(super) async fn folder_created(
-    ex: &mut Exchange<'_>,
-    dir: &weir_store::StorePath,
-    create: impl std::future::Future<Output = Result<bool, weir_store::StoreError>>,
-) -> Result<(), weir::Error> {
-    if ex.request().framing() != weir::Framing::Length(0) {
-        let message =
-            "a folder is created by a PUT without a body (to store a file, drop the final /)";
-        return reply::error(ex, reply::Problem::BadRequest, message, &[]).await;
-    }
-    match create.await {
-        Ok(created) => {
-            let status = if created {
-                StatusCode::CREATED
-            } else {
-                StatusCode::OK
-            };
-            let value =
-                serde_json::json!({ "path": format!("{}/", dir.as_str()), "created": created });
-            reply::json(ex, status, &value).await
-        }
-        Err(e) => reply::store_error(ex, &e).await,
-    }
-}
-
-/// `DELETE /files/{dir}/`: runs `delete` (the store's `delete_dir`) and answers `204`, or the
-/// store's refusal: `409` (`path-conflict`) for a folder with anything in it or a file, `404`
-/// for none; for the local and the remote store alike. The hooks' `deleted` event names the
-/// folder as `{dir}/`.
-pub(super) async fn folder_deleted(
-    svc: &Service,
-    ex: &mut Exchange<'_>,
-    dir: &weir_store::StorePath,
-    delete: impl std::future::Future<Output = Result<(), StoreError>>,
-) -> Result<(), weir::Error> {
-    match delete.await {
-        Ok(()) => {
-            // ALLOCATION: the folder's path with its slash, once per folder deleted.
-            svc.on_deleted(&format!("{}/", dir.as_str()));
-            ex.respond(StatusCode::NO_CONTENT).empty().await
-        }
-        Err(e) => reply::store_error(ex, &e).await,
-    }
-}
-
-/// Whether the request is an upload that cannot replace a file: `If-None-Match: *` (RFC 9110
-/// §13.1.2), the one field value `*`.
-fn creates_only(request: &weir::Request) -> bool {
-    let mut values = request.header_all("if-none-match");
-    values.next().is_some_and(|v| v.trim_ascii() == b"*") && values.next().is_none()
+/// Answers a route this store does not have (resumable and tus uploads with `--store s3://`
+/// but without them).
+#[cfg(feature = "s3")]
+pub(super) async fn not_implemented(ex: &mut Exchange<'_>, what: &str) -> Result<(), weir::Error> {
+    let message = format!("{what} is not available with this store (--store s3://)");
+    reply::error(ex, Problem::NotImplemented, &message, &[]).await
 }
 
 pub(super) async fn unauthorized(ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
@@ -593,30 +351,3 @@ pub(super) async fn method_not_allowed(
     )
     .await
 }
-
-/// Commits an upload: fsync the file, rename, fsync the directory. The fsyncs can take seconds
-/// on a busy disk (they write back everything the upload left in the page cache), so they run
-/// under `block_in_place`: the runtime moves this worker's other connections to another thread
-/// first. Falls back to a plain call on a current-thread runtime, where that is impossible.
-pub(super) fn commit(upload: Upload) -> Result<Committed, StoreError> {
-    off_the_runtime(|| upload.commit())
-}
-
-/// `s` (an upload id from the request's path), copied so that the request can be borrowed
-/// mutably again: into `buf` when it fits (an id is 32 hex digits), so that requests on an
-/// upload allocate nothing for it; a longer one, which names no upload, into a `String`.
-fn detach<'a>(s: &str, buf: &'a mut [u8; 64]) -> std::borrow::Cow<'a, str> {
-    match buf.get_mut(..s.len()) {
-        Some(copy) => {
-            copy.copy_from_slice(s.as_bytes());
-            // A copy of a whole `str`.
-            std::borrow::Cow::Borrowed(std::str::from_utf8(copy).expect("copied from a str"))
-        }
-        // ALLOCATION: only for a path that names no upload.
-        None => std::borrow::Cow::Owned(s.to_owned()),
-    }
-}
-
-/// The store's blocking calls (fsyncs: a commit, a resumable checkpoint) under
-/// `block_in_place` when the runtime allows it (see [`commit`]): weir-store's one definition.
-pub(super) use weir_store::off_the_runtime;

@@ -91,6 +91,20 @@ fn hex(b: u8) -> Option<u8> {
     }
 }
 
+/// The store path of the file `filename` (which may contain `/`) under `dir` (the root when
+/// `None`), validated as any store path.
+pub(super) fn file_in(dir: Option<&StorePath>, filename: &str) -> Result<StorePath, &'static str> {
+    let joined;
+    let full = match dir {
+        Some(dir) => {
+            joined = format!("{dir}/{filename}");
+            &joined
+        }
+        None => filename,
+    };
+    StorePath::parse(full).map_err(|e| e.as_str())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

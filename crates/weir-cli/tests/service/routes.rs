@@ -292,3 +292,36 @@ fn per_core_runtime_serves_and_stops_on_sigterm() {
         "weir serve --runtime per-core exited with {status}"
     );
 }
+
+/// A service without resumable uploads (not enabled: `Service::with_resumable` never called)
+/// answers every resumable and tus request `503`, and still serves `/files/`.
+#[test]
+fn without_resumable_uploads_their_routes_are_unavailable() {
+    let serve = InProcessServe::start(weir_store::LocalOptions::default());
+    let addr = serve.addr;
+    let creation = request(
+        addr,
+        "PUT /files/r.bin HTTP/1.1\r\nupload-complete: ?1",
+        b"abc",
+    );
+    assert_eq!(creation.status, 503, "{}", creation.text());
+    assert_eq!(
+        creation.json()["type"],
+        "https://weir.dev/problems/unavailable"
+    );
+    let upload = request(
+        addr,
+        "HEAD /uploads/0123456789abcdef0123456789abcdef HTTP/1.1",
+        b"",
+    );
+    assert_eq!(upload.status, 503);
+    let tus = request(
+        addr,
+        "POST /tus/ HTTP/1.1\r\ntus-resumable: 1.0.0\r\nupload-length: 3",
+        b"",
+    );
+    assert_eq!(tus.status, 503);
+    assert!(!serve.root.join("r.bin").exists());
+    let put = request(addr, "PUT /files/r.bin HTTP/1.1", b"abc");
+    assert_eq!(put.status, 201, "{}", put.text());
+}

@@ -70,6 +70,11 @@
 //! commits and deletes: exact for one node, approximate across several (see
 //! `set_listed_usage`).
 //!
+//! # Copies and renames
+//! [`Store::copy`] is one `CopyObject` (at most 5 GiB), pinned to the source version and
+//! checked at the target as a commit is; [`Store::rename`] a copy, then the source's
+//! `DeleteObject` if it is still the version copied: not atomic (`copy.rs`).
+//!
 //! # Reads
 //! [`Store::open`] is a `HeadObject`; [`StoreObject::read`] a `GetObject` with `Range` and
 //! `If-Match` on the S3 ETag the head returned, so a replaced object fails instead of mixing
@@ -552,6 +557,27 @@ impl Store for S3Store {
     type Upload = S3Upload;
     type Object = S3Object;
 
+    const ATOMIC_COMMIT_ALL: bool = false;
+    const ATOMIC_RENAME: bool = false;
+
+    async fn copy(
+        &self,
+        from: &StorePath,
+        to: &StorePath,
+        check: Option<VersionCheck<'_>>,
+    ) -> Result<Committed, StoreError> {
+        self.copy_object(from, to, check).await.map(|(c, _)| c)
+    }
+
+    async fn rename(
+        &self,
+        from: &StorePath,
+        to: &StorePath,
+        check: Option<VersionCheck<'_>>,
+    ) -> Result<Committed, StoreError> {
+        self.rename_object(from, to, check).await
+    }
+
     async fn begin(
         &self,
         path: &StorePath,
@@ -756,6 +782,7 @@ impl Store for S3Store {
 }
 
 mod commit_lock;
+mod copy;
 mod multipart_sweep;
 mod read;
 mod resumable;

@@ -201,6 +201,11 @@ pub(super) enum ObjectWrite<'a> {
         headers: Vec<(&'static str, String)>,
         body: Bytes,
     },
+    /// `CopyObject`: a `PutObject` without a body whose `headers` name the source
+    /// (`x-amz-copy-source`) and the copy's metadata (signed with it).
+    Copy {
+        headers: Vec<(&'static str, String)>,
+    },
     /// `CompleteMultipartUpload` of `upload_id` with its parts' S3 ETags, in part order.
     Complete {
         upload_id: &'a str,
@@ -267,6 +272,17 @@ impl S3Store {
                 etag = super::etag(&resp).map(str::to_owned);
                 check_write("put object", resp).await?;
             }
+            ObjectWrite::Copy { mut headers } => {
+                headers.extend(condition);
+                let resp = self.put_small(key, &headers, Bytes::new()).await?;
+                // The answer's ETag is in its body; S3 may answer 200 with an error there.
+                let status = resp.status();
+                let body = collect("copy object", resp).await?;
+                if !status.is_success() || body.windows(7).any(|w| w == b"<Error>") {
+                    return Err(write_failure("copy object", status, &body));
+                }
+                etag = completion_etag(&body);
+            }
             ObjectWrite::Complete { upload_id, etags } => {
                 let i = &self.inner;
                 let mut action = i.bucket.complete_multipart_upload(
@@ -310,7 +326,7 @@ impl S3Store {
     /// `open` reads it, so that validators computed now agree with later reads; taken from a
     /// `HeadObject` only if it sees the version this write made (`etag`, the S3 ETag the
     /// write's answer named): a version another node wrote since is not described as this one
-    /// (a form's undo deletes only what this describes, `weir-cli`'s `remote_form.rs`). A
+    /// (a form's undo deletes only what this describes, `store/in_order.rs`). A
     /// version created without its SHA-256 (`stored_sha256`: `None`; a multipart upload whose
     /// digest was not known at its creation) gets the sidecar that binds `sha256` to that ETag
     /// (see "Digests of multipart uploads" in the module doc): a version another node wrote

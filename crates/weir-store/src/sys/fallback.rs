@@ -40,3 +40,62 @@ pub(crate) fn available_space(_file: &File) -> Option<u64> {
 pub(crate) fn preallocate(_file: &File, _offset: u64, _len: u64) -> io::Result<()> {
     Ok(())
 }
+
+/// `source[0..len]` → `target[0..]` through one buffer: the bytes copied (fewer than `len`
+/// when the source ended first).
+pub(crate) fn copy_file(
+    source: &File,
+    target: &File,
+    len: u64,
+) -> io::Result<(super::CopyWay, u64)> {
+    copy_file_from(source, target, len, 0)
+}
+
+/// `source[from..len]` → `target[from..]` through one buffer (`pread`/`pwrite` on Unix, seeks
+/// elsewhere); the bytes copied in all, from 0. Linux's `copy_file` falls back to it.
+pub(crate) fn copy_file_from(
+    source: &File,
+    target: &File,
+    len: u64,
+    from: u64,
+) -> io::Result<(super::CopyWay, u64)> {
+    // One allocation per copy; COPY: kernel → buffer → kernel.
+    let mut buf = vec![0u8; 1 << 20];
+    let mut done = from;
+    while done < len {
+        let want = buf
+            .len()
+            .min(usize::try_from(len - done).unwrap_or(usize::MAX));
+        let n = read_at(source, &mut buf[..want], done)?;
+        if n == 0 {
+            break;
+        }
+        write_all_at(target, &buf[..n], done)?;
+        done += n as u64;
+    }
+    Ok((super::CopyWay::Buffered, done))
+}
+
+#[cfg(unix)]
+fn read_at(file: &File, buf: &mut [u8], at: u64) -> io::Result<usize> {
+    std::os::unix::fs::FileExt::read_at(file, buf, at)
+}
+
+#[cfg(unix)]
+fn write_all_at(file: &File, buf: &[u8], at: u64) -> io::Result<()> {
+    std::os::unix::fs::FileExt::write_all_at(file, buf, at)
+}
+
+#[cfg(not(unix))]
+fn read_at(mut file: &File, buf: &mut [u8], at: u64) -> io::Result<usize> {
+    use std::io::{Read, Seek, SeekFrom};
+    file.seek(SeekFrom::Start(at))?;
+    file.read(buf)
+}
+
+#[cfg(not(unix))]
+fn write_all_at(mut file: &File, buf: &[u8], at: u64) -> io::Result<()> {
+    use std::io::{Seek, SeekFrom, Write};
+    file.seek(SeekFrom::Start(at))?;
+    file.write_all(buf)
+}

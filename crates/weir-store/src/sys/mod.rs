@@ -14,6 +14,7 @@
 //! | read-ahead of a commit's read-back (`upload.rs`) | `posix_fadvise(WILLNEED)` | no (each read waits) |
 //! | blocks reserved a window ahead of a declared length's bytes (`Upload::preallocate`) | `fallocate(KEEP_SIZE)` | no (written as it comes) |
 //! | a declared length checked against the free space (`Upload::preallocate`) | `fstatvfs` | no (a full disk fails the write) |
+//! | a server-side copy (`LocalStore::copy`) | a reflink (`FICLONE`), else `copy_file_range` | through a buffer |
 //!
 //! The fallbacks are compiled (`fallback.rs` also unit-tested) on Linux too, so they cannot rot
 //! unnoticed.
@@ -39,6 +40,19 @@ pub(crate) use dir_unix::{DirHandle, file_identity, is_symlink_error};
 mod dir_paths;
 #[cfg(not(unix))]
 pub(crate) use dir_paths::{DirHandle, file_identity, is_symlink_error};
+
+/// How [`copy_file`] copied.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CopyWay {
+    /// The blocks shared (`FICLONE`): nothing copied.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    Reflink,
+    /// `copy_file_range`, inside the kernel.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    Kernel,
+    /// Through a buffer in user space.
+    Buffered,
+}
 
 /// What a directory entry is, never following a symbolic link.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -156,6 +170,36 @@ mod tests {
             None
         );
         fallback::lock_exclusive(&file).unwrap();
+    }
+
+    /// Every way of `copy_file` copies the bytes, and stops short at the source's end.
+    #[test]
+    fn copies_take_the_bytes_and_stop_at_the_source_end() {
+        use std::io::Read;
+        let body: Vec<u8> = (0..3_000_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("src"), &body).unwrap();
+        let source = std::fs::File::open(dir.path().join("src")).unwrap();
+        let read_all = |name: &str| {
+            let mut out = Vec::new();
+            let mut f = std::fs::File::open(dir.path().join(name)).unwrap();
+            f.read_to_end(&mut out).unwrap();
+            out
+        };
+        let target = std::fs::File::create(dir.path().join("a")).unwrap();
+        let (way, n) = copy_file(&source, &target, body.len() as u64).unwrap();
+        assert_eq!(n, body.len() as u64, "{way:?}");
+        assert_eq!(read_all("a"), body);
+        // Through a buffer, from the middle on (where Linux falls back to it).
+        let target = std::fs::File::create(dir.path().join("b")).unwrap();
+        let (way, n) = fallback::copy_file_from(&source, &target, body.len() as u64, 0).unwrap();
+        assert_eq!((way, n), (CopyWay::Buffered, body.len() as u64));
+        assert_eq!(read_all("b"), body);
+        // More asked than there is: what there is.
+        let target = std::fs::File::create(dir.path().join("c")).unwrap();
+        let (_, n) = copy_file(&source, &target, body.len() as u64 + 10).unwrap();
+        assert_eq!(n, body.len() as u64);
+        assert_eq!(read_all("c"), body);
     }
 
     /// The by-path directory handle (other platforms) and the descriptor one agree on what

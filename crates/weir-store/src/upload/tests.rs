@@ -798,7 +798,7 @@ fn space_is_given_back_only_once_the_temporary_is_unlinked_and_closed() {
         max_storage: Some(100 + E),
         ..LocalOptions::default()
     });
-    let staging = store.root().join(crate::local::STAGING_NAME);
+    let staging = store.root().join(crate::tree::STAGING_NAME);
     // At every release: is a temporary still on disk, or still open?
     let seen = Arc::new(Mutex::new(Vec::new()));
     let probe = {

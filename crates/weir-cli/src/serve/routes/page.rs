@@ -16,7 +16,7 @@
 //! once) and revalidated on every use (`Cache-Control: no-cache`), so a new binary's page is
 //! never mixed with an old script.
 
-use super::service::method_not_allowed;
+use crate::serve::service::method_not_allowed;
 use http::{Method, StatusCode};
 use sha2::{Digest, Sha256};
 use std::sync::OnceLock;
@@ -24,7 +24,7 @@ use weir::{Exchange, Request, http};
 use weir_proto::conditional::{self, Outcome, Validators};
 
 /// One embedded file.
-pub(super) struct Asset {
+pub(in crate::serve) struct Asset {
     content_type: &'static str,
     bytes: &'static [u8],
     etag: OnceLock<String>,
@@ -42,32 +42,32 @@ impl Asset {
     fn etag(&self) -> &str {
         self.etag.get_or_init(|| {
             let digest = Sha256::digest(self.bytes);
-            format!("\"{}\"", super::reply::hex(&digest[..16]))
+            format!("\"{}\"", crate::serve::reply::hex(&digest[..16]))
         })
     }
 }
 
 static INDEX: Asset = Asset::new(
     "text/html; charset=utf-8",
-    include_bytes!("../../assets/index.html"),
+    include_bytes!("../../../assets/index.html"),
 );
 static SCRIPT: Asset = Asset::new(
     "text/javascript; charset=utf-8",
-    include_bytes!("../../assets/weir.js"),
+    include_bytes!("../../../assets/weir.js"),
 );
 static STYLE: Asset = Asset::new(
     "text/css; charset=utf-8",
-    include_bytes!("../../assets/weir.css"),
+    include_bytes!("../../../assets/weir.css"),
 );
 
 /// The page's policy: everything from this origin, nothing inline, never framed.
-pub(super) const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; \
+pub(in crate::serve) const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; \
      style-src 'self'; connect-src 'self'; img-src 'self'; form-action 'self'; \
      base-uri 'none'; frame-ancestors 'none'";
 
 /// The asset this request asks for, if it is one of the page's: `/`, `/assets/...`, or a
 /// folder's URL (ending in `/`) asked for as HTML. Other requests are not the page's.
-pub(super) fn route(request: &Request) -> Option<&'static Asset> {
+pub(in crate::serve) fn route(request: &Request) -> Option<&'static Asset> {
     match request.path() {
         "/" => Some(&INDEX),
         "/assets/weir.js" => Some(&SCRIPT),
@@ -84,7 +84,10 @@ pub(super) fn route(request: &Request) -> Option<&'static Asset> {
 }
 
 /// `GET`/`HEAD` of an asset, with its validator (`304` when `If-None-Match` has it).
-pub(super) async fn serve(ex: &mut Exchange<'_>, asset: &Asset) -> Result<(), weir::Error> {
+pub(in crate::serve) async fn serve(
+    ex: &mut Exchange<'_>,
+    asset: &Asset,
+) -> Result<(), weir::Error> {
     if !matches!(*ex.request().method(), Method::GET | Method::HEAD) {
         return method_not_allowed(ex, "GET, HEAD").await;
     }
@@ -96,11 +99,13 @@ pub(super) async fn serve(ex: &mut Exchange<'_>, asset: &Asset) -> Result<(), we
         last_modified: u64::MAX,
         date_shared: true,
     };
-    let status =
-        match conditional::evaluate(&super::preconditions::Fields(ex.request()), Some(&current)) {
-            Outcome::NotModified => StatusCode::NOT_MODIFIED,
-            Outcome::Proceed | Outcome::PreconditionFailed => StatusCode::OK,
-        };
+    let status = match conditional::evaluate(
+        &crate::serve::preconditions::Fields(ex.request()),
+        Some(&current),
+    ) {
+        Outcome::NotModified => StatusCode::NOT_MODIFIED,
+        Outcome::Proceed | Outcome::PreconditionFailed => StatusCode::OK,
+    };
     let response = ex
         .respond(status)
         .header("etag", etag)
@@ -122,7 +127,7 @@ pub(super) async fn serve(ex: &mut Exchange<'_>, asset: &Asset) -> Result<(), we
 /// Whether an `Accept` value prefers `text/html` to `application/json` (RFC 9110 §12.5.1:
 /// the most specific matching range gives each its weight). A browser's navigation sends
 /// `text/html,...,*/*;q=0.8`: HTML; `fetch()` and curl send `*/*`: a tie, so JSON, as before.
-pub(super) fn prefers_html(accept: &[u8]) -> bool {
+pub(in crate::serve) fn prefers_html(accept: &[u8]) -> bool {
     let html = weight(accept, b"text", b"html");
     let json = weight(accept, b"application", b"json");
     html > json

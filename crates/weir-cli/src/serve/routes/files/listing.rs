@@ -1,4 +1,5 @@
-//! `GET /files/` and `GET /files/{dir}/`: a directory as JSON, one page at a time.
+//! `GET /files/` and `GET /files/{dir}/`: a directory as JSON, one page at a time. Written
+//! once, generic over weir-store's `Store` (a local directory, or a bucket's key prefix).
 //!
 //! ```json
 //! {"path": "photos/", "entries": [
@@ -24,54 +25,41 @@
 //! - A request holds at most one page: the store keeps only the page's candidates while it
 //!   reads the directory (O(limit)), and the body is that page's JSON, sent with a
 //!   `Content-Length`. A client that never reads holds one page, whatever the directory size.
-//! - The directory scan and the JSON run on tokio's blocking pool, never on an async worker,
-//!   and at most [`Scans`]' permits of them at once (one per core), so listings can take
-//!   neither the workers from other requests nor every blocking thread. A request waiting for
+//! - A local directory scan (`Store::LIST_BLOCKS`) runs on tokio's blocking pool, never on an
+//!   async worker, and at most [`Scans`]' permits of them at once (one per core), so listings
+//!   can take neither the workers from other requests nor every blocking thread; the page's
+//!   JSON is made there too. A bucket's listing (`ListObjectsV2`) is awaited on the
+//!   connection's task. A request waiting for
 //!   a permit waits asynchronously; one given up (client gone) while its scan runs keeps the
 //!   permit until the scan ends, so abandoned requests cannot pile up scans either.
 //! - Nothing is cached between requests: what a listing allocated is freed when it ends.
 
-use super::reply::{self, Problem};
-use super::service::Service;
-use super::target::percent_decode;
+use crate::serve::reply::{self, Problem};
+use crate::serve::service::Service;
+use crate::serve::target::percent_decode;
 use http::StatusCode;
 use std::io::Write;
 use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::time::UNIX_EPOCH;
-use tokio::sync::Semaphore;
 use weir::{Exchange, http};
-use weir_store::{ListPage, MAX_SEGMENT_LEN, StorePath};
+use weir_store::{ListPage, MAX_SEGMENT_LEN, Store, StorePath};
 
 /// Entries per page when the request gives no `limit`.
 pub(crate) const DEFAULT_LIMIT: usize = 1000;
 /// The largest `limit` accepted: the bound on what one listing request holds.
 pub(crate) const MAX_LIMIT: usize = 10_000;
 
-/// The permits for directory scans: how many may run on the blocking pool at once.
-pub(crate) struct Scans {
-    permits: Arc<Semaphore>,
-}
-
-impl Scans {
-    /// Allows `n` (at least 1) scans at once.
-    pub(crate) fn new(n: usize) -> Self {
-        Self {
-            permits: Arc::new(Semaphore::new(n.max(1))),
-        }
-    }
-}
-
 /// Which page a request asks for.
 #[derive(Debug, PartialEq, Eq)]
-pub(super) struct PageQuery {
-    pub(super) limit: NonZeroUsize,
-    pub(super) after: Option<String>,
+pub(in crate::serve) struct PageQuery {
+    pub(in crate::serve) limit: NonZeroUsize,
+    pub(in crate::serve) after: Option<String>,
 }
 
 impl PageQuery {
     /// Parses the query string (after `?`).
-    pub(super) fn parse(query: Option<&str>) -> Result<Self, &'static str> {
+    pub(in crate::serve) fn parse(query: Option<&str>) -> Result<Self, &'static str> {
         let mut limit = None;
         let mut after = None;
         for pair in query.unwrap_or("").split('&') {
@@ -109,8 +97,10 @@ impl PageQuery {
     }
 }
 
-pub(super) async fn serve(
+/// `GET /files/` or `/files/{dir}/` from `store` (see the module doc).
+pub(in crate::serve) async fn serve<S: Store + Clone>(
     svc: &Service,
+    store: &S,
     ex: &mut Exchange<'_>,
     dir: Option<&StorePath>,
 ) -> Result<(), weir::Error> {
@@ -120,30 +110,96 @@ pub(super) async fn serve(
             return reply::error(ex, Problem::BadRequest, message, &[]).await;
         }
     };
-    let Ok(permit) = Arc::clone(&svc.listings.permits).acquire_owned().await else {
-        unreachable!("the scan semaphore is never closed");
+    let rendered = if S::LIST_BLOCKS {
+        scan(svc, store, dir, &query).await
+    } else {
+        store
+            .list_page(dir, query.after.as_deref(), query.limit)
+            .await
+            .map(|page| Rendered::of(dir, &page))
+            .map_err(Failed::Store)
     };
-    let store = svc.store.clone();
-    // ALLOCATION: the path moves to the blocking thread (a few bytes; not a data path).
-    let dir = dir.cloned();
-    let scan = tokio::task::spawn_blocking(move || {
-        let _permit = permit;
-        let page = store.list_page(dir.as_ref(), query.after.as_deref(), query.limit)?;
-        Ok::<_, weir_store::StoreError>(render(dir.as_ref(), &page))
-    });
-    let (body, next) = match scan.await {
-        Ok(Ok(rendered)) => rendered,
-        Ok(Err(e)) => return reply::store_error(ex, &e).await,
-        Err(join) => {
+    let rendered = match rendered {
+        Ok(r) => r,
+        Err(Failed::Store(e)) => return reply::store_error(ex, &e).await,
+        Err(Failed::Scan(join)) => {
             tracing::error!(error = %join, "directory listing failed");
             return reply::error(ex, Problem::Internal, "listing failed", &[]).await;
         }
     };
-    answer(ex, query.limit, body, next).await
+    if let Some(dir) = dir {
+        if query.after.is_none() && rendered.empty {
+            // Nothing listed: an empty folder if it is one (a bucket's marker), else none (a
+            // bucket lists any prefix: 404, as a local directory that is not there).
+            match store.is_dir(dir).await {
+                Ok(true) => {}
+                Ok(false) => {
+                    return reply::error(ex, Problem::NotFound, "no such directory", &[]).await;
+                }
+                Err(e) => return reply::store_error(ex, &e).await,
+            }
+        }
+    }
+    answer(ex, query.limit, rendered.body, rendered.next).await
 }
 
-/// Answers a rendered page (also the remote store's listings, `remote.rs`).
-pub(super) async fn answer(
+/// A page's JSON ([`render`]).
+struct Rendered {
+    body: Vec<u8>,
+    next: Option<String>,
+    /// No entry, and none after.
+    empty: bool,
+}
+
+impl Rendered {
+    fn of(dir: Option<&StorePath>, page: &ListPage) -> Self {
+        let (body, next) = render(dir, page);
+        let empty = page.entries.is_empty() && page.next.is_none();
+        Self { body, next, empty }
+    }
+}
+
+/// Why a page was not listed.
+enum Failed {
+    Store(weir_store::StoreError),
+    /// The blocking task died.
+    Scan(tokio::task::JoinError),
+}
+
+/// A page from a store whose listing blocks (`Store::LIST_BLOCKS`: a local directory scan),
+/// listed and rendered on the blocking pool under one of [`Scans`]' permits (see the module
+/// doc).
+async fn scan<S: Store + Clone>(
+    svc: &Service,
+    store: &S,
+    dir: Option<&StorePath>,
+    query: &PageQuery,
+) -> Result<Rendered, Failed> {
+    let Ok(permit) = Arc::clone(&svc.listings.permits).acquire_owned().await else {
+        unreachable!("the scan semaphore is never closed");
+    };
+    let store = store.clone();
+    // ALLOCATION: the path and the cursor move to the blocking thread (a few bytes; not a
+    // data path).
+    let dir = dir.cloned();
+    let after = query.after.clone();
+    let limit = query.limit;
+    // Such a store's future does its work when first polled, on the thread that polls it:
+    // the blocking one.
+    let runtime = tokio::runtime::Handle::current();
+    let scan = tokio::task::spawn_blocking(move || {
+        let _permit = permit;
+        let page = runtime.block_on(store.list_page(dir.as_ref(), after.as_deref(), limit))?;
+        Ok::<_, weir_store::StoreError>(Rendered::of(dir.as_ref(), &page))
+    });
+    match scan.await {
+        Ok(listed) => listed.map_err(Failed::Store),
+        Err(join) => Err(Failed::Scan(join)),
+    }
+}
+
+/// Answers a rendered page.
+pub(in crate::serve) async fn answer(
     ex: &mut Exchange<'_>,
     limit: NonZeroUsize,
     body: Vec<u8>,
@@ -169,7 +225,10 @@ pub(super) async fn answer(
 }
 
 /// The page's JSON body, and its `next` cursor.
-pub(super) fn render(dir: Option<&StorePath>, page: &ListPage) -> (Vec<u8>, Option<String>) {
+pub(in crate::serve) fn render(
+    dir: Option<&StorePath>,
+    page: &ListPage,
+) -> (Vec<u8>, Option<String>) {
     // ALLOCATION: the body, sized for the page (names plus about 80 bytes of JSON per entry);
     // it is the one thing a stalled reader holds.
     let names: usize = page.entries.iter().map(|e| e.name.len()).sum();

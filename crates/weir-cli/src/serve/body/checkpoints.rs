@@ -1,5 +1,5 @@
-//! [`AppendCheckpoints`]: an append's checkpoints, the `upload::Checkpoints` hook that
-//! `upload.rs`'s body paths poll after each piece (the IETF draft's appends, which announce each
+//! [`AppendCheckpoints`]: an append's checkpoints, the `Checkpoints` hook that
+//! `body.rs`'s paths poll after each piece (the IETF draft's appends, which announce each
 //! recorded offset in a `104`, and tus's). Every [`weir_store::CHECKPOINT_BYTES`] the data is
 //! made durable and its length recorded as the offset, with the hash state of exactly those
 //! bytes (the hashing thread hands it over as it passes the offset, `hasher.rs`), on the
@@ -7,8 +7,8 @@
 //! of the request waits for it before it records its own offset: one record writer at a time,
 //! and the last record is the end's.
 
+use super::Checkpoints;
 use crate::serve::hasher::{LaneHandle, MarkWait};
-use crate::serve::upload;
 use weir_store::{Appending, StoreError, Upload};
 
 /// An append's checkpoints: every [`weir_store::CHECKPOINT_BYTES`], the data made durable and
@@ -47,7 +47,7 @@ impl<'a> AppendCheckpoints<'a> {
     }
 }
 
-impl upload::Checkpoints for AppendCheckpoints<'_> {
+impl Checkpoints for AppendCheckpoints<'_> {
     fn poll(
         &mut self,
         upload: &Upload,

@@ -49,12 +49,13 @@
 //!   whichever node runs it): a second one gets `423`; a bucket's append whose lease was
 //!   taken over meanwhile is `423` too.
 
-use super::auth::{Access, Caller, Verdict};
-use super::pre_upload;
-use super::reply::{self, Problem, hex};
-use super::resumable;
-use super::service::Service;
-use super::upload::{self, BodyFailure, WhereHashed};
+use crate::serve::auth::{Access, Caller, Verdict};
+use crate::serve::body::{
+    AppendCheckpoints, BodyFailure, NoCheckpoints, WhereHashed, append_body, keep_media_type,
+};
+use crate::serve::pre_upload;
+use crate::serve::reply::{self, Problem, hex};
+use crate::serve::service::Service;
 use http::StatusCode;
 use weir::{Exchange, http};
 use weir_store::{
@@ -100,7 +101,7 @@ async fn fail_status(
 /// (empty for the collection). `caller` and `verdict`: who sent it and how `service.rs`
 /// judged it, on the write scope only: a prefix token's target is judged here (at creation
 /// from `Upload-Metadata`, else on the upload's recorded target).
-pub(super) async fn serve<S: ResumableStore>(
+pub(in crate::serve) async fn serve<S: ResumableStore>(
     svc: &Service,
     store: &S,
     ex: &mut Exchange<'_>,
@@ -166,7 +167,7 @@ async fn opening(
 
 /// `/tus/` on a server without resumable uploads: `OPTIONS` answered, every other request
 /// checked as [`serve`] checks it, then `503`.
-pub(super) async fn unavailable(
+pub(in crate::serve) async fn unavailable(
     svc: &Service,
     ex: &mut Exchange<'_>,
     verdict: Verdict,
@@ -287,7 +288,7 @@ fn target(ex: &Exchange<'_>) -> Result<(Option<String>, StorePath), String> {
             "dir" => &mut dir,
             _ => continue,
         };
-        let bytes = super::base64::decode(value.trim())
+        let bytes = crate::serve::base64::decode(value.trim())
             .ok_or_else(|| format!("Upload-Metadata: {key} is not base64"))?;
         let value =
             String::from_utf8(bytes).map_err(|_| format!("Upload-Metadata: {key} is not UTF-8"))?;
@@ -317,7 +318,7 @@ fn checksum(ex: &Exchange<'_>) -> Result<Option<[u8; 32]>, &'static str> {
     if algorithm != "sha256" {
         return Err("unsupported checksum algorithm (sha256 only)");
     }
-    super::base64::decode(value.trim())
+    crate::serve::base64::decode(value.trim())
         .and_then(|b| <[u8; 32]>::try_from(b).ok())
         .map(Some)
         .ok_or("Upload-Checksum: not a base64 SHA-256")
@@ -722,7 +723,7 @@ async fn receive<S: ResumableStore>(
         }
     }
     if let Some(file) = appending.file() {
-        resumable::keep_media_type(&file.appending, &mut file.upload);
+        keep_media_type(&file.appending, &mut file.upload);
     }
     // A body without Content-Length completes the upload too when it reached the length.
     let completes = length.is_some_and(|l| appending.received() == l);
@@ -754,7 +755,7 @@ async fn receive<S: ResumableStore>(
             if let Some(sum) = committed.sha256 {
                 // ALLOCATION: one header value at completion.
                 let mut value = String::from("sha-256=:");
-                super::base64::encode_into(&sum, &mut value);
+                crate::serve::base64::encode_into(&sum, &mut value);
                 value.push(':');
                 tracing::debug!(upload = %id, sha256 = %hex(&sum), "tus upload complete");
                 r = r.header("repr-digest", value);
@@ -781,12 +782,12 @@ async fn into_file(
     let hashing = file.upload.is_hashing();
     let mut counts = WhereHashed::default();
     if file.held() {
-        let mut none = upload::NoCheckpoints;
-        return resumable::body(svc, ex, &mut file.upload, hashing, &mut counts, &mut none).await;
+        let mut none = NoCheckpoints;
+        return append_body(svc, ex, &mut file.upload, hashing, &mut counts, &mut none).await;
     }
     // tus has no progress announcements: the offset is recorded, not sent.
-    let mut checkpoints = resumable::AppendCheckpoints::new(&mut file.appending, false);
-    let received = resumable::body(
+    let mut checkpoints = AppendCheckpoints::new(&mut file.appending, false);
+    let received = append_body(
         svc,
         ex,
         &mut file.upload,

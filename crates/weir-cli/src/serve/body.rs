@@ -1,198 +1,30 @@
-//! `PUT /files/{path}`: the body streams into the store and becomes the file atomically, or
-//! nothing is stored.
+//! A request body into a local upload's file (`weir_store::Upload`): the data paths every route
+//! that writes a file shares (`PUT` into a local store, the IETF draft's appends and tus's),
+//! so that no route imports another's.
 //!
-//! Before any body byte is read: the declared length against `--max-upload` (413), the
-//! `Content-Digest` syntax (400), the preconditions against the file there now (412, checked
-//! again at commit under the store's lock: `preconditions.rs`), `begin` (which checks the
-//! declared length against `--max-storage`: 507, and refuses a directory or symlink in the
-//! way), and `Upload::preallocate` (507 if the filesystem's free space cannot hold the
-//! declared length). Neither holds the whole length: the quota and the blocks on disk are
-//! reserved a window ahead of the bytes received (weir-store's `quota::reserved_end`: 8 MiB
-//! growing with what arrived, to 64 MiB), so a client that declares much and sends little
-//! holds little. Then one of two data
-//! paths, recorded in the answer's internals (`data_path` and the body counters, sent only on
-//! request: [`wants_internals`]):
-//!
-//! - **splice** (`--no-hash`, no `Content-Digest`): `Exchange::body_to_file` moves the bytes
-//!   socket → pipe → file inside the kernel; nothing enters user space. The bytes are reported
-//!   to the upload afterwards (`record_external_write`), and commit checks the file's length.
-//! - **hashed**: `Exchange::read_body` reads the socket straight into a pooled 512 KiB buffer
-//!   (the one user-space copy), which is written to the file and hashed in place, from the same
-//!   buffer. The first [`PIPELINE_AFTER`] bytes are hashed inline (`Upload::write`: hash, then
-//!   write, on the connection's task); beyond, the hashing is **pipelined**: up to three
-//!   buffers take turns, each filled and written by the task, then hashed on a hashing thread
-//!   (`hasher.rs`) while the task fills the next (`Upload::write_owned` → `hash_job` →
-//!   `Hashed::chain` → `attach`, weir-store's protocol that keeps the digest exactly that of
-//!   the bytes written). No copy is added: the hashing thread reads the buffer `write(2)`
-//!   read. No allocation per read; per pipelined upload, one lane (buffers come from the pool).
-//!   The answer's `hashing` says how many bytes were hashed `inline` and `pipelined`.
-//!
-//! A `Content-Digest` may also come as a trailer, after the body (`Exchange::trailers`): it is
-//! verified at commit like one in the head ([`expect_trailer_digest`], also the S3 `PUT`'s). Announced in the head (`Trailer: content-digest`),
-//! it makes the body take the hashed path even with `--no-hash`; unannounced on the splice
-//! path, the store reads the file back to check it. Either way a mismatch is a 400 and nothing
-//! is stored.
-//!
-//! Any failure drops the `Upload`, which removes its temporary file: a client that disconnects,
-//! a body that is too large, a digest that does not match, a full disk all leave the target as
-//! it was.
+//! - [`splice_body`]: socket → pipe → file inside the kernel (`--no-hash`); the bytes reported
+//!   to the upload after each piece;
+//! - [`hashed_body`]: direct reads into pooled 512 KiB buffers, each written and hashed from
+//!   the same buffer: inline for the first [`PIPELINE_AFTER`] bytes, then pipelined, hashed on
+//!   a hashing thread (`hasher.rs`) while the task receives the next;
+//! - [`Checkpoints`], polled after each piece: none for a `PUT`, an append's
+//!   ([`AppendCheckpoints`], `body/checkpoints.rs`) for resumable uploads, whose recorded
+//!   offsets a progress `104` announces ([`announce_offset`]);
+//! - [`BodyFailure`]: why a body did not make it, answered the same way by every route; the
+//!   request's digests (`Content-Digest` in the head, or as a trailer verified at commit).
 
 use super::hasher::LaneHandle;
-use super::preconditions;
-use super::reply::{self, Problem, hex};
+use super::reply::{self, Problem};
 use super::service::Service;
 use http::StatusCode;
 use weir::{BodyStats, Exchange, http};
-use weir_store::{ContentDigest, StoreError, StorePath, Upload, UploadOptions};
+use weir_store::{Appending, ContentDigest, StoreError, Upload};
 
-/// Which way the body went.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum DataPath {
-    Splice,
-    Hashed,
-    /// The client passed its open file; copied with `copy_file_range` (`passed_file.rs`).
-    Passed,
-}
+mod checkpoints;
+pub(super) use checkpoints::AppendCheckpoints;
 
-impl DataPath {
-    fn as_str(self) -> &'static str {
-        match self {
-            Self::Splice => "splice",
-            Self::Hashed => "hashed",
-            Self::Passed => "passed",
-        }
-    }
-}
-
-pub(super) async fn put(
-    svc: &Service,
-    ex: &mut Exchange<'_>,
-    path: StorePath,
-) -> Result<(), weir::Error> {
-    let max = svc.options.max_upload;
-    let declared = ex.request().content_length();
-    if declared.is_some_and(|len| len > max) {
-        return too_large(ex, max).await;
-    }
-    ex.set_max_body_size(Some(max));
-    let expected_digest = match content_digest(ex) {
-        Ok(d) => d,
-        Err(message) => return reply::error(ex, Problem::BadRequest, &message, &[]).await,
-    };
-    if !preconditions::hold_now(&svc.store, ex.request(), &path) {
-        return preconditions::failed(ex).await;
-    }
-    #[cfg(target_os = "linux")]
-    let passed = match super::passed_file::take(ex) {
-        Ok(passed) => passed,
-        Err(reason) => return super::passed_file::refuse(ex, reason).await,
-    };
-    let verify = !expected_digest.is_empty();
-    // A digest announced to follow the body is checked like one in the head: hash while
-    // receiving, rather than splice and read the file back at commit.
-    let trailer_announced = announces_digest_trailer(ex);
-    #[cfg(target_os = "linux")]
-    let passed_path = passed.is_some();
-    #[cfg(not(target_os = "linux"))]
-    let passed_path = false;
-    let data_path = if passed_path {
-        DataPath::Passed
-    } else if !svc.options.hash
-        && !verify
-        && !trailer_announced
-        && (declared.is_some() || !svc.options.limited_storage)
-    {
-        DataPath::Splice
-    } else {
-        DataPath::Hashed
-    };
-    #[cfg(target_os = "linux")]
-    let hash_asked = passed_path && super::passed_file::wants_sha256(ex);
-    #[cfg(not(target_os = "linux"))]
-    let hash_asked = false;
-    let options = UploadOptions {
-        hash: svc.options.hash || trailer_announced || hash_asked,
-        expected_digest: verify.then_some(expected_digest),
-        expected_len: declared,
-    };
-    let mut upload = match svc.store.begin(&path, options) {
-        Ok(u) => u,
-        Err(e) => return reply::store_error(ex, &e).await,
-    };
-    // Kept with the file when the filesystem allows; else it is served by its name.
-    if let Some(media_type) = super::mime::of_request(ex) {
-        upload.set_media_type(&media_type);
-    }
-    // A received body's declared length is checked before it is read: a disk that cannot
-    // hold it is a 507 now, not after the client sent most of it; its blocks are then
-    // reserved a window ahead of the bytes. (A passed file is cloned or copied by the kernel,
-    // which allocates as it goes.)
-    if data_path != DataPath::Passed {
-        if let Err(e) = upload.preallocate() {
-            return reply::store_error(ex, &e).await;
-        }
-    }
-    let hashing = svc.options.hash || verify || trailer_announced || hash_asked;
-    let mut where_hashed = WhereHashed::default();
-    #[cfg(target_os = "linux")]
-    let mut passed_copy = None;
-    let received = match data_path {
-        DataPath::Splice => splice_body(ex, &mut upload, &mut NoCheckpoints).await,
-        DataPath::Hashed => {
-            let counts = &mut where_hashed;
-            hashed_body(svc, ex, &mut upload, hashing, counts, &mut NoCheckpoints).await
-        }
-        // `take` checked that a passed file comes with a Content-Length.
-        #[cfg(target_os = "linux")]
-        DataPath::Passed => match (passed, declared) {
-            (Some(file), Some(len)) => {
-                let counts = &mut where_hashed;
-                let copied = super::passed_file::copy(svc, &mut upload, file, len, counts).await;
-                copied.map(|way| passed_copy = Some(way))
-            }
-            _ => unreachable!("the passed path is chosen with a file and a length"),
-        },
-        #[cfg(not(target_os = "linux"))]
-        DataPath::Passed => unreachable!("files are passed on Linux only"),
-    };
-    if let Err(failure) = received {
-        drop(upload);
-        return failure.answer(ex, max).await;
-    }
-    if let Err(message) = expect_trailer_digest(ex, &expected_digest, |d| upload.expect_digest(d)) {
-        drop(upload);
-        return reply::error(ex, Problem::BadRequest, &message, &[]).await;
-    }
-    let committed = match preconditions::commit_checked(upload, ex.request()) {
-        Ok(c) => c,
-        Err(e) => return reply::store_error(ex, &e).await,
-    };
-    svc.on_stored(path.as_str(), &committed);
-    let etag = preconditions::etag(&committed.stored);
-    let stats = ex.body_stats();
-    tracing::debug!(path = %path, size = committed.size, data_path = data_path.as_str(), "stored");
-    let status = if committed.replaced {
-        StatusCode::OK
-    } else {
-        StatusCode::CREATED
-    };
-    let mut body = serde_json::json!({
-        "path": path.as_str(),
-        "size": committed.size,
-        "sha256": committed.sha256.map(|d| hex(&d)),
-        "replaced": committed.replaced,
-    });
-    if wants_internals(ex) {
-        body["data_path"] = data_path.as_str().into();
-        body["body"] = body_stats_json(&stats);
-        body["hashing"] = where_hashed.json();
-        #[cfg(target_os = "linux")]
-        if let Some(way) = passed_copy {
-            body["passed_copy"] = way.as_str().into();
-        }
-    }
-    reply::json_with(ex, status, &body, &[("etag", &etag)]).await
-}
+/// The draft revision's interop version, sent in every answer about an upload.
+pub(crate) const INTEROP_VERSION: &str = "8";
 
 /// Whether the client asked for the answer's internals with `Weir-Debug: 1`: which data path
 /// the body took (`data_path`), the body counters (`body`), where it was hashed (`hashing`).
@@ -276,7 +108,7 @@ pub(super) trait Checkpoints: Send {
     /// now (every byte written, none past them queued to `hashing`: the bytes are hashed on that
     /// lane's thread, which then hands over the hash state at this size). `Some(offset)`: tell
     /// the client that the bytes up to `offset` are durable (the draft's progress `104`,
-    /// [`super::resumable::announce_offset`]). An error (a checkpoint failed) stops the body.
+    /// [`announce_offset`]). An error (a checkpoint failed) stops the body.
     fn poll(
         &mut self,
         upload: &Upload,
@@ -312,7 +144,7 @@ async fn step(
 ) -> Result<(), BodyFailure> {
     let acknowledged = progress.poll(upload, hashing);
     if let Some(offset) = acknowledged.map_err(BodyFailure::Store)? {
-        super::resumable::announce_offset(ex, offset)
+        announce_offset(ex, offset)
             .await
             .map_err(BodyFailure::Body)?;
     }
@@ -564,7 +396,7 @@ pub(super) fn announces_digest_trailer(ex: &Exchange<'_>) -> bool {
 /// (`Upload::expect_digest`), never stored unchecked; a store that cannot verify it refuses it
 /// here. An error (answer 400) when it is malformed, disagrees with the head's
 /// `Content-Digest` for the same algorithm, or is refused. The one reading of the trailer for
-/// the local and the S3 `PUT` (`remote.rs`).
+/// every store's `PUT`.
 pub(super) fn expect_trailer_digest(
     ex: &Exchange<'_>,
     in_head: &ContentDigest,
@@ -598,4 +430,55 @@ pub(super) fn expect_trailer_digest(
 pub(super) async fn too_large(ex: &mut Exchange<'_>, max: u64) -> Result<(), weir::Error> {
     let message = format!("upload larger than the limit of {max} bytes");
     reply::error(ex, Problem::TooLarge, &message, &[]).await
+}
+
+/// The draft's progress announcement (§4.3: an interim `104` with the current offset while an
+/// append's content is processed; never a `Location`): sent after each checkpoint, so the
+/// offset it acknowledges is durable and the client may drop the bytes before it.
+pub(super) async fn announce_offset(ex: &mut Exchange<'_>, offset: u64) -> Result<(), weir::Error> {
+    // The offset's digits on the stack: a u64 has at most 20, so the write cannot fail.
+    let mut digits = [0u8; 20];
+    let mut cursor = std::io::Cursor::new(&mut digits[..]);
+    let _ = std::io::Write::write_fmt(&mut cursor, format_args!("{offset}"));
+    let len = usize::try_from(cursor.position()).unwrap_or(digits.len());
+    ex.send_informational(
+        StatusCode::from_u16(104).unwrap_or(StatusCode::CONTINUE),
+        &[
+            ("upload-offset", &digits[..len]),
+            ("upload-draft-interop-version", INTEROP_VERSION.as_bytes()),
+        ],
+    )
+    .await
+}
+
+/// Sets the type the upload was created with (IETF: the creation's `Content-Type`; tus:
+/// `Upload-Metadata`'s `filetype` or `type`) on its file, before an append that may complete
+/// it: the commit renames the file with it. One `fsetxattr` per such request.
+pub(super) fn keep_media_type(appending: &Appending, upload: &mut Upload) {
+    let state = appending.state();
+    if let Some(t) = state.metadata.as_deref().and_then(super::mime::of_metadata) {
+        upload.set_media_type(&t);
+    }
+}
+
+/// An append's body into its file by this module's paths (the IETF draft's and tus's): splice with `--no-hash`, else direct
+/// reads into pooled buffers, hashed inline then pipelined when `hashing` (the first request
+/// of an upload, or one resumed from a kept hash state), else not hashed (completion reads the
+/// file back).
+pub(super) async fn append_body(
+    svc: &Service,
+    ex: &mut Exchange<'_>,
+    upload: &mut Upload,
+    hashing: bool,
+    counts: &mut WhereHashed,
+    progress: &mut dyn Checkpoints,
+) -> Result<(), BodyFailure> {
+    let splice = !hashing
+        && !svc.options.hash
+        && (ex.request().content_length().is_some() || !svc.options.limited_storage);
+    if splice {
+        splice_body(ex, upload, progress).await
+    } else {
+        hashed_body(svc, ex, upload, hashing, counts, progress).await
+    }
 }

@@ -2,8 +2,8 @@
 //! `Upload-Length`, integers on one field line) and the size checks made on them before any of
 //! the body is read.
 
-use super::super::reply::Problem;
-use super::super::service::Service;
+use crate::serve::reply::Problem;
+use crate::serve::service::Service;
 use weir::Exchange;
 use weir_proto::upload_fields;
 

@@ -56,65 +56,44 @@
 //! the commit like one given at creation, so a client can hash while it sends (`weir put`).
 //! Announced at creation (`Trailer:`), it makes the creation hash while receiving.
 
-use super::auth::{Access, Caller, Verdict};
-use super::preconditions;
-use super::reply::{self, Problem, hex};
-use super::service::Service;
-use super::upload::{self, BodyFailure, WhereHashed};
+use crate::serve::auth::{Access, Caller, Verdict};
+use crate::serve::body::{
+    self, AppendCheckpoints, BodyFailure, WhereHashed, announce_offset, append_body,
+    keep_media_type,
+};
+use crate::serve::preconditions;
+use crate::serve::reply::{self, Problem, hex};
+use crate::serve::service::{NoUploads, Service};
 use http::StatusCode;
-use std::time::Duration;
 use weir::{Exchange, http};
 use weir_proto::upload_fields::{self, UploadLimits};
 use weir_store::{
-    Appending, ContentDigest, FileMeta, LocalAppend, ResumableAppend, ResumableCreation,
-    ResumableEnd, ResumableError, ResumableStore, Resumables, StoreError, StorePath, Upload,
-    UploadState, VersionCheck,
+    ContentDigest, FileMeta, LocalAppend, ResumableAppend, ResumableCreation, ResumableEnd,
+    ResumableError, ResumableStore, StoreError, StorePath, UploadState, VersionCheck,
 };
 
-pub(super) use fields::{check_sizes, integer, request_length, upload_complete};
+pub(in crate::serve) use fields::{check_sizes, integer, request_length, upload_complete};
 
-mod checkpoints;
 mod digests;
 mod fields;
-pub(super) use checkpoints::AppendCheckpoints;
-pub(super) use digests::{announces_trailer_digest, expected_digest, trailer_digest};
+pub(in crate::serve) use digests::{announces_trailer_digest, expected_digest, trailer_digest};
 
-/// The draft revision's interop version, sent in every answer about an upload.
-pub(crate) const INTEROP_VERSION: &str = "8";
+pub(crate) use crate::serve::body::INTEROP_VERSION;
 
 /// Where upload resources live.
 pub(crate) const PREFIX: &str = "/uploads/";
 
-/// Resumable uploads' options (`weir serve --resumable-*`).
-#[derive(Clone, Copy, Debug)]
-pub struct ResumableOptions {
-    /// How long an incomplete upload lives after its creation or last append.
-    pub expiry: Duration,
-    /// Largest body of one creation or append request (`max-append-size`); `None`: the
-    /// upload limit.
-    pub max_append: Option<u64>,
-    /// Smallest body of one request that does not complete the upload (`min-append-size`).
-    pub min_append: Option<u64>,
-}
-
-impl Default for ResumableOptions {
-    fn default() -> Self {
-        ResumableOptions {
-            expiry: Duration::from_secs(24 * 3600),
-            max_append: None,
-            min_append: None,
-        }
-    }
-}
-
-/// The resumable route on a service without resumable uploads: `503` locally (not enabled),
-/// `501` with `--store s3://` (`not-implemented`).
-pub(super) async fn unavailable(svc: &Service, ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
+/// The resumable route on a service without resumable uploads, for the reason the router
+/// found: `503` when not enabled, `501` (`not-implemented`) with `--store s3://` without them.
+pub(in crate::serve) async fn unavailable(
+    ex: &mut Exchange<'_>,
+    why: NoUploads,
+) -> Result<(), weir::Error> {
     #[cfg(feature = "s3")]
-    if svc.remote.is_some() {
-        return super::remote::not_implemented(ex, "a resumable upload").await;
+    if why == NoUploads::NotWithThisStore {
+        return crate::serve::service::not_implemented(ex, "a resumable upload").await;
     }
-    let _ = svc;
+    let _ = why;
     let message = "resumable uploads are not available on this server";
     reply::error(ex, Problem::Unavailable, message, &[]).await
 }
@@ -128,7 +107,7 @@ fn limits<S: ResumableStore>(svc: &Service, store: &S, state: Option<&S::State>)
 }
 
 /// The `Upload-Limit` value, with `max-age` in seconds (also the S3 store's uploads').
-pub(super) fn limits_with_age(svc: &Service, max_age: u64) -> String {
+pub(in crate::serve) fn limits_with_age(svc: &Service, max_age: u64) -> String {
     let opts = &svc.resumable_options;
     let limits = UploadLimits {
         max_size: Some(svc.options.max_upload),
@@ -146,7 +125,7 @@ pub(super) fn limits_with_age(svc: &Service, max_age: u64) -> String {
 
 /// Sends `problem` (its type may be one of the draft's, §9) with extension members (`extra`,
 /// an object or null) and extra headers, and the draft's interop version.
-pub(super) async fn problem(
+pub(in crate::serve) async fn problem(
     ex: &mut Exchange<'_>,
     problem: Problem,
     message: &str,
@@ -163,7 +142,7 @@ pub(super) async fn problem(
 
 /// `PUT /files/{path}` with `Upload-Complete`: creates the upload resource, announces it
 /// (104), then receives the body as its first append.
-pub(super) async fn create<S: ResumableStore>(
+pub(in crate::serve) async fn create<S: ResumableStore>(
     svc: &Service,
     store: &S,
     ex: &mut Exchange<'_>,
@@ -204,7 +183,7 @@ pub(super) async fn create<S: ResumableStore>(
         Ok(c) => c,
         Err(message) => return reply::error(ex, Problem::BadRequest, message, &[]).await,
     };
-    match hold_at_creation(svc, ex, &path, &condition).await {
+    match hold_at_creation(svc, ex, &path).await {
         Ok(true) => {}
         Ok(false) => return preconditions::failed(ex).await,
         Err(e) => return reply::store_error(ex, &e).await,
@@ -212,14 +191,15 @@ pub(super) async fn create<S: ResumableStore>(
     // The creation's `Content-Type` is the file's: set by the store at completion, or (the
     // local store) kept in the record as tus keeps its type (`filetype` in `Upload-Metadata`)
     // and set on the file before the completion (`keep_media_type`).
-    let media_type = super::mime::of_request(ex).filter(|t| !super::mime::is_upload_framing(t));
+    let media_type =
+        crate::serve::mime::of_request(ex).filter(|t| !crate::serve::mime::is_upload_framing(t));
     let metadata = media_type
         .as_ref()
         .filter(|_| !S::KEEPS_MEDIA_TYPE)
         .map(|t| {
             // ALLOCATION: the record's metadata line, once per creation that has a type.
             let mut m = String::from("filetype ");
-            super::base64::encode_into(t.as_str().as_bytes(), &mut m);
+            crate::serve::base64::encode_into(t.as_str().as_bytes(), &mut m);
             m
         });
     // A digest announced to follow the body is verified at completion from the hash taken
@@ -253,37 +233,26 @@ pub(super) async fn create<S: ResumableStore>(
 }
 
 /// The creating request's preconditions against the file at `path` now, in the service's file
-/// store: locally any precondition field, a file that cannot be read counting as holding; in
-/// a bucket (`--store s3://`) only when the request recorded a `condition`, a failure to read
-/// the object being the store's error.
+/// store (`preconditions::hold_now`: a file that cannot be read counts as holding, a bucket
+/// that cannot be read is its error).
 async fn hold_at_creation(
     svc: &Service,
     ex: &mut Exchange<'_>,
     path: &StorePath,
-    condition: &[(String, String)],
 ) -> Result<bool, StoreError> {
-    #[cfg(feature = "s3")]
-    if let Some(store) = svc.remote.as_deref() {
-        if condition.is_empty() {
-            return Ok(true);
-        }
-        let meta = super::remote::current(store, path).await?;
-        return Ok(preconditions::hold(ex.request(), meta.as_ref()));
-    }
-    let _ = condition;
-    Ok(preconditions::hold_now(&svc.store, ex.request(), path))
+    crate::serve::service::with_files!(svc, s => preconditions::hold_now(s, ex.request(), path).await)
 }
 
 /// The resumable creation of a `PUT /files/{path}` (`target` a file) or a `POST /files/{dir}/`
 /// ([`create`], [`create_in`]): `service.rs` dispatches both here once.
-pub(super) async fn create_at<S: ResumableStore>(
+pub(in crate::serve) async fn create_at<S: ResumableStore>(
     svc: &Service,
     store: &S,
     ex: &mut Exchange<'_>,
-    target: super::target::Target,
+    target: crate::serve::target::Target,
     complete: bool,
 ) -> Result<(), weir::Error> {
-    use super::target::Target;
+    use crate::serve::target::Target;
     let post = *ex.request().method() == http::Method::POST;
     match target {
         Target::File(p) if !post => create(svc, store, ex, p, complete).await,
@@ -295,7 +264,7 @@ pub(super) async fn create_at<S: ResumableStore>(
 /// Whether a `POST` to a directory is a resumable upload creation: a valid `Upload-Complete`
 /// and a body that is not a form (a `multipart/form-data` POST keeps its meaning: the draft lets
 /// a resource ignore `Upload-Complete`, and a form is stored whole). `Some(complete)` if so.
-pub(super) fn post_creation(ex: &Exchange<'_>) -> Option<bool> {
+pub(in crate::serve) fn post_creation(ex: &Exchange<'_>) -> Option<bool> {
     let form = ex.request().header_str("content-type").is_some_and(|t| {
         t.split(';')
             .next()
@@ -308,7 +277,7 @@ pub(super) fn post_creation(ex: &Exchange<'_>) -> Option<bool> {
 /// upload): the file is `{dir}/{filename}`, the name taken from `Content-Disposition` (RFC
 /// 6266, `filename*` before `filename`, as the draft recommends with `inline`); then as
 /// [`create`]. No file name: 400, nothing created.
-pub(super) async fn create_in<S: ResumableStore>(
+pub(in crate::serve) async fn create_in<S: ResumableStore>(
     svc: &Service,
     store: &S,
     ex: &mut Exchange<'_>,
@@ -316,11 +285,11 @@ pub(super) async fn create_in<S: ResumableStore>(
     complete: bool,
 ) -> Result<(), weir::Error> {
     let named = match ex.request().header_str("content-disposition") {
-        Some(value) => super::multipart::request_filename(value).map_err(|e| e.0),
+        Some(value) => crate::serve::multipart::request_filename(value).map_err(|e| e.0),
         None => Ok(None),
     };
     let path = match named {
-        Ok(Some(name)) => super::form::file_in(dir.as_ref(), &name),
+        Ok(Some(name)) => crate::serve::target::file_in(dir.as_ref(), &name),
         Ok(None) => Err(
             "a resumable POST names its file: Content-Disposition: inline; filename=\"NAME\" \
              (or PUT /files/{path})",
@@ -333,29 +302,10 @@ pub(super) async fn create_in<S: ResumableStore>(
     }
 }
 
-/// The draft's progress announcement (§4.3: an interim `104` with the current offset while an
-/// append's content is processed; never a `Location`): sent after each checkpoint, so the
-/// offset it acknowledges is durable and the client may drop the bytes before it.
-pub(super) async fn announce_offset(ex: &mut Exchange<'_>, offset: u64) -> Result<(), weir::Error> {
-    // The offset's digits on the stack: a u64 has at most 20, so the write cannot fail.
-    let mut digits = [0u8; 20];
-    let mut cursor = std::io::Cursor::new(&mut digits[..]);
-    let _ = std::io::Write::write_fmt(&mut cursor, format_args!("{offset}"));
-    let len = usize::try_from(cursor.position()).unwrap_or(digits.len());
-    ex.send_informational(
-        StatusCode::from_u16(104).unwrap_or(StatusCode::CONTINUE),
-        &[
-            ("upload-offset", &digits[..len]),
-            ("upload-draft-interop-version", INTEROP_VERSION.as_bytes()),
-        ],
-    )
-    .await
-}
-
 /// `OPTIONS /files/...` or `OPTIONS *`: `Accept-Patch: application/partial-upload` and the
 /// limits (`limit`: a new upload's `Upload-Limit`, [`new_limits`]; `None` without resumable
 /// uploads), for clients that discover resumable uploads first (draft §4.1.4).
-pub(super) async fn options(
+pub(in crate::serve) async fn options(
     ex: &mut Exchange<'_>,
     limit: Option<String>,
 ) -> Result<(), weir::Error> {
@@ -372,7 +322,7 @@ pub(super) async fn options(
 }
 
 /// The `Upload-Limit` of a new upload in `store`, for [`options`].
-pub(super) fn new_limits<S: ResumableStore>(svc: &Service, store: &S) -> String {
+pub(in crate::serve) fn new_limits<S: ResumableStore>(svc: &Service, store: &S) -> String {
     limits(svc, store, None)
 }
 
@@ -381,7 +331,7 @@ pub(super) fn new_limits<S: ResumableStore>(svc: &Service, store: &S) -> String 
 /// before the method, an upload that cannot be read left to the route's own answers; in a
 /// bucket after it, such an upload a 404 (or the store's error) at once
 /// (`ResumableStore::JUDGES_CONFINED_FIRST`).
-pub(super) async fn serve<S: ResumableStore>(
+pub(in crate::serve) async fn serve<S: ResumableStore>(
     svc: &Service,
     store: &S,
     ex: &mut Exchange<'_>,
@@ -446,8 +396,8 @@ async fn admitted<S: ResumableStore>(
     };
     match verdict {
         Verdict::Allowed => return Ok(true),
-        Verdict::Unauthorized => super::service::unauthorized(ex).await?,
-        Verdict::Forbidden => super::service::forbidden(ex).await?,
+        Verdict::Unauthorized => crate::serve::service::unauthorized(ex).await?,
+        Verdict::Forbidden => crate::serve::service::forbidden(ex).await?,
     }
     Ok(false)
 }
@@ -638,11 +588,11 @@ async fn receive<S: ResumableStore>(
     };
     let end = appending.finish_checked(complete, check).await;
     let stats = ex.body_stats();
-    let internals = upload::wants_internals(ex);
+    let internals = body::wants_internals(ex);
     match end {
         Ok(ResumableEnd::Incomplete(state)) => {
             let limit = limits(svc, store, Some(&state));
-            let stats = internals.then(|| upload::body_stats_json(&stats));
+            let stats = internals.then(|| body::body_stats_json(&stats));
             answer_incomplete(ex, location, state.offset(), limit, stats).await
         }
         Ok(ResumableEnd::Completed(committed)) => {
@@ -655,7 +605,7 @@ async fn receive<S: ResumableStore>(
                 "upload": format!("{PREFIX}{id}"),
             });
             if internals {
-                body["body"] = upload::body_stats_json(&stats);
+                body["body"] = body::body_stats_json(&stats);
                 if let Some(counts) = counts {
                     // All 0 for a resumed upload whose hash state was not kept: hashed at
                     // completion, by reading the file back.
@@ -681,7 +631,8 @@ async fn into_file(
     // kept its hash state with its offset (else completion reads the file back).
     let hashing = file.upload.is_hashing();
     let mut checkpoints = AppendCheckpoints::new(&mut file.appending, true);
-    let mut received = body(svc, ex, &mut file.upload, hashing, counts, &mut checkpoints).await;
+    let mut received =
+        append_body(svc, ex, &mut file.upload, hashing, counts, &mut checkpoints).await;
     // The checkpoint out, if any, ends before the request records its end.
     match checkpoints.settle().await {
         Ok(Some(offset)) if received.is_ok() => {
@@ -698,7 +649,7 @@ async fn into_file(
 /// Answers an append (or a creation's body) that left its upload incomplete, for both stores:
 /// `201` with `Location` and a JSON body for a creation, else `204`; `stats` is the request's
 /// body statistics when the client asked for them (`Weir-Debug`).
-pub(super) async fn answer_incomplete(
+pub(in crate::serve) async fn answer_incomplete(
     ex: &mut Exchange<'_>,
     location: Option<&str>,
     offset: u64,
@@ -737,7 +688,7 @@ pub(super) async fn answer_incomplete(
 
 /// Answers the request that completed an upload, for both stores: `201` (`200` if it replaced
 /// a file) with the stored file's JSON `body`, and its `ETag` when the store knows it.
-pub(super) async fn answer_completed(
+pub(in crate::serve) async fn answer_completed(
     ex: &mut Exchange<'_>,
     replaced: bool,
     body: serde_json::Value,
@@ -765,7 +716,7 @@ pub(super) async fn answer_completed(
 
 /// Answers an append that failed at its end, for both stores: the length disagreeing with the
 /// upload's (the draft's problem type, with the offset received), or the store's error.
-pub(super) async fn answer_append_failed(
+pub(in crate::serve) async fn answer_append_failed(
     ex: &mut Exchange<'_>,
     e: StoreError,
 ) -> Result<(), weir::Error> {
@@ -786,38 +737,6 @@ pub(super) async fn answer_append_failed(
             ];
             reply::store_error_with(ex, &e, &headers).await
         }
-    }
-}
-
-/// Sets the type the upload was created with (IETF: the creation's `Content-Type`; tus:
-/// `Upload-Metadata`'s `filetype` or `type`) on its file, before an append that may complete
-/// it: the commit renames the file with it. One `fsetxattr` per such request.
-pub(super) fn keep_media_type(appending: &Appending, upload: &mut Upload) {
-    let state = appending.state();
-    if let Some(t) = state.metadata.as_deref().and_then(super::mime::of_metadata) {
-        upload.set_media_type(&t);
-    }
-}
-
-/// The body into the upload by `upload.rs`'s paths: splice with `--no-hash`, else direct
-/// reads into pooled buffers, hashed inline then pipelined when `hashing` (the first request
-/// of an upload, or one resumed from a kept hash state), else not hashed (completion reads the
-/// file back).
-pub(super) async fn body(
-    svc: &Service,
-    ex: &mut Exchange<'_>,
-    upload: &mut Upload,
-    hashing: bool,
-    counts: &mut WhereHashed,
-    progress: &mut dyn upload::Checkpoints,
-) -> Result<(), BodyFailure> {
-    let splice = !hashing
-        && !svc.options.hash
-        && (ex.request().content_length().is_some() || !svc.options.limited_storage);
-    if splice {
-        upload::splice_body(ex, upload, progress).await
-    } else {
-        upload::hashed_body(svc, ex, upload, hashing, counts, progress).await
     }
 }
 
@@ -870,34 +789,5 @@ async fn refused<S: ResumableStore>(
             problem(ex, kind, message, none, &headers).await
         }
         ResumableError::Store(e) => reply::store_error(ex, &e).await,
-    }
-}
-
-/// Starts the background sweep of expired uploads: a thread that wakes every quarter of the
-/// expiry (between 1 s and 60 s) and stops when the service is gone.
-pub(super) fn start_sweeper(resumables: &std::sync::Arc<Resumables>) {
-    let weak = std::sync::Arc::downgrade(resumables);
-    let period = (resumables.expiry() / 4).clamp(Duration::from_secs(1), Duration::from_secs(60));
-    let spawned = std::thread::Builder::new()
-        .name("weir-resumable-sweep".into())
-        .spawn(move || {
-            loop {
-                std::thread::sleep(period);
-                let Some(r) = weak.upgrade() else { return };
-                match r.sweep() {
-                    Ok(s) if s.uploads > 0 => {
-                        tracing::info!(
-                            uploads = s.uploads,
-                            bytes = s.bytes,
-                            "expired uploads removed"
-                        );
-                    }
-                    Ok(_) => {}
-                    Err(e) => tracing::warn!(error = %e, "sweeping expired uploads"),
-                }
-            }
-        });
-    if let Err(e) = spawned {
-        tracing::warn!(error = %e, "no sweeper thread: expired uploads are removed at start only");
     }
 }

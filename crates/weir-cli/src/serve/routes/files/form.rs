@@ -1,80 +1,118 @@
 //! `POST /files/{dir}/` with `multipart/form-data` (browser forms, `curl -F`): every file part
-//! is streamed into the store under `{dir}/{filename}`.
+//! is streamed into the store under `{dir}/{filename}`. Written once, generic over weir-store's
+//! `Store` (static dispatch).
 //!
 //! The body is read straight into a pooled buffer (`Exchange::read_body`, direct reads) and
-//! the parser hands out slices of it, which `Upload::write` hashes and writes in place. The only
-//! other copy moves the few bytes held back at the end of the buffer (a possible delimiter, or
-//! a part's headers not yet complete) to its front before the next read.
+//! the parser hands out slices of it, which `StoreUpload::write` takes in place (a local
+//! upload hashes and writes them; a bucket's copies them into its part). The only other copy
+//! moves the few bytes held back at the end of the buffer (a possible delimiter, or a part's
+//! headers not yet complete) to its front before the next read.
 //!
-//! All or nothing per request: each file goes to its own temporary file, and they are committed
-//! together (`LocalStore::commit_all`) only once the whole body has arrived and parsed. A body
-//! that fails midway (client gone, malformed, too large, disk full), two parts with the same
-//! file name, or a part whose path another part (or the tree) needs as a directory: none of its
-//! files is stored, no directory is made, even across a crash during the commit. A finished
-//! part's temporary is parked (its descriptor closed): a form holds one open upload file at a
-//! time however many files it has. Form fields without a file
+//! **Nothing before the end.** Each file goes to its own upload, and none is committed before
+//! the whole body has arrived and parsed. A body that fails midway (client gone, malformed, too
+//! large, disk full, a store failure), a part whose target fails the preconditions (checked
+//! when its part begins), a form without a file: every upload is aborted, and the aborts are
+//! awaited before the answer, so nothing is left pending and nothing is visible. When a part
+//! ends its upload `finish_writes`: a local one parks its temporary (its descriptor closed: a
+//! form holds one open upload file at a time however many files it has); a bucket's sends its
+//! last part and waits for its parts (small files kept within one part size in total), so a
+//! form holds at most `part_size × (parts_in_flight + 1)` for the file being written, plus
+//! one `part_size` of small files waiting, plus the read buffer. Form fields without a file
 //! name are read and ignored. `filename` may contain `/` (a browser's folder upload); it is
-//! validated as a store path like any URL path. Preconditions (`If-None-Match: *`: create
-//! only) apply to each file's own target, when its part begins and again inside the form's
-//! commit, under the store's lock before any rename (`preconditions.rs`); one failing is a 412
-//! for the form, and nothing is stored.
+//! validated as a store path like any URL path.
 //!
-//! The parsing and the answers are shared with the S3 store's form route (`remote_form.rs`):
-//! [`receive`] drives a [`FormSink`], which keeps the file parts' uploads; this file's
-//! [`LocalForm`] parks each finished part's temporary file and commits them all with
-//! `commit_all`, `remote_form.rs`'s sink holds each part in a `StoreUpload` and commits them
-//! in order. Both answer through [`answer_stored`] and [`commit_failed`].
+//! **Commit** (`Store::commit_all`), with the request's preconditions (`If-None-Match: *`:
+//! create only) checked against each file's own target, and where the stores differ
+//! (`Store::ATOMIC_COMMIT_ALL`):
+//! - the local store commits all or none (`LocalStore::commit_all`): two parts with the same
+//!   file name, a part whose path another part (or the tree) needs as a directory, a refused
+//!   precondition: none of its files is stored, no directory is made, even across a crash
+//!   during the commit;
+//! - a bucket cannot commit several objects at once: the files are committed in order, each
+//!   checked atomically with its own write; if one fails, the files this form already *created*
+//!   are deleted again (each only if it is still the version the form wrote), and the answer is
+//!   the failure's. A file the form *replaced* is left in place (the earlier version cannot be
+//!   put back) and the answer names it. Between the first commit and the last, other clients
+//!   can see the form's earlier files, and a node that dies there leaves them stored (tests:
+//!   `s3_forms`).
 
-use super::multipart::{self, Event, MultipartError, Parser};
-use super::preconditions;
-use super::reply::{self, Problem, hex};
-use super::service::Service;
-use super::upload::{BodyFailure, too_large};
+use crate::serve::body::{self, BodyFailure, too_large};
+use crate::serve::multipart::{self, Event, MultipartError, Parser};
+use crate::serve::preconditions;
+use crate::serve::reply::{self, Problem, hex};
+use crate::serve::service::Service;
 use http::StatusCode;
 use std::future::Future;
 use weir::{Exchange, Request, http};
-use weir_store::{Committed, MediaType, StoreError, StorePath, Upload, UploadOptions};
+use weir_proto::conditional;
+use weir_store::{
+    Committed, FileMeta, MediaType, Store, StoreError, StorePath, StoreUpload, UploadOptions,
+    VersionCheck,
+};
 
 /// Most files in one form: each is a temporary file in the staging area (or, over S3, an
 /// upload) until the end of the body.
 const MAX_FILES: usize = 1000;
 
-pub(super) async fn post(
+/// A form's files into `store` under `dir` (see the module doc).
+pub(in crate::serve) async fn post<S: Store>(
     svc: &Service,
+    store: &S,
     ex: &mut Exchange<'_>,
     dir: Option<StorePath>,
 ) -> Result<(), weir::Error> {
     let Some(parser) = parser_for(svc, ex).await? else {
         return Ok(());
     };
-    let mut sink = LocalForm {
+    let conditional = conditional::has_preconditions(&preconditions::Fields(ex.request()));
+    let mut sink = StagedForm {
         svc,
+        store,
         current: None,
         staged: Vec::new(),
+        held: 0,
     };
     if let Err(failure) = receive(svc, ex, parser, dir.as_ref(), &mut sink).await {
-        // Dropping the uploads removes their temporary files.
-        drop(sink);
+        sink.abort().await;
         return failure.answer(ex, svc.options.max_upload).await;
     }
     if sink.staged.is_empty() {
         return no_file(ex).await;
     }
-    let (paths, uploads): (Vec<_>, Vec<_>) = sink.staged.into_iter().unzip();
-    // The preconditions of every part are checked again inside the commit, under the store's
-    // lock and before anything is renamed: one refused stores none of the files.
-    match preconditions::commit_all_checked(&svc.store, uploads, ex.request()) {
-        Ok(committed) => answer_stored(svc, ex, &paths, committed).await,
-        Err(e) => commit_failed(ex, &e).await,
+    let staged = std::mem::take(&mut sink.staged);
+    // ALLOCATION: the paths, kept for the answer (the store takes the uploads).
+    let paths: Vec<StorePath> = staged.iter().map(|(path, _)| path.clone()).collect();
+    let head = ex.request();
+    let check = |meta: Option<&FileMeta>| preconditions::hold(head, meta);
+    let check: Option<VersionCheck<'_>> = if conditional { Some(&check) } else { None };
+    let failed = match store.commit_all(staged, check).await {
+        Ok(committed) => return answer_stored(svc, ex, &paths, committed).await,
+        Err(failed) => failed,
+    };
+    if failed.kept.is_empty() {
+        return commit_failed(ex, &failed.error).await;
     }
+    // ALLOCATION: the names in the answer, on this failure only.
+    let mut names = String::new();
+    for (i, committed) in &failed.kept {
+        svc.on_stored(paths[*i].as_str(), committed);
+        if !names.is_empty() {
+            names.push_str(", ");
+        }
+        names.push_str(paths[*i].as_str());
+    }
+    let e = &failed.error;
+    let message = format!(
+        "{e}; the form's commit stopped there, and these of its files stay stored (each \
+         replaced an earlier version, which cannot be put back, or could not be deleted \
+         again): {names}"
+    );
+    reply::error(ex, reply::store_problem(e), &message, &[]).await
 }
 
 /// The checks before a form's body (its media type and boundary, the size limit), which set
 /// the body's limit: the parser for the body, or `None` once the refusal is answered.
-pub(super) async fn parser_for(
-    svc: &Service,
-    ex: &mut Exchange<'_>,
-) -> Result<Option<Parser>, weir::Error> {
+async fn parser_for(svc: &Service, ex: &mut Exchange<'_>) -> Result<Option<Parser>, weir::Error> {
     let boundary = ex
         .request()
         .header_str("content-type")
@@ -105,13 +143,13 @@ pub(super) async fn parser_for(
 }
 
 /// `400`: the form held no file part.
-pub(super) async fn no_file(ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
+async fn no_file(ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
     reply::error(ex, Problem::BadRequest, "no file in the form", &[]).await
 }
 
 /// The answer to a form whose files were all committed: `201` and each file's path, size and
 /// SHA-256; the hooks' `stored` events.
-pub(super) async fn answer_stored(
+async fn answer_stored(
     svc: &Service,
     ex: &mut Exchange<'_>,
     paths: &[StorePath],
@@ -128,17 +166,14 @@ pub(super) async fn answer_stored(
         }));
     }
     let mut body = serde_json::json!({ "files": stored });
-    if super::upload::wants_internals(ex) {
-        body["body"] = super::upload::body_stats_json(&ex.body_stats());
+    if body::wants_internals(ex) {
+        body["body"] = body::body_stats_json(&ex.body_stats());
     }
     reply::json(ex, StatusCode::CREATED, &body).await
 }
 
 /// The answer to a form whose commit was refused (nothing of it stored).
-pub(super) async fn commit_failed(
-    ex: &mut Exchange<'_>,
-    e: &StoreError,
-) -> Result<(), weir::Error> {
+async fn commit_failed(ex: &mut Exchange<'_>, e: &StoreError) -> Result<(), weir::Error> {
     match e {
         StoreError::PreconditionFailed => preconditions::failed(ex).await,
         StoreError::DuplicatePath { .. } => {
@@ -157,7 +192,7 @@ pub(super) async fn commit_failed(
 }
 
 /// Why a form's body was not received whole.
-pub(super) enum FormFailure {
+enum FormFailure {
     Malformed(&'static str),
     Body(BodyFailure),
     /// A file part's target fails the request's preconditions (`preconditions.rs`).
@@ -178,7 +213,11 @@ impl From<StoreError> for FormFailure {
 
 impl FormFailure {
     /// Answers the client (nothing of the form is stored).
-    pub(super) async fn answer(self, ex: &mut Exchange<'_>, max: u64) -> Result<(), weir::Error> {
+    pub(in crate::serve) async fn answer(
+        self,
+        ex: &mut Exchange<'_>,
+        max: u64,
+    ) -> Result<(), weir::Error> {
         match self {
             Self::Malformed(message) => reply::error(ex, Problem::BadRequest, message, &[]).await,
             Self::Body(failure) => failure.answer(ex, max).await,
@@ -189,7 +228,7 @@ impl FormFailure {
 
 /// Where [`receive`] puts a form's file parts: one store's uploads. Parts come one at a time:
 /// `begin`, its data in `write`s, `end`; at most one is open.
-pub(super) trait FormSink: Send {
+trait FormSink: Send {
     /// A file part begins, to be stored at `path` (with the part's media type, if any); `head`
     /// is the request's (its preconditions apply to each file's target).
     fn begin(
@@ -207,7 +246,7 @@ pub(super) trait FormSink: Send {
 }
 
 /// Reads and parses the whole body, handing each file part to `sink`.
-pub(super) async fn receive<K: FormSink>(
+async fn receive<K: FormSink>(
     svc: &Service,
     ex: &mut Exchange<'_>,
     mut parser: Parser,
@@ -240,7 +279,8 @@ pub(super) async fn receive<K: FormSink>(
                                 return Err(FormFailure::Malformed("too many files in one form"));
                             }
                             files += 1;
-                            let path = file_in(dir, &name).map_err(FormFailure::Malformed)?;
+                            let path = crate::serve::target::file_in(dir, &name)
+                                .map_err(FormFailure::Malformed)?;
                             sink.begin(ex.request(), path, head.content_type).await?;
                             Current::File
                         }
@@ -290,63 +330,63 @@ pub(super) async fn receive<K: FormSink>(
     Ok(())
 }
 
-/// The store path of the file `filename` (which may contain `/`) under `dir` (the root when
-/// `None`), validated as any store path.
-pub(super) fn file_in(dir: Option<&StorePath>, filename: &str) -> Result<StorePath, &'static str> {
-    let joined;
-    let full = match dir {
-        Some(dir) => {
-            joined = format!("{dir}/{filename}");
-            &joined
-        }
-        None => filename,
-    };
-    StorePath::parse(full).map_err(|e| e.as_str())
-}
-
-/// The local store's sink: each file part in a temporary file, parked once whole (so a form
-/// holds one open file at a time), all committed together by [`post`].
-struct LocalForm<'a> {
+/// The sink of [`receive`]: each file part in its own upload of `store`, staged until the
+/// form is whole.
+struct StagedForm<'a, S: Store> {
     svc: &'a Service,
+    store: &'a S,
     /// The part being received.
-    current: Option<(StorePath, Upload)>,
-    /// The parts received whole.
-    staged: Vec<(StorePath, Upload)>,
+    current: Option<(StorePath, S::Upload)>,
+    /// The parts received whole, waiting for their commit.
+    staged: Vec<(StorePath, S::Upload)>,
+    /// Bytes the staged uploads keep in memory (`StoreUpload::finish_writes`).
+    held: u64,
 }
 
-impl FormSink for LocalForm<'_> {
+impl<S: Store> StagedForm<'_, S> {
+    /// Aborts every upload, waiting for each, so that none is left pending in the store when
+    /// the answer goes out.
+    async fn abort(&mut self) {
+        if let Some((_, upload)) = self.current.take() {
+            let _ = upload.abort().await;
+        }
+        for (_, upload) in self.staged.drain(..) {
+            let _ = upload.abort().await;
+        }
+        self.held = 0;
+    }
+}
+
+impl<S: Store> FormSink for StagedForm<'_, S> {
     async fn begin(
         &mut self,
         head: &Request,
         path: StorePath,
         media_type: Option<MediaType>,
     ) -> Result<(), FormFailure> {
-        let svc = self.svc;
-        if !preconditions::hold_now(&svc.store, head, &path) {
+        if !preconditions::hold_now(self.store, head, &path).await? {
             return Err(FormFailure::Precondition);
         }
         let options = UploadOptions {
-            hash: svc.options.hash,
+            hash: self.svc.options.hash,
             ..UploadOptions::default()
         };
-        let mut upload = svc.store.begin(&path, options)?;
-        if let Some(media_type) = &media_type {
-            upload.set_media_type(media_type);
-        }
+        let upload = self.store.begin(&path, options, media_type).await?;
         self.current = Some((path, upload));
         Ok(())
     }
 
     async fn write(&mut self, data: &[u8]) -> Result<(), FormFailure> {
         if let Some((_, upload)) = &mut self.current {
-            upload.write(data)?;
+            // Waits while the store is busy with earlier parts: the backpressure.
+            upload.write(data).await?;
         }
         Ok(())
     }
 
     async fn end(&mut self) -> Result<(), FormFailure> {
         if let Some((path, mut upload)) = self.current.take() {
-            upload.park()?;
+            upload.finish_writes(&mut self.held).await?;
             self.staged.push((path, upload));
         }
         Ok(())

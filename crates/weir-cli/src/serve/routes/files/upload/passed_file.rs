@@ -33,9 +33,9 @@
 //! 400. The server only reads from it, at explicit offsets (the client's file position is left
 //! alone), never resolves a path through it, and closes it when the copy ends.
 
-use super::hasher::LaneHandle;
-use super::service::Service;
-use super::upload::{BodyFailure, LOST, WhereHashed};
+use crate::serve::body::{BodyFailure, LOST, WhereHashed};
+use crate::serve::hasher::LaneHandle;
+use crate::serve::service::Service;
 use std::fs::File;
 use std::os::fd::OwnedFd;
 use weir::Exchange;
@@ -49,7 +49,7 @@ pub(crate) const FIELD: &str = "weir-fd";
 pub(crate) const HASH_FIELD: &str = "weir-fd-hash";
 
 /// Whether the request asks for the stored copy's SHA-256 ([`HASH_FIELD`]).
-pub(super) fn wants_sha256(ex: &Exchange<'_>) -> bool {
+pub(in crate::serve) fn wants_sha256(ex: &Exchange<'_>) -> bool {
     ex.request()
         .header(HASH_FIELD)
         .is_some_and(|v| v.trim_ascii().eq_ignore_ascii_case(b"sha-256"))
@@ -61,7 +61,7 @@ const PIECE: u64 = 64 << 20;
 
 /// The descriptor of a request that passes one, checked; `Ok(None)` when the request does not
 /// (or none arrived: the body is then read as usual). `Err`: a 400 with its reason.
-pub(super) fn take(ex: &mut Exchange<'_>) -> Result<Option<File>, &'static str> {
+pub(in crate::serve) fn take(ex: &mut Exchange<'_>) -> Result<Option<File>, &'static str> {
     if ex.request().header(FIELD).is_none() {
         return Ok(None);
     }
@@ -97,7 +97,7 @@ fn check(fd: &OwnedFd) -> Result<(), &'static str> {
 
 /// How a passed file went into the upload (the answer's internals: `passed_copy`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum CopyWay {
+pub(in crate::serve) enum CopyWay {
     /// `FICLONE`: the stored copy shares the source's blocks (btrfs, XFS); nothing copied.
     /// The commit hashes it by reading it back, the one pass over the bytes.
     Reflink,
@@ -109,7 +109,7 @@ pub(super) enum CopyWay {
 }
 
 impl CopyWay {
-    pub(super) fn as_str(self) -> &'static str {
+    pub(in crate::serve) fn as_str(self) -> &'static str {
         match self {
             Self::Reflink => "reflink",
             Self::Pipelined => "pipelined",
@@ -126,7 +126,7 @@ impl CopyWay {
 /// the upload hashes, `pread` → write → hash in pieces, the hash on a hashing thread beside the
 /// reads and writes, so the commit finds the digest done; with nothing to hash, the kernel's
 /// `copy_file_range`.
-pub(super) async fn copy(
+pub(in crate::serve) async fn copy(
     svc: &Service,
     upload: &mut Upload,
     source: File,
@@ -353,8 +353,11 @@ fn read_write(
 }
 
 /// The 400 of a descriptor [`take`] refused.
-pub(super) async fn refuse(ex: &mut Exchange<'_>, reason: &str) -> Result<(), weir::Error> {
-    super::reply::error(ex, super::reply::Problem::BadRequest, reason, &[]).await
+pub(in crate::serve) async fn refuse(
+    ex: &mut Exchange<'_>,
+    reason: &str,
+) -> Result<(), weir::Error> {
+    crate::serve::reply::error(ex, crate::serve::reply::Problem::BadRequest, reason, &[]).await
 }
 
 #[cfg(test)]

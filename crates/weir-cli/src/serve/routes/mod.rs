@@ -1,0 +1,15 @@
+//! The routes of `weir serve`, one module per protocol, each dispatched to by `router.rs` and
+//! none importing another: what they share (the body paths, preconditions, answers, the
+//! service's state) lives beside them in `serve/`.
+//!
+//! | module | protocol |
+//! | --- | --- |
+//! | `files/` | `/files/`: downloads, listings, `PUT`, forms, deletes, folders; one module per operation, generic over weir-store's `Store` |
+//! | `resumable.rs` | resumable uploads (draft-ietf-httpbis-resumable-upload), generic over `ResumableStore` |
+//! | `tus.rs` | tus 1.0.0 over the same uploads |
+//! | `page.rs` | the browser page and its assets |
+
+pub(super) mod files;
+pub(super) mod page;
+pub(super) mod resumable;
+pub(super) mod tus;
