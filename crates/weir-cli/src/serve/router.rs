@@ -15,6 +15,7 @@
 //! | `PUT /files/{path}` or `POST /files/{dir}/` with `Upload-Complete`, `HEAD`/`PATCH`/`DELETE /uploads/{id}` | resumable uploads (`resumable.rs`, with either store) |
 //! | `OPTIONS`/`POST /tus/`, `HEAD`/`PATCH`/`DELETE /tus/{id}` | the same uploads over tus 1.0.0 (`tus.rs`, with either store) |
 //! | `GET /`, `/assets/...`, a folder's URL asked for as HTML | the browser page (`page.rs`) |
+//! | `GET /whoami` | what the request's credential may do, as JSON (`whoami.rs`) |
 //! | `OPTIONS` preflight from a `--cors-origin` | `204` with the allowed methods and fields (`cors.rs`) |
 //! | any but `/healthz`, with a `Host` not served | `421` (`host_check.rs`, checked in `observe.rs`) |
 //! | a write (`PUT`, `POST`, `PATCH`, `DELETE`) from a browser page of another origin | `403` (`origin_guard.rs`) |
@@ -29,7 +30,7 @@
 use super::auth::{Access, Auth, Credential, Verdict};
 use super::reply::{self, Problem};
 use super::routes::resumable;
-use super::routes::{files, page, tus};
+use super::routes::{files, page, tus, whoami};
 use super::service::{
     Service, forbidden, method_not_allowed, unauthorized, with_files, with_uploads,
 };
@@ -68,6 +69,9 @@ impl Service {
         // The browser page (page.rs), before the token check: it holds no data.
         if let Some(asset) = page::route(ex.request()) {
             return page::serve(ex, asset).await;
+        }
+        if path == whoami::PATH {
+            return whoami::serve(ex, &self.auth()).await;
         }
         // ALLOCATION: the routes that touch the store run in a future of their own on the heap,
         // one per such request. Their futures are large (hashing state, upload and hook

@@ -870,9 +870,9 @@ def part_token(browser):
     expect(page.locator("#token-form")).to_be_visible()
     expect(page.locator("#forget")).to_be_hidden()
     expect(listed_link(page, "data.csv")).to_have_count(1)
-    # No /whoami on this server: every Delete offered, the server decides.
+    # The server's own /whoami, no tokens: anyone may do everything, every Delete offered.
     expect(page.locator('button[aria-label="Delete data.csv"]')).to_be_visible()
-    expect(page.locator("#who")).to_be_hidden()
+    expect(page.locator("#who")).to_have_text("No token: read, write, delete")
 
     def whoami(body, listed="data.csv"):
         page.unroute("**/whoami")
@@ -901,6 +901,34 @@ def part_token(browser):
     expect(page.locator("#who")).to_be_hidden()
     assert not errors, errors
     context.close()
+    server.stop()
+
+    # The real /whoami behind tokens: the page asks with the token typed into its box.
+    tokens = os.path.join(WORK, "tokens-whoami")
+    write(tokens, b"reader-secret read name=reader\ncleaner-secret read,delete raw name=raw-cleaner\n")
+    server = Server("--token-file", tokens, root=root).start()
+    # (A prefix token may list only its folder: the cleaner opens raw/'s URL.)
+    for token, folder, listed, who, deletable, kept in [
+        ("reader-secret", "/", "data.csv", "Token reader: read", [],
+         ["Delete data.csv", "Delete folder raw"]),
+        ("cleaner-secret", "/files/raw/", "a.csv", "Token raw-cleaner: read, delete in raw/",
+         ["Delete a.csv"], []),
+    ]:
+        context = browser.new_context()
+        page = new_page(context, errors)
+        page.goto(server.url + folder)
+        expect(page.locator("#status")).to_contain_text("Reading needs a token")
+        page.fill("#token", token)
+        page.press("#token", "Enter")
+        expect(listed_link(page, listed)).to_have_count(1)
+        expect(page.locator("#who")).to_have_text(who)
+        for label in deletable:
+            expect(page.locator(f'button[aria-label="{label}"]')).to_be_visible()
+        for label in kept:
+            expect(page.locator(f'button[aria-label="{label}"]')).to_have_count(0)
+        shot(page, "whoami-" + token)
+        context.close()
+    assert not errors, errors
     server.stop()
 
 

@@ -49,3 +49,4 @@ mod token_reload;
 mod trailers;
 mod tus;
 mod webhooks;
+mod whoami;

@@ -8,8 +8,10 @@
 //! | `resumable.rs` | resumable uploads (draft-ietf-httpbis-resumable-upload), generic over `ResumableStore` |
 //! | `tus.rs` | tus 1.0.0 over the same uploads |
 //! | `page.rs` | the browser page and its assets |
+//! | `whoami.rs` | `GET /whoami`: what the request's credential may do |
 
 pub(super) mod files;
 pub(super) mod page;
 pub(super) mod resumable;
 pub(super) mod tus;
+pub(super) mod whoami;
