@@ -17,6 +17,8 @@
 //! | `range` | the `Range` header, evaluated against a size |
 //! | `listing` | directory listings as JSON |
 //! | `page` | the browser page: embedded HTML, CSS and JavaScript |
+//! | `folder_formats` | what a folder's URL asks for: JSON, the page, `?tar`/`?zip`, an HTML index (`?html`, wget, rclone) |
+//! | `list_pages` | one page of a store directory, off the async workers for a local scan (archives, the HTML index) |
 //! | `auth` | bearer tokens, compared in constant time |
 //! | `current_auth` | the token requirements in force, replaced whole by a reload |
 //! | `cors` | `--cors-origin`: preflights, and the CORS fields of every answer |
@@ -46,10 +48,12 @@ mod body;
 mod buffers;
 mod cors;
 mod current_auth;
+mod folder_formats;
 mod hasher;
 mod hook_process;
 mod hooks;
 mod host_check;
+mod list_pages;
 mod metrics;
 mod mime;
 mod multipart;

@@ -75,6 +75,7 @@ pub(in crate::serve) fn route(request: &Request) -> Option<&'static Asset> {
         path if path.starts_with("/files/")
             && path.ends_with('/')
             && matches!(*request.method(), Method::GET | Method::HEAD)
+            && !crate::serve::folder_formats::query_names_format(request)
             && prefers_html(request.header("accept").unwrap_or_default()) =>
         {
             Some(&INDEX)
