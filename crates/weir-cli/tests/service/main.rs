@@ -15,6 +15,7 @@ mod cors;
 mod crash;
 mod cross_site;
 mod enospc;
+mod folder_download;
 mod forms;
 mod h2spec;
 mod hooks;
