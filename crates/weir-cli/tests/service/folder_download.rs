@@ -323,7 +323,13 @@ fn read_chunked(stream: &mut TcpStream, already: Vec<u8>) -> (Vec<u8>, bool) {
 /// stream and the body bytes read so far (raw, chunked).
 fn start_download(s: &Server, target: &str, want: usize) -> (TcpStream, Vec<u8>) {
     let mut stream = TcpStream::connect(s.addr).unwrap();
-    write!(stream, "GET {target} HTTP/1.1\r\nhost: t\r\n\r\n").unwrap();
+    // `close`: the server ends the connection after a complete answer too, so reading to
+    // the end tells both cases apart.
+    write!(
+        stream,
+        "GET {target} HTTP/1.1\r\nhost: t\r\nconnection: close\r\n\r\n"
+    )
+    .unwrap();
     let mut raw = Vec::new();
     let mut buf = [0u8; 4096];
     let body_at = loop {
