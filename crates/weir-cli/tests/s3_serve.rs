@@ -1015,7 +1015,11 @@ fn folders_as_tar_and_zip_over_s3() {
         let r = request(s.addr, &format!("PUT /files/{path} HTTP/1.1"), body);
         assert!(matches!(r.status, 200 | 201), "{path}: {}", r.text());
     }
-    let r = request(s.addr, "PUT /files/d/empty/ HTTP/1.1\r\ncontent-length: 0", b"");
+    let r = request(
+        s.addr,
+        "PUT /files/d/empty/ HTTP/1.1\r\ncontent-length: 0",
+        b"",
+    );
     assert_eq!(r.status, 201, "{}", r.text());
     let sha = |b: &[u8]| hex(&Sha256::digest(b));
     let mut expected = vec![
@@ -1044,7 +1048,11 @@ fn folders_as_tar_and_zip_over_s3() {
             .arg(&path)
             .output()
             .unwrap();
-        assert!(out.status.success(), "{format}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{format}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let mut got: Vec<String> = String::from_utf8(out.stdout)
             .unwrap()
             .lines()
@@ -1055,8 +1063,71 @@ fn folders_as_tar_and_zip_over_s3() {
     }
     let r = request(s.addr, "GET /files/d/?html HTTP/1.1", b"");
     assert_eq!(r.header("content-type"), Some("text/html; charset=utf-8"));
-    assert!(r.text().contains("<a href=\"u_x/\">u_x/</a>"), "{}", r.text());
+    assert!(
+        r.text().contains("<a href=\"u_x/\">u_x/</a>"),
+        "{}",
+        r.text()
+    );
     assert!(r.text().contains("<a href=\"empty/\">"), "{}", r.text());
     let r = request(s.addr, "GET /files/nothing/?tar HTTP/1.1", b"");
     assert_eq!(r.status, 404);
+}
+
+/// A file of the bucket replaced while its folder's tar streams: the client gets either a
+/// cut download (the pinned read failed) or a whole archive holding one version whole, never
+/// a valid archive whose member mixes the two.
+#[test]
+fn a_file_replaced_during_a_bucket_archive_is_never_half_included() {
+    use std::io::Read;
+    let Some(s) = start("change", &[]) else {
+        return;
+    };
+    let old = data(24 << 20, 21);
+    let new = data(24 << 20, 22);
+    let r = request(s.addr, "PUT /files/d/big.bin HTTP/1.1", &old);
+    assert_eq!(r.status, 201, "{}", r.text());
+    let mut stream = TcpStream::connect(s.addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(120)))
+        .unwrap();
+    write!(
+        stream,
+        "GET /files/d/?tar HTTP/1.1\r\nhost: test\r\nconnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut raw = vec![0u8; 1 << 20];
+    stream.read_exact(&mut raw).unwrap();
+    let r = request(s.addr, "PUT /files/d/big.bin HTTP/1.1", &new);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let _ = stream.read_to_end(&mut raw);
+    let body_at = raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    // De-chunk what came.
+    let (mut at, mut payload, mut complete) = (body_at, Vec::new(), false);
+    while let Some(end) = raw[at..].windows(2).position(|w| w == b"\r\n") {
+        let size =
+            usize::from_str_radix(std::str::from_utf8(&raw[at..at + end]).unwrap(), 16).unwrap();
+        at += end + 2;
+        if size == 0 {
+            complete = true;
+            break;
+        }
+        if raw.len() < at + size + 2 {
+            break;
+        }
+        payload.extend_from_slice(&raw[at..at + size]);
+        at += size + 2;
+    }
+    if !complete {
+        eprintln!(
+            "the archive was cut ({} bytes): the pinned read failed",
+            payload.len()
+        );
+        return;
+    }
+    // Whole: the member is one version, whole (tar: header at 512, data from 1024).
+    let member = &payload[1024..1024 + old.len()];
+    assert!(
+        member == old.as_slice() || member == new.as_slice(),
+        "a mixed member"
+    );
 }
