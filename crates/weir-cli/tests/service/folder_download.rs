@@ -124,6 +124,20 @@ fn tar_and_zip_of_a_tree_are_byte_exact() {
         std::fs::read(w.join("again.tar")).unwrap()
     );
 
+    // The same bytes over HTTP/2 (where the files go through a buffer, not `sendfile`).
+    let out = curl(&[
+        "-f",
+        "--http2-prior-knowledge",
+        "-o",
+        w.join("h2.tar").to_str().unwrap(),
+        &s.url("/files/d/?tar"),
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        std::fs::read(w.join("d.tar")).unwrap() == std::fs::read(w.join("h2.tar")).unwrap(),
+        "HTTP/2's tar differs"
+    );
+
     // Python's tarfile.
     run(Command::new("python3")
         .args(["-c", PY_EXTRACT, "tar"])

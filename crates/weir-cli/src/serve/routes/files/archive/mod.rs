@@ -20,9 +20,11 @@
 //!   between the listing and its opening is left out whole.
 //! - **Scopes.** The router checked the read scope on the folder; a prefix token reaches a
 //!   folder only at or under its prefix, so every file in the archive is under it too.
-//! - **Bytes.** A tar stores each file raw, so a local file's bytes could go with `sendfile`;
-//!   weir's `BodyWriter` sends a file only as a whole body, so they go through one reused
-//!   buffer (`// COPY` below). A zip needs every byte in user space anyway, for its CRC-32.
+//! - **Bytes.** A tar stores each file raw, so a local file's bytes go as the download's do:
+//!   `BodyWriter::send_file` (`sendfile`, one chunk per file, over plain HTTP/1.1; a buffer
+//!   over TLS and HTTP/2), and a bucket's chunks are written as they come. A zip needs every
+//!   byte in user space for its CRC-32: a local file goes through one reused buffer
+//!   (`// COPY` below).
 //!
 //! Names: the members are `{folder}/...` (the folder's own name; `files` for the whole store),
 //! directories included (so empty ones survive), and the answer is
@@ -36,7 +38,7 @@ mod zip;
 use crate::serve::reply::{self, Problem};
 use crate::serve::service::Service;
 use http::{Method, StatusCode};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use walk::{Item, Walk};
 use weir::{BodyWriter, Exchange, http};
 use weir_store::{Store, StoreError, StoreObject, StorePath, StoreReader};
@@ -46,6 +48,9 @@ use weir_store::{Store, StoreError, StoreObject, StorePath, StoreReader};
 pub(crate) const ZIP_MAX_ENTRIES: u64 = 100_000;
 /// The most bytes of names a zip stream takes (the central directory's names, held).
 pub(crate) const ZIP_MAX_NAME_BYTES: u64 = 16 << 20;
+/// The time of the archived folder's own entry: the listing gives no folder's time but its
+/// entries', and a fixed one keeps the archive of an unchanged folder the same bytes.
+const TOP_TIME: u64 = 0;
 /// The buffer a file's bytes pass through.
 const BUFFER: usize = 256 * 1024;
 
@@ -182,7 +187,7 @@ async fn send_tar<S: Store + Clone>(
     let mut walk = Walk::new(svc, store, dir);
     buf.clear();
     let top = format!("{base}/");
-    tar::header(buf, &top, tar::Kind::Dir, 0, seconds(SystemTime::now()));
+    tar::header(buf, &top, tar::Kind::Dir, 0, TOP_TIME);
     writer.write(buf).await?;
     while let Some(item) = walk.next().await.map_err(|e| Stop::Source(e.to_string()))? {
         buf.clear();
@@ -251,7 +256,11 @@ async fn send_zip<S: Store + Clone>(
         dos_time: zip::dos_time(seconds(modified)),
         zip64_local: mode == zip::Zip64::Always,
     };
-    let top = dir_entry(format!("{base}/"), SystemTime::now(), offset);
+    let top = dir_entry(
+        format!("{base}/"),
+        UNIX_EPOCH + Duration::from_secs(TOP_TIME),
+        offset,
+    );
     buf.clear();
     zip::local_header(buf, &top);
     writer.write(buf).await?;
@@ -333,16 +342,22 @@ async fn send_object<O: StoreObject>(
     if size == 0 {
         return Ok(());
     }
+    if let (Some(file), None) = (object.sendfile_source(), crc.as_ref()) {
+        // No CRC to compute (tar): page cache → socket, as a download.
+        return match writer.send_file(file, 0, size).await {
+            Ok(()) => Ok(()),
+            Err(e) if e.is_disconnect() || e.is_timeout() => Err(Stop::Client(e)),
+            Err(e) => Err(Stop::Source(format!("sending {path}: {e}"))),
+        };
+    }
     if let Some(file) = object.sendfile_source() {
         use std::os::unix::fs::FileExt;
         let mut sent = 0u64;
         while sent < size {
             let want = usize::try_from(size - sent).map_or(BUFFER, |n| n.min(BUFFER));
             buf.resize(want, 0);
-            // COPY: page cache → this buffer → the socket. A tar could use `sendfile` (its
-            // bytes are raw) but a streamed body takes no file (see the module doc); a zip
-            // needs the bytes here anyway, for the CRC-32. `pread` on the connection's task,
-            // as `sendfile` does for downloads.
+            // COPY: page cache → this buffer → the socket: a zip's CRC-32 needs the bytes in
+            // user space. `pread` on the connection's task, as `sendfile` does for downloads.
             let n = file
                 .read_at(&mut buf[..want], sent)
                 .map_err(|e| Stop::Source(format!("reading {path}: {e}")))?;
