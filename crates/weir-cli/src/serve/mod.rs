@@ -108,6 +108,8 @@ pub struct ServeConfig {
     pub root: PathBuf,
     pub max_upload: u64,
     pub max_storage: Option<u64>,
+    /// `--zip-max-entries`.
+    pub zip_max_entries: u64,
     pub pause_threshold: usize,
     pub hash: bool,
     /// Uploads over the Unix socket may pass the open file instead of its bytes
@@ -240,6 +242,7 @@ impl ServeConfig {
             root: args.root,
             max_upload: args.max_upload,
             max_storage: args.max_storage,
+            zip_max_entries: args.zip_max_entries,
             pause_threshold,
             hash: !args.no_hash,
             passed_fds: !args.no_passed_fds,
@@ -475,7 +478,8 @@ fn build_service(
     let mut service = service
         .with_metrics_route(config.metrics_listen.is_none())
         .with_cors(config.cors.clone())
-        .with_host_check(hosts);
+        .with_host_check(hosts)
+        .with_zip_max_entries(config.zip_max_entries);
     if config.allow_cross_site_writes {
         service = service.allow_cross_site_writes();
     }

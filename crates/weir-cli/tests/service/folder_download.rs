@@ -508,3 +508,24 @@ fn a_prefix_token_archives_only_under_its_prefix() {
         assert_eq!(get(&format!("/files/photos/?{format}"), "admin-token"), 200);
     }
 }
+
+/// `--zip-max-entries`: a zip whose central directory would hold more entries is refused with
+/// `413` before any byte; tar has no such bound.
+#[test]
+fn a_zip_past_the_entry_bound_is_refused_before_any_byte() {
+    let s = Server::start(&["--zip-max-entries", "4"]);
+    let dir = s.root.join("d");
+    std::fs::create_dir_all(dir.join("sub")).unwrap();
+    for name in ["a", "b", "sub/c"] {
+        std::fs::write(dir.join(name), name).unwrap();
+    }
+    // d/, a, b, sub/, sub/c: 5 entries.
+    let r = s.request("GET /files/d/?zip HTTP/1.1", b"");
+    assert_eq!(r.status, 413, "{}", r.text());
+    assert_eq!(r.header("content-type"), Some("application/problem+json"));
+    assert!(r.text().contains("?tar"), "{}", r.text());
+    assert_eq!(s.request("GET /files/d/?tar HTTP/1.1", b"").status, 200);
+    // d/sub/, sub/c: within the bound.
+    let r = s.request("GET /files/d/sub/?zip HTTP/1.1", b"");
+    assert_eq!(r.status, 200, "{}", r.text());
+}

@@ -23,6 +23,7 @@ use weir::{Exchange, http};
 use weir_store::Store;
 
 mod archive;
+pub(in crate::serve) use archive::ZIP_MAX_ENTRIES;
 mod delete;
 mod download;
 mod folders;

@@ -5,9 +5,10 @@
 //!   at a time (`walk.rs`: at most `MAX_DEPTH` × `PAGE` entries held), each file opened, sent
 //!   and closed before the next. The body is chunked (HTTP/1.1) or a stream (HTTP/2) without
 //!   `Content-Length` (knowing it would take a walk more). A zip also keeps what its central
-//!   directory needs of each entry (`zip.rs`): bounded by [`ZIP_MAX_ENTRIES`] and
-//!   [`ZIP_MAX_NAME_BYTES`], checked by a first walk (names only) before the first byte: a
-//!   larger folder is refused with `413`, pointing to `?tar`.
+//!   directory needs of each entry (`zip.rs`: its name plus about 40 bytes): bounded by
+//!   `--zip-max-entries` (default [`ZIP_MAX_ENTRIES`]) and [`ZIP_MAX_NAME_BYTES`], checked by
+//!   a first walk (names only) before the first byte: a larger folder is refused with `413`,
+//!   pointing to `?tar`; one that grows past them during the stream is cut.
 //! - **Stable order.** The store's listing order (see `walk.rs`): the same tree gives the same
 //!   archive.
 //! - **No half-included file.** Each file is opened once (`Store::open`: pinned to that
@@ -43,9 +44,9 @@ use walk::{Item, Walk};
 use weir::{BodyWriter, Exchange, http};
 use weir_store::{Store, StoreError, StoreObject, StorePath, StoreReader};
 
-/// The most entries (files and folders) a zip stream takes: its central directory is held in
-/// memory until the end.
-pub(crate) const ZIP_MAX_ENTRIES: u64 = 100_000;
+/// The most entries (files and folders) a zip stream takes by default (`--zip-max-entries`,
+/// `Service::with_zip_max_entries`): its central directory is held in memory until the end.
+pub(in crate::serve) const ZIP_MAX_ENTRIES: u64 = 100_000;
 /// The most bytes of names a zip stream takes (the central directory's names, held).
 pub(crate) const ZIP_MAX_NAME_BYTES: u64 = 16 << 20;
 /// The time of the archived folder's own entry: the listing gives no folder's time but its
@@ -154,17 +155,22 @@ async fn zip_fits<S: Store + Clone>(
     dir: Option<&StorePath>,
 ) -> Result<Option<String>, walk::WalkError> {
     let mut walk = Walk::new(svc, store, dir);
-    let (mut entries, mut names) = (0u64, 0u64);
+    // The folder's own entry (`{base}/`) counts too, as `send_zip` holds it.
+    let base = dir.map_or("files", StorePath::file_name);
+    let (mut entries, mut names) = (1u64, base.len() as u64 + 1);
     while let Some(item) = walk.next().await? {
         let rel = match &item {
             Item::Dir { rel, .. } | Item::File { rel, .. } => rel,
         };
         entries += 1;
-        names += rel.len() as u64;
-        if entries > ZIP_MAX_ENTRIES || names > ZIP_MAX_NAME_BYTES {
+        // As held: `{base}/{rel}`.
+        names += (base.len() + 1 + rel.len()) as u64;
+        if entries > svc.zip_max_entries || names > ZIP_MAX_NAME_BYTES {
             return Ok(Some(format!(
-                "the folder has more than {ZIP_MAX_ENTRIES} entries or {ZIP_MAX_NAME_BYTES} \
-                 bytes of names, more than a zip stream holds; ask for ?tar instead"
+                "the folder has more than {} entries or {ZIP_MAX_NAME_BYTES} bytes of names, \
+                 more than a zip stream holds (weir serve --zip-max-entries); ask for ?tar \
+                 instead",
+                svc.zip_max_entries
             )));
         }
     }
@@ -238,10 +244,11 @@ async fn send_zip<S: Store + Clone>(
     let mut central: Vec<zip::CentralEntry> = Vec::new();
     let mut names = 0u64;
     let mut offset = 0u64;
+    let max_entries = svc.zip_max_entries;
     let mut push = |central: &mut Vec<zip::CentralEntry>, e: zip::CentralEntry| {
         names += e.name.len() as u64;
         central.push(e);
-        if central.len() as u64 > ZIP_MAX_ENTRIES || names > ZIP_MAX_NAME_BYTES {
+        if central.len() as u64 > max_entries || names > ZIP_MAX_NAME_BYTES {
             // The folder grew past the bound since the first walk.
             return Err(Stop::Source("the folder grew past the zip bounds".into()));
         }
