@@ -58,6 +58,7 @@ pub(in crate::serve) async fn serve<S: Store + Clone>(
     let head_only = *ex.request().method() == Method::HEAD;
     // ALLOCATION: the page's HTML, reused for every page (about 100 bytes per entry).
     let mut body = Vec::with_capacity(16 * 1024);
+    // ALLOCATION: the title, once per answer.
     let title = match dir {
         Some(dir) => format!("/files/{dir}/"),
         None => "/files/".to_owned(),

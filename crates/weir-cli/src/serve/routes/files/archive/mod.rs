@@ -199,6 +199,7 @@ async fn send_tar<S: Store + Clone>(
         buf.clear();
         match item {
             Item::Dir { rel, modified } => {
+                // ALLOCATION: the member's name, per entry (freed at once; a zip keeps it).
                 let name = format!("{base}/{rel}");
                 tar::header(buf, &name, tar::Kind::Dir, 0, seconds(modified));
                 writer.write(buf).await?;
@@ -277,6 +278,7 @@ async fn send_zip<S: Store + Clone>(
         buf.clear();
         match item {
             Item::Dir { rel, modified } => {
+                // ALLOCATION: the member's name, kept for the central directory (bounded).
                 let e = dir_entry(format!("{base}/{rel}"), modified, offset);
                 zip::local_header(buf, &e);
                 writer.write(buf).await?;

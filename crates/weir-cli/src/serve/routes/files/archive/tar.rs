@@ -85,6 +85,7 @@ fn record(out: &mut Vec<u8>, key: &str, value: &str) {
     while len != base + digits(len) {
         len = base + digits(len);
     }
+    // ALLOCATION: the record's text, only for entries that need pax records.
     out.extend_from_slice(format!("{len} {key}={value}\n").as_bytes());
 }
 
