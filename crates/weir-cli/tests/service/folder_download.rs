@@ -529,3 +529,66 @@ fn a_zip_past_the_entry_bound_is_refused_before_any_byte() {
     let r = s.request("GET /files/d/sub/?zip HTTP/1.1", b"");
     assert_eq!(r.status, 200, "{}", r.text());
 }
+
+/// The same cut over HTTP/2: the client holds its stream window (64 KiB) until the file is cut
+/// in place, then reads on; the stream is reset, never ended.
+#[test]
+fn a_file_cut_during_the_archive_resets_the_http2_stream() {
+    let s = Server::start(&[]);
+    let dir = s.root.join("d");
+    std::fs::create_dir_all(&dir).unwrap();
+    let big = data(8 << 20, 13);
+    std::fs::write(dir.join("big.bin"), &big).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (received, ended) = rt.block_on(async {
+        let tcp = tokio::net::TcpStream::connect(s.addr).await.unwrap();
+        let (mut client, conn) = h2::client::Builder::new()
+            .initial_window_size(65_535)
+            .handshake::<_, bytes::Bytes>(tcp)
+            .await
+            .unwrap();
+        tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        let request = http::Request::get("http://t/files/d/?tar")
+            .body(())
+            .unwrap();
+        let (response, _) = client.send_request(request, true).unwrap();
+        let response = response.await.unwrap();
+        assert_eq!(response.status(), 200);
+        let mut body = response.into_body();
+        // Take 32 KiB without giving the window back: the server stops there.
+        let mut received = 0usize;
+        let mut held = 0usize;
+        while received < 32 * 1024 {
+            let chunk = body.data().await.unwrap().unwrap();
+            received += chunk.len();
+            held += chunk.len();
+        }
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(dir.join("big.bin"))
+            .unwrap()
+            .set_len(1 << 20)
+            .unwrap();
+        let _ = body.flow_control().release_capacity(held);
+        loop {
+            match body.data().await {
+                Some(Ok(chunk)) => {
+                    received += chunk.len();
+                    let _ = body.flow_control().release_capacity(chunk.len());
+                }
+                Some(Err(e)) => {
+                    assert!(e.is_reset(), "{e}");
+                    return (received, false);
+                }
+                None => return (received, true),
+            }
+        }
+    });
+    assert!(!ended, "the stream must be reset, not ended");
+    assert!(received < big.len(), "{received}");
+}
