@@ -93,6 +93,11 @@ pub struct ServeArgs {
     /// uploads past it get 507.
     #[arg(long, env = "WEIR_MAX_STORAGE", value_parser = parse_size)]
     pub max_storage: Option<u64>,
+    /// Most entries (files and folders) a folder's zip download (`?zip`) may have: its
+    /// central directory stays in memory until the end (about 100 bytes plus the path per
+    /// entry); larger folders get 413 before any byte (`?tar` has no such bound).
+    #[arg(long, env = "WEIR_ZIP_MAX_ENTRIES", default_value_t = 100_000)]
+    pub zip_max_entries: u64,
     /// Request body bytes read ahead of the handler before the server stops reading.
     #[arg(long, env = "WEIR_PAUSE_THRESHOLD", default_value = "1MiB", value_parser = parse_size)]
     pub pause_threshold: u64,

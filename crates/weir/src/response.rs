@@ -180,6 +180,16 @@ impl<'c> BodyWriter<'_, 'c> {
         self.exchange.forward_body(src, len, src_timeout).await
     }
 
+    /// Sends `len` bytes of `file` from `offset` as the next body bytes, the body staying open
+    /// (one member of an archive among others). HTTP/1.1 on a plain TCP or Unix connection
+    /// (Linux): `sendfile`, as one chunk under chunked framing, the bytes never entering user
+    /// space; TLS and HTTP/2: read into a buffer and written. A file shorter than
+    /// `offset + len` fails the write (`UnexpectedEof`); return that error with the body
+    /// open, and the client sees a cut response.
+    pub async fn send_file(&mut self, file: &File, offset: u64, len: u64) -> Result<(), Error> {
+        self.exchange.send_file_in_body(file, offset, len).await
+    }
+
     /// Sends everything buffered so far.
     pub async fn flush(&mut self) -> Result<(), Error> {
         self.exchange.flush_response().await

@@ -17,6 +17,8 @@
 //! | `range` | the `Range` header, evaluated against a size |
 //! | `listing` | directory listings as JSON |
 //! | `page` | the browser page: embedded HTML, CSS and JavaScript |
+//! | `folder_formats` | what a folder's URL asks for: JSON, the page, `?tar`/`?zip`, an HTML index (`?html`, wget, rclone) |
+//! | `list_pages` | one page of a store directory, off the async workers for a local scan (archives, the HTML index) |
 //! | `auth` | bearer tokens, compared in constant time |
 //! | `current_auth` | the token requirements in force, replaced whole by a reload |
 //! | `cors` | `--cors-origin`: preflights, and the CORS fields of every answer |
@@ -46,10 +48,12 @@ mod body;
 mod buffers;
 mod cors;
 mod current_auth;
+mod folder_formats;
 mod hasher;
 mod hook_process;
 mod hooks;
 mod host_check;
+mod list_pages;
 mod metrics;
 mod mime;
 mod multipart;
@@ -104,6 +108,8 @@ pub struct ServeConfig {
     pub root: PathBuf,
     pub max_upload: u64,
     pub max_storage: Option<u64>,
+    /// `--zip-max-entries`.
+    pub zip_max_entries: u64,
     pub pause_threshold: usize,
     pub hash: bool,
     /// Uploads over the Unix socket may pass the open file instead of its bytes
@@ -247,6 +253,7 @@ impl ServeConfig {
             root: args.root,
             max_upload: args.max_upload,
             max_storage: args.max_storage,
+            zip_max_entries: args.zip_max_entries,
             pause_threshold,
             hash: !args.no_hash,
             passed_fds: !args.no_passed_fds,
@@ -489,7 +496,8 @@ fn build_service(
     let mut service = service
         .with_metrics_route(config.metrics_listen.is_none())
         .with_cors(config.cors.clone())
-        .with_host_check(hosts);
+        .with_host_check(hosts)
+        .with_zip_max_entries(config.zip_max_entries);
     if config.allow_cross_site_writes {
         service = service.allow_cross_site_writes();
     }

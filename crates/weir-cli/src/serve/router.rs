@@ -9,6 +9,7 @@
 //! | `POST /files/{dir}/` (multipart) | every file part into `{dir}`: `201` + JSON list |
 //! | `GET`/`HEAD /files/{path}` | the file (`Range`, preconditions: `304`, `412`) |
 //! | `GET /files/` or `/files/{dir}/` | JSON listing |
+//! | the same with `?tar`, `?zip`, `?html` (or from wget, rclone) | the folder as an archive, or an HTML index (`folder_formats.rs`) |
 //! | `PUT /files/{dir}/` without a body | create the folder (and its parents): `201`, `200` if there |
 //! | `DELETE /files/{path}` | `204`, `404` if absent, `412` if a precondition fails |
 //! | `DELETE /files/{dir}/` | delete the folder if it is empty: `204`, `409` if not (or a file), `404` if absent |

@@ -179,6 +179,9 @@ pub struct Service {
     /// The `Host` names served (`host_check.rs`, applied in `observe.rs`); no check until
     /// [`Service::with_host_check`].
     pub(super) hosts: HostCheck,
+    /// `--zip-max-entries`: the most entries a folder's zip stream takes (its central
+    /// directory is held until the end: `routes/files/archive/`).
+    pub(super) zip_max_entries: u64,
     /// `--store s3://`: `/files/` is served from this store instead ([`Service::files`]).
     #[cfg(feature = "s3")]
     pub(super) remote: Option<Arc<weir_store::S3Store>>,
@@ -211,6 +214,7 @@ impl Service {
             cors: Cors::default(),
             refuse_cross_site_writes: true,
             hosts: HostCheck::default(),
+            zip_max_entries: super::routes::files::ZIP_MAX_ENTRIES,
             #[cfg(feature = "s3")]
             remote: None,
             #[cfg(feature = "s3")]
@@ -288,6 +292,13 @@ impl Service {
     /// Serves only the `Host` names `hosts` accepts (`host_check.rs`).
     pub fn with_host_check(mut self, hosts: HostCheck) -> Self {
         self.hosts = hosts;
+        self
+    }
+
+    /// The most entries (files and folders) a folder's zip stream takes (default 100,000):
+    /// a larger folder is answered `413` before any byte.
+    pub fn with_zip_max_entries(mut self, entries: u64) -> Self {
+        self.zip_max_entries = entries;
         self
     }
 

@@ -16,6 +16,7 @@ mod cors;
 mod crash;
 mod cross_site;
 mod enospc;
+mod folder_download;
 mod folders;
 mod forms;
 mod get_resume;

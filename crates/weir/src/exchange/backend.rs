@@ -96,6 +96,32 @@ pub(crate) trait Backend {
     /// frames as soon as it can).
     async fn flush_response(&mut self) -> Result<(), Error>;
     async fn send_file(&mut self, file: &File, offset: u64, len: u64) -> Result<(), Error>;
+    /// Sends `len` bytes of `file` from `offset` as part of a body that stays open (a streamed
+    /// body's middle: an archive's member). This default (HTTP/2) reads them into a buffer and
+    /// writes them as body bytes; HTTP/1.1 on a plain socket sends them with `sendfile`. A file
+    /// shorter than `offset + len` fails with `UnexpectedEof` (the caller's error then cuts
+    /// the response).
+    async fn send_file_in_body(&mut self, file: &File, offset: u64, len: u64) -> Result<(), Error> {
+        use std::os::unix::fs::FileExt;
+        // ALLOCATION: one buffer per call (the HTTP/2 path; h2 copies frames from it anyway).
+        let mut buf = vec![0u8; usize::try_from(len).unwrap_or(usize::MAX).min(256 * 1024)];
+        let mut sent = 0u64;
+        while sent < len {
+            let want = usize::try_from(len - sent)
+                .unwrap_or(usize::MAX)
+                .min(buf.len());
+            // COPY: file → buffer (pread), written as body bytes.
+            let n = file.read_at(&mut buf[..want], offset + sent)?;
+            if n == 0 {
+                return Err(Error::from(std::io::Error::from(
+                    std::io::ErrorKind::UnexpectedEof,
+                )));
+            }
+            self.write_body(&buf[..n]).await?;
+            sent += n as u64;
+        }
+        Ok(())
+    }
     /// Forwards `len` body bytes read from `src`. This default (HTTP/2) reads them into a
     /// buffer and writes them as body bytes; HTTP/1.1 on a plain socket splices them.
     async fn forward_body(

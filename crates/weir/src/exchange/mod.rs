@@ -413,6 +413,15 @@ impl<'c> Exchange<'c> {
         on_backend!(self.send_file(file, offset, len).await)
     }
 
+    pub(crate) async fn send_file_in_body(
+        &mut self,
+        file: &File,
+        offset: u64,
+        len: u64,
+    ) -> Result<(), Error> {
+        on_backend!(self.send_file_in_body(file, offset, len).await)
+    }
+
     pub(crate) async fn forward_body(
         &mut self,
         src: &tokio::net::TcpStream,

@@ -137,6 +137,10 @@ impl Backend for Conn {
         Conn::send_file(self, file, offset, len).await
     }
 
+    async fn send_file_in_body(&mut self, file: &File, offset: u64, len: u64) -> Result<(), Error> {
+        Conn::send_file_in_body(self, file, offset, len).await
+    }
+
     async fn forward_body(
         &mut self,
         src: &tokio::net::TcpStream,

@@ -235,6 +235,45 @@ impl Conn {
             Err(misuse) => return Err(Error::invalid_response(misuse)),
         }
         self.write_out(&[]).await?;
+        self.file_pieces(file, offset, len).await?;
+        self.resp.complete();
+        Ok(())
+    }
+
+    /// Sends `len` bytes of `file` from `offset` as body bytes of a body that stays open: one
+    /// chunk under chunked framing (its header, the file's bytes by `sendfile` or through the
+    /// write buffer, its end), counted against a declared length otherwise.
+    pub(crate) async fn send_file_in_body(
+        &mut self,
+        file: &File,
+        offset: u64,
+        len: u64,
+    ) -> Result<(), Error> {
+        match self.resp.before_write(len) {
+            Ok(Write::Send { .. }) if len > 0 => {}
+            // HEAD, 204, 304: nothing goes on the wire.
+            Ok(_) => return Ok(()),
+            Err(misuse) => return Err(self.refuse(misuse)),
+        }
+        let chunked = self.resp_framing == ResponseFraming::Chunked;
+        if chunked {
+            let header = ChunkHeader::new(len);
+            self.io.wbuf.extend_from_slice(header.as_bytes());
+        }
+        // What is buffered (earlier body bytes, the chunk header) leaves first; the pieces
+        // below start from an empty write buffer.
+        self.write_out(&[]).await?;
+        self.file_pieces(file, offset, len).await?;
+        if chunked {
+            self.io.wbuf.extend_from_slice(encode::CHUNK_END);
+        }
+        Ok(())
+    }
+
+    /// Writes `len` bytes of `file` from `offset` to the socket, the write buffer being empty:
+    /// `sendfile` on plain sockets on Linux, else read into the write buffer in pieces. A file
+    /// that ends early fails the response.
+    async fn file_pieces(&mut self, file: &File, offset: u64, len: u64) -> Result<(), Error> {
         let mut sent = 0u64;
         while sent < len {
             let piece = (len - sent).min(8 * 1024 * 1024) as usize;
@@ -274,7 +313,6 @@ impl Conn {
             sent += n as u64;
             self.resp.sent(n as u64);
         }
-        self.resp.complete();
         Ok(())
     }
 

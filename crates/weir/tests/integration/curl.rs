@@ -62,3 +62,34 @@ fn curl_uploads_are_byte_exact() {
     let out = curl(&["--data-binary", &file_arg, &server.url("/sha?buf=7000")]);
     assert!(out.starts_with(&expected), "{out}");
 }
+
+/// `BodyWriter::send_file` over HTTP/1.1: the file's bytes (by `sendfile`) as one chunk
+/// between the body's other writes; a file shorter than asked for cuts the response (no last
+/// chunk: curl fails), never ends it.
+#[test]
+fn a_file_inside_a_streamed_body() {
+    let server = TestServer::start(Config::default());
+    let out = Command::new("curl")
+        .args(["-sS", "--raw", &server.url("/sendfile-in-body?len=3000000")])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let raw = out.stdout;
+    assert!(raw.starts_with(b"4\r\nhead\r\n"), "chunked");
+    assert!(raw.ends_with(b"4\r\ntail\r\n0\r\n\r\n"));
+    let body = Command::new("curl")
+        .args(["-sS", &server.url("/sendfile-in-body?len=3000000")])
+        .output()
+        .unwrap()
+        .stdout;
+    let mut expected = b"head".to_vec();
+    expected.extend_from_slice(&pattern(3_000_000, 9)[3..]);
+    expected.extend_from_slice(b"tail");
+    assert!(body == expected, "a file inside a streamed body");
+    let cut = Command::new("curl")
+        .args(["-sS", &server.url("/sendfile-in-body?len=3000000&short=1")])
+        .output()
+        .unwrap();
+    assert!(!cut.status.success(), "a short file must cut the response");
+    assert!(!cut.stdout.ends_with(b"tail"));
+}

@@ -239,6 +239,11 @@ fn responses_of_every_kind() {
         assert!(!r.headers.contains_key("content-length"));
         let r = req(get("/sendfile?len=2500000")).await;
         assert_eq!(r.body, pattern(2_500_000, 9));
+        let r = req(get("/sendfile-in-body?len=2500000")).await;
+        let mut expected = b"head".to_vec();
+        expected.extend_from_slice(&pattern(2_500_000, 9)[3..]);
+        expected.extend_from_slice(b"tail");
+        assert!(r.body == expected, "a file inside a streamed body");
         let r = req(get("/big?len=5000000")).await;
         assert_eq!(r.body, pattern(5_000_000, 7));
         let r = req(get("/no-content")).await;

@@ -273,6 +273,24 @@ impl Handler for Routes {
                 file.write_all(&pattern(len, 9))?;
                 ex.respond(StatusCode::OK).file(&file, 0, len as u64).await
             }
+            (_, "/sendfile-in-body") => {
+                // A streamed body with a file's bytes in its middle (`BodyWriter::send_file`):
+                // "head", bytes 3.. of the file, "tail". `?short=1`: the file is shorter than
+                // the bytes asked for, and the handler returns the error with the body open.
+                let len = query_u64(ex, "len").unwrap_or(1 << 20) as usize;
+                let mut file = tempfile::tempfile()?;
+                file.write_all(&pattern(len, 9))?;
+                let ask = if query_u64(ex, "short").is_some() {
+                    len as u64
+                } else {
+                    len as u64 - 3
+                };
+                let mut w = ex.respond(StatusCode::OK).stream(None).await?;
+                w.write(b"head").await?;
+                w.send_file(&file, 3, ask).await?;
+                w.write(b"tail").await?;
+                w.finish().await
+            }
             _ => ex.respond(StatusCode::NOT_FOUND).body("not found\n").await,
         }
     }

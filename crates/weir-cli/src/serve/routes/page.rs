@@ -5,7 +5,8 @@
 //! compiled into the binary with `include_bytes!`, so `weir serve` needs no files and no
 //! network to serve it. It renders folders itself from the JSON listings, so a folder's URL
 //! (`/files/a/b/`) answers the page when the request's `Accept` prefers `text/html` over
-//! `application/json` (a browser's navigation) and the JSON listing otherwise, as before: one
+//! `application/json` (a browser's navigation), unless its query names another format
+//! (`?tar`, `?zip`, `?html`: `folder_formats.rs`), and the JSON listing otherwise, as before: one
 //! renderer (the page) instead of a second one in Rust, and the listing's JSON stays the one
 //! interface. Serving the page needs no token: it holds no data, and it is where the token is
 //! entered.
@@ -75,6 +76,7 @@ pub(in crate::serve) fn route(request: &Request) -> Option<&'static Asset> {
         path if path.starts_with("/files/")
             && path.ends_with('/')
             && matches!(*request.method(), Method::GET | Method::HEAD)
+            && !crate::serve::folder_formats::query_names_format(request)
             && prefers_html(request.header("accept").unwrap_or_default()) =>
         {
             Some(&INDEX)

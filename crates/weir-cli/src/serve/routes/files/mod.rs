@@ -7,22 +7,28 @@
 //! | request | route |
 //! | --- | --- |
 //! | `GET`/`HEAD /files/{path}` | `download.rs` |
-//! | `GET`/`HEAD /files/` or `/files/{dir}/` | `listing.rs` |
+//! | `GET`/`HEAD /files/` or `/files/{dir}/` | `listing.rs` (JSON) |
+//! | the same with `?tar`, `?zip` | `archive/` (`folder_formats.rs` decides) |
+//! | the same with `?html`, or from `wget`/rclone | `html_listing.rs` |
 //! | `PUT /files/{path}` | `upload.rs` |
 //! | `POST /files/{dir}/` (`multipart/form-data`) | `form.rs` |
 //! | `DELETE /files/{path}` | `delete.rs` |
 //! | `PUT`/`DELETE /files/{dir}/` | `folders.rs` |
 
+use crate::serve::folder_formats::{self, FolderFormat};
 use crate::serve::service::{Service, method_not_allowed};
 use crate::serve::target::Target;
 use http::Method;
 use weir::{Exchange, http};
 use weir_store::Store;
 
+mod archive;
+pub(in crate::serve) use archive::ZIP_MAX_ENTRIES;
 mod delete;
 mod download;
 mod folders;
 mod form;
+mod html_listing;
 pub(in crate::serve) mod listing;
 mod upload;
 
@@ -34,6 +40,20 @@ pub(in crate::serve) async fn serve<S: Store + Clone>(
     method: Method,
     target: Target,
 ) -> Result<(), weir::Error> {
+    if matches!(method, Method::GET | Method::HEAD) && !matches!(target, Target::File(_)) {
+        let dir = match &target {
+            Target::Dir(p) => Some(p),
+            _ => None,
+        };
+        let archive = match folder_formats::requested(ex.request()) {
+            FolderFormat::Default => return listing::serve(svc, store, ex, dir).await,
+            FolderFormat::Html => return html_listing::serve(svc, store, ex, dir).await,
+            FolderFormat::Tar => archive::Format::Tar,
+            FolderFormat::Zip => archive::Format::Zip,
+            FolderFormat::Zip64 => archive::Format::Zip64,
+        };
+        return archive::serve(svc, store, ex, dir, archive).await;
+    }
     match (method, target) {
         (Method::GET | Method::HEAD, Target::File(p)) => download::serve(store, ex, &p).await,
         (Method::GET | Method::HEAD, Target::Root) => listing::serve(svc, store, ex, None).await,
