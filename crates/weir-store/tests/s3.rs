@@ -221,6 +221,46 @@ async fn only_empty_folders_are_deleted<S: Store>(store: &S) {
     store.delete(&p("file"), None).await.unwrap();
 }
 
+/// Names with spaces, `+`, `%` and non-ASCII letters, files and folders, are listed as they
+/// were stored (an S3 listing asked with `encoding-type=url` comes back encoded: `z+1.txt`).
+async fn names_are_listed_as_stored<S: Store>(store: &S) {
+    let names = ["z 1.txt", "a+b.txt", "é x%.txt", "100%25", "sp ace+/f"];
+    for name in names {
+        put(store, &format!("n/{name}"), b"x").await.unwrap();
+    }
+    let page = store
+        .list_page(Some(&p("n")), None, NonZeroUsize::new(100).unwrap())
+        .await
+        .unwrap();
+    let mut seen: Vec<(String, bool)> = page
+        .entries
+        .iter()
+        .map(|e| (e.name.clone(), e.is_dir))
+        .collect();
+    seen.sort();
+    let mut want: Vec<(String, bool)> = vec![
+        ("100%25".into(), false),
+        ("a+b.txt".into(), false),
+        ("sp ace+".into(), true),
+        ("z 1.txt".into(), false),
+        ("é x%.txt".into(), false),
+    ];
+    want.sort();
+    assert_eq!(seen, want);
+    // Each listed name opens.
+    for (name, dir) in &seen {
+        if !dir {
+            store.open(&p(&format!("n/{name}"))).await.unwrap();
+        }
+    }
+    let inner = store
+        .list_page(Some(&p("n/sp ace+")), None, NonZeroUsize::MIN)
+        .await
+        .unwrap();
+    assert_eq!(inner.entries.len(), 1);
+    assert_eq!(inner.entries[0].name, "f");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn local_store_through_the_interface() {
     let dir = tempfile::tempdir().unwrap();
@@ -228,6 +268,7 @@ async fn local_store_through_the_interface() {
     round_trip(&store).await;
     pages_visit_everything_once(&store).await;
     only_empty_folders_are_deleted(&store).await;
+    names_are_listed_as_stored(&store).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -237,6 +278,7 @@ async fn s3_store_through_the_interface() {
     };
     round_trip(&store).await;
     only_empty_folders_are_deleted(&store).await;
+    names_are_listed_as_stored(&store).await;
     // Nothing of the uploads is left pending.
     assert_eq!(
         store.pending_multipart_keys().await.unwrap(),

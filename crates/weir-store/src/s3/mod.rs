@@ -199,10 +199,24 @@ impl S3Store {
             return Err(failure(op, resp).await);
         }
         let body = collect(op, resp).await?;
-        rusty_s3::actions::ListObjectsV2::parse_response(&body).map_err(|e| StoreError::Backend {
-            op,
-            message: e.to_string(),
-        })
+        let backend = |message: String| StoreError::Backend { op, message };
+        let mut page = rusty_s3::actions::ListObjectsV2::parse_response(&body)
+            .map_err(|e| backend(e.to_string()))?;
+        // rusty-s3 asks for `encoding-type=url` (so that any key survives XML 1.0) and hands the
+        // keys back as sent. A server that honoured it says so in the answer; one that did not
+        // sent them raw, and those must not be decoded.
+        if body
+            .windows(URL_ENCODED.len())
+            .any(|w| w == URL_ENCODED.as_bytes())
+        {
+            for c in &mut page.contents {
+                c.key = listed_key(&c.key).map_err(backend)?;
+            }
+            for p in &mut page.common_prefixes {
+                p.prefix = listed_key(&p.prefix).map_err(backend)?;
+            }
+        }
+        Ok(page)
     }
 
     /// A store over `config`'s bucket. Sends nothing yet (see [`S3Store::check`]).
@@ -960,9 +974,31 @@ fn parse_iso8601(s: &str) -> Option<SystemTime> {
     Some(UNIX_EPOCH + Duration::from_secs(u64::try_from(secs).ok()?))
 }
 
+/// How a `ListObjectsV2` answer says its keys are URL-encoded.
+const URL_ENCODED: &str = "<EncodingType>url</EncodingType>";
+
+/// A key of a listing asked with `encoding-type=url`: percent-encoded, a space also as `+` (as
+/// S3 and SeaweedFS send it, and botocore decodes it; a `+` of the key itself comes as `%2B`).
+/// ALLOCATION: the decoded key, replacing the one the listing parsed.
+fn listed_key(encoded: &str) -> Result<String, String> {
+    let spaced = encoded.replace('+', " ");
+    percent_encoding::percent_decode_str(&spaced)
+        .decode_utf8()
+        .map(|key| key.into_owned())
+        .map_err(|_| format!("a listed key that is not UTF-8 once decoded: {encoded:?}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn listed_keys_are_decoded() {
+        assert_eq!(listed_key("z+1.txt").unwrap(), "z 1.txt");
+        assert_eq!(listed_key("a%2Bb%20c%25").unwrap(), "a+b c%");
+        assert_eq!(listed_key("%C3%A9").unwrap(), "é");
+        assert!(listed_key("%FF").is_err());
+    }
 
     #[test]
     fn list_times_parse() {
