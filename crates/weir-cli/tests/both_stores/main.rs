@@ -8,7 +8,7 @@
 //!
 //! Where the stores keep different promises the test branches on a property named for the
 //! promise ([`Backend::forms_atomic`], [`Backend::folders_have_times`]) and asserts each
-//! store's documented one (docs/OPERATING.md, "Storing in S3").
+//! store's documented one (docs/OPERATING.md, "S3-compatible storage").
 
 #[allow(dead_code)] // only `start_weed` is used here
 #[path = "../s3_nodes/mod.rs"]
