@@ -551,3 +551,42 @@ pub fn quota_holds(b: &Backend) {
     assert_eq!(s.put("q/two.bin", &six).status, 201);
     assert!(s.get("q/two.bin").body == six);
 }
+
+/// A file under a path that is a file, a file where a folder is, and a form doing both. The
+/// local store is a tree: `path-conflict` (409), nothing stored, the form's replaced file
+/// untouched. A bucket has keys, not a tree: a key `a` and keys under `a/` coexist, so each
+/// of these is stored, and `a` is listed both as a file and as a folder (docs/OPERATING.md,
+/// "S3-compatible storage").
+pub fn a_file_where_a_folder_is(b: &Backend) {
+    let s = b.serve(&[]);
+    s.put("t/r.txt", b"old");
+    s.put("t/clash", b"a file");
+    s.put("t/dir/inner", b"inner");
+    let under_a_file = s.req("PUT /files/t/clash/f.txt HTTP/1.1", b"under a file");
+    let over_a_folder = s.req("PUT /files/t/dir HTTP/1.1", b"over a folder");
+    let parts: [(&str, &[u8]); 2] = [("r.txt", b"new"), ("clash/g.txt", b"g")];
+    let form = s.req(&form_head("t", ""), &form_body(&parts));
+    let listed = names(&s.list("t/", ""));
+    if b.paths_are_a_tree() {
+        for r in [&under_a_file, &over_a_folder, &form] {
+            assert_eq!(r.status, 409, "{}", r.text());
+            assert_eq!(json(r)["type"], "https://weir.dev/problems/path-conflict");
+        }
+        assert_eq!(s.get("t/clash/f.txt").status, 404);
+        assert_eq!(s.get("t/clash/g.txt").status, 404);
+        assert_eq!(s.get("t/r.txt").body, b"old", "all or none: not replaced");
+        assert_eq!(listed, ["clash", "dir", "r.txt"]);
+    } else {
+        for r in [&under_a_file, &over_a_folder, &form] {
+            assert_eq!(r.status, 201, "{}", r.text());
+        }
+        assert_eq!(s.get("t/clash/f.txt").body, b"under a file");
+        assert_eq!(s.get("t/clash/g.txt").body, b"g");
+        assert_eq!(s.get("t/dir").body, b"over a folder");
+        assert_eq!(s.get("t/r.txt").body, b"new");
+        assert_eq!(listed, ["clash", "clash", "dir", "dir", "r.txt"]);
+    }
+    // Either way the file first stored at each name is still served.
+    assert_eq!(s.get("t/clash").body, b"a file");
+    assert_eq!(s.get("t/dir/inner").body, b"inner");
+}

@@ -7,7 +7,8 @@
 //! sockets, raw HTTP/1.1.
 //!
 //! Where the stores keep different promises the test branches on a property named for the
-//! promise ([`Backend::forms_atomic`], [`Backend::folders_have_times`]) and asserts each
+//! promise ([`Backend::forms_atomic`], [`Backend::folders_have_times`],
+//! [`Backend::paths_are_a_tree`]) and asserts each
 //! store's documented one (docs/OPERATING.md, "S3-compatible storage").
 
 #[allow(dead_code)] // only `start_weed` is used here
@@ -73,6 +74,12 @@ impl Backend {
     /// `Store::ATOMIC_COMMIT_ALL`). Without it (S3) the files a failed form *created* are deleted
     /// again and the ones it *replaced* stay replaced.
     pub fn forms_atomic(&self) -> bool {
+        self.kind == Kind::Local
+    }
+
+    /// Paths form a tree: a file and a folder cannot share a name (`path-conflict`). Not in a
+    /// bucket, whose keys `a` and `a/b` coexist.
+    pub fn paths_are_a_tree(&self) -> bool {
         self.kind == Kind::Local
     }
 
@@ -272,4 +279,5 @@ both!(
     listings_paginate_each_entry_once,
     folders_create_and_delete,
     quota_holds,
+    a_file_where_a_folder_is,
 );
