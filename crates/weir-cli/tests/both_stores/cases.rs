@@ -227,56 +227,114 @@ fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
     }
 }
 
-/// A form under `If-None-Match: *` whose last target another client stores after that part
-/// began (its precondition held then): the commit is refused, 412, the other client's file
-/// is kept, and the form's other file is not visible afterwards. Each store's promise: the
-/// local store commits all or none, so the form's first file was never stored; a bucket
-/// commits in order and deletes again the files the form created (docs/OPERATING.md).
-pub fn a_form_failing_at_commit_keeps_each_stores_promise(b: &Backend) {
-    // Over S3, parts of 5 MiB: `b.bin`'s first is sent while the rest is held back.
-    let args: &[&str] = match b.kind {
-        Kind::Local => &[],
-        Kind::S3 => &["--s3-part-size", "5MiB"],
-    };
-    let s = b.serve(args);
+/// Sends a form to `/files/{dir}/` with `extra` fields, files `first` (small) and `b.bin`
+/// (6 MiB); once `b.bin`'s part began (its precondition held then) and its bytes are being
+/// stored, calls `meanwhile`, then sends the rest: the form's answer.
+fn form_with_a_write_meanwhile(
+    b: &Backend,
+    s: &Serve,
+    dir: &str,
+    extra: &str,
+    first: &str,
+    meanwhile: impl FnOnce(),
+) -> weir_testkit::h1::Resp {
     let big = data(6 * MIB, 8);
-    let body = form_body(&[("a.txt", &b"mine"[..]), ("b.bin", &big)]);
+    let body = form_body(&[(first, &b"mine"[..]), ("b.bin", &big)]);
     let mut stream = TcpStream::connect(s.addr).unwrap();
     stream
         .set_read_timeout(Some(Duration::from_secs(60)))
         .unwrap();
-    let head = form_head(
-        "race",
-        &format!("\r\nif-none-match: *\r\ncontent-length: {}", body.len()),
-    );
+    let head = form_head(dir, &format!("{extra}\r\ncontent-length: {}", body.len()));
     write!(stream, "{head}\r\nhost: t\r\nconnection: close\r\n\r\n").unwrap();
     let held_back = MIB / 2;
     stream.write_all(&body[..body.len() - held_back]).unwrap();
-    // `b.bin`'s part began (its precondition held) and its bytes are being stored: the local
-    // upload moved on from `a.txt`'s temporary to its own, the bucket has its multipart upload.
+    // The local upload moved on from the first file's temporary to its own; the bucket has
+    // `b.bin`'s multipart upload (parts of 5 MiB: see `form_server`).
+    let target = format!("{dir}/b.bin");
     match b.kind {
         Kind::Local => wait_for("b.bin's temporary", || s.local_temps() == 2),
         Kind::S3 => wait_for("b.bin's multipart upload", || {
-            s.pending_uploads()
-                .iter()
-                .any(|k| k.ends_with("race/b.bin"))
+            s.pending_uploads().iter().any(|k| k.ends_with(&target))
         }),
     }
-    let r = s.req("PUT /files/race/b.bin HTTP/1.1", b"theirs");
-    assert_eq!(r.status, 201, "{}", r.text());
+    meanwhile();
     stream.write_all(&body[body.len() - held_back..]).unwrap();
-    let r = Client::new(stream).read_response();
+    Client::new(stream).read_response()
+}
+
+/// A server for [`form_with_a_write_meanwhile`]: over S3 with parts of 5 MiB, so that
+/// `b.bin`'s first part is sent while the rest of the form is held back.
+fn form_server(b: &Backend) -> Serve {
+    match b.kind {
+        Kind::Local => b.serve(&[]),
+        Kind::S3 => b.serve(&["--s3-part-size", "5MiB"]),
+    }
+}
+
+/// Nothing of a form left behind once it is answered: no temporary (local), no multipart
+/// upload (S3).
+fn nothing_pending(b: &Backend, s: &Serve) {
+    match b.kind {
+        Kind::Local => assert_eq!(s.local_temps(), 0, "every staged file removed"),
+        Kind::S3 => assert_eq!(s.pending_uploads(), Vec::<String>::new(), "no upload left"),
+    }
+}
+
+/// A form under `If-None-Match: *` whose last target another client stores after that part
+/// began: the commit is refused, 412, the other client's file is kept, and the form's file it
+/// *created* is not there once answered. Both stores promise that: the local store commits all
+/// or none (it was never stored), a bucket commits in order and deletes again the files the
+/// form created.
+pub fn a_form_failing_at_commit_keeps_each_stores_promise(b: &Backend) {
+    let s = form_server(b);
+    let r = form_with_a_write_meanwhile(b, &s, "race", "\r\nif-none-match: *", "a.txt", || {
+        let r = s.req("PUT /files/race/b.bin HTTP/1.1", b"theirs");
+        assert_eq!(r.status, 201, "{}", r.text());
+    });
     assert_eq!(r.status, 412, "{}", r.text());
     assert_eq!(s.get("race/b.bin").body, b"theirs");
-    // Both promises leave the created file absent once answered: never stored (all or none),
-    // or stored and deleted again (in order, created files undone).
     assert_eq!(s.get("race/a.txt").status, 404);
     assert_eq!(names(&s.list("race/", "")), ["b.bin"]);
+    nothing_pending(b, &s);
+}
+
+/// Where the promises differ: a form replacing two files under `If-Match` with both ETags,
+/// whose second target another client replaces after that part began. The local store commits
+/// all or none: 412, the first file keeps its old bytes. A bucket commits in order: the first
+/// file was replaced before the second failed, and a replacement cannot be undone, so it stays
+/// replaced and the 412 names it (docs/OPERATING.md, "S3-compatible storage").
+pub fn a_form_failing_after_a_replacement_keeps_each_stores_promise(b: &Backend) {
+    let s = form_server(b);
+    let e1 = s
+        .put("rep/a.txt", b"old a")
+        .header("etag")
+        .unwrap()
+        .to_owned();
+    let e2 = s
+        .put("rep/b.bin", b"old b")
+        .header("etag")
+        .unwrap()
+        .to_owned();
+    let extra = format!("\r\nif-match: {e1}, {e2}");
+    let r = form_with_a_write_meanwhile(b, &s, "rep", &extra, "a.txt", || {
+        let r = s.req("PUT /files/rep/b.bin HTTP/1.1", b"theirs");
+        assert_eq!(r.status, 200, "{}", r.text());
+    });
+    assert_eq!(r.status, 412, "{}", r.text());
+    assert_eq!(s.get("rep/b.bin").body, b"theirs");
     if b.forms_atomic() {
-        assert_eq!(s.local_temps(), 0, "every staged file removed");
+        assert_eq!(s.get("rep/a.txt").body, b"old a", "all or none");
+        assert!(!r.text().contains("rep/a.txt"), "{}", r.text());
     } else {
-        assert_eq!(s.pending_uploads(), Vec::<String>::new(), "no upload left");
+        assert_eq!(s.get("rep/a.txt").body, b"mine", "a replacement stays");
+        assert!(
+            r.text().contains("stay stored") && r.text().contains("rep/a.txt"),
+            "{}",
+            r.text()
+        );
     }
+    assert_eq!(names(&s.list("rep/", "")), ["a.txt", "b.bin"]);
+    nothing_pending(b, &s);
 }
 
 fn ietf_patch(location: &str, offset: usize, complete: bool) -> String {

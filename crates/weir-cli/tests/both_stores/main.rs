@@ -273,6 +273,7 @@ both!(
     a_form_is_stored_whole,
     a_form_with_an_existing_target_under_if_none_match_stores_none,
     a_form_failing_at_commit_keeps_each_stores_promise,
+    a_form_failing_after_a_replacement_keeps_each_stores_promise,
     resumable_draft_create_append_complete,
     resumable_draft_interrupted_append_resumes,
     tus_create_patch_in_two_pieces,
