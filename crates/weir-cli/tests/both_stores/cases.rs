@@ -528,6 +528,9 @@ pub fn listings_paginate_each_entry_once(b: &Backend) {
         "{file}"
     );
     assert_eq!(keys(dir), keys(file), "{dir} {file}");
+    assert_eq!(keys(file), ["modified", "name", "size", "type"], "{file}");
+    let top: Vec<String> = j.as_object().unwrap().keys().cloned().collect();
+    assert_eq!(top, ["entries", "path"], "{j}");
     if b.folders_have_times() {
         assert!(
             dir["modified"].as_u64().is_some_and(|t| t > 1_700_000_000),
