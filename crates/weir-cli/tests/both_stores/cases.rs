@@ -457,6 +457,40 @@ pub fn tus_create_patch_in_two_pieces(b: &Backend) {
     assert!(r.status == 200 && r.body == body, "stored bytes differ");
 }
 
+/// tus: a `PATCH` cut midway keeps the upload; HEAD reports how far it got (at most what was
+/// sent), the client resumes from there, and the final file is byte-exact.
+pub fn tus_interrupted_patch_resumes(b: &Backend) {
+    let s = b.serve(&[]);
+    let tus = "tus-resumable: 1.0.0";
+    let body_type = "content-type: application/offset+octet-stream";
+    let total = 3 * MIB;
+    let body = data(total, 13);
+    let metadata = format!("filename {}", base64_of(b"ti.bin"));
+    let r = s.req(
+        &format!(
+            "POST /tus/ HTTP/1.1\r\n{tus}\r\nupload-length: {total}\r\nupload-metadata: {metadata}"
+        ),
+        b"",
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    let location = r.header("location").unwrap().to_owned();
+    let patch = |offset: usize| {
+        format!("PATCH {location} HTTP/1.1\r\n{tus}\r\n{body_type}\r\nupload-offset: {offset}")
+    };
+    let sent = MIB + MIB / 3;
+    send_cut(&s, &patch(0), total, &body[..sent]);
+    assert_eq!(s.get("ti.bin").status, 404, "a cut upload is not served");
+    let r = s.req(&format!("HEAD {location} HTTP/1.1\r\n{tus}"), b"");
+    assert_eq!(r.status, 200);
+    let offset: usize = r.header("upload-offset").unwrap().parse().unwrap();
+    assert!(offset <= sent, "offset {offset}");
+    let r = s.req(&patch(offset), &body[offset..]);
+    assert_eq!(r.status, 204, "{}", r.text());
+    assert_eq!(r.header("upload-offset"), Some(total.to_string().as_str()));
+    let r = s.get("ti.bin");
+    assert!(r.status == 200 && r.body == body, "stored bytes differ");
+}
+
 /// 250 files and 3 folders: pages of 40 by `next`/`after`, and of 100 by the `Link`, visit each
 /// entry once in order; folders are listed as `dir`; each entry has the same fields on both
 /// stores (a folder's `modified` is `null` in a bucket, where a folder has no time).

@@ -277,6 +277,7 @@ both!(
     resumable_draft_create_append_complete,
     resumable_draft_interrupted_append_resumes,
     tus_create_patch_in_two_pieces,
+    tus_interrupted_patch_resumes,
     listings_paginate_each_entry_once,
     folders_create_and_delete,
     quota_holds,
