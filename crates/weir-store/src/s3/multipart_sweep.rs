@@ -1,6 +1,7 @@
 //! Multipart uploads left behind (by a node that died mid-upload): listed page by page
 //! (`ListMultipartUploads` markers) and aborted by the sweep once older than its age.
 
+use super::list::parse_iso8601;
 use super::*;
 
 /// Where a page of `ListMultipartUploads` starts: the key and upload id markers.
