@@ -13,12 +13,13 @@
 //! - [`BodyFailure`]: why a body did not make it, answered the same way by every route; the
 //!   request's digests (`Content-Digest` in the head, or as a trailer verified at commit).
 
+use super::buffers::PooledBuffer;
 use super::hasher::LaneHandle;
 use super::reply::{self, Problem};
 use super::service::Service;
 use http::StatusCode;
 use weir::{BodyStats, Exchange, http};
-use weir_store::{Appending, ContentDigest, StoreError, Upload};
+use weir_store::{Appending, ContentDigest, StoreError, Upload, Written};
 
 mod checkpoints;
 pub(super) use checkpoints::AppendCheckpoints;
@@ -278,6 +279,39 @@ async fn pipelined_body(
     Ok(())
 }
 
+/// Hands a buffer just written to the upload on to its hash: queued on `lane` once a hashing
+/// thread has taken the upload (`started`), else to an idle hashing thread, else hashed here
+/// (and a thread asked again for the next buffer). What the pipelined `PUT` and the passed
+/// file's copy share.
+pub(super) fn hash_written(
+    svc: &Service,
+    upload: &mut Upload,
+    lane: &LaneHandle,
+    started: &mut bool,
+    counts: &mut WhereHashed,
+    written: Written<PooledBuffer>,
+) -> Result<(), BodyFailure> {
+    let n = written.len();
+    if *started {
+        lane.push(written);
+        counts.pipelined += n;
+        return Ok(());
+    }
+    let job = upload.hash_job(written).map_err(BodyFailure::Store)?;
+    match svc.hashers.start(job, lane) {
+        Ok(()) => {
+            *started = true;
+            counts.pipelined += n;
+        }
+        Err(job) => {
+            // No hashing thread is idle: hash this buffer here, try again next time.
+            lane.discard(upload.attach(job.run()).map_err(BodyFailure::Store)?);
+            counts.inline += n;
+        }
+    }
+    Ok(())
+}
+
 /// The loop of [`pipelined_body`]: until the body ends, each buffer filled, written, then
 /// hashed on `lane`'s thread (`started`) or inline.
 async fn pipeline(
@@ -312,23 +346,7 @@ async fn pipeline(
         // COPY: the kernel's, buffer → page cache. The buffer then moves, unchanged, to the
         // thread that hashes it.
         let written = upload.write_owned(free, n).map_err(BodyFailure::Store)?;
-        if *started {
-            lane.push(written);
-            counts.pipelined += n as u64;
-        } else {
-            let job = upload.hash_job(written).map_err(BodyFailure::Store)?;
-            match svc.hashers.start(job, lane) {
-                Ok(()) => {
-                    *started = true;
-                    counts.pipelined += n as u64;
-                }
-                Err(job) => {
-                    // No hashing thread is idle: hash this buffer here, try again next time.
-                    lane.discard(upload.attach(job.run()).map_err(BodyFailure::Store)?);
-                    counts.inline += n as u64;
-                }
-            }
-        }
+        hash_written(svc, upload, lane, started, counts, written)?;
         // What arrived before a cut is written and queued first: a resumable append keeps it.
         ended.map_err(BodyFailure::Body)?;
         // A checkpoint started now records the hash state of exactly the bytes written so far:

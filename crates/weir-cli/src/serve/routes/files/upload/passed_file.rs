@@ -33,7 +33,7 @@
 //! 400. The server only reads from it, at explicit offsets (the client's file position is left
 //! alone), never resolves a path through it, and closes it when the copy ends.
 
-use crate::serve::body::{BodyFailure, LOST, WhereHashed};
+use crate::serve::body::{BodyFailure, LOST, WhereHashed, hash_written};
 use crate::serve::hasher::LaneHandle;
 use crate::serve::service::Service;
 use std::fs::File;
@@ -252,23 +252,7 @@ async fn read_pieces(
             return Ok(());
         }
         let written = upload.write_owned(buf, n).map_err(BodyFailure::Store)?;
-        if *started {
-            lane.push(written);
-            counts.pipelined += n as u64;
-        } else {
-            let job = upload.hash_job(written).map_err(BodyFailure::Store)?;
-            match svc.hashers.start(job, lane) {
-                Ok(()) => {
-                    *started = true;
-                    counts.pipelined += n as u64;
-                }
-                Err(job) => {
-                    // No hashing thread is idle: hash this buffer here, try again next time.
-                    lane.discard(upload.attach(job.run()).map_err(BodyFailure::Store)?);
-                    counts.inline += n as u64;
-                }
-            }
-        }
+        hash_written(svc, upload, lane, started, counts, written)?;
         done += n as u64;
         if n < want {
             // The source ended before `len`.
