@@ -15,8 +15,17 @@ use std::path::Path;
 use std::process::{Child, Command};
 use weir_testkit::tools;
 
+#[cfg(feature = "s3")]
+#[allow(dead_code)] // This binary uses only the nodes of what the S3 tests share.
+mod s3_nodes;
+
 const WEIR: &str = env!("CARGO_BIN_EXE_weir");
 const TOKEN: &str = "s3cret";
+
+/// A server litmus is pointed at.
+struct Target {
+    addr: SocketAddr,
+}
 
 struct Server {
     child: Child,
@@ -101,7 +110,10 @@ fn visible(root: &Path) -> Vec<String> {
 fn staged(root: &Path) -> Vec<std::path::PathBuf> {
     match std::fs::read_dir(root.join(".weir-staging")) {
         // Its `resumable/` folder is the resumable uploads' (empty here).
-        Ok(d) => d.map(|e| e.unwrap().path()).filter(|p| p.is_file()).collect(),
+        Ok(d) => d
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.is_file())
+            .collect(),
         Err(_) => Vec::new(),
     }
 }
@@ -111,7 +123,7 @@ fn auth() -> String {
 }
 
 /// Runs litmus's `suites` against `server`; (exit success, the names of the failed tests).
-fn litmus(server: &Server, suites: &str) -> (bool, Vec<String>, String) {
+fn litmus(server: &Target, suites: &str) -> (bool, Vec<String>, String) {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("http://{}/dav/", server.addr);
     let out = Command::new("litmus")
@@ -121,6 +133,9 @@ fn litmus(server: &Server, suites: &str) -> (bool, Vec<String>, String) {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    for summary in text.lines().filter(|l| l.starts_with("<- summary")) {
+        eprintln!("{}: {summary}", server.addr);
+    }
     // A failing test's line: " 6. propset............... FAIL (...)" (the name is printed
     // twice, as litmus starts and ends it).
     let failed = text
@@ -128,7 +143,13 @@ fn litmus(server: &Server, suites: &str) -> (bool, Vec<String>, String) {
         .filter(|l| l.contains(" FAIL"))
         .filter_map(|l| {
             let before = l.split(" FAIL").next()?;
-            Some(before.split_whitespace().last()?.trim_end_matches('.').to_owned())
+            Some(
+                before
+                    .split_whitespace()
+                    .last()?
+                    .trim_end_matches('.')
+                    .to_owned(),
+            )
         })
         .collect();
     (out.status.success(), failed, text)
@@ -155,6 +176,14 @@ fn litmus_suites() {
         return;
     }
     let server = start(&["--token", TOKEN]);
+    litmus_expectations(server.addr);
+}
+
+/// Runs litmus's suites against the server at `addr` and checks each suite's outcome: `basic`,
+/// `copymove` and `http` whole, `locks` and `props` failing only the known tests. Both stores
+/// answer the same: no litmus test tells them apart.
+fn litmus_expectations(addr: SocketAddr) {
+    let server = Target { addr };
     let (ok, failed, text) = litmus(&server, "basic copymove http");
     assert!(
         ok && failed.is_empty(),
@@ -178,6 +207,25 @@ fn litmus_suites() {
     assert_eq!(got, want, "litmus locks:\n{text}");
     let (_, failed, text) = litmus(&server, "props");
     assert_eq!(failed, PROPS_KNOWN, "litmus props:\n{text}");
+}
+
+/// litmus on the S3 store (SeaweedFS).
+#[cfg(feature = "s3")]
+#[test]
+fn litmus_suites_on_s3() {
+    if !tools::require(
+        "litmus",
+        tools::on_path("litmus").is_some(),
+        "apt-get install litmus",
+    ) {
+        return;
+    }
+    let Some(weed) = s3_nodes::start_weed() else {
+        return;
+    };
+    let store = format!("s3://{}/dav", weir_testkit::seaweed::BUCKET);
+    let node = s3_nodes::start_node(&weed, &store, &["--token", TOKEN]);
+    litmus_expectations(node.addr);
 }
 
 #[test]
@@ -317,7 +365,10 @@ fn a_put_cut_mid_body_leaves_the_old_file() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     assert_eq!(body, b"old");
-    assert!(staged(&server.root).is_empty(), "the cut upload's temporary is gone");
+    assert!(
+        staged(&server.root).is_empty(),
+        "the cut upload's temporary is gone"
+    );
     // A whole chunked PUT with `X-Expected-Entity-Length` (as macOS sends it) replaces it.
     let mut s = TcpStream::connect(a).unwrap();
     write!(
@@ -341,6 +392,33 @@ fn rclone_round_trip() {
         return;
     }
     let server = start(&["--token", TOKEN]);
+    rclone_round_trip_at(server.addr);
+    assert!(server.root.join("tree/d/b.bin").exists());
+    assert!(!server.root.join("tree/d/e/c").exists(), "sync deleted it");
+}
+
+/// rclone on the S3 store (SeaweedFS).
+#[cfg(feature = "s3")]
+#[test]
+fn rclone_round_trip_on_s3() {
+    if !tools::require(
+        "rclone",
+        tools::on_path("rclone").is_some(),
+        "apt-get install rclone",
+    ) {
+        return;
+    }
+    let Some(weed) = s3_nodes::start_weed() else {
+        return;
+    };
+    let store = format!("s3://{}/dav", weir_testkit::seaweed::BUCKET);
+    let node = s3_nodes::start_node(&weed, &store, &["--token", TOKEN]);
+    rclone_round_trip_at(node.addr);
+}
+
+/// A small nested tree copied, checked byte by byte (`check --download`), changed and synced,
+/// and copied back, through the server at `addr`.
+fn rclone_round_trip_at(addr: SocketAddr) {
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("src");
     for (path, len) in [
@@ -354,7 +432,7 @@ fn rclone_round_trip() {
         let bytes: Vec<u8> = (0..len).map(|i| (i * 7 % 251) as u8).collect();
         std::fs::write(p, bytes).unwrap();
     }
-    let url = format!("http://{}/dav/", server.addr);
+    let url = format!("http://{addr}/dav/");
     let rclone = |args: &[&str]| {
         let out = Command::new("rclone")
             .args(args)
@@ -379,7 +457,6 @@ fn rclone_round_trip() {
     std::fs::remove_file(src.join("d/e/c")).unwrap();
     rclone(&["sync", s, "w:tree"]);
     rclone(&["check", "--download", s, "w:tree"]);
-    assert!(!server.root.join("tree/d/e/c").exists());
     // And back.
     let back = dir.path().join("back");
     rclone(&["copy", "w:tree", back.to_str().unwrap()]);

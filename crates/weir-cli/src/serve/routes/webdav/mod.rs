@@ -392,9 +392,9 @@ pub(super) fn status_response(
 ) {
     out.extend_from_slice(b"<D:response><D:href>");
     href(out, path, collection);
-    let _ = write!(
+    let _ = writeln!(
         out,
-        "</D:href><D:status>HTTP/1.1 {} {}</D:status></D:response>\n",
+        "</D:href><D:status>HTTP/1.1 {} {}</D:status></D:response>",
         status.as_u16(),
         status.canonical_reason().unwrap_or("")
     );
