@@ -468,3 +468,69 @@ fn rclone_round_trip_at(addr: SocketAddr) {
         );
     }
 }
+
+/// A folder `MOVE`d through `addr`: everything at the new path, nothing at the old one.
+fn folder_move_at(addr: SocketAddr) {
+    let a = addr;
+    for head in ["MKCOL /dav/d HTTP/1.1\n", "MKCOL /dav/d/s HTTP/1.1\n"] {
+        assert_eq!(
+            request(a, &format!("{head}{}", auth()), b"").0,
+            201,
+            "{head}"
+        );
+    }
+    for (path, body) in [("d/a", &b"one"[..]), ("d/s/b", b"two")] {
+        let head = format!("PUT /dav/{path} HTTP/1.1\n{}", auth());
+        assert_eq!(request(a, &head, body).0, 201);
+    }
+    let head = format!(
+        "MOVE /dav/d/ HTTP/1.1\nDestination: http://{a}/dav/e/\n{}",
+        auth()
+    );
+    assert_eq!(request(a, &head, b"").0, 201);
+    for (path, body) in [("e/a", &b"one"[..]), ("e/s/b", b"two")] {
+        let got = request(a, &format!("GET /dav/{path} HTTP/1.1\n{}", auth()), b"");
+        assert_eq!((got.0, &got.2[..]), (200, body), "{path}");
+    }
+    for path in ["d/a", "d/s/b"] {
+        let got = request(a, &format!("GET /dav/{path} HTTP/1.1\n{}", auth()), b"");
+        assert_eq!(got.0, 404, "{path}");
+    }
+    let got = request(
+        a,
+        &format!("PROPFIND /dav/d/ HTTP/1.1\nDepth: 0\n{}", auth()),
+        b"",
+    );
+    assert_eq!(got.0, 404);
+}
+
+#[test]
+fn a_folder_move_is_one_rename_locally() {
+    use std::os::unix::fs::MetadataExt;
+    let server = start(&["--token", TOKEN]);
+    // The folder's identity is kept: a rename of the directory, not its members one by one.
+    std::fs::create_dir(server.root.join("probe")).unwrap();
+    let ino = std::fs::metadata(server.root.join("probe")).unwrap().ino();
+    let head = format!(
+        "MOVE /dav/probe HTTP/1.1\nDestination: /dav/moved\n{}",
+        auth()
+    );
+    assert_eq!(request(server.addr, &head, b"").0, 201);
+    assert_eq!(
+        std::fs::metadata(server.root.join("moved")).unwrap().ino(),
+        ino
+    );
+    folder_move_at(server.addr);
+}
+
+/// On S3 a folder moves object by object (no directories to rename): the same end state.
+#[cfg(feature = "s3")]
+#[test]
+fn a_folder_move_on_s3() {
+    let Some(weed) = s3_nodes::start_weed() else {
+        return;
+    };
+    let store = format!("s3://{}/dav", weir_testkit::seaweed::BUCKET);
+    let node = s3_nodes::start_node(&weed, &store, &["--token", TOKEN]);
+    folder_move_at(node.addr);
+}

@@ -462,5 +462,6 @@ fn scan(root: &DirHandle) -> io::Result<Scan> {
 
 mod copy;
 mod delete_dir;
+mod rename_dir;
 #[cfg(test)]
 mod tests;

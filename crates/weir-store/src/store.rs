@@ -14,6 +14,7 @@
 //! | [`Store::create_dir`], [`Store::is_dir`], [`Store::delete_dir`] | folders: make one, ask, delete an empty one |
 //! | [`Store::commit_all`] | several uploads (a form's files), with one check for every target |
 //! | [`Store::copy`], [`Store::rename`] | an object copied or moved inside the store (no byte through the caller), if the check accepts the version at the target |
+//! | [`Store::rename_dir`] | a directory moved whole in one operation, where the store can (`LocalStore`); else the caller moves each object |
 //!
 //! Invariants every implementation keeps:
 //! - an upload is all or nothing: only a successful commit makes anything visible, and an
@@ -189,6 +190,21 @@ pub trait Store: Send + Sync + 'static {
         to: &StorePath,
         check: Option<VersionCheck<'_>>,
     ) -> impl Future<Output = Result<Committed, StoreError>> + Send;
+
+    /// Moves the directory `from`, with everything in it, to `to` in one operation when the
+    /// store can: `Ok(true)` (`LocalStore`: one `rename(2)` under its commit lock, all or
+    /// none even across a crash; `LocalStore::rename_dir`). `Ok(false)`, this default: the
+    /// store cannot (a bucket has keys, not directories: the caller moves each object with
+    /// [`Store::rename`]). `to` must not exist ([`StoreError::IsDirectory`] or
+    /// [`StoreError::NotADirectory`]) and its parent must ([`StoreError::NotFound`]).
+    fn rename_dir(
+        &self,
+        from: &StorePath,
+        to: &StorePath,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        let _ = (from, to);
+        async { Ok(false) }
+    }
 
     fn commit_all(
         &self,
@@ -421,6 +437,10 @@ impl Store for LocalStore {
             Some(check) => off_the_runtime(|| self.rename_if(from, to, check)),
             None => off_the_runtime(|| LocalStore::rename(self, from, to)),
         }
+    }
+
+    async fn rename_dir(&self, from: &StorePath, to: &StorePath) -> Result<bool, StoreError> {
+        off_the_runtime(|| LocalStore::rename_dir(self, from, to)).map(|()| true)
     }
 
     async fn commit_all(

@@ -9,12 +9,16 @@
 //! replaced atomically. In a bucket a move is a copy, then a delete of the source: a failure
 //! between the two leaves both (never neither).
 //!
-//! A collection is walked (`walk.rs`): each folder created at the destination, each file
-//! copied or renamed, and for a move each emptied source folder removed after its content.
-//! That is a rename per file, each atomic on the local store, not one rename of the folder:
-//! another client can see the folder half moved, and a failure midway leaves it so; the
-//! answer is then a `207` naming the members that failed. A destination that exists is
-//! deleted first (with `Overwrite: T`), as RFC 4918 §9.9.3 says.
+//! A collection's `MOVE` is `Store::rename_dir` where the store can: on the local store one
+//! `rename(2)` of the directory under the commit lock, so the folder and everything in it are
+//! at the old path or the new one, never split, even across a crash. A bucket has no
+//! directories to rename (`rename_dir` answers it cannot): there, and for every `COPY`, the
+//! collection is walked (`walk.rs`): each folder created at the destination, each object
+//! copied or moved (`CopyObject` then `DeleteObject`), and for a move each emptied source
+//! folder removed after its content. Other clients can see such a folder half moved, and a
+//! failure midway leaves it so (each object is at one name or, after a failed delete, both;
+//! never neither); the answer is then a `207` naming the members that failed. A destination
+//! that exists is deleted first (with `Overwrite: T`), as RFC 4918 §9.9.3 says.
 
 use super::walk::{Step, Walk};
 use super::write::{Failure, delete_tree, multi_status, note};
@@ -137,6 +141,20 @@ pub(super) async fn serve<S: Store + Clone>(
             }
             Err(e) => status(ex, super::store_status(&e)).await,
         };
+    }
+    // A folder moved whole where the store can (`LocalStore`: one rename, all or none); else
+    // member by member below.
+    if moving {
+        match store.rename_dir(&src_path, &dst_path).await {
+            Ok(true) => {
+                // ALLOCATION: the folders' paths with their slash, for the log and hooks.
+                svc.on_deleted(&format!("{}/", src_path.as_str()));
+                svc.dav_locks.forget_within(&src);
+                return status(ex, done).await;
+            }
+            Ok(false) => {}
+            Err(e) => return status(ex, super::store_status(&e)).await,
+        }
     }
     if let Err(e) = store.create_dir(&dst_path).await {
         return status(ex, super::store_status(&e)).await;

@@ -38,8 +38,7 @@
 //!
 //! Not done (see docs/OPERATING.md "WebDAV"): dead properties kept across restarts
 //! (`PROPPATCH` answers `403` for each property, so clients learn they were not kept), the
-//! quota properties of RFC 4331, a folder `MOVE` as one rename (it is a rename per file, each
-//! atomic on the local store).
+//! quota properties of RFC 4331.
 
 use crate::serve::auth::{Access, Verdict};
 use crate::serve::reply::{self, Problem};
