@@ -534,3 +534,43 @@ fn a_folder_move_on_s3() {
     let node = s3_nodes::start_node(&weed, &store, &["--token", TOKEN]);
     folder_move_at(node.addr);
 }
+
+#[test]
+fn quota_properties_with_max_storage() {
+    let server = start(&["--token", TOKEN, "--max-storage", "1MiB"]);
+    let a = server.addr;
+    assert_eq!(
+        request(a, &format!("PUT /dav/f HTTP/1.1\n{}", auth()), &[7; 1000]).0,
+        201
+    );
+    let body = br#"<?xml version="1.0"?><D:propfind xmlns:D="DAV:"><D:prop>
+        <D:quota-available-bytes/><D:quota-used-bytes/></D:prop></D:propfind>"#;
+    let (status, _, answer) = request(
+        a,
+        &format!("PROPFIND /dav/ HTTP/1.1\nDepth: 0\n{}", auth()),
+        body,
+    );
+    assert_eq!(status, 207);
+    let text = String::from_utf8(answer).unwrap();
+    let value = |name: &str| -> u64 {
+        let open = format!("<D:{name}>");
+        let start = text.find(&open).unwrap_or_else(|| panic!("{name}: {text}")) + open.len();
+        text[start..].split('<').next().unwrap().parse().unwrap()
+    };
+    let (used, available) = (value("quota-used-bytes"), value("quota-available-bytes"));
+    assert!(used >= 1000, "{used}");
+    assert_eq!(used + available, 1024 * 1024);
+    // Without --max-storage there is no quota to report: 404 for both.
+    let plain = start(&["--token", TOKEN]);
+    let (_, _, answer) = request(
+        plain.addr,
+        &format!("PROPFIND /dav/ HTTP/1.1\nDepth: 0\n{}", auth()),
+        body,
+    );
+    let text = String::from_utf8(answer).unwrap();
+    assert!(
+        text.contains("<quota-used-bytes xmlns=\"DAV:\"/>"),
+        "{text}"
+    );
+    assert!(text.contains("404 Not Found"), "{text}");
+}

@@ -15,6 +15,7 @@
 //! | [`Store::commit_all`] | several uploads (a form's files), with one check for every target |
 //! | [`Store::copy`], [`Store::rename`] | an object copied or moved inside the store (no byte through the caller), if the check accepts the version at the target |
 //! | [`Store::rename_dir`] | a directory moved whole in one operation, where the store can (`LocalStore`); else the caller moves each object |
+//! | [`Store::quota`] | the bytes in use and the limit (`max_storage`), when there is one |
 //!
 //! Invariants every implementation keeps:
 //! - an upload is all or nothing: only a successful commit makes anything visible, and an
@@ -190,6 +191,13 @@ pub trait Store: Send + Sync + 'static {
         to: &StorePath,
         check: Option<VersionCheck<'_>>,
     ) -> impl Future<Output = Result<Committed, StoreError>> + Send;
+
+    /// The bytes in use and the store's limit (`max_storage`), when it has one: what WebDAV's
+    /// quota properties (RFC 4331) report. `LocalStore`: exact; `S3Store`: as this node counts
+    /// (its last listing of the bucket, moved by its own commits since).
+    fn quota(&self) -> Option<(u64, u64)> {
+        None
+    }
 
     /// Moves the directory `from`, with everything in it, to `to` in one operation when the
     /// store can: `Ok(true)` (`LocalStore`: one `rename(2)` under its commit lock, all or
@@ -437,6 +445,10 @@ impl Store for LocalStore {
             Some(check) => off_the_runtime(|| self.rename_if(from, to, check)),
             None => off_the_runtime(|| LocalStore::rename(self, from, to)),
         }
+    }
+
+    fn quota(&self) -> Option<(u64, u64)> {
+        self.max_storage().map(|max| (self.usage(), max))
     }
 
     async fn rename_dir(&self, from: &StorePath, to: &StorePath) -> Result<bool, StoreError> {

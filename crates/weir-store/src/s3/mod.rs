@@ -445,6 +445,10 @@ impl Store for S3Store {
     const ATOMIC_COMMIT_ALL: bool = false;
     const ATOMIC_RENAME: bool = false;
 
+    fn quota(&self) -> Option<(u64, u64)> {
+        self.max_storage().map(|max| (self.usage(), max))
+    }
+
     async fn copy(
         &self,
         from: &StorePath,

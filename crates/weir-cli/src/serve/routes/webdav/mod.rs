@@ -37,8 +37,7 @@
 //! | `LOCK`, `UNLOCK`, the `If:` header | `locks.rs` (a bounded table in memory) |
 //!
 //! Not done (see docs/OPERATING.md "WebDAV"): dead properties kept across restarts
-//! (`PROPPATCH` answers `403` for each property, so clients learn they were not kept), the
-//! quota properties of RFC 4331.
+//! (`PROPPATCH` answers `403` for each property, so clients learn they were not kept).
 
 use crate::serve::auth::{Access, Verdict};
 use crate::serve::reply::{self, Problem};

@@ -9,8 +9,10 @@
 //! `ETag` `/files/` answers: `preconditions::etag`), `getcontenttype` (the stored media type,
 //! else by name, as a download's), `displayname`, `creationdate` (weir keeps no creation time:
 //! the commit time of the version, as `getlastmodified`), `supportedlock`, `lockdiscovery`.
-//! A folder's time is left out when the store does not know it (a bucket's prefixes). Any
-//! other property asked for is `404` in its own `propstat`.
+//! A folder's time is left out when the store does not know it (a bucket's prefixes). With
+//! `--max-storage`, a collection has RFC 4331's `quota-used-bytes` and
+//! `quota-available-bytes` (the store's usage and what is left; not in `allprop`). Any other
+//! property asked for is `404` in its own `propstat`.
 //!
 //! Memory: a depth-1 answer is streamed (chunked) page by page through `Store::list_page`
 //! ([`PAGE`] entries at a time, each member's `<D:response>` written into one buffer sent
@@ -53,6 +55,10 @@ const LIVE: [&str; 9] = [
     "lockdiscovery",
 ];
 
+/// RFC 4331's quota properties: a collection's, with `--max-storage`; named by `propname`
+/// and answered when asked for by name, not by `allprop` (clients that show space ask).
+const QUOTA: [&str; 2] = ["quota-available-bytes", "quota-used-bytes"];
+
 /// What a `PROPFIND` asks for.
 enum Wanted {
     All,
@@ -68,6 +74,8 @@ struct Member {
     modified: SystemTime,
     etag: Option<String>,
     content_type: Option<String>,
+    /// (used, limit) of the store, for a collection when `--max-storage` is set.
+    quota: Option<(u64, u64)>,
 }
 
 /// `PROPFIND`.
@@ -108,6 +116,7 @@ pub(super) async fn propfind<S: Store + Clone>(
             modified: UNIX_EPOCH,
             etag: None,
             content_type: None,
+            quota: store.quota(),
         },
     };
     // ALLOCATION: the answer's buffer, reused for every member and sent in pieces.
@@ -129,6 +138,8 @@ pub(super) async fn propfind<S: Store + Clone>(
         .stream(None)
         .await?;
     let limit = NonZeroUsize::new(PAGE).expect("PAGE is not zero");
+    // The store's whole quota, the same for every folder in it.
+    let quota = store.quota();
     let mut after: Option<String> = None;
     loop {
         let page =
@@ -152,6 +163,7 @@ pub(super) async fn propfind<S: Store + Clone>(
                     modified: entry.modified,
                     etag: None,
                     content_type: None,
+                    quota,
                 }
             } else {
                 match store.open(&path).await {
@@ -190,6 +202,7 @@ fn member_of<O: StoreObject>(object: &O, path: Option<&StorePath>) -> Member {
         modified: object.meta().modified,
         etag: Some(super::etag_of(object)),
         content_type: Some(content_type),
+        quota: None,
     }
 }
 
@@ -231,7 +244,7 @@ fn response(svc: &Service, out: &mut Vec<u8>, res: &Resource, m: &Member, wanted
             }
         }
         Wanted::Names => {
-            for name in LIVE {
+            for name in LIVE.iter().chain(&QUOTA) {
                 live(svc, out, res, m, name, true);
             }
         }
@@ -278,6 +291,7 @@ fn live(
         "resourcetype" | "displayname" | "supportedlock" | "lockdiscovery" => true,
         "getcontentlength" | "getetag" | "getcontenttype" => !m.collection,
         "getlastmodified" | "creationdate" => known_time,
+        "quota-available-bytes" | "quota-used-bytes" => m.quota.is_some(),
         _ => false,
     };
     if !has {
@@ -324,6 +338,14 @@ fn live(
         }
         "supportedlock" => out.extend_from_slice(SUPPORTED_LOCK.as_bytes()),
         "lockdiscovery" => locks::lock_discovery(svc, out, res),
+        "quota-available-bytes" | "quota-used-bytes" => {
+            let (used, max) = m.quota.unwrap_or_default();
+            let value = match name {
+                "quota-used-bytes" => used,
+                _ => max.saturating_sub(used),
+            };
+            let _ = write!(out, "<D:{name}>{value}</D:{name}>");
+        }
         _ => unreachable!("checked above"),
     }
     true
