@@ -3,11 +3,11 @@
 //! package `rclone`), and raw HTTP for the bad inputs. The tools come through weir-testkit's
 //! `tools` (missing: skipped, or failed under `WEIR_REQUIRE_TOOLS=1`, as `scripts/test` runs).
 //!
-//! What litmus shows on the local store (`litmus_suites`): `basic`, `copymove` and `http`
-//! pass whole; `locks` and `props` fail exactly the tests named in `LOCKS_KNOWN` and
-//! `PROPS_KNOWN` (dead properties are not stored: `PROPPATCH` answers 403; and neon, litmus's
-//! HTTP library, cuts an `If:` header at 256 bytes, which weir's 73-character `ETag`s make it
-//! do in the two `complex_cond_put` tests), and the test fails if any other test fails.
+//! What litmus shows, on the local store (`litmus_suites`) and on SeaweedFS
+//! (`litmus_suites_on_s3`): `basic`, `copymove`, `props` and `http` pass whole; `locks` fails
+//! exactly the two tests named in `LOCKS_KNOWN` (their `If:` header, two lists each with a
+//! lock token and weir's 73-character `ETag`, arrives cut: `400`; the same header sent whole
+//! by curl is taken), and the test fails if any other test fails.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -156,15 +156,7 @@ fn litmus(server: &Target, suites: &str) -> (bool, Vec<String>, String) {
 }
 
 /// The `locks` tests that fail, and why (the module doc).
-const LOCKS_KNOWN: [&str; 5] = [
-    "owner_modify",
-    "complex_cond_put",
-    "fail_complex_cond_put",
-    "owner_modify",
-    "owner_modify",
-];
-/// The `props` tests that fail: `PROPPATCH` stores nothing.
-const PROPS_KNOWN: [&str; 3] = ["propset", "propmanyns", "propget"];
+const LOCKS_KNOWN: [&str; 2] = ["complex_cond_put", "fail_complex_cond_put"];
 
 #[test]
 fn litmus_suites() {
@@ -180,16 +172,16 @@ fn litmus_suites() {
 }
 
 /// Runs litmus's suites against the server at `addr` and checks each suite's outcome: `basic`,
-/// `copymove` and `http` whole, `locks` and `props` failing only the known tests. Both stores
+/// `copymove`, `props` and `http` whole, `locks` failing only the known tests. Both stores
 /// answer the same: no litmus test tells them apart.
 fn litmus_expectations(addr: SocketAddr) {
     let server = Target { addr };
-    let (ok, failed, text) = litmus(&server, "basic copymove http");
+    let (ok, failed, text) = litmus(&server, "basic copymove props http");
     assert!(
         ok && failed.is_empty(),
-        "litmus basic copymove http:\n{text}"
+        "litmus basic copymove props http:\n{text}"
     );
-    for suite in ["basic", "copymove", "http"] {
+    for suite in ["basic", "copymove", "props", "http"] {
         assert!(
             text.contains(&format!("summary for `{suite}'")),
             "{suite} ran:\n{text}"
@@ -205,8 +197,6 @@ fn litmus_expectations(addr: SocketAddr) {
     let mut got = failed.clone();
     got.sort_unstable();
     assert_eq!(got, want, "litmus locks:\n{text}");
-    let (_, failed, text) = litmus(&server, "props");
-    assert_eq!(failed, PROPS_KNOWN, "litmus props:\n{text}");
 }
 
 /// litmus on the S3 store (SeaweedFS).
@@ -573,4 +563,75 @@ fn quota_properties_with_max_storage() {
         "{text}"
     );
     assert!(text.contains("404 Not Found"), "{text}");
+}
+
+#[test]
+fn dead_properties_survive_a_restart_and_are_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    std::fs::create_dir(&root).unwrap();
+    let args = ["--token", TOKEN];
+    let spawn = || {
+        weir_testkit::serve_binary::spawn(Path::new(WEIR), &root, dir.path(), &args, &[])
+            .unwrap_or_else(|e| panic!("{e}"))
+    };
+    let (mut child, a) = spawn();
+    assert_eq!(
+        request(a, &format!("PUT /dav/f HTTP/1.1\n{}", auth()), b"x").0,
+        201
+    );
+    let set = r#"<?xml version="1.0"?><D:propertyupdate xmlns:D="DAV:" xmlns:Z="urn:z">
+        <D:set><D:prop><Z:colour>blue ☃</Z:colour></D:prop></D:set></D:propertyupdate>"#;
+    let (status, _, body) = request(
+        a,
+        &format!("PROPPATCH /dav/f HTTP/1.1\n{}", auth()),
+        set.as_bytes(),
+    );
+    assert_eq!(status, 207);
+    assert!(String::from_utf8_lossy(&body).contains("200 OK"));
+    // A value past the bound: 507 for it, and nothing of the request stored.
+    let big = format!(
+        r#"<D:propertyupdate xmlns:D="DAV:" xmlns:Z="urn:z"><D:set><D:prop>
+        <Z:colour>red</Z:colour><Z:big>{}</Z:big></D:prop></D:set></D:propertyupdate>"#,
+        "x".repeat(weir_store::MAX_PROPS)
+    );
+    let (status, _, body) = request(
+        a,
+        &format!("PROPPATCH /dav/f HTTP/1.1\n{}", auth()),
+        big.as_bytes(),
+    );
+    assert_eq!(status, 207);
+    assert!(
+        String::from_utf8_lossy(&body).contains("507"),
+        "{}",
+        String::from_utf8_lossy(&body)
+    );
+    // A live property cannot be set: 403 for it, 424 for the rest, nothing stored.
+    let live = r#"<D:propertyupdate xmlns:D="DAV:" xmlns:Z="urn:z"><D:set><D:prop>
+        <D:getetag>x</D:getetag><Z:colour>green</Z:colour></D:prop></D:set></D:propertyupdate>"#;
+    let (_, _, body) = request(
+        a,
+        &format!("PROPPATCH /dav/f HTTP/1.1\n{}", auth()),
+        live.as_bytes(),
+    );
+    let text = String::from_utf8_lossy(&body).into_owned();
+    assert!(text.contains("403") && text.contains("424"), "{text}");
+    let _ = child.kill();
+    let _ = child.wait();
+    let (mut child, a) = spawn();
+    let get =
+        r#"<D:propfind xmlns:D="DAV:"><D:prop><Z:colour xmlns:Z="urn:z"/></D:prop></D:propfind>"#;
+    let (status, _, body) = request(
+        a,
+        &format!("PROPFIND /dav/f HTTP/1.1\nDepth: 0\n{}", auth()),
+        get.as_bytes(),
+    );
+    assert_eq!(status, 207);
+    let text = String::from_utf8(body).unwrap();
+    assert!(
+        text.contains(r#"<colour xmlns="urn:z">blue ☃</colour>"#),
+        "{text}"
+    );
+    let _ = child.kill();
+    let _ = child.wait();
 }

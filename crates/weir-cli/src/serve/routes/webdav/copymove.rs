@@ -18,7 +18,8 @@
 //! folder removed after its content. Other clients can see such a folder half moved, and a
 //! failure midway leaves it so (each object is at one name or, after a failed delete, both;
 //! never neither); the answer is then a `207` naming the members that failed. A destination
-//! that exists is deleted first (with `Overwrite: T`), as RFC 4918 §9.9.3 says.
+//! that exists is deleted first (with `Overwrite: T`), as RFC 4918 §9.9.3 says. Dead
+//! properties go along: a file's with the store's copy or rename, a folder's copied here.
 
 use super::walk::{Step, Walk};
 use super::write::{Failure, delete_tree, multi_status, note};
@@ -159,6 +160,7 @@ pub(super) async fn serve<S: Store + Clone>(
     if let Err(e) = store.create_dir(&dst_path).await {
         return status(ex, super::store_status(&e)).await;
     }
+    copy_props(store, &src_path, &dst_path).await;
     if !deep {
         return status(ex, done).await;
     }
@@ -206,8 +208,9 @@ async fn tree<S: Store + Clone>(
                     failures.push((dir.as_str().to_owned(), true, StatusCode::BAD_REQUEST));
                     continue;
                 };
-                if let Err(e) = store.create_dir(&to).await {
-                    note(&mut failures, dir.as_str(), true, &e);
+                match store.create_dir(&to).await {
+                    Ok(_) => copy_props(store, &dir, &to).await,
+                    Err(e) => note(&mut failures, dir.as_str(), true, &e),
                 }
             }
             Step::File(file) => {
@@ -236,5 +239,16 @@ async fn tree<S: Store + Clone>(
             },
             Step::Leave(_) => {}
         }
+    }
+}
+
+/// A folder's dead properties onto its copy (a file's go with `Store::copy` and
+/// `Store::rename`). Best effort, as RFC 4918 §9.8.2 asks ("SHOULD"): the folder is copied
+/// even when they cannot be.
+async fn copy_props<S: Store>(store: &S, from: &StorePath, to: &StorePath) {
+    if let Ok(Some(props)) = store.props(from).await
+        && let Err(e) = store.set_props(to, Some(&props)).await
+    {
+        tracing::warn!(error = %e, path = to.as_str(), "WebDAV: a folder's properties not copied");
     }
 }

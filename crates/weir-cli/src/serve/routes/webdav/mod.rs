@@ -31,13 +31,10 @@
 //! | --- | --- |
 //! | `OPTIONS` | here: `DAV: 1, 2`, `Allow` |
 //! | `PROPFIND` | `propfind.rs`: depth 0 and 1 (infinity refused: `403` `propfind-finite-depth`), streamed page by page |
-//! | `PROPPATCH` | `propfind.rs`: dead properties are not stored (`403` per property, see below) |
+//! | `PROPPATCH` | `props.rs`: dead properties, kept by the store with the file or folder (`Store::set_props`) |
 //! | `MKCOL`, `PUT`, `DELETE`, `GET`, `HEAD` | `write.rs` (`GET`/`HEAD`/`PUT` through `files/`) |
 //! | `COPY`, `MOVE` | `copymove.rs` |
 //! | `LOCK`, `UNLOCK`, the `If:` header | `locks.rs` (a bounded table in memory) |
-//!
-//! Not done (see docs/OPERATING.md "WebDAV"): dead properties kept across restarts
-//! (`PROPPATCH` answers `403` for each property, so clients learn they were not kept).
 
 use crate::serve::auth::{Access, Verdict};
 use crate::serve::reply::{self, Problem};
@@ -51,6 +48,7 @@ use weir_store::{Store, StoreError, StoreObject, StorePath};
 mod copymove;
 mod locks;
 mod propfind;
+mod props;
 mod walk;
 mod write;
 mod xml;
@@ -265,7 +263,7 @@ pub(in crate::serve) async fn serve<S: Store + Clone>(
         Method::Delete => write::delete(svc, store, ex, resource).await,
         Method::Mkcol => write::mkcol(svc, store, ex, resource).await,
         Method::Propfind => propfind::propfind(svc, store, ex, resource).await,
-        Method::Proppatch => propfind::proppatch(svc, store, ex, resource).await,
+        Method::Proppatch => props::proppatch(svc, store, ex, resource).await,
         Method::Copy | Method::Move => {
             let moving = method == Method::Move;
             copymove::serve(svc, store, ex, resource, moving).await

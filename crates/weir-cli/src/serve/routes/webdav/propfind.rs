@@ -1,4 +1,4 @@
-//! `PROPFIND` and `PROPPATCH` (RFC 4918 §9.1, §9.2).
+//! `PROPFIND` (RFC 4918 §9.1).
 //!
 //! `PROPFIND` answers depth 0 (the resource) and depth 1 (and its members); depth infinity,
 //! or no `Depth` (which means infinity), is refused with `403` and `propfind-finite-depth`
@@ -20,11 +20,12 @@
 //! file member is opened (`Store::open`) for its `ETag` and type, so the `ETag` is the same
 //! `/files/` sends: a stat and an xattr read locally, a `HeadObject` in a bucket.
 //!
-//! `PROPPATCH`: weir stores no dead properties (yet: docs/OPERATING.md), so every property
-//! set or removed is answered `403` in a `207` and nothing changes: a client learns that the
-//! property was not kept, instead of believing it was.
+//! Dead properties (`props.rs`) are answered with the live ones: every one for `allprop` and
+//! `propname`, those asked for by name; read only when the request needs them (a file's come
+//! with its opened version, a folder's are one more store call).
 
 use super::locks::{self, SUPPORTED_LOCK};
+use super::props::{self, empty_element};
 use super::xml::{self, BodyError, DAV, Element};
 use super::{Kind, MULTI_STATUS, Resource, XML_DECL, escape, href, kind, status};
 use crate::serve::list_pages;
@@ -76,6 +77,8 @@ struct Member {
     content_type: Option<String>,
     /// (used, limit) of the store, for a collection when `--max-storage` is set.
     quota: Option<(u64, u64)>,
+    /// Its dead properties, when the request needs them (`props.rs`).
+    dead: Vec<Element>,
 }
 
 /// `PROPFIND`.
@@ -108,8 +111,9 @@ pub(super) async fn propfind<S: Store + Clone>(
         Ok(k) => k,
         Err(e) => return status(ex, super::store_status(&e)).await,
     };
+    let dead = wanted.needs_dead();
     let own = match found {
-        Kind::File(object) => member_of(&object, res.path.as_ref()),
+        Kind::File(object) => member_of(&object, res.path.as_ref(), dead),
         _ => Member {
             collection: true,
             size: 0,
@@ -117,6 +121,7 @@ pub(super) async fn propfind<S: Store + Clone>(
             etag: None,
             content_type: None,
             quota: store.quota(),
+            dead: folder_props(store, res.path.as_ref(), dead).await,
         },
     };
     // ALLOCATION: the answer's buffer, reused for every member and sent in pieces.
@@ -164,10 +169,11 @@ pub(super) async fn propfind<S: Store + Clone>(
                     etag: None,
                     content_type: None,
                     quota,
+                    dead: folder_props(store, Some(&path), dead).await,
                 }
             } else {
                 match store.open(&path).await {
-                    Ok(object) => member_of(&object, Some(&path)),
+                    Ok(object) => member_of(&object, Some(&path), dead),
                     // Gone since it was listed.
                     Err(_) => continue,
                 }
@@ -193,7 +199,7 @@ pub(super) async fn propfind<S: Store + Clone>(
 }
 
 /// A file's properties from its opened version.
-fn member_of<O: StoreObject>(object: &O, path: Option<&StorePath>) -> Member {
+fn member_of<O: StoreObject>(object: &O, path: Option<&StorePath>, dead: bool) -> Member {
     let name = path.map_or("", StorePath::file_name);
     let content_type = mime::content_type(object.media_type().copied(), name).to_string();
     Member {
@@ -203,6 +209,30 @@ fn member_of<O: StoreObject>(object: &O, path: Option<&StorePath>) -> Member {
         etag: Some(super::etag_of(object)),
         content_type: Some(content_type),
         quota: None,
+        dead: match dead {
+            true => props::decode(object.props().as_deref()),
+            false => Vec::new(),
+        },
+    }
+}
+
+/// A folder's dead properties when `wanted` (none for the root, or when they cannot be
+/// read: a listing goes on without them).
+async fn folder_props<S: Store>(store: &S, path: Option<&StorePath>, wanted: bool) -> Vec<Element> {
+    match path {
+        Some(path) if wanted => props::decode(store.props(path).await.ok().flatten().as_deref()),
+        _ => Vec::new(),
+    }
+}
+
+impl Wanted {
+    /// Whether the answer shows dead properties: `allprop`, `propname`, or a property that
+    /// is not live asked for.
+    fn needs_dead(&self) -> bool {
+        match self {
+            Self::All | Self::Names => true,
+            Self::Some(list) => list.iter().any(|(ns, name)| !props::is_live(ns, name)),
+        }
     }
 }
 
@@ -242,16 +272,26 @@ fn response(svc: &Service, out: &mut Vec<u8>, res: &Resource, m: &Member, wanted
             for name in LIVE {
                 live(svc, out, res, m, name, false);
             }
+            for p in &m.dead {
+                p.write(out);
+            }
         }
         Wanted::Names => {
             for name in LIVE.iter().chain(&QUOTA) {
                 live(svc, out, res, m, name, true);
             }
+            for p in &m.dead {
+                empty_element(out, &p.ns, &p.name);
+            }
         }
         Wanted::Some(props) => {
             for (ns, name) in props {
-                if ns != DAV || !live(svc, out, res, m, name, false) {
-                    missing.push((ns, name));
+                if ns == DAV && live(svc, out, res, m, name, false) {
+                    continue;
+                }
+                match m.dead.iter().find(|p| p.ns == *ns && p.name == *name) {
+                    Some(p) => p.write(out),
+                    None => missing.push((ns, name)),
                 }
             }
         }
@@ -265,15 +305,6 @@ fn response(svc: &Service, out: &mut Vec<u8>, res: &Resource, m: &Member, wanted
         out.extend_from_slice(b"</D:prop><D:status>HTTP/1.1 404 Not Found</D:status></D:propstat>");
     }
     out.extend_from_slice(b"</D:response>\n");
-}
-
-/// `<name xmlns="ns"/>`: a property named in an answer without its value.
-fn empty_element(out: &mut Vec<u8>, ns: &str, name: &str) {
-    out.push(b'<');
-    out.extend_from_slice(name.as_bytes());
-    out.extend_from_slice(b" xmlns=\"");
-    escape(out, ns);
-    out.extend_from_slice(b"\"/>");
 }
 
 /// Appends the live property `name` (only its name with `name_only`); `false` when the
@@ -372,54 +403,6 @@ fn rfc3339(out: &mut Vec<u8>, t: SystemTime) {
         rest / 60 % 60,
         rest % 60
     );
-}
-
-/// `PROPPATCH`: nothing is stored (see the module doc): each property `403`, in a `207`.
-pub(super) async fn proppatch<S: Store + Clone>(
-    svc: &Service,
-    store: &S,
-    ex: &mut Exchange<'_>,
-    res: Resource,
-) -> Result<(), weir::Error> {
-    let body = match xml::read_body(ex).await.and_then(|b| xml::parse(&b)) {
-        Ok(Some(body)) if body.is_dav("propertyupdate") => body,
-        Ok(_) => {
-            let why = "a PROPPATCH body is a DAV:propertyupdate";
-            return BodyError::Invalid(why).answer(ex).await;
-        }
-        Err(e) => return e.answer(ex).await,
-    };
-    if let Some(refused) = locks::check_write(svc, store, ex, &res, false).await {
-        return refused;
-    }
-    match kind(store, res.path.as_ref()).await {
-        Ok(Kind::Nothing) => return status(ex, StatusCode::NOT_FOUND).await,
-        Ok(_) => {}
-        Err(e) => return status(ex, super::store_status(&e)).await,
-    }
-    let mut out = Vec::with_capacity(1024);
-    out.extend_from_slice(XML_DECL);
-    out.extend_from_slice(b"<D:multistatus xmlns:D=\"DAV:\"><D:response><D:href>");
-    href(
-        &mut out,
-        res.path.as_ref().map(StorePath::as_str),
-        res.slash,
-    );
-    out.extend_from_slice(b"</D:href><D:propstat><D:prop>");
-    for op in body
-        .children
-        .iter()
-        .filter(|c| c.is_dav("set") || c.is_dav("remove"))
-    {
-        for prop in op.dav_child("prop").iter().flat_map(|p| &p.children) {
-            empty_element(&mut out, &prop.ns, &prop.name);
-        }
-    }
-    out.extend_from_slice(
-        b"</D:prop><D:status>HTTP/1.1 403 Forbidden</D:status></D:propstat></D:response>\
-          </D:multistatus>\n",
-    );
-    super::xml_answer(ex, MULTI_STATUS, &out, &[]).await
 }
 
 #[cfg(test)]
