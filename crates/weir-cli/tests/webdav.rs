@@ -635,3 +635,48 @@ fn dead_properties_survive_a_restart_and_are_bounded() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+#[test]
+fn the_access_log_names_the_basic_token_and_the_files_touched() {
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = dir.path().join("tokens");
+    std::fs::write(&tokens, format!("{TOKEN} read,write,delete name=alice\n")).unwrap();
+    let server = start(&["--token-file", tokens.to_str().unwrap()]);
+    let a = server.addr;
+    let basic = "Authorization: Basic YW55b25lOnMzY3JldA==\n"; // anyone:s3cret
+    assert_eq!(
+        request(a, &format!("PUT /dav/f HTTP/1.1\n{basic}"), b"x").0,
+        201
+    );
+    let head = format!("MOVE /dav/f HTTP/1.1\nDestination: /dav/g\n{basic}");
+    assert_eq!(request(a, &head, b"").0, 201);
+    let log = server._dir.path().join("server-stderr.log");
+    let lines = || -> Vec<String> {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.starts_with("time="))
+            .map(str::to_owned)
+            .collect()
+    };
+    // The log is flushed every 200 ms: wait for both lines (bounded by attempts, not time).
+    let mut seen = lines();
+    for _ in 0..500 {
+        if seen.len() >= 2 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        seen = lines();
+    }
+    assert_eq!(seen.len(), 2, "{seen:#?}");
+    assert!(
+        seen.iter().all(|l| l.contains(" token=alice ")),
+        "{seen:#?}"
+    );
+    assert!(
+        !seen.iter().any(|l| l.contains(TOKEN)),
+        "a token in the log: {seen:#?}"
+    );
+    let moved = seen.iter().find(|l| l.contains("method=MOVE")).unwrap();
+    assert!(moved.contains("files=g"), "{moved}");
+}
