@@ -293,9 +293,9 @@ fn listings_are_paged_and_etags_are_those_of_files() {
     let a = server.addr;
     let (status, _, _) = request(a, &format!("MKCOL /dav/many HTTP/1.1\n{}", auth()), b"");
     assert_eq!(status, 201);
-    // More members than one page of the store's listing (256), written straight to the root.
-    for i in 0..600 {
-        std::fs::write(server.root.join(format!("many/f{i:03}")), b"x").unwrap();
+    // More members than one page of the listing (1,000), written straight to the root.
+    for i in 0..1100 {
+        std::fs::write(server.root.join(format!("many/f{i:04}")), b"x").unwrap();
     }
     let (status, _, body) = request(
         a,
@@ -312,8 +312,8 @@ fn listings_are_paged_and_etags_are_those_of_files() {
     let text = String::from_utf8(body).unwrap();
     assert_eq!(
         text.matches("<D:response>").count(),
-        602,
-        "the folder and its 601 members"
+        1102,
+        "the folder and its 1,101 members"
     );
     assert!(text.contains("<D:href>/dav/many/a%20b</D:href>"));
     let (_, head, _) = request(
@@ -327,6 +327,21 @@ fn listings_are_paged_and_etags_are_those_of_files() {
         text.contains(&format!("<D:getetag>{quoted}</D:getetag>")),
         "{etag}"
     );
+    // A copy and a delete of the folder walk it page by page (256 entries each).
+    let head = format!(
+        "COPY /dav/many/ HTTP/1.1\nDestination: /dav/copy/\n{}",
+        auth()
+    );
+    assert_eq!(request(a, &head, b"").0, 201);
+    assert_eq!(
+        std::fs::read_dir(server.root.join("copy")).unwrap().count(),
+        1101
+    );
+    for dir in ["many", "copy"] {
+        let head = format!("DELETE /dav/{dir}/ HTTP/1.1\n{}", auth());
+        assert_eq!(request(a, &head, b"").0, 204);
+        assert!(!server.root.join(dir).exists());
+    }
 }
 
 #[test]

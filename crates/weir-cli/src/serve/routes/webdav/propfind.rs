@@ -15,7 +15,7 @@
 //! property asked for is `404` in its own `propstat`.
 //!
 //! Memory: a depth-1 answer is streamed (chunked) page by page through `Store::list_page`
-//! ([`PAGE`] entries at a time, each member's `<D:response>` written into one buffer sent
+//! ([`PAGE`] = 1,000 entries at a time, each member's `<D:response>` written into one buffer sent
 //! when it passes [`FLUSH_AT`]): a folder of any size holds one page and one buffer. Each
 //! file member is opened (`Store::open`) for its `ETag` and type, so the `ETag` is the same
 //! `/files/` sends: a stat and an xattr read locally, a `HeadObject` in a bucket.
@@ -38,8 +38,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use weir::{Exchange, http};
 use weir_store::{Store, StoreObject, StorePath};
 
-/// Members listed per page of a depth-1 answer.
-const PAGE: usize = 256;
+/// Members listed per page of a depth-1 answer: the JSON listing's default page, so that a
+/// local folder of N entries costs N/1000 directory passes, as a client paging the JSON
+/// listing would (`weir-store`'s `list.rs`: each page is one pass).
+const PAGE: usize = crate::serve::routes::files::listing::DEFAULT_LIMIT;
 /// A depth-1 answer's buffer is sent once it holds this much.
 const FLUSH_AT: usize = 64 * 1024;
 

@@ -17,8 +17,10 @@ use crate::serve::service::Service;
 use std::num::NonZeroUsize;
 use weir_store::{Entry, Store, StorePath};
 
-/// Entries listed per page: the most a frame holds.
-const PAGE: usize = 64;
+/// Entries listed per page: the most a frame holds. Each page of a local folder is one pass
+/// over it, so a folder of N entries costs N/PAGE passes; 256 keeps that low for large
+/// folders while the deepest walk holds at most `MAX_DEPTH` × 256 names.
+const PAGE: usize = 256;
 /// The deepest folder a walk enters.
 pub(super) const MAX_DEPTH: usize = 64;
 
