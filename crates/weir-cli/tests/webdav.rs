@@ -755,3 +755,31 @@ fn locks_and_complex_if_headers() {
     assert_eq!(request(a, &head, b"").0, 204);
     assert_eq!(put(""), 200);
 }
+
+/// On S3 too, a chunked `PUT` cut midway leaves the object as it was (the multipart upload or
+/// the buffered part is dropped).
+#[cfg(feature = "s3")]
+#[test]
+fn a_put_cut_mid_body_leaves_the_old_object_on_s3() {
+    let Some(weed) = s3_nodes::start_weed() else {
+        return;
+    };
+    let store = format!("s3://{}/dav", weir_testkit::seaweed::BUCKET);
+    let node = s3_nodes::start_node(&weed, &store, &["--token", TOKEN]);
+    let a = node.addr;
+    assert_eq!(
+        request(a, &format!("PUT /dav/f HTTP/1.1\n{}", auth()), b"old").0,
+        201
+    );
+    let mut s = TcpStream::connect(a).unwrap();
+    write!(
+        s,
+        "PUT /dav/f HTTP/1.1\r\nHost: {a}\r\nAuthorization: Bearer {TOKEN}\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nnew!!\r\n"
+    )
+    .unwrap();
+    drop(s);
+    for _ in 0..3 {
+        let (status, _, body) = request(a, &format!("GET /dav/f HTTP/1.1\n{}", auth()), b"");
+        assert_eq!((status, &body[..]), (200, &b"old"[..]));
+    }
+}

@@ -158,6 +158,9 @@ pub(super) async fn propfind<S: Store + Clone>(
             Err(e) => return Err(weir::Error::user(format!("WebDAV listing failed: {e}"))),
         };
         for entry in &page.entries {
+            // ALLOCATION: each member's store path (to open it and write its href), and for a
+            // file its ETag and type as strings (`member_of`): a few small strings per member,
+            // freed with it; the answer's bytes go into the one reused buffer.
             let path = match &res.path {
                 Some(d) => StorePath::parse(&format!("{}/{}", d.as_str(), entry.name)),
                 None => StorePath::parse(&entry.name),
