@@ -783,3 +783,44 @@ fn a_put_cut_mid_body_leaves_the_old_object_on_s3() {
         assert_eq!((status, &body[..]), (200, &b"old"[..]));
     }
 }
+
+/// A depth-0 lock on a collection protects its membership (RFC 4918 §7.5), not its members.
+#[test]
+fn a_depth_0_collection_lock_guards_its_membership() {
+    let server = start(&["--token", TOKEN]);
+    let a = server.addr;
+    assert_eq!(
+        request(a, &format!("MKCOL /dav/d HTTP/1.1\n{}", auth()), b"").0,
+        201
+    );
+    assert_eq!(
+        request(a, &format!("PUT /dav/d/old HTTP/1.1\n{}", auth()), b"x").0,
+        201
+    );
+    let lockinfo = br#"<D:lockinfo xmlns:D="DAV:"><D:lockscope><D:exclusive/></D:lockscope><D:locktype><D:write/></D:locktype></D:lockinfo>"#;
+    let (status, head, _) = request(
+        a,
+        &format!("LOCK /dav/d/ HTTP/1.1\nDepth: 0\n{}", auth()),
+        lockinfo,
+    );
+    assert_eq!(status, 200);
+    let token = head
+        .lines()
+        .find_map(|l| l.strip_prefix("lock-token: "))
+        .unwrap()
+        .to_owned();
+    // Tagged with the collection: the lock is on it, not on the member (RFC 4918 §10.4.2).
+    let with = format!("If: </dav/d/> ({token})\n");
+    let go = |head: &str, extra: &str| request(a, &format!("{head}{}{extra}", auth()), b"y").0;
+    // A member's content is not the collection's: written without the token.
+    assert_eq!(go("PUT /dav/d/old HTTP/1.1\n", ""), 200);
+    // New or removed members need it.
+    assert_eq!(go("PUT /dav/d/new HTTP/1.1\n", ""), 423);
+    assert_eq!(go("DELETE /dav/d/old HTTP/1.1\n", ""), 423);
+    assert_eq!(go("PUT /dav/d/new HTTP/1.1\n", &with), 201);
+    assert_eq!(go("DELETE /dav/d/old HTTP/1.1\n", &with), 204);
+    assert_eq!(
+        request(a, &format!("MKCOL /dav/d/sub HTTP/1.1\n{}", auth()), b"").0,
+        423
+    );
+}

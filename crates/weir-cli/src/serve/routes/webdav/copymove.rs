@@ -21,6 +21,7 @@
 //! that exists is deleted first (with `Overwrite: T`), as RFC 4918 §9.9.3 says. Dead
 //! properties go along: a file's with the store's copy or rename, a folder's copied here.
 
+use super::locks::Change;
 use super::walk::{Step, Walk};
 use super::write::{Failure, delete_tree, multi_status, note};
 use super::{Kind, Resource, kind, locks, parent_exists, resource_of_url, status};
@@ -71,10 +72,10 @@ pub(super) async fn serve<S: Store + Clone>(
         // The root can be neither moved nor replaced.
         return status(ex, StatusCode::FORBIDDEN).await;
     };
-    if moving && let Some(refused) = locks::check_write(svc, store, ex, &src, true).await {
+    if moving && let Some(refused) = locks::check_write(svc, store, ex, &src, Change::Tree).await {
         return refused;
     }
-    if let Some(refused) = locks::check_write(svc, store, ex, &dst, true).await {
+    if let Some(refused) = locks::check_write(svc, store, ex, &dst, Change::Tree).await {
         return refused;
     }
     let source = match kind(store, Some(&src_path)).await {

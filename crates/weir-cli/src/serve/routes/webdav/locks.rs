@@ -9,8 +9,9 @@
 //!
 //! Every write method calls [`check_write`] before it changes anything:
 //! 1. each lock on the resources it writes (the resource, through depth-infinity locks of its
-//!    ancestors, and for a collection operation every lock below it) must have its token
-//!    among the `If:` header's state tokens: else `423` with `lock-token-submitted`;
+//!    ancestors; a depth-0 lock of its collection when a member appears or goes; for a
+//!    collection operation every lock below it) must have its token among the `If:`
+//!    header's state tokens: else `423` with `lock-token-submitted`;
 //! 2. the `If:` header, when present, must hold: one of its lists true, a list being true
 //!    when each of its conditions is (a state token: a lock with it covers the list's
 //!    resource; an entity tag: that resource's current `ETag`, the one `/files/` answers);
@@ -79,15 +80,50 @@ impl Locks {
     }
 }
 
-/// Checks a write of `res` (and, with `deep`, everything below it) against the locks and the
-/// `If:` header; `Some` once a refusal was answered.
+/// What a write changes, for the locks that protect it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Change {
+    /// The resource's content or properties (`PUT` over a file, `PROPPATCH`).
+    Content,
+    /// A member of its collection appears (`PUT` of a new file, `MKCOL`): a depth-0 lock on
+    /// the collection protects its membership too (RFC 4918 §7.5).
+    Member,
+    /// The resource and everything below it, appearing or going (`DELETE`, `MOVE`, a `COPY`'s
+    /// destination): every lock below it too.
+    Tree,
+}
+
+impl Locks {
+    /// Whether a depth-0 lock is on the collection that holds `res` (only then does a `PUT`
+    /// need to ask whether it creates a member).
+    pub(super) fn on_parent(&self, res: &Resource) -> bool {
+        let Some(parent) = parent_of(res) else {
+            return false;
+        };
+        self.with(|t| t.iter().any(|l| !l.deep && same(&l.root, &parent)))
+    }
+}
+
+/// The collection that holds `res` (`None` for the root).
+fn parent_of(res: &Resource) -> Option<Resource> {
+    res.path.as_ref()?;
+    Some(Resource {
+        path: res.parent(),
+        slash: true,
+    })
+}
+
+/// Checks a write of `res` (see [`Change`]) against the locks and the `If:` header; `Some`
+/// once a refusal was answered.
 pub(super) async fn check_write<S: Store>(
     svc: &Service,
     store: &S,
     ex: &mut Exchange<'_>,
     res: &Resource,
-    deep: bool,
+    change: Change,
 ) -> Option<Result<(), weir::Error>> {
+    let deep = change == Change::Tree;
+    let parent = parent_of(res).filter(|_| change != Change::Content);
     let lists = match if_header(ex) {
         Ok(lists) => lists,
         Err(why) => {
@@ -99,7 +135,8 @@ pub(super) async fn check_write<S: Store>(
     let missing = svc.dav_locks.with(|t| {
         t.iter()
             .find(|l| {
-                (l.covers(res) || (deep && l.root.within(res)))
+                let on_parent = parent.as_ref().is_some_and(|p| !l.deep && same(&l.root, p));
+                (l.covers(res) || (deep && l.root.within(res)) || on_parent)
                     && !lists.iter().any(|list| {
                         list.conditions
                             .iter()

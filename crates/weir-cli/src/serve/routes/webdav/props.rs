@@ -89,7 +89,7 @@ pub(super) async fn proppatch<S: Store + Clone>(
         }
         Err(e) => return e.answer(ex).await,
     };
-    if let Some(refused) = locks::check_write(svc, store, ex, &res, false).await {
+    if let Some(refused) = locks::check_write(svc, store, ex, &res, locks::Change::Content).await {
         return refused;
     }
     match kind(store, res.path.as_ref()).await {

@@ -11,6 +11,7 @@
 //! | `DELETE` of a collection | everything in it, deepest first, then itself: `204`; `207` naming what could not be deleted (at most [`MAX_FAILURES`]) |
 //! | `MKCOL` | `201`; `405` something is there; `409` no parent; `415` with a body |
 
+use super::locks::Change;
 use super::walk::{Step, Walk};
 use super::{Kind, MULTI_STATUS, Resource, XML_DECL, kind, locks, parent_exists, status};
 use crate::serve::routes::files::{delete as file_delete, download, listing, upload};
@@ -45,7 +46,16 @@ pub(super) async fn put<S: Store + Clone>(
     let Some(path) = res.path.clone().filter(|_| !res.slash) else {
         return status(ex, StatusCode::METHOD_NOT_ALLOWED).await;
     };
-    if let Some(refused) = locks::check_write(svc, store, ex, &res, false).await {
+    // A new file is a new member of its collection; asked only when a depth-0 lock is on that
+    // collection (no lock: nothing to ask).
+    let change = match svc.dav_locks.on_parent(&res) {
+        true => match kind(store, Some(&path)).await {
+            Ok(Kind::Nothing) => Change::Member,
+            _ => Change::Content,
+        },
+        false => Change::Content,
+    };
+    if let Some(refused) = locks::check_write(svc, store, ex, &res, change).await {
         return refused;
     }
     match parent_exists(store, &res).await {
@@ -74,7 +84,7 @@ pub(super) async fn mkcol<S: Store + Clone>(
     let Some(path) = res.path.clone() else {
         return status(ex, StatusCode::METHOD_NOT_ALLOWED).await;
     };
-    if let Some(refused) = locks::check_write(svc, store, ex, &res, false).await {
+    if let Some(refused) = locks::check_write(svc, store, ex, &res, Change::Member).await {
         return refused;
     }
     match kind(store, Some(&path)).await {
@@ -101,7 +111,7 @@ pub(super) async fn delete<S: Store + Clone>(
     ex: &mut Exchange<'_>,
     res: Resource,
 ) -> Result<(), weir::Error> {
-    if let Some(refused) = locks::check_write(svc, store, ex, &res, true).await {
+    if let Some(refused) = locks::check_write(svc, store, ex, &res, Change::Tree).await {
         return refused;
     }
     let found = match kind(store, res.path.as_ref()).await {
