@@ -35,6 +35,9 @@
 //! | `MKCOL`, `PUT`, `DELETE`, `GET`, `HEAD` | `write.rs` (`GET`/`HEAD`/`PUT` through `files/`) |
 //! | `COPY`, `MOVE` | `copymove.rs` |
 //! | `LOCK`, `UNLOCK`, the `If:` header | `locks.rs` (a bounded table in memory) |
+//!
+//! Beside them: `walk.rs` (a folder's tree for `DELETE`, `COPY`, `MOVE`, one page per open
+//! folder) and `xml.rs` (request bodies, bounded).
 
 use crate::serve::auth::{Access, Verdict};
 use crate::serve::reply::{self, Problem};
