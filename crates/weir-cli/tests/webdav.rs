@@ -824,3 +824,61 @@ fn a_depth_0_collection_lock_guards_its_membership() {
         423
     );
 }
+
+/// The resident size of process `pid`, in KiB.
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// A `PROPFIND` of depth 1 on a folder of 50,000 files is streamed page by page: twenty
+/// clients that stop reading hold about a page each, not their answers (each ≈ 30 MB whole).
+#[test]
+fn stalled_depth_1_listings_hold_a_page_each() {
+    const FILES: usize = 50_000;
+    const CLIENTS: usize = 20;
+    const BOUND_KIB: u64 = 64 << 10;
+    let server = start(&["--token", TOKEN]);
+    let big = server.root.join("big");
+    std::fs::create_dir(&big).unwrap();
+    for i in 0..FILES {
+        std::fs::File::create(big.join(format!("file-{i:06}.dat"))).unwrap();
+    }
+    let pid = server.child.id();
+    assert_eq!(request(server.addr, "OPTIONS /dav/ HTTP/1.1\n", b"").0, 200);
+    let before = rss_kib(pid);
+    let mut clients = Vec::new();
+    for _ in 0..CLIENTS {
+        // The smallest receive buffer the kernel allows, set before connecting, so that the
+        // answer stays with the server.
+        let socket =
+            socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+        socket.set_recv_buffer_size(1).unwrap();
+        socket.connect(&server.addr.into()).unwrap();
+        let mut c: TcpStream = socket.into();
+        c.set_read_timeout(Some(std::time::Duration::from_secs(120)))
+            .unwrap();
+        write!(
+            c,
+            "PROPFIND /dav/big/ HTTP/1.1\r\nHost: {}\r\nDepth: 1\r\nAuthorization: Bearer {TOKEN}\r\n\r\n",
+            server.addr
+        )
+        .unwrap();
+        clients.push(c);
+    }
+    // Each status line means that answer is being sent; the rest is never read.
+    for c in &mut clients {
+        let mut status = [0u8; 12];
+        c.read_exact(&mut status).unwrap();
+        assert_eq!(&status, b"HTTP/1.1 207");
+    }
+    let grew = rss_kib(pid).saturating_sub(before);
+    eprintln!("{CLIENTS} stalled PROPFINDs: RSS grew by {grew} KiB");
+    assert!(
+        grew < BOUND_KIB,
+        "RSS grew by {grew} KiB with {CLIENTS} stalled PROPFINDs (from {before} KiB)"
+    );
+    drop(clients);
+    assert_eq!(request(server.addr, "OPTIONS /dav/ HTTP/1.1\n", b"").0, 200);
+}
