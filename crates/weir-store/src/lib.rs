@@ -113,6 +113,7 @@ mod list;
 mod local;
 mod media_type;
 mod meta;
+mod multipart;
 mod path;
 mod precondition;
 mod quota;
@@ -139,6 +140,11 @@ pub use list::{Entry, ListPage};
 pub use local::{LocalOptions, LocalStore};
 pub use media_type::MediaType;
 pub use meta::FileMeta;
+pub use multipart::{
+    CompletePart, Completed as MultipartCompleted, LocalMultiparts, MAX_PART_NUMBER, MAX_PART_SIZE,
+    MIN_PART_SIZE, MultipartError, MultipartMeta, MultipartStore, MultipartUpload, PartRecord,
+    PartSeal, PartsPage, UploadsPage, check_part_number, multipart_etag, select_parts,
+};
 pub use path::{
     MAX_PATH_LEN, MAX_SEGMENT_LEN, PathError, RESERVED_PREFIX, StorePath, is_invisible_or_bidi,
     is_separator_lookalike, validate_name,

@@ -93,7 +93,7 @@ pub struct UploadId([u8; 16]);
 
 impl UploadId {
     /// A new random id.
-    fn random() -> io::Result<UploadId> {
+    pub(crate) fn random() -> io::Result<UploadId> {
         let mut bytes = [0u8; 16];
         std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
         Ok(UploadId(bytes))
