@@ -162,8 +162,8 @@ pub use resumable_store::{
 };
 #[cfg(feature = "s3")]
 pub use s3::{
-    S3Append, S3AppendEnd, S3Config, S3Creation, S3ResumableOptions, S3Resumables, S3Store,
-    S3Upload, S3UploadState,
+    S3Append, S3AppendEnd, S3Config, S3Creation, S3Multiparts, S3ResumableOptions, S3Resumables,
+    S3Store, S3Upload, S3UploadState,
 };
 pub use sha256_state::ResumableSha256;
 #[cfg(feature = "s3")]

@@ -88,7 +88,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 const DIR_NAME: &str = "resumable";
 
 /// An upload resource's identifier: 128 random bits.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct UploadId([u8; 16]);
 
 impl UploadId {

@@ -1,7 +1,11 @@
 //! S3-style multipart uploads as a store capability: an upload created for a key, its parts
 //! written in any order and replaced at will, then assembled into one object at completion,
 //! atomically, or aborted. The S3 API's routes (weir-cli) are written once over
-//! [`MultipartStore`]; each store implements it once (`local.rs`: [`LocalMultiparts`]).
+//! [`MultipartStore`]; each store implements it once: `local.rs`, [`LocalMultiparts`] (parts
+//! are files in the staging area, assembled by `copy_file_range`), and, with the feature `s3`,
+//! `s3/multiparts.rs`, `S3Multiparts` (parts are objects under `.weir-multipart/`, assembled by
+//! the backend's own multipart upload with `UploadPartCopy`: server-side; it lives beside the
+//! S3 client whose internals it uses).
 //!
 //! | operation | what it does |
 //! | --- | --- |
@@ -31,7 +35,7 @@ use std::ops::Range;
 use std::time::{Duration, SystemTime};
 
 mod local;
-mod record;
+pub(crate) mod record;
 mod validate;
 
 pub use local::LocalMultiparts;

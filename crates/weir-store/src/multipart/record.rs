@@ -25,13 +25,13 @@ use std::fmt::Write;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Seconds since the epoch (0 before it).
-pub(super) fn secs(t: SystemTime) -> u64 {
+pub(crate) fn secs(t: SystemTime) -> u64 {
     t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
 /// Now, to the second: what a record keeps, so that an answer made at creation is the one
 /// listed later.
-pub(super) fn now() -> SystemTime {
+pub(crate) fn now() -> SystemTime {
     time(secs(SystemTime::now()))
 }
 
@@ -40,16 +40,16 @@ fn time(secs: u64) -> SystemTime {
 }
 
 /// Whether `text` can be one field of a record line.
-pub(super) fn one_line(text: &str) -> bool {
+pub(crate) fn one_line(text: &str) -> bool {
     !text.contains(['\n', '\r'])
 }
 
 /// Whether `name` can be a record line's word (metadata and checksum names: no space either).
-pub(super) fn one_word(name: &str) -> bool {
+pub(crate) fn one_word(name: &str) -> bool {
     !name.is_empty() && one_line(name) && !name.contains(' ')
 }
 
-pub(super) fn encode_upload(upload: &MultipartUpload) -> String {
+pub(crate) fn encode_upload(upload: &MultipartUpload) -> String {
     let mut out = String::new();
     // Writing into a `String` cannot fail.
     let _ = writeln!(out, "key {}", upload.key.as_str());
@@ -66,7 +66,7 @@ pub(super) fn encode_upload(upload: &MultipartUpload) -> String {
     out
 }
 
-pub(super) fn decode_upload(id: UploadId, text: &str) -> Option<MultipartUpload> {
+pub(crate) fn decode_upload(id: UploadId, text: &str) -> Option<MultipartUpload> {
     let mut key = None;
     let mut initiated = None;
     let mut meta = MultipartMeta::default();
@@ -92,7 +92,7 @@ pub(super) fn decode_upload(id: UploadId, text: &str) -> Option<MultipartUpload>
     })
 }
 
-pub(super) fn encode_part(part: &PartRecord, data: &str) -> String {
+pub(crate) fn encode_part(part: &PartRecord, data: &str) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "data {data}");
     let _ = writeln!(out, "size {}", part.size);
@@ -105,7 +105,7 @@ pub(super) fn encode_part(part: &PartRecord, data: &str) -> String {
 }
 
 /// A part record and the name of its data file.
-pub(super) fn decode_part(number: u32, text: &str) -> Option<(PartRecord, String)> {
+pub(crate) fn decode_part(number: u32, text: &str) -> Option<(PartRecord, String)> {
     let (mut data, mut size, mut md5, mut modified) = (None, None, None, None);
     let mut checksums = Vec::new();
     for line in text.lines() {
@@ -134,12 +134,12 @@ pub(super) fn decode_part(number: u32, text: &str) -> Option<(PartRecord, String
 
 /// A part's data file name: `{number}-{32 hex digits}.part`, a fresh one per upload of the part,
 /// so that the record's rename is what replaces a part.
-pub(super) fn data_name(number: u32, nonce: UploadId) -> String {
+pub(crate) fn data_name(number: u32, nonce: UploadId) -> String {
     format!("{number}-{nonce}.part")
 }
 
 /// Whether `name` is a data file name of part `number`.
-pub(super) fn is_data_name(number: u32, name: &str) -> bool {
+pub(crate) fn is_data_name(number: u32, name: &str) -> bool {
     name.strip_suffix(".part")
         .and_then(|n| n.split_once('-'))
         .is_some_and(|(n, nonce)| {
@@ -148,7 +148,7 @@ pub(super) fn is_data_name(number: u32, name: &str) -> bool {
 }
 
 /// The part number a record's file name `{number}.rec` is for.
-pub(super) fn record_number(name: &str) -> Option<u32> {
+pub(crate) fn record_number(name: &str) -> Option<u32> {
     let n = name.strip_suffix(".rec")?;
     // Canonical digits only, so each part has one record name.
     if n.starts_with('0') || n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {

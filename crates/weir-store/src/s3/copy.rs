@@ -115,7 +115,7 @@ impl S3Store {
 }
 
 /// `x-amz-copy-source`: `/bucket/key`, the key percent-encoded but for its slashes.
-fn copy_source(bucket: &str, key: &str) -> String {
+pub(super) fn copy_source(bucket: &str, key: &str) -> String {
     use std::fmt::Write;
     let mut out = String::with_capacity(bucket.len() + key.len() + 8);
     out.push('/');
