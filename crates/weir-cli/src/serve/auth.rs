@@ -86,6 +86,10 @@ pub struct Credential {
     scopes: u8,
     /// A store path prefix, whole segments, without a trailing `/`; `None`: everywhere.
     prefix: Option<String>,
+    /// The token itself, kept only for a line that gives it in clear with a `name=`: the S3
+    /// API's secret access key for the access key id `name` (`routes/s3/access.rs`). SigV4
+    /// signs with the secret, so a `sha256:` line cannot be an S3 credential.
+    s3_secret: Option<std::sync::Arc<str>>,
 }
 
 impl Credential {
@@ -134,6 +138,12 @@ impl Credential {
     /// The path prefix the credential is confined to, if any.
     pub fn prefix(&self) -> Option<&str> {
         self.prefix.as_deref()
+    }
+
+    /// The S3 API's secret access key of this credential (its access key id is its name), if
+    /// it has one: a token file line with the token in clear and a `name=`.
+    pub fn s3_secret(&self) -> Option<&str> {
+        self.s3_secret.as_deref()
     }
 }
 
@@ -220,6 +230,7 @@ impl Auth {
                 sha256: Sha256::digest(t.as_bytes()).into(),
                 scopes: 15,
                 prefix: None,
+                s3_secret: None,
             })
             .into_iter()
             .collect::<Vec<_>>();
@@ -270,6 +281,15 @@ impl Auth {
     /// configured: there is nothing to judge it by.
     pub fn rejects(&self, authorization: Option<&[u8]>) -> bool {
         self.any() && authorization.is_some() && self.identify(authorization).is_none()
+    }
+
+    /// The credential whose S3 access key id is `access_key_id` ([`Credential::s3_secret`]).
+    /// The id is not secret (it travels in clear in every signed request), so a plain search
+    /// is fine; the signature check that follows is constant-time (weir-s3api).
+    pub fn s3_credential(&self, access_key_id: &str) -> Option<&Credential> {
+        self.credentials
+            .iter()
+            .find(|c| c.s3_secret.is_some() && &*c.name == access_key_id)
     }
 
     /// The configured credential an `Authorization` value carries, if any.
@@ -393,6 +413,7 @@ fn parse_line(line: &str, number: usize) -> Result<Credential, String> {
     }
     // Logged as is: visible ASCII without quotes or backslashes, so a name never needs escaping
     // in a log line or a hook's environment.
+    let named = name.is_some();
     let name = match name {
         None => format!("line-{number}"),
         Some(n) => {
@@ -412,6 +433,8 @@ fn parse_line(line: &str, number: usize) -> Result<Credential, String> {
         Some(hex) => parse_hex(hex).ok_or("sha256: must be followed by 64 hex digits")?,
         None => Sha256::digest(token.as_bytes()).into(),
     };
+    // A token in clear with a name is also an S3 credential (access key id = the name).
+    let s3_secret = (named && !token.starts_with("sha256:")).then(|| token.into());
     let mut scopes = 0;
     for scope in scopes_text.split(',') {
         scopes |= match scope {
@@ -443,6 +466,7 @@ fn parse_line(line: &str, number: usize) -> Result<Credential, String> {
         sha256,
         scopes,
         prefix,
+        s3_secret,
     })
 }
 

@@ -9,9 +9,11 @@
 //! | `tus.rs` | tus 1.0.0 over the same uploads |
 //! | `page.rs` | the browser page and its assets |
 //! | `whoami.rs` | `GET /whoami`: what the request's credential may do |
+//! | `s3/` | the S3-compatible API, on `--s3-api`'s listener; one module per operation group, generic over weir-store's `Store` |
 
 pub(super) mod files;
 pub(super) mod page;
 pub(super) mod resumable;
+pub(super) mod s3;
 pub(super) mod tus;
 pub(super) mod whoami;

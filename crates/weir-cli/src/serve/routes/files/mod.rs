@@ -25,7 +25,7 @@ use weir_store::Store;
 mod archive;
 pub(in crate::serve) use archive::ZIP_MAX_ENTRIES;
 mod delete;
-mod download;
+pub(in crate::serve) mod download;
 mod folders;
 mod form;
 mod html_listing;
