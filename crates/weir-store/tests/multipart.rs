@@ -181,6 +181,17 @@ async fn multipart_flow<M: MultipartStore, S: Store>(parts: &M, store: &S) {
         parts.upload(up.id).await,
         Err(MultipartError::NoSuchUpload)
     ));
+    // The completion sent again gets the same answer (nothing stored again); with other parts,
+    // `NoSuchUpload`.
+    let again = parts.complete(up.id, &list, None).await.unwrap();
+    assert_eq!(
+        (again.etag, again.committed.stored),
+        (done.etag.clone(), done.committed.stored)
+    );
+    assert!(matches!(
+        parts.complete(up.id, &list[..2], None).await,
+        Err(MultipartError::NoSuchUpload)
+    ));
 
     // Abort, and a sweep of idle uploads.
     let gone = parts
@@ -199,8 +210,9 @@ async fn multipart_flow<M: MultipartStore, S: Store>(parts: &M, store: &S) {
         .unwrap();
     put_part(parts, idle.id, 1, b"y", true).await.unwrap();
     assert_eq!(parts.sweep(Duration::from_secs(3600)).await.unwrap(), 0);
-    // An age of zero sweeps whatever was touched last (times are kept to the second, down).
-    assert_eq!(parts.sweep(Duration::ZERO).await.unwrap(), 1);
+    // An age of zero sweeps whatever was touched last (times are kept to the second, down):
+    // the idle upload and the completed one's record.
+    assert_eq!(parts.sweep(Duration::ZERO).await.unwrap(), 2);
     assert!(
         parts
             .list_uploads("", None, 10)

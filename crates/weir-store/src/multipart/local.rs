@@ -37,7 +37,9 @@
 //! and removes what a crash left (temporaries, data files no record names, uploads without a
 //! record).
 
-use super::record::{self, data_name, decode_part, decode_upload, record_number};
+use super::record::{
+    self, data_name, decode_done, decode_part, decode_upload, record_number, same_parts,
+};
 use super::{
     CompletePart, Completed, MAX_PART_SIZE, MultipartError, MultipartMeta, MultipartStore,
     MultipartUpload, PartRecord, PartSeal, PartsPage, UploadsPage, check_part_number,
@@ -60,6 +62,8 @@ use std::time::{Duration, SystemTime};
 const DIR_NAME: &str = "multipart";
 /// An upload's record's name in its directory.
 const UPLOAD_RECORD: &str = "upload";
+/// A completed upload's record (`record::encode_done`).
+const DONE_RECORD: &str = "done";
 /// The read size of a part's MD5 read-back: what the store's other read-backs use.
 const READ_BUF: usize = 256 * 1024;
 
@@ -111,12 +115,17 @@ impl LocalMultiparts {
             let Ok(upload_dir) = this.dir.open_dir(name) else {
                 continue;
             };
+            let done = read_text(&upload_dir, DONE_RECORD)?.and_then(|t| decode_done(id, &t));
+            if done.is_some() {
+                // Completed: kept for a completion sent again, until the sweep.
+                continue;
+            }
             if read_text(&upload_dir, UPLOAD_RECORD)?
                 .and_then(|t| decode_upload(id, &t))
                 .is_none()
             {
                 // Created up to its directory only: no client ever got its id.
-                remove_dir_files(&upload_dir)?;
+                remove_dir_files(&upload_dir, None)?;
                 let _ = this.dir.remove_dir(name);
                 continue;
             }
@@ -386,7 +395,7 @@ impl LocalMultiparts {
             Err(e) if crate::tree::is_absent(&e) => {}
             Err(e) => return Err(StoreError::from_io("remove multipart record", e)),
         }
-        let freed = remove_dir_files(&dir)?;
+        let freed = remove_dir_files(&dir, None)?;
         self.shared.usage.release(freed);
         self.dir
             .remove_dir(&name)
@@ -402,7 +411,11 @@ impl LocalMultiparts {
     ) -> Result<Completed, MultipartError> {
         let (dir, upload) = {
             let mut inner = self.lock();
-            let opened = self.open_upload(id)?;
+            let opened = match self.open_upload(id) {
+                Ok(opened) => opened,
+                Err(MultipartError::NoSuchUpload) => return self.completed_before(id, listed),
+                Err(e) => return Err(e),
+            };
             if !inner.completing.insert(id) {
                 return Err(MultipartError::NoSuchUpload);
             }
@@ -466,19 +479,52 @@ impl LocalMultiparts {
             None => object.commit()?,
         };
         let etag = multipart_etag(&parts);
-        {
-            let inner = self.lock();
-            // The object is stored: a failure to remove the upload now leaves it to the
-            // sweep (or to a completion sent again, which stores the same object).
-            let _ = self.remove(id);
-            drop(inner);
-        }
-        Ok(Completed {
+        let done = Completed {
             committed,
             etag,
             parts,
             upload,
-        })
+        };
+        {
+            let inner = self.lock();
+            // The object is stored: a failure to record it leaves the upload to the sweep (or
+            // to a completion sent again, which stores the same object again).
+            let _ = self.finish(&dir, &done);
+            drop(inner);
+        }
+        Ok(done)
+    }
+
+    /// Replaces a completed upload's records and parts with its `done` record. Call with the
+    /// lock held.
+    fn finish(&self, dir: &DirHandle, done: &Completed) -> Result<(), StoreError> {
+        write_record(dir, DONE_RECORD, &record::encode_done(done))?;
+        match dir.unlink(UPLOAD_RECORD) {
+            Ok(()) => self.shared.usage.release(ENTRY_COST),
+            Err(e) if crate::tree::is_absent(&e) => {}
+            Err(e) => return Err(StoreError::from_io("remove multipart record", e)),
+        }
+        let freed = remove_dir_files(dir, Some(DONE_RECORD))?;
+        self.shared.usage.release(freed);
+        dir.sync().map_err(io_err("sync multipart upload"))
+    }
+
+    /// A completion of an upload that is no more: the same answer again if it was completed
+    /// with these parts, else `NoSuchUpload`.
+    fn completed_before(
+        &self,
+        id: UploadId,
+        listed: &[CompletePart],
+    ) -> Result<Completed, MultipartError> {
+        let dir = match self.dir.open_dir(&id.to_string()) {
+            Ok(dir) => dir,
+            Err(e) if crate::tree::is_absent(&e) => return Err(MultipartError::NoSuchUpload),
+            Err(e) => return Err(StoreError::from_io("open multipart upload", e).into()),
+        };
+        match read_text(&dir, DONE_RECORD)?.and_then(|t| decode_done(id, &t)) {
+            Some(done) if same_parts(&done, listed) => Ok(done),
+            _ => Err(MultipartError::NoSuchUpload),
+        }
     }
 
     fn sweep_now(&self, older_than: Duration) -> Result<u64, StoreError> {
@@ -680,12 +726,15 @@ fn md5_of(mut file: &std::fs::File, size: u64) -> io::Result<[u8; 16]> {
     Ok(md5.finalize().into())
 }
 
-/// Unlinks every file in `dir`, giving back the charge of each `.part` file; returns nothing
-/// charged (the caller gives back the upload's own entry).
-fn remove_dir_files(dir: &DirHandle) -> Result<u64, StoreError> {
+/// Unlinks every file in `dir` but `keep`; returns the charges of the `.part` files unlinked
+/// (the caller gives them back, and the upload's own entry).
+fn remove_dir_files(dir: &DirHandle, keep: Option<&str>) -> Result<u64, StoreError> {
     let mut freed = 0u64;
     for name in dir.names().map_err(io_err("read multipart upload"))? {
         let Some(name) = name.to_str() else { continue };
+        if keep == Some(name) {
+            continue;
+        }
         let Some(stat) = dir.stat(name).map_err(io_err("stat"))? else {
             continue;
         };

@@ -19,7 +19,7 @@
 //! checksum CRC32 q0bZ4g==               (repeated)
 //! ```
 
-use super::{MultipartMeta, MultipartUpload, PartRecord, hex, unhex};
+use super::{Completed, MultipartMeta, MultipartUpload, PartRecord, hex, unhex};
 use crate::{MediaType, StorePath, UploadId};
 use std::fmt::Write;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -130,6 +130,92 @@ pub(crate) fn decode_part(number: u32, text: &str) -> Option<(PartRecord, String
         modified: modified?,
     };
     Some((part, data?))
+}
+
+/// The record a completed upload leaves (`done`), so that a completion sent again (a client
+/// that lost the answer, or S3 test suites) gets the same answer while the upload's directory
+/// stays (until the sweep): the object's key and metadata as committed, S3's ETag, the parts.
+pub(crate) fn encode_done(done: &Completed) -> String {
+    let mut out = String::new();
+    let stored = &done.committed.stored;
+    let since = stored
+        .modified
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    let _ = writeln!(out, "key {}", done.upload.key.as_str());
+    let _ = writeln!(out, "size {}", stored.size);
+    let _ = writeln!(out, "modified {} {}", since.as_secs(), since.subsec_nanos());
+    if let Some(sha256) = &stored.sha256 {
+        let _ = writeln!(out, "sha256 {}", hex(sha256));
+    }
+    let _ = writeln!(out, "etag {}", done.etag);
+    for part in &done.parts {
+        let _ = writeln!(out, "part {} {} {}", part.number, hex(&part.md5), part.size);
+    }
+    out
+}
+
+pub(crate) fn decode_done(id: UploadId, text: &str) -> Option<Completed> {
+    let (mut key, mut size, mut modified, mut sha256, mut etag) = (None, None, None, None, None);
+    let mut parts = Vec::new();
+    for line in text.lines() {
+        let (name, value) = line.split_once(' ')?;
+        match name {
+            "key" => key = Some(StorePath::parse(value).ok()?),
+            "size" => size = Some(value.parse::<u64>().ok()?),
+            "modified" => {
+                let (s, n) = value.split_once(' ')?;
+                let at = UNIX_EPOCH + Duration::new(s.parse().ok()?, n.parse().ok()?);
+                modified = Some(at);
+            }
+            "sha256" => sha256 = Some(unhex::<32>(value)?),
+            "etag" => etag = Some(value.to_owned()),
+            "part" => {
+                let mut words = value.split(' ');
+                let number = words.next()?.parse().ok()?;
+                let md5 = unhex::<16>(words.next()?)?;
+                let size = words.next()?.parse().ok()?;
+                parts.push(PartRecord {
+                    number,
+                    size,
+                    md5,
+                    checksums: Vec::new(),
+                    modified: UNIX_EPOCH,
+                });
+            }
+            _ => return None,
+        }
+    }
+    let stored = crate::FileMeta {
+        size: size?,
+        modified: modified?,
+        sha256,
+    };
+    Some(Completed {
+        committed: crate::Committed {
+            size: stored.size,
+            sha256,
+            replaced: true,
+            stored,
+        },
+        etag: etag?,
+        parts,
+        upload: MultipartUpload {
+            id,
+            key: key?,
+            initiated: stored.modified,
+            meta: MultipartMeta::default(),
+        },
+    })
+}
+
+/// Whether a completion sent again names the parts the completed upload was made of.
+pub(crate) fn same_parts(done: &Completed, listed: &[super::CompletePart]) -> bool {
+    done.parts.len() == listed.len()
+        && done.parts.iter().zip(listed).all(|(part, named)| {
+            let bare = named.etag.trim().trim_matches('"');
+            part.number == named.number && unhex::<16>(bare) == Some(part.md5)
+        })
 }
 
 /// A part's data file name: `{number}-{32 hex digits}.part`, a fresh one per upload of the part,

@@ -32,7 +32,9 @@
 use super::upload::{ObjectWrite, S3Upload};
 use super::*;
 use crate::UploadId;
-use crate::multipart::record::{self, data_name, decode_part, decode_upload, record_number};
+use crate::multipart::record::{
+    self, data_name, decode_done, decode_part, decode_upload, record_number, same_parts,
+};
 use crate::multipart::{
     CompletePart, Completed, MAX_PART_SIZE, MultipartError, MultipartMeta, MultipartStore,
     MultipartUpload, PartRecord, PartSeal, PartsPage, UploadsPage, check_part_number,
@@ -210,6 +212,30 @@ impl S3Multiparts {
         let record = format!("{dir}upload");
         self.delete_key(&record).await?;
         for (key, size, _) in self.list_all(&dir).await? {
+            self.delete_key(&key).await?;
+            if key.ends_with(".part") {
+                self.store.note_deleted(size);
+            }
+        }
+        Ok(())
+    }
+
+    /// Replaces a completed upload's objects with its `done` record (kept for a completion
+    /// sent again, until the sweep): the record written first, then the upload's record, then
+    /// its parts deleted.
+    async fn finish(&self, id: UploadId, done: &Completed) -> Result<(), StoreError> {
+        let dir = self.dir(id);
+        let text = Bytes::from(record::encode_done(done));
+        let resp = self
+            .store
+            .put_small(&format!("{dir}done"), &[], text)
+            .await?;
+        check_write("record a completed multipart upload", resp).await?;
+        self.delete_key(&format!("{dir}upload")).await?;
+        for (key, size, _) in self.list_all(&dir).await? {
+            if key.ends_with("/done") {
+                continue;
+            }
             self.delete_key(&key).await?;
             if key.ends_with(".part") {
                 self.store.note_deleted(size);
@@ -634,7 +660,18 @@ impl MultipartStore for S3Multiparts {
         listed: &[CompletePart],
         check: Option<VersionCheck<'_>>,
     ) -> Result<Completed, MultipartError> {
-        let upload = self.read_upload(id).await?;
+        let upload = match self.read_upload(id).await {
+            Ok(upload) => upload,
+            // Completed before: the same answer again if with these parts.
+            Err(MultipartError::NoSuchUpload) => {
+                let done = self.get_text(&format!("{}done", self.dir(id))).await?;
+                return match done.and_then(|t| decode_done(id, &t)) {
+                    Some(done) if same_parts(&done, listed) => Ok(done),
+                    _ => Err(MultipartError::NoSuchUpload),
+                };
+            }
+            Err(e) => return Err(e),
+        };
         // ALLOCATION: the named parts' records (at most 10,000), read one request each.
         let mut records = BTreeMap::new();
         for entry in listed {
@@ -652,14 +689,15 @@ impl MultipartStore for S3Multiparts {
             .collect();
         let committed = self.assemble(&upload, &with_data, check).await?;
         let etag = multipart_etag(&parts);
-        // The object is stored: a failure to remove the upload leaves it to the sweep.
-        let _ = self.remove(id).await;
-        Ok(Completed {
+        let done = Completed {
             committed,
             etag,
             parts,
             upload,
-        })
+        };
+        // The object is stored: a failure to record it leaves the upload to the sweep.
+        let _ = self.finish(id, &done).await;
+        Ok(done)
     }
 
     async fn sweep(&self, older_than: Duration) -> Result<u64, StoreError> {
