@@ -268,6 +268,16 @@ pub struct ServeArgs {
         value_name = "REGION"
     )]
     pub s3_api_region: String,
+    /// Seconds after which a multipart upload of the S3 API that nobody touched (no part
+    /// uploaded, not completed or aborted) is removed with its parts (default a day).
+    #[arg(
+        long,
+        env = "WEIR_S3_API_MULTIPART_EXPIRY",
+        default_value_t = 86_400,
+        value_name = "SECONDS",
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    pub s3_api_multipart_expiry: u64,
 }
 
 /// A listening address: `HOST:PORT`, `[IPv6]:PORT` or `:PORT` (→ `0.0.0.0:PORT`). Names are

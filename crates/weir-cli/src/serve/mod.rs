@@ -284,6 +284,7 @@ impl ServeConfig {
                     .filter(|d| !d.is_empty())
                     .collect(),
                 region: args.s3_api_region,
+                multipart_expiry: std::time::Duration::from_secs(args.s3_api_multipart_expiry),
             }),
             hook: args
                 .hook_command

@@ -87,11 +87,14 @@ pub struct S3ApiConfig {
     pub domains: Vec<String>,
     /// The region answered by GetBucketLocation.
     pub region: String,
+    /// Multipart uploads not touched for this long are removed (`--s3-api-multipart-expiry`).
+    pub multipart_expiry: std::time::Duration,
 }
 
 /// The handler of `--s3-api`'s listener.
 pub struct S3Api {
     svc: Arc<Service>,
+    multiparts: multipart::Multiparts,
     route: RouteConfig,
     region: String,
 }
@@ -100,6 +103,7 @@ impl S3Api {
     /// The S3 API over `svc`'s store.
     pub fn new(svc: Arc<Service>, config: &S3ApiConfig) -> Self {
         Self {
+            multiparts: multipart::Multiparts::open(&svc, config.multipart_expiry),
             svc,
             route: RouteConfig {
                 base_domains: config.domains.clone(),
@@ -122,6 +126,7 @@ pub(super) struct Ctx<'a> {
     pub svc: &'a Service,
     pub caller: &'a Caller,
     pub region: &'a str,
+    pub multiparts: &'a multipart::Multiparts,
 }
 
 impl S3Api {
@@ -136,13 +141,14 @@ impl S3Api {
             svc: &self.svc,
             caller: &caller,
             region: &self.region,
+            multiparts: &self.multiparts,
         };
         crate::serve::service::with_files!(self.svc, store => dispatch(&ctx, store, ex, routed).await)
     }
 }
 
 /// The operation's route, once the caller may do it.
-async fn dispatch<S: weir_store::Store + Clone>(
+async fn dispatch<S: weir_store::Store + Clone + multipart::WithMultiparts>(
     ctx: &Ctx<'_>,
     store: &S,
     ex: &mut Exchange<'_>,
