@@ -219,7 +219,7 @@ def scenario_parts_for_kill(s3, bucket, key, size_mib, uid_file):
     nothing: the test completes it and kills weir meanwhile."""
     uid = s3.create_multipart_upload(Bucket=bucket, Key=key)["UploadId"]
     bodies = []
-    for i in range(size_mib // 5):
+    for i in range(int(size_mib) // 5):
         bodies.append((i + 1, data(5 * MIB, 40 + i)))
     parts = upload_parts(s3, bucket, key, uid, bodies)
     with open(uid_file, "w") as f:
