@@ -188,6 +188,7 @@ fn access_of(op: &Operation) -> Access {
         | Operation::GetBucketLocation
         | Operation::ListObjectsV2(_)
         | Operation::ListObjectsV1(_)
+        | Operation::ListObjectVersions(_)
         | Operation::GetObject(_)
         | Operation::HeadObject(_)
         | Operation::ListParts { .. }
@@ -205,9 +206,9 @@ fn access_of(op: &Operation) -> Access {
 fn scope_path(routed: &S3Request) -> Option<String> {
     let bucket = routed.bucket.as_deref()?;
     let below = match &routed.operation {
-        Operation::ListObjectsV2(p) | Operation::ListObjectsV1(p) => {
-            Some(p.prefix.trim_end_matches('/'))
-        }
+        Operation::ListObjectsV2(p)
+        | Operation::ListObjectsV1(p)
+        | Operation::ListObjectVersions(p) => Some(p.prefix.trim_end_matches('/')),
         Operation::ListMultipartUploads(p) => Some(p.prefix.trim_end_matches('/')),
         Operation::DeleteObjects => None,
         _ => routed.key.as_deref().map(|k| k.trim_end_matches('/')),

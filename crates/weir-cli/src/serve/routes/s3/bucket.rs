@@ -4,9 +4,10 @@
 //!   caller may read, paged through the store's listing (`list_pages.rs`: a local scan runs off
 //!   the async workers); `CreationDate` is the folder's modification time (a folder has no
 //!   creation time in every store).
-//! - CreateBucket: the folder (`Store::create_dir`); one already there is
-//!   `BucketAlreadyOwnedByYou` (every credential of a weir server is one owner's), a file at
-//!   that name `BucketAlreadyExists`. The location constraint is parsed and ignored (one region).
+//! - CreateBucket: the folder (`Store::create_dir`); one already there is created again
+//!   successfully, as S3 answers its owner in `us-east-1` (every credential of a weir server is
+//!   one owner's); a file at that name is `BucketAlreadyExists`. The location constraint is
+//!   parsed and ignored (one region).
 //! - DeleteBucket: only an empty folder (`Store::delete_dir`), else `BucketNotEmpty`.
 //! - HeadBucket, GetBucketLocation: whether the folder is there.
 
@@ -114,13 +115,10 @@ pub(super) async fn create<S: Store>(
         return reply::error(ex, &e).await;
     }
     match store.create_dir(&path).await {
-        Ok(true) => {
+        Ok(_) => {
             // ALLOCATION: the location header's text.
             let location = format!("/{bucket}");
             reply::empty(ex, StatusCode::OK, &[("location", &location)]).await
-        }
-        Ok(false) => {
-            reply::error(ex, &S3Error::from_code(ErrorCode::BucketAlreadyOwnedByYou)).await
         }
         Err(StoreError::NotADirectory) => {
             reply::error(ex, &S3Error::from_code(ErrorCode::BucketAlreadyExists)).await

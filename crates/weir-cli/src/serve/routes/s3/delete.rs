@@ -6,6 +6,10 @@
 //! key list (at most 1000 keys, 2 MiB: weir-s3api's bounds) whole, checks `Content-MD5` or the
 //! signed SHA-256 over it, and judges each key against the credential's scope and prefix on its
 //! own: a key outside them is an `AccessDenied` entry, the others are deleted.
+//!
+//! The folders a deletion leaves empty are removed too (up to the bucket): S3 has keys, not
+//! folders, and an empty folder would otherwise list as a `folder/` key and keep the bucket
+//! from being deleted.
 
 use super::reply::{self, Missing};
 use super::{Ctx, bucket, keys, small_body};
@@ -14,7 +18,7 @@ use http::StatusCode;
 use weir::{Exchange, http};
 use weir_s3api::xml::{parse, write};
 use weir_s3api::{ErrorCode, S3Error};
-use weir_store::{Store, StoreError};
+use weir_store::{Store, StoreError, StorePath};
 
 /// DeleteObject.
 pub(super) async fn one<S: Store>(
@@ -47,6 +51,7 @@ async fn delete_key<S: Store>(
     match deleted {
         Ok(path) => {
             ctx.svc.on_deleted(path.as_str());
+            prune_folders(store, &path).await;
             Ok(())
         }
         Err(StoreError::NotFound | StoreError::NotADirectory | StoreError::IsDirectory) => Ok(()),
@@ -55,6 +60,28 @@ async fn delete_key<S: Store>(
             "This folder key has keys below it: delete them first.",
         )),
         Err(e) => Err(reply::store_error(&e, Missing::Key)),
+    }
+}
+
+/// Removes the folders above `path` that its deletion left empty, up to (not including) the
+/// bucket: S3 has no folders, only keys, so a key's parents must not outlive it as empty
+/// "folder" keys (nor keep the bucket from being deleted). Stops at the first folder that is
+/// not empty, or at any other answer (a folder another request fills meanwhile is kept: the
+/// store removes only an empty one).
+async fn prune_folders<S: Store>(store: &S, path: &StorePath) {
+    let mut parent = path.as_str();
+    while let Some((up, _)) = parent.rsplit_once('/') {
+        if !up.contains('/') {
+            // `up` is the bucket.
+            return;
+        }
+        let Ok(folder) = StorePath::parse(up) else {
+            return;
+        };
+        if store.delete_dir(&folder).await.is_err() {
+            return;
+        }
+        parent = up;
     }
 }
 

@@ -1,4 +1,5 @@
-//! ListObjectsV2 and ListObjects (V1): the keys of a bucket, from a walk of its folder tree,
+//! ListObjectsV2, ListObjects (V1) and ListObjectVersions (every object its one version,
+//! `null`: weir keeps no versions): the keys of a bucket, from a walk of its folder tree,
 //! in memory bounded whatever the bucket: a stack of one frame per folder being walked, each
 //! holding one page of the store's listing ([`PAGE`] entries, through `list_pages.rs`, so a
 //! local scan runs off the async workers), and the answer's `max-keys` (at most 1000) entries.
@@ -44,16 +45,24 @@ const PAGE: NonZeroUsize = NonZeroUsize::new(256).expect("not zero");
 /// The deepest folder a walk enters.
 const MAX_DEPTH: usize = 64;
 
-/// ListObjectsV2 (`v2`) or ListObjects.
+/// Which listing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Kind {
+    V1,
+    V2,
+    Versions,
+}
+
+/// A listing of `kind`.
 pub(super) async fn serve<S: Store + Clone>(
     ctx: &Ctx<'_>,
     store: &S,
     ex: &mut Exchange<'_>,
     bucket_name: &str,
     params: ListObjectsParams,
-    v2: bool,
+    kind: Kind,
 ) -> Result<(), weir::Error> {
-    match list(ctx, store, bucket_name, &params, v2).await {
+    match list(ctx, store, bucket_name, &params, kind).await {
         Ok(body) => reply::xml(ex, StatusCode::OK, body).await,
         Err(e) => reply::error(ex, &e).await,
     }
@@ -64,14 +73,16 @@ async fn list<S: Store + Clone>(
     store: &S,
     bucket_name: &str,
     params: &ListObjectsParams,
-    v2: bool,
+    kind: Kind,
 ) -> Result<Vec<u8>, S3Error> {
+    let v2 = kind == Kind::V2;
     bucket::exists(store, bucket_name).await?;
     let start = match (v2, &params.continuation_token) {
-        (true, Some(token)) => Some(decode_token(token)?),
-        (true, None) => params.start_after.clone(),
+        (true, Some(token)) if !token.is_empty() => Some(decode_token(token)?),
+        (true, _) => params.start_after.clone(),
         (false, _) => params.marker.clone(),
-    };
+    }
+    .filter(|s| !s.is_empty());
     let head = ListHead {
         bucket: bucket_name,
         prefix: &params.prefix,
@@ -85,10 +96,10 @@ async fn list<S: Store + Clone>(
         },
         continuation_token: params.continuation_token.as_deref(),
     };
-    let mut out = if v2 {
-        Out::V2(write::ListObjectsV2Writer::new(&head))
-    } else {
-        Out::V1(write::ListObjectsV1Writer::new(&head))
+    let mut out = match kind {
+        Kind::V2 => Out::V2(write::ListObjectsV2Writer::new(&head)),
+        Kind::V1 => Out::V1(write::ListObjectsV1Writer::new(&head)),
+        Kind::Versions => Out::Versions(VersionsWriter::new(&head)),
     };
     let mut walk = Walk::new(
         bucket_name,
@@ -100,7 +111,10 @@ async fn list<S: Store + Clone>(
     let mut last: Option<String> = None;
     let mut count = 0;
     let mut truncated = false;
-    while let Some(item) = walk.next(ctx, store).await? {
+    // `max-keys=0` asks for nothing, and S3 then says nothing is left out.
+    while params.max_keys > 0
+        && let Some(item) = walk.next(ctx, store).await?
+    {
         if count == params.max_keys {
             truncated = true;
             break;
@@ -149,6 +163,7 @@ async fn list<S: Store + Clone>(
                 .filter(|_| truncated && params.delimiter.is_some());
             w.finish(truncated, next)
         }
+        Out::Versions(w) => w.finish(last.as_deref().filter(|_| truncated)),
     })
 }
 
@@ -178,6 +193,71 @@ async fn object_etag<S: Store>(
 enum Out {
     V2(write::ListObjectsV2Writer),
     V1(write::ListObjectsV1Writer),
+    Versions(VersionsWriter),
+}
+
+/// `ListVersionsResult`: each object as its one version, `null`.
+struct VersionsWriter {
+    xml: write::Xml,
+    url: bool,
+    /// Entries, held until `IsTruncated`, which S3 puts before them, is known.
+    entries: write::Xml,
+}
+
+impl VersionsWriter {
+    fn new(head: &ListHead<'_>) -> Self {
+        let url = head.encoding_url;
+        let mut xml = write::Xml::new();
+        xml.start_document("ListVersionsResult");
+        xml.text("Name", head.bucket);
+        xml.key_text("Prefix", head.prefix, url);
+        xml.key_text("KeyMarker", head.start_after.unwrap_or(""), url);
+        xml.text("VersionIdMarker", "");
+        if let Some(d) = head.delimiter {
+            xml.key_text("Delimiter", d, url);
+        }
+        xml.number("MaxKeys", u64::from(head.max_keys));
+        if url {
+            xml.text("EncodingType", "url");
+        }
+        VersionsWriter {
+            xml,
+            url,
+            entries: write::Xml::new(),
+        }
+    }
+
+    fn object(&mut self, entry: &ObjectEntry<'_>) {
+        let xml = &mut self.entries;
+        xml.open("Version");
+        xml.key_text("Key", entry.key, self.url);
+        xml.text("VersionId", "null");
+        xml.boolean("IsLatest", true);
+        xml.time("LastModified", entry.last_modified);
+        xml.etag("ETag", entry.etag);
+        xml.number("Size", entry.size);
+        xml.text("StorageClass", "STANDARD");
+        xml.close("Version");
+    }
+
+    fn common_prefix(&mut self, prefix: &str) {
+        self.entries.open("CommonPrefixes");
+        self.entries.key_text("Prefix", prefix, self.url);
+        self.entries.close("CommonPrefixes");
+    }
+
+    fn finish(mut self, next: Option<&str>) -> Vec<u8> {
+        self.xml.boolean("IsTruncated", next.is_some());
+        if let Some(n) = next {
+            self.xml.key_text("NextKeyMarker", n, self.url);
+            self.xml.text("NextVersionIdMarker", "null");
+        }
+        // COPY: the entries into the document, once (bounded by max-keys).
+        let entries = self.entries.into_inner();
+        self.xml.output_mut().extend_from_slice(&entries);
+        self.xml.close("ListVersionsResult");
+        self.xml.into_inner()
+    }
 }
 
 impl Out {
@@ -185,6 +265,7 @@ impl Out {
         match self {
             Out::V2(w) => w.object(entry),
             Out::V1(w) => w.object(entry),
+            Out::Versions(w) => w.object(entry),
         }
     }
 
@@ -192,6 +273,7 @@ impl Out {
         match self {
             Out::V2(w) => w.common_prefix(prefix),
             Out::V1(w) => w.common_prefix(prefix),
+            Out::Versions(w) => w.common_prefix(prefix),
         }
     }
 }

@@ -167,10 +167,13 @@ async fn dispatch<S: weir_store::Store + Clone + multipart::WithMultiparts>(
         Operation::DeleteBucket => bucket::delete(ctx, store, ex, &bucket).await,
         Operation::GetBucketLocation => bucket::location(ctx, store, ex, &bucket).await,
         Operation::ListObjectsV2(params) => {
-            list::serve(ctx, store, ex, &bucket, params, true).await
+            list::serve(ctx, store, ex, &bucket, params, list::Kind::V2).await
         }
         Operation::ListObjectsV1(params) => {
-            list::serve(ctx, store, ex, &bucket, params, false).await
+            list::serve(ctx, store, ex, &bucket, params, list::Kind::V1).await
+        }
+        Operation::ListObjectVersions(params) => {
+            list::serve(ctx, store, ex, &bucket, params, list::Kind::Versions).await
         }
         Operation::PutObject => object_put::put(ctx, store, ex, &bucket, &key).await,
         Operation::CopyObject(source) => copy::copy(ctx, store, ex, &bucket, &key, source).await,

@@ -8,7 +8,8 @@
 //! that is a folder is `NoSuchKey` too (an S3 key names an object, never a listing); a failed
 //! precondition is `PreconditionFailed`, `304` carries no body; an unsatisfiable range is
 //! `InvalidRange` with the object's size; `response-content-type` and the other
-//! `response-*` parameters set the answer's fields.
+//! `response-*` parameters set the answer's fields; `x-amz-checksum-mode: ENABLED` adds the
+//! stored SHA-256 as `x-amz-checksum-sha256`.
 
 use super::reply::{self, Missing};
 use super::{bucket, keys};
@@ -16,6 +17,7 @@ use crate::serve::mime;
 use crate::serve::routes::files::download::{self, Answer, Refusal};
 use http::StatusCode;
 use weir::{Exchange, http};
+use weir_s3api::checksum::{ChecksumAlgorithm, ChecksumValue};
 use weir_s3api::route::GetObjectParams;
 use weir_s3api::{ErrorCode, S3Error};
 use weir_store::{Store, StoreError, StoreObject};
@@ -79,8 +81,23 @@ pub(super) async fn get<S: Store>(
         Some(t) => t.to_owned(),
         None => stored_type.to_string(),
     };
+    // `x-amz-checksum-mode: ENABLED`: the stored SHA-256, the one checksum weir keeps.
+    let checksum = meta
+        .sha256
+        // Of the whole object only: a range's bytes do not have it (S3 sends none either).
+        .filter(|_| answer.start == 0 && answer.len == meta.size)
+        .filter(|_| {
+            ex.request()
+                .header("x-amz-checksum-mode")
+                .is_some_and(|v| v.eq_ignore_ascii_case(b"ENABLED"))
+        })
+        .and_then(|d| ChecksumValue::from_bytes(ChecksumAlgorithm::Sha256, &d))
+        .map(|c| c.to_base64());
     let head = |ex| {
         let mut response = answer.respond(ex, &meta, content_type);
+        if let Some(c) = &checksum {
+            response = response.header("x-amz-checksum-sha256", c.as_str());
+        }
         for (name, value) in &params.response_headers {
             if name != http::header::CONTENT_TYPE {
                 response = response.header(name.as_str(), value.as_str());

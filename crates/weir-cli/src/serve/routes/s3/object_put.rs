@@ -33,12 +33,14 @@ use super::{Ctx, bucket, keys};
 use crate::serve::body::{BodyFailure, NoCheckpoints, WhereHashed, chunks_body, hashed_body};
 use crate::serve::preconditions;
 use http::StatusCode;
-use weir::{Exchange, http};
+use weir::{Exchange, Framing, http};
 use weir_proto::conditional;
 use weir_s3api::checksum::{Checksum, ChecksumAlgorithm, ChecksumValue, ContentMd5};
 use weir_s3api::chunked::{ChunkedDecoder, Event};
 use weir_s3api::{ErrorCode, S3Error};
-use weir_store::{ContentDigest, FileMeta, Store, StoreError, StoreUpload, UploadOptions};
+use weir_store::{
+    ContentDigest, FileMeta, Store, StoreError, StoreObject, StoreUpload, UploadOptions,
+};
 
 /// The MD5 of nothing: the ETag S3 gives an empty object (a folder's marker).
 const EMPTY_MD5_ETAG: &str = "\"d41d8cd98f00b204e9800998ecf8427e\"";
@@ -55,6 +57,8 @@ struct Expected {
     sha256: Option<[u8; 32]>,
     /// `sha256` came from the signature (a mismatch is `XAmzContentSHA256Mismatch`).
     sha256_signed: bool,
+    /// An `x-amz-checksum-sha256` was sent (its value is `sha256`): echoed in the answer.
+    sha256_checksum: bool,
 }
 
 impl Expected {
@@ -67,6 +71,7 @@ impl Expected {
         let mut checksum = weir_s3api::checksum::from_headers(&headers)?;
         let signed = caller.payload().expected_sha256().copied();
         let mut sha256 = signed;
+        let mut sha256_checksum = false;
         if let Some(c) = checksum.filter(|c| c.algorithm() == ChecksumAlgorithm::Sha256) {
             let bytes: [u8; 32] = c.as_bytes().try_into().expect("SHA-256 is 32 bytes");
             match signed {
@@ -75,6 +80,7 @@ impl Expected {
                 _ => sha256 = Some(bytes),
             }
             checksum = None;
+            sha256_checksum = true;
         }
         Ok(Self {
             md5,
@@ -82,6 +88,7 @@ impl Expected {
             trailer: caller.trailer(),
             sha256,
             sha256_signed: signed.is_some(),
+            sha256_checksum,
         })
     }
 
@@ -125,16 +132,18 @@ async fn put_checked<S: Store>(
     let key = tri!(keys::key_path(bucket, key));
     tri!(bucket::exists(store, bucket).await);
     let chunked = ctx.caller.chunked_decoder();
-    // The object's length: `x-amz-decoded-content-length` for `aws-chunked`, else the body's.
-    let length = match &chunked {
-        Some(_) => ctx.caller.decoded_length(),
-        None => ex.request().content_length(),
-    };
-    let Some(length) = length else {
-        return Ok(Err(S3Error::from_code(ErrorCode::MissingContentLength)));
+    // The object's length: `x-amz-decoded-content-length` for `aws-chunked`, else the body's
+    // (unknown for a chunked transfer coding: then `--max-upload` bounds it as it arrives).
+    let length = match (&chunked, ex.request().framing()) {
+        (Some(_), _) => ctx.caller.decoded_length(),
+        (None, Framing::Length(n)) if ex.request().content_length().is_some() => Some(n),
+        (None, Framing::Chunked | Framing::Unknown) => None,
+        (None, _) => {
+            return Ok(Err(S3Error::from_code(ErrorCode::MissingContentLength)));
+        }
     };
     let path = match key {
-        keys::Key::Folder(path) if length == 0 => {
+        keys::Key::Folder(path) if length == Some(0) => {
             return folder(ctx, store, ex, &path).await;
         }
         keys::Key::Folder(_) => {
@@ -146,7 +155,7 @@ async fn put_checked<S: Store>(
         keys::Key::Object(path) => path,
     };
     let max = ctx.svc.options.max_upload;
-    if length > max {
+    if length.is_some_and(|n| n > max) {
         return Ok(Err(S3Error::from_code(ErrorCode::EntityTooLarge)
             .with_detail("MaxSizeAllowed", max.to_string())));
     }
@@ -154,24 +163,21 @@ async fn put_checked<S: Store>(
     // chunk header (at most `MAX_LINE` + 2 bytes) per chunk, and the trailers. Clients send
     // chunks of 8 KiB or more; the bound lets 1 KiB chunks through and stops a body that is
     // mostly framing.
-    let wire_max = match &chunked {
-        Some(_) => length.saturating_add(length / 4).saturating_add(64 << 10),
-        None => length,
+    let wire_max = match (&chunked, length) {
+        (Some(_), Some(n)) => n.saturating_add(n / 4).saturating_add(64 << 10),
+        (_, Some(n)) => n,
+        (_, None) => max,
     };
     ex.set_max_body_size(Some(wire_max));
     let expected = tri!(Expected::of(ctx.caller, ex));
-    match preconditions::hold_now(store, ex.request(), &path).await {
-        Ok(true) => {}
-        Ok(false) => return Ok(Err(S3Error::from_code(ErrorCode::PreconditionFailed))),
-        Err(e) => return Ok(Err(reply::store_error(&e, Missing::Key))),
-    }
+    tri!(preconditions_now(store, ex.request(), &path).await);
     let options = UploadOptions {
         hash: true,
         expected_digest: expected.sha256.map(|sha256| ContentDigest {
             sha256: Some(sha256),
             sha512: None,
         }),
-        expected_len: Some(length),
+        expected_len: length,
     };
     let mut upload = match store
         .begin(&path, options, crate::serve::mime::of_request(ex))
@@ -224,17 +230,60 @@ async fn put_checked<S: Store>(
                 ErrorCode::XAmzContentSHA256Mismatch,
             )));
         }
+        Err(StoreError::PreconditionFailed) if conditional && absent_if_match(head) => {
+            // Judged at the commit: the object was deleted meanwhile.
+            return Ok(Err(S3Error::from_code(ErrorCode::NoSuchKey)));
+        }
         Err(e) => return Ok(Err(reply::store_error(&e, Missing::Key))),
     };
     ctx.svc.on_stored(path.as_str(), &committed);
     let etag = preconditions::etag(&committed.stored);
     let mut headers: Vec<(&str, String)> = vec![("etag", etag)];
-    // The checksum the client sent (verified) is echoed, as S3 does.
-    if let Some(value) = checksum.or(expected.checksum) {
+    // The checksum the client sent (verified) is echoed, as S3 does; a SHA-256 one is the
+    // store's own digest.
+    let sha256 = committed
+        .sha256
+        .filter(|_| expected.sha256_checksum)
+        .and_then(|d| ChecksumValue::from_bytes(ChecksumAlgorithm::Sha256, &d));
+    if let Some(value) = checksum.or(expected.checksum).or(sha256) {
         headers.push((value.algorithm().header_name(), value.to_base64()));
     }
     let refs: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
     reply::empty(ex, StatusCode::OK, &refs).await.map(Ok)
+}
+
+/// The write preconditions against the object there now, as S3 answers them: `If-Match` on a
+/// key with no object is `NoSuchKey`, any other failure `PreconditionFailed`. Judged again by
+/// the store atomically with the commit.
+async fn preconditions_now<S: Store>(
+    store: &S,
+    head: &weir::Request,
+    path: &weir_store::StorePath,
+) -> Result<(), S3Error> {
+    if !conditional::has_preconditions(&preconditions::Fields(head)) {
+        return Ok(());
+    }
+    let meta = match store.open(path).await {
+        Ok(object) => Some(*object.meta()),
+        Err(StoreError::NotFound) => None,
+        // A folder or a file on the way: the commit gives the answer.
+        Err(StoreError::IsDirectory | StoreError::NotADirectory | StoreError::SymlinkRefused) => {
+            return Ok(());
+        }
+        Err(e) => return Err(reply::store_error(&e, Missing::Key)),
+    };
+    if meta.is_none() && absent_if_match(head) {
+        return Err(S3Error::from_code(ErrorCode::NoSuchKey));
+    }
+    if !preconditions::hold(head, meta.as_ref()) {
+        return Err(S3Error::from_code(ErrorCode::PreconditionFailed));
+    }
+    Ok(())
+}
+
+/// Whether the request has `If-Match` (which fails on a key with no object).
+fn absent_if_match(head: &weir::Request) -> bool {
+    head.header("if-match").is_some()
 }
 
 /// A key ending in `/` with an empty body: the folder, as S3 consoles make "folders".
