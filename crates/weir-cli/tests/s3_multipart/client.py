@@ -197,6 +197,26 @@ def scenario_copy_and_checksums(s3, bucket):
     body = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
     assert body == first + src[1000:2000000], "copied object differs"
 
+    # Every part with its CRC32: a list without one is refused (BadDigest, nothing stored);
+    # with them, the answer carries the composite checksum of the two.
+    key = "crc"
+    uid = s3.create_multipart_upload(Bucket=bucket, Key=key, ChecksumAlgorithm="CRC32")["UploadId"]
+    listed = []
+    for number, body in [(1, data(5 * MIB, 11)), (2, data(100, 12))]:
+        r = s3.upload_part(Bucket=bucket, Key=key, UploadId=uid, PartNumber=number, Body=body,
+                           ChecksumAlgorithm="CRC32")
+        listed.append({"PartNumber": number, "ETag": r["ETag"], "ChecksumCRC32": r["ChecksumCRC32"]})
+    bare = [{"PartNumber": p["PartNumber"], "ETag": p["ETag"]} for p in listed]
+    expect(
+        error_of(s3.complete_multipart_upload, Bucket=bucket, Key=key, UploadId=uid,
+                 MultipartUpload={"Parts": bare}),
+        (400, "BadDigest"),
+    )
+    absent(s3, bucket, key)
+    done = s3.complete_multipart_upload(Bucket=bucket, Key=key, UploadId=uid,
+                                        MultipartUpload={"Parts": listed})
+    assert done.get("ChecksumCRC32", "").endswith("-2"), f"no composite CRC32: {done}"
+
 
 def scenario_start(s3, bucket, key, uid_file):
     """An upload left behind: created, one part, never completed (for the sweep)."""

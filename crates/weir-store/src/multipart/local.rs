@@ -484,6 +484,7 @@ impl LocalMultiparts {
             etag,
             parts,
             upload,
+            repeated: false,
         };
         {
             let inner = self.lock();

@@ -124,8 +124,11 @@ pub struct Completed {
     pub etag: String,
     /// The parts it was assembled from, in order.
     pub parts: Vec<PartRecord>,
-    /// The upload it completed (key, metadata).
+    /// The upload it completed (key, metadata; only the key when `repeated`).
     pub upload: MultipartUpload,
+    /// The upload was completed before: this answers a completion sent again (nothing was
+    /// stored now).
+    pub repeated: bool,
 }
 
 /// One page of [`MultipartStore::list_parts`].

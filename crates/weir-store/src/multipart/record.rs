@@ -206,6 +206,7 @@ pub(crate) fn decode_done(id: UploadId, text: &str) -> Option<Completed> {
             initiated: stored.modified,
             meta: MultipartMeta::default(),
         },
+        repeated: true,
     })
 }
 

@@ -694,6 +694,7 @@ impl MultipartStore for S3Multiparts {
             etag,
             parts,
             upload,
+            repeated: false,
         };
         // The object is stored: a failure to record it leaves the upload to the sweep.
         let _ = self.finish(id, &done).await;

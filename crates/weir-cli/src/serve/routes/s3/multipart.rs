@@ -272,7 +272,18 @@ async fn create<M: MultipartStore>(
         Ok(upload) => {
             let id = upload.id.to_string();
             let body = write::initiate_multipart_upload(bucket, key, &id);
-            reply::xml(ex, StatusCode::OK, body).await
+            match &upload.meta.checksum_algorithm {
+                // The algorithm announced, echoed as S3 does (boto3 reads it from here).
+                Some(algorithm) => {
+                    ex.respond(StatusCode::OK)
+                        .header("content-type", "application/xml")
+                        .header("x-amz-checksum-algorithm", algorithm)
+                        .header("x-amz-checksum-type", "COMPOSITE")
+                        .body(body)
+                        .await
+                }
+                None => reply::xml(ex, StatusCode::OK, body).await,
+            }
         }
         Err(e) => reply::error(ex, &error(&e)).await,
     }

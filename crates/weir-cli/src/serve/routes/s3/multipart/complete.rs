@@ -62,6 +62,11 @@ pub(in super::super) async fn complete<S: Store, M: MultipartStore>(
             Err(e) => return reply::error(ex, &reply::store_error(&e, Missing::Key)).await,
         }
     }
+    // The checksums, judged before anything is stored (the store judges ETags and sizes).
+    let composite = match checksums(parts, id, &listed, head).await {
+        Ok(c) => c,
+        Err(e) => return reply::error(ex, &e).await,
+    };
     let named: Vec<CompletePart> = listed
         .iter()
         .map(|p| CompletePart {
@@ -79,46 +84,7 @@ pub(in super::super) async fn complete<S: Store, M: MultipartStore>(
         Ok(_) => return reply::error(ex, &no_such()).await,
         Err(e) => return reply::error(ex, &error(&e)).await,
     };
-    // Each checksum the list names must be the part's; all of them make the composite.
-    let mut composite = None;
-    for (entry, part) in listed.iter().zip(&done.parts) {
-        for claimed in &entry.checksums {
-            let recorded = part
-                .checksums
-                .iter()
-                .find(|(name, _)| ChecksumAlgorithm::from_name(name) == Some(claimed.algorithm()));
-            let same = recorded.is_some_and(|(_, value)| value == &claimed.to_base64());
-            if !same && !part.checksums.is_empty() {
-                let e = S3Error::new(ErrorCode::InvalidPart, "A part's checksum does not match.");
-                return reply::error(ex, &e).await;
-            }
-        }
-    }
-    let upload_algorithm = done
-        .upload
-        .meta
-        .checksum_algorithm
-        .as_deref()
-        .and_then(ChecksumAlgorithm::from_name);
-    if let Some(algorithm) = upload_algorithm {
-        let mut combined = CompositeChecksum::new(algorithm);
-        let mut all = true;
-        for part in &done.parts {
-            let value = part
-                .checksums
-                .iter()
-                .find(|(name, _)| ChecksumAlgorithm::from_name(name) == Some(algorithm))
-                .and_then(|(_, v)| ChecksumValue::parse_base64(algorithm, v).ok());
-            match value {
-                Some(v) if combined.add_part(&v).is_ok() => {}
-                _ => all = false,
-            }
-        }
-        if all {
-            composite = Some((algorithm, combined.finalize_text()));
-        }
-    }
-    if done.committed.stored.modified != std::time::UNIX_EPOCH {
+    if !done.repeated {
         ctx.svc.on_stored(path.as_str(), &done.committed);
     }
     let etag = preconditions::etag(&done.committed.stored);
@@ -126,7 +92,88 @@ pub(in super::super) async fn complete<S: Store, M: MultipartStore>(
     let host = ex.request().header_str("host").unwrap_or("localhost");
     let location = format!("http://{host}/{bucket}/{key}");
     let checksum = composite.as_ref().map(|(a, t)| (*a, t.as_str()));
+    // A completion sent again (the upload is gone) answers without the composite.
     let body =
         write::complete_multipart_upload(&location, bucket, key, etag.trim_matches('"'), checksum);
     reply::xml(ex, StatusCode::OK, body).await
+}
+
+/// The completion's checksums against the recorded parts': a checksum the list names must be
+/// the part's (`InvalidPart`); with an algorithm announced at creation, every listed part sent
+/// with its checksum must be named with it (`BadDigest`), and, when every part has one, the
+/// composite (`base64(checksum of the parts' checksums)-N`) must match the request's
+/// `x-amz-checksum-*` if it sends one (`BadDigest`).
+/// Returns the composite to answer. An upload already completed has nothing to judge.
+async fn checksums<M: MultipartStore>(
+    parts: &M,
+    id: UploadId,
+    listed: &[parse::CompletedPart],
+    head: &weir::Request,
+) -> Result<Option<(ChecksumAlgorithm, String)>, S3Error> {
+    let Ok(upload) = parts.upload(id).await else {
+        return Ok(None);
+    };
+    let recorded = parts
+        .list_parts(id, 0, weir_store::MAX_PART_NUMBER as usize)
+        .await
+        .map_err(|e| error(&e))?;
+    let algorithm = upload
+        .meta
+        .checksum_algorithm
+        .as_deref()
+        .and_then(ChecksumAlgorithm::from_name);
+    let bad_digest = || S3Error::new(ErrorCode::BadDigest, "A part's checksum is missing.");
+    let mut combined = algorithm.map(CompositeChecksum::new);
+    for entry in listed {
+        let Some(part) = recorded
+            .parts
+            .iter()
+            .find(|p| p.number == entry.part_number)
+        else {
+            continue; // the store refuses it (`InvalidPart`)
+        };
+        let recorded_value = |alg: ChecksumAlgorithm| {
+            part.checksums
+                .iter()
+                .find(|(name, _)| ChecksumAlgorithm::from_name(name) == Some(alg))
+                .and_then(|(_, v)| ChecksumValue::parse_base64(alg, v).ok())
+        };
+        for claimed in &entry.checksums {
+            if recorded_value(claimed.algorithm()).as_ref() != Some(claimed) {
+                let e = S3Error::new(ErrorCode::InvalidPart, "A part's checksum does not match.");
+                return Err(e);
+            }
+        }
+        if let Some(alg) = algorithm {
+            match recorded_value(alg) {
+                // A part sent with its checksum must be named with it.
+                Some(value) => {
+                    if !entry.checksums.iter().any(|v| v.algorithm() == alg) {
+                        return Err(bad_digest());
+                    }
+                    if let Some(c) = combined.as_mut() {
+                        c.add_part(&value).map_err(|_| bad_digest())?;
+                    }
+                }
+                // A part without one (copied, or sent without): no composite for the object.
+                None => combined = None,
+            }
+        }
+    }
+    let composite = match (algorithm, combined) {
+        (Some(alg), Some(c)) => Some((alg, c.finalize_text())),
+        _ => None,
+    };
+    if let Some((alg, text)) = &composite {
+        if let Some(claimed) = head.header_str(alg.header_name()) {
+            if claimed != text {
+                let e = S3Error::new(
+                    ErrorCode::BadDigest,
+                    "The object's checksum does not match.",
+                );
+                return Err(e);
+            }
+        }
+    }
+    Ok(composite)
 }
