@@ -32,6 +32,10 @@
 //! 400 ([`authorization`]) rather than judged by one of them, so that weir and any proxy in front
 //! of it cannot disagree about which credential a request carried.
 //!
+//! The S3 API (`routes/s3/`) takes the same credentials: a token file line with the token in
+//! clear and a `name=` is also an access key (id: the name; secret: the token), judged by the
+//! same scopes and prefix (`Auth::s3_credential`).
+//!
 //! The browser page's download links cannot send a header, so for reads of `/files/` (and
 //! nothing else) the token is also accepted from the cookie [`COOKIE`], which the page sets
 //! (`Path=/files/; SameSite=Strict`) when the token is entered. Reads only: a cookie is sent
@@ -371,7 +375,10 @@ pub fn read_token_file(path: &std::path::Path) -> Result<Vec<Credential>, String
 ///   need not hold the token: `printf %s TOKEN | sha256sum`);
 /// - `SCOPES`: `read`, `create`, `write`, `delete`, comma-separated;
 /// - `PREFIX`: a store path (`photos/2024`) the token is confined to, whole segments;
-/// - `name=NAME`: who the token is, in logs and hooks (`line-N` when absent).
+/// - `name=NAME`: who the token is, in logs and hooks (`line-N` when absent). A line with the
+///   token in clear and a name is also an S3 credential of `--s3-api` (access key id `NAME`,
+///   secret access key `TOKEN`: [`Credential::s3_secret`]); a `sha256:` line cannot be one,
+///   since Signature V4 signs with the secret itself.
 ///
 /// Errors: one line per mistake, with its line number.
 pub fn parse_token_file(text: &str) -> Result<Vec<Credential>, Vec<String>> {
@@ -652,5 +659,21 @@ mod tests {
         );
         assert!(e[5].starts_with("line 7: invalid name"), "{e:#?}");
         assert!(e[6].starts_with("line 8: name= given twice"), "{e:#?}");
+    }
+
+    #[test]
+    fn s3_credentials_are_named_clear_tokens() {
+        let hash = hex_of(b"hashed");
+        let text =
+            format!("clear1 read,write name=alice\nclear2 read\nsha256:{hash} read name=bob\n");
+        let auth =
+            Auth::new(Some("flag-token"), false).with_credentials(parse_token_file(&text).unwrap());
+        let alice = auth.s3_credential("alice").expect("a named clear token");
+        assert_eq!(alice.s3_secret(), Some("clear1"));
+        assert!(alice.allows(Access::Write, Some("bucket/key")));
+        // Unnamed (`line-2`), hashed, and `--token`'s: no S3 credential.
+        assert!(auth.s3_credential("line-2").is_none());
+        assert!(auth.s3_credential("bob").is_none());
+        assert!(auth.s3_credential("token").is_none());
     }
 }

@@ -14,44 +14,19 @@
 #[allow(dead_code)] // only `start_weed` is used here
 #[path = "../s3_nodes/mod.rs"]
 mod s3_nodes;
+mod server;
 
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use server::{Server, Store};
+use std::path::Path;
+use std::process::Command;
 use weir_testkit::cert::TestCert;
-use weir_testkit::seaweed::{self, Seaweed};
 use weir_testkit::tools;
 
-const WEIR: &str = env!("CARGO_BIN_EXE_weir");
 const CLIENTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/s3_api/clients.py");
 
 /// The test's S3 credentials (token file lines: token, scopes, `name=` = access key id).
 const TOKENS: &str = "writer-secret-0123 read,write,delete name=writer\n\
                       reader-secret-4567 read name=reader\n";
-
-/// Which store the server writes to.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Store {
-    Local,
-    S3,
-}
-
-/// A `weir serve --s3-api` child process; killed on drop.
-struct Server {
-    child: Child,
-    endpoint: String,
-    /// The local store's root (`None` for the S3 store).
-    root: Option<PathBuf>,
-    dir: tempfile::TempDir,
-    _weed: Option<Seaweed>,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// Whether boto3 (and, with `aws_cli`, aws-cli) are there; else skipped or failed.
 fn clients_present(aws_cli: bool) -> bool {
@@ -67,61 +42,10 @@ fn clients_present(aws_cli: bool) -> bool {
         )
 }
 
-/// Starts the server on `store`, with HTTPS when `cert` is given; `None` (skipped) for the S3
-/// store without `weed`.
-fn start(store: Store, cert: Option<&TestCert>) -> Option<Server> {
-    let weed = match store {
-        Store::S3 => Some(s3_nodes::start_weed()?),
-        Store::Local => None,
-    };
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("root");
-    std::fs::create_dir(&root).unwrap();
-    let tokens = dir.path().join("tokens");
-    std::fs::write(&tokens, TOKENS).unwrap();
-    let mut cmd = Command::new(WEIR);
-    cmd.arg("serve")
-        .arg("--root")
-        .arg(&root)
-        .args(["--listen", "127.0.0.1:0", "--s3-api", "127.0.0.1:0"])
-        .arg("--token-file")
-        .arg(&tokens)
-        .env_remove("WEIR_TOKEN")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(dir.path().join("stderr.log")).unwrap());
-    if let Some(cert) = cert {
-        cmd.arg("--tls-cert")
-            .arg(&cert.cert_path)
-            .arg("--tls-key")
-            .arg(&cert.key_path);
-    }
-    if let Some(weed) = &weed {
-        cmd.args(["--store", &format!("s3://{}/s3-api", seaweed::BUCKET)])
-            .args(["--s3-endpoint", &weed.endpoint])
-            .env("AWS_ACCESS_KEY_ID", seaweed::ACCESS_KEY)
-            .env("AWS_SECRET_ACCESS_KEY", seaweed::SECRET_KEY);
-    }
-    let mut child = cmd.spawn().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    // The S3 API's line comes after the serving lines.
-    let endpoint = lines
-        .by_ref()
-        .map_while(Result::ok)
-        .find_map(|l| l.strip_prefix("weir: S3 API on ").map(str::to_owned));
-    let Some(endpoint) = endpoint else {
-        let _ = child.kill();
-        let _ = child.wait();
-        let log = std::fs::read_to_string(dir.path().join("stderr.log")).unwrap_or_default();
-        panic!("weir serve --s3-api did not start: {log}");
-    };
-    Some(Server {
-        child,
-        endpoint,
-        root: (store == Store::Local).then_some(root),
-        dir,
-        _weed: weed,
-    })
+/// A server on the local store with the test's credentials.
+fn start(store: Store, cert: Option<&TestCert>) -> Server {
+    assert!(store == Store::Local);
+    server::start(TOKENS, None, cert)
 }
 
 /// Runs `clients.py`'s `checks` against `server`; fails with its output and the server's log.
@@ -166,7 +90,7 @@ fn local_boto3_signed_chunks_and_bad_input() {
     if !clients_present(false) {
         return;
     }
-    let server = start(Store::Local, None).unwrap();
+    let server = start(Store::Local, None);
     run(&server, "boto3,bad_input,chunked_signed", None);
 }
 
@@ -175,7 +99,7 @@ fn local_aws_cli() {
     if !clients_present(true) {
         return;
     }
-    let server = start(Store::Local, None).unwrap();
+    let server = start(Store::Local, None);
     run(&server, "aws_cli", None);
 }
 
@@ -185,7 +109,7 @@ fn local_https_checksum_trailers() {
         return;
     }
     let cert = TestCert::new();
-    let server = start(Store::Local, Some(&cert)).unwrap();
+    let server = start(Store::Local, Some(&cert));
     run(&server, "tls_trailer,boto3", Some(&cert));
 }
 
@@ -194,9 +118,10 @@ fn s3_store_boto3_signed_chunks_and_bad_input() {
     if !clients_present(false) {
         return;
     }
-    let Some(server) = start(Store::S3, None) else {
+    let Some(weed) = s3_nodes::start_weed() else {
         return;
     };
+    let server = server::start(TOKENS, Some(weed), None);
     run(&server, "boto3,bad_input,chunked_signed", None);
 }
 
@@ -205,9 +130,10 @@ fn s3_store_aws_cli() {
     if !clients_present(true) {
         return;
     }
-    let Some(server) = start(Store::S3, None) else {
+    let Some(weed) = s3_nodes::start_weed() else {
         return;
     };
+    let server = server::start(TOKENS, Some(weed), None);
     run(&server, "aws_cli", None);
 }
 
@@ -217,8 +143,9 @@ fn s3_store_https_checksum_trailers() {
         return;
     }
     let cert = TestCert::new();
-    let Some(server) = start(Store::S3, Some(&cert)) else {
+    let Some(weed) = s3_nodes::start_weed() else {
         return;
     };
+    let server = server::start(TOKENS, Some(weed), Some(&cert));
     run(&server, "tls_trailer", Some(&cert));
 }
