@@ -245,6 +245,39 @@ pub struct ServeArgs {
     /// served on --listen, behind the token when one is set.
     #[arg(long, env = "WEIR_METRICS_LISTEN", value_name = "ADDR", value_parser = parse_listen)]
     pub metrics_listen: Option<String>,
+    /// Serve the S3-compatible API on this address (a listener of its own: HTTPS when
+    /// --tls-cert is given): buckets are the store's top-level folders, credentials the token
+    /// file's `name=` entries given in clear (docs/OPERATING.md, "S3-compatible API").
+    #[arg(long, env = "WEIR_S3_API", value_name = "ADDR", value_parser = parse_listen)]
+    pub s3_api: Option<String>,
+    /// A base domain of virtual-hosted-style S3 requests (`BUCKET.DOMAIN`); repeat for several.
+    /// Without one, every S3 request is path-style (`/BUCKET/KEY`).
+    #[arg(
+        long,
+        env = "WEIR_S3_API_DOMAIN",
+        value_delimiter = ',',
+        value_name = "DOMAIN"
+    )]
+    pub s3_api_domain: Vec<String>,
+    /// The region the S3 API answers for (GetBucketLocation); signatures of any region are
+    /// accepted.
+    #[arg(
+        long,
+        env = "WEIR_S3_API_REGION",
+        default_value = "us-east-1",
+        value_name = "REGION"
+    )]
+    pub s3_api_region: String,
+    /// Seconds after which a multipart upload of the S3 API that nobody touched (no part
+    /// uploaded, not completed or aborted) is removed with its parts (default a day).
+    #[arg(
+        long,
+        env = "WEIR_S3_API_MULTIPART_EXPIRY",
+        default_value_t = 86_400,
+        value_name = "SECONDS",
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    pub s3_api_multipart_expiry: u64,
 }
 
 /// A listening address: `HOST:PORT`, `[IPv6]:PORT` or `:PORT` (→ `0.0.0.0:PORT`). Names are

@@ -59,7 +59,6 @@ const UNSUPPORTED: &[&str] = &[
     "tagging",
     "torrent",
     "versioning",
-    "versions",
     "website",
 ];
 
@@ -208,6 +207,10 @@ pub enum Operation {
     },
     /// `GET /bucket?uploads`.
     ListMultipartUploads(ListUploadsParams),
+    /// `GET /bucket?versions`: weir keeps no versions, so every object is its one version
+    /// `null` (clients and test suites list versions to empty a bucket). `key-marker` is the
+    /// parameters' `marker`.
+    ListObjectVersions(ListObjectsParams),
 }
 
 /// The decoded query, with the lookups routing needs.
@@ -459,6 +462,13 @@ pub fn classify(request: &Request<'_>, config: &RouteConfig) -> Result<S3Request
             format!("The ?{sub} subresource is not implemented."),
         ));
     }
+    // `?versions` is ListObjectVersions (a bucket's `GET`); anything else with it is not.
+    if query.has("versions") && *request.method != Method::GET {
+        return Err(S3Error::new(
+            ErrorCode::NotImplemented,
+            "The ?versions subresource is not implemented.",
+        ));
+    }
     if let Some(v) = query.get("versionId")?
         && v != "null"
     {
@@ -524,6 +534,16 @@ pub fn classify(request: &Request<'_>, config: &RouteConfig) -> Result<S3Request
                     encoding_url: query.encoding_url()?,
                 })
             }
+            Method::GET if query.has("versions") => {
+                Operation::ListObjectVersions(ListObjectsParams {
+                    prefix: query.owned("prefix")?.unwrap_or_default(),
+                    delimiter: query.owned("delimiter")?.filter(|d| !d.is_empty()),
+                    max_keys: query.max("max-keys")?,
+                    encoding_url: query.encoding_url()?,
+                    marker: query.owned("key-marker")?.filter(|s| !s.is_empty()),
+                    ..ListObjectsParams::default()
+                })
+            }
             Method::GET => list_objects(&query)?,
             Method::POST if query.has("delete") => Operation::DeleteObjects,
             // Browser form uploads (POST Object) are not implemented.
@@ -576,6 +596,12 @@ pub fn classify(request: &Request<'_>, config: &RouteConfig) -> Result<S3Request
                     })?,
                 },
             },
+            Method::GET if query.has("versions") => {
+                return Err(S3Error::new(
+                    ErrorCode::NotImplemented,
+                    "The ?versions subresource is not implemented.",
+                ));
+            }
             Method::GET => Operation::GetObject(get_params(&query)?),
             Method::HEAD => Operation::HeadObject(get_params(&query)?),
             Method::DELETE if query.has("uploadId") => Operation::AbortMultipartUpload {

@@ -372,7 +372,7 @@ fn refusals() {
         "/bucket?acl",
         "/bucket/k?tagging",
         "/bucket?versioning",
-        "/bucket?versions",
+        "/bucket/k?versions",
         "/bucket?lifecycle",
         "/bucket?policy",
         "/bucket?cors",
@@ -390,6 +390,16 @@ fn refusals() {
         }
     }
     assert!(classify(M::GET, "/bucket/k?versionId=null").is_ok());
+    // A bucket's versions are listed (every object its one version, `null`); nothing else
+    // takes `?versions`.
+    assert!(classify(M::GET, "/bucket?versions").is_ok());
+    for method in [M::PUT, M::POST, M::DELETE] {
+        assert_eq!(
+            classify(method.clone(), "/bucket?versions").unwrap_err(),
+            ErrorCode::NotImplemented,
+            "{method}"
+        );
+    }
     assert_eq!(
         classify(M::PUT, "/").unwrap_err(),
         ErrorCode::MethodNotAllowed

@@ -113,6 +113,7 @@ mod list;
 mod local;
 mod media_type;
 mod meta;
+mod multipart;
 mod path;
 mod precondition;
 mod quota;
@@ -139,6 +140,11 @@ pub use list::{Entry, ListPage};
 pub use local::{LocalOptions, LocalStore};
 pub use media_type::MediaType;
 pub use meta::FileMeta;
+pub use multipart::{
+    CompletePart, Completed as MultipartCompleted, LocalMultiparts, MAX_PART_NUMBER, MAX_PART_SIZE,
+    MIN_PART_SIZE, MultipartError, MultipartMeta, MultipartStore, MultipartUpload, PartRecord,
+    PartSeal, PartsPage, UploadsPage, check_part_number, multipart_etag, select_parts,
+};
 pub use path::{
     MAX_PATH_LEN, MAX_SEGMENT_LEN, PathError, RESERVED_PREFIX, StorePath, is_invisible_or_bidi,
     is_separator_lookalike, validate_name,
@@ -156,8 +162,8 @@ pub use resumable_store::{
 };
 #[cfg(feature = "s3")]
 pub use s3::{
-    S3Append, S3AppendEnd, S3Config, S3Creation, S3ResumableOptions, S3Resumables, S3Store,
-    S3Upload, S3UploadState,
+    S3Append, S3AppendEnd, S3Config, S3Creation, S3Multiparts, S3ResumableOptions, S3Resumables,
+    S3Store, S3Upload, S3UploadState,
 };
 pub use sha256_state::ResumableSha256;
 pub use store::MAX_PROPS;

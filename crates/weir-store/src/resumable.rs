@@ -88,12 +88,12 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 const DIR_NAME: &str = "resumable";
 
 /// An upload resource's identifier: 128 random bits.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct UploadId([u8; 16]);
 
 impl UploadId {
     /// A new random id.
-    fn random() -> io::Result<UploadId> {
+    pub(crate) fn random() -> io::Result<UploadId> {
         let mut bytes = [0u8; 16];
         std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
         Ok(UploadId(bytes))

@@ -586,6 +586,66 @@ impl Upload {
         })
     }
 
+    /// Ends the upload by moving its temporary to `dir/name`, durably, instead of to its path:
+    /// a multipart upload's part (`multipart/local.rs`), which becomes part of a file only at
+    /// the upload's completion. The length is checked as a commit checks it and the data
+    /// fsynced before the rename (which replaces a file of that name); the caller fsyncs
+    /// `dir`. `gate` runs after the fsync and before the rename, and what it returns (a lock
+    /// guard) is handed back with the size, so that the owner's bookkeeping of `dir` and the
+    /// rename happen under one lock; its error discards the upload. The file keeps its charge
+    /// against the quota (its size and [`ENTRY_COST`]): its new owner gives it back when it
+    /// removes the file. On error the upload is discarded.
+    pub(crate) fn seal_into<G>(
+        mut self,
+        dir: &DirHandle,
+        name: &str,
+        gate: impl FnOnce() -> Result<G, StoreError>,
+    ) -> Result<(u64, G), StoreError> {
+        self.ensure_open()?;
+        let sealed = (|| {
+            if let Some(expected) = self.expected_len {
+                if self.size != expected {
+                    return Err(StoreError::LengthMismatch {
+                        expected,
+                        actual: self.size,
+                    });
+                }
+            }
+            let size = self.size;
+            let file = self
+                .open_file()
+                .map_err(|e| StoreError::from_io("reopen temporary file", e))?;
+            let on_disk = file
+                .metadata()
+                .map_err(|e| StoreError::from_io("stat", e))?
+                .len();
+            if on_disk != size {
+                return Err(StoreError::LengthMismatch {
+                    expected: size,
+                    actual: on_disk,
+                });
+            }
+            file.sync_data()
+                .map_err(|e| StoreError::from_io("fsync part", e))?;
+            let guard = gate()?;
+            self.shared
+                .staging
+                .rename(&self.temp, dir, name)
+                .map_err(|e| StoreError::from_io("rename part", e))?;
+            Ok(guard)
+        })();
+        let guard = match sealed {
+            Ok(guard) => guard,
+            Err(e) => return Err(self.discard_file(e)),
+        };
+        self.state = State::Done;
+        self.file = None;
+        self.shared
+            .usage
+            .release(self.reserved.saturating_sub(self.size));
+        Ok((self.size, guard))
+    }
+
     /// Removes the temporary file. Dropping the upload does the same, ignoring errors.
     pub fn abort(mut self) -> Result<(), StoreError> {
         if self.state != State::Open {

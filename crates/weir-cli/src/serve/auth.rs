@@ -32,6 +32,10 @@
 //! 400 ([`authorization`]) rather than judged by one of them, so that weir and any proxy in front
 //! of it cannot disagree about which credential a request carried.
 //!
+//! The S3 API (`routes/s3/`) takes the same credentials: a token file line with the token in
+//! clear and a `name=` is also an access key (id: the name; secret: the token), judged by the
+//! same scopes and prefix (`Auth::s3_credential`).
+//!
 //! The browser page's download links cannot send a header, so for reads of `/files/` (and
 //! nothing else) the token is also accepted from the cookie [`COOKIE`], which the page sets
 //! (`Path=/files/; SameSite=Strict`) when the token is entered. Reads only: a cookie is sent
@@ -86,6 +90,10 @@ pub struct Credential {
     scopes: u8,
     /// A store path prefix, whole segments, without a trailing `/`; `None`: everywhere.
     prefix: Option<String>,
+    /// The token itself, kept only for a line that gives it in clear with a `name=`: the S3
+    /// API's secret access key for the access key id `name` (`routes/s3/access.rs`). SigV4
+    /// signs with the secret, so a `sha256:` line cannot be an S3 credential.
+    s3_secret: Option<std::sync::Arc<str>>,
 }
 
 impl Credential {
@@ -134,6 +142,12 @@ impl Credential {
     /// The path prefix the credential is confined to, if any.
     pub fn prefix(&self) -> Option<&str> {
         self.prefix.as_deref()
+    }
+
+    /// The S3 API's secret access key of this credential (its access key id is its name), if
+    /// it has one: a token file line with the token in clear and a `name=`.
+    pub fn s3_secret(&self) -> Option<&str> {
+        self.s3_secret.as_deref()
     }
 }
 
@@ -220,6 +234,7 @@ impl Auth {
                 sha256: Sha256::digest(t.as_bytes()).into(),
                 scopes: 15,
                 prefix: None,
+                s3_secret: None,
             })
             .into_iter()
             .collect::<Vec<_>>();
@@ -270,6 +285,15 @@ impl Auth {
     /// configured: there is nothing to judge it by.
     pub fn rejects(&self, authorization: Option<&[u8]>) -> bool {
         self.any() && authorization.is_some() && self.identify(authorization).is_none()
+    }
+
+    /// The credential whose S3 access key id is `access_key_id` ([`Credential::s3_secret`]).
+    /// The id is not secret (it travels in clear in every signed request), so a plain search
+    /// is fine; the signature check that follows is constant-time (weir-s3api).
+    pub fn s3_credential(&self, access_key_id: &str) -> Option<&Credential> {
+        self.credentials
+            .iter()
+            .find(|c| c.s3_secret.is_some() && &*c.name == access_key_id)
     }
 
     /// The configured credential an `Authorization` value carries, if any.
@@ -390,7 +414,10 @@ pub fn read_token_file(path: &std::path::Path) -> Result<Vec<Credential>, String
 ///   need not hold the token: `printf %s TOKEN | sha256sum`);
 /// - `SCOPES`: `read`, `create`, `write`, `delete`, comma-separated;
 /// - `PREFIX`: a store path (`photos/2024`) the token is confined to, whole segments;
-/// - `name=NAME`: who the token is, in logs and hooks (`line-N` when absent).
+/// - `name=NAME`: who the token is, in logs and hooks (`line-N` when absent). A line with the
+///   token in clear and a name is also an S3 credential of `--s3-api` (access key id `NAME`,
+///   secret access key `TOKEN`: [`Credential::s3_secret`]); a `sha256:` line cannot be one,
+///   since Signature V4 signs with the secret itself.
 ///
 /// Errors: one line per mistake, with its line number.
 pub fn parse_token_file(text: &str) -> Result<Vec<Credential>, Vec<String>> {
@@ -432,6 +459,7 @@ fn parse_line(line: &str, number: usize) -> Result<Credential, String> {
     }
     // Logged as is: visible ASCII without quotes or backslashes, so a name never needs escaping
     // in a log line or a hook's environment.
+    let named = name.is_some();
     let name = match name {
         None => format!("line-{number}"),
         Some(n) => {
@@ -451,6 +479,8 @@ fn parse_line(line: &str, number: usize) -> Result<Credential, String> {
         Some(hex) => parse_hex(hex).ok_or("sha256: must be followed by 64 hex digits")?,
         None => Sha256::digest(token.as_bytes()).into(),
     };
+    // A token in clear with a name is also an S3 credential (access key id = the name).
+    let s3_secret = (named && !token.starts_with("sha256:")).then(|| token.into());
     let mut scopes = 0;
     for scope in scopes_text.split(',') {
         scopes |= match scope {
@@ -482,6 +512,7 @@ fn parse_line(line: &str, number: usize) -> Result<Credential, String> {
         sha256,
         scopes,
         prefix,
+        s3_secret,
     })
 }
 
@@ -698,5 +729,21 @@ mod tests {
         );
         assert!(e[5].starts_with("line 7: invalid name"), "{e:#?}");
         assert!(e[6].starts_with("line 8: name= given twice"), "{e:#?}");
+    }
+
+    #[test]
+    fn s3_credentials_are_named_clear_tokens() {
+        let hash = hex_of(b"hashed");
+        let text =
+            format!("clear1 read,write name=alice\nclear2 read\nsha256:{hash} read name=bob\n");
+        let auth =
+            Auth::new(Some("flag-token"), false).with_credentials(parse_token_file(&text).unwrap());
+        let alice = auth.s3_credential("alice").expect("a named clear token");
+        assert_eq!(alice.s3_secret(), Some("clear1"));
+        assert!(alice.allows(Access::Write, Some("bucket/key")));
+        // Unnamed (`line-2`), hashed, and `--token`'s: no S3 credential.
+        assert!(auth.s3_credential("line-2").is_none());
+        assert!(auth.s3_credential("bob").is_none());
+        assert!(auth.s3_credential("token").is_none());
     }
 }

@@ -19,7 +19,7 @@ use super::reply::{self, Problem};
 use super::service::Service;
 use http::StatusCode;
 use weir::{BodyStats, Exchange, http};
-use weir_store::{Appending, ContentDigest, StoreError, Upload, Written};
+use weir_store::{Appending, ContentDigest, StoreError, StoreUpload, Upload, Written};
 
 mod checkpoints;
 pub(super) use checkpoints::AppendCheckpoints;
@@ -86,6 +86,23 @@ impl BodyFailure {
             }
             // A disconnect: nobody to answer. Anything else: weir answers 500.
             Self::Body(e) => Err(e),
+        }
+    }
+}
+
+/// Each body chunk (`Exchange::read_body_chunk`, the read buffer's own bytes) handed to
+/// [`StoreUpload::write`], which returns only when the store has room: while the store is busy
+/// with earlier parts the body is not read, so the server's pause threshold stops reading the
+/// socket and the client's TCP window closes. The path of a store without files.
+pub(super) async fn chunks_body<U: StoreUpload>(
+    ex: &mut Exchange<'_>,
+    upload: &mut U,
+) -> Result<(), BodyFailure> {
+    loop {
+        match ex.read_body_chunk().await {
+            Ok(Some(chunk)) => upload.write(&chunk).await.map_err(BodyFailure::Store)?,
+            Ok(None) => return Ok(()),
+            Err(e) => return Err(BodyFailure::Body(e)),
         }
     }
 }

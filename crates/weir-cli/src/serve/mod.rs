@@ -84,6 +84,7 @@ pub use metrics::Metrics;
 pub use observe::MetricsOnly;
 pub use pre_upload::PreUpload;
 pub(crate) use reply::hex;
+pub use routes::s3::{S3Api, S3ApiConfig};
 pub use service::ResumableOptions;
 pub use service::{Service, ServiceOptions};
 pub(crate) use target::percent_decode;
@@ -135,6 +136,8 @@ pub struct ServeConfig {
     pub access_log: Option<(Option<PathBuf>, LogFormat)>,
     /// `/metrics` on a listener of its own.
     pub metrics_listen: Option<String>,
+    /// `--s3-api`: the S3-compatible API's listener and addressing (`routes/s3/`).
+    pub s3_api: Option<S3ApiConfig>,
     /// `--hook-command` and its timeout.
     pub hook: Option<(PathBuf, std::time::Duration)>,
     /// `--hook-url` and its timeout, attempts and backoff.
@@ -272,6 +275,17 @@ impl ServeConfig {
             },
             access_log: (!args.no_access_log).then_some((args.access_log, args.log_format)),
             metrics_listen: args.metrics_listen,
+            s3_api: args.s3_api.map(|listen| S3ApiConfig {
+                listen,
+                domains: args
+                    .s3_api_domain
+                    .iter()
+                    .map(|d| d.trim().trim_end_matches('.').to_ascii_lowercase())
+                    .filter(|d| !d.is_empty())
+                    .collect(),
+                region: args.s3_api_region,
+                multipart_expiry: std::time::Duration::from_secs(args.s3_api_multipart_expiry),
+            }),
             hook: args
                 .hook_command
                 .map(|program| (program, args.hook_timeout)),
@@ -385,8 +399,14 @@ pub fn run(args: ServeArgs) -> Result<(), ServeError> {
                 .map_err(|e| ServeError(format!("cannot listen on {}: {e}", path.display())))?;
         }
         service.metrics().set_server(server.handle());
-        start_side_tasks(&config, &service, reloader).await?;
+        let s3_api = start_side_tasks(&config, &service, tls.as_ref(), reloader).await?;
         announce(&bound, &config, &service.store);
+        if let Some((scheme, at)) = s3_api {
+            // After the serving lines: scripts read the first line's address.
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "weir: S3 API on {scheme}://{at}");
+            let _ = out.flush();
+        }
         // Before `READY=1`: a SIGTERM right after readiness must find its handler installed.
         let stop = shutdown_signal();
         notify::notify("READY=1");
@@ -417,8 +437,13 @@ fn open_access_log(config: &ServeConfig) -> Result<Option<AccessLog>, ServeError
 async fn start_side_tasks(
     config: &ServeConfig,
     service: &Arc<Service>,
+    tls: Option<&weir::TlsConfig>,
     reloader: Option<weir::CertReloader>,
-) -> Result<(), ServeError> {
+) -> Result<Option<(&'static str, SocketAddr)>, ServeError> {
+    let s3_api = match &config.s3_api {
+        Some(s3) => Some(start_s3_api(config, s3, service, tls).await?),
+        None => None,
+    };
     if let Some(addr) = &config.metrics_listen {
         let metrics = weir::Server::bind(addr.as_str(), weir::Config::default())
             .await
@@ -442,7 +467,40 @@ async fn start_side_tasks(
     tokio::spawn(reload::on_sighup(reloader, tokens));
     #[cfg(not(unix))]
     drop(reloader);
-    Ok(())
+    Ok(s3_api)
+}
+
+/// `--s3-api`'s listener (`routes/s3/`): HTTPS with the server's certificate when one is
+/// given, on the runtime being started, until the process ends.
+async fn start_s3_api(
+    config: &ServeConfig,
+    s3: &S3ApiConfig,
+    service: &Arc<Service>,
+    tls: Option<&weir::TlsConfig>,
+) -> Result<(&'static str, SocketAddr), ServeError> {
+    let mut server = weir::Server::new(config.weir_config());
+    let (scheme, bound) = match tls {
+        Some(tls) => (
+            "https",
+            server.listen_tls(s3.listen.as_str(), tls.clone()).await,
+        ),
+        None => ("http", server.listen_tcp(s3.listen.as_str()).await),
+    };
+    let at = bound.map_err(|e| cannot_listen(&s3.listen, &e))?;
+    let auth = service.auth();
+    if !at.ip().is_loopback() && !auth.any() && !config.allow_anonymous_write {
+        return Err(ServeError(format!(
+            "refusing to let anyone write and delete through the S3 API on {at}, which is not \
+             a loopback address: set --token-file, or pass --allow-anonymous-write"
+        )));
+    }
+    let handler = S3Api::new(Arc::clone(service), s3);
+    tokio::spawn(async move {
+        if let Err(e) = server.serve(handler).await {
+            tracing::error!(error = %e, "the S3 API listener failed");
+        }
+    });
+    Ok((scheme, at))
 }
 
 /// The service `config` describes, with its stores, hooks and checks: the local store opened

@@ -21,6 +21,7 @@
 //! | `OPTIONS` preflight from a `--cors-origin` | `204` with the allowed methods and fields (`cors.rs`) |
 //! | any but `/healthz`, with a `Host` not served | `421` (`host_check.rs`, checked in `observe.rs`) |
 //! | a write (`PUT`, `POST`, `PATCH`, `DELETE`) from a browser page of another origin | `403` (`origin_guard.rs`) |
+//! | any request on `--s3-api`'s listener | the S3-compatible API (`routes/s3/`, a handler of its own: this router never sees them) |
 //!
 //! Order of checks for every `/files/` request: method (405), one `Authorization` field at most
 //! (400), credential (401), path (400), the credential's scope and prefix (403: `auth.rs`),

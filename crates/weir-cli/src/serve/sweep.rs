@@ -1,7 +1,8 @@
 //! The service's background sweeps, each on a thread of its own so that the workers never wait
 //! for it: the local store's expired resumable uploads ([`start_local`]); with `--store s3://`
 //! (feature `s3`, [`start_s3`]) the bucket's expired resumable uploads, abandoned multipart
-//! uploads, and its usage listed again, with the sweep's own client and runtime.
+//! uploads, and its usage listed again, with the sweep's own client and runtime; the S3 API's
+//! multipart uploads not touched for their expiry ([`start_multipart`], either store).
 
 use std::time::Duration;
 use weir_store::Resumables;
@@ -35,6 +36,33 @@ pub(super) fn start_local(resumables: &std::sync::Arc<Resumables>) {
     if let Err(e) = spawned {
         tracing::warn!(error = %e, "no sweeper thread: expired uploads are removed at start only");
     }
+}
+
+/// Starts the sweep of the S3 API's multipart uploads (`routes/s3/multipart.rs`): a task on the
+/// runtime that starts it (the S3 API listener's), waking every quarter of `expiry` (between
+/// 1 s and an hour), removing the uploads not touched for `expiry`; it stops when the uploads
+/// are dropped. Without a runtime (not `weir serve`), none: the uploads stay until removed.
+pub(super) fn start_multipart<M: weir_store::MultipartStore>(
+    parts: &std::sync::Arc<M>,
+    expiry: Duration,
+) {
+    let weak = std::sync::Arc::downgrade(parts);
+    let period = (expiry / 4).clamp(Duration::from_secs(1), Duration::from_secs(3600));
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        tracing::warn!("no runtime: abandoned multipart uploads are not swept");
+        return;
+    };
+    runtime.spawn(async move {
+        loop {
+            tokio::time::sleep(period).await;
+            let Some(parts) = weak.upgrade() else { return };
+            match parts.sweep(expiry).await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(removed = n, "abandoned multipart uploads removed"),
+                Err(e) => tracing::warn!(error = %e, "sweeping multipart uploads"),
+            }
+        }
+    });
 }
 
 /// How often the bucket's sweep runs (and once at start).

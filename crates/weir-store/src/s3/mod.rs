@@ -419,6 +419,42 @@ impl S3Store {
 }
 
 impl S3Store {
+    /// [`Store::begin`] at a key of weir's own (a multipart upload's part, `multiparts.rs`) or
+    /// a store path's, hashing SHA-256 only when `sha256` (a part's digest is its MD5).
+    pub(super) fn begin_key(
+        &self,
+        key: String,
+        sha256: bool,
+        options: UploadOptions,
+        media_type: Option<MediaType>,
+    ) -> Result<S3Upload, StoreError> {
+        let sha512 = options
+            .expected_digest
+            .as_ref()
+            .is_some_and(|d| d.sha512.is_some());
+        let sha256 = sha256
+            || options
+                .expected_digest
+                .as_ref()
+                .is_some_and(|d| d.sha256.is_some());
+        // As `LocalStore`: the declared length and the entry are taken before any byte arrives,
+        // so an upload that cannot fit is refused before its body.
+        let reserved = options.expected_len.unwrap_or(0).saturating_add(ENTRY_COST);
+        self.inner.usage.reserve(reserved)?;
+        Ok(S3Upload {
+            reserved,
+            store: self.clone(),
+            key,
+            hashers: Hashers::new(sha256, sha512),
+            options,
+            media_type,
+            // ALLOCATION: the part buffer, once per upload (and again per part sent).
+            part: BytesMut::new(),
+            size: 0,
+            multipart: None,
+        })
+    }
+
     /// A `PutObject` of a small body with these (signed) headers.
     async fn put_small(
         &self,
@@ -446,6 +482,7 @@ impl Store for S3Store {
 
     const ATOMIC_COMMIT_ALL: bool = false;
     const ATOMIC_RENAME: bool = false;
+    const DIR_SORTS_AS_SLASH: bool = true;
 
     fn quota(&self) -> Option<(u64, u64)> {
         self.max_storage().map(|max| (self.usage(), max))
@@ -483,26 +520,8 @@ impl Store for S3Store {
         options: UploadOptions,
         media_type: Option<MediaType>,
     ) -> Result<S3Upload, StoreError> {
-        let sha512 = options
-            .expected_digest
-            .as_ref()
-            .is_some_and(|d| d.sha512.is_some());
-        // As `LocalStore`: the declared length and the entry are taken before any byte arrives,
-        // so an upload that cannot fit is refused before its body.
-        let reserved = options.expected_len.unwrap_or(0).saturating_add(ENTRY_COST);
-        self.inner.usage.reserve(reserved)?;
-        Ok(S3Upload {
-            reserved,
-            store: self.clone(),
-            key: self.key(path),
-            hashers: Hashers::new(true, sha512),
-            options,
-            media_type,
-            // ALLOCATION: the part buffer, once per upload (and again per part sent).
-            part: BytesMut::new(),
-            size: 0,
-            multipart: None,
-        })
+        // SHA-256 always: the object's digest, stored with it.
+        self.begin_key(self.key(path), true, options, media_type)
     }
 
     async fn open(&self, path: &StorePath) -> Result<S3Object, StoreError> {
@@ -684,12 +703,14 @@ mod commit_lock;
 mod copy;
 mod list;
 mod multipart_sweep;
+mod multiparts;
 mod props;
 mod read;
 mod resumable;
 mod sidecar;
 mod upload;
 
+pub use multiparts::S3Multiparts;
 use read::S3Object;
 pub use resumable::{
     S3Append, S3AppendEnd, S3Creation, S3ResumableOptions, S3Resumables, S3UploadState,

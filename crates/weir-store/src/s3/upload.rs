@@ -596,7 +596,7 @@ pub(super) async fn abort_request(
 }
 
 /// The `<ETag>` of a `CompleteMultipartUpload` answer, as `HeadObject` gives it (quoted).
-fn completion_etag(body: &[u8]) -> Option<String> {
+pub(super) fn completion_etag(body: &[u8]) -> Option<String> {
     let text = std::str::from_utf8(body).ok()?;
     let (_, rest) = text.split_once("<ETag>")?;
     let (value, _) = rest.split_once("</ETag>")?;

@@ -85,6 +85,30 @@ pub(crate) fn copy_file_from(
     Ok((super::CopyWay::Buffered, done))
 }
 
+/// `source[from..from + len]` → `target[at..at + len]` through one buffer; the bytes copied. Linux's
+/// `copy_file_at` falls back to it.
+pub(crate) fn copy_file_at(
+    (source, from): (&File, u64),
+    (target, at): (&File, u64),
+    len: u64,
+) -> io::Result<(super::CopyWay, u64)> {
+    // One allocation per part placed; COPY: kernel → buffer → kernel.
+    let mut buf = vec![0u8; 1 << 20];
+    let mut done = 0u64;
+    while done < len {
+        let want = buf
+            .len()
+            .min(usize::try_from(len - done).unwrap_or(usize::MAX));
+        let n = read_at(source, &mut buf[..want], from + done)?;
+        if n == 0 {
+            break;
+        }
+        write_all_at(target, &buf[..n], at + done)?;
+        done += n as u64;
+    }
+    Ok((super::CopyWay::Buffered, done))
+}
+
 #[cfg(unix)]
 fn read_at(file: &File, buf: &mut [u8], at: u64) -> io::Result<usize> {
     std::os::unix::fs::FileExt::read_at(file, buf, at)

@@ -160,3 +160,40 @@ pub(crate) fn copy_file(source: &File, target: &File, len: u64) -> io::Result<(C
     }
     Ok((CopyWay::Kernel, done))
 }
+
+/// `source[from..from + len]` → `target[at..at + len]` (a multipart upload's part placed in the object
+/// being assembled, `multipart/local.rs`): `copy_file_range` (inside the kernel; on btrfs and
+/// XFS it shares the blocks where the offsets allow), else through one buffer. Returns how and
+/// the bytes copied (fewer than `len` when the source ended first).
+pub(crate) fn copy_file_at(
+    (source, from): (&File, u64),
+    (target, at): (&File, u64),
+    len: u64,
+) -> io::Result<(CopyWay, u64)> {
+    use rustix::io::Errno;
+    let mut done = 0u64;
+    while done < len {
+        let want = usize::try_from((len - done).min(COPY_PIECE)).unwrap_or(usize::MAX);
+        let (mut off_in, mut off_out) = (from + done, at + done);
+        match rustix::fs::copy_file_range(
+            source,
+            Some(&mut off_in),
+            target,
+            Some(&mut off_out),
+            want,
+        ) {
+            Ok(0) => break,
+            Ok(n) => done += n as u64,
+            Err(Errno::XDEV | Errno::INVAL | Errno::NOSYS | Errno::OPNOTSUPP) => {
+                let rest = super::fallback::copy_file_at(
+                    (source, from + done),
+                    (target, at + done),
+                    len - done,
+                )?;
+                return Ok((CopyWay::Buffered, done + rest.1));
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok((CopyWay::Kernel, done))
+}

@@ -9,11 +9,13 @@
 //! | `tus.rs` | tus 1.0.0 over the same uploads |
 //! | `page.rs` | the browser page and its assets |
 //! | `whoami.rs` | `GET /whoami`: what the request's credential may do |
+//! | `s3/` | the S3-compatible API, on `--s3-api`'s listener; one module per operation group, generic over weir-store's `Store` |
 //! | `webdav/` | WebDAV under `/dav/`: the one route that calls into another (`files/`'s download, upload, delete and listing, so that none of their rules has a second copy); `files/` never imports it |
 
 pub(super) mod files;
 pub(super) mod page;
 pub(super) mod resumable;
+pub(super) mod s3;
 pub(super) mod tus;
 pub(super) mod webdav;
 pub(super) mod whoami;

@@ -64,9 +64,23 @@ pub(in crate::serve) async fn serve<S: Store>(
     };
     // Locally one fgetxattr(2): the type the client gave the file, if it was kept.
     let content_type = mime::content_type(object.media_type().copied(), path.file_name());
+    let response = |ex| answer.respond(ex, &meta, content_type);
+    send(ex, object, &answer, path, response).await
+}
+
+/// Sends `answer`'s bytes of `object`, the head made by `head` (the route's: `/files/`'s,
+/// or the S3 API's with its own fields): `sendfile` for a local file, else the store's chunks
+/// or socket (see the module doc). Shared by every route that serves an object's bytes.
+pub(in crate::serve) async fn send<'x, 'c, O: StoreObject>(
+    ex: &'x mut Exchange<'c>,
+    object: O,
+    answer: &Answer,
+    path: &StorePath,
+    head: impl FnOnce(&'x mut Exchange<'c>) -> Response<'x, 'c>,
+) -> Result<(), weir::Error> {
     let (start, len) = (answer.start, answer.len);
     if let Some(file) = object.sendfile_source() {
-        let response = answer.respond(ex, &meta, content_type);
+        let response = head(ex);
         // `sendfile` on plain sockets: page cache → socket, no user-space copy. HEAD sends the
         // head only (weir knows the method).
         return response.file(file, start, len).await;
@@ -93,7 +107,7 @@ pub(in crate::serve) async fn serve<S: Store>(
             Err(e) => return reply::store_error(ex, &e).await,
         }
     };
-    let response = answer.respond(ex, &meta, content_type);
+    let response = head(ex);
     let mut writer = response.stream(Some(len)).await?;
     #[cfg(feature = "s3")]
     if let Some(body) = &socket {
@@ -135,6 +149,16 @@ async fn moved_to_listing(ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
         .await
 }
 
+/// Why a conditional or partial read is not answered with the object ([`Answer::judge`]).
+pub(in crate::serve) enum Refusal {
+    /// `304`, with the validators the answer carries.
+    NotModified { etag: String, last_modified: String },
+    /// `412`.
+    PreconditionFailed,
+    /// `416`, for an object of `size` bytes.
+    Unsatisfiable { size: u64 },
+}
+
 /// A `GET`/`HEAD` of one stored version once its preconditions and `Range` were judged.
 pub(in crate::serve) struct Answer {
     status: StatusCode,
@@ -152,37 +176,59 @@ impl Answer {
         ex: &mut Exchange<'_>,
         meta: &FileMeta,
     ) -> Result<Option<Self>, weir::Error> {
+        match Self::judge(ex.request(), meta) {
+            Ok(answer) => Ok(Some(answer)),
+            Err(Refusal::NotModified {
+                etag,
+                last_modified,
+            }) => {
+                ex.respond(StatusCode::NOT_MODIFIED)
+                    .header("etag", &etag)
+                    .header("last-modified", &last_modified)
+                    .empty()
+                    .await?;
+                Ok(None)
+            }
+            Err(Refusal::PreconditionFailed) => {
+                preconditions::failed(ex).await?;
+                Ok(None)
+            }
+            Err(Refusal::Unsatisfiable { size }) => {
+                let content_range = format!("bytes */{size}");
+                let headers = [("content-range", content_range.as_str())];
+                let message = "range not satisfiable";
+                reply::error(ex, Problem::RangeNotSatisfiable, message, &headers).await?;
+                Ok(None)
+            }
+        }
+    }
+
+    /// The judgement of [`Answer::evaluate`], without answering: the one rule of conditional
+    /// and partial reads, whatever protocol then answers a refusal (`/files/`'s problem
+    /// bodies, the S3 API's XML).
+    pub(in crate::serve) fn judge(
+        request: &weir::Request,
+        meta: &FileMeta,
+    ) -> Result<Self, Refusal> {
         let etag = etag(meta);
         let current = validators(meta, &etag);
         // Never later than the response's `Date` (RFC 9110 §8.8.2.1): a modification time in
         // the future is shown as now. Comparisons keep the real time, so such a date never
         // matches.
         let last_modified = httpdate::fmt_http_date(meta.modified.min(SystemTime::now()));
-        match conditional::evaluate(
-            &crate::serve::preconditions::Fields(ex.request()),
-            Some(&current),
-        ) {
+        let fields = crate::serve::preconditions::Fields(request);
+        match conditional::evaluate(&fields, Some(&current)) {
             Outcome::Proceed => {}
             Outcome::NotModified => {
-                ex.respond(StatusCode::NOT_MODIFIED)
-                    .header("etag", &etag)
-                    .header("last-modified", &last_modified)
-                    .empty()
-                    .await?;
-                return Ok(None);
+                return Err(Refusal::NotModified {
+                    etag,
+                    last_modified,
+                });
             }
-            Outcome::PreconditionFailed => {
-                preconditions::failed(ex).await?;
-                return Ok(None);
-            }
+            Outcome::PreconditionFailed => return Err(Refusal::PreconditionFailed),
         }
-        let range = match ex.request().header("range") {
-            Some(range)
-                if conditional::if_range_holds(
-                    &crate::serve::preconditions::Fields(ex.request()),
-                    &current,
-                ) =>
-            {
+        let range = match request.header("range") {
+            Some(range) if conditional::if_range_holds(&fields, &current) => {
                 range::evaluate(range, meta.size)
             }
             _ => RangeAnswer::Full,
@@ -190,21 +236,15 @@ impl Answer {
         let (status, start, len) = match range {
             RangeAnswer::Full => (StatusCode::OK, 0, meta.size),
             RangeAnswer::Partial { start, len } => (StatusCode::PARTIAL_CONTENT, start, len),
-            RangeAnswer::Unsatisfiable => {
-                let content_range = format!("bytes */{}", meta.size);
-                let headers = [("content-range", content_range.as_str())];
-                let message = "range not satisfiable";
-                reply::error(ex, Problem::RangeNotSatisfiable, message, &headers).await?;
-                return Ok(None);
-            }
+            RangeAnswer::Unsatisfiable => return Err(Refusal::Unsatisfiable { size: meta.size }),
         };
-        Ok(Some(Self {
+        Ok(Self {
             status,
             start,
             len,
             etag,
             last_modified,
-        }))
+        })
     }
 
     /// The response head: status, validators, type, `Repr-Digest` and `Content-Range`; the

@@ -49,7 +49,8 @@
 
 use crate::serve::body::{
     BodyFailure, NoCheckpoints, WhereHashed, announces_digest_trailer, body_stats_json,
-    content_digest, expect_trailer_digest, hashed_body, splice_body, too_large, wants_internals,
+    chunks_body, content_digest, expect_trailer_digest, hashed_body, splice_body, too_large,
+    wants_internals,
 };
 use crate::serve::preconditions;
 use crate::serve::reply::{self, Problem, hex};
@@ -226,23 +227,6 @@ pub(in crate::serve) async fn put<S: Store>(
 async fn abort<U: StoreUpload>(upload: U, path: &StorePath) {
     if let Err(e) = upload.abort().await {
         tracing::warn!(error = %e, path = %path, "aborting a refused upload failed");
-    }
-}
-
-/// Each body chunk (`Exchange::read_body_chunk`, the read buffer's own bytes) handed to
-/// [`StoreUpload::write`], which returns only when the store has room: while the store is busy
-/// with earlier parts the body is not read, so the server's pause threshold stops reading the
-/// socket and the client's TCP window closes. The path of a store without files.
-async fn chunks_body<U: StoreUpload>(
-    ex: &mut Exchange<'_>,
-    upload: &mut U,
-) -> Result<(), BodyFailure> {
-    loop {
-        match ex.read_body_chunk().await {
-            Ok(Some(chunk)) => upload.write(&chunk).await.map_err(BodyFailure::Store)?,
-            Ok(None) => return Ok(()),
-            Err(e) => return Err(BodyFailure::Body(e)),
-        }
     }
 }
 

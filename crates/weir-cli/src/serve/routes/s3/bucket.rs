@@ -1,0 +1,152 @@
+//! Bucket operations: a bucket is a top-level folder of the store.
+//!
+//! - ListBuckets: the top-level folders whose names are valid S3 bucket names and in which the
+//!   caller may read, paged through the store's listing (`list_pages.rs`: a local scan runs off
+//!   the async workers); `CreationDate` is the folder's modification time (a folder has no
+//!   creation time in every store).
+//! - CreateBucket: the folder (`Store::create_dir`); one already there is created again
+//!   successfully, as S3 answers its owner in `us-east-1` (every credential of a weir server is
+//!   one owner's); a file at that name is `BucketAlreadyExists`. The location constraint is
+//!   parsed and ignored (one region).
+//! - DeleteBucket: only an empty folder (`Store::delete_dir`), else `BucketNotEmpty`.
+//! - HeadBucket, GetBucketLocation: whether the folder is there.
+
+use super::reply::{self, Missing};
+use super::{Ctx, keys, small_body};
+use crate::serve::list_pages;
+use http::StatusCode;
+use std::num::NonZeroUsize;
+use weir::{Exchange, http};
+use weir_s3api::route::valid_bucket_name;
+use weir_s3api::xml::{parse, write};
+use weir_s3api::{ErrorCode, S3Error};
+use weir_store::{Store, StoreError};
+
+/// Folders listed per page of ListBuckets.
+const PAGE: NonZeroUsize = NonZeroUsize::new(1000).expect("not zero");
+
+/// ListBuckets.
+pub(super) async fn list<S: Store + Clone>(
+    ctx: &Ctx<'_>,
+    store: &S,
+    ex: &mut Exchange<'_>,
+) -> Result<(), weir::Error> {
+    let name = ctx.caller.name();
+    let mut out = write::ListBucketsWriter::new(name, name);
+    let mut after: Option<String> = None;
+    loop {
+        let page = list_pages::list_page(ctx.svc, store, None, after.as_deref(), PAGE).await;
+        let page = match page {
+            Ok(p) => p,
+            Err(list_pages::PageError::Store(e)) => {
+                return reply::error(ex, &reply::store_error(&e, Missing::Bucket)).await;
+            }
+            Err(e) => {
+                let e = S3Error::new(ErrorCode::InternalError, e.to_string());
+                return reply::error(ex, &e).await;
+            }
+        };
+        for entry in &page.entries {
+            if entry.is_dir && valid_bucket_name(&entry.name) && ctx.caller.reads_in(&entry.name) {
+                out.bucket(&entry.name, entry.modified);
+            }
+        }
+        match page.next {
+            Some(next) => after = Some(next),
+            None => break,
+        }
+    }
+    reply::xml(ex, StatusCode::OK, out.finish()).await
+}
+
+/// Whether `bucket` exists: `Ok(())`, or `NoSuchBucket` (a file there is not a bucket).
+pub(super) async fn exists<S: Store>(store: &S, bucket: &str) -> Result<(), S3Error> {
+    let path = keys::bucket_path(bucket)?;
+    match store.is_dir(&path).await {
+        Ok(true) => Ok(()),
+        Ok(false) | Err(StoreError::NotFound | StoreError::NotADirectory) => {
+            Err(S3Error::from_code(ErrorCode::NoSuchBucket))
+        }
+        Err(e) => Err(reply::store_error(&e, Missing::Bucket)),
+    }
+}
+
+/// HeadBucket.
+pub(super) async fn head<S: Store>(
+    store: &S,
+    ex: &mut Exchange<'_>,
+    bucket: &str,
+) -> Result<(), weir::Error> {
+    match exists(store, bucket).await {
+        Ok(()) => reply::empty(ex, StatusCode::OK, &[]).await,
+        Err(e) => reply::error(ex, &e).await,
+    }
+}
+
+/// GetBucketLocation.
+pub(super) async fn location<S: Store>(
+    ctx: &Ctx<'_>,
+    store: &S,
+    ex: &mut Exchange<'_>,
+    bucket: &str,
+) -> Result<(), weir::Error> {
+    match exists(store, bucket).await {
+        Ok(()) => reply::xml(ex, StatusCode::OK, write::bucket_location(ctx.region)).await,
+        Err(e) => reply::error(ex, &e).await,
+    }
+}
+
+/// CreateBucket.
+pub(super) async fn create<S: Store>(
+    ctx: &Ctx<'_>,
+    store: &S,
+    ex: &mut Exchange<'_>,
+    bucket: &str,
+) -> Result<(), weir::Error> {
+    let path = match keys::bucket_path(bucket) {
+        Ok(p) => p,
+        Err(e) => return reply::error(ex, &e).await,
+    };
+    let body = match small_body::read(ctx.caller, ex, parse::MAX_BUCKET_CONFIGURATION_BODY).await? {
+        Ok(b) => b,
+        Err(e) => return reply::error(ex, &e).await,
+    };
+    if let Err(e) = parse::create_bucket_configuration(&body) {
+        return reply::error(ex, &e).await;
+    }
+    match store.create_dir(&path).await {
+        Ok(_) => {
+            // ALLOCATION: the location header's text.
+            let location = format!("/{bucket}");
+            reply::empty(ex, StatusCode::OK, &[("location", &location)]).await
+        }
+        Err(StoreError::NotADirectory) => {
+            reply::error(ex, &S3Error::from_code(ErrorCode::BucketAlreadyExists)).await
+        }
+        Err(e) => reply::error(ex, &reply::store_error(&e, Missing::Bucket)).await,
+    }
+}
+
+/// DeleteBucket.
+pub(super) async fn delete<S: Store>(
+    ctx: &Ctx<'_>,
+    store: &S,
+    ex: &mut Exchange<'_>,
+    bucket: &str,
+) -> Result<(), weir::Error> {
+    let path = match keys::bucket_path(bucket) {
+        Ok(p) => p,
+        Err(e) => return reply::error(ex, &e).await,
+    };
+    match store.delete_dir(&path).await {
+        Ok(()) => {
+            // ALLOCATION: the deleted path as the access log shows a folder's.
+            ctx.svc.on_deleted(&format!("{bucket}/"));
+            reply::empty(ex, StatusCode::NO_CONTENT, &[]).await
+        }
+        Err(StoreError::NotFound | StoreError::NotADirectory) => {
+            reply::error(ex, &S3Error::from_code(ErrorCode::NoSuchBucket)).await
+        }
+        Err(e) => reply::error(ex, &reply::store_error(&e, Missing::Bucket)).await,
+    }
+}

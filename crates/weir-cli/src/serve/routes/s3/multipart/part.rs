@@ -1,0 +1,393 @@
+//! UploadPart and UploadPartCopy: a part's bytes into the part's upload (the store's own
+//! `StoreUpload`, from `MultipartStore::begin_part`), recorded by `finish_part` with its MD5
+//! (its ETag) and the checksums the client asked for, replacing an earlier part of that number.
+//!
+//! Two body paths, as PutObject's:
+//! - **spliced** (a local store, `UNSIGNED-PAYLOAD`, no `Content-MD5`, no `x-amz-checksum-*`,
+//!   no trailer): socket → file with `splice` (`body::splice_body`), no byte through user
+//!   space; the store reads the part back once for its MD5 (`finish_part` with no MD5);
+//! - **checked** (anything else, and every part into a bucket): each body chunk (the read
+//!   buffer's own bytes) through the `aws-chunked` decoder when it is one, then the MD5, the
+//!   asked checksum and, for a signed payload, the SHA-256, then `StoreUpload::write` (the
+//!   store's backpressure reaches the socket). The decoder hands out ranges: no copy added.
+//!
+//! Memory per part is the store's bound for any upload, whatever the part's size (5 GiB at
+//! most: `EntityTooLarge` before any body byte). Every check fails before the part is recorded
+//! (`BadDigest`, `XAmzContentSHA256Mismatch`, `IncompleteBody`): a refused part leaves the
+//! earlier part of that number, if any, in place.
+
+use super::super::access::Caller;
+use super::super::reply::{self, Missing};
+use super::super::{Ctx, keys};
+use super::{error, object_path, upload_of};
+use crate::serve::auth::Access;
+use crate::serve::body::{BodyFailure, NoCheckpoints, splice_body};
+use http::StatusCode;
+use sha2::{Digest, Sha256};
+use weir::{Exchange, Request, http};
+use weir_proto::conditional::{self, Outcome, RequestFields};
+use weir_s3api::checksum::{Checksum, ChecksumAlgorithm, ChecksumValue, ContentMd5};
+use weir_s3api::chunked::{ChunkedDecoder, Event};
+use weir_s3api::route::CopySource;
+use weir_s3api::xml::write;
+use weir_s3api::{ErrorCode, S3Error};
+use weir_store::{
+    FileMeta, MAX_PART_SIZE, MultipartStore, PartRecord, PartSeal, StoreUpload, UploadId,
+};
+
+/// Where a part goes.
+pub(in super::super) struct Target<'a> {
+    pub bucket: &'a str,
+    pub key: &'a str,
+    pub number: u32,
+    pub upload_id: &'a str,
+}
+
+/// What the body must match, from the head.
+struct Expected {
+    /// `Content-MD5`.
+    md5: Option<[u8; 16]>,
+    /// `x-amz-checksum-*` in the head.
+    checksum: Option<ChecksumValue>,
+    /// The checksum trailer announced (`x-amz-trailer`).
+    trailer: Option<ChecksumAlgorithm>,
+    /// The signed payload's SHA-256.
+    sha256: Option<[u8; 32]>,
+}
+
+impl Expected {
+    fn of(caller: &Caller, ex: &Exchange<'_>) -> Result<Self, S3Error> {
+        let headers = super::super::access::header_map(ex.request())?;
+        let md5 = match ex.request().header_str("content-md5") {
+            Some(v) => Some(ContentMd5::parse(v)?),
+            None => None,
+        };
+        Ok(Self {
+            md5,
+            checksum: weir_s3api::checksum::from_headers(&headers)?,
+            trailer: caller.trailer(),
+            sha256: caller.payload().expected_sha256().copied(),
+        })
+    }
+
+    /// Nothing but the MD5 needs the bytes: the spliced path may take them.
+    fn nothing_to_check(&self) -> bool {
+        self.md5.is_none()
+            && self.checksum.is_none()
+            && self.trailer.is_none()
+            && self.sha256.is_none()
+    }
+}
+
+/// UploadPart.
+pub(in super::super) async fn upload<M: MultipartStore>(
+    ctx: &Ctx<'_>,
+    parts: &M,
+    ex: &mut Exchange<'_>,
+    bucket: &str,
+    key: &str,
+    number: u32,
+    upload_id: &str,
+) -> Result<(), weir::Error> {
+    match upload_checked(ctx, parts, ex, bucket, key, number, upload_id).await {
+        Ok(Ok((part, checksum))) => {
+            let etag = format!("\"{}\"", part.etag());
+            let mut headers: Vec<(&str, String)> = vec![("etag", etag)];
+            if let Some(value) = checksum {
+                headers.push((value.algorithm().header_name(), value.to_base64()));
+            }
+            let refs: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
+            reply::empty(ex, StatusCode::OK, &refs).await
+        }
+        Ok(Err(e)) => reply::error(ex, &e).await,
+        Err(e) => Err(e),
+    }
+}
+
+type Outcome3 = Result<Result<(PartRecord, Option<ChecksumValue>), S3Error>, weir::Error>;
+
+async fn upload_checked<M: MultipartStore>(
+    ctx: &Ctx<'_>,
+    parts: &M,
+    ex: &mut Exchange<'_>,
+    bucket: &str,
+    key: &str,
+    number: u32,
+    upload_id: &str,
+) -> Outcome3 {
+    macro_rules! tri {
+        ($e:expr) => {
+            match $e {
+                Ok(v) => v,
+                Err(e) => return Ok(Err(e)),
+            }
+        };
+    }
+    let path = tri!(object_path(bucket, key));
+    let id: UploadId = tri!(upload_of(parts, &path, upload_id).await);
+    let chunked = ctx.caller.chunked_decoder();
+    let length = match &chunked {
+        Some(_) => ctx.caller.decoded_length(),
+        None => ex.request().content_length(),
+    };
+    let Some(length) = length else {
+        return Ok(Err(S3Error::from_code(ErrorCode::MissingContentLength)));
+    };
+    if length > MAX_PART_SIZE {
+        return Ok(Err(S3Error::from_code(ErrorCode::EntityTooLarge)
+            .with_detail("MaxSizeAllowed", MAX_PART_SIZE.to_string())));
+    }
+    // As PutObject's: an `aws-chunked` body's framing on top of its bytes, bounded.
+    let wire_max = match &chunked {
+        Some(_) => length.saturating_add(length / 4).saturating_add(64 << 10),
+        None => length,
+    };
+    ex.set_max_body_size(Some(wire_max));
+    let expected = tri!(Expected::of(ctx.caller, ex));
+    let mut upload = tri!(
+        parts
+            .begin_part(id, number, Some(length))
+            .await
+            .map_err(|e| error(&e))
+    );
+    let spliced = chunked.is_none() && expected.nothing_to_check() && upload.file().is_some();
+    let received = if spliced {
+        let file = upload.file().expect("checked above");
+        match file.preallocate() {
+            Ok(()) => splice_body(ex, file, &mut NoCheckpoints)
+                .await
+                .map(|()| (None, None))
+                .map_err(Failure::Body),
+            Err(e) => Err(Failure::Body(BodyFailure::Store(e))),
+        }
+    } else {
+        checked_body(ex, &mut upload, chunked, &expected).await
+    };
+    let (md5, checksum) = match received {
+        Ok(r) => r,
+        Err(failure) => {
+            abort(upload).await;
+            return match failure {
+                Failure::Body(BodyFailure::Body(e)) if e.is_disconnect() => Err(e),
+                other => Ok(Err(other.into_s3())),
+            };
+        }
+    };
+    if upload.size() != length {
+        abort(upload).await;
+        return Ok(Err(S3Error::from_code(ErrorCode::IncompleteBody)));
+    }
+    let seal = PartSeal {
+        md5,
+        checksums: checksum
+            .iter()
+            .map(|c| (c.algorithm().name().to_owned(), c.to_base64()))
+            .collect(),
+    };
+    match parts.finish_part(id, number, upload, seal).await {
+        Ok(part) => Ok(Ok((part, checksum))),
+        Err(e) => Ok(Err(error(&e))),
+    }
+}
+
+/// Why a body did not make it.
+enum Failure {
+    Body(BodyFailure),
+    S3(S3Error),
+}
+
+impl Failure {
+    fn into_s3(self) -> S3Error {
+        match self {
+            Failure::S3(e) => e,
+            Failure::Body(BodyFailure::Store(e)) => reply::store_error(&e, Missing::Key),
+            Failure::Body(BodyFailure::Body(e)) if e.is_too_large() => {
+                S3Error::from_code(ErrorCode::EntityTooLarge)
+            }
+            Failure::Body(BodyFailure::Body(e)) => {
+                S3Error::new(ErrorCode::IncompleteBody, e.to_string())
+            }
+        }
+    }
+}
+
+/// The checked path (see the module doc). Returns the part's MD5 and the checksum verified.
+async fn checked_body<U: StoreUpload>(
+    ex: &mut Exchange<'_>,
+    upload: &mut U,
+    mut decoder: Option<ChunkedDecoder>,
+    expected: &Expected,
+) -> Result<(Option<[u8; 16]>, Option<ChecksumValue>), Failure> {
+    let mut md5 = ContentMd5::default();
+    let mut sha256 = expected.sha256.map(|_| Sha256::new());
+    let algorithm = expected
+        .checksum
+        .map(|c| c.algorithm())
+        .or(expected.trailer);
+    let mut checksum = algorithm.map(Checksum::new);
+    let mut trailer = None;
+    let mut ended = decoder.is_none();
+    loop {
+        let chunk = match ex.read_body_chunk().await {
+            Ok(Some(chunk)) => chunk,
+            Ok(None) => break,
+            Err(e) => return Err(Failure::Body(BodyFailure::Body(e))),
+        };
+        let mut feed = |data: &[u8]| {
+            md5.update(data);
+            if let Some(s) = &mut sha256 {
+                s.update(data);
+            }
+            if let Some(c) = &mut checksum {
+                c.update(data);
+            }
+        };
+        let Some(decoder) = decoder.as_mut() else {
+            feed(&chunk);
+            upload
+                .write(&chunk)
+                .await
+                .map_err(|e| Failure::Body(BodyFailure::Store(e)))?;
+            continue;
+        };
+        let mut pos = 0;
+        while pos < chunk.len() {
+            if ended {
+                return Err(Failure::S3(S3Error::new(
+                    ErrorCode::InvalidRequest,
+                    "Bytes follow the end of the aws-chunked body.",
+                )));
+            }
+            let (used, event) = decoder.decode(&chunk[pos..]).map_err(Failure::S3)?;
+            match event {
+                Event::Data(range) => {
+                    let data = &chunk[pos..][range]; // no copy: a range of the read buffer
+                    feed(data);
+                    upload
+                        .write(data)
+                        .await
+                        .map_err(|e| Failure::Body(BodyFailure::Store(e)))?;
+                }
+                Event::NeedMore => {}
+                Event::End(trailers) => {
+                    trailer = trailers.checksum;
+                    ended = true;
+                }
+            }
+            pos += used;
+        }
+    }
+    if let Some(decoder) = &decoder {
+        decoder.finish().map_err(Failure::S3)?;
+    }
+    let md5 = md5.finalize();
+    if let Some(claimed) = &expected.md5 {
+        if claimed != &md5 {
+            return Err(Failure::S3(S3Error::from_code(ErrorCode::BadDigest)));
+        }
+    }
+    if let (Some(s), Some(signed)) = (sha256, &expected.sha256) {
+        let computed: [u8; 32] = s.finalize().into();
+        if &computed != signed {
+            return Err(Failure::S3(S3Error::from_code(
+                ErrorCode::XAmzContentSHA256Mismatch,
+            )));
+        }
+    }
+    let computed = checksum.map(Checksum::finalize);
+    let checked = match (computed, expected.checksum.or(trailer)) {
+        (Some(computed), Some(claimed)) => {
+            computed.check(&claimed).map_err(Failure::S3)?;
+            Some(claimed)
+        }
+        (Some(_), None) if expected.trailer.is_some() => {
+            return Err(Failure::S3(S3Error::new(
+                ErrorCode::InvalidRequest,
+                "The checksum trailer announced by x-amz-trailer was not sent.",
+            )));
+        }
+        _ => None,
+    };
+    Ok((Some(md5), checked))
+}
+
+/// Discards a refused part, waiting for the store.
+async fn abort<U: StoreUpload>(upload: U) {
+    if let Err(e) = upload.abort().await {
+        tracing::warn!(error = %e, "aborting a refused S3 part failed");
+    }
+}
+
+/// UploadPartCopy: the source's range (`x-amz-copy-source-range`, else all of it) as the part,
+/// if the source's conditions (`x-amz-copy-source-if-*`) hold on the version copied.
+pub(in super::super) async fn copy<M: MultipartStore>(
+    ctx: &Ctx<'_>,
+    parts: &M,
+    ex: &mut Exchange<'_>,
+    at: Target<'_>,
+    source: CopySource,
+) -> Result<(), weir::Error> {
+    let copied = async {
+        let path = object_path(at.bucket, at.key)?;
+        let id = upload_of(parts, &path, at.upload_id).await?;
+        let from = match keys::key_path(&source.bucket, &source.key)? {
+            keys::Key::Object(p) => p,
+            keys::Key::Folder(_) => return Err(S3Error::from_code(ErrorCode::NoSuchKey)),
+        };
+        // ALLOCATION: the source's scope path.
+        let scope = format!("{}/{}", source.bucket, source.key);
+        if !ctx.caller.allows(Access::Read, &scope) {
+            return Err(S3Error::from_code(ErrorCode::AccessDenied));
+        }
+        let range = source
+            .range
+            .map(|(first, last)| first..last.saturating_add(1));
+        let head = ex.request();
+        let check = |meta: Option<&FileMeta>| meta.is_some_and(|m| source_holds(head, m));
+        parts
+            .copy_part(id, at.number, &from, range, Some(&check))
+            .await
+            .map_err(|e| match e {
+                weir_store::MultipartError::Store(weir_store::StoreError::NotFound) => {
+                    S3Error::from_code(ErrorCode::NoSuchKey)
+                }
+                e => error(&e),
+            })
+    }
+    .await;
+    match copied {
+        Ok(part) => {
+            let body = write::copy_result(true, &part.etag(), part.modified, None);
+            reply::xml(ex, StatusCode::OK, body).await
+        }
+        Err(e) => reply::error(ex, &e).await,
+    }
+}
+
+/// Whether the copy source's conditions hold on `meta` (read as a `GET`'s preconditions, with
+/// the one rule of conditional requests).
+fn source_holds(head: &Request, meta: &FileMeta) -> bool {
+    let etag = crate::serve::preconditions::etag(meta);
+    let current = crate::serve::preconditions::validators(meta, &etag);
+    conditional::evaluate(&SourceFields(head), Some(&current)) == Outcome::Proceed
+}
+
+/// The copy source's conditions as a `GET`'s: `x-amz-copy-source-if-*` in the place of `If-*`.
+struct SourceFields<'r>(&'r Request);
+
+impl RequestFields for SourceFields<'_> {
+    fn method(&self) -> &http::Method {
+        &http::Method::GET
+    }
+
+    fn field_values<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a [u8]> + 'a {
+        let amz = match name {
+            "if-match" => "x-amz-copy-source-if-match",
+            "if-none-match" => "x-amz-copy-source-if-none-match",
+            "if-modified-since" => "x-amz-copy-source-if-modified-since",
+            "if-unmodified-since" => "x-amz-copy-source-if-unmodified-since",
+            _ => "x-weir-none",
+        };
+        self.0.header_all(amz)
+    }
+}

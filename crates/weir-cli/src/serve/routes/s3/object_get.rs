@@ -1,0 +1,113 @@
+//! GetObject and HeadObject, on `/files/`'s download path (`routes/files/download.rs`): the
+//! object is opened once (its metadata, its bytes: one version), the preconditions and `Range`
+//! are judged by `download::Answer::judge` (the one rule; here its refusals are S3's errors),
+//! and the bytes go out by `download::send`: `sendfile` for a local file, the store's chunks or
+//! spliced socket for a bucket.
+//!
+//! S3's differences from `/files/`: a missing key is `NoSuchKey` (or `NoSuchBucket`), a key
+//! that is a folder is `NoSuchKey` too (an S3 key names an object, never a listing); a failed
+//! precondition is `PreconditionFailed`, `304` carries no body; an unsatisfiable range is
+//! `InvalidRange` with the object's size; `response-content-type` and the other
+//! `response-*` parameters set the answer's fields; `x-amz-checksum-mode: ENABLED` adds the
+//! stored SHA-256 as `x-amz-checksum-sha256`.
+
+use super::reply::{self, Missing};
+use super::{bucket, keys};
+use crate::serve::mime;
+use crate::serve::routes::files::download::{self, Answer, Refusal};
+use http::StatusCode;
+use weir::{Exchange, http};
+use weir_s3api::checksum::{ChecksumAlgorithm, ChecksumValue};
+use weir_s3api::route::GetObjectParams;
+use weir_s3api::{ErrorCode, S3Error};
+use weir_store::{Store, StoreError, StoreObject};
+
+/// GetObject or HeadObject (the method tells).
+pub(super) async fn get<S: Store>(
+    store: &S,
+    ex: &mut Exchange<'_>,
+    bucket_name: &str,
+    key: &str,
+    params: &GetObjectParams,
+) -> Result<(), weir::Error> {
+    let path = match keys::key_path(bucket_name, key) {
+        Ok(keys::Key::Object(p)) => p,
+        // A folder is no object.
+        Ok(keys::Key::Folder(_)) => return reply::error(ex, &no_such_key()).await,
+        Err(e) => return reply::error(ex, &e).await,
+    };
+    let object = match store.open(&path).await {
+        Ok(o) => o,
+        Err(StoreError::NotFound | StoreError::IsDirectory | StoreError::NotADirectory) => {
+            let e = match bucket::exists(store, bucket_name).await {
+                Ok(()) => no_such_key(),
+                Err(e) => e,
+            };
+            return reply::error(ex, &e).await;
+        }
+        Err(e) => return reply::error(ex, &reply::store_error(&e, Missing::Key)).await,
+    };
+    let meta = *object.meta();
+    let answer = match Answer::judge(ex.request(), &meta) {
+        Ok(a) => a,
+        Err(Refusal::NotModified {
+            etag,
+            last_modified,
+        }) => {
+            let headers = [("etag", etag.as_str()), ("last-modified", &last_modified)];
+            return reply::empty(ex, StatusCode::NOT_MODIFIED, &headers).await;
+        }
+        Err(Refusal::PreconditionFailed) => {
+            let e = S3Error::from_code(ErrorCode::PreconditionFailed);
+            return reply::error(ex, &e).await;
+        }
+        Err(Refusal::Unsatisfiable { size }) => {
+            let e = S3Error::from_code(ErrorCode::InvalidRange)
+                .with_detail("ActualObjectSize", size.to_string());
+            let range = format!("bytes */{size}");
+            return reply::error_with(ex, &e, &[("content-range", &range)]).await;
+        }
+    };
+    let overridden = |name: &http::HeaderName| {
+        params
+            .response_headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    };
+    // Locally one fgetxattr(2): the type the client gave the object, if it was kept.
+    let stored_type = mime::content_type(object.media_type().copied(), path.file_name());
+    let content_type = match overridden(&http::header::CONTENT_TYPE) {
+        Some(t) => t.to_owned(),
+        None => stored_type.to_string(),
+    };
+    // `x-amz-checksum-mode: ENABLED`: the stored SHA-256, the one checksum weir keeps.
+    let checksum = meta
+        .sha256
+        // Of the whole object only: a range's bytes do not have it (S3 sends none either).
+        .filter(|_| answer.start == 0 && answer.len == meta.size)
+        .filter(|_| {
+            ex.request()
+                .header("x-amz-checksum-mode")
+                .is_some_and(|v| v.eq_ignore_ascii_case(b"ENABLED"))
+        })
+        .and_then(|d| ChecksumValue::from_bytes(ChecksumAlgorithm::Sha256, &d))
+        .map(|c| c.to_base64());
+    let head = |ex| {
+        let mut response = answer.respond(ex, &meta, content_type);
+        if let Some(c) = &checksum {
+            response = response.header("x-amz-checksum-sha256", c.as_str());
+        }
+        for (name, value) in &params.response_headers {
+            if name != http::header::CONTENT_TYPE {
+                response = response.header(name.as_str(), value.as_str());
+            }
+        }
+        response
+    };
+    download::send(ex, object, &answer, &path, head).await
+}
+
+fn no_such_key() -> S3Error {
+    S3Error::from_code(ErrorCode::NoSuchKey)
+}

@@ -1,0 +1,423 @@
+//! PutObject: the body streams into the store and becomes the object atomically, verified, or
+//! nothing is stored. Generic over weir-store's `Store`, on the machinery `/files/`'s `PUT`
+//! uses (`serve/body.rs`), so that S3 gets weir's guarantees and data paths:
+//!
+//! - **plain body** (`UNSIGNED-PAYLOAD`, or a signed SHA-256): into a local file by the
+//!   **hashed** path (`body::hashed_body`: direct reads into pooled buffers, written and
+//!   hashed in place, the hashing pipelined on the hashing threads), into a bucket by the
+//!   **chunks** path (`body::chunks_body`). The signed SHA-256 (and an
+//!   `x-amz-checksum-sha256`) is the upload's expected digest: the store compares it with the
+//!   SHA-256 it computes anyway, at the commit, so checking the signature's payload hash costs
+//!   nothing. (Splice is not used: an S3 PUT always hashes, since its ETag is the SHA-256.)
+//! - **checked body** (`aws-chunked`, or a `Content-MD5`, or an `x-amz-checksum-*` other than
+//!   SHA-256): each body chunk (`Exchange::read_body_chunk`, the read buffer's own bytes) goes
+//!   through the `aws-chunked` decoder (each chunk signature checked; trailers parsed) and the
+//!   checksums, then to `StoreUpload::write`, which hashes SHA-256 inline on the connection's
+//!   task for a local file. The decoder hands out ranges of the chunk: no copy is added.
+//!
+//! Checks, all before any body byte is read (no `100 Continue` for a refused upload): the
+//! bucket exists (`NoSuchBucket`), the key is a valid store path (`keys.rs`), the length is
+//! declared (`MissingContentLength`) and within `--max-upload` (`EntityTooLarge`), the
+//! preconditions (`If-None-Match: *`, `If-Match`: `PreconditionFailed`, judged again by the
+//! store atomically with the commit). After the body, before the commit: `Content-MD5`
+//! (`BadDigest`), `x-amz-checksum-*` in the head or the trailer (`BadDigest`), the signed
+//! SHA-256 (`XAmzContentSHA256Mismatch`), the length (`IncompleteBody`). Any failure aborts
+//! the upload before the answer: nothing is left, the key keeps its earlier version.
+//!
+//! A key ending in `/` with an empty body is a folder (S3 consoles' "folder" objects), created
+//! with `Store::create_dir`.
+
+use super::access::Caller;
+use super::reply::{self, Missing};
+use super::{Ctx, bucket, keys};
+use crate::serve::body::{BodyFailure, NoCheckpoints, WhereHashed, chunks_body, hashed_body};
+use crate::serve::preconditions;
+use http::StatusCode;
+use weir::{Exchange, Framing, http};
+use weir_proto::conditional;
+use weir_s3api::checksum::{Checksum, ChecksumAlgorithm, ChecksumValue, ContentMd5};
+use weir_s3api::chunked::{ChunkedDecoder, Event};
+use weir_s3api::{ErrorCode, S3Error};
+use weir_store::{
+    ContentDigest, FileMeta, Store, StoreError, StoreObject, StoreUpload, UploadOptions,
+};
+
+/// The MD5 of nothing: the ETag S3 gives an empty object (a folder's marker).
+const EMPTY_MD5_ETAG: &str = "\"d41d8cd98f00b204e9800998ecf8427e\"";
+
+/// What the body must match, from the head.
+struct Expected {
+    /// `Content-MD5`.
+    md5: Option<[u8; 16]>,
+    /// `x-amz-checksum-*` in the head (a SHA-256 one goes to the store's digest instead).
+    checksum: Option<ChecksumValue>,
+    /// The checksum trailer announced (`x-amz-trailer`).
+    trailer: Option<ChecksumAlgorithm>,
+    /// The SHA-256 the store must find: the signed payload's, else `x-amz-checksum-sha256`.
+    sha256: Option<[u8; 32]>,
+    /// `sha256` came from the signature (a mismatch is `XAmzContentSHA256Mismatch`).
+    sha256_signed: bool,
+    /// An `x-amz-checksum-sha256` was sent (its value is `sha256`): echoed in the answer.
+    sha256_checksum: bool,
+}
+
+impl Expected {
+    fn of(caller: &Caller, ex: &Exchange<'_>) -> Result<Self, S3Error> {
+        let headers = super::access::header_map(ex.request())?;
+        let md5 = match ex.request().header("content-md5") {
+            Some(v) => Some(ContentMd5::parse(std::str::from_utf8(v).unwrap_or("?"))?),
+            None => None,
+        };
+        let mut checksum = weir_s3api::checksum::from_headers(&headers)?;
+        let signed = caller.payload().expected_sha256().copied();
+        let mut sha256 = signed;
+        let mut sha256_checksum = false;
+        if let Some(c) = checksum.filter(|c| c.algorithm() == ChecksumAlgorithm::Sha256) {
+            let bytes: [u8; 32] = c.as_bytes().try_into().expect("SHA-256 is 32 bytes");
+            match signed {
+                // Two SHA-256s the body must both have: they must agree.
+                Some(s) if s != bytes => return Err(S3Error::from_code(ErrorCode::BadDigest)),
+                _ => sha256 = Some(bytes),
+            }
+            checksum = None;
+            sha256_checksum = true;
+        }
+        Ok(Self {
+            md5,
+            checksum,
+            trailer: caller.trailer(),
+            sha256,
+            sha256_signed: signed.is_some(),
+            sha256_checksum,
+        })
+    }
+
+    /// The body needs the checked path (something to compute beside the store's SHA-256).
+    fn needs_checks(&self) -> bool {
+        self.md5.is_some() || self.checksum.is_some() || self.trailer.is_some()
+    }
+}
+
+/// PutObject into `bucket`/`key`.
+pub(super) async fn put<S: Store>(
+    ctx: &Ctx<'_>,
+    store: &S,
+    ex: &mut Exchange<'_>,
+    bucket: &str,
+    key: &str,
+) -> Result<(), weir::Error> {
+    match put_checked(ctx, store, ex, bucket, key).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => reply::error(ex, &e).await,
+        Err(e) => Err(e),
+    }
+}
+
+/// [`put`]; `Ok(Err)`: an S3 error still to answer.
+async fn put_checked<S: Store>(
+    ctx: &Ctx<'_>,
+    store: &S,
+    ex: &mut Exchange<'_>,
+    bucket: &str,
+    key: &str,
+) -> Result<Result<(), S3Error>, weir::Error> {
+    macro_rules! tri {
+        ($e:expr) => {
+            match $e {
+                Ok(v) => v,
+                Err(e) => return Ok(Err(e)),
+            }
+        };
+    }
+    let key = tri!(keys::key_path(bucket, key));
+    tri!(bucket::exists(store, bucket).await);
+    let chunked = ctx.caller.chunked_decoder();
+    // The object's length: `x-amz-decoded-content-length` for `aws-chunked`, else the body's
+    // (unknown for a chunked transfer coding: then `--max-upload` bounds it as it arrives).
+    let length = match (&chunked, ex.request().framing()) {
+        (Some(_), _) => ctx.caller.decoded_length(),
+        (None, Framing::Length(n)) if ex.request().content_length().is_some() => Some(n),
+        (None, Framing::Chunked | Framing::Unknown) => None,
+        (None, _) => {
+            return Ok(Err(S3Error::from_code(ErrorCode::MissingContentLength)));
+        }
+    };
+    let path = match key {
+        keys::Key::Folder(path) if length == Some(0) => {
+            return folder(ctx, store, ex, &path).await;
+        }
+        keys::Key::Folder(_) => {
+            return Ok(Err(S3Error::new(
+                ErrorCode::InvalidArgument,
+                "A key ending in / is a folder in weir: its body must be empty.",
+            )));
+        }
+        keys::Key::Object(path) => path,
+    };
+    let max = ctx.svc.options.max_upload;
+    if length.is_some_and(|n| n > max) {
+        return Ok(Err(S3Error::from_code(ErrorCode::EntityTooLarge)
+            .with_detail("MaxSizeAllowed", max.to_string())));
+    }
+    // The wire body of an `aws-chunked` upload is longer than the object by its framing: a
+    // chunk header (at most `MAX_LINE` + 2 bytes) per chunk, and the trailers. Clients send
+    // chunks of 8 KiB or more; the bound lets 1 KiB chunks through and stops a body that is
+    // mostly framing.
+    let wire_max = match (&chunked, length) {
+        (Some(_), Some(n)) => n.saturating_add(n / 4).saturating_add(64 << 10),
+        (_, Some(n)) => n,
+        (_, None) => max,
+    };
+    ex.set_max_body_size(Some(wire_max));
+    let expected = tri!(Expected::of(ctx.caller, ex));
+    tri!(preconditions_now(store, ex.request(), &path).await);
+    let options = UploadOptions {
+        hash: true,
+        expected_digest: expected.sha256.map(|sha256| ContentDigest {
+            sha256: Some(sha256),
+            sha512: None,
+        }),
+        expected_len: length,
+    };
+    let mut upload = match store
+        .begin(&path, options, crate::serve::mime::of_request(ex))
+        .await
+    {
+        Ok(u) => u,
+        Err(e) => return Ok(Err(reply::store_error(&e, Missing::Key))),
+    };
+    let received = if chunked.is_some() || expected.needs_checks() {
+        checked_body(ex, &mut upload, chunked, &expected).await
+    } else {
+        match upload.file() {
+            Some(file) => match file.preallocate() {
+                Ok(()) => {
+                    let mut counts = WhereHashed::default();
+                    let progress = &mut NoCheckpoints;
+                    hashed_body(ctx.svc, ex, file, true, &mut counts, progress)
+                        .await
+                        .map(|()| None)
+                        .map_err(Failure::Body)
+                }
+                Err(e) => Err(Failure::Body(BodyFailure::Store(e))),
+            },
+            None => chunks_body(ex, &mut upload)
+                .await
+                .map(|()| None)
+                .map_err(Failure::Body),
+        }
+    };
+    let checksum = match received {
+        Ok(c) => c,
+        Err(failure) => {
+            abort(upload).await;
+            return match failure {
+                Failure::Body(BodyFailure::Body(e)) if e.is_disconnect() => Err(e),
+                other => Ok(Err(other.into_s3())),
+            };
+        }
+    };
+    let head = ex.request();
+    let check = |meta: Option<&FileMeta>| preconditions::hold(head, meta);
+    let conditional = conditional::has_preconditions(&preconditions::Fields(head));
+    let committed = match upload
+        .commit(if conditional { Some(&check) } else { None })
+        .await
+    {
+        Ok(c) => c,
+        Err(StoreError::DigestMismatch { .. }) if expected.sha256_signed => {
+            return Ok(Err(S3Error::from_code(
+                ErrorCode::XAmzContentSHA256Mismatch,
+            )));
+        }
+        Err(StoreError::PreconditionFailed) if conditional && absent_if_match(head) => {
+            // Judged at the commit: the object was deleted meanwhile.
+            return Ok(Err(S3Error::from_code(ErrorCode::NoSuchKey)));
+        }
+        Err(e) => return Ok(Err(reply::store_error(&e, Missing::Key))),
+    };
+    ctx.svc.on_stored(path.as_str(), &committed);
+    let etag = preconditions::etag(&committed.stored);
+    let mut headers: Vec<(&str, String)> = vec![("etag", etag)];
+    // The checksum the client sent (verified) is echoed, as S3 does; a SHA-256 one is the
+    // store's own digest.
+    let sha256 = committed
+        .sha256
+        .filter(|_| expected.sha256_checksum)
+        .and_then(|d| ChecksumValue::from_bytes(ChecksumAlgorithm::Sha256, &d));
+    if let Some(value) = checksum.or(expected.checksum).or(sha256) {
+        headers.push((value.algorithm().header_name(), value.to_base64()));
+    }
+    let refs: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
+    reply::empty(ex, StatusCode::OK, &refs).await.map(Ok)
+}
+
+/// The write preconditions against the object there now, as S3 answers them: `If-Match` on a
+/// key with no object is `NoSuchKey`, any other failure `PreconditionFailed`. Judged again by
+/// the store atomically with the commit.
+async fn preconditions_now<S: Store>(
+    store: &S,
+    head: &weir::Request,
+    path: &weir_store::StorePath,
+) -> Result<(), S3Error> {
+    if !conditional::has_preconditions(&preconditions::Fields(head)) {
+        return Ok(());
+    }
+    let meta = match store.open(path).await {
+        Ok(object) => Some(*object.meta()),
+        Err(StoreError::NotFound) => None,
+        // A folder or a file on the way: the commit gives the answer.
+        Err(StoreError::IsDirectory | StoreError::NotADirectory | StoreError::SymlinkRefused) => {
+            return Ok(());
+        }
+        Err(e) => return Err(reply::store_error(&e, Missing::Key)),
+    };
+    if meta.is_none() && absent_if_match(head) {
+        return Err(S3Error::from_code(ErrorCode::NoSuchKey));
+    }
+    if !preconditions::hold(head, meta.as_ref()) {
+        return Err(S3Error::from_code(ErrorCode::PreconditionFailed));
+    }
+    Ok(())
+}
+
+/// Whether the request has `If-Match` (which fails on a key with no object).
+fn absent_if_match(head: &weir::Request) -> bool {
+    head.header("if-match").is_some()
+}
+
+/// A key ending in `/` with an empty body: the folder, as S3 consoles make "folders".
+async fn folder<S: Store>(
+    ctx: &Ctx<'_>,
+    store: &S,
+    ex: &mut Exchange<'_>,
+    path: &weir_store::StorePath,
+) -> Result<Result<(), S3Error>, weir::Error> {
+    if ctx.caller.chunked_decoder().is_some() {
+        // The empty `aws-chunked` body still has its framing: read and check it.
+        let body = super::small_body::read(ctx.caller, ex, 0).await?;
+        if let Err(e) = body {
+            return Ok(Err(e));
+        }
+    }
+    match store.create_dir(path).await {
+        Ok(_) => reply::empty(ex, StatusCode::OK, &[("etag", EMPTY_MD5_ETAG)])
+            .await
+            .map(Ok),
+        Err(e) => Ok(Err(reply::store_error(&e, Missing::Key))),
+    }
+}
+
+/// Why a body did not make it.
+enum Failure {
+    Body(BodyFailure),
+    S3(S3Error),
+}
+
+impl From<BodyFailure> for Failure {
+    fn from(f: BodyFailure) -> Self {
+        Failure::Body(f)
+    }
+}
+
+impl Failure {
+    fn into_s3(self) -> S3Error {
+        match self {
+            Failure::S3(e) => e,
+            Failure::Body(BodyFailure::Store(e)) => reply::store_error(&e, Missing::Key),
+            Failure::Body(BodyFailure::Body(e)) if e.is_too_large() => {
+                S3Error::from_code(ErrorCode::EntityTooLarge)
+            }
+            Failure::Body(BodyFailure::Body(e)) => {
+                S3Error::new(ErrorCode::IncompleteBody, e.to_string())
+            }
+        }
+    }
+}
+
+/// The checked path (see the module doc): `aws-chunked` decoding and checksums beside the
+/// store's own SHA-256. Returns the trailer's checksum, verified, if there was one.
+async fn checked_body<U: StoreUpload>(
+    ex: &mut Exchange<'_>,
+    upload: &mut U,
+    mut decoder: Option<ChunkedDecoder>,
+    expected: &Expected,
+) -> Result<Option<ChecksumValue>, Failure> {
+    let mut md5 = expected.md5.map(|_| ContentMd5::default());
+    let algorithm = expected
+        .checksum
+        .map(|c| c.algorithm())
+        .or(expected.trailer);
+    let mut checksum = algorithm.map(Checksum::new);
+    let mut trailer = None;
+    let mut ended = decoder.is_none();
+    loop {
+        let chunk = match ex.read_body_chunk().await {
+            Ok(Some(chunk)) => chunk,
+            Ok(None) => break,
+            Err(e) => return Err(BodyFailure::Body(e).into()),
+        };
+        let mut feed = |data: &[u8]| {
+            if let Some(m) = &mut md5 {
+                m.update(data);
+            }
+            if let Some(c) = &mut checksum {
+                c.update(data);
+            }
+        };
+        let Some(decoder) = decoder.as_mut() else {
+            feed(&chunk);
+            upload.write(&chunk).await.map_err(BodyFailure::Store)?;
+            continue;
+        };
+        let mut pos = 0;
+        while pos < chunk.len() {
+            if ended {
+                return Err(Failure::S3(S3Error::new(
+                    ErrorCode::InvalidRequest,
+                    "Bytes follow the end of the aws-chunked body.",
+                )));
+            }
+            let (used, event) = decoder.decode(&chunk[pos..]).map_err(Failure::S3)?;
+            match event {
+                Event::Data(range) => {
+                    let data = &chunk[pos..][range]; // no copy: a range of the read buffer
+                    feed(data);
+                    upload.write(data).await.map_err(BodyFailure::Store)?;
+                }
+                Event::NeedMore => {}
+                Event::End(trailers) => {
+                    trailer = trailers.checksum;
+                    ended = true;
+                }
+            }
+            pos += used;
+        }
+    }
+    if let Some(decoder) = &decoder {
+        decoder.finish().map_err(Failure::S3)?;
+    }
+    if let (Some(m), Some(claimed)) = (md5, &expected.md5) {
+        m.check(claimed).map_err(Failure::S3)?;
+    }
+    let computed = checksum.map(Checksum::finalize);
+    match (computed, expected.checksum.or(trailer)) {
+        (Some(computed), Some(claimed)) => {
+            computed.check(&claimed).map_err(Failure::S3)?;
+            Ok(Some(claimed))
+        }
+        // A trailer announced but not sent.
+        (Some(_), None) if expected.trailer.is_some() => Err(Failure::S3(S3Error::new(
+            ErrorCode::InvalidRequest,
+            "The checksum trailer announced by x-amz-trailer was not sent.",
+        ))),
+        _ => Ok(None),
+    }
+}
+
+/// Discards a refused upload, waiting for the store.
+async fn abort<U: StoreUpload>(upload: U) {
+    if let Err(e) = upload.abort().await {
+        tracing::warn!(error = %e, "aborting a refused S3 upload failed");
+    }
+}

@@ -1,0 +1,270 @@
+"""boto3 against weir's S3 API: the multipart scenarios of tests/s3_multipart/main.rs.
+
+Usage: client.py ENDPOINT ACCESS_KEY SECRET BUCKET SCENARIO [ARGS...]
+Exits 0 when every check holds; a failed check raises (traceback on stderr, exit 1).
+"""
+
+import hashlib
+import os
+import sys
+import time
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+MIB = 1 << 20
+
+
+def client(endpoint, key, secret):
+    return boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        aws_access_key_id=key,
+        aws_secret_access_key=secret,
+        region_name="us-east-1",
+        config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}),
+    )
+
+
+def data(n, seed):
+    # Deterministic bytes, different per seed.
+    block = hashlib.sha256(bytes([seed])).digest() * 2048  # 64 KiB
+    out = (block * (n // len(block) + 1))[:n]
+    return out
+
+
+def error_of(call, *args, **kwargs):
+    try:
+        call(*args, **kwargs)
+    except ClientError as e:
+        return (e.response["ResponseMetadata"]["HTTPStatusCode"], e.response["Error"]["Code"])
+    raise AssertionError(f"{call.__name__} succeeded, expected an error")
+
+
+def expect(got, want):
+    assert got == want, f"got {got!r}, want {want!r}"
+
+
+def absent(s3, bucket, key):
+    expect(error_of(s3.get_object, Bucket=bucket, Key=key), (404, "NoSuchKey"))
+
+
+def upload_parts(s3, bucket, key, upload_id, bodies, **extra):
+    parts = []
+    for number, body in bodies:
+        r = s3.upload_part(
+            Bucket=bucket, Key=key, UploadId=upload_id, PartNumber=number, Body=body, **extra
+        )
+        expect(r["ETag"].strip('"'), hashlib.md5(body).hexdigest())
+        parts.append({"PartNumber": number, "ETag": r["ETag"]})
+    return parts
+
+
+def scenario_round_trip(s3, bucket):
+    """Parts out of order and resent, listings, completion byte-exact, ETags consistent."""
+    key = "dir/big.bin"
+    one, two, three = data(5 * MIB, 1), data(5 * MIB + 3, 2), data(1000, 3)
+    up = s3.create_multipart_upload(Bucket=bucket, Key=key, ContentType="application/x-test")
+    uid = up["UploadId"]
+    upload_parts(s3, bucket, key, uid, [(3, three), (1, data(5 * MIB, 9)), (2, two)])
+    [p1] = upload_parts(s3, bucket, key, uid, [(1, one)])  # resent: replaces
+    listed = s3.list_parts(Bucket=bucket, Key=key, UploadId=uid, MaxParts=2)
+    expect([p["PartNumber"] for p in listed["Parts"]], [1, 2])
+    expect(listed["IsTruncated"], True)
+    expect(listed["Parts"][0]["ETag"].strip('"'), hashlib.md5(one).hexdigest())
+    rest = s3.list_parts(Bucket=bucket, Key=key, UploadId=uid, PartNumberMarker=2)
+    expect([(p["PartNumber"], p["Size"]) for p in rest["Parts"]], [(3, 1000)])
+    ups = s3.list_multipart_uploads(Bucket=bucket, Prefix="dir/")
+    expect([(u["Key"], u["UploadId"]) for u in ups["Uploads"]], [(key, uid)])
+    absent(s3, bucket, key)
+    parts = [p1, {"PartNumber": 2, "ETag": hashlib.md5(two).hexdigest()},
+             {"PartNumber": 3, "ETag": hashlib.md5(three).hexdigest()}]
+    done = s3.complete_multipart_upload(
+        Bucket=bucket, Key=key, UploadId=uid, MultipartUpload={"Parts": parts}
+    )
+    # Sent again: the same answer.
+    again = s3.complete_multipart_upload(
+        Bucket=bucket, Key=key, UploadId=uid, MultipartUpload={"Parts": parts}
+    )
+    expect(again["ETag"], done["ETag"])
+    got = s3.get_object(Bucket=bucket, Key=key)
+    body = got["Body"].read()
+    assert body == one + two + three, "the object is not the parts, in order"
+    expect(got["ContentType"], "application/x-test")
+    expect(s3.head_object(Bucket=bucket, Key=key)["ETag"], done["ETag"])
+    expect(s3.list_multipart_uploads(Bucket=bucket).get("Uploads", []), [])
+    expect(error_of(s3.list_parts, Bucket=bucket, Key=key, UploadId=uid), (404, "NoSuchUpload"))
+
+
+def scenario_refusals(s3, bucket):
+    """Each bad completion gets S3's error and stores nothing; the upload stays."""
+    key = "refused.bin"
+    up = s3.create_multipart_upload(Bucket=bucket, Key=key)
+    uid = up["UploadId"]
+    small, big, last = data(100, 1), data(5 * MIB, 2), data(10, 3)
+    p_small, p_big, p_last = upload_parts(s3, bucket, key, uid, [(1, small), (2, big), (3, last)])
+
+    def complete(parts):
+        return error_of(
+            s3.complete_multipart_upload,
+            Bucket=bucket, Key=key, UploadId=uid, MultipartUpload={"Parts": parts},
+        )
+
+    expect(complete([p_big, p_small]), (400, "InvalidPartOrder"))
+    expect(complete([p_big, {"PartNumber": 9999, "ETag": p_last["ETag"]}]), (400, "InvalidPart"))
+    expect(complete([{"PartNumber": 2, "ETag": p_small["ETag"]}]), (400, "InvalidPart"))
+    expect(complete([p_small, p_big]), (400, "EntityTooSmall"))
+    absent(s3, bucket, key)
+    expect(
+        error_of(s3.upload_part, Bucket=bucket, Key=key, UploadId=uid, PartNumber=10001, Body=b"x"),
+        (400, "InvalidArgument"),
+    )
+    expect(
+        error_of(s3.upload_part, Bucket=bucket, Key=key, UploadId="0" * 32, PartNumber=1, Body=b"x"),
+        (404, "NoSuchUpload"),
+    )
+    # A wrong Content-MD5: the part is refused, the earlier part 3 stays.
+    expect(
+        error_of(
+            s3.upload_part, Bucket=bucket, Key=key, UploadId=uid, PartNumber=3, Body=b"other",
+            ContentMD5="1B2M2Y8AsgTpgAmY7PhCfg==",
+        ),
+        (400, "BadDigest"),
+    )
+    # 10,000 is the last part number; parts need not be contiguous.
+    [p_max] = upload_parts(s3, bucket, key, uid, [(10000, data(7, 4))])
+    # If-None-Match: * where an object is: 412, nothing changed.
+    s3.put_object(Bucket=bucket, Key=key, Body=b"old")
+    expect(
+        error_of(
+            s3.complete_multipart_upload, Bucket=bucket, Key=key, UploadId=uid,
+            MultipartUpload={"Parts": [p_big, p_last]}, IfNoneMatch="*",
+        ),
+        (412, "PreconditionFailed"),
+    )
+    head = s3.head_object(Bucket=bucket, Key=key)
+    expect(s3.get_object(Bucket=bucket, Key=key)["Body"].read(), b"old")
+    done = s3.complete_multipart_upload(
+        Bucket=bucket, Key=key, UploadId=uid,
+        MultipartUpload={"Parts": [p_big, p_max]}, IfMatch=head["ETag"],
+    )
+    body = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+    assert body == big + data(7, 4), "completed object differs"
+    expect(s3.head_object(Bucket=bucket, Key=key)["ETag"], done["ETag"])
+    # Abort.
+    uid2 = s3.create_multipart_upload(Bucket=bucket, Key="aborted")["UploadId"]
+    upload_parts(s3, bucket, "aborted", uid2, [(1, b"abc")])
+    s3.abort_multipart_upload(Bucket=bucket, Key="aborted", UploadId=uid2)
+    expect(
+        error_of(s3.abort_multipart_upload, Bucket=bucket, Key="aborted", UploadId=uid2),
+        (404, "NoSuchUpload"),
+    )
+    absent(s3, bucket, "aborted")
+    expect(
+        error_of(s3.complete_multipart_upload, Bucket=bucket, Key=key, UploadId="abc1234def",
+                 MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": "1234"}]}),
+        (404, "NoSuchUpload"),
+    )
+
+
+def scenario_copy_and_checksums(s3, bucket):
+    """UploadPartCopy with a range; boto3's checksums on parts, and the composite."""
+    src = data(3 * MIB, 7)
+    s3.put_object(Bucket=bucket, Key="src", Body=src)
+    key = "copied"
+    uid = s3.create_multipart_upload(Bucket=bucket, Key=key, ChecksumAlgorithm="CRC32")["UploadId"]
+    first = data(5 * MIB, 8)
+    r = s3.upload_part(Bucket=bucket, Key=key, UploadId=uid, PartNumber=1, Body=first,
+                       ChecksumAlgorithm="CRC32")
+    assert r.get("ChecksumCRC32"), f"no CRC32 echoed: {r}"
+    p1 = {"PartNumber": 1, "ETag": r["ETag"], "ChecksumCRC32": r["ChecksumCRC32"]}
+    c = s3.upload_part_copy(Bucket=bucket, Key=key, UploadId=uid, PartNumber=2,
+                            CopySource={"Bucket": bucket, "Key": "src"},
+                            CopySourceRange="bytes=1000-1999999")
+    etag2 = c["CopyPartResult"]["ETag"]
+    expect(etag2.strip('"'), hashlib.md5(src[1000:2000000]).hexdigest())
+    expect(
+        error_of(s3.upload_part_copy, Bucket=bucket, Key=key, UploadId=uid, PartNumber=3,
+                 CopySource={"Bucket": bucket, "Key": "src"},
+                 CopySourceRange="bytes=0-%d" % (3 * MIB)),
+        (416, "InvalidRange"),
+    )
+    s3.complete_multipart_upload(
+        Bucket=bucket, Key=key, UploadId=uid,
+        MultipartUpload={"Parts": [p1, {"PartNumber": 2, "ETag": etag2}]},
+    )
+    body = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+    assert body == first + src[1000:2000000], "copied object differs"
+
+    # Every part with its CRC32: a list without one is refused (BadDigest, nothing stored);
+    # with them, the answer carries the composite checksum of the two.
+    key = "crc"
+    uid = s3.create_multipart_upload(Bucket=bucket, Key=key, ChecksumAlgorithm="CRC32")["UploadId"]
+    listed = []
+    for number, body in [(1, data(5 * MIB, 11)), (2, data(100, 12))]:
+        r = s3.upload_part(Bucket=bucket, Key=key, UploadId=uid, PartNumber=number, Body=body,
+                           ChecksumAlgorithm="CRC32")
+        listed.append({"PartNumber": number, "ETag": r["ETag"], "ChecksumCRC32": r["ChecksumCRC32"]})
+    bare = [{"PartNumber": p["PartNumber"], "ETag": p["ETag"]} for p in listed]
+    expect(
+        error_of(s3.complete_multipart_upload, Bucket=bucket, Key=key, UploadId=uid,
+                 MultipartUpload={"Parts": bare}),
+        (400, "BadDigest"),
+    )
+    absent(s3, bucket, key)
+    done = s3.complete_multipart_upload(Bucket=bucket, Key=key, UploadId=uid,
+                                        MultipartUpload={"Parts": listed})
+    assert done.get("ChecksumCRC32", "").endswith("-2"), f"no composite CRC32: {done}"
+
+
+def scenario_start(s3, bucket, key, uid_file):
+    """An upload left behind: created, one part, never completed (for the sweep)."""
+    uid = s3.create_multipart_upload(Bucket=bucket, Key=key)["UploadId"]
+    upload_parts(s3, bucket, key, uid, [(1, b"left behind")])
+    with open(uid_file, "w") as f:
+        f.write(uid)
+
+
+def scenario_wait_swept(s3, bucket):
+    """Polls ListMultipartUploads until the sweep removed every upload (bounded)."""
+    deadline = time.monotonic() + 60
+    while s3.list_multipart_uploads(Bucket=bucket).get("Uploads"):
+        assert time.monotonic() < deadline, "the abandoned upload was never swept"
+        time.sleep(0.2)
+
+
+def scenario_parts_for_kill(s3, bucket, key, size_mib, uid_file):
+    """Uploads SIZE_MIB MiB in 5 MiB parts, writes `UPLOAD_ID` and the part list, completes
+    nothing: the test completes it and kills weir meanwhile."""
+    uid = s3.create_multipart_upload(Bucket=bucket, Key=key)["UploadId"]
+    bodies = []
+    for i in range(int(size_mib) // 5):
+        bodies.append((i + 1, data(5 * MIB, 40 + i)))
+    parts = upload_parts(s3, bucket, key, uid, bodies)
+    with open(uid_file, "w") as f:
+        f.write(uid + "\n")
+        for p in parts:
+            f.write("%d %s\n" % (p["PartNumber"], p["ETag"].strip('"')))
+
+
+def scenario_complete(s3, bucket, key, uid_file):
+    with open(uid_file) as f:
+        lines = f.read().split("\n")
+    uid = lines[0]
+    parts = [{"PartNumber": int(n), "ETag": e} for n, e in (l.split() for l in lines[1:] if l)]
+    s3.complete_multipart_upload(Bucket=bucket, Key=key, UploadId=uid,
+                                 MultipartUpload={"Parts": parts})
+
+
+def main():
+    endpoint, key, secret, bucket, scenario, *args = sys.argv[1:]
+    s3 = client(endpoint, key, secret)
+    if scenario == "bucket":
+        s3.create_bucket(Bucket=bucket)
+        return
+    globals()["scenario_" + scenario](s3, bucket, *args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,797 @@
+//! [`LocalStore`]'s multipart uploads: files in the staging area, assembled by
+//! `copy_file_range` into an ordinary upload that the store commits.
+//!
+//! Layout, in `ROOT/.weir-staging/multipart/` (never listed, served or addressable):
+//! - `{id}/` per upload (`id`: 32 hex digits, 128 random bits);
+//! - `{id}/upload`: the upload's record (`record.rs`), written once at creation;
+//! - `{id}/{n}.rec`: part `n`'s record (size, MD5, checksums, and the name of its data file);
+//! - `{id}/{n}-{nonce}.part`: a part's bytes, a fresh name per upload of the part.
+//!
+//! Records are replaced atomically (a temporary, `fsync`, `rename`, directory `fsync`).
+//!
+//! # A part
+//! [`LocalMultiparts::begin_part`] is an ordinary [`Upload`] in the staging area (`hash` off:
+//! the route splices into it, or writes); [`MultipartStore::finish_part`] takes its MD5 (the
+//! route's, or read back from the temporary in 256 KiB steps: the part never in memory),
+//! fsyncs it, renames it into the upload's directory under a fresh name, writes the part's
+//! record naming it, and unlinks the data file the previous record named. The record's rename
+//! is the replacement: a part is the old bytes or the new, across a crash too.
+//!
+//! # Completion
+//! The listed parts are judged (`validate.rs`), then copied in order into a new [`Upload`] of
+//! the key (`copy_file_range` at each part's offset: inside the kernel, blocks shared where
+//! btrfs or XFS allow; never through user space), whose commit reads the assembled file back
+//! once for its SHA-256 (the bytes bypassed the hashers) before its `fsync` and its `rename`
+//! over the key, with the caller's check under the commit lock. Only then is the upload's
+//! directory removed. A `SIGKILL` before the rename leaves the old object and the upload (its
+//! temporary is removed at the next start, as any); after it, the new object, and an upload the
+//! client may complete again or the sweep removes.
+//!
+//! # Locking and the quota
+//! One mutex per store (`Inner`) orders what changes an upload's directory: a part's rename and
+//! record, an upload's removal, the completions in progress (a part recorded, or an abort, while
+//! an upload is being assembled is refused as `NoSuchUpload`). A part's fsync and MD5 are done
+//! before it is taken, the assembly's copies without it. Every `.part` file is charged its size
+//! and [`ENTRY_COST`] (what its [`Upload`] reserved) and each upload one [`ENTRY_COST`];
+//! whoever unlinks a file gives its charge back. [`LocalMultiparts::open`] counts them again
+//! and removes what a crash left (temporaries, data files no record names, uploads without a
+//! record).
+
+use super::record::{
+    self, data_name, decode_done, decode_part, decode_upload, record_number, same_parts,
+};
+use super::{
+    CompletePart, Completed, MAX_PART_SIZE, MultipartError, MultipartMeta, MultipartStore,
+    MultipartUpload, PartRecord, PartSeal, PartsPage, UploadsPage, check_part_number,
+    multipart_etag, select_parts,
+};
+use crate::quota::ENTRY_COST;
+use crate::sys::{self, DirHandle, EntryKind};
+use crate::tree::{Missing, Resolved, STAGING_NAME, Shared, walk};
+use crate::{
+    LocalStore, LocalUpload, StoreError, StorePath, Upload, UploadId, UploadOptions, VersionCheck,
+    off_the_runtime,
+};
+use std::collections::HashSet;
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::ops::Range;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, SystemTime};
+
+/// The multipart area's name inside the staging area.
+const DIR_NAME: &str = "multipart";
+/// An upload's record's name in its directory.
+const UPLOAD_RECORD: &str = "upload";
+/// A completed upload's record (`record::encode_done`).
+const DONE_RECORD: &str = "done";
+/// The read size of a part's MD5 read-back: what the store's other read-backs use.
+const READ_BUF: usize = 256 * 1024;
+
+fn io_err(op: &'static str) -> impl Fn(io::Error) -> StoreError {
+    move |e| StoreError::from_io(op, e)
+}
+
+/// The local store's multipart uploads (see the module doc). Cheap to share behind an `Arc`.
+#[derive(Debug)]
+pub struct LocalMultiparts {
+    store: LocalStore,
+    shared: Arc<Shared>,
+    /// `ROOT/.weir-staging/multipart/`.
+    dir: DirHandle,
+    inner: Mutex<Inner>,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    /// Uploads being assembled.
+    completing: HashSet<UploadId>,
+}
+
+impl LocalMultiparts {
+    /// Opens (creating it) the multipart area of `store`: counts its parts against the quota
+    /// and removes what a crash left half made.
+    pub fn open(store: &LocalStore) -> Result<LocalMultiparts, StoreError> {
+        let shared = store.shared_arc().clone();
+        let dir = match walk(
+            &shared.root,
+            [STAGING_NAME, DIR_NAME].into_iter(),
+            Missing::Create,
+        )? {
+            Some(Resolved::Below(dir)) => dir,
+            _ => return Err(StoreError::NotFound),
+        };
+        let this = LocalMultiparts {
+            store: store.clone(),
+            shared,
+            dir,
+            inner: Mutex::default(),
+        };
+        let mut charged = 0u64;
+        for name in this.dir.names().map_err(io_err("read multipart area"))? {
+            let Some(name) = name.to_str() else { continue };
+            let Some(id) = UploadId::parse(name) else {
+                continue;
+            };
+            let Ok(upload_dir) = this.dir.open_dir(name) else {
+                continue;
+            };
+            let done = read_text(&upload_dir, DONE_RECORD)?.and_then(|t| decode_done(id, &t));
+            if done.is_some() {
+                // Completed: kept for a completion sent again, until the sweep.
+                continue;
+            }
+            if read_text(&upload_dir, UPLOAD_RECORD)?
+                .and_then(|t| decode_upload(id, &t))
+                .is_none()
+            {
+                // Created up to its directory only: no client ever got its id.
+                remove_dir_files(&upload_dir, None)?;
+                let _ = this.dir.remove_dir(name);
+                continue;
+            }
+            charged += ENTRY_COST + recover_upload(&upload_dir)?;
+        }
+        this.shared.usage.charge(charged);
+        Ok(this)
+    }
+
+    /// The store the uploads complete into.
+    pub fn store(&self) -> &LocalStore {
+        &self.store
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The directory and record of upload `id`, if it exists.
+    fn open_upload(&self, id: UploadId) -> Result<(DirHandle, MultipartUpload), MultipartError> {
+        let dir = match self.dir.open_dir(&id.to_string()) {
+            Ok(dir) => dir,
+            Err(e) if crate::tree::is_absent(&e) => return Err(MultipartError::NoSuchUpload),
+            Err(e) => return Err(StoreError::from_io("open multipart upload", e).into()),
+        };
+        let upload = read_text(&dir, UPLOAD_RECORD)?
+            .and_then(|t| decode_upload(id, &t))
+            .ok_or(MultipartError::NoSuchUpload)?;
+        Ok((dir, upload))
+    }
+
+    fn create_now(
+        &self,
+        key: &StorePath,
+        meta: MultipartMeta,
+    ) -> Result<MultipartUpload, MultipartError> {
+        let words = meta
+            .metadata
+            .iter()
+            .all(|(n, v)| record::one_word(n) && record::one_line(v))
+            && meta
+                .checksum_algorithm
+                .as_deref()
+                .is_none_or(record::one_word);
+        if !words {
+            return Err(MultipartError::InvalidMetadata);
+        }
+        crate::upload::check_target(&self.shared, key)?;
+        self.shared.usage.reserve(ENTRY_COST)?;
+        let made = (|| -> Result<MultipartUpload, StoreError> {
+            let id = UploadId::random().map_err(io_err("random id"))?;
+            let upload = MultipartUpload {
+                id,
+                key: key.clone(),
+                initiated: record::now(),
+                meta,
+            };
+            let name = id.to_string();
+            self.dir
+                .mkdir(&name)
+                .map_err(io_err("create multipart upload"))?;
+            let dir = self
+                .dir
+                .open_dir(&name)
+                .map_err(io_err("open multipart upload"))?;
+            write_record(&dir, UPLOAD_RECORD, &record::encode_upload(&upload))?;
+            self.dir.sync().map_err(io_err("sync multipart area"))?;
+            Ok(upload)
+        })();
+        if made.is_err() {
+            self.shared.usage.release(ENTRY_COST);
+        }
+        Ok(made?)
+    }
+
+    fn finish_part_now(
+        &self,
+        id: UploadId,
+        number: u32,
+        mut upload: Upload,
+        seal: PartSeal,
+    ) -> Result<PartRecord, MultipartError> {
+        check_part_number(number)?;
+        let md5 = match seal.md5 {
+            Some(md5) => md5,
+            None => {
+                let size = upload.size();
+                md5_of(upload.file_mut(), size).map_err(io_err("read part back"))?
+            }
+        };
+        let (dir, _) = self.open_upload(id)?;
+        let nonce = UploadId::random().map_err(io_err("random id"))?;
+        let data = data_name(number, nonce);
+        // The rename and the record under the lock: no removal or completion in between.
+        let sealed = upload.seal_into(&dir, &data, || {
+            let inner = self.lock();
+            let gone = dir.stat(UPLOAD_RECORD).ok().flatten().is_none();
+            if inner.completing.contains(&id) || gone {
+                return Err(StoreError::NotFound);
+            }
+            Ok(inner)
+        });
+        let (size, inner) = match sealed {
+            Ok(sealed) => sealed,
+            Err(StoreError::NotFound) => return Err(MultipartError::NoSuchUpload),
+            Err(e) => return Err(e.into()),
+        };
+        let part = PartRecord {
+            number,
+            size,
+            md5,
+            checksums: seal.checksums,
+            modified: record::now(),
+        };
+        let rec = format!("{number}.rec");
+        let previous = read_text(&dir, &rec)?.and_then(|t| decode_part(number, &t));
+        if let Err(e) = write_record(&dir, &rec, &record::encode_part(&part, &data)) {
+            unlink_charged(&self.shared, &dir, &data);
+            return Err(e.into());
+        }
+        if let Some((_, old)) = previous {
+            unlink_charged(&self.shared, &dir, &old);
+        }
+        drop(inner);
+        Ok(part)
+    }
+
+    /// Part `number`'s record and data file name, if one was recorded.
+    fn read_part(dir: &DirHandle, number: u32) -> Result<Option<(PartRecord, String)>, StoreError> {
+        Ok(read_text(dir, &format!("{number}.rec"))?.and_then(|t| decode_part(number, &t)))
+    }
+
+    fn copy_part_now(
+        &self,
+        id: UploadId,
+        number: u32,
+        from: &StorePath,
+        range: Option<Range<u64>>,
+        check: Option<VersionCheck<'_>>,
+    ) -> Result<PartRecord, MultipartError> {
+        check_part_number(number)?;
+        let (key, _) = {
+            let (_, upload) = self.open_upload(id)?;
+            (upload.key, ())
+        };
+        let (source, meta) = self.store.open_file(from)?;
+        if let Some(check) = check {
+            if !check(Some(&meta)) {
+                return Err(StoreError::PreconditionFailed.into());
+            }
+        }
+        let range = range.unwrap_or(0..meta.size);
+        if range.start > range.end || range.end > meta.size {
+            return Err(MultipartError::InvalidRange);
+        }
+        let len = range.end - range.start;
+        if len > MAX_PART_SIZE {
+            return Err(MultipartError::EntityTooLarge);
+        }
+        let options = UploadOptions {
+            hash: false,
+            expected_digest: None,
+            expected_len: Some(len),
+        };
+        let mut upload = self.store.begin(&key, options)?;
+        upload.reserve_next(len)?;
+        // COPY: inside the kernel (`copy_file_range`), never through user space; the MD5 is
+        // then read back from the copy.
+        let copied = sys::copy_file_at((&source, range.start), (upload.file_mut(), 0), len);
+        let (_, n) = copied.map_err(|e| StoreError::from_io("copy part", e))?;
+        upload.record_external_write(n)?;
+        self.finish_part_now(id, number, upload, PartSeal::default())
+    }
+
+    fn list_parts_now(
+        &self,
+        id: UploadId,
+        after: u32,
+        limit: usize,
+    ) -> Result<PartsPage, MultipartError> {
+        let (dir, upload) = self.open_upload(id)?;
+        let names = dir.names().map_err(io_err("read multipart upload"))?;
+        // ALLOCATION: the part numbers (at most 10,000 u32s), sorted for the page.
+        let mut numbers: Vec<u32> = names
+            .iter()
+            .filter_map(|n| n.to_str().and_then(record_number))
+            .filter(|&n| n > after)
+            .collect();
+        numbers.sort_unstable();
+        let truncated = numbers.len() > limit;
+        let mut parts = Vec::with_capacity(numbers.len().min(limit));
+        for number in numbers.into_iter().take(limit) {
+            // A part replaced or removed since the listing is simply left out.
+            if let Some((part, _)) = Self::read_part(&dir, number)? {
+                parts.push(part);
+            }
+        }
+        Ok(PartsPage {
+            upload,
+            parts,
+            truncated,
+        })
+    }
+
+    fn list_uploads_now(
+        &self,
+        prefix: &str,
+        after: Option<(&str, Option<UploadId>)>,
+        limit: usize,
+    ) -> Result<UploadsPage, MultipartError> {
+        // ALLOCATION: every upload of the store is read to sort them by key: the memory of the
+        // uploads in progress, which the sweep bounds in time.
+        let mut uploads = Vec::new();
+        for name in self.dir.names().map_err(io_err("read multipart area"))? {
+            let Some(id) = name.to_str().and_then(UploadId::parse) else {
+                continue;
+            };
+            let upload = match self.open_upload(id) {
+                Ok((_, upload)) => upload,
+                Err(MultipartError::NoSuchUpload) => continue,
+                Err(e) => return Err(e),
+            };
+            if !upload.key.as_str().starts_with(prefix) {
+                continue;
+            }
+            let after_marker = match after {
+                None => true,
+                Some((key, None)) => upload.key.as_str() > key,
+                Some((key, Some(marker))) => {
+                    (upload.key.as_str(), upload.id.to_string()) > (key, marker.to_string())
+                }
+            };
+            if after_marker {
+                uploads.push(upload);
+            }
+        }
+        uploads.sort_by(|a, b| {
+            (a.key.as_str(), a.id.to_string()).cmp(&(b.key.as_str(), b.id.to_string()))
+        });
+        let truncated = uploads.len() > limit;
+        uploads.truncate(limit);
+        Ok(UploadsPage { uploads, truncated })
+    }
+
+    fn abort_now(&self, id: UploadId) -> Result<(), MultipartError> {
+        let inner = self.lock();
+        if inner.completing.contains(&id) {
+            return Err(MultipartError::NoSuchUpload);
+        }
+        self.open_upload(id)?;
+        self.remove(id)?;
+        drop(inner);
+        Ok(())
+    }
+
+    /// Removes upload `id`'s directory, giving back its charges. Call with the lock held.
+    fn remove(&self, id: UploadId) -> Result<(), StoreError> {
+        let name = id.to_string();
+        let dir = match self.dir.open_dir(&name) {
+            Ok(dir) => dir,
+            Err(e) if crate::tree::is_absent(&e) => return Ok(()),
+            Err(e) => return Err(StoreError::from_io("open multipart upload", e)),
+        };
+        // The record first, so that an upload half removed (a crash, an error) is no upload.
+        match dir.unlink(UPLOAD_RECORD) {
+            Ok(()) => self.shared.usage.release(ENTRY_COST),
+            Err(e) if crate::tree::is_absent(&e) => {}
+            Err(e) => return Err(StoreError::from_io("remove multipart record", e)),
+        }
+        let freed = remove_dir_files(&dir, None)?;
+        self.shared.usage.release(freed);
+        self.dir
+            .remove_dir(&name)
+            .map_err(io_err("remove multipart upload"))?;
+        self.dir.sync().map_err(io_err("sync multipart area"))
+    }
+
+    fn complete_now(
+        &self,
+        id: UploadId,
+        listed: &[CompletePart],
+        check: Option<VersionCheck<'_>>,
+    ) -> Result<Completed, MultipartError> {
+        let (dir, upload) = {
+            let mut inner = self.lock();
+            let opened = match self.open_upload(id) {
+                Ok(opened) => opened,
+                Err(MultipartError::NoSuchUpload) => return self.completed_before(id, listed),
+                Err(e) => return Err(e),
+            };
+            if !inner.completing.insert(id) {
+                return Err(MultipartError::NoSuchUpload);
+            }
+            opened
+        };
+        let _claim = Claim { parts: self, id };
+        let mut data_names = Vec::with_capacity(listed.len());
+        let mut failed = None;
+        let parts = select_parts(listed, |n| match Self::read_part(&dir, n) {
+            Ok(Some((part, data))) => {
+                data_names.push((n, data));
+                Some(part)
+            }
+            Ok(None) => None,
+            Err(e) => {
+                failed.get_or_insert(e);
+                None
+            }
+        });
+        if let Some(e) = failed {
+            return Err(e.into());
+        }
+        let parts = parts?;
+        let total = parts.iter().map(|p| p.size).sum::<u64>();
+        let options = UploadOptions {
+            hash: true,
+            expected_digest: None,
+            expected_len: Some(total),
+        };
+        let mut object = self.store.begin(&upload.key, options)?;
+        if let Some(media_type) = &upload.meta.media_type {
+            object.set_media_type(media_type);
+        }
+        let mut at = 0u64;
+        for part in &parts {
+            let data = data_names
+                .iter()
+                .find(|(n, _)| *n == part.number)
+                .map(|(_, d)| d.as_str())
+                .ok_or(MultipartError::InvalidPart(part.number))?;
+            let source = dir.open_read(data).map_err(io_err("open part"))?;
+            object.reserve_next(part.size)?;
+            // COPY: inside the kernel (`copy_file_range`, blocks shared where the filesystem
+            // can), never through user space.
+            let copied = sys::copy_file_at((&source, 0), (object.file_mut(), at), part.size);
+            let (_, n) = copied.map_err(|e| StoreError::from_io("assemble parts", e))?;
+            if n != part.size {
+                return Err(StoreError::LengthMismatch {
+                    expected: part.size,
+                    actual: n,
+                }
+                .into());
+            }
+            object.record_external_write(n)?;
+            at += n;
+        }
+        // The commit reads the assembled file back for its SHA-256, fsyncs, and renames it
+        // over the key if the check accepts the version there (under the commit lock).
+        let committed = match check {
+            Some(check) => object.commit_if(check)?,
+            None => object.commit()?,
+        };
+        let etag = multipart_etag(&parts);
+        let done = Completed {
+            committed,
+            etag,
+            parts,
+            upload,
+            repeated: false,
+        };
+        {
+            let inner = self.lock();
+            // The object is stored: a failure to record it leaves the upload to the sweep (or
+            // to a completion sent again, which stores the same object again).
+            let _ = self.finish(&dir, &done);
+            drop(inner);
+        }
+        Ok(done)
+    }
+
+    /// Replaces a completed upload's records and parts with its `done` record. Call with the
+    /// lock held.
+    fn finish(&self, dir: &DirHandle, done: &Completed) -> Result<(), StoreError> {
+        write_record(dir, DONE_RECORD, &record::encode_done(done))?;
+        match dir.unlink(UPLOAD_RECORD) {
+            Ok(()) => self.shared.usage.release(ENTRY_COST),
+            Err(e) if crate::tree::is_absent(&e) => {}
+            Err(e) => return Err(StoreError::from_io("remove multipart record", e)),
+        }
+        let freed = remove_dir_files(dir, Some(DONE_RECORD))?;
+        self.shared.usage.release(freed);
+        dir.sync().map_err(io_err("sync multipart upload"))
+    }
+
+    /// A completion of an upload that is no more: the same answer again if it was completed
+    /// with these parts, else `NoSuchUpload`.
+    fn completed_before(
+        &self,
+        id: UploadId,
+        listed: &[CompletePart],
+    ) -> Result<Completed, MultipartError> {
+        let dir = match self.dir.open_dir(&id.to_string()) {
+            Ok(dir) => dir,
+            Err(e) if crate::tree::is_absent(&e) => return Err(MultipartError::NoSuchUpload),
+            Err(e) => return Err(StoreError::from_io("open multipart upload", e).into()),
+        };
+        match read_text(&dir, DONE_RECORD)?.and_then(|t| decode_done(id, &t)) {
+            Some(done) if same_parts(&done, listed) => Ok(done),
+            _ => Err(MultipartError::NoSuchUpload),
+        }
+    }
+
+    fn sweep_now(&self, older_than: Duration) -> Result<u64, StoreError> {
+        let now = SystemTime::now();
+        let mut removed = 0;
+        for name in self.dir.names().map_err(io_err("read multipart area"))? {
+            let Some(id) = name.to_str().and_then(UploadId::parse) else {
+                continue;
+            };
+            // A part's rename or record changes the directory's modification time.
+            let Some(stat) = self.dir.stat(&id.to_string()).map_err(io_err("stat"))? else {
+                continue;
+            };
+            let idle = now.duration_since(stat.modified).unwrap_or_default();
+            if idle < older_than {
+                continue;
+            }
+            let inner = self.lock();
+            if inner.completing.contains(&id) {
+                continue;
+            }
+            self.remove(id)?;
+            removed += 1;
+        }
+        Ok(removed)
+    }
+}
+
+/// Frees an upload being completed when dropped.
+struct Claim<'a> {
+    parts: &'a LocalMultiparts,
+    id: UploadId,
+}
+
+impl Drop for Claim<'_> {
+    fn drop(&mut self) {
+        self.parts.lock().completing.remove(&self.id);
+    }
+}
+
+/// Unlinks a charged data file, giving its charge back if it was there.
+fn unlink_charged(shared: &Shared, dir: &DirHandle, name: &str) {
+    let Ok(Some(stat)) = dir.stat(name) else {
+        return;
+    };
+    if dir.unlink(name).is_ok() {
+        shared.usage.release(stat.size + ENTRY_COST);
+    }
+}
+
+impl MultipartStore for LocalMultiparts {
+    type Upload = LocalUpload;
+
+    async fn create(
+        &self,
+        key: &StorePath,
+        meta: MultipartMeta,
+    ) -> Result<MultipartUpload, MultipartError> {
+        // Two fsyncs: the runtime moves this worker's other tasks away first.
+        off_the_runtime(|| self.create_now(key, meta))
+    }
+
+    async fn upload(&self, id: UploadId) -> Result<MultipartUpload, MultipartError> {
+        self.open_upload(id).map(|(_, upload)| upload)
+    }
+
+    async fn begin_part(
+        &self,
+        id: UploadId,
+        number: u32,
+        expected_len: Option<u64>,
+    ) -> Result<LocalUpload, MultipartError> {
+        check_part_number(number)?;
+        if expected_len.is_some_and(|n| n > MAX_PART_SIZE) {
+            return Err(MultipartError::EntityTooLarge);
+        }
+        let (_, upload) = self.open_upload(id)?;
+        let options = UploadOptions {
+            // The part's MD5 is the route's or read back; the object's SHA-256 is computed at
+            // completion.
+            hash: false,
+            expected_digest: None,
+            expected_len,
+        };
+        Ok(LocalUpload(self.store.begin(&upload.key, options)?))
+    }
+
+    async fn finish_part(
+        &self,
+        id: UploadId,
+        number: u32,
+        upload: LocalUpload,
+        seal: PartSeal,
+    ) -> Result<PartRecord, MultipartError> {
+        if upload.0.size() > MAX_PART_SIZE {
+            return Err(MultipartError::EntityTooLarge);
+        }
+        // A read back for the MD5, an fsync: off the runtime's workers.
+        off_the_runtime(|| self.finish_part_now(id, number, upload.0, seal))
+    }
+
+    async fn copy_part(
+        &self,
+        id: UploadId,
+        number: u32,
+        from: &StorePath,
+        range: Option<Range<u64>>,
+        check: Option<VersionCheck<'_>>,
+    ) -> Result<PartRecord, MultipartError> {
+        off_the_runtime(|| self.copy_part_now(id, number, from, range, check))
+    }
+
+    async fn list_parts(
+        &self,
+        id: UploadId,
+        after: u32,
+        limit: usize,
+    ) -> Result<PartsPage, MultipartError> {
+        off_the_runtime(|| self.list_parts_now(id, after, limit))
+    }
+
+    async fn list_uploads(
+        &self,
+        prefix: &str,
+        after: Option<(&str, Option<UploadId>)>,
+        limit: usize,
+    ) -> Result<UploadsPage, MultipartError> {
+        off_the_runtime(|| self.list_uploads_now(prefix, after, limit))
+    }
+
+    async fn abort(&self, id: UploadId) -> Result<(), MultipartError> {
+        off_the_runtime(|| self.abort_now(id))
+    }
+
+    async fn complete(
+        &self,
+        id: UploadId,
+        parts: &[CompletePart],
+        check: Option<VersionCheck<'_>>,
+    ) -> Result<Completed, MultipartError> {
+        // Copies, a read back and fsyncs: off the runtime's workers.
+        off_the_runtime(|| self.complete_now(id, parts, check))
+    }
+
+    async fn sweep(&self, older_than: Duration) -> Result<u64, StoreError> {
+        off_the_runtime(|| self.sweep_now(older_than))
+    }
+}
+
+/// Reads a small record file; `None` if absent or not text.
+fn read_text(dir: &DirHandle, name: &str) -> Result<Option<String>, StoreError> {
+    let mut file = match dir.open_read(name) {
+        Ok(f) => f,
+        Err(e) if crate::tree::is_absent(&e) => return Ok(None),
+        Err(e) => return Err(StoreError::from_io("open multipart record", e)),
+    };
+    // ALLOCATION: a record of a few hundred bytes, per record read.
+    let mut text = String::new();
+    match file.read_to_string(&mut text) {
+        Ok(_) => Ok(Some(text)),
+        Err(e) if e.kind() == io::ErrorKind::InvalidData => Ok(None),
+        Err(e) => Err(StoreError::from_io("read multipart record", e)),
+    }
+}
+
+/// Replaces `dir/name` with `text` durably: temporary, fsync, rename, directory fsync.
+fn write_record(dir: &DirHandle, name: &str, text: &str) -> Result<(), StoreError> {
+    let temp = format!("{name}.tmp");
+    let _ = dir.unlink(&temp);
+    let mut file = dir
+        .create_new(&temp)
+        .map_err(io_err("create multipart record"))?;
+    file.write_all(text.as_bytes())
+        .and_then(|()| file.sync_all())
+        .map_err(io_err("write multipart record"))?;
+    dir.rename(&temp, dir, name)
+        .map_err(io_err("rename multipart record"))?;
+    dir.sync().map_err(io_err("sync multipart upload"))
+}
+
+/// The MD5 of a file's first `size` bytes, read in [`READ_BUF`] steps.
+fn md5_of(mut file: &std::fs::File, size: u64) -> io::Result<[u8; 16]> {
+    use md5::Digest;
+    let mut md5 = md5::Md5::new();
+    file.seek(SeekFrom::Start(0))?;
+    // ALLOCATION: one read buffer per part whose MD5 the route did not compute (a spliced
+    // body); COPY: page cache → buffer, the one pass MD5 needs.
+    let mut buf = vec![0u8; READ_BUF];
+    let mut left = size;
+    while left > 0 {
+        let want = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
+        let n = file.read(&mut buf[..want])?;
+        if n == 0 {
+            return Err(io::ErrorKind::UnexpectedEof.into());
+        }
+        md5.update(&buf[..n]);
+        left -= n as u64;
+    }
+    Ok(md5.finalize().into())
+}
+
+/// Unlinks every file in `dir` but `keep`; returns the charges of the `.part` files unlinked
+/// (the caller gives them back, and the upload's own entry).
+fn remove_dir_files(dir: &DirHandle, keep: Option<&str>) -> Result<u64, StoreError> {
+    let mut freed = 0u64;
+    for name in dir.names().map_err(io_err("read multipart upload"))? {
+        let Some(name) = name.to_str() else { continue };
+        if keep == Some(name) {
+            continue;
+        }
+        let Some(stat) = dir.stat(name).map_err(io_err("stat"))? else {
+            continue;
+        };
+        if stat.kind != EntryKind::File {
+            continue;
+        }
+        match dir.unlink(name) {
+            Ok(()) => {
+                if name.ends_with(".part") {
+                    freed += stat.size + ENTRY_COST;
+                }
+            }
+            Err(e) if crate::tree::is_absent(&e) => {}
+            Err(e) => return Err(StoreError::from_io("remove multipart file", e)),
+        }
+    }
+    Ok(freed)
+}
+
+/// At open: removes an upload's temporaries and the data files no record names; returns what
+/// its parts take (sizes and entries).
+fn recover_upload(dir: &DirHandle) -> Result<u64, StoreError> {
+    let names: Vec<String> = dir
+        .names()
+        .map_err(io_err("read multipart upload"))?
+        .into_iter()
+        .filter_map(|n| n.into_string().ok())
+        .collect();
+    let mut named = HashSet::new();
+    for name in &names {
+        if let Some(number) = record_number(name) {
+            match read_text(dir, name)?.and_then(|t| decode_part(number, &t)) {
+                Some((_, data)) => {
+                    named.insert(data);
+                }
+                None => {
+                    let _ = dir.unlink(name);
+                }
+            }
+        }
+    }
+    let mut charged = 0u64;
+    for name in &names {
+        if name.ends_with(".tmp") {
+            let _ = dir.unlink(name);
+        } else if name.ends_with(".part") {
+            if named.contains(name) {
+                let size = dir
+                    .stat(name)
+                    .map_err(io_err("stat"))?
+                    .map_or(0, |s| s.size);
+                charged += size + ENTRY_COST;
+            } else {
+                let _ = dir.unlink(name);
+            }
+        }
+    }
+    Ok(charged)
+}

@@ -1,0 +1,375 @@
+//! The local store's multipart uploads: parts in any order and replaced, assembled byte-exact
+//! with S3's ETag and the object's SHA-256; each refusal storing nothing; listings; abort,
+//! sweep and restart giving every byte of the quota back.
+
+use super::*;
+use crate::testutil::{p, read, store, temps};
+use crate::{ENTRY_COST, LocalMultiparts, LocalStore, StoreUpload};
+use sha2::Digest;
+
+/// `len` bytes of a pattern that differs per `seed`.
+fn body(seed: u8, len: usize) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+        .collect()
+}
+
+fn md5(bytes: &[u8]) -> [u8; 16] {
+    use md5::Digest;
+    md5::Md5::digest(bytes).into()
+}
+
+async fn put_part(
+    parts: &LocalMultiparts,
+    id: UploadId,
+    number: u32,
+    bytes: &[u8],
+) -> Result<PartRecord, MultipartError> {
+    let mut upload = parts
+        .begin_part(id, number, Some(bytes.len() as u64))
+        .await?;
+    // In 1 MiB writes, as a body arrives.
+    for chunk in bytes.chunks(1 << 20) {
+        upload.write(chunk).await?;
+    }
+    parts
+        .finish_part(id, number, upload, PartSeal::default())
+        .await
+}
+
+fn named(part: &PartRecord) -> CompletePart {
+    CompletePart {
+        number: part.number,
+        etag: format!("\"{}\"", part.etag()),
+    }
+}
+
+fn opened(store: &LocalStore) -> LocalMultiparts {
+    LocalMultiparts::open(store).unwrap()
+}
+
+#[tokio::test]
+async fn parts_in_any_order_and_replaced_complete_byte_exact() {
+    let (_dir, store) = store();
+    let parts = opened(&store);
+    let meta = MultipartMeta {
+        media_type: crate::MediaType::parse(b"application/x-test"),
+        metadata: vec![("color".into(), "blue".into())],
+        checksum_algorithm: None,
+    };
+    let up = parts.create(&p("dir/big.bin"), meta.clone()).await.unwrap();
+    assert_eq!(up.id.to_string().len(), 32);
+    assert_eq!(parts.upload(up.id).await.unwrap().meta, meta);
+
+    let one = body(1, MIN_PART_SIZE as usize);
+    let two = body(2, MIN_PART_SIZE as usize + 3);
+    let three = body(3, 1000);
+    let first = body(9, MIN_PART_SIZE as usize);
+    let p3 = put_part(&parts, up.id, 3, &three).await.unwrap();
+    put_part(&parts, up.id, 1, &first).await.unwrap();
+    let p2 = put_part(&parts, up.id, 2, &two).await.unwrap();
+    // Part 1 sent again: the new bytes replace the old.
+    let p1 = put_part(&parts, up.id, 1, &one).await.unwrap();
+    assert_eq!(p1.md5, md5(&one));
+    assert_eq!((p2.size, p2.md5), (two.len() as u64, md5(&two)));
+
+    let page = parts.list_parts(up.id, 0, 2).await.unwrap();
+    let numbers: Vec<u32> = page.parts.iter().map(|p| p.number).collect();
+    assert_eq!((numbers, page.truncated), (vec![1, 2], true));
+    let rest = parts.list_parts(up.id, 2, 2).await.unwrap();
+    assert_eq!((rest.parts.len(), rest.truncated), (1, false));
+    assert_eq!(rest.parts[0], p3);
+    assert!(!store.root().join("dir/big.bin").exists());
+
+    let done = parts
+        .complete(up.id, &[named(&p1), named(&p2), named(&p3)], None)
+        .await
+        .unwrap();
+    let whole = [one, two, three].concat();
+    assert_eq!(read(&store, "dir/big.bin"), whole);
+    assert_eq!(done.committed.size, whole.len() as u64);
+    let sha: [u8; 32] = sha2::Sha256::digest(&whole).into();
+    assert_eq!(done.committed.sha256, Some(sha));
+    assert_eq!(done.etag, multipart_etag(&[p1, p2, p3]));
+    assert!(done.etag.ends_with("-3"));
+    let (file, _) = store.open_file(&p("dir/big.bin")).unwrap();
+    assert_eq!(
+        crate::MediaType::read_from(&file).map(|m| m.as_str().to_owned()),
+        Some("application/x-test".to_owned())
+    );
+    drop(file);
+    // The upload is gone, and so is every byte it held: the usage is the object's.
+    assert!(matches!(
+        parts.upload(up.id).await,
+        Err(MultipartError::NoSuchUpload)
+    ));
+    assert!(
+        parts
+            .list_uploads("", None, 10)
+            .await
+            .unwrap()
+            .uploads
+            .is_empty()
+    );
+    assert_eq!(store.usage(), whole.len() as u64 + 2 * ENTRY_COST);
+    assert!(temps(store.root()).is_empty());
+}
+
+#[tokio::test]
+async fn refused_completions_store_nothing_and_keep_the_upload() {
+    let (_dir, store) = store();
+    let parts = opened(&store);
+    let key = p("k");
+    let mut old = store.begin(&key, Default::default()).unwrap();
+    old.write(b"old").unwrap();
+    old.commit().unwrap();
+    let baseline = store.usage();
+    let up = parts.create(&key, MultipartMeta::default()).await.unwrap();
+    let small = put_part(&parts, up.id, 1, &body(1, 100)).await.unwrap();
+    let big = put_part(&parts, up.id, 2, &body(2, MIN_PART_SIZE as usize))
+        .await
+        .unwrap();
+    let last = put_part(&parts, up.id, 3, &body(3, 10)).await.unwrap();
+    let wrong = CompletePart {
+        number: 2,
+        etag: format!("\"{}\"", small.etag()),
+    };
+    let missing = CompletePart {
+        number: 4,
+        etag: named(&last).etag,
+    };
+    type Case<'a> = (&'a [CompletePart], fn(&MultipartError) -> bool);
+    let cases: [Case<'_>; 5] = [
+        (&[named(&big), named(&small)], |e| {
+            matches!(e, MultipartError::InvalidPartOrder)
+        }),
+        (&[named(&big), missing], |e| {
+            matches!(e, MultipartError::InvalidPart(4))
+        }),
+        (&[wrong], |e| matches!(e, MultipartError::InvalidPart(2))),
+        (&[named(&small), named(&big)], |e| {
+            matches!(e, MultipartError::EntityTooSmall { part: 1 })
+        }),
+        (&[], |e| matches!(e, MultipartError::NoParts)),
+    ];
+    for (list, expected) in cases {
+        let err = parts.complete(up.id, list, None).await.unwrap_err();
+        assert!(expected(&err), "{err:?}");
+        assert_eq!(read(&store, "k"), b"old");
+    }
+    // If-None-Match: * against an object there: 412, the old object and the upload kept.
+    let absent: VersionCheck<'_> = &|meta| meta.is_none();
+    let err = parts
+        .complete(up.id, &[named(&big), named(&last)], Some(absent))
+        .await
+        .unwrap_err();
+    assert!(matches!(
+        err,
+        MultipartError::Store(StoreError::PreconditionFailed)
+    ));
+    assert_eq!(read(&store, "k"), b"old");
+    assert!(temps(store.root()).is_empty());
+    // The upload still completes (an unnamed part is left out), or aborts to the baseline.
+    let any: VersionCheck<'_> = &|meta| meta.is_some();
+    let done = parts
+        .complete(up.id, &[named(&big), named(&last)], Some(any))
+        .await
+        .unwrap();
+    assert!(done.committed.replaced);
+    assert_eq!(
+        read(&store, "k"),
+        [body(2, MIN_PART_SIZE as usize), body(3, 10)].concat()
+    );
+    let up = parts.create(&key, MultipartMeta::default()).await.unwrap();
+    put_part(&parts, up.id, 1, &body(1, 100)).await.unwrap();
+    parts.abort(up.id).await.unwrap();
+    assert!(matches!(
+        parts.abort(up.id).await,
+        Err(MultipartError::NoSuchUpload)
+    ));
+    assert!(matches!(
+        put_part(&parts, up.id, 1, b"x").await,
+        Err(MultipartError::NoSuchUpload)
+    ));
+    let object = MIN_PART_SIZE + 10 - 3;
+    assert_eq!(store.usage(), baseline + object);
+}
+
+#[tokio::test]
+async fn part_numbers_sizes_and_metadata_are_checked_first() {
+    let (_dir, store) = store();
+    let parts = opened(&store);
+    let up = parts
+        .create(&p("k"), MultipartMeta::default())
+        .await
+        .unwrap();
+    for n in [0, MAX_PART_NUMBER + 1] {
+        assert!(matches!(
+            parts.begin_part(up.id, n, None).await,
+            Err(MultipartError::InvalidPartNumber(_))
+        ));
+    }
+    assert!(parts.begin_part(up.id, MAX_PART_NUMBER, None).await.is_ok());
+    assert!(matches!(
+        parts.begin_part(up.id, 1, Some(MAX_PART_SIZE + 1)).await,
+        Err(MultipartError::EntityTooLarge)
+    ));
+    let bad = MultipartMeta {
+        metadata: vec![("a b".into(), "x".into())],
+        ..Default::default()
+    };
+    assert!(matches!(
+        parts.create(&p("k"), bad).await,
+        Err(MultipartError::InvalidMetadata)
+    ));
+    let other = UploadId::parse("00000000000000000000000000000000").unwrap();
+    assert!(matches!(
+        parts.begin_part(other, 1, None).await,
+        Err(MultipartError::NoSuchUpload)
+    ));
+    // A key where a directory is: refused at creation, as an upload would be.
+    std::fs::create_dir_all(store.root().join("d/e")).unwrap();
+    assert!(
+        parts
+            .create(&p("d"), MultipartMeta::default())
+            .await
+            .is_err()
+    );
+}
+
+#[tokio::test]
+async fn a_spliced_part_gets_its_md5_read_back_and_a_copied_part_its_range() {
+    let (_dir, store) = store();
+    let parts = opened(&store);
+    let mut src = store.begin(&p("src"), Default::default()).unwrap();
+    let source = body(7, 3 << 20);
+    src.write(&source).unwrap();
+    src.commit().unwrap();
+    let up = parts
+        .create(&p("dst"), MultipartMeta::default())
+        .await
+        .unwrap();
+    // The route's own path into the file (as `splice` leaves it): bytes the store never saw.
+    let bytes = body(5, MIN_PART_SIZE as usize + 1);
+    let mut upload = parts
+        .begin_part(up.id, 1, Some(bytes.len() as u64))
+        .await
+        .unwrap();
+    let file = upload.file().unwrap();
+    std::io::Write::write_all(file.file_mut(), &bytes).unwrap();
+    file.record_external_write(bytes.len() as u64).unwrap();
+    let p1 = parts
+        .finish_part(up.id, 1, upload, PartSeal::default())
+        .await
+        .unwrap();
+    assert_eq!(p1.md5, md5(&bytes));
+    let p2 = parts
+        .copy_part(up.id, 2, &p("src"), Some(1000..2_000_000), None)
+        .await
+        .unwrap();
+    assert_eq!(p2.md5, md5(&source[1000..2_000_000]));
+    assert!(matches!(
+        parts
+            .copy_part(up.id, 3, &p("src"), Some(0..(3 << 20) + 1), None)
+            .await,
+        Err(MultipartError::InvalidRange)
+    ));
+    let stale: VersionCheck<'_> = &|_| false;
+    assert!(matches!(
+        parts
+            .copy_part(up.id, 3, &p("src"), None, Some(stale))
+            .await,
+        Err(MultipartError::Store(StoreError::PreconditionFailed))
+    ));
+    parts
+        .complete(up.id, &[named(&p1), named(&p2)], None)
+        .await
+        .unwrap();
+    assert_eq!(
+        read(&store, "dst"),
+        [&bytes[..], &source[1000..2_000_000]].concat()
+    );
+}
+
+#[tokio::test]
+async fn uploads_are_listed_by_key_then_id_with_a_prefix_and_markers() {
+    let (_dir, store) = store();
+    let parts = opened(&store);
+    let mut made = Vec::new();
+    for key in ["b/2", "a/1", "b/1", "b/1", "c"] {
+        made.push(
+            parts
+                .create(&p(key), MultipartMeta::default())
+                .await
+                .unwrap(),
+        );
+    }
+    made.sort_by_key(|u| (u.key.as_str().to_owned(), u.id.to_string()));
+    let all = parts.list_uploads("", None, 100).await.unwrap();
+    assert_eq!(all.uploads, made);
+    let page = parts.list_uploads("b/", None, 2).await.unwrap();
+    assert_eq!(
+        (page.uploads.as_slice(), page.truncated),
+        (&made[1..3], true)
+    );
+    let last = &page.uploads[1];
+    let next = parts
+        .list_uploads("b/", Some((last.key.as_str(), Some(last.id))), 2)
+        .await
+        .unwrap();
+    assert_eq!(
+        (next.uploads.as_slice(), next.truncated),
+        (&made[3..4], false)
+    );
+    // A key marker alone skips every upload of that key.
+    let after_key = parts
+        .list_uploads("", Some(("b/1", None)), 100)
+        .await
+        .unwrap();
+    assert_eq!(after_key.uploads, &made[3..]);
+}
+
+#[tokio::test]
+async fn the_sweep_removes_idle_uploads_and_a_restart_keeps_the_recorded_parts() {
+    let (dir, store) = store();
+    let parts = opened(&store);
+    let kept = parts
+        .create(&p("kept"), MultipartMeta::default())
+        .await
+        .unwrap();
+    let p1 = put_part(&parts, kept.id, 1, &body(1, 4096)).await.unwrap();
+    let baseline = store.usage();
+    let idle = parts
+        .create(&p("idle"), MultipartMeta::default())
+        .await
+        .unwrap();
+    put_part(&parts, idle.id, 1, &body(2, 100)).await.unwrap();
+    assert_eq!(parts.sweep(Duration::from_secs(3600)).await.unwrap(), 0);
+    // What a crash leaves in an upload: a record's temporary and a data file no record names.
+    let area = store.root().join(".weir-staging/multipart");
+    let kept_dir = area.join(kept.id.to_string());
+    std::fs::write(kept_dir.join("1.rec.tmp"), "partial").unwrap();
+    let orphan = kept_dir.join(format!("1-{}.part", kept.id));
+    std::fs::write(&orphan, "never recorded").unwrap();
+
+    // Restart: the store and the multipart area are opened again.
+    drop(parts);
+    drop(store);
+    let store = LocalStore::open(dir.path().join("root"), Default::default()).unwrap();
+    let parts = opened(&store);
+    assert!(!orphan.exists() && !kept_dir.join("1.rec.tmp").exists());
+    let listed = parts.list_parts(kept.id, 0, 10).await.unwrap();
+    assert_eq!(listed.parts, vec![p1.clone()]);
+    // Everything charged before the restart, counted again.
+    let idle_part = 100 + ENTRY_COST;
+    assert_eq!(store.usage(), baseline + ENTRY_COST + idle_part);
+
+    // Zero idle time: every upload is swept; the usage falls back to nothing.
+    assert_eq!(parts.sweep(Duration::ZERO).await.unwrap(), 2);
+    assert!(std::fs::read_dir(&area).unwrap().next().is_none());
+    assert_eq!(store.usage(), 0);
+    assert!(matches!(
+        parts.complete(kept.id, &[named(&p1)], None).await,
+        Err(MultipartError::NoSuchUpload)
+    ));
+}
