@@ -2,7 +2,7 @@
 
 Usage: clients.py ENDPOINT CHECKS ROOT
   ENDPOINT  http(s)://127.0.0.1:PORT of the S3 API (AWS_CA_BUNDLE names the certificate for https)
-  CHECKS    comma-separated: boto3, bad_input, aws_cli, chunked_signed, tls_trailer
+  CHECKS    comma-separated: boto3, bad_input, aws_cli, chunked_signed, tls_trailer, virtual_host
   ROOT      the local store's root, or "-" for a bucket store (then nothing is checked on disk)
 
 Credentials (from the test's token file): WRITER_KEY/WRITER_SECRET may read, write and delete;
@@ -341,12 +341,37 @@ def check_aws_cli():
         assert code != 0 and "404" in out, out
 
 
+def check_virtual_host():
+    """Virtual-hosted style: `BUCKET.DOMAIN` in Host (the server runs with --s3-api-domain
+    s3.weir.test); the requests go to 127.0.0.1 with that Host, signed for it."""
+    s3 = client()
+    s3.create_bucket(Bucket="vhost")
+    port = ENDPOINT.rsplit(":", 1)[1]
+    scheme = ENDPOINT.split(":", 1)[0]
+    host = f"vhost.s3.weir.test:{port}"
+    request = AWSRequest(method="PUT", url=f"{scheme}://{host}/dir/key", data=b"by virtual host")
+    request.headers["Host"] = host
+    request.headers["x-amz-content-sha256"] = hashlib.sha256(b"by virtual host").hexdigest()
+    SigV4Auth(Credentials(*WRITER), "s3", REGION).add_auth(request)
+    request.url = f"{ENDPOINT}/dir/key"
+    status, body = send(request)
+    assert status == 200, (status, body)
+    assert s3.get_object(Bucket="vhost", Key="dir/key")["Body"].read() == b"by virtual host"
+    # The same path on the plain endpoint is path-style: bucket `dir`, which does not exist.
+    request = AWSRequest(method="GET", url=f"{ENDPOINT}/dir/key")
+    request.headers["x-amz-content-sha256"] = hashlib.sha256(b"").hexdigest()
+    SigV4Auth(Credentials(*WRITER), "s3", REGION).add_auth(request)
+    status, body = send(request)
+    assert status == 404 and b"NoSuchBucket" in body, (status, body)
+
+
 CHECK = {
     "boto3": check_boto3,
     "bad_input": check_bad_input,
     "aws_cli": check_aws_cli,
     "chunked_signed": check_chunked_signed,
     "tls_trailer": check_tls_trailer,
+    "virtual_host": check_virtual_host,
 }
 
 for name in CHECKS:

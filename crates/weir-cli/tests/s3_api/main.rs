@@ -90,8 +90,32 @@ fn local_boto3_signed_chunks_and_bad_input() {
     if !clients_present(false) {
         return;
     }
-    let server = start(Store::Local, None);
+    // The access log names the verified caller of each S3 request, and what it stored.
+    let logs = tempfile::tempdir().unwrap();
+    let log = logs.path().join("access.log");
+    let log_arg = log.display().to_string();
+    let server = server::start_with(TOKENS, None, None, &["--access-log", &log_arg]);
     run(&server, "boto3,bad_input,chunked_signed", None);
+    drop(server);
+    let lines = std::fs::read_to_string(&log).unwrap();
+    let stored = "method=PUT path=/boto3-bucket/dir/sub/obj-1 status=200";
+    let line = lines.lines().find(|l| l.contains(stored)).expect(stored);
+    assert!(
+        line.contains("token=writer") && line.contains("files=boto3-bucket/dir/sub/obj-1"),
+        "{line}"
+    );
+    // A request with a wrong secret names nobody.
+    let refused = lines.lines().find(|l| l.contains("status=403")).unwrap();
+    assert!(!refused.contains("token="), "{refused}");
+}
+
+#[test]
+fn local_virtual_hosted_style() {
+    if !clients_present(false) {
+        return;
+    }
+    let server = server::start_with(TOKENS, None, None, &["--s3-api-domain", "s3.weir.test"]);
+    run(&server, "virtual_host", None);
 }
 
 #[test]

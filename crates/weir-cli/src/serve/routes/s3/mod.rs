@@ -41,6 +41,10 @@
 //!   metadata, `Content-Disposition`, `Content-Encoding` and the like are not kept (weir-store's
 //!   `FileMeta` has no place for them): they are accepted and dropped. The checksum a client
 //!   sent is verified, not stored.
+//! - **Observed** as `/files/` requests are: the access log and the metrics through
+//!   `observe.rs`'s `observe_start`/`observe_end`, every request in a note's scope
+//!   (`stored.rs`) whose caller is named once the signature is verified; commits and deletes
+//!   run the hooks (`Service::on_stored`, `on_deleted`).
 //! - **Multipart** operations are routed to `multipart.rs`, one place.
 //!
 //! | operation | module |
@@ -111,9 +115,16 @@ impl S3Api {
 
 impl Handler for S3Api {
     async fn handle(&self, ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
+        // Logged and counted as `/files/` requests are (`observe.rs`). Every request runs in a
+        // note's scope: its caller is named once its signature is verified (`access.rs`).
+        let observation = self.svc.observe_start(ex);
         // ALLOCATION: the routes' futures are large (hashing state, decoder); on the heap, one
         // per request, as `router.rs` does for `/files/`.
-        Box::pin(self.serve(ex)).await
+        let (result, stored, who) =
+            crate::serve::stored::scope_naming(None, Box::pin(self.serve(ex))).await;
+        self.svc
+            .observe_end(ex, observation, &result, stored, who.as_deref());
+        result
     }
 }
 
