@@ -336,6 +336,25 @@ def check_aws_cli():
         ok("s3api", "get-object", "--bucket", "cli", "--key", "in/src.bin", "--range", "bytes=100-4195", part)
         with open(part, "rb") as f:
             assert f.read() == body[100:4196], "the range differs"
+        # `aws s3 sync` up, then down into an empty folder: the same tree, byte for byte.
+        up = os.path.join(tmp, "up")
+        tree = {f"a/{i}.bin": data(1000 * i + 1, i) for i in range(12)}
+        tree.update({"b/c/deep.bin": data(70000, 40), "top.bin": b"", "a-1.bin": b"a-1"})
+        for rel, body_ in tree.items():
+            os.makedirs(os.path.dirname(os.path.join(up, rel)), exist_ok=True)
+            with open(os.path.join(up, rel), "wb") as f:
+                f.write(body_)
+        ok("s3", "sync", up, "s3://cli/tree")
+        down = os.path.join(tmp, "down")
+        ok("s3", "sync", "s3://cli/tree", down)
+        for rel, body_ in tree.items():
+            with open(os.path.join(down, rel), "rb") as f:
+                assert f.read() == body_, f"aws s3 sync down: {rel} differs"
+        got = sorted(os.path.relpath(os.path.join(d, n), down) for d, _, ns in os.walk(down) for n in ns)
+        assert got == sorted(tree), got
+        # A second sync up has nothing to send.
+        again = ok("s3", "sync", up, "s3://cli/tree")
+        assert "upload:" not in again, again
         ok("s3", "rm", "s3://cli/in/src.bin")
         code, out = aws("s3api", "head-object", "--bucket", "cli", "--key", "in/src.bin")
         assert code != 0 and "404" in out, out

@@ -444,7 +444,6 @@ impl Store for S3Store {
 
     const ATOMIC_COMMIT_ALL: bool = false;
     const ATOMIC_RENAME: bool = false;
-    const DIR_SORTS_AS_SLASH: bool = true;
 
     async fn copy(
         &self,

@@ -82,6 +82,10 @@ mod small_body;
 
 pub(in crate::serve) use access::Caller;
 
+/// The ETag of an empty folder's key (`dir/`): the MD5 of nothing, as S3 gives an empty
+/// object (weir's own ETag is the SHA-256 of stored content; a folder has none).
+pub(super) const EMPTY_MD5_ETAG: &str = "\"d41d8cd98f00b204e9800998ecf8427e\"";
+
 /// `--s3-api`'s settings.
 #[derive(Clone, Debug)]
 pub struct S3ApiConfig {
