@@ -160,6 +160,7 @@ pub use s3::{
     S3Upload, S3UploadState,
 };
 pub use sha256_state::ResumableSha256;
+pub use store::MAX_PROPS;
 #[cfg(feature = "s3")]
 pub use store::SocketBody;
 pub use store::{

@@ -462,5 +462,7 @@ fn scan(root: &DirHandle) -> io::Result<Scan> {
 
 mod copy;
 mod delete_dir;
+mod props;
+mod rename_dir;
 #[cfg(test)]
 mod tests;

@@ -14,6 +14,9 @@
 //! | [`Store::create_dir`], [`Store::is_dir`], [`Store::delete_dir`] | folders: make one, ask, delete an empty one |
 //! | [`Store::commit_all`] | several uploads (a form's files), with one check for every target |
 //! | [`Store::copy`], [`Store::rename`] | an object copied or moved inside the store (no byte through the caller), if the check accepts the version at the target |
+//! | [`Store::rename_dir`] | a directory moved whole in one operation, where the store can (`LocalStore`); else the caller moves each object |
+//! | [`Store::quota`] | the bytes in use and the limit (`max_storage`), when there is one |
+//! | [`Store::props`], [`Store::set_props`], [`StoreObject::props`] | dead properties (WebDAV's `PROPPATCH`) kept with a file or folder, at most [`MAX_PROPS`] bytes |
 //!
 //! Invariants every implementation keeps:
 //! - an upload is all or nothing: only a successful commit makes anything visible, and an
@@ -70,6 +73,11 @@ use std::num::NonZeroUsize;
 use std::ops::Range;
 
 mod in_order;
+
+/// The most bytes of dead properties kept with one file or folder ([`Store::set_props`]): what
+/// both stores can hold with the object (`LocalStore`: an xattr, ext4 keeps a file's in one
+/// 4 KiB block; `S3Store`: user metadata, base64, within S3's 2 KiB of it).
+pub const MAX_PROPS: usize = 1024;
 
 /// A check of the version at a target (`None`: no object there): `true` lets the write or
 /// delete go on. Called once, with the version that the operation then replaces.
@@ -190,6 +198,48 @@ pub trait Store: Send + Sync + 'static {
         check: Option<VersionCheck<'_>>,
     ) -> impl Future<Output = Result<Committed, StoreError>> + Send;
 
+    /// The bytes in use and the store's limit (`max_storage`), when it has one: what WebDAV's
+    /// quota properties (RFC 4331) report. `LocalStore`: exact; `S3Store`: as this node counts
+    /// (its last listing of the bucket, moved by its own commits since).
+    fn quota(&self) -> Option<(u64, u64)> {
+        None
+    }
+
+    /// The dead properties kept with the file or folder at `path` (opaque bytes; `Ok(None)`:
+    /// none). [`StoreError::NotFound`] if nothing is there.
+    fn props(
+        &self,
+        path: &StorePath,
+    ) -> impl Future<Output = Result<Option<Vec<u8>>, StoreError>> + Send;
+
+    /// Replaces the dead properties of the file or folder at `path` (`None`: removes them),
+    /// durably; they go with the object when it is renamed or copied, and are gone with it.
+    /// More than [`MAX_PROPS`] bytes, or a store that cannot keep them: [`StoreError::NoSpace`]
+    /// and nothing changes. `LocalStore`: an xattr of the file or directory. `S3Store`: user
+    /// metadata, set by copying the object onto itself (pinned to the version seen: a version
+    /// written meanwhile is not overwritten, [`StoreError::PreconditionFailed`]); a folder's
+    /// go on its `path/` marker, made if missing.
+    fn set_props(
+        &self,
+        path: &StorePath,
+        value: Option<&[u8]>,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Moves the directory `from`, with everything in it, to `to` in one operation when the
+    /// store can: `Ok(true)` (`LocalStore`: one `rename(2)` under its commit lock, all or
+    /// none even across a crash; `LocalStore::rename_dir`). `Ok(false)`, this default: the
+    /// store cannot (a bucket has keys, not directories: the caller moves each object with
+    /// [`Store::rename`]). `to` must not exist ([`StoreError::IsDirectory`] or
+    /// [`StoreError::NotADirectory`]) and its parent must ([`StoreError::NotFound`]).
+    fn rename_dir(
+        &self,
+        from: &StorePath,
+        to: &StorePath,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        let _ = (from, to);
+        async { Ok(false) }
+    }
+
     fn commit_all(
         &self,
         staged: Vec<(StorePath, Self::Upload)>,
@@ -280,6 +330,13 @@ pub trait StoreObject: Send {
     /// the module doc), to send with `sendfile`: it reads the version [`StoreObject::meta`]
     /// describes, whatever happens to the path. `None`: use [`StoreObject::read`].
     fn sendfile_source(&self) -> Option<&std::fs::File> {
+        None
+    }
+
+    /// The dead properties kept with this version ([`Store::set_props`]), if any: read with
+    /// its metadata (`LocalStore`: one `fgetxattr`; `S3Store`: from its `HeadObject`), so a
+    /// listing that opens each file pays nothing more for them.
+    fn props(&self) -> Option<Vec<u8>> {
         None
     }
     /// The bytes in `range` (within `0..meta().size`) of the version [`StoreObject::meta`]
@@ -423,6 +480,22 @@ impl Store for LocalStore {
         }
     }
 
+    fn quota(&self) -> Option<(u64, u64)> {
+        self.max_storage().map(|max| (self.usage(), max))
+    }
+
+    async fn props(&self, path: &StorePath) -> Result<Option<Vec<u8>>, StoreError> {
+        LocalStore::props(self, path)
+    }
+
+    async fn set_props(&self, path: &StorePath, value: Option<&[u8]>) -> Result<(), StoreError> {
+        off_the_runtime(|| LocalStore::set_props(self, path, value))
+    }
+
+    async fn rename_dir(&self, from: &StorePath, to: &StorePath) -> Result<bool, StoreError> {
+        off_the_runtime(|| LocalStore::rename_dir(self, from, to)).map(|()| true)
+    }
+
     async fn commit_all(
         &self,
         staged: Vec<(StorePath, LocalUpload)>,
@@ -502,6 +575,10 @@ impl StoreObject for LocalObject {
 
     fn sendfile_source(&self) -> Option<&std::fs::File> {
         Some(&self.file)
+    }
+
+    fn props(&self) -> Option<Vec<u8>> {
+        crate::sys::read_props(&*self.file).ok().flatten()
     }
 
     async fn read(self, range: Range<u64>) -> Result<LocalReader, StoreError> {

@@ -304,6 +304,45 @@ impl Auth {
         self.find(authorization.and_then(bearer_token)?)
     }
 
+    /// The configured credential an `Authorization` value carries as WebDAV clients send it:
+    /// `Bearer TOKEN`, or `Basic` with the token as the password and any user name (file
+    /// managers speak nothing else; `routes/webdav/`).
+    pub fn identify_bearer_or_basic(&self, authorization: Option<&[u8]>) -> Option<&Credential> {
+        if self.credentials.is_empty() {
+            return None;
+        }
+        let value = authorization?;
+        if let Some(token) = bearer_token(value) {
+            return self.find(token);
+        }
+        // ALLOCATION: the decoded `user:password`, once per request that sends Basic.
+        let decoded = basic_credentials(value)?;
+        let colon = decoded.iter().position(|&b| b == b':')?;
+        self.find(&decoded[colon + 1..])
+    }
+
+    /// Judges a WebDAV request doing `access` on `path` as [`Auth::check`], with the
+    /// credential read by [`Auth::identify_bearer_or_basic`].
+    pub fn check_bearer_or_basic(
+        &self,
+        authorization: Option<&[u8]>,
+        access: Access,
+        path: Option<&str>,
+    ) -> Verdict {
+        let credential = self.identify_bearer_or_basic(authorization);
+        if self.any() && authorization.is_some() && credential.is_none() {
+            return Verdict::Unauthorized;
+        }
+        if !self.required(access) {
+            return Verdict::Allowed;
+        }
+        match credential {
+            None => Verdict::Unauthorized,
+            Some(c) if c.allows(access, path) => Verdict::Allowed,
+            Some(_) => Verdict::Forbidden,
+        }
+    }
+
     /// The credential whose token is `presented`. Every entry is compared; the index of a
     /// match is selected without a branch.
     fn find(&self, presented: &[u8]) -> Option<&Credential> {
@@ -522,6 +561,16 @@ pub fn authorization(request: &weir::Request) -> Result<Option<&[u8]>, &'static 
     Ok(first)
 }
 
+/// The decoded `user:password` of a `Basic` credential (RFC 7617), scheme case-insensitive.
+fn basic_credentials(value: &[u8]) -> Option<Vec<u8>> {
+    let value = std::str::from_utf8(value.trim_ascii()).ok()?;
+    let (scheme, rest) = value.split_once(' ')?;
+    if !scheme.eq_ignore_ascii_case("basic") {
+        return None;
+    }
+    super::base64::decode(rest.trim())
+}
+
 /// The token of a `Bearer` credential (scheme case-insensitive, RFC 6750 §2.1).
 fn bearer_token(value: &[u8]) -> Option<&[u8]> {
     let value = value.trim_ascii();
@@ -537,6 +586,27 @@ fn bearer_token(value: &[u8]) -> Option<&[u8]> {
 mod tests {
     use super::*;
     use Access::*;
+
+    #[test]
+    fn basic_carries_the_token_as_its_password() {
+        let a = Auth::new(Some("s3cret"), false);
+        // "anyone:s3cret", "x:wrong", and a password with a colon in it.
+        assert!(
+            a.identify_bearer_or_basic(Some(b"Basic YW55b25lOnMzY3JldA=="))
+                .is_some()
+        );
+        assert!(
+            a.identify_bearer_or_basic(Some(b"basic eDp3cm9uZw=="))
+                .is_none()
+        );
+        assert!(a.identify_bearer_or_basic(Some(b"Bearer s3cret")).is_some());
+        assert_eq!(
+            a.check_bearer_or_basic(Some(b"Basic eDp3cm9uZw=="), Read, None),
+            Verdict::Unauthorized
+        );
+        // The bearer-only check does not take Basic: /files/ is unchanged.
+        assert!(a.identify(Some(b"Basic YW55b25lOnMzY3JldA==")).is_none());
+    }
 
     #[test]
     fn no_token_allows_everything() {

@@ -178,7 +178,12 @@ impl Service {
             return None;
         }
         let authorization = super::auth::authorization(request).ok().flatten();
-        let credential = auth.identify(authorization).or_else(|| {
+        // WebDAV takes the token as Basic's password too (`routes/webdav/`).
+        let credential = match request.path().starts_with(super::routes::webdav::PREFIX) {
+            true => auth.identify_bearer_or_basic(authorization),
+            false => auth.identify(authorization),
+        };
+        let credential = credential.or_else(|| {
             matches!(*request.method(), Method::GET | Method::HEAD)
                 .then(|| auth.identify_cookie(request))
                 .flatten()

@@ -17,6 +17,7 @@
 //! | `OPTIONS`/`POST /tus/`, `HEAD`/`PATCH`/`DELETE /tus/{id}` | the same uploads over tus 1.0.0 (`tus.rs`, with either store) |
 //! | `GET /`, `/assets/...`, a folder's URL asked for as HTML | the browser page (`page.rs`) |
 //! | `GET /whoami` | what the request's credential may do, as JSON (`whoami.rs`) |
+//! | `OPTIONS`, `PROPFIND`, `PROPPATCH`, `MKCOL`, `GET`, `HEAD`, `PUT`, `DELETE`, `COPY`, `MOVE`, `LOCK`, `UNLOCK` on `/dav/...` | WebDAV classes 1 and 2 over the same store (`webdav/`): `207` multi-status, `423` locked; Basic auth with the token as password |
 //! | `OPTIONS` preflight from a `--cors-origin` | `204` with the allowed methods and fields (`cors.rs`) |
 //! | any but `/healthz`, with a `Host` not served | `421` (`host_check.rs`, checked in `observe.rs`) |
 //! | a write (`PUT`, `POST`, `PATCH`, `DELETE`) from a browser page of another origin | `403` (`origin_guard.rs`) |
@@ -32,7 +33,7 @@
 use super::auth::{Access, Auth, Credential, Verdict};
 use super::reply::{self, Problem};
 use super::routes::resumable;
-use super::routes::{files, page, tus, whoami};
+use super::routes::{files, page, tus, webdav, whoami};
 use super::service::{
     Service, forbidden, method_not_allowed, unauthorized, with_files, with_uploads,
 };
@@ -87,6 +88,17 @@ impl Service {
         let path = ex.request().path();
         if path == "/tus" || path.starts_with(tus::PREFIX) {
             return self.route_tus(ex).await;
+        }
+        // WebDAV: its own methods, credentials (Basic too) and answers (`routes/webdav/`).
+        if path.starts_with(webdav::PREFIX) {
+            return with_files!(self, store => webdav::serve(self, store, ex).await);
+        }
+        if path == "/dav" {
+            return ex
+                .respond(StatusCode::MOVED_PERMANENTLY)
+                .header("location", webdav::PREFIX)
+                .empty()
+                .await;
         }
         #[cfg(feature = "s3")]
         if matches!(

@@ -182,6 +182,8 @@ pub struct Service {
     /// `--zip-max-entries`: the most entries a folder's zip stream takes (its central
     /// directory is held until the end: `routes/files/archive/`).
     pub(super) zip_max_entries: u64,
+    /// WebDAV's locks (`routes/webdav/locks.rs`), in memory.
+    pub(super) dav_locks: super::routes::webdav::Locks,
     /// `--store s3://`: `/files/` is served from this store instead ([`Service::files`]).
     #[cfg(feature = "s3")]
     pub(super) remote: Option<Arc<weir_store::S3Store>>,
@@ -215,6 +217,7 @@ impl Service {
             refuse_cross_site_writes: true,
             hosts: HostCheck::default(),
             zip_max_entries: super::routes::files::ZIP_MAX_ENTRIES,
+            dav_locks: Default::default(),
             #[cfg(feature = "s3")]
             remote: None,
             #[cfg(feature = "s3")]

@@ -59,7 +59,7 @@ pub(super) fn may_store(method: &http::Method) -> bool {
 
 /// Whether a request with `method` may store or delete: it runs in a scope ([`scope`]).
 pub(super) fn may_touch(method: &http::Method) -> bool {
-    may_store(method) || *method == http::Method::DELETE
+    may_store(method) || *method == http::Method::DELETE || super::routes::webdav::may_touch(method)
 }
 
 /// Runs `request` with an empty note naming `who` (the request's token's name); returns its

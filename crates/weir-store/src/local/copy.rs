@@ -10,7 +10,8 @@
 //!   `copy_file_range`, else a buffer (`sys::copy_file`). It commits as any upload does
 //!   (length checked, fsync, rename into place: all or nothing, the quota charged), and a
 //!   source with a stored SHA-256 has its copy verified against it before the commit (a read
-//!   of the copy), so the copy carries the same digest and never differs silently.
+//!   of the copy), so the copy carries the same digest and never differs silently. Its media
+//!   type and dead properties (`props.rs`) go with it.
 //!
 //! Both take the caller's check of the version at the target, judged under the commit lock
 //! atomically with the rename (`precondition.rs`), as a commit's.
@@ -62,6 +63,12 @@ impl LocalStore {
         let mut upload = self.begin(to, options)?;
         if let Some(media_type) = MediaType::read_from(&source) {
             upload.set_media_type(&media_type);
+        }
+        // Dead properties go with the copy, as with a rename (on the temporary file, which
+        // becomes the copy). Best effort: the copy is the bytes; a filesystem that keeps no
+        // xattrs kept none on the source either.
+        if let Ok(Some(props)) = sys::read_props(&*source) {
+            let _ = sys::write_props(&*upload.file_mut(), Some(&props));
         }
         // The whole length against the quota before any byte is copied.
         upload.reserve_next(meta.size)?;

@@ -50,6 +50,10 @@ impl S3Store {
         if let Some(sha256) = &source.meta.sha256 {
             headers.push((SHA256_META, super::hex(sha256)));
         }
+        // Dead properties go with the object (WebDAV's COPY and MOVE).
+        if let Some(props) = &source.props {
+            headers.push((super::props::PROPS_META, super::props::encode(props)));
+        }
         let to_key = self.key(to);
         let write = ObjectWrite::Copy { headers };
         let written = match self.write_checked(&to_key, check, write).await {
@@ -115,7 +119,7 @@ impl S3Store {
 }
 
 /// `x-amz-copy-source`: `/bucket/key`, the key percent-encoded but for its slashes.
-fn copy_source(bucket: &str, key: &str) -> String {
+pub(super) fn copy_source(bucket: &str, key: &str) -> String {
     use std::fmt::Write;
     let mut out = String::with_capacity(bucket.len() + key.len() + 8);
     out.push('/');

@@ -182,6 +182,8 @@ struct Inner {
 struct Head {
     meta: FileMeta,
     media_type: Option<MediaType>,
+    /// Dead properties kept in the object's metadata (`props.rs`).
+    props: Option<Vec<u8>>,
     /// S3's ETag of this version, for `If-Match`.
     etag: String,
 }
@@ -445,6 +447,18 @@ impl Store for S3Store {
     const ATOMIC_COMMIT_ALL: bool = false;
     const ATOMIC_RENAME: bool = false;
 
+    fn quota(&self) -> Option<(u64, u64)> {
+        self.max_storage().map(|max| (self.usage(), max))
+    }
+
+    async fn props(&self, path: &StorePath) -> Result<Option<Vec<u8>>, StoreError> {
+        self.object_props(path).await
+    }
+
+    async fn set_props(&self, path: &StorePath, value: Option<&[u8]>) -> Result<(), StoreError> {
+        self.set_object_props(path, value).await
+    }
+
     async fn copy(
         &self,
         from: &StorePath,
@@ -670,6 +684,7 @@ mod commit_lock;
 mod copy;
 mod list;
 mod multipart_sweep;
+mod props;
 mod read;
 mod resumable;
 mod sidecar;
@@ -700,6 +715,7 @@ fn head_from(headers: &HeaderMap) -> Result<Head, StoreError> {
         .get("content-type")
         .and_then(|v| MediaType::parse(v.as_bytes()));
     let etag = text("etag").unwrap_or("").to_owned();
+    let props = text(props::PROPS_META).and_then(props::decode);
     Ok(Head {
         meta: FileMeta {
             size,
@@ -707,6 +723,7 @@ fn head_from(headers: &HeaderMap) -> Result<Head, StoreError> {
             sha256,
         },
         media_type,
+        props,
         etag,
     })
 }

@@ -31,6 +31,10 @@ impl StoreObject for S3Object {
         &self.head.meta
     }
 
+    fn props(&self) -> Option<Vec<u8>> {
+        self.head.props.clone()
+    }
+
     fn media_type(&self) -> Option<&MediaType> {
         self.head.media_type.as_ref()
     }

@@ -35,6 +35,13 @@ const DIR_FLAGS: OFlags = OFlags::RDONLY
 const FILE_MODE: Mode = Mode::from_raw_mode(0o666);
 const DIR_MODE: Mode = Mode::from_raw_mode(0o777);
 
+/// The directory's descriptor, for its extended attributes (`sys::write_props`).
+impl std::os::fd::AsFd for DirHandle {
+    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
 impl DirHandle {
     /// Opens the store's root. The root itself may be reached through symbolic links (the
     /// operator chose it); nothing below it is.

@@ -20,6 +20,15 @@ pub(crate) fn read_media_type(_file: &File, _buf: &mut [u8]) -> Option<usize> {
     None
 }
 
+/// No xattrs in std: no dead properties are kept.
+pub(crate) fn read_props<T>(_fd: T) -> io::Result<Option<Vec<u8>>> {
+    Ok(None)
+}
+
+pub(crate) fn write_props<T>(_fd: T, _value: Option<&[u8]>) -> io::Result<()> {
+    Err(io::ErrorKind::Unsupported.into())
+}
+
 /// No portable advisory lock in std before Rust 1.89 (`File::try_lock`).
 pub(crate) fn lock_exclusive(_file: &File) -> io::Result<()> {
     Ok(())

@@ -1,10 +1,11 @@
 //! Linux: the digest xattr, the root lock, early writeback and in-kernel copies, through rustix
 //! (safe wrappers, so the crate stays `forbid(unsafe_code)`).
 
-use super::{CopyWay, DIGEST_XATTR, DigestRecord, MEDIA_TYPE_XATTR};
+use super::{CopyWay, DIGEST_XATTR, DigestRecord, MEDIA_TYPE_XATTR, PROPS_XATTR};
 use rustix::fs::{FlockOperation, XattrFlags};
 use std::fs::{File, Metadata};
 use std::io;
+use std::os::fd::AsFd;
 
 /// Records the file's SHA-256 with its current size and mtime. Best effort: filesystems
 /// without user xattrs (some tmpfs, NFS, FAT) simply don't keep it, and the service then
@@ -37,6 +38,35 @@ pub(crate) fn write_media_type(file: &File, value: &[u8]) -> bool {
 /// The media type recorded by [`write_media_type`], into `buf`: its length.
 pub(crate) fn read_media_type(file: &File, buf: &mut [u8]) -> Option<usize> {
     rustix::fs::fgetxattr(file, MEDIA_TYPE_XATTR, buf).ok()
+}
+
+/// The dead properties kept with a file or directory ([`PROPS_XATTR`]); `None`: none. A
+/// value longer than [`MAX_PROPS`](crate::MAX_PROPS) (written by something else) is an error.
+pub(crate) fn read_props(fd: impl AsFd) -> io::Result<Option<Vec<u8>>> {
+    // ALLOCATION: the value, at most MAX_PROPS, once per read.
+    let mut value = vec![0u8; crate::MAX_PROPS];
+    match rustix::fs::fgetxattr(fd, PROPS_XATTR, &mut value[..]) {
+        Ok(n) => {
+            value.truncate(n);
+            Ok(Some(value))
+        }
+        Err(rustix::io::Errno::NODATA) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Replaces a file's or directory's dead properties (`None`: removes them). A filesystem
+/// without user xattrs fails (`Unsupported`, `EOPNOTSUPP`): the caller answers that they
+/// were not kept, never that they were.
+pub(crate) fn write_props(fd: impl AsFd, value: Option<&[u8]>) -> io::Result<()> {
+    match value {
+        Some(v) => rustix::fs::fsetxattr(fd, PROPS_XATTR, v, XattrFlags::empty()),
+        None => match rustix::fs::fremovexattr(fd, PROPS_XATTR) {
+            Err(rustix::io::Errno::NODATA) => Ok(()),
+            other => other,
+        },
+    }
+    .map_err(io::Error::from)
 }
 
 /// Takes an exclusive advisory lock, or fails with `WouldBlock` if another open file holds it.

@@ -77,6 +77,10 @@ pub(crate) struct EntryStat {
 /// The extended attribute that holds the media type a client gave a file (`media_type.rs`).
 pub(crate) const MEDIA_TYPE_XATTR: &str = "user.weir.content_type";
 
+/// The extended attribute that holds a file's or directory's dead properties (WebDAV's
+/// `PROPPATCH`: opaque bytes, at most [`MAX_PROPS`](crate::MAX_PROPS)).
+pub(crate) const PROPS_XATTR: &str = "user.weir.props";
+
 /// The extended attribute that holds a committed file's SHA-256.
 pub(crate) const DIGEST_XATTR: &str = "user.weir.sha256";
 

@@ -14,6 +14,9 @@
 //! | `POST /files/{dir}/` (`multipart/form-data`) | `form.rs` |
 //! | `DELETE /files/{path}` | `delete.rs` |
 //! | `PUT`/`DELETE /files/{dir}/` | `folders.rs` |
+//!
+//! `download`, `upload`, `delete` and `listing` are also WebDAV's (`routes/webdav/`), which
+//! calls them once its own checks pass.
 
 use crate::serve::folder_formats::{self, FolderFormat};
 use crate::serve::service::{Service, method_not_allowed};
@@ -24,13 +27,13 @@ use weir_store::Store;
 
 mod archive;
 pub(in crate::serve) use archive::ZIP_MAX_ENTRIES;
-mod delete;
+pub(in crate::serve) mod delete;
 pub(in crate::serve) mod download;
 mod folders;
 mod form;
 mod html_listing;
 pub(in crate::serve) mod listing;
-mod upload;
+pub(in crate::serve) mod upload;
 
 /// Routes an authorized `/files/` request to `store` (see the module doc).
 pub(in crate::serve) async fn serve<S: Store + Clone>(

@@ -1,0 +1,266 @@
+//! Dead properties (RFC 4918 §4, §9.2): `PROPPATCH`, and what `PROPFIND` reads of them.
+//!
+//! They are kept by the store with the file or folder (`Store::set_props`: locally an xattr of
+//! the file or directory, in a bucket the object's or marker's metadata), so they survive a
+//! restart, go with a `MOVE` (the same file, or a copy carrying them) and a `COPY`, and are
+//! gone with a `DELETE`; a new `PUT` to the path is a new file, without them. Stored as the
+//! properties' elements one after another, each written by `xml::Element::write` (its
+//! namespace declared as the default on it, so no prefix is needed outside it), at most
+//! `weir_store::MAX_PROPS` (1 KiB) in all: a `PROPPATCH` that would pass it is `507` for
+//! every property and changes nothing.
+//!
+//! `PROPPATCH` applies its `set` and `remove` instructions in document order, all or none
+//! (§9.2): a live property (`resourcetype`, `getetag`, ... : the store's, never settable) is
+//! `403` `cannot-modify-protected-property`, and then every other property of the request is
+//! `424` and nothing is stored.
+
+use super::xml::{self, BodyError, DAV, Element};
+use super::{Kind, MULTI_STATUS, Resource, XML_DECL, href, kind, locks, status};
+use crate::serve::service::Service;
+use http::StatusCode;
+use std::io::Write;
+use weir::{Exchange, http};
+use weir_store::{MAX_PROPS, Store, StoreError, StorePath};
+
+/// The `DAV:` properties weir computes: never stored, never settable.
+pub(super) fn is_live(ns: &str, name: &str) -> bool {
+    ns == DAV
+        && matches!(
+            name,
+            "resourcetype"
+                | "getcontentlength"
+                | "getlastmodified"
+                | "getetag"
+                | "getcontenttype"
+                | "displayname"
+                | "creationdate"
+                | "supportedlock"
+                | "lockdiscovery"
+                | "quota-available-bytes"
+                | "quota-used-bytes"
+        )
+}
+
+/// The stored bytes as elements (nothing when absent or unreadable: a value written by
+/// another version of weir is not served rather than served wrong).
+pub(super) fn decode(stored: Option<&[u8]>) -> Vec<Element> {
+    let Some(stored) = stored.filter(|s| !s.is_empty()) else {
+        return Vec::new();
+    };
+    // ALLOCATION: the wrapped value, at most MAX_PROPS and a few bytes, to parse it as one
+    // document.
+    let mut doc = Vec::with_capacity(stored.len() + 8);
+    doc.extend_from_slice(b"<r>");
+    doc.extend_from_slice(stored);
+    doc.extend_from_slice(b"</r>");
+    match xml::parse(&doc) {
+        Ok(Some(root)) => root.children,
+        _ => Vec::new(),
+    }
+}
+
+/// The elements as stored.
+fn encode(props: &[Element]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for p in props {
+        p.write(&mut out);
+    }
+    out
+}
+
+/// One instruction's outcome for a property.
+struct Outcome<'a> {
+    prop: &'a Element,
+    status: StatusCode,
+}
+
+/// `PROPPATCH` (see the module doc).
+pub(super) async fn proppatch<S: Store + Clone>(
+    svc: &Service,
+    store: &S,
+    ex: &mut Exchange<'_>,
+    res: Resource,
+) -> Result<(), weir::Error> {
+    let body = match xml::read_body(ex).await.and_then(|b| xml::parse(&b)) {
+        Ok(Some(body)) if body.is_dav("propertyupdate") => body,
+        Ok(_) => {
+            let why = "a PROPPATCH body is a DAV:propertyupdate";
+            return BodyError::Invalid(why).answer(ex).await;
+        }
+        Err(e) => return e.answer(ex).await,
+    };
+    if let Some(refused) = locks::check_write(svc, store, ex, &res, locks::Change::Content).await {
+        return refused;
+    }
+    match kind(store, res.path.as_ref()).await {
+        Ok(Kind::Nothing) => return status(ex, StatusCode::NOT_FOUND).await,
+        Ok(_) => {}
+        Err(e) => return status(ex, super::store_status(&e)).await,
+    }
+    let current = match &res.path {
+        Some(path) => match store.props(path).await {
+            Ok(p) => decode(p.as_deref()),
+            Err(e) => return status(ex, super::store_status(&e)).await,
+        },
+        None => Vec::new(),
+    };
+    let (outcomes, changed) = apply(&body, current, res.path.is_some());
+    let failed = outcomes.iter().any(|o| o.status != StatusCode::OK);
+    let outcomes = if failed {
+        settle_failed(outcomes)
+    } else {
+        let stored = encode(&changed);
+        let saved = match (&res.path, stored.len()) {
+            (_, n) if n > MAX_PROPS => Err(StoreError::NoSpace),
+            (Some(path), 0) => store.set_props(path, None).await,
+            (Some(path), _) => store.set_props(path, Some(&stored)).await,
+            (None, _) => unreachable!("the root's properties are refused in apply"),
+        };
+        match saved {
+            Ok(()) => outcomes,
+            Err(e) => {
+                let code = super::store_status(&e);
+                outcomes
+                    .into_iter()
+                    .map(|o| Outcome { status: code, ..o })
+                    .collect()
+            }
+        }
+    };
+    let mut out = Vec::with_capacity(1024);
+    out.extend_from_slice(XML_DECL);
+    out.extend_from_slice(b"<D:multistatus xmlns:D=\"DAV:\"><D:response><D:href>");
+    href(
+        &mut out,
+        res.path.as_ref().map(StorePath::as_str),
+        res.slash,
+    );
+    out.extend_from_slice(b"</D:href>");
+    // One propstat per status, the properties in the request's order.
+    let mut statuses: Vec<StatusCode> = Vec::new();
+    for o in &outcomes {
+        if !statuses.contains(&o.status) {
+            statuses.push(o.status);
+        }
+    }
+    for code in statuses {
+        out.extend_from_slice(b"<D:propstat><D:prop>");
+        for o in outcomes.iter().filter(|o| o.status == code) {
+            empty_element(&mut out, &o.prop.ns, &o.prop.name);
+        }
+        let _ = write!(
+            out,
+            "</D:prop><D:status>HTTP/1.1 {} {}</D:status>",
+            code.as_u16(),
+            code.canonical_reason().unwrap_or("")
+        );
+        if code == StatusCode::FORBIDDEN {
+            out.extend_from_slice(b"<D:error><D:cannot-modify-protected-property/></D:error>");
+        }
+        out.extend_from_slice(b"</D:propstat>");
+    }
+    out.extend_from_slice(b"</D:response></D:multistatus>\n");
+    super::xml_answer(ex, MULTI_STATUS, &out, &[]).await
+}
+
+/// Applies the instructions in order to `props`: each property's outcome, and the properties
+/// after them (meaningful only when every outcome is `200`).
+fn apply(
+    body: &Element,
+    mut props: Vec<Element>,
+    storable: bool,
+) -> (Vec<Outcome<'_>>, Vec<Element>) {
+    let mut outcomes = Vec::new();
+    for op in &body.children {
+        let set = op.is_dav("set");
+        if !set && !op.is_dav("remove") {
+            continue;
+        }
+        for prop in op.dav_child("prop").iter().flat_map(|p| &p.children) {
+            if !storable || is_live(&prop.ns, &prop.name) {
+                outcomes.push(Outcome {
+                    prop,
+                    status: StatusCode::FORBIDDEN,
+                });
+                continue;
+            }
+            props.retain(|p| !(p.ns == prop.ns && p.name == prop.name));
+            if set {
+                props.push(copy(prop));
+            }
+            outcomes.push(Outcome {
+                prop,
+                status: StatusCode::OK,
+            });
+        }
+    }
+    (outcomes, props)
+}
+
+/// After a failure nothing is stored: the properties that would have been changed are `424`.
+fn settle_failed(outcomes: Vec<Outcome<'_>>) -> Vec<Outcome<'_>> {
+    outcomes
+        .into_iter()
+        .map(|o| match o.status {
+            StatusCode::OK => Outcome {
+                status: StatusCode::FAILED_DEPENDENCY,
+                ..o
+            },
+            _ => o,
+        })
+        .collect()
+}
+
+/// A property element, as set.
+fn copy(e: &Element) -> Element {
+    Element {
+        ns: e.ns.clone(),
+        name: e.name.clone(),
+        text: e.text.clone(),
+        children: e.children.iter().map(copy).collect(),
+    }
+}
+
+/// `<name xmlns="ns"/>`: a property named in an answer without its value.
+pub(super) fn empty_element(out: &mut Vec<u8>, ns: &str, name: &str) {
+    out.push(b'<');
+    out.extend_from_slice(name.as_bytes());
+    out.extend_from_slice(b" xmlns=\"");
+    super::escape(out, ns);
+    out.extend_from_slice(b"\"/>");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn body(xml: &str) -> Element {
+        xml::parse(xml.as_bytes()).unwrap().unwrap()
+    }
+
+    #[test]
+    fn instructions_apply_in_order_all_or_none() {
+        let b = body(
+            r#"<D:propertyupdate xmlns:D="DAV:" xmlns:Z="urn:z">
+            <D:set><D:prop><Z:a>1</Z:a><Z:b><Z:c>x</Z:c></Z:b></D:prop></D:set>
+            <D:remove><D:prop><Z:a/></D:prop></D:remove>
+            <D:set><D:prop><Z:a>2</Z:a></D:prop></D:set></D:propertyupdate>"#,
+        );
+        let (outcomes, props) = apply(&b, Vec::new(), true);
+        assert!(outcomes.iter().all(|o| o.status == StatusCode::OK));
+        let stored = encode(&props);
+        assert_eq!(
+            String::from_utf8(stored.clone()).unwrap(),
+            r#"<b xmlns="urn:z"><c xmlns="urn:z">x</c></b><a xmlns="urn:z">2</a>"#
+        );
+        assert_eq!(decode(Some(&stored)), props);
+        let b = body(
+            r#"<D:propertyupdate xmlns:D="DAV:"><D:set><D:prop><D:getetag>x</D:getetag>
+            <D:other>y</D:other></D:prop></D:set></D:propertyupdate>"#,
+        );
+        let (outcomes, _) = apply(&b, Vec::new(), true);
+        let outcomes = settle_failed(outcomes);
+        assert_eq!(outcomes[0].status, StatusCode::FORBIDDEN);
+        assert_eq!(outcomes[1].status, StatusCode::FAILED_DEPENDENCY);
+    }
+}
