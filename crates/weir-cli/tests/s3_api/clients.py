@@ -2,7 +2,8 @@
 
 Usage: clients.py ENDPOINT CHECKS ROOT
   ENDPOINT  http(s)://127.0.0.1:PORT of the S3 API (AWS_CA_BUNDLE names the certificate for https)
-  CHECKS    comma-separated: boto3, bad_input, aws_cli, chunked_signed, tls_trailer, virtual_host
+  CHECKS    comma-separated: boto3, bad_input, aws_cli, chunked_signed, tls_trailer, virtual_host,
+            rclone
   ROOT      the local store's root, or "-" for a bucket store (then nothing is checked on disk)
 
 Credentials (from the test's token file): WRITER_KEY/WRITER_SECRET may read, write and delete;
@@ -384,6 +385,44 @@ def check_virtual_host():
     assert status == 404 and b"NoSuchBucket" in body, (status, body)
 
 
+def check_rclone():
+    """rclone's s3 backend: copy, sync up (a second sync sends nothing with --update
+    --use-server-modtime, since weir keeps no x-amz-meta-mtime), check --download, sync down."""
+    with tempfile.TemporaryDirectory() as tmp:
+        conf = os.path.join(tmp, "rclone.conf")
+        with open(conf, "w") as f:
+            f.write("[weir]\ntype = s3\nprovider = Other\n"
+                    f"endpoint = {ENDPOINT}\naccess_key_id = {WRITER[0]}\n"
+                    f"secret_access_key = {WRITER[1]}\nforce_path_style = true\n")
+        src = os.path.join(tmp, "src")
+        tree = {"a/big.bin": data(3 << 20, 1), "a/b/small.txt": b"x\n", "a-1.txt": b"y", "a.txt": b""}
+        for rel, body in tree.items():
+            os.makedirs(os.path.dirname(os.path.join(src, rel)), exist_ok=True)
+            with open(os.path.join(src, rel), "wb") as f:
+                f.write(body)
+        env = {k: v for k, v in os.environ.items() if k != "AWS_CA_BUNDLE"}
+        if ENDPOINT.startswith("https:"):
+            env["AWS_CA_BUNDLE"] = os.environ["AWS_CA_BUNDLE"]
+
+        def rclone(*args):
+            r = subprocess.run(["rclone", "--config", conf, "-v", *args], env=env,
+                               capture_output=True, text=True)
+            assert r.returncode == 0, f"rclone {' '.join(args)}: {r.stdout}{r.stderr}"
+            return r.stdout + r.stderr
+
+        rclone("mkdir", "weir:rclone-bucket")
+        rclone("copy", src, "weir:rclone-bucket/copy")
+        rclone("sync", src, "weir:rclone-bucket/sync")
+        again = rclone("sync", "--update", "--use-server-modtime", src, "weir:rclone-bucket/sync")
+        assert "Copied" not in again, again
+        rclone("check", "--download", src, "weir:rclone-bucket/sync")
+        down = os.path.join(tmp, "down")
+        rclone("sync", "weir:rclone-bucket/copy", down)
+        for rel, body in tree.items():
+            with open(os.path.join(down, rel), "rb") as f:
+                assert f.read() == body, f"rclone sync down: {rel} differs"
+
+
 CHECK = {
     "boto3": check_boto3,
     "bad_input": check_bad_input,
@@ -391,6 +430,7 @@ CHECK = {
     "chunked_signed": check_chunked_signed,
     "tls_trailer": check_tls_trailer,
     "virtual_host": check_virtual_host,
+    "rclone": check_rclone,
 }
 
 for name in CHECKS:
