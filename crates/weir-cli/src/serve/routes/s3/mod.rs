@@ -33,10 +33,10 @@
 //!   of the content, which every S3 PUT computes (the signed-payload check needs it anyway).
 //!   It is not an MD5: computing one beside SHA-256 on every upload would cost throughput
 //!   for clients that mostly do not need it, and the issue asks for one ETag across
-//!   protocols. Clients that compare a single-part ETag with their MD5 (rclone, s3cmd) treat
-//!   an ETag that is not 32 hex digits as opaque (as they do for multipart ETags) and fall back
-//!   to size and time; integrity is covered by `Content-MD5` (verified when sent: computed only
-//!   then) and `x-amz-checksum-*`.
+//!   protocols. Clients that compare a single-part ETag with their MD5 take it as opaque, as a
+//!   multipart ETag (rclone: not 32 hex digits; s3cmd: it has a `-`), and fall back to size and
+//!   time; integrity is covered by `Content-MD5` (verified when sent: computed only then) and
+//!   `x-amz-checksum-*`.
 //! - **Metadata**: the store keeps the media type (`Content-Type`); `x-amz-meta-*` user
 //!   metadata, `Content-Disposition`, `Content-Encoding` and the like are not kept (weir-store's
 //!   `FileMeta` has no place for them): they are accepted and dropped. The checksum a client
