@@ -100,12 +100,6 @@ pub trait Store: Send + Sync + 'static {
     /// the store (`S3Store`'s requests).
     const LIST_BLOCKS: bool = false;
 
-    /// How [`Store::list_page`] places a directory among its siblings, and so the cursor that
-    /// resumes right after it (everything below it included): `false`, by its name, cursor
-    /// `name` (`LocalStore`); `true`, as the key `name/`, cursor `name/` (`S3Store`). For
-    /// callers that resume a walk from a path of their own (the S3 API's listings).
-    const DIR_SORTS_AS_SLASH: bool = false;
-
     /// [`Store::commit_all`] stores all the uploads or none, even across a crash
     /// (`LocalStore`); `false`: they are committed one by one (`S3Store`: see
     /// [`Store::commit_all`]'s default).

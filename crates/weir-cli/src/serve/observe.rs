@@ -1,5 +1,7 @@
 //! The [`Service`]'s [`Handler`]: around every request's routing (`router.rs`), what an
 //! operator sees of it: the access log line and the metrics, and the `/metrics` route itself.
+//! [`Service::observe_start`] and [`Service::observe_end`] are the one place of that: the S3
+//! API's handler (`routes/s3/`) goes through them too.
 //!
 //! The status logged is the handler's answer; when the handler returned an error before
 //! answering, it is the status the server answers that error with ([`weir::Error::status_code`]),
@@ -20,21 +22,14 @@ const REFUSED_PATH_MAX: usize = 1024;
 
 impl Handler for Service {
     async fn handle(&self, ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
-        let upload = stored::may_store(ex.request().method());
-        // The wall clock only for the log; the monotonic one for the log's duration and the
-        // upload histograms. Neither is read otherwise: on a pipelined `GET` the two clock
-        // reads weighed as much as the routing.
-        let time = self.observing.log.as_ref().map(|_| SystemTime::now());
-        let start = (time.is_some() || upload).then(Instant::now);
-        let in_flight = self.observing.metrics.start(ex.request().method(), upload);
         // Who made the request, by its token's name (issue 35's audit trail), for the log and
         // the hooks; only when there is somewhere to say it.
-        let who = if self.observing.log.is_some() || self.hooks.is_some() || self.webhooks.is_some()
-        {
+        let who = if self.names_callers() {
             self.who(ex.request())
         } else {
             None
         };
+        let observation = self.observe_start(ex);
         let host_refused = ex.request().path() != "/healthz"
             && !self
                 .hosts
@@ -48,7 +43,53 @@ impl Handler for Service {
         } else {
             (self.route(ex).await, stored::Stored::default())
         };
-        let status = match (&result, ex.response_status()) {
+        self.observe_end(ex, observation, &result, stored, who.as_deref());
+        result
+    }
+}
+
+/// What is measured of a request from its start ([`Service::observe_start`]).
+pub(super) struct Observation<'s> {
+    time: Option<SystemTime>,
+    start: Option<Instant>,
+    in_flight: super::metrics::InFlight<'s>,
+}
+
+impl Service {
+    /// Whether anything names who made a request (the log, the hooks): else the name is not
+    /// looked up.
+    pub(super) fn names_callers(&self) -> bool {
+        self.observing.log.is_some() || self.hooks.is_some() || self.webhooks.is_some()
+    }
+
+    /// Starts observing a request: its clocks and its place in the metrics. Every listener's
+    /// handler (this one, the S3 API's) goes through it and [`Service::observe_end`].
+    pub(super) fn observe_start(&self, ex: &Exchange<'_>) -> Observation<'_> {
+        let upload = stored::may_store(ex.request().method());
+        // The wall clock only for the log; the monotonic one for the log's duration and the
+        // upload histograms. Neither is read otherwise: on a pipelined `GET` the two clock
+        // reads weighed as much as the routing.
+        let time = self.observing.log.as_ref().map(|_| SystemTime::now());
+        let start = (time.is_some() || upload).then(Instant::now);
+        let in_flight = self.observing.metrics.start(ex.request().method(), upload);
+        Observation {
+            time,
+            start,
+            in_flight,
+        }
+    }
+
+    /// Ends observing a request: the metrics and the access log line (`who`: the name of the
+    /// credential that made it).
+    pub(super) fn observe_end(
+        &self,
+        ex: &Exchange<'_>,
+        observation: Observation<'_>,
+        result: &Result<(), weir::Error>,
+        stored: stored::Stored,
+        who: Option<&str>,
+    ) {
+        let status = match (result, ex.response_status()) {
             (_, Some(status)) => Some(status.as_u16()),
             (Err(e), None) if !e.is_disconnect() => Some(e.status_code().as_u16()),
             _ => None,
@@ -57,11 +98,15 @@ impl Handler for Service {
             status,
             bytes_in: ex.body_stats().received,
             bytes_out: ex.response_body_bytes(),
-            duration: start.map_or(std::time::Duration::ZERO, |s| s.elapsed()),
+            duration: observation
+                .start
+                .map_or(std::time::Duration::ZERO, |s| s.elapsed()),
             stored,
         };
-        self.observing.metrics.finish(&in_flight, &outcome);
-        if let (Some(log), Some(time)) = (&self.observing.log, time) {
+        self.observing
+            .metrics
+            .finish(&observation.in_flight, &outcome);
+        if let (Some(log), Some(time)) = (&self.observing.log, observation.time) {
             let request = ex.request();
             log.write(&Entry {
                 time,
@@ -73,11 +118,10 @@ impl Handler for Service {
                 bytes_out: outcome.bytes_out,
                 duration: outcome.duration,
                 stored: &outcome.stored,
-                token: who.as_deref(),
+                token: who,
                 refused: false,
             });
         }
-        result
     }
 }
 

@@ -65,16 +65,24 @@ pub(super) fn may_touch(method: &http::Method) -> bool {
 /// Runs `request` with an empty note naming `who` (the request's token's name); returns its
 /// output and what it stored.
 pub(super) async fn scope<F: Future>(who: Option<Arc<str>>, request: F) -> (F::Output, Stored) {
+    let (output, stored, _) = scope_naming(who, request).await;
+    (output, stored)
+}
+
+/// [`scope`], returning also who the request was made by at its end (named at the start, or
+/// later by [`set_who`]).
+pub(super) async fn scope_naming<F: Future>(
+    who: Option<Arc<str>>,
+    request: F,
+) -> (F::Output, Stored, Option<Arc<str>>) {
     let note = Note {
         stored: Stored::default(),
         who,
     };
     NOTE.scope(RefCell::new(note), async move {
         let output = request.await;
-        (
-            output,
-            NOTE.with(|n| std::mem::take(&mut n.borrow_mut().stored)),
-        )
+        let note = NOTE.with(|n| std::mem::take(&mut *n.borrow_mut()));
+        (output, note.stored, note.who)
     })
     .await
 }
@@ -95,6 +103,12 @@ pub(super) fn note(path: &str, committed: &Committed) {
 /// Notes a file (or a folder, `…/`) deleted at `path` for the current request.
 pub(super) fn note_deleted(path: &str) {
     let _ = NOTE.try_with(|note| note.borrow_mut().stored.deleted.push(path.to_owned()));
+}
+
+/// Names who made the current request, once that is known only inside the route (the S3 API
+/// knows the access key once the signature is verified). Outside a scope, nothing.
+pub(super) fn set_who(who: Arc<str>) {
+    let _ = NOTE.try_with(|note| note.borrow_mut().who = Some(who));
 }
 
 /// The name of the token that made the current request, if it carried a known one.

@@ -2,7 +2,8 @@
 
 Usage: clients.py ENDPOINT CHECKS ROOT
   ENDPOINT  http(s)://127.0.0.1:PORT of the S3 API (AWS_CA_BUNDLE names the certificate for https)
-  CHECKS    comma-separated: boto3, bad_input, aws_cli, chunked_signed, tls_trailer
+  CHECKS    comma-separated: boto3, bad_input, aws_cli, chunked_signed, tls_trailer, virtual_host,
+            rclone
   ROOT      the local store's root, or "-" for a bucket store (then nothing is checked on disk)
 
 Credentials (from the test's token file): WRITER_KEY/WRITER_SECRET may read, write and delete;
@@ -336,9 +337,90 @@ def check_aws_cli():
         ok("s3api", "get-object", "--bucket", "cli", "--key", "in/src.bin", "--range", "bytes=100-4195", part)
         with open(part, "rb") as f:
             assert f.read() == body[100:4196], "the range differs"
+        # `aws s3 sync` up, then down into an empty folder: the same tree, byte for byte.
+        up = os.path.join(tmp, "up")
+        tree = {f"a/{i}.bin": data(1000 * i + 1, i) for i in range(12)}
+        tree.update({"b/c/deep.bin": data(70000, 40), "top.bin": b"", "a-1.bin": b"a-1"})
+        for rel, body_ in tree.items():
+            os.makedirs(os.path.dirname(os.path.join(up, rel)), exist_ok=True)
+            with open(os.path.join(up, rel), "wb") as f:
+                f.write(body_)
+        ok("s3", "sync", up, "s3://cli/tree")
+        down = os.path.join(tmp, "down")
+        ok("s3", "sync", "s3://cli/tree", down)
+        for rel, body_ in tree.items():
+            with open(os.path.join(down, rel), "rb") as f:
+                assert f.read() == body_, f"aws s3 sync down: {rel} differs"
+        got = sorted(os.path.relpath(os.path.join(d, n), down) for d, _, ns in os.walk(down) for n in ns)
+        assert got == sorted(tree), got
+        # A second sync up has nothing to send.
+        again = ok("s3", "sync", up, "s3://cli/tree")
+        assert "upload:" not in again, again
         ok("s3", "rm", "s3://cli/in/src.bin")
         code, out = aws("s3api", "head-object", "--bucket", "cli", "--key", "in/src.bin")
         assert code != 0 and "404" in out, out
+
+
+def check_virtual_host():
+    """Virtual-hosted style: `BUCKET.DOMAIN` in Host (the server runs with --s3-api-domain
+    s3.weir.test); the requests go to 127.0.0.1 with that Host, signed for it."""
+    s3 = client()
+    s3.create_bucket(Bucket="vhost")
+    port = ENDPOINT.rsplit(":", 1)[1]
+    scheme = ENDPOINT.split(":", 1)[0]
+    host = f"vhost.s3.weir.test:{port}"
+    request = AWSRequest(method="PUT", url=f"{scheme}://{host}/dir/key", data=b"by virtual host")
+    request.headers["Host"] = host
+    request.headers["x-amz-content-sha256"] = hashlib.sha256(b"by virtual host").hexdigest()
+    SigV4Auth(Credentials(*WRITER), "s3", REGION).add_auth(request)
+    request.url = f"{ENDPOINT}/dir/key"
+    status, body = send(request)
+    assert status == 200, (status, body)
+    assert s3.get_object(Bucket="vhost", Key="dir/key")["Body"].read() == b"by virtual host"
+    # The same path on the plain endpoint is path-style: bucket `dir`, which does not exist.
+    request = AWSRequest(method="GET", url=f"{ENDPOINT}/dir/key")
+    request.headers["x-amz-content-sha256"] = hashlib.sha256(b"").hexdigest()
+    SigV4Auth(Credentials(*WRITER), "s3", REGION).add_auth(request)
+    status, body = send(request)
+    assert status == 404 and b"NoSuchBucket" in body, (status, body)
+
+
+def check_rclone():
+    """rclone's s3 backend: copy, sync up (a second sync sends nothing with --update
+    --use-server-modtime, since weir keeps no x-amz-meta-mtime), check --download, sync down."""
+    with tempfile.TemporaryDirectory() as tmp:
+        conf = os.path.join(tmp, "rclone.conf")
+        with open(conf, "w") as f:
+            f.write("[weir]\ntype = s3\nprovider = Other\n"
+                    f"endpoint = {ENDPOINT}\naccess_key_id = {WRITER[0]}\n"
+                    f"secret_access_key = {WRITER[1]}\nforce_path_style = true\n")
+        src = os.path.join(tmp, "src")
+        tree = {"a/big.bin": data(3 << 20, 1), "a/b/small.txt": b"x\n", "a-1.txt": b"y", "a.txt": b""}
+        for rel, body in tree.items():
+            os.makedirs(os.path.dirname(os.path.join(src, rel)), exist_ok=True)
+            with open(os.path.join(src, rel), "wb") as f:
+                f.write(body)
+        env = {k: v for k, v in os.environ.items() if k != "AWS_CA_BUNDLE"}
+        if ENDPOINT.startswith("https:"):
+            env["AWS_CA_BUNDLE"] = os.environ["AWS_CA_BUNDLE"]
+
+        def rclone(*args):
+            r = subprocess.run(["rclone", "--config", conf, "-v", *args], env=env,
+                               capture_output=True, text=True)
+            assert r.returncode == 0, f"rclone {' '.join(args)}: {r.stdout}{r.stderr}"
+            return r.stdout + r.stderr
+
+        rclone("mkdir", "weir:rclone-bucket")
+        rclone("copy", src, "weir:rclone-bucket/copy")
+        rclone("sync", src, "weir:rclone-bucket/sync")
+        again = rclone("sync", "--update", "--use-server-modtime", src, "weir:rclone-bucket/sync")
+        assert "Copied" not in again, again
+        rclone("check", "--download", src, "weir:rclone-bucket/sync")
+        down = os.path.join(tmp, "down")
+        rclone("sync", "weir:rclone-bucket/copy", down)
+        for rel, body in tree.items():
+            with open(os.path.join(down, rel), "rb") as f:
+                assert f.read() == body, f"rclone sync down: {rel} differs"
 
 
 CHECK = {
@@ -347,6 +429,8 @@ CHECK = {
     "aws_cli": check_aws_cli,
     "chunked_signed": check_chunked_signed,
     "tls_trailer": check_tls_trailer,
+    "virtual_host": check_virtual_host,
+    "rclone": check_rclone,
 }
 
 for name in CHECKS:

@@ -1,12 +1,13 @@
 //! The S3-compatible API (`weir serve --s3-api`, `serve/routes/s3/`) with real clients:
-//! boto3 and aws-cli (`clients.py`, which runs them and checks every transfer byte for byte)
+//! boto3, aws-cli and rclone (`clients.py`, which runs them and checks every transfer byte for
+//! byte)
 //! against the real `weir` binary on 127.0.0.1, on the local store and on the S3 store
 //! (`--store s3://` over SeaweedFS's `weed mini`), over HTTP and, for the `aws-chunked` bodies
 //! with checksum trailers that boto3 sends only over TLS, HTTPS.
 //!
 //! Each test starts its own server (and `weed`) with a token file of two S3 credentials: a
 //! writer (read, write, delete) and a reader (read only). Needs `python3` with boto3, aws-cli,
-//! and `weed` for the S3 store: skipped with a loud line without them, failed under
+//! rclone, and `weed` for the S3 store: skipped with a loud line without them, failed under
 //! `WEIR_REQUIRE_TOOLS=1` (`scripts/test` installs them).
 //!
 //! Ceph's s3-tests run in `s3_tests.rs`, beside this one.
@@ -90,8 +91,32 @@ fn local_boto3_signed_chunks_and_bad_input() {
     if !clients_present(false) {
         return;
     }
-    let server = start(Store::Local, None);
+    // The access log names the verified caller of each S3 request, and what it stored.
+    let logs = tempfile::tempdir().unwrap();
+    let log = logs.path().join("access.log");
+    let log_arg = log.display().to_string();
+    let server = server::start_with(TOKENS, None, None, &["--access-log", &log_arg]);
     run(&server, "boto3,bad_input,chunked_signed", None);
+    drop(server);
+    let lines = std::fs::read_to_string(&log).unwrap();
+    let stored = "method=PUT path=/boto3-bucket/dir/sub/obj-1 status=200";
+    let line = lines.lines().find(|l| l.contains(stored)).expect(stored);
+    assert!(
+        line.contains("token=writer") && line.contains("files=boto3-bucket/dir/sub/obj-1"),
+        "{line}"
+    );
+    // A request with a wrong secret names nobody.
+    let refused = lines.lines().find(|l| l.contains("status=403")).unwrap();
+    assert!(!refused.contains("token="), "{refused}");
+}
+
+#[test]
+fn local_virtual_hosted_style() {
+    if !clients_present(false) {
+        return;
+    }
+    let server = server::start_with(TOKENS, None, None, &["--s3-api-domain", "s3.weir.test"]);
+    run(&server, "virtual_host", None);
 }
 
 #[test]
@@ -101,6 +126,33 @@ fn local_aws_cli() {
     }
     let server = start(Store::Local, None);
     run(&server, "aws_cli", None);
+}
+
+#[test]
+fn local_rclone() {
+    if !clients_present(false) || !rclone_present() {
+        return;
+    }
+    let server = start(Store::Local, None);
+    run(&server, "rclone", None);
+}
+
+#[test]
+fn s3_store_rclone() {
+    if !clients_present(false) || !rclone_present() {
+        return;
+    }
+    let Some(weed) = s3_nodes::start_weed() else {
+        return;
+    };
+    let server = server::start(TOKENS, Some(weed), None);
+    run(&server, "rclone", None);
+}
+
+/// Whether rclone is there (the Debian package); else skipped or failed.
+fn rclone_present() -> bool {
+    let found = tools::on_path("rclone").is_some();
+    tools::require("rclone", found, "apt-get install rclone")
 }
 
 #[test]

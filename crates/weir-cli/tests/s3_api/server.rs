@@ -39,6 +39,16 @@ impl Drop for Server {
 /// Starts the server with the token file `tokens`, on `weed`'s bucket if given (else the
 /// local store), with HTTPS when `cert` is given.
 pub fn start(tokens: &str, weed: Option<Seaweed>, cert: Option<&TestCert>) -> Server {
+    start_with(tokens, weed, cert, &[])
+}
+
+/// [`start`] with more arguments for `weir serve`.
+pub fn start_with(
+    tokens: &str,
+    weed: Option<Seaweed>,
+    cert: Option<&TestCert>,
+    args: &[&str],
+) -> Server {
     let store = if weed.is_some() {
         Store::S3
     } else {
@@ -56,6 +66,7 @@ pub fn start(tokens: &str, weed: Option<Seaweed>, cert: Option<&TestCert>) -> Se
         .args(["--listen", "127.0.0.1:0", "--s3-api", "127.0.0.1:0"])
         .arg("--token-file")
         .arg(&token_file)
+        .args(args)
         .env_remove("WEIR_TOKEN")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

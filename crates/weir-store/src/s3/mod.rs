@@ -482,7 +482,6 @@ impl Store for S3Store {
 
     const ATOMIC_COMMIT_ALL: bool = false;
     const ATOMIC_RENAME: bool = false;
-    const DIR_SORTS_AS_SLASH: bool = true;
 
     fn quota(&self) -> Option<(u64, u64)> {
         self.max_storage().map(|max| (self.usage(), max))

@@ -147,12 +147,10 @@ pub(super) fn check(
             })
         };
         let config = VerifyConfig::default();
-        Some(sigv4::verify(
-            &request,
-            &lookup,
-            &config,
-            SystemTime::now(),
-        )?)
+        let verified = sigv4::verify(&request, &lookup, &config, SystemTime::now())?;
+        // The access log, the hooks and the webhooks name the verified caller.
+        crate::serve::stored::set_who(verified.scope.name().clone());
+        Some(verified)
     } else {
         None
     };

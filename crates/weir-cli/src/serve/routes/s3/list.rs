@@ -12,14 +12,14 @@
 //!
 //! Continuation: the token (base64 of the last key or common prefix answered) and
 //! `start-after`/`marker` are positions in the walk: the walk resumes after that key's folder
-//! path, level by level (the store's cursor, `Store::DIR_SORTS_AS_SLASH`), and a common prefix
+//! path, level by level (a folder's cursor is `name/`), and a common prefix
 //! skips everything under it. Nothing is kept between requests.
 //!
-//! Order: within a folder, the store's listing order (`LocalStore`: names in byte order;
-//! `S3Store`: keys, a folder sorting as `name/`), a folder's keys where the folder sorts. That
-//! is S3's byte order of keys except, in the local store, where a name sorts between a folder
-//! `x` and `x/` (`x-1` lists after the keys of `x/`, S3 lists it before); pagination is
-//! consistent either way (every key once).
+//! Order: S3's, keys in byte order, on both stores: a folder `x` sorts as `x/`, after `x-1`
+//! and `x.txt`. `S3Store` lists in that order; `LocalStore` lists by name, and each frame
+//! holds a folder back until the names that sort before `x/` are out
+//! ([`Frame::next_in_key_order`]). `aws s3 sync` merges the listing with its own sorted one,
+//! so any other order would make it send or fetch files again.
 //!
 //! ETags: each listed object is opened for its stored SHA-256, so that a listing's ETag is
 //! the one GET answers (locally an `open` and an `fgetxattr` per key; for a bucket a
@@ -106,7 +106,6 @@ async fn list<S: Store + Clone>(
         &params.prefix,
         params.delimiter.as_deref(),
         start,
-        S::DIR_SORTS_AS_SLASH,
     );
     let mut last: Option<String> = None;
     let mut count = 0;
@@ -177,11 +176,7 @@ async fn object_etag<S: Store>(
     modified: SystemTime,
 ) -> Option<(String, u64, SystemTime)> {
     match keys::key_path(bucket_name, key).ok()? {
-        keys::Key::Folder(_) => Some((
-            "\"d41d8cd98f00b204e9800998ecf8427e\"".into(),
-            size,
-            modified,
-        )),
+        keys::Key::Folder(_) => Some((super::EMPTY_MD5_ETAG.into(), size, modified)),
         keys::Key::Object(path) => {
             let object = store.open(&path).await.ok()?;
             let meta = *object.meta();
@@ -320,6 +315,9 @@ struct Frame {
     fresh: bool,
     /// Its modification time (for the folder's key).
     modified: SystemTime,
+    /// Folders met in the listing and not yet walked, by their key `name/` (largest first):
+    /// each waits until no entry left sorts before it (see [`Frame::next_in_key_order`]).
+    deferred: Vec<Entry>,
 }
 
 impl Frame {
@@ -331,8 +329,43 @@ impl Frame {
             more: true,
             fresh,
             modified,
+            deferred: Vec::new(),
         }
     }
+
+    /// The next entry in S3's key order, where a folder `x` sorts as `x/`: after `x-1` and
+    /// `x.txt`, which a store listing by name (`LocalStore`) gives after `x`. A folder is held
+    /// back until the page's next entry sorts after `x/` (or the listing ends); the names that
+    /// sort between `x` and `x/` all start with `x` and follow it at once in name order, so
+    /// the folders held at once are nested prefixes of one another (bounded by the name's
+    /// length). A listing already in key order (`S3Store`) passes through unchanged. `None`
+    /// when the page is spent and nothing is held (the listing may have more pages: the held
+    /// folders wait for them, since their later names may sort first).
+    fn next_in_key_order(&mut self) -> Option<Entry> {
+        loop {
+            let held = self.deferred.last();
+            match (self.entries.front(), held) {
+                (None, _) if self.more => return None,
+                (None, _) => return self.deferred.pop(),
+                (Some(e), Some(h)) if sorts_before(h, e) => return self.deferred.pop(),
+                (Some(e), _) if !e.is_dir => return self.entries.pop_front(),
+                (Some(_), _) => {
+                    let dir = self.entries.pop_front().expect("looked at");
+                    // Largest key first: the smallest is popped from the end.
+                    let at = self.deferred.partition_point(|d| sorts_before(&dir, d));
+                    self.deferred.insert(at, dir);
+                }
+            }
+        }
+    }
+}
+
+/// Whether `a` sorts before `b` in S3's key order (a folder's key is `name/`).
+fn sorts_before(a: &Entry, b: &Entry) -> bool {
+    // `name` + `/` for a folder, compared without building either key.
+    let a_key = a.name.bytes().chain(a.is_dir.then_some(b'/'));
+    let b_key = b.name.bytes().chain(b.is_dir.then_some(b'/'));
+    a_key.lt(b_key)
 }
 
 /// The walk of a bucket's keys (see the module doc).
@@ -348,13 +381,7 @@ struct Walk {
 }
 
 impl Walk {
-    fn new(
-        bucket: &str,
-        prefix: &str,
-        delimiter: Option<&str>,
-        start: Option<String>,
-        dir_as_slash: bool,
-    ) -> Self {
+    fn new(bucket: &str, prefix: &str, delimiter: Option<&str>, start: Option<String>) -> Self {
         let dir = prefix[..prefix.rfind('/').map_or(0, |i| i + 1)].to_owned();
         let mut walk = Walk {
             bucket: bucket.to_owned(),
@@ -388,7 +415,9 @@ impl Walk {
             if last && segment.is_empty() {
                 break;
             }
-            let cursor = if !last && dir_as_slash {
+            // A folder's cursor is `name/` for every store: past `name/`'s keys and the names
+            // that sort before `name/` (`name-1`, answered before the folder's keys).
+            let cursor = if !last {
                 format!("{segment}/")
             } else {
                 (*segment).to_owned()
@@ -435,7 +464,7 @@ impl Walk {
             let Some(frame) = self.frames.last_mut() else {
                 return Ok(None);
             };
-            let Some(entry) = frame.entries.pop_front() else {
+            let Some(entry) = frame.next_in_key_order() else {
                 if !frame.more {
                     self.frames.pop();
                     continue;
@@ -541,5 +570,64 @@ impl Walk {
             Err(PageError::Store(e)) => Err(reply::store_error(&e, Missing::Bucket)),
             Err(e) => Err(S3Error::new(ErrorCode::InternalError, e.to_string())),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(name: &str, is_dir: bool) -> Entry {
+        Entry {
+            name: name.into(),
+            size: 0,
+            modified: SystemTime::UNIX_EPOCH,
+            is_dir,
+        }
+    }
+
+    /// A listing by name (`LocalStore`'s), in pages, comes out in S3's key order; one already
+    /// in key order is unchanged.
+    #[test]
+    fn folders_sort_as_their_slash_key_across_pages() {
+        let by_name = [
+            entry("a", true),
+            entry("a b", false),
+            entry("a+1", true),
+            entry("a-1", false),
+            entry("a.txt", false),
+            entry("a0", false),
+            entry("b", false),
+        ];
+        let expected = ["a b", "a+1", "a-1", "a.txt", "a", "a0", "b"];
+        for page in 1..=by_name.len() {
+            let mut frame = Frame::new(String::new(), None, false, SystemTime::UNIX_EPOCH);
+            let mut pages = by_name.chunks(page);
+            let mut out = Vec::new();
+            loop {
+                match frame.next_in_key_order() {
+                    Some(e) => out.push(e.name),
+                    None if frame.more => match pages.next() {
+                        Some(p) => frame.entries = p.iter().cloned().collect(),
+                        None => frame.more = false,
+                    },
+                    None => break,
+                }
+            }
+            assert_eq!(out, expected, "pages of {page}");
+        }
+        let mut keyed: Vec<Entry> = expected
+            .iter()
+            .map(|n| entry(n, *n == "a" || *n == "a+1"))
+            .collect();
+        keyed.sort_by(|a, b| {
+            if sorts_before(a, b) {
+                std::cmp::Ordering::Less
+            } else {
+                std::cmp::Ordering::Greater
+            }
+        });
+        let names: Vec<&str> = keyed.iter().map(|e| e.name.as_str()).collect();
+        assert_eq!(names, expected);
     }
 }

@@ -33,14 +33,18 @@
 //!   of the content, which every S3 PUT computes (the signed-payload check needs it anyway).
 //!   It is not an MD5: computing one beside SHA-256 on every upload would cost throughput
 //!   for clients that mostly do not need it, and the issue asks for one ETag across
-//!   protocols. Clients that compare a single-part ETag with their MD5 (rclone, s3cmd) treat
-//!   an ETag that is not 32 hex digits as opaque (as they do for multipart ETags) and fall back
-//!   to size and time; integrity is covered by `Content-MD5` (verified when sent: computed only
-//!   then) and `x-amz-checksum-*`.
+//!   protocols. Clients that compare a single-part ETag with their MD5 take it as opaque, as a
+//!   multipart ETag (rclone: not 32 hex digits; s3cmd: it has a `-`), and fall back to size and
+//!   time; integrity is covered by `Content-MD5` (verified when sent: computed only then) and
+//!   `x-amz-checksum-*`.
 //! - **Metadata**: the store keeps the media type (`Content-Type`); `x-amz-meta-*` user
 //!   metadata, `Content-Disposition`, `Content-Encoding` and the like are not kept (weir-store's
 //!   `FileMeta` has no place for them): they are accepted and dropped. The checksum a client
 //!   sent is verified, not stored.
+//! - **Observed** as `/files/` requests are: the access log and the metrics through
+//!   `observe.rs`'s `observe_start`/`observe_end`, every request in a note's scope
+//!   (`stored.rs`) whose caller is named once the signature is verified; commits and deletes
+//!   run the hooks (`Service::on_stored`, `on_deleted`).
 //! - **Multipart** operations are routed to `multipart.rs`, one place.
 //!
 //! | operation | module |
@@ -77,6 +81,10 @@ mod reply;
 mod small_body;
 
 pub(in crate::serve) use access::Caller;
+
+/// The ETag of an empty folder's key (`dir/`): the MD5 of nothing, as S3 gives an empty
+/// object (weir's own ETag is the SHA-256 of stored content; a folder has none).
+pub(super) const EMPTY_MD5_ETAG: &str = "\"d41d8cd98f00b204e9800998ecf8427e\"";
 
 /// `--s3-api`'s settings.
 #[derive(Clone, Debug)]
@@ -115,9 +123,16 @@ impl S3Api {
 
 impl Handler for S3Api {
     async fn handle(&self, ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
+        // Logged and counted as `/files/` requests are (`observe.rs`). Every request runs in a
+        // note's scope: its caller is named once its signature is verified (`access.rs`).
+        let observation = self.svc.observe_start(ex);
         // ALLOCATION: the routes' futures are large (hashing state, decoder); on the heap, one
         // per request, as `router.rs` does for `/files/`.
-        Box::pin(self.serve(ex)).await
+        let (result, stored, who) =
+            crate::serve::stored::scope_naming(None, Box::pin(self.serve(ex))).await;
+        self.svc
+            .observe_end(ex, observation, &result, stored, who.as_deref());
+        result
     }
 }
 

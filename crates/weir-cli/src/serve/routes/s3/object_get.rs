@@ -5,7 +5,8 @@
 //! spliced socket for a bucket.
 //!
 //! S3's differences from `/files/`: a missing key is `NoSuchKey` (or `NoSuchBucket`), a key
-//! that is a folder is `NoSuchKey` too (an S3 key names an object, never a listing); a failed
+//! naming a folder without its `/` is `NoSuchKey` too (an S3 key names an object, never a
+//! listing), and a key ending in `/` that names a folder is the empty object listings show; a failed
 //! precondition is `PreconditionFailed`, `304` carries no body; an unsatisfiable range is
 //! `InvalidRange` with the object's size; `response-content-type` and the other
 //! `response-*` parameters set the answer's fields; `x-amz-checksum-mode: ENABLED` adds the
@@ -32,8 +33,8 @@ pub(super) async fn get<S: Store>(
 ) -> Result<(), weir::Error> {
     let path = match keys::key_path(bucket_name, key) {
         Ok(keys::Key::Object(p)) => p,
-        // A folder is no object.
-        Ok(keys::Key::Folder(_)) => return reply::error(ex, &no_such_key()).await,
+        // A folder is the empty object `dir/` (how listings show an empty one).
+        Ok(keys::Key::Folder(path)) => return folder(store, ex, bucket_name, &path).await,
         Err(e) => return reply::error(ex, &e).await,
     };
     let object = match store.open(&path).await {
@@ -106,6 +107,33 @@ pub(super) async fn get<S: Store>(
         response
     };
     download::send(ex, object, &answer, &path, head).await
+}
+
+/// GetObject or HeadObject of a key ending in `/`: the folder as an empty object, if it is
+/// there.
+async fn folder<S: Store>(
+    store: &S,
+    ex: &mut Exchange<'_>,
+    bucket_name: &str,
+    path: &weir_store::StorePath,
+) -> Result<(), weir::Error> {
+    match store.is_dir(path).await {
+        Ok(true) => {
+            let headers = [
+                ("etag", super::EMPTY_MD5_ETAG),
+                ("content-type", "application/x-directory"),
+            ];
+            reply::empty(ex, StatusCode::OK, &headers).await
+        }
+        Ok(false) | Err(StoreError::NotFound | StoreError::NotADirectory) => {
+            let e = match bucket::exists(store, bucket_name).await {
+                Ok(()) => no_such_key(),
+                Err(e) => e,
+            };
+            reply::error(ex, &e).await
+        }
+        Err(e) => reply::error(ex, &reply::store_error(&e, Missing::Key)).await,
+    }
 }
 
 fn no_such_key() -> S3Error {

@@ -42,9 +42,6 @@ use weir_store::{
     ContentDigest, FileMeta, Store, StoreError, StoreObject, StoreUpload, UploadOptions,
 };
 
-/// The MD5 of nothing: the ETag S3 gives an empty object (a folder's marker).
-const EMPTY_MD5_ETAG: &str = "\"d41d8cd98f00b204e9800998ecf8427e\"";
-
 /// What the body must match, from the head.
 struct Expected {
     /// `Content-MD5`.
@@ -301,7 +298,7 @@ async fn folder<S: Store>(
         }
     }
     match store.create_dir(path).await {
-        Ok(_) => reply::empty(ex, StatusCode::OK, &[("etag", EMPTY_MD5_ETAG)])
+        Ok(_) => reply::empty(ex, StatusCode::OK, &[("etag", super::EMPTY_MD5_ETAG)])
             .await
             .map(Ok),
         Err(e) => Ok(Err(reply::store_error(&e, Missing::Key))),
