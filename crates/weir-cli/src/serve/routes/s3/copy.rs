@@ -90,9 +90,7 @@ async fn copy_checked<S: Store>(
     };
     let source_meta = *object.meta();
     drop(object);
-    let etag = preconditions::etag(&source_meta);
-    let current = preconditions::validators(&source_meta, &etag);
-    if conditional::evaluate(&SourceFields(head), Some(&current)) != Outcome::Proceed {
+    if !source_holds(head, &source_meta) {
         return Err(S3Error::from_code(ErrorCode::PreconditionFailed));
     }
     let check = |meta: Option<&FileMeta>| preconditions::hold(head, meta);
@@ -106,6 +104,14 @@ async fn copy_checked<S: Store>(
         })?;
     ctx.svc.on_stored(to.as_str(), &committed);
     Ok((preconditions::etag(&committed.stored), committed.stored))
+}
+
+/// Whether a copy source's conditions (CopyObject's and UploadPartCopy's) hold on `meta`: read
+/// as a `GET`'s preconditions, with the one rule of conditional requests.
+pub(super) fn source_holds(head: &Request, meta: &FileMeta) -> bool {
+    let etag = preconditions::etag(meta);
+    let current = preconditions::validators(meta, &etag);
+    conditional::evaluate(&SourceFields(head), Some(&current)) == Outcome::Proceed
 }
 
 /// The copy source's conditions, read as a `GET`'s preconditions: `x-amz-copy-source-if-*`

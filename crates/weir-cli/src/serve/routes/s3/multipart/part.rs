@@ -18,14 +18,13 @@
 
 use super::super::access::Caller;
 use super::super::reply::{self, Missing};
-use super::super::{Ctx, keys};
+use super::super::{Ctx, copy, keys};
 use super::{error, object_path, upload_of};
 use crate::serve::auth::Access;
 use crate::serve::body::{BodyFailure, NoCheckpoints, splice_body};
 use http::StatusCode;
 use sha2::{Digest, Sha256};
-use weir::{Exchange, Request, http};
-use weir_proto::conditional::{self, Outcome, RequestFields};
+use weir::{Exchange, http};
 use weir_s3api::checksum::{Checksum, ChecksumAlgorithm, ChecksumValue, ContentMd5};
 use weir_s3api::chunked::{ChunkedDecoder, Event};
 use weir_s3api::route::CopySource;
@@ -343,7 +342,7 @@ pub(in super::super) async fn copy<M: MultipartStore>(
             .range
             .map(|(first, last)| first..last.saturating_add(1));
         let head = ex.request();
-        let check = |meta: Option<&FileMeta>| meta.is_some_and(|m| source_holds(head, m));
+        let check = |meta: Option<&FileMeta>| meta.is_some_and(|m| copy::source_holds(head, m));
         parts
             .copy_part(id, at.number, &from, range, Some(&check))
             .await
@@ -361,33 +360,5 @@ pub(in super::super) async fn copy<M: MultipartStore>(
             reply::xml(ex, StatusCode::OK, body).await
         }
         Err(e) => reply::error(ex, &e).await,
-    }
-}
-
-/// Whether the copy source's conditions hold on `meta` (read as a `GET`'s preconditions, with
-/// the one rule of conditional requests).
-fn source_holds(head: &Request, meta: &FileMeta) -> bool {
-    let etag = crate::serve::preconditions::etag(meta);
-    let current = crate::serve::preconditions::validators(meta, &etag);
-    conditional::evaluate(&SourceFields(head), Some(&current)) == Outcome::Proceed
-}
-
-/// The copy source's conditions as a `GET`'s: `x-amz-copy-source-if-*` in the place of `If-*`.
-struct SourceFields<'r>(&'r Request);
-
-impl RequestFields for SourceFields<'_> {
-    fn method(&self) -> &http::Method {
-        &http::Method::GET
-    }
-
-    fn field_values<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a [u8]> + 'a {
-        let amz = match name {
-            "if-match" => "x-amz-copy-source-if-match",
-            "if-none-match" => "x-amz-copy-source-if-none-match",
-            "if-modified-since" => "x-amz-copy-source-if-modified-since",
-            "if-unmodified-since" => "x-amz-copy-source-if-unmodified-since",
-            _ => "x-weir-none",
-        };
-        self.0.header_all(amz)
     }
 }
