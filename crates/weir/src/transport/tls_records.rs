@@ -356,6 +356,16 @@ mod tests {
         }
     }
 
+    /// `spare`'s promise from the first read on: room for a whole record of the largest size,
+    /// so no record needs a second `recv` only because the buffer was too small.
+    #[test]
+    fn the_first_read_has_room_for_a_whole_record() {
+        let mut rb = RecordBuf::new();
+        assert!(rb.spare().len() >= MAX_RECORD, "{}", rb.capacity());
+        rb.filled(HEADER_LEN);
+        assert!(rb.spare().len() >= MAX_RECORD - HEADER_LEN);
+    }
+
     #[test]
     fn a_long_stream_compacts_without_growing_past_the_maximum() {
         let (mut enc, mut dec) = pair();
