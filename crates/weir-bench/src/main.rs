@@ -77,6 +77,10 @@ enum Cmd {
     /// Issue 18 item 7: server CPU per request and per GiB as keep-alive connections grow
     /// (1 to 10,000), weir with 1 and 2 threads and per core, hyper. Not part of `all`.
     Scale(scenario::scale::ScaleArgs),
+    /// Issue 34: WebDAV PUT and GET of 1 GiB and PROPFIND of 10,000 entries, weir serve
+    /// against dufs and `rclone serve webdav` (rows of a missing peer left empty). Not part of
+    /// `all`.
+    Webdav(scenario::webdav::WebdavArgs),
     /// Every scenario, with its default options.
     All,
     /// Runs one server under test (used by the scenarios).
@@ -116,6 +120,7 @@ fn main() {
         Cmd::Resume(a) => scenario::resume::run(&settings, &a),
         Cmd::S3(a) => scenario::s3::run(&settings, &a),
         Cmd::Scale(a) => scenario::scale::run(&settings, &a),
+        Cmd::Webdav(a) => scenario::webdav::run(&settings, &a),
         Cmd::All => scenario::upload::run(&settings, &scenario::upload::UploadArgs::default())
             .and_then(|()| scenario::timeline::run(&settings, &Default::default()))
             .and_then(|()| scenario::plaintext::run(&settings, &Default::default()))

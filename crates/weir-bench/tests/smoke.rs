@@ -274,3 +274,40 @@ fn scale_reports_every_cell() {
         }
     }
 }
+
+/// The `webdav` scenario (issue 34, not part of `all`) reports the three operations for every
+/// server: figures for `weir serve` always, and for dufs and `rclone serve webdav` figures or,
+/// when the program is not installed, the note saying so. The scenario itself checks every byte
+/// got and every listing's length.
+#[test]
+fn webdav_reports_every_row() {
+    ensure_weir_binary();
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("BENCHMARKS.md");
+    let out = Command::new(env!("CARGO_BIN_EXE_weir-bench"))
+        .args(["--tiny", "--report"])
+        .arg(&report)
+        .arg("webdav")
+        .output()
+        .expect("run weir-bench");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "weir-bench failed:\n{stderr}");
+    let text = std::fs::read_to_string(&report).expect("report written");
+    for op in ["PUT", "GET", "PROPFIND depth 1"] {
+        for server in ["weir serve", "dufs", "rclone serve webdav"] {
+            let cells: Vec<Vec<&str>> = text
+                .lines()
+                .map(|l| l.split('|').map(str::trim).collect::<Vec<_>>())
+                .filter(|c| c.len() > 4 && c[1] == op && c[2] == server)
+                .collect();
+            assert_eq!(cells.len(), 1, "{op}, {server}:\n{text}");
+            let time = cells[0][3].split(' ').next().unwrap_or("");
+            let measured = time.parse::<f64>().is_ok();
+            assert!(
+                measured || (server != "weir serve" && cells[0][3].starts_with("not available")),
+                "{op}, {server}: {:?}",
+                cells[0]
+            );
+        }
+    }
+}

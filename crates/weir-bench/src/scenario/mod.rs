@@ -13,6 +13,7 @@ pub mod s3;
 pub mod scale;
 pub mod timeline;
 pub mod upload;
+pub mod webdav;
 
 use crate::report;
 use crate::server::spawn::ServerProc;

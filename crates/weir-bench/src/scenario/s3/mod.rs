@@ -62,25 +62,25 @@ pub struct S3Args {
 
 /// The period of `client::upload::body_pattern`: `(i * 31 + i / 4096) as u8` repeats every
 /// 4096 × 256 bytes.
-const PERIOD: usize = 1 << 20;
+pub(super) const PERIOD: usize = 1 << 20;
 
 /// The body: `body_pattern` bytes, from one buffer of two periods, so that any slice of up to
 /// one period at any offset is contiguous (no copy to send or to compare).
-struct Pattern(Vec<u8>);
+pub(super) struct Pattern(Vec<u8>);
 
 impl Pattern {
-    fn new() -> Self {
+    pub(super) fn new() -> Self {
         Self(crate::client::upload::body_pattern(2 * PERIOD))
     }
 
     /// The `n ≤ PERIOD` body bytes at offset `at`.
-    fn at(&self, at: u64, n: usize) -> &[u8] {
+    pub(super) fn at(&self, at: u64, n: usize) -> &[u8] {
         let start = (at % PERIOD as u64) as usize;
         &self.0[start..start + n]
     }
 
     /// Whether `bytes` are the body's bytes at offset `at`.
-    fn matches(&self, mut at: u64, mut bytes: &[u8]) -> bool {
+    pub(super) fn matches(&self, mut at: u64, mut bytes: &[u8]) -> bool {
         while !bytes.is_empty() {
             let n = bytes.len().min(PERIOD);
             if bytes[..n] != *self.at(at, n) {
@@ -128,7 +128,7 @@ const WEIR_GET: &str = "download: GET through weir serve";
 const DIRECT_GET: &str = "download: S3Store direct (baseline)";
 
 /// Reads one response from `s` (head and body buffered: answers to a `PUT` are small).
-fn read_response(s: &mut TcpStream) -> io::Result<(u16, Vec<u8>)> {
+pub(super) fn read_response(s: &mut TcpStream) -> io::Result<(u16, Vec<u8>)> {
     let mut buf = vec![0u8; 4096];
     let mut filled = 0;
     let parsed = loop {
