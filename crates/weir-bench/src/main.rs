@@ -74,6 +74,10 @@ enum Cmd {
     /// Issue 17: a large object through `weir serve --store s3://` and with `S3Store` directly,
     /// on SeaweedFS (skipped without `weed`, unless `WEIR_REQUIRE_TOOLS=1`).
     S3(scenario::s3::S3Args),
+    /// Issue 33: a 1 GiB object through weir's S3 API (PutObject, multipart, GetObject) against
+    /// SeaweedFS's S3 gateway and weir's `/files/`, server CPU and peak RSS beside throughput.
+    /// Not part of `all` (needs `weed`, and several GiB of disk per round).
+    S3api(scenario::s3api::S3ApiArgs),
     /// Issue 18 item 7: server CPU per request and per GiB as keep-alive connections grow
     /// (1 to 10,000), weir with 1 and 2 threads and per core, hyper. Not part of `all`.
     Scale(scenario::scale::ScaleArgs),
@@ -115,6 +119,7 @@ fn main() {
         Cmd::Local(a) => scenario::local::run(&settings, &a),
         Cmd::Resume(a) => scenario::resume::run(&settings, &a),
         Cmd::S3(a) => scenario::s3::run(&settings, &a),
+        Cmd::S3api(a) => scenario::s3api::run(&settings, &a),
         Cmd::Scale(a) => scenario::scale::run(&settings, &a),
         Cmd::All => scenario::upload::run(&settings, &scenario::upload::UploadArgs::default())
             .and_then(|()| scenario::timeline::run(&settings, &Default::default()))
