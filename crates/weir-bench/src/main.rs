@@ -1,6 +1,7 @@
 //! `weir-bench`: whole-system benchmarks of weir against hyper, raw sockets and memcpy.
 //!
-//! One subcommand per scenario (`upload`, `timeline`, `plaintext`, `local`, `resume`, `s3`) and `all`.
+//! One subcommand per scenario (`upload`, `timeline`, `plaintext`, `local`, `resume`, `s3`, and
+//! outside `all`: `scale`, `s3api`) and `all`.
 //! Each starts its servers as child processes of this binary (the hidden `__serve`
 //! subcommand), runs the systems interleaved over several rounds, prints its table and writes
 //! its section of `docs/BENCHMARKS.md` with an SVG chart beside it. See `README.md` in this
