@@ -1,6 +1,7 @@
 //! `weir-bench`: whole-system benchmarks of weir against hyper, raw sockets and memcpy.
 //!
-//! One subcommand per scenario (`upload`, `timeline`, `plaintext`, `local`, `resume`, `s3`) and `all`.
+//! One subcommand per scenario (`upload`, `timeline`, `plaintext`, `local`, `resume`, `s3`, and
+//! outside `all`: `scale`, `s3api`) and `all`.
 //! Each starts its servers as child processes of this binary (the hidden `__serve`
 //! subcommand), runs the systems interleaved over several rounds, prints its table and writes
 //! its section of `docs/BENCHMARKS.md` with an SVG chart beside it. See `README.md` in this
@@ -74,6 +75,10 @@ enum Cmd {
     /// Issue 17: a large object through `weir serve --store s3://` and with `S3Store` directly,
     /// on SeaweedFS (skipped without `weed`, unless `WEIR_REQUIRE_TOOLS=1`).
     S3(scenario::s3::S3Args),
+    /// Issue 33: a 1 GiB object through weir's S3 API (PutObject, multipart, GetObject) against
+    /// SeaweedFS's S3 gateway and weir's `/files/`, server CPU and peak RSS beside throughput.
+    /// Not part of `all` (needs `weed`, and several GiB of disk per round).
+    S3api(scenario::s3api::S3ApiArgs),
     /// Issue 18 item 7: server CPU per request and per GiB as keep-alive connections grow
     /// (1 to 10,000), weir with 1 and 2 threads and per core, hyper. Not part of `all`.
     Scale(scenario::scale::ScaleArgs),
@@ -119,6 +124,7 @@ fn main() {
         Cmd::Local(a) => scenario::local::run(&settings, &a),
         Cmd::Resume(a) => scenario::resume::run(&settings, &a),
         Cmd::S3(a) => scenario::s3::run(&settings, &a),
+        Cmd::S3api(a) => scenario::s3api::run(&settings, &a),
         Cmd::Scale(a) => scenario::scale::run(&settings, &a),
         Cmd::Webdav(a) => scenario::webdav::run(&settings, &a),
         Cmd::All => scenario::upload::run(&settings, &scenario::upload::UploadArgs::default())

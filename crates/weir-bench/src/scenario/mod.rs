@@ -10,6 +10,7 @@ pub mod local;
 pub mod plaintext;
 pub mod resume;
 pub mod s3;
+pub mod s3api;
 pub mod scale;
 pub mod timeline;
 pub mod upload;

@@ -126,6 +126,11 @@ impl ServerProc {
         }
     }
 
+    /// The child's process id (to read its `/proc` figures).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Where the server listens.
     pub fn endpoint(&self) -> &Endpoint {
         &self.endpoint

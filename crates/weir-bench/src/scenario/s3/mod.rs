@@ -66,21 +66,21 @@ pub(super) const PERIOD: usize = 1 << 20;
 
 /// The body: `body_pattern` bytes, from one buffer of two periods, so that any slice of up to
 /// one period at any offset is contiguous (no copy to send or to compare).
-pub(super) struct Pattern(Vec<u8>);
+pub(in crate::scenario) struct Pattern(Vec<u8>);
 
 impl Pattern {
-    pub(super) fn new() -> Self {
+    pub(in crate::scenario) fn new() -> Self {
         Self(crate::client::upload::body_pattern(2 * PERIOD))
     }
 
     /// The `n ≤ PERIOD` body bytes at offset `at`.
-    pub(super) fn at(&self, at: u64, n: usize) -> &[u8] {
+    pub(in crate::scenario) fn at(&self, at: u64, n: usize) -> &[u8] {
         let start = (at % PERIOD as u64) as usize;
         &self.0[start..start + n]
     }
 
     /// Whether `bytes` are the body's bytes at offset `at`.
-    pub(super) fn matches(&self, mut at: u64, mut bytes: &[u8]) -> bool {
+    pub(in crate::scenario) fn matches(&self, mut at: u64, mut bytes: &[u8]) -> bool {
         while !bytes.is_empty() {
             let n = bytes.len().min(PERIOD);
             if bytes[..n] != *self.at(at, n) {
@@ -93,7 +93,7 @@ impl Pattern {
     }
 
     /// SHA-256 of the first `size` body bytes, hex.
-    fn sha256(&self, size: u64) -> String {
+    pub(in crate::scenario) fn sha256(&self, size: u64) -> String {
         let mut h = Sha256::new();
         let mut at = 0;
         while at < size {
