@@ -167,6 +167,8 @@ pub struct ObjectEntry<'a> {
     pub size: u64,
     /// The algorithm of the object's checksum, if it has one.
     pub checksum_algorithm: Option<ChecksumAlgorithm>,
+    /// The owner's ID and display name (V1 always, V2 with `fetch-owner=true`).
+    pub owner: Option<&'a str>,
 }
 
 fn object_entry(xml: &mut Xml, entry: &ObjectEntry<'_>, url: bool) {
@@ -177,6 +179,12 @@ fn object_entry(xml: &mut Xml, entry: &ObjectEntry<'_>, url: bool) {
     xml.number("Size", entry.size);
     if let Some(alg) = entry.checksum_algorithm {
         xml.text("ChecksumAlgorithm", alg.name());
+    }
+    if let Some(owner) = entry.owner {
+        xml.open("Owner");
+        xml.text("ID", owner);
+        xml.text("DisplayName", owner);
+        xml.close("Owner");
     }
     xml.text("StorageClass", "STANDARD");
     xml.close("Contents");
@@ -220,9 +228,12 @@ impl ListBucketsWriter {
         self.xml.output_mut()
     }
 
-    /// Ends the document.
-    pub fn finish(mut self) -> Vec<u8> {
+    /// Ends the document, with the token of the next page if this one is not the last.
+    pub fn finish(mut self, continuation_token: Option<&str>) -> Vec<u8> {
         self.xml.close("Buckets");
+        if let Some(token) = continuation_token {
+            self.xml.text("ContinuationToken", token);
+        }
         self.xml.close("ListAllMyBucketsResult");
         self.xml.into_inner()
     }
