@@ -172,6 +172,23 @@ fn listing_escapes_keys_and_reads_back() {
 }
 
 #[test]
+fn v1_url_encoding_leaves_the_prefix_as_given() {
+    let head = write::ListHead {
+        bucket: "b",
+        prefix: "\n",
+        delimiter: Some("\n"),
+        max_keys: 1000,
+        encoding_url: true,
+        start_after: Some("a b"),
+        ..write::ListHead::default()
+    };
+    let l = leaves(&write::ListObjectsV1Writer::new(&head).finish(false, None));
+    assert_eq!(get(&l, "ListBucketResult/Prefix"), ["\n"]);
+    assert_eq!(get(&l, "ListBucketResult/Delimiter"), ["%0A"]);
+    assert_eq!(get(&l, "ListBucketResult/Marker"), ["a%20b"]);
+}
+
+#[test]
 fn thousand_key_listing_streams_in_bounded_pieces() {
     let head = write::ListHead {
         bucket: "b",

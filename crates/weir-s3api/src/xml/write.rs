@@ -334,7 +334,10 @@ impl ListObjectsV1Writer {
         let mut xml = Xml::new();
         xml.start_document("ListBucketResult");
         xml.text("Name", head.bucket);
-        xml.key_text("Prefix", head.prefix, url);
+        // V1 echoes `Prefix` as given even with `encoding-type=url` (S3 encodes only keys,
+        // prefixes, `Delimiter`, `Marker` and `NextMarker` there, the fields SDKs decode in a
+        // V1 answer; V2 encodes `Prefix` too).
+        xml.text("Prefix", head.prefix);
         xml.key_text("Marker", head.start_after.unwrap_or(""), url);
         if let Some(d) = head.delimiter {
             xml.key_text("Delimiter", d, url);
