@@ -516,6 +516,16 @@ pub fn classify(request: &Request<'_>, config: &RouteConfig) -> Result<S3Request
     if !request.path.starts_with('/') {
         return Err(S3Error::from_code(ErrorCode::InvalidURI));
     }
+    // A CORS preflight: weir's S3 API has no CORS configuration, so S3's answers for a bucket
+    // without one (no `Origin`: 400, else 403), never a signature check.
+    if *request.method == Method::OPTIONS {
+        let code = if request.headers.contains_key(http::header::ORIGIN) {
+            ErrorCode::AccessForbidden
+        } else {
+            ErrorCode::BadRequest
+        };
+        return Err(S3Error::from_code(code));
+    }
     let path = percent::decode_utf8(request.path, false)?;
     let host = request
         .headers

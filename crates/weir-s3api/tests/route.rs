@@ -423,9 +423,20 @@ fn refusals() {
         classify(M::PATCH, "/bucket/k").unwrap_err(),
         ErrorCode::MethodNotAllowed
     );
+    // A CORS preflight, without a CORS configuration: S3's answers.
     assert_eq!(
-        classify(M::OPTIONS, "/bucket").unwrap_err(),
-        ErrorCode::MethodNotAllowed
+        classify(M::OPTIONS, "/bucket/k?X-Amz-Expires=100").unwrap_err(),
+        ErrorCode::BadRequest
+    );
+    assert_eq!(
+        classify_with(
+            M::OPTIONS,
+            "127.0.0.1:9000",
+            "/bucket",
+            &[("origin", "https://example.com")]
+        )
+        .unwrap_err(),
+        ErrorCode::AccessForbidden
     );
     assert_eq!(
         classify(M::POST, "/bucket").unwrap_err(),
