@@ -52,8 +52,10 @@ macro_rules! codes {
 
 codes! {
     AccessDenied => StatusCode::FORBIDDEN, "Access Denied";
+    AccessForbidden => StatusCode::FORBIDDEN, "CORSResponse: CORS is not enabled for this bucket.";
     AuthorizationHeaderMalformed => StatusCode::BAD_REQUEST, "The authorization header is malformed.";
     AuthorizationQueryParametersError => StatusCode::BAD_REQUEST, "Error parsing the X-Amz-Credential parameter.";
+    BadRequest => StatusCode::BAD_REQUEST, "Insufficient information. Origin request header needed.";
     BadDigest => StatusCode::BAD_REQUEST, "The Content-MD5 or checksum value that you specified did not match what the server received.";
     BucketAlreadyExists => StatusCode::CONFLICT, "The requested bucket name is not available.";
     BucketAlreadyOwnedByYou => StatusCode::CONFLICT, "The bucket that you tried to create already exists, and you own it.";

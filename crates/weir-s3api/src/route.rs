@@ -102,6 +102,21 @@ pub struct ListObjectsParams {
     pub fetch_owner: bool,
 }
 
+/// Parameters of ListBuckets.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ListBucketsParams {
+    /// `max-buckets` (1 to 10000); `None`: every bucket in one answer, as without it.
+    pub max_buckets: Option<u32>,
+    /// `continuation-token`: where the previous page ended (weir's token is the last bucket
+    /// name answered; S3's is opaque).
+    pub continuation_token: Option<String>,
+    /// `prefix` (empty if none).
+    pub prefix: String,
+}
+
+/// The most `max-buckets` S3 accepts.
+pub const MAX_BUCKETS: u32 = 10_000;
+
 /// Parameters of ListMultipartUploads.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ListUploadsParams {
@@ -143,7 +158,7 @@ pub struct GetObjectParams {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Operation {
     /// `GET /`.
-    ListBuckets,
+    ListBuckets(ListBucketsParams),
     /// `PUT /bucket`.
     CreateBucket,
     /// `HEAD /bucket`.
@@ -423,6 +438,27 @@ fn get_params(query: &Query) -> Result<GetObjectParams, S3Error> {
     Ok(params)
 }
 
+fn list_buckets(query: &Query) -> Result<ListBucketsParams, S3Error> {
+    let max_buckets = match query.get("max-buckets")? {
+        None => None,
+        Some(v) => Some(
+            parse_u32(v)
+                .filter(|n| (1..=MAX_BUCKETS).contains(n))
+                .ok_or_else(|| {
+                    S3Error::new(
+                        ErrorCode::InvalidArgument,
+                        "Argument max-buckets must be an integer between 1 and 10000.",
+                    )
+                })?,
+        ),
+    };
+    Ok(ListBucketsParams {
+        max_buckets,
+        continuation_token: query.owned("continuation-token")?.filter(|t| !t.is_empty()),
+        prefix: query.owned("prefix")?.unwrap_or_default(),
+    })
+}
+
 fn list_objects(query: &Query) -> Result<Operation, S3Error> {
     let mut params = ListObjectsParams {
         prefix: query.owned("prefix")?.unwrap_or_default(),
@@ -480,6 +516,16 @@ pub fn classify(request: &Request<'_>, config: &RouteConfig) -> Result<S3Request
     if !request.path.starts_with('/') {
         return Err(S3Error::from_code(ErrorCode::InvalidURI));
     }
+    // A CORS preflight: weir's S3 API has no CORS configuration, so S3's answers for a bucket
+    // without one (no `Origin`: 400, else 403), never a signature check.
+    if *request.method == Method::OPTIONS {
+        let code = if request.headers.contains_key(http::header::ORIGIN) {
+            ErrorCode::AccessForbidden
+        } else {
+            ErrorCode::BadRequest
+        };
+        return Err(S3Error::from_code(code));
+    }
     let path = percent::decode_utf8(request.path, false)?;
     let host = request
         .headers
@@ -516,7 +562,7 @@ pub fn classify(request: &Request<'_>, config: &RouteConfig) -> Result<S3Request
 
     let operation = match (&bucket_name, &key) {
         (None, _) => match *method {
-            Method::GET => Operation::ListBuckets,
+            Method::GET => Operation::ListBuckets(list_buckets(&query)?),
             _ => return Err(method_not_allowed()),
         },
         (Some(_), None) => match *method {

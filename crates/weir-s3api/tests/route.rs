@@ -3,7 +3,9 @@
 
 use http::{HeaderMap, HeaderValue, Method};
 use weir_s3api::ErrorCode;
-use weir_s3api::route::{self, CopySource, ListObjectsParams, Operation, RouteConfig, S3Request};
+use weir_s3api::route::{
+    self, CopySource, ListBucketsParams, ListObjectsParams, Operation, RouteConfig, S3Request,
+};
 use weir_s3api::sigv4::Request;
 
 fn config() -> RouteConfig {
@@ -50,7 +52,20 @@ fn op(method: Method, target: &str) -> Operation {
 #[test]
 fn every_operation() {
     use Method as M;
-    assert_eq!(op(M::GET, "/"), Operation::ListBuckets);
+    assert_eq!(
+        op(M::GET, "/"),
+        Operation::ListBuckets(ListBucketsParams::default())
+    );
+    assert_eq!(
+        op(M::GET, "/?max-buckets=1&continuation-token=b1&prefix=b"),
+        Operation::ListBuckets(ListBucketsParams {
+            max_buckets: Some(1),
+            continuation_token: Some("b1".into()),
+            prefix: "b".into(),
+        })
+    );
+    assert!(classify(M::GET, "/?max-buckets=0").is_err());
+    assert!(classify(M::GET, "/?max-buckets=10001").is_err());
     assert_eq!(op(M::PUT, "/bucket"), Operation::CreateBucket);
     assert_eq!(op(M::PUT, "/bucket/"), Operation::CreateBucket);
     assert_eq!(op(M::HEAD, "/bucket"), Operation::HeadBucket);
@@ -408,9 +423,20 @@ fn refusals() {
         classify(M::PATCH, "/bucket/k").unwrap_err(),
         ErrorCode::MethodNotAllowed
     );
+    // A CORS preflight, without a CORS configuration: S3's answers.
     assert_eq!(
-        classify(M::OPTIONS, "/bucket").unwrap_err(),
-        ErrorCode::MethodNotAllowed
+        classify(M::OPTIONS, "/bucket/k?X-Amz-Expires=100").unwrap_err(),
+        ErrorCode::BadRequest
+    );
+    assert_eq!(
+        classify_with(
+            M::OPTIONS,
+            "127.0.0.1:9000",
+            "/bucket",
+            &[("origin", "https://example.com")]
+        )
+        .unwrap_err(),
+        ErrorCode::AccessForbidden
     );
     assert_eq!(
         classify(M::POST, "/bucket").unwrap_err(),

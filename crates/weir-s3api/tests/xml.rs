@@ -94,6 +94,7 @@ fn listing_escapes_keys_and_reads_back() {
                 etag: "abc\"def",
                 size: 42,
                 checksum_algorithm: Some(ChecksumAlgorithm::Crc64Nvme),
+                owner: Some("me & co"),
             });
             doc.extend_from_slice(&std::mem::take(w.output_mut()));
         }
@@ -128,6 +129,10 @@ fn listing_escapes_keys_and_reads_back() {
             .map(decode)
             .collect();
         assert_eq!(keys, NASTY, "url={url}");
+        assert_eq!(
+            get(&l, "ListBucketResult/Contents/Owner/DisplayName"),
+            vec!["me & co"; NASTY.len()]
+        );
         assert_eq!(get(&l, "ListBucketResult/Contents/ETag")[0], "\"abc\"def\"");
         assert_eq!(
             get(&l, "ListBucketResult/Contents/LastModified")[0],
@@ -167,6 +172,23 @@ fn listing_escapes_keys_and_reads_back() {
 }
 
 #[test]
+fn v1_url_encoding_leaves_the_prefix_as_given() {
+    let head = write::ListHead {
+        bucket: "b",
+        prefix: "\n",
+        delimiter: Some("\n"),
+        max_keys: 1000,
+        encoding_url: true,
+        start_after: Some("a b"),
+        ..write::ListHead::default()
+    };
+    let l = leaves(&write::ListObjectsV1Writer::new(&head).finish(false, None));
+    assert_eq!(get(&l, "ListBucketResult/Prefix"), ["\n"]);
+    assert_eq!(get(&l, "ListBucketResult/Delimiter"), ["%0A"]);
+    assert_eq!(get(&l, "ListBucketResult/Marker"), ["a%20b"]);
+}
+
+#[test]
 fn thousand_key_listing_streams_in_bounded_pieces() {
     let head = write::ListHead {
         bucket: "b",
@@ -184,6 +206,7 @@ fn thousand_key_listing_streams_in_bounded_pieces() {
             etag: "e",
             size: i,
             checksum_algorithm: None,
+            owner: None,
         });
         let piece = std::mem::take(w.output_mut());
         largest = largest.max(piece.len());
@@ -204,7 +227,7 @@ fn other_writers_read_back() {
     let mut w = write::ListBucketsWriter::new("owner-id", "owner & co");
     w.bucket("photos", t);
     w.bucket("logs", t);
-    let l = leaves(&w.finish());
+    let l = leaves(&w.finish(Some("logs")));
     assert_eq!(
         get(&l, "ListAllMyBucketsResult/Buckets/Bucket/Name"),
         ["photos", "logs"]
@@ -212,6 +235,10 @@ fn other_writers_read_back() {
     assert_eq!(
         get(&l, "ListAllMyBucketsResult/Owner/DisplayName"),
         ["owner & co"]
+    );
+    assert_eq!(
+        get(&l, "ListAllMyBucketsResult/ContinuationToken"),
+        ["logs"]
     );
     assert_eq!(
         get(&l, "ListAllMyBucketsResult/Buckets/Bucket/CreationDate"),

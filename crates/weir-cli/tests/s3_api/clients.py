@@ -210,6 +210,19 @@ def check_bad_input():
     anonymous = boto3.client("s3", endpoint_url=ENDPOINT, region_name=REGION,
                              config=Config(signature_version=botocore.UNSIGNED, s3={"addressing_style": "path"}))
     assert error_code(lambda: anonymous.get_object(Bucket="bad", Key="there"))[0] == "AccessDenied"
+    # ... but a bucket that is not there is NoSuchBucket first, as in S3.
+    assert error_code(lambda: anonymous.delete_object(Bucket="no-such-bucket", Key="k")) == ("NoSuchBucket", 404)
+    # ListBuckets in pages of one ("bad" and "boto3-bucket" are there): the same names in order.
+    names = [b["Name"] for b in s3.list_buckets()["Buckets"]]
+    assert len(names) >= 2, names
+    paged, token = [], None
+    while True:
+        page = s3.list_buckets(MaxBuckets=1, **({"ContinuationToken": token} if token else {}))
+        paged += [b["Name"] for b in page["Buckets"]]
+        token = page.get("ContinuationToken")
+        if token is None:
+            break
+    assert paged == names, (paged, names)
     # Missing things.
     assert error_code(lambda: s3.get_object(Bucket="bad", Key="nothing")) == ("NoSuchKey", 404)
     assert error_code(lambda: s3.get_object(Bucket="no-such-bucket", Key="k")) == ("NoSuchBucket", 404)

@@ -1,4 +1,7 @@
-//! `x-amz-date` / `X-Amz-Date` timestamps (`YYYYMMDDTHHMMSSZ`, always UTC) as Unix seconds.
+//! `x-amz-date` / `X-Amz-Date` timestamps (`YYYYMMDDTHHMMSSZ`, always UTC) as Unix seconds,
+//! and HTTP dates (IMF-fixdate, RFC 9110 section 5.6.7), which S3 also takes in `x-amz-date`
+//! or, without that, in `Date` (botocore sends one when its caller sets it): the string to
+//! sign then holds the same instant in the ISO 8601 form.
 //!
 //! Sans-IO: the caller passes the current time; nothing here reads a clock. The civil-date
 //! conversion is Howard Hinnant's `days_from_civil`, a few lines, rather than a date crate.
@@ -36,6 +39,44 @@ impl AmzDate {
         let mut text = [0u8; 16];
         text.copy_from_slice(b);
         Some(AmzDate { text, unix })
+    }
+
+    /// Parses an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`, or with `+0000`/`-0000` for
+    /// `GMT`) strictly, as the same instant in the ISO 8601 basic form.
+    pub(crate) fn parse_http_date(s: &str) -> Option<AmzDate> {
+        const MONTHS: [&[u8]; 12] = [
+            b"Jan", b"Feb", b"Mar", b"Apr", b"May", b"Jun", b"Jul", b"Aug", b"Sep", b"Oct", b"Nov",
+            b"Dec",
+        ];
+        // RFC 2822's zone `+0000`/`-0000` is UTC too (Python's `formatdate`, which botocore
+        // sends in `Date`).
+        let s = [" GMT", " +0000", " -0000"]
+            .iter()
+            .find_map(|zone| s.strip_suffix(zone))?;
+        let b = s.as_bytes();
+        if b.len() != 25
+            || &b[3..5] != b", "
+            || b[7] != b' '
+            || b[11] != b' '
+            || b[16] != b' '
+            || b[19] != b':'
+            || b[22] != b':'
+        {
+            return None;
+        }
+        let month = MONTHS.iter().position(|m| *m == &b[8..11])? + 1;
+        // The digits are checked by `parse`, which gets them in its own order.
+        let mut text = [0u8; 16];
+        text[..4].copy_from_slice(&b[12..16]);
+        text[4] = b'0' + u8::try_from(month / 10).ok()?;
+        text[5] = b'0' + u8::try_from(month % 10).ok()?;
+        text[6..8].copy_from_slice(&b[5..7]);
+        text[8] = b'T';
+        text[9..11].copy_from_slice(&b[17..19]);
+        text[11..13].copy_from_slice(&b[20..22]);
+        text[13..15].copy_from_slice(&b[23..25]);
+        text[15] = b'Z';
+        AmzDate::parse(std::str::from_utf8(&text).ok()?)
     }
 
     /// The whole timestamp, as sent.
@@ -98,6 +139,28 @@ mod tests {
             AmzDate::parse("20130524T000000Z").unwrap().date(),
             "20130524"
         );
+    }
+
+    #[test]
+    fn http_dates_are_the_same_instants() {
+        let d = AmzDate::parse_http_date("Fri, 24 May 2013 00:00:00 GMT").unwrap();
+        assert_eq!(d, AmzDate::parse("20130524T000000Z").unwrap());
+        let d = AmzDate::parse_http_date("Sun, 06 Dec 2026 19:40:07 GMT").unwrap();
+        assert_eq!(d.date_time_text(), "20261206T194007Z");
+        let d = AmzDate::parse_http_date("Sun, 06 Dec 2026 19:40:07 -0000").unwrap();
+        assert_eq!(d.date_time_text(), "20261206T194007Z");
+        for bad in [
+            "Fri, 24 May 2013 00:00:00 UTC",
+            "Fri, 24 May 2013 00:00:00 +0100",
+            "Fri, 24 May 2013 00:00:00 ",
+            "Fri, 24 Maj 2013 00:00:00 GMT",
+            "Fri, 31 Feb 2013 00:00:00 GMT",
+            "Fri, 24 May 2013 0:00:00 GMT",
+            "Friday, 24-May-13 00:00:00 GMT",
+            "20130524T000000Z",
+        ] {
+            assert_eq!(AmzDate::parse_http_date(bad), None, "{bad}");
+        }
     }
 
     #[test]

@@ -185,13 +185,13 @@ pub(crate) fn verify_header<C: CredentialStore>(
     let code = ErrorCode::AuthorizationHeaderMalformed;
     canonical::check_signed_headers(auth.signed_headers, code)?;
 
-    let date = header_str(request, "x-amz-date")?.ok_or_else(|| {
-        S3Error::new(
-            ErrorCode::AccessDenied,
-            "AWS authentication requires a valid x-amz-date header.",
-        )
-    })?;
-    let date = AmzDate::parse(date).ok_or_else(|| {
+    // `x-amz-date`, else the `Date` header; either in the ISO 8601 basic form or as an HTTP
+    // date, as S3 takes them (botocore sends an HTTP date in `x-amz-date` when the caller set
+    // one). The string to sign holds the ISO form either way.
+    let date = header_str(request, "x-amz-date")?
+        .or(header_str(request, "date")?)
+        .and_then(|d| AmzDate::parse(d).or_else(|| AmzDate::parse_http_date(d)));
+    let date = date.ok_or_else(|| {
         S3Error::new(
             ErrorCode::AccessDenied,
             "AWS authentication requires a valid x-amz-date header.",

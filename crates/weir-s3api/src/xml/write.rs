@@ -167,6 +167,8 @@ pub struct ObjectEntry<'a> {
     pub size: u64,
     /// The algorithm of the object's checksum, if it has one.
     pub checksum_algorithm: Option<ChecksumAlgorithm>,
+    /// The owner's ID and display name (V1 always, V2 with `fetch-owner=true`).
+    pub owner: Option<&'a str>,
 }
 
 fn object_entry(xml: &mut Xml, entry: &ObjectEntry<'_>, url: bool) {
@@ -177,6 +179,12 @@ fn object_entry(xml: &mut Xml, entry: &ObjectEntry<'_>, url: bool) {
     xml.number("Size", entry.size);
     if let Some(alg) = entry.checksum_algorithm {
         xml.text("ChecksumAlgorithm", alg.name());
+    }
+    if let Some(owner) = entry.owner {
+        xml.open("Owner");
+        xml.text("ID", owner);
+        xml.text("DisplayName", owner);
+        xml.close("Owner");
     }
     xml.text("StorageClass", "STANDARD");
     xml.close("Contents");
@@ -220,9 +228,12 @@ impl ListBucketsWriter {
         self.xml.output_mut()
     }
 
-    /// Ends the document.
-    pub fn finish(mut self) -> Vec<u8> {
+    /// Ends the document, with the token of the next page if this one is not the last.
+    pub fn finish(mut self, continuation_token: Option<&str>) -> Vec<u8> {
         self.xml.close("Buckets");
+        if let Some(token) = continuation_token {
+            self.xml.text("ContinuationToken", token);
+        }
         self.xml.close("ListAllMyBucketsResult");
         self.xml.into_inner()
     }
@@ -323,7 +334,10 @@ impl ListObjectsV1Writer {
         let mut xml = Xml::new();
         xml.start_document("ListBucketResult");
         xml.text("Name", head.bucket);
-        xml.key_text("Prefix", head.prefix, url);
+        // V1 echoes `Prefix` as given even with `encoding-type=url` (S3 encodes only keys,
+        // prefixes, `Delimiter`, `Marker` and `NextMarker` there, the fields SDKs decode in a
+        // V1 answer; V2 encodes `Prefix` too).
+        xml.text("Prefix", head.prefix);
         xml.key_text("Marker", head.start_after.unwrap_or(""), url);
         if let Some(d) = head.delimiter {
             xml.key_text("Delimiter", d, url);

@@ -15,7 +15,9 @@
 //! Unsigned requests (no `Authorization`, no presigned query) are served only where `/files/`
 //! would serve them without a token: when no credential is configured, and reads under
 //! `--public-read`. A signature with an unknown key is `InvalidAccessKeyId`, a wrong one
-//! `SignatureDoesNotMatch`, an expired presigned URL `AccessDenied`, all before the body.
+//! `SignatureDoesNotMatch`, an expired presigned URL `AccessDenied`, all before the body. An
+//! unsigned request refused in a bucket that does not exist is `NoSuchBucket`, as S3 answers
+//! (the caller looks the bucket up: `Refused::unsigned_bucket`).
 
 use crate::serve::auth::{Access, Auth, Credential};
 use http::{HeaderMap, HeaderName, HeaderValue};
@@ -121,13 +123,30 @@ pub(super) fn header_map(request: &weir::Request) -> Result<HeaderMap, S3Error> 
     Ok(map)
 }
 
+/// A refused request: the error, and for an unsigned request refused by the policy, the
+/// bucket it names, which the caller looks up first (S3 answers `NoSuchBucket` for a missing
+/// bucket before it judges an anonymous request's access).
+pub(super) struct Refused {
+    pub error: S3Error,
+    pub unsigned_bucket: Option<String>,
+}
+
+impl From<S3Error> for Refused {
+    fn from(error: S3Error) -> Self {
+        Refused {
+            error,
+            unsigned_bucket: None,
+        }
+    }
+}
+
 /// Classifies and authenticates the request, and checks the credential's scope for it (see
 /// the module doc).
 pub(super) fn check(
     ex: &Exchange<'_>,
     route: &RouteConfig,
     auth: &Auth,
-) -> Result<(S3Request, Caller), S3Error> {
+) -> Result<(S3Request, Caller), Refused> {
     let head = ex.request();
     let headers = header_map(head)?;
     let request = sigv4::Request {
@@ -162,7 +181,10 @@ pub(super) fn check(
     if let Some(path) = scope_path(&routed)
         && !caller.allows(access, &path)
     {
-        return Err(S3Error::from_code(ErrorCode::AccessDenied));
+        return Err(Refused {
+            error: S3Error::from_code(ErrorCode::AccessDenied),
+            unsigned_bucket: routed.bucket.clone().filter(|_| caller.verified.is_none()),
+        });
     }
     if matches!(
         routed.operation,
@@ -173,7 +195,8 @@ pub(super) fn check(
         return Err(S3Error::new(
             ErrorCode::AccessDenied,
             "This credential may create objects but not replace them: send If-None-Match: *.",
-        ));
+        )
+        .into());
     }
     Ok((routed, caller))
 }
@@ -181,7 +204,7 @@ pub(super) fn check(
 /// What an operation does, for the scopes.
 fn access_of(op: &Operation) -> Access {
     match op {
-        Operation::ListBuckets
+        Operation::ListBuckets(_)
         | Operation::HeadBucket
         | Operation::GetBucketLocation
         | Operation::ListObjectsV2(_)

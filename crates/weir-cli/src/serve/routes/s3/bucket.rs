@@ -3,7 +3,8 @@
 //! - ListBuckets: the top-level folders whose names are valid S3 bucket names and in which the
 //!   caller may read, paged through the store's listing (`list_pages.rs`: a local scan runs off
 //!   the async workers); `CreationDate` is the folder's modification time (a folder has no
-//!   creation time in every store).
+//!   creation time in every store). With `max-buckets`, a page of them and a
+//!   `ContinuationToken` (the last name answered) when more follow.
 //! - CreateBucket: the folder (`Store::create_dir`); one already there is created again
 //!   successfully, as S3 answers its owner in `us-east-1` (every credential of a weir server is
 //!   one owner's); a file at that name is `BucketAlreadyExists`. The location constraint is
@@ -17,7 +18,7 @@ use crate::serve::list_pages;
 use http::StatusCode;
 use std::num::NonZeroUsize;
 use weir::{Exchange, http};
-use weir_s3api::route::valid_bucket_name;
+use weir_s3api::route::{ListBucketsParams, valid_bucket_name};
 use weir_s3api::xml::{parse, write};
 use weir_s3api::{ErrorCode, S3Error};
 use weir_store::{Store, StoreError};
@@ -25,16 +26,22 @@ use weir_store::{Store, StoreError};
 /// Folders listed per page of ListBuckets.
 const PAGE: NonZeroUsize = NonZeroUsize::new(1000).expect("not zero");
 
-/// ListBuckets.
+/// ListBuckets: `max-buckets` at a time if given, from after `continuation-token` (the last
+/// name of the previous page: names come in byte order from both stores), those starting
+/// with `prefix`.
 pub(super) async fn list<S: Store + Clone>(
     ctx: &Ctx<'_>,
     store: &S,
     ex: &mut Exchange<'_>,
+    params: ListBucketsParams,
 ) -> Result<(), weir::Error> {
     let name = ctx.caller.name();
     let mut out = write::ListBucketsWriter::new(name, name);
-    let mut after: Option<String> = None;
-    loop {
+    let mut after = params.continuation_token;
+    let mut listed: u32 = 0;
+    let mut last: Option<String> = None;
+    let mut next_token = None;
+    'pages: loop {
         let page = list_pages::list_page(ctx.svc, store, None, after.as_deref(), PAGE).await;
         let page = match page {
             Ok(p) => p,
@@ -47,8 +54,19 @@ pub(super) async fn list<S: Store + Clone>(
             }
         };
         for entry in &page.entries {
-            if entry.is_dir && valid_bucket_name(&entry.name) && ctx.caller.reads_in(&entry.name) {
+            if entry.is_dir
+                && valid_bucket_name(&entry.name)
+                && entry.name.starts_with(&params.prefix)
+                && ctx.caller.reads_in(&entry.name)
+            {
+                if params.max_buckets == Some(listed) {
+                    // One more is there: the answer says where the next page starts.
+                    next_token = last.take();
+                    break 'pages;
+                }
                 out.bucket(&entry.name, entry.modified);
+                listed += 1;
+                last = Some(entry.name.clone());
             }
         }
         match page.next {
@@ -56,7 +74,7 @@ pub(super) async fn list<S: Store + Clone>(
             None => break,
         }
     }
-    reply::xml(ex, StatusCode::OK, out.finish()).await
+    reply::xml(ex, StatusCode::OK, out.finish(next_token.as_deref())).await
 }
 
 /// Whether `bucket` exists: `Ok(())`, or `NoSuchBucket` (a file there is not a bucket).

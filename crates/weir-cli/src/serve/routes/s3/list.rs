@@ -136,6 +136,8 @@ async fn list<S: Store + Clone>(
                     etag: etag.trim_matches('"'),
                     size,
                     checksum_algorithm: None,
+                    // One owner: the caller's credential names it (as ListBuckets does).
+                    owner: (kind == Kind::V1 || params.fetch_owner).then(|| ctx.caller.name()),
                 };
                 out.object(&entry);
             }

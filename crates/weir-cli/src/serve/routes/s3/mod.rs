@@ -150,7 +150,18 @@ impl S3Api {
         let checked = access::check(ex, &self.route, &auth);
         let (routed, caller) = match checked {
             Ok(ok) => ok,
-            Err(e) => return reply::error(ex, &e).await,
+            Err(refused) => {
+                let mut e = refused.error;
+                if let Some(name) = refused.unsigned_bucket {
+                    let missing = crate::serve::service::with_files!(self.svc, store => bucket::exists(store, &name).await);
+                    if let Err(missing) = missing
+                        && missing.code == ErrorCode::NoSuchBucket
+                    {
+                        e = missing;
+                    }
+                }
+                return reply::error(ex, &e).await;
+            }
         };
         let ctx = Ctx {
             svc: &self.svc,
@@ -176,7 +187,7 @@ async fn dispatch<S: weir_store::Store + Clone + multipart::WithMultiparts>(
     } = routed;
     let (bucket, key) = (bucket.unwrap_or_default(), key.unwrap_or_default());
     match operation {
-        Operation::ListBuckets => bucket::list(ctx, store, ex).await,
+        Operation::ListBuckets(params) => bucket::list(ctx, store, ex, params).await,
         Operation::HeadBucket => bucket::head(store, ex, &bucket).await,
         Operation::CreateBucket => bucket::create(ctx, store, ex, &bucket).await,
         Operation::DeleteBucket => bucket::delete(ctx, store, ex, &bucket).await,
