@@ -62,6 +62,7 @@ codes! {
     BucketNotEmpty => StatusCode::CONFLICT, "The bucket that you tried to delete is not empty.";
     EntityTooLarge => StatusCode::BAD_REQUEST, "Your proposed upload exceeds the maximum allowed object size.";
     EntityTooSmall => StatusCode::BAD_REQUEST, "Your proposed upload is smaller than the minimum allowed object size.";
+    MetadataTooLarge => StatusCode::BAD_REQUEST, "Your metadata headers exceed the maximum allowed metadata size.";
     ExpiredToken => StatusCode::BAD_REQUEST, "The provided token has expired.";
     IncompleteBody => StatusCode::BAD_REQUEST, "You did not provide the number of bytes specified by the Content-Length HTTP header.";
     InternalError => StatusCode::INTERNAL_SERVER_ERROR, "We encountered an internal error. Please try again.";

@@ -628,6 +628,7 @@ impl Resumables {
                 hash: state.hash,
                 expected_digest: digest,
                 expected_len: None,
+                object_meta: None,
             },
         );
         let appending = Appending {

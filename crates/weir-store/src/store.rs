@@ -66,7 +66,7 @@
 use crate::{
     Committed, ContentDigest, FileMeta, ListPage, LocalStore, MediaType, StoreError, StorePath,
 };
-use crate::{StoredFile, Upload, UploadOptions, off_the_runtime};
+use crate::{CopyMeta, ObjectMeta, StoredFile, Upload, UploadOptions, off_the_runtime};
 use bytes::Bytes;
 use std::future::Future;
 use std::num::NonZeroUsize;
@@ -177,14 +177,17 @@ pub trait Store: Send + Sync + 'static {
     /// Copies the object at `from` to `to` inside the store, no byte passing through the
     /// caller, if `check` (when given) accepts the version at `to` (judged atomically with the
     /// write, as a commit's): else [`StoreError::PreconditionFailed`] and nothing changes. The
-    /// copy keeps the source's media type and SHA-256; the answer describes it at `to`
+    /// copy keeps the source's SHA-256, and its media type and S3 metadata unless `meta`
+    /// replaces them; the answer describes it at `to`
     /// (`replaced` when a version was there). [`StoreError::NotFound`] when there is no object
     /// at `from`; the target is refused as an upload's would be (quota, a directory there).
+    /// `meta`: the source's media type and S3 metadata, or others ([`CopyMeta`]).
     fn copy(
         &self,
         from: &StorePath,
         to: &StorePath,
         check: Option<VersionCheck<'_>>,
+        meta: CopyMeta<'_>,
     ) -> impl Future<Output = Result<Committed, StoreError>> + Send;
 
     /// Moves the object at `from` to `to` inside the store, if `check` (when given) accepts the
@@ -339,6 +342,13 @@ pub trait StoreObject: Send {
     fn props(&self) -> Option<Vec<u8>> {
         None
     }
+
+    /// The S3 metadata stored with this version ([`UploadOptions::object_meta`]), if any:
+    /// read with it (`LocalStore`: one `fgetxattr` when asked; `S3Store`: from its
+    /// `HeadObject`). A value that is not one the store wrote reads as none.
+    fn object_meta(&self) -> Option<ObjectMeta> {
+        None
+    }
     /// The bytes in `range` (within `0..meta().size`) of the version [`StoreObject::meta`]
     /// describes; an object replaced meanwhile fails rather than mixing versions.
     fn read(
@@ -459,13 +469,14 @@ impl Store for LocalStore {
         from: &StorePath,
         to: &StorePath,
         check: Option<VersionCheck<'_>>,
+        meta: CopyMeta<'_>,
     ) -> Result<Committed, StoreError> {
         // A whole file's copy, then a commit's fsyncs: the runtime moves this worker's other
         // tasks away first.
-        match check {
-            Some(check) => off_the_runtime(|| self.copy_if(from, to, check)),
-            None => off_the_runtime(|| LocalStore::copy(self, from, to)),
-        }
+        off_the_runtime(|| match check {
+            Some(check) => self.copy_checked(from, to, Some(&mut |m| check(m)), meta),
+            None => self.copy_checked(from, to, None, meta),
+        })
     }
 
     async fn rename(
@@ -579,6 +590,11 @@ impl StoreObject for LocalObject {
 
     fn props(&self) -> Option<Vec<u8>> {
         crate::sys::read_props(&*self.file).ok().flatten()
+    }
+
+    fn object_meta(&self) -> Option<ObjectMeta> {
+        let stored = crate::sys::read_object_meta(&self.file).ok()??;
+        ObjectMeta::decode(&stored)
     }
 
     async fn read(self, range: Range<u64>) -> Result<LocalReader, StoreError> {

@@ -47,6 +47,7 @@ use crate::fault::Op;
 use crate::hash_job::{HashJob, HashTrack, Hashed, Written};
 use crate::media_type::MediaType;
 use crate::meta::FileMeta;
+use crate::object_meta::ObjectMeta;
 use crate::path::StorePath;
 use crate::precondition::{self, Check};
 use crate::quota::{ENTRY_COST, reserved_end};
@@ -84,6 +85,11 @@ pub struct UploadOptions {
     /// received (`quota::reserved_end`); writing more, or committing fewer, is
     /// [`StoreError::LengthMismatch`].
     pub expected_len: Option<u64>,
+    /// The object's S3 metadata (`object_meta.rs`), stored with the commit: locally an xattr
+    /// set on the temporary file at `begin` (so the commit's fsync and rename make it visible
+    /// with the bytes, or not at all), refused ([`StoreError::NoSpace`]) by a filesystem
+    /// without user xattrs; in a bucket, the object's own metadata. Default `None`.
+    pub object_meta: Option<ObjectMeta>,
 }
 
 impl Default for UploadOptions {
@@ -92,6 +98,7 @@ impl Default for UploadOptions {
             hash: true,
             expected_digest: None,
             expected_len: None,
+            object_meta: None,
         }
     }
 }
@@ -193,7 +200,7 @@ impl Upload {
         let hash = HashTrack::new(hashers, shared.faults.gate());
         #[cfg(not(any(test, feature = "fault-injection")))]
         let hash = HashTrack::new(hashers);
-        Ok(Upload {
+        let mut upload = Upload {
             shared,
             path: path.clone(),
             temp,
@@ -209,7 +216,23 @@ impl Upload {
             hash,
             flushed: 0,
             keep_on_drop: None,
-        })
+        };
+        if let Some(meta) = options.object_meta.filter(|m| !m.is_empty()) {
+            let written = upload
+                .open_file()
+                .and_then(|file| sys::write_object_meta(file, &meta.encode()));
+            if let Err(e) = written {
+                // No user xattrs here (EOPNOTSUPP), or no room (ENOSPC, E2BIG): the object
+                // cannot be kept whole, as `set_props` answers.
+                use std::io::ErrorKind::{ArgumentListTooLong, StorageFull, Unsupported};
+                let err = match e.kind() {
+                    Unsupported | StorageFull | ArgumentListTooLong => StoreError::NoSpace,
+                    _ => StoreError::from_io("write metadata", e),
+                };
+                return Err(upload.discard_file(err));
+            }
+        }
+        Ok(upload)
     }
 
     /// Takes over a file already in the staging area (`temp`, relative to it, `size` bytes
@@ -229,6 +252,8 @@ impl Upload {
         sha256: Option<ResumableSha256>,
         options: UploadOptions,
     ) -> Upload {
+        // Resumable uploads (their only caller) carry no S3 metadata: none to lose here.
+        debug_assert!(options.object_meta.is_none());
         let expected_digest = options.expected_digest.unwrap_or_default();
         let want_sha256 = options.hash || expected_digest.sha256.is_some();
         let want_sha512 = expected_digest.sha512.is_some();

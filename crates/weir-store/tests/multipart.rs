@@ -74,6 +74,7 @@ async fn multipart_flow<M: MultipartStore, S: Store>(parts: &M, store: &S) {
     let meta = MultipartMeta {
         media_type: weir_store::MediaType::parse(b"application/x-test"),
         metadata: vec![("color".into(), "blue".into())],
+        fields: vec![("cache-control".into(), "no-cache".into())],
         checksum_algorithm: Some("CRC32".into()),
     };
     let up = parts.create(&p("mp/big.bin"), meta.clone()).await.unwrap();
@@ -177,6 +178,11 @@ async fn multipart_flow<M: MultipartStore, S: Store>(parts: &M, store: &S) {
         object.media_type().map(|m| m.as_str()),
         Some("application/x-test")
     );
+    // The metadata given at creation is the object's, from its commit on.
+    let kept = object.object_meta().unwrap();
+    assert_eq!(kept.get("x-amz-meta-color"), Some(&b"blue"[..]));
+    assert_eq!(kept.get("cache-control"), Some(&b"no-cache"[..]));
+    assert_eq!(kept.fields().count(), 2);
     assert!(matches!(
         parts.upload(up.id).await,
         Err(MultipartError::NoSuchUpload)

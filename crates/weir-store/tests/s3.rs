@@ -8,8 +8,8 @@ use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use weir_store::{
-    ContentDigest, LocalOptions, LocalStore, S3Config, S3Store, Store, StoreError, StoreObject,
-    StorePath, StoreReader, StoreUpload, UploadOptions,
+    ContentDigest, CopyMeta, LocalOptions, LocalStore, S3Config, S3Store, Store, StoreError,
+    StoreObject, StorePath, StoreReader, StoreUpload, UploadOptions,
 };
 use weir_testkit::seaweed::{self, Seaweed};
 
@@ -723,7 +723,7 @@ async fn copies_and_renames<S: Store>(store: &S, atomic_rename: bool) {
     assert_eq!(source.sha256, Some(sha));
 
     let copied = store
-        .copy(&p("cp/a b+é.bin"), &p("cp/copy"), None)
+        .copy(&p("cp/a b+é.bin"), &p("cp/copy"), None, CopyMeta::Source)
         .await
         .unwrap();
     assert_eq!(
@@ -745,7 +745,12 @@ async fn copies_and_renames<S: Store>(store: &S, atomic_rename: bool) {
     let absent = |meta: Option<&weir_store::FileMeta>| meta.is_none();
     for refused in [
         store
-            .copy(&p("cp/copy"), &p("cp/other"), Some(&absent))
+            .copy(
+                &p("cp/copy"),
+                &p("cp/other"),
+                Some(&absent),
+                CopyMeta::Source,
+            )
             .await,
         store
             .rename(&p("cp/copy"), &p("cp/other"), Some(&absent))
@@ -795,7 +800,9 @@ async fn copies_and_renames<S: Store>(store: &S, atomic_rename: bool) {
     assert_eq!(same.size, big.len() as u64);
     assert_eq!(read_all(store, "cp/other", None).await, big);
     for missing in [
-        store.copy(&p("cp/none"), &p("cp/x"), None).await,
+        store
+            .copy(&p("cp/none"), &p("cp/x"), None, CopyMeta::Source)
+            .await,
         store.rename(&p("cp/none"), &p("cp/x"), None).await,
     ] {
         assert!(matches!(missing, Err(StoreError::NotFound)), "{missing:?}");

@@ -142,6 +142,59 @@ def check_boto3():
     s3.create_bucket(Bucket="empty-one")
     s3.delete_bucket(Bucket="empty-one")
     assert error_code(lambda: s3.head_bucket(Bucket="empty-one"))[1] == 404
+    check_metadata(s3)
+
+
+def check_metadata(s3):
+    """User metadata and the kept header fields round-trip, single-part and multipart, and
+    survive a CopyObject (COPY) or are replaced (REPLACE); too much is refused, storing nothing."""
+    b = "meta-bucket"
+    s3.create_bucket(Bucket=b)
+    given = {"color": "blue", "empty": "", "x-y": "a=b; c"}
+    fields = {
+        "CacheControl": "no-cache",
+        "ContentDisposition": 'attachment; filename="a b.txt"',
+        "ContentEncoding": "gzip",
+        "ContentLanguage": "de",
+    }
+    expires = datetime.datetime(2099, 1, 1, tzinfo=datetime.timezone.utc)
+
+    def same(key, metadata):
+        for got in [s3.head_object(Bucket=b, Key=key), s3.get_object(Bucket=b, Key=key)]:
+            assert got["Metadata"] == metadata, (key, got["Metadata"])
+            for name, value in fields.items():
+                assert got[name] == value, (key, name, got.get(name))
+            assert got["Expires"] == expires, (key, got.get("Expires"))
+
+    s3.put_object(Bucket=b, Key="one", Body=b"x", Metadata=given, Expires=expires, **fields)
+    same("one", given)
+    mp = s3.create_multipart_upload(Bucket=b, Key="mp", Metadata=given, Expires=expires, **fields)
+    part = s3.upload_part(Bucket=b, Key="mp", UploadId=mp["UploadId"], PartNumber=1, Body=b"y")
+    s3.complete_multipart_upload(
+        Bucket=b, Key="mp", UploadId=mp["UploadId"],
+        MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": part["ETag"]}]},
+    )
+    same("mp", given)
+    # COPY (the default) keeps the source's; REPLACE the request's, onto the object itself too.
+    s3.copy_object(Bucket=b, Key="copy", CopySource={"Bucket": b, "Key": "one"})
+    same("copy", given)
+    s3.copy_object(
+        Bucket=b, Key="copy", CopySource={"Bucket": b, "Key": "copy"},
+        Metadata={"new": "1"}, MetadataDirective="REPLACE",
+    )
+    got = s3.head_object(Bucket=b, Key="copy")
+    assert got["Metadata"] == {"new": "1"}, got["Metadata"]
+    assert "CacheControl" not in got, got
+    # A new version without metadata has none; more than 2 KiB is refused and stores nothing.
+    s3.put_object(Bucket=b, Key="one", Body=b"z")
+    assert s3.head_object(Bucket=b, Key="one")["Metadata"] == {}
+    big = {"big": "x" * 2048}
+    code = error_code(lambda: s3.put_object(Bucket=b, Key="big", Body=b"x", Metadata=big))
+    assert code == ("MetadataTooLarge", 400), code
+    absent(s3, b, "big")
+    for key in ["one", "mp", "copy"]:
+        s3.delete_object(Bucket=b, Key=key)
+    s3.delete_bucket(Bucket=b)
 
 
 def urlopen(url):

@@ -11,7 +11,8 @@
 //!   (length checked, fsync, rename into place: all or nothing, the quota charged), and a
 //!   source with a stored SHA-256 has its copy verified against it before the commit (a read
 //!   of the copy), so the copy carries the same digest and never differs silently. Its media
-//!   type and dead properties (`props.rs`) go with it.
+//!   type, S3 metadata (`object_meta.rs`) and dead properties (`props.rs`) go with it, or
+//!   the caller gives the copy a media type and S3 metadata of its own ([`CopyMeta`]).
 //!
 //! Both take the caller's check of the version at the target, judged under the commit lock
 //! atomically with the rename (`precondition.rs`), as a commit's.
@@ -21,14 +22,17 @@ use crate::precondition::{self, Check};
 use crate::quota::ENTRY_COST;
 use crate::sys::{self, EntryKind};
 use crate::upload::target_stat;
-use crate::{Committed, ContentDigest, FileMeta, MediaType, StoreError, StorePath, UploadOptions};
+use crate::{
+    Committed, ContentDigest, CopyMeta, FileMeta, MediaType, ObjectMeta, StoreError, StorePath,
+    UploadOptions,
+};
 
 impl LocalStore {
     /// Copies the file at `from` to `to` (see the module doc): [`StoreError::NotFound`] if there
     /// is none, [`StoreError::IsDirectory`] for a directory; the target as for an upload (a
     /// directory there, a file on the way, the quota). Its media type goes with it.
     pub fn copy(&self, from: &StorePath, to: &StorePath) -> Result<Committed, StoreError> {
-        self.copy_checked(from, to, None)
+        self.copy_checked(from, to, None, CopyMeta::Source)
     }
 
     /// [`LocalStore::copy`], only if `check` accepts the version now at `to` (`None`: no file
@@ -40,16 +44,34 @@ impl LocalStore {
         to: &StorePath,
         mut check: impl FnMut(Option<&FileMeta>) -> bool,
     ) -> Result<Committed, StoreError> {
-        self.copy_checked(from, to, Some(&mut check))
+        self.copy_checked(from, to, Some(&mut check), CopyMeta::Source)
     }
 
-    fn copy_checked(
+    /// [`LocalStore::copy`] or [`LocalStore::copy_if`], the copy given `meta`: the source's
+    /// media type and S3 metadata, or the caller's (S3's `x-amz-metadata-directive: REPLACE`).
+    pub(crate) fn copy_checked(
         &self,
         from: &StorePath,
         to: &StorePath,
         check: Option<Check<'_>>,
+        meta_given: CopyMeta<'_>,
     ) -> Result<Committed, StoreError> {
         let (source, meta) = self.open_file(from)?;
+        let (media_type, object_meta) = match meta_given {
+            // Read from the open source, the version copied. A source whose metadata cannot
+            // be read is not copied without it.
+            CopyMeta::Source => (
+                MediaType::read_from(&source),
+                match sys::read_object_meta(&source) {
+                    Ok(stored) => stored.and_then(|s| ObjectMeta::decode(&s)),
+                    Err(e) => return Err(StoreError::from_io("read metadata", e)),
+                },
+            ),
+            CopyMeta::Replace {
+                media_type,
+                object_meta,
+            } => (media_type.cloned(), Some(object_meta.clone())),
+        };
         let options = UploadOptions {
             hash: false,
             // The copy is read back and checked against the source's digest, which it then
@@ -59,10 +81,11 @@ impl LocalStore {
                 sha512: None,
             }),
             expected_len: Some(meta.size),
+            object_meta,
         };
         let mut upload = self.begin(to, options)?;
-        if let Some(media_type) = MediaType::read_from(&source) {
-            upload.set_media_type(&media_type);
+        if let Some(media_type) = &media_type {
+            upload.set_media_type(media_type);
         }
         // Dead properties go with the copy, as with a rename (on the temporary file, which
         // becomes the copy). Best effort: the copy is the bytes; a filesystem that keeps no

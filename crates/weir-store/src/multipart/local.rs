@@ -165,7 +165,9 @@ impl LocalMultiparts {
         let words = meta
             .metadata
             .iter()
+            .chain(&meta.fields)
             .all(|(n, v)| record::one_word(n) && record::one_line(v))
+            && meta.object_meta().is_ok()
             && meta
                 .checksum_algorithm
                 .as_deref()
@@ -289,6 +291,7 @@ impl LocalMultiparts {
             hash: false,
             expected_digest: None,
             expected_len: Some(len),
+            object_meta: None,
         };
         let mut upload = self.store.begin(&key, options)?;
         upload.reserve_next(len)?;
@@ -444,6 +447,8 @@ impl LocalMultiparts {
             hash: true,
             expected_digest: None,
             expected_len: Some(total),
+            // Checked at creation, so it is the object's (an old record's error: none).
+            object_meta: upload.meta.object_meta().ok(),
         };
         let mut object = self.store.begin(&upload.key, options)?;
         if let Some(media_type) = &upload.meta.media_type {
@@ -609,6 +614,7 @@ impl MultipartStore for LocalMultiparts {
             hash: false,
             expected_digest: None,
             expected_len,
+            object_meta: None,
         };
         Ok(LocalUpload(self.store.begin(&upload.key, options)?))
     }

@@ -29,7 +29,10 @@
 //!   its SHA-256 is the store's own digest of the whole object (`local.rs`: the commit reads the
 //!   assembled file back once, since its bytes came by `copy_file_range`, not through a hasher).
 
-use crate::{Committed, MediaType, StoreError, StorePath, StoreUpload, UploadId, VersionCheck};
+use crate::{
+    Committed, MediaType, ObjectMeta, ObjectMetaError, StoreError, StorePath, StoreUpload,
+    UploadId, VersionCheck,
+};
 use std::future::Future;
 use std::ops::Range;
 use std::time::{Duration, SystemTime};
@@ -56,8 +59,27 @@ pub struct MultipartMeta {
     /// User metadata (`x-amz-meta-*`: name without the prefix, value), kept with the upload and
     /// listed back. Neither name nor value may hold a line break.
     pub metadata: Vec<(String, String)>,
+    /// The other header fields the object keeps ([`KEPT_FIELDS`](crate::KEPT_FIELDS):
+    /// `Cache-Control`, …; lower-case name, value), given at creation too.
+    pub fields: Vec<(String, String)>,
     /// The checksum algorithm the client announced (`x-amz-checksum-algorithm`), as given.
     pub checksum_algorithm: Option<String>,
+}
+
+impl MultipartMeta {
+    /// The S3 metadata the object gets at completion: [`MultipartMeta::metadata`] as
+    /// `x-amz-meta-*`, and [`MultipartMeta::fields`].
+    pub fn object_meta(&self) -> Result<ObjectMeta, ObjectMetaError> {
+        let mut meta = ObjectMeta::new();
+        for (name, value) in &self.metadata {
+            // ALLOCATION: the full name, once per field per completion.
+            meta.push(&format!("x-amz-meta-{name}"), value.as_bytes())?;
+        }
+        for (name, value) in &self.fields {
+            meta.push(name, value.as_bytes())?;
+        }
+        Ok(meta)
+    }
 }
 
 /// One multipart upload in progress.
@@ -176,7 +198,7 @@ pub enum MultipartError {
     EntityTooLarge,
     /// User metadata or a checksum name that a record cannot hold (a line break, a space in
     /// a name): `InvalidArgument`.
-    #[error("metadata with a line break, or a name with a space")]
+    #[error("metadata with a line break, a name with a space, or not an object's metadata")]
     InvalidMetadata,
     /// An UploadPartCopy range outside the source: `InvalidRange`.
     #[error("the range is not inside the source object")]

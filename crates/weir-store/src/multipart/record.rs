@@ -9,6 +9,7 @@
 //! type application/octet-stream        (optional)
 //! checksum CRC32                        (optional)
 //! meta color blue                       (repeated: user metadata, name then value)
+//! field cache-control no-cache          (repeated: other kept header fields, name then value)
 //! ```
 //! Part record (`data` is the file holding the part's bytes, in the upload's directory):
 //! ```text
@@ -63,6 +64,9 @@ pub(crate) fn encode_upload(upload: &MultipartUpload) -> String {
     for (name, value) in &upload.meta.metadata {
         let _ = writeln!(out, "meta {name} {value}");
     }
+    for (name, value) in &upload.meta.fields {
+        let _ = writeln!(out, "field {name} {value}");
+    }
     out
 }
 
@@ -80,6 +84,10 @@ pub(crate) fn decode_upload(id: UploadId, text: &str) -> Option<MultipartUpload>
             "meta" => {
                 let (n, v) = value.split_once(' ').unwrap_or((value, ""));
                 meta.metadata.push((n.to_owned(), v.to_owned()));
+            }
+            "field" => {
+                let (n, v) = value.split_once(' ').unwrap_or((value, ""));
+                meta.fields.push((n.to_owned(), v.to_owned()));
             }
             _ => return None,
         }
@@ -261,6 +269,7 @@ mod tests {
                     ("color".into(), "deep blue".into()),
                     ("empty".into(), "".into()),
                 ],
+                fields: vec![("content-disposition".into(), "attachment; x=\"a b\"".into())],
                 checksum_algorithm: Some("CRC32".into()),
             },
         };

@@ -55,6 +55,7 @@ async fn parts_in_any_order_and_replaced_complete_byte_exact() {
     let meta = MultipartMeta {
         media_type: crate::MediaType::parse(b"application/x-test"),
         metadata: vec![("color".into(), "blue".into())],
+        fields: vec![],
         checksum_algorithm: None,
     };
     let up = parts.create(&p("dir/big.bin"), meta.clone()).await.unwrap();
@@ -222,6 +223,22 @@ async fn part_numbers_sizes_and_metadata_are_checked_first() {
         parts.create(&p("k"), bad).await,
         Err(MultipartError::InvalidMetadata)
     ));
+    // Not a field an object keeps, or user metadata over S3's 2 KiB: refused at creation.
+    for bad in [
+        MultipartMeta {
+            fields: vec![("content-type".into(), "a/b".into())],
+            ..Default::default()
+        },
+        MultipartMeta {
+            metadata: vec![("big".into(), "x".repeat(crate::MAX_USER_META))],
+            ..Default::default()
+        },
+    ] {
+        assert!(matches!(
+            parts.create(&p("k"), bad).await,
+            Err(MultipartError::InvalidMetadata)
+        ));
+    }
     let other = UploadId::parse("00000000000000000000000000000000").unwrap();
     assert!(matches!(
         parts.begin_part(other, 1, None).await,

@@ -3,7 +3,8 @@
 //!
 //! - **copy** is S3's `CopyObject` (a `PutObject` with `x-amz-copy-source`), pinned to the
 //!   source version its `HeadObject` saw (`x-amz-copy-source-if-match`), with the metadata
-//!   replaced by the source's media type and SHA-256 (which may have come from a multipart
+//!   replaced by the source's media type, S3 metadata (or the caller's: [`CopyMeta`]) and
+//!   SHA-256 (which may have come from a multipart
 //!   version's sidecar: the copy then holds it in its own metadata). The caller's check of the
 //!   version at the target goes through `write_checked`, as an upload's commit: judged on a
 //!   `HeadObject`, then `If-None-Match: *` or `If-Match` on the copy. S3 copies at most 5 GiB
@@ -17,7 +18,8 @@ use super::upload::ObjectWrite;
 use super::{S3Store, SHA256_META};
 use crate::quota::ENTRY_COST;
 use crate::store::{Store, VersionCheck};
-use crate::{Committed, FileMeta, StoreError, StorePath};
+use crate::{Committed, CopyMeta, FileMeta, StoreError, StorePath};
+use std::borrow::Cow;
 
 impl S3Store {
     /// `CopyObject` of `from` to `to` (see the module doc), with the source's metadata: what
@@ -27,6 +29,7 @@ impl S3Store {
         from: &StorePath,
         to: &StorePath,
         check: Option<VersionCheck<'_>>,
+        meta: CopyMeta<'_>,
     ) -> Result<(Committed, FileMeta), StoreError> {
         let from_key = self.key(from);
         let Some(source) = self.head(&from_key).await? else {
@@ -36,23 +39,32 @@ impl S3Store {
         // As an upload of that size: the object and its entry against the quota first.
         let reserved = size.saturating_add(ENTRY_COST);
         self.inner.usage.reserve(reserved)?;
-        let mut headers: Vec<(&'static str, String)> = vec![
+        let mut headers: Vec<(Cow<'static, str>, String)> = vec![
             (
-                "x-amz-copy-source",
+                "x-amz-copy-source".into(),
                 copy_source(self.inner.bucket.name(), &from_key),
             ),
-            ("x-amz-copy-source-if-match", source.etag.clone()),
-            ("x-amz-metadata-directive", "REPLACE".to_owned()),
+            ("x-amz-copy-source-if-match".into(), source.etag.clone()),
+            ("x-amz-metadata-directive".into(), "REPLACE".to_owned()),
         ];
-        if let Some(media_type) = &source.media_type {
-            headers.push(("content-type", media_type.as_str().to_owned()));
+        let (media_type, object_meta) = match meta {
+            CopyMeta::Source => (source.media_type.as_ref(), source.object_meta.as_ref()),
+            CopyMeta::Replace {
+                media_type,
+                object_meta,
+            } => (media_type, Some(object_meta)),
+        };
+        if let Some(media_type) = media_type {
+            headers.push(("content-type".into(), media_type.as_str().to_owned()));
         }
         if let Some(sha256) = &source.meta.sha256 {
-            headers.push((SHA256_META, super::hex(sha256)));
+            headers.push((SHA256_META.into(), super::hex(sha256)));
         }
+        // S3 metadata: the source's (S3's COPY) or the caller's (REPLACE).
+        headers.extend(object_meta.into_iter().flat_map(super::meta::headers));
         // Dead properties go with the object (WebDAV's COPY and MOVE).
         if let Some(props) = &source.props {
-            headers.push((super::props::PROPS_META, super::props::encode(props)));
+            headers.push((super::props::PROPS_META.into(), super::props::encode(props)));
         }
         let to_key = self.key(to);
         let write = ObjectWrite::Copy { headers };
@@ -105,7 +117,7 @@ impl S3Store {
                 stored: object.meta,
             });
         }
-        let (committed, source) = self.copy_object(from, to, check).await?;
+        let (committed, source) = self.copy_object(from, to, check, CopyMeta::Source).await?;
         let copied = |meta: Option<&FileMeta>| meta == Some(&source);
         match Store::delete(self, from, Some(&copied)).await {
             // Deleted; or another writer's version is there now, or none: not the one moved.

@@ -85,8 +85,8 @@ use crate::digest::Hashers;
 use crate::quota::{ENTRY_COST, Usage};
 use crate::store::{Store, StoreObject, StoreReader, StoreUpload, VersionCheck};
 use crate::{
-    Committed, Entry, FileMeta, ListPage, MediaType, StoreError, StorePath, UploadOptions,
-    validate_name,
+    Committed, CopyMeta, Entry, FileMeta, ListPage, MediaType, ObjectMeta, StoreError, StorePath,
+    UploadOptions, validate_name,
 };
 use bytes::{Bytes, BytesMut};
 use http::{HeaderMap, Method, Request, Response, StatusCode};
@@ -107,6 +107,9 @@ use url::Url;
 const SIGNED_FOR: Duration = Duration::from_secs(15 * 60);
 /// The most keys (or multipart uploads) an S3 listing answers per page.
 const LIST_PAGE: usize = 1000;
+/// No headers, for [`S3Store::put_small`] (its header names' type then still known).
+const NO_HEADERS: &[(&str, String)] = &[];
+
 /// The user metadata holding the SHA-256 (hex), without S3's `x-amz-meta-` prefix.
 const SHA256_META: &str = "x-amz-meta-weir-sha256";
 
@@ -184,6 +187,8 @@ struct Head {
     media_type: Option<MediaType>,
     /// Dead properties kept in the object's metadata (`props.rs`).
     props: Option<Vec<u8>>,
+    /// The S3 metadata kept with it (`meta.rs`).
+    object_meta: Option<ObjectMeta>,
     /// S3's ETag of this version, for `If-Match`.
     etag: String,
 }
@@ -456,10 +461,10 @@ impl S3Store {
     }
 
     /// A `PutObject` of a small body with these (signed) headers.
-    async fn put_small(
+    async fn put_small<K: AsRef<str>>(
         &self,
         key: &str,
-        headers: &[(&'static str, String)],
+        headers: &[(K, String)],
         body: Bytes,
     ) -> Result<Response<Incoming>, StoreError> {
         let mut action = self
@@ -467,10 +472,13 @@ impl S3Store {
             .bucket
             .put_object(Some(&self.inner.credentials), key);
         for (k, v) in headers {
-            action.headers_mut().insert(*k, v.as_str());
+            action.headers_mut().insert(k.as_ref(), v.as_str());
         }
         let url = action.sign(SIGNED_FOR);
-        let pairs: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let pairs: Vec<(&str, &str)> = headers
+            .iter()
+            .map(|(k, v)| (k.as_ref(), v.as_str()))
+            .collect();
         self.send("put object", Method::PUT, url, &pairs, body)
             .await
     }
@@ -500,8 +508,11 @@ impl Store for S3Store {
         from: &StorePath,
         to: &StorePath,
         check: Option<VersionCheck<'_>>,
+        meta: CopyMeta<'_>,
     ) -> Result<Committed, StoreError> {
-        self.copy_object(from, to, check).await.map(|(c, _)| c)
+        self.copy_object(from, to, check, meta)
+            .await
+            .map(|(c, _)| c)
     }
 
     async fn rename(
@@ -701,6 +712,7 @@ impl Store for S3Store {
 mod commit_lock;
 mod copy;
 mod list;
+mod meta;
 mod multipart_sweep;
 mod multiparts;
 mod props;
@@ -736,6 +748,7 @@ fn head_from(headers: &HeaderMap) -> Result<Head, StoreError> {
         .and_then(|v| MediaType::parse(v.as_bytes()));
     let etag = text("etag").unwrap_or("").to_owned();
     let props = text(props::PROPS_META).and_then(props::decode);
+    let object_meta = meta::from_headers(headers);
     Ok(Head {
         meta: FileMeta {
             size,
@@ -744,6 +757,7 @@ fn head_from(headers: &HeaderMap) -> Result<Head, StoreError> {
         },
         media_type,
         props,
+        object_meta,
         etag,
     })
 }

@@ -228,7 +228,7 @@ impl S3Multiparts {
         let text = Bytes::from(record::encode_done(done));
         let resp = self
             .store
-            .put_small(&format!("{dir}done"), &[], text)
+            .put_small(&format!("{dir}done"), NO_HEADERS, text)
             .await?;
         check_write("record a completed multipart upload", resp).await?;
         self.delete_key(&format!("{dir}upload")).await?;
@@ -305,13 +305,15 @@ impl S3Multiparts {
         if let Some(media_type) = &upload.meta.media_type {
             headers.push(("content-type", media_type.as_str().to_owned()));
         }
-        // User metadata: the header names are built per name, so they are leaked-free
-        // `String`s signed one by one below.
+        // The S3 metadata (`meta.rs`): the header names are built per name, so they are
+        // leaked-free `String`s signed one by one below. Checked at creation (an old
+        // record's error: none).
         let user: Vec<(String, String)> = upload
             .meta
-            .metadata
+            .object_meta()
             .iter()
-            .map(|(n, v)| (format!("x-amz-meta-{}", n.to_ascii_lowercase()), v.clone()))
+            .flat_map(super::meta::headers)
+            .map(|(n, v)| (n.into_owned(), v))
             .collect();
         let upload_id = self.create_backend_upload(&key, &headers, &user).await?;
         let copied = async {
@@ -430,7 +432,9 @@ impl MultipartStore for S3Multiparts {
         let words = meta
             .metadata
             .iter()
+            .chain(&meta.fields)
             .all(|(n, v)| record::one_word(n) && record::one_line(v))
+            && meta.object_meta().is_ok()
             && meta
                 .checksum_algorithm
                 .as_deref()
@@ -474,6 +478,7 @@ impl MultipartStore for S3Multiparts {
             hash: false,
             expected_digest: None,
             expected_len,
+            object_meta: None,
         };
         Ok(self.store.begin_key(key, false, options, None)?)
     }
@@ -522,7 +527,7 @@ impl MultipartStore for S3Multiparts {
             let rec = format!("{dir}{number}.rec");
             let name = &data[dir.len()..];
             let body = Bytes::from(record::encode_part(&part, name));
-            let resp = self.store.put_small(&rec, &[], body).await?;
+            let resp = self.store.put_small(&rec, NO_HEADERS, body).await?;
             check_write("record multipart part", resp).await?;
             if let Some((old, old_data)) = previous {
                 if old_data != name {

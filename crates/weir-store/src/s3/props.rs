@@ -5,7 +5,8 @@
 //! metadata in S3's 2 KiB.
 //!
 //! Metadata cannot change in place: setting it is a `CopyObject` of the object onto itself
-//! (`x-amz-metadata-directive: REPLACE`, the media type and SHA-256 carried over), pinned to
+//! (`x-amz-metadata-directive: REPLACE`, the media type, S3 metadata and SHA-256 carried
+//! over), pinned to
 //! the version read (`x-amz-copy-source-if-match`, and `If-Match` on the write): a version
 //! another writer stores meanwhile is never overwritten with the old bytes (the call fails,
 //! [`StoreError::PreconditionFailed`]). The object's S3 ETag and time change; weir's `ETag`
@@ -21,6 +22,7 @@ use crate::store::Store;
 use crate::{FileMeta, MAX_PROPS, StoreError, StorePath};
 use base64::Engine as _;
 use bytes::Bytes;
+use std::borrow::Cow;
 
 /// The user metadata holding the dead properties.
 pub(super) const PROPS_META: &str = "x-amz-meta-weir-props";
@@ -84,22 +86,24 @@ impl S3Store {
         let Some((key, head)) = target else {
             unreachable!("every other case returned");
         };
-        let mut headers: Vec<(&'static str, String)> = vec![
+        let mut headers: Vec<(Cow<'static, str>, String)> = vec![
             (
-                "x-amz-copy-source",
+                "x-amz-copy-source".into(),
                 copy_source(self.inner.bucket.name(), &key),
             ),
-            ("x-amz-copy-source-if-match", head.etag.clone()),
-            ("x-amz-metadata-directive", "REPLACE".to_owned()),
+            ("x-amz-copy-source-if-match".into(), head.etag.clone()),
+            ("x-amz-metadata-directive".into(), "REPLACE".to_owned()),
         ];
         if let Some(media_type) = &head.media_type {
-            headers.push(("content-type", media_type.as_str().to_owned()));
+            headers.push(("content-type".into(), media_type.as_str().to_owned()));
         }
         if let Some(sha256) = &head.meta.sha256 {
-            headers.push((SHA256_META, super::hex(sha256)));
+            headers.push((SHA256_META.into(), super::hex(sha256)));
         }
+        // The object's S3 metadata stays what it was.
+        headers.extend(head.object_meta.iter().flat_map(super::meta::headers));
         if let Some(v) = value {
-            headers.push((PROPS_META, encode(v)));
+            headers.push((PROPS_META.into(), encode(v)));
         }
         // The same version, or nothing is written; its size is unchanged, so is the usage.
         let same = |meta: Option<&FileMeta>| meta == Some(&head.meta);

@@ -35,6 +35,10 @@ impl StoreObject for S3Object {
         self.head.props.clone()
     }
 
+    fn object_meta(&self) -> Option<ObjectMeta> {
+        self.head.object_meta.clone()
+    }
+
     fn media_type(&self) -> Option<&MediaType> {
         self.head.media_type.as_ref()
     }

@@ -24,7 +24,9 @@ impl S3Store {
         sha256: &[u8; 32],
     ) -> Result<(), StoreError> {
         let body = Bytes::from(format!("{etag}\n{}\n", hex(sha256)));
-        let resp = self.put_small(&self.sidecar_key(key), &[], body).await?;
+        let resp = self
+            .put_small(&self.sidecar_key(key), NO_HEADERS, body)
+            .await?;
         check_write("put digest sidecar", resp).await
     }
 

@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::{ContentDigest, DigestAlgorithm};
+use std::borrow::Cow;
 
 /// A multipart upload under way.
 #[derive(Debug)]
@@ -41,14 +42,22 @@ pub struct S3Upload {
 
 impl S3Upload {
     /// The headers an object is created with (signed with it).
-    fn creation_headers(&self, sha256: Option<&[u8; 32]>) -> Vec<(&'static str, String)> {
+    fn creation_headers(&self, sha256: Option<&[u8; 32]>) -> Vec<(Cow<'static, str>, String)> {
         let mut h = Vec::with_capacity(2);
         if let Some(m) = &self.media_type {
-            h.push(("content-type", m.as_str().to_owned()));
+            h.push(("content-type".into(), m.as_str().to_owned()));
         }
         if let Some(d) = sha256 {
-            h.push((SHA256_META, hex(d)));
+            h.push((SHA256_META.into(), hex(d)));
         }
+        // The S3 metadata, created with the object (or its backend multipart upload): never
+        // an object without it.
+        h.extend(
+            self.options
+                .object_meta
+                .iter()
+                .flat_map(super::meta::headers),
+        );
         h
     }
 
@@ -198,13 +207,13 @@ impl S3Upload {
 pub(super) enum ObjectWrite<'a> {
     /// One `PutObject` of `body`, created with `headers` (its metadata, signed with it).
     Put {
-        headers: Vec<(&'static str, String)>,
+        headers: Vec<(Cow<'static, str>, String)>,
         body: Bytes,
     },
     /// `CopyObject`: a `PutObject` without a body whose `headers` name the source
     /// (`x-amz-copy-source`) and the copy's metadata (signed with it).
     Copy {
-        headers: Vec<(&'static str, String)>,
+        headers: Vec<(Cow<'static, str>, String)>,
     },
     /// `CompleteMultipartUpload` of `upload_id` with its parts' S3 ETags, in part order.
     Complete {
@@ -267,13 +276,13 @@ impl S3Store {
         let etag;
         match write {
             ObjectWrite::Put { mut headers, body } => {
-                headers.extend(condition);
+                headers.extend(condition.map(|(k, v)| (k.into(), v)));
                 let resp = self.put_small(key, &headers, body).await?;
                 etag = super::etag(&resp).map(str::to_owned);
                 check_write("put object", resp).await?;
             }
             ObjectWrite::Copy { mut headers } => {
-                headers.extend(condition);
+                headers.extend(condition.map(|(k, v)| (k.into(), v)));
                 let resp = self.put_small(key, &headers, Bytes::new()).await?;
                 // The answer's ETag is in its body; S3 may answer 200 with an error there.
                 let status = resp.status();
@@ -535,18 +544,21 @@ async fn join_one(mp: &mut Multipart) -> Result<(), StoreError> {
 
 /// `CreateMultipartUpload` of `key` with `headers` (its metadata: S3 takes it only here);
 /// the new upload's id.
-pub(super) async fn create_multipart_request(
+pub(super) async fn create_multipart_request<K: AsRef<str>>(
     store: &S3Store,
     key: &str,
-    headers: &[(&'static str, String)],
+    headers: &[(K, String)],
 ) -> Result<String, StoreError> {
     let i = &store.inner;
     let mut action = i.bucket.create_multipart_upload(Some(&i.credentials), key);
     for (k, v) in headers {
-        action.headers_mut().insert(*k, v.as_str());
+        action.headers_mut().insert(k.as_ref(), v.as_str());
     }
     let url = action.sign(SIGNED_FOR);
-    let pairs: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let pairs: Vec<(&str, &str)> = headers
+        .iter()
+        .map(|(k, v)| (k.as_ref(), v.as_str()))
+        .collect();
     let resp = store
         .send(
             "create multipart upload",

@@ -29,6 +29,15 @@ pub(crate) fn write_props<T>(_fd: T, _value: Option<&[u8]>) -> io::Result<()> {
     Err(io::ErrorKind::Unsupported.into())
 }
 
+/// No xattrs in std: S3 metadata cannot be kept, and an upload with some is refused.
+pub(crate) fn write_object_meta(_file: &File, _value: &[u8]) -> io::Result<()> {
+    Err(io::ErrorKind::Unsupported.into())
+}
+
+pub(crate) fn read_object_meta(_file: &File) -> io::Result<Option<Vec<u8>>> {
+    Ok(None)
+}
+
 /// No portable advisory lock in std before Rust 1.89 (`File::try_lock`).
 pub(crate) fn lock_exclusive(_file: &File) -> io::Result<()> {
     Ok(())

@@ -1,7 +1,9 @@
 //! Linux: the digest xattr, the root lock, early writeback and in-kernel copies, through rustix
 //! (safe wrappers, so the crate stays `forbid(unsafe_code)`).
 
-use super::{CopyWay, DIGEST_XATTR, DigestRecord, MEDIA_TYPE_XATTR, PROPS_XATTR};
+use super::{
+    CopyWay, DIGEST_XATTR, DigestRecord, MEDIA_TYPE_XATTR, OBJECT_META_XATTR, PROPS_XATTR,
+};
 use rustix::fs::{FlockOperation, XattrFlags};
 use std::fs::{File, Metadata};
 use std::io;
@@ -68,6 +70,37 @@ pub(crate) fn write_props(fd: impl AsFd, value: Option<&[u8]>) -> io::Result<()>
     }
     .map_err(io::Error::from)
 }
+
+/// Records an object's S3 metadata (its stored form, `object_meta.rs`) on the file. Unlike
+/// the media type, not best effort: a filesystem without user xattrs fails
+/// (`Unsupported`), and the caller refuses the upload rather than store it without.
+pub(crate) fn write_object_meta(file: &File, value: &[u8]) -> io::Result<()> {
+    rustix::fs::fsetxattr(file, OBJECT_META_XATTR, value, XattrFlags::empty())
+        .map_err(io::Error::from)
+}
+
+/// The stored form of a file's S3 metadata ([`write_object_meta`]); `None`: none.
+pub(crate) fn read_object_meta(file: &File) -> io::Result<Option<Vec<u8>>> {
+    // On the stack first: ext4 keeps all of a file's xattrs in one 4 KiB block, so this is
+    // the one call; a file without metadata costs just it.
+    let mut small = [0u8; 4096];
+    let n = match rustix::fs::fgetxattr(file, OBJECT_META_XATTR, &mut small[..]) {
+        // ALLOCATION: the value, once per read of an object's metadata (GetObject,
+        // HeadObject of an object that has some).
+        Ok(n) => return Ok(Some(small[..n].to_vec())),
+        Err(rustix::io::Errno::NODATA) => return Ok(None),
+        Err(rustix::io::Errno::RANGE) => XATTR_SIZE_MAX,
+        Err(e) => return Err(e.into()),
+    };
+    // ALLOCATION: a larger value (a filesystem with larger xattrs): Linux's largest.
+    let mut value = vec![0u8; n];
+    let n = rustix::fs::fgetxattr(file, OBJECT_META_XATTR, &mut value[..])?;
+    value.truncate(n);
+    Ok(Some(value))
+}
+
+/// The largest xattr value Linux keeps (`XATTR_SIZE_MAX`).
+const XATTR_SIZE_MAX: usize = 64 << 10;
 
 /// Takes an exclusive advisory lock, or fails with `WouldBlock` if another open file holds it.
 /// Released when the file is closed (the store dropped, or the process killed).

@@ -81,6 +81,10 @@ pub(crate) const MEDIA_TYPE_XATTR: &str = "user.weir.content_type";
 /// `PROPPATCH`: opaque bytes, at most [`MAX_PROPS`](crate::MAX_PROPS)).
 pub(crate) const PROPS_XATTR: &str = "user.weir.props";
 
+/// The extended attribute that holds an object's S3 metadata (`object_meta.rs`): set on the
+/// temporary file before the commit's fsync and rename, so that it is visible with the bytes.
+pub(crate) const OBJECT_META_XATTR: &str = "user.weir.s3meta";
+
 /// The extended attribute that holds a committed file's SHA-256.
 pub(crate) const DIGEST_XATTR: &str = "user.weir.sha256";
 

@@ -321,7 +321,7 @@ impl S3Append {
             let key = format!("{}{name}", self.up.dir(&self.id));
             // No copy: the part's bytes are the tail object's body.
             let body = std::mem::take(&mut self.part).freeze();
-            let resp = self.up.store.put_small(&key, &[], body).await?;
+            let resp = self.up.store.put_small(&key, NO_HEADERS, body).await?;
             check_write("write upload tail", resp).await?;
             let old = self.manifest.tail.replace(name);
             self.manifest.offset = self.received;
@@ -372,9 +372,9 @@ impl S3Append {
             None => {
                 let mut headers = Vec::with_capacity(2);
                 if let Some(m) = &self.manifest.media_type {
-                    headers.push(("content-type", m.clone()));
+                    headers.push(("content-type".into(), m.clone()));
                 }
-                headers.push((SHA256_META, hex(&sha256)));
+                headers.push((SHA256_META.into(), hex(&sha256)));
                 // No copy: the part's bytes are the object's body.
                 let body = std::mem::take(&mut self.part).freeze();
                 let write = ObjectWrite::Put { headers, body };

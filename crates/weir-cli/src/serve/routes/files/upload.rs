@@ -146,6 +146,7 @@ pub(in crate::serve) async fn put<S: Store>(
         hash: svc.options.hash || trailer_announced || hash_asked,
         expected_digest: verify.then_some(expected_digest),
         expected_len: declared,
+        object_meta: None,
     };
     // The client's media type is kept with the file when the store can; else it is served by
     // its name.

@@ -7,13 +7,13 @@
 //! `-if-unmodified-since`) are judged on the source opened now with the one rule of conditional
 //! requests (`weir_proto::conditional`, as for a `GET`), and any failure is
 //! `PreconditionFailed`; the target's (`If-Match`, `If-None-Match`) are judged by the store
-//! atomically with the copy, as a PUT's. The copy keeps the source's media type and SHA-256, so
-//! its ETag is the source's; `x-amz-metadata-directive: REPLACE` is accepted but changes
-//! nothing weir stores (see the module doc of `mod.rs` on metadata), and a copy onto itself
-//! without it is S3's `InvalidRequest`.
+//! atomically with the copy, as a PUT's. The copy keeps the source's SHA-256, so its ETag is
+//! the source's, and its media type and metadata (`x-amz-metadata-directive: COPY`, the
+//! default), or takes the request's (`REPLACE`: `Content-Type` and `metadata.rs`'s fields, none
+//! kept from the source); a copy onto itself without `REPLACE` is S3's `InvalidRequest`.
 
 use super::reply::{self, Missing};
-use super::{Ctx, bucket, keys};
+use super::{Ctx, bucket, keys, metadata};
 use crate::serve::auth::Access;
 use crate::serve::preconditions;
 use http::StatusCode;
@@ -22,7 +22,7 @@ use weir_proto::conditional::{self, Outcome, RequestFields};
 use weir_s3api::route::CopySource;
 use weir_s3api::xml::write;
 use weir_s3api::{ErrorCode, S3Error};
-use weir_store::{FileMeta, Store, StoreError, StoreObject};
+use weir_store::{CopyMeta, FileMeta, Store, StoreError, StoreObject};
 
 /// CopyObject from `source` to `bucket`/`key`.
 pub(super) async fn copy<S: Store>(
@@ -95,8 +95,28 @@ async fn copy_checked<S: Store>(
     }
     let check = |meta: Option<&FileMeta>| preconditions::hold(head, meta);
     let conditional = conditional::has_preconditions(&preconditions::Fields(head));
+    // REPLACE: the request's media type and metadata, else the source's (S3's COPY).
+    let media_type = head
+        .header("content-type")
+        .and_then(weir_store::MediaType::parse);
+    let replaced = match replace {
+        true => Some(metadata::of_request(head)?.unwrap_or_default()),
+        false => None,
+    };
+    let meta = match &replaced {
+        Some(object_meta) => CopyMeta::Replace {
+            media_type: media_type.as_ref(),
+            object_meta,
+        },
+        None => CopyMeta::Source,
+    };
     let committed = store
-        .copy(&from, &to, if conditional { Some(&check) } else { None })
+        .copy(
+            &from,
+            &to,
+            if conditional { Some(&check) } else { None },
+            meta,
+        )
         .await
         .map_err(|e| match e {
             StoreError::NotFound => S3Error::from_code(ErrorCode::NoSuchKey),

@@ -37,10 +37,14 @@
 //!   multipart ETag (rclone: not 32 hex digits; s3cmd: it has a `-`), and fall back to size and
 //!   time; integrity is covered by `Content-MD5` (verified when sent: computed only then) and
 //!   `x-amz-checksum-*`.
-//! - **Metadata**: the store keeps the media type (`Content-Type`); `x-amz-meta-*` user
-//!   metadata, `Content-Disposition`, `Content-Encoding` and the like are not kept (weir-store's
-//!   `FileMeta` has no place for them): they are accepted and dropped. The checksum a client
-//!   sent is verified, not stored.
+//! - **Metadata**: the store keeps the media type (`Content-Type`) of every file, and with an
+//!   object written here its S3 metadata (`metadata.rs`: `x-amz-meta-*` within 2 KiB,
+//!   `Cache-Control`, `Content-Disposition`, `Content-Encoding`, `Content-Language`,
+//!   `Expires`), given to the store with the upload (`UploadOptions::object_meta`) so that it
+//!   is stored with the commit, never after; returned by GetObject and HeadObject, carried or
+//!   replaced by CopyObject, given at CreateMultipartUpload for the completed object. Files
+//!   written through `/files/`, tus or WebDAV have none. The checksum a client sent is
+//!   verified, not stored.
 //! - **Observed** as `/files/` requests are: the access log and the metrics through
 //!   `observe.rs`'s `observe_start`/`observe_end`, every request in a note's scope
 //!   (`stored.rs`) whose caller is named once the signature is verified; commits and deletes
@@ -55,6 +59,7 @@
 //! | DeleteObject, DeleteObjects | `delete.rs` |
 //! | ListObjectsV2, ListObjects (V1) | `list.rs` |
 //! | CopyObject | `copy.rs` |
+//! | the metadata kept with an object | `metadata.rs` |
 //! | multipart uploads | `multipart.rs` |
 //!
 //! Order of checks for every request, all before any body byte is read (so a refused upload
@@ -74,6 +79,7 @@ mod copy;
 mod delete;
 mod keys;
 mod list;
+mod metadata;
 mod multipart;
 mod object_get;
 mod object_put;

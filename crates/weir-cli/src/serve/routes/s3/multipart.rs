@@ -6,7 +6,7 @@
 //!
 //! | operation | module | what it does |
 //! | --- | --- | --- |
-//! | CreateMultipartUpload | here | an upload for the key, with its `Content-Type`, `x-amz-meta-*` and `x-amz-checksum-algorithm` |
+//! | CreateMultipartUpload | here | an upload for the key, with its `Content-Type`, metadata (`metadata.rs`: `x-amz-meta-*`, `Cache-Control`, …, which the object gets at completion) and `x-amz-checksum-algorithm` |
 //! | UploadPart | `part.rs` | the body into the part's upload: spliced into a local file when nothing needs the bytes, else through the `aws-chunked` decoder and the checksums; its MD5 is its ETag |
 //! | UploadPartCopy | `part.rs` | a stored object's range as a part (`x-amz-copy-source-range`, the source's `x-amz-copy-source-if-*`) |
 //! | CompleteMultipartUpload | `complete.rs` | the part list checked, the object assembled and committed with `If-Match`/`If-None-Match` judged by the store atomically |
@@ -31,7 +31,7 @@
 //! keep where its parts began.
 
 use super::reply::{self, Missing};
-use super::{Ctx, bucket, keys};
+use super::{Ctx, bucket, keys, metadata};
 use crate::serve::service::{Files, Service};
 use http::StatusCode;
 use std::sync::Arc;
@@ -244,15 +244,23 @@ async fn create<M: MultipartStore>(
         Err(e) => return reply::error(ex, &e).await,
     };
     let head = ex.request();
-    // ALLOCATION: the user metadata, once per upload.
-    let metadata = head
-        .headers()
-        .filter_map(|(name, value)| {
-            let name = name.to_ascii_lowercase();
-            let short = name.strip_prefix("x-amz-meta-")?.to_owned();
-            Some((short, String::from_utf8_lossy(value).into_owned()))
-        })
-        .collect();
+    // The object's metadata, checked now (`MetadataTooLarge` at creation, as S3), split
+    // into the upload record's user metadata and other fields.
+    let object_meta = match metadata::of_request(head) {
+        Ok(m) => m.unwrap_or_default(),
+        Err(e) => return reply::error(ex, &e).await,
+    };
+    // ALLOCATION: the metadata as text, once per upload. The record is text: a value that is
+    // not UTF-8 is kept lossily (PutObject keeps its bytes).
+    let mut metadata = Vec::new();
+    let mut fields = Vec::new();
+    for (name, value) in object_meta.fields() {
+        let value = String::from_utf8_lossy(value).into_owned();
+        match name.strip_prefix("x-amz-meta-") {
+            Some(short) => metadata.push((short.to_owned(), value)),
+            None => fields.push((name.to_owned(), value)),
+        }
+    }
     let checksum_algorithm = head
         .header_str("x-amz-checksum-algorithm")
         .map(|a| a.to_ascii_uppercase());
@@ -265,6 +273,7 @@ async fn create<M: MultipartStore>(
     let meta = MultipartMeta {
         media_type: crate::serve::mime::of_request(ex),
         metadata,
+        fields,
         checksum_algorithm,
     };
     let _ = ctx;

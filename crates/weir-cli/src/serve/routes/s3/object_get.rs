@@ -8,9 +8,10 @@
 //! naming a folder without its `/` is `NoSuchKey` too (an S3 key names an object, never a
 //! listing), and a key ending in `/` that names a folder is the empty object listings show; a failed
 //! precondition is `PreconditionFailed`, `304` carries no body; an unsatisfiable range is
-//! `InvalidRange` with the object's size; `response-content-type` and the other
-//! `response-*` parameters set the answer's fields; `x-amz-checksum-mode: ENABLED` adds the
-//! stored SHA-256 as `x-amz-checksum-sha256`.
+//! `InvalidRange` with the object's size; the object's stored metadata (`metadata.rs`:
+//! `x-amz-meta-*`, `Cache-Control`, …) is sent with it; `response-content-type` and the other
+//! `response-*` parameters set the answer's fields (over the stored ones);
+//! `x-amz-checksum-mode: ENABLED` adds the stored SHA-256 as `x-amz-checksum-sha256`.
 
 use super::reply::{self, Missing};
 use super::{bucket, keys};
@@ -94,10 +95,23 @@ pub(super) async fn get<S: Store>(
         })
         .and_then(|d| ChecksumValue::from_bytes(ChecksumAlgorithm::Sha256, &d))
         .map(|c| c.to_base64());
+    // Locally one fgetxattr(2); in a bucket, from the HeadObject already made.
+    let object_meta = object.object_meta();
     let head = |ex| {
         let mut response = answer.respond(ex, &meta, content_type);
         if let Some(c) = &checksum {
             response = response.header("x-amz-checksum-sha256", c.as_str());
+        }
+        // The stored fields, but those a `response-content-*` (or `response-expires`, …)
+        // parameter replaces.
+        let fields = object_meta.iter().flat_map(|m| m.fields());
+        for (name, value) in fields.filter(|(n, _)| {
+            !params
+                .response_headers
+                .iter()
+                .any(|(o, _)| o.as_str() == *n)
+        }) {
+            response = response.header(name, value);
         }
         for (name, value) in &params.response_headers {
             if name != http::header::CONTENT_TYPE {

@@ -29,7 +29,7 @@
 
 use super::access::Caller;
 use super::reply::{self, Missing};
-use super::{Ctx, bucket, keys};
+use super::{Ctx, bucket, keys, metadata};
 use crate::serve::body::{BodyFailure, NoCheckpoints, WhereHashed, chunks_body, hashed_body};
 use crate::serve::preconditions;
 use http::StatusCode;
@@ -166,6 +166,7 @@ async fn put_checked<S: Store>(
         (_, None) => max,
     };
     ex.set_max_body_size(Some(wire_max));
+    let object_meta = tri!(metadata::of_request(ex.request()));
     let expected = tri!(Expected::of(ctx.caller, ex));
     tri!(preconditions_now(store, ex.request(), &path).await);
     let options = UploadOptions {
@@ -175,6 +176,8 @@ async fn put_checked<S: Store>(
             sha512: None,
         }),
         expected_len: length,
+        // Kept with the commit: never an object without it (`metadata.rs`).
+        object_meta,
     };
     let mut upload = match store
         .begin(&path, options, crate::serve::mime::of_request(ex))

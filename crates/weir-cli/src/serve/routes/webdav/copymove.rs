@@ -29,7 +29,7 @@ use crate::serve::auth::{Access, Verdict};
 use crate::serve::service::Service;
 use http::StatusCode;
 use weir::{Exchange, http};
-use weir_store::{Store, StoreError, StorePath};
+use weir_store::{CopyMeta, Store, StoreError, StorePath};
 
 /// `COPY` (`moving` false) or `MOVE` of `src`.
 pub(super) async fn serve<S: Store + Clone>(
@@ -130,7 +130,9 @@ pub(super) async fn serve<S: Store + Clone>(
         let result = if moving {
             store.rename(&src_path, &dst_path, None).await
         } else {
-            store.copy(&src_path, &dst_path, None).await
+            store
+                .copy(&src_path, &dst_path, None, CopyMeta::Source)
+                .await
         };
         return match result {
             Ok(committed) => {
@@ -222,7 +224,7 @@ async fn tree<S: Store + Clone>(
                 let result = if moving {
                     store.rename(&file, &to, None).await
                 } else {
-                    store.copy(&file, &to, None).await
+                    store.copy(&file, &to, None, CopyMeta::Source).await
                 };
                 match result {
                     Ok(committed) => {

@@ -1,0 +1,104 @@
+//! An object's S3 metadata ([`ObjectMeta`]) in a bucket: the backend object's own metadata,
+//! sent with the `PutObject` or `CreateMultipartUpload` that creates it (so it is there when
+//! the object is, never after), read back from its `HeadObject`.
+//!
+//! User metadata goes as the same `x-amz-meta-*` headers, the other fields as themselves
+//! (`Cache-Control`, …). A value that is not printable ASCII (S3 clients may send Latin-1 or
+//! UTF-8 bytes), or that starts with `=?`, has space at either end or is empty (which a
+//! header or a backend would lose), goes as `=?weir-b64?<base64>?=`, decoded back on the way in, so every value comes
+//! back byte for byte. The names `x-amz-meta-weir-*` are weir's own (`ObjectMeta` refuses
+//! them from clients): they are never read as a client's.
+//!
+//! The backend counts weir's own metadata (`x-amz-meta-weir-sha256`, `-weir-props`) and the
+//! encoded values against its 2 KiB: a client's user metadata near the bound may be refused
+//! by the backend (`StoreError::Backend`), never stored in part.
+
+use crate::{KEPT_FIELDS, ObjectMeta};
+use base64::Engine as _;
+use http::HeaderMap;
+use std::borrow::Cow;
+
+/// The prefix of an encoded value, and its end.
+const ENCODED: (&str, &str) = ("=?weir-b64?", "?=");
+
+/// The headers that create an object with `meta` (names as S3 takes them).
+pub(super) fn headers(meta: &ObjectMeta) -> impl Iterator<Item = (Cow<'static, str>, String)> {
+    // ALLOCATION: a name and value per field, once per object created with metadata.
+    meta.fields()
+        .map(|(name, value)| (Cow::Owned(name.to_owned()), encode(value)))
+}
+
+/// The metadata a `HeadObject` answered with; `None` when it has none.
+pub(super) fn from_headers(headers: &HeaderMap) -> Option<ObjectMeta> {
+    let mut meta = ObjectMeta::new();
+    for (name, value) in headers {
+        let name = name.as_str();
+        let ours = name.starts_with("x-amz-meta-weir-");
+        let kept = name.starts_with("x-amz-meta-") || KEPT_FIELDS.contains(&name);
+        if ours || !kept {
+            continue;
+        }
+        // A field the backend holds that weir cannot keep (it was not stored through weir) is
+        // left out rather than failing the read.
+        let _ = meta.push(name, &decode(value.as_bytes()));
+    }
+    (!meta.is_empty()).then_some(meta)
+}
+
+fn encode(value: &[u8]) -> String {
+    // An empty value too: backends (SeaweedFS) drop an empty header.
+    let plain = !value.is_empty()
+        && value.iter().all(|b| (0x20..0x7f).contains(b))
+        && !value.starts_with(b"=?")
+        && !value.starts_with(b" ")
+        && !value.ends_with(b" ");
+    match std::str::from_utf8(value) {
+        Ok(text) if plain => text.to_owned(),
+        _ => {
+            let b64 = base64::engine::general_purpose::STANDARD.encode(value);
+            format!("{}{b64}{}", ENCODED.0, ENCODED.1)
+        }
+    }
+}
+
+fn decode(value: &[u8]) -> Cow<'_, [u8]> {
+    let encoded = value
+        .strip_prefix(ENCODED.0.as_bytes())
+        .and_then(|v| v.strip_suffix(ENCODED.1.as_bytes()));
+    match encoded.and_then(|e| base64::engine::general_purpose::STANDARD.decode(e).ok()) {
+        Some(bytes) => Cow::Owned(bytes),
+        None => Cow::Borrowed(value),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_survive_headers_byte_for_byte() {
+        let mut meta = ObjectMeta::new();
+        meta.push("x-amz-meta-plain", b"blue sky").unwrap();
+        meta.push("x-amz-meta-latin", b"Hello World\xe9").unwrap();
+        meta.push("x-amz-meta-utf8", "é☃".as_bytes()).unwrap();
+        meta.push("x-amz-meta-looks", b"=?weir-b64?AA==?=").unwrap();
+        meta.push("x-amz-meta-space", b" padded ").unwrap();
+        meta.push("x-amz-meta-empty", b"").unwrap();
+        meta.push("cache-control", b"no-cache").unwrap();
+        let mut map = HeaderMap::new();
+        for (name, value) in headers(&meta) {
+            assert!(value.is_ascii(), "{value}");
+            let name = http::HeaderName::from_bytes(name.as_bytes()).unwrap();
+            map.insert(name, value.parse().unwrap());
+        }
+        map.insert("x-amz-meta-weir-sha256", "00".parse().unwrap());
+        map.insert("content-type", "text/plain".parse().unwrap());
+        let back = from_headers(&map).unwrap();
+        let mut got: Vec<_> = back.fields().collect();
+        let mut want: Vec<_> = meta.fields().collect();
+        got.sort();
+        want.sort();
+        assert_eq!(got, want);
+        assert_eq!(from_headers(&HeaderMap::new()), None);
+    }
+}
