@@ -162,19 +162,7 @@ impl LocalMultiparts {
         key: &StorePath,
         meta: MultipartMeta,
     ) -> Result<MultipartUpload, MultipartError> {
-        let words = meta
-            .metadata
-            .iter()
-            .chain(&meta.fields)
-            .all(|(n, v)| record::one_word(n) && record::one_line(v))
-            && meta.object_meta().is_ok()
-            && meta
-                .checksum_algorithm
-                .as_deref()
-                .is_none_or(record::one_word);
-        if !words {
-            return Err(MultipartError::InvalidMetadata);
-        }
+        record::check_recordable(&meta)?;
         crate::upload::check_target(&self.shared, key)?;
         self.shared.usage.reserve(ENTRY_COST)?;
         let made = (|| -> Result<MultipartUpload, StoreError> {

@@ -50,6 +50,24 @@ pub(crate) fn one_word(name: &str) -> bool {
     !name.is_empty() && one_line(name) && !name.contains(' ')
 }
 
+/// Whether an upload's metadata can be recorded (every name one word, every value one line)
+/// and applied at completion (`MultipartMeta::object_meta`): checked by every store at
+/// creation, so that nothing is refused only at the end.
+pub(crate) fn check_recordable(meta: &MultipartMeta) -> Result<(), super::MultipartError> {
+    let words = meta
+        .metadata
+        .iter()
+        .chain(&meta.fields)
+        .all(|(n, v)| one_word(n) && one_line(v))
+        && meta.object_meta().is_ok()
+        && meta.checksum_algorithm.as_deref().is_none_or(one_word);
+    if words {
+        Ok(())
+    } else {
+        Err(super::MultipartError::InvalidMetadata)
+    }
+}
+
 pub(crate) fn encode_upload(upload: &MultipartUpload) -> String {
     let mut out = String::new();
     // Writing into a `String` cannot fail.
