@@ -28,7 +28,7 @@
 //! with `Store::create_dir`.
 
 use super::access::Caller;
-use super::reply::{self, Missing};
+use super::reply::{self, Failure, Missing};
 use super::{Ctx, bucket, keys, metadata};
 use crate::serve::body::{BodyFailure, NoCheckpoints, WhereHashed, chunks_body, hashed_body};
 use crate::serve::preconditions;
@@ -305,33 +305,6 @@ async fn folder<S: Store>(
             .await
             .map(Ok),
         Err(e) => Ok(Err(reply::store_error(&e, Missing::Key))),
-    }
-}
-
-/// Why a body did not make it.
-enum Failure {
-    Body(BodyFailure),
-    S3(S3Error),
-}
-
-impl From<BodyFailure> for Failure {
-    fn from(f: BodyFailure) -> Self {
-        Failure::Body(f)
-    }
-}
-
-impl Failure {
-    fn into_s3(self) -> S3Error {
-        match self {
-            Failure::S3(e) => e,
-            Failure::Body(BodyFailure::Store(e)) => reply::store_error(&e, Missing::Key),
-            Failure::Body(BodyFailure::Body(e)) if e.is_too_large() => {
-                S3Error::from_code(ErrorCode::EntityTooLarge)
-            }
-            Failure::Body(BodyFailure::Body(e)) => {
-                S3Error::new(ErrorCode::IncompleteBody, e.to_string())
-            }
-        }
     }
 }
 

@@ -4,6 +4,7 @@
 //! Every answer carries `x-amz-request-id` (a per-process counter: unique within a run, which
 //! is what a client quotes back in a report).
 
+use crate::serve::body::BodyFailure;
 use http::{Method, StatusCode};
 use std::sync::atomic::{AtomicU64, Ordering};
 use weir::{Exchange, http};
@@ -113,5 +114,34 @@ pub(super) fn store_error(e: &StoreError, missing: Missing) -> S3Error {
         }
         StoreError::Backend { .. } => S3Error::new(ErrorCode::SlowDown, message()),
         _ => S3Error::new(ErrorCode::InternalError, message()),
+    }
+}
+
+/// Why an upload's body (PutObject's, UploadPart's) did not make it: the body path's own
+/// failure, or an S3 check on the bytes (a chunk signature, a checksum).
+pub(super) enum Failure {
+    Body(BodyFailure),
+    S3(S3Error),
+}
+
+impl From<BodyFailure> for Failure {
+    fn from(f: BodyFailure) -> Self {
+        Failure::Body(f)
+    }
+}
+
+impl Failure {
+    /// The S3 error a failure is answered with (a store's through [`store_error`]).
+    pub(super) fn into_s3(self) -> S3Error {
+        match self {
+            Failure::S3(e) => e,
+            Failure::Body(BodyFailure::Store(e)) => store_error(&e, Missing::Key),
+            Failure::Body(BodyFailure::Body(e)) if e.is_too_large() => {
+                S3Error::from_code(ErrorCode::EntityTooLarge)
+            }
+            Failure::Body(BodyFailure::Body(e)) => {
+                S3Error::new(ErrorCode::IncompleteBody, e.to_string())
+            }
+        }
     }
 }

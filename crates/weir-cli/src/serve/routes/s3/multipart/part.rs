@@ -17,7 +17,7 @@
 //! earlier part of that number, if any, in place.
 
 use super::super::access::Caller;
-use super::super::reply::{self, Missing};
+use super::super::reply::{self, Failure};
 use super::super::{Ctx, copy, keys};
 use super::{error, object_path, upload_of};
 use crate::serve::auth::Access;
@@ -186,27 +186,6 @@ async fn upload_checked<M: MultipartStore>(
     match parts.finish_part(id, number, upload, seal).await {
         Ok(part) => Ok(Ok((part, checksum))),
         Err(e) => Ok(Err(error(&e))),
-    }
-}
-
-/// Why a body did not make it.
-enum Failure {
-    Body(BodyFailure),
-    S3(S3Error),
-}
-
-impl Failure {
-    fn into_s3(self) -> S3Error {
-        match self {
-            Failure::S3(e) => e,
-            Failure::Body(BodyFailure::Store(e)) => reply::store_error(&e, Missing::Key),
-            Failure::Body(BodyFailure::Body(e)) if e.is_too_large() => {
-                S3Error::from_code(ErrorCode::EntityTooLarge)
-            }
-            Failure::Body(BodyFailure::Body(e)) => {
-                S3Error::new(ErrorCode::IncompleteBody, e.to_string())
-            }
-        }
     }
 }
 
