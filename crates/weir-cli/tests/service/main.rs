@@ -43,6 +43,7 @@ mod routes;
 mod scopes;
 mod slow;
 mod space;
+mod systemd_boot;
 mod systemd_unit;
 mod tls;
 mod tls_reload;

@@ -2,8 +2,8 @@
 //! operator to configure: the documented access log path must be writable in the unit's
 //! sandbox (`ProtectSystem=strict` makes everything else read-only: the start failed with
 //! "cannot open the access log"), the token file must be readable by the user the unit runs
-//! as, and `systemd-analyze verify` must find nothing to say. Not run under a real systemd
-//! here (the test machines have no running systemd manager); issue 35's report says so.
+//! as, and `systemd-analyze verify` must find nothing to say. `systemd_boot.rs` runs the unit
+//! under a real systemd manager.
 
 use crate::support::*;
 use std::path::{Path, PathBuf};
