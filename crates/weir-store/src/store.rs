@@ -5,6 +5,7 @@
 //! | --- | --- |
 //! | [`Store::begin`] → [`StoreUpload`] | an upload nothing can see yet |
 //! | [`StoreUpload::write`] | body bytes; returns when the store can take more (backpressure: a slow store slows the caller, nothing queues without bound) |
+//! | [`StoreUpload::set_modified`] | a client's modification time instead of the commit's (WebDAV's `X-OC-Mtime`), kept with the commit |
 //! | [`StoreUpload::expect_digest`] | a digest known only after the body (a `Content-Digest` trailer), verified at the commit like one given at begin |
 //! | [`StoreUpload::commit`] | verify length and digests, then make the object visible at once, if the caller's check accepts the version it replaces (checked atomically with the replacement) |
 //! | [`StoreUpload::abort`], or drop | nothing becomes visible, nothing is left behind |
@@ -293,6 +294,15 @@ pub trait StoreUpload: Send {
     /// read them back) is refused now ([`StoreError::DigestUnavailable`]), never skipped.
     fn expect_digest(&mut self, digest: ContentDigest) -> Result<(), StoreError>;
 
+    /// Gives the object the modification time a client names (WebDAV's `X-OC-Mtime`) instead
+    /// of the commit's, kept with the commit itself: `LocalStore` sets it on the temporary
+    /// file under the commit lock before the rename ([`Upload::set_modified`]); `S3Store`
+    /// creates the object with it as rclone's `x-amz-meta-mtime` and reads it back as the
+    /// object's time. Either way the time is its whole second, marked as a weak date
+    /// validator ([`FileMeta::date_shared`]): a client's time may go back. Call before the
+    /// first write.
+    fn set_modified(&mut self, client: std::time::SystemTime);
+
     /// No more bytes follow: the upload gives up what it holds while it waits for its commit
     /// (one of a form's files, waiting for the rest of the form), and takes no more writes.
     /// `held` is what the caller's other waiting uploads hold in memory: an upload may keep
@@ -536,6 +546,10 @@ impl StoreUpload for LocalUpload {
 
     fn file(&mut self) -> Option<&mut Upload> {
         Some(&mut self.0)
+    }
+
+    fn set_modified(&mut self, client: std::time::SystemTime) {
+        self.0.set_modified(client);
     }
 
     fn expect_digest(&mut self, digest: ContentDigest) -> Result<(), StoreError> {

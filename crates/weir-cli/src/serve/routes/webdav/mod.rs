@@ -16,8 +16,8 @@
 //!   without the scope. `OPTIONS` needs nothing (Windows asks it before it authenticates).
 //! - **Reuse, never a second copy of a rule.** `GET`/`HEAD` of a file is `files/download.rs`
 //!   (ranges, `sendfile`, the same `ETag`); `PUT` is `files/upload.rs` (atomic, verified,
-//!   `Content-Digest`, chunked bodies: macOS's `X-Expected-Entity-Length` needs nothing more,
-//!   the body is read to its end); `DELETE` of one file is `files/delete.rs`; a collection's
+//!   `Content-Digest`, chunked bodies, macOS's `X-Expected-Entity-Length` as the declared
+//!   length, a client's `X-OC-Mtime` as the file's time: `extras.rs`); `DELETE` of one file is `files/delete.rs`; a collection's
 //!   `GET` is the JSON listing. `getetag` is `preconditions::etag`, the one definition.
 //!   WebDAV's own answers (multi-status XML, locks, `If:`) live here.
 //! - **XML.** Hand-written over `Store` with `quick-xml` (`xml.rs`): `dav-server` brings its
@@ -36,7 +36,8 @@
 //! | `COPY`, `MOVE` | `copymove.rs` |
 //! | `LOCK`, `UNLOCK`, the `If:` header | `locks.rs` (a bounded table in memory) |
 //!
-//! Beside them: `walk.rs` (a folder's tree for `DELETE`, `COPY`, `MOVE`, one page per open
+//! Beside them: `extras.rs` (what clients send with a `PUT` beyond the RFC: `X-OC-Mtime`,
+//! `X-Expected-Entity-Length`), `walk.rs` (a folder's tree for `DELETE`, `COPY`, `MOVE`, one page per open
 //! folder) and `xml.rs` (request bodies, bounded).
 
 use crate::serve::auth::{Access, Verdict};
@@ -49,6 +50,7 @@ use weir::{Exchange, http};
 use weir_store::{Store, StoreError, StoreObject, StorePath};
 
 mod copymove;
+mod extras;
 mod locks;
 mod propfind;
 mod props;
