@@ -322,3 +322,67 @@ fn rclone_owncloud_vendor_keeps_modification_times_on_s3() {
     let node = s3_nodes::start_node(&weed, &store, &["--token", TOKEN]);
     rclone_keeps_times_at(node.addr);
 }
+
+/// A request with `auth` (an `Authorization` line) instead of the default token.
+fn request_as(addr: SocketAddr, auth: &str, head: &str, body: &str) -> (u16, String, String) {
+    let head = head.replace('\n', "\r\n");
+    raw(
+        addr,
+        &format!(
+            "{head}Host: {addr}\r\n{auth}\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        ),
+    )
+}
+
+/// A lock is its principal's (the name of the token that took it): another token that
+/// presents the lock token (which `lockdiscovery` shows every reader) neither writes through
+/// it, nor refreshes it, nor removes it; the holder does all three.
+#[test]
+fn a_lock_is_its_tokens_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = dir.path().join("tokens");
+    std::fs::write(
+        &tokens,
+        "alice-secret read,write,delete name=alice\nbob-secret read,write,delete name=bob\n",
+    )
+    .unwrap();
+    let server = start(&["--token-file", tokens.to_str().unwrap()]);
+    let a = server.addr;
+    let alice = "Authorization: Bearer alice-secret";
+    // Basic, as file managers send it: bob:bob-secret.
+    let bob = "Authorization: Basic Ym9iOmJvYi1zZWNyZXQ=";
+    assert_eq!(request_as(a, alice, "PUT /dav/f HTTP/1.1\n", "v1").0, 201);
+    let lockinfo = "<?xml version=\"1.0\"?><D:lockinfo xmlns:D=\"DAV:\"><D:lockscope>\
+                    <D:exclusive/></D:lockscope><D:locktype><D:write/></D:locktype>\
+                    <D:owner>alice</D:owner></D:lockinfo>";
+    let (status, head, _) = request_as(a, alice, "LOCK /dav/f HTTP/1.1\nDepth: 0\n", lockinfo);
+    assert_eq!(status, 200, "{head}");
+    let token = head
+        .lines()
+        .find_map(|l| l.strip_prefix("lock-token: "))
+        .expect("Lock-Token")
+        .trim()
+        .trim_matches(['<', '>'])
+        .to_owned();
+    // Bob reads the token as any reader can.
+    let (status, _, listing) = request_as(a, bob, "PROPFIND /dav/f HTTP/1.1\nDepth: 0\n", "");
+    assert_eq!(status, 207);
+    assert!(listing.contains(&token), "{listing}");
+    let with_token = format!("PUT /dav/f HTTP/1.1\nIf: (<{token}>)\n");
+    assert_eq!(request_as(a, bob, &with_token, "bob's").0, 423);
+    assert_eq!(request_as(a, bob, "PUT /dav/f HTTP/1.1\n", "bob's").0, 423);
+    let delete = format!("DELETE /dav/f HTTP/1.1\nIf: (<{token}>)\n");
+    assert_eq!(request_as(a, bob, &delete, "").0, 423);
+    let refresh = format!("LOCK /dav/f HTTP/1.1\nIf: (<{token}>)\n");
+    assert_eq!(request_as(a, bob, &refresh, "").0, 412);
+    let unlock = format!("UNLOCK /dav/f HTTP/1.1\nLock-Token: <{token}>\n");
+    assert_eq!(request_as(a, bob, &unlock, "").0, 403);
+    assert_eq!(std::fs::read(server.root.join("f")).unwrap(), b"v1");
+    // The holder writes, refreshes and unlocks.
+    assert_eq!(request_as(a, alice, &with_token, "v2").0, 200);
+    assert_eq!(request_as(a, alice, &refresh, "").0, 200);
+    assert_eq!(request_as(a, alice, &unlock, "").0, 204);
+    assert_eq!(request_as(a, bob, "PUT /dav/f HTTP/1.1\n", "bob's").0, 200);
+    assert_eq!(std::fs::read(server.root.join("f")).unwrap(), b"bob's");
+}
