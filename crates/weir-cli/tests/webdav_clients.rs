@@ -386,3 +386,193 @@ fn a_lock_is_its_tokens_alone() {
     assert_eq!(request_as(a, bob, "PUT /dav/f HTTP/1.1\n", "bob's").0, 200);
     assert_eq!(std::fs::read(server.root.join("f")).unwrap(), b"bob's");
 }
+
+/// The `Lock-Token` of a `LOCK`'s answer head, without its angle brackets.
+fn lock_token(head: &str) -> String {
+    head.lines()
+        .find_map(|l| l.strip_prefix("lock-token: "))
+        .expect("Lock-Token")
+        .trim()
+        .trim_matches(['<', '>'])
+        .to_owned()
+}
+
+/// A `lockinfo` for an exclusive write lock owned by `owner` (an href, as Windows and macOS
+/// write it).
+fn lockinfo(owner: &str) -> String {
+    format!(
+        "<?xml version=\"1.0\" encoding=\"utf-8\" ?><D:lockinfo xmlns:D=\"DAV:\"><D:lockscope>\
+         <D:exclusive/></D:lockscope><D:locktype><D:write/></D:locktype><D:owner><D:href>{owner}\
+         </D:href></D:owner></D:lockinfo>"
+    )
+}
+
+/// What Windows' mini-redirector (Explorer, "Map network drive") sends to map the folder and
+/// copy a file into it, replayed: `OPTIONS /` (the server's root, whatever was mapped), a
+/// `PROPFIND` of `/dav` without its slash (first without credentials, then with Basic; a `301`
+/// here would stop it), the folder's listing with Windows' own properties, then the copy: an
+/// empty `PUT`, `LOCK`, the bytes with the lock token, a `PROPPATCH` of the `Win32*` times and
+/// attributes (kept as dead properties), `UNLOCK`, and the file's properties read back.
+#[test]
+fn windows_explorer_maps_the_folder_and_copies_a_file() {
+    let server = start(&["--token", TOKEN]);
+    let a = server.addr;
+    // `WIN\alice` with the token as the password.
+    let basic = "Authorization: Basic V0lOXGFsaWNlOnMzY3JldA==";
+    let (status, head, _) = raw(
+        a,
+        &format!("OPTIONS / HTTP/1.1\r\nHost: {a}\r\nConnection: close\r\nTranslate: f\r\n\r\n"),
+    );
+    let lower = head.to_ascii_lowercase();
+    assert_eq!(status, 200, "{head}");
+    assert!(lower.contains("\r\nms-author-via: dav"), "{head}");
+    assert!(lower.contains("\r\ndav: 1, 2"), "{head}");
+    let (status, head, _) = raw(
+        a,
+        &format!(
+            "PROPFIND /dav HTTP/1.1\r\nHost: {a}\r\nDepth: 0\r\nConnection: close\r\n\
+             Content-Length: 0\r\n\r\n"
+        ),
+    );
+    assert_eq!(status, 401);
+    assert!(
+        head.contains("www-authenticate: Basic realm=\"weir\""),
+        "{head}"
+    );
+    let (status, _, body) = request_as(a, basic, "PROPFIND /dav HTTP/1.1\nDepth: 0\n", "");
+    assert_eq!(status, 207, "{body}");
+    assert!(body.contains("<D:href>/dav/</D:href>") && body.contains("<D:collection/>"));
+    let win32 = "<?xml version=\"1.0\" encoding=\"utf-8\" ?><D:propfind xmlns:D=\"DAV:\">\
+                 <D:prop xmlns:Z=\"urn:schemas-microsoft-com:\"><D:getcontentlength/>\
+                 <D:getlastmodified/><D:resourcetype/><Z:Win32CreationTime/>\
+                 <Z:Win32LastAccessTime/><Z:Win32LastModifiedTime/><Z:Win32FileAttributes/>\
+                 </D:prop></D:propfind>";
+    let (status, _, body) = request_as(a, basic, "PROPFIND /dav/ HTTP/1.1\nDepth: 1\n", win32);
+    assert_eq!(status, 207, "{body}");
+    let probe = "PROPFIND /dav/report.txt HTTP/1.1\nDepth: 0\n";
+    assert_eq!(request_as(a, basic, probe, win32).0, 404);
+    // The copy.
+    assert_eq!(
+        request_as(a, basic, "PUT /dav/report.txt HTTP/1.1\n", "").0,
+        201
+    );
+    let (status, head, _) = request_as(
+        a,
+        basic,
+        "LOCK /dav/report.txt HTTP/1.1\nTimeout: Second-3600\n",
+        &lockinfo("WIN\\alice"),
+    );
+    assert_eq!(status, 200, "{head}");
+    let token = lock_token(&head);
+    let put = format!("PUT /dav/report.txt HTTP/1.1\nIf: (<{token}>)\n");
+    assert_eq!(request_as(a, basic, &put, "quarterly numbers").0, 200);
+    let times = "<?xml version=\"1.0\" encoding=\"utf-8\" ?><D:propertyupdate xmlns:D=\"DAV:\" \
+                 xmlns:Z=\"urn:schemas-microsoft-com:\"><D:set><D:prop>\
+                 <Z:Win32CreationTime>Mon, 01 Jan 2024 10:00:00 GMT</Z:Win32CreationTime>\
+                 <Z:Win32LastAccessTime>Tue, 02 Jan 2024 10:00:00 GMT</Z:Win32LastAccessTime>\
+                 <Z:Win32LastModifiedTime>Tue, 02 Jan 2024 10:00:00 GMT</Z:Win32LastModifiedTime>\
+                 <Z:Win32FileAttributes>00000020</Z:Win32FileAttributes>\
+                 </D:prop></D:set></D:propertyupdate>";
+    let proppatch = format!("PROPPATCH /dav/report.txt HTTP/1.1\nIf: (<{token}>)\n");
+    let (status, _, body) = request_as(a, basic, &proppatch, times);
+    assert_eq!(status, 207, "{body}");
+    assert_eq!(body.matches("HTTP/1.1 200 OK").count(), 1, "{body}");
+    assert!(!body.contains("HTTP/1.1 4"), "{body}");
+    let unlock = format!("UNLOCK /dav/report.txt HTTP/1.1\nLock-Token: <{token}>\n");
+    assert_eq!(request_as(a, basic, &unlock, "").0, 204);
+    let (status, _, body) = request_as(a, basic, probe, win32);
+    assert_eq!(status, 207, "{body}");
+    assert!(
+        body.contains("<D:getcontentlength>17</D:getcontentlength>"),
+        "{body}"
+    );
+    assert!(body.contains("00000020"), "{body}");
+    assert!(body.contains("Tue, 02 Jan 2024 10:00:00 GMT"), "{body}");
+    assert_eq!(
+        std::fs::read(server.root.join("report.txt")).unwrap(),
+        b"quarterly numbers"
+    );
+}
+
+/// What macOS Finder sends to copy a file into a mounted folder, replayed: the folder's
+/// properties, a probe of the file and of its AppleDouble `._` companion (`404`), an empty
+/// `PUT`, `LOCK`, the bytes as a chunked `PUT` with `X-Expected-Entity-Length` and the lock
+/// token, the `._` file the same way, `UNLOCK`, and a `.DS_Store`. weir stores `._*` and
+/// `.DS_Store` as any file (they hold Finder's metadata; `OPERATING.md` says how to stop
+/// them), so the listing shows all three.
+#[test]
+fn macos_finder_copies_a_file_with_its_appledouble() {
+    let server = start(&["--token", TOKEN]);
+    let a = server.addr;
+    let basic = "Authorization: Basic YWxpY2U6czNjcmV0"; // alice:s3cret
+    let finder = "<?xml version=\"1.0\" encoding=\"utf-8\"?><D:propfind xmlns:D=\"DAV:\">\
+                  <D:prop><D:getlastmodified/><D:getcontentlength/><D:creationdate/>\
+                  <D:resourcetype/></D:prop></D:propfind>";
+    assert_eq!(request_as(a, basic, "OPTIONS /dav/ HTTP/1.1\n", "").0, 200);
+    for depth in ["0", "1"] {
+        let head = format!("PROPFIND /dav/ HTTP/1.1\nDepth: {depth}\n");
+        assert_eq!(request_as(a, basic, &head, finder).0, 207);
+    }
+    for probe in ["hello.txt", "._hello.txt"] {
+        let head = format!("PROPFIND /dav/{probe} HTTP/1.1\nDepth: 0\n");
+        assert_eq!(request_as(a, basic, &head, finder).0, 404, "{probe}");
+    }
+    let chunked_put = |path: &str, token: &str, chunks: &[&[u8]]| {
+        let len: usize = chunks.iter().map(|c| c.len()).sum();
+        let mut req = format!(
+            "PUT /dav/{path} HTTP/1.1\r\nHost: {a}\r\n{basic}\r\nConnection: close\r\n\
+             If: (<{token}>)\r\nTransfer-Encoding: chunked\r\nX-Expected-Entity-Length: {len}\r\n\r\n"
+        );
+        for c in chunks {
+            req.push_str(&format!(
+                "{:x}\r\n{}\r\n",
+                c.len(),
+                String::from_utf8_lossy(c)
+            ));
+        }
+        req.push_str("0\r\n\r\n");
+        raw(a, &req).0
+    };
+    let appledouble = "A".repeat(4096);
+    for (path, chunks) in [
+        ("hello.txt", vec![&b"hello "[..], b"from ", b"Finder"]),
+        ("._hello.txt", vec![appledouble.as_bytes()]),
+    ] {
+        let empty = format!("PUT /dav/{path} HTTP/1.1\n");
+        assert_eq!(request_as(a, basic, &empty, "").0, 201, "{path}");
+        let lock = format!("LOCK /dav/{path} HTTP/1.1\nDepth: 0\nTimeout: Second-600\n");
+        let (status, head, _) = request_as(
+            a,
+            basic,
+            &lock,
+            &lockinfo("http://www.apple.com/webdav_fs/"),
+        );
+        assert_eq!(status, 200, "{head}");
+        let token = lock_token(&head);
+        assert_eq!(chunked_put(path, &token, &chunks), 200, "{path}");
+        let unlock = format!("UNLOCK /dav/{path} HTTP/1.1\nLock-Token: <{token}>\n");
+        assert_eq!(request_as(a, basic, &unlock, "").0, 204, "{path}");
+    }
+    assert_eq!(
+        request_as(a, basic, "PUT /dav/.DS_Store HTTP/1.1\n", "Bud1").0,
+        201
+    );
+    let (status, _, body) = request_as(a, basic, "PROPFIND /dav/ HTTP/1.1\nDepth: 1\n", finder);
+    assert_eq!(status, 207);
+    for href in ["/dav/hello.txt", "/dav/._hello.txt", "/dav/.DS_Store"] {
+        assert!(
+            body.contains(&format!("<D:href>{href}</D:href>")),
+            "{href}: {body}"
+        );
+    }
+    assert_eq!(
+        std::fs::read(server.root.join("hello.txt")).unwrap(),
+        b"hello from Finder"
+    );
+    assert_eq!(
+        std::fs::read(server.root.join("._hello.txt"))
+            .unwrap()
+            .len(),
+        4096
+    );
+}

@@ -278,8 +278,9 @@ pub(in crate::serve) async fn serve<S: Store + Clone>(
     }
 }
 
-/// `OPTIONS`: classes 1 and 2, and the methods.
-async fn options(ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
+/// `OPTIONS`: classes 1 and 2, and the methods (also the answer to `OPTIONS /`: Windows asks
+/// the server's root before it maps a folder).
+pub(in crate::serve) async fn options(ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
     ex.respond(StatusCode::OK)
         .header("dav", "1, 2")
         .header("allow", ALLOW)
