@@ -576,3 +576,140 @@ fn macos_finder_copies_a_file_with_its_appledouble() {
         4096
     );
 }
+
+/// cadaver (Debian package), driven command by command on its standard input: each command's
+/// output is read up to its next prompt.
+struct Cadaver {
+    child: Child,
+    stdin: std::process::ChildStdin,
+    output: std::sync::mpsc::Receiver<Vec<u8>>,
+    _home: tempfile::TempDir,
+}
+
+/// cadaver's prompt once it is in `/dav/`.
+const PROMPT: &str = "dav:/dav/> ";
+
+impl Cadaver {
+    /// cadaver on `http://addr/dav/`, with the token as the password of its `.netrc` (it
+    /// answers the `401` with Basic from it).
+    fn start(addr: SocketAddr) -> Cadaver {
+        let home = tempfile::tempdir().unwrap();
+        let netrc = home.path().join(".netrc");
+        std::fs::write(
+            &netrc,
+            format!("machine 127.0.0.1 login me password {TOKEN}\n"),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&netrc, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let mut child = Command::new("cadaver")
+            .arg(format!("http://{addr}/dav/"))
+            .env("HOME", home.path())
+            .current_dir(home.path())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let mut stdout = child.stdout.take().unwrap();
+        let (tx, output) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = stdout.read(&mut buf) {
+                if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut cadaver = Cadaver {
+            child,
+            stdin,
+            output,
+            _home: home,
+        };
+        cadaver.until_prompt();
+        cadaver
+    }
+
+    /// Output up to the next prompt (cadaver's end: a failure naming what was read). The
+    /// 60 s bound only turns a cadaver waiting for input it will never get (a password
+    /// prompt) into a failure with its output, rather than a hung test.
+    fn until_prompt(&mut self) -> String {
+        let mut text = String::new();
+        while !text.ends_with(PROMPT) {
+            match self.output.recv_timeout(Duration::from_secs(60)) {
+                Ok(bytes) => text.push_str(&String::from_utf8_lossy(&bytes)),
+                Err(e) => panic!("cadaver: {e}: {text}"),
+            }
+        }
+        text
+    }
+
+    /// Runs `command`; its output.
+    fn run(&mut self, command: &str) -> String {
+        writeln!(self.stdin, "{command}").unwrap();
+        self.until_prompt()
+    }
+
+    /// A file of the session's home (its working directory) holding `bytes`, for `put`.
+    fn local(&self, name: &str, bytes: &str) -> String {
+        std::fs::write(self._home.path().join(name), bytes).unwrap();
+        name.to_owned()
+    }
+}
+
+impl Drop for Cadaver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A lock flow through cadaver, with another client beside it: cadaver locks a file and a
+/// folder, another client's writes there are `423`, cadaver's own (its lock token in `If:`)
+/// go through, `discover` shows the locks as weir reports them, and after `unlock` the other
+/// client writes again.
+#[test]
+fn cadaver_lock_flow() {
+    if !tools::require(
+        "cadaver",
+        tools::on_path("cadaver").is_some(),
+        "apt-get install cadaver",
+    ) {
+        return;
+    }
+    let server = start(&["--token", TOKEN]);
+    let a = server.addr;
+    let mut dav = Cadaver::start(a);
+    let one = dav.local("one.txt", "one");
+    let two = dav.local("two.txt", "two");
+    let out = dav.run(&format!("put {one} f"));
+    assert!(out.contains("succeeded"), "{out}");
+    let out = dav.run("lock f");
+    assert!(out.contains("Locking `f': succeeded"), "{out}");
+    let out = dav.run("discover f");
+    assert!(out.contains("Scope: exclusive  Type: write"), "{out}");
+    assert!(out.contains("Lock token <opaquelocktoken:"), "{out}");
+    // Another client, with the same write token but not the lock's token.
+    assert_eq!(request(a, "PUT /dav/f HTTP/1.1\n", "other").0, 423);
+    assert_eq!(request(a, "DELETE /dav/f HTTP/1.1\n", "").0, 423);
+    let out = dav.run(&format!("put {two} f"));
+    assert!(out.contains("succeeded"), "{out}");
+    assert_eq!(std::fs::read(server.root.join("f")).unwrap(), b"two");
+    // A folder locked with everything in it.
+    let out = dav.run("mkcol d");
+    assert!(out.contains("succeeded"), "{out}");
+    let out = dav.run("lock d");
+    assert!(out.contains("succeeded"), "{out}");
+    assert_eq!(request(a, "PUT /dav/d/x HTTP/1.1\n", "other").0, 423);
+    assert_eq!(request(a, "MKCOL /dav/d/sub HTTP/1.1\n", "").0, 423);
+    let out = dav.run("unlock d");
+    assert!(out.contains("succeeded"), "{out}");
+    let out = dav.run("unlock f");
+    assert!(out.contains("Unlocking `f': succeeded"), "{out}");
+    assert_eq!(request(a, "PUT /dav/f HTTP/1.1\n", "other").0, 200);
+    assert_eq!(request(a, "PUT /dav/d/x HTTP/1.1\n", "other").0, 201);
+    let out = dav.run("ls d");
+    assert!(out.contains("x"), "{out}");
+}
