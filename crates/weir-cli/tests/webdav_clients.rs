@@ -135,6 +135,45 @@ fn oc_mtime_at(addr: SocketAddr, root: Option<&Path>) {
     // Without the header the time is the commit's (now, not 2001).
     assert_eq!(request(addr, "PUT /dav/n HTTP/1.1\n", "n").0, 201);
     assert!(!propfind_lastmodified(addr, "/dav/n").contains("2001"));
+    // ownCloud's PROPPATCH of `lastmodified`, as rclone's owncloud and nextcloud vendors
+    // send it to set a time without sending the file again: the time changes, the bytes and
+    // the ETag do not.
+    let etag = |addr| {
+        let (_, head, _) = request(addr, "HEAD /dav/m HTTP/1.1\n", "");
+        head.lines()
+            .find_map(|l| l.strip_prefix("etag: "))
+            .unwrap()
+            .to_owned()
+    };
+    let before = etag(addr);
+    let set = "<?xml version=\"1.0\" encoding=\"utf-8\" ?>\n<D:propertyupdate xmlns:D=\"DAV:\">\n \
+               <D:set>\n  <D:prop>\n   <lastmodified xmlns=\"DAV:\">1234567890</lastmodified>\n  \
+               </D:prop>\n </D:set>\n</D:propertyupdate>\n";
+    let (status, _, body) = request(addr, "PROPPATCH /dav/m HTTP/1.1\n", set);
+    assert_eq!(status, 207, "{body}");
+    assert!(
+        body.contains("HTTP/1.1 200 OK") && !body.contains("HTTP/1.1 4"),
+        "{body}"
+    );
+    assert_eq!(
+        propfind_lastmodified(addr, "/dav/m"),
+        "Fri, 13 Feb 2009 23:31:30 GMT"
+    );
+    assert_eq!(etag(addr), before);
+    assert_eq!(request(addr, "GET /dav/m HTTP/1.1\n", "").2, "y");
+    if let Some(root) = root {
+        let t = std::fs::metadata(root.join("m"))
+            .unwrap()
+            .modified()
+            .unwrap();
+        let secs = t.duration_since(UNIX_EPOCH).unwrap().as_secs();
+        assert_eq!(secs, 1_234_567_890, "the file's own time");
+    }
+    // A folder's time cannot be set: refused, nothing stored.
+    assert_eq!(request(addr, "MKCOL /dav/dir HTTP/1.1\n", "").0, 201);
+    let (status, _, body) = request(addr, "PROPPATCH /dav/dir/ HTTP/1.1\n", set);
+    assert_eq!(status, 207);
+    assert!(body.contains("HTTP/1.1 403"), "{body}");
 }
 
 #[test]
@@ -159,7 +198,7 @@ fn x_oc_mtime_is_the_objects_time_on_s3() {
         use weir_store::{Store, StoreObject};
         direct.open(&path).await.unwrap().object_meta().unwrap()
     });
-    assert_eq!(meta.get("x-amz-meta-mtime"), Some(&b"999999999"[..]));
+    assert_eq!(meta.get("x-amz-meta-mtime"), Some(&b"1234567890"[..]));
 }
 
 /// macOS Finder's `PUT`: chunked, its length in `X-Expected-Entity-Length`. The whole body is

@@ -17,6 +17,7 @@
 //! | [`Store::copy`], [`Store::rename`] | an object copied or moved inside the store (no byte through the caller), if the check accepts the version at the target |
 //! | [`Store::rename_dir`] | a directory moved whole in one operation, where the store can (`LocalStore`); else the caller moves each object |
 //! | [`Store::quota`] | the bytes in use and the limit (`max_storage`), when there is one |
+//! | [`Store::set_modified`] | a file's modification time as a client names it (WebDAV's `PROPPATCH` of `lastmodified`) |
 //! | [`Store::props`], [`Store::set_props`], [`StoreObject::props`] | dead properties (WebDAV's `PROPPATCH`) kept with a file or folder, at most [`MAX_PROPS`] bytes |
 //!
 //! Invariants every implementation keeps:
@@ -227,6 +228,19 @@ pub trait Store: Send + Sync + 'static {
         &self,
         path: &StorePath,
         value: Option<&[u8]>,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Gives the file at `path` the modification time a client names (WebDAV's `PROPPATCH`
+    /// of ownCloud's `lastmodified`), as [`StoreUpload::set_modified`] gives an upload, its
+    /// content and weir's `ETag` unchanged. `LocalStore`: the file's own time, its SHA-256
+    /// record kept valid. `S3Store`: `x-amz-meta-mtime`, set by copying the object onto
+    /// itself pinned to the version read ([`StoreError::PreconditionFailed`] if another was
+    /// written meanwhile), as [`Store::set_props`]. A folder: [`StoreError::IsDirectory`];
+    /// nothing there: [`StoreError::NotFound`].
+    fn set_modified(
+        &self,
+        path: &StorePath,
+        client: std::time::SystemTime,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
     /// Moves the directory `from`, with everything in it, to `to` in one operation when the
@@ -515,6 +529,15 @@ impl Store for LocalStore {
 
     async fn rename_dir(&self, from: &StorePath, to: &StorePath) -> Result<bool, StoreError> {
         off_the_runtime(|| LocalStore::rename_dir(self, from, to)).map(|()| true)
+    }
+
+    async fn set_modified(
+        &self,
+        path: &StorePath,
+        client: std::time::SystemTime,
+    ) -> Result<(), StoreError> {
+        // An fsync: the runtime moves this worker's other tasks away first.
+        off_the_runtime(|| LocalStore::set_modified(self, path, client))
     }
 
     async fn commit_all(

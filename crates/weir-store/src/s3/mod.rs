@@ -503,6 +503,14 @@ impl Store for S3Store {
         self.set_object_props(path, value).await
     }
 
+    async fn set_modified(
+        &self,
+        path: &StorePath,
+        client: std::time::SystemTime,
+    ) -> Result<(), StoreError> {
+        self.set_object_modified(path, client).await
+    }
+
     async fn copy(
         &self,
         from: &StorePath,

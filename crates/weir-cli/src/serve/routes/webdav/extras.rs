@@ -38,8 +38,9 @@ pub(super) fn of_put(request: &Request) -> Result<PutExtras, &'static str> {
     })
 }
 
-/// `X-OC-Mtime`'s value: decimal seconds, maybe with a fraction (dropped).
-fn mtime(value: &str) -> Option<SystemTime> {
+/// `X-OC-Mtime`'s value (and ownCloud's `lastmodified`'s, `props.rs`): decimal seconds,
+/// maybe with a fraction (dropped).
+pub(super) fn mtime(value: &str) -> Option<SystemTime> {
     let value = value.trim();
     let (secs, fraction) = value.split_once('.').unwrap_or((value, ""));
     let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
