@@ -169,6 +169,26 @@ fn oc_mtime_at(addr: SocketAddr, root: Option<&Path>) {
         let secs = t.duration_since(UNIX_EPOCH).unwrap().as_secs();
         assert_eq!(secs, 1_234_567_890, "the file's own time");
     }
+    // rclone's server-side copy and move send the source's time along.
+    let copy = "COPY /dav/m HTTP/1.1\nDestination: /dav/c\nX-OC-Mtime: 1111111111\n";
+    let (status, head, _) = request(addr, copy, "");
+    assert_eq!(status, 201, "{head}");
+    assert!(head.contains("x-oc-mtime: accepted"), "{head}");
+    assert_eq!(
+        propfind_lastmodified(addr, "/dav/c"),
+        "Fri, 18 Mar 2005 01:58:31 GMT"
+    );
+    let moved = "MOVE /dav/c HTTP/1.1\nDestination: /dav/d\nX-OC-Mtime: 1222222222\n";
+    let (status, head, _) = request(addr, moved, "");
+    assert_eq!(status, 201, "{head}");
+    assert!(head.contains("x-oc-mtime: accepted"), "{head}");
+    assert_eq!(
+        propfind_lastmodified(addr, "/dav/d"),
+        "Wed, 24 Sep 2008 02:10:22 GMT"
+    );
+    let bad = "COPY /dav/d HTTP/1.1\nDestination: /dav/e\nX-OC-Mtime: soon\n";
+    assert_eq!(request(addr, bad, "").0, 400);
+    assert_eq!(request(addr, "GET /dav/e HTTP/1.1\n", "").0, 404);
     // A folder's time cannot be set: refused, nothing stored.
     assert_eq!(request(addr, "MKCOL /dav/dir HTTP/1.1\n", "").0, 201);
     let (status, _, body) = request(addr, "PROPPATCH /dav/dir/ HTTP/1.1\n", set);
