@@ -231,7 +231,8 @@ fn finder_puts_are_held_to_their_expected_length() {
     let chunked = |len: &str, chunks: &[&str]| {
         let mut req = format!(
             "PUT /dav/f HTTP/1.1\r\nHost: {a}\r\nAuthorization: Bearer {TOKEN}\r\n\
-             Connection: close\r\nTransfer-Encoding: chunked\r\nX-Expected-Entity-Length: {len}\r\n\r\n"
+             Connection: close\r\nTransfer-Encoding: chunked\r\n\
+             X-Expected-Entity-Length: {len}\r\n\r\n"
         );
         for c in chunks {
             req.push_str(&format!("{:x}\r\n{c}\r\n", c.len()));
@@ -580,7 +581,8 @@ fn macos_finder_copies_a_file_with_its_appledouble() {
         let len: usize = chunks.iter().map(|c| c.len()).sum();
         let mut req = format!(
             "PUT /dav/{path} HTTP/1.1\r\nHost: {a}\r\n{basic}\r\nConnection: close\r\n\
-             If: (<{token}>)\r\nTransfer-Encoding: chunked\r\nX-Expected-Entity-Length: {len}\r\n\r\n"
+             If: (<{token}>)\r\nTransfer-Encoding: chunked\r\n\
+             X-Expected-Entity-Length: {len}\r\n\r\n"
         );
         for c in chunks {
             req.push_str(&format!(

@@ -17,9 +17,10 @@
 //! - **Reuse, never a second copy of a rule.** `GET`/`HEAD` of a file is `files/download.rs`
 //!   (ranges, `sendfile`, the same `ETag`); `PUT` is `files/upload.rs` (atomic, verified,
 //!   `Content-Digest`, chunked bodies, macOS's `X-Expected-Entity-Length` as the declared
-//!   length, a client's `X-OC-Mtime` as the file's time: `extras.rs`); `DELETE` of one file is `files/delete.rs`; a collection's
-//!   `GET` is the JSON listing. `getetag` is `preconditions::etag`, the one definition.
-//!   WebDAV's own answers (multi-status XML, locks, `If:`) live here.
+//!   length, a client's `X-OC-Mtime` as the file's time: `extras.rs`); `DELETE` of one file
+//!   is `files/delete.rs`; a collection's `GET` is the JSON listing. `getetag` is
+//!   `preconditions::etag`, the one definition. WebDAV's own answers (multi-status XML,
+//!   locks, `If:`) live here.
 //! - **XML.** Hand-written over `Store` with `quick-xml` (`xml.rs`): `dav-server` brings its
 //!   own filesystem abstraction (`DavFileSystem`), whose writes would bypass weir's atomic
 //!   verified upload path and its listings weir's bounded pages. Request bodies are read whole
@@ -37,8 +38,8 @@
 //! | `LOCK`, `UNLOCK`, the `If:` header | `locks.rs` (a bounded table in memory) |
 //!
 //! Beside them: `extras.rs` (what clients send with a `PUT` beyond the RFC: `X-OC-Mtime`,
-//! `X-Expected-Entity-Length`), `walk.rs` (a folder's tree for `DELETE`, `COPY`, `MOVE`, one page per open
-//! folder) and `xml.rs` (request bodies, bounded).
+//! `X-Expected-Entity-Length`), `walk.rs` (a folder's tree for `DELETE`, `COPY`, `MOVE`, one
+//! page per open folder) and `xml.rs` (request bodies, bounded).
 
 use crate::serve::auth::{Access, Verdict};
 use crate::serve::reply::{self, Problem};
