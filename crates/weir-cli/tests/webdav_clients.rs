@@ -259,6 +259,36 @@ fn finder_puts_are_held_to_their_expected_length() {
     assert_eq!(std::fs::read(server.root.join("f")).unwrap(), b"new");
 }
 
+/// The same on the S3 store: a chunked body shorter or longer than its
+/// `X-Expected-Entity-Length` stores no object.
+#[cfg(feature = "s3")]
+#[test]
+fn finder_puts_are_held_to_their_expected_length_on_s3() {
+    let Some(weed) = s3_nodes::start_weed() else {
+        return;
+    };
+    let store = format!("s3://{}/finder", weir_testkit::seaweed::BUCKET);
+    let node = s3_nodes::start_node(&weed, &store, &["--token", TOKEN]);
+    let a = node.addr;
+    let chunked = |len: &str, body: &str| {
+        raw(
+            a,
+            &format!(
+                "PUT /dav/f HTTP/1.1\r\nHost: {a}\r\nAuthorization: Bearer {TOKEN}\r\n\
+                 Connection: close\r\nTransfer-Encoding: chunked\r\n\
+                 X-Expected-Entity-Length: {len}\r\n\r\n{:x}\r\n{body}\r\n0\r\n\r\n",
+                body.len()
+            ),
+        )
+        .0
+    };
+    assert_eq!(chunked("10", "new"), 400);
+    assert_eq!(chunked("2", "new"), 400);
+    assert_eq!(request(a, "GET /dav/f HTTP/1.1\n", "").0, 404);
+    assert_eq!(chunked("3", "new"), 201);
+    assert_eq!(request(a, "GET /dav/f HTTP/1.1\n", "").2, "new");
+}
+
 /// `weir_http_requests_total{method="PUT",status="2xx"}` from `/metrics`.
 fn puts(addr: SocketAddr) -> u64 {
     let (status, _, body) = request(addr, "GET /metrics HTTP/1.1\n", "");
