@@ -18,6 +18,11 @@
 //! - consecutive marked versions in one second get different sub-second parts, so a fallback
 //!   entity tag made of size and modification time still tells them apart.
 //!
+//! A time a client gives (WebDAV's `X-OC-Mtime`, [`client_time`]) is the one exception to
+//! "seconds never decrease": it is the client's second, earlier or later, and always marked,
+//! so its date is never a strong validator; the `ETag` (the SHA-256) still tells versions
+//! apart.
+//!
 //! Why not move the new version to the next second instead (the other way to make dates
 //! distinct): a file replaced ten times a second would then run ahead of the clock by nine
 //! seconds every second, and a `Last-Modified` later than the response's `Date` is forbidden
