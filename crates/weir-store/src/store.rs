@@ -5,6 +5,7 @@
 //! | --- | --- |
 //! | [`Store::begin`] → [`StoreUpload`] | an upload nothing can see yet |
 //! | [`StoreUpload::write`] | body bytes; returns when the store can take more (backpressure: a slow store slows the caller, nothing queues without bound) |
+//! | [`StoreUpload::set_modified`] | a client's modification time instead of the commit's (WebDAV's `X-OC-Mtime`), kept with the commit |
 //! | [`StoreUpload::expect_digest`] | a digest known only after the body (a `Content-Digest` trailer), verified at the commit like one given at begin |
 //! | [`StoreUpload::commit`] | verify length and digests, then make the object visible at once, if the caller's check accepts the version it replaces (checked atomically with the replacement) |
 //! | [`StoreUpload::abort`], or drop | nothing becomes visible, nothing is left behind |
@@ -16,6 +17,7 @@
 //! | [`Store::copy`], [`Store::rename`] | an object copied or moved inside the store (no byte through the caller), if the check accepts the version at the target |
 //! | [`Store::rename_dir`] | a directory moved whole in one operation, where the store can (`LocalStore`); else the caller moves each object |
 //! | [`Store::quota`] | the bytes in use and the limit (`max_storage`), when there is one |
+//! | [`Store::set_modified`] | a file's modification time as a client names it (WebDAV's `PROPPATCH` of `lastmodified`) |
 //! | [`Store::props`], [`Store::set_props`], [`StoreObject::props`] | dead properties (WebDAV's `PROPPATCH`) kept with a file or folder, at most [`MAX_PROPS`] bytes |
 //!
 //! Invariants every implementation keeps:
@@ -228,6 +230,19 @@ pub trait Store: Send + Sync + 'static {
         value: Option<&[u8]>,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
+    /// Gives the file at `path` the modification time a client names (WebDAV's `PROPPATCH`
+    /// of ownCloud's `lastmodified`), as [`StoreUpload::set_modified`] gives an upload, its
+    /// content and weir's `ETag` unchanged. `LocalStore`: the file's own time, its SHA-256
+    /// record kept valid. `S3Store`: `x-amz-meta-mtime`, set by copying the object onto
+    /// itself pinned to the version read ([`StoreError::PreconditionFailed`] if another was
+    /// written meanwhile), as [`Store::set_props`]. A folder: [`StoreError::IsDirectory`];
+    /// nothing there: [`StoreError::NotFound`].
+    fn set_modified(
+        &self,
+        path: &StorePath,
+        client: std::time::SystemTime,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
     /// Moves the directory `from`, with everything in it, to `to` in one operation when the
     /// store can: `Ok(true)` (`LocalStore`: one `rename(2)` under its commit lock, all or
     /// none even across a crash; `LocalStore::rename_dir`). `Ok(false)`, this default: the
@@ -292,6 +307,15 @@ pub trait StoreUpload: Send {
     /// cannot verify (one it did not compute while the bytes went by, in a store that cannot
     /// read them back) is refused now ([`StoreError::DigestUnavailable`]), never skipped.
     fn expect_digest(&mut self, digest: ContentDigest) -> Result<(), StoreError>;
+
+    /// Gives the object the modification time a client names (WebDAV's `X-OC-Mtime`) instead
+    /// of the commit's, kept with the commit itself: `LocalStore` sets it on the temporary
+    /// file under the commit lock before the rename ([`Upload::set_modified`]); `S3Store`
+    /// creates the object with it as rclone's `x-amz-meta-mtime` and reads it back as the
+    /// object's time. Either way the time is its whole second, marked as a weak date
+    /// validator ([`FileMeta::date_shared`]): a client's time may go back. Call before the
+    /// first write.
+    fn set_modified(&mut self, client: std::time::SystemTime);
 
     /// No more bytes follow: the upload gives up what it holds while it waits for its commit
     /// (one of a form's files, waiting for the rest of the form), and takes no more writes.
@@ -507,6 +531,15 @@ impl Store for LocalStore {
         off_the_runtime(|| LocalStore::rename_dir(self, from, to)).map(|()| true)
     }
 
+    async fn set_modified(
+        &self,
+        path: &StorePath,
+        client: std::time::SystemTime,
+    ) -> Result<(), StoreError> {
+        // An fsync: the runtime moves this worker's other tasks away first.
+        off_the_runtime(|| LocalStore::set_modified(self, path, client))
+    }
+
     async fn commit_all(
         &self,
         staged: Vec<(StorePath, LocalUpload)>,
@@ -536,6 +569,10 @@ impl StoreUpload for LocalUpload {
 
     fn file(&mut self) -> Option<&mut Upload> {
         Some(&mut self.0)
+    }
+
+    fn set_modified(&mut self, client: std::time::SystemTime) {
+        self.0.set_modified(client);
     }
 
     fn expect_digest(&mut self, digest: ContentDigest) -> Result<(), StoreError> {

@@ -163,6 +163,9 @@ pub struct Upload {
     /// [`Upload::adopt`]), and what was charged beyond this size goes back: whoever keeps the
     /// file charges what it keeps (`resumable.rs`, `Appending`'s drop).
     keep_on_drop: Option<u64>,
+    /// The client's modification time ([`Upload::set_modified`]), given to the file at
+    /// commit instead of the commit's.
+    pub(crate) client_modified: Option<std::time::SystemTime>,
 }
 
 impl Upload {
@@ -216,6 +219,7 @@ impl Upload {
             hash,
             flushed: 0,
             keep_on_drop: None,
+            client_modified: None,
         };
         if let Some(meta) = options.object_meta.filter(|m| !m.is_empty()) {
             let written = upload
@@ -284,6 +288,7 @@ impl Upload {
             hash,
             flushed: size,
             keep_on_drop: Some(size),
+            client_modified: None,
         }
     }
 
@@ -829,6 +834,15 @@ impl Upload {
             .open_file()
             .map_err(|e| StoreError::from_io("reopen temporary file", e))?;
         precondition::file_meta(file)
+    }
+
+    /// Gives the file the modification time a client names (WebDAV's `X-OC-Mtime`: rclone,
+    /// ownCloud's and Nextcloud's clients) instead of the commit's: set on the temporary file
+    /// under the commit lock, before the rename (visible with the bytes or not at all), as
+    /// its whole second marked as a shared second (`version_date::client_time`: a weak date
+    /// validator, since a client's time may go back).
+    pub fn set_modified(&mut self, client: std::time::SystemTime) {
+        self.client_modified = Some(client);
     }
 
     /// Gives the temporary file the modification time `marked` (see `version_date.rs`),

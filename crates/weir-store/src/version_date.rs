@@ -18,6 +18,11 @@
 //! - consecutive marked versions in one second get different sub-second parts, so a fallback
 //!   entity tag made of size and modification time still tells them apart.
 //!
+//! A time a client gives (WebDAV's `X-OC-Mtime`, [`client_time`]) is the one exception to
+//! "seconds never decrease": it is the client's second, earlier or later, and always marked,
+//! so its date is never a strong validator; the `ETag` (the SHA-256) still tells versions
+//! apart.
+//!
 //! Why not move the new version to the next second instead (the other way to make dates
 //! distinct): a file replaced ten times a second would then run ahead of the clock by nine
 //! seconds every second, and a `Last-Modified` later than the response's `Date` is forbidden
@@ -121,6 +126,25 @@ pub(crate) fn marked_time(
     Some(UNIX_EPOCH + Duration::new(second, SHARED_FROM + mark))
 }
 
+/// The modification time of a file whose time a client gave (`client`: WebDAV's
+/// `X-OC-Mtime`), replacing a version modified at `previous` (`None`: no file there): the
+/// client's whole second, always marked as a shared second. A client's time may go back (an
+/// older file copied over a newer one), so the second alone never identifies the version:
+/// its date is a weak validator (never matches `If-Range`), and its sub-second mark differs
+/// from the replaced version's when both fall in one second, so that a fallback entity tag of
+/// size and time still tells them apart. No system call.
+pub(crate) fn client_time(client: SystemTime, previous: Option<SystemTime>) -> SystemTime {
+    let second = seconds(client);
+    let mark = match previous {
+        Some(p) if seconds(p) == second && is_shared(p) => {
+            let before = p.duration_since(UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
+            (before - SHARED_FROM + 1) % SHARED_SPAN
+        }
+        _ => 0,
+    };
+    UNIX_EPOCH + Duration::new(second, SHARED_FROM + mark)
+}
+
 /// Sets `file`'s modification time to `marked` (from [`marked_time`]) and re-records its
 /// SHA-256 for that time.
 pub(crate) fn apply(
@@ -181,6 +205,22 @@ mod tests {
         let h = file_at(&dir, at(999, 900_000_000));
         let later = stamp(&h, mtime(&h), Some(at(1_000, 100_000_000)), &none, None).unwrap();
         assert_eq!((seconds(later), is_shared(later)), (1_000, true));
+    }
+
+    #[test]
+    fn client_times_are_their_second_marked_and_distinct() {
+        // An older time than the version replaced stands (the client's), marked weak.
+        let t = client_time(at(500, 700_000_000), Some(at(1_000, 0)));
+        assert_eq!((seconds(t), is_shared(t)), (500, true));
+        // The same second as a marked version: another mark, so a size-and-time tag differs.
+        let again = client_time(at(500, 0), Some(t));
+        assert_eq!((seconds(again), is_shared(again)), (500, true));
+        assert_ne!(again, t);
+        // The same second as an unmarked version: marked, so distinct from it too.
+        let plain = at(500, 200_000_000);
+        let over = client_time(at(500, 0), Some(plain));
+        assert!(is_shared(over) && over != plain);
+        assert_eq!(client_time(at(7, 0), None), at(7, SHARED_FROM));
     }
 
     #[test]

@@ -17,7 +17,7 @@
 //! | `OPTIONS`/`POST /tus/`, `HEAD`/`PATCH`/`DELETE /tus/{id}` | the same uploads over tus 1.0.0 (`tus.rs`, with either store) |
 //! | `GET /`, `/assets/...`, a folder's URL asked for as HTML | the browser page (`page.rs`) |
 //! | `GET /whoami` | what the request's credential may do, as JSON (`whoami.rs`) |
-//! | `OPTIONS`, `PROPFIND`, `PROPPATCH`, `MKCOL`, `GET`, `HEAD`, `PUT`, `DELETE`, `COPY`, `MOVE`, `LOCK`, `UNLOCK` on `/dav/...` | WebDAV classes 1 and 2 over the same store (`webdav/`): `207` multi-status, `423` locked; Basic auth with the token as password |
+//! | `OPTIONS`, `PROPFIND`, `PROPPATCH`, `MKCOL`, `GET`, `HEAD`, `PUT`, `DELETE`, `COPY`, `MOVE`, `LOCK`, `UNLOCK` on `/dav/...` | WebDAV classes 1 and 2 over the same store (`webdav/`): `207` multi-status, `423` locked; Basic auth with the token as password. `/dav` without its slash: the root collection (a `301` for `GET`/`HEAD`); `OPTIONS /` WebDAV's answer (Windows asks the server's root) |
 //! | `OPTIONS` preflight from a `--cors-origin` | `204` with the allowed methods and fields (`cors.rs`) |
 //! | any but `/healthz`, with a `Host` not served | `421` (`host_check.rs`, checked in `observe.rs`) |
 //! | a write (`PUT`, `POST`, `PATCH`, `DELETE`) from a browser page of another origin | `403` (`origin_guard.rs`) |
@@ -69,6 +69,11 @@ impl Service {
                 _ => method_not_allowed(ex, "GET, HEAD").await,
             };
         }
+        // Windows' WebClient and Office ask `OPTIONS` of the server's root whatever folder was
+        // mapped, and mount only if it names WebDAV (`MS-Author-Via: DAV`).
+        if path == "/" && ex.request().method() == Method::OPTIONS {
+            return webdav::options(ex).await;
+        }
         // The browser page (page.rs), before the token check: it holds no data.
         if let Some(asset) = page::route(ex.request()) {
             return page::serve(ex, asset).await;
@@ -91,6 +96,11 @@ impl Service {
         }
         // WebDAV: its own methods, credentials (Basic too) and answers (`routes/webdav/`).
         if path.starts_with(webdav::PREFIX) {
+            return with_files!(self, store => webdav::serve(self, store, ex).await);
+        }
+        // The mini-redirector asks `/dav` without its slash, and follows no redirect for
+        // `PROPFIND`: served as `/dav/`.
+        if path == "/dav" && !matches!(*ex.request().method(), Method::GET | Method::HEAD) {
             return with_files!(self, store => webdav::serve(self, store, ex).await);
         }
         if path == "/dav" {

@@ -56,6 +56,25 @@ impl LocalStore {
     }
 }
 
+impl LocalStore {
+    /// Gives the file at `path` the modification time a client names (WebDAV's `PROPPATCH`
+    /// of ownCloud's `lastmodified`), as a commit's `set_modified` does: its whole second,
+    /// marked as a weak date validator (`version_date::client_time`), the SHA-256 record kept
+    /// valid for it, `fsync`ed. The open file is the version changed: one that a commit
+    /// replaces meanwhile is not touched. A directory: [`StoreError::IsDirectory`].
+    pub fn set_modified(
+        &self,
+        path: &StorePath,
+        client: std::time::SystemTime,
+    ) -> Result<(), StoreError> {
+        let (file, meta) = self.open_file(path)?;
+        let marked = crate::version_date::client_time(client, Some(meta.modified));
+        crate::version_date::apply(&file, marked, meta.sha256.as_ref())?;
+        file.sync_all()
+            .map_err(|e| StoreError::from_io("sync modification time", e))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use crate::testutil::{p, store};

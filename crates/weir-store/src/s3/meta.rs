@@ -17,9 +17,39 @@ use crate::{KEPT_FIELDS, ObjectMeta};
 use base64::Engine as _;
 use http::HeaderMap;
 use std::borrow::Cow;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// The user metadata that holds a client's modification time
+/// ([`UploadOptions::modified`](crate::UploadOptions)): rclone's own name for it (its S3
+/// backend writes and reads `X-Amz-Meta-Mtime`, seconds since the epoch, maybe with a
+/// fraction), so a bucket written through weir's WebDAV shows rclone the same times.
+pub(super) const MTIME: &str = "x-amz-meta-mtime";
 
 /// The prefix of an encoded value, and its end.
 const ENCODED: (&str, &str) = ("=?weir-b64?", "?=");
+
+/// `meta` with the client's modification time `t` added as [`MTIME`] (whole seconds, as
+/// WebDAV's `X-OC-Mtime` gives it). Metadata that already names a time keeps its own.
+pub(super) fn with_mtime(meta: Option<ObjectMeta>, t: SystemTime) -> Option<ObjectMeta> {
+    let mut meta = meta.unwrap_or_default();
+    let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    // Refused only when the name is there already (the caller's own time stands) or the
+    // user metadata is full (a client's at the bound): the object keeps what it was given.
+    let _ = meta.push(MTIME, secs.to_string().as_bytes());
+    Some(meta)
+}
+
+/// The modification time kept as [`MTIME`], if it is one (a decimal number of seconds since
+/// the epoch, maybe with a fraction, as rclone writes it); else `None` (the backend's time
+/// stands).
+pub(super) fn mtime(meta: Option<&ObjectMeta>) -> Option<SystemTime> {
+    let value = std::str::from_utf8(meta?.get(MTIME)?).ok()?;
+    let secs = value.split('.').next()?;
+    if secs.is_empty() || !secs.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some(UNIX_EPOCH + Duration::from_secs(secs.parse().ok()?))
+}
 
 /// The headers that create an object with `meta` (names as S3 takes them).
 pub(super) fn headers(meta: &ObjectMeta) -> impl Iterator<Item = (Cow<'static, str>, String)> {
@@ -74,6 +104,22 @@ fn decode(value: &[u8]) -> Cow<'_, [u8]> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn client_times_are_rclones_mtime() {
+        let t = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        let meta = with_mtime(None, t + Duration::from_millis(300));
+        assert_eq!(meta.as_ref().unwrap().get(MTIME), Some(&b"1700000000"[..]));
+        assert_eq!(mtime(meta.as_ref()), Some(t));
+        // rclone's S3 backend writes a fraction.
+        let mut frac = ObjectMeta::new();
+        frac.push(MTIME, b"1700000000.123456789").unwrap();
+        assert_eq!(mtime(Some(&frac)), Some(t));
+        let mut bad = ObjectMeta::new();
+        bad.push(MTIME, b"-5").unwrap();
+        assert_eq!(mtime(Some(&bad)), None);
+        assert_eq!(mtime(None), None);
+    }
 
     #[test]
     fn values_survive_headers_byte_for_byte() {

@@ -503,6 +503,14 @@ impl Store for S3Store {
         self.set_object_props(path, value).await
     }
 
+    async fn set_modified(
+        &self,
+        path: &StorePath,
+        client: std::time::SystemTime,
+    ) -> Result<(), StoreError> {
+        self.set_object_modified(path, client).await
+    }
+
     async fn copy(
         &self,
         from: &StorePath,
@@ -749,6 +757,12 @@ fn head_from(headers: &HeaderMap) -> Result<Head, StoreError> {
     let etag = text("etag").unwrap_or("").to_owned();
     let props = text(props::PROPS_META).and_then(props::decode);
     let object_meta = meta::from_headers(headers);
+    // A client's time (WebDAV's `X-OC-Mtime`, rclone's S3 backend) is the object's, as
+    // `LocalStore` keeps it in the file: its second, marked as a weak date validator.
+    let modified = match meta::mtime(object_meta.as_ref()) {
+        Some(t) => crate::version_date::client_time(t, None),
+        None => modified,
+    };
     Ok(Head {
         meta: FileMeta {
             size,

@@ -86,6 +86,47 @@ impl S3Store {
         let Some((key, head)) = target else {
             unreachable!("every other case returned");
         };
+        let object_meta = head.object_meta.clone();
+        self.copy_onto_itself(key, head, value, object_meta).await
+    }
+
+    /// Sets the object's `x-amz-meta-mtime` (rclone's name, `meta.rs`) to `client`, its
+    /// other metadata and properties kept ([`Store::set_modified`]).
+    pub(super) async fn set_object_modified(
+        &self,
+        path: &StorePath,
+        client: std::time::SystemTime,
+    ) -> Result<(), StoreError> {
+        let key = self.key(path);
+        let Some(head) = self.head(&key).await? else {
+            return match self.is_dir(path).await? {
+                true => Err(StoreError::IsDirectory),
+                false => Err(StoreError::NotFound),
+            };
+        };
+        // ALLOCATION: the metadata rebuilt without its old time, once per call.
+        let mut kept = crate::ObjectMeta::new();
+        for (name, value) in head.object_meta.iter().flat_map(|m| m.fields()) {
+            if name != super::meta::MTIME {
+                // Pushed as it was read: it was accepted then.
+                let _ = kept.push(name, value);
+            }
+        }
+        let object_meta = super::meta::with_mtime(Some(kept), client);
+        let props = head.props.clone();
+        self.copy_onto_itself(key, head, props.as_deref(), object_meta)
+            .await
+    }
+
+    /// A `CopyObject` of `key` (at the version `head`) onto itself with `props` and
+    /// `object_meta`, its media type and SHA-256 carried over (see the module doc).
+    async fn copy_onto_itself(
+        &self,
+        key: String,
+        head: super::Head,
+        value: Option<&[u8]>,
+        object_meta: Option<crate::ObjectMeta>,
+    ) -> Result<(), StoreError> {
         let mut headers: Vec<(Cow<'static, str>, String)> = vec![
             (
                 "x-amz-copy-source".into(),
@@ -100,8 +141,8 @@ impl S3Store {
         if let Some(sha256) = &head.meta.sha256 {
             headers.push((SHA256_META.into(), super::hex(sha256)));
         }
-        // The object's S3 metadata stays what it was.
-        headers.extend(head.object_meta.iter().flat_map(super::meta::headers));
+        // The object's S3 metadata: what it was, or with a new time.
+        headers.extend(object_meta.iter().flat_map(super::meta::headers));
         if let Some(v) = value {
             headers.push((PROPS_META.into(), encode(v)));
         }

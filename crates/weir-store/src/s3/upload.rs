@@ -413,6 +413,12 @@ impl StoreUpload for S3Upload {
         self.size
     }
 
+    fn set_modified(&mut self, client: std::time::SystemTime) {
+        // Created with the object (`creation_headers`), which no write has sent yet.
+        debug_assert!(self.multipart.is_none());
+        self.options.object_meta = super::meta::with_mtime(self.options.object_meta.take(), client);
+    }
+
     fn expect_digest(&mut self, digest: ContentDigest) -> Result<(), StoreError> {
         // The bytes went to the store as they came: only what was hashed on the way can be
         // checked (SHA-256 always; SHA-512 when one was expected at begin).

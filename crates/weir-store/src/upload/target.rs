@@ -37,9 +37,13 @@ impl Upload {
         let previous = target_stat(dir, self.path.file_name())?;
         precondition::check(dir, self.path.file_name(), previous.as_ref(), check)?;
         let previous_modified = file_modified(previous.as_ref());
-        if let Some(marked) =
-            version_date::marked_time(stored.modified, previous_modified, &shared.deleted)
-        {
+        // A client's time (`UploadOptions::modified`) replaces the commit's, set on the
+        // temporary before the rename: the file is visible with it or not at all.
+        let marked = match self.client_modified {
+            Some(client) => Some(version_date::client_time(client, previous_modified)),
+            None => version_date::marked_time(stored.modified, previous_modified, &shared.deleted),
+        };
+        if let Some(marked) = marked {
             self.mark_date(marked, sha256)?;
             stored.modified = marked;
         }

@@ -85,6 +85,19 @@ impl DataPath {
     }
 }
 
+/// What another front end adds to a `PUT` beyond its request (WebDAV's headers: `webdav/`'s
+/// `write.rs` reads them; `/files/` sends none).
+#[derive(Clone, Copy, Debug, Default)]
+pub(in crate::serve) struct PutExtras {
+    /// The client's modification time for the file (`StoreUpload::set_modified`); the answer
+    /// then says `X-OC-Mtime: accepted`, as ownCloud's does.
+    pub(in crate::serve) modified: Option<std::time::SystemTime>,
+    /// The body's length when the request has no `Content-Length` (a chunked body with
+    /// macOS's `X-Expected-Entity-Length`): checked like a declared length (413 beyond
+    /// `--max-upload`, the quota at `begin`, and a body of another length stores nothing).
+    pub(in crate::serve) expected_len: Option<u64>,
+}
+
 /// `PUT /files/{path}` into `store` (see the module doc).
 pub(in crate::serve) async fn put<S: Store>(
     svc: &Service,
@@ -92,8 +105,19 @@ pub(in crate::serve) async fn put<S: Store>(
     ex: &mut Exchange<'_>,
     path: StorePath,
 ) -> Result<(), weir::Error> {
+    put_with(svc, store, ex, path, PutExtras::default()).await
+}
+
+/// [`put`] with what another front end adds ([`PutExtras`]).
+pub(in crate::serve) async fn put_with<S: Store>(
+    svc: &Service,
+    store: &S,
+    ex: &mut Exchange<'_>,
+    path: StorePath,
+    extras: PutExtras,
+) -> Result<(), weir::Error> {
     let max = svc.options.max_upload;
-    let declared = ex.request().content_length();
+    let declared = ex.request().content_length().or(extras.expected_len);
     if declared.is_some_and(|len| len > max) {
         return too_large(ex, max).await;
     }
@@ -157,6 +181,9 @@ pub(in crate::serve) async fn put<S: Store>(
         Ok(u) => u,
         Err(e) => return reply::store_error(ex, &e).await,
     };
+    if let Some(t) = extras.modified {
+        upload.set_modified(t);
+    }
     let mut where_hashed = WhereHashed::default();
     #[cfg(target_os = "linux")]
     let mut passed_copy = None;
@@ -220,7 +247,13 @@ pub(in crate::serve) async fn put<S: Store>(
             body["passed_copy"] = way.as_str().into();
         }
     }
-    reply::json_with(ex, status, &body, &[("etag", &etag)]).await
+    match extras.modified {
+        Some(_) => {
+            let headers = [("etag", etag.as_str()), ("x-oc-mtime", "accepted")];
+            reply::json_with(ex, status, &body, &headers).await
+        }
+        None => reply::json_with(ex, status, &body, &[("etag", &etag)]).await,
+    }
 }
 
 /// Discards a refused upload, waiting for the store (a bucket's multipart upload is aborted

@@ -20,6 +20,12 @@
 //! never neither); the answer is then a `207` naming the members that failed. A destination
 //! that exists is deleted first (with `Overwrite: T`), as RFC 4918 §9.9.3 says. Dead
 //! properties go along: a file's with the store's copy or rename, a folder's copied here.
+//!
+//! A file's `COPY` or `MOVE` with `X-OC-Mtime` (rclone's server-side copy and move with an
+//! ownCloud-style vendor) gives the file at the destination that time afterwards
+//! (`Store::set_modified`), answered `X-OC-Mtime: accepted`; should that fail, the copy or
+//! move stands and the answer has no `accepted` (rclone then sets the time itself, or sends
+//! the file again). A value that is not seconds is `400` before anything changes.
 
 use super::locks::Change;
 use super::walk::{Step, Walk};
@@ -64,6 +70,13 @@ pub(super) async fn serve<S: Store + Clone>(
         Some(d) if d.eq_ignore_ascii_case("infinity") => true,
         Some("0") if !moving => false,
         Some(_) => return status(ex, StatusCode::BAD_REQUEST).await,
+    };
+    let modified = match ex.request().header_str("x-oc-mtime") {
+        None => None,
+        Some(v) => match super::extras::mtime(v) {
+            Some(t) => Some(t),
+            None => return status(ex, StatusCode::BAD_REQUEST).await,
+        },
     };
     if src.path == dst.path {
         return status(ex, StatusCode::FORBIDDEN).await;
@@ -141,7 +154,21 @@ pub(super) async fn serve<S: Store + Clone>(
                     svc.on_deleted(src_path.as_str());
                     svc.dav_locks.forget_within(&src);
                 }
-                status(ex, done).await
+                let Some(t) = modified else {
+                    return status(ex, done).await;
+                };
+                match store.set_modified(&dst_path, t).await {
+                    Ok(()) => {
+                        ex.respond(done)
+                            .header("x-oc-mtime", "accepted")
+                            .empty()
+                            .await
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, path = dst_path.as_str(), "X-OC-Mtime");
+                        status(ex, done).await
+                    }
+                }
             }
             Err(e) => status(ex, super::store_status(&e)).await,
         };

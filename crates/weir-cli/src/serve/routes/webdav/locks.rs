@@ -18,13 +18,23 @@
 //!    else `412`.
 //!
 //! A `LOCK` of a URL where nothing is stores an empty file there (§7.3), `201`.
+//!
+//! # Whose lock
+//! A lock belongs to the principal that took it: the name of the token of its `LOCK`
+//! ([`Principal`]; on a server without tokens everyone is the same nobody). Its token counts
+//! only when that principal presents it: another token (or no credential) that sends it in
+//! `If:` is refused `423` as if it had sent none, its `UNLOCK` is `403`, its refresh `412`.
+//! Lock tokens are not secrets (`lockdiscovery` shows them to any reader, RFC 4918 §6.5), so a
+//! token alone must not let a second writer through the first's lock. Two names for one
+//! token (a token file that gives the same secret two entries) cannot happen: a token is
+//! identified by its secret, which names one entry.
 
 use super::xml::{self, BodyError, Element};
 use super::{Kind, LOCKED, Resource, XML_DECL, href, kind, parent_exists, resource_of_url};
 use crate::serve::service::Service;
 use http::StatusCode;
 use std::io::{Read, Write};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use weir::{Exchange, http};
 use weir_store::{FileMeta, Store, StoreError, StoreUpload, UploadOptions};
@@ -46,6 +56,21 @@ struct Lock {
     owner: Vec<u8>,
     timeout: Duration,
     expires: Instant,
+    /// Who took it: only they may use, refresh or remove it.
+    principal: Principal,
+}
+
+/// Who a request is, for the locks: the name of its token (`None`: no token was needed or
+/// none is configured, every such client being the same principal).
+type Principal = Option<Arc<str>>;
+
+/// The principal of the request in `ex` (its credential's name).
+fn principal(svc: &Service, ex: &Exchange<'_>) -> Principal {
+    let authorization = crate::serve::auth::authorization(ex.request()).ok()?;
+    let auth = svc.auth();
+    // ALLOCATION: none; the name is a reference count of the credential's.
+    auth.identify_bearer_or_basic(authorization)
+        .map(|c| Arc::clone(c.name()))
 }
 
 impl Lock {
@@ -132,16 +157,14 @@ pub(super) async fn check_write<S: Store>(
             return Some(answer.await);
         }
     };
+    let who = principal(svc, ex);
     let missing = svc.dav_locks.with(|t| {
         t.iter()
             .find(|l| {
                 let on_parent = parent.as_ref().is_some_and(|p| !l.deep && same(&l.root, p));
+                // Its token counts only from its own principal (see "Whose lock").
                 (l.covers(res) || (deep && l.root.within(res)) || on_parent)
-                    && !lists.iter().any(|list| {
-                        list.conditions
-                            .iter()
-                            .any(|c| !c.not && c.token.as_deref() == Some(l.token.as_str()))
-                    })
+                    && !(l.principal == who && submitted(&lists, &l.token))
             })
             .map(|l| l.root.clone())
     });
@@ -152,6 +175,15 @@ pub(super) async fn check_write<S: Store>(
         return Some(super::status(ex, StatusCode::PRECONDITION_FAILED).await);
     }
     None
+}
+
+/// Whether `token` is one of the `If:` lists' state tokens (not under `Not`).
+fn submitted(lists: &[List], token: &str) -> bool {
+    lists.iter().any(|list| {
+        list.conditions
+            .iter()
+            .any(|c| !c.not && c.token.as_deref() == Some(token))
+    })
 }
 
 /// `423` naming the lock whose token was not submitted.
@@ -451,6 +483,7 @@ pub(super) async fn lock<S: Store>(
     };
     let timeout = timeout(ex);
     let lock = Lock {
+        principal: principal(svc, ex),
         token: token.clone(),
         root: res,
         deep,
@@ -518,15 +551,11 @@ async fn refresh(svc: &Service, ex: &mut Exchange<'_>, res: &Resource) -> Result
         Err(why) => return BodyError::Invalid(why).answer(ex).await,
     };
     let timeout = timeout(ex);
+    let who = principal(svc, ex);
     let refreshed = svc.dav_locks.with(|t| {
-        let lock = t.iter_mut().find(|l| {
-            l.covers(res)
-                && lists.iter().any(|list| {
-                    list.conditions
-                        .iter()
-                        .any(|c| !c.not && c.token.as_deref() == Some(l.token.as_str()))
-                })
-        })?;
+        let lock = t
+            .iter_mut()
+            .find(|l| l.covers(res) && l.principal == who && submitted(&lists, &l.token))?;
         lock.timeout = timeout;
         lock.expires = Instant::now() + timeout;
         Some(lock.clone())
@@ -564,12 +593,19 @@ pub(super) async fn unlock(
             .answer(ex)
             .await;
     };
+    let who = principal(svc, ex);
     let removed = svc.dav_locks.with(|t| {
         let i = t.iter().position(|l| l.token == token && l.covers(&res))?;
-        Some(t.swap_remove(i))
+        // Another principal's lock stays (RFC 4918 §9.11: `403` when the principal may not).
+        if t[i].principal != who {
+            return Some(Err(()));
+        }
+        t.swap_remove(i);
+        Some(Ok(()))
     });
     match removed {
-        Some(_) => super::status(ex, StatusCode::NO_CONTENT).await,
+        Some(Ok(())) => super::status(ex, StatusCode::NO_CONTENT).await,
+        Some(Err(())) => super::status(ex, StatusCode::FORBIDDEN).await,
         None => super::condition(ex, StatusCode::CONFLICT, "lock-token-matches-request-uri").await,
     }
 }

@@ -16,10 +16,11 @@
 //!   without the scope. `OPTIONS` needs nothing (Windows asks it before it authenticates).
 //! - **Reuse, never a second copy of a rule.** `GET`/`HEAD` of a file is `files/download.rs`
 //!   (ranges, `sendfile`, the same `ETag`); `PUT` is `files/upload.rs` (atomic, verified,
-//!   `Content-Digest`, chunked bodies: macOS's `X-Expected-Entity-Length` needs nothing more,
-//!   the body is read to its end); `DELETE` of one file is `files/delete.rs`; a collection's
-//!   `GET` is the JSON listing. `getetag` is `preconditions::etag`, the one definition.
-//!   WebDAV's own answers (multi-status XML, locks, `If:`) live here.
+//!   `Content-Digest`, chunked bodies, macOS's `X-Expected-Entity-Length` as the declared
+//!   length, a client's `X-OC-Mtime` as the file's time: `extras.rs`); `DELETE` of one file
+//!   is `files/delete.rs`; a collection's `GET` is the JSON listing. `getetag` is
+//!   `preconditions::etag`, the one definition. WebDAV's own answers (multi-status XML,
+//!   locks, `If:`) live here.
 //! - **XML.** Hand-written over `Store` with `quick-xml` (`xml.rs`): `dav-server` brings its
 //!   own filesystem abstraction (`DavFileSystem`), whose writes would bypass weir's atomic
 //!   verified upload path and its listings weir's bounded pages. Request bodies are read whole
@@ -36,8 +37,9 @@
 //! | `COPY`, `MOVE` | `copymove.rs` |
 //! | `LOCK`, `UNLOCK`, the `If:` header | `locks.rs` (a bounded table in memory) |
 //!
-//! Beside them: `walk.rs` (a folder's tree for `DELETE`, `COPY`, `MOVE`, one page per open
-//! folder) and `xml.rs` (request bodies, bounded).
+//! Beside them: `extras.rs` (what clients send with a `PUT` beyond the RFC: `X-OC-Mtime`,
+//! `X-Expected-Entity-Length`), `walk.rs` (a folder's tree for `DELETE`, `COPY`, `MOVE`, one
+//! page per open folder) and `xml.rs` (request bodies, bounded).
 
 use crate::serve::auth::{Access, Verdict};
 use crate::serve::reply::{self, Problem};
@@ -49,6 +51,7 @@ use weir::{Exchange, http};
 use weir_store::{Store, StoreError, StoreObject, StorePath};
 
 mod copymove;
+mod extras;
 mod locks;
 mod propfind;
 mod props;
@@ -276,8 +279,9 @@ pub(in crate::serve) async fn serve<S: Store + Clone>(
     }
 }
 
-/// `OPTIONS`: classes 1 and 2, and the methods.
-async fn options(ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
+/// `OPTIONS`: classes 1 and 2, and the methods (also the answer to `OPTIONS /`: Windows asks
+/// the server's root before it maps a folder).
+pub(in crate::serve) async fn options(ex: &mut Exchange<'_>) -> Result<(), weir::Error> {
     ex.respond(StatusCode::OK)
         .header("dav", "1, 2")
         .header("allow", ALLOW)

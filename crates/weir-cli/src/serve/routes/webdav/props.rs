@@ -13,12 +13,20 @@
 //! (§9.2): a live property (`resourcetype`, `getetag`, ... : the store's, never settable) is
 //! `403` `cannot-modify-protected-property`, and then every other property of the request is
 //! `424` and nothing is stored.
+//!
+//! One property in `DAV:` sets what it names instead of being kept: ownCloud's `lastmodified`
+//! (seconds since 1970, what rclone's `owncloud` and `nextcloud` vendors send to set a file's
+//! time without sending it again), applied with `Store::set_modified` as a `PUT`'s
+//! `X-OC-Mtime` is (`extras.rs`); on a folder, or removed, it is `403`, a value that is not
+//! seconds `409`. It is applied before the dead properties are stored: should storing them
+//! then fail, the time stays set (the answer says so: `200` for it).
 
 use super::xml::{self, BodyError, DAV, Element};
 use super::{Kind, MULTI_STATUS, Resource, XML_DECL, href, kind, locks, status};
 use crate::serve::service::Service;
 use http::StatusCode;
 use std::io::Write;
+use std::time::SystemTime;
 use weir::{Exchange, http};
 use weir_store::{MAX_PROPS, Store, StoreError, StorePath};
 
@@ -92,11 +100,11 @@ pub(super) async fn proppatch<S: Store + Clone>(
     if let Some(refused) = locks::check_write(svc, store, ex, &res, locks::Change::Content).await {
         return refused;
     }
-    match kind(store, res.path.as_ref()).await {
+    let found = match kind(store, res.path.as_ref()).await {
         Ok(Kind::Nothing) => return status(ex, StatusCode::NOT_FOUND).await,
-        Ok(_) => {}
+        Ok(found) => found,
         Err(e) => return status(ex, super::store_status(&e)).await,
-    }
+    };
     let current = match &res.path {
         Some(path) => match store.props(path).await {
             Ok(p) => decode(p.as_deref()),
@@ -104,25 +112,39 @@ pub(super) async fn proppatch<S: Store + Clone>(
         },
         None => Vec::new(),
     };
-    let (outcomes, changed) = apply(&body, current, res.path.is_some());
+    let file = matches!(found, Kind::File(_));
+    drop(found);
+    let (outcomes, changed, time) = apply(&body, current, res.path.is_some(), file);
     let failed = outcomes.iter().any(|o| o.status != StatusCode::OK);
     let outcomes = if failed {
         settle_failed(outcomes)
     } else {
+        let timed = match (&res.path, time) {
+            (Some(path), Some(t)) => store.set_modified(path, t).await,
+            _ => Ok(()),
+        };
+        let dead = outcomes.iter().any(|o| !is_time(&o.prop.ns, &o.prop.name));
         let stored = encode(&changed);
-        let saved = match (&res.path, stored.len()) {
-            (_, n) if n > MAX_PROPS => Err(StoreError::NoSpace),
-            (Some(path), 0) => store.set_props(path, None).await,
-            (Some(path), _) => store.set_props(path, Some(&stored)).await,
-            (None, _) => unreachable!("the root's properties are refused in apply"),
+        let saved = match (timed, &res.path, stored.len()) {
+            (Err(e), _, _) => Err(e),
+            (Ok(()), _, _) if !dead => Ok(()),
+            (Ok(()), _, n) if n > MAX_PROPS => Err(StoreError::NoSpace),
+            (Ok(()), Some(path), 0) => store.set_props(path, None).await,
+            (Ok(()), Some(path), _) => store.set_props(path, Some(&stored)).await,
+            (Ok(()), None, _) => unreachable!("the root's properties are refused in apply"),
         };
         match saved {
             Ok(()) => outcomes,
             Err(e) => {
                 let code = super::store_status(&e);
+                // A time already set stays set, and says so.
+                let kept = time.is_some() && !matches!(e, StoreError::PreconditionFailed);
                 outcomes
                     .into_iter()
-                    .map(|o| Outcome { status: code, ..o })
+                    .map(|o| match kept && is_time(&o.prop.ns, &o.prop.name) {
+                        true => o,
+                        false => Outcome { status: code, ..o },
+                    })
                     .collect()
             }
         }
@@ -163,20 +185,40 @@ pub(super) async fn proppatch<S: Store + Clone>(
     super::xml_answer(ex, MULTI_STATUS, &out, &[]).await
 }
 
-/// Applies the instructions in order to `props`: each property's outcome, and the properties
-/// after them (meaningful only when every outcome is `200`).
+/// ownCloud's `lastmodified`: the property that sets a file's time (see the module doc).
+fn is_time(ns: &str, name: &str) -> bool {
+    ns == DAV && name == "lastmodified"
+}
+
+/// Applies the instructions in order to `props`: each property's outcome, the properties
+/// after them and the time to set (meaningful only when every outcome is `200`). `file`: the
+/// resource is a file (only a file's time can be set).
 fn apply(
     body: &Element,
     mut props: Vec<Element>,
     storable: bool,
-) -> (Vec<Outcome<'_>>, Vec<Element>) {
+    file: bool,
+) -> (Vec<Outcome<'_>>, Vec<Element>, Option<SystemTime>) {
     let mut outcomes = Vec::new();
+    let mut time = None;
     for op in &body.children {
         let set = op.is_dav("set");
         if !set && !op.is_dav("remove") {
             continue;
         }
         for prop in op.dav_child("prop").iter().flat_map(|p| &p.children) {
+            if is_time(&prop.ns, &prop.name) {
+                let status = match (set && file, super::extras::mtime(&prop.text)) {
+                    (false, _) => StatusCode::FORBIDDEN,
+                    (true, None) => StatusCode::CONFLICT,
+                    (true, Some(t)) => {
+                        time = Some(t);
+                        StatusCode::OK
+                    }
+                };
+                outcomes.push(Outcome { prop, status });
+                continue;
+            }
             if !storable || is_live(&prop.ns, &prop.name) {
                 outcomes.push(Outcome {
                     prop,
@@ -194,7 +236,7 @@ fn apply(
             });
         }
     }
-    (outcomes, props)
+    (outcomes, props, time)
 }
 
 /// After a failure nothing is stored: the properties that would have been changed are `424`.
@@ -246,7 +288,8 @@ mod tests {
             <D:remove><D:prop><Z:a/></D:prop></D:remove>
             <D:set><D:prop><Z:a>2</Z:a></D:prop></D:set></D:propertyupdate>"#,
         );
-        let (outcomes, props) = apply(&b, Vec::new(), true);
+        let (outcomes, props, time) = apply(&b, Vec::new(), true, true);
+        assert_eq!(time, None);
         assert!(outcomes.iter().all(|o| o.status == StatusCode::OK));
         let stored = encode(&props);
         assert_eq!(
@@ -258,9 +301,32 @@ mod tests {
             r#"<D:propertyupdate xmlns:D="DAV:"><D:set><D:prop><D:getetag>x</D:getetag>
             <D:other>y</D:other></D:prop></D:set></D:propertyupdate>"#,
         );
-        let (outcomes, _) = apply(&b, Vec::new(), true);
+        let (outcomes, _, _) = apply(&b, Vec::new(), true, true);
         let outcomes = settle_failed(outcomes);
         assert_eq!(outcomes[0].status, StatusCode::FORBIDDEN);
         assert_eq!(outcomes[1].status, StatusCode::FAILED_DEPENDENCY);
+    }
+
+    #[test]
+    fn owncloud_lastmodified_sets_a_files_time() {
+        let set = |value: &str| {
+            format!(
+                r#"<D:propertyupdate xmlns:D="DAV:"><D:set><D:prop>
+                <lastmodified xmlns="DAV:">{value}</lastmodified></D:prop></D:set>
+                </D:propertyupdate>"#
+            )
+        };
+        let b = body(&set("1700000000"));
+        let (outcomes, props, time) = apply(&b, Vec::new(), true, true);
+        assert_eq!(outcomes[0].status, StatusCode::OK);
+        assert!(props.is_empty(), "not kept as a dead property");
+        let want = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000);
+        assert_eq!(time, Some(want));
+        // A folder's, or a value that is not seconds: refused, nothing set.
+        let (outcomes, _, time) = apply(&b, Vec::new(), true, false);
+        assert_eq!((outcomes[0].status, time), (StatusCode::FORBIDDEN, None));
+        let b = body(&set("yesterday"));
+        let (outcomes, _, time) = apply(&b, Vec::new(), true, true);
+        assert_eq!((outcomes[0].status, time), (StatusCode::CONFLICT, None));
     }
 }

@@ -6,7 +6,7 @@
 //!
 //! | request | answer |
 //! | --- | --- |
-//! | `PUT` | `files/upload.rs`'s (`201`/`200`, atomic: a cut body leaves the old file); `409` when the parent collection is missing; `405` onto a collection |
+//! | `PUT` | `files/upload.rs`'s (`201`/`200`, atomic: a cut body leaves the old file), with a client's `X-OC-Mtime` and `X-Expected-Entity-Length` (`extras.rs`; `400` for a bad one); `409` when the parent collection is missing; `405` onto a collection |
 //! | `DELETE` of a file | `files/delete.rs`'s (`204`, `404`, `412`) |
 //! | `DELETE` of a collection | everything in it, deepest first, then itself: `204`; `207` naming what could not be deleted (at most [`MAX_FAILURES`]) |
 //! | `MKCOL` | `201`; `405` something is there; `409` no parent; `415` with a body |
@@ -14,6 +14,7 @@
 use super::locks::Change;
 use super::walk::{Step, Walk};
 use super::{Kind, MULTI_STATUS, Resource, XML_DECL, kind, locks, parent_exists, status};
+use crate::serve::reply::{self, Problem};
 use crate::serve::routes::files::{delete as file_delete, download, listing, upload};
 use crate::serve::service::Service;
 use http::StatusCode;
@@ -46,6 +47,10 @@ pub(super) async fn put<S: Store + Clone>(
     let Some(path) = res.path.clone().filter(|_| !res.slash) else {
         return status(ex, StatusCode::METHOD_NOT_ALLOWED).await;
     };
+    let extras = match super::extras::of_put(ex.request()) {
+        Ok(extras) => extras,
+        Err(message) => return reply::error(ex, Problem::BadRequest, message, &[]).await,
+    };
     // A new file is a new member of its collection; asked only when a depth-0 lock is on that
     // collection (no lock: nothing to ask).
     let change = match svc.dav_locks.on_parent(&res) {
@@ -66,7 +71,7 @@ pub(super) async fn put<S: Store + Clone>(
     if store.is_dir(&path).await.unwrap_or(false) {
         return status(ex, StatusCode::METHOD_NOT_ALLOWED).await;
     }
-    upload::put(svc, store, ex, path).await
+    upload::put_with(svc, store, ex, path, extras).await
 }
 
 /// `MKCOL`.
