@@ -742,3 +742,7 @@ impl TxQueue {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "tls_stream_tests.rs"]
+mod tests;

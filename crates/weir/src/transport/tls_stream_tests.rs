@@ -1,0 +1,130 @@
+//! Unit tests of [`TlsStream`](super::TlsStream) over a real loopback connection, a rustls
+//! client on the other end: what the integration tests over TLS cannot pin (how much one write
+//! takes, what `Debug` shows) and the send queue's bookkeeping.
+
+use super::*;
+use std::sync::Arc;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+type Client = tokio_rustls::client::TlsStream<tokio::net::TcpStream>;
+
+/// A handshaken pair: weir's server side and a rustls client, offering `alpn`.
+async fn pair(alpn: &[&[u8]], tls12: bool) -> (TlsStream, Client) {
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+    let tls = crate::TlsConfig::from_pem(
+        cert.cert.pem().as_bytes(),
+        cert.signing_key.serialize_pem().as_bytes(),
+    )
+    .unwrap();
+    let acceptor = tls.acceptor(true);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = tokio::spawn(async move {
+        let (tcp, _) = listener.accept().await.unwrap();
+        let mut io = Stream::Tcp(tcp);
+        let mut rx = RecordBuf::new();
+        super::super::tls_handshake::receive_client_hello(&mut io, &mut rx)
+            .await
+            .unwrap();
+        super::super::tls_handshake::accept(io, rx, acceptor)
+            .await
+            .unwrap()
+    });
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(cert.cert.der().clone()).unwrap();
+    let versions: &[&rustls::SupportedProtocolVersion] = if tls12 {
+        &[&rustls::version::TLS12]
+    } else {
+        &[&rustls::version::TLS13]
+    };
+    let mut config =
+        rustls::ClientConfig::builder_with_provider(Arc::new(crate::TlsConfig::crypto_provider()))
+            .with_protocol_versions(versions)
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    let client = tokio_rustls::TlsConnector::from(Arc::new(config))
+        .connect(name, tcp)
+        .await
+        .unwrap();
+    (server.await.unwrap(), client)
+}
+
+#[tokio::test]
+async fn one_write_seals_up_to_the_queue_limit_and_every_byte_arrives() {
+    let (mut server, mut client) = pair(&[b"http/1.1"], false).await;
+    let body: Vec<u8> = (0..(1usize << 20)).map(|i| (i % 251) as u8).collect();
+    // A write takes at most the queue's limit (256 KiB) at once, whatever the socket takes:
+    // a caller of a large write gets one return per 256 KiB, not one per record.
+    let taken = server.write(&body).await.unwrap();
+    assert_eq!(taken, 256 * 1024);
+    let reader = tokio::spawn(async move {
+        let mut got = vec![0; body.len()];
+        client.read_exact(&mut got).await.unwrap();
+        assert!(got == body, "the plaintext arrives whole and in order");
+    });
+    let rest: Vec<u8> = (taken..(1usize << 20)).map(|i| (i % 251) as u8).collect();
+    server.write_all(&rest).await.unwrap();
+    server.flush().await.unwrap();
+    reader.await.unwrap();
+}
+
+#[tokio::test]
+async fn debug_says_what_the_connection_is() {
+    let (server, _client) = pair(&[b"http/1.1"], false).await;
+    let shown = format!("{server:?}");
+    assert!(shown.starts_with("TlsStream {"), "{shown}");
+    assert!(shown.contains("version: TLSv1_3"), "{shown}");
+    assert!(shown.contains("read: Open"), "{shown}");
+}
+
+#[tokio::test]
+async fn the_version_and_protocol_are_the_negotiated_ones() {
+    let (server, _client) = pair(&[b"h2"], true).await;
+    assert_eq!(server.protocol_version(), ProtocolVersion::TLSv1_2);
+    assert_eq!(server.alpn_protocol(), Some(&b"h2"[..]));
+    let (server, _client) = pair(&[], false).await;
+    assert_eq!(server.protocol_version(), ProtocolVersion::TLSv1_3);
+    assert_eq!(server.alpn_protocol(), None);
+}
+
+#[test]
+fn the_send_queue_hands_out_unsent_bytes_in_order() {
+    let mut queue = TxQueue::default();
+    assert!(queue.is_empty());
+    queue.push(vec![1, 2, 3]);
+    queue.push(vec![4, 5]);
+    queue.push(vec![6, 7, 8, 9]);
+    assert_eq!(queue.len(), 9);
+    let flat = |queue: &TxQueue, room: usize| {
+        let mut slices = [IoSlice::new(&[]); 8];
+        let filled = queue.slices(&mut slices[..room]);
+        slices[..filled]
+            .iter()
+            .flat_map(|s| s.iter().copied())
+            .collect::<Vec<u8>>()
+    };
+    assert_eq!(flat(&queue, 8), [1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    assert_eq!(flat(&queue, 2), [1, 2, 3, 4, 5], "no more slices than room");
+    // Part of the first record sent: the rest of it comes first.
+    queue.advance(2);
+    assert_eq!(queue.len(), 7);
+    assert_eq!(flat(&queue, 8), [3, 4, 5, 6, 7, 8, 9]);
+    // Across a record boundary, ending inside the next one.
+    queue.advance(3);
+    assert_eq!(queue.len(), 4);
+    assert_eq!(flat(&queue, 8), [6, 7, 8, 9]);
+    // Exactly the end of a record.
+    queue.advance(4);
+    assert!(queue.is_empty());
+    assert_eq!(flat(&queue, 8), Vec::<u8>::new());
+    queue.push(vec![10]);
+    assert_eq!(
+        flat(&queue, 8),
+        [10],
+        "a new record starts at its beginning"
+    );
+}
