@@ -128,3 +128,30 @@ fn the_send_queue_hands_out_unsent_bytes_in_order() {
         "a new record starts at its beginning"
     );
 }
+
+/// Polls `future` once, with a waker that does nothing.
+fn poll_once<F: std::future::Future>(future: F) -> Poll<F::Output> {
+    let mut future = std::pin::pin!(future);
+    future
+        .as_mut()
+        .poll(&mut Context::from_waker(std::task::Waker::noop()))
+}
+
+#[tokio::test]
+async fn records_the_socket_has_not_taken_make_the_stream_readable() {
+    let (mut server, _client) = pair(&[b"http/1.1"], false).await;
+    assert!(
+        poll_once(server.readable()).is_pending(),
+        "nothing at hand, nothing queued: wait for the socket"
+    );
+    // The client reads nothing: write until the socket is full and records stay queued.
+    let chunk = vec![0u8; 256 * 1024];
+    let mut written = 0;
+    while let Poll::Ready(n) = poll_once(server.write(&chunk)) {
+        written += n.unwrap();
+        assert!(written < 1 << 30, "the socket never filled");
+    }
+    // A read sends queued records, so an idle connection waiting to read must not wait for
+    // the client first: the client may be waiting for those very bytes.
+    assert!(poll_once(server.readable()).is_ready());
+}
