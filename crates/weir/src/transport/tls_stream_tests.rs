@@ -155,3 +155,40 @@ async fn records_the_socket_has_not_taken_make_the_stream_readable() {
     // the client first: the client may be waiting for those very bytes.
     assert!(poll_once(server.readable()).is_ready());
 }
+
+#[tokio::test]
+async fn plaintext_or_ciphertext_at_hand_makes_the_stream_readable() {
+    let (mut server, mut client) = pair(&[b"http/1.1"], false).await;
+    // Two records; wait until both lie in the server's socket (27 and 28 bytes in TLS 1.3:
+    // header, plaintext, content type, tag), so that the first read takes them both.
+    client.write_all(b"first").await.unwrap();
+    client.flush().await.unwrap();
+    client.write_all(b"second").await.unwrap();
+    client.flush().await.unwrap();
+    let Stream::Tcp(tcp) = &server.io else {
+        unreachable!("a TCP pair")
+    };
+    let mut peeked = [0u8; 64];
+    while tcp.peek(&mut peeked).await.unwrap() < 27 + 28 {
+        tokio::task::yield_now().await;
+    }
+    // Taken a byte at a time: the rest of the record waits as plaintext, the next record as
+    // ciphertext, and each must count as at hand (no byte more is coming from the socket).
+    let mut one = [0u8; 1];
+    server.read_exact(&mut one).await.unwrap();
+    assert_eq!(&one, b"f");
+    assert!(!server.rx.plaintext().is_empty());
+    assert!(poll_once(server.readable()).is_ready(), "plaintext at hand");
+    let mut rest = [0u8; 4];
+    server.read_exact(&mut rest).await.unwrap();
+    assert_eq!(&rest, b"irst");
+    assert!(server.rx.plaintext().is_empty() && server.rx.has_ciphertext());
+    assert!(
+        poll_once(server.readable()).is_ready(),
+        "ciphertext at hand"
+    );
+    let mut second = [0u8; 6];
+    server.read_exact(&mut second).await.unwrap();
+    assert_eq!(&second, b"second");
+    assert!(poll_once(server.readable()).is_pending(), "nothing at hand");
+}

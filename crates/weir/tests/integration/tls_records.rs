@@ -456,3 +456,23 @@ fn renegotiation_attempts_are_refused_twice_then_end_the_connection() {
         "the connection ends after the fatal alert"
     );
 }
+
+/// A TLS 1.2 record whose decrypted plaintext is longer than 2^14 bytes (its ciphertext within
+/// TLS 1.2's larger bound, so only the decryption can tell): `record_overflow` (RFC 5246
+/// §6.2.3), not `decode_error`.
+#[test]
+fn an_oversized_plaintext_is_answered_with_record_overflow() {
+    use rustls::ContentType;
+    let server = TlsTestServer::start(Config::default());
+    let mut client = connect_with(&server, &rustls::version::TLS12, |c| {
+        c.enable_secret_extraction = true;
+    });
+    hello(&mut client);
+    let mut client = HandBuilt::take_over(client);
+    client.send(ContentType::ApplicationData, &[b'x'; 16385]);
+    assert_eq!(
+        client.receive(),
+        Some((ContentType::Alert, vec![2, 22])),
+        "a fatal record_overflow"
+    );
+}
