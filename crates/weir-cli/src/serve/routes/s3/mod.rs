@@ -75,6 +75,7 @@ use weir_s3api::{ErrorCode, S3Error};
 
 mod access;
 mod bucket;
+mod checked_body;
 mod copy;
 mod delete;
 mod keys;
