@@ -59,6 +59,7 @@
 //! | DeleteObject, DeleteObjects | `delete.rs` |
 //! | ListObjectsV2, ListObjects (V1) | `list.rs` |
 //! | CopyObject | `copy.rs` |
+//! | Get/PutBucketAcl, Get/PutObjectAcl (one owner: `private` only) | `acl.rs` |
 //! | the metadata kept with an object | `metadata.rs` |
 //! | multipart uploads | `multipart.rs` |
 //!
@@ -74,6 +75,7 @@ use weir_s3api::route::{self, Operation, RouteConfig, S3Request};
 use weir_s3api::{ErrorCode, S3Error};
 
 mod access;
+mod acl;
 mod bucket;
 mod checked_body;
 mod copy;
@@ -216,6 +218,8 @@ async fn dispatch<S: weir_store::Store + Clone + multipart::WithMultiparts>(
             }
             object_get::get(store, ex, &bucket, &key, &params).await
         }
+        Operation::GetAcl => acl::get(ctx, store, ex, &bucket, &key).await,
+        Operation::PutAcl => acl::put(ctx, store, ex, &bucket, &key).await,
         Operation::DeleteObject => delete::one(ctx, store, ex, &bucket, &key).await,
         Operation::DeleteObjects => delete::many(ctx, store, ex, &bucket).await,
         op @ (Operation::CreateMultipartUpload
