@@ -213,9 +213,6 @@ async fn dispatch<S: weir_store::Store + Clone + multipart::WithMultiparts>(
         Operation::PutObject => object_put::put(ctx, store, ex, &bucket, &key).await,
         Operation::CopyObject(source) => copy::copy(ctx, store, ex, &bucket, &key, source).await,
         Operation::GetObject(params) | Operation::HeadObject(params) => {
-            if params.part_number.is_some() {
-                return multipart::get_part(ctx, store, ex, &bucket, &key, params).await;
-            }
             object_get::get(store, ex, &bucket, &key, &params).await
         }
         Operation::GetAcl => acl::get(ctx, store, ex, &bucket, &key).await,
