@@ -18,9 +18,10 @@
 //! - The user metadata (names and values of `x-amz-meta-*`, as S3 counts it) is at most
 //!   [`MAX_USER_META`] bytes; the other fields are bounded by what a request head can hold.
 //!
-//! - weir's own field [`PARTS_FIELD`] (a completed multipart object's part sizes, at most
-//!   [`MAX_PARTS_FIELD`] bytes) is kept with the others but never sent back as a header
-//!   ([`ObjectMeta::fields`] leaves it out) and never taken from a request.
+//! - weir's own fields, [`PARTS_FIELD`] (a completed multipart object's part sizes, at most
+//!   [`MAX_PARTS_FIELD`] bytes) and [`CHECKSUM_FIELD`] (the S3 checksum the client sent, at
+//!   most 128 bytes), are kept with the others but never sent back as header fields
+//!   ([`ObjectMeta::fields`] leaves them out) and never taken from a request.
 //!
 //! Encoding (the local store's xattr): one `name:value\n` line per field, in order.
 
@@ -47,6 +48,16 @@ const USER_PREFIX: &str = "x-amz-meta-";
 /// 10,000 parts is two runs), for GetObject's `partNumber`. Never sent as a header, never
 /// taken from a request.
 pub const PARTS_FIELD: &str = "weir-parts";
+
+/// weir's own field of an object written with an S3 checksum: `ALGORITHM TYPE VALUE`
+/// (`CRC64NVME FULL_OBJECT Qeh8oXvGiSo=`), the checksum the client sent and weir verified,
+/// returned by GetObject/HeadObject with `x-amz-checksum-mode: ENABLED`. Never sent as a
+/// header of its own, never taken from a request.
+pub const CHECKSUM_FIELD: &str = "weir-checksum";
+
+/// The longest [`CHECKSUM_FIELD`]: a name, a type and a base64 value (SHA-256's is 44
+/// characters, a composite's adds `-N`).
+const MAX_CHECKSUM_FIELD: usize = 128;
 
 /// The longest [`PARTS_FIELD`] kept: past it (parts of many different sizes) the object keeps
 /// only its number of parts (`*COUNT`), and reading it by part is refused rather than answered
@@ -120,6 +131,12 @@ impl ObjectMeta {
                 true
             }
             None if KEPT_FIELDS.contains(&name.as_str()) => false,
+            None if name == CHECKSUM_FIELD => {
+                if value.len() > MAX_CHECKSUM_FIELD || parse_checksum(value).is_none() {
+                    return Err(ObjectMetaError::BadValue);
+                }
+                false
+            }
             None if name == PARTS_FIELD => {
                 if value.len() > MAX_PARTS_FIELD || parse_runs(value).is_none() {
                     return Err(ObjectMetaError::BadValue);
@@ -154,7 +171,30 @@ impl ObjectMeta {
     /// The fields sent back with the object, in order: `(lower-case name, value)` (weir's
     /// own, [`PARTS_FIELD`], is not one).
     pub fn fields(&self) -> impl Iterator<Item = (&str, &[u8])> {
-        self.stored_fields().filter(|(n, _)| *n != PARTS_FIELD)
+        self.stored_fields()
+            .filter(|(n, _)| *n != PARTS_FIELD && *n != CHECKSUM_FIELD)
+    }
+
+    /// Keeps the checksum the client sent, verified ([`CHECKSUM_FIELD`]): `algorithm`
+    /// (`CRC32`, …), `kind` (`FULL_OBJECT` or `COMPOSITE`), the base64 `value`. A value that
+    /// is not one is refused (`BadValue`).
+    pub fn set_checksum(
+        &mut self,
+        algorithm: &str,
+        kind: &str,
+        value: &str,
+    ) -> Result<(), ObjectMetaError> {
+        self.fields.retain(|(n, _)| n != CHECKSUM_FIELD);
+        // ALLOCATION: the field, once per object written with a checksum.
+        self.push(
+            CHECKSUM_FIELD,
+            format!("{algorithm} {kind} {value}").as_bytes(),
+        )
+    }
+
+    /// The kept checksum: `(algorithm, kind, base64 value)`.
+    pub fn checksum(&self) -> Option<(&str, &str, &str)> {
+        parse_checksum(self.get_stored(CHECKSUM_FIELD)?)
     }
 
     /// Every field kept, weir's own included.
@@ -285,6 +325,18 @@ pub enum PartLookup {
     NotKept { count: u32 },
 }
 
+/// A [`CHECKSUM_FIELD`] value: three words of printable ASCII.
+fn parse_checksum(value: &[u8]) -> Option<(&str, &str, &str)> {
+    let text = std::str::from_utf8(value).ok()?;
+    if !text.bytes().all(|b| b.is_ascii_graphic() || b == b' ') {
+        return None;
+    }
+    let mut words = text.split(' ');
+    let found = (words.next()?, words.next()?, words.next()?);
+    let empty = found.0.is_empty() || found.1.is_empty() || found.2.is_empty();
+    (words.next().is_none() && !empty).then_some(found)
+}
+
 /// A [`PARTS_FIELD`] value.
 enum Runs {
     /// `(size, count)` runs.
@@ -401,6 +453,37 @@ mod tests {
             assert_eq!(
                 ObjectMeta::new().push(PARTS_FIELD, bad),
                 Err(ObjectMetaError::BadValue)
+            );
+        }
+    }
+
+    #[test]
+    fn a_checksum_is_kept_but_not_sent_as_a_field() {
+        let mut meta = ObjectMeta::new();
+        assert_eq!(meta.checksum(), None);
+        meta.set_checksum("CRC64NVME", "FULL_OBJECT", "Qeh8oXvGiSo=")
+            .unwrap();
+        meta.set_checksum(
+            "SHA256",
+            "COMPOSITE",
+            "Ok6Cs5b96ux6+MWQkJO7UBT5sKPBeXBLwvj/hK89smg=-1",
+        )
+        .unwrap();
+        let back = ObjectMeta::decode(&meta.encode()).unwrap();
+        assert_eq!(
+            back.checksum(),
+            Some((
+                "SHA256",
+                "COMPOSITE",
+                "Ok6Cs5b96ux6+MWQkJO7UBT5sKPBeXBLwvj/hK89smg=-1"
+            ))
+        );
+        assert_eq!(back.fields().count(), 0);
+        for bad in [&b"CRC32 FULL_OBJECT"[..], b"a  b", b"a b c d", b"a b \x01"] {
+            assert_eq!(
+                ObjectMeta::new().push(CHECKSUM_FIELD, bad),
+                Err(ObjectMetaError::BadValue),
+                "{bad:?}"
             );
         }
     }

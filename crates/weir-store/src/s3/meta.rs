@@ -9,14 +9,18 @@
 //! back byte for byte. The names `x-amz-meta-weir-*` are weir's own (`ObjectMeta` refuses
 //! them from clients): they are never read as a client's.
 //!
-//! weir's own field of a completed multipart object, its part sizes (`PARTS_FIELD`), goes as
-//! `x-amz-meta-weir-parts`.
+//! weir's own fields go as `x-amz-meta-weir-parts` (a completed multipart object's part sizes,
+//! `PARTS_FIELD`) and `x-amz-meta-weir-checksum` (the S3 checksum a client sent,
+//! `CHECKSUM_FIELD`).
 //!
 //! The backend counts weir's own metadata (`x-amz-meta-weir-sha256`, `-weir-props`, `-weir-parts`) and the
 //! encoded values against its 2 KiB: a client's user metadata near the bound may be refused
 //! by the backend (`StoreError::Backend`), never stored in part.
 
-use crate::{KEPT_FIELDS, ObjectMeta, PARTS_FIELD};
+use crate::{CHECKSUM_FIELD, KEPT_FIELDS, ObjectMeta, PARTS_FIELD};
+
+/// The backend header of weir's [`CHECKSUM_FIELD`] (the S3 checksum a client sent).
+const CHECKSUM_META: &str = "x-amz-meta-weir-checksum";
 
 /// The backend header of weir's [`PARTS_FIELD`] (a completed multipart object's part sizes).
 const PARTS_META: &str = "x-amz-meta-weir-parts";
@@ -33,6 +37,7 @@ pub(super) fn headers(meta: &ObjectMeta) -> impl Iterator<Item = (Cow<'static, s
     meta.stored_fields().map(|(name, value)| {
         let name = match name {
             PARTS_FIELD => Cow::Borrowed(PARTS_META),
+            CHECKSUM_FIELD => Cow::Borrowed(CHECKSUM_META),
             other => Cow::Owned(other.to_owned()),
         };
         (name, encode(value))
@@ -44,8 +49,13 @@ pub(super) fn from_headers(headers: &HeaderMap) -> Option<ObjectMeta> {
     let mut meta = ObjectMeta::new();
     for (name, value) in headers {
         let name = name.as_str();
-        if name == PARTS_META {
-            let _ = meta.push(PARTS_FIELD, &decode(value.as_bytes()));
+        let weirs = match name {
+            PARTS_META => Some(PARTS_FIELD),
+            CHECKSUM_META => Some(CHECKSUM_FIELD),
+            _ => None,
+        };
+        if let Some(field) = weirs {
+            let _ = meta.push(field, &decode(value.as_bytes()));
             continue;
         }
         let ours = name.starts_with("x-amz-meta-weir-");
@@ -101,6 +111,8 @@ mod tests {
         meta.push("x-amz-meta-empty", b"").unwrap();
         meta.push("cache-control", b"no-cache").unwrap();
         assert!(meta.set_parts([5 << 20, 5 << 20, 7]));
+        meta.set_checksum("CRC32", "FULL_OBJECT", "WgDhBQ==")
+            .unwrap();
         let mut map = HeaderMap::new();
         for (name, value) in headers(&meta) {
             assert!(value.is_ascii(), "{value}");
@@ -117,6 +129,7 @@ mod tests {
         assert_eq!(got, want);
         // weir's part sizes come back from their own header, as the field they were.
         assert!(map.contains_key(PARTS_META));
+        assert_eq!(back.checksum(), Some(("CRC32", "FULL_OBJECT", "WgDhBQ==")));
         assert_eq!(
             back.part(3),
             crate::PartLookup::Found {

@@ -43,8 +43,9 @@
 //!   `Expires`), given to the store with the upload (`UploadOptions::object_meta`) so that it
 //!   is stored with the commit, never after; returned by GetObject and HeadObject, carried or
 //!   replaced by CopyObject, given at CreateMultipartUpload for the completed object. Files
-//!   written through `/files/`, tus or WebDAV have none. The checksum a client sent is
-//!   verified, not stored.
+//!   written through `/files/`, tus or WebDAV have none. A checksum sent in PutObject's head is
+//!   verified and kept with it (`object_put.rs`); one in a trailer is verified, not kept; a
+//!   completed multipart object keeps its parts' sizes (GetObject's `partNumber`).
 //! - **Observed** as `/files/` requests are: the access log and the metrics through
 //!   `observe.rs`'s `observe_start`/`observe_end`, every request in a note's scope
 //!   (`stored.rs`) whose caller is named once the signature is verified; commits and deletes

@@ -11,7 +11,9 @@
 //! `InvalidRange` with the object's size; the object's stored metadata (`metadata.rs`:
 //! `x-amz-meta-*`, `Cache-Control`, …) is sent with it; `response-content-type` and the other
 //! `response-*` parameters set the answer's fields (over the stored ones);
-//! `x-amz-checksum-mode: ENABLED` adds the stored SHA-256 as `x-amz-checksum-sha256`;
+//! `x-amz-checksum-mode: ENABLED` adds the checksum the client sent with the object, kept
+//! with it (`weir_store::CHECKSUM_FIELD`), or else the stored SHA-256 as
+//! `x-amz-checksum-sha256`, with `x-amz-checksum-type`;
 //! `partNumber` answers that part's bytes of a completed multipart object (its part sizes are
 //! kept with it, `weir_store::PARTS_FIELD`) with `x-amz-mp-parts-count`, and part 1 of any
 //! other object is all of it.
@@ -101,25 +103,42 @@ pub(super) async fn get<S: Store>(
         Some(t) => t.to_owned(),
         None => stored_type.to_string(),
     };
-    // `x-amz-checksum-mode: ENABLED`: the stored SHA-256, the one checksum weir keeps.
-    let checksum = meta
-        .sha256
-        // Of the whole object only: a range's bytes do not have it (S3 sends none either).
-        .filter(|_| answer.start == 0 && answer.len == meta.size)
-        .filter(|_| {
-            ex.request()
-                .header("x-amz-checksum-mode")
-                .is_some_and(|v| v.eq_ignore_ascii_case(b"ENABLED"))
+    // `x-amz-checksum-mode: ENABLED`, for the whole object only (a range's bytes do not have
+    // the object's checksum; S3 sends none either): the checksum the client sent with it if
+    // one was kept, else the SHA-256 every object has.
+    let whole = answer.start == 0 && answer.len == meta.size;
+    let wanted = ex
+        .request()
+        .header("x-amz-checksum-mode")
+        .is_some_and(|v| v.eq_ignore_ascii_case(b"ENABLED"));
+    let checksum: Option<(&'static str, String, &str)> = if !(whole && wanted) {
+        None
+    } else if let Some((algorithm, kind, value)) = object_meta.as_ref().and_then(|m| m.checksum()) {
+        ChecksumAlgorithm::from_name(algorithm).map(|a| {
+            (
+                a.header_name(),
+                value.to_owned(),
+                if kind == "COMPOSITE" {
+                    "COMPOSITE"
+                } else {
+                    "FULL_OBJECT"
+                },
+            )
         })
-        .and_then(|d| ChecksumValue::from_bytes(ChecksumAlgorithm::Sha256, &d))
-        .map(|c| c.to_base64());
+    } else {
+        meta.sha256
+            .and_then(|d| ChecksumValue::from_bytes(ChecksumAlgorithm::Sha256, &d))
+            .map(|c| ("x-amz-checksum-sha256", c.to_base64(), "FULL_OBJECT"))
+    };
     let head = |ex| {
         let mut response = answer.respond(ex, &meta, content_type);
         if let Some(count) = parts_count {
             response = response.header_display("x-amz-mp-parts-count", count);
         }
-        if let Some(c) = &checksum {
-            response = response.header("x-amz-checksum-sha256", c.as_str());
+        if let Some((name, value, kind)) = &checksum {
+            response = response
+                .header(*name, value.as_str())
+                .header("x-amz-checksum-type", *kind);
         }
         // The stored fields, but those a `response-content-*` (or `response-expires`, …)
         // parameter replaces.

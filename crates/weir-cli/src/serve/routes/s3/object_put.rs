@@ -23,6 +23,9 @@
 //! SHA-256 (`XAmzContentSHA256Mismatch`), the length (`IncompleteBody`). Any failure aborts
 //! the upload before the answer: nothing is left, the key keeps its earlier version.
 //!
+//! The checksum a client sends in the head (`x-amz-checksum-*`) is kept with the object, in
+//! its S3 metadata (`weir_store::CHECKSUM_FIELD`), for GetObject's `x-amz-checksum-mode`.
+//!
 //! A key ending in `/` with an empty body is a folder (S3 consoles' "folder" objects), created
 //! with `Store::create_dir`.
 
@@ -165,8 +168,22 @@ async fn put_checked<S: Store>(
         (_, None) => max,
     };
     ex.set_max_body_size(Some(wire_max));
-    let object_meta = tri!(metadata::of_request(ex.request()));
+    let mut object_meta = tri!(metadata::of_request(ex.request()));
     let expected = tri!(Expected::of(ctx.caller, ex));
+    // The checksum sent in the head is kept with the object (verified before the commit, so
+    // an object never keeps one it does not have); one sent in a trailer is known only after
+    // the body, when the store already holds the metadata: verified, echoed, not kept.
+    let sent = expected.checksum.or_else(|| {
+        expected
+            .sha256
+            .filter(|_| expected.sha256_checksum)
+            .and_then(|d| ChecksumValue::from_bytes(ChecksumAlgorithm::Sha256, &d))
+    });
+    if let Some(value) = sent {
+        let meta = object_meta.get_or_insert_with(weir_store::ObjectMeta::new);
+        let kept = meta.set_checksum(value.algorithm().name(), "FULL_OBJECT", &value.to_base64());
+        debug_assert!(kept.is_ok(), "a checksum value is printable ASCII");
+    }
     tri!(preconditions_now(store, ex.request(), &path).await);
     let options = UploadOptions {
         hash: true,
