@@ -9,9 +9,10 @@
 //! Whether a key is acceptable as a path on disk is the store's decision (weir's path rules),
 //! not the router's.
 //!
-//! Subresources weir does not implement (`?acl`, `?tagging`, `?versioning`, `?versionId`, …)
-//! are `NotImplemented`, never silently treated as the plain operation: a client that sets an
-//! ACL must not believe it did. Parameters that are not subresources and that weir does not use
+//! Subresources weir does not implement (`?tagging`, `?versioning`, `?versionId`, …) are
+//! `NotImplemented`, never silently treated as the plain operation: a client that sets a tag
+//! must not believe it did. `?acl` is GetBucketAcl/GetObjectAcl and PutBucketAcl/PutObjectAcl
+//! with `GET` and `PUT`, `NotImplemented` with any other method. Parameters that are not subresources and that weir does not use
 //! (`x-id`, the presigned `X-Amz-*`) are ignored, as S3 ignores them.
 
 use http::Method;
@@ -29,7 +30,6 @@ pub const MAX_KEY_LEN: usize = 1024;
 /// Subresources S3 has and weir does not implement.
 const UNSUPPORTED: &[&str] = &[
     "accelerate",
-    "acl",
     "analytics",
     "attributes",
     "cors",
@@ -222,6 +222,10 @@ pub enum Operation {
     },
     /// `GET /bucket?uploads`.
     ListMultipartUploads(ListUploadsParams),
+    /// `GET /bucket?acl` (GetBucketAcl) or `GET /bucket/key?acl` (GetObjectAcl).
+    GetAcl,
+    /// `PUT /bucket?acl` (PutBucketAcl) or `PUT /bucket/key?acl` (PutObjectAcl).
+    PutAcl,
     /// `GET /bucket?versions`: weir keeps no versions, so every object is its one version
     /// `null` (clients and test suites list versions to empty a bucket). `key-marker` is the
     /// parameters' `marker`.
@@ -513,6 +517,12 @@ pub fn classify(request: &Request<'_>, config: &RouteConfig) -> Result<S3Request
             "Object versions are not implemented.",
         ));
     }
+    if query.has("acl") && *request.method != Method::GET && *request.method != Method::PUT {
+        return Err(S3Error::new(
+            ErrorCode::NotImplemented,
+            "The ?acl subresource is read with GET and set with PUT.",
+        ));
+    }
     if !request.path.starts_with('/') {
         return Err(S3Error::from_code(ErrorCode::InvalidURI));
     }
@@ -564,6 +574,10 @@ pub fn classify(request: &Request<'_>, config: &RouteConfig) -> Result<S3Request
         (None, _) => match *method {
             Method::GET => Operation::ListBuckets(list_buckets(&query)?),
             _ => return Err(method_not_allowed()),
+        },
+        (Some(_), _) if query.has("acl") => match *method {
+            Method::GET => Operation::GetAcl,
+            _ => Operation::PutAcl,
         },
         (Some(_), None) => match *method {
             Method::PUT => Operation::CreateBucket,

@@ -253,10 +253,25 @@ fn presigned_get_object() {
             .code,
         ErrorCode::InvalidArgument
     );
-    // Expiry over seven days is refused even when signed.
-    let long = query.replace("X-Amz-Expires=86400", "X-Amz-Expires=604801");
+    // An expiry outside 1 to 604800 can never be valid: refused as an expired URL is, even
+    // when signed; a value that is not a number is a malformed URL.
+    for bad in ["604801", "0", "-7"] {
+        let out = query.replace("X-Amz-Expires=86400", &format!("X-Amz-Expires={bad}"));
+        let e = verify(Method::GET, "/test.txt", &out, &h, at(0)).unwrap_err();
+        assert_eq!(e.code, ErrorCode::AccessDenied, "{bad}");
+        assert_eq!(e.status(), 403, "{bad}");
+    }
+    let week = query.replace("X-Amz-Expires=86400", "X-Amz-Expires=604800");
+    // A week is within the range: what fails is the signature, over another query.
     assert_eq!(
-        verify(Method::GET, "/test.txt", &long, &h, at(0))
+        verify(Method::GET, "/test.txt", &week, &h, at(0))
+            .unwrap_err()
+            .code,
+        ErrorCode::SignatureDoesNotMatch
+    );
+    let nan = query.replace("X-Amz-Expires=86400", "X-Amz-Expires=1e3");
+    assert_eq!(
+        verify(Method::GET, "/test.txt", &nan, &h, at(0))
             .unwrap_err()
             .code,
         ErrorCode::AuthorizationQueryParametersError

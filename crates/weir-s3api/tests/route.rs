@@ -384,7 +384,6 @@ fn get_parameters() {
 fn refusals() {
     use Method as M;
     for target in [
-        "/bucket?acl",
         "/bucket/k?tagging",
         "/bucket?versioning",
         "/bucket/k?versions",
@@ -405,6 +404,20 @@ fn refusals() {
         }
     }
     assert!(classify(M::GET, "/bucket/k?versionId=null").is_ok());
+    // `?acl` is read and set (the one owner's full control), never deleted or posted, and
+    // never taken for the plain operation.
+    for target in ["/bucket?acl", "/bucket/k?acl"] {
+        let op = |m: M| classify(m, target).map(|r| r.operation);
+        assert_eq!(op(M::GET).unwrap(), Operation::GetAcl, "{target}");
+        assert_eq!(op(M::PUT).unwrap(), Operation::PutAcl, "{target}");
+        for method in [M::POST, M::DELETE, M::HEAD] {
+            assert_eq!(
+                classify(method.clone(), target).unwrap_err(),
+                ErrorCode::NotImplemented,
+                "{method} {target}"
+            );
+        }
+    }
     // A bucket's versions are listed (every object its one version, `null`); nothing else
     // takes `?versions`.
     assert!(classify(M::GET, "/bucket?versions").is_ok());

@@ -146,7 +146,10 @@ pub use multipart::{
     MIN_PART_SIZE, MultipartError, MultipartMeta, MultipartStore, MultipartUpload, PartRecord,
     PartSeal, PartsPage, UploadsPage, check_part_number, multipart_etag, select_parts,
 };
-pub use object_meta::{CopyMeta, KEPT_FIELDS, MAX_USER_META, ObjectMeta, ObjectMetaError};
+pub use object_meta::{
+    CHECKSUM_FIELD, CopyMeta, KEPT_FIELDS, MAX_PARTS_FIELD, MAX_USER_META, ObjectMeta,
+    ObjectMetaError, PARTS_FIELD, PartLookup,
+};
 pub use path::{
     MAX_PATH_LEN, MAX_SEGMENT_LEN, PathError, RESERVED_PREFIX, StorePath, is_invisible_or_bidi,
     is_separator_lookalike, validate_name,

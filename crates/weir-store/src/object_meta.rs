@@ -18,6 +18,11 @@
 //! - The user metadata (names and values of `x-amz-meta-*`, as S3 counts it) is at most
 //!   [`MAX_USER_META`] bytes; the other fields are bounded by what a request head can hold.
 //!
+//! - weir's own fields, [`PARTS_FIELD`] (a completed multipart object's part sizes, at most
+//!   [`MAX_PARTS_FIELD`] bytes) and [`CHECKSUM_FIELD`] (the S3 checksum the client sent, at
+//!   most 128 bytes), are kept with the others but never sent back as header fields
+//!   ([`ObjectMeta::fields`] leaves them out) and never taken from a request.
+//!
 //! Encoding (the local store's xattr): one `name:value\n` line per field, in order.
 
 use crate::MediaType;
@@ -37,6 +42,27 @@ pub const KEPT_FIELDS: [&str; 5] = [
 
 /// The prefix of a user metadata field.
 const USER_PREFIX: &str = "x-amz-meta-";
+
+/// weir's own field of a completed multipart object: its parts' sizes, in order, as runs
+/// (`SIZE` or `SIZE*COUNT`, comma-separated: S3 clients send equal parts, so an upload of
+/// 10,000 parts is two runs), for GetObject's `partNumber`. Never sent as a header, never
+/// taken from a request.
+pub const PARTS_FIELD: &str = "weir-parts";
+
+/// weir's own field of an object written with an S3 checksum: `ALGORITHM TYPE VALUE`
+/// (`CRC64NVME FULL_OBJECT Qeh8oXvGiSo=`), the checksum the client sent and weir verified,
+/// returned by GetObject/HeadObject with `x-amz-checksum-mode: ENABLED`. Never sent as a
+/// header of its own, never taken from a request.
+pub const CHECKSUM_FIELD: &str = "weir-checksum";
+
+/// The longest [`CHECKSUM_FIELD`]: a name, a type and a base64 value (SHA-256's is 44
+/// characters, a composite's adds `-N`).
+const MAX_CHECKSUM_FIELD: usize = 128;
+
+/// The longest [`PARTS_FIELD`] kept: past it (parts of many different sizes) the object keeps
+/// only its number of parts (`*COUNT`), and reading it by part is refused rather than answered
+/// wrongly.
+pub const MAX_PARTS_FIELD: usize = 512;
 
 /// What is wrong with metadata given to [`ObjectMeta::push`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -105,6 +131,18 @@ impl ObjectMeta {
                 true
             }
             None if KEPT_FIELDS.contains(&name.as_str()) => false,
+            None if name == CHECKSUM_FIELD => {
+                if value.len() > MAX_CHECKSUM_FIELD || parse_checksum(value).is_none() {
+                    return Err(ObjectMetaError::BadValue);
+                }
+                false
+            }
+            None if name == PARTS_FIELD => {
+                if value.len() > MAX_PARTS_FIELD || parse_runs(value).is_none() {
+                    return Err(ObjectMetaError::BadValue);
+                }
+                false
+            }
             None => return Err(ObjectMetaError::BadName),
         };
         if self.fields.iter().any(|(n, _)| *n == name) {
@@ -130,9 +168,117 @@ impl ObjectMeta {
         self.fields.is_empty()
     }
 
-    /// The fields, in order: `(lower-case name, value)`.
+    /// The fields sent back with the object, in order: `(lower-case name, value)` (weir's
+    /// own, [`PARTS_FIELD`], is not one).
     pub fn fields(&self) -> impl Iterator<Item = (&str, &[u8])> {
+        self.stored_fields()
+            .filter(|(n, _)| *n != PARTS_FIELD && *n != CHECKSUM_FIELD)
+    }
+
+    /// Keeps the checksum the client sent, verified ([`CHECKSUM_FIELD`]): `algorithm`
+    /// (`CRC32`, …), `kind` (`FULL_OBJECT` or `COMPOSITE`), the base64 `value`. A value that
+    /// is not one is refused (`BadValue`).
+    pub fn set_checksum(
+        &mut self,
+        algorithm: &str,
+        kind: &str,
+        value: &str,
+    ) -> Result<(), ObjectMetaError> {
+        self.fields.retain(|(n, _)| n != CHECKSUM_FIELD);
+        // ALLOCATION: the field, once per object written with a checksum.
+        self.push(
+            CHECKSUM_FIELD,
+            format!("{algorithm} {kind} {value}").as_bytes(),
+        )
+    }
+
+    /// The kept checksum: `(algorithm, kind, base64 value)`.
+    pub fn checksum(&self) -> Option<(&str, &str, &str)> {
+        parse_checksum(self.get_stored(CHECKSUM_FIELD)?)
+    }
+
+    /// Every field kept, weir's own included.
+    pub(crate) fn stored_fields(&self) -> impl Iterator<Item = (&str, &[u8])> {
         self.fields.iter().map(|(n, v)| (n.as_str(), v.as_slice()))
+    }
+
+    /// Records the sizes of a completed multipart object's parts ([`PARTS_FIELD`]); past
+    /// [`MAX_PARTS_FIELD`] only their count is kept (`false`).
+    pub fn set_parts(&mut self, sizes: impl IntoIterator<Item = u64>) -> bool {
+        // ALLOCATION: the field's text, once per completion.
+        let mut text = String::new();
+        let mut count = 0u64;
+        let mut run: Option<(u64, u64)> = None;
+        let flush = |text: &mut String, (size, n): (u64, u64)| {
+            if !text.is_empty() {
+                text.push(',');
+            }
+            text.push_str(&size.to_string());
+            if n > 1 {
+                text.push('*');
+                text.push_str(&n.to_string());
+            }
+        };
+        for size in sizes {
+            count += 1;
+            run = match run {
+                Some((s, n)) if s == size => Some((s, n + 1)),
+                Some(done) => {
+                    flush(&mut text, done);
+                    Some((size, 1))
+                }
+                None => Some((size, 1)),
+            };
+        }
+        if let Some(done) = run {
+            flush(&mut text, done);
+        }
+        self.fields.retain(|(n, _)| n != PARTS_FIELD);
+        let kept = text.len() <= MAX_PARTS_FIELD;
+        if !kept {
+            text = format!("*{count}");
+        }
+        if count > 0 {
+            self.fields
+                .push((PARTS_FIELD.to_owned(), text.into_bytes()));
+        }
+        kept
+    }
+
+    /// Part `number` (from 1) of the object, from its [`PARTS_FIELD`].
+    pub fn part(&self, number: u32) -> PartLookup {
+        let Some(runs) = self.get_stored(PARTS_FIELD).and_then(parse_runs) else {
+            return PartLookup::NotMultipart;
+        };
+        let runs = match runs {
+            Runs::CountOnly(count) => return PartLookup::NotKept { count },
+            Runs::Sizes(runs) => runs,
+        };
+        // At most 10,000 parts (`parse_runs`): the sum fits.
+        let count = runs.iter().map(|(_, n)| *n).sum::<u64>() as u32;
+        let Some(index) = u64::from(number).checked_sub(1) else {
+            return PartLookup::Past { count };
+        };
+        let (mut start, mut before) = (0u64, 0u64);
+        for (size, n) in runs {
+            if index < before + n {
+                let start = start + (index - before) * size;
+                return PartLookup::Found {
+                    start,
+                    len: size,
+                    count,
+                };
+            }
+            start += size * n;
+            before += n;
+        }
+        PartLookup::Past { count }
+    }
+
+    fn get_stored(&self, name: &str) -> Option<&[u8]> {
+        self.stored_fields()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v)
     }
 
     /// The value of `name` (lower case), if kept.
@@ -140,7 +286,7 @@ impl ObjectMeta {
         self.fields().find(|(n, _)| *n == name).map(|(_, v)| v)
     }
 
-    /// The stored form (see the module doc).
+    /// The stored form (see the module doc), weir's own fields included.
     pub(crate) fn encode(&self) -> Vec<u8> {
         let len = self.fields.iter().map(|(n, v)| n.len() + v.len() + 2).sum();
         let mut out = Vec::with_capacity(len);
@@ -164,6 +310,69 @@ impl ObjectMeta {
         }
         Some(meta)
     }
+}
+
+/// What [`ObjectMeta::part`] finds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PartLookup {
+    /// Not a completed multipart object: it is one part.
+    NotMultipart,
+    /// The part: its first byte and length, and the object's number of parts.
+    Found { start: u64, len: u64, count: u32 },
+    /// No such part in an object of `count` parts.
+    Past { count: u32 },
+    /// A multipart object of `count` parts whose sizes were too varied to keep.
+    NotKept { count: u32 },
+}
+
+/// A [`CHECKSUM_FIELD`] value: three words of printable ASCII.
+fn parse_checksum(value: &[u8]) -> Option<(&str, &str, &str)> {
+    let text = std::str::from_utf8(value).ok()?;
+    if !text.bytes().all(|b| b.is_ascii_graphic() || b == b' ') {
+        return None;
+    }
+    let mut words = text.split(' ');
+    let found = (words.next()?, words.next()?, words.next()?);
+    let empty = found.0.is_empty() || found.1.is_empty() || found.2.is_empty();
+    (words.next().is_none() && !empty).then_some(found)
+}
+
+/// A [`PARTS_FIELD`] value.
+enum Runs {
+    /// `(size, count)` runs.
+    Sizes(Vec<(u64, u64)>),
+    /// `*N`: the number of parts only.
+    CountOnly(u32),
+}
+
+/// The runs of a [`PARTS_FIELD`] value: `(size, count)`, each count ≥ 1, or `*COUNT`; at most
+/// 10,000 parts; `None` if it is not one [`ObjectMeta::set_parts`] makes.
+fn parse_runs(value: &[u8]) -> Option<Runs> {
+    let text = std::str::from_utf8(value).ok()?;
+    let number = |s: &str| -> Option<u64> {
+        (!s.is_empty() && s.len() <= 19 && s.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| s.parse().ok())
+            .flatten()
+    };
+    if let Some(count) = text.strip_prefix('*') {
+        let count =
+            number(count).filter(|n| (1..=u64::from(crate::MAX_PART_NUMBER)).contains(n))?;
+        return Some(Runs::CountOnly(count as u32));
+    }
+    let mut runs = Vec::new();
+    let mut total = 0u64;
+    for run in text.split(',') {
+        let (size, count) = match run.split_once('*') {
+            Some((s, n)) => (number(s)?, number(n)?),
+            None => (number(run)?, 1),
+        };
+        total = total.checked_add(count)?;
+        if count == 0 || total > u64::from(crate::MAX_PART_NUMBER) {
+            return None;
+        }
+        runs.push((size, count));
+    }
+    Some(Runs::Sizes(runs))
 }
 
 /// RFC 9110's `tchar`: what a header field name is made of.
@@ -192,6 +401,91 @@ mod tests {
         assert_eq!(ObjectMeta::decode(b""), None);
         assert_eq!(ObjectMeta::decode(b"\n"), None);
         assert_eq!(ObjectMeta::decode(b"content-type:a/b\n"), None);
+    }
+
+    #[test]
+    fn part_sizes_are_kept_as_runs_and_found_by_number() {
+        use PartLookup::*;
+        let mut meta = ObjectMeta::new();
+        meta.push("x-amz-meta-a", b"v").unwrap();
+        assert_eq!(meta.part(1), NotMultipart);
+        let mib5 = 5 << 20;
+        assert!(meta.set_parts([mib5, mib5, mib5, 1 << 20]));
+        assert_eq!(
+            meta.stored_fields().find(|(n, _)| *n == PARTS_FIELD),
+            Some((PARTS_FIELD, &b"5242880*3,1048576"[..]))
+        );
+        // Not a field sent back, but kept through the stored form.
+        assert!(meta.fields().all(|(n, _)| n != PARTS_FIELD));
+        let back = ObjectMeta::decode(&meta.encode()).unwrap();
+        assert_eq!(back, meta);
+        let found = |start, len| Found {
+            start,
+            len,
+            count: 4,
+        };
+        assert_eq!(back.part(1), found(0, mib5));
+        assert_eq!(back.part(3), found(2 * mib5, mib5));
+        assert_eq!(back.part(4), found(3 * mib5, 1 << 20));
+        assert_eq!(back.part(5), Past { count: 4 });
+        assert_eq!(back.part(0), Past { count: 4 });
+        // 10,000 equal parts are one run; parts of too many sizes keep only their count.
+        assert!(meta.set_parts(std::iter::repeat_n(mib5, 10_000)));
+        let last = Found {
+            start: 9_999 * mib5,
+            len: mib5,
+            count: 10_000,
+        };
+        assert_eq!(meta.part(10_000), last);
+        assert!(!meta.set_parts(1..=1000));
+        assert_eq!(meta.part(1), NotKept { count: 1000 });
+        assert_eq!(ObjectMeta::decode(&meta.encode()), Some(meta));
+        // Bad stored values are refused.
+        for bad in [
+            &b""[..],
+            b"5*0",
+            b"x",
+            b"1,,2",
+            b"1*10001",
+            b"*0",
+            b"*10001",
+        ] {
+            assert_eq!(
+                ObjectMeta::new().push(PARTS_FIELD, bad),
+                Err(ObjectMetaError::BadValue)
+            );
+        }
+    }
+
+    #[test]
+    fn a_checksum_is_kept_but_not_sent_as_a_field() {
+        let mut meta = ObjectMeta::new();
+        assert_eq!(meta.checksum(), None);
+        meta.set_checksum("CRC64NVME", "FULL_OBJECT", "Qeh8oXvGiSo=")
+            .unwrap();
+        meta.set_checksum(
+            "SHA256",
+            "COMPOSITE",
+            "Ok6Cs5b96ux6+MWQkJO7UBT5sKPBeXBLwvj/hK89smg=-1",
+        )
+        .unwrap();
+        let back = ObjectMeta::decode(&meta.encode()).unwrap();
+        assert_eq!(
+            back.checksum(),
+            Some((
+                "SHA256",
+                "COMPOSITE",
+                "Ok6Cs5b96ux6+MWQkJO7UBT5sKPBeXBLwvj/hK89smg=-1"
+            ))
+        );
+        assert_eq!(back.fields().count(), 0);
+        for bad in [&b"CRC32 FULL_OBJECT"[..], b"a  b", b"a b c d", b"a b \x01"] {
+            assert_eq!(
+                ObjectMeta::new().push(CHECKSUM_FIELD, bad),
+                Err(ObjectMetaError::BadValue),
+                "{bad:?}"
+            );
+        }
     }
 
     #[test]

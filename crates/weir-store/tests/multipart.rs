@@ -183,6 +183,17 @@ async fn multipart_flow<M: MultipartStore, S: Store>(parts: &M, store: &S) {
     assert_eq!(kept.get("x-amz-meta-color"), Some(&b"blue"[..]));
     assert_eq!(kept.get("cache-control"), Some(&b"no-cache"[..]));
     assert_eq!(kept.fields().count(), 2);
+    // With the parts' sizes, for GetObject's `partNumber` (not a field sent back).
+    let first_two = (one.len() + two.len()) as u64;
+    assert_eq!(
+        kept.part(3),
+        weir_store::PartLookup::Found {
+            start: first_two,
+            len: 200_000,
+            count: 3
+        }
+    );
+    assert_eq!(kept.part(4), weir_store::PartLookup::Past { count: 3 });
     assert!(matches!(
         parts.upload(up.id).await,
         Err(MultipartError::NoSuchUpload)

@@ -3,7 +3,7 @@
 Usage: clients.py ENDPOINT CHECKS ROOT
   ENDPOINT  http(s)://127.0.0.1:PORT of the S3 API (AWS_CA_BUNDLE names the certificate for https)
   CHECKS    comma-separated: boto3, bad_input, aws_cli, chunked_signed, tls_trailer, virtual_host,
-            rclone
+            rclone, s3cmd
   ROOT      the local store's root, or "-" for a bucket store (then nothing is checked on disk)
 
 Credentials (from the test's token file): WRITER_KEY/WRITER_SECRET may read, write and delete;
@@ -494,6 +494,69 @@ def check_rclone():
                 assert f.read() == body, f"rclone sync down: {rel} differs"
 
 
+def check_s3cmd():
+    """s3cmd (the Debian package): mb, put (single and, over its 5 MiB chunk size, multipart),
+    ls, get, sync up and down, del; every file byte for byte."""
+    with tempfile.TemporaryDirectory() as tmp:
+        host = ENDPOINT.split("://", 1)[1]
+        conf = os.path.join(tmp, "s3cmd.conf")
+        with open(conf, "w") as f:
+            # Path style: host_bucket without %(bucket)s. No ~/.s3cfg is read (-c).
+            f.write("[default]\n"
+                    f"access_key = {WRITER[0]}\nsecret_key = {WRITER[1]}\n"
+                    f"host_base = {host}\nhost_bucket = {host}\n"
+                    f"use_https = {ENDPOINT.startswith('https:')}\n"
+                    "check_ssl_certificate = False\nsignature_v2 = False\n"
+                    "bucket_location = us-east-1\n")
+
+        def s3cmd(*args):
+            r = subprocess.run(["s3cmd", "-c", conf, "--no-progress", *args],
+                               capture_output=True, text=True)
+            assert r.returncode == 0, f"s3cmd {' '.join(args)}: {r.stdout}{r.stderr}"
+            assert "WARNING: MD5" not in r.stderr, f"s3cmd {' '.join(args)}: {r.stderr}"
+            return r.stdout
+
+        def same(path, body, what):
+            with open(path, "rb") as f:
+                assert f.read() == body, f"s3cmd {what}: {path} differs"
+
+        s3cmd("mb", "s3://s3cmd-bucket")
+        big, small = data(12 << 20, 7), b"small\n"
+        for name, body in (("big.bin", big), ("small.txt", small)):
+            with open(os.path.join(tmp, name), "wb") as f:
+                f.write(body)
+        # 12 MiB in 5 MiB chunks: three parts.
+        s3cmd("put", "--multipart-chunk-size-mb=5", os.path.join(tmp, "big.bin"),
+              "s3://s3cmd-bucket/put/big.bin")
+        s3cmd("put", os.path.join(tmp, "small.txt"), "s3://s3cmd-bucket/put/small.txt")
+        listed = s3cmd("ls", "s3://s3cmd-bucket/put/")
+        assert "s3://s3cmd-bucket/put/big.bin" in listed and str(12 << 20) in listed, listed
+        assert "s3://s3cmd-bucket/put/small.txt" in listed, listed
+        for name, body in (("big.bin", big), ("small.txt", small)):
+            got = os.path.join(tmp, "got-" + name)
+            s3cmd("get", f"s3://s3cmd-bucket/put/{name}", got)
+            same(got, body, "get")
+        src = os.path.join(tmp, "src")
+        tree = {"a/big.bin": data(6 << 20, 8), "a/b/small.txt": b"x\n", "c.txt": b"y"}
+        for rel, body in tree.items():
+            os.makedirs(os.path.dirname(os.path.join(src, rel)), exist_ok=True)
+            with open(os.path.join(src, rel), "wb") as f:
+                f.write(body)
+        s3cmd("sync", "--multipart-chunk-size-mb=5", src + "/", "s3://s3cmd-bucket/sync/")
+        down = os.path.join(tmp, "down")
+        os.makedirs(down)
+        s3cmd("sync", "s3://s3cmd-bucket/sync/", down + "/")
+        for rel, body in tree.items():
+            same(os.path.join(down, rel), body, "sync down")
+        s3cmd("del", "s3://s3cmd-bucket/put/small.txt")
+        s3cmd("del", "--recursive", "--force", "s3://s3cmd-bucket/sync/")
+        listed = s3cmd("ls", "--recursive", "s3://s3cmd-bucket/")
+        # Objects only: a folder left empty may still be listed as `dir/` on the S3 store.
+        objects = [l for l in listed.splitlines() if not l.endswith("/")]
+        assert not any("small.txt" in l or "sync/" in l for l in objects), listed
+        assert any("put/big.bin" in l for l in objects), listed
+
+
 CHECK = {
     "boto3": check_boto3,
     "bad_input": check_bad_input,
@@ -502,6 +565,7 @@ CHECK = {
     "tls_trailer": check_tls_trailer,
     "virtual_host": check_virtual_host,
     "rclone": check_rclone,
+    "s3cmd": check_s3cmd,
 }
 
 for name in CHECKS:

@@ -1,13 +1,13 @@
 //! The S3-compatible API (`weir serve --s3-api`, `serve/routes/s3/`) with real clients:
-//! boto3, aws-cli and rclone (`clients.py`, which runs them and checks every transfer byte for
-//! byte)
+//! boto3, aws-cli, rclone and s3cmd (`clients.py`, which runs them and checks every transfer
+//! byte for byte)
 //! against the real `weir` binary on 127.0.0.1, on the local store and on the S3 store
 //! (`--store s3://` over SeaweedFS's `weed mini`), over HTTP and, for the `aws-chunked` bodies
 //! with checksum trailers that boto3 sends only over TLS, HTTPS.
 //!
 //! Each test starts its own server (and `weed`) with a token file of two S3 credentials: a
 //! writer (read, write, delete) and a reader (read only). Needs `python3` with boto3, aws-cli,
-//! rclone, and `weed` for the S3 store: skipped with a loud line without them, failed under
+//! rclone, s3cmd, and `weed` for the S3 store: skipped with a loud line without them, failed under
 //! `WEIR_REQUIRE_TOOLS=1` (`scripts/test` installs them).
 //!
 //! Ceph's s3-tests run in `s3_tests.rs`, beside this one.
@@ -147,6 +147,33 @@ fn s3_store_rclone() {
     };
     let server = server::start(TOKENS, Some(weed), None);
     run(&server, "rclone", None);
+}
+
+#[test]
+fn local_s3cmd() {
+    if !clients_present(false) || !s3cmd_present() {
+        return;
+    }
+    let server = start(Store::Local, None);
+    run(&server, "s3cmd", None);
+}
+
+#[test]
+fn s3_store_s3cmd() {
+    if !clients_present(false) || !s3cmd_present() {
+        return;
+    }
+    let Some(weed) = s3_nodes::start_weed() else {
+        return;
+    };
+    let server = server::start(TOKENS, Some(weed), None);
+    run(&server, "s3cmd", None);
+}
+
+/// Whether s3cmd is there (the Debian package); else skipped or failed.
+fn s3cmd_present() -> bool {
+    let found = tools::on_path("s3cmd").is_some();
+    tools::require("s3cmd", found, "apt-get install s3cmd")
 }
 
 /// Whether rclone is there (the Debian package); else skipped or failed.

@@ -5,7 +5,9 @@
 //! header (then that value is the payload line, as S3 does); streaming bodies are refused (a URL
 //! has no seed signature to chain from). Validity: from `X-Amz-Date` (minus the allowed skew,
 //! for clocks slightly ahead) to `X-Amz-Date + X-Amz-Expires`, at most seven days. An expired
-//! URL is `AccessDenied` with "Request has expired", as S3 answers it.
+//! URL is `AccessDenied` with "Request has expired", as S3 answers it; so is one whose
+//! `X-Amz-Expires` is out of AWS's range (1 to 604800), which can never be valid
+//! ([`expires_of`] says why 403 rather than the 400 of S3's error table).
 //!
 //! Unlike header authentication, `x-amz-*` headers the URL did not sign are not refused: the URL
 //! is a capability whose signed headers are its constraints, and browsers using presigned PUTs
@@ -68,14 +70,7 @@ pub(crate) fn verify_presigned<C: CredentialStore>(
             "X-Amz-Date must be in the ISO8601 Long Format \"yyyyMMdd'T'HHmmss'Z'\"",
         )
     })?;
-    let expires = parse_decimal(param("X-Amz-Expires")?)
-        .ok_or_else(|| S3Error::new(code, "X-Amz-Expires should be a number"))?;
-    if expires == 0 || expires > MAX_PRESIGNED_EXPIRES {
-        return Err(S3Error::new(
-            code,
-            "X-Amz-Expires must be more than 0 and less than a week (604800 seconds)",
-        ));
-    }
+    let expires = expires_of(param("X-Amz-Expires")?)?;
     let signed_headers = param("X-Amz-SignedHeaders")?;
     let signature = parse_hex32(param("X-Amz-Signature")?.as_bytes())
         .ok_or_else(|| S3Error::new(code, "X-Amz-Signature must be 64 lower-case hex digits."))?;
@@ -143,4 +138,34 @@ pub(crate) fn verify_presigned<C: CredentialStore>(
         trailer,
         chain: None,
     })
+}
+
+/// The seconds of `X-Amz-Expires`. A value that is not a whole number is a malformed URL
+/// (`AuthorizationQueryParametersError`, 400). One outside the 1 to 604800 AWS documents for it
+/// (0, negative, over a week) is `AccessDenied` (403), with S3's messages: S3's error table
+/// puts `AuthorizationQueryParametersError` at 400, but Ceph's s3-tests, which are run against
+/// AWS and do not mark these tests `fails_on_aws`, expect 403 for 0, -7, -1000 and 609901,
+/// and a URL that can never be valid is refused as an expired one is.
+fn expires_of(text: &str) -> Result<u64, S3Error> {
+    let denied = |message| Err(S3Error::new(ErrorCode::AccessDenied, message));
+    if let Some(negative) = text.strip_prefix('-')
+        && parse_decimal(negative).is_some()
+    {
+        return denied("X-Amz-Expires must be non-negative");
+    }
+    let Some(expires) = parse_decimal(text) else {
+        return Err(S3Error::new(
+            ErrorCode::AuthorizationQueryParametersError,
+            "X-Amz-Expires should be a number",
+        ));
+    };
+    match expires {
+        // Valid for no second at all.
+        0 => denied("Request has expired"),
+        n if n > MAX_PRESIGNED_EXPIRES => denied(
+            "X-Amz-Expires must be less than a week (in seconds) that is; the given X-Amz-Expires \
+             must be less than 604800 seconds",
+        ),
+        n => Ok(n),
+    }
 }

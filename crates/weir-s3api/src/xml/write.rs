@@ -598,6 +598,31 @@ pub fn bucket_location(region: &str) -> Vec<u8> {
     xml.into_inner()
 }
 
+/// `AccessControlPolicy` of GetBucketAcl and GetObjectAcl: the owner, and its one grant,
+/// `FULL_CONTROL` to itself (S3's private ACL, the only one weir has).
+pub fn owner_full_control(owner: &str) -> Vec<u8> {
+    let mut xml = Xml::new();
+    xml.start_document("AccessControlPolicy");
+    xml.open("Owner");
+    xml.text("ID", owner);
+    xml.text("DisplayName", owner);
+    xml.close("Owner");
+    xml.open("AccessControlList");
+    xml.open("Grant");
+    xml.output_mut().extend_from_slice(
+        b"<Grantee xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" \
+          xsi:type=\"CanonicalUser\">",
+    );
+    xml.text("ID", owner);
+    xml.text("DisplayName", owner);
+    xml.close("Grantee");
+    xml.text("Permission", "FULL_CONTROL");
+    xml.close("Grant");
+    xml.close("AccessControlList");
+    xml.close("AccessControlPolicy");
+    xml.into_inner()
+}
+
 /// `DeleteResult` of DeleteObjects. In quiet mode, successes are not listed.
 #[derive(Debug)]
 pub struct DeleteResultWriter {

@@ -436,7 +436,10 @@ impl LocalMultiparts {
             expected_digest: None,
             expected_len: Some(total),
             // Checked at creation, so it is the object's (an old record's error: none).
-            object_meta: upload.meta.object_meta().ok(),
+            object_meta: upload
+                .meta
+                .completed_object_meta(parts.iter().map(|p| p.size))
+                .ok(),
         };
         let mut object = self.store.begin(&upload.key, options)?;
         if let Some(media_type) = &upload.meta.media_type {

@@ -80,6 +80,19 @@ impl MultipartMeta {
         }
         Ok(meta)
     }
+
+    /// [`MultipartMeta::object_meta`] with the sizes of the parts completed, in order
+    /// ([`ObjectMeta::set_parts`]: GetObject's `partNumber`), kept with the commit by every
+    /// store.
+    pub fn completed_object_meta(
+        &self,
+        sizes: impl IntoIterator<Item = u64>,
+    ) -> Result<ObjectMeta, ObjectMetaError> {
+        let mut meta = self.object_meta()?;
+        // Past the bound the object keeps no part sizes: reading it by part is refused.
+        meta.set_parts(sizes);
+        Ok(meta)
+    }
 }
 
 /// One multipart upload in progress.

@@ -9,11 +9,21 @@
 //! back byte for byte. The names `x-amz-meta-weir-*` are weir's own (`ObjectMeta` refuses
 //! them from clients): they are never read as a client's.
 //!
-//! The backend counts weir's own metadata (`x-amz-meta-weir-sha256`, `-weir-props`) and the
+//! weir's own fields go as `x-amz-meta-weir-parts` (a completed multipart object's part sizes,
+//! `PARTS_FIELD`) and `x-amz-meta-weir-checksum` (the S3 checksum a client sent,
+//! `CHECKSUM_FIELD`).
+//!
+//! The backend counts weir's own metadata (`x-amz-meta-weir-sha256`, `-weir-props`, `-weir-parts`) and the
 //! encoded values against its 2 KiB: a client's user metadata near the bound may be refused
 //! by the backend (`StoreError::Backend`), never stored in part.
 
-use crate::{KEPT_FIELDS, ObjectMeta};
+use crate::{CHECKSUM_FIELD, KEPT_FIELDS, ObjectMeta, PARTS_FIELD};
+
+/// The backend header of weir's [`CHECKSUM_FIELD`] (the S3 checksum a client sent).
+const CHECKSUM_META: &str = "x-amz-meta-weir-checksum";
+
+/// The backend header of weir's [`PARTS_FIELD`] (a completed multipart object's part sizes).
+const PARTS_META: &str = "x-amz-meta-weir-parts";
 use base64::Engine as _;
 use http::HeaderMap;
 use std::borrow::Cow;
@@ -54,8 +64,14 @@ pub(super) fn mtime(meta: Option<&ObjectMeta>) -> Option<SystemTime> {
 /// The headers that create an object with `meta` (names as S3 takes them).
 pub(super) fn headers(meta: &ObjectMeta) -> impl Iterator<Item = (Cow<'static, str>, String)> {
     // ALLOCATION: a name and value per field, once per object created with metadata.
-    meta.fields()
-        .map(|(name, value)| (Cow::Owned(name.to_owned()), encode(value)))
+    meta.stored_fields().map(|(name, value)| {
+        let name = match name {
+            PARTS_FIELD => Cow::Borrowed(PARTS_META),
+            CHECKSUM_FIELD => Cow::Borrowed(CHECKSUM_META),
+            other => Cow::Owned(other.to_owned()),
+        };
+        (name, encode(value))
+    })
 }
 
 /// The metadata a `HeadObject` answered with; `None` when it has none.
@@ -63,6 +79,15 @@ pub(super) fn from_headers(headers: &HeaderMap) -> Option<ObjectMeta> {
     let mut meta = ObjectMeta::new();
     for (name, value) in headers {
         let name = name.as_str();
+        let weirs = match name {
+            PARTS_META => Some(PARTS_FIELD),
+            CHECKSUM_META => Some(CHECKSUM_FIELD),
+            _ => None,
+        };
+        if let Some(field) = weirs {
+            let _ = meta.push(field, &decode(value.as_bytes()));
+            continue;
+        }
         let ours = name.starts_with("x-amz-meta-weir-");
         let kept = name.starts_with("x-amz-meta-") || KEPT_FIELDS.contains(&name);
         if ours || !kept {
@@ -131,6 +156,9 @@ mod tests {
         meta.push("x-amz-meta-space", b" padded ").unwrap();
         meta.push("x-amz-meta-empty", b"").unwrap();
         meta.push("cache-control", b"no-cache").unwrap();
+        assert!(meta.set_parts([5 << 20, 5 << 20, 7]));
+        meta.set_checksum("CRC32", "FULL_OBJECT", "WgDhBQ==")
+            .unwrap();
         let mut map = HeaderMap::new();
         for (name, value) in headers(&meta) {
             assert!(value.is_ascii(), "{value}");
@@ -145,6 +173,17 @@ mod tests {
         got.sort();
         want.sort();
         assert_eq!(got, want);
+        // weir's part sizes come back from their own header, as the field they were.
+        assert!(map.contains_key(PARTS_META));
+        assert_eq!(back.checksum(), Some(("CRC32", "FULL_OBJECT", "WgDhBQ==")));
+        assert_eq!(
+            back.part(3),
+            crate::PartLookup::Found {
+                start: 10 << 20,
+                len: 7,
+                count: 3
+            }
+        );
         assert_eq!(from_headers(&HeaderMap::new()), None);
     }
 }

@@ -310,7 +310,7 @@ impl S3Multiparts {
         // record's error: none).
         let user: Vec<(String, String)> = upload
             .meta
-            .object_meta()
+            .completed_object_meta(parts.iter().map(|(p, _)| p.size))
             .iter()
             .flat_map(super::meta::headers)
             .map(|(n, v)| (n.into_owned(), v))

@@ -247,6 +247,18 @@ impl Answer {
         })
     }
 
+    /// The answer narrowed to `len` bytes from `start` (within the object: S3's `partNumber`),
+    /// a partial answer unless that is the whole object.
+    pub(in crate::serve) fn narrowed(mut self, start: u64, len: u64, size: u64) -> Self {
+        debug_assert!(start + len <= size);
+        self.start = start;
+        self.len = len;
+        if start != 0 || len != size {
+            self.status = StatusCode::PARTIAL_CONTENT;
+        }
+        self
+    }
+
     /// The response head: status, validators, type, `Repr-Digest` and `Content-Range`; the
     /// caller sends the body.
     pub(in crate::serve) fn respond<'x, 'c>(

@@ -212,6 +212,7 @@ fn access_of(op: &Operation) -> Access {
         | Operation::ListObjectVersions(_)
         | Operation::GetObject(_)
         | Operation::HeadObject(_)
+        | Operation::GetAcl
         | Operation::ListParts { .. }
         | Operation::ListMultipartUploads(_) => Access::Read,
         Operation::DeleteBucket

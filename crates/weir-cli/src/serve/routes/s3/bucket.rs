@@ -58,6 +58,7 @@ pub(super) async fn list<S: Store + Clone>(
                 && valid_bucket_name(&entry.name)
                 && entry.name.starts_with(&params.prefix)
                 && ctx.caller.reads_in(&entry.name)
+                && listed_bucket_exists(store, &entry.name).await
             {
                 if params.max_buckets == Some(listed) {
                     // One more is there: the answer says where the next page starts.
@@ -75,6 +76,15 @@ pub(super) async fn list<S: Store + Clone>(
         }
     }
     reply::xml(ex, StatusCode::OK, out.finish(next_token.as_deref())).await
+}
+
+/// Whether a folder the store's listing names is a bucket HeadBucket would find. Locally a
+/// listed folder is one. A bucket store lists the common prefixes its backend answers, and
+/// SeaweedFS keeps (and lists) a filer directory after its last key is deleted: such a prefix
+/// holds no key, so it is no bucket (HeadBucket, ListObjects: `NoSuchBucket`) and is not
+/// listed either (one request per listed bucket, on the S3 store only).
+async fn listed_bucket_exists<S: Store>(store: &S, name: &str) -> bool {
+    S::LOCAL_FILES || exists(store, name).await.is_ok()
 }
 
 /// Whether `bucket` exists: `Ok(())`, or `NoSuchBucket` (a file there is not a bucket).

@@ -3,11 +3,12 @@
 //!
 //! Parse, don't validate: a key becomes a `StorePath` here or is refused with S3's
 //! `InvalidArgument` naming weir's rule (weir-store's `path.rs`: no `.` or `..` segment, no
-//! empty segment, no control, invisible or bidirectional character, no `.weir-` name), so no
-//! key can name anything outside its bucket. A key ending in `/` is a folder ([`Key::Folder`]).
+//! empty segment, no invisible or bidirectional character, no `.weir-` name), or, for a
+//! control character, with `InvalidURI` as AWS answers it, so no key can name anything
+//! outside its bucket. A key ending in `/` is a folder ([`Key::Folder`]).
 
 use weir_s3api::{ErrorCode, S3Error};
-use weir_store::StorePath;
+use weir_store::{PathError, StorePath};
 
 /// A key of a bucket, as a store path.
 #[derive(Debug)]
@@ -33,6 +34,12 @@ pub(super) fn key_path(bucket: &str, key: &str) -> Result<Key, S3Error> {
     };
     // ALLOCATION: the path, once per request.
     let path = StorePath::parse(&format!("{bucket}/{key}")).map_err(|e| {
+        // A control character (C0, DEL, C1) in a key: AWS answers such a URI `InvalidURI`
+        // with this message (Ceph's test_object_read_unreadable, on `\u{ae}\u{8a}-`), so
+        // weir gives S3's answer to what its own rule refuses too.
+        if matches!(e, PathError::ControlCharacter | PathError::Nul) {
+            return S3Error::new(ErrorCode::InvalidURI, "Couldn't parse the specified URI.");
+        }
         S3Error::new(
             ErrorCode::InvalidArgument,
             format!(
@@ -67,10 +74,13 @@ mod tests {
             "a/.",
             ".weir-x",
             "a\u{202e}b",
-            "a\u{1}",
         ] {
             let e = key_path("b", bad).unwrap_err();
             assert_eq!(e.code, ErrorCode::InvalidArgument, "{bad:?}");
+        }
+        for control in ["a\u{1}", "\u{ae}\u{8a}-", "a\u{7f}"] {
+            let e = key_path("b", control).unwrap_err();
+            assert_eq!(e.code, ErrorCode::InvalidURI, "{control:?}");
         }
     }
 }

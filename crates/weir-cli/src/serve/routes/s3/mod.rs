@@ -43,8 +43,9 @@
 //!   `Expires`), given to the store with the upload (`UploadOptions::object_meta`) so that it
 //!   is stored with the commit, never after; returned by GetObject and HeadObject, carried or
 //!   replaced by CopyObject, given at CreateMultipartUpload for the completed object. Files
-//!   written through `/files/`, tus or WebDAV have none. The checksum a client sent is
-//!   verified, not stored.
+//!   written through `/files/`, tus or WebDAV have none. A checksum sent in PutObject's head is
+//!   verified and kept with it (`object_put.rs`); one in a trailer is verified, not kept; a
+//!   completed multipart object keeps its parts' sizes (GetObject's `partNumber`).
 //! - **Observed** as `/files/` requests are: the access log and the metrics through
 //!   `observe.rs`'s `observe_start`/`observe_end`, every request in a note's scope
 //!   (`stored.rs`) whose caller is named once the signature is verified; commits and deletes
@@ -59,6 +60,7 @@
 //! | DeleteObject, DeleteObjects | `delete.rs` |
 //! | ListObjectsV2, ListObjects (V1) | `list.rs` |
 //! | CopyObject | `copy.rs` |
+//! | Get/PutBucketAcl, Get/PutObjectAcl (one owner: `private` only) | `acl.rs` |
 //! | the metadata kept with an object | `metadata.rs` |
 //! | multipart uploads | `multipart.rs` |
 //!
@@ -74,7 +76,9 @@ use weir_s3api::route::{self, Operation, RouteConfig, S3Request};
 use weir_s3api::{ErrorCode, S3Error};
 
 mod access;
+mod acl;
 mod bucket;
+mod checked_body;
 mod copy;
 mod delete;
 mod keys;
@@ -210,11 +214,10 @@ async fn dispatch<S: weir_store::Store + Clone + multipart::WithMultiparts>(
         Operation::PutObject => object_put::put(ctx, store, ex, &bucket, &key).await,
         Operation::CopyObject(source) => copy::copy(ctx, store, ex, &bucket, &key, source).await,
         Operation::GetObject(params) | Operation::HeadObject(params) => {
-            if params.part_number.is_some() {
-                return multipart::get_part(ctx, store, ex, &bucket, &key, params).await;
-            }
             object_get::get(store, ex, &bucket, &key, &params).await
         }
+        Operation::GetAcl => acl::get(ctx, store, ex, &bucket, &key).await,
+        Operation::PutAcl => acl::put(ctx, store, ex, &bucket, &key).await,
         Operation::DeleteObject => delete::one(ctx, store, ex, &bucket, &key).await,
         Operation::DeleteObjects => delete::many(ctx, store, ex, &bucket).await,
         op @ (Operation::CreateMultipartUpload

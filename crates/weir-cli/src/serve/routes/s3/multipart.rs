@@ -27,8 +27,9 @@
 //! **Abandoned uploads** are removed by a sweep (`serve/sweep.rs`, `start_multipart`) once not
 //! touched for `--s3-api-multipart-expiry`.
 //!
-//! GetObject/HeadObject with `partNumber` stay `NotImplemented`: a completed object does not
-//! keep where its parts began.
+//! A completed object keeps its parts' sizes (the store adds them to its S3 metadata at the
+//! commit, `MultipartMeta::completed_object_meta`): GetObject/HeadObject with `partNumber`
+//! (`object_get.rs`) read a part back.
 
 use super::reply::{self, Missing};
 use super::{Ctx, bucket, keys, metadata};
@@ -37,7 +38,7 @@ use http::StatusCode;
 use std::sync::Arc;
 use std::time::Duration;
 use weir::{Exchange, http};
-use weir_s3api::route::{GetObjectParams, Operation};
+use weir_s3api::route::Operation;
 use weir_s3api::xml::write;
 use weir_s3api::{ErrorCode, S3Error};
 use weir_store::{
@@ -170,20 +171,6 @@ pub(super) async fn serve<S: WithMultiparts>(
             reply::error(ex, &e).await
         }
     }
-}
-
-/// GetObject or HeadObject of one part (`partNumber`).
-pub(super) async fn get_part<S: Store>(
-    ctx: &Ctx<'_>,
-    store: &S,
-    ex: &mut Exchange<'_>,
-    bucket: &str,
-    key: &str,
-    params: GetObjectParams,
-) -> Result<(), weir::Error> {
-    let _ = (ctx, store, bucket, key, params);
-    let e = super::not_implemented("Reading one part of an object is not implemented yet.");
-    reply::error(ex, &e).await
 }
 
 /// The S3 error of a multipart refusal.

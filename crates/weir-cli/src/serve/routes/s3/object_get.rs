@@ -11,7 +11,12 @@
 //! `InvalidRange` with the object's size; the object's stored metadata (`metadata.rs`:
 //! `x-amz-meta-*`, `Cache-Control`, …) is sent with it; `response-content-type` and the other
 //! `response-*` parameters set the answer's fields (over the stored ones);
-//! `x-amz-checksum-mode: ENABLED` adds the stored SHA-256 as `x-amz-checksum-sha256`.
+//! `x-amz-checksum-mode: ENABLED` adds the checksum the client sent with the object, kept
+//! with it (`weir_store::CHECKSUM_FIELD`), or else the stored SHA-256 as
+//! `x-amz-checksum-sha256`, with `x-amz-checksum-type`;
+//! `partNumber` answers that part's bytes of a completed multipart object (its part sizes are
+//! kept with it, `weir_store::PARTS_FIELD`) with `x-amz-mp-parts-count`, and part 1 of any
+//! other object is all of it.
 
 use super::reply::{self, Missing};
 use super::{bucket, keys};
@@ -22,7 +27,7 @@ use weir::{Exchange, http};
 use weir_s3api::checksum::{ChecksumAlgorithm, ChecksumValue};
 use weir_s3api::route::GetObjectParams;
 use weir_s3api::{ErrorCode, S3Error};
-use weir_store::{Store, StoreError, StoreObject};
+use weir_store::{PartLookup, Store, StoreError, StoreObject};
 
 /// GetObject or HeadObject (the method tells).
 pub(super) async fn get<S: Store>(
@@ -50,6 +55,15 @@ pub(super) async fn get<S: Store>(
         Err(e) => return reply::error(ex, &reply::store_error(&e, Missing::Key)).await,
     };
     let meta = *object.meta();
+    // Locally one fgetxattr(2); in a bucket, from the HeadObject already made.
+    let object_meta = object.object_meta();
+    let part = match params.part_number {
+        Some(number) => match part_of(ex.request(), object_meta.as_ref(), number) {
+            Ok(part) => part,
+            Err(e) => return reply::error(ex, &e).await,
+        },
+        None => None,
+    };
     let answer = match Answer::judge(ex.request(), &meta) {
         Ok(a) => a,
         Err(Refusal::NotModified {
@@ -70,6 +84,12 @@ pub(super) async fn get<S: Store>(
             return reply::error_with(ex, &e, &[("content-range", &range)]).await;
         }
     };
+    // A part is its byte range of the object (judged after the preconditions, which are the
+    // object's), with the object's number of parts.
+    let (answer, parts_count) = match part {
+        Some(Part { start, len, count }) => (answer.narrowed(start, len, meta.size), count),
+        None => (answer, None),
+    };
     let overridden = |name: &http::HeaderName| {
         params
             .response_headers
@@ -83,24 +103,42 @@ pub(super) async fn get<S: Store>(
         Some(t) => t.to_owned(),
         None => stored_type.to_string(),
     };
-    // `x-amz-checksum-mode: ENABLED`: the stored SHA-256, the one checksum weir keeps.
-    let checksum = meta
-        .sha256
-        // Of the whole object only: a range's bytes do not have it (S3 sends none either).
-        .filter(|_| answer.start == 0 && answer.len == meta.size)
-        .filter(|_| {
-            ex.request()
-                .header("x-amz-checksum-mode")
-                .is_some_and(|v| v.eq_ignore_ascii_case(b"ENABLED"))
+    // `x-amz-checksum-mode: ENABLED`, for the whole object only (a range's bytes do not have
+    // the object's checksum; S3 sends none either): the checksum the client sent with it if
+    // one was kept, else the SHA-256 every object has.
+    let whole = answer.start == 0 && answer.len == meta.size;
+    let wanted = ex
+        .request()
+        .header("x-amz-checksum-mode")
+        .is_some_and(|v| v.eq_ignore_ascii_case(b"ENABLED"));
+    let checksum: Option<(&'static str, String, &str)> = if !(whole && wanted) {
+        None
+    } else if let Some((algorithm, kind, value)) = object_meta.as_ref().and_then(|m| m.checksum()) {
+        ChecksumAlgorithm::from_name(algorithm).map(|a| {
+            (
+                a.header_name(),
+                value.to_owned(),
+                if kind == "COMPOSITE" {
+                    "COMPOSITE"
+                } else {
+                    "FULL_OBJECT"
+                },
+            )
         })
-        .and_then(|d| ChecksumValue::from_bytes(ChecksumAlgorithm::Sha256, &d))
-        .map(|c| c.to_base64());
-    // Locally one fgetxattr(2); in a bucket, from the HeadObject already made.
-    let object_meta = object.object_meta();
+    } else {
+        meta.sha256
+            .and_then(|d| ChecksumValue::from_bytes(ChecksumAlgorithm::Sha256, &d))
+            .map(|c| ("x-amz-checksum-sha256", c.to_base64(), "FULL_OBJECT"))
+    };
     let head = |ex| {
         let mut response = answer.respond(ex, &meta, content_type);
-        if let Some(c) = &checksum {
-            response = response.header("x-amz-checksum-sha256", c.as_str());
+        if let Some(count) = parts_count {
+            response = response.header_display("x-amz-mp-parts-count", count);
+        }
+        if let Some((name, value, kind)) = &checksum {
+            response = response
+                .header(*name, value.as_str())
+                .header("x-amz-checksum-type", *kind);
         }
         // The stored fields, but those a `response-content-*` (or `response-expires`, …)
         // parameter replaces.
@@ -121,6 +159,47 @@ pub(super) async fn get<S: Store>(
         response
     };
     download::send(ex, object, &answer, &path, head).await
+}
+
+/// One part of an object (`partNumber`).
+struct Part {
+    start: u64,
+    len: u64,
+    /// `x-amz-mp-parts-count`: sent for a multipart object only, as S3 does.
+    count: Option<u32>,
+}
+
+/// Part `number` of the object whose S3 metadata is `kept` (the part sizes a completion keeps
+/// with it, `weir_store::PARTS_FIELD`): a part past the last is `InvalidPart` (what Ceph's
+/// s3-tests expect; RGW answers it); an object not uploaded in parts is one part, the whole
+/// object (`None`: the answer as judged). `Range` with it is `InvalidRequest`, as S3 refuses.
+fn part_of(
+    head: &weir::Request,
+    kept: Option<&weir_store::ObjectMeta>,
+    number: u32,
+) -> Result<Option<Part>, S3Error> {
+    if head.header("range").is_some() {
+        return Err(S3Error::new(
+            ErrorCode::InvalidRequest,
+            "Cannot specify both Range header and partNumber query parameter",
+        ));
+    }
+    let past = || S3Error::from_code(ErrorCode::InvalidPart);
+    let lookup = kept.map_or(PartLookup::NotMultipart, |m| m.part(number));
+    match lookup {
+        PartLookup::NotMultipart if number == 1 => Ok(None),
+        PartLookup::NotMultipart | PartLookup::Past { .. } => Err(past()),
+        PartLookup::Found { start, len, count } => Ok(Some(Part {
+            start,
+            len,
+            count: Some(count),
+        })),
+        PartLookup::NotKept { .. } => Err(S3Error::new(
+            ErrorCode::NotImplemented,
+            "This object's parts were of too many different sizes for weir to keep where each \
+             begins: read it by Range.",
+        )),
+    }
 }
 
 /// GetObject or HeadObject of a key ending in `/`: the folder as an empty object, if it is

@@ -10,10 +10,9 @@
 //!   SHA-256 it computes anyway, at the commit, so checking the signature's payload hash costs
 //!   nothing. (Splice is not used: an S3 PUT always hashes, since its ETag is the SHA-256.)
 //! - **checked body** (`aws-chunked`, or a `Content-MD5`, or an `x-amz-checksum-*` other than
-//!   SHA-256): each body chunk (`Exchange::read_body_chunk`, the read buffer's own bytes) goes
-//!   through the `aws-chunked` decoder (each chunk signature checked; trailers parsed) and the
-//!   checksums, then to `StoreUpload::write`, which hashes SHA-256 inline on the connection's
-//!   task for a local file. The decoder hands out ranges of the chunk: no copy is added.
+//!   SHA-256): `checked_body.rs`, the loop UploadPart shares (the decoder, the checksums, then
+//!   `StoreUpload::write`, which hashes SHA-256 inline on the connection's task for a local
+//!   file; no copy added).
 //!
 //! Checks, all before any body byte is read (no `100 Continue` for a refused upload): the
 //! bucket exists (`NoSuchBucket`), the key is a valid store path (`keys.rs`), the length is
@@ -24,10 +23,14 @@
 //! SHA-256 (`XAmzContentSHA256Mismatch`), the length (`IncompleteBody`). Any failure aborts
 //! the upload before the answer: nothing is left, the key keeps its earlier version.
 //!
+//! The checksum a client sends in the head (`x-amz-checksum-*`) is kept with the object, in
+//! its S3 metadata (`weir_store::CHECKSUM_FIELD`), for GetObject's `x-amz-checksum-mode`.
+//!
 //! A key ending in `/` with an empty body is a folder (S3 consoles' "folder" objects), created
 //! with `Store::create_dir`.
 
 use super::access::Caller;
+use super::checked_body::{self, Wanted};
 use super::reply::{self, Failure, Missing};
 use super::{Ctx, bucket, keys, metadata};
 use crate::serve::body::{BodyFailure, NoCheckpoints, WhereHashed, chunks_body, hashed_body};
@@ -35,8 +38,7 @@ use crate::serve::preconditions;
 use http::StatusCode;
 use weir::{Exchange, Framing, http};
 use weir_proto::conditional;
-use weir_s3api::checksum::{Checksum, ChecksumAlgorithm, ChecksumValue, ContentMd5};
-use weir_s3api::chunked::{ChunkedDecoder, Event};
+use weir_s3api::checksum::{ChecksumAlgorithm, ChecksumValue, ContentMd5};
 use weir_s3api::{ErrorCode, S3Error};
 use weir_store::{
     ContentDigest, FileMeta, Store, StoreError, StoreObject, StoreUpload, UploadOptions,
@@ -166,8 +168,22 @@ async fn put_checked<S: Store>(
         (_, None) => max,
     };
     ex.set_max_body_size(Some(wire_max));
-    let object_meta = tri!(metadata::of_request(ex.request()));
+    let mut object_meta = tri!(metadata::of_request(ex.request()));
     let expected = tri!(Expected::of(ctx.caller, ex));
+    // The checksum sent in the head is kept with the object (verified before the commit, so
+    // an object never keeps one it does not have); one sent in a trailer is known only after
+    // the body, when the store already holds the metadata: verified, echoed, not kept.
+    let sent = expected.checksum.or_else(|| {
+        expected
+            .sha256
+            .filter(|_| expected.sha256_checksum)
+            .and_then(|d| ChecksumValue::from_bytes(ChecksumAlgorithm::Sha256, &d))
+    });
+    if let Some(value) = sent {
+        let meta = object_meta.get_or_insert_with(weir_store::ObjectMeta::new);
+        let kept = meta.set_checksum(value.algorithm().name(), "FULL_OBJECT", &value.to_base64());
+        debug_assert!(kept.is_ok(), "a checksum value is printable ASCII");
+    }
     tri!(preconditions_now(store, ex.request(), &path).await);
     let options = UploadOptions {
         hash: true,
@@ -187,7 +203,17 @@ async fn put_checked<S: Store>(
         Err(e) => return Ok(Err(reply::store_error(&e, Missing::Key))),
     };
     let received = if chunked.is_some() || expected.needs_checks() {
-        checked_body(ex, &mut upload, chunked, &expected).await
+        // The signed SHA-256 is the store's expected digest, judged at the commit.
+        let wanted = Wanted {
+            md5: expected.md5,
+            md5_always: false,
+            checksum: expected.checksum,
+            trailer: expected.trailer,
+            sha256: None,
+        };
+        checked_body::read(ex, &mut upload, chunked, &wanted)
+            .await
+            .map(|checked| checked.checksum)
     } else {
         match upload.file() {
             Some(file) => match file.preallocate() {
@@ -305,86 +331,6 @@ async fn folder<S: Store>(
             .await
             .map(Ok),
         Err(e) => Ok(Err(reply::store_error(&e, Missing::Key))),
-    }
-}
-
-/// The checked path (see the module doc): `aws-chunked` decoding and checksums beside the
-/// store's own SHA-256. Returns the trailer's checksum, verified, if there was one.
-async fn checked_body<U: StoreUpload>(
-    ex: &mut Exchange<'_>,
-    upload: &mut U,
-    mut decoder: Option<ChunkedDecoder>,
-    expected: &Expected,
-) -> Result<Option<ChecksumValue>, Failure> {
-    let mut md5 = expected.md5.map(|_| ContentMd5::default());
-    let algorithm = expected
-        .checksum
-        .map(|c| c.algorithm())
-        .or(expected.trailer);
-    let mut checksum = algorithm.map(Checksum::new);
-    let mut trailer = None;
-    let mut ended = decoder.is_none();
-    loop {
-        let chunk = match ex.read_body_chunk().await {
-            Ok(Some(chunk)) => chunk,
-            Ok(None) => break,
-            Err(e) => return Err(BodyFailure::Body(e).into()),
-        };
-        let mut feed = |data: &[u8]| {
-            if let Some(m) = &mut md5 {
-                m.update(data);
-            }
-            if let Some(c) = &mut checksum {
-                c.update(data);
-            }
-        };
-        let Some(decoder) = decoder.as_mut() else {
-            feed(&chunk);
-            upload.write(&chunk).await.map_err(BodyFailure::Store)?;
-            continue;
-        };
-        let mut pos = 0;
-        while pos < chunk.len() {
-            if ended {
-                return Err(Failure::S3(S3Error::new(
-                    ErrorCode::InvalidRequest,
-                    "Bytes follow the end of the aws-chunked body.",
-                )));
-            }
-            let (used, event) = decoder.decode(&chunk[pos..]).map_err(Failure::S3)?;
-            match event {
-                Event::Data(range) => {
-                    let data = &chunk[pos..][range]; // no copy: a range of the read buffer
-                    feed(data);
-                    upload.write(data).await.map_err(BodyFailure::Store)?;
-                }
-                Event::NeedMore => {}
-                Event::End(trailers) => {
-                    trailer = trailers.checksum;
-                    ended = true;
-                }
-            }
-            pos += used;
-        }
-    }
-    if let Some(decoder) = &decoder {
-        decoder.finish().map_err(Failure::S3)?;
-    }
-    if let (Some(m), Some(claimed)) = (md5, &expected.md5) {
-        m.check(claimed).map_err(Failure::S3)?;
-    }
-    let computed = checksum.map(Checksum::finalize);
-    match (computed, expected.checksum.or(trailer)) {
-        (Some(computed), Some(claimed)) => {
-            computed.check(&claimed).map_err(Failure::S3)?;
-            Ok(Some(claimed))
-        }
-        // A trailer announced but not sent.
-        (Some(_), None) if expected.trailer.is_some() => Err(Failure::S3(S3Error::new(
-            ErrorCode::InvalidRequest,
-            "The checksum trailer announced by x-amz-trailer was not sent.",
-        ))),
-        _ => Ok(None),
     }
 }
 

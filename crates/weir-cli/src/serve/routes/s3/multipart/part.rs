@@ -6,10 +6,10 @@
 //! - **spliced** (a local store, `UNSIGNED-PAYLOAD`, no `Content-MD5`, no `x-amz-checksum-*`,
 //!   no trailer): socket → file with `splice` (`body::splice_body`), no byte through user
 //!   space; the store reads the part back once for its MD5 (`finish_part` with no MD5);
-//! - **checked** (anything else, and every part into a bucket): each body chunk (the read
-//!   buffer's own bytes) through the `aws-chunked` decoder when it is one, then the MD5, the
-//!   asked checksum and, for a signed payload, the SHA-256, then `StoreUpload::write` (the
-//!   store's backpressure reaches the socket). The decoder hands out ranges: no copy added.
+//! - **checked** (anything else, and every part into a bucket): `checked_body.rs`, the loop
+//!   PutObject shares: the `aws-chunked` decoder when it is one, then the MD5, the asked
+//!   checksum and, for a signed payload, the SHA-256, then `StoreUpload::write` (the store's
+//!   backpressure reaches the socket). No copy added.
 //!
 //! Memory per part is the store's bound for any upload, whatever the part's size (5 GiB at
 //! most: `EntityTooLarge` before any body byte). Every check fails before the part is recorded
@@ -17,16 +17,15 @@
 //! earlier part of that number, if any, in place.
 
 use super::super::access::Caller;
+use super::super::checked_body::{self, Wanted};
 use super::super::reply::{self, Failure};
 use super::super::{Ctx, copy, keys};
 use super::{error, object_path, upload_of};
 use crate::serve::auth::Access;
 use crate::serve::body::{BodyFailure, NoCheckpoints, splice_body};
 use http::StatusCode;
-use sha2::{Digest, Sha256};
 use weir::{Exchange, http};
-use weir_s3api::checksum::{Checksum, ChecksumAlgorithm, ChecksumValue, ContentMd5};
-use weir_s3api::chunked::{ChunkedDecoder, Event};
+use weir_s3api::checksum::{ChecksumAlgorithm, ChecksumValue, ContentMd5};
 use weir_s3api::route::CopySource;
 use weir_s3api::xml::write;
 use weir_s3api::{ErrorCode, S3Error};
@@ -160,7 +159,17 @@ async fn upload_checked<M: MultipartStore>(
             Err(e) => Err(Failure::Body(BodyFailure::Store(e))),
         }
     } else {
-        checked_body(ex, &mut upload, chunked, &expected).await
+        let wanted = Wanted {
+            md5: expected.md5,
+            // The part's ETag.
+            md5_always: true,
+            checksum: expected.checksum,
+            trailer: expected.trailer,
+            sha256: expected.sha256,
+        };
+        checked_body::read(ex, &mut upload, chunked, &wanted)
+            .await
+            .map(|checked| (checked.md5, checked.checksum))
     };
     let (md5, checksum) = match received {
         Ok(r) => r,
@@ -187,106 +196,6 @@ async fn upload_checked<M: MultipartStore>(
         Ok(part) => Ok(Ok((part, checksum))),
         Err(e) => Ok(Err(error(&e))),
     }
-}
-
-/// The checked path (see the module doc). Returns the part's MD5 and the checksum verified.
-async fn checked_body<U: StoreUpload>(
-    ex: &mut Exchange<'_>,
-    upload: &mut U,
-    mut decoder: Option<ChunkedDecoder>,
-    expected: &Expected,
-) -> Result<(Option<[u8; 16]>, Option<ChecksumValue>), Failure> {
-    let mut md5 = ContentMd5::default();
-    let mut sha256 = expected.sha256.map(|_| Sha256::new());
-    let algorithm = expected
-        .checksum
-        .map(|c| c.algorithm())
-        .or(expected.trailer);
-    let mut checksum = algorithm.map(Checksum::new);
-    let mut trailer = None;
-    let mut ended = decoder.is_none();
-    loop {
-        let chunk = match ex.read_body_chunk().await {
-            Ok(Some(chunk)) => chunk,
-            Ok(None) => break,
-            Err(e) => return Err(Failure::Body(BodyFailure::Body(e))),
-        };
-        let mut feed = |data: &[u8]| {
-            md5.update(data);
-            if let Some(s) = &mut sha256 {
-                s.update(data);
-            }
-            if let Some(c) = &mut checksum {
-                c.update(data);
-            }
-        };
-        let Some(decoder) = decoder.as_mut() else {
-            feed(&chunk);
-            upload
-                .write(&chunk)
-                .await
-                .map_err(|e| Failure::Body(BodyFailure::Store(e)))?;
-            continue;
-        };
-        let mut pos = 0;
-        while pos < chunk.len() {
-            if ended {
-                return Err(Failure::S3(S3Error::new(
-                    ErrorCode::InvalidRequest,
-                    "Bytes follow the end of the aws-chunked body.",
-                )));
-            }
-            let (used, event) = decoder.decode(&chunk[pos..]).map_err(Failure::S3)?;
-            match event {
-                Event::Data(range) => {
-                    let data = &chunk[pos..][range]; // no copy: a range of the read buffer
-                    feed(data);
-                    upload
-                        .write(data)
-                        .await
-                        .map_err(|e| Failure::Body(BodyFailure::Store(e)))?;
-                }
-                Event::NeedMore => {}
-                Event::End(trailers) => {
-                    trailer = trailers.checksum;
-                    ended = true;
-                }
-            }
-            pos += used;
-        }
-    }
-    if let Some(decoder) = &decoder {
-        decoder.finish().map_err(Failure::S3)?;
-    }
-    let md5 = md5.finalize();
-    if let Some(claimed) = &expected.md5 {
-        if claimed != &md5 {
-            return Err(Failure::S3(S3Error::from_code(ErrorCode::BadDigest)));
-        }
-    }
-    if let (Some(s), Some(signed)) = (sha256, &expected.sha256) {
-        let computed: [u8; 32] = s.finalize().into();
-        if &computed != signed {
-            return Err(Failure::S3(S3Error::from_code(
-                ErrorCode::XAmzContentSHA256Mismatch,
-            )));
-        }
-    }
-    let computed = checksum.map(Checksum::finalize);
-    let checked = match (computed, expected.checksum.or(trailer)) {
-        (Some(computed), Some(claimed)) => {
-            computed.check(&claimed).map_err(Failure::S3)?;
-            Some(claimed)
-        }
-        (Some(_), None) if expected.trailer.is_some() => {
-            return Err(Failure::S3(S3Error::new(
-                ErrorCode::InvalidRequest,
-                "The checksum trailer announced by x-amz-trailer was not sent.",
-            )));
-        }
-        _ => None,
-    };
-    Ok((Some(md5), checked))
 }
 
 /// Discards a refused part, waiting for the store.
