@@ -476,3 +476,39 @@ fn an_oversized_plaintext_is_answered_with_record_overflow() {
         "a fatal record_overflow"
     );
 }
+
+/// Alerts a TLS 1.2 client sends mid-request: a warning, and `user_canceled` at any level, are
+/// not fatal (the request is answered); any other fatal alert ends the connection unanswered.
+#[test]
+fn tls12_warnings_and_user_canceled_pass_a_fatal_alert_ends_the_connection() {
+    use rustls::ContentType;
+    let server = TlsTestServer::start(Config::default());
+    let start = || {
+        let mut client = connect_with(&server, &rustls::version::TLS12, |c| {
+            c.enable_secret_extraction = true;
+        });
+        hello(&mut client);
+        HandBuilt::take_over(client)
+    };
+    let head = b"GET /hello HTTP/1.1\r\nHost: localhost\r\n";
+    // no_certificate (41) as a warning; user_canceled (90) at the fatal level too, as RFC 8446
+    // §6.1 reads it (it is followed by close_notify, not an error).
+    for alert in [[1u8, 41], [2, 90]] {
+        let mut client = start();
+        client.send(ContentType::ApplicationData, head);
+        client.send(ContentType::Alert, &alert);
+        client.send(ContentType::ApplicationData, b"\r\n");
+        let (typ, answer) = client.receive().expect("an answer");
+        assert_eq!(typ, ContentType::ApplicationData, "{alert:?}");
+        assert!(
+            answer.starts_with(b"HTTP/1.1 200"),
+            "{alert:?}: {}",
+            String::from_utf8_lossy(&answer)
+        );
+    }
+    // handshake_failure (40), fatal: nothing more is read or answered.
+    let mut client = start();
+    client.send(ContentType::ApplicationData, head);
+    client.send(ContentType::Alert, &[2, 40]);
+    assert_eq!(client.receive(), None);
+}
