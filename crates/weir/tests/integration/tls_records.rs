@@ -512,3 +512,22 @@ fn tls12_warnings_and_user_canceled_pass_a_fatal_alert_ends_the_connection() {
     client.send(ContentType::Alert, &[2, 40]);
     assert_eq!(client.receive(), None);
 }
+
+/// A `KeyUpdate` is TLS 1.3's: sent on a TLS 1.2 connection, it is an `unexpected_message`
+/// (fatal), not a key change.
+#[test]
+fn a_key_update_on_tls12_is_an_unexpected_message() {
+    use rustls::ContentType;
+    let server = TlsTestServer::start(Config::default());
+    let mut client = connect_with(&server, &rustls::version::TLS12, |c| {
+        c.enable_secret_extraction = true;
+    });
+    hello(&mut client);
+    let mut client = HandBuilt::take_over(client);
+    client.send(ContentType::Handshake, &[24, 0, 0, 1, 0]);
+    assert_eq!(
+        client.receive(),
+        Some((ContentType::Alert, vec![2, 10])),
+        "a fatal unexpected_message"
+    );
+}
