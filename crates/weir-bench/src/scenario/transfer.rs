@@ -11,10 +11,24 @@ use crate::clock;
 use crate::wire;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::time::Duration;
+
+/// How long a read or write may wait: a server that stops answering fails the run instead of
+/// hanging it.
+pub(in crate::scenario) const STALL: Duration = Duration::from_secs(120);
+
+/// A new connection to `addr`, with [`STALL`] as its timeouts.
+pub(in crate::scenario) fn connect(addr: SocketAddr) -> io::Result<TcpStream> {
+    let s = TcpStream::connect(addr)?;
+    s.set_nodelay(true)?;
+    s.set_read_timeout(Some(STALL))?;
+    s.set_write_timeout(Some(STALL))?;
+    Ok(s)
+}
 
 /// One request on a new connection whose answer is small: its status.
 pub(in crate::scenario) fn small(addr: SocketAddr, head: &str, body: &[u8]) -> io::Result<u16> {
-    let mut s = TcpStream::connect(addr)?;
+    let mut s = connect(addr)?;
     s.write_all(head.as_bytes())?;
     s.write_all(body)?;
     Ok(read_response(&mut s)?.0)
@@ -29,8 +43,7 @@ pub(in crate::scenario) fn put(
     size: u64,
 ) -> io::Result<f64> {
     let start = clock::monotonic_ns();
-    let mut s = TcpStream::connect(addr)?;
-    s.set_nodelay(true)?;
+    let mut s = connect(addr)?;
     let head = format!(
         "PUT {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {size}\r\nConnection: close\r\n\r\n"
     );
@@ -61,8 +74,7 @@ pub(in crate::scenario) fn get(
     buf_len: usize,
 ) -> io::Result<f64> {
     let start = clock::monotonic_ns();
-    let mut s = TcpStream::connect(addr)?;
-    s.set_nodelay(true)?;
+    let mut s = connect(addr)?;
     let head = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
     s.write_all(head.as_bytes())?;
     // One buffer the head is found in, then the body compared in place: no copy of the body.
@@ -124,8 +136,7 @@ pub(in crate::scenario) fn fetch(
     addr: SocketAddr,
     request: &str,
 ) -> io::Result<(Vec<u8>, Vec<u8>)> {
-    let mut s = TcpStream::connect(addr)?;
-    s.set_nodelay(true)?;
+    let mut s = connect(addr)?;
     s.write_all(request.as_bytes())?;
     let mut all = Vec::new();
     s.read_to_end(&mut all)?;

@@ -16,7 +16,7 @@ use crate::scenario::s3::{Pattern, read_response};
 use crate::scenario::transfer;
 use crate::server::Endpoint;
 use std::io::{self, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
@@ -74,8 +74,7 @@ pub fn puts(
 ) -> io::Result<f64> {
     let (base, p) = (Arc::<str>::from(base), p.clone());
     together(conns, FAN_STACK, move |t| {
-        let mut s = TcpStream::connect(addr)?;
-        s.set_nodelay(true)?;
+        let mut s = transfer::connect(addr)?;
         for i in (t..n).step_by(conns) {
             let head = format!(
                 "PUT {base}f-{i:05} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {size}\r\n\r\n"

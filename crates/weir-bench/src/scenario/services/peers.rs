@@ -124,6 +124,15 @@ fn on_path(name: &str) -> bool {
     weir_testkit::tools::on_path(name).is_some()
 }
 
+/// nginx: on the `PATH`, or in `/usr/sbin` (the Debian package's place, which a user's `PATH`
+/// may lack).
+pub fn nginx_program() -> Option<PathBuf> {
+    weir_testkit::tools::on_path("nginx").or_else(|| {
+        let p = PathBuf::from("/usr/sbin/nginx");
+        p.is_file().then_some(p)
+    })
+}
+
 fn python_copyparty() -> bool {
     weir_testkit::tools::python_imports("copyparty")
 }
@@ -164,10 +173,10 @@ pub fn start(
             let w = spawn(c, addr, "/files/", Some(&log))?;
             service(w, None, Some(root), Format::Weir)
         }
-        Kind::Nginx if !on_path("nginx") => {
-            return Ok(Err("no `nginx` (apt-get install nginx-light)".into()));
-        }
         Kind::Nginx => {
+            let Some(nginx) = nginx_program() else {
+                return Ok(Err("no `nginx` (apt-get install nginx-light)".into()));
+            };
             let prefix = scratch.join("nginx");
             // Beside the root: the same filesystem, so nginx's rename is atomic.
             let temp = PathBuf::from(format!("{}-body-temp", root.display()));
@@ -175,7 +184,7 @@ pub fn start(
             std::fs::create_dir_all(&temp)?;
             let conf = prefix.join("nginx.conf");
             std::fs::write(&conf, nginx_conf(addr, root, &temp))?;
-            let mut c = Command::new("nginx");
+            let mut c = Command::new(nginx);
             c.arg("-p")
                 .arg(&prefix)
                 .arg("-c")

@@ -150,7 +150,10 @@ pub fn section(
          process wrote). {rounds} round(s); per round and row the services run interleaved \
          (forward, then backward), `syncfs` before each. The large `PUT` and `GET` run over \
          one new connection each, the `GET` right after the `PUT` (the file in the page cache \
-         for every service alike), then the file is removed. Every `PUT`'s status and every \
+         for every service alike), then the file is removed. The 4 KiB `PUT`s go into a new folder each round, made first by \
+         `PUT /files/DIR/` for weir serve (64 `PUT`s racing to create it got one 409 once: see \
+         the notes below the section) and by `MKCOL` for rclone (which makes no parents); the \
+         others make it as the first `PUT`s arrive. Every `PUT`'s status and every \
          `GET`'s bytes are checked (the 4 KiB `GET` under load: every answer's body); every \
          listing is fetched whole (weir and SeaweedFS page by 10,000) and its entries \
          counted. Server CPU: `utime + stime` of the service's process tree \
