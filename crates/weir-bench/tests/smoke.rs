@@ -39,6 +39,22 @@ fn weed_installed() -> bool {
     std::env::var_os("WEED").is_some() || weir_testkit::tools::on_path("weed").is_some()
 }
 
+/// Runs `weir-bench --report DIR/BENCHMARKS.md ARGS...` (the `weir` binary ensured) and
+/// returns the report; its charts are beside it in `dir`.
+fn run_report(dir: &Path, args: &[&str]) -> String {
+    ensure_weir_binary();
+    let report = dir.join("BENCHMARKS.md");
+    let out = Command::new(env!("CARGO_BIN_EXE_weir-bench"))
+        .arg("--report")
+        .arg(&report)
+        .args(args)
+        .output()
+        .expect("run weir-bench");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "weir-bench failed:\n{stderr}");
+    std::fs::read_to_string(&report).expect("report written")
+}
+
 /// Runs `weir-bench --tiny --report <report> all` and returns the report.
 fn run_all(report: &Path) -> String {
     ensure_weir_binary();
@@ -281,18 +297,8 @@ fn scale_reports_every_cell() {
 /// got and every listing's length.
 #[test]
 fn webdav_reports_every_row() {
-    ensure_weir_binary();
     let dir = tempfile::tempdir().unwrap();
-    let report = dir.path().join("BENCHMARKS.md");
-    let out = Command::new(env!("CARGO_BIN_EXE_weir-bench"))
-        .args(["--tiny", "--report"])
-        .arg(&report)
-        .arg("webdav")
-        .output()
-        .expect("run weir-bench");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "weir-bench failed:\n{stderr}");
-    let text = std::fs::read_to_string(&report).expect("report written");
+    let text = run_report(dir.path(), &["--tiny", "webdav"]);
     for op in ["PUT", "GET", "PROPFIND depth 1"] {
         for server in ["weir serve", "dufs", "rclone serve webdav"] {
             let cells: Vec<Vec<&str>> = text
@@ -325,18 +331,8 @@ fn s3api_reports_every_row() {
     ) {
         return;
     }
-    ensure_weir_binary();
     let dir = tempfile::tempdir().unwrap();
-    let report = dir.path().join("BENCHMARKS.md");
-    let out = Command::new(env!("CARGO_BIN_EXE_weir-bench"))
-        .args(["--tiny", "--report"])
-        .arg(&report)
-        .arg("s3api")
-        .output()
-        .expect("run weir-bench");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "weir-bench failed:\n{stderr}");
-    let text = std::fs::read_to_string(&report).expect("report written");
+    let text = run_report(dir.path(), &["--tiny", "s3api"]);
     let rows = [
         "| PUT (one request): weir S3 API ",
         "| PUT (one request): SeaweedFS S3 ",
@@ -415,18 +411,8 @@ fn services_reports_every_row() {
             return;
         }
     }
-    ensure_weir_binary();
     let dir = tempfile::tempdir().unwrap();
-    let report = dir.path().join("BENCHMARKS.md");
-    let out = Command::new(env!("CARGO_BIN_EXE_weir-bench"))
-        .args(["--quick", "--rounds", "1", "--report"])
-        .arg(&report)
-        .arg("services")
-        .output()
-        .expect("run weir-bench");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "weir-bench failed:\n{stderr}");
-    let text = std::fs::read_to_string(&report).expect("report written");
+    let text = run_report(dir.path(), &["--quick", "--rounds", "1", "services"]);
     let rows = [
         "PUT ",
         "GET 128 MiB",

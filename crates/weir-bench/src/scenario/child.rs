@@ -66,6 +66,21 @@ impl Server {
     }
 }
 
+/// `weir serve` of the `weir` binary at `weir`, storing into `root`, listening on `addr`, open
+/// as the peers are started (no token), its own messages at `warn` (its start and stop lines
+/// would interleave with the bench's progress): the command each scenario adds its flags to.
+pub fn weir_serve(weir: &Path, root: &Path, addr: SocketAddr) -> Command {
+    let mut c = Command::new(weir);
+    c.arg("serve")
+        .arg("--root")
+        .arg(root)
+        .arg("--listen")
+        .arg(addr.to_string())
+        .env_remove("WEIR_TOKEN")
+        .env("RUST_LOG", "warn");
+    c
+}
+
 /// A free loopback port: bound, read and released (the server binds it a moment later).
 pub fn free_port() -> io::Result<u16> {
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())

@@ -34,6 +34,27 @@ pub(in crate::scenario) fn small(addr: SocketAddr, head: &str, body: &[u8]) -> i
     Ok(read_response(&mut s)?.0)
 }
 
+/// Sends `PUT {path}` of `size` body bytes on `s` (`extra`: more header lines, each ending in
+/// CRLF) and reads the answer: its status and body.
+pub(in crate::scenario) fn put_on(
+    s: &mut TcpStream,
+    path: &str,
+    p: &Pattern,
+    size: u64,
+    extra: &str,
+) -> io::Result<(u16, Vec<u8>)> {
+    let head =
+        format!("PUT {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {size}\r\n{extra}\r\n");
+    s.write_all(head.as_bytes())?;
+    let mut at = 0;
+    while at < size {
+        let n = (size - at).min(PERIOD as u64) as usize;
+        s.write_all(p.at(at, n))?;
+        at += n as u64;
+    }
+    read_response(s)
+}
+
 /// `PUT` of `size` body bytes at `path`, timed from connect to the answer; an answer other than
 /// 200, 201 or 204 is an error.
 pub(in crate::scenario) fn put(
@@ -44,17 +65,7 @@ pub(in crate::scenario) fn put(
 ) -> io::Result<f64> {
     let start = clock::monotonic_ns();
     let mut s = connect(addr)?;
-    let head = format!(
-        "PUT {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {size}\r\nConnection: close\r\n\r\n"
-    );
-    s.write_all(head.as_bytes())?;
-    let mut at = 0;
-    while at < size {
-        let n = (size - at).min(PERIOD as u64) as usize;
-        s.write_all(p.at(at, n))?;
-        at += n as u64;
-    }
-    let (status, body) = read_response(&mut s)?;
+    let (status, body) = put_on(&mut s, path, p, size, "Connection: close\r\n")?;
     if !matches!(status, 200 | 201 | 204) {
         return Err(io::Error::other(format!(
             "PUT {path}: {status} {}",

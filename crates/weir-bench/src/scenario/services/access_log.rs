@@ -9,13 +9,12 @@
 use super::Sizes;
 use super::many::small_gets;
 use crate::scenario::Settings;
-use crate::scenario::child::{Server, free_port, spawn};
+use crate::scenario::child::{Server, free_port, spawn, weir_serve};
 use crate::scenario::order;
 use crate::stats::Samples;
 use std::io;
 use std::net::SocketAddr;
 use std::path::Path;
-use std::process::Command;
 
 /// The file served, and its body.
 const PATH: &str = "/files/hello.txt";
@@ -36,14 +35,7 @@ pub struct LogCost {
 fn start(weir: &Path, root: &Path, log: Option<&Path>) -> io::Result<Server> {
     let addr = SocketAddr::from(([127, 0, 0, 1], free_port()?));
     std::fs::create_dir_all(root)?;
-    let mut c = Command::new(weir);
-    c.arg("serve")
-        .arg("--root")
-        .arg(root)
-        .arg("--listen")
-        .arg(addr.to_string())
-        .env_remove("WEIR_TOKEN")
-        .env("RUST_LOG", "warn");
+    let mut c = weir_serve(weir, root, addr);
     match log {
         Some(file) => c.arg("--access-log").arg(file),
         None => c.arg("--no-access-log"),

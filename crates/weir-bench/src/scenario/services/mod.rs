@@ -8,7 +8,7 @@
 //! - one large `PUT` and one large `GET` of that file (1 GiB), over one new connection each;
 //! - many 4 KiB `PUT`s (10,000) over 64 keep-alive connections, into a new folder each round;
 //! - many concurrent `GET`s of one file, one connection each (1,000; the file scaled down from
-//!   the 100 MiB to 16 MiB so a round fits the run's time: `--fan-size 100M` runs the
+//!   the 100 MiB to 8 MiB so a round fits the run's time: `--fan-size 100M` runs the
 //!   issue's);
 //! - a folder of 50,000 entries listed whole by 16 clients at once, in each service's own
 //!   listing format ([`listing`]);
@@ -54,7 +54,7 @@ pub struct ServicesArgs {
     /// Concurrent `GET`s of the fan-out row (default 1,000; `--quick`: 200).
     #[arg(long)]
     pub fan_conns: Option<usize>,
-    /// Size of the fan-out row's file (default 16 MiB; `--quick`: 4 MiB).
+    /// Size of the fan-out row's file (default 8 MiB; `--quick`: 4 MiB).
     #[arg(long, value_parser = super::parse_size)]
     pub fan_size: Option<usize>,
     /// Entries of the listed folder (default 50,000; `--quick`: 5,000).
@@ -139,7 +139,7 @@ fn sizes(s: &Settings, a: &ServicesArgs) -> Sizes {
         big: a.size.unwrap_or(s.pick(1 << 30, 128 << 20, 4 << 20)) as u64,
         files: a.files.unwrap_or(s.pick(10_000, 2_000, 200)),
         fan_conns: a.fan_conns.unwrap_or(s.pick(1_000, 200, 20)),
-        fan_size: a.fan_size.unwrap_or(s.pick(16 << 20, 4 << 20, 1 << 20)) as u64,
+        fan_size: a.fan_size.unwrap_or(s.pick(8 << 20, 4 << 20, 1 << 20)) as u64,
         entries: a.entries.unwrap_or(s.pick(50_000, 5_000, 300)),
         warmup: s.pick(
             Duration::from_secs(1),

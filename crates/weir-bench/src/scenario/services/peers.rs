@@ -17,7 +17,7 @@
 //! source or documentation.
 
 use super::listing::Format;
-use crate::scenario::child::{Server, free_port, spawn};
+use crate::scenario::child::{Server, free_port, spawn, weir_serve};
 use std::io;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -157,15 +157,7 @@ pub fn start(
     };
     Ok(Ok(match kind {
         Kind::Weir | Kind::WeirNoHash => {
-            let mut c = Command::new(weir);
-            c.arg("serve")
-                .arg("--root")
-                .arg(root)
-                .arg("--listen")
-                .arg(addr.to_string())
-                // Open, as the peers are started: no token.
-                .env_remove("WEIR_TOKEN")
-                .env("RUST_LOG", "warn");
+            let mut c = weir_serve(weir, root, addr);
             if kind == Kind::WeirNoHash {
                 c.arg("--no-hash");
             }

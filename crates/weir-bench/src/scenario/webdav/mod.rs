@@ -17,7 +17,7 @@
 //! measured) and one small file each way (its first connection and files made outside the
 //! rounds).
 
-use super::child::{Server, free_port, spawn, usage};
+use super::child::{Server, free_port, spawn, usage, weir_serve};
 use super::s3::{PERIOD, Pattern};
 use super::transfer::{dechunk, get, put, small};
 use super::upload::service::weir_binary;
@@ -59,16 +59,8 @@ fn start(i: usize, weir: &Path, root: &Path) -> io::Result<Result<Server, String
     let on_path = |name: &str| weir_testkit::tools::on_path(name).is_some();
     let (cmd, prefix) = match i {
         0 => {
-            let mut c = Command::new(weir);
-            c.arg("serve")
-                .arg("--root")
-                .arg(root)
-                .arg("--listen")
-                .arg(addr.to_string())
-                .arg("--no-access-log")
-                // Open, as the peers are started: no token.
-                .env_remove("WEIR_TOKEN")
-                .env("RUST_LOG", "warn");
+            let mut c = weir_serve(weir, root, addr);
+            c.arg("--no-access-log");
             (c, "/dav/")
         }
         1 if !on_path("dufs") => return Ok(Err("no `dufs` (cargo install dufs --locked)".into())),
