@@ -266,7 +266,10 @@ pub fn start(
 }
 
 /// nginx's configuration: the Debian package's defaults that matter here (`sendfile on`, one
-/// worker per core, an access log), plus what a WebDAV upload target needs.
+/// worker per core, an access log), plus what a WebDAV upload target needs. One departure:
+/// `keepalive_requests` (default 1,000) is raised, since nginx closes a keep-alive connection
+/// after that many requests and the closed-loop load generator counts a closed connection as
+/// an error (the other services do not close them).
 fn nginx_conf(addr: SocketAddr, root: &Path, temp: &Path) -> String {
     // As root, nginx's workers would switch to `nobody`, who cannot write the root: run them as
     // the current user, as the brief's "run as the current user" asks (as non-root the
@@ -286,6 +289,7 @@ fn nginx_conf(addr: SocketAddr, root: &Path, temp: &Path) -> String {
          \x20   sendfile on;\n\
          \x20   tcp_nopush on;\n\
          \x20   client_max_body_size 0;\n\
+         \x20   keepalive_requests 1000000;\n\
          \x20   client_body_temp_path {};\n\
          \x20   server {{\n\
          \x20       listen {addr};\n\
