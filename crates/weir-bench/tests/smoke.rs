@@ -374,13 +374,11 @@ fn s3api_reports_every_row() {
 
 /// The `services` scenario (issue 37; not part of `all`) in its quick form reports every row
 /// with figures for every service: weir serve (and `--no-hash` on the `PUT` rows), nginx,
-/// copyparty, SeaweedFS's filer and rclone serve (weir-testkit's `tools`: each skipped loudly
-/// when missing, failed under `WEIR_REQUIRE_TOOLS=1`, as `scripts/test` runs it after
-/// installing them), and dufs's figures or, when `dufs` is not installed (`scripts/test` does
-/// not build it: see docs/BENCHMARKS.md), the note saying so; and the access log's cost at
-/// both depths. The scenario checks every answer itself (a `PUT`'s status, every byte of a
-/// `GET`, every listing's count): a wrong one fails the run. No figure is compared with
-/// anything.
+/// dufs, copyparty, SeaweedFS's filer and rclone serve (weir-testkit's `tools`: each skipped
+/// loudly when missing, failed under `WEIR_REQUIRE_TOOLS=1`, as `scripts/test` runs it after
+/// installing them); and the access log's cost at both depths. The scenario checks every
+/// answer itself (a `PUT`'s status, every byte of a `GET`, every listing's count): a wrong one
+/// fails the run. No figure is compared with anything.
 #[test]
 fn services_reports_every_row() {
     use weir_testkit::tools::{on_path, python_imports, require};
@@ -404,6 +402,11 @@ fn services_reports_every_row() {
             "rclone",
             on_path("rclone").is_some(),
             "apt-get install rclone",
+        ),
+        (
+            "dufs",
+            on_path("dufs").is_some(),
+            "cargo install dufs --locked",
         ),
     ];
     for (tool, found, install) in needed {
@@ -441,8 +444,7 @@ fn services_reports_every_row() {
             assert_eq!(cells.len(), usize::from(runs), "{row}, {service}:\n{text}");
             let Some(c) = cells.first() else { continue };
             let measured = c[3].split(' ').next().unwrap_or("").parse::<f64>().is_ok();
-            let missing_dufs = service == "dufs -A" && c[3].starts_with("not available");
-            assert!(measured || missing_dufs, "{row}, {service}: {c:?}");
+            assert!(measured, "{row}, {service}: {c:?}");
         }
     }
     for depth in ["1", "16"] {
