@@ -4,8 +4,9 @@
 //!
 //! Shared by the scenarios that compare weir with the programs people run instead (`webdav`,
 //! `services`). Invariants:
-//! - a [`Server`] owns its process: dropping it kills and reaps the child (a `weed mini` through
-//!   weir-testkit's launcher, which does the same), so no server outlives its scenario;
+//! - a [`Server`] owns its process: dropping it stops (SIGTERM, then SIGKILL) and reaps the
+//!   child, whose own children (nginx's workers) its SIGTERM stops (a `weed mini` through
+//!   weir-testkit's launcher, which kills it), so no server outlives its scenario;
 //! - figures are the whole process tree's ([`procfs::tree`]): a server that forks workers
 //!   (nginx) is measured with them. CPU is `utime + stime` from `/proc/<pid>/stat` (10 ms ticks:
 //!   fine for operations of a second or more, summed over many requests otherwise); peak RSS is
@@ -38,8 +39,18 @@ pub struct Server {
 }
 
 impl Drop for Server {
+    /// SIGTERM first, so that a server with worker processes stops them (nginx's master,
+    /// killed with SIGKILL, would leave its workers running, holding the port and the
+    /// directory); SIGKILL after 5 s if it has not exited.
     fn drop(&mut self) {
         if let Proc::Child(child) = &mut self.proc {
+            if let Some(pid) = rustix::process::Pid::from_raw(child.id() as i32) {
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+            }
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while matches!(child.try_wait(), Ok(None)) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
             let _ = child.kill();
             let _ = child.wait();
         }
