@@ -1,7 +1,7 @@
 //! `weir-bench`: whole-system benchmarks of weir against hyper, raw sockets and memcpy.
 //!
 //! One subcommand per scenario (`upload`, `timeline`, `plaintext`, `local`, `resume`, `s3`, and
-//! outside `all`: `scale`, `s3api`) and `all`.
+//! outside `all`: `scale`, `s3api`, `webdav`, `services`) and `all`.
 //! Each starts its servers as child processes of this binary (the hidden `__serve`
 //! subcommand), runs the systems interleaved over several rounds, prints its table and writes
 //! its section of `docs/BENCHMARKS.md` with an SVG chart beside it. See `README.md` in this
@@ -86,6 +86,10 @@ enum Cmd {
     /// against dufs and `rclone serve webdav` (rows of a missing peer left empty). Not part of
     /// `all`.
     Webdav(scenario::webdav::WebdavArgs),
+    /// Issue 37: weir serve against nginx, dufs, copyparty, SeaweedFS's filer and rclone serve
+    /// (large PUT and GET, many small PUTs, concurrent GETs, a listing under load, small GETs),
+    /// and the access log's cost. Not part of `all` (rows of a missing peer left empty).
+    Services(scenario::services::ServicesArgs),
     /// Every scenario, with its default options.
     All,
     /// Runs one server under test (used by the scenarios).
@@ -127,6 +131,7 @@ fn main() {
         Cmd::S3api(a) => scenario::s3api::run(&settings, &a),
         Cmd::Scale(a) => scenario::scale::run(&settings, &a),
         Cmd::Webdav(a) => scenario::webdav::run(&settings, &a),
+        Cmd::Services(a) => scenario::services::run(&settings, &a),
         Cmd::All => scenario::upload::run(&settings, &scenario::upload::UploadArgs::default())
             .and_then(|()| scenario::timeline::run(&settings, &Default::default()))
             .and_then(|()| scenario::plaintext::run(&settings, &Default::default()))

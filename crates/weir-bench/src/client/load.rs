@@ -61,6 +61,9 @@ pub struct LoadSpec {
     pub request: Vec<u8>,
     /// Paced load: batches per second over all connections; `None`: closed loop.
     pub rate: Option<f64>,
+    /// The body every response must have: one with another counts as an error (a file served
+    /// under load is checked, not only its status). `None`: any body.
+    pub expect: Option<Arc<[u8]>>,
 }
 
 #[repr(align(64))]
@@ -111,6 +114,7 @@ impl Load {
                 conns.push(Stream::connect(&spec.endpoint)?.into_fd());
             }
             let (shared, barrier, batch) = (shared.clone(), barrier.clone(), batch.clone());
+            let expect = spec.expect.clone();
             let depth = spec.depth.max(1);
             // Each connection sends every `connections / rate` seconds.
             let interval = spec
@@ -123,6 +127,7 @@ impl Load {
                     batch: &batch,
                     depth,
                     interval,
+                    expect: expect.as_deref(),
                 };
                 run_thread(t, conns, &cfg, &shared)
             }));
@@ -202,6 +207,8 @@ struct ThreadCfg<'a> {
     depth: usize,
     /// Paced: time between a connection's batches.
     interval: Option<Duration>,
+    /// The body every response must have.
+    expect: Option<&'a [u8]>,
 }
 
 fn run_thread(
@@ -378,8 +385,10 @@ fn on_readable(
     loop {
         match response::parse(&c.buf[c.start..c.end]) {
             Ok(Some(p)) => {
+                let body = &c.buf[c.start + p.head_len..c.start + p.len];
+                let wrong = cfg.expect.is_some_and(|e| e != body);
                 c.start += p.len;
-                if !(200..300).contains(&p.status) {
+                if !(200..300).contains(&p.status) || wrong {
                     result.errors += 1;
                 }
                 *completed += 1;

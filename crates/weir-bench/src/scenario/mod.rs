@@ -6,13 +6,16 @@
 //! round against the baseline, publish the section, and stop every server (dropping a
 //! [`Peer`] stops its child).
 
+pub mod child;
 pub mod local;
 pub mod plaintext;
 pub mod resume;
 pub mod s3;
 pub mod s3api;
 pub mod scale;
+pub mod services;
 pub mod timeline;
+pub mod transfer;
 pub mod upload;
 pub mod webdav;
 

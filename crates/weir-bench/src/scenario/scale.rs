@@ -144,6 +144,7 @@ pub fn run(s: &Settings, a: &ScaleArgs) -> io::Result<()> {
                         depth: 1,
                         request: (*request).clone(),
                         rate: Some(*rate),
+                        expect: None,
                     };
                     let load = Load::start(&spec)?;
                     // Long enough for every connection's first request at the smaller counts;

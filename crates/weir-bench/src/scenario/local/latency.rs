@@ -90,6 +90,7 @@ pub fn run(s: &Settings, a: &LocalArgs, dir: &Path) -> io::Result<(String, Chart
                     depth: 1,
                     request: request.clone(),
                     rate,
+                    expect: None,
                 };
                 let load = Load::start(&spec)?;
                 std::thread::sleep(warmup);

@@ -221,6 +221,7 @@ pub fn run(s: &Settings, a: &PlaintextArgs) -> io::Result<()> {
                     depth,
                     request: REQUEST.to_vec(),
                     rate: None,
+                    expect: None,
                 };
                 let load = Load::start(&spec)?;
                 std::thread::sleep(warmup);

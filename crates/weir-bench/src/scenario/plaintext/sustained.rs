@@ -48,6 +48,7 @@ pub fn run(
                 depth,
                 request: REQUEST.to_vec(),
                 rate: None,
+                expect: None,
             };
             let load = Load::start(&spec)?;
             let before = server.stats()?;

@@ -36,6 +36,7 @@ pub fn run(
                 depth,
                 request: REQUEST.to_vec(),
                 rate: None,
+                expect: None,
             };
             let (_, ours) = run_for(&spec, Duration::from_millis(300), window)?;
             let run = wrk::run(

@@ -157,16 +157,7 @@ fn weir_put(addr: SocketAddr, key: &str, p: &Pattern, size: u64) -> io::Result<(
     let start = clock::monotonic_ns();
     let mut s = TcpStream::connect(addr)?;
     s.set_nodelay(true)?;
-    let head =
-        format!("PUT /files/{key} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {size}\r\n\r\n");
-    s.write_all(head.as_bytes())?;
-    let mut at = 0;
-    while at < size {
-        let n = (size - at).min(PERIOD as u64) as usize;
-        s.write_all(p.at(at, n))?;
-        at += n as u64;
-    }
-    let (status, body) = read_response(&mut s)?;
+    let (status, body) = super::transfer::put_on(&mut s, &format!("/files/{key}"), p, size, "")?;
     let seconds = (clock::monotonic_ns() - start) as f64 / 1e9;
     let bad = || {
         io::Error::other(format!(
@@ -185,65 +176,10 @@ fn weir_put(addr: SocketAddr, key: &str, p: &Pattern, size: u64) -> io::Result<(
     Ok((seconds, sha))
 }
 
-/// `GET /files/<key>` whole, every byte compared with the body; the seconds from connect to
-/// the last byte.
+/// `GET /files/<key>` through `weir serve`, every byte compared with the body, read in pieces
+/// of the size `S3Reader` hands out at most (one period); timed from connect to the last byte.
 fn weir_get(addr: SocketAddr, key: &str, p: &Pattern, size: u64) -> io::Result<f64> {
-    let start = clock::monotonic_ns();
-    let mut s = TcpStream::connect(addr)?;
-    s.set_nodelay(true)?;
-    let head = format!("GET /files/{key} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
-    s.write_all(head.as_bytes())?;
-    // The body is read in pieces of the size `S3Reader` hands out at most (one period here):
-    // a buffer the head is found in, then the body compared in place.
-    let mut buf = vec![0u8; PERIOD];
-    let mut filled = 0;
-    let head_len = loop {
-        let n = s.read(&mut buf[filled..])?;
-        if n == 0 {
-            return Err(io::ErrorKind::UnexpectedEof.into());
-        }
-        filled += n;
-        if let Some(h) = crate::wire::head_len(&buf[..filled]) {
-            break h;
-        }
-    };
-    let status = std::str::from_utf8(&buf[9..12])
-        .ok()
-        .and_then(|s| s.parse::<u16>().ok());
-    let length = crate::wire::content_length(&buf[..head_len]);
-    if status != Some(200) || length != Some(size) {
-        return Err(io::Error::other(format!(
-            "weir serve answered {:?}",
-            String::from_utf8_lossy(&buf[..head_len])
-        )));
-    }
-    let mut at = 0u64;
-    let mut start_at = head_len;
-    loop {
-        let bytes = &buf[start_at..filled];
-        if !p.matches(at, bytes) {
-            return Err(io::Error::other(format!(
-                "GET through weir serve: bytes differ near offset {at}"
-            )));
-        }
-        at += bytes.len() as u64;
-        if at >= size {
-            break;
-        }
-        start_at = 0;
-        filled = s.read(&mut buf)?;
-        if filled == 0 {
-            return Err(io::Error::other(format!(
-                "GET through weir serve: {at} of {size} bytes, then EOF"
-            )));
-        }
-    }
-    if at != size {
-        return Err(io::Error::other(format!(
-            "GET: {at} bytes, expected {size}"
-        )));
-    }
-    Ok((clock::monotonic_ns() - start) as f64 / 1e9)
+    super::transfer::get(addr, &format!("/files/{key}"), p, size, PERIOD)
 }
 
 /// `DELETE /files/<key>` through `weir serve` (either row's object: both are under its prefix).

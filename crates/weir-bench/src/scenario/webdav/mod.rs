@@ -17,21 +17,21 @@
 //! measured) and one small file each way (its first connection and files made outside the
 //! rounds).
 
-use super::s3::{PERIOD, Pattern, read_response};
+use super::child::{Server, free_port, spawn, usage, weir_serve};
+use super::s3::{PERIOD, Pattern};
+use super::transfer::{dechunk, get, put, small};
 use super::upload::service::weir_binary;
 use super::{Settings, order, size_label};
 use crate::clock;
-use crate::procfs;
 use crate::report::table::Table;
 use crate::report::{self, Section};
 use crate::stats::Samples;
 use crate::wire;
 use clap::Args;
 use std::io::{self, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
 /// `weir-bench webdav` options.
 #[derive(Args, Clone, Debug, Default)]
@@ -52,55 +52,6 @@ const SYSTEMS: [&str; 3] = ["weir serve", "dufs", "rclone serve webdav"];
 /// The operations, in column order.
 const OPS: [&str; 3] = ["PUT", "GET", "PROPFIND depth 1"];
 
-/// A server under test: its child and the URL prefix of its WebDAV tree.
-struct Server {
-    child: Child,
-    addr: SocketAddr,
-    prefix: &'static str,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Server {
-    fn pid(&self) -> String {
-        self.child.id().to_string()
-    }
-}
-
-/// A free loopback port: bound, read and released (the server binds it a moment later).
-fn free_port() -> io::Result<u16> {
-    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
-}
-
-/// Starts `cmd` (which listens on `addr`) and waits until it accepts a connection.
-fn spawn(mut cmd: Command, addr: SocketAddr, prefix: &'static str) -> io::Result<Server> {
-    let child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()?;
-    let server = Server {
-        child,
-        addr,
-        prefix,
-    };
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while TcpStream::connect(addr).is_err() {
-        if Instant::now() > deadline {
-            return Err(io::Error::other(format!(
-                "{cmd:?} is not listening on {addr}"
-            )));
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    Ok(server)
-}
-
 /// Starts system `i` on `root`, or says why it cannot run here.
 fn start(i: usize, weir: &Path, root: &Path) -> io::Result<Result<Server, String>> {
     let port = free_port()?;
@@ -108,16 +59,8 @@ fn start(i: usize, weir: &Path, root: &Path) -> io::Result<Result<Server, String
     let on_path = |name: &str| weir_testkit::tools::on_path(name).is_some();
     let (cmd, prefix) = match i {
         0 => {
-            let mut c = Command::new(weir);
-            c.arg("serve")
-                .arg("--root")
-                .arg(root)
-                .arg("--listen")
-                .arg(addr.to_string())
-                .arg("--no-access-log")
-                // Open, as the peers are started: no token.
-                .env_remove("WEIR_TOKEN")
-                .env("RUST_LOG", "warn");
+            let mut c = weir_serve(weir, root, addr);
+            c.arg("--no-access-log");
             (c, "/dav/")
         }
         1 if !on_path("dufs") => return Ok(Err("no `dufs` (cargo install dufs --locked)".into())),
@@ -138,92 +81,7 @@ fn start(i: usize, weir: &Path, root: &Path) -> io::Result<Result<Server, String
             (c, "/")
         }
     };
-    spawn(cmd, addr, prefix).map(Ok)
-}
-
-/// One request on a new connection whose answer is small: its status.
-fn small(addr: SocketAddr, head: &str, body: &[u8]) -> io::Result<u16> {
-    let mut s = TcpStream::connect(addr)?;
-    s.write_all(head.as_bytes())?;
-    s.write_all(body)?;
-    Ok(read_response(&mut s)?.0)
-}
-
-/// `PUT` of `size` body bytes at `path`, timed from connect to the answer.
-fn put(addr: SocketAddr, path: &str, p: &Pattern, size: u64) -> io::Result<f64> {
-    let start = clock::monotonic_ns();
-    let mut s = TcpStream::connect(addr)?;
-    s.set_nodelay(true)?;
-    let head = format!(
-        "PUT {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {size}\r\nConnection: close\r\n\r\n"
-    );
-    s.write_all(head.as_bytes())?;
-    let mut at = 0;
-    while at < size {
-        let n = (size - at).min(PERIOD as u64) as usize;
-        s.write_all(p.at(at, n))?;
-        at += n as u64;
-    }
-    let (status, body) = read_response(&mut s)?;
-    if !matches!(status, 200 | 201 | 204) {
-        return Err(io::Error::other(format!(
-            "PUT {path}: {status} {}",
-            String::from_utf8_lossy(&body).trim()
-        )));
-    }
-    Ok((clock::monotonic_ns() - start) as f64 / 1e9)
-}
-
-/// `GET` of `path` whole, every byte compared with the body; timed from connect to the last
-/// byte.
-fn get(addr: SocketAddr, path: &str, p: &Pattern, size: u64) -> io::Result<f64> {
-    let start = clock::monotonic_ns();
-    let mut s = TcpStream::connect(addr)?;
-    s.set_nodelay(true)?;
-    let head = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
-    s.write_all(head.as_bytes())?;
-    // One buffer the head is found in, then the body compared in place: no copy of the body.
-    let mut buf = vec![0u8; PERIOD];
-    let mut filled = 0;
-    let head_len = loop {
-        let n = s.read(&mut buf[filled..])?;
-        if n == 0 {
-            return Err(io::ErrorKind::UnexpectedEof.into());
-        }
-        filled += n;
-        if let Some(h) = wire::head_len(&buf[..filled]) {
-            break h;
-        }
-    };
-    let head = &buf[..head_len];
-    if !head.starts_with(b"HTTP/1.1 200") || wire::content_length(head) != Some(size) {
-        return Err(io::Error::other(format!(
-            "GET {path}: {:?}",
-            String::from_utf8_lossy(head)
-        )));
-    }
-    let mut at = 0u64;
-    let mut from = head_len;
-    while at < size {
-        let bytes = &buf[from..filled];
-        if !p.matches(at, bytes) {
-            return Err(io::Error::other(format!(
-                "GET {path}: bytes differ near {at}"
-            )));
-        }
-        at += bytes.len() as u64;
-        if at >= size {
-            break;
-        }
-        from = 0;
-        filled = s.read(&mut buf)?;
-        if filled == 0 {
-            return Err(io::Error::other(format!(
-                "GET {path}: EOF at {at} of {size}"
-            )));
-        }
-    }
-    Ok((clock::monotonic_ns() - start) as f64 / 1e9)
+    spawn(cmd, addr, prefix, None).map(Ok)
 }
 
 /// The properties rclone's `webdav` backend asks for when it lists a folder.
@@ -262,24 +120,6 @@ fn propfind(addr: SocketAddr, path: &str) -> io::Result<(f64, usize)> {
     Ok((seconds, count_responses(&body)))
 }
 
-/// The data of a chunked body.
-fn dechunk(mut b: &[u8]) -> io::Result<Vec<u8>> {
-    let bad = || io::Error::other("PROPFIND: bad chunked framing");
-    let mut out = Vec::with_capacity(b.len());
-    loop {
-        let nl = memchr::memchr(b'\n', b).ok_or_else(bad)?;
-        let line = std::str::from_utf8(&b[..nl]).map_err(|_| bad())?;
-        let hex = line.split(';').next().unwrap_or("").trim();
-        let n = usize::from_str_radix(hex, 16).map_err(|_| bad())?;
-        if n == 0 {
-            return Ok(out);
-        }
-        let data = b.get(nl + 1..nl + 1 + n).ok_or_else(bad)?;
-        out.extend_from_slice(data);
-        b = b.get(nl + 1 + n + 2..).ok_or_else(bad)?;
-    }
-}
-
 /// How many `response` elements close in `xml`, whatever their namespace prefix
 /// (`</D:response>`, `</d:response>`, `</response>`).
 fn count_responses(xml: &[u8]) -> usize {
@@ -309,15 +149,10 @@ fn measured(
     cell: &mut Cell,
     op: impl FnOnce() -> io::Result<f64>,
 ) -> io::Result<()> {
-    let pid = server.pid();
-    procfs::reset_peak(&pid)?;
-    let cpu_before = procfs::process_cpu_ns(&pid)?;
-    let seconds = op()?;
-    let cpu = (procfs::process_cpu_ns(&pid)? - cpu_before) as f64 / 1e9;
-    let peak = procfs::memory(&pid)?.peak_kib as f64 / 1024.0;
+    let (seconds, used) = usage(server, op)?;
     cell.seconds.push(seconds);
-    cell.cpu.push(cpu);
-    cell.peak_mib.push(peak);
+    cell.cpu.push(used.cpu_s);
+    cell.peak_mib.push(used.peak_mib);
     Ok(())
 }
 
@@ -339,7 +174,7 @@ pub fn run(s: &Settings, a: &WebdavArgs) -> io::Result<()> {
     for server in servers.iter().flatten() {
         let (addr, pre) = (server.addr, server.prefix);
         put(addr, &format!("{pre}warm.bin"), &pattern, 1 << 20)?;
-        get(addr, &format!("{pre}warm.bin"), &pattern, 1 << 20)?;
+        get(addr, &format!("{pre}warm.bin"), &pattern, 1 << 20, PERIOD)?;
         let mkcol = format!("MKCOL {pre}many/ HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
         if small(addr, &mkcol, b"")? != 201 {
             return Err(io::Error::other(format!("MKCOL {pre}many/ refused")));
@@ -369,7 +204,7 @@ pub fn run(s: &Settings, a: &WebdavArgs) -> io::Result<()> {
                         put(addr, &format!("{pre}big.bin"), &pattern, size)
                     })?,
                     1 => measured(server, cell, || {
-                        get(addr, &format!("{pre}big.bin"), &pattern, size)
+                        get(addr, &format!("{pre}big.bin"), &pattern, size, PERIOD)
                     })?,
                     _ => measured(server, cell, || {
                         let (secs, n) = propfind(addr, &format!("{pre}many/"))?;
@@ -494,14 +329,5 @@ mod tests {
             </D:multistatus>";
         // `<d:response/>` closes nothing by that name: 2 counted.
         assert_eq!(count_responses(xml), 2);
-    }
-
-    #[test]
-    fn dechunks() {
-        assert_eq!(
-            dechunk(b"3\r\nabc\r\n2;x\r\nde\r\n0\r\n\r\n").unwrap(),
-            b"abcde"
-        );
-        assert!(dechunk(b"5\r\nab").is_err());
     }
 }

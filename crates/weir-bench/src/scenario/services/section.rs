@@ -1,0 +1,207 @@
+//! The `services` section of the report: one table of every row's figures, the ratios of
+//! weir serve's throughput to each peer's (round by round) with a chart of them, each peer's
+//! durability, and the access log's cost.
+
+use super::access_log::{DEPTHS, LogCost};
+use super::peers::{KINDS, Kind};
+use super::{Cell, ROWS, Row, Sizes};
+use crate::report::Section;
+use crate::report::chart::{Bar, Chart};
+use crate::report::table::Table;
+use crate::scenario::{size_label, unavailable_note};
+
+impl Row {
+    /// The row's label with its throughput and CPU units.
+    fn label(self, z: &Sizes) -> String {
+        let big = size_label(z.big);
+        match self {
+            Row::Put => format!("PUT {big} (MiB/s; CPU s/GiB)"),
+            Row::Get => format!("GET {big} (MiB/s; CPU s/GiB)"),
+            Row::SmallPuts => format!(
+                "{} × 4 KiB PUT, {} connections (files/s; CPU µs/file)",
+                z.files,
+                super::CONNS
+            ),
+            Row::FanOut => format!(
+                "{} concurrent GETs of {} (MiB/s, all; CPU s/GiB)",
+                z.fan_conns,
+                size_label(z.fan_size)
+            ),
+            Row::Listing => format!(
+                "listing of {} entries, {} clients (listings/s; CPU ms/listing)",
+                z.entries,
+                super::LISTERS
+            ),
+            Row::SmallGet => format!(
+                "GET 4 KiB, {} connections (requests/s; CPU µs/request)",
+                super::CONNS
+            ),
+        }
+    }
+
+    fn short(self) -> &'static str {
+        match self {
+            Row::Put => "PUT large",
+            Row::Get => "GET large",
+            Row::SmallPuts => "4 KiB PUTs",
+            Row::FanOut => "fan-out GETs",
+            Row::Listing => "listing",
+            Row::SmallGet => "4 KiB GETs",
+        }
+    }
+}
+
+/// The section.
+pub fn section(
+    z: &Sizes,
+    rounds: usize,
+    cells: &[Vec<Cell>],
+    missing: &[(usize, String)],
+    log: &LogCost,
+) -> Section {
+    let why_missing = |i: usize| missing.iter().find(|(m, _)| *m == i).map(|(_, w)| w);
+    let mut t = Table::new(&[
+        "Row",
+        "Service",
+        "Throughput",
+        "Server CPU",
+        "Peak RSS (MiB)",
+        "p99 (µs)",
+    ]);
+    let mut ratios = Table::new(&[
+        "weir serve's throughput ÷ the peer's (median of round-by-round ratios, min–max; above 1: weir ahead)",
+        "weir serve",
+        "weir serve --no-hash",
+    ]);
+    let mut bars = Vec::new();
+    for (r, &row) in ROWS.iter().enumerate() {
+        for (i, &kind) in KINDS.iter().enumerate() {
+            if !row.runs(kind) {
+                continue;
+            }
+            let c = &cells[r][i];
+            t.row(match why_missing(i) {
+                Some(why) => vec![
+                    row.label(z),
+                    kind.label().into(),
+                    unavailable_note(why),
+                    "—".into(),
+                    "—".into(),
+                    "—".into(),
+                ],
+                None => vec![
+                    row.label(z),
+                    kind.label().into(),
+                    c.rate.show(prec(c.rate.median())),
+                    c.cpu.show(2),
+                    c.peak_mib.show(1),
+                    c.p99_us.show(0),
+                ],
+            });
+            if matches!(kind, Kind::Weir | Kind::WeirNoHash) {
+                continue;
+            }
+            let weir = cells[r][0].rate.ratio_to(&c.rate);
+            let no_hash = match row {
+                Row::Put | Row::SmallPuts => cells[r][1].rate.ratio_to(&c.rate).show(2),
+                _ => "—".into(),
+            };
+            ratios.row(vec![
+                format!("{}: ÷ {}", row.short(), kind.label()),
+                weir.show(2),
+                no_hash,
+            ]);
+            bars.push(Bar {
+                label: format!("{}: ÷ {}", row.short(), kind.label()),
+                value: (!weir.is_empty()).then(|| (weir.median(), weir.min(), weir.max())),
+            });
+        }
+    }
+    let mut durability = Table::new(&["Service", "What a stored upload is worth after the answer"]);
+    for kind in KINDS {
+        durability.row(vec![kind.label().into(), kind.durability().into()]);
+    }
+    let mut logs = Table::new(&[
+        "Depth",
+        "requests/s, --access-log FILE",
+        "requests/s, --no-access-log",
+        "logging ÷ not (round by round)",
+    ]);
+    for (d, depth) in DEPTHS.iter().enumerate() {
+        logs.row(vec![
+            depth.to_string(),
+            log.logging[d].show(0),
+            log.silent[d].show(0),
+            log.ratio[d].show(3),
+        ]);
+    }
+    let body = format!(
+        "Each service started the way its users start it, on loopback, each on its own empty \
+         directory of one filesystem, no authentication: `weir serve` (the `weir` binary, its \
+         defaults: SHA-256 on, the access log to stderr, which the bench keeps in a file), and \
+         `weir serve --no-hash` for the `PUT` rows; nginx (the Debian package, a generated \
+         config: `dav_methods PUT DELETE MKCOL`, `create_full_put_path on`, \
+         `client_body_temp_path` beside the root, `sendfile on`, `autoindex on`, one worker \
+         per core, run as the current user with `-p PREFIX -c CONF -g 'daemon off;'`, its \
+         access log to a file); `dufs -A`; `python3 -m copyparty -v DIR::rw` (no config \
+         file, its log to a file); SeaweedFS's filer in `weed mini` (weir-testkit's launcher; \
+         `PUT`/`GET` on the filer's port); `rclone serve webdav` for writes and `rclone serve \
+         http --dir-cache-time 0s` for reads (the cache off so that it sees what the other \
+         process wrote). {rounds} round(s); per round and row the services run interleaved \
+         (forward, then backward), `syncfs` before each. The large `PUT` and `GET` run over \
+         one new connection each, the `GET` right after the `PUT` (the file in the page cache \
+         for every service alike), then the file is removed. The 4 KiB `PUT`s go into a new folder each round, made first by \
+         `PUT /files/DIR/` for weir serve (64 `PUT`s racing to create it got one 409 once: see \
+         the notes below the section) and by `MKCOL` for rclone (which makes no parents); the \
+         others make it as the first `PUT`s arrive. Every `PUT`'s status and every \
+         `GET`'s bytes are checked (the 4 KiB `GET` under load: every answer's body); every \
+         listing is fetched whole (weir and SeaweedFS page by 10,000) and its entries \
+         counted. Server CPU: `utime + stime` of the service's process tree \
+         (`/proc/<pid>/stat`, 10 ms ticks, nginx's workers included; rclone: the process that \
+         served the row) per unit of work; peak RSS: `VmHWM` of the tree, reset before the \
+         row. The fan-out row's file is {} (the issue asks 100 MiB: 1,000 × 100 MiB is 98 GiB \
+         a service a round, more than this run's time on 2 cores; `--fan-size 100M` runs it). \
+         The machine is shared (2 cores; other tenants compile and test: see the CPU figures \
+         above): trust the ratios more than the absolute figures.\n\n{}\n{}\n\
+         What each service promises about an upload it answered (read in its source or \
+         documentation; weir's: docs/OPERATING.md):\n\n{}\n\
+         The access log's cost (issue 37's target: at most 10 % at both depths): `weir \
+         serve --access-log FILE` against `--no-access-log`, `GET` of a 13-byte file (weir \
+         serve has no `/plaintext`; this is its smallest answer) at {} keep-alive connections, \
+         pipelined as the plaintext scenario drives it, the two interleaved, {rounds} round(s) \
+         of a {:.1} s window:\n\n{}",
+        size_label(z.fan_size),
+        t.markdown(),
+        ratios.markdown(),
+        durability.markdown(),
+        64,
+        z.window.as_secs_f64(),
+        logs.markdown(),
+    );
+    Section {
+        scenario: "services",
+        title: "services: weir serve against nginx, dufs, copyparty, SeaweedFS and rclone serve \
+                (issue 37)"
+            .into(),
+        body,
+        charts: vec![Chart {
+            name: "services".into(),
+            title: "weir serve against the services people run instead".into(),
+            unit: "weir serve's throughput ÷ the peer's, same round (median; whisker: min–max; \
+                   above 1: weir ahead)"
+                .into(),
+            bars,
+        }],
+    }
+}
+
+/// Decimals for a throughput: fewer as it grows.
+fn prec(v: f64) -> usize {
+    if v >= 100.0 {
+        0
+    } else if v >= 10.0 {
+        1
+    } else {
+        2
+    }
+}
