@@ -531,3 +531,35 @@ fn a_key_update_on_tls12_is_an_unexpected_message() {
         "a fatal unexpected_message"
     );
 }
+
+/// Records that carry no application data (here empty application-data records) are tolerated
+/// 64 in a row; the 65th ends the connection, so a client cannot keep the server decrypting
+/// nothing for ever.
+#[test]
+fn sixty_four_empty_records_in_a_row_pass_the_sixty_fifth_ends_the_connection() {
+    use rustls::ContentType;
+    let server = TlsTestServer::start(Config::default());
+    for (empty, answered) in [(64, true), (65, false)] {
+        let mut client = connect_with(&server, &rustls::version::TLS12, |c| {
+            c.enable_secret_extraction = true;
+        });
+        hello(&mut client);
+        let mut client = HandBuilt::take_over(client);
+        for _ in 0..empty {
+            client.send(ContentType::ApplicationData, b"");
+        }
+        if answered {
+            client.send(
+                ContentType::ApplicationData,
+                b"GET /hello HTTP/1.1\r\nHost: localhost\r\n\r\n",
+            );
+            let (typ, answer) = client.receive().expect("an answer");
+            assert_eq!(typ, ContentType::ApplicationData);
+            assert!(answer.starts_with(b"HTTP/1.1 200"), "after {empty}");
+        } else {
+            let (typ, alert) = client.receive().expect("an alert");
+            assert_eq!((typ, alert[0]), (ContentType::Alert, 2), "after {empty}");
+            assert_eq!(client.receive(), None);
+        }
+    }
+}
