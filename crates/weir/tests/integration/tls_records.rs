@@ -341,8 +341,8 @@ fn a_key_update_in_the_finished_flight_is_answered() {
     }
 }
 
-/// TLS 1.2 record protection of both directions from a client's extracted secrets, for a
-/// client that writes records rustls would not.
+/// Record protection of both directions from a client's extracted secrets (TLS 1.2 or 1.3),
+/// for a client that writes records rustls would not.
 struct HandBuilt {
     sock: TcpStream,
     seal: Box<dyn rustls::crypto::cipher::MessageEncrypter>,
@@ -352,14 +352,10 @@ struct HandBuilt {
 }
 
 impl HandBuilt {
-    /// Takes over `client` (TLS 1.2, with secret extraction enabled) after its handshake.
+    /// Takes over `client` (with secret extraction enabled) after its handshake.
     fn take_over(client: Client) -> Self {
         use rustls::ConnectionTrafficSecrets as S;
-        let Some(rustls::SupportedCipherSuite::Tls12(suite)) =
-            client.conn.negotiated_cipher_suite()
-        else {
-            panic!("not TLS 1.2");
-        };
+        let suite = client.conn.negotiated_cipher_suite().unwrap();
         let StreamOwned { conn, sock } = client;
         let secrets = conn.dangerous_extract_secrets().unwrap();
         let key_iv = |s: S| match s {
@@ -368,17 +364,26 @@ impl HandBuilt {
             | S::Chacha20Poly1305 { key, iv } => (key, iv),
             _ => panic!("suite"),
         };
-        let shape = suite.aead_alg.key_block_shape();
         let ((tx_seq, tx), (rx_seq, rx)) = (secrets.tx, secrets.rx);
-        let (key, iv) = key_iv(tx);
-        let (fixed, explicit) = iv.as_ref().split_at(shape.fixed_iv_len);
-        let seal = suite
-            .aead_alg
-            .encrypter(key, fixed, &explicit[..shape.explicit_nonce_len]);
-        let (key, iv) = key_iv(rx);
-        let open = suite
-            .aead_alg
-            .decrypter(key, &iv.as_ref()[..shape.fixed_iv_len]);
+        let ((tx_key, tx_iv), (rx_key, rx_iv)) = (key_iv(tx), key_iv(rx));
+        let (seal, open) = match suite {
+            rustls::SupportedCipherSuite::Tls12(suite) => {
+                let shape = suite.aead_alg.key_block_shape();
+                let (fixed, explicit) = tx_iv.as_ref().split_at(shape.fixed_iv_len);
+                (
+                    suite
+                        .aead_alg
+                        .encrypter(tx_key, fixed, &explicit[..shape.explicit_nonce_len]),
+                    suite
+                        .aead_alg
+                        .decrypter(rx_key, &rx_iv.as_ref()[..shape.fixed_iv_len]),
+                )
+            }
+            rustls::SupportedCipherSuite::Tls13(suite) => (
+                suite.aead_alg.encrypter(tx_key, tx_iv),
+                suite.aead_alg.decrypter(rx_key, rx_iv),
+            ),
+        };
         Self {
             sock,
             seal,
@@ -562,4 +567,50 @@ fn sixty_four_empty_records_in_a_row_pass_the_sixty_fifth_ends_the_connection() 
             assert_eq!(client.receive(), None);
         }
     }
+}
+
+/// Handshake messages after a TLS 1.3 handshake: a `KeyUpdate` that does not ask for an answer
+/// changes the client's key and nothing else (no answer, no alert); a `ClientHello` is an
+/// `unexpected_message` (TLS 1.3 has no renegotiation to refuse politely).
+#[test]
+fn tls13_key_update_not_requested_is_taken_a_client_hello_is_unexpected() {
+    use rustls::ContentType;
+    let server = TlsTestServer::start(Config::default());
+    let start = || {
+        let mut client = connect_with(&server, &rustls::version::TLS13, |c| {
+            c.enable_secret_extraction = true;
+        });
+        hello(&mut client);
+        HandBuilt::take_over(client)
+    };
+    let mut client = start();
+    client.send(
+        ContentType::ApplicationData,
+        b"GET /hello HTTP/1.1\r\nHost: localhost\r\n\r\n",
+    );
+    // update_not_requested (0): the client's next records would use its next key; it sends
+    // none, and ends its side of the connection.
+    client.send(ContentType::Handshake, &[24, 0, 0, 1, 0]);
+    client.sock.shutdown(std::net::Shutdown::Write).unwrap();
+    let mut records = Vec::new();
+    while let Some(record) = client.receive() {
+        records.push(record);
+    }
+    let (typ, answer) = &records[0];
+    assert_eq!(*typ, ContentType::ApplicationData);
+    assert!(answer.starts_with(b"HTTP/1.1 200"), "{records:?}");
+    assert!(
+        !records
+            .iter()
+            .any(|(typ, body)| *typ == ContentType::Alert && body[0] == 2),
+        "no fatal alert: {records:?}"
+    );
+
+    let mut client = start();
+    client.send(ContentType::Handshake, &[1, 0, 0, 4, 3, 3, 0, 0]);
+    assert_eq!(
+        client.receive(),
+        Some((ContentType::Alert, vec![2, 10])),
+        "a fatal unexpected_message"
+    );
 }

@@ -13,7 +13,7 @@
 //! | rclone | `rclone serve webdav DIR` for writes, `rclone serve http DIR` for reads |
 //!
 //! A program that is not installed makes its service `Err(why)`: a row without figures. Each
-//! service says where it promises less than weir ([`Service::durability`]), from its own
+//! service says where it promises less than weir ([`Kind::durability`]), from its own
 //! source or documentation.
 
 use super::listing::Format;
