@@ -192,3 +192,36 @@ async fn plaintext_or_ciphertext_at_hand_makes_the_stream_readable() {
     assert_eq!(&second, b"second");
     assert!(poll_once(server.readable()).is_pending(), "nothing at hand");
 }
+
+/// At the suite's confidentiality limit, the next application-data record goes under a new key:
+/// TLS 1.3 sends a `KeyUpdate` first and seals from sequence 0 again; TLS 1.2, which cannot
+/// rekey, refuses to seal. (The limit is millions of records: the count is set, not reached.)
+#[tokio::test]
+async fn at_the_confidentiality_limit_tls13_rekeys_and_tls12_stops() {
+    let (mut server, _client) = pair(&[b"http/1.1"], false).await;
+    server.keys.tx_seq = server.keys.confidentiality_limit();
+    assert_eq!(server.write(b"x").await.unwrap(), 1);
+    // The KeyUpdate (under the old key), then the record from sequence 0 under the new one.
+    assert_eq!(server.keys.tx_seq, 1);
+
+    let (mut server, _client) = pair(&[b"http/1.1"], true).await;
+    server.keys.tx_seq = server.keys.confidentiality_limit();
+    assert!(server.write(b"x").await.is_err());
+}
+
+/// Our last record being a `KeyUpdate` is what lets a client's further requests for one go
+/// unanswered; application data sent since ends that, so the next request is answered again.
+#[tokio::test]
+async fn application_data_sent_ends_the_key_update_already_answered() {
+    let (mut server, _client) = pair(&[b"http/1.1"], false).await;
+    server.update_tx_key().unwrap();
+    assert!(server.key_updated_since_data);
+    server.write_all(b"data").await.unwrap();
+    assert!(!server.key_updated_since_data);
+    // An alert is no application data: it does not end it.
+    server.update_tx_key().unwrap();
+    server
+        .seal_alert(1, AlertDescription::NoRenegotiation)
+        .unwrap();
+    assert!(server.key_updated_since_data);
+}
