@@ -24,48 +24,20 @@
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
-use std::process::{Child, Command};
+use std::process::Command;
 use weir_testkit::tools;
 
 #[cfg(feature = "s3")]
 #[allow(dead_code)] // This binary uses only the nodes of what the S3 tests share.
 mod s3_nodes;
 
-const WEIR: &str = env!("CARGO_BIN_EXE_weir");
-const TOKEN: &str = "s3cret";
+#[path = "webdav_support/server.rs"]
+mod server;
+use server::{TOKEN, WEIR, start};
 
 /// A server litmus is pointed at.
 struct Target {
     addr: SocketAddr,
-}
-
-struct Server {
-    child: Child,
-    addr: SocketAddr,
-    root: std::path::PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start(args: &[&str]) -> Server {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("root");
-    std::fs::create_dir(&root).unwrap();
-    let (child, addr) =
-        weir_testkit::serve_binary::spawn(Path::new(WEIR), &root, dir.path(), args, &[])
-            .unwrap_or_else(|e| panic!("{e}"));
-    Server {
-        child,
-        addr,
-        root,
-        _dir: dir,
-    }
 }
 
 /// One request on a new connection (`Connection: close`): (status, head, body).
@@ -742,7 +714,7 @@ fn the_access_log_names_the_basic_token_and_the_files_touched() {
     );
     let head = format!("MOVE /dav/f HTTP/1.1\nDestination: /dav/g\n{basic}");
     assert_eq!(request(a, &head, b"").0, 201);
-    let log = server._dir.path().join("server-stderr.log");
+    let log = server.dir.path().join("server-stderr.log");
     let lines = || -> Vec<String> {
         std::fs::read_to_string(&log)
             .unwrap_or_default()

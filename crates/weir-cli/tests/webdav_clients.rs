@@ -16,37 +16,10 @@ use weir_testkit::tools;
 #[allow(dead_code)] // This binary uses only the nodes of what the S3 tests share.
 mod s3_nodes;
 
-const WEIR: &str = env!("CARGO_BIN_EXE_weir");
-const TOKEN: &str = "s3cret";
-
-struct Server {
-    child: Child,
-    addr: SocketAddr,
-    root: std::path::PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start(args: &[&str]) -> Server {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("root");
-    std::fs::create_dir(&root).unwrap();
-    let (child, addr) =
-        weir_testkit::serve_binary::spawn(Path::new(WEIR), &root, dir.path(), args, &[])
-            .unwrap_or_else(|e| panic!("{e}"));
-    Server {
-        child,
-        addr,
-        root,
-        _dir: dir,
-    }
-}
+#[path = "webdav_support/server.rs"]
+#[allow(dead_code)] // `webdav.rs` reads the server's logs; this binary does not.
+mod server;
+use server::{TOKEN, start};
 
 /// Sends `raw` (a whole request, `Connection: close`) and reads the answer: (status, head,
 /// body as text).
