@@ -239,6 +239,16 @@ impl LocalStore {
     /// bytes even if the path is replaced or deleted meanwhile, and the space those bytes take
     /// stays counted against the quota until it is dropped.
     pub fn open_file(&self, path: &StorePath) -> Result<(StoredFile, FileMeta), StoreError> {
+        self.open_file_hinted(path)
+            .map(|(file, meta, _)| (file, meta))
+    }
+
+    /// [`LocalStore::open_file`], with what the digest record says of the file's media type
+    /// (`Some(false)`: none stored, no need to ask; `None`: unknown, read the attribute).
+    pub(crate) fn open_file_hinted(
+        &self,
+        path: &StorePath,
+    ) -> Result<(StoredFile, FileMeta, Option<bool>), StoreError> {
         let opened = match self.shared.beneath_root() {
             Some(root) => root.open_file_beneath(path.as_str()),
             None => None,
@@ -271,7 +281,7 @@ impl LocalStore {
         if !meta.is_file() {
             return Err(StoreError::NotFound);
         }
-        let sha256 = sys::read_digest(&file, &meta);
+        let record = sys::read_digest(&file, &meta);
         let modified = meta.modified().map_err(|e| StoreError::Io {
             op: "read modification time",
             source: e,
@@ -281,8 +291,9 @@ impl LocalStore {
             FileMeta {
                 size: meta.len(),
                 modified,
-                sha256,
+                sha256: record.sha256,
             },
+            record.media_type,
         ))
     }
 

@@ -10,7 +10,10 @@
 //! extension.
 //!
 //! A value is bounded ([`MediaType::MAX`] bytes) and held inline: reading it back for a `GET`
-//! allocates nothing.
+//! allocates nothing. Whether a file has one is also recorded in its digest record (read
+//! anyway at open, `sys::DigestRecord`), so a `GET` of a file without one does not ask for
+//! the attribute (an `fgetxattr` failing with `ENODATA` on every request); a file whose record
+//! predates that flag, or has none, is asked as before.
 
 use std::fs::File;
 
@@ -124,5 +127,79 @@ mod tests {
         assert_eq!(MediaType::parse(long.as_bytes()).unwrap().as_str(), long);
         let longer = format!("a/{}", "b".repeat(MediaType::MAX - 1));
         assert_eq!(MediaType::parse(longer.as_bytes()), None);
+    }
+
+    /// The digest record's flag decides whether the attribute is read. Shown without a
+    /// counter: a media type attribute set behind the store's back on a file committed
+    /// without one is not seen (the store did not ask), while a file whose record predates
+    /// the flag (52 bytes, an older binary's) is asked, and its type found. Files committed
+    /// with a type through every path that writes a record (a commit, a second commit in the
+    /// same second whose date is marked, a copy) keep it.
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn the_digest_record_says_when_there_is_no_media_type_to_read() {
+        use crate::testutil::{p, store};
+        use crate::{CopyMeta, Store, StoreObject, UploadOptions};
+        let (dir, store) = store();
+        let typed = MediaType::parse(b"text/x-typed").unwrap();
+        let put = |path: &str, media_type: Option<&MediaType>| {
+            let mut up = store.begin(&p(path), UploadOptions::default()).unwrap();
+            up.write(path.as_bytes()).unwrap();
+            let kept = media_type.is_none_or(|m| up.set_media_type(m));
+            up.commit().unwrap();
+            kept
+        };
+        if !put("typed", Some(&typed)) {
+            eprintln!("skipped: the test directory's filesystem keeps no user xattrs");
+            return;
+        }
+        // Twice in a row: the second commit usually shares the first's second, and its date
+        // is then marked (the record written again for the marked time).
+        assert!(put("typed", Some(&typed)));
+        put("plain", None);
+        Store::copy(&store, &p("typed"), &p("copied"), None, CopyMeta::Source)
+            .await
+            .unwrap();
+        let media = async |path: &str| {
+            let object = Store::open(&store, &p(path)).await.unwrap();
+            assert!(object.meta().sha256.is_some(), "{path}: digest recorded");
+            object.media_type().map(|m| m.as_str().to_owned())
+        };
+        for path in ["typed", "copied"] {
+            assert_eq!(media(path).await.as_deref(), Some("text/x-typed"), "{path}");
+        }
+        assert_eq!(media("plain").await, None);
+
+        // Behind the store's back (no change of size or mtime, so the record stays valid).
+        let file = dir.path().join("root/plain");
+        rustix::fs::setxattr(
+            &file,
+            crate::sys::MEDIA_TYPE_XATTR,
+            b"text/x-sneaked",
+            rustix::fs::XattrFlags::empty(),
+        )
+        .unwrap();
+        assert_eq!(
+            media("plain").await,
+            None,
+            "not asked: the record says none"
+        );
+        // The record an older binary wrote: the first 52 bytes, no flag.
+        let mut record = [0u8; 64];
+        let n = rustix::fs::getxattr(&file, crate::sys::DIGEST_XATTR, &mut record[..]).unwrap();
+        assert_eq!(n, crate::sys::DigestRecord::LEN);
+        let old = &record[..crate::sys::DigestRecord::OLD_LEN];
+        rustix::fs::setxattr(
+            &file,
+            crate::sys::DIGEST_XATTR,
+            old,
+            rustix::fs::XattrFlags::empty(),
+        )
+        .unwrap();
+        assert_eq!(
+            media("plain").await.as_deref(),
+            Some("text/x-sneaked"),
+            "an older record: asked, and found"
+        );
     }
 }

@@ -69,7 +69,7 @@ pub(crate) fn file_meta(file: &File) -> Result<FileMeta, StoreError> {
     Ok(FileMeta {
         size: meta.len(),
         modified,
-        sha256: sys::read_digest(file, &meta),
+        sha256: sys::read_digest(file, &meta).sha256,
     })
 }
 

@@ -444,11 +444,17 @@ impl Store for LocalStore {
     }
 
     async fn open(&self, path: &StorePath) -> Result<LocalObject, StoreError> {
-        let (file, meta) = self.open_file(path)?;
+        let (file, meta, has_media_type) = self.open_file_hinted(path)?;
+        // A digest record that says "no media type" spares the `fgetxattr` that would fail
+        // (`ENODATA`) on every `GET` of such a file: the answer goes by the name.
+        let media_type = std::sync::OnceLock::new();
+        if has_media_type == Some(false) {
+            let _ = media_type.set(None);
+        }
         Ok(LocalObject {
             file,
             meta,
-            media_type: std::sync::OnceLock::new(),
+            media_type,
         })
     }
 
@@ -604,7 +610,8 @@ pub struct LocalObject {
     file: StoredFile,
     meta: FileMeta,
     /// Read (one `fgetxattr`) when first asked: an answer without a body (`304`, `412`) never
-    /// needs it.
+    /// needs it. Set to `None` at open when the file's digest record says it has none
+    /// (`sys::DigestRecord`'s flag): a plain download then makes no failing `fgetxattr`.
     media_type: std::sync::OnceLock<Option<MediaType>>,
 }
 

@@ -7,8 +7,8 @@ use std::io;
 /// No xattrs in std: the digest is not stored.
 pub(crate) fn write_digest(_file: &File, _sha256: &[u8; 32]) {}
 
-pub(crate) fn read_digest(_file: &File, _meta: &Metadata) -> Option<[u8; 32]> {
-    None
+pub(crate) fn read_digest(_file: &File, _meta: &Metadata) -> super::DigestRead {
+    super::DigestRead::default()
 }
 
 /// No xattrs in std: the media type is not stored.

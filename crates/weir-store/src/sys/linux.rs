@@ -2,34 +2,48 @@
 //! (safe wrappers, so the crate stays `forbid(unsafe_code)`).
 
 use super::{
-    CopyWay, DIGEST_XATTR, DigestRecord, MEDIA_TYPE_XATTR, OBJECT_META_XATTR, PROPS_XATTR,
+    CopyWay, DIGEST_XATTR, DigestRead, DigestRecord, MEDIA_TYPE_XATTR, OBJECT_META_XATTR,
+    PROPS_XATTR,
 };
 use rustix::fs::{FlockOperation, XattrFlags};
 use std::fs::{File, Metadata};
 use std::io;
 use std::os::fd::AsFd;
 
-/// Records the file's SHA-256 with its current size and mtime. Best effort: filesystems
-/// without user xattrs (some tmpfs, NFS, FAT) simply don't keep it, and the service then
-/// serves the file without a stored digest.
+/// Records the file's SHA-256 with its current size and mtime, and whether it has a media
+/// type (asked of the file itself: one `fgetxattr` of size 0 per commit, so that a `GET`
+/// needs none; see [`DigestRecord`]). Best effort: filesystems without user xattrs (some
+/// tmpfs, NFS, FAT) simply don't keep it, and the service then serves the file without a
+/// stored digest.
 pub(crate) fn write_digest(file: &File, sha256: &[u8; 32]) {
     let Ok(meta) = file.metadata() else { return };
     let Ok(mtime) = meta.modified() else { return };
+    // Only a sure "none" (ENODATA) records none: any other answer keeps readers asking.
+    let media_type = !matches!(
+        rustix::fs::fgetxattr(file, MEDIA_TYPE_XATTR, &mut [0u8; 0][..]),
+        Err(rustix::io::Errno::NODATA)
+    );
     let record = DigestRecord {
         sha256: *sha256,
         size: meta.len(),
         mtime,
+        media_type,
     };
     if let Some(value) = record.encode() {
         let _ = rustix::fs::fsetxattr(file, DIGEST_XATTR, &value, XattrFlags::empty());
     }
 }
 
-/// The SHA-256 recorded by [`write_digest`], if still valid for the file as it is now.
-pub(crate) fn read_digest(file: &File, meta: &Metadata) -> Option<[u8; 32]> {
+/// What [`write_digest`] recorded, if still valid for the file as it is now.
+pub(crate) fn read_digest(file: &File, meta: &Metadata) -> DigestRead {
     let mut value = [0u8; DigestRecord::LEN + 1];
-    let n = rustix::fs::fgetxattr(file, DIGEST_XATTR, &mut value[..]).ok()?;
-    DigestRecord::check(&value[..n], meta.len(), meta.modified().ok()?)
+    let Ok(n) = rustix::fs::fgetxattr(file, DIGEST_XATTR, &mut value[..]) else {
+        return DigestRead::default();
+    };
+    match meta.modified() {
+        Ok(mtime) => DigestRecord::check(&value[..n], meta.len(), mtime),
+        Err(_) => DigestRead::default(),
+    }
 }
 
 /// Records a media type with the file; whether the filesystem kept it.

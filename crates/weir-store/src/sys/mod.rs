@@ -89,21 +89,51 @@ pub(crate) const OBJECT_META_XATTR: &str = "user.weir.s3meta";
 pub(crate) const DIGEST_XATTR: &str = "user.weir.sha256";
 
 /// The value of [`DIGEST_XATTR`]: the digest, then the size and modification time of the file
-/// when the digest was taken. A file changed behind the store's back (an editor, `cat >>`)
-/// keeps its xattr but changes size or mtime, and then the digest is not reported rather than
-/// reported wrong.
+/// when the digest was taken, then whether the file has a media type ([`MEDIA_TYPE_XATTR`]).
+/// A file changed behind the store's back (an editor, `cat >>`) keeps its xattr but changes
+/// size or mtime, and then the digest is not reported rather than reported wrong.
 ///
-/// Layout (52 bytes): sha256 `[u8; 32]`, size `u64` LE, mtime seconds since the epoch `u64`
-/// LE, mtime nanoseconds `u32` LE.
+/// Layout (53 bytes): sha256 `[u8; 32]`, size `u64` LE, mtime seconds since the epoch `u64`
+/// LE, mtime nanoseconds `u32` LE, flags `u8` (bit 0: a media type is stored; the other bits
+/// zero, and a record with any of them set is not read: a later layout's).
+///
+/// The flag spares every `GET` of a file without a media type a failing `fgetxattr`
+/// (`ENODATA`): the record is read anyway, so a file it says has none is served by its name
+/// without asking for the attribute. Compatibility: records written before the flag (52
+/// bytes, [`DigestRecord::OLD_LEN`]) are still read, their digest as before and the media type
+/// as "unknown", so the attribute is read as it always was. The other way, a binary older than
+/// the flag refuses a 53-byte record (its length check), and serves such files as it serves
+/// files without a digest. The flag is written by [`write_digest`] from the file in hand (one
+/// `fgetxattr` per commit), so every path that records a digest (commit, a marked date, a
+/// client's time, copies, multipart and resumable completions) records the truth of the file
+/// it records; the media type attribute is only ever set before that (on an upload's
+/// temporary file), never on a committed file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct DigestRecord {
     pub(crate) sha256: [u8; 32],
     pub(crate) size: u64,
     pub(crate) mtime: SystemTime,
+    /// The file has a media type attribute.
+    pub(crate) media_type: bool,
+}
+
+/// What a file's digest record says, as read for an open file ([`read_digest`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct DigestRead {
+    /// The SHA-256, when recorded for the file as it is now.
+    pub(crate) sha256: Option<[u8; 32]>,
+    /// Whether a media type is stored with the file: `Some` only from a valid record that
+    /// carries the flag; `None` (no record, an older one, a file changed since): read the
+    /// attribute to know.
+    pub(crate) media_type: Option<bool>,
 }
 
 impl DigestRecord {
-    pub(crate) const LEN: usize = 52;
+    pub(crate) const LEN: usize = 53;
+    /// The length of a record written before the media type flag.
+    pub(crate) const OLD_LEN: usize = 52;
+    /// Flag bit: a media type is stored.
+    const HAS_MEDIA_TYPE: u8 = 1;
 
     /// `None` for a file modified before 1970, which the layout cannot hold.
     pub(crate) fn encode(&self) -> Option<[u8; Self::LEN]> {
@@ -113,23 +143,43 @@ impl DigestRecord {
         out[32..40].copy_from_slice(&self.size.to_le_bytes());
         out[40..48].copy_from_slice(&since.as_secs().to_le_bytes());
         out[48..52].copy_from_slice(&since.subsec_nanos().to_le_bytes());
+        out[52] = if self.media_type {
+            Self::HAS_MEDIA_TYPE
+        } else {
+            0
+        };
         Some(out)
     }
 
-    /// The digest, if `value` is a record taken when the file had this size and mtime.
-    pub(crate) fn check(value: &[u8], size: u64, mtime: SystemTime) -> Option<[u8; 32]> {
-        let current = DigestRecord {
+    /// What `value` says, if it is a record taken when the file had this size and mtime
+    /// (either layout); else nothing is known.
+    pub(crate) fn check(value: &[u8], size: u64, mtime: SystemTime) -> DigestRead {
+        let Some(current) = (DigestRecord {
             sha256: [0; 32],
             size,
             mtime,
-        }
-        .encode()?;
-        // Everything after the digest must be what the file is now.
-        (value.len() == Self::LEN && value[32..] == current[32..]).then(|| {
-            let mut sha256 = [0u8; 32];
-            sha256.copy_from_slice(&value[..32]);
-            sha256
+            media_type: false,
         })
+        .encode() else {
+            return DigestRead::default();
+        };
+        let media_type = match value.len() {
+            Self::OLD_LEN => None,
+            Self::LEN if value[52] & !Self::HAS_MEDIA_TYPE == 0 => {
+                Some(value[52] & Self::HAS_MEDIA_TYPE != 0)
+            }
+            _ => return DigestRead::default(),
+        };
+        // Size and mtime must be what the file is now.
+        if value[32..Self::OLD_LEN] != current[32..Self::OLD_LEN] {
+            return DigestRead::default();
+        }
+        let mut sha256 = [0u8; 32];
+        sha256.copy_from_slice(&value[..32]);
+        DigestRead {
+            sha256: Some(sha256),
+            media_type,
+        }
     }
 }
 
@@ -145,16 +195,45 @@ mod tests {
             sha256: [7; 32],
             size: 42,
             mtime,
+            media_type: false,
         };
         let v = r.encode().unwrap();
-        assert_eq!(DigestRecord::check(&v, 42, mtime), Some([7; 32]));
-        assert_eq!(DigestRecord::check(&v, 43, mtime), None, "size changed");
+        let found = |sha256, media_type| DigestRead { sha256, media_type };
+        assert_eq!(
+            DigestRecord::check(&v, 42, mtime),
+            found(Some([7; 32]), Some(false))
+        );
+        let with_type = DigestRecord {
+            media_type: true,
+            ..r
+        }
+        .encode()
+        .unwrap();
+        assert_eq!(
+            DigestRecord::check(&with_type, 42, mtime),
+            found(Some([7; 32]), Some(true))
+        );
+        let unknown = DigestRead::default();
+        assert_eq!(DigestRecord::check(&v, 43, mtime), unknown, "size changed");
         let later = mtime + Duration::from_nanos(1);
-        assert_eq!(DigestRecord::check(&v, 42, later), None, "mtime changed");
+        assert_eq!(DigestRecord::check(&v, 42, later), unknown, "mtime changed");
+        // A record before the flag (52 bytes): the digest, the media type unknown.
+        assert_eq!(
+            DigestRecord::check(&v[..DigestRecord::OLD_LEN], 42, mtime),
+            found(Some([7; 32]), None),
+            "record of an older binary"
+        );
         assert_eq!(
             DigestRecord::check(&v[..51], 42, mtime),
-            None,
+            unknown,
             "truncated value"
+        );
+        let mut future = v;
+        future[52] = 0b10;
+        assert_eq!(
+            DigestRecord::check(&future, 42, mtime),
+            unknown,
+            "a flag this layout does not know"
         );
         let before_epoch = UNIX_EPOCH - Duration::from_secs(1);
         assert_eq!(
@@ -175,7 +254,7 @@ mod tests {
         fallback::write_digest(&file, &[1; 32]);
         assert_eq!(
             fallback::read_digest(&file, &file.metadata().unwrap()),
-            None
+            DigestRead::default()
         );
         fallback::lock_exclusive(&file).unwrap();
     }
