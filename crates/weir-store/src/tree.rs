@@ -247,6 +247,8 @@ pub(crate) fn walk<'a>(
         let next = match open_dir_result(dir, segment, opened, missing)? {
             Some(next) => next,
             None if missing == Missing::Stop => return Ok(None),
+            // Never created by a lookup for reading (`resolve` without `openat2`).
+            None if missing == Missing::NotFound => return Err(StoreError::NotFound),
             None => {
                 match dir.mkdir(segment) {
                     Ok(()) => dir
@@ -268,6 +270,19 @@ pub(crate) fn walk<'a>(
     Ok(Some(current.map_or(Resolved::Root, Resolved::Below)))
 }
 
+/// A test hook's function (see [`AFTER_ABSENT_OPEN`]).
+#[cfg(test)]
+pub(crate) type AbsentHook = Box<dyn FnMut(&str)>;
+
+#[cfg(test)]
+thread_local! {
+    /// Test hook: runs on this thread in `open_dir_result` after an open of `name` found
+    /// nothing, before the look at what is there: the moment another commit's `mkdir` can
+    /// land.
+    pub(crate) static AFTER_ABSENT_OPEN: std::cell::RefCell<Option<AbsentHook>> =
+        const { std::cell::RefCell::new(None) };
+}
+
 /// Classifies the outcome of opening the subdirectory `name` of `dir`: `None` when absent;
 /// what is in the way otherwise, looked at (without following it) only on this error path.
 fn open_dir_result(
@@ -286,13 +301,37 @@ fn open_dir_result(
     if !is_absent(&err) {
         return Err(StoreError::from_io("open directory", err));
     }
+    #[cfg(test)]
+    AFTER_ABSENT_OPEN.with_borrow_mut(|hook| hook.as_mut().map(|f| f(name)));
     // `ENOENT`, or `ENOTDIR`: a file, or a symlink (`O_NOFOLLOW | O_DIRECTORY` on a link
     // fails with `ENOTDIR` rather than `ELOOP`).
     match stat(dir, name)? {
         None => Ok(None),
         Some(m) if m.kind == EntryKind::Symlink => Err(StoreError::SymlinkRefused),
-        Some(_) if missing == Missing::NotFound => Err(StoreError::NotFound),
-        Some(_) => Err(StoreError::NotADirectory),
+        // Created between the open and the look (another commit's `mkdir`: resolutions
+        // outside the commit lock, an upload's `begin`, meet them): a directory is never "in
+        // the way", so open it now. Once: what fails then is classified as it is then, and a
+        // directory that flickers again reads as absent (the commit lock's `mkdirat` then
+        // meets `EEXIST` and opens it once more).
+        Some(m) if m.kind == EntryKind::Dir => match dir.open_dir(name) {
+            Ok(d) => Ok(Some(d)),
+            Err(e) if sys::is_symlink_error(&e) => Err(StoreError::SymlinkRefused),
+            Err(e) if !is_absent(&e) => Err(StoreError::from_io("open directory", e)),
+            Err(_) => match stat(dir, name)? {
+                Some(m) if m.kind == EntryKind::Symlink => Err(StoreError::SymlinkRefused),
+                Some(m) if m.kind != EntryKind::Dir => in_the_way(missing),
+                _ => Ok(None),
+            },
+        },
+        Some(_) => in_the_way(missing),
+    }
+}
+
+/// A file (or a special file) where a directory was to be opened: what `missing` makes of it.
+fn in_the_way(missing: Missing) -> Result<Option<DirHandle>, StoreError> {
+    match missing {
+        Missing::NotFound => Err(StoreError::NotFound),
+        Missing::Create | Missing::Stop => Err(StoreError::NotADirectory),
     }
 }
 

@@ -950,4 +950,6 @@ mod target;
 pub(crate) use target::{check_target, file_modified, rename_over, target_of, target_stat};
 
 #[cfg(test)]
+mod new_dirs_tests;
+#[cfg(test)]
 mod tests;
