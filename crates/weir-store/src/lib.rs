@@ -105,6 +105,7 @@
 
 mod batch;
 mod digest;
+mod dir_sync;
 mod error;
 mod fault;
 mod hash_job;

@@ -171,6 +171,7 @@ impl LocalStore {
                 usage: Usage::new(scan.used, options.max_storage),
                 readers: Readers::default(),
                 commit_lock: Mutex::new(()),
+                dir_syncs: Default::default(),
                 deleted: Default::default(),
                 faults,
                 flusher: Flusher::default(),

@@ -42,6 +42,8 @@ pub(crate) struct Shared {
     /// the `fstatat` and the `renameat` or `unlinkat` of a single file (and the `mkdirat`s
     /// its commit needs); a multi-file commit holds it across its intent record's fsync.
     pub(crate) commit_lock: Mutex<()>,
+    /// Commits waiting for an fsync of their directory, which they share (`dir_sync.rs`).
+    pub(crate) dir_syncs: crate::dir_sync::DirSyncs,
     /// Deletions, for the modification times of later commits (`version_date.rs`).
     pub(crate) deleted: crate::version_date::Deleted,
     pub(crate) faults: Faults,

@@ -25,7 +25,10 @@
 //!    new file its final modification time (`version_date.rs`: a second shared with the
 //!    version it replaces is marked) and `renameat` the temp from the staging area over it:
 //!    readers see the old file or the new one;
-//! 6. `fsync` the directory: the rename itself is on disk when commit returns.
+//! 6. `fsync` the directory: the rename itself is on disk when commit returns. Commits that
+//!    land in one directory at the same moment share that fsync (group commit,
+//!    `dir_sync.rs`): each returns only after an fsync of the directory that began after its
+//!    own rename, and a lone commit runs its own at once.
 //!
 //! The temporary lives in the staging area, never next to its target, so that an upload that
 //! fails leaves nothing in the tree. [`Upload::park`] closes its descriptor until it is needed
@@ -605,8 +608,12 @@ impl Upload {
             .usage
             .release(self.reserved.saturating_sub(self.size));
         self.shared.usage.release(freed);
-        dir.get(&self.shared)
-            .sync()
+        // Shared with the commits that land in this directory at the same moment: answered
+        // after an fsync of it begun after this rename (`dir_sync.rs`).
+        let dir = dir.get(&self.shared);
+        self.shared
+            .dir_syncs
+            .sync(dir.identity(), || dir.sync())
             .map_err(|e| StoreError::from_io("sync directory", e))?;
         Ok(Committed {
             size: self.size,

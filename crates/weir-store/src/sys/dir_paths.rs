@@ -139,6 +139,11 @@ impl DirHandle {
         File::open(&self.path)?.sync_all()
     }
 
+    /// No portable inode number: no identity (a commit then fsyncs on its own).
+    pub(crate) fn identity(&self) -> Option<(u64, u64)> {
+        None
+    }
+
     pub(crate) fn names(&self) -> io::Result<Vec<OsString>> {
         fs::read_dir(&self.path)?
             .map(|e| e.map(|e| e.file_name()))

@@ -138,6 +138,13 @@ impl DirHandle {
         Ok(rustix::fs::fsync(&self.fd)?)
     }
 
+    /// Which directory this is (device, inode), whatever the path it was reached by: one
+    /// `fstat`. `None` if the kernel does not say.
+    pub(crate) fn identity(&self) -> Option<(u64, u64)> {
+        let st = rustix::fs::fstat(&self.fd).ok()?;
+        Some((st.st_dev as u64, st.st_ino as u64))
+    }
+
     /// The names in the directory, `.` and `..` left out.
     // ALLOCATION: one `OsString` per entry: for start-up and the staging area only; listings
     // stream with `for_each_entry`.
