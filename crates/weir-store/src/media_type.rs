@@ -202,4 +202,45 @@ mod tests {
             "an older record: asked, and found"
         );
     }
+
+    /// A resumable upload given its media type by an earlier request, completed by a later
+    /// one (whose adopted file the completing upload did not type itself): the record says
+    /// "has one", asked of the file at the commit, and the type is served.
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn a_type_given_by_an_earlier_append_is_recorded_at_completion() {
+        use crate::testutil::{p, store};
+        use crate::{AppendEnd, Resumables, Store, StoreObject};
+        let (_dir, store) = store();
+        let r = Resumables::open(&store, std::time::Duration::from_secs(3600)).unwrap();
+        let typed = MediaType::parse(b"text/x-resumed").unwrap();
+        for (path, media_type) in [("typed", Some(&typed)), ("plain", None)] {
+            let (id, _) = r.create(&p(path), None, None, true).unwrap();
+            let (appending, mut up) = r.append(id, 0, None).unwrap();
+            up.write(b"first ").unwrap();
+            if let Some(m) = media_type {
+                if !up.set_media_type(m) {
+                    eprintln!("skipped: the test directory's filesystem keeps no user xattrs");
+                    return;
+                }
+            }
+            assert!(matches!(
+                appending.finish(up, false).unwrap(),
+                AppendEnd::Incomplete(_)
+            ));
+            let (appending, mut up) = r.append(id, 6, None).unwrap();
+            up.write(b"second").unwrap();
+            assert!(matches!(
+                appending.finish(up, true).unwrap(),
+                AppendEnd::Completed(_)
+            ));
+            let object = Store::open(&store, &p(path)).await.unwrap();
+            assert!(object.meta().sha256.is_some(), "{path}: digest recorded");
+            assert_eq!(
+                object.media_type().map(|m| m.as_str().to_owned()),
+                media_type.map(|m| m.as_str().to_owned()),
+                "{path}"
+            );
+        }
+    }
 }

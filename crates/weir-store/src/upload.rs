@@ -169,6 +169,11 @@ pub struct Upload {
     /// The client's modification time ([`Upload::set_modified`]), given to the file at
     /// commit instead of the commit's.
     pub(crate) client_modified: Option<std::time::SystemTime>,
+    /// Whether the temporary file has a media type, for the digest record's flag
+    /// (`sys::DigestRecord`): known for a file this upload created (`false` until
+    /// [`Upload::set_media_type`] keeps one), `None` for an adopted one (a resumable upload's,
+    /// which an earlier request may have given one): then asked of the file at commit.
+    media_type: Option<bool>,
 }
 
 impl Upload {
@@ -223,6 +228,7 @@ impl Upload {
             flushed: 0,
             keep_on_drop: None,
             client_modified: None,
+            media_type: Some(false),
         };
         if let Some(meta) = options.object_meta.filter(|m| !m.is_empty()) {
             let written = upload
@@ -292,6 +298,7 @@ impl Upload {
             flushed: size,
             keep_on_drop: Some(size),
             client_modified: None,
+            media_type: None,
         }
     }
 
@@ -522,10 +529,14 @@ impl Upload {
     /// commit's fsync and rename make it visible with the bytes (`media_type.rs`). Best
     /// effort: `false` when the filesystem does not keep it (readers then go by the name).
     pub fn set_media_type(&mut self, media_type: &MediaType) -> bool {
-        match self.open_file() {
+        let kept = match self.open_file() {
             Ok(file) => sys::write_media_type(file, media_type.as_str().as_bytes()),
             Err(_) => false,
+        };
+        if kept {
+            self.media_type = Some(true);
         }
+        kept
     }
 
     /// Reserves room for the next `n` bytes of a declared length (no further than it) before
@@ -790,11 +801,12 @@ impl Upload {
             return Err(StoreError::DigestMismatch { algorithm });
         }
         let sync_fault = self.shared.faults.check(Op::SyncFile);
+        let media_type = self.media_type;
         let file = self
             .open_file()
             .map_err(|e| StoreError::from_io("reopen temporary file", e))?;
         if let Some(sha256) = &digests.sha256 {
-            sys::write_digest(file, sha256);
+            sys::write_digest(file, sha256, media_type);
         }
         sync_fault
             .and_then(|()| file.sync_all())
@@ -859,10 +871,11 @@ impl Upload {
         marked: std::time::SystemTime,
         sha256: Option<&[u8; 32]>,
     ) -> Result<(), StoreError> {
+        let media_type = self.media_type;
         let file = self
             .open_file()
             .map_err(|e| StoreError::from_io("reopen temporary file", e))?;
-        version_date::apply(file, marked, sha256)
+        version_date::apply(file, marked, sha256, media_type)
     }
 
     /// Ends the upload after a failed write (or reservation, or hash step), once; returns

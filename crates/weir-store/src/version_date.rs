@@ -97,7 +97,7 @@ fn stamp(
     sha256: Option<&[u8; 32]>,
 ) -> Result<SystemTime, StoreError> {
     match marked_time(own, previous, deleted) {
-        Some(marked) => apply(file, marked, sha256).map(|()| marked),
+        Some(marked) => apply(file, marked, sha256, None).map(|()| marked),
         None => Ok(own),
     }
 }
@@ -146,16 +146,17 @@ pub(crate) fn client_time(client: SystemTime, previous: Option<SystemTime>) -> S
 }
 
 /// Sets `file`'s modification time to `marked` (from [`marked_time`]) and re-records its
-/// SHA-256 for that time.
+/// SHA-256 for that time, with whether it has a media type (`None`: asked of the file).
 pub(crate) fn apply(
     file: &File,
     marked: SystemTime,
     sha256: Option<&[u8; 32]>,
+    media_type: Option<bool>,
 ) -> Result<(), StoreError> {
     file.set_modified(marked)
         .map_err(|e| StoreError::from_io("set modification time", e))?;
     if let Some(sha256) = sha256 {
-        sys::write_digest(file, sha256);
+        sys::write_digest(file, sha256, media_type);
     }
     Ok(())
 }

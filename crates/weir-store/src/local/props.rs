@@ -67,9 +67,9 @@ impl LocalStore {
         path: &StorePath,
         client: std::time::SystemTime,
     ) -> Result<(), StoreError> {
-        let (file, meta) = self.open_file(path)?;
+        let (file, meta, media_type) = self.open_file_hinted(path)?;
         let marked = crate::version_date::client_time(client, Some(meta.modified));
-        crate::version_date::apply(&file, marked, meta.sha256.as_ref())?;
+        crate::version_date::apply(&file, marked, meta.sha256.as_ref(), media_type)?;
         file.sync_all()
             .map_err(|e| StoreError::from_io("sync modification time", e))
     }

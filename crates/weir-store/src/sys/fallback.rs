@@ -5,7 +5,7 @@ use std::fs::{File, Metadata};
 use std::io;
 
 /// No xattrs in std: the digest is not stored.
-pub(crate) fn write_digest(_file: &File, _sha256: &[u8; 32]) {}
+pub(crate) fn write_digest(_file: &File, _sha256: &[u8; 32], _media_type: Option<bool>) {}
 
 pub(crate) fn read_digest(_file: &File, _meta: &Metadata) -> super::DigestRead {
     super::DigestRead::default()

@@ -11,18 +11,20 @@ use std::io;
 use std::os::fd::AsFd;
 
 /// Records the file's SHA-256 with its current size and mtime, and whether it has a media
-/// type (asked of the file itself: one `fgetxattr` of size 0 per commit, so that a `GET`
-/// needs none; see [`DigestRecord`]). Best effort: filesystems without user xattrs (some
-/// tmpfs, NFS, FAT) simply don't keep it, and the service then serves the file without a
-/// stored digest.
-pub(crate) fn write_digest(file: &File, sha256: &[u8; 32]) {
+/// type (see [`DigestRecord`]): `media_type` as the caller knows it (an upload that created
+/// the file), else (`None`) asked of the file itself, one `fgetxattr` of size 0. Best effort:
+/// filesystems without user xattrs (some tmpfs, NFS, FAT) simply don't keep it, and the
+/// service then serves the file without a stored digest.
+pub(crate) fn write_digest(file: &File, sha256: &[u8; 32], media_type: Option<bool>) {
     let Ok(meta) = file.metadata() else { return };
     let Ok(mtime) = meta.modified() else { return };
     // Only a sure "none" (ENODATA) records none: any other answer keeps readers asking.
-    let media_type = !matches!(
-        rustix::fs::fgetxattr(file, MEDIA_TYPE_XATTR, &mut [0u8; 0][..]),
-        Err(rustix::io::Errno::NODATA)
-    );
+    let media_type = media_type.unwrap_or_else(|| {
+        !matches!(
+            rustix::fs::fgetxattr(file, MEDIA_TYPE_XATTR, &mut [0u8; 0][..]),
+            Err(rustix::io::Errno::NODATA)
+        )
+    });
     let record = DigestRecord {
         sha256: *sha256,
         size: meta.len(),

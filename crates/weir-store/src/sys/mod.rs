@@ -103,11 +103,14 @@ pub(crate) const DIGEST_XATTR: &str = "user.weir.sha256";
 /// bytes, [`DigestRecord::OLD_LEN`]) are still read, their digest as before and the media type
 /// as "unknown", so the attribute is read as it always was. The other way, a binary older than
 /// the flag refuses a 53-byte record (its length check), and serves such files as it serves
-/// files without a digest. The flag is written by [`write_digest`] from the file in hand (one
-/// `fgetxattr` per commit), so every path that records a digest (commit, a marked date, a
-/// client's time, copies, multipart and resumable completions) records the truth of the file
-/// it records; the media type attribute is only ever set before that (on an upload's
-/// temporary file), never on a committed file.
+/// files without a digest. The flag is written by [`write_digest`]: from what an upload knows
+/// of a temporary file it created (`false` until `Upload::set_media_type` keeps one: no
+/// system call), else asked of the file in hand (one `fgetxattr`: a resumable upload's adopted
+/// file, which an earlier request may have given one; a committed file given a client's time
+/// whose record did not say). The media type attribute is only ever set on an upload's
+/// temporary file before its commit, never on a committed file, so the flag stays true for
+/// as long as the record is valid; an attribute set by hand behind the store's back is not
+/// seen (as a digest stays valid across an `fsetxattr`: neither changes size or mtime).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct DigestRecord {
     pub(crate) sha256: [u8; 32],
@@ -251,7 +254,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("f");
         let file = std::fs::File::create(&path).unwrap();
-        fallback::write_digest(&file, &[1; 32]);
+        fallback::write_digest(&file, &[1; 32], None);
         assert_eq!(
             fallback::read_digest(&file, &file.metadata().unwrap()),
             DigestRead::default()
