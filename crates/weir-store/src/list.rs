@@ -1,9 +1,13 @@
-//! Directory listings, one page at a time, in memory bounded by the page.
+//! Directory listings, one page at a time, in memory bounded by the page and a fixed window.
 //!
 //! A page is the `limit` smallest names (byte order) greater than a cursor `after`. It is found
-//! in one pass over the directory that keeps only the best `limit` candidates so far in a
-//! max-heap: a name that is not smaller than the largest kept one is dropped at once, so memory
-//! is O(limit) whatever the size of the directory. The directory is reached like every other
+//! in one pass over the directory that keeps only the best candidates so far in a max-heap: a
+//! name that is not smaller than the largest kept one is dropped at once, so memory is bounded
+//! whatever the size of the directory. A listing's page (`limit` of at least
+//! `cache::MIN_WIDE_PAGE`) keeps up to `cache::WIDE_NAMES` (65,536) candidates instead of
+//! `limit`, and leaves those beyond the page for the next pages' requests (`list/cache.rs`),
+//! which are cut from them without another pass while the directory is unchanged (same
+//! `ctime`): a 50,000-entry listing in pages of 10,000 costs one pass, not five. The directory is reached like every other
 //! (`Shared::open_listed_dir`: descriptor-relative, no symbolic link followed, not even one
 //! swapped in meanwhile) and its entries are streamed from its descriptor, never collected.
 //! Only the entries that make the page are `stat`ed (`fstatat(AT_SYMLINK_NOFOLLOW)` relative
@@ -17,9 +21,14 @@
 //!   every name that stays in the directory during the walk exactly once, in order; names
 //!   added or removed during the walk are seen at most once. `next` is `None` only when no
 //!   name greater than the page's last candidate was seen.
-//! - The cost of a page is one `readdir` of the whole directory plus `limit` `stat`s: a walk of
-//!   N entries in pages of L costs N/L directory passes. The time is the caller's to place (the
-//!   service runs it on a blocking thread).
+//! - The cost of a page is one `readdir` of the whole directory plus `limit` `stat`s, or, when
+//!   the names kept by an earlier pass of the unchanged directory cover it, the `limit`
+//!   `stat`s and one `fstat` of the directory: a walk of N entries in pages of L costs about
+//!   N/65,536 passes when the directory is settled, N/L while it is being written to. The
+//!   time is the caller's to place (the service runs it on a blocking thread).
+//! - Memory: O(`limit`) for a page below `cache::MIN_WIDE_PAGE`; O(max(`limit`,
+//!   `cache::WIDE_NAMES`)) names for a listing's page; plus the kept names, at most
+//!   `cache::CACHED_DIRS` directories of `cache::WIDE_NAMES` names each.
 
 use crate::error::StoreError;
 use crate::path::{StorePath, validate_segment};
@@ -29,6 +38,8 @@ use std::collections::BinaryHeap;
 use std::io;
 use std::num::NonZeroUsize;
 use std::time::SystemTime;
+
+pub(crate) mod cache;
 
 /// One entry of a directory listing.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -63,13 +74,69 @@ pub(crate) fn page(
 ) -> Result<ListPage, StoreError> {
     let resolved = shared.open_listed_dir(dir)?;
     let handle = resolved.get(shared);
+    let limit = limit.get();
+    // Read before the scan: a change during it moves the `ctime` past this one.
+    let version = handle.changed();
+    if let Some(version) = version {
+        if let Some(cut) = shared.list_cache.cut(version, after, limit) {
+            let next = if cut.more {
+                cut.names.last().cloned()
+            } else {
+                None
+            };
+            return Ok(ListPage {
+                entries: entries(handle, cut.names)?,
+                next,
+            });
+        }
+    }
     #[cfg(any(test, feature = "fault-injection"))]
     if let Some(gate) = shared.faults.list_gate() {
         gate.pass(0);
     }
-    let limit = limit.get();
-    // ALLOCATION: the page's candidates, a name each; grows to `limit` at most (not reserved up
-    // front, so a large limit on a small directory costs what the directory has).
+    shared.list_cache.scanned();
+    // A listing's page (not a probe) keeps more names than it shows, for the pages after it
+    // (`list/cache.rs`), where the directory can be told again.
+    let wide = version.is_some() && limit >= cache::MIN_WIDE_PAGE;
+    let keep = if wide {
+        limit.max(cache::WIDE_NAMES)
+    } else {
+        limit
+    };
+    let started = shared.list_cache.now();
+    let (mut candidates, more) = scan(handle, after, keep)?;
+    let mut page_more = more;
+    if candidates.len() > limit {
+        page_more = true;
+        // ALLOCATION: the page's names, copied out of those kept for the next pages.
+        let page: Vec<String> = candidates[..limit].to_vec();
+        if let Some(version) = version {
+            shared
+                .list_cache
+                .keep(version, started, after, candidates, !more);
+        }
+        candidates = page;
+    }
+    let next = if page_more {
+        candidates.last().cloned()
+    } else {
+        None
+    };
+    Ok(ListPage {
+        entries: entries(handle, candidates)?,
+        next,
+    })
+}
+
+/// One pass over the directory: the (at most) `keep` smallest listable names after `after`,
+/// sorted, and whether a listable name was left out after them.
+fn scan(
+    handle: &DirHandle,
+    after: Option<&str>,
+    keep: usize,
+) -> Result<(Vec<String>, bool), StoreError> {
+    // ALLOCATION: the candidates, a name each; grows to `keep` at most (not reserved up front,
+    // so a large limit on a small directory costs what the directory has).
     let mut best: BinaryHeap<String> = BinaryHeap::new();
     let mut more = false;
     handle
@@ -81,9 +148,9 @@ pub(crate) fn page(
             if after.is_some_and(|after| name <= after) {
                 return;
             }
-            let full = best.len() == limit;
+            let full = best.len() == keep;
             if full && best.peek().is_some_and(|largest| name >= largest.as_str()) {
-                // Not in this page; it only tells that a next page exists, if it is listable.
+                // Not kept; it only tells that more follow, if it is listable.
                 more = more || listable(handle, name, kind);
                 return;
             }
@@ -100,14 +167,14 @@ pub(crate) fn page(
             io::ErrorKind::NotFound => StoreError::NotFound,
             _ => StoreError::from_io("read directory", e),
         })?;
-    let candidates = best.into_sorted_vec();
-    let next = if more {
-        candidates.last().cloned()
-    } else {
-        None
-    };
-    let mut entries = Vec::with_capacity(candidates.len());
-    for name in candidates {
+    Ok((best.into_sorted_vec(), more))
+}
+
+/// The entries of a page's names, each `stat`ed now: a name gone since the scan, or no longer
+/// a file or directory, is left out.
+fn entries(handle: &DirHandle, names: Vec<String>) -> Result<Vec<Entry>, StoreError> {
+    let mut entries = Vec::with_capacity(names.len());
+    for name in names {
         // `fstatat(AT_SYMLINK_NOFOLLOW)` relative to the listed directory's descriptor.
         let meta = match handle.stat(&name) {
             Ok(Some(m)) => m,
@@ -126,7 +193,7 @@ pub(crate) fn page(
             is_dir,
         });
     }
-    Ok(ListPage { entries, next })
+    Ok(entries)
 }
 
 /// Whether `readdir` shows a name a listing may show: a valid segment, of a regular file or a
@@ -289,5 +356,72 @@ mod tests {
         assert_eq!(waiting, Some(vec![0]));
         gate.open();
         assert_eq!(scan.join().unwrap(), 0);
+    }
+
+    /// The `ctime` of `d` in the store, as the cache reads it.
+    fn ctime(store: &LocalStore, dir: &str) -> std::time::Duration {
+        let handle = store.shared().resolve(dir).unwrap();
+        handle.get(store.shared()).changed().unwrap().1
+    }
+
+    /// A walk of a settled 5,000-entry folder in pages of 1,000 scans it once, not five
+    /// times, and shows the same pages; once the folder changes, the next page scans again
+    /// and sees the change. Counted scans, no time: the folder is made settled by the cache's
+    /// test clock, and a change is made until the folder's `ctime` has moved.
+    #[cfg(unix)]
+    #[test]
+    fn a_settled_folder_is_scanned_once_per_walk() {
+        use std::sync::atomic::Ordering::SeqCst;
+        let (_dir, store) = store();
+        let d = store.root().join("d");
+        std::fs::create_dir(&d).unwrap();
+        let mut all: Vec<String> = (0..5_000).map(|i| format!("f{i:05}")).collect();
+        for name in &all {
+            std::fs::write(d.join(name), b"").unwrap();
+        }
+        let cache = &store.shared().list_cache;
+        let scans = || cache.scans.load(SeqCst);
+        // Not settled (just written): a scan per page, as before.
+        let pages = walk(&store, "d", 1_000);
+        assert_eq!((pages.len(), scans()), (5, 5));
+        assert_eq!(pages.concat(), all);
+        cache.clock_ahead.store(10, SeqCst);
+        let pages = walk(&store, "d", 1_000);
+        assert_eq!(pages.len(), 5);
+        assert_eq!(pages.concat(), all);
+        assert_eq!(scans(), 6, "one scan for the whole walk");
+        // Another walk of the unchanged folder, and a probe's page (`is_dir`'s): no scan.
+        assert_eq!(walk(&store, "d", 1_000).concat(), all);
+        let probe = store.list_page(Some(&p("d")), None, limit(1)).unwrap();
+        assert_eq!(
+            (names(&probe), probe.next.as_deref()),
+            (vec!["f00000"], Some("f00000"))
+        );
+        assert_eq!(scans(), 6);
+
+        // A walk under way; the folder changes (a name added ahead, one removed), until its
+        // `ctime` has moved.
+        let first = store.list_page(Some(&p("d")), None, limit(1_000)).unwrap();
+        assert_eq!(scans(), 6);
+        let before = ctime(&store, "d");
+        let mut added = 0;
+        while ctime(&store, "d") == before {
+            std::fs::write(d.join(format!("g{added:05}")), b"").unwrap();
+            all.push(format!("g{added:05}"));
+            added += 1;
+        }
+        std::fs::remove_file(d.join("f04999")).unwrap();
+        all.retain(|n| n != "f04999");
+        let mut seen: Vec<String> = first.entries.into_iter().map(|e| e.name).collect();
+        let mut after = first.next;
+        while let Some(cursor) = after {
+            let page = store
+                .list_page(Some(&p("d")), Some(&cursor), limit(1_000))
+                .unwrap();
+            seen.extend(page.entries.into_iter().map(|e| e.name));
+            after = page.next;
+        }
+        assert_eq!(seen, all, "the change is seen");
+        assert_eq!(scans(), 7, "scanned again once, then kept again");
     }
 }

@@ -172,6 +172,7 @@ impl LocalStore {
                 readers: Readers::default(),
                 commit_lock: Mutex::new(()),
                 dir_syncs: Default::default(),
+                list_cache: Default::default(),
                 deleted: Default::default(),
                 faults,
                 flusher: Flusher::default(),
@@ -310,8 +311,11 @@ impl LocalStore {
     /// One page of a directory listing: the (at most) `limit` smallest names greater than
     /// `after` (byte order; `after` need not exist), with the same entries [`LocalStore::list`]
     /// shows. [`ListPage::next`] is the `after` of the next page, `None` on the last one.
-    /// Memory is O(`limit`) whatever the size of the directory; time is one pass over the
-    /// directory plus a `stat` per entry of the page. Blocking: call it off async workers.
+    /// Memory is bounded whatever the size of the directory (O(`limit`), or a fixed window of
+    /// names for a listing's page, kept for its next pages: `list.rs`); time is one pass over
+    /// the directory plus a `stat` per entry of the page, or only the `stat`s when an earlier
+    /// pass's names of the unchanged directory cover the page. Blocking: call it off async
+    /// workers.
     pub fn list_page(
         &self,
         dir: Option<&StorePath>,

@@ -42,6 +42,9 @@ pub(crate) struct Shared {
     /// the `fstatat` and the `renameat` or `unlinkat` of a single file (and the `mkdirat`s
     /// its commit needs); a multi-file commit holds it across its intent record's fsync.
     pub(crate) commit_lock: Mutex<()>,
+    /// The sorted names of the last directories scanned, for the next pages of their
+    /// listings (`list/cache.rs`).
+    pub(crate) list_cache: crate::list::cache::ListCache,
     /// Commits waiting for an fsync of their directory, which they share (`dir_sync.rs`).
     pub(crate) dir_syncs: crate::dir_sync::DirSyncs,
     /// Deletions, for the modification times of later commits (`version_date.rs`).

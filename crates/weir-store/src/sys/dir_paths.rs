@@ -144,6 +144,11 @@ impl DirHandle {
         None
     }
 
+    /// No portable inode number: listings are not kept between pages (`list/cache.rs`).
+    pub(crate) fn changed(&self) -> Option<((u64, u64), std::time::Duration)> {
+        None
+    }
+
     pub(crate) fn names(&self) -> io::Result<Vec<OsString>> {
         fs::read_dir(&self.path)?
             .map(|e| e.map(|e| e.file_name()))

@@ -140,9 +140,21 @@ impl DirHandle {
 
     /// Which directory this is (device, inode), whatever the path it was reached by: one
     /// `fstat`. `None` if the kernel does not say.
+    #[allow(clippy::unnecessary_cast)]
     pub(crate) fn identity(&self) -> Option<(u64, u64)> {
         let st = rustix::fs::fstat(&self.fd).ok()?;
         Some((st.st_dev as u64, st.st_ino as u64))
+    }
+
+    /// Which directory this is (device, inode) and when its inode last changed (`ctime`:
+    /// every entry added, removed or renamed, and every change of its own attributes, moves
+    /// it, and no one can set it back): one `fstat`. `None` if the kernel does not say.
+    #[allow(clippy::unnecessary_cast)]
+    pub(crate) fn changed(&self) -> Option<((u64, u64), Duration)> {
+        let st = rustix::fs::fstat(&self.fd).ok()?;
+        let secs = u64::try_from(st.st_ctime as i64).ok()?;
+        let ctime = Duration::new(secs, st.st_ctime_nsec as u32);
+        Some(((st.st_dev as u64, st.st_ino as u64), ctime))
     }
 
     /// The names in the directory, `.` and `..` left out.
