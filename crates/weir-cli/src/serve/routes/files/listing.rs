@@ -22,9 +22,10 @@
 //! `limit` or `after`, or either given twice, is `400`; other query parameters are ignored.
 //!
 //! Invariants, for the service's memory and latency:
-//! - A request holds at most one page: the store keeps only the page's candidates while it
-//!   reads the directory (O(limit)), and the body is that page's JSON, sent with a
+//! - A request holds at most one page: the body is that page's JSON, sent with a
 //!   `Content-Length`. A client that never reads holds one page, whatever the directory size.
+//!   While it reads the directory, the local store keeps the page's candidates, or for a page
+//!   of 256 entries or more a fixed window of up to 65,536 names (weir-store's `list.rs`).
 //! - A local directory scan (`Store::LIST_BLOCKS`) runs on tokio's blocking pool, never on an
 //!   async worker, and at most [`Scans`]' permits of them at once (one per core), so listings
 //!   can take neither the workers from other requests nor every blocking thread; the page's
@@ -32,7 +33,10 @@
 //!   connection's task. A request waiting for
 //!   a permit waits asynchronously; one given up (client gone) while its scan runs keeps the
 //!   permit until the scan ends, so abandoned requests cannot pile up scans either.
-//! - Nothing is cached between requests: what a listing allocated is freed when it ends.
+//! - What a request allocated is freed when it ends. Between requests, the local store keeps
+//!   the sorted names of at most 4 settled directories beyond the page a scan answered, so
+//!   that the next pages of a large listing need no scan (weir-store's `list/cache.rs`:
+//!   bounded, and dropped as soon as the directory changes).
 
 use crate::serve::reply::{self, Problem};
 use crate::serve::service::Service;
