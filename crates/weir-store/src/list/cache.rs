@@ -49,10 +49,11 @@ pub(crate) struct ListCache {
     /// Test counter: directory scans for pages.
     #[cfg(test)]
     pub(crate) scans: std::sync::atomic::AtomicU64,
-    /// Test hook: seconds added to the clock [`ListCache::now`] reads, so that a directory
-    /// just written counts as settled without a test waiting for it.
+    /// Test hook: seconds added to the clock [`ListCache::now`] reads (or taken off, when
+    /// negative), so that a directory just written counts as settled, or not, whatever the
+    /// time a test takes.
     #[cfg(test)]
-    pub(crate) clock_ahead: std::sync::atomic::AtomicU64,
+    pub(crate) clock_offset: std::sync::atomic::AtomicI64,
 }
 
 #[derive(Debug)]
@@ -157,8 +158,11 @@ impl ListCache {
     pub(crate) fn now(&self) -> SystemTime {
         let now = SystemTime::now();
         #[cfg(test)]
-        let now =
-            now + Duration::from_secs(self.clock_ahead.load(std::sync::atomic::Ordering::SeqCst));
+        let now = {
+            let offset = self.clock_offset.load(std::sync::atomic::Ordering::SeqCst);
+            let by = Duration::from_secs(offset.unsigned_abs());
+            if offset < 0 { now - by } else { now + by }
+        };
         now
     }
 
