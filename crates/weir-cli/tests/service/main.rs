@@ -16,6 +16,7 @@ mod cors;
 mod crash;
 mod cross_site;
 mod enospc;
+mod first_uploads;
 mod folder_download;
 mod folders;
 mod forms;
