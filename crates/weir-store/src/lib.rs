@@ -44,8 +44,9 @@
 //!   commit. [`LocalStore::commit_all`] extends this to several files: all or none, checked
 //!   against each other and the tree before anything is made.
 //! - **Durability.** When [`Upload::commit`] returns `Ok`, the file's data (`fsync` of the
-//!   file, before the rename) and its name (`fsync` of the directory, after) are on disk; new
-//!   directories are made durable when created. [`LocalStore::delete`] fsyncs the directory too.
+//!   file, before the rename) and its name (an `fsync` of the directory begun after the
+//!   rename, which commits landing in one directory at once share: `dir_sync.rs`) are on
+//!   disk; new directories are made durable when created. [`LocalStore::delete`] fsyncs the directory too.
 //! - **Crash.** A crash (or `SIGKILL`) at any point leaves the old file or the new one at the
 //!   target, plus possibly temporaries in `.weir-staging/`, which [`LocalStore::open`] removes
 //!   at the next start. A crash during [`LocalStore::commit_all`] after its intent record was
