@@ -71,8 +71,9 @@ const NAMED_SYSCALLS: [&str; 35] = [
 ];
 /// Where tracefs is mounted (the uprobe and tracepoint definitions live there).
 const TRACEFS: &str = "/sys/kernel/tracing";
-/// Longest perf may take to acknowledge a command.
+/// Longest perf may take to acknowledge a command, and how often to look whether it died.
 const ACK_TIMEOUT: Duration = Duration::from_secs(30);
+const ACK_POLL: Duration = Duration::from_millis(200);
 
 /// The probes and events of a run, ready to count.
 pub struct Probes {
@@ -82,6 +83,8 @@ pub struct Probes {
     named: Vec<&'static str>,
     /// Probes this run defined, removed on drop.
     added: Vec<String>,
+    /// The C library the probes are on.
+    libc: PathBuf,
 }
 
 /// What `perf stat` counted over one operation.
@@ -136,11 +139,21 @@ impl Probes {
             events,
             named,
             added,
+            libc,
         })
     }
 
     /// Counts process `pid`'s allocations and system calls over `op`, and only over it.
     pub fn count(&self, pid: &str, op: impl FnOnce() -> io::Result<()>) -> io::Result<Counts> {
+        // A process on another libc would count no allocations at all, silently.
+        let libc = libc_of(pid).map_err(io::Error::other)?;
+        if libc != self.libc {
+            return Err(io::Error::other(format!(
+                "process {pid} uses {}, the probes are on {}",
+                libc.display(),
+                self.libc.display()
+            )));
+        }
         let dir = tempfile::Builder::new()
             .prefix("weir-bench-perf")
             .tempdir()?;
@@ -242,21 +255,27 @@ impl Drop for Probes {
 fn command(perf: &mut Child, ctl: &mut File, ack: &mut File, cmd: &str) -> io::Result<()> {
     ctl.write_all(format!("{cmd}\n").as_bytes())?;
     let fd = ack.as_fd();
-    let mut fds = [rustix::event::PollFd::new(
-        &fd,
-        rustix::event::PollFlags::IN,
-    )];
-    let timeout = rustix::time::Timespec {
-        tv_sec: ACK_TIMEOUT.as_secs() as i64,
-        tv_nsec: 0,
+    let step = rustix::time::Timespec {
+        tv_sec: 0,
+        tv_nsec: ACK_POLL.as_nanos() as i64,
     };
-    let ready = rustix::event::poll(&mut fds, Some(&timeout))?;
-    if ready == 0 {
-        let _ = perf.kill();
-        return Err(io::Error::other(format!(
-            "perf stat did not acknowledge {cmd:?} ({:?})",
-            perf.try_wait()
-        )));
+    let deadline = std::time::Instant::now() + ACK_TIMEOUT;
+    loop {
+        let mut fds = [rustix::event::PollFd::new(
+            &fd,
+            rustix::event::PollFlags::IN,
+        )];
+        if rustix::event::poll(&mut fds, Some(&step))? > 0 {
+            break;
+        }
+        // perf that exited (a bad event, a process gone) never answers: say so at once.
+        let exited = perf.try_wait()?;
+        if exited.is_some() || std::time::Instant::now() > deadline {
+            let _ = perf.kill();
+            return Err(io::Error::other(format!(
+                "perf stat did not acknowledge {cmd:?} ({exited:?})"
+            )));
+        }
     }
     let mut buf = [0u8; 16];
     let n = ack.read(&mut buf)?;
@@ -329,6 +348,7 @@ mod tests {
             events: Vec::new(),
             named: vec!["writev", "futex"],
             added: Vec::new(),
+            libc: PathBuf::new(),
         };
         let text = "# started on Mon\n\n\
             7,,probe_libc:malloc,100,100.00,,\n\

@@ -162,7 +162,7 @@ pub fn section(
         ),
     };
     let body = format!(
-        "Two `weir` binaries, `weir serve` of each: old `{}`, new `{}`. {rounds} rounds; in each, \
+        "Two `weir` binaries, `weir serve` of each: old `{}`, new `{}`. Rounds: {rounds}; in each, \
          every row runs the old binary's server and the new one's, forward then backward \
          (old new, new old, …), and the ratio is taken round by round. Every binary runs four \
          servers for the whole run, each with `--no-access-log` (the log's cost is in \
