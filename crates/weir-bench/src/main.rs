@@ -1,7 +1,7 @@
 //! `weir-bench`: whole-system benchmarks of weir against hyper, raw sockets and memcpy.
 //!
 //! One subcommand per scenario (`upload`, `timeline`, `plaintext`, `local`, `resume`, `s3`, and
-//! outside `all`: `scale`, `s3api`, `webdav`, `services`) and `all`.
+//! outside `all`: `scale`, `s3api`, `webdav`, `services`, `serve-versions`) and `all`.
 //! Each starts its servers as child processes of this binary (the hidden `__serve`
 //! subcommand), runs the systems interleaved over several rounds, prints its table and writes
 //! its section of `docs/BENCHMARKS.md` with an SVG chart beside it. See `README.md` in this
@@ -90,6 +90,12 @@ enum Cmd {
     /// (large PUT and GET, many small PUTs, concurrent GETs, a listing under load, small GETs),
     /// and the access log's cost. Not part of `all` (rows of a missing peer left empty).
     Services(scenario::services::ServicesArgs),
+    /// Issue 32: two `weir` binaries' `weir serve` interleaved (`--old`, `--new`): large `PUT`s
+    /// (SHA-256, `--no-hash`, HTTPS, HTTP/2), the large `GET`, small `GET`s at depth 1 and 16,
+    /// the S3 store's `PUT` and `GET`, allocations and system calls per `GET`. Not part of
+    /// `all`.
+    #[command(name = "serve-versions")]
+    ServeVersions(scenario::versions::VersionsArgs),
     /// Every scenario, with its default options.
     All,
     /// Runs one server under test (used by the scenarios).
@@ -132,6 +138,7 @@ fn main() {
         Cmd::Scale(a) => scenario::scale::run(&settings, &a),
         Cmd::Webdav(a) => scenario::webdav::run(&settings, &a),
         Cmd::Services(a) => scenario::services::run(&settings, &a),
+        Cmd::ServeVersions(a) => scenario::versions::run(&settings, &a),
         Cmd::All => scenario::upload::run(&settings, &scenario::upload::UploadArgs::default())
             .and_then(|()| scenario::timeline::run(&settings, &Default::default()))
             .and_then(|()| scenario::plaintext::run(&settings, &Default::default()))

@@ -12,7 +12,7 @@
 //!   response is never held up;
 //! - over TLS, rustls queues up to [`CLIENT_SEND_BUFFER`] of records per write, as for HTTPS.
 
-use super::upload::{STALL_TIMEOUT, trace_from};
+use super::upload::{STALL_TIMEOUT, Target};
 use crate::server::trace::UploadTrace;
 use crate::tls::{self, ALPN_H2, CLIENT_SEND_BUFFER};
 use bytes::Bytes;
@@ -34,18 +34,19 @@ pub const CLIENT_WINDOW: u32 = 16 << 20;
 /// Largest frame the client accepts (for the response; the body's frames are the server's).
 const CLIENT_MAX_FRAME: u32 = 1 << 20;
 
-/// Uploads `size` bytes to `/upload` at `addr`, over TLS when `tls` is given; returns the
+/// Uploads `size` bytes to `target` at `addr`, over TLS when `tls` is given; returns the
 /// server's trace and, over TLS, the version and cipher suite negotiated.
 pub async fn upload(
     addr: SocketAddr,
     tls: Option<Arc<ClientConfig>>,
+    target: &Target<'_>,
     chunk: &Bytes,
     size: u64,
 ) -> io::Result<(UploadTrace, Option<String>)> {
     let tcp = TcpStream::connect(addr).await?;
     tcp.set_nodelay(true)?;
     match tls {
-        None => Ok((exchange(tcp, chunk, size).await?, None)),
+        None => Ok((exchange(tcp, target, chunk, size).await?, None)),
         Some(config) => {
             let name = ServerName::try_from(tls::SERVER_NAME).map_err(io::Error::other)?;
             let mut s =
@@ -53,7 +54,7 @@ pub async fn upload(
             let (_, conn) = s.get_mut();
             conn.set_buffer_limit(Some(CLIENT_SEND_BUFFER));
             let negotiated = super::upload::negotiated(conn, ALPN_H2)?;
-            Ok((exchange(s, chunk, size).await?, Some(negotiated)))
+            Ok((exchange(s, target, chunk, size).await?, Some(negotiated)))
         }
     }
 }
@@ -70,7 +71,12 @@ fn h2_error(e: h2::Error) -> io::Error {
 }
 
 /// One request on a new HTTP/2 connection over `io`.
-async fn exchange<S>(io: S, chunk: &Bytes, size: u64) -> io::Result<UploadTrace>
+async fn exchange<S>(
+    io: S,
+    target: &Target<'_>,
+    chunk: &Bytes,
+    size: u64,
+) -> io::Result<UploadTrace>
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -90,10 +96,14 @@ where
         let _ = conn.await;
     });
     let mut client = stalls(client.ready()).await?.map_err(h2_error)?;
-    let request = http::Request::post("http://localhost/upload")
-        .header(http::header::CONTENT_LENGTH, size)
-        .body(())
-        .map_err(io::Error::other)?;
+    let mut request = http::Request::builder()
+        .method(target.method)
+        .uri(format!("http://localhost{}", target.path))
+        .header(http::header::CONTENT_LENGTH, size);
+    if target.debug {
+        request = request.header("weir-debug", "1");
+    }
+    let request = request.body(()).map_err(io::Error::other)?;
     let (response, mut send) = client.send_request(request, false).map_err(h2_error)?;
     if size == 0 {
         send.send_data(Bytes::new(), true).map_err(h2_error)?;
@@ -124,5 +134,5 @@ where
         let _ = body.flow_control().release_capacity(data.len());
         text.extend_from_slice(&data);
     }
-    trace_from(status, &text)
+    (target.trace)(status, &text)
 }

@@ -169,6 +169,32 @@ impl Uploader {
         endpoint: &Endpoint,
         size: u64,
     ) -> io::Result<Upload> {
+        self.send_to(&Target::PEER, protocol, endpoint, size)
+    }
+
+    /// `PUT /files/<path>` of `size` bytes to `weir serve` over `protocol`, the body written as
+    /// [`Uploader::upload_over`] writes it; the trace is made of the service's JSON answer (the
+    /// size stored and the body counters; no instants).
+    pub fn put_file_over(
+        &self,
+        protocol: Protocol,
+        endpoint: &Endpoint,
+        path: &str,
+        size: u64,
+    ) -> io::Result<Upload> {
+        let path = format!("/files/{path}");
+        self.send_to(&Target::service(&path), protocol, endpoint, size)
+    }
+
+    /// One upload of `size` bytes to `target` over `protocol`, checked: the server must report
+    /// all of them.
+    fn send_to(
+        &self,
+        target: &Target<'_>,
+        protocol: Protocol,
+        endpoint: &Endpoint,
+        size: u64,
+    ) -> io::Result<Upload> {
         // The HTTP/2 client's runtime is built before the clock starts (it costs microseconds,
         // but it is no part of the upload).
         let rt = match protocol {
@@ -187,10 +213,13 @@ impl Uploader {
                 // A server that stops reading or never answers fails the run instead of
                 // hanging it.
                 s.set_timeouts(Some(STALL_TIMEOUT))?;
-                (exchange_h1(&mut s, self.send, &self.chunk, size)?, None)
+                (
+                    exchange_h1(&mut s, target, self.send, &self.chunk, size)?,
+                    None,
+                )
             }
             Protocol::Https => {
-                let (trace, tls) = self.https(endpoint, size)?;
+                let (trace, tls) = self.https(target, endpoint, size)?;
                 (trace, Some(tls))
             }
             Protocol::H2c | Protocol::H2Tls => {
@@ -204,6 +233,7 @@ impl Uploader {
                 rt.block_on(h2_upload::upload(
                     tcp_addr(endpoint)?,
                     tls,
+                    target,
                     &self.chunk,
                     size,
                 ))?
@@ -236,7 +266,12 @@ impl Uploader {
     }
 
     /// HTTPS: a blocking rustls stream with a 1 MiB send buffer.
-    fn https(&self, endpoint: &Endpoint, size: u64) -> io::Result<(UploadTrace, String)> {
+    fn https(
+        &self,
+        target: &Target<'_>,
+        endpoint: &Endpoint,
+        size: u64,
+    ) -> io::Result<(UploadTrace, String)> {
         let tcp = TcpStream::connect(tcp_addr(endpoint)?)?;
         tcp.set_nodelay(true)?;
         tcp.set_read_timeout(Some(STALL_TIMEOUT))?;
@@ -246,7 +281,7 @@ impl Uploader {
             .map_err(io::Error::other)?;
         conn.set_buffer_limit(Some(tls::CLIENT_SEND_BUFFER));
         let mut s = rustls::StreamOwned::new(conn, tcp);
-        let trace = exchange_h1(&mut s, BodySend::Write, &self.chunk, size)?;
+        let trace = exchange_h1(&mut s, target, BodySend::Write, &self.chunk, size)?;
         let negotiated = negotiated(&s.conn, tls::ALPN_HTTP11)?;
         s.conn.send_close_notify();
         let _ = s.conn.complete_io(&mut s.sock);
@@ -288,36 +323,49 @@ fn tcp_addr(endpoint: &Endpoint) -> io::Result<std::net::SocketAddr> {
 }
 
 impl Uploader {
-    /// `PUT /files/<path>` of `size` bytes to `weir serve` over HTTP/1.1, as [`Uploader::upload`]
-    /// writes its body; the trace is made of the service's JSON answer (the size stored and the
-    /// body counters; no instants).
+    /// [`Uploader::put_file_over`] HTTP/1.1.
     pub fn put_file(&self, endpoint: &Endpoint, path: &str, size: u64) -> io::Result<Upload> {
-        let start_ns = clock::monotonic_ns();
-        let cpu_before = clock::thread_cpu_ns();
-        let mut s = Stream::connect(endpoint)?;
-        s.set_timeouts(Some(STALL_TIMEOUT))?;
-        // `Weir-Debug: 1`: the answer then carries the body counters.
-        let head = format!(
-            "PUT /files/{path} HTTP/1.1\r\nHost: 127.0.0.1\r\nWeir-Debug: 1\r\n\
-             Content-Length: {size}\r\n\r\n"
-        );
-        let (status, body) = exchange(&mut s, self.send, head.as_bytes(), &self.chunk, size)?;
-        let end_ns = clock::monotonic_ns();
-        let client_cpu_ns = clock::thread_cpu_ns().saturating_sub(cpu_before);
-        let trace = trace_from_service(status, &body)?;
-        if trace.bytes != size {
-            return Err(io::Error::other(format!(
-                "weir serve stored {} of {size} bytes",
-                trace.bytes
-            )));
+        self.put_file_over(Protocol::H1, endpoint, path, size)
+    }
+}
+
+/// Where an upload goes and how its answer is read: the bench's own servers (`POST /upload`,
+/// answered with their trace) or `weir serve` (`PUT /files/<path>` with `Weir-Debug: 1`, so
+/// that its JSON answer carries the body counters).
+pub struct Target<'a> {
+    /// The request method.
+    pub method: &'static str,
+    /// The request target.
+    pub path: &'a str,
+    /// The `Host` header (HTTP/1.1; HTTP/2 names `localhost`, the certificate's name).
+    pub host: &'static str,
+    /// Whether to send `Weir-Debug: 1`.
+    pub debug: bool,
+    /// Reads the answer: its status and body into the server's trace, or the error.
+    pub trace: fn(u16, &[u8]) -> io::Result<UploadTrace>,
+}
+
+impl Target<'static> {
+    /// The bench's own servers' upload route.
+    pub const PEER: Self = Self {
+        method: "POST",
+        path: "/upload",
+        host: "bench",
+        debug: false,
+        trace: trace_from,
+    };
+}
+
+impl<'a> Target<'a> {
+    /// `weir serve`'s `PUT` of `path` (`/files/…`).
+    pub fn service(path: &'a str) -> Self {
+        Self {
+            method: "PUT",
+            path,
+            host: "127.0.0.1",
+            debug: true,
+            trace: trace_from_service,
         }
-        Ok(Upload {
-            start_ns,
-            end_ns,
-            client_cpu_ns,
-            tls: None,
-            trace,
-        })
     }
 }
 
@@ -351,13 +399,24 @@ fn trace_from_service(status: u16, body: &[u8]) -> io::Result<UploadTrace> {
 /// response, its trace.
 fn exchange_h1<S: Read + SendsBody>(
     s: &mut S,
+    target: &Target<'_>,
     send: BodySend,
     chunk: &[u8],
     size: u64,
 ) -> io::Result<UploadTrace> {
-    let head = format!("POST /upload HTTP/1.1\r\nHost: bench\r\nContent-Length: {size}\r\n\r\n");
+    let Target {
+        method, path, host, ..
+    } = target;
+    let debug = if target.debug {
+        "Weir-Debug: 1\r\n"
+    } else {
+        ""
+    };
+    let head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {host}\r\n{debug}Content-Length: {size}\r\n\r\n"
+    );
     let (status, body) = exchange(s, send, head.as_bytes(), chunk, size)?;
-    trace_from(status, &body)
+    (target.trace)(status, &body)
 }
 
 /// A stream the body can be sent on: spliced where it is a socket of its own.

@@ -17,6 +17,7 @@ pub mod services;
 pub mod timeline;
 pub mod transfer;
 pub mod upload;
+pub mod versions;
 pub mod webdav;
 
 use crate::report;

@@ -128,7 +128,7 @@ const WEIR_GET: &str = "download: GET through weir serve";
 const DIRECT_GET: &str = "download: S3Store direct (baseline)";
 
 /// Reads one response from `s` (head and body buffered: answers to a `PUT` are small).
-pub(super) fn read_response(s: &mut TcpStream) -> io::Result<(u16, Vec<u8>)> {
+pub(in crate::scenario) fn read_response(s: &mut TcpStream) -> io::Result<(u16, Vec<u8>)> {
     let mut buf = vec![0u8; 4096];
     let mut filled = 0;
     let parsed = loop {
@@ -241,6 +241,23 @@ fn direct(
     }
 }
 
+/// `weir serve`'s flags to store under `prefix` in the bucket of the `weed mini` whose S3
+/// gateway is at `endpoint`, with the identity it was started with.
+pub(in crate::scenario) fn store_flags(endpoint: &str, prefix: &str) -> Vec<String> {
+    [
+        "--store",
+        &format!("s3://{STORE_BUCKET}/{prefix}"),
+        "--s3-endpoint",
+        endpoint,
+        "--s3-access-key-id",
+        CREDENTIALS.0,
+        "--s3-secret-access-key",
+        CREDENTIALS.1,
+    ]
+    .map(String::from)
+    .into()
+}
+
 /// Runs the scenario and publishes its section.
 pub fn run(s: &Settings, a: &S3Args) -> io::Result<()> {
     let Some(weed) = Seaweed::start() else {
@@ -257,28 +274,16 @@ pub fn run(s: &Settings, a: &S3Args) -> io::Result<()> {
     let data = tempfile::tempdir()?;
     let root = data.path().join("root");
     std::fs::create_dir(&root)?;
-    let store = format!("s3://{STORE_BUCKET}/{STORE_PREFIX}");
-    let (part_arg, flight_arg) = (part_size.to_string(), parts_in_flight.to_string());
-    let mut peer = Peer::start_weir_serve(
-        "weir serve",
-        &weir,
-        &root,
-        &[
-            "--store",
-            &store,
-            "--s3-endpoint",
-            &weed.endpoint,
-            "--s3-access-key-id",
-            CREDENTIALS.0,
-            "--s3-secret-access-key",
-            CREDENTIALS.1,
-            "--s3-part-size",
-            &part_arg,
-            "--s3-parts-in-flight",
-            &flight_arg,
-            "--no-access-log",
-        ],
-    )?;
+    let mut args = store_flags(&weed.endpoint, STORE_PREFIX);
+    args.extend([
+        "--s3-part-size".into(),
+        part_size.to_string(),
+        "--s3-parts-in-flight".into(),
+        parts_in_flight.to_string(),
+        "--no-access-log".into(),
+    ]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut peer = Peer::start_weir_serve("weir serve", &weir, &root, &args)?;
     let server = peer
         .server
         .as_mut()

@@ -17,8 +17,8 @@ use std::net::SocketAddr;
 use std::path::Path;
 
 /// The file served, and its body.
-const PATH: &str = "/files/hello.txt";
-const BODY: &[u8] = b"Hello, World!";
+pub(in crate::scenario) const PATH: &str = "/files/hello.txt";
+pub(in crate::scenario) const BODY: &[u8] = b"Hello, World!";
 /// Connections, as the plaintext scenario's.
 const CONNS: usize = 64;
 /// Depths, as the figures.
@@ -41,12 +41,18 @@ fn start(weir: &Path, root: &Path, log: Option<&Path>) -> io::Result<Server> {
         None => c.arg("--no-access-log"),
     };
     let server = spawn(c, addr, "/files/", None)?;
+    put_hello(addr)?;
+    Ok(server)
+}
+
+/// Stores the small file ([`BODY`] at [`PATH`]) in the `weir serve` at `addr`.
+pub(in crate::scenario) fn put_hello(addr: SocketAddr) -> io::Result<()> {
     let head = format!(
         "PUT {PATH} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
         BODY.len()
     );
     match crate::scenario::transfer::small(addr, &head, BODY)? {
-        200 | 201 => Ok(server),
+        200 | 201 => Ok(()),
         status => Err(io::Error::other(format!("PUT {PATH}: {status}"))),
     }
 }

@@ -135,6 +135,16 @@ pub fn listings(
     })
 }
 
+/// The warm-up and the measured window of a closed-loop load ([`small_gets`]) at the run's
+/// size.
+pub fn load_times(s: &crate::scenario::Settings) -> (Duration, Duration) {
+    s.pick(
+        (Duration::from_secs(1), Duration::from_secs(5)),
+        (Duration::from_millis(300), Duration::from_secs(1)),
+        (Duration::from_millis(100), Duration::from_millis(300)),
+    )
+}
+
 /// A closed-loop load's figures over its measured window.
 pub struct Window {
     pub rps: f64,

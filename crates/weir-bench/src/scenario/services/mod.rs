@@ -22,9 +22,9 @@
 //!
 //! Then [`access_log`]: the access log's cost at plaintext-sized answers, depth 1 and 16.
 
-mod access_log;
+pub(in crate::scenario) mod access_log;
 mod listing;
-mod many;
+pub(in crate::scenario) mod many;
 mod peers;
 mod section;
 
@@ -135,22 +135,15 @@ pub struct Sizes {
 }
 
 fn sizes(s: &Settings, a: &ServicesArgs) -> Sizes {
+    let load = many::load_times(s);
     Sizes {
         big: a.size.unwrap_or(s.pick(1 << 30, 128 << 20, 4 << 20)) as u64,
         files: a.files.unwrap_or(s.pick(10_000, 2_000, 200)),
         fan_conns: a.fan_conns.unwrap_or(s.pick(1_000, 200, 20)),
         fan_size: a.fan_size.unwrap_or(s.pick(8 << 20, 4 << 20, 1 << 20)) as u64,
         entries: a.entries.unwrap_or(s.pick(50_000, 5_000, 300)),
-        warmup: s.pick(
-            Duration::from_secs(1),
-            Duration::from_millis(300),
-            Duration::from_millis(100),
-        ),
-        window: s.pick(
-            Duration::from_secs(5),
-            Duration::from_secs(1),
-            Duration::from_millis(300),
-        ),
+        warmup: load.0,
+        window: load.1,
     }
 }
 
