@@ -83,6 +83,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod attributes;
 pub mod checksum;
 pub mod chunked;
 mod error;

@@ -12,11 +12,13 @@
 //! Subresources weir does not implement (`?tagging`, `?versioning`, `?versionId`, …) are
 //! `NotImplemented`, never silently treated as the plain operation: a client that sets a tag
 //! must not believe it did. `?acl` is GetBucketAcl/GetObjectAcl and PutBucketAcl/PutObjectAcl
-//! with `GET` and `PUT`, `NotImplemented` with any other method. Parameters that are not subresources and that weir does not use
+//! with `GET` and `PUT`, `NotImplemented` with any other method; `?attributes` is
+//! GetObjectAttributes with an object's `GET` (`attributes.rs` parses its headers). Parameters that are not subresources and that weir does not use
 //! (`x-id`, the presigned `X-Amz-*`) are ignored, as S3 ignores them.
 
 use http::Method;
 
+use crate::attributes::AttributesParams;
 use crate::percent;
 use crate::sigv4::Request;
 use crate::{ErrorCode, S3Error};
@@ -31,7 +33,6 @@ pub const MAX_KEY_LEN: usize = 1024;
 const UNSUPPORTED: &[&str] = &[
     "accelerate",
     "analytics",
-    "attributes",
     "cors",
     "encryption",
     "intelligent-tiering",
@@ -179,6 +180,8 @@ pub enum Operation {
     GetObject(GetObjectParams),
     /// `HEAD /bucket/key`.
     HeadObject(GetObjectParams),
+    /// `GET /bucket/key?attributes`.
+    GetObjectAttributes(AttributesParams),
     /// `DELETE /bucket/key`.
     DeleteObject,
     /// `POST /bucket?delete`.
@@ -551,6 +554,13 @@ pub fn classify(request: &Request<'_>, config: &RouteConfig) -> Result<S3Request
     };
     let bucket_name = bucket_name.map(|b| bucket(&b)).transpose()?;
     let key = (!key.is_empty()).then(|| key.to_owned());
+    // `?attributes` is GetObjectAttributes, an object's `GET`; anything else with it is not.
+    if query.has("attributes") && (*request.method != Method::GET || key.is_none()) {
+        return Err(S3Error::new(
+            ErrorCode::NotImplemented,
+            "The ?attributes subresource is GetObjectAttributes, an object's GET.",
+        ));
+    }
     if let Some(k) = &key {
         check_key(k)?;
     }
@@ -643,6 +653,9 @@ pub fn classify(request: &Request<'_>, config: &RouteConfig) -> Result<S3Request
                 Some(source) => Operation::CopyObject(source),
                 None => Operation::PutObject,
             },
+            Method::GET if query.has("attributes") => {
+                Operation::GetObjectAttributes(AttributesParams::parse(request.headers)?)
+            }
             Method::GET if query.has("uploadId") => Operation::ListParts {
                 upload_id: upload_id(query.get("uploadId")?)?,
                 max_parts: query.max("max-parts")?,

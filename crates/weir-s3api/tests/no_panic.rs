@@ -61,6 +61,7 @@ const QUERY: &[&str] = &[
     "encoding-type",
     "url",
     "versionId",
+    "attributes",
 ];
 const AUTH: &[&str] = &[
     "AWS4-HMAC-SHA256",
@@ -164,6 +165,18 @@ fn routing_and_verification_never_panic() {
             (
                 "x-amz-copy-source-range",
                 &["bytes=0-1", "bytes=-", "bytes=99999999999999999999-1"][..],
+            ),
+            (
+                "x-amz-object-attributes",
+                &["ETag,ObjectParts", "", ",,", "Size", "ETag, Checksum"][..],
+            ),
+            (
+                "x-amz-max-parts",
+                &["0", "1", "-1", "99999999999999999999"][..],
+            ),
+            (
+                "x-amz-part-number-marker",
+                &["4294967295", "4294967296", "x", ""][..],
             ),
         ] {
             if rng.next() % 2 == 0 {

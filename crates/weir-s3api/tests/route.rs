@@ -393,7 +393,6 @@ fn refusals() {
         "/bucket/k?restore",
         "/bucket/k?versionId=3",
         "/bucket/k?select&select-type=2",
-        "/bucket/k?attributes",
     ] {
         for method in [M::GET, M::PUT, M::POST, M::DELETE] {
             assert_eq!(
@@ -404,6 +403,28 @@ fn refusals() {
         }
     }
     assert!(classify(M::GET, "/bucket/k?versionId=null").is_ok());
+    // `?attributes` is GetObjectAttributes: an object's GET, with its header; nothing else.
+    let asked = [("x-amz-object-attributes", "ETag,ObjectSize")];
+    let attributes = classify_with(M::GET, "h", "/bucket/k?attributes", &asked);
+    assert!(matches!(
+        attributes.unwrap().operation,
+        Operation::GetObjectAttributes(p) if p.wanted.etag && p.wanted.object_size && !p.wanted.checksum
+    ));
+    assert_eq!(
+        classify(M::GET, "/bucket/k?attributes").unwrap_err(),
+        ErrorCode::InvalidArgument
+    );
+    for (method, target) in [
+        (M::GET, "/bucket?attributes"),
+        (M::GET, "/bucket/?attributes"),
+        (M::HEAD, "/bucket/k?attributes"),
+        (M::PUT, "/bucket/k?attributes"),
+        (M::POST, "/bucket/k?attributes"),
+        (M::DELETE, "/bucket/k?attributes"),
+    ] {
+        let refused = classify_with(method.clone(), "h", target, &asked).unwrap_err();
+        assert_eq!(refused, ErrorCode::NotImplemented, "{method} {target}");
+    }
     // `?acl` is read and set (the one owner's full control), never deleted or posted, and
     // never taken for the plain operation.
     for target in ["/bucket?acl", "/bucket/k?acl"] {

@@ -6,7 +6,7 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use quick_xml::Reader;
 use quick_xml::events::Event;
-use weir_s3api::checksum::{Checksum, ChecksumAlgorithm};
+use weir_s3api::checksum::{Checksum, ChecksumAlgorithm, ChecksumType};
 use weir_s3api::xml::{errors, parse, write};
 use weir_s3api::{ErrorCode, S3Error};
 
@@ -301,12 +301,16 @@ fn other_writers_read_back() {
         "b",
         "k",
         "abc-2",
-        Some((ChecksumAlgorithm::Sha256, "xyz=-2")),
+        Some((ChecksumAlgorithm::Sha256, "xyz=-2", ChecksumType::Composite)),
     ));
     assert_eq!(get(&l, "CompleteMultipartUploadResult/ETag"), ["\"abc-2\""]);
     assert_eq!(
         get(&l, "CompleteMultipartUploadResult/ChecksumSHA256"),
         ["xyz=-2"]
+    );
+    assert_eq!(
+        get(&l, "CompleteMultipartUploadResult/ChecksumType"),
+        ["COMPOSITE"]
     );
     let l = leaves(&write::copy_result(false, "e", t, Some(&crc)));
     assert_eq!(get(&l, "CopyObjectResult/ETag"), ["\"e\""]);

@@ -149,8 +149,8 @@ pub use multipart::{
     PartSeal, PartsPage, UploadsPage, check_part_number, multipart_etag, select_parts,
 };
 pub use object_meta::{
-    CHECKSUM_FIELD, CopyMeta, KEPT_FIELDS, MAX_PARTS_FIELD, MAX_USER_META, ObjectMeta,
-    ObjectMetaError, PARTS_FIELD, PartLookup,
+    CHECKSUM_FIELD, CopyMeta, KEPT_FIELDS, MAX_PART_CHECKSUMS, MAX_PARTS_FIELD, MAX_USER_META,
+    ObjectChecksum, ObjectMeta, ObjectMetaError, PARTS_FIELD, PartLookup,
 };
 pub use path::{
     MAX_PATH_LEN, MAX_SEGMENT_LEN, PathError, RESERVED_PREFIX, StorePath, is_invisible_or_bidi,

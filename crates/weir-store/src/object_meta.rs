@@ -20,7 +20,8 @@
 //!
 //! - weir's own fields, [`PARTS_FIELD`] (a completed multipart object's part sizes, at most
 //!   [`MAX_PARTS_FIELD`] bytes) and [`CHECKSUM_FIELD`] (the S3 checksum the client sent, at
-//!   most 128 bytes), are kept with the others but never sent back as header fields
+//!   most 128 bytes, and for a completed multipart object its parts' own checksums when they
+//!   fit in [`MAX_PART_CHECKSUMS`] bytes), are kept with the others but never sent back as header fields
 //!   ([`ObjectMeta::fields`] leaves them out) and never taken from a request.
 //!
 //! Encoding (the local store's xattr): one `name:value\n` line per field, in order.
@@ -52,12 +53,35 @@ pub const PARTS_FIELD: &str = "weir-parts";
 /// weir's own field of an object written with an S3 checksum: `ALGORITHM TYPE VALUE`
 /// (`CRC64NVME FULL_OBJECT Qeh8oXvGiSo=`), the checksum the client sent and weir verified,
 /// returned by GetObject/HeadObject with `x-amz-checksum-mode: ENABLED`. Never sent as a
-/// header of its own, never taken from a request.
+/// header of its own, never taken from a request. A completed multipart object's may have a
+/// fourth word: its parts' checksums of the same algorithm, in part order, comma-separated
+/// (`CRC32 FULL_OBJECT WgDhBQ== JRTCyQ==,QoZTGg==,YAgjqw==`), for GetObject's `partNumber`.
 pub const CHECKSUM_FIELD: &str = "weir-checksum";
 
+/// The longest list of part checksums a [`CHECKSUM_FIELD`] keeps: 11 SHA-256 values, 56 CRC32
+/// ones. The field goes into the local store's xattr and, in a bucket, into the backend
+/// object's metadata, which S3 bounds at 2 KiB: past this bound the parts' checksums are not
+/// kept (GetObject with `partNumber` then answers no checksum), the object's own still is.
+pub const MAX_PART_CHECKSUMS: usize = 512;
+
 /// The longest [`CHECKSUM_FIELD`]: a name, a type and a base64 value (SHA-256's is 44
-/// characters, a composite's adds `-N`).
-const MAX_CHECKSUM_FIELD: usize = 128;
+/// characters, a composite's adds `-N`: 128 bytes hold them), then the parts' checksums.
+const MAX_CHECKSUM_FIELD: usize = 128 + 1 + MAX_PART_CHECKSUMS;
+
+/// An S3 checksum to keep with a completed multipart object ([`CHECKSUM_FIELD`]), verified by
+/// the S3 API against the parts it was formed from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ObjectChecksum {
+    /// `CRC32`, `CRC32C`, `CRC64NVME`, `SHA1`, `SHA256`.
+    pub algorithm: String,
+    /// `COMPOSITE` or `FULL_OBJECT`.
+    pub kind: String,
+    /// The object's checksum in base64 (`-N` ending a composite one).
+    pub value: String,
+    /// Each part's checksum of this algorithm in base64, in part order: what the object's was
+    /// formed from (a store checks them against the parts it assembles).
+    pub parts: Vec<String>,
+}
 
 /// The longest [`PARTS_FIELD`] kept: past it (parts of many different sizes) the object keeps
 /// only its number of parts (`*COUNT`), and reading it by part is refused rather than answered
@@ -192,9 +216,42 @@ impl ObjectMeta {
         )
     }
 
+    /// Keeps a completed multipart object's checksum ([`CHECKSUM_FIELD`]) and, when they fit
+    /// in [`MAX_PART_CHECKSUMS`] bytes, its parts' (returns whether they were kept).
+    pub fn set_multipart_checksum(
+        &mut self,
+        checksum: &ObjectChecksum,
+    ) -> Result<bool, ObjectMetaError> {
+        let ObjectChecksum {
+            algorithm,
+            kind,
+            value,
+            parts,
+        } = checksum;
+        let list_len = parts.iter().map(|p| p.len() + 1).sum::<usize>();
+        let keep_parts = !parts.is_empty() && list_len <= MAX_PART_CHECKSUMS + 1;
+        if !keep_parts {
+            self.set_checksum(algorithm, kind, value)?;
+            return Ok(false);
+        }
+        self.fields.retain(|(n, _)| n != CHECKSUM_FIELD);
+        // ALLOCATION: the field, once per completion with a checksum.
+        let text = format!("{algorithm} {kind} {value} {}", parts.join(","));
+        self.push(CHECKSUM_FIELD, text.as_bytes())?;
+        Ok(true)
+    }
+
     /// The kept checksum: `(algorithm, kind, base64 value)`.
     pub fn checksum(&self) -> Option<(&str, &str, &str)> {
-        parse_checksum(self.get_stored(CHECKSUM_FIELD)?)
+        parse_checksum(self.get_stored(CHECKSUM_FIELD)?).map(|(a, k, v, _)| (a, k, v))
+    }
+
+    /// Part `number`'s (from 1) own checksum in base64, of the algorithm of
+    /// [`ObjectMeta::checksum`], if the object kept its parts' checksums.
+    pub fn part_checksum(&self, number: u32) -> Option<&str> {
+        let (_, _, _, parts) = parse_checksum(self.get_stored(CHECKSUM_FIELD)?)?;
+        let index = usize::try_from(number.checked_sub(1)?).ok()?;
+        parts?.split(',').nth(index)
     }
 
     /// Every field kept, weir's own included.
@@ -325,8 +382,9 @@ pub enum PartLookup {
     NotKept { count: u32 },
 }
 
-/// A [`CHECKSUM_FIELD`] value: three words of printable ASCII.
-fn parse_checksum(value: &[u8]) -> Option<(&str, &str, &str)> {
+/// A [`CHECKSUM_FIELD`] value: three words of printable ASCII, maybe a fourth (the parts'
+/// checksums, comma-separated, none empty).
+fn parse_checksum(value: &[u8]) -> Option<(&str, &str, &str, Option<&str>)> {
     let text = std::str::from_utf8(value).ok()?;
     if !text.bytes().all(|b| b.is_ascii_graphic() || b == b' ') {
         return None;
@@ -334,7 +392,9 @@ fn parse_checksum(value: &[u8]) -> Option<(&str, &str, &str)> {
     let mut words = text.split(' ');
     let found = (words.next()?, words.next()?, words.next()?);
     let empty = found.0.is_empty() || found.1.is_empty() || found.2.is_empty();
-    (words.next().is_none() && !empty).then_some(found)
+    let parts = words.next();
+    let bad_parts = parts.is_some_and(|p| p.split(',').any(str::is_empty));
+    (words.next().is_none() && !empty && !bad_parts).then_some((found.0, found.1, found.2, parts))
 }
 
 /// A [`PARTS_FIELD`] value.
@@ -479,13 +539,59 @@ mod tests {
             ))
         );
         assert_eq!(back.fields().count(), 0);
-        for bad in [&b"CRC32 FULL_OBJECT"[..], b"a  b", b"a b c d", b"a b \x01"] {
+        assert_eq!(back.part_checksum(1), None);
+        for bad in [
+            &b"CRC32 FULL_OBJECT"[..],
+            b"a  b",
+            b"a b c d e",
+            b"a b c d,,e",
+            b"a b c ",
+            b"a b \x01",
+        ] {
             assert_eq!(
                 ObjectMeta::new().push(CHECKSUM_FIELD, bad),
                 Err(ObjectMetaError::BadValue),
                 "{bad:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_multipart_checksum_keeps_its_parts_while_they_fit() {
+        let mut meta = ObjectMeta::new();
+        let three = ObjectChecksum {
+            algorithm: "CRC32".into(),
+            kind: "FULL_OBJECT".into(),
+            value: "WgDhBQ==".into(),
+            parts: vec!["JRTCyQ==".into(), "QoZTGg==".into(), "YAgjqw==".into()],
+        };
+        assert_eq!(meta.set_multipart_checksum(&three), Ok(true));
+        let back = ObjectMeta::decode(&meta.encode()).unwrap();
+        assert_eq!(back.checksum(), Some(("CRC32", "FULL_OBJECT", "WgDhBQ==")));
+        assert_eq!(back.part_checksum(1), Some("JRTCyQ=="));
+        assert_eq!(back.part_checksum(3), Some("YAgjqw=="));
+        assert_eq!(back.part_checksum(0), None);
+        assert_eq!(back.part_checksum(4), None);
+        assert_eq!(back.fields().count(), 0);
+        // 12 SHA-256 values (45 bytes each with the comma) pass the bound: the object's own
+        // checksum is kept, its parts' are not; 11 fit.
+        let sha = "Ok6Cs5b96ux6+MWQkJO7UBT5sKPBeXBLwvj/hK89smg=".to_owned();
+        let many = |n| ObjectChecksum {
+            algorithm: "SHA256".into(),
+            kind: "COMPOSITE".into(),
+            value: format!("{sha}-{n}"),
+            parts: vec![sha.clone(); n],
+        };
+        assert_eq!(meta.set_multipart_checksum(&many(11)), Ok(true));
+        assert_eq!(meta.part_checksum(11), Some(sha.as_str()));
+        assert_eq!(meta.set_multipart_checksum(&many(12)), Ok(false));
+        let twelve = format!("{sha}-12");
+        assert_eq!(
+            meta.checksum(),
+            Some(("SHA256", "COMPOSITE", twelve.as_str()))
+        );
+        assert_eq!(meta.part_checksum(1), None);
+        assert_eq!(ObjectMeta::decode(&meta.encode()), Some(meta));
     }
 
     #[test]

@@ -76,6 +76,7 @@ async fn multipart_flow<M: MultipartStore, S: Store>(parts: &M, store: &S) {
         metadata: vec![("color".into(), "blue".into())],
         fields: vec![("cache-control".into(), "no-cache".into())],
         checksum_algorithm: Some("CRC32".into()),
+        checksum_type: None,
     };
     let up = parts.create(&p("mp/big.bin"), meta.clone()).await.unwrap();
     assert_eq!(parts.upload(up.id).await.unwrap().meta, meta);
@@ -101,13 +102,16 @@ async fn multipart_flow<M: MultipartStore, S: Store>(parts: &M, store: &S) {
     assert!(store.open(&p("mp/big.bin")).await.is_err());
 
     // Refusals store nothing and keep the upload.
-    let order = parts.complete(up.id, &[named(&p2), named(&p1)], None).await;
+    let order = parts
+        .complete(up.id, &[named(&p2), named(&p1)], None, None)
+        .await;
     assert!(matches!(order, Err(MultipartError::InvalidPartOrder)));
     let small = put_part(parts, up.id, 5, b"tiny", true).await.unwrap();
     let too_small = parts
         .complete(
             up.id,
             &[named(&p1), named(&p2), named(&small), named(&p3)],
+            None,
             None,
         )
         .await;
@@ -117,6 +121,7 @@ async fn multipart_flow<M: MultipartStore, S: Store>(parts: &M, store: &S) {
             up.id,
             &[named(&p1), named(&p2), named(&p3), named(&small)],
             None,
+            None,
         )
         .await;
     assert!(matches!(
@@ -125,11 +130,13 @@ async fn multipart_flow<M: MultipartStore, S: Store>(parts: &M, store: &S) {
     ));
     let mut wrong = named(&p2);
     wrong.etag = format!("\"{}\"", p1.etag());
-    let wrong = parts.complete(up.id, &[named(&p1), wrong], None).await;
+    let wrong = parts
+        .complete(up.id, &[named(&p1), wrong], None, None)
+        .await;
     assert!(matches!(wrong, Err(MultipartError::InvalidPart(2))));
     let present: VersionCheck<'_> = &|m| m.is_some();
     let refused = parts
-        .complete(up.id, &[named(&p1), named(&p2)], Some(present))
+        .complete(up.id, &[named(&p1), named(&p2)], None, Some(present))
         .await;
     assert!(
         matches!(
@@ -159,13 +166,16 @@ async fn multipart_flow<M: MultipartStore, S: Store>(parts: &M, store: &S) {
     let list = [list[0].clone(), list[1].clone(), list[3].clone()];
     // p3 (1234 bytes) is not the last: refused; without it the upload completes.
     let with_three = parts
-        .complete(up.id, &[named(&p1), named(&p3), named(&p4)], None)
+        .complete(up.id, &[named(&p1), named(&p3), named(&p4)], None, None)
         .await;
     assert!(matches!(
         with_three,
         Err(MultipartError::EntityTooSmall { part: 3 })
     ));
-    let done = parts.complete(up.id, &list, Some(absent)).await.unwrap();
+    let done = parts
+        .complete(up.id, &list, None, Some(absent))
+        .await
+        .unwrap();
     let whole = [&one[..], &two[..], &source[10..200_010]].concat();
     assert_eq!(read_all(store, "mp/big.bin").await, whole);
     let sha: [u8; 32] = Sha256::digest(&whole).into();
@@ -200,13 +210,13 @@ async fn multipart_flow<M: MultipartStore, S: Store>(parts: &M, store: &S) {
     ));
     // The completion sent again gets the same answer (nothing stored again); with other parts,
     // `NoSuchUpload`.
-    let again = parts.complete(up.id, &list, None).await.unwrap();
+    let again = parts.complete(up.id, &list, None, None).await.unwrap();
     assert_eq!(
         (again.etag, again.committed.stored),
         (done.etag.clone(), done.committed.stored)
     );
     assert!(matches!(
-        parts.complete(up.id, &list[..2], None).await,
+        parts.complete(up.id, &list[..2], None, None).await,
         Err(MultipartError::NoSuchUpload)
     ));
 

@@ -4,10 +4,12 @@ Usage: client.py ENDPOINT ACCESS_KEY SECRET BUCKET SCENARIO [ARGS...]
 Exits 0 when every check holds; a failed check raises (traceback on stderr, exit 1).
 """
 
+import base64
 import hashlib
 import os
 import sys
 import time
+import zlib
 
 import boto3
 from botocore.config import Config
@@ -216,6 +218,108 @@ def scenario_copy_and_checksums(s3, bucket):
     done = s3.complete_multipart_upload(Bucket=bucket, Key=key, UploadId=uid,
                                         MultipartUpload={"Parts": listed})
     assert done.get("ChecksumCRC32", "").endswith("-2"), f"no composite CRC32: {done}"
+
+
+def b64(raw):
+    return base64.b64encode(raw).decode()
+
+
+def crc32_raw(b):
+    return zlib.crc32(b).to_bytes(4, "big")
+
+
+def sha256_raw(b):
+    return hashlib.sha256(b).digest()
+
+
+def scenario_kept_checksums(s3, bucket):
+    """The checksum a completion forms from its parts' (CRC32 FULL_OBJECT, CRC32 and SHA256
+    COMPOSITE: computed here with zlib and hashlib, not by boto3) is answered and kept with the
+    object: HeadObject and GetObject with ChecksumMode, each part's own with PartNumber,
+    GetObjectAttributes with its parts paged. A wrong checksum, and the pairs S3 refuses, store
+    nothing."""
+    bodies = [data(5 * MIB, 21), data(5 * MIB, 22), data(1000, 23)]
+    whole = b"".join(bodies)
+    cases = [
+        ("CRC32", "FULL_OBJECT", crc32_raw, lambda raws: b64(crc32_raw(whole))),
+        ("CRC32", "COMPOSITE", crc32_raw, lambda raws: b64(crc32_raw(b"".join(raws))) + "-3"),
+        ("SHA256", "COMPOSITE", sha256_raw, lambda raws: b64(sha256_raw(b"".join(raws))) + "-3"),
+    ]
+    for algorithm, kind, raw_of, object_value in cases:
+        key = "sums-%s-%s" % (algorithm, kind)
+        field = "Checksum" + algorithm
+        r = s3.create_multipart_upload(Bucket=bucket, Key=key, ChecksumAlgorithm=algorithm,
+                                       ChecksumType=kind)
+        expect((r.get("ChecksumAlgorithm"), r.get("ChecksumType")), (algorithm, kind))
+        uid = r["UploadId"]
+        raws = [raw_of(b) for b in bodies]
+        listed = []
+        for number, body in enumerate(bodies, 1):
+            r = s3.upload_part(Bucket=bucket, Key=key, UploadId=uid, PartNumber=number,
+                               Body=body, ChecksumAlgorithm=algorithm)
+            expect(r.get(field), b64(raws[number - 1]))
+            listed.append({"PartNumber": number, "ETag": r["ETag"], field: r[field]})
+        want = object_value(raws)
+        # Another object's checksum: refused, nothing stored, the upload kept.
+        wrong = b64(raw_of(b"not this object")) + ("-3" if kind == "COMPOSITE" else "")
+        expect(
+            error_of(s3.complete_multipart_upload, Bucket=bucket, Key=key, UploadId=uid,
+                     MultipartUpload={"Parts": listed}, **{field: wrong}),
+            (400, "BadDigest"),
+        )
+        absent(s3, bucket, key)
+        done = s3.complete_multipart_upload(Bucket=bucket, Key=key, UploadId=uid,
+                                            MultipartUpload={"Parts": listed}, **{field: want})
+        expect((done.get(field), done.get("ChecksumType")), (want, kind))
+
+        head = s3.head_object(Bucket=bucket, Key=key)
+        assert field not in head, f"a checksum without ChecksumMode: {head}"
+        head = s3.head_object(Bucket=bucket, Key=key, ChecksumMode="ENABLED")
+        expect((head.get(field), head.get("ChecksumType")), (want, kind))
+        # boto3 checks a full-object CRC32 against the body it reads (not a composite).
+        got = s3.get_object(Bucket=bucket, Key=key, ChecksumMode="ENABLED")
+        expect((got.get(field), got.get("ChecksumType")), (want, kind))
+        assert got["Body"].read() == whole, "object differs"
+        for number, body in enumerate(bodies, 1):
+            part = s3.get_object(Bucket=bucket, Key=key, PartNumber=number,
+                                 ChecksumMode="ENABLED")
+            expect((part.get(field), part.get("ChecksumType")), (b64(raws[number - 1]), kind))
+            assert part["Body"].read() == body, f"part {number} differs"
+
+        everything = ["ETag", "Checksum", "ObjectParts", "StorageClass", "ObjectSize"]
+        attrs = s3.get_object_attributes(Bucket=bucket, Key=key, ObjectAttributes=everything,
+                                         MaxParts=2)
+        expect(attrs["ETag"], head["ETag"].strip('"'))
+        expect((attrs["Checksum"].get(field), attrs["Checksum"]["ChecksumType"]), (want, kind))
+        expect((attrs["ObjectSize"], attrs["StorageClass"]), (len(whole), "STANDARD"))
+        parts = attrs["ObjectParts"]
+        expect((parts["TotalPartsCount"], parts["IsTruncated"], parts["NextPartNumberMarker"]),
+               (3, True, 2))
+        expect([(p["PartNumber"], p["Size"], p[field]) for p in parts["Parts"]],
+               [(n, len(bodies[n - 1]), b64(raws[n - 1])) for n in (1, 2)])
+        rest = s3.get_object_attributes(Bucket=bucket, Key=key, ObjectAttributes=["ObjectParts"],
+                                        PartNumberMarker=2)["ObjectParts"]
+        expect((rest["IsTruncated"], [p["PartNumber"] for p in rest["Parts"]]), (False, [3]))
+        size_only = s3.get_object_attributes(Bucket=bucket, Key=key, ObjectAttributes=["ObjectSize"])
+        assert "ETag" not in size_only and "ObjectParts" not in size_only, size_only
+
+    # A single PUT: attributes without parts, its checksum the one it was sent with (given
+    # here, so that boto3 sends it in the head over HTTPS too, not in a trailer).
+    s3.put_object(Bucket=bucket, Key="single", Body=b"one body",
+                  ChecksumCRC32=b64(crc32_raw(b"one body")))
+    attrs = s3.get_object_attributes(Bucket=bucket, Key="single",
+                                     ObjectAttributes=["Checksum", "ObjectParts", "ObjectSize"])
+    expect(attrs["Checksum"].get("ChecksumCRC32"), b64(crc32_raw(b"one body")))
+    assert "ObjectParts" not in attrs, attrs
+    expect(error_of(s3.get_object_attributes, Bucket=bucket, Key="nothing-here",
+                    ObjectAttributes=["ETag"]), (404, "NoSuchKey"))
+    # The pairs S3 refuses: a hash cannot be combined into the whole's, CRC64NVME is only whole.
+    for algorithm, kind in [("SHA256", "FULL_OBJECT"), ("SHA1", "FULL_OBJECT"),
+                            ("CRC64NVME", "COMPOSITE")]:
+        expect(error_of(s3.create_multipart_upload, Bucket=bucket, Key="refused",
+                        ChecksumAlgorithm=algorithm, ChecksumType=kind),
+               (400, "InvalidRequest"))
+    expect(s3.list_multipart_uploads(Bucket=bucket, Prefix="refused").get("Uploads"), None)
 
 
 def scenario_start(s3, bucket, key, uid_file):

@@ -15,7 +15,7 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::{NAMESPACE, escape_into};
-use crate::checksum::{ChecksumAlgorithm, ChecksumValue};
+use crate::checksum::{ChecksumAlgorithm, ChecksumType, ChecksumValue};
 use crate::percent;
 
 /// An XML output buffer with S3's element shapes.
@@ -549,7 +549,7 @@ pub fn complete_multipart_upload(
     bucket: &str,
     key: &str,
     etag: &str,
-    checksum: Option<(ChecksumAlgorithm, &str)>,
+    checksum: Option<(ChecksumAlgorithm, &str, ChecksumType)>,
 ) -> Vec<u8> {
     let mut xml = Xml::new();
     xml.start_document("CompleteMultipartUploadResult");
@@ -557,8 +557,9 @@ pub fn complete_multipart_upload(
     xml.text("Bucket", bucket);
     xml.text("Key", key);
     xml.etag("ETag", etag);
-    if let Some((alg, text)) = checksum {
+    if let Some((alg, text, kind)) = checksum {
         xml.text(alg.xml_element(), text);
+        xml.text("ChecksumType", kind.as_str());
     }
     xml.close("CompleteMultipartUploadResult");
     xml.into_inner()

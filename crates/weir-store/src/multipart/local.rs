@@ -42,9 +42,10 @@ use super::record::{
 };
 use super::{
     CompletePart, Completed, MAX_PART_SIZE, MultipartError, MultipartMeta, MultipartStore,
-    MultipartUpload, PartRecord, PartSeal, PartsPage, UploadsPage, check_part_number,
-    multipart_etag, select_parts,
+    MultipartUpload, PartRecord, PartSeal, PartsPage, UploadsPage, check_part_checksums,
+    check_part_number, multipart_etag, select_parts,
 };
+use crate::ObjectChecksum;
 use crate::quota::ENTRY_COST;
 use crate::sys::{self, DirHandle, EntryKind};
 use crate::tree::{Missing, Resolved, STAGING_NAME, Shared, walk};
@@ -398,6 +399,7 @@ impl LocalMultiparts {
         &self,
         id: UploadId,
         listed: &[CompletePart],
+        checksum: Option<&ObjectChecksum>,
         check: Option<VersionCheck<'_>>,
     ) -> Result<Completed, MultipartError> {
         let (dir, upload) = {
@@ -430,6 +432,7 @@ impl LocalMultiparts {
             return Err(e.into());
         }
         let parts = parts?;
+        check_part_checksums(&parts, checksum)?;
         let total = parts.iter().map(|p| p.size).sum::<u64>();
         let options = UploadOptions {
             hash: true,
@@ -438,7 +441,7 @@ impl LocalMultiparts {
             // Checked at creation, so it is the object's (an old record's error: none).
             object_meta: upload
                 .meta
-                .completed_object_meta(parts.iter().map(|p| p.size))
+                .completed_object_meta(parts.iter().map(|p| p.size), checksum)
                 .ok(),
         };
         let mut object = self.store.begin(&upload.key, options)?;
@@ -661,10 +664,11 @@ impl MultipartStore for LocalMultiparts {
         &self,
         id: UploadId,
         parts: &[CompletePart],
+        checksum: Option<&ObjectChecksum>,
         check: Option<VersionCheck<'_>>,
     ) -> Result<Completed, MultipartError> {
         // Copies, a read back and fsyncs: off the runtime's workers.
-        off_the_runtime(|| self.complete_now(id, parts, check))
+        off_the_runtime(|| self.complete_now(id, parts, checksum, check))
     }
 
     async fn sweep(&self, older_than: Duration) -> Result<u64, StoreError> {

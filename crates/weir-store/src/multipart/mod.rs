@@ -15,7 +15,7 @@
 //! | [`MultipartStore::copy_part`] | a part copied from a stored object's range (UploadPartCopy) |
 //! | [`MultipartStore::list_parts`], [`MultipartStore::list_uploads`] | paged, by part number; by key then id, with a key prefix |
 //! | [`MultipartStore::abort`] | the upload and its parts removed |
-//! | [`MultipartStore::complete`] | the listed parts checked (`validate.rs`), assembled, committed if the check accepts the version at the key; the upload removed |
+//! | [`MultipartStore::complete`] | the listed parts checked (`validate.rs`: ETags, sizes, and the parts' checksums an [`ObjectChecksum`] was formed from), assembled, committed with that checksum in the object's metadata if the check accepts the version at the key; the upload removed |
 //! | [`MultipartStore::sweep`] | uploads untouched for a given time removed |
 //!
 //! Invariants:
@@ -30,8 +30,8 @@
 //!   assembled file back once, since its bytes came by `copy_file_range`, not through a hasher).
 
 use crate::{
-    Committed, MediaType, ObjectMeta, ObjectMetaError, StoreError, StorePath, StoreUpload,
-    UploadId, VersionCheck,
+    Committed, MediaType, ObjectChecksum, ObjectMeta, ObjectMetaError, StoreError, StorePath,
+    StoreUpload, UploadId, VersionCheck,
 };
 use std::future::Future;
 use std::ops::Range;
@@ -42,7 +42,7 @@ pub(crate) mod record;
 mod validate;
 
 pub use local::LocalMultiparts;
-pub use validate::{multipart_etag, select_parts};
+pub use validate::{check_part_checksums, multipart_etag, select_parts};
 
 /// The smallest part but the last that a completion accepts (S3's limit).
 pub const MIN_PART_SIZE: u64 = 5 << 20;
@@ -64,6 +64,9 @@ pub struct MultipartMeta {
     pub fields: Vec<(String, String)>,
     /// The checksum algorithm the client announced (`x-amz-checksum-algorithm`), as given.
     pub checksum_algorithm: Option<String>,
+    /// How the object's checksum is formed from the parts' (`x-amz-checksum-type`:
+    /// `COMPOSITE` or `FULL_OBJECT`), as the S3 API settled it at creation.
+    pub checksum_type: Option<String>,
 }
 
 impl MultipartMeta {
@@ -82,15 +85,21 @@ impl MultipartMeta {
     }
 
     /// [`MultipartMeta::object_meta`] with the sizes of the parts completed, in order
-    /// ([`ObjectMeta::set_parts`]: GetObject's `partNumber`), kept with the commit by every
-    /// store.
+    /// ([`ObjectMeta::set_parts`]: GetObject's `partNumber`), and the object's checksum when
+    /// the completion gave one ([`ObjectMeta::set_multipart_checksum`]), kept with the commit
+    /// by every store.
     pub fn completed_object_meta(
         &self,
         sizes: impl IntoIterator<Item = u64>,
+        checksum: Option<&ObjectChecksum>,
     ) -> Result<ObjectMeta, ObjectMetaError> {
         let mut meta = self.object_meta()?;
         // Past the bound the object keeps no part sizes: reading it by part is refused.
         meta.set_parts(sizes);
+        if let Some(checksum) = checksum {
+            // Past its bound the parts' checksums are left out, the object's is kept.
+            meta.set_multipart_checksum(checksum)?;
+        }
         Ok(meta)
     }
 }
@@ -300,13 +309,16 @@ pub trait MultipartStore: Send + Sync + 'static {
     fn abort(&self, id: UploadId) -> impl Future<Output = Result<(), MultipartError>> + Send;
 
     /// Assembles the listed parts into the object at the upload's key, if they pass
-    /// [`select_parts`] and `check` (when given) accepts the version at the key (judged
-    /// atomically with the commit); then removes the upload. A refusal changes nothing and
-    /// keeps the upload (the client may complete it again).
+    /// [`select_parts`] and [`check_part_checksums`] (the parts assembled are those `checksum`
+    /// was formed from), and `check` (when given) accepts the version at the key (judged
+    /// atomically with the commit); `checksum` is kept in the object's metadata with the
+    /// commit. Then removes the upload. A refusal changes nothing and keeps the upload (the
+    /// client may complete it again).
     fn complete(
         &self,
         id: UploadId,
         parts: &[CompletePart],
+        checksum: Option<&ObjectChecksum>,
         check: Option<VersionCheck<'_>>,
     ) -> impl Future<Output = Result<Completed, MultipartError>> + Send;
 

@@ -8,6 +8,7 @@
 //! initiated 1765000000
 //! type application/octet-stream        (optional)
 //! checksum CRC32                        (optional)
+//! checksum-type FULL_OBJECT             (optional)
 //! meta color blue                       (repeated: user metadata, name then value)
 //! field cache-control no-cache          (repeated: other kept header fields, name then value)
 //! ```
@@ -60,7 +61,8 @@ pub(crate) fn check_recordable(meta: &MultipartMeta) -> Result<(), super::Multip
         .chain(&meta.fields)
         .all(|(n, v)| one_word(n) && one_line(v))
         && meta.object_meta().is_ok()
-        && meta.checksum_algorithm.as_deref().is_none_or(one_word);
+        && meta.checksum_algorithm.as_deref().is_none_or(one_word)
+        && meta.checksum_type.as_deref().is_none_or(one_word);
     if words {
         Ok(())
     } else {
@@ -78,6 +80,9 @@ pub(crate) fn encode_upload(upload: &MultipartUpload) -> String {
     }
     if let Some(algorithm) = &upload.meta.checksum_algorithm {
         let _ = writeln!(out, "checksum {algorithm}");
+    }
+    if let Some(kind) = &upload.meta.checksum_type {
+        let _ = writeln!(out, "checksum-type {kind}");
     }
     for (name, value) in &upload.meta.metadata {
         let _ = writeln!(out, "meta {name} {value}");
@@ -99,6 +104,7 @@ pub(crate) fn decode_upload(id: UploadId, text: &str) -> Option<MultipartUpload>
             "initiated" => initiated = Some(time(value.parse().ok()?)),
             "type" => meta.media_type = Some(MediaType::parse(value.as_bytes())?),
             "checksum" => meta.checksum_algorithm = Some(value.to_owned()),
+            "checksum-type" => meta.checksum_type = Some(value.to_owned()),
             "meta" => {
                 let (n, v) = value.split_once(' ').unwrap_or((value, ""));
                 meta.metadata.push((n.to_owned(), v.to_owned()));
@@ -289,6 +295,7 @@ mod tests {
                 ],
                 fields: vec![("content-disposition".into(), "attachment; x=\"a b\"".into())],
                 checksum_algorithm: Some("CRC32".into()),
+                checksum_type: Some("FULL_OBJECT".into()),
             },
         };
         assert_eq!(decode_upload(id, &encode_upload(&upload)), Some(upload));

@@ -57,6 +57,7 @@ async fn parts_in_any_order_and_replaced_complete_byte_exact() {
         metadata: vec![("color".into(), "blue".into())],
         fields: vec![],
         checksum_algorithm: None,
+        checksum_type: None,
     };
     let up = parts.create(&p("dir/big.bin"), meta.clone()).await.unwrap();
     assert_eq!(up.id.to_string().len(), 32);
@@ -83,7 +84,7 @@ async fn parts_in_any_order_and_replaced_complete_byte_exact() {
     assert!(!store.root().join("dir/big.bin").exists());
 
     let done = parts
-        .complete(up.id, &[named(&p1), named(&p2), named(&p3)], None)
+        .complete(up.id, &[named(&p1), named(&p2), named(&p3)], None, None)
         .await
         .unwrap();
     let whole = [one, two, three].concat();
@@ -154,14 +155,14 @@ async fn refused_completions_store_nothing_and_keep_the_upload() {
         (&[], |e| matches!(e, MultipartError::NoParts)),
     ];
     for (list, expected) in cases {
-        let err = parts.complete(up.id, list, None).await.unwrap_err();
+        let err = parts.complete(up.id, list, None, None).await.unwrap_err();
         assert!(expected(&err), "{err:?}");
         assert_eq!(read(&store, "k"), b"old");
     }
     // If-None-Match: * against an object there: 412, the old object and the upload kept.
     let absent: VersionCheck<'_> = &|meta| meta.is_none();
     let err = parts
-        .complete(up.id, &[named(&big), named(&last)], Some(absent))
+        .complete(up.id, &[named(&big), named(&last)], None, Some(absent))
         .await
         .unwrap_err();
     assert!(matches!(
@@ -173,7 +174,7 @@ async fn refused_completions_store_nothing_and_keep_the_upload() {
     // The upload still completes (an unnamed part is left out), or aborts to the baseline.
     let any: VersionCheck<'_> = &|meta| meta.is_some();
     let done = parts
-        .complete(up.id, &[named(&big), named(&last)], Some(any))
+        .complete(up.id, &[named(&big), named(&last)], None, Some(any))
         .await
         .unwrap();
     assert!(done.committed.replaced);
@@ -299,7 +300,7 @@ async fn a_spliced_part_gets_its_md5_read_back_and_a_copied_part_its_range() {
         Err(MultipartError::Store(StoreError::PreconditionFailed))
     ));
     parts
-        .complete(up.id, &[named(&p1), named(&p2)], None)
+        .complete(up.id, &[named(&p1), named(&p2)], None, None)
         .await
         .unwrap();
     assert_eq!(
@@ -386,7 +387,72 @@ async fn the_sweep_removes_idle_uploads_and_a_restart_keeps_the_recorded_parts()
     assert!(std::fs::read_dir(&area).unwrap().next().is_none());
     assert_eq!(store.usage(), 0);
     assert!(matches!(
-        parts.complete(kept.id, &[named(&p1)], None).await,
+        parts.complete(kept.id, &[named(&p1)], None, None).await,
         Err(MultipartError::NoSuchUpload)
     ));
+}
+
+#[tokio::test]
+async fn a_completion_keeps_its_checksum_only_over_the_parts_it_was_formed_from() {
+    use crate::{Store, StoreObject};
+    let (_dir, store) = store();
+    let parts = opened(&store);
+    let meta = MultipartMeta {
+        checksum_algorithm: Some("CRC32".into()),
+        checksum_type: Some("FULL_OBJECT".into()),
+        ..Default::default()
+    };
+    let up = parts.create(&p("sum.bin"), meta.clone()).await.unwrap();
+    // The upload's checksum algorithm and type survive its record.
+    assert_eq!(parts.upload(up.id).await.unwrap().meta, meta);
+    let seal = |value: &str| PartSeal {
+        md5: None,
+        checksums: vec![("CRC32".into(), value.into())],
+    };
+    let put = |number: u32, bytes: Vec<u8>, value: &'static str| {
+        let parts = &parts;
+        async move {
+            let mut upload = parts.begin_part(up.id, number, None).await.unwrap();
+            upload.write(&bytes).await.unwrap();
+            parts
+                .finish_part(up.id, number, upload, seal(value))
+                .await
+                .unwrap()
+        }
+    };
+    let p1 = put(1, body(1, MIN_PART_SIZE as usize), "AAAAAQ==").await;
+    let p2 = put(2, body(2, 10), "AAAAAg==").await;
+    let checksum = |parts: [&str; 2]| ObjectChecksum {
+        algorithm: "CRC32".into(),
+        kind: "FULL_OBJECT".into(),
+        value: "AAAAAw==".into(),
+        parts: parts.map(str::to_owned).to_vec(),
+    };
+    let list = [named(&p1), named(&p2)];
+    // Formed from another part 2 (replaced since): refused, nothing stored, upload kept.
+    let stale = checksum(["AAAAAQ==", "AAAABB=="]);
+    assert!(matches!(
+        parts.complete(up.id, &list, Some(&stale), None).await,
+        Err(MultipartError::InvalidPart(2))
+    ));
+    // Formed from one part fewer than assembled: refused too.
+    let short = ObjectChecksum {
+        parts: vec!["AAAAAQ==".into()],
+        ..stale.clone()
+    };
+    assert!(matches!(
+        parts.complete(up.id, &list, Some(&short), None).await,
+        Err(MultipartError::InvalidPart(2))
+    ));
+    assert!(!store.root().join("sum.bin").exists());
+    // Formed from these parts: kept with the object, the parts' values too.
+    let right = checksum(["AAAAAQ==", "AAAAAg=="]);
+    parts
+        .complete(up.id, &list, Some(&right), None)
+        .await
+        .unwrap();
+    let object = store.open(&p("sum.bin")).await.unwrap();
+    let kept = object.object_meta().unwrap();
+    assert_eq!(kept.checksum(), Some(("CRC32", "FULL_OBJECT", "AAAAAw==")));
+    assert_eq!(kept.part_checksum(2), Some("AAAAAg=="));
 }

@@ -7,6 +7,7 @@
 //! left out of the object (and removed with the upload).
 
 use super::{CompletePart, MIN_PART_SIZE, MultipartError, PartRecord, check_part_number};
+use crate::ObjectChecksum;
 
 /// The recorded parts a completion's list names, in order, or why the list is refused.
 /// `recorded(n)` is part `n`'s record, if one was uploaded.
@@ -37,6 +38,35 @@ pub fn select_parts(
         return Err(MultipartError::EntityTooSmall { part: small.number });
     }
     Ok(parts)
+}
+
+/// Whether `parts` (as [`select_parts`] found them) are those `checksum` was formed from: as
+/// many, each recorded with that checksum of that algorithm (`InvalidPart` naming the first
+/// that is not: a part replaced since the S3 API judged the completion). Without a checksum,
+/// nothing to check.
+pub fn check_part_checksums(
+    parts: &[PartRecord],
+    checksum: Option<&ObjectChecksum>,
+) -> Result<(), MultipartError> {
+    let Some(checksum) = checksum else {
+        return Ok(());
+    };
+    for (i, part) in parts.iter().enumerate() {
+        let same = checksum.parts.get(i).is_some_and(|claimed| {
+            part.checksums.iter().any(|(name, value)| {
+                name.eq_ignore_ascii_case(&checksum.algorithm) && value == claimed
+            })
+        });
+        if !same {
+            return Err(MultipartError::InvalidPart(part.number));
+        }
+    }
+    match parts.last() {
+        Some(last) if checksum.parts.len() != parts.len() => {
+            Err(MultipartError::InvalidPart(last.number))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Whether a client's ETag names the MD5 `md5`: its hex digits, with or without the quotes

@@ -31,14 +31,15 @@
 
 use super::upload::{ObjectWrite, S3Upload};
 use super::*;
+use crate::ObjectChecksum;
 use crate::UploadId;
 use crate::multipart::record::{
     self, data_name, decode_done, decode_part, decode_upload, record_number, same_parts,
 };
 use crate::multipart::{
     CompletePart, Completed, MAX_PART_SIZE, MultipartError, MultipartMeta, MultipartStore,
-    MultipartUpload, PartRecord, PartSeal, PartsPage, UploadsPage, check_part_number,
-    multipart_etag, select_parts,
+    MultipartUpload, PartRecord, PartSeal, PartsPage, UploadsPage, check_part_checksums,
+    check_part_number, multipart_etag, select_parts,
 };
 use std::collections::BTreeMap;
 
@@ -282,6 +283,7 @@ impl S3Multiparts {
         &self,
         upload: &MultipartUpload,
         parts: &[(PartRecord, String)],
+        checksum: Option<&ObjectChecksum>,
         check: Option<VersionCheck<'_>>,
     ) -> Result<Committed, StoreError> {
         use sha2::Digest;
@@ -310,7 +312,7 @@ impl S3Multiparts {
         // record's error: none).
         let user: Vec<(String, String)> = upload
             .meta
-            .completed_object_meta(parts.iter().map(|(p, _)| p.size))
+            .completed_object_meta(parts.iter().map(|(p, _)| p.size), checksum)
             .iter()
             .flat_map(super::meta::headers)
             .map(|(n, v)| (n.into_owned(), v))
@@ -651,6 +653,7 @@ impl MultipartStore for S3Multiparts {
         &self,
         id: UploadId,
         listed: &[CompletePart],
+        checksum: Option<&ObjectChecksum>,
         check: Option<VersionCheck<'_>>,
     ) -> Result<Completed, MultipartError> {
         let upload = match self.read_upload(id).await {
@@ -675,12 +678,13 @@ impl MultipartStore for S3Multiparts {
             }
         }
         let parts = select_parts(listed, |n| records.get(&n).map(|(p, _)| p.clone()))?;
+        check_part_checksums(&parts, checksum)?;
         let dir = self.dir(id);
         let with_data: Vec<(PartRecord, String)> = parts
             .iter()
             .map(|p| (p.clone(), format!("{dir}{}", records[&p.number].1)))
             .collect();
-        let committed = self.assemble(&upload, &with_data, check).await?;
+        let committed = self.assemble(&upload, &with_data, checksum, check).await?;
         let etag = multipart_etag(&parts);
         let done = Completed {
             committed,

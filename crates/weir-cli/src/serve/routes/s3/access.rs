@@ -3,7 +3,7 @@
 //! (`Auth::s3_credential`: access key id = the line's `name=`, secret = its token), then the
 //! credential's scopes and prefix applied to the operation's `BUCKET/KEY`.
 //!
-//! Scopes, by operation: reads (GetObject, HeadObject, the listings, HeadBucket,
+//! Scopes, by operation: reads (GetObject, HeadObject, GetObjectAttributes, the listings, HeadBucket,
 //! GetBucketLocation) need `read`; PutObject, CopyObject (its target), CreateBucket and the
 //! multipart operations need `write`, or `create` for a PutObject or CopyObject conditional on
 //! the key's absence (`If-None-Match: *`, judged by the store atomically with the commit, as on
@@ -212,6 +212,7 @@ fn access_of(op: &Operation) -> Access {
         | Operation::ListObjectVersions(_)
         | Operation::GetObject(_)
         | Operation::HeadObject(_)
+        | Operation::GetObjectAttributes(_)
         | Operation::GetAcl
         | Operation::ListParts { .. }
         | Operation::ListMultipartUploads(_) => Access::Read,

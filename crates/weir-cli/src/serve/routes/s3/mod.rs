@@ -45,7 +45,9 @@
 //!   replaced by CopyObject, given at CreateMultipartUpload for the completed object. Files
 //!   written through `/files/`, tus or WebDAV have none. A checksum sent in PutObject's head is
 //!   verified and kept with it (`object_put.rs`); one in a trailer is verified, not kept; a
-//!   completed multipart object keeps its parts' sizes (GetObject's `partNumber`).
+//!   completed multipart object keeps its parts' sizes (GetObject's `partNumber`) and the
+//!   composite or full-object checksum its completion formed from its parts' (with the parts'
+//!   own, within a bound: `multipart/complete.rs`).
 //! - **Observed** as `/files/` requests are: the access log and the metrics through
 //!   `observe.rs`'s `observe_start`/`observe_end`, every request in a note's scope
 //!   (`stored.rs`) whose caller is named once the signature is verified; commits and deletes
@@ -57,6 +59,7 @@
 //! | ListBuckets, HeadBucket, CreateBucket, DeleteBucket, GetBucketLocation | `bucket.rs` |
 //! | PutObject (plain, signed payload, `aws-chunked`, checksums, conditional) | `object_put.rs` |
 //! | GetObject, HeadObject (`Range`, `If-*`, `response-content-*`; `sendfile`) | `object_get.rs` |
+//! | GetObjectAttributes (ETag, checksum, parts, size) | `attributes.rs` |
 //! | DeleteObject, DeleteObjects | `delete.rs` |
 //! | ListObjectsV2, ListObjects (V1) | `list.rs` |
 //! | CopyObject | `copy.rs` |
@@ -77,6 +80,7 @@ use weir_s3api::{ErrorCode, S3Error};
 
 mod access;
 mod acl;
+mod attributes;
 mod bucket;
 mod checked_body;
 mod copy;
@@ -215,6 +219,9 @@ async fn dispatch<S: weir_store::Store + Clone + multipart::WithMultiparts>(
         Operation::CopyObject(source) => copy::copy(ctx, store, ex, &bucket, &key, source).await,
         Operation::GetObject(params) | Operation::HeadObject(params) => {
             object_get::get(store, ex, &bucket, &key, &params).await
+        }
+        Operation::GetObjectAttributes(params) => {
+            attributes::get(store, ex, &bucket, &key, &params).await
         }
         Operation::GetAcl => acl::get(ctx, store, ex, &bucket, &key).await,
         Operation::PutAcl => acl::put(ctx, store, ex, &bucket, &key).await,

@@ -6,10 +6,10 @@
 //!
 //! | operation | module | what it does |
 //! | --- | --- | --- |
-//! | CreateMultipartUpload | here | an upload for the key, with its `Content-Type`, metadata (`metadata.rs`: `x-amz-meta-*`, `Cache-Control`, …, which the object gets at completion) and `x-amz-checksum-algorithm` |
+//! | CreateMultipartUpload | here | an upload for the key, with its `Content-Type`, metadata (`metadata.rs`: `x-amz-meta-*`, `Cache-Control`, …, which the object gets at completion), `x-amz-checksum-algorithm` and `x-amz-checksum-type` (S3's pairs only) |
 //! | UploadPart | `part.rs` | the body into the part's upload: spliced into a local file when nothing needs the bytes, else through the `aws-chunked` decoder and the checksums; its MD5 is its ETag |
 //! | UploadPartCopy | `part.rs` | a stored object's range as a part (`x-amz-copy-source-range`, the source's `x-amz-copy-source-if-*`) |
-//! | CompleteMultipartUpload | `complete.rs` | the part list checked, the object assembled and committed with `If-Match`/`If-None-Match` judged by the store atomically |
+//! | CompleteMultipartUpload | `complete.rs` | the part list checked, the object's composite or full-object checksum formed from the parts' and checked, the object assembled and committed with that checksum and `If-Match`/`If-None-Match` judged by the store atomically |
 //! | AbortMultipartUpload | here | the upload and its parts removed |
 //! | ListParts, ListMultipartUploads | `listing.rs` | paged by part number; by key and upload id, with a prefix and a delimiter |
 //!
@@ -38,6 +38,7 @@ use http::StatusCode;
 use std::sync::Arc;
 use std::time::Duration;
 use weir::{Exchange, http};
+use weir_s3api::checksum::{ChecksumAlgorithm, ChecksumType};
 use weir_s3api::route::Operation;
 use weir_s3api::xml::write;
 use weir_s3api::{ErrorCode, S3Error};
@@ -248,40 +249,84 @@ async fn create<M: MultipartStore>(
             None => fields.push((name.to_owned(), value)),
         }
     }
-    let checksum_algorithm = head
-        .header_str("x-amz-checksum-algorithm")
-        .map(|a| a.to_ascii_uppercase());
-    if let Some(a) = &checksum_algorithm {
-        if weir_s3api::checksum::ChecksumAlgorithm::from_name(a).is_none() {
-            let e = S3Error::new(ErrorCode::InvalidArgument, "Unknown checksum algorithm.");
-            return reply::error(ex, &e).await;
-        }
-    }
+    let (checksum_algorithm, checksum_type) = match checksum_kind(head) {
+        Ok(Some((algorithm, kind))) => (
+            Some(algorithm.name().to_owned()),
+            Some(kind.as_str().to_owned()),
+        ),
+        Ok(None) => (None, None),
+        Err(e) => return reply::error(ex, &e).await,
+    };
     let meta = MultipartMeta {
         media_type: crate::serve::mime::of_request(ex),
         metadata,
         fields,
         checksum_algorithm,
+        checksum_type,
     };
     let _ = ctx;
     match parts.create(&path, meta).await {
         Ok(upload) => {
             let id = upload.id.to_string();
             let body = write::initiate_multipart_upload(bucket, key, &id);
-            match &upload.meta.checksum_algorithm {
-                // The algorithm announced, echoed as S3 does (boto3 reads it from here).
-                Some(algorithm) => {
+            let meta = &upload.meta;
+            match (&meta.checksum_algorithm, &meta.checksum_type) {
+                // The algorithm and type settled, echoed as S3 does (boto3 reads them here).
+                (Some(algorithm), Some(kind)) => {
                     ex.respond(StatusCode::OK)
                         .header("content-type", "application/xml")
                         .header("x-amz-checksum-algorithm", algorithm)
-                        .header("x-amz-checksum-type", "COMPOSITE")
+                        .header("x-amz-checksum-type", kind)
                         .body(body)
                         .await
                 }
-                None => reply::xml(ex, StatusCode::OK, body).await,
+                _ => reply::xml(ex, StatusCode::OK, body).await,
             }
         }
         Err(e) => reply::error(ex, &error(&e)).await,
+    }
+}
+
+/// The checksum a CreateMultipartUpload announces: `x-amz-checksum-algorithm` and
+/// `x-amz-checksum-type`, with S3's rules: SHA-1 and SHA-256 can only be `COMPOSITE` (a hash
+/// of parts cannot be combined into the whole's), CRC64NVME only `FULL_OBJECT`, CRC32 and
+/// CRC32C either; without a type, `FULL_OBJECT` for CRC64NVME and `COMPOSITE` for the others;
+/// a type without an algorithm, or a pair S3 refuses, is `InvalidRequest`.
+fn checksum_kind(
+    head: &weir::Request,
+) -> Result<Option<(ChecksumAlgorithm, ChecksumType)>, S3Error> {
+    let algorithm = match head.header_str("x-amz-checksum-algorithm") {
+        Some(a) => Some(
+            ChecksumAlgorithm::from_name(&a.to_ascii_uppercase()).ok_or_else(|| {
+                S3Error::new(ErrorCode::InvalidArgument, "Unknown checksum algorithm.")
+            })?,
+        ),
+        None => None,
+    };
+    let kind = match head.header("x-amz-checksum-type") {
+        Some(t) => Some(ChecksumType::parse(
+            std::str::from_utf8(t).unwrap_or_default(),
+        )?),
+        None => None,
+    };
+    let refused = |message: &'static str| S3Error::new(ErrorCode::InvalidRequest, message);
+    match (algorithm, kind) {
+        (None, None) => Ok(None),
+        (None, Some(_)) => Err(refused(
+            "The x-amz-checksum-type header can only be used with the x-amz-checksum-algorithm              header.",
+        )),
+        (Some(a), Some(ChecksumType::FullObject)) if !a.is_crc() => Err(refused(
+            "The FULL_OBJECT checksum type cannot be used with the SHA1 or SHA256 algorithms.",
+        )),
+        (Some(ChecksumAlgorithm::Crc64Nvme), Some(ChecksumType::Composite)) => Err(refused(
+            "The COMPOSITE checksum type cannot be used with the CRC64NVME algorithm.",
+        )),
+        (Some(a), Some(kind)) => Ok(Some((a, kind))),
+        (Some(ChecksumAlgorithm::Crc64Nvme), None) => Ok(Some((
+            ChecksumAlgorithm::Crc64Nvme,
+            ChecksumType::FullObject,
+        ))),
+        (Some(a), None) => Ok(Some((a, ChecksumType::Composite))),
     }
 }
 

@@ -12,8 +12,10 @@
 //! `x-amz-meta-*`, `Cache-Control`, …) is sent with it; `response-content-type` and the other
 //! `response-*` parameters set the answer's fields (over the stored ones);
 //! `x-amz-checksum-mode: ENABLED` adds the checksum the client sent with the object, kept
-//! with it (`weir_store::CHECKSUM_FIELD`), or else the stored SHA-256 as
-//! `x-amz-checksum-sha256`, with `x-amz-checksum-type`;
+//! with it (`weir_store::CHECKSUM_FIELD`; a completed multipart object's composite or
+//! full-object one), or else the stored SHA-256 as `x-amz-checksum-sha256`, with
+//! `x-amz-checksum-type`; with `partNumber`, the part's own checksum as its upload sent it,
+//! with the object's checksum type (S3's answer), when the object kept its parts' checksums;
 //! `partNumber` answers that part's bytes of a completed multipart object (its part sizes are
 //! kept with it, `weir_store::PARTS_FIELD`) with `x-amz-mp-parts-count`, and part 1 of any
 //! other object is all of it.
@@ -24,7 +26,7 @@ use crate::serve::mime;
 use crate::serve::routes::files::download::{self, Answer, Refusal};
 use http::StatusCode;
 use weir::{Exchange, http};
-use weir_s3api::checksum::{ChecksumAlgorithm, ChecksumValue};
+use weir_s3api::checksum::{ChecksumAlgorithm, ChecksumType, ChecksumValue};
 use weir_s3api::route::GetObjectParams;
 use weir_s3api::{ErrorCode, S3Error};
 use weir_store::{PartLookup, Store, StoreError, StoreObject};
@@ -103,32 +105,31 @@ pub(super) async fn get<S: Store>(
         Some(t) => t.to_owned(),
         None => stored_type.to_string(),
     };
-    // `x-amz-checksum-mode: ENABLED`, for the whole object only (a range's bytes do not have
-    // the object's checksum; S3 sends none either): the checksum the client sent with it if
-    // one was kept, else the SHA-256 every object has.
+    // `x-amz-checksum-mode: ENABLED`, for the whole object or one of its parts only (a
+    // range's bytes do not have the object's checksum; S3 sends none either): the checksum
+    // the client sent with it (or with the part) if one was kept, else the SHA-256 every
+    // object has.
     let whole = answer.start == 0 && answer.len == meta.size;
     let wanted = ex
         .request()
         .header("x-amz-checksum-mode")
         .is_some_and(|v| v.eq_ignore_ascii_case(b"ENABLED"));
-    let checksum: Option<(&'static str, String, &str)> = if !(whole && wanted) {
+    let kept = object_meta.as_ref().and_then(|m| m.checksum());
+    let checksum: Option<(&'static str, String, &str)> = if !wanted {
         None
-    } else if let Some((algorithm, kind, value)) = object_meta.as_ref().and_then(|m| m.checksum()) {
-        ChecksumAlgorithm::from_name(algorithm).map(|a| {
-            (
-                a.header_name(),
-                value.to_owned(),
-                if kind == "COMPOSITE" {
-                    "COMPOSITE"
-                } else {
-                    "FULL_OBJECT"
-                },
-            )
-        })
+    } else if parts_count.is_some() {
+        let number = params.part_number.unwrap_or(1);
+        let part = object_meta.as_ref().and_then(|m| m.part_checksum(number));
+        match (kept, part) {
+            (Some((algorithm, kind, _)), Some(value)) => ChecksumAlgorithm::from_name(algorithm)
+                .map(|a| (a.header_name(), value.to_owned(), checksum_type(kind))),
+            _ => None,
+        }
+    } else if !whole {
+        None
     } else {
-        meta.sha256
-            .and_then(|d| ChecksumValue::from_bytes(ChecksumAlgorithm::Sha256, &d))
-            .map(|c| ("x-amz-checksum-sha256", c.to_base64(), "FULL_OBJECT"))
+        object_checksum(&meta, object_meta.as_ref())
+            .map(|(a, value, kind)| (a.header_name(), value, kind.as_str()))
     };
     let head = |ex| {
         let mut response = answer.respond(ex, &meta, content_type);
@@ -159,6 +160,44 @@ pub(super) async fn get<S: Store>(
         response
     };
     download::send(ex, object, &answer, &path, head).await
+}
+
+/// The `x-amz-checksum-type` of a kept checksum's kind.
+fn checksum_type(kind: &str) -> &'static str {
+    kind_of(kind).as_str()
+}
+
+fn kind_of(kind: &str) -> ChecksumType {
+    if kind == "COMPOSITE" {
+        ChecksumType::Composite
+    } else {
+        ChecksumType::FullObject
+    }
+}
+
+/// The whole object's checksum, as GetObject and GetObjectAttributes answer it: the one the
+/// client sent with it (or a multipart completion formed), kept with it, else the SHA-256
+/// the store has of every object it wrote, as a full-object checksum.
+pub(super) fn object_checksum(
+    meta: &weir_store::FileMeta,
+    kept: Option<&weir_store::ObjectMeta>,
+) -> Option<(ChecksumAlgorithm, String, ChecksumType)> {
+    match kept.and_then(|m| m.checksum()) {
+        // ALLOCATION: the value, once per answer that asks for it.
+        Some((algorithm, kind, value)) => {
+            ChecksumAlgorithm::from_name(algorithm).map(|a| (a, value.to_owned(), kind_of(kind)))
+        }
+        None => meta
+            .sha256
+            .and_then(|d| ChecksumValue::from_bytes(ChecksumAlgorithm::Sha256, &d))
+            .map(|c| {
+                (
+                    ChecksumAlgorithm::Sha256,
+                    c.to_base64(),
+                    ChecksumType::FullObject,
+                )
+            }),
+    }
 }
 
 /// One part of an object (`partNumber`).

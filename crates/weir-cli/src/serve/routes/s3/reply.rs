@@ -15,7 +15,7 @@ use weir_store::StoreError;
 static REQUESTS: AtomicU64 = AtomicU64::new(1);
 
 /// A new request id (16 hex digits).
-fn request_id() -> String {
+pub(super) fn request_id() -> String {
     format!("{:016X}", REQUESTS.fetch_add(1, Ordering::Relaxed))
 }
 

@@ -7,8 +7,20 @@
 //! the same answer.
 //!
 //! A part's checksum named in the list must be the one recorded (`InvalidPart`); when the
-//! upload announced an algorithm and every part has its checksum, the answer carries S3's
-//! composite checksum (`base64(checksum of the parts' checksums)-N`).
+//! upload announced an algorithm and every part has its checksum, the object's checksum is
+//! formed from the parts' as the upload's type says: `COMPOSITE`, S3's
+//! `base64(checksum of the parts' checksums)-N`; `FULL_OBJECT` (CRCs only), the CRC of the
+//! whole object, combined from the parts' CRCs and sizes. A value the request sends
+//! (`x-amz-checksum-*`) must be that one (`BadDigest`). It is answered, and kept with the
+//! object by the store's commit (`weir_store::ObjectChecksum`, with the parts' own values for
+//! GetObject's `partNumber`); the store checks that the parts it assembles are the ones the
+//! checksum was formed from (a part replaced meanwhile: `InvalidPart`, nothing stored).
+//!
+//! Why the full-object CRC is combined rather than computed over the assembled object: each
+//! part's CRC was verified as its bytes arrived, and combining costs a few hundred operations
+//! per part (`weir_s3api::checksum::combine_crc`), where reading the object back would cost a
+//! pass over every byte; the local store assembles parts with `copy_file_range`, so the bytes
+//! never pass through user space at completion to be checksummed on the way.
 
 use super::super::Ctx;
 use super::super::reply::{self, Missing};
@@ -17,11 +29,14 @@ use crate::serve::preconditions;
 use http::StatusCode;
 use weir::{Exchange, http};
 use weir_proto::conditional;
-use weir_s3api::checksum::{ChecksumAlgorithm, ChecksumValue, CompositeChecksum};
+use weir_s3api::checksum::{
+    ChecksumAlgorithm, ChecksumType, ChecksumValue, CompositeChecksum, combine_crc,
+};
 use weir_s3api::xml::{parse, write};
 use weir_s3api::{ErrorCode, S3Error};
 use weir_store::{
-    CompletePart, FileMeta, MultipartCompleted, MultipartStore, Store, StoreError, UploadId,
+    CompletePart, FileMeta, MultipartCompleted, MultipartStore, ObjectChecksum, Store, StoreError,
+    UploadId,
 };
 
 /// CompleteMultipartUpload.
@@ -63,7 +78,7 @@ pub(in super::super) async fn complete<S: Store, M: MultipartStore>(
         }
     }
     // The checksums, judged before anything is stored (the store judges ETags and sizes).
-    let composite = match checksums(parts, id, &listed, head).await {
+    let formed = match checksums(parts, id, &listed, head).await {
         Ok(c) => c,
         Err(e) => return reply::error(ex, &e).await,
     };
@@ -77,7 +92,12 @@ pub(in super::super) async fn complete<S: Store, M: MultipartStore>(
     let check = |meta: Option<&FileMeta>| preconditions::hold(head, meta);
     let conditional = conditional::has_preconditions(&preconditions::Fields(head));
     let done = parts
-        .complete(id, &named, if conditional { Some(&check) } else { None })
+        .complete(
+            id,
+            &named,
+            formed.as_ref().map(|(_, _, kept)| kept),
+            if conditional { Some(&check) } else { None },
+        )
         .await;
     let done: MultipartCompleted = match done {
         Ok(d) if d.upload.key == path => d,
@@ -91,8 +111,10 @@ pub(in super::super) async fn complete<S: Store, M: MultipartStore>(
     // ALLOCATION: the location, once per completion.
     let host = ex.request().header_str("host").unwrap_or("localhost");
     let location = format!("http://{host}/{bucket}/{key}");
-    let checksum = composite.as_ref().map(|(a, t)| (*a, t.as_str()));
-    // A completion sent again (the upload is gone) answers without the composite.
+    let checksum = formed
+        .as_ref()
+        .map(|(a, kind, kept)| (*a, kept.value.as_str(), *kind));
+    // A completion sent again (the upload is gone) answers without the checksum.
     let body =
         write::complete_multipart_upload(&location, bucket, key, etag.trim_matches('"'), checksum);
     reply::xml(ex, StatusCode::OK, body).await
@@ -101,15 +123,16 @@ pub(in super::super) async fn complete<S: Store, M: MultipartStore>(
 /// The completion's checksums against the recorded parts': a checksum the list names must be
 /// the part's (`InvalidPart`); with an algorithm announced at creation, every listed part sent
 /// with its checksum must be named with it (`BadDigest`), and, when every part has one, the
-/// composite (`base64(checksum of the parts' checksums)-N`) must match the request's
+/// object's checksum formed from them (module doc) must match the request's
 /// `x-amz-checksum-*` if it sends one (`BadDigest`).
-/// Returns the composite to answer. An upload already completed has nothing to judge.
+/// Returns the object's checksum to answer and keep. An upload already completed has nothing
+/// to judge.
 async fn checksums<M: MultipartStore>(
     parts: &M,
     id: UploadId,
     listed: &[parse::CompletedPart],
     head: &weir::Request,
-) -> Result<Option<(ChecksumAlgorithm, String)>, S3Error> {
+) -> Result<Option<(ChecksumAlgorithm, ChecksumType, ObjectChecksum)>, S3Error> {
     let Ok(upload) = parts.upload(id).await else {
         return Ok(None);
     };
@@ -122,8 +145,16 @@ async fn checksums<M: MultipartStore>(
         .checksum_algorithm
         .as_deref()
         .and_then(ChecksumAlgorithm::from_name);
+    // An upload recorded before the type was kept: S3's default then, composite.
+    let kind = match upload.meta.checksum_type.as_deref() {
+        Some("FULL_OBJECT") => ChecksumType::FullObject,
+        _ => ChecksumType::Composite,
+    };
     let bad_digest = || S3Error::new(ErrorCode::BadDigest, "A part's checksum is missing.");
-    let mut combined = algorithm.map(CompositeChecksum::new);
+    let mut combined = algorithm.map(|alg| Formed::new(alg, kind));
+    // ALLOCATION: the parts' checksums as recorded (at most 10,000 short strings), for the
+    // store to check and keep.
+    let mut part_values = Vec::new();
     for entry in listed {
         let Some(part) = recorded
             .parts
@@ -136,10 +167,10 @@ async fn checksums<M: MultipartStore>(
             part.checksums
                 .iter()
                 .find(|(name, _)| ChecksumAlgorithm::from_name(name) == Some(alg))
-                .and_then(|(_, v)| ChecksumValue::parse_base64(alg, v).ok())
+                .and_then(|(_, v)| Some((ChecksumValue::parse_base64(alg, v).ok()?, v)))
         };
         for claimed in &entry.checksums {
-            if recorded_value(claimed.algorithm()).as_ref() != Some(claimed) {
+            if recorded_value(claimed.algorithm()).map(|(v, _)| v).as_ref() != Some(claimed) {
                 let e = S3Error::new(ErrorCode::InvalidPart, "A part's checksum does not match.");
                 return Err(e);
             }
@@ -147,24 +178,25 @@ async fn checksums<M: MultipartStore>(
         if let Some(alg) = algorithm {
             match recorded_value(alg) {
                 // A part sent with its checksum must be named with it.
-                Some(value) => {
+                Some((value, text)) => {
                     if !entry.checksums.iter().any(|v| v.algorithm() == alg) {
                         return Err(bad_digest());
                     }
                     if let Some(c) = combined.as_mut() {
-                        c.add_part(&value).map_err(|_| bad_digest())?;
+                        c.add_part(&value, part.size).ok_or_else(bad_digest)?;
+                        part_values.push(text.clone());
                     }
                 }
-                // A part without one (copied, or sent without): no composite for the object.
+                // A part without one (copied, or sent without): no checksum for the object.
                 None => combined = None,
             }
         }
     }
-    let composite = match (algorithm, combined) {
-        (Some(alg), Some(c)) => Some((alg, c.finalize_text())),
+    let formed = match (algorithm, combined.and_then(Formed::finish)) {
+        (Some(alg), Some(value)) => Some((alg, value)),
         _ => None,
     };
-    if let Some((alg, text)) = &composite {
+    if let Some((alg, text)) = &formed {
         if let Some(claimed) = head.header_str(alg.header_name()) {
             if claimed != text {
                 let e = S3Error::new(
@@ -175,5 +207,58 @@ async fn checksums<M: MultipartStore>(
             }
         }
     }
-    Ok(composite)
+    Ok(formed.map(|(alg, value)| {
+        let kept = ObjectChecksum {
+            algorithm: alg.name().to_owned(),
+            kind: kind.as_str().to_owned(),
+            value,
+            parts: part_values,
+        };
+        (alg, kind, kept)
+    }))
+}
+
+/// An object's checksum being formed from its parts', part by part.
+// One per completion, in a future that is boxed already (`S3Api::handle`): its size costs no
+// copy worth a second allocation.
+#[allow(clippy::large_enum_variant)]
+enum Formed {
+    Composite(CompositeChecksum),
+    /// The CRC of the parts so far (`None` before the first).
+    FullObject(ChecksumAlgorithm, Option<ChecksumValue>),
+}
+
+impl Formed {
+    fn new(algorithm: ChecksumAlgorithm, kind: ChecksumType) -> Formed {
+        match kind {
+            ChecksumType::Composite => Formed::Composite(CompositeChecksum::new(algorithm)),
+            ChecksumType::FullObject => Formed::FullObject(algorithm, None),
+        }
+    }
+
+    /// Adds the next part's checksum (of `size` bytes); `None` if it cannot be (another
+    /// algorithm, or a hash where a CRC is combined).
+    fn add_part(&mut self, value: &ChecksumValue, size: u64) -> Option<()> {
+        match self {
+            Formed::Composite(c) => c.add_part(value).ok(),
+            Formed::FullObject(alg, so_far) => {
+                if value.algorithm() != *alg {
+                    return None;
+                }
+                *so_far = Some(match so_far.as_ref() {
+                    None => *value,
+                    Some(before) => combine_crc(before, value, size)?,
+                });
+                Some(())
+            }
+        }
+    }
+
+    /// The object's checksum as S3 writes it (`base64-N` for a composite); `None` for no part.
+    fn finish(self) -> Option<String> {
+        match self {
+            Formed::Composite(c) => Some(c.finalize_text()),
+            Formed::FullObject(_, so_far) => so_far.map(|v| v.to_base64()),
+        }
+    }
 }
