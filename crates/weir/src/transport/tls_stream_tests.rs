@@ -225,3 +225,41 @@ async fn application_data_sent_ends_the_key_update_already_answered() {
         .unwrap();
     assert!(server.key_updated_since_data);
 }
+
+#[tokio::test]
+async fn a_read_sends_the_records_the_socket_did_not_take() {
+    let (mut server, mut client) = pair(&[b"http/1.1"], false).await;
+    // The client reads nothing at first: write until the socket is full and records stay
+    // queued behind it.
+    let chunk = vec![7u8; 256 * 1024];
+    let mut written = 0;
+    while let Poll::Ready(n) = poll_once(server.write(&chunk)) {
+        written += n.unwrap();
+        assert!(written < 1 << 30, "the socket never filled");
+    }
+    assert!(!server.tx.is_empty(), "records wait in the send queue");
+    // Now the client reads everything it was sent. The server only reads (as a connection
+    // waiting for its next request does): its reads must send the queued records, or the
+    // client waits for bytes that never leave.
+    let reader = tokio::spawn(async move {
+        let mut got = vec![0u8; written];
+        client.read_exact(&mut got).await.unwrap();
+        assert!(got.iter().all(|&b| b == 7));
+    });
+    let mut buf = [0u8; 16];
+    // A bound on the rounds, so that the mutant that never sends fails instead of hanging;
+    // nothing here depends on how long a round takes.
+    for _ in 0..2_000 {
+        if reader.is_finished() {
+            break;
+        }
+        assert!(poll_once(server.read(&mut buf)).is_pending());
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    assert!(
+        reader.is_finished(),
+        "the queued records never reached the client"
+    );
+    reader.await.unwrap();
+    assert!(server.tx.is_empty());
+}
