@@ -1,6 +1,6 @@
 //! GetObjectAttributes (`GET /bucket/key?attributes`), sans I/O: its request headers parsed
 //! and bounded ([`AttributesParams`]), and its answer written (`GetObjectAttributesResponse`,
-//! [`write`]) from what the caller found, with only the attributes asked for, as AWS
+//! [`write()`]) from what the caller found, with only the attributes asked for, as AWS
 //! documents the operation.
 //!
 //! Request: `x-amz-object-attributes` (required; a comma-separated list of `ETag`,

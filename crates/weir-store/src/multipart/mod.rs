@@ -309,7 +309,7 @@ pub trait MultipartStore: Send + Sync + 'static {
     fn abort(&self, id: UploadId) -> impl Future<Output = Result<(), MultipartError>> + Send;
 
     /// Assembles the listed parts into the object at the upload's key, if they pass
-    /// [`select_parts`] and [`check_part_checksums`] (the parts assembled are those `checksum`
+    /// [`select_parts`] and `check_part_checksums` (the parts assembled are those `checksum`
     /// was formed from), and `check` (when given) accepts the version at the key (judged
     /// atomically with the commit); `checksum` is kept in the object's metadata with the
     /// commit. Then removes the upload. A refusal changes nothing and keeps the upload (the

@@ -2,7 +2,7 @@
 //! of each on the same work in the same rounds, interleaved (forward, then backward), so a
 //! change to the service can be shown to cost nothing.
 //!
-//! Rows, each for both binaries ([`Row`]):
+//! Rows, each for both binaries ([`rows::Row`]):
 //! - `PUT` of a large body over HTTP/1.1 with the defaults (SHA-256 beside the write), with
 //!   `--no-hash` (socket → pipe → file, `splice`), over HTTPS, and over HTTP/2 (TLS, ALPN `h2`):
 //!   the bench's upload client ([`crate::client::upload::Uploader`]) from memory; time and the
