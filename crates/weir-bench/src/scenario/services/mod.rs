@@ -215,12 +215,12 @@ fn prepare(svc: &Service, z: &Sizes, p: &Arc<Pattern>) -> io::Result<()> {
     Ok(())
 }
 
-/// Creates folder `name` first where a service's concurrent `PUT`s into a missing folder fail:
-/// rclone serve webdav creates no parents (404); weir serve's 64 `PUT`s racing to create the
-/// same parent answered one of them 409 "not a directory" once in the quick form (a weir bug,
-/// reported in BENCHMARKS.md, not worked around in weir here: the folder is made by
-/// `PUT /files/DIR/`, as a client that makes its folder first does). The others create parents
-/// as they go.
+/// Creates folder `name` first where a service needs it or once needed it: rclone serve webdav
+/// creates no parents (404); weir serve's 64 `PUT`s racing to create the same parent once
+/// answered one of them 409 "not a directory" (fixed in weir-store, tested by weir-cli's
+/// `tests/service/first_uploads.rs`); its folder is still made by `PUT /files/DIR/` so that
+/// rounds measured before and after the fix compare alike. The others create parents as they
+/// go.
 fn make_folder(svc: &Service, name: &str) -> io::Result<()> {
     let w = &svc.write;
     let method = match svc.kind {
