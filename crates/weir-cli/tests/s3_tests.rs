@@ -1,20 +1,19 @@
 //! Ceph's s3-tests (`../shared/tools/s3-tests`, or `$WEIR_S3_TESTS`: the suite S3-compatible
-//! servers are measured with, pytest + boto3) against `weir serve --s3-api`, in three runs:
+//! servers are measured with, pytest + boto3) against `weir serve --s3-api`, in four runs, one
+//! per store and transport:
 //!
-//! | test | store | transport |
+//! | run | store | transport |
 //! | --- | --- | --- |
-//! | `local_http` | the local store | HTTP |
-//! | `local_https` | the local store | HTTPS (boto3's `aws-chunked` bodies with CRC trailers) |
-//! | `s3_store_http` | `--store s3://` on SeaweedFS's `weed mini` | HTTP |
+//! | local store over HTTP | the local store | HTTP |
+//! | local store over HTTPS | the local store | HTTPS (boto3's `aws-chunked` bodies with CRC trailers) |
+//! | S3 store over HTTP | `--store s3://` on SeaweedFS's `weed mini` | HTTP |
+//! | S3 store over HTTPS | the same | HTTPS |
 //!
-//! The fourth combination (S3 store over HTTPS) is left out to keep CI's time down: the
-//! transport is the S3 API's listener, the same code whichever store is behind it, and the
-//! store is the same code whichever transport is in front, so each pair of runs differing in
-//! one axis covers what that axis changes (`tests/s3_api`'s `s3_store_https_checksum_trailers`
-//! still sends boto3's TLS-only trailers to the S3 store). Each run prints its time. Measured
-//! on this 2-core machine (2026-12-06): a run alone about 3 min (local) and 4.5 min (S3 store,
-//! `weed` included); the test harness runs two at once, so the three add about 7 to 8 min to
-//! CI, not 10.
+//! `four_runs_at_once` starts the four together, each with its own server (and its own `weed`
+//! for the S3 store), and fails naming every run that failed. Together rather than one test
+//! each because a run mostly waits: on pytest's one thread, on `fsync`, on `weed`; the test
+//! harness runs as many tests at once as there are cores, which on CI's two would run the four
+//! in two rounds, each as long as its slowest run. Each run prints its time.
 //!
 //! `s3_tests/list.txt` names each of the 239 tests of the suite's `WEIR-core-tests.txt`:
 //! `keep ID` must pass in every run; `local ID -- REASON` must pass on the local store and is
@@ -151,18 +150,39 @@ fn the_list_names_each_test_once_with_a_reason_for_each_left_out() {
 }
 
 #[test]
-fn local_http() {
-    run_suite(Store::Local, false);
-}
-
-#[test]
-fn local_https() {
-    run_suite(Store::Local, true);
-}
-
-#[test]
-fn s3_store_http() {
-    run_suite(Store::S3, false);
+fn four_runs_at_once() {
+    if !suite_present() {
+        return;
+    }
+    let runs = [
+        (Store::Local, false),
+        (Store::Local, true),
+        (Store::S3, false),
+        (Store::S3, true),
+    ];
+    let failed: Vec<String> = std::thread::scope(|scope| {
+        let handles: Vec<_> = runs
+            .iter()
+            .map(|&(store, tls)| scope.spawn(move || run_suite(store, tls)))
+            .collect();
+        handles
+            .into_iter()
+            .filter_map(|handle| match handle.join() {
+                Ok(Ok(())) => None,
+                Ok(Err(failure)) => Some(failure),
+                Err(panic) => Some(match panic.downcast::<String>() {
+                    Ok(message) => *message,
+                    Err(_) => "a run panicked".to_owned(),
+                }),
+            })
+            .collect()
+    });
+    assert!(
+        failed.is_empty(),
+        "{} of 4 s3-tests runs failed:\n{}",
+        failed.len(),
+        failed.join("\n\n")
+    );
 }
 
 /// Whether the suite and its packages are there; else skipped or failed.
@@ -186,11 +206,8 @@ fn suite_present() -> bool {
 }
 
 /// Runs the tests kept on `store` against a server on it, over HTTPS when `tls`; each must
-/// pass.
-fn run_suite(store: Store, tls: bool) {
-    if !suite_present() {
-        return;
-    }
+/// pass. The error names the run and shows pytest's output and the server's log.
+fn run_suite(store: Store, tls: bool) -> Result<(), String> {
     let dir = suite_dir();
     let entries = parse_list();
     let suite: BTreeSet<String> = std::fs::read_to_string(dir.join("WEIR-core-tests.txt"))
@@ -215,7 +232,7 @@ fn run_suite(store: Store, tls: bool) {
         Store::Local => None,
         Store::S3 => match s3_nodes::start_weed() {
             Some(weed) => Some(weed),
-            None => return,
+            None => return Ok(()),
         },
     };
     let cert = tls.then(TestCert::new);
@@ -271,14 +288,15 @@ fn run_suite(store: Store, tls: bool) {
         },
         if tls { "HTTPS" } else { "HTTP" }
     );
-    assert!(
-        output.status.success() && not_passed.is_empty(),
-        "{run}: {} of {} kept s3-tests did not pass: {not_passed:#?}\n{}\n{}\n--- server log ---\n{log}",
-        not_passed.len(),
-        kept.len(),
-        stdout,
-        String::from_utf8_lossy(&output.stderr),
-    );
+    if !output.status.success() || !not_passed.is_empty() {
+        return Err(format!(
+            "{run}: {} of {} kept s3-tests did not pass: {not_passed:#?}\n{}\n{}\n--- server log ---\n{log}",
+            not_passed.len(),
+            kept.len(),
+            stdout,
+            String::from_utf8_lossy(&output.stderr),
+        ));
+    }
     // Measured, not asserted: CI's budget is watched from this line.
     eprintln!(
         "s3-tests, {run}: {} of 239 pass (kept), {} left out, in {:.0?}",
@@ -286,4 +304,5 @@ fn run_suite(store: Store, tls: bool) {
         239 - kept.len(),
         took
     );
+    Ok(())
 }

@@ -1,6 +1,7 @@
 //! Unit tests of [`TlsStream`](super::TlsStream) over a real loopback connection, a rustls
 //! client on the other end: what the integration tests over TLS cannot pin (how much one write
-//! takes, what `Debug` shows) and the send queue's bookkeeping.
+//! takes, what `Debug` shows, how a read meets a cut connection, a full send queue or a failed
+//! send) and the send queue's bookkeeping.
 
 use super::*;
 use std::sync::Arc;
@@ -145,12 +146,7 @@ async fn records_the_socket_has_not_taken_make_the_stream_readable() {
         "nothing at hand, nothing queued: wait for the socket"
     );
     // The client reads nothing: write until the socket is full and records stay queued.
-    let chunk = vec![0u8; 256 * 1024];
-    let mut written = 0;
-    while let Poll::Ready(n) = poll_once(server.write(&chunk)) {
-        written += n.unwrap();
-        assert!(written < 1 << 30, "the socket never filled");
-    }
+    fill_the_send_queue(&mut server);
     // A read sends queued records, so an idle connection waiting to read must not wait for
     // the client first: the client may be waiting for those very bytes.
     assert!(poll_once(server.readable()).is_ready());
@@ -231,13 +227,7 @@ async fn a_read_sends_the_records_the_socket_did_not_take() {
     let (mut server, mut client) = pair(&[b"http/1.1"], false).await;
     // The client reads nothing at first: write until the socket is full and records stay
     // queued behind it.
-    let chunk = vec![7u8; 256 * 1024];
-    let mut written = 0;
-    while let Poll::Ready(n) = poll_once(server.write(&chunk)) {
-        written += n.unwrap();
-        assert!(written < 1 << 30, "the socket never filled");
-    }
-    assert!(!server.tx.is_empty(), "records wait in the send queue");
+    let written = fill_the_send_queue(&mut server);
     // Now the client reads everything it was sent. The server only reads (as a connection
     // waiting for its next request does): its reads must send the queued records, or the
     // client waits for bytes that never leave.
@@ -262,4 +252,168 @@ async fn a_read_sends_the_records_the_socket_did_not_take() {
     );
     reader.await.unwrap();
     assert!(server.tx.is_empty());
+}
+
+/// The server's TCP socket under `server`.
+fn tcp(server: &TlsStream) -> &tokio::net::TcpStream {
+    let Stream::Tcp(tcp) = &server.io else {
+        unreachable!("a TCP pair")
+    };
+    tcp
+}
+
+/// Waits until `bytes` bytes lie unread in the server's socket.
+async fn until_at_hand(server: &TlsStream, bytes: usize) {
+    let mut peeked = vec![0u8; bytes];
+    while tcp(server).peek(&mut peeked).await.unwrap() < bytes {
+        tokio::task::yield_now().await;
+    }
+}
+
+/// Writes sevens until the socket is full and at least the queue's limit waits behind it
+/// (the client reads nothing); returns how much was written.
+fn fill_the_send_queue(server: &mut TlsStream) -> usize {
+    let chunk = vec![7u8; 256 * 1024];
+    let mut written = 0;
+    while let Poll::Ready(n) = poll_once(server.write(&chunk)) {
+        written += n.unwrap();
+        assert!(written < 1 << 30, "the socket never filled");
+    }
+    assert!(
+        server.tx.len() >= TX_MAX,
+        "a write stops at the queue's limit"
+    );
+    written
+}
+
+/// Sizes of TLS 1.3 records as they travel: header, plaintext, content type, tag.
+const fn record(plaintext: usize) -> usize {
+    5 + plaintext + 1 + 16
+}
+
+#[tokio::test]
+async fn bytes_before_a_cut_are_read_and_the_cut_is_an_error_after_them() {
+    let (mut server, mut client) = pair(&[b"http/1.1"], false).await;
+    client.write_all(b"hello").await.unwrap();
+    client.flush().await.unwrap();
+    // The client's TCP closes without a close_notify (a truncation, as an attacker cutting
+    // the connection would make it); wait until the server's socket has seen the end too, so
+    // that one read meets the record and the end.
+    let (mut client_tcp, _) = client.into_inner();
+    client_tcp.shutdown().await.unwrap();
+    until_at_hand(&server, record(5)).await;
+    while !tcp(&server)
+        .ready(tokio::io::Interest::READABLE)
+        .await
+        .unwrap()
+        .is_read_closed()
+    {
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+    }
+    let mut buf = [0u8; 64];
+    // The bytes decrypted before the end are the caller's: they come first...
+    assert_eq!(server.read(&mut buf).await.unwrap(), 5);
+    assert_eq!(&buf[..5], b"hello");
+    // ...then the cut, as an error: not an orderly end of the stream.
+    let cut = server.read(&mut buf).await.unwrap_err();
+    assert_eq!(cut.kind(), io::ErrorKind::UnexpectedEof);
+    let again = server.read(&mut buf).await.unwrap_err();
+    assert_eq!(again.kind(), io::ErrorKind::UnexpectedEof, "and it stays");
+}
+
+#[tokio::test]
+async fn a_full_send_queue_alone_does_not_stop_reading() {
+    let (mut server, mut client) = pair(&[b"http/1.1"], false).await;
+    fill_the_send_queue(&mut server);
+    // Nothing is owed to the client's records: its request is read although our response
+    // waits (a client that sends before it reads must not deadlock against us).
+    client.write_all(b"ping").await.unwrap();
+    client.flush().await.unwrap();
+    until_at_hand(&server, record(4)).await;
+    let mut buf = [0u8; 16];
+    match poll_once(server.read(&mut buf)) {
+        Poll::Ready(Ok(4)) => assert_eq!(&buf[..4], b"ping"),
+        other => panic!("the request was not read: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn an_owed_answer_behind_a_full_queue_stops_reading_until_the_client_takes_it() {
+    let (mut server, mut client) = pair(&[b"http/1.1"], false).await;
+    let written = fill_the_send_queue(&mut server);
+    // The client sends a request, asks for a key update (which owes it one of ours) and
+    // sends more: each such record read could queue another answer, so with the queue full
+    // no record after the update is read.
+    client.write_all(b"before").await.unwrap();
+    client.flush().await.unwrap();
+    client.get_mut().1.refresh_traffic_keys().unwrap();
+    client.write_all(b"after").await.unwrap();
+    client.flush().await.unwrap();
+    until_at_hand(&server, record(6) + record(5) + record(5)).await;
+    let mut buf = [0u8; 16];
+    // The bytes read before the update are the caller's at once...
+    match poll_once(server.read(&mut buf)) {
+        Poll::Ready(Ok(6)) => assert_eq!(&buf[..6], b"before"),
+        other => panic!("the bytes before the update: {other:?}"),
+    }
+    // ...then pending: not an end of stream and not the next record.
+    assert!(poll_once(server.read(&mut buf)).is_pending());
+    assert!(server.answer_queued, "the key update was read");
+    assert!(server.rx.has_ciphertext(), "the record after it was not");
+    // Once the client takes what it was sent, reading goes on.
+    let reader = tokio::spawn(async move {
+        let mut got = vec![0u8; written];
+        client.read_exact(&mut got).await.unwrap();
+        client
+    });
+    // A bound on the rounds, so that a stream that never reads again fails instead of
+    // hanging; nothing here depends on how long a round takes.
+    for _ in 0..2_000 {
+        match poll_once(server.read(&mut buf)) {
+            Poll::Ready(n) => {
+                assert_eq!(n.unwrap(), 5);
+                assert_eq!(&buf[..5], b"after");
+                drop(reader.await.unwrap());
+                return;
+            }
+            Poll::Pending => tokio::time::sleep(std::time::Duration::from_millis(5)).await,
+        }
+    }
+    panic!("reading never went on after the client took the queued records");
+}
+
+/// A write error met while an owed answer holds reading: the bytes already decrypted in the
+/// same read come first, then the error; with none, the error at once (never an orderly end).
+#[tokio::test]
+async fn a_failed_send_of_an_owed_answer_comes_after_the_bytes_read_before_it() {
+    for data_first in [true, false] {
+        let (mut server, mut client) = pair(&[b"http/1.1"], false).await;
+        fill_the_send_queue(&mut server);
+        let mut at_hand = record(5);
+        if data_first {
+            client.write_all(b"data").await.unwrap();
+            client.flush().await.unwrap();
+            at_hand += record(4);
+        }
+        client.get_mut().1.refresh_traffic_keys().unwrap();
+        client.flush().await.unwrap();
+        until_at_hand(&server, at_hand).await;
+        // Our sending side fails from now on (EPIPE); reading still works.
+        socket2::SockRef::from(tcp(&server))
+            .shutdown(std::net::Shutdown::Write)
+            .unwrap();
+        // Wait until the runtime has seen the socket turn writable (a shut down side polls
+        // writable), so that the read's send meets the error instead of waiting.
+        tcp(&server).writable().await.unwrap();
+        let mut buf = [0u8; 16];
+        if data_first {
+            assert_eq!(server.read(&mut buf).await.unwrap(), 4);
+            assert_eq!(&buf[..4], b"data");
+        }
+        let failed = server.read(&mut buf).await;
+        assert!(
+            failed.is_err(),
+            "data first: {data_first}: the failed send reads as {failed:?}"
+        );
+    }
 }
