@@ -302,14 +302,7 @@ async fn bytes_before_a_cut_are_read_and_the_cut_is_an_error_after_them() {
     let (mut client_tcp, _) = client.into_inner();
     client_tcp.shutdown().await.unwrap();
     until_at_hand(&server, record(5)).await;
-    while !tcp(&server)
-        .ready(tokio::io::Interest::READABLE)
-        .await
-        .unwrap()
-        .is_read_closed()
-    {
-        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
-    }
+    until_closed(&server).await;
     let mut buf = [0u8; 64];
     // The bytes decrypted before the end are the caller's: they come first...
     assert_eq!(server.read(&mut buf).await.unwrap(), 5);
@@ -319,6 +312,50 @@ async fn bytes_before_a_cut_are_read_and_the_cut_is_an_error_after_them() {
     assert_eq!(cut.kind(), io::ErrorKind::UnexpectedEof);
     let again = server.read(&mut buf).await.unwrap_err();
     assert_eq!(again.kind(), io::ErrorKind::UnexpectedEof, "and it stays");
+}
+
+/// Waits until the runtime has seen the client's end of the connection (a FIN or a reset).
+async fn until_closed(server: &TlsStream) {
+    while !tcp(server)
+        .ready(tokio::io::Interest::READABLE)
+        .await
+        .unwrap()
+        .is_read_closed()
+    {
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+    }
+}
+
+/// A socket error met by a read: the bytes already decrypted in the same read come first,
+/// then the error; with none, the error at once (never an orderly end).
+#[tokio::test]
+async fn bytes_before_a_reset_are_read_and_the_reset_is_an_error_after_them() {
+    for data_first in [true, false] {
+        let (mut server, mut client) = pair(&[b"http/1.1"], false).await;
+        if data_first {
+            client.write_all(b"hello").await.unwrap();
+            client.flush().await.unwrap();
+            until_at_hand(&server, record(5)).await;
+        }
+        // The client's socket closes with a reset (SO_LINGER 0), not a FIN.
+        let (client_tcp, _) = client.into_inner();
+        socket2::SockRef::from(&client_tcp)
+            .set_linger(Some(std::time::Duration::ZERO))
+            .unwrap();
+        drop(client_tcp);
+        until_closed(&server).await;
+        let mut buf = [0u8; 64];
+        if data_first {
+            assert_eq!(server.read(&mut buf).await.unwrap(), 5);
+            assert_eq!(&buf[..5], b"hello");
+        }
+        let reset = server.read(&mut buf).await;
+        assert_eq!(
+            reset.map_err(|e| e.kind()),
+            Err(io::ErrorKind::ConnectionReset),
+            "data first: {data_first}"
+        );
+    }
 }
 
 #[tokio::test]
