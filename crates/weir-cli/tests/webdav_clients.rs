@@ -475,11 +475,28 @@ fn lockinfo(owner: &str) -> String {
 /// `PROPFIND` of `/dav` without its slash (first without credentials, then with Basic; a `301`
 /// here would stop it), the folder's listing with Windows' own properties, then the copy: an
 /// empty `PUT`, `LOCK`, the bytes with the lock token, a `PROPPATCH` of the `Win32*` times and
-/// attributes (kept as dead properties), `UNLOCK`, and the file's properties read back.
+/// attributes (`Win32LastModifiedTime` becomes the file's time, the others dead properties),
+/// `UNLOCK`, and the file's properties read back.
 #[test]
 fn windows_explorer_maps_the_folder_and_copies_a_file() {
     let server = start(&["--token", TOKEN]);
-    let a = server.addr;
+    windows_explorer_copies_at(server.addr, Some(&server.root));
+}
+
+#[cfg(feature = "s3")]
+#[test]
+fn windows_explorer_maps_the_folder_and_copies_a_file_on_s3() {
+    let Some(weed) = s3_nodes::start_weed() else {
+        return;
+    };
+    let store = format!("s3://{}/windows", weir_testkit::seaweed::BUCKET);
+    let node = s3_nodes::start_node(&weed, &store, &["--token", TOKEN]);
+    windows_explorer_copies_at(node.addr, None);
+}
+
+/// The Windows replay against the server at `a`; `root`: the local store's, to look at the
+/// file itself.
+fn windows_explorer_copies_at(a: SocketAddr, root: Option<&Path>) {
     // `WIN\alice` with the token as the password.
     let basic = "Authorization: Basic V0lOXGFsaWNlOnMzY3JldA==";
     let (status, head, _) = raw(
@@ -550,11 +567,33 @@ fn windows_explorer_maps_the_folder_and_copies_a_file() {
         "{body}"
     );
     assert!(body.contains("00000020"), "{body}");
-    assert!(body.contains("Tue, 02 Jan 2024 10:00:00 GMT"), "{body}");
-    assert_eq!(
-        std::fs::read(server.root.join("report.txt")).unwrap(),
-        b"quarterly numbers"
+    // The file's own time is the one Windows set, for every client: `getlastmodified`,
+    // `Last-Modified`, and the file itself on the local store.
+    assert!(
+        body.contains("<D:getlastmodified>Tue, 02 Jan 2024 10:00:00 GMT</D:getlastmodified>"),
+        "{body}"
     );
+    let (status, head, body) = request_as(
+        a,
+        basic,
+        "GET /dav/report.txt HTTP/1.1
+",
+        "",
+    );
+    assert_eq!((status, body.as_str()), (200, "quarterly numbers"));
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("\r\nlast-modified: tue, 02 jan 2024 10:00:00 gmt"),
+        "{head}"
+    );
+    if let Some(root) = root {
+        let file = root.join("report.txt");
+        assert_eq!(std::fs::read(&file).unwrap(), b"quarterly numbers");
+        // Its whole second (the fraction marks a client's time: `version_date.rs`).
+        let modified = std::fs::metadata(&file).unwrap().modified().unwrap();
+        let secs = modified.duration_since(std::time::UNIX_EPOCH).unwrap();
+        assert_eq!(secs.as_secs(), 1_704_189_600);
+    }
 }
 
 /// What macOS Finder sends to copy a file into a mounted folder, replayed: the folder's

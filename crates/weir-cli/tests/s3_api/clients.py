@@ -11,6 +11,7 @@ READER_KEY/READER_SECRET may only read. Every transfer is compared byte for byte
 request is checked to have stored nothing. Exits non-zero, with the reason, at the first failure.
 """
 
+import base64
 import datetime
 import hashlib
 import hmac
@@ -95,9 +96,10 @@ def check_boto3():
             part = s3.get_object(Bucket="boto3-bucket", Key=key, Range=f"bytes=1-{size // 2}")
             assert part["Body"].read() == body[1 : size // 2 + 1]
             assert part["ResponseMetadata"]["HTTPStatusCode"] == 206
-    # The ETag is the SHA-256 `/files/` sends.
+    # The ETag is the one `/files/` sends: the SHA-256, in base64.
     head = s3.head_object(Bucket="boto3-bucket", Key="dir/sub/obj-1")
-    assert head["ETag"] == '"sha256-%s"' % hashlib.sha256(data(1, 1)).hexdigest(), head["ETag"]
+    sha256 = base64.b64encode(hashlib.sha256(data(1, 1)).digest()).decode()
+    assert head["ETag"] == '"sha256-%s"' % sha256, head["ETag"]
     # Conditional writes.
     s3.put_object(Bucket="boto3-bucket", Key="once", Body=b"first", IfNoneMatch="*")
     code = error_code(lambda: s3.put_object(Bucket="boto3-bucket", Key="once", Body=b"second", IfNoneMatch="*"))

@@ -220,7 +220,7 @@ fn measure(
                 "PUT /files/ stored SHA-256 {sha}"
             )));
         }
-        (Op::Put, Server::WeirS3, Some(etag)) if etag != format!("\"sha256-{expected}\"") => {
+        (Op::Put, Server::WeirS3, Some(etag)) if !etag_is_sha256(&etag, expected) => {
             return Err(io::Error::other(format!("PutObject to weir: ETag {etag}")));
         }
         (Op::Multipart(_), _, _) if s3.length(&key)? != Some(size) => {
@@ -374,4 +374,16 @@ fn wait_for_bucket(weed: &S3Target, p: &Pattern, size: u64) -> io::Result<()> {
             Err(_) => std::thread::sleep(std::time::Duration::from_millis(200)),
         }
     }
+}
+
+/// Whether `etag` is weir's for a body of SHA-256 `sha256` (hex): `"sha256-<base64>"`.
+fn etag_is_sha256(etag: &str, sha256: &str) -> bool {
+    use base64::Engine;
+    etag.strip_prefix("\"sha256-")
+        .and_then(|rest| rest.strip_suffix('"'))
+        .and_then(|b64| base64::engine::general_purpose::STANDARD.decode(b64).ok())
+        .is_some_and(|digest| {
+            let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+            hex == sha256
+        })
 }

@@ -29,7 +29,7 @@
 //!   would serve them without a token (no credential configured; `--public-read` for reads).
 //! - **Errors** are S3's XML bodies with S3's codes (`reply.rs`; no body for `HEAD`), each with
 //!   an `x-amz-request-id`.
-//! - **ETag**: the same entity tag `/files/` sends (`preconditions::etag`): `"sha256-<hex>"`
+//! - **ETag**: the same entity tag `/files/` sends (`preconditions::etag`): `"sha256-<base64>"`
 //!   of the content, which every S3 PUT computes (the signed-payload check needs it anyway).
 //!   It is not an MD5: computing one beside SHA-256 on every upload would cost throughput
 //!   for clients that mostly do not need it, and the issue asks for one ETag across

@@ -14,12 +14,20 @@
 //! `403` `cannot-modify-protected-property`, and then every other property of the request is
 //! `424` and nothing is stored.
 //!
-//! One property in `DAV:` sets what it names instead of being kept: ownCloud's `lastmodified`
-//! (seconds since 1970, what rclone's `owncloud` and `nextcloud` vendors send to set a file's
-//! time without sending it again), applied with `Store::set_modified` as a `PUT`'s
-//! `X-OC-Mtime` is (`extras.rs`); on a folder, or removed, it is `403`, a value that is not
-//! seconds `409`. It is applied before the dead properties are stored: should storing them
-//! then fail, the time stays set (the answer says so: `200` for it).
+//! Two properties set the file's time instead of being kept, applied with `Store::set_modified`
+//! as a `PUT`'s `X-OC-Mtime` is (`extras.rs`):
+//! - ownCloud's `lastmodified` in `DAV:` (seconds since 1970, what rclone's `owncloud` and
+//!   `nextcloud` vendors send to set a file's time without sending it again); on a folder, or
+//!   removed, it is `403`, a value that is not seconds `409`;
+//! - Windows' `Win32LastModifiedTime` (`urn:schemas-microsoft-com:`, an HTTP date: what
+//!   Explorer sends after copying a file, to give it the original's time), when set on a file
+//!   with a date that parses. Otherwise (a folder's, a removal, another value) it stays the
+//!   dead property it was before: Explorer sets every folder's `Win32*` times, and a refusal
+//!   there would fail its copy. Its siblings (`Win32CreationTime`, `Win32LastAccessTime`,
+//!   `Win32FileAttributes`) are dead properties: weir keeps one time per file.
+//!
+//! The time is applied before the dead properties are stored: should storing them then fail,
+//! the time stays set (the answer says so: `200` for it).
 
 use super::xml::{self, BodyError, DAV, Element};
 use super::{Kind, MULTI_STATUS, Resource, XML_DECL, href, kind, locks, status};
@@ -80,6 +88,19 @@ fn encode(props: &[Element]) -> Vec<u8> {
 struct Outcome<'a> {
     prop: &'a Element,
     status: StatusCode,
+    /// The property sets the file's time (not a dead property).
+    sets_time: bool,
+}
+
+impl<'a> Outcome<'a> {
+    /// The outcome of a dead or live property's instruction.
+    fn of(prop: &'a Element, status: StatusCode) -> Self {
+        Self {
+            prop,
+            status,
+            sets_time: false,
+        }
+    }
 }
 
 /// `PROPPATCH` (see the module doc).
@@ -114,6 +135,7 @@ pub(super) async fn proppatch<S: Store + Clone>(
     };
     let file = matches!(found, Kind::File(_));
     drop(found);
+    let before = current.len();
     let (outcomes, changed, time) = apply(&body, current, res.path.is_some(), file);
     let failed = outcomes.iter().any(|o| o.status != StatusCode::OK);
     let outcomes = if failed {
@@ -123,7 +145,9 @@ pub(super) async fn proppatch<S: Store + Clone>(
             (Some(path), Some(t)) => store.set_modified(path, t).await,
             _ => Ok(()),
         };
-        let dead = outcomes.iter().any(|o| !is_time(&o.prop.ns, &o.prop.name));
+        // Dead properties to store: one was set or removed, or a `Win32LastModifiedTime`
+        // applied took the place of the dead copy an earlier version kept.
+        let dead = outcomes.iter().any(|o| !o.sets_time) || changed.len() != before;
         let stored = encode(&changed);
         let saved = match (timed, &res.path, stored.len()) {
             (Err(e), _, _) => Err(e),
@@ -141,7 +165,7 @@ pub(super) async fn proppatch<S: Store + Clone>(
                 let kept = time.is_some() && !matches!(e, StoreError::PreconditionFailed);
                 outcomes
                     .into_iter()
-                    .map(|o| match kept && is_time(&o.prop.ns, &o.prop.name) {
+                    .map(|o| match kept && o.sets_time {
                         true => o,
                         false => Outcome { status: code, ..o },
                     })
@@ -185,9 +209,19 @@ pub(super) async fn proppatch<S: Store + Clone>(
     super::xml_answer(ex, MULTI_STATUS, &out, &[]).await
 }
 
-/// ownCloud's `lastmodified`: the property that sets a file's time (see the module doc).
-fn is_time(ns: &str, name: &str) -> bool {
+/// ownCloud's `lastmodified`: it sets a file's time, or is refused (see the module doc).
+fn is_owncloud_time(ns: &str, name: &str) -> bool {
     ns == DAV && name == "lastmodified"
+}
+
+/// The time Windows' `Win32LastModifiedTime` sets when `set` on a file (see the module doc);
+/// `None`: the property is a dead one.
+fn windows_time(prop: &Element, set: bool, file: bool) -> Option<SystemTime> {
+    const MICROSOFT: &str = "urn:schemas-microsoft-com:";
+    if !(set && file && prop.ns == MICROSOFT && prop.name == "Win32LastModifiedTime") {
+        return None;
+    }
+    httpdate::parse_http_date(prop.text.trim()).ok()
 }
 
 /// Applies the instructions in order to `props`: each property's outcome, the properties
@@ -207,7 +241,7 @@ fn apply(
             continue;
         }
         for prop in op.dav_child("prop").iter().flat_map(|p| &p.children) {
-            if is_time(&prop.ns, &prop.name) {
+            if is_owncloud_time(&prop.ns, &prop.name) {
                 let status = match (set && file, super::extras::mtime(&prop.text)) {
                     (false, _) => StatusCode::FORBIDDEN,
                     (true, None) => StatusCode::CONFLICT,
@@ -216,24 +250,34 @@ fn apply(
                         StatusCode::OK
                     }
                 };
-                outcomes.push(Outcome { prop, status });
+                let sets_time = true;
+                outcomes.push(Outcome {
+                    prop,
+                    status,
+                    sets_time,
+                });
+                continue;
+            }
+            if let Some(t) = windows_time(prop, set, file) {
+                time = Some(t);
+                // An earlier version kept it as a dead property: that copy goes.
+                props.retain(|p| !(p.ns == prop.ns && p.name == prop.name));
+                outcomes.push(Outcome {
+                    prop,
+                    status: StatusCode::OK,
+                    sets_time: true,
+                });
                 continue;
             }
             if !storable || is_live(&prop.ns, &prop.name) {
-                outcomes.push(Outcome {
-                    prop,
-                    status: StatusCode::FORBIDDEN,
-                });
+                outcomes.push(Outcome::of(prop, StatusCode::FORBIDDEN));
                 continue;
             }
             props.retain(|p| !(p.ns == prop.ns && p.name == prop.name));
             if set {
                 props.push(copy(prop));
             }
-            outcomes.push(Outcome {
-                prop,
-                status: StatusCode::OK,
-            });
+            outcomes.push(Outcome::of(prop, StatusCode::OK));
         }
     }
     (outcomes, props, time)
@@ -328,5 +372,51 @@ mod tests {
         let b = body(&set("yesterday"));
         let (outcomes, _, time) = apply(&b, Vec::new(), true, true);
         assert_eq!((outcomes[0].status, time), (StatusCode::CONFLICT, None));
+    }
+
+    #[test]
+    fn windows_last_modified_time_sets_a_files_time_and_is_dead_elsewhere() {
+        let update = |op: &str, value: &str| {
+            body(&format!(
+                r#"<D:propertyupdate xmlns:D="DAV:" xmlns:Z="urn:schemas-microsoft-com:">
+                <D:{op}><D:prop><Z:Win32LastModifiedTime>{value}</Z:Win32LastModifiedTime>
+                <Z:Win32FileAttributes>00000020</Z:Win32FileAttributes></D:prop></D:{op}>
+                </D:propertyupdate>"#
+            ))
+        };
+        let date = "Tue, 02 Jan 2024 10:00:00 GMT";
+        let b = update("set", date);
+        // A stale dead copy, as an earlier version kept it, goes.
+        let stale = decode(Some(
+            br#"<Win32LastModifiedTime xmlns="urn:schemas-microsoft-com:">x</Win32LastModifiedTime>"#,
+        ));
+        assert_eq!(stale.len(), 1);
+        let (outcomes, props, time) = apply(&b, stale, true, true);
+        assert!(outcomes.iter().all(|o| o.status == StatusCode::OK));
+        assert_eq!(
+            outcomes.iter().map(|o| o.sets_time).collect::<Vec<_>>(),
+            [true, false]
+        );
+        let want = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_704_189_600);
+        assert_eq!(time, Some(want));
+        assert_eq!(
+            props.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(),
+            ["Win32FileAttributes"],
+            "the time is not kept as a dead property; the attributes are"
+        );
+        // A folder's, or a date that does not parse: a dead property, as any other.
+        for (b, file) in [(update("set", date), false), (update("set", "soon"), true)] {
+            let (outcomes, props, time) = apply(&b, Vec::new(), true, file);
+            assert!(
+                outcomes
+                    .iter()
+                    .all(|o| o.status == StatusCode::OK && !o.sets_time)
+            );
+            assert_eq!((props.len(), time), (2, None));
+        }
+        let remove = update("remove", "");
+        let (outcomes, props, time) = apply(&remove, Vec::new(), true, true);
+        assert!(outcomes.iter().all(|o| !o.sets_time));
+        assert_eq!((props.len(), time), (0, None));
     }
 }
