@@ -317,6 +317,19 @@ pub trait StoreUpload: Send {
     /// first write.
     fn set_modified(&mut self, client: std::time::SystemTime);
 
+    /// Keeps with the object a checksum known only after its body (S3's `x-amz-checksum-*` in
+    /// a trailer), as [`ObjectMeta::set_checksum`] at begin would have, with the commit. Call
+    /// after the last write. `Ok(false)`: the store can no longer change what the object is
+    /// created with, and nothing is kept (`S3Store` once a part has gone to the backend: the
+    /// object's metadata went with the creation of its multipart upload); `LocalStore` always
+    /// keeps it (the metadata is the temporary file's until the rename).
+    fn keep_checksum(
+        &mut self,
+        algorithm: &str,
+        kind: &str,
+        value: &str,
+    ) -> Result<bool, StoreError>;
+
     /// No more bytes follow: the upload gives up what it holds while it waits for its commit
     /// (one of a form's files, waiting for the rest of the form), and takes no more writes.
     /// `held` is what the caller's other waiting uploads hold in memory: an upload may keep
@@ -584,6 +597,15 @@ impl StoreUpload for LocalUpload {
     fn expect_digest(&mut self, digest: ContentDigest) -> Result<(), StoreError> {
         // Reads the file back at commit for an algorithm it was not computing.
         self.0.expect_digest(digest)
+    }
+
+    fn keep_checksum(
+        &mut self,
+        algorithm: &str,
+        kind: &str,
+        value: &str,
+    ) -> Result<bool, StoreError> {
+        self.0.keep_checksum(algorithm, kind, value).map(|()| true)
     }
 
     async fn finish_writes(&mut self, _held: &mut u64) -> Result<(), StoreError> {

@@ -231,19 +231,7 @@ impl Upload {
             media_type: Some(false),
         };
         if let Some(meta) = options.object_meta.filter(|m| !m.is_empty()) {
-            let written = upload
-                .open_file()
-                .and_then(|file| sys::write_object_meta(file, &meta.encode()));
-            if let Err(e) = written {
-                // No user xattrs here (EOPNOTSUPP), or no room (ENOSPC, E2BIG): the object
-                // cannot be kept whole, as `set_props` answers.
-                use std::io::ErrorKind::{ArgumentListTooLong, StorageFull, Unsupported};
-                let err = match e.kind() {
-                    Unsupported | StorageFull | ArgumentListTooLong => StoreError::NoSpace,
-                    _ => StoreError::from_io("write metadata", e),
-                };
-                return Err(upload.discard_file(err));
-            }
+            upload.write_object_meta(&meta)?;
         }
         Ok(upload)
     }
@@ -965,6 +953,7 @@ impl Drop for Upload {
     }
 }
 
+mod object_meta;
 mod target;
 
 pub(crate) use target::{check_target, file_modified, rename_over, target_of, target_stat};

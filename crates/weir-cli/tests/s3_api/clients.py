@@ -22,6 +22,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+import zlib
 
 import boto3
 import botocore
@@ -361,6 +362,14 @@ def check_tls_trailer():
     sha = sha.decode() if isinstance(sha, bytes) else sha
     assert sha == "STREAMING-UNSIGNED-PAYLOAD-TRAILER", seen[0]
     assert s3.get_object(Bucket="trailer", Key="k")["Body"].read() == body
+    # The trailer's CRC32 is kept with the object (1 MiB: within one part on the S3 store) and
+    # answered when asked for, as the head's would be; boto3 checks the body against it.
+    crc32 = base64.b64encode(zlib.crc32(body).to_bytes(4, "big")).decode()
+    head = s3.head_object(Bucket="trailer", Key="k", ChecksumMode="ENABLED")
+    assert head.get("ChecksumCRC32") == crc32, head
+    got = s3.get_object(Bucket="trailer", Key="k", ChecksumMode="ENABLED")
+    assert got.get("ChecksumCRC32") == crc32, got
+    assert got["Body"].read() == body
     # A CRC32 that is not the body's: BadDigest, nothing stored.
     code = error_code(lambda: s3.put_object(Bucket="trailer", Key="bad", Body=body, ChecksumCRC32="AAAAAA=="))
     assert code[0] == "BadDigest", code

@@ -419,6 +419,24 @@ impl StoreUpload for S3Upload {
         self.options.object_meta = super::meta::with_mtime(self.options.object_meta.take(), client);
     }
 
+    fn keep_checksum(
+        &mut self,
+        algorithm: &str,
+        kind: &str,
+        value: &str,
+    ) -> Result<bool, StoreError> {
+        if self.multipart.is_some() {
+            // Created with its metadata already (`creation_headers`).
+            return Ok(false);
+        }
+        let meta = self.options.object_meta.get_or_insert_with(ObjectMeta::new);
+        meta.set_checksum(algorithm, kind, value).map_err(|e| {
+            let e = std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string());
+            StoreError::from_io("checksum value", e)
+        })?;
+        Ok(true)
+    }
+
     fn expect_digest(&mut self, digest: ContentDigest) -> Result<(), StoreError> {
         // The bytes went to the store as they came: only what was hashed on the way can be
         // checked (SHA-256 always; SHA-512 when one was expected at begin).

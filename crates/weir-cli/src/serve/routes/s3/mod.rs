@@ -44,7 +44,8 @@
 //!   is stored with the commit, never after; returned by GetObject and HeadObject, carried or
 //!   replaced by CopyObject, given at CreateMultipartUpload for the completed object. Files
 //!   written through `/files/`, tus or WebDAV have none. A checksum sent in PutObject's head is
-//!   verified and kept with it (`object_put.rs`); one in a trailer is verified, not kept; a
+//!   verified and kept with it (`object_put.rs`); one in a trailer is verified and kept where
+//!   the store can still add it after the body (locally always, on S3 up to one part); a
 //!   completed multipart object keeps its parts' sizes (GetObject's `partNumber`) and the
 //!   composite or full-object checksum its completion formed from its parts' (with the parts'
 //!   own, within a bound: `multipart/complete.rs`).

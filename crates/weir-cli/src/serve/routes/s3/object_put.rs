@@ -24,7 +24,9 @@
 //! the upload before the answer: nothing is left, the key keeps its earlier version.
 //!
 //! The checksum a client sends in the head (`x-amz-checksum-*`) is kept with the object, in
-//! its S3 metadata (`weir_store::CHECKSUM_FIELD`), for GetObject's `x-amz-checksum-mode`.
+//! its S3 metadata (`weir_store::CHECKSUM_FIELD`), for GetObject's `x-amz-checksum-mode`; one
+//! sent in the trailer too, where the store can still add it after the body
+//! (`StoreUpload::keep_checksum`: always locally, on the S3 store up to one part size).
 //!
 //! A key ending in `/` with an empty body is a folder (S3 consoles' "folder" objects), created
 //! with `Store::create_dir`.
@@ -172,7 +174,7 @@ async fn put_checked<S: Store>(
     let expected = tri!(Expected::of(ctx.caller, ex));
     // The checksum sent in the head is kept with the object (verified before the commit, so
     // an object never keeps one it does not have); one sent in a trailer is known only after
-    // the body, when the store already holds the metadata: verified, echoed, not kept.
+    // the body: kept below, when the store can still add it.
     let sent = expected.checksum.or_else(|| {
         expected
             .sha256
@@ -243,6 +245,17 @@ async fn put_checked<S: Store>(
             };
         }
     };
+    // The trailer's checksum, verified: kept with the commit where the store can still add it
+    // (always locally; on the S3 store while no part has gone to the backend, i.e. up to one
+    // part size), else only echoed.
+    if let Some(value) = checksum.filter(|_| expected.checksum.is_none()) {
+        let kept =
+            upload.keep_checksum(value.algorithm().name(), "FULL_OBJECT", &value.to_base64());
+        if let Err(e) = kept {
+            abort(upload).await;
+            return Ok(Err(reply::store_error(&e, Missing::Key)));
+        }
+    }
     let head = ex.request();
     let check = |meta: Option<&FileMeta>| preconditions::hold(head, meta);
     let conditional = conditional::has_preconditions(&preconditions::Fields(head));
