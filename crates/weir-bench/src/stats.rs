@@ -3,7 +3,8 @@
 //! Rounds are few (3 to 7), so the median is the honest centre and min–max the honest spread;
 //! no standard deviations.
 
-/// The values one row measured, one per round.
+/// The values one row measured, one per round; NaN for a round that measured nothing (it
+/// failed), so that rounds stay paired ([`Samples::ratio_to`]) and the summaries skip it.
 #[derive(Clone, Debug, Default)]
 pub struct Samples(pub Vec<f64>);
 
@@ -13,13 +14,18 @@ impl Samples {
         self.0.push(v);
     }
 
+    /// Adds a round that measured nothing.
+    pub fn push_missing(&mut self) {
+        self.0.push(f64::NAN);
+    }
+
     /// Whether nothing was measured.
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.0.iter().all(|v| v.is_nan())
     }
 
     fn sorted(&self) -> Vec<f64> {
-        let mut v = self.0.clone();
+        let mut v: Vec<f64> = self.0.iter().copied().filter(|v| !v.is_nan()).collect();
         v.sort_by(f64::total_cmp);
         v
     }
@@ -49,7 +55,7 @@ impl Samples {
         if self.is_empty() {
             return "—".into();
         }
-        if self.0.len() == 1 {
+        if self.sorted().len() == 1 {
             return format!("{:.prec$}", self.median());
         }
         format!(
@@ -66,7 +72,7 @@ impl Samples {
             self.0
                 .iter()
                 .zip(&base.0)
-                .filter(|(_, b)| **b != 0.0)
+                .filter(|(a, b)| !a.is_nan() && !b.is_nan() && **b != 0.0)
                 .map(|(a, b)| a / b)
                 .collect(),
         )
@@ -103,5 +109,26 @@ mod tests {
             linear_fit(&[(1.0, 3.0), (2.0, 5.0), (4.0, 9.0)]),
             Some((2.0, 1.0))
         );
+    }
+
+    #[test]
+    fn a_round_that_measured_nothing_is_skipped_and_keeps_rounds_paired() {
+        let mut peer = Samples::default();
+        peer.push(2.0);
+        peer.push_missing();
+        peer.push(4.0);
+        assert_eq!((peer.median(), peer.min(), peer.max()), (3.0, 2.0, 4.0));
+        assert_eq!(peer.show(1), "3.0 (2.0–4.0)");
+        let weir = Samples(vec![4.0, 5.0, 4.0]);
+        assert_eq!(
+            weir.ratio_to(&peer).0,
+            vec![2.0, 1.0],
+            "round 2 skipped, 3 with 3"
+        );
+        let mut none = Samples::default();
+        none.push_missing();
+        assert!(none.is_empty());
+        assert_eq!(none.show(1), "—");
+        assert!(weir.ratio_to(&none).is_empty());
     }
 }

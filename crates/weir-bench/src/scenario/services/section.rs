@@ -39,7 +39,7 @@ impl Row {
         }
     }
 
-    fn short(self) -> &'static str {
+    pub(super) fn short(self) -> &'static str {
         match self {
             Row::Put => "PUT large",
             Row::Get => "GET large",
@@ -92,7 +92,7 @@ pub fn section(
                 None => vec![
                     row.label(z),
                     kind.label().into(),
-                    c.rate.show(prec(c.rate.median())),
+                    with_failures(c.rate.show(prec(c.rate.median())), c, rounds),
                     c.cpu.show(2),
                     c.peak_mib.show(1),
                     c.p99_us.show(0),
@@ -162,7 +162,10 @@ pub fn section(
          row. The fan-out row's file is {} (the issue asks 100 MiB: 1,000 × 100 MiB is 98 GiB \
          a service a round, more than this run's time on 2 cores; `--fan-size 100M` runs it). \
          The machine is shared (2 cores; other tenants compile and test: see the CPU figures \
-         above): trust the ratios more than the absolute figures.\n\n{}\n{}\n\
+         above): trust the ratios more than the absolute figures. A peer that fails a row \
+         in a round (an error status, a wrong body, a dropped connection) measured nothing \
+         there: its cell says in how many rounds, the failures are listed below the table, \
+         and its ratios count only the rounds it answered.\n\n{}\n{}{}\n\
          What each service promises about an upload it answered (read in its source or \
          documentation; weir's: docs/OPERATING.md):\n\n{}\n\
          The access log's cost (issue 37's target: at most 10 % at both depths): `weir \
@@ -172,6 +175,7 @@ pub fn section(
          of a {:.1} s window:\n\n{}",
         size_label(z.fan_size),
         t.markdown(),
+        failures(cells),
         ratios.markdown(),
         durability.markdown(),
         64,
@@ -195,6 +199,36 @@ pub fn section(
     }
 }
 
+/// A cell's throughput, and in how many rounds its service failed the row.
+fn with_failures(shown: String, c: &Cell, rounds: usize) -> String {
+    match c.failures.len() {
+        0 => shown,
+        n => format!("{shown}; failed in {n} of {rounds} rounds"),
+    }
+}
+
+/// The peers' failures, one line each (empty when none failed).
+fn failures(cells: &[Vec<Cell>]) -> String {
+    let mut out = String::new();
+    for (r, &row) in ROWS.iter().enumerate() {
+        for (i, &kind) in KINDS.iter().enumerate() {
+            for (round, why) in &cells[r][i].failures {
+                // One line: an error may span several.
+                let why = why.split_whitespace().collect::<Vec<_>>().join(" ");
+                out.push_str(&format!(
+                    "- {}, {}, round {round}: {why}\n",
+                    kind.label(),
+                    row.short()
+                ));
+            }
+        }
+    }
+    if out.is_empty() {
+        return out;
+    }
+    format!("\nFailed (nothing measured for that service in that round):\n\n{out}")
+}
+
 /// Decimals for a throughput: fewer as it grows.
 fn prec(v: f64) -> usize {
     if v >= 100.0 {
@@ -203,5 +237,55 @@ fn prec(v: f64) -> usize {
         1
     } else {
         2
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::child::Usage;
+    use std::time::Duration;
+
+    #[test]
+    fn a_peer_that_failed_a_round_is_shown_and_its_ratio_counts_the_rounds_it_answered() {
+        let z = Sizes {
+            big: 1 << 20,
+            files: 10,
+            fan_conns: 10,
+            fan_size: 100 << 20,
+            entries: 10,
+            warmup: Duration::from_secs(1),
+            window: Duration::from_secs(1),
+        };
+        let mut cells: Vec<Vec<Cell>> = ROWS
+            .iter()
+            .map(|_| KINDS.iter().map(|_| Cell::default()).collect())
+            .collect();
+        let fan = ROWS.iter().position(|r| *r == Row::FanOut).unwrap();
+        let peer = KINDS.iter().position(|k| *k == Kind::Seaweed).unwrap();
+        let used = Usage {
+            cpu_s: 1.0,
+            peak_mib: 10.0,
+        };
+        cells[fan][0].push(200.0, 1.0, used);
+        cells[fan][0].push(300.0, 1.0, used);
+        cells[fan][peer].failed(0, "GET: 500\nInternal Server Error".into());
+        cells[fan][peer].push(100.0, 1.0, used);
+        let body = section(&z, 2, &cells, &[], &LogCost::default()).body;
+        let line = |start: &str| {
+            let line = body.lines().find(|l| l.starts_with(start));
+            line.unwrap_or_else(|| panic!("no line {start:?}: {body}"))
+        };
+        let cell = body
+            .lines()
+            .find(|l| l.contains("concurrent GETs of 100 MiB") && l.contains("| SeaweedFS"));
+        let cell = cell.unwrap_or_else(|| panic!("no fan-out row for SeaweedFS: {body}"));
+        assert!(cell.contains("| 100; failed in 1 of 2 rounds "), "{cell}");
+        let failed = "- SeaweedFS filer (weed mini), fan-out GETs, round 1: GET: 500 Internal \
+                      Server Error\n";
+        assert!(body.contains(failed), "{body}");
+        // Round 2 alone: 300 ÷ 100.
+        let ratio = line("| fan-out GETs: ÷ SeaweedFS filer");
+        assert!(ratio.contains("| 3.00 "), "{ratio}");
     }
 }
