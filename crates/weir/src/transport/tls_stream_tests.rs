@@ -454,3 +454,21 @@ async fn a_failed_send_of_an_owed_answer_comes_after_the_bytes_read_before_it() 
         );
     }
 }
+
+#[tokio::test]
+async fn a_flush_sends_every_queued_record() {
+    let (mut server, mut client) = pair(&[b"h2"], false).await;
+    // Vectored: h2's writer sends a DATA frame's payload without first copying it into its
+    // own buffer only to a stream that says so.
+    assert!(server.is_write_vectored());
+    let written = fill_the_send_queue(&mut server);
+    let reader = tokio::spawn(async move {
+        let mut got = vec![0u8; written];
+        client.read_exact(&mut got).await.unwrap();
+    });
+    // A flush returns once every record has left: what an HTTP/2 connection relies on before
+    // it waits for the client.
+    server.flush().await.unwrap();
+    assert!(server.tx.is_empty());
+    reader.await.unwrap();
+}
