@@ -472,3 +472,21 @@ async fn a_flush_sends_every_queued_record() {
     assert!(server.tx.is_empty());
     reader.await.unwrap();
 }
+
+#[tokio::test]
+async fn a_shutdown_once_the_client_is_gone_is_done_not_an_error() {
+    let (mut server, client) = pair(&[b"http/1.1"], false).await;
+    // Our close_notify and FIN go out; the client answers with a reset.
+    server.shutdown().await.unwrap();
+    let (client_tcp, _) = client.into_inner();
+    socket2::SockRef::from(&client_tcp)
+        .set_linger(Some(std::time::Duration::ZERO))
+        .unwrap();
+    drop(client_tcp);
+    until_closed(&server).await;
+    // The socket itself now refuses a shutdown (ENOTCONN: the connection is gone)...
+    let raw = socket2::SockRef::from(tcp(&server)).shutdown(std::net::Shutdown::Write);
+    assert_eq!(raw.map_err(|e| e.kind()), Err(io::ErrorKind::NotConnected));
+    // ...and the stream's is done: what a shutdown is for has happened.
+    server.shutdown().await.unwrap();
+}
