@@ -689,7 +689,7 @@ impl AsyncWrite for TlsStream {
         }
         ready!(this.poll_send(cx))?;
         // A connection the client has already reset is done, not an error: tokio's sockets
-        // answer its `ENOTCONN` so (test `a_shutdown_once_the_client_is_gone_is_done_not_an_error`).
+        // answer its `ENOTCONN` so (tested: `a_shutdown_once_the_client_is_gone_is_done_...`).
         Pin::new(&mut this.io).poll_shutdown(cx)
     }
 }
