@@ -118,9 +118,11 @@ fn the_send_queue_hands_out_unsent_bytes_in_order() {
     queue.advance(3);
     assert_eq!(queue.len(), 4);
     assert_eq!(flat(&queue, 8), [6, 7, 8, 9]);
-    // Exactly the end of a record.
+    // Exactly the end of a record: it is released at once (an idle connection keeps no
+    // buffer), not when the next send passes it.
     queue.advance(4);
     assert!(queue.is_empty());
+    assert!(queue.records.is_empty(), "a record wholly sent is released");
     assert_eq!(flat(&queue, 8), Vec::<u8>::new());
     queue.push(vec![10]);
     assert_eq!(
