@@ -366,6 +366,38 @@ mod tests {
         assert!(rb.spare().len() >= MAX_RECORD - HEADER_LEN);
     }
 
+    /// A drained buffer of the first size comes from the pool of released ones (so a keep-alive
+    /// connection's requests allocate nothing here); one that holds ciphertext keeps it.
+    #[test]
+    fn the_pool_serves_an_empty_buffer_and_never_replaces_a_filled_one() {
+        // The pool is the process's: other tests push and pop beside this one. A few tries,
+        // so that one of them popping ours in between cannot fail the test; none of them can
+        // make a buffer that holds ciphertext change.
+        let took_ours = (0..16).any(|_| {
+            let ours = vec![0xEE; READ_MIN];
+            let at = ours.as_ptr();
+            idle_buffers().push(ours);
+            let mut rb = RecordBuf::new();
+            rb.spare();
+            rb.buf.as_ptr() == at
+        });
+        assert!(
+            took_ours,
+            "a fresh buffer came from the allocator, not the pool"
+        );
+
+        let mut rb = RecordBuf::new();
+        rb.spare()[..3].copy_from_slice(b"\x17\x03\x03");
+        rb.filled(3);
+        idle_buffers().push(vec![0xEE; READ_MIN]);
+        rb.spare();
+        assert_eq!(
+            &rb.buf[rb.next..rb.end],
+            b"\x17\x03\x03",
+            "the partial record stays"
+        );
+    }
+
     #[test]
     fn a_long_stream_compacts_without_growing_past_the_maximum() {
         let (mut enc, mut dec) = pair();
