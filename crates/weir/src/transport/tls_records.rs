@@ -398,6 +398,31 @@ mod tests {
         );
     }
 
+    /// The partial record moves to the front only when a whole record would not fit behind
+    /// it: a copy no more often than once a buffer's worth of ciphertext.
+    #[test]
+    fn ciphertext_moves_to_the_front_only_when_a_whole_record_would_not_fit() {
+        let (mut enc, mut dec) = pair();
+        let first = seal(&mut *enc, ContentType::ApplicationData, b"one", 0);
+        let second = seal(&mut *enc, ContentType::ApplicationData, b"two", 1);
+        let mut rb = RecordBuf::new();
+        let wire = [&first[..], &second[..]].concat();
+        rb.spare()[..wire.len()].copy_from_slice(&wire);
+        rb.filled(wire.len());
+        let opened = rb.open_next(&mut *dec, 0, true).unwrap().unwrap();
+        rb.set_plaintext(opened.range);
+        assert_eq!(rb.plaintext(), b"one");
+        rb.consume(3);
+        // The second record waits at `first.len()`, with room for a whole record behind it.
+        assert_eq!(rb.next, first.len());
+        assert!(rb.capacity() - rb.next >= MAX_RECORD);
+        rb.spare();
+        assert_eq!(rb.next, first.len(), "moved although a record fits");
+        let opened = rb.open_next(&mut *dec, 1, true).unwrap().unwrap();
+        rb.set_plaintext(opened.range);
+        assert_eq!(rb.plaintext(), b"two");
+    }
+
     #[test]
     fn a_long_stream_compacts_without_growing_past_the_maximum() {
         let (mut enc, mut dec) = pair();
