@@ -421,6 +421,17 @@ mod tests {
         let opened = rb.open_next(&mut *dec, 1, true).unwrap().unwrap();
         rb.set_plaintext(opened.range);
         assert_eq!(rb.plaintext(), b"two");
+        // At the edge: room for exactly one record of the largest size stays; one byte less
+        // moves.
+        for (room, moves) in [(MAX_RECORD, false), (MAX_RECORD - 1, true)] {
+            let mut rb = RecordBuf::new();
+            rb.spare();
+            let len = rb.capacity();
+            (rb.next, rb.end) = (len - room, len - room + 5);
+            rb.spare();
+            assert_eq!(rb.next == 0, moves, "room {room}");
+            assert_eq!(rb.end - rb.next, 5);
+        }
     }
 
     #[test]
