@@ -434,6 +434,81 @@ mod tests {
         }
     }
 
+    /// A `recv` that fills the whole room doubles the next buffer (up to `READ_MAX`); one that
+    /// leaves room, or brings nothing, does not.
+    #[test]
+    fn a_full_read_doubles_the_buffer_and_a_partial_one_does_not() {
+        let mut rb = RecordBuf::new();
+        let room = rb.spare().len();
+        assert_eq!(room, READ_MIN);
+        rb.filled(room - 1);
+        rb.drop_ciphertext();
+        assert_eq!(rb.spare().len(), READ_MIN, "a partial read keeps the size");
+        rb.filled(READ_MIN);
+        rb.drop_ciphertext();
+        assert_eq!(rb.spare().len(), 2 * READ_MIN, "a full read doubles it");
+        // A full buffer that then receives nothing (an end of stream) does not grow it.
+        rb.filled(2 * READ_MIN);
+        rb.filled(0);
+        rb.drop_ciphertext();
+        assert_eq!(
+            rb.spare().len(),
+            4 * READ_MIN,
+            "doubled once, by the full read"
+        );
+        for _ in 0..8 {
+            let room = rb.spare().len();
+            rb.filled(room);
+            rb.drop_ciphertext();
+        }
+        assert_eq!(rb.spare().len(), READ_MAX, "never past the maximum");
+        // Filling the rest of a buffer that already holds bytes is a full read too.
+        let mut rb = RecordBuf::new();
+        rb.spare();
+        rb.filled(100);
+        let rest = rb.spare().len();
+        assert_eq!(rest, READ_MIN - 100);
+        rb.filled(rest);
+        rb.drop_ciphertext();
+        assert_eq!(rb.spare().len(), 2 * READ_MIN);
+    }
+
+    /// A buffer that brought less than `RELEASE_BELOW` bytes is released once drained and
+    /// nothing more arrives; one that brought that much is kept (the client is streaming).
+    #[test]
+    fn a_small_read_releases_the_drained_buffer_and_a_large_one_keeps_it() {
+        for (n, released) in [(RELEASE_BELOW - 1, true), (RELEASE_BELOW, false)] {
+            let mut rb = RecordBuf::new();
+            rb.spare();
+            rb.filled(n);
+            rb.drop_ciphertext();
+            rb.nothing_received();
+            assert_eq!(rb.capacity() == 0, released, "{n} bytes");
+        }
+    }
+
+    /// After the peer's `close_notify` (or an error) the ciphertext not yet opened is gone:
+    /// nothing more is decrypted from it.
+    #[test]
+    fn dropped_ciphertext_is_never_opened() {
+        let (mut enc, mut dec) = pair();
+        let wire = [
+            seal(&mut *enc, ContentType::ApplicationData, b"one", 0),
+            seal(&mut *enc, ContentType::ApplicationData, b"two", 1),
+        ]
+        .concat();
+        let mut rb = RecordBuf::new();
+        rb.spare()[..wire.len()].copy_from_slice(&wire);
+        rb.filled(wire.len());
+        let opened = rb.open_next(&mut *dec, 0, true).unwrap().unwrap();
+        rb.set_plaintext(opened.range);
+        rb.consume(3);
+        assert!(rb.has_ciphertext());
+        rb.drop_ciphertext();
+        assert!(!rb.has_ciphertext());
+        assert!(rb.open_next(&mut *dec, 1, true).unwrap().is_none());
+    }
+
     #[test]
     fn a_long_stream_compacts_without_growing_past_the_maximum() {
         let (mut enc, mut dec) = pair();
