@@ -50,6 +50,13 @@ fn idle_buffers() -> std::sync::MutexGuard<'static, Vec<Vec<u8>>> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+/// Keeps a released buffer for reuse while the pool holds fewer than [`POOLED`].
+fn keep_idle(idle: &mut Vec<Vec<u8>>, buf: Vec<u8>) {
+    if idle.len() < POOLED {
+        idle.push(buf);
+    }
+}
+
 /// The largest buffer: sixteen full records per `recv` (see docs/BENCHMARKS.md on the read-ahead
 /// size for TLS uploads).
 const READ_MAX: usize = 256 * 1024;
@@ -248,10 +255,7 @@ impl RecordBuf {
             // `release` stays: the client is still not streaming until a `recv` brings more.
             (self.next, self.end, self.plain) = (0, 0, 0..0);
             if buf.len() == READ_MIN {
-                let mut idle = idle_buffers();
-                if idle.len() < POOLED {
-                    idle.push(buf);
-                }
+                keep_idle(&mut idle_buffers(), buf);
             }
         }
     }
@@ -485,6 +489,45 @@ mod tests {
             rb.nothing_received();
             assert_eq!(rb.capacity() == 0, released, "{n} bytes");
         }
+    }
+
+    /// Nothing arriving releases only a drained buffer: ciphertext or plaintext still pending
+    /// stays; a released buffer of the first size goes to the pool.
+    #[test]
+    fn nothing_received_releases_only_a_drained_buffer_into_the_pool() {
+        let mut rb = RecordBuf::new();
+        rb.spare()[..3].copy_from_slice(b"abc");
+        rb.filled(3);
+        rb.nothing_received();
+        assert_eq!(&rb.buf[rb.next..rb.end], b"abc", "pending ciphertext stays");
+        rb.next = rb.end;
+        rb.set_plaintext(0..3);
+        rb.nothing_received();
+        assert_eq!(rb.plaintext(), b"abc", "pending plaintext stays");
+        // The pool is the process's (see the test above): a few tries.
+        let pooled = (0..16).any(|_| {
+            let mut rb = RecordBuf::new();
+            rb.spare();
+            rb.filled(3);
+            rb.drop_ciphertext();
+            let at = rb.buf.as_ptr();
+            rb.nothing_received();
+            assert_eq!(rb.capacity(), 0, "released");
+            idle_buffers().iter().any(|b| b.as_ptr() == at)
+        });
+        assert!(
+            pooled,
+            "a released buffer of the first size is not in the pool"
+        );
+    }
+
+    #[test]
+    fn the_pool_keeps_at_most_its_bound() {
+        let mut idle = Vec::new();
+        for _ in 0..POOLED + 1 {
+            keep_idle(&mut idle, vec![0; READ_MIN]);
+        }
+        assert_eq!(idle.len(), POOLED);
     }
 
     /// After the peer's `close_notify` (or an error) the ciphertext not yet opened is gone:
