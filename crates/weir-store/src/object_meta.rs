@@ -111,6 +111,14 @@ impl fmt::Display for ObjectMetaError {
 
 impl std::error::Error for ObjectMetaError {}
 
+/// A field a store was asked to keep that is not one (the caller's value, refused).
+impl From<ObjectMetaError> for crate::StoreError {
+    fn from(e: ObjectMetaError) -> Self {
+        let e = std::io::Error::new(std::io::ErrorKind::InvalidInput, e);
+        crate::StoreError::from_io("object metadata", e)
+    }
+}
+
 /// What a copy ([`Store::copy`](crate::Store::copy)) gets.
 #[derive(Clone, Copy, Debug)]
 pub enum CopyMeta<'a> {

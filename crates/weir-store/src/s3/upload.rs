@@ -430,10 +430,7 @@ impl StoreUpload for S3Upload {
             return Ok(false);
         }
         let meta = self.options.object_meta.get_or_insert_with(ObjectMeta::new);
-        meta.set_checksum(algorithm, kind, value).map_err(|e| {
-            let e = std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string());
-            StoreError::from_io("checksum value", e)
-        })?;
+        meta.set_checksum(algorithm, kind, value)?;
         Ok(true)
     }
 

@@ -6,7 +6,6 @@ use super::Upload;
 use crate::error::StoreError;
 use crate::object_meta::ObjectMeta;
 use crate::sys;
-use std::io;
 
 impl Upload {
     /// Records `meta` (replacing what was) on the temporary file, which the commit renames with
@@ -42,10 +41,7 @@ impl Upload {
         let mut meta = stored
             .and_then(|s| ObjectMeta::decode(&s))
             .unwrap_or_default();
-        meta.set_checksum(algorithm, kind, value).map_err(|e| {
-            let e = io::Error::new(io::ErrorKind::InvalidInput, e.to_string());
-            StoreError::from_io("checksum value", e)
-        })?;
+        meta.set_checksum(algorithm, kind, value)?;
         self.write_object_meta(&meta)
     }
 }

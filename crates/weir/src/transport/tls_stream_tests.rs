@@ -237,22 +237,15 @@ async fn a_read_sends_the_records_the_socket_did_not_take() {
         let mut got = vec![0u8; written];
         client.read_exact(&mut got).await.unwrap();
         assert!(got.iter().all(|&b| b == 7));
+        client // kept open: its end would end the server's read
     });
     let mut buf = [0u8; 16];
-    // A bound on the rounds, so that the mutant that never sends fails instead of hanging;
-    // nothing here depends on how long a round takes.
-    for _ in 0..2_000 {
-        if reader.is_finished() {
-            break;
-        }
-        assert!(poll_once(server.read(&mut buf)).is_pending());
-        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    // The read waits for a request that never comes; while it waits it must send the queue,
+    // or the client never finishes (and the test hangs: no clock decides here).
+    tokio::select! {
+        read = server.read(&mut buf) => panic!("nothing was sent to read: {read:?}"),
+        done = reader => drop(done.unwrap()),
     }
-    assert!(
-        reader.is_finished(),
-        "the queued records never reached the client"
-    );
-    reader.await.unwrap();
     assert!(server.tx.is_empty());
 }
 
@@ -305,15 +298,23 @@ async fn bytes_before_a_cut_are_read_and_the_cut_is_an_error_after_them() {
     client_tcp.shutdown().await.unwrap();
     until_at_hand(&server, record(5)).await;
     until_closed(&server).await;
-    let mut buf = [0u8; 64];
-    // The bytes decrypted before the end are the caller's: they come first...
-    assert_eq!(server.read(&mut buf).await.unwrap(), 5);
-    assert_eq!(&buf[..5], b"hello");
-    // ...then the cut, as an error: not an orderly end of the stream.
-    let cut = server.read(&mut buf).await.unwrap_err();
+    // The bytes decrypted before the end are the caller's: they come first, then the cut, as
+    // an error: not an orderly end of the stream.
+    let cut = read_after(&mut server, b"hello").await.unwrap_err();
     assert_eq!(cut.kind(), io::ErrorKind::UnexpectedEof);
-    let again = server.read(&mut buf).await.unwrap_err();
+    let again = server.read(&mut [0u8; 64]).await.unwrap_err();
     assert_eq!(again.kind(), io::ErrorKind::UnexpectedEof, "and it stays");
+}
+
+/// Reads `first` whole in one read (the bytes decrypted before a failure: they come first,
+/// when any), then returns what the next read gives.
+async fn read_after(server: &mut TlsStream, first: &[u8]) -> io::Result<usize> {
+    let mut buf = [0u8; 64];
+    if !first.is_empty() {
+        assert_eq!(server.read(&mut buf).await.unwrap(), first.len());
+        assert_eq!(&buf[..first.len()], first);
+    }
+    server.read(&mut buf).await
 }
 
 /// Waits until the runtime has seen the client's end of the connection (a FIN or a reset).
@@ -346,12 +347,8 @@ async fn bytes_before_a_reset_are_read_and_the_reset_is_an_error_after_them() {
             .unwrap();
         drop(client_tcp);
         until_closed(&server).await;
-        let mut buf = [0u8; 64];
-        if data_first {
-            assert_eq!(server.read(&mut buf).await.unwrap(), 5);
-            assert_eq!(&buf[..5], b"hello");
-        }
-        let reset = server.read(&mut buf).await;
+        let first: &[u8] = if data_first { b"hello" } else { b"" };
+        let reset = read_after(&mut server, first).await;
         assert_eq!(
             reset.map_err(|e| e.kind()),
             Err(io::ErrorKind::ConnectionReset),
@@ -405,20 +402,11 @@ async fn an_owed_answer_behind_a_full_queue_stops_reading_until_the_client_takes
         client.read_exact(&mut got).await.unwrap();
         client
     });
-    // A bound on the rounds, so that a stream that never reads again fails instead of
-    // hanging; nothing here depends on how long a round takes.
-    for _ in 0..2_000 {
-        match poll_once(server.read(&mut buf)) {
-            Poll::Ready(n) => {
-                assert_eq!(n.unwrap(), 5);
-                assert_eq!(&buf[..5], b"after");
-                drop(reader.await.unwrap());
-                return;
-            }
-            Poll::Pending => tokio::time::sleep(std::time::Duration::from_millis(5)).await,
-        }
-    }
-    panic!("reading never went on after the client took the queued records");
+    // (A stream that never reads again hangs here: no clock decides.)
+    let (read, reader) = tokio::join!(server.read(&mut buf), reader);
+    assert_eq!(read.unwrap(), 5);
+    assert_eq!(&buf[..5], b"after");
+    drop(reader.unwrap());
 }
 
 /// A write error met while an owed answer holds reading: the bytes already decrypted in the
@@ -444,12 +432,8 @@ async fn a_failed_send_of_an_owed_answer_comes_after_the_bytes_read_before_it() 
         // Wait until the runtime has seen the socket turn writable (a shut down side polls
         // writable), so that the read's send meets the error instead of waiting.
         tcp(&server).writable().await.unwrap();
-        let mut buf = [0u8; 16];
-        if data_first {
-            assert_eq!(server.read(&mut buf).await.unwrap(), 4);
-            assert_eq!(&buf[..4], b"data");
-        }
-        let failed = server.read(&mut buf).await;
+        let first: &[u8] = if data_first { b"data" } else { b"" };
+        let failed = read_after(&mut server, first).await;
         assert!(
             failed.is_err(),
             "data first: {data_first}: the failed send reads as {failed:?}"

@@ -133,20 +133,18 @@ impl Cell {
     }
 }
 
-/// Runs one row for one service as [`measure`] does; a peer that fails (an error status, a
-/// wrong body, a dropped connection: SeaweedFS once answered 500 to 1,000 concurrent `GET`s
-/// of 100 MiB) fails its cell for that round, shown in the table, and the run goes on. weir
-/// serve failing stops the run: that is a bug to fix, not a figure.
-fn measure_or_note(
+/// A row's outcome for `svc` in `round`: a peer that failed (an error status, a wrong body, a
+/// dropped connection: SeaweedFS once answered 500 to 1,000 concurrent `GET`s of 100 MiB) fails
+/// its cell for that round, shown in the table, and the run goes on. weir serve failing stops
+/// the run: that is a bug to fix, not a figure.
+fn noted(
+    result: io::Result<()>,
     row: Row,
     svc: &Service,
     cell: &mut Cell,
     round: usize,
-    z: &Sizes,
-    s: &Settings,
-    p: &Arc<Pattern>,
 ) -> io::Result<()> {
-    match measure(row, svc, cell, round, z, s, p) {
+    match result {
         Err(e) if !matches!(svc.kind, Kind::Weir | Kind::WeirNoHash) => {
             eprintln!("services: {} failed {}: {e}", svc.kind.label(), row.short());
             cell.failed(round, e.to_string());
@@ -378,14 +376,18 @@ pub fn run(s: &Settings, a: &ServicesArgs) -> io::Result<()> {
         .collect();
     let at = |row: Row| ROWS.iter().position(|r| *r == row).expect("a row");
     for round in 0..rounds {
+        let mut run = |row: Row, svc: &Service, i: usize| {
+            let cell = &mut cells[at(row)][i];
+            let result = measure(row, svc, cell, round, &z, s, &p);
+            noted(result, row, svc, cell, round)
+        };
         // The large file: PUT, GET, removed, service by service (one on the disk at a time).
         for i in order(services.len(), round) {
             let Ok(svc) = &services[i] else { continue };
             sync(data.path())?;
-            measure_or_note(Row::Put, svc, &mut cells[at(Row::Put)][i], round, &z, s, &p)?;
+            run(Row::Put, svc, i)?;
             if Row::Get.runs(svc.kind) {
-                let cell = &mut cells[at(Row::Get)][i];
-                measure_or_note(Row::Get, svc, cell, round, &z, s, &p)?;
+                run(Row::Get, svc, i)?;
             }
             remove(svc, "big.bin")?;
         }
@@ -396,7 +398,7 @@ pub fn run(s: &Settings, a: &ServicesArgs) -> io::Result<()> {
                     continue;
                 }
                 sync(data.path())?;
-                measure_or_note(row, svc, &mut cells[at(row)][i], round, &z, s, &p)?;
+                run(row, svc, i)?;
             }
         }
         for svc in services.iter().flatten() {
