@@ -114,8 +114,9 @@ pub struct Config {
     /// after a large body. Default 16 KiB: a typical head fits many times over.
     pub read_buffer_size: usize,
     /// Response bodies up to this size are copied into the write buffer so that head and body
-    /// leave in one write (and pipelined responses in one write). Larger bodies are written
-    /// from the caller's memory with `writev`. Default 16 KiB.
+    /// leave in one write (and pipelined responses in one write), files' bodies too (read into
+    /// it instead of `sendfile`). Larger bodies are written from the caller's memory with
+    /// `writev`, larger files with `sendfile`. Default 16 KiB.
     pub write_coalesce_limit: usize,
     /// Whether HTTP/1.1 connections on Unix sockets receive open files passed by the client
     /// (`SCM_RIGHTS`, Linux only), for [`Exchange::take_passed_fd`](crate::Exchange::take_passed_fd).

@@ -1,9 +1,9 @@
 //! Writing the response: head into the write buffer, body coalesced or written from the
 //! caller's memory, chunk framing on the stack, files with `sendfile`.
 //!
-//! Small responses (head + body up to `Config::write_coalesce_limit`) are assembled in the
-//! write buffer and leave in one write, together with any other pipelined responses, when the
-//! connection next waits for input. Larger bodies go out with one vectored write of the
+//! Small responses (head + body up to `Config::write_coalesce_limit`, from memory or from a
+//! file) are assembled in the write buffer and leave in one write, together with any other
+//! pipelined responses, when the connection next waits for input. Larger bodies go out with one vectored write of the
 //! buffered head and the caller's slice, so they are never copied in user space. A body
 //! forwarded from another socket (`forward_body`) goes socket → pipes → socket with `splice`.
 
@@ -234,9 +234,38 @@ impl Conn {
             Ok(FileSend::Send) => {}
             Err(misuse) => return Err(Error::invalid_response(misuse)),
         }
-        self.write_out(&[]).await?;
-        self.file_pieces(file, offset, len).await?;
+        let limit = self.shared.config.write_coalesce_limit as u64;
+        if (self.io.wbuf.len() as u64).saturating_add(len) <= limit {
+            // COPY: a small file joins its head (and other pipelined responses) in the write
+            // buffer, as a small body from memory does: one write, one TCP segment, where the
+            // head's write and then `sendfile` send two and wake the client twice.
+            self.file_into_write_buffer(file, offset, len as usize)?;
+            self.resp.sent(len);
+        } else {
+            self.write_out(&[]).await?;
+            self.file_pieces(file, offset, len).await?;
+        }
         self.resp.complete();
+        Ok(())
+    }
+
+    /// Appends `len` bytes of `file` from `offset` to the write buffer. A file that ends early
+    /// (truncated since its length was taken) or cannot be read fails the response; the head
+    /// already buffered then leaves alone, before the connection closes.
+    fn file_into_write_buffer(
+        &mut self,
+        file: &File,
+        offset: u64,
+        len: usize,
+    ) -> Result<(), Error> {
+        use std::os::unix::fs::FileExt;
+        let start = self.io.wbuf.len();
+        self.io.wbuf.resize(start + len, 0);
+        if let Err(e) = file.read_exact_at(&mut self.io.wbuf[start..], offset) {
+            self.io.wbuf.truncate(start);
+            self.fail_response();
+            return Err(Error::from(e));
+        }
         Ok(())
     }
 

@@ -110,6 +110,64 @@ fn large_bodies_and_files() {
     assert_eq!(c.read_response().text(), "Hello, World!");
 }
 
+/// Data segments the client's socket has received (`TCP_INFO`'s `tcpi_data_segs_in`).
+#[cfg(target_os = "linux")]
+fn data_segments_in(c: &mut Client) -> u32 {
+    use std::os::fd::AsRawFd;
+    // SAFETY: `tcp_info` is integers only, for which all zeroes is a value.
+    let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+    // SAFETY: `info` is a writable `tcp_info` of `len` bytes; the kernel writes at most `len`.
+    let rc = unsafe {
+        libc::getsockopt(
+            c.stream().as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            (&raw mut info).cast(),
+            &mut len,
+        )
+    };
+    assert_eq!(rc, 0, "{}", std::io::Error::last_os_error());
+    info.tcpi_data_segs_in
+}
+
+/// A file up to the coalescing limit leaves with its head in one write, as a small body from
+/// memory does: one TCP segment, where the head's write and then `sendfile` make two. A larger
+/// file still goes by `sendfile`, after its head.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_small_file_leaves_with_its_head_in_one_segment() {
+    let server = TestServer::start(Config::default());
+    let mut c = server.connect();
+    c.send(b"GET /hello HTTP/1.1\r\nHost: a\r\n\r\n");
+    assert_eq!(c.read_response().text(), "Hello, World!");
+    let before = data_segments_in(&mut c);
+    c.send(b"GET /sendfile?len=4096 HTTP/1.1\r\nHost: a\r\n\r\n");
+    assert!(c.read_response().body == pattern(4096, 9));
+    assert_eq!(data_segments_in(&mut c) - before, 1);
+    let before = data_segments_in(&mut c);
+    c.send(b"GET /sendfile?len=40000 HTTP/1.1\r\nHost: a\r\n\r\n");
+    assert!(c.read_response().body == pattern(40000, 9));
+    assert!(data_segments_in(&mut c) - before >= 2);
+}
+
+/// A small file that turns out shorter than announced fails its response: the head leaves,
+/// the body is cut, and the connection closes, as for a large file.
+#[test]
+fn a_small_file_shorter_than_announced_closes_the_connection_after_its_head() {
+    use std::io::Read;
+    let server = TestServer::start(Config::default());
+    let mut c = server.connect();
+    c.send(b"GET /sendfile?len=1000&short=1 HTTP/1.1\r\nHost: a\r\n\r\n");
+    let mut got = Vec::new();
+    c.stream().read_to_end(&mut got).unwrap();
+    let text = String::from_utf8_lossy(&got).to_ascii_lowercase();
+    assert!(text.starts_with("http/1.1 200 ok\r\n"), "{text}");
+    assert!(text.contains("content-length: 1005\r\n"), "{text}");
+    let body = &got[got.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4..];
+    assert!(body.len() < 1005, "{} body bytes", body.len());
+}
+
 /// Adds `access-control-allow-origin` on `/extra` (then answers with a header of its own),
 /// nothing on other paths.
 struct ExtraHeaderRoutes;

@@ -268,10 +268,17 @@ impl Handler for Routes {
                 ex.respond(StatusCode::OK).body(pattern(len, 7)).await
             }
             (_, "/sendfile") => {
+                // `?short=1`: the file is 5 bytes shorter than the length announced.
                 let len = query_u64(ex, "len").unwrap_or(1 << 20) as usize;
                 let mut file = tempfile::tempfile()?;
                 file.write_all(&pattern(len, 9))?;
-                ex.respond(StatusCode::OK).file(&file, 0, len as u64).await
+                let ask = len as u64
+                    + if query_u64(ex, "short").is_some() {
+                        5
+                    } else {
+                        0
+                    };
+                ex.respond(StatusCode::OK).file(&file, 0, ask).await
             }
             (_, "/sendfile-in-body") => {
                 // A streamed body with a file's bytes in its middle (`BodyWriter::send_file`):
