@@ -115,6 +115,31 @@ fn mem_free() -> Option<u64> {
     Some(kib * 1024)
 }
 
+/// Pauses free page reporting if asked (the pause lasts as long as the returned guard), and
+/// says in the report whether it was on.
+pub fn pause_page_reporting(asked: bool) -> std::io::Result<(Option<ReportingPause>, String)> {
+    if asked {
+        let pause = ReportingPause::start().map_err(std::io::Error::other)?;
+        let note = format!(
+            " The kernel's free page reporting (virtio-balloon) was paused for the run \
+             (`--pause-page-reporting`: `page_reporting_order` {} → 11, restored after): with it \
+             on, page cache freed between rounds goes back to the host and is faulted in again \
+             when reused, and the file rows swing several-fold from round to round.",
+            pause.previous()
+        );
+        return Ok((Some(pause), note));
+    }
+    let note = match reporting_order() {
+        Some(order) => format!(
+            " The kernel's free page reporting was on (`page_reporting_order` {order}): page \
+             cache freed between rounds may go back to the host and be faulted in again, so \
+             file rows can swing several-fold; `--pause-page-reporting` pauses it."
+        ),
+        None => String::new(),
+    };
+    Ok((None, note))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -63,6 +63,10 @@ pub struct ServicesArgs {
     /// The `weir` binary (default: `weir` next to this executable).
     #[arg(long)]
     pub weir: Option<PathBuf>,
+    /// Pause the kernel's free page reporting (virtio-balloon) for the run, and restore it after
+    /// (`prefault.rs`; the upload scenario's flag). Needs root.
+    #[arg(long)]
+    pub pause_page_reporting: bool,
 }
 
 /// Size of each small file (the many-`PUT`s row and the small `GET`).
@@ -145,7 +149,7 @@ fn noted(
     round: usize,
 ) -> io::Result<()> {
     match result {
-        Err(e) if !matches!(svc.kind, Kind::Weir | Kind::WeirNoHash) => {
+        Err(e) if !svc.kind.is_weir() => {
             eprintln!("services: {} failed {}: {e}", svc.kind.label(), row.short());
             cell.failed(round, e.to_string());
             Ok(())
@@ -257,7 +261,7 @@ fn make_folder(svc: &Service, name: &str) -> io::Result<()> {
     let w = &svc.write;
     let method = match svc.kind {
         Kind::Rclone => "MKCOL",
-        Kind::Weir | Kind::WeirNoHash => "PUT",
+        k if k.is_weir() => "PUT",
         _ => return Ok(()),
     };
     let head = format!(
@@ -351,6 +355,8 @@ pub fn run(s: &Settings, a: &ServicesArgs) -> io::Result<()> {
     let z = sizes(s, a);
     let rounds = s.rounds(3, 1);
     let weir = weir_binary(a.weir.as_deref())?;
+    let (_reporting_pause, reporting_note) =
+        crate::prefault::pause_page_reporting(a.pause_page_reporting)?;
     let data = tempfile::Builder::new()
         .prefix("services-")
         .tempdir_in(std::env::temp_dir())?;
@@ -413,6 +419,6 @@ pub fn run(s: &Settings, a: &ServicesArgs) -> io::Result<()> {
         .filter_map(|(i, s)| s.as_ref().err().map(|why| (i, why.clone())))
         .collect();
     drop(services);
-    let section = section::section(&z, rounds, &cells, &missing, &log_cost);
+    let section = section::section(&z, rounds, &cells, &missing, &log_cost, &reporting_note);
     report::publish(&s.target, &ctx, &section)
 }

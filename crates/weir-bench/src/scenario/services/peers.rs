@@ -6,6 +6,7 @@
 //! | --- | --- |
 //! | weir serve | `weir serve --root DIR --listen ADDR` (access log at its default: stderr, here a file) |
 //! | weir serve --no-hash | the same with `--no-hash` (the `PUT` rows only) |
+//! | weir serve --runtime per-core | the same with one single-threaded runtime per core (every row) |
 //! | nginx | `nginx -p PREFIX -c CONF -g 'daemon off;'`, a generated config: `dav_methods PUT DELETE MKCOL`, `create_full_put_path on`, `client_body_temp_path` on the same filesystem, `sendfile on`, `autoindex on`, its access log to a file |
 //! | dufs | `dufs -A DIR` |
 //! | copyparty | `python3 -m copyparty -v DIR::rw`, no config file, its log to a file |
@@ -29,6 +30,7 @@ use weir_testkit::seaweed::Seaweed;
 pub enum Kind {
     Weir,
     WeirNoHash,
+    WeirPerCore,
     Nginx,
     Dufs,
     Copyparty,
@@ -37,9 +39,10 @@ pub enum Kind {
 }
 
 /// Every service, in row order; the first is the one ratios divide.
-pub const KINDS: [Kind; 7] = [
+pub const KINDS: [Kind; 8] = [
     Kind::Weir,
     Kind::WeirNoHash,
+    Kind::WeirPerCore,
     Kind::Nginx,
     Kind::Dufs,
     Kind::Copyparty,
@@ -53,6 +56,7 @@ impl Kind {
         match self {
             Kind::Weir => "weir serve",
             Kind::WeirNoHash => "weir serve --no-hash",
+            Kind::WeirPerCore => "weir serve --runtime per-core",
             Kind::Nginx => "nginx (dav, sendfile)",
             Kind::Dufs => "dufs -A",
             Kind::Copyparty => "copyparty",
@@ -70,6 +74,7 @@ impl Kind {
                  answered and logged; an interrupted upload leaves nothing"
             }
             Kind::WeirNoHash => "as weir serve, without the SHA-256",
+            Kind::WeirPerCore => "as weir serve",
             Kind::Nginx => {
                 "body in a temporary file (client_body_temp_path), renamed into place: atomic; \
                  no fsync; no checksum"
@@ -97,6 +102,21 @@ impl Kind {
     /// Whether the service runs the rows that only read (the `--no-hash` row reads as weir does).
     pub fn reads(self) -> bool {
         self != Kind::WeirNoHash
+    }
+
+    /// Whether this is `weir serve` (with the flag it adds to the defaults, if any): its rows are
+    /// the ones ratios are taken for.
+    pub fn weir_flags(self) -> Option<&'static [&'static str]> {
+        match self {
+            Kind::Weir => Some(&[]),
+            Kind::WeirNoHash => Some(&["--no-hash"]),
+            Kind::WeirPerCore => Some(&["--runtime", "per-core"]),
+            _ => None,
+        }
+    }
+
+    pub fn is_weir(self) -> bool {
+        self.weir_flags().is_some()
     }
 }
 
@@ -156,11 +176,9 @@ pub fn start(
         format,
     };
     Ok(Ok(match kind {
-        Kind::Weir | Kind::WeirNoHash => {
+        Kind::Weir | Kind::WeirNoHash | Kind::WeirPerCore => {
             let mut c = weir_serve(weir, root, addr);
-            if kind == Kind::WeirNoHash {
-                c.arg("--no-hash");
-            }
+            c.args(kind.weir_flags().unwrap_or_default());
             // The access log's default is stderr: kept in a file, as a journal would keep it.
             let w = spawn(c, addr, "/files/", Some(&log))?;
             service(w, None, Some(root), Format::Weir)

@@ -3,7 +3,7 @@
 //! durability, and the access log's cost.
 
 use super::access_log::{DEPTHS, LogCost};
-use super::peers::{KINDS, Kind};
+use super::peers::KINDS;
 use super::{Cell, ROWS, Row, Sizes};
 use crate::report::Section;
 use crate::report::chart::{Bar, Chart};
@@ -58,6 +58,7 @@ pub fn section(
     cells: &[Vec<Cell>],
     missing: &[(usize, String)],
     log: &LogCost,
+    reporting_note: &str,
 ) -> Section {
     let why_missing = |i: usize| missing.iter().find(|(m, _)| *m == i).map(|(_, w)| w);
     let mut t = Table::new(&[
@@ -68,11 +69,13 @@ pub fn section(
         "Peak RSS (MiB)",
         "p99 (µs)",
     ]);
-    let mut ratios = Table::new(&[
+    // One column of ratios per way weir serve runs; the first column's are the chart's.
+    let weirs: Vec<usize> = (0..KINDS.len()).filter(|&i| KINDS[i].is_weir()).collect();
+    let mut head = vec![
         "weir serve's throughput ÷ the peer's (median of round-by-round ratios, min–max; above 1: weir ahead)",
-        "weir serve",
-        "weir serve --no-hash",
-    ]);
+    ];
+    head.extend(weirs.iter().map(|&w| KINDS[w].label()));
+    let mut ratios = Table::new(&head);
     let mut bars = Vec::new();
     for (r, &row) in ROWS.iter().enumerate() {
         for (i, &kind) in KINDS.iter().enumerate() {
@@ -98,19 +101,16 @@ pub fn section(
                     c.p99_us.show(0),
                 ],
             });
-            if matches!(kind, Kind::Weir | Kind::WeirNoHash) {
+            if kind.is_weir() {
                 continue;
             }
             let weir = cells[r][0].rate.ratio_to(&c.rate);
-            let no_hash = match row {
-                Row::Put | Row::SmallPuts => cells[r][1].rate.ratio_to(&c.rate).show(2),
-                _ => "—".into(),
-            };
-            ratios.row(vec![
-                format!("{}: ÷ {}", row.short(), kind.label()),
-                weir.show(2),
-                no_hash,
-            ]);
+            let mut line = vec![format!("{}: ÷ {}", row.short(), kind.label())];
+            line.extend(weirs.iter().map(|&w| match row.runs(KINDS[w]) {
+                true => cells[r][w].rate.ratio_to(&c.rate).show(2),
+                false => "—".into(),
+            }));
+            ratios.row(line);
             bars.push(Bar {
                 label: format!("{}: ÷ {}", row.short(), kind.label()),
                 value: (!weir.is_empty()).then(|| (weir.median(), weir.min(), weir.max())),
@@ -138,8 +138,10 @@ pub fn section(
     let body = format!(
         "Each service started the way its users start it, on loopback, each on its own empty \
          directory of one filesystem, no authentication: `weir serve` (the `weir` binary, its \
-         defaults: SHA-256 on, the access log to stderr, which the bench keeps in a file), and \
-         `weir serve --no-hash` for the `PUT` rows; nginx (the Debian package, a generated \
+         defaults: SHA-256 on, the access log to stderr, which the bench keeps in a file), \
+         `weir serve --no-hash` for the `PUT` rows and `weir serve --runtime per-core` (one \
+         single-threaded runtime per core, each accepting on its own `SO_REUSEPORT` listener) \
+         for every row; nginx (the Debian package, a generated \
          config: `dav_methods PUT DELETE MKCOL`, `create_full_put_path on`, \
          `client_body_temp_path` beside the root, `sendfile on`, `autoindex on`, one worker \
          per core, run as the current user with `-p PREFIX -c CONF -g 'daemon off;'`, its \
@@ -162,8 +164,9 @@ pub fn section(
          row. The fan-out row's file is {} (the issue asks 100 MiB: 1,000 × 100 MiB is 98 GiB \
          a service a round, more than this run's time on 2 cores; `--fan-size 100M` runs it). \
          The machine is shared (2 cores; other tenants compile and test: see the CPU figures \
-         above): trust the ratios more than the absolute figures. A peer that fails a row \
-         in a round (an error status, a wrong body, a dropped connection) measured nothing \
+         above): trust the ratios more than the absolute figures.{reporting_note} A peer that \
+         fails a row in a round (an error status, a wrong body, a dropped connection) \
+         measured nothing \
          there: its cell says in how many rounds, the failures are listed below the table, \
          and its ratios count only the rounds it answered.\n\n{}\n{}{}\n\
          What each service promises about an upload it answered (read in its source or \
@@ -242,6 +245,7 @@ fn prec(v: f64) -> usize {
 
 #[cfg(test)]
 mod tests {
+    use super::super::peers::Kind;
     use super::*;
     use crate::scenario::child::Usage;
     use std::time::Duration;
@@ -271,7 +275,7 @@ mod tests {
         cells[fan][0].push(300.0, 1.0, used);
         cells[fan][peer].failed(0, "GET: 500\nInternal Server Error".into());
         cells[fan][peer].push(100.0, 1.0, used);
-        let body = section(&z, 2, &cells, &[], &LogCost::default()).body;
+        let body = section(&z, 2, &cells, &[], &LogCost::default(), "").body;
         let line = |start: &str| {
             let line = body.lines().find(|l| l.starts_with(start));
             line.unwrap_or_else(|| panic!("no line {start:?}: {body}"))

@@ -374,34 +374,6 @@ fn clean_up(dir: &Path, rows: &[Row]) -> io::Result<()> {
     empty_dir(dir)
 }
 
-/// Pauses free page reporting if asked (the pause lasts as long as the returned guard), and
-/// says in the report whether it was on.
-fn pause_page_reporting(
-    asked: bool,
-) -> io::Result<(Option<crate::prefault::ReportingPause>, String)> {
-    use crate::prefault::{ReportingPause, reporting_order};
-    if asked {
-        let pause = ReportingPause::start().map_err(io::Error::other)?;
-        let note = format!(
-            " The kernel's free page reporting (virtio-balloon) was paused for the run \
-             (`--pause-page-reporting`: `page_reporting_order` {} → 11, restored after): with it \
-             on, page cache freed between rounds goes back to the host and is faulted in again \
-             when reused, and the file rows swing several-fold from round to round.",
-            pause.previous()
-        );
-        return Ok((Some(pause), note));
-    }
-    let note = match reporting_order() {
-        Some(order) => format!(
-            " The kernel's free page reporting was on (`page_reporting_order` {order}): page \
-             cache freed between rounds may go back to the host and be faulted in again, so \
-             file rows can swing several-fold; `--pause-page-reporting` pauses it."
-        ),
-        None => String::new(),
-    };
-    Ok((None, note))
-}
-
 /// Runs the scenario and publishes its section.
 pub fn run(s: &Settings, a: &UploadArgs) -> io::Result<()> {
     let ctx = report::Context::capture();
@@ -409,7 +381,8 @@ pub fn run(s: &Settings, a: &UploadArgs) -> io::Result<()> {
     let rounds = s.rounds(5, 3);
     let data = tempfile::tempdir()?;
     let protocols = a.protocols();
-    let (_reporting_pause, reporting_note) = pause_page_reporting(a.pause_page_reporting)?;
+    let (_reporting_pause, reporting_note) =
+        crate::prefault::pause_page_reporting(a.pause_page_reporting)?;
     // Full runs only: a quick run's files are small, and its seconds count.
     let touched = if s.pick(true, false, false) {
         crate::prefault::touch_free_memory()
