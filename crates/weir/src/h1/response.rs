@@ -3,9 +3,10 @@
 //!
 //! Small responses (head + body up to `Config::write_coalesce_limit`, from memory or from a
 //! file) are assembled in the write buffer and leave in one write, together with any other
-//! pipelined responses, when the connection next waits for input. Larger bodies go out with one vectored write of the
-//! buffered head and the caller's slice, so they are never copied in user space. A body
-//! forwarded from another socket (`forward_body`) goes socket → pipes → socket with `splice`.
+//! pipelined responses, when the connection next waits for input. Larger bodies go out with
+//! one vectored write of the buffered head and the caller's slice, so they are never copied in
+//! user space; larger files with `sendfile` after the head. A body forwarded from another
+//! socket (`forward_body`) goes socket → pipes → socket with `splice`.
 
 use super::conn::Conn;
 use crate::error::Misuse;
