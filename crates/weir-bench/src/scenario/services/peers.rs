@@ -104,8 +104,7 @@ impl Kind {
         self != Kind::WeirNoHash
     }
 
-    /// Whether this is `weir serve` (with the flag it adds to the defaults, if any): its rows are
-    /// the ones ratios are taken for.
+    /// The flags this `weir serve` row adds to the defaults; `None` for a peer.
     pub fn weir_flags(self) -> Option<&'static [&'static str]> {
         match self {
             Kind::Weir => Some(&[]),
@@ -115,6 +114,7 @@ impl Kind {
         }
     }
 
+    /// Whether this is a `weir serve` row: the rows ratios are taken for, never a peer's.
     pub fn is_weir(self) -> bool {
         self.weir_flags().is_some()
     }
