@@ -103,7 +103,9 @@ pub struct ServeArgs {
     pub pause_threshold: u64,
     /// Threading: `multi-thread` (one tokio runtime, connections move between worker threads)
     /// or `per-core` (one single-threaded runtime per core, each with its own SO_REUSEPORT
-    /// listener). docs/BENCHMARKS.md compares them.
+    /// listener: no wake-ups between threads, but the store's blocking calls, such as each
+    /// upload's fsyncs, run on that core's one thread and hold its other connections
+    /// meanwhile). docs/BENCHMARKS.md compares them.
     #[arg(long, env = "WEIR_RUNTIME", value_enum, default_value_t = Runtime::MultiThread)]
     pub runtime: Runtime,
     /// Do not compute SHA-256 of uploads: bodies move socket → file with splice, never
