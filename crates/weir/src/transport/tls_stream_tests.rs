@@ -9,6 +9,15 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 type Client = tokio_rustls::client::TlsStream<tokio::net::TcpStream>;
 
+/// Closes the client's socket (dropped here) with a reset (SO_LINGER 0), not a FIN, and no TLS
+/// close.
+fn reset_close(client: Client) {
+    let (client_tcp, _) = client.into_inner();
+    socket2::SockRef::from(&client_tcp)
+        .set_linger(Some(std::time::Duration::ZERO))
+        .unwrap();
+}
+
 /// A handshaken pair: weir's server side and a rustls client, offering `alpn`.
 async fn pair(alpn: &[&[u8]], tls12: bool) -> (TlsStream, Client) {
     let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
@@ -340,12 +349,7 @@ async fn bytes_before_a_reset_are_read_and_the_reset_is_an_error_after_them() {
             client.flush().await.unwrap();
             until_at_hand(&server, record(5)).await;
         }
-        // The client's socket closes with a reset (SO_LINGER 0), not a FIN.
-        let (client_tcp, _) = client.into_inner();
-        socket2::SockRef::from(&client_tcp)
-            .set_linger(Some(std::time::Duration::ZERO))
-            .unwrap();
-        drop(client_tcp);
+        reset_close(client);
         until_closed(&server).await;
         let first: &[u8] = if data_first { b"hello" } else { b"" };
         let reset = read_after(&mut server, first).await;
@@ -464,11 +468,7 @@ async fn a_shutdown_once_the_client_is_gone_is_done_not_an_error() {
     let (mut server, client) = pair(&[b"http/1.1"], false).await;
     // Our close_notify and FIN go out; the client answers with a reset.
     server.shutdown().await.unwrap();
-    let (client_tcp, _) = client.into_inner();
-    socket2::SockRef::from(&client_tcp)
-        .set_linger(Some(std::time::Duration::ZERO))
-        .unwrap();
-    drop(client_tcp);
+    reset_close(client);
     until_closed(&server).await;
     // The socket itself now refuses a shutdown (ENOTCONN: the connection is gone)...
     let raw = socket2::SockRef::from(tcp(&server)).shutdown(std::net::Shutdown::Write);
