@@ -3,8 +3,9 @@
 //! Time-based limits (head timeout, idle timeout, data rates) belong to the I/O layer, which owns
 //! the clock; they are documented on `weir::Config`.
 
-/// Size and count limits applied while parsing a request. `#[non_exhaustive]`: build it from
-/// `Limits::default()`, then assign fields or chain the `with_*` setters.
+/// Size and count limits applied while parsing a request, and what it refuses beyond framing.
+/// `#[non_exhaustive]`: build it from `Limits::default()`, then assign fields or chain the
+/// `with_*` setters.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Limits {
@@ -26,6 +27,12 @@ pub struct Limits {
     /// Largest trailer section of a chunked body, in bytes. Default 16 KiB.
     /// Breach: `431`.
     pub max_trailers: usize,
+    /// Whether an `Expect` other than `100-continue` is refused with `417 Expectation Failed`
+    /// (true, the default) or ignored (false). RFC 9110 §10.1.1 allows either; refusing tells
+    /// a client early that what it expects will not happen. Amazon S3 ignores them, so an S3
+    /// front end that must answer as S3 does turns this off. Not framing: ignoring one cannot
+    /// change where a request ends.
+    pub refuse_unknown_expectations: bool,
 }
 
 impl Limits {
@@ -67,6 +74,13 @@ impl Limits {
         self.max_trailers = bytes;
         self
     }
+
+    /// Sets [`Limits::refuse_unknown_expectations`].
+    #[must_use]
+    pub fn with_refuse_unknown_expectations(mut self, refuse: bool) -> Self {
+        self.refuse_unknown_expectations = refuse;
+        self
+    }
 }
 
 impl Default for Limits {
@@ -77,6 +91,7 @@ impl Default for Limits {
             max_headers: 100,
             max_chunk_extensions: 16 * 1024,
             max_trailers: 16 * 1024,
+            refuse_unknown_expectations: true,
         }
     }
 }

@@ -32,6 +32,10 @@ pub struct Limits {
     /// Largest trailer section of a chunked body, in bytes. Default 16 KiB.
     /// Breach: `431`.
     pub max_trailers: usize,
+    /// Whether an `Expect` other than `100-continue` is answered `417 Expectation Failed`
+    /// (true, the default) or ignored (false), over HTTP/1.1. RFC 9110 §10.1.1 allows either;
+    /// Amazon S3 ignores them, so an S3 front end turns this off.
+    pub refuse_unknown_expectations: bool,
 }
 
 impl Limits {
@@ -39,7 +43,7 @@ impl Limits {
     /// stack, so the count must have a compile-time bound.
     pub const HEADER_COUNT_CAP: usize = 512;
 
-    /// The protocol core's limits (its parser's and body decoder's argument): five integers
+    /// The protocol core's limits (its parser's and body decoder's argument): the fields
     /// copied, so weir's public type and the core's can each change alone.
     pub(crate) fn proto(&self) -> weir_proto::Limits {
         const _: () = assert!(Limits::HEADER_COUNT_CAP == weir_proto::Limits::HEADER_COUNT_CAP);
@@ -49,6 +53,7 @@ impl Limits {
             .with_max_headers(self.max_headers)
             .with_max_chunk_extensions(self.max_chunk_extensions)
             .with_max_trailers(self.max_trailers)
+            .with_refuse_unknown_expectations(self.refuse_unknown_expectations)
     }
 }
 
@@ -62,6 +67,7 @@ impl Default for Limits {
             max_headers: core.max_headers,
             max_chunk_extensions: core.max_chunk_extensions,
             max_trailers: core.max_trailers,
+            refuse_unknown_expectations: core.refuse_unknown_expectations,
         }
     }
 }
@@ -397,6 +403,7 @@ setters!(Limits {
     with_max_headers => max_headers: usize,
     with_max_chunk_extensions => max_chunk_extensions: usize,
     with_max_trailers => max_trailers: usize,
+    with_refuse_unknown_expectations => refuse_unknown_expectations: bool,
 });
 
 setters!(Config {

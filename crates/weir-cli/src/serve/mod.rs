@@ -478,7 +478,11 @@ async fn start_s3_api(
     service: &Arc<Service>,
     tls: Option<&weir::TlsConfig>,
 ) -> Result<(&'static str, SocketAddr), ServeError> {
-    let mut server = weir::Server::new(config.weir_config());
+    let mut weir_config = config.weir_config();
+    // S3 ignores an `Expect` other than 100-continue, and clients written against it send them
+    // (s3-tests' `Expect: 200`): this listener answers as S3 does.
+    weir_config.limits.refuse_unknown_expectations = false;
+    let mut server = weir::Server::new(weir_config);
     let (scheme, bound) = match tls {
         Some(tls) => (
             "https",

@@ -155,6 +155,35 @@ fn expect_continue() {
 }
 
 #[test]
+fn unknown_expectations_ignored_when_not_refused() {
+    let lenient = Limits::default().with_refuse_unknown_expectations(false);
+    for value in [&b"200-ok"[..], b"", b"100-continue, x"] {
+        let mut raw = b"PUT / HTTP/1.1\r\nHost: a\r\nExpect: ".to_vec();
+        raw.extend_from_slice(value);
+        raw.extend_from_slice(b"\r\nContent-Length: 1\r\n\r\n");
+        let p = match parse_with(&raw, &lenient) {
+            Ok(Some(p)) => p,
+            other => panic!("{value:?} was not accepted: {other:?}"),
+        };
+        assert!(!p.expect_continue, "{value:?} is not 100-continue");
+        assert_eq!(p.framing, Framing::Length(1));
+        assert_eq!(
+            err(&raw),
+            ProtoError::UnsupportedExpectation,
+            "refused by default"
+        );
+    }
+    let p = match parse_with(
+        b"PUT / HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 1\r\n\r\n",
+        &lenient,
+    ) {
+        Ok(Some(p)) => p,
+        other => panic!("100-continue was not accepted: {other:?}"),
+    };
+    assert!(p.expect_continue, "100-continue still expects");
+}
+
+#[test]
 fn chunked_framing() {
     let p = parsed(b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n");
     assert_eq!(p.framing, Framing::Chunked);
