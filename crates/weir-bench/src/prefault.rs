@@ -140,6 +140,26 @@ pub fn pause_page_reporting(asked: bool) -> std::io::Result<(Option<ReportingPau
     Ok((None, note))
 }
 
+/// What a scenario whose rows write much page cache does first: free page reporting paused if
+/// `pause` ([`pause_page_reporting`]), then, if `touch`, the free memory touched once
+/// ([`touch_free_memory`]). Returns the pause's guard and the report's note on both.
+pub fn prepare(pause: bool, touch: bool) -> std::io::Result<(Option<ReportingPause>, String)> {
+    let (guard, reporting_note) = pause_page_reporting(pause)?;
+    let touched = if touch { touch_free_memory() } else { 0 };
+    let prefault_note = if touched > 0 {
+        format!(
+            " Before the rounds, {:.1} GiB of the machine's free memory was written once and \
+             released (`prefault.rs`): on this VM the host backs guest memory lazily, and \
+             page-cache writes into never-touched pages were measured about 8× slower, so \
+             whichever row met them first lost.",
+            touched as f64 / (1u64 << 30) as f64
+        )
+    } else {
+        String::new()
+    };
+    Ok((guard, format!("{prefault_note}{reporting_note}")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

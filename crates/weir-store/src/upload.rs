@@ -68,6 +68,9 @@ use std::sync::Arc;
 /// while this one is hashed.
 const READ_AHEAD: u64 = 8 << 20;
 
+/// The read size of a read-back.
+pub(crate) const READ_BACK_BUF: usize = 256 * 1024;
+
 /// The least length still to come that [`Upload::preallocate`] reserves: below it, the system
 /// call costs more than the filesystem work it saves.
 const PREALLOCATE_MIN: u64 = 1 << 20;
@@ -160,6 +163,9 @@ pub struct Upload {
     /// `write_owned`; off once an external write was recorded (commit then reads the file
     /// back). See `hash_job.rs`.
     hash: HashTrack,
+    /// Digests of an externally written file, and the size they cover
+    /// ([`Upload::supply_digests`]): commit uses them when they cover the whole file.
+    supplied: Option<(u64, Digests)>,
     /// Writeback of `0..flushed` was requested (see `writeback.rs`).
     flushed: u64,
     /// Dropped while open, the temporary stays (a resumable upload's data, see
@@ -225,6 +231,7 @@ impl Upload {
             want_sha256,
             want_sha512,
             hash,
+            supplied: None,
             flushed: 0,
             keep_on_drop: None,
             client_modified: None,
@@ -283,6 +290,7 @@ impl Upload {
             want_sha256,
             want_sha512,
             hash,
+            supplied: None,
             flushed: size,
             keep_on_drop: Some(size),
             client_modified: None,
@@ -778,12 +786,13 @@ impl Upload {
                 actual: on_disk,
             });
         }
-        let digests = match self.hash.finish(self.size)? {
-            Some(d) => d,
-            None if self.want_sha256 || self.want_sha512 => self
+        let supplied = self.supplied.take().filter(|(size, _)| *size == self.size);
+        let digests = match (self.hash.finish(self.size)?, supplied) {
+            (Some(d), _) | (None, Some((_, d))) => d,
+            (None, None) if self.want_sha256 || self.want_sha512 => self
                 .read_back(Hashers::new(self.want_sha256, self.want_sha512))
                 .map_err(|e| StoreError::from_io("read back for digest", e))?,
-            None => Digests::default(),
+            (None, None) => Digests::default(),
         };
         if let Some(algorithm) = digests.mismatch(&self.expected_digest) {
             return Err(StoreError::DigestMismatch { algorithm });
@@ -802,36 +811,30 @@ impl Upload {
         Ok(digests)
     }
 
-    /// Hashes the file's bytes by reading them back (after external writes), with the reads
-    /// advised ahead ([`READ_AHEAD`]).
+    /// Hashes the file's bytes by reading them back (after external writes).
     fn read_back(&mut self, mut hashers: Hashers) -> io::Result<Digests> {
         let size = self.size;
         let file = self.open_file()?;
-        file.seek(SeekFrom::Start(0))?;
         // The one allocation of the commit path, made only here: 256 KiB, the write size that
         // measured best on this kind of machine, too big for a task's stack.
-        let mut buf = vec![0u8; 256 * 1024];
-        let mut left = size;
-        // Read-ahead advice a window or two ahead of the hash: a copy the page cache does not
-        // hold (a reflink shares the source's blocks, not its cached pages) is read from disk
-        // while the bytes before it are hashed, instead of a read, then a hash, in turn.
-        let mut advised = 0u64;
-        while left > 0 {
-            let at = size - left;
-            while advised < size && advised < at + 2 * READ_AHEAD {
-                let len = READ_AHEAD.min(size - advised);
-                sys::read_ahead(file, advised, len);
-                advised += len;
-            }
-            let want = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
-            let n = file.read(&mut buf[..want])?;
-            if n == 0 {
-                return Err(io::ErrorKind::UnexpectedEof.into());
-            }
-            hashers.update(&buf[..n]);
-            left -= n as u64;
-        }
+        let mut buf = vec![0u8; READ_BACK_BUF];
+        hash_from_start(file, size, &mut hashers, &mut buf)?;
         Ok(hashers.finish())
+    }
+
+    /// Hashers for the digests this upload's commit must produce (none: nothing to hash), for
+    /// a caller that writes through [`Upload::file_mut`] bytes it can hash from where they came
+    /// from, in order, and hands the digests to [`Upload::supply_digests`]: the multipart
+    /// assembly hashes each part on a second thread while the first copies it.
+    pub(crate) fn commit_hashers(&self) -> Hashers {
+        Hashers::new(self.want_sha256, self.want_sha512)
+    }
+
+    /// The digests of the whole file's bytes, computed by the store's own code from the bytes
+    /// it wrote externally ([`Upload::commit_hashers`]): commit uses them instead of reading
+    /// the file back, if the file is still the size it was when they were supplied.
+    pub(crate) fn supply_digests(&mut self, digests: Digests) {
+        self.supplied = Some((self.size, digests));
     }
 
     /// The temporary file's metadata, as [`LocalStore::open_file`](crate::LocalStore) will
@@ -937,6 +940,38 @@ impl Upload {
         self.state = State::Done;
         self.file = None;
     }
+}
+
+/// Feeds `hashers` the file's first `size` bytes, read from its start through `buf`, with the
+/// reads advised ahead ([`READ_AHEAD`]): a copy the page cache does not hold (a reflink
+/// shares the source's blocks, not its cached pages) is read from disk while the bytes before
+/// it are hashed, instead of a read, then a hash, in turn. COPY: page cache → `buf`, the one
+/// pass a hash over bytes that bypassed user space needs.
+pub(crate) fn hash_from_start(
+    mut file: &File,
+    size: u64,
+    hashers: &mut Hashers,
+    buf: &mut [u8],
+) -> io::Result<()> {
+    file.seek(SeekFrom::Start(0))?;
+    let mut left = size;
+    let mut advised = 0u64;
+    while left > 0 {
+        let at = size - left;
+        while advised < size && advised < at + 2 * READ_AHEAD {
+            let len = READ_AHEAD.min(size - advised);
+            sys::read_ahead(file, advised, len);
+            advised += len;
+        }
+        let want = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
+        let n = file.read(&mut buf[..want])?;
+        if n == 0 {
+            return Err(io::ErrorKind::UnexpectedEof.into());
+        }
+        hashers.update(&buf[..n]);
+        left -= n as u64;
+    }
+    Ok(())
 }
 
 impl Drop for Upload {

@@ -4,25 +4,26 @@
 //! Layout, in `ROOT/.weir-staging/multipart/` (never listed, served or addressable):
 //! - `{id}/` per upload (`id`: 32 hex digits, 128 random bits);
 //! - `{id}/upload`: the upload's record (`record.rs`), written once at creation;
-//! - `{id}/{n}.rec`: part `n`'s record (size, MD5, checksums, and the name of its data file);
+//! - `{id}/{n}.rec`: part `n`'s record (size, ETag, checksums, and the name of its data file);
 //! - `{id}/{n}-{nonce}.part`: a part's bytes, a fresh name per upload of the part.
 //!
 //! Records are replaced atomically (a temporary, `fsync`, `rename`, directory `fsync`).
 //!
 //! # A part
 //! [`LocalMultiparts::begin_part`] is an ordinary [`Upload`] in the staging area (`hash` off:
-//! the route splices into it, or writes); [`MultipartStore::finish_part`] takes its MD5 (the
-//! route's, or read back from the temporary in 256 KiB steps: the part never in memory),
-//! fsyncs it, renames it into the upload's directory under a fresh name, writes the part's
-//! record naming it, and unlinks the data file the previous record named. The record's rename
-//! is the replacement: a part is the old bytes or the new, across a crash too.
+//! the route splices into it, or writes); [`MultipartStore::finish_part`] takes its ETag (the
+//! MD5 the route verified, else a random tag: the part is never read back), fsyncs it, renames
+//! it into the upload's directory under a fresh name, writes the part's record naming it, and
+//! unlinks the data file the previous record named. The record's rename is the replacement: a
+//! part is the old bytes or the new, across a crash too.
 //!
 //! # Completion
 //! The listed parts are judged (`validate.rs`), then copied in order into a new [`Upload`] of
 //! the key (`copy_file_range` at each part's offset: inside the kernel, blocks shared where
-//! btrfs or XFS allow; never through user space), whose commit reads the assembled file back
-//! once for its SHA-256 (the bytes bypassed the hashers) before its `fsync` and its `rename`
-//! over the key, with the caller's check under the commit lock. Only then is the upload's
+//! btrfs or XFS allow; never through user space) while a second thread reads the parts once,
+//! in order, for the object's SHA-256 (the bytes bypass the upload's hashers); then the
+//! upload's commit: its `fsync` and its `rename` over the key, with the caller's check under
+//! the commit lock. Only then is the upload's
 //! directory removed. A `SIGKILL` before the rename leaves the old object and the upload (its
 //! temporary is removed at the next start, as any); after it, the new object, and an upload the
 //! client may complete again or the sweep removes.
@@ -30,8 +31,8 @@
 //! # Locking and the quota
 //! One mutex per store (`Inner`) orders what changes an upload's directory: a part's rename and
 //! record, an upload's removal, the completions in progress (a part recorded, or an abort, while
-//! an upload is being assembled is refused as `NoSuchUpload`). A part's fsync and MD5 are done
-//! before it is taken, the assembly's copies without it. Every `.part` file is charged its size
+//! an upload is being assembled is refused as `NoSuchUpload`). A part's fsync is done before it
+//! is taken, the assembly's copies without it. Every `.part` file is charged its size
 //! and [`ENTRY_COST`] (what its [`Upload`] reserved) and each upload one [`ENTRY_COST`];
 //! whoever unlinks a file gives its charge back. [`LocalMultiparts::open`] counts them again
 //! and removes what a crash left (temporaries, data files no record names, uploads without a
@@ -42,20 +43,23 @@ use super::record::{
 };
 use super::{
     CompletePart, Completed, MAX_PART_SIZE, MultipartError, MultipartMeta, MultipartStore,
-    MultipartUpload, PartRecord, PartSeal, PartsPage, UploadsPage, check_part_checksums,
-    check_part_number, multipart_etag, select_parts,
+    MultipartUpload, PartRecord, PartSeal, PartTag, PartsPage, UploadsPage, check_part_checksums,
+    check_part_number, select_parts,
 };
 use crate::ObjectChecksum;
+use crate::digest::{Digests, Hashers};
 use crate::quota::ENTRY_COST;
 use crate::sys::{self, DirHandle, EntryKind};
 use crate::tree::{Missing, Resolved, STAGING_NAME, Shared, walk};
+use crate::upload::{READ_BACK_BUF, hash_from_start};
 use crate::{
     LocalStore, LocalUpload, StoreError, StorePath, Upload, UploadId, UploadOptions, VersionCheck,
     off_the_runtime,
 };
 use std::collections::HashSet;
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::io::{self, Read, Write};
 use std::ops::Range;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
@@ -65,8 +69,6 @@ const DIR_NAME: &str = "multipart";
 const UPLOAD_RECORD: &str = "upload";
 /// A completed upload's record (`record::encode_done`).
 const DONE_RECORD: &str = "done";
-/// The read size of a part's MD5 read-back: what the store's other read-backs use.
-const READ_BUF: usize = 256 * 1024;
 
 fn io_err(op: &'static str) -> impl Fn(io::Error) -> StoreError {
     move |e| StoreError::from_io(op, e)
@@ -196,16 +198,13 @@ impl LocalMultiparts {
         &self,
         id: UploadId,
         number: u32,
-        mut upload: Upload,
+        upload: Upload,
         seal: PartSeal,
     ) -> Result<PartRecord, MultipartError> {
         check_part_number(number)?;
-        let md5 = match seal.md5 {
-            Some(md5) => md5,
-            None => {
-                let size = upload.size();
-                md5_of(upload.file_mut(), size).map_err(io_err("read part back"))?
-            }
+        let tag = match seal.md5 {
+            Some(md5) => PartTag::Md5(md5),
+            None => PartTag::random().map_err(io_err("random tag"))?,
         };
         let (dir, _) = self.open_upload(id)?;
         let nonce = UploadId::random().map_err(io_err("random id"))?;
@@ -227,7 +226,7 @@ impl LocalMultiparts {
         let part = PartRecord {
             number,
             size,
-            md5,
+            tag,
             checksums: seal.checksums,
             modified: record::now(),
         };
@@ -284,8 +283,7 @@ impl LocalMultiparts {
         };
         let mut upload = self.store.begin(&key, options)?;
         upload.reserve_next(len)?;
-        // COPY: inside the kernel (`copy_file_range`), never through user space; the MD5 is
-        // then read back from the copy.
+        // COPY: inside the kernel (`copy_file_range`), never through user space.
         let copied = sys::copy_file_at((&source, range.start), (upload.file_mut(), 0), len);
         let (_, n) = copied.map_err(|e| StoreError::from_io("copy part", e))?;
         upload.record_external_write(n)?;
@@ -448,39 +446,49 @@ impl LocalMultiparts {
         if let Some(media_type) = &upload.meta.media_type {
             object.set_media_type(media_type);
         }
-        let mut at = 0u64;
+        // Every part's data file, opened before a byte is copied.
+        let mut sources = Vec::with_capacity(parts.len());
         for part in &parts {
             let data = data_names
                 .iter()
                 .find(|(n, _)| *n == part.number)
                 .map(|(_, d)| d.as_str())
                 .ok_or(MultipartError::InvalidPart(part.number))?;
-            let source = dir.open_read(data).map_err(io_err("open part"))?;
-            object.reserve_next(part.size)?;
-            // COPY: inside the kernel (`copy_file_range`, blocks shared where the filesystem
-            // can), never through user space.
-            let copied = sys::copy_file_at((&source, 0), (object.file_mut(), at), part.size);
-            let (_, n) = copied.map_err(|e| StoreError::from_io("assemble parts", e))?;
-            if n != part.size {
-                return Err(StoreError::LengthMismatch {
-                    expected: part.size,
-                    actual: n,
-                }
-                .into());
-            }
-            object.record_external_write(n)?;
-            at += n;
+            sources.push(dir.open_read(data).map_err(io_err("open part"))?);
         }
-        // The commit reads the assembled file back for its SHA-256, fsyncs, and renames it
-        // over the key if the check accepts the version there (under the commit lock).
+        let hashers = object.commit_hashers();
+        let stop = AtomicBool::new(false);
+        let digests = std::thread::scope(|scope| {
+            // The object's digests from the parts, on a second thread while this one copies
+            // them: both read the same cached pages, so the assembly takes the longer of the
+            // two instead of their sum, and commit reads nothing back. Without a thread (none
+            // could start), commit reads the assembled file back, as for any external write.
+            let hashing = (!hashers.is_empty())
+                .then(|| {
+                    std::thread::Builder::new()
+                        .name("weir-assemble-hash".into())
+                        .spawn_scoped(scope, || hash_parts(&sources, &parts, hashers, &stop))
+                        .ok()
+                })
+                .flatten();
+            let copied = copy_parts(&sources, &parts, &mut object);
+            if copied.is_err() {
+                stop.store(true, Ordering::Relaxed);
+            }
+            let digests = hashing.and_then(|h| h.join().ok()).and_then(Result::ok);
+            copied.map(|()| digests)
+        })?;
+        if let Some(digests) = digests {
+            object.supply_digests(digests);
+        }
+        // The commit fsyncs and renames the object over the key if the check accepts the
+        // version there (under the commit lock).
         let committed = match check {
             Some(check) => object.commit_if(check)?,
             None => object.commit()?,
         };
-        let etag = multipart_etag(&parts);
         let done = Completed {
             committed,
-            etag,
             parts,
             upload,
             repeated: false,
@@ -693,6 +701,52 @@ fn read_text(dir: &DirHandle, name: &str) -> Result<Option<String>, StoreError> 
 }
 
 /// Replaces `dir/name` with `text` durably: temporary, fsync, rename, directory fsync.
+/// Copies each part's bytes into `object`, in order, at its offset.
+fn copy_parts(
+    sources: &[std::fs::File],
+    parts: &[PartRecord],
+    object: &mut Upload,
+) -> Result<(), MultipartError> {
+    let mut at = 0u64;
+    for (source, part) in sources.iter().zip(parts) {
+        object.reserve_next(part.size)?;
+        // COPY: inside the kernel (`copy_file_range`, blocks shared where the filesystem
+        // can), never through user space.
+        let copied = sys::copy_file_at((source, 0), (object.file_mut(), at), part.size);
+        let (_, n) = copied.map_err(|e| StoreError::from_io("assemble parts", e))?;
+        if n != part.size {
+            return Err(StoreError::LengthMismatch {
+                expected: part.size,
+                actual: n,
+            }
+            .into());
+        }
+        object.record_external_write(n)?;
+        at += n;
+    }
+    Ok(())
+}
+
+/// The digests of the parts' bytes, in order: the assembled object's. Gives up (an error) when
+/// `stop` is set, at the next part.
+fn hash_parts(
+    sources: &[std::fs::File],
+    parts: &[PartRecord],
+    mut hashers: Hashers,
+    stop: &AtomicBool,
+) -> io::Result<Digests> {
+    // ALLOCATION: one read buffer per completion. COPY: page cache → buffer, the one pass
+    // the object's SHA-256 needs, since its bytes are copied inside the kernel.
+    let mut buf = vec![0u8; READ_BACK_BUF];
+    for (source, part) in sources.iter().zip(parts) {
+        if stop.load(Ordering::Relaxed) {
+            return Err(io::Error::other("assembly failed"));
+        }
+        hash_from_start(source, part.size, &mut hashers, &mut buf)?;
+    }
+    Ok(hashers.finish())
+}
+
 fn write_record(dir: &DirHandle, name: &str, text: &str) -> Result<(), StoreError> {
     let temp = format!("{name}.tmp");
     let _ = dir.unlink(&temp);
@@ -705,27 +759,6 @@ fn write_record(dir: &DirHandle, name: &str, text: &str) -> Result<(), StoreErro
     dir.rename(&temp, dir, name)
         .map_err(io_err("rename multipart record"))?;
     dir.sync().map_err(io_err("sync multipart upload"))
-}
-
-/// The MD5 of a file's first `size` bytes, read in [`READ_BUF`] steps.
-fn md5_of(mut file: &std::fs::File, size: u64) -> io::Result<[u8; 16]> {
-    use md5::Digest;
-    let mut md5 = md5::Md5::new();
-    file.seek(SeekFrom::Start(0))?;
-    // ALLOCATION: one read buffer per part whose MD5 the route did not compute (a spliced
-    // body); COPY: page cache → buffer, the one pass MD5 needs.
-    let mut buf = vec![0u8; READ_BUF];
-    let mut left = size;
-    while left > 0 {
-        let want = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
-        let n = file.read(&mut buf[..want])?;
-        if n == 0 {
-            return Err(io::ErrorKind::UnexpectedEof.into());
-        }
-        md5.update(&buf[..n]);
-        left -= n as u64;
-    }
-    Ok(md5.finalize().into())
 }
 
 /// Unlinks every file in `dir` but `keep`; returns the charges of the `.part` files unlinked

@@ -11,7 +11,7 @@
 //! | --- | --- |
 //! | [`MultipartStore::create`] | an upload for a key, with the media type and user metadata the object gets at completion; its id is 128 random bits |
 //! | [`MultipartStore::begin_part`] → the store's [`StoreUpload`] | a part's bytes take the path of any upload: locally a temporary file the route fills with `splice` or writes |
-//! | [`MultipartStore::finish_part`] | the part recorded under its number (1..=10000), replacing an earlier one atomically: size, MD5 (its ETag), the checksums the route verified |
+//! | [`MultipartStore::finish_part`] | the part recorded under its number (1..=10000), replacing an earlier one atomically: size, its ETag ([`PartTag`]: the MD5 the route verified, else random), the checksums the route verified |
 //! | [`MultipartStore::copy_part`] | a part copied from a stored object's range (UploadPartCopy) |
 //! | [`MultipartStore::list_parts`], [`MultipartStore::list_uploads`] | paged, by part number; by key then id, with a key prefix |
 //! | [`MultipartStore::abort`] | the upload and its parts removed |
@@ -24,10 +24,10 @@
 //! - a part is recorded only once its bytes are durable, and its record names exactly one data
 //!   file: a replaced part is the old one or the new one, never a mix;
 //! - memory per part is the store's upload bound, whatever the part's size: no part is ever held
-//!   whole in memory (its MD5, when the route did not compute it, is read back in 256 KiB steps);
-//! - the completed object's ETag is S3's, `md5(concatenated part MD5s)-N` ([`multipart_etag`]);
-//!   its SHA-256 is the store's own digest of the whole object (`local.rs`: the commit reads the
-//!   assembled file back once, since its bytes came by `copy_file_range`, not through a hasher).
+//!   whole in memory, and none is read back for a hash no client asked for (`part_tag.rs`);
+//! - the completed object's ETag is the store's own, from the SHA-256 of the whole object
+//!   (`local.rs`: the commit reads the assembled file back once, since its bytes came by
+//!   `copy_file_range`, not through a hasher), the ETag `/files/` answers for it too.
 
 use crate::{
     Committed, MediaType, ObjectChecksum, ObjectMeta, ObjectMetaError, StoreError, StorePath,
@@ -38,11 +38,13 @@ use std::ops::Range;
 use std::time::{Duration, SystemTime};
 
 mod local;
+mod part_tag;
 pub(crate) mod record;
 mod validate;
 
 pub use local::LocalMultiparts;
-pub use validate::{check_part_checksums, multipart_etag, select_parts};
+pub use part_tag::PartTag;
+pub use validate::{check_part_checksums, select_parts};
 
 /// The smallest part but the last that a completion accepts (S3's limit).
 pub const MIN_PART_SIZE: u64 = 5 << 20;
@@ -124,8 +126,8 @@ pub struct PartRecord {
     pub number: u32,
     /// Bytes.
     pub size: u64,
-    /// MD5 of its bytes: its ETag.
-    pub md5: [u8; 16],
+    /// What its ETag names.
+    pub tag: PartTag,
     /// The checksums the route verified for it (`x-amz-checksum-*`: algorithm name as the
     /// route spells it, base64 value), kept to be listed and combined at completion.
     pub checksums: Vec<(String, String)>,
@@ -134,9 +136,9 @@ pub struct PartRecord {
 }
 
 impl PartRecord {
-    /// The part's ETag without quotes: its MD5 in lower-case hex, as S3 answers it.
+    /// The part's ETag without quotes ([`PartTag::etag`]).
     pub fn etag(&self) -> String {
-        hex(&self.md5)
+        self.tag.etag()
     }
 }
 
@@ -152,8 +154,8 @@ pub struct CompletePart {
 /// What [`MultipartStore::finish_part`] records besides the bytes.
 #[derive(Clone, Debug, Default)]
 pub struct PartSeal {
-    /// The part's MD5 when the route computed it on its way (`None`: the store reads the part
-    /// back to compute it).
+    /// The part's MD5, when the client sent `Content-MD5` and the route verified it on the way:
+    /// its ETag. `None`: the part is named by a random tag (`part_tag.rs` says why).
     pub md5: Option<[u8; 16]>,
     /// Checksums the route verified (see [`PartRecord::checksums`]).
     pub checksums: Vec<(String, String)>,
@@ -164,8 +166,6 @@ pub struct PartSeal {
 pub struct Completed {
     /// The object stored, as any commit answers it.
     pub committed: Committed,
-    /// S3's ETag of the object, without quotes ([`multipart_etag`]).
-    pub etag: String,
     /// The parts it was assembled from, in order.
     pub parts: Vec<PartRecord>,
     /// The upload it completed (key, metadata; only the key when `repeated`).

@@ -21,7 +21,7 @@
 //! checksum CRC32 q0bZ4g==               (repeated)
 //! ```
 
-use super::{Completed, MultipartMeta, MultipartUpload, PartRecord, hex, unhex};
+use super::{Completed, MultipartMeta, MultipartUpload, PartRecord, PartTag, hex, unhex};
 use crate::{MediaType, StorePath, UploadId};
 use std::fmt::Write;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -128,7 +128,7 @@ pub(crate) fn encode_part(part: &PartRecord, data: &str) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "data {data}");
     let _ = writeln!(out, "size {}", part.size);
-    let _ = writeln!(out, "md5 {}", hex(&part.md5));
+    let _ = writeln!(out, "etag {}", part.tag.etag());
     let _ = writeln!(out, "modified {}", secs(part.modified));
     for (name, value) in &part.checksums {
         let _ = writeln!(out, "checksum {name} {value}");
@@ -138,14 +138,16 @@ pub(crate) fn encode_part(part: &PartRecord, data: &str) -> String {
 
 /// A part record and the name of its data file.
 pub(crate) fn decode_part(number: u32, text: &str) -> Option<(PartRecord, String)> {
-    let (mut data, mut size, mut md5, mut modified) = (None, None, None, None);
+    let (mut data, mut size, mut tag, mut modified) = (None, None, None, None);
     let mut checksums = Vec::new();
     for line in text.lines() {
         let (name, value) = line.split_once(' ')?;
         match name {
             "data" if is_data_name(number, value) => data = Some(value.to_owned()),
             "size" => size = Some(value.parse().ok()?),
-            "md5" => md5 = Some(unhex::<16>(value)?),
+            "etag" => tag = Some(PartTag::parse(value)?),
+            // Records written before random tags: always an MD5.
+            "md5" => tag = Some(PartTag::Md5(unhex::<16>(value)?)),
             "modified" => modified = Some(time(value.parse().ok()?)),
             "checksum" => {
                 let (n, v) = value.split_once(' ')?;
@@ -157,7 +159,7 @@ pub(crate) fn decode_part(number: u32, text: &str) -> Option<(PartRecord, String
     let part = PartRecord {
         number,
         size: size?,
-        md5: md5?,
+        tag: tag?,
         checksums,
         modified: modified?,
     };
@@ -166,7 +168,7 @@ pub(crate) fn decode_part(number: u32, text: &str) -> Option<(PartRecord, String
 
 /// The record a completed upload leaves (`done`), so that a completion sent again (a client
 /// that lost the answer, or S3 test suites) gets the same answer while the upload's directory
-/// stays (until the sweep): the object's key and metadata as committed, S3's ETag, the parts.
+/// stays (until the sweep): the object's key and metadata as committed, the parts.
 pub(crate) fn encode_done(done: &Completed) -> String {
     let mut out = String::new();
     let stored = &done.committed.stored;
@@ -180,15 +182,14 @@ pub(crate) fn encode_done(done: &Completed) -> String {
     if let Some(sha256) = &stored.sha256 {
         let _ = writeln!(out, "sha256 {}", hex(sha256));
     }
-    let _ = writeln!(out, "etag {}", done.etag);
     for part in &done.parts {
-        let _ = writeln!(out, "part {} {} {}", part.number, hex(&part.md5), part.size);
+        let _ = writeln!(out, "part {} {} {}", part.number, part.etag(), part.size);
     }
     out
 }
 
 pub(crate) fn decode_done(id: UploadId, text: &str) -> Option<Completed> {
-    let (mut key, mut size, mut modified, mut sha256, mut etag) = (None, None, None, None, None);
+    let (mut key, mut size, mut modified, mut sha256) = (None, None, None, None);
     let mut parts = Vec::new();
     for line in text.lines() {
         let (name, value) = line.split_once(' ')?;
@@ -201,16 +202,17 @@ pub(crate) fn decode_done(id: UploadId, text: &str) -> Option<Completed> {
                 modified = Some(at);
             }
             "sha256" => sha256 = Some(unhex::<32>(value)?),
-            "etag" => etag = Some(value.to_owned()),
+            // Records written when weir kept S3's md5-of-md5s ETag, which nothing answered.
+            "etag" => {}
             "part" => {
                 let mut words = value.split(' ');
                 let number = words.next()?.parse().ok()?;
-                let md5 = unhex::<16>(words.next()?)?;
+                let tag = PartTag::parse(words.next()?)?;
                 let size = words.next()?.parse().ok()?;
                 parts.push(PartRecord {
                     number,
                     size,
-                    md5,
+                    tag,
                     checksums: Vec::new(),
                     modified: UNIX_EPOCH,
                 });
@@ -230,7 +232,6 @@ pub(crate) fn decode_done(id: UploadId, text: &str) -> Option<Completed> {
             replaced: true,
             stored,
         },
-        etag: etag?,
         parts,
         upload: MultipartUpload {
             id,
@@ -245,10 +246,11 @@ pub(crate) fn decode_done(id: UploadId, text: &str) -> Option<Completed> {
 /// Whether a completion sent again names the parts the completed upload was made of.
 pub(crate) fn same_parts(done: &Completed, listed: &[super::CompletePart]) -> bool {
     done.parts.len() == listed.len()
-        && done.parts.iter().zip(listed).all(|(part, named)| {
-            let bare = named.etag.trim().trim_matches('"');
-            part.number == named.number && unhex::<16>(bare) == Some(part.md5)
-        })
+        && done
+            .parts
+            .iter()
+            .zip(listed)
+            .all(|(part, named)| part.number == named.number && part.tag.is_named_by(&named.etag))
 }
 
 /// A part's data file name: `{number}-{32 hex digits}.part`, a fresh one per upload of the part,
@@ -306,13 +308,25 @@ mod tests {
         let part = PartRecord {
             number: 7,
             size: 12,
-            md5: [0xab; 16],
+            tag: PartTag::Md5([0xab; 16]),
             checksums: vec![("CRC32".into(), "q0bZ4g==".into())],
             modified: time(5),
         };
         let data = data_name(7, id);
         let text = encode_part(&part, &data);
-        assert_eq!(decode_part(7, &text), Some((part, data)));
+        assert_eq!(decode_part(7, &text), Some((part.clone(), data.clone())));
+        let random = PartRecord {
+            tag: PartTag::random().unwrap(),
+            ..part.clone()
+        };
+        let random_text = encode_part(&random, &data);
+        assert_eq!(decode_part(7, &random_text), Some((random, data.clone())));
+        // A record written before random tags names the MD5 on an `md5` line.
+        let old = format!(
+            "data {data}\nsize 12\nmd5 {}\nmodified 5\nchecksum CRC32 q0bZ4g==\n",
+            "ab".repeat(16)
+        );
+        assert_eq!(decode_part(7, &old), Some((part, data)));
         // Another part's data file, or one not of this form, is no record.
         assert_eq!(decode_part(8, &text), None);
         assert_eq!(

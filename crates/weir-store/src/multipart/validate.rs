@@ -1,5 +1,5 @@
-//! A completion's part list judged against the recorded parts, and the completed object's
-//! ETag: pure functions, the same for every store.
+//! A completion's part list judged against the recorded parts: pure functions, the same for
+//! every store.
 //!
 //! S3's rules, in the order S3 applies them: the list names parts in strictly ascending order
 //! (`InvalidPartOrder`); each named part was uploaded, with the ETag named (`InvalidPart`); every
@@ -26,7 +26,7 @@ pub fn select_parts(
     for entry in listed {
         check_part_number(entry.number).map_err(|_| MultipartError::InvalidPart(entry.number))?;
         let part = recorded(entry.number).ok_or(MultipartError::InvalidPart(entry.number))?;
-        if !etag_matches(&entry.etag, &part.md5) {
+        if !part.tag.is_named_by(&entry.etag) {
             return Err(MultipartError::InvalidPart(entry.number));
         }
         parts.push(part);
@@ -69,29 +69,6 @@ pub fn check_part_checksums(
     }
 }
 
-/// Whether a client's ETag names the MD5 `md5`: its hex digits, with or without the quotes
-/// (clients send both), in either case.
-fn etag_matches(etag: &str, md5: &[u8; 16]) -> bool {
-    let bare = etag.trim();
-    let bare = bare
-        .strip_prefix('"')
-        .and_then(|e| e.strip_suffix('"'))
-        .unwrap_or(bare);
-    super::unhex::<16>(bare).is_some_and(|named| &named == md5)
-}
-
-/// S3's ETag of a multipart object, without quotes: the MD5 of the parts' MD5s concatenated,
-/// in hex, then `-` and the number of parts.
-pub fn multipart_etag(parts: &[PartRecord]) -> String {
-    use md5::Digest;
-    let mut md5 = md5::Md5::new();
-    for part in parts {
-        md5.update(part.md5);
-    }
-    let digest: [u8; 16] = md5.finalize().into();
-    format!("{}-{}", super::hex(&digest), parts.len())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -101,7 +78,7 @@ mod tests {
         PartRecord {
             number,
             size,
-            md5: [number as u8; 16],
+            tag: super::super::PartTag::Md5([number as u8; 16]),
             checksums: Vec::new(),
             modified: SystemTime::UNIX_EPOCH,
         }
@@ -167,20 +144,5 @@ mod tests {
         // The last part may be small; so may a single one.
         assert!(select_parts(&[named(1), named(3)], recorded(&have)).is_ok());
         assert!(select_parts(&[named(3)], recorded(&have)).is_ok());
-    }
-
-    #[test]
-    fn the_etag_is_s3s() {
-        // Two parts whose MD5s are those of "a" and "b": S3's ETag is the MD5 of the 32 bytes.
-        use md5::Digest;
-        let md5_of = |b: &[u8]| -> [u8; 16] { md5::Md5::digest(b).into() };
-        let mut a = part(1, 1);
-        a.md5 = md5_of(b"a");
-        let mut b = part(2, 1);
-        b.md5 = md5_of(b"b");
-        let mut joined = a.md5.to_vec();
-        joined.extend_from_slice(&b.md5);
-        let expected = format!("{}-2", crate::multipart::hex(&md5_of(&joined)));
-        assert_eq!(multipart_etag(&[a, b]), expected);
     }
 }

@@ -4,14 +4,14 @@
 //!
 //! Objects, under `{prefix}.weir-multipart/{id}/` (never listed or served, as `.weir-uploads/`):
 //! - `upload`: the upload's record (`multipart/record.rs`), created with `If-None-Match: *`;
-//! - `{n}.rec`: part `n`'s record (size, MD5, checksums, the key of its data);
+//! - `{n}.rec`: part `n`'s record (size, ETag, checksums, the key of its data);
 //! - `{n}-{nonce}.part`: a part's bytes, written by an ordinary [`S3Upload`] (one `PutObject`,
 //!   or the backend's multipart upload past a part size: memory bounded as any upload), a fresh
 //!   key per upload of the part. The record's `PutObject` is the replacement (atomic in S3);
 //!   the data the previous record named is then deleted.
 //!
-//! A part's MD5 is the route's (bytes pass through weir on their way to a bucket, so it
-//! computes it as they go) or, when not given, read back with a `GetObject`.
+//! A part's ETag is the MD5 the route verified (the client sent `Content-MD5`), else a random
+//! tag (`multipart/part_tag.rs`): a part is never read back for it.
 //!
 //! **Completion**: the listed parts judged (`multipart/validate.rs`); the object's SHA-256
 //! computed by reading the parts back in order (`GetObject`s, chunk by chunk: the one read pass
@@ -24,7 +24,7 @@
 //! failure aborts the backend's upload and keeps weir's (the client may complete it again).
 //!
 //! **UploadPartCopy** of a stored object's range streams it through weir (a `GetObject` into
-//! the part's upload), since the part's MD5 must be computed anyway.
+//! the part's upload): a part is always an object of its own under the upload's prefix.
 //!
 //! **Sweep**: every key under `.weir-multipart/` listed (every page), grouped by upload; an
 //! upload whose newest object is older than the age given is deleted whole (the record first).
@@ -38,8 +38,8 @@ use crate::multipart::record::{
 };
 use crate::multipart::{
     CompletePart, Completed, MAX_PART_SIZE, MultipartError, MultipartMeta, MultipartStore,
-    MultipartUpload, PartRecord, PartSeal, PartsPage, UploadsPage, check_part_checksums,
-    check_part_number, multipart_etag, select_parts,
+    MultipartUpload, PartRecord, PartSeal, PartTag, PartsPage, UploadsPage, check_part_checksums,
+    check_part_number, select_parts,
 };
 use std::collections::BTreeMap;
 
@@ -463,8 +463,8 @@ impl MultipartStore for S3Multiparts {
         self.read_upload(id).await?;
         let key = format!("{}{}", self.dir(id), data_name(number, random_id()?));
         let options = UploadOptions {
-            // The part's digest is its MD5 (the route's, or read back); the object's SHA-256 is
-            // computed at completion.
+            // A part has no digest of its own (its ETag is the route's MD5 or random); the
+            // object's SHA-256 is computed at completion.
             hash: false,
             expected_digest: None,
             expected_len,
@@ -494,20 +494,14 @@ impl MultipartStore for S3Multiparts {
         }
         let committed = upload.commit(None).await?;
         let recorded = async {
-            let md5 = match seal.md5 {
-                Some(md5) => md5,
-                None => {
-                    use md5::Digest;
-                    let mut md5 = md5::Md5::new();
-                    self.read_back(&data, 0..committed.size, |c| md5.update(c))
-                        .await?;
-                    md5.finalize().into()
-                }
+            let tag = match seal.md5 {
+                Some(md5) => PartTag::Md5(md5),
+                None => PartTag::random().map_err(|e| StoreError::from_io("random tag", e))?,
             };
             let part = PartRecord {
                 number,
                 size: committed.size,
-                md5,
+                tag,
                 checksums: seal.checksums,
                 modified: record::now(),
             };
@@ -557,20 +551,14 @@ impl MultipartStore for S3Multiparts {
         }
         let len = range.end - range.start;
         let mut upload = self.begin_part(id, number, Some(len)).await?;
-        use md5::Digest;
-        let mut md5 = md5::Md5::new();
         // The source version pinned by its ETag (`If-Match`): a replaced source fails.
         let mut reader = source.read(range).await?;
         while let Some(chunk) = reader.next_chunk().await? {
-            md5.update(&chunk);
             // COPY: into the part's buffer, as any upload's bytes.
             upload.write(&chunk).await?;
         }
-        let seal = PartSeal {
-            md5: Some(md5.finalize().into()),
-            checksums: Vec::new(),
-        };
-        self.finish_part(id, number, upload, seal).await
+        self.finish_part(id, number, upload, PartSeal::default())
+            .await
     }
 
     async fn list_parts(
@@ -685,10 +673,8 @@ impl MultipartStore for S3Multiparts {
             .map(|p| (p.clone(), format!("{dir}{}", records[&p.number].1)))
             .collect();
         let committed = self.assemble(&upload, &with_data, checksum, check).await?;
-        let etag = multipart_etag(&parts);
         let done = Completed {
             committed,
-            etag,
             parts,
             upload,
             repeated: false,

@@ -56,6 +56,10 @@ pub struct S3ApiArgs {
     /// The `weir` binary (default: `weir` next to this executable).
     #[arg(long)]
     pub weir: Option<PathBuf>,
+    /// Pause the kernel's free page reporting (virtio-balloon) for the run, and restore it after
+    /// (`prefault.rs`; the upload scenario's flag). Needs root.
+    #[arg(long)]
+    pub pause_page_reporting: bool,
 }
 
 /// The credential both S3 servers know, and `/files/`'s bearer token (the same secret).
@@ -259,6 +263,9 @@ pub fn run(s: &Settings, a: &S3ApiArgs) -> io::Result<()> {
     };
     let rounds = s.rounds(3, 2);
     let weir = weir_binary(a.weir.as_deref())?;
+    // Full runs only touch free memory: a quick run's objects are small, and its seconds count.
+    let (_reporting_pause, memory_note) =
+        crate::prefault::prepare(a.pause_page_reporting, s.pick(true, false, false))?;
     let data = tempfile::tempdir()?;
     let root = data.path().join("root");
     std::fs::create_dir_all(root.join(BUCKET))?;
@@ -347,7 +354,7 @@ pub fn run(s: &Settings, a: &S3ApiArgs) -> io::Result<()> {
     drop(peer); // stop the servers: the report counts their CPU as the bench's own
     drop(weed);
     let rows: Vec<Row> = groups.into_iter().flatten().collect();
-    let section = section::section(size, a.parallel, &rows);
+    let section = section::section(size, a.parallel, &rows, &memory_note);
     report::publish(&s.target, &ctx, &section)
 }
 

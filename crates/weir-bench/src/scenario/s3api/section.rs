@@ -30,7 +30,7 @@ fn find(rows: &[Row], op: Op, server: Server) -> Option<&Row> {
 }
 
 /// The report's section.
-pub fn section(size: u64, parallel: usize, rows: &[Row]) -> Section {
+pub fn section(size: u64, parallel: usize, rows: &[Row], memory_note: &str) -> Section {
     let rounds = rows.first().map_or(0, |r| r.seconds.0.len());
     let mut t = Table::new(&[
         "Row",
@@ -138,7 +138,8 @@ pub fn section(size: u64, parallel: usize, rows: &[Row]) -> Section {
          `syncfs` on both data directories before each operation, outside the timing. GETs \
          read the objects the PUT rows stored (from the page cache: the GET rows measure the \
          servers, not the disk). On a shared machine (the CPU pressure above says how busy \
-         this one was), trust the round-by-round ratios, not the absolute figures.\n\n{}\n{}",
+         this one was), trust the round-by-round ratios, not the absolute \
+         figures.{memory_note}\n\n{}\n{}",
         size_label(size),
         t.markdown(),
         ratios.markdown(),

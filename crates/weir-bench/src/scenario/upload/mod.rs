@@ -381,25 +381,9 @@ pub fn run(s: &Settings, a: &UploadArgs) -> io::Result<()> {
     let rounds = s.rounds(5, 3);
     let data = tempfile::tempdir()?;
     let protocols = a.protocols();
-    let (_reporting_pause, reporting_note) =
-        crate::prefault::pause_page_reporting(a.pause_page_reporting)?;
-    // Full runs only: a quick run's files are small, and its seconds count.
-    let touched = if s.pick(true, false, false) {
-        crate::prefault::touch_free_memory()
-    } else {
-        0
-    };
-    let prefault_note = if touched > 0 {
-        format!(
-            " Before the rounds, {:.1} GiB of the machine's free memory was written once and \
-             released (`prefault.rs`): on this VM the host backs guest memory lazily, and \
-             page-cache writes into never-touched pages were measured about 8× slower, so \
-             whichever row met them first lost.",
-            touched as f64 / (1u64 << 30) as f64
-        )
-    } else {
-        String::new()
-    };
+    // Full runs only touch free memory: a quick run's files are small, and its seconds count.
+    let (_reporting_pause, memory_note) =
+        crate::prefault::prepare(a.pause_page_reporting, s.pick(true, false, false))?;
     let cert = if protocols.iter().any(|p| p.is_tls()) {
         Some(BenchCert::generate()?)
     } else {
@@ -526,7 +510,7 @@ pub fn run(s: &Settings, a: &UploadArgs) -> io::Result<()> {
          (socket → pipe → file: raw with `splice(2)` through a 1 MiB pipe, weir with \
          `Exchange::body_to_file`). Files go to a temporary directory ({}) and are removed after \
          each upload, then `syncfs`, outside the timing (so no row pays for the filesystem work \
-         of the one before).{prefault_note}{reporting_note} Peak RSS is `VmHWM`, reset before each upload; growth \
+         of the one before).{memory_note} Peak RSS is `VmHWM`, reset before each upload; growth \
          is the peak minus the RSS before the upload.{peak_note} Server CPU is user + system time \
          of the server process over the upload, also per GiB of body; client CPU is the time of \
          the client's thread (which also drives its HTTP/2 connection), per GiB.{}\n\n{}\n\

@@ -22,8 +22,6 @@ use weir_store::StoreUpload;
 pub(super) struct Wanted {
     /// `Content-MD5`: a mismatch is `BadDigest`.
     pub md5: Option<[u8; 16]>,
-    /// Compute the MD5 even without a `Content-MD5` (a part's ETag).
-    pub md5_always: bool,
     /// `x-amz-checksum-*` in the head.
     pub checksum: Option<ChecksumValue>,
     /// The checksum trailer announced (`x-amz-trailer`).
@@ -48,7 +46,7 @@ pub(super) async fn read<U: StoreUpload>(
     mut decoder: Option<ChunkedDecoder>,
     wanted: &Wanted,
 ) -> Result<Checked, Failure> {
-    let mut md5 = (wanted.md5.is_some() || wanted.md5_always).then(ContentMd5::default);
+    let mut md5 = wanted.md5.map(|_| ContentMd5::default());
     let mut sha256 = wanted.sha256.map(|_| Sha256::new());
     let algorithm = wanted.checksum.map(|c| c.algorithm()).or(wanted.trailer);
     let mut checksum = algorithm.map(Checksum::new);

@@ -7,14 +7,15 @@
 //! | operation | module | what it does |
 //! | --- | --- | --- |
 //! | CreateMultipartUpload | here | an upload for the key, with its `Content-Type`, metadata (`metadata.rs`: `x-amz-meta-*`, `Cache-Control`, …, which the object gets at completion), `x-amz-checksum-algorithm` and `x-amz-checksum-type` (S3's pairs only) |
-//! | UploadPart | `part.rs` | the body into the part's upload: spliced into a local file when nothing needs the bytes, else through the `aws-chunked` decoder and the checksums; its MD5 is its ETag |
+//! | UploadPart | `part.rs` | the body into the part's upload: spliced into a local file when nothing needs the bytes, else through the `aws-chunked` decoder and the checksums; its `Content-MD5`, if sent, is its ETag |
 //! | UploadPartCopy | `part.rs` | a stored object's range as a part (`x-amz-copy-source-range`, the source's `x-amz-copy-source-if-*`) |
 //! | CompleteMultipartUpload | `complete.rs` | the part list checked, the object's composite or full-object checksum formed from the parts' and checked, the object assembled and committed with that checksum and `If-Match`/`If-None-Match` judged by the store atomically |
 //! | AbortMultipartUpload | here | the upload and its parts removed |
 //! | ListParts, ListMultipartUploads | `listing.rs` | paged by part number; by key and upload id, with a prefix and a delimiter |
 //!
-//! **ETags.** A part's ETag is the MD5 of its bytes (S3 clients compare it with the MD5 of what
-//! they sent). The completed object's is the one every other route answers for it
+//! **ETags.** A part's ETag is the MD5 of its bytes when the client sent `Content-MD5`, else a
+//! random tag (`weir_store::PartTag`: no pass over the bytes for a hash nobody asked for). The
+//! completed object's is the one every other route answers for it
 //! (`preconditions::etag`, `"sha256-…"`), not S3's `md5-of-md5s-N`: the same object must have
 //! one ETag for `If-Match`, GetObject and HeadObject (Ceph's s3-tests check that the completion's
 //! ETag is HeadObject's, and complete conditionally on it).

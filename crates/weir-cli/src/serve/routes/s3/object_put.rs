@@ -208,7 +208,6 @@ async fn put_checked<S: Store>(
         // The signed SHA-256 is the store's expected digest, judged at the commit.
         let wanted = Wanted {
             md5: expected.md5,
-            md5_always: false,
             checksum: expected.checksum,
             trailer: expected.trailer,
             sha256: None,

@@ -1,15 +1,17 @@
 //! UploadPart and UploadPartCopy: a part's bytes into the part's upload (the store's own
-//! `StoreUpload`, from `MultipartStore::begin_part`), recorded by `finish_part` with its MD5
-//! (its ETag) and the checksums the client asked for, replacing an earlier part of that number.
+//! `StoreUpload`, from `MultipartStore::begin_part`), recorded by `finish_part` with the MD5
+//! the client sent and the body matched (then its ETag; else the store names the part with a
+//! random tag: `weir_store::PartTag`) and the checksums the client asked for, replacing an
+//! earlier part of that number.
 //!
 //! Two body paths, as PutObject's:
 //! - **spliced** (a local store, `UNSIGNED-PAYLOAD`, no `Content-MD5`, no `x-amz-checksum-*`,
 //!   no trailer): socket → file with `splice` (`body::splice_body`), no byte through user
-//!   space; the store reads the part back once for its MD5 (`finish_part` with no MD5);
+//!   space, and none read back: no hash was asked for;
 //! - **checked** (anything else, and every part into a bucket): `checked_body.rs`, the loop
 //!   PutObject shares: the `aws-chunked` decoder when it is one, then the MD5, the asked
-//!   checksum and, for a signed payload, the SHA-256, then `StoreUpload::write` (the store's
-//!   backpressure reaches the socket). No copy added.
+//!   checksum and, for a signed payload, the SHA-256, each only if the client sent it, then
+//!   `StoreUpload::write` (the store's backpressure reaches the socket). No copy added.
 //!
 //! Memory per part is the store's bound for any upload, whatever the part's size (5 GiB at
 //! most: `EntityTooLarge` before any body byte). Every check fails before the part is recorded
@@ -68,7 +70,7 @@ impl Expected {
         })
     }
 
-    /// Nothing but the MD5 needs the bytes: the spliced path may take them.
+    /// Nothing needs the bytes: the spliced path may take them.
     fn nothing_to_check(&self) -> bool {
         self.md5.is_none()
             && self.checksum.is_none()
@@ -161,8 +163,6 @@ async fn upload_checked<M: MultipartStore>(
     } else {
         let wanted = Wanted {
             md5: expected.md5,
-            // The part's ETag.
-            md5_always: true,
             checksum: expected.checksum,
             trailer: expected.trailer,
             sha256: expected.sha256,
