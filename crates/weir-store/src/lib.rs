@@ -146,7 +146,7 @@ pub use meta::FileMeta;
 pub use multipart::{
     CompletePart, Completed as MultipartCompleted, LocalMultiparts, MAX_PART_NUMBER, MAX_PART_SIZE,
     MIN_PART_SIZE, MultipartError, MultipartMeta, MultipartStore, MultipartUpload, PartRecord,
-    PartSeal, PartTag, PartsPage, UploadsPage, check_part_number, select_parts,
+    PartSeal, PartTag, PartTagHasher, PartsPage, UploadsPage, check_part_number, select_parts,
 };
 pub use object_meta::{
     CHECKSUM_FIELD, CopyMeta, KEPT_FIELDS, MAX_PART_CHECKSUMS, MAX_PARTS_FIELD, MAX_USER_META,

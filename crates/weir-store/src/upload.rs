@@ -818,7 +818,7 @@ impl Upload {
         // The one allocation of the commit path, made only here: 256 KiB, the write size that
         // measured best on this kind of machine, too big for a task's stack.
         let mut buf = vec![0u8; READ_BACK_BUF];
-        hash_from_start(file, size, &mut hashers, &mut buf)?;
+        read_from_start(file, size, &mut buf, |bytes| hashers.update(bytes))?;
         Ok(hashers.finish())
     }
 
@@ -942,16 +942,16 @@ impl Upload {
     }
 }
 
-/// Feeds `hashers` the file's first `size` bytes, read from its start through `buf`, with the
-/// reads advised ahead ([`READ_AHEAD`]): a copy the page cache does not hold (a reflink
+/// Gives `each` the file's first `size` bytes, in order, read from its start through `buf`, with
+/// the reads advised ahead ([`READ_AHEAD`]): a copy the page cache does not hold (a reflink
 /// shares the source's blocks, not its cached pages) is read from disk while the bytes before
 /// it are hashed, instead of a read, then a hash, in turn. COPY: page cache → `buf`, the one
 /// pass a hash over bytes that bypassed user space needs.
-pub(crate) fn hash_from_start(
+pub(crate) fn read_from_start(
     mut file: &File,
     size: u64,
-    hashers: &mut Hashers,
     buf: &mut [u8],
+    mut each: impl FnMut(&[u8]),
 ) -> io::Result<()> {
     file.seek(SeekFrom::Start(0))?;
     let mut left = size;
@@ -968,7 +968,7 @@ pub(crate) fn hash_from_start(
         if n == 0 {
             return Err(io::ErrorKind::UnexpectedEof.into());
         }
-        hashers.update(&buf[..n]);
+        each(&buf[..n]);
         left -= n as u64;
     }
     Ok(())

@@ -8,8 +8,9 @@ use sha2::{Digest, Sha256};
 use std::time::{Duration, Instant};
 use weir_store::{
     CompletePart, LocalMultiparts, LocalOptions, LocalStore, MIN_PART_SIZE, MultipartError,
-    MultipartMeta, MultipartStore, PartRecord, PartSeal, PartTag, S3Config, S3Multiparts, S3Store,
-    Store, StoreError, StoreObject, StorePath, StoreReader, StoreUpload, UploadId, VersionCheck,
+    MultipartMeta, MultipartStore, PartRecord, PartSeal, PartTag, PartTagHasher, S3Config,
+    S3Multiparts, S3Store, Store, StoreError, StoreObject, StorePath, StoreReader, StoreUpload,
+    UploadId, VersionCheck,
 };
 use weir_testkit::seaweed::{self, Seaweed};
 
@@ -29,6 +30,13 @@ fn md5(bytes: &[u8]) -> [u8; 16] {
     md5::Md5::digest(bytes).into()
 }
 
+/// The tag of a part sent without an MD5.
+fn crc_tag(bytes: &[u8]) -> PartTag {
+    let mut hasher = PartTagHasher::default();
+    hasher.update(bytes);
+    hasher.finish()
+}
+
 async fn read_all<S: Store>(store: &S, path: &str) -> Vec<u8> {
     let obj = store.open(&p(path)).await.unwrap();
     let size = obj.meta().size;
@@ -40,8 +48,8 @@ async fn read_all<S: Store>(store: &S, path: &str) -> Vec<u8> {
     out
 }
 
-/// A part sent in 100,000-byte writes; `give_md5`: the MD5 the route verified (else the part
-/// gets a random tag).
+/// A part sent in 100,000-byte writes; `give_md5`: the MD5 the route verified (else the store
+/// reads the part back for its CRC tag).
 async fn put_part<M: MultipartStore>(
     parts: &M,
     id: UploadId,
@@ -56,7 +64,7 @@ async fn put_part<M: MultipartStore>(
         upload.write(chunk).await?;
     }
     let seal = PartSeal {
-        md5: give_md5.then(|| md5(bytes)),
+        tag: give_md5.then(|| PartTag::Md5(md5(bytes))),
         checksums: vec![("CRC32".into(), "AAAAAA==".into())],
     };
     parts.finish_part(id, number, upload, seal).await
@@ -88,13 +96,9 @@ async fn multipart_flow<M: MultipartStore, S: Store>(parts: &M, store: &S) {
         .await
         .unwrap();
     let p2 = put_part(parts, up.id, 2, &two, true).await.unwrap();
-    // Part 1 again: the new bytes replace the old (a random tag this time).
+    // Part 1 again: the new bytes replace the old (named by their CRC tag this time).
     let p1 = put_part(parts, up.id, 1, &one, false).await.unwrap();
-    assert!(matches!(
-        (p1.tag, p3.tag),
-        (PartTag::Random(_), PartTag::Random(_))
-    ));
-    assert_ne!(p1.tag, p3.tag);
+    assert_eq!((p1.tag, p3.tag), (crc_tag(&one), crc_tag(&three)));
     assert_eq!(p2.tag, PartTag::Md5(md5(&two)));
     assert_eq!(p2.checksums, vec![("CRC32".into(), "AAAAAA==".into())]);
     let page = parts.list_parts(up.id, 1, 1).await.unwrap();
@@ -165,7 +169,7 @@ async fn multipart_flow<M: MultipartStore, S: Store>(parts: &M, store: &S) {
         .await
         .unwrap();
     assert_eq!(p4.size, 200_000);
-    assert!(matches!(p4.tag, PartTag::Random(_)));
+    assert_eq!(p4.tag, crc_tag(&source[10..200_010]));
 
     let absent: VersionCheck<'_> = &|m| m.is_none();
     let list = [named(&p1), named(&p2), named(&p3), named(&p4)];

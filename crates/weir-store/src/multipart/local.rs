@@ -12,7 +12,8 @@
 //! # A part
 //! [`LocalMultiparts::begin_part`] is an ordinary [`Upload`] in the staging area (`hash` off:
 //! the route splices into it, or writes); [`MultipartStore::finish_part`] takes its ETag (the
-//! MD5 the route verified, else a random tag: the part is never read back), fsyncs it, renames
+//! route's, else its CRC tag read back from the temporary in 256 KiB steps: the part never in
+//! memory), fsyncs it, renames
 //! it into the upload's directory under a fresh name, writes the part's record naming it, and
 //! unlinks the data file the previous record named. The record's rename is the replacement: a
 //! part is the old bytes or the new, across a crash too.
@@ -43,15 +44,15 @@ use super::record::{
 };
 use super::{
     CompletePart, Completed, MAX_PART_SIZE, MultipartError, MultipartMeta, MultipartStore,
-    MultipartUpload, PartRecord, PartSeal, PartTag, PartsPage, UploadsPage, check_part_checksums,
-    check_part_number, select_parts,
+    MultipartUpload, PartRecord, PartSeal, PartTag, PartTagHasher, PartsPage, UploadsPage,
+    check_part_checksums, check_part_number, select_parts,
 };
 use crate::ObjectChecksum;
 use crate::digest::{Digests, Hashers};
 use crate::quota::ENTRY_COST;
 use crate::sys::{self, DirHandle, EntryKind};
 use crate::tree::{Missing, Resolved, STAGING_NAME, Shared, walk};
-use crate::upload::{READ_BACK_BUF, hash_from_start};
+use crate::upload::{READ_BACK_BUF, read_from_start};
 use crate::{
     LocalStore, LocalUpload, StoreError, StorePath, Upload, UploadId, UploadOptions, VersionCheck,
     off_the_runtime,
@@ -198,13 +199,16 @@ impl LocalMultiparts {
         &self,
         id: UploadId,
         number: u32,
-        upload: Upload,
+        mut upload: Upload,
         seal: PartSeal,
     ) -> Result<PartRecord, MultipartError> {
         check_part_number(number)?;
-        let tag = match seal.md5 {
-            Some(md5) => PartTag::Md5(md5),
-            None => PartTag::random().map_err(io_err("random tag"))?,
+        let tag = match seal.tag {
+            Some(tag) => tag,
+            None => {
+                let size = upload.size();
+                tag_of(upload.file_mut(), size).map_err(io_err("read part back"))?
+            }
         };
         let (dir, _) = self.open_upload(id)?;
         let nonce = UploadId::random().map_err(io_err("random id"))?;
@@ -701,6 +705,16 @@ fn read_text(dir: &DirHandle, name: &str) -> Result<Option<String>, StoreError> 
 }
 
 /// Replaces `dir/name` with `text` durably: temporary, fsync, rename, directory fsync.
+/// The CRC tag of a spliced part: its first `size` bytes, read back from the start.
+fn tag_of(file: &std::fs::File, size: u64) -> io::Result<PartTag> {
+    let mut hasher = PartTagHasher::default();
+    // ALLOCATION: one read buffer per part the route did not see; COPY: page cache → buffer,
+    // the one pass its tag needs (at memory speed: the CRC is SIMD).
+    let mut buf = vec![0u8; READ_BACK_BUF];
+    read_from_start(file, size, &mut buf, |bytes| hasher.update(bytes))?;
+    Ok(hasher.finish())
+}
+
 /// Copies each part's bytes into `object`, in order, at its offset.
 fn copy_parts(
     sources: &[std::fs::File],
@@ -742,7 +756,7 @@ fn hash_parts(
         if stop.load(Ordering::Relaxed) {
             return Err(io::Error::other("assembly failed"));
         }
-        hash_from_start(source, part.size, &mut hashers, &mut buf)?;
+        read_from_start(source, part.size, &mut buf, |bytes| hashers.update(bytes))?;
     }
     Ok(hashers.finish())
 }

@@ -11,7 +11,7 @@
 //! | --- | --- |
 //! | [`MultipartStore::create`] | an upload for a key, with the media type and user metadata the object gets at completion; its id is 128 random bits |
 //! | [`MultipartStore::begin_part`] → the store's [`StoreUpload`] | a part's bytes take the path of any upload: locally a temporary file the route fills with `splice` or writes |
-//! | [`MultipartStore::finish_part`] | the part recorded under its number (1..=10000), replacing an earlier one atomically: size, its ETag ([`PartTag`]: the MD5 the route verified, else random), the checksums the route verified |
+//! | [`MultipartStore::finish_part`] | the part recorded under its number (1..=10000), replacing an earlier one atomically: size, its ETag ([`PartTag`]: the MD5 the route verified, else the bytes' CRC-64), the checksums the route verified |
 //! | [`MultipartStore::copy_part`] | a part copied from a stored object's range (UploadPartCopy) |
 //! | [`MultipartStore::list_parts`], [`MultipartStore::list_uploads`] | paged, by part number; by key then id, with a key prefix |
 //! | [`MultipartStore::abort`] | the upload and its parts removed |
@@ -24,7 +24,8 @@
 //! - a part is recorded only once its bytes are durable, and its record names exactly one data
 //!   file: a replaced part is the old one or the new one, never a mix;
 //! - memory per part is the store's upload bound, whatever the part's size: no part is ever held
-//!   whole in memory, and none is read back for a hash no client asked for (`part_tag.rs`);
+//!   whole in memory, and none is read back but for its CRC tag when it was spliced
+//!   (`part_tag.rs`), in 256 KiB steps;
 //! - the completed object's ETag is the store's own, from the SHA-256 of the whole object
 //!   (`local.rs`: the commit reads the assembled file back once, since its bytes came by
 //!   `copy_file_range`, not through a hasher), the ETag `/files/` answers for it too.
@@ -43,7 +44,7 @@ pub(crate) mod record;
 mod validate;
 
 pub use local::LocalMultiparts;
-pub use part_tag::PartTag;
+pub use part_tag::{PartTag, PartTagHasher};
 pub use validate::{check_part_checksums, select_parts};
 
 /// The smallest part but the last that a completion accepts (S3's limit).
@@ -154,9 +155,10 @@ pub struct CompletePart {
 /// What [`MultipartStore::finish_part`] records besides the bytes.
 #[derive(Clone, Debug, Default)]
 pub struct PartSeal {
-    /// The part's MD5, when the client sent `Content-MD5` and the route verified it on the way:
-    /// its ETag. `None`: the part is named by a random tag (`part_tag.rs` says why).
-    pub md5: Option<[u8; 16]>,
+    /// The part's tag when the route computed it as the bytes went by: the MD5 the client sent
+    /// and the bytes matched, else their [`PartTagHasher`] tag. `None` (bytes spliced to disk):
+    /// the store reads the part back for its CRC tag.
+    pub tag: Option<PartTag>,
     /// Checksums the route verified (see [`PartRecord::checksums`]).
     pub checksums: Vec<(String, String)>,
 }

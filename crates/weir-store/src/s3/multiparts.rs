@@ -10,8 +10,9 @@
 //!   key per upload of the part. The record's `PutObject` is the replacement (atomic in S3);
 //!   the data the previous record named is then deleted.
 //!
-//! A part's ETag is the MD5 the route verified (the client sent `Content-MD5`), else a random
-//! tag (`multipart/part_tag.rs`): a part is never read back for it.
+//! A part's ETag is the route's (`multipart/part_tag.rs`: the MD5 the client sent, else the
+//! bytes' CRC-64, computed as they pass through weir on their way to the bucket) or, when not
+//! given, its CRC tag read back with a `GetObject`.
 //!
 //! **Completion**: the listed parts judged (`multipart/validate.rs`); the object's SHA-256
 //! computed by reading the parts back in order (`GetObject`s, chunk by chunk: the one read pass
@@ -38,8 +39,8 @@ use crate::multipart::record::{
 };
 use crate::multipart::{
     CompletePart, Completed, MAX_PART_SIZE, MultipartError, MultipartMeta, MultipartStore,
-    MultipartUpload, PartRecord, PartSeal, PartTag, PartsPage, UploadsPage, check_part_checksums,
-    check_part_number, select_parts,
+    MultipartUpload, PartRecord, PartSeal, PartTagHasher, PartsPage, UploadsPage,
+    check_part_checksums, check_part_number, select_parts,
 };
 use std::collections::BTreeMap;
 
@@ -463,8 +464,8 @@ impl MultipartStore for S3Multiparts {
         self.read_upload(id).await?;
         let key = format!("{}{}", self.dir(id), data_name(number, random_id()?));
         let options = UploadOptions {
-            // A part has no digest of its own (its ETag is the route's MD5 or random); the
-            // object's SHA-256 is computed at completion.
+            // A part's own digest is its tag (the route's, or read back); the object's SHA-256 is
+            // computed at completion.
             hash: false,
             expected_digest: None,
             expected_len,
@@ -494,9 +495,14 @@ impl MultipartStore for S3Multiparts {
         }
         let committed = upload.commit(None).await?;
         let recorded = async {
-            let tag = match seal.md5 {
-                Some(md5) => PartTag::Md5(md5),
-                None => PartTag::random().map_err(|e| StoreError::from_io("random tag", e))?,
+            let tag = match seal.tag {
+                Some(tag) => tag,
+                None => {
+                    let mut hasher = PartTagHasher::default();
+                    self.read_back(&data, 0..committed.size, |c| hasher.update(c))
+                        .await?;
+                    hasher.finish()
+                }
             };
             let part = PartRecord {
                 number,
@@ -551,14 +557,19 @@ impl MultipartStore for S3Multiparts {
         }
         let len = range.end - range.start;
         let mut upload = self.begin_part(id, number, Some(len)).await?;
+        let mut tag = PartTagHasher::default();
         // The source version pinned by its ETag (`If-Match`): a replaced source fails.
         let mut reader = source.read(range).await?;
         while let Some(chunk) = reader.next_chunk().await? {
+            tag.update(&chunk);
             // COPY: into the part's buffer, as any upload's bytes.
             upload.write(&chunk).await?;
         }
-        self.finish_part(id, number, upload, PartSeal::default())
-            .await
+        let seal = PartSeal {
+            tag: Some(tag.finish()),
+            checksums: Vec::new(),
+        };
+        self.finish_part(id, number, upload, seal).await
     }
 
     async fn list_parts(

@@ -16,12 +16,15 @@ use weir::Exchange;
 use weir_s3api::checksum::{Checksum, ChecksumAlgorithm, ChecksumValue, ContentMd5};
 use weir_s3api::chunked::{ChunkedDecoder, Event};
 use weir_s3api::{ErrorCode, S3Error};
-use weir_store::StoreUpload;
+use weir_store::{PartTag, PartTagHasher, StoreUpload};
 
 /// What the body must match, and what to compute.
 pub(super) struct Wanted {
     /// `Content-MD5`: a mismatch is `BadDigest`.
     pub md5: Option<[u8; 16]>,
+    /// Compute the bytes' [`PartTagHasher`] tag (a multipart part without `Content-MD5`: its
+    /// ETag).
+    pub part_tag: bool,
     /// `x-amz-checksum-*` in the head.
     pub checksum: Option<ChecksumValue>,
     /// The checksum trailer announced (`x-amz-trailer`).
@@ -35,6 +38,8 @@ pub(super) struct Wanted {
 pub(super) struct Checked {
     /// The body's MD5, when it was computed.
     pub md5: Option<[u8; 16]>,
+    /// The bytes' part tag, when it was asked for.
+    pub part_tag: Option<PartTag>,
     /// The checksum the client sent (in the head or the trailer), verified.
     pub checksum: Option<ChecksumValue>,
 }
@@ -47,6 +52,7 @@ pub(super) async fn read<U: StoreUpload>(
     wanted: &Wanted,
 ) -> Result<Checked, Failure> {
     let mut md5 = wanted.md5.map(|_| ContentMd5::default());
+    let mut part_tag = wanted.part_tag.then(PartTagHasher::default);
     let mut sha256 = wanted.sha256.map(|_| Sha256::new());
     let algorithm = wanted.checksum.map(|c| c.algorithm()).or(wanted.trailer);
     let mut checksum = algorithm.map(Checksum::new);
@@ -61,6 +67,9 @@ pub(super) async fn read<U: StoreUpload>(
         let mut feed = |data: &[u8]| {
             if let Some(m) = &mut md5 {
                 m.update(data);
+            }
+            if let Some(t) = &mut part_tag {
+                t.update(data);
             }
             if let Some(s) = &mut sha256 {
                 s.update(data);
@@ -130,5 +139,9 @@ pub(super) async fn read<U: StoreUpload>(
         }
         _ => None,
     };
-    Ok(Checked { md5, checksum })
+    Ok(Checked {
+        md5,
+        part_tag: part_tag.map(PartTagHasher::finish),
+        checksum,
+    })
 }

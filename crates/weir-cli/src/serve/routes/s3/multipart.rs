@@ -13,9 +13,9 @@
 //! | AbortMultipartUpload | here | the upload and its parts removed |
 //! | ListParts, ListMultipartUploads | `listing.rs` | paged by part number; by key and upload id, with a prefix and a delimiter |
 //!
-//! **ETags.** A part's ETag is the MD5 of its bytes when the client sent `Content-MD5`, else a
-//! random tag (`weir_store::PartTag`: no pass over the bytes for a hash nobody asked for). The
-//! completed object's is the one every other route answers for it
+//! **ETags.** A part's ETag is the MD5 of its bytes when the client sent `Content-MD5`, else
+//! their CRC-64 and length (`weir_store::PartTag`: S3's rule that the same bytes get the same
+//! ETag, without the slowest hash). The completed object's is the one every other route answers for it
 //! (`preconditions::etag`, `"sha256-…"`), not S3's `md5-of-md5s-N`: the same object must have
 //! one ETag for `If-Match`, GetObject and HeadObject (Ceph's s3-tests check that the completion's
 //! ETag is HeadObject's, and complete conditionally on it).

@@ -208,6 +208,7 @@ async fn put_checked<S: Store>(
         // The signed SHA-256 is the store's expected digest, judged at the commit.
         let wanted = Wanted {
             md5: expected.md5,
+            part_tag: false,
             checksum: expected.checksum,
             trailer: expected.trailer,
             sha256: None,

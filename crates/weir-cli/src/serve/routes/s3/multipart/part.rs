@@ -1,17 +1,18 @@
 //! UploadPart and UploadPartCopy: a part's bytes into the part's upload (the store's own
-//! `StoreUpload`, from `MultipartStore::begin_part`), recorded by `finish_part` with the MD5
-//! the client sent and the body matched (then its ETag; else the store names the part with a
-//! random tag: `weir_store::PartTag`) and the checksums the client asked for, replacing an
-//! earlier part of that number.
+//! `StoreUpload`, from `MultipartStore::begin_part`), recorded by `finish_part` with its ETag
+//! (`weir_store::PartTag`: the MD5 the client sent and the body matched, else the bytes' CRC-64
+//! and length) and the checksums the client asked for, replacing an earlier part of that
+//! number.
 //!
 //! Two body paths, as PutObject's:
 //! - **spliced** (a local store, `UNSIGNED-PAYLOAD`, no `Content-MD5`, no `x-amz-checksum-*`,
 //!   no trailer): socket → file with `splice` (`body::splice_body`), no byte through user
-//!   space, and none read back: no hash was asked for;
+//!   space; the store reads the part back once for its CRC tag (`finish_part` with no tag);
 //! - **checked** (anything else, and every part into a bucket): `checked_body.rs`, the loop
 //!   PutObject shares: the `aws-chunked` decoder when it is one, then the MD5, the asked
-//!   checksum and, for a signed payload, the SHA-256, each only if the client sent it, then
-//!   `StoreUpload::write` (the store's backpressure reaches the socket). No copy added.
+//!   checksum and, for a signed payload, the SHA-256, each only if the client sent it, and the
+//!   CRC tag without an MD5, then `StoreUpload::write` (the store's backpressure reaches the
+//!   socket). No copy added.
 //!
 //! Memory per part is the store's bound for any upload, whatever the part's size (5 GiB at
 //! most: `EntityTooLarge` before any body byte). Every check fails before the part is recorded
@@ -32,7 +33,7 @@ use weir_s3api::route::CopySource;
 use weir_s3api::xml::write;
 use weir_s3api::{ErrorCode, S3Error};
 use weir_store::{
-    FileMeta, MAX_PART_SIZE, MultipartStore, PartRecord, PartSeal, StoreUpload, UploadId,
+    FileMeta, MAX_PART_SIZE, MultipartStore, PartRecord, PartSeal, PartTag, StoreUpload, UploadId,
 };
 
 /// Where a part goes.
@@ -163,15 +164,19 @@ async fn upload_checked<M: MultipartStore>(
     } else {
         let wanted = Wanted {
             md5: expected.md5,
+            part_tag: expected.md5.is_none(),
             checksum: expected.checksum,
             trailer: expected.trailer,
             sha256: expected.sha256,
         };
         checked_body::read(ex, &mut upload, chunked, &wanted)
             .await
-            .map(|checked| (checked.md5, checked.checksum))
+            .map(|checked| {
+                let tag = checked.md5.map(PartTag::Md5).or(checked.part_tag);
+                (tag, checked.checksum)
+            })
     };
-    let (md5, checksum) = match received {
+    let (tag, checksum) = match received {
         Ok(r) => r,
         Err(failure) => {
             abort(upload).await;
@@ -186,7 +191,7 @@ async fn upload_checked<M: MultipartStore>(
         return Ok(Err(S3Error::from_code(ErrorCode::IncompleteBody)));
     }
     let seal = PartSeal {
-        md5,
+        tag,
         checksums: checksum
             .iter()
             .map(|c| (c.algorithm().name().to_owned(), c.to_base64()))
