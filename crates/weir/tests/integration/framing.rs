@@ -60,6 +60,29 @@ fn malformed_chunked_body_answers_400_and_closes() {
 }
 
 #[test]
+fn unknown_expectations_are_ignored_when_not_refused() {
+    let mut config = Config::default();
+    config.limits.refuse_unknown_expectations = false;
+    let server = TestServer::start(config);
+    let mut c = server.connect();
+    for expect in ["200", "", "teapot"] {
+        let raw = format!(
+            "POST /echo HTTP/1.1\r\nHost: a\r\nExpect: {expect}\r\nContent-Length: 3\r\n\r\nabc"
+        );
+        c.send(raw.as_bytes());
+        let resp = c.read_response();
+        assert_eq!(
+            (resp.status, resp.text()),
+            (200, "abc".to_owned()),
+            "{expect:?}"
+        );
+    }
+    // The connection stays open for the next request: nothing was left unread.
+    c.send(b"GET /hello HTTP/1.1\r\nHost: a\r\n\r\n");
+    assert_eq!(c.read_response().status, 200);
+}
+
+#[test]
 fn limits_answer_414_and_431() {
     let mut config = Config::default();
     config.limits.max_request_line = 1024;
