@@ -40,6 +40,13 @@ impl Limits {
     /// stack, so the count must have a compile-time bound.
     pub const HEADER_COUNT_CAP: usize = 512;
 
+    /// Whether an `Expect` field value is one these limits refuse with `417`: anything but
+    /// `100-continue` (case-insensitive), when [`Limits::refuse_unknown_expectations`] is on.
+    /// The HTTP/1.1 parser and the HTTP/2 adapter both ask it.
+    pub fn refuses_expectation(&self, value: &[u8]) -> bool {
+        self.refuse_unknown_expectations && !crate::request::is_100_continue(value)
+    }
+
     /// Sets [`Limits::max_request_line`].
     #[must_use]
     pub fn with_max_request_line(mut self, bytes: usize) -> Self {

@@ -199,11 +199,10 @@ fn parse_complete_head(
                 keep_alive_token |= token.eq_ignore_ascii_case(b"keep-alive");
             }
         } else if name.eq_ignore_ascii_case(b"expect") {
-            if crate::request::is_100_continue(value) {
-                expect_continue = true;
-            } else if limits.refuse_unknown_expectations {
+            if limits.refuses_expectation(value) {
                 return Err(ProtoError::UnsupportedExpectation);
             }
+            expect_continue |= crate::request::is_100_continue(value);
         }
     }
     // RFC 9112 §3.2: exactly one Host in HTTP/1.1; at most one in HTTP/1.0.

@@ -33,7 +33,8 @@ pub struct Limits {
     /// Breach: `431`.
     pub max_trailers: usize,
     /// Whether an `Expect` other than `100-continue` is answered `417 Expectation Failed`
-    /// (true, the default) or ignored (false), over HTTP/1.1. RFC 9110 §10.1.1 allows either;
+    /// (true, the default) or ignored (false), over HTTP/1.1 and HTTP/2. RFC 9110 §10.1.1
+    /// allows either;
     /// Amazon S3 ignores them, so an S3 front end turns this off.
     pub refuse_unknown_expectations: bool,
 }
@@ -54,6 +55,14 @@ impl Limits {
             .with_max_chunk_extensions(self.max_chunk_extensions)
             .with_max_trailers(self.max_trailers)
             .with_refuse_unknown_expectations(self.refuse_unknown_expectations)
+    }
+}
+
+impl Limits {
+    /// Whether an `Expect` value is answered `417` (the protocol core's rule, which the
+    /// HTTP/1.1 parser applies too).
+    pub(crate) fn refuses_expectation(&self, value: &[u8]) -> bool {
+        self.proto().refuses_expectation(value)
     }
 }
 

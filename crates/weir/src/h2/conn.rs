@@ -175,6 +175,21 @@ async fn drive<H: Handler>(
                     super::refused::malformed(fault, method, uri, peer, config);
                     continue;
                 }
+                let expects = headers.get_all(http::header::EXPECT).iter();
+                if expects
+                    .into_iter()
+                    .any(|v| config.limits.refuses_expectation(v.as_bytes()))
+                {
+                    // As HTTP/1.1 answers it (`weir-proto`'s parser), before any handler runs.
+                    // ALLOCATION: the refusal's head, on refused requests only.
+                    let refusal = http::Response::builder()
+                        .status(http::StatusCode::EXPECTATION_FAILED)
+                        .body(())
+                        .expect("a status alone makes a valid response");
+                    let _ = respond.send_response(refusal, true);
+                    super::refused::expectation(method, uri, peer, config);
+                    continue;
+                }
                 idle_armed = false;
                 let handler = handler.clone();
                 let shared = shared.clone();

@@ -1,9 +1,10 @@
 //! HTTP/2 requests refused before any handler ran, told to
 //! [`Config::on_refused`](crate::Config::on_refused) as HTTP/1.1's are.
 //!
-//! Three kinds: a head `h2` finds malformed (RFC 9113 §8.1.1; reset with PROTOCOL_ERROR, no
-//! answer), a head over SETTINGS_MAX_HEADER_LIST_SIZE (`h2` answers 431), and a head weir's
-//! own checks find malformed (`validate`; reset with PROTOCOL_ERROR). A reset carries no
+//! Four kinds: a head `h2` finds malformed (RFC 9113 §8.1.1; reset with PROTOCOL_ERROR, no
+//! answer), a head over SETTINGS_MAX_HEADER_LIST_SIZE (`h2` answers 431), a head weir's own
+//! checks find malformed (`validate`; reset with PROTOCOL_ERROR), and an `Expect` the limits
+//! refuse (answered 417, as over HTTP/1.1). A reset carries no
 //! status: it is reported as 400, the status HTTP/1.1 answers a malformed head with, and the
 //! reason says it was a reset. `h2` keeps counts of its refusals (weir-h2 patch,
 //! `RecvAccounting`); the connection task reads them after each of its turns with the body
@@ -79,10 +80,45 @@ pub(crate) fn malformed(
             "malformed HTTP/2 request: host differs from :authority (stream reset PROTOCOL_ERROR)"
         }
     };
+    tell_head(
+        StatusCode::BAD_REQUEST,
+        reason,
+        method,
+        uri,
+        peer,
+        on_refused,
+    );
+}
+
+/// Reports a head answered `417` for an `Expect` other than `100-continue`
+/// ([`Limits::refuse_unknown_expectations`](crate::Limits::refuse_unknown_expectations)).
+pub(crate) fn expectation(method: &Method, uri: &Uri, peer: PeerAddr, config: &Config) {
+    if let Some(on_refused) = &config.on_refused {
+        let error = weir_proto::ProtoError::UnsupportedExpectation;
+        tell_head(
+            error.status(),
+            error.as_str(),
+            method,
+            uri,
+            peer,
+            on_refused,
+        );
+    }
+}
+
+/// Tells `on_refused` of a head refused with `status`, with its method and target.
+fn tell_head(
+    status: StatusCode,
+    reason: &'static str,
+    method: &Method,
+    uri: &Uri,
+    peer: PeerAddr,
+    on_refused: &crate::OnRefused,
+) {
     let target = uri.path_and_query().map(|p| p.as_str().as_bytes());
     on_refused.call(&crate::Refused {
         peer,
-        status: StatusCode::BAD_REQUEST,
+        status,
         reason,
         method: Some(method.as_str()).filter(|m| m.len() <= 32),
         target,

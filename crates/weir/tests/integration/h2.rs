@@ -337,6 +337,40 @@ fn body_limits_and_expect_continue() {
 }
 
 #[test]
+fn unknown_expectations_are_answered_417_or_ignored_as_over_http1() {
+    let refusing = TlsTestServer::start(Config::default());
+    let mut config = Config::default();
+    config.limits.refuse_unknown_expectations = false;
+    let ignoring = TlsTestServer::start(config);
+    rt().block_on(async {
+        for (server, answer) in [
+            (&refusing, StatusCode::EXPECTATION_FAILED),
+            (&ignoring, StatusCode::OK),
+        ] {
+            let mut c = h2c(server.addr).await;
+            for body in [Bytes::new(), Bytes::from(vec![7u8; 100_000])] {
+                let r = h2_request(&mut c, Method::PUT, "/sha", &[("expect", "teapot")], body)
+                    .await
+                    .unwrap();
+                assert_eq!(r.status, answer);
+            }
+            // 100-continue is no unknown expectation, and the connection is still good.
+            let data = Bytes::from(pattern(1000, 5));
+            let r = h2_request(
+                &mut c,
+                Method::PUT,
+                "/sha",
+                &[("expect", "100-Continue")],
+                data.clone(),
+            )
+            .await
+            .unwrap();
+            assert!(r.text().starts_with(&sha256_hex(&data)));
+        }
+    });
+}
+
+#[test]
 fn a_client_reset_is_a_disconnect_for_the_handler() {
     let server = TlsTestServer::start(Config::default());
     rt().block_on(async {
