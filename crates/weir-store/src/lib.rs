@@ -120,6 +120,7 @@ mod object_meta;
 mod path;
 mod precondition;
 mod quota;
+mod read_back;
 mod readers;
 mod resumable;
 mod resumable_store;

@@ -54,6 +54,7 @@ use crate::object_meta::ObjectMeta;
 use crate::path::StorePath;
 use crate::precondition::{self, Check};
 use crate::quota::{ENTRY_COST, reserved_end};
+use crate::read_back::{READ_BACK_BUF, read_from_start};
 use crate::readers::FileId;
 use crate::sha256_state::ResumableSha256;
 use crate::sys::{self, DirHandle, EntryKind, EntryStat};
@@ -61,15 +62,8 @@ use crate::tree::{Missing, Resolved, Shared, create_temp, parent_of, stat};
 use crate::version_date;
 use crate::writeback;
 use std::fs::File;
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::io::{self, Seek, SeekFrom, Write};
 use std::sync::Arc;
-
-/// The read-ahead window of a commit's read-back: the reads of the next window are submitted
-/// while this one is hashed.
-const READ_AHEAD: u64 = 8 << 20;
-
-/// The read size of a read-back.
-pub(crate) const READ_BACK_BUF: usize = 256 * 1024;
 
 /// The least length still to come that [`Upload::preallocate`] reserves: below it, the system
 /// call costs more than the filesystem work it saves.
@@ -815,8 +809,7 @@ impl Upload {
     fn read_back(&mut self, mut hashers: Hashers) -> io::Result<Digests> {
         let size = self.size;
         let file = self.open_file()?;
-        // The one allocation of the commit path, made only here: 256 KiB, the write size that
-        // measured best on this kind of machine, too big for a task's stack.
+        // ALLOCATION: the one of the commit path, made only here ([`READ_BACK_BUF`]).
         let mut buf = vec![0u8; READ_BACK_BUF];
         read_from_start(file, size, &mut buf, |bytes| hashers.update(bytes))?;
         Ok(hashers.finish())
@@ -940,38 +933,6 @@ impl Upload {
         self.state = State::Done;
         self.file = None;
     }
-}
-
-/// Gives `each` the file's first `size` bytes, in order, read from its start through `buf`, with
-/// the reads advised ahead ([`READ_AHEAD`]): a copy the page cache does not hold (a reflink
-/// shares the source's blocks, not its cached pages) is read from disk while the bytes before
-/// it are hashed, instead of a read, then a hash, in turn. COPY: page cache → `buf`, the one
-/// pass a hash over bytes that bypassed user space needs.
-pub(crate) fn read_from_start(
-    mut file: &File,
-    size: u64,
-    buf: &mut [u8],
-    mut each: impl FnMut(&[u8]),
-) -> io::Result<()> {
-    file.seek(SeekFrom::Start(0))?;
-    let mut left = size;
-    let mut advised = 0u64;
-    while left > 0 {
-        let at = size - left;
-        while advised < size && advised < at + 2 * READ_AHEAD {
-            let len = READ_AHEAD.min(size - advised);
-            sys::read_ahead(file, advised, len);
-            advised += len;
-        }
-        let want = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
-        let n = file.read(&mut buf[..want])?;
-        if n == 0 {
-            return Err(io::ErrorKind::UnexpectedEof.into());
-        }
-        each(&buf[..n]);
-        left -= n as u64;
-    }
-    Ok(())
 }
 
 impl Drop for Upload {

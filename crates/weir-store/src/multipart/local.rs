@@ -50,9 +50,9 @@ use super::{
 use crate::ObjectChecksum;
 use crate::digest::{Digests, Hashers};
 use crate::quota::ENTRY_COST;
+use crate::read_back::{READ_BACK_BUF, read_from_start};
 use crate::sys::{self, DirHandle, EntryKind};
 use crate::tree::{Missing, Resolved, STAGING_NAME, Shared, walk};
-use crate::upload::{READ_BACK_BUF, read_from_start};
 use crate::{
     LocalStore, LocalUpload, StoreError, StorePath, Upload, UploadId, UploadOptions, VersionCheck,
     off_the_runtime,
