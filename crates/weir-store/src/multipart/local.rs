@@ -467,6 +467,7 @@ impl LocalMultiparts {
             // them: both read the same cached pages, so the assembly takes the longer of the
             // two instead of their sum, and commit reads nothing back. Without a thread (none
             // could start), commit reads the assembled file back, as for any external write.
+            // ALLOCATION: the thread (its stack), once per completion.
             let hashing = (!hashers.is_empty())
                 .then(|| {
                     std::thread::Builder::new()
