@@ -13,10 +13,9 @@
 //! [`LocalMultiparts::begin_part`] is an ordinary [`Upload`] in the staging area (`hash` off:
 //! the route splices into it, or writes); [`MultipartStore::finish_part`] takes its ETag (the
 //! route's, else its CRC tag read back from the temporary in 256 KiB steps: the part never in
-//! memory), fsyncs it, renames
-//! it into the upload's directory under a fresh name, writes the part's record naming it, and
-//! unlinks the data file the previous record named. The record's rename is the replacement: a
-//! part is the old bytes or the new, across a crash too.
+//! memory), fsyncs it, renames it into the upload's directory under a fresh name, writes the
+//! part's record naming it, and unlinks the data file the previous record named. The record's
+//! rename is the replacement: a part is the old bytes or the new, across a crash too.
 //!
 //! # Completion
 //! The listed parts are judged (`validate.rs`), then copied in order into a new [`Upload`] of
@@ -24,10 +23,9 @@
 //! btrfs or XFS allow; never through user space) while a second thread reads the parts once,
 //! in order, for the object's SHA-256 (the bytes bypass the upload's hashers); then the
 //! upload's commit: its `fsync` and its `rename` over the key, with the caller's check under
-//! the commit lock. Only then is the upload's
-//! directory removed. A `SIGKILL` before the rename leaves the old object and the upload (its
-//! temporary is removed at the next start, as any); after it, the new object, and an upload the
-//! client may complete again or the sweep removes.
+//! the commit lock. Only then is the upload's directory removed. A `SIGKILL` before the rename
+//! leaves the old object and the upload (its temporary is removed at the next start, as any);
+//! after it, the new object, and an upload the client may complete again or the sweep removes.
 //!
 //! # Locking and the quota
 //! One mutex per store (`Inner`) orders what changes an upload's directory: a part's rename and

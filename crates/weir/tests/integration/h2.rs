@@ -307,17 +307,7 @@ fn body_limits_and_expect_continue() {
 
         // Expect: 100-continue: the server says 100 on the first read; the client may then
         // send. (The h2 client treats the 100 as informational and waits for the final.)
-        let data = Bytes::from(pattern(100_000, 3));
-        let r = h2_request(
-            &mut c,
-            Method::PUT,
-            "/sha",
-            &[("expect", "100-continue")],
-            data.clone(),
-        )
-        .await
-        .unwrap();
-        assert!(r.text().starts_with(&sha256_hex(&data)));
+        sha_expecting(&mut c, "100-continue", pattern(100_000, 3)).await;
         // A response without reading the body: the rest of the upload is refused politely.
         let r = h2_request(
             &mut c,
@@ -355,19 +345,18 @@ fn unknown_expectations_are_answered_417_or_ignored_as_over_http1() {
                 assert_eq!(r.status, answer);
             }
             // 100-continue is no unknown expectation, and the connection is still good.
-            let data = Bytes::from(pattern(1000, 5));
-            let r = h2_request(
-                &mut c,
-                Method::PUT,
-                "/sha",
-                &[("expect", "100-Continue")],
-                data.clone(),
-            )
-            .await
-            .unwrap();
-            assert!(r.text().starts_with(&sha256_hex(&data)));
+            sha_expecting(&mut c, "100-Continue", pattern(1000, 5)).await;
         }
     });
+}
+
+/// `PUT /sha` of `data` with `Expect: expect`, which must be served: the body's SHA-256 back.
+async fn sha_expecting(c: &mut h2::client::SendRequest<Bytes>, expect: &str, data: Vec<u8>) {
+    let data = Bytes::from(data);
+    let r = h2_request(c, Method::PUT, "/sha", &[("expect", expect)], data.clone())
+        .await
+        .unwrap();
+    assert!(r.text().starts_with(&sha256_hex(&data)), "{expect:?}");
 }
 
 #[test]

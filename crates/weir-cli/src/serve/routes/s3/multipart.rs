@@ -15,10 +15,10 @@
 //!
 //! **ETags.** A part's ETag is the MD5 of its bytes when the client sent `Content-MD5`, else
 //! their CRC-64 and length (`weir_store::PartTag`: S3's rule that the same bytes get the same
-//! ETag, without the slowest hash). The completed object's is the one every other route answers for it
-//! (`preconditions::etag`, `"sha256-…"`), not S3's `md5-of-md5s-N`: the same object must have
-//! one ETag for `If-Match`, GetObject and HeadObject (Ceph's s3-tests check that the completion's
-//! ETag is HeadObject's, and complete conditionally on it).
+//! ETag, without the slowest hash). The completed object's is the one every other route
+//! answers for it (`preconditions::etag`, `"sha256-…"`), not S3's `md5-of-md5s-N`: the same
+//! object must have one ETag for `If-Match`, GetObject and HeadObject (Ceph's s3-tests check
+//! that the completion's ETag is HeadObject's, and complete conditionally on it).
 //!
 //! **Access.** Every operation's scope is judged by `access.rs` on the key (`create` or
 //! `write` for the upload's requests, `read` for the listings, `delete` for an abort); an
