@@ -18,10 +18,11 @@
 //! rename is the replacement: a part is the old bytes or the new, across a crash too.
 //!
 //! # Completion
-//! The listed parts are judged (`validate.rs`), then copied in order into a new [`Upload`] of
-//! the key (`copy_file_range` at each part's offset: inside the kernel, blocks shared where
-//! btrfs or XFS allow; never through user space) while a second thread reads the parts once,
-//! in order, for the object's SHA-256 (the bytes bypass the upload's hashers); then the
+//! The listed parts are judged (`validate.rs`); the assembly made while they arrived
+//! (`ahead.rs`) is taken if it is their start; the parts after it are copied in order into
+//! that [`Upload`] of the key, or into a new one (`copy_file_range` at each part's offset:
+//! inside the kernel, blocks shared where btrfs or XFS allow; never through user space) while
+//! a second thread reads them once, in order, for the object's SHA-256 (the bytes bypass the upload's hashers); then the
 //! upload's commit: its `fsync` and its `rename` over the key, with the caller's check under
 //! the commit lock. Only then is the upload's directory removed. A `SIGKILL` before the rename
 //! leaves the old object and the upload (its temporary is removed at the next start, as any);
@@ -37,6 +38,7 @@
 //! and removes what a crash left (temporaries, data files no record names, uploads without a
 //! record).
 
+use super::ahead::{Ahead, Assembly};
 use super::record::{
     self, data_name, decode_done, decode_part, decode_upload, record_number, same_parts,
 };
@@ -55,7 +57,7 @@ use crate::{
     LocalStore, LocalUpload, StoreError, StorePath, Upload, UploadId, UploadOptions, VersionCheck,
     off_the_runtime,
 };
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io::{self, Read, Write};
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -81,12 +83,17 @@ pub struct LocalMultiparts {
     /// `ROOT/.weir-staging/multipart/`.
     dir: DirHandle,
     inner: Mutex<Inner>,
+    /// How many parts the last completion took from an assembly ahead (tests).
+    #[cfg(test)]
+    pub(super) resumed: std::sync::atomic::AtomicUsize,
 }
 
 #[derive(Debug, Default)]
 struct Inner {
     /// Uploads being assembled.
     completing: HashSet<UploadId>,
+    /// Uploads being assembled ahead of their completion (`ahead.rs`), from their part 1.
+    ahead: HashMap<UploadId, Arc<Ahead>>,
 }
 
 impl LocalMultiparts {
@@ -107,6 +114,8 @@ impl LocalMultiparts {
             shared,
             dir,
             inner: Mutex::default(),
+            #[cfg(test)]
+            resumed: Default::default(),
         };
         let mut charged = 0u64;
         for name in this.dir.names().map_err(io_err("read multipart area"))? {
@@ -208,7 +217,12 @@ impl LocalMultiparts {
                 tag_of(upload.file_mut(), size).map_err(io_err("read part back"))?
             }
         };
-        let (dir, _) = self.open_upload(id)?;
+        let (dir, opened) = self.open_upload(id)?;
+        // Part 1 starts an assembly ahead (`ahead.rs`), replacing one that began with other
+        // bytes. Its temporary is made before the lock; without one, the completion does it all.
+        let fresh = (number == 1)
+            .then(|| self.start_ahead(id, &opened.key))
+            .flatten();
         let nonce = UploadId::random().map_err(io_err("random id"))?;
         let data = data_name(number, nonce);
         // The rename and the record under the lock: no removal or completion in between.
@@ -220,7 +234,7 @@ impl LocalMultiparts {
             }
             Ok(inner)
         });
-        let (size, inner) = match sealed {
+        let (size, mut inner) = match sealed {
             Ok(sealed) => sealed,
             Err(StoreError::NotFound) => return Err(MultipartError::NoSuchUpload),
             Err(e) => return Err(e.into()),
@@ -241,13 +255,50 @@ impl LocalMultiparts {
         if let Some((_, old)) = previous {
             unlink_charged(&self.shared, &dir, &old);
         }
+        let (ahead, replaced) = match fresh {
+            Some(fresh) => {
+                let replaced = inner.ahead.insert(id, Arc::clone(&fresh));
+                (Some(fresh), replaced)
+            }
+            None => (inner.ahead.get(&id).cloned(), None),
+        };
         drop(inner);
+        if let Some(replaced) = replaced {
+            replaced.discard();
+        }
+        if let Some(ahead) = ahead {
+            ahead.advance();
+        }
         Ok(part)
     }
 
-    /// Part `number`'s record and data file name, if one was recorded.
-    fn read_part(dir: &DirHandle, number: u32) -> Result<Option<(PartRecord, String)>, StoreError> {
-        Ok(read_text(dir, &format!("{number}.rec"))?.and_then(|t| decode_part(number, &t)))
+    /// A new assembly ahead of upload `id`'s completion, into a temporary of `key`; `None` if
+    /// none could be made (the completion then assembles the whole object, as it can).
+    fn start_ahead(&self, id: UploadId, key: &StorePath) -> Option<Arc<Ahead>> {
+        let dir = self.dir.open_dir(&id.to_string()).ok()?;
+        let options = UploadOptions {
+            hash: true,
+            expected_digest: None,
+            // The object's length, metadata and media type are known at completion.
+            expected_len: None,
+            object_meta: None,
+        };
+        let object = self.store.begin(key, options).ok()?;
+        Some(Ahead::new(dir, object))
+    }
+
+    /// Waits until upload `id`'s assembly ahead has taken every part it can (tests).
+    #[cfg(test)]
+    pub(super) fn settle(&self, id: UploadId) {
+        let ahead = self.lock().ahead.get(&id).cloned();
+        if let Some(ahead) = ahead {
+            ahead.settle();
+            // And its thread gone (it drops its reference just after it stops): dropping the
+            // store then drops the assembly's temporary, as a test that restarts expects.
+            while Arc::strong_count(&ahead) > 2 {
+                std::thread::yield_now();
+            }
+        }
     }
 
     fn copy_part_now(
@@ -311,7 +362,7 @@ impl LocalMultiparts {
         let mut parts = Vec::with_capacity(numbers.len().min(limit));
         for number in numbers.into_iter().take(limit) {
             // A part replaced or removed since the listing is simply left out.
-            if let Some((part, _)) = Self::read_part(&dir, number)? {
+            if let Some((part, _)) = read_part(&dir, number)? {
                 parts.push(part);
             }
         }
@@ -363,13 +414,18 @@ impl LocalMultiparts {
     }
 
     fn abort_now(&self, id: UploadId) -> Result<(), MultipartError> {
-        let inner = self.lock();
+        let mut inner = self.lock();
         if inner.completing.contains(&id) {
             return Err(MultipartError::NoSuchUpload);
         }
         self.open_upload(id)?;
+        let ahead = inner.ahead.remove(&id);
         self.remove(id)?;
         drop(inner);
+        // Outside the lock: its thread may be in the middle of a part.
+        if let Some(ahead) = ahead {
+            ahead.discard();
+        }
         Ok(())
     }
 
@@ -417,7 +473,7 @@ impl LocalMultiparts {
         let _claim = Claim { parts: self, id };
         let mut data_names = Vec::with_capacity(listed.len());
         let mut failed = None;
-        let parts = select_parts(listed, |n| match Self::read_part(&dir, n) {
+        let parts = select_parts(listed, |n| match read_part(&dir, n) {
             Ok(Some((part, data))) => {
                 data_names.push((n, data));
                 Some(part)
@@ -434,31 +490,53 @@ impl LocalMultiparts {
         let parts = parts?;
         check_part_checksums(&parts, checksum)?;
         let total = parts.iter().map(|p| p.size).sum::<u64>();
-        let options = UploadOptions {
-            hash: true,
-            expected_digest: None,
-            expected_len: Some(total),
-            // Checked at creation, so it is the object's (an old record's error: none).
-            object_meta: upload
-                .meta
-                .completed_object_meta(parts.iter().map(|p| p.size), checksum)
-                .ok(),
+        // Checked at creation, so it is the object's (an old record's error: none).
+        let object_meta = upload
+            .meta
+            .completed_object_meta(parts.iter().map(|p| p.size), checksum)
+            .ok()
+            .filter(|meta| !meta.is_empty());
+        // The assembly made while the parts arrived, if it is the start of these parts: the
+        // object's first bytes, already copied and hashed.
+        let ahead = self.lock().ahead.remove(&id);
+        let resumed = ahead
+            .and_then(|ahead| ahead.take())
+            .filter(|assembly| assembly.starts(&data_names));
+        let (mut object, hashers, done) = match resumed {
+            Some(Assembly {
+                mut object,
+                hashers,
+                parts: done,
+            }) => {
+                if let Some(meta) = &object_meta {
+                    object.write_object_meta(meta)?;
+                }
+                (object, hashers, done.len())
+            }
+            None => {
+                let options = UploadOptions {
+                    hash: true,
+                    expected_digest: None,
+                    expected_len: Some(total),
+                    object_meta,
+                };
+                let object = self.store.begin(&upload.key, options)?;
+                let hashers = object.commit_hashers();
+                (object, hashers, 0)
+            }
         };
-        let mut object = self.store.begin(&upload.key, options)?;
+        #[cfg(test)]
+        self.resumed
+            .store(done, std::sync::atomic::Ordering::Relaxed);
         if let Some(media_type) = &upload.meta.media_type {
             object.set_media_type(media_type);
         }
-        // Every part's data file, opened before a byte is copied.
-        let mut sources = Vec::with_capacity(parts.len());
-        for part in &parts {
-            let data = data_names
-                .iter()
-                .find(|(n, _)| *n == part.number)
-                .map(|(_, d)| d.as_str())
-                .ok_or(MultipartError::InvalidPart(part.number))?;
+        let rest = &parts[done..];
+        // Every remaining part's data file, opened before a byte is copied.
+        let mut sources = Vec::with_capacity(rest.len());
+        for (_, data) in &data_names[done..] {
             sources.push(dir.open_read(data).map_err(io_err("open part"))?);
         }
-        let hashers = object.commit_hashers();
         let stop = AtomicBool::new(false);
         let digests = std::thread::scope(|scope| {
             // The object's digests from the parts, on a second thread while this one copies
@@ -470,11 +548,11 @@ impl LocalMultiparts {
                 .then(|| {
                     std::thread::Builder::new()
                         .name("weir-assemble-hash".into())
-                        .spawn_scoped(scope, || hash_parts(&sources, &parts, hashers, &stop))
+                        .spawn_scoped(scope, || hash_parts(&sources, rest, hashers, &stop))
                         .ok()
                 })
                 .flatten();
-            let copied = copy_parts(&sources, &parts, &mut object);
+            let copied = copy_parts(&sources, rest, &mut object);
             if copied.is_err() {
                 stop.store(true, Ordering::Relaxed);
             }
@@ -553,11 +631,16 @@ impl LocalMultiparts {
             if idle < older_than {
                 continue;
             }
-            let inner = self.lock();
+            let mut inner = self.lock();
             if inner.completing.contains(&id) {
                 continue;
             }
+            let ahead = inner.ahead.remove(&id);
             self.remove(id)?;
+            drop(inner);
+            if let Some(ahead) = ahead {
+                ahead.discard();
+            }
             removed += 1;
         }
         Ok(removed)
@@ -687,6 +770,14 @@ impl MultipartStore for LocalMultiparts {
     }
 }
 
+/// Part `number`'s record and data file name, if one was recorded.
+pub(super) fn read_part(
+    dir: &DirHandle,
+    number: u32,
+) -> Result<Option<(PartRecord, String)>, StoreError> {
+    Ok(read_text(dir, &format!("{number}.rec"))?.and_then(|t| decode_part(number, &t)))
+}
+
 /// Reads a small record file; `None` if absent or not text.
 fn read_text(dir: &DirHandle, name: &str) -> Result<Option<String>, StoreError> {
     let mut file = match dir.open_read(name) {
@@ -714,50 +805,68 @@ fn tag_of(file: &std::fs::File, size: u64) -> io::Result<PartTag> {
     Ok(hasher.finish())
 }
 
-/// Copies each part's bytes into `object`, in order, at its offset.
+/// Copies each part's bytes into `object`, in order, after what it holds.
 fn copy_parts(
     sources: &[std::fs::File],
     parts: &[PartRecord],
     object: &mut Upload,
 ) -> Result<(), MultipartError> {
-    let mut at = 0u64;
     for (source, part) in sources.iter().zip(parts) {
-        object.reserve_next(part.size)?;
-        // COPY: inside the kernel (`copy_file_range`, blocks shared where the filesystem
-        // can), never through user space.
-        let copied = sys::copy_file_at((source, 0), (object.file_mut(), at), part.size);
-        let (_, n) = copied.map_err(|e| StoreError::from_io("assemble parts", e))?;
-        if n != part.size {
-            return Err(StoreError::LengthMismatch {
-                expected: part.size,
-                actual: n,
-            }
-            .into());
-        }
-        object.record_external_write(n)?;
-        at += n;
+        copy_part(source, part.size, object)?;
     }
     Ok(())
 }
 
-/// The digests of the parts' bytes, in order: the assembled object's. Gives up (an error) when
-/// `stop` is set, at the next part.
+/// Appends a part's `size` bytes to `object`.
+pub(super) fn copy_part(
+    source: &std::fs::File,
+    size: u64,
+    object: &mut Upload,
+) -> Result<(), StoreError> {
+    object.reserve_next(size)?;
+    // COPY: inside the kernel (`copy_file_range`, blocks shared where the filesystem can),
+    // never through user space.
+    let at = object.size();
+    let copied = sys::copy_file_at((source, 0), (object.file_mut(), at), size);
+    let (_, n) = copied.map_err(|e| StoreError::from_io("assemble parts", e))?;
+    if n != size {
+        return Err(StoreError::LengthMismatch {
+            expected: size,
+            actual: n,
+        });
+    }
+    object.record_external_write(n)
+}
+
+/// The digests of the parts' bytes, in order, after what `hashers` saw: the assembled
+/// object's. Gives up (an error) when `stop` is set, at the next part.
 fn hash_parts(
     sources: &[std::fs::File],
     parts: &[PartRecord],
     mut hashers: Hashers,
     stop: &AtomicBool,
 ) -> io::Result<Digests> {
-    // ALLOCATION: one read buffer per completion. COPY: page cache → buffer, the one pass
-    // the object's SHA-256 needs, since its bytes are copied inside the kernel.
+    // ALLOCATION: one read buffer per completion.
     let mut buf = vec![0u8; READ_BACK_BUF];
     for (source, part) in sources.iter().zip(parts) {
         if stop.load(Ordering::Relaxed) {
             return Err(io::Error::other("assembly failed"));
         }
-        read_from_start(source, part.size, &mut buf, |bytes| hashers.update(bytes))?;
+        hash_part(source, part.size, &mut hashers, &mut buf)?;
     }
     Ok(hashers.finish())
+}
+
+/// Hashes a part's `size` bytes, read through `buf`.
+pub(super) fn hash_part(
+    source: &std::fs::File,
+    size: u64,
+    hashers: &mut Hashers,
+    buf: &mut [u8],
+) -> io::Result<()> {
+    // COPY: page cache → buffer, the one pass the object's SHA-256 needs, since its bytes
+    // are copied inside the kernel.
+    read_from_start(source, size, buf, |bytes| hashers.update(bytes))
 }
 
 fn write_record(dir: &DirHandle, name: &str, text: &str) -> Result<(), StoreError> {

@@ -38,6 +38,7 @@ use std::future::Future;
 use std::ops::Range;
 use std::time::{Duration, SystemTime};
 
+mod ahead;
 mod local;
 mod part_tag;
 pub(crate) mod record;

@@ -388,12 +388,17 @@ async fn the_sweep_removes_idle_uploads_and_a_restart_keeps_the_recorded_parts()
         .await
         .unwrap();
     let p1 = put_part(&parts, kept.id, 1, &body(1, 4096)).await.unwrap();
-    let baseline = store.usage();
+    parts.settle(kept.id);
+    // The upload and its part; then the part assembled ahead, in a temporary of the object
+    // (an entry and its bytes), which a restart removes.
+    let baseline = ENTRY_COST + (4096 + ENTRY_COST);
+    assert_eq!(store.usage(), baseline + (4096 + ENTRY_COST));
     let idle = parts
         .create(&p("idle"), MultipartMeta::default())
         .await
         .unwrap();
     put_part(&parts, idle.id, 1, &body(2, 100)).await.unwrap();
+    parts.settle(idle.id);
     assert_eq!(parts.sweep(Duration::from_secs(3600)).await.unwrap(), 0);
     // What a crash leaves in an upload: a record's temporary and a data file no record names.
     let area = store.root().join(".weir-staging/multipart");
@@ -487,4 +492,163 @@ async fn a_completion_keeps_its_checksum_only_over_the_parts_it_was_formed_from(
     let kept = object.object_meta().unwrap();
     assert_eq!(kept.checksum(), Some(("CRC32", "FULL_OBJECT", "AAAAAw==")));
     assert_eq!(kept.part_checksum(2), Some("AAAAAg=="));
+}
+
+/// Completes `parts` of upload `id` and checks the object: `expected`'s bytes and SHA-256.
+async fn complete_as(
+    parts: &LocalMultiparts,
+    store: &LocalStore,
+    id: UploadId,
+    listed: &[&PartRecord],
+    expected: &[u8],
+) {
+    let listed: Vec<CompletePart> = listed.iter().map(|p| named(p)).collect();
+    let done = parts.complete(id, &listed, None, None).await.unwrap();
+    assert_eq!(read(store, done.upload.key.as_str()), expected);
+    let sha: [u8; 32] = sha2::Sha256::digest(expected).into();
+    assert_eq!(done.committed.sha256, Some(sha));
+}
+
+/// How many parts the last completion took from the assembly ahead.
+fn resumed(parts: &LocalMultiparts) -> usize {
+    parts.resumed.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+#[tokio::test]
+async fn parts_recorded_in_order_from_part_1_are_assembled_before_the_completion() {
+    let (_dir, store) = store();
+    let parts = opened(&store);
+    let meta = MultipartMeta {
+        media_type: crate::MediaType::parse(b"text/x-ahead"),
+        metadata: vec![("color".into(), "red".into())],
+        ..Default::default()
+    };
+    let up = parts.create(&p("ahead.bin"), meta).await.unwrap();
+    let (one, two, three) = (
+        body(1, MIN_PART_SIZE as usize),
+        body(2, MIN_PART_SIZE as usize + 7),
+        body(3, 999),
+    );
+    // Part 2 first: nothing can be assembled before part 1 is there.
+    let p2 = put_part(&parts, up.id, 2, &two).await.unwrap();
+    let usage = store.usage();
+    let p1 = put_part(&parts, up.id, 1, &one).await.unwrap();
+    parts.settle(up.id);
+    // Parts 1 and 2 are copied into the object's temporary: one more entry and their bytes,
+    // besides part 1's own file.
+    let assembled = (one.len() + two.len()) as u64 + ENTRY_COST;
+    assert_eq!(
+        store.usage(),
+        usage + (one.len() as u64 + ENTRY_COST) + assembled
+    );
+    let p3 = put_part(&parts, up.id, 3, &three).await.unwrap();
+    parts.settle(up.id);
+    complete_as(
+        &parts,
+        &store,
+        up.id,
+        &[&p1, &p2, &p3],
+        &[one, two, three].concat(),
+    )
+    .await;
+    assert_eq!(resumed(&parts), 3);
+    // The object got the upload's metadata and media type, as an object assembled at once does.
+    use crate::{Store, StoreObject};
+    let object = store.open(&p("ahead.bin")).await.unwrap();
+    assert_eq!(
+        object.media_type().map(|m| m.as_str()),
+        Some("text/x-ahead")
+    );
+    let kept = object.object_meta().unwrap();
+    assert_eq!(kept.get("x-amz-meta-color"), Some(&b"red"[..]));
+    assert!(temps(store.root()).is_empty());
+}
+
+#[tokio::test]
+async fn an_assembly_ahead_is_used_only_when_it_starts_the_completed_parts() {
+    let (_dir, store) = store();
+    let parts = opened(&store);
+    let size = MIN_PART_SIZE as usize;
+    let new = |key: &'static str| {
+        let parts = &parts;
+        async move {
+            parts
+                .create(&p(key), MultipartMeta::default())
+                .await
+                .unwrap()
+                .id
+        }
+    };
+
+    // Part 2 sent again after it was assembled: the assembly names the old bytes.
+    let id = new("replaced").await;
+    let p1 = put_part(&parts, id, 1, &body(1, size)).await.unwrap();
+    put_part(&parts, id, 2, &body(2, size)).await.unwrap();
+    let p3 = put_part(&parts, id, 3, &body(3, 10)).await.unwrap();
+    parts.settle(id);
+    let p2 = put_part(&parts, id, 2, &body(4, size)).await.unwrap();
+    parts.settle(id);
+    let whole = [body(1, size), body(4, size), body(3, 10)].concat();
+    complete_as(&parts, &store, id, &[&p1, &p2, &p3], &whole).await;
+    assert_eq!(resumed(&parts), 0);
+
+    // Part 1 sent again: a new assembly from it, which takes the parts recorded after it.
+    let id = new("restarted").await;
+    put_part(&parts, id, 1, &body(5, size)).await.unwrap();
+    let p2 = put_part(&parts, id, 2, &body(6, size)).await.unwrap();
+    parts.settle(id);
+    let p1 = put_part(&parts, id, 1, &body(7, size)).await.unwrap();
+    parts.settle(id);
+    let whole = [body(7, size), body(6, size)].concat();
+    complete_as(&parts, &store, id, &[&p1, &p2], &whole).await;
+    assert_eq!(resumed(&parts), 2);
+
+    // A part left out of the completion: the assembly holds it, so it is not the start.
+    let id = new("left-out").await;
+    let p1 = put_part(&parts, id, 1, &body(8, size)).await.unwrap();
+    put_part(&parts, id, 2, &body(9, size)).await.unwrap();
+    let p3 = put_part(&parts, id, 3, &body(10, 10)).await.unwrap();
+    parts.settle(id);
+    let whole = [body(8, size), body(10, 10)].concat();
+    complete_as(&parts, &store, id, &[&p1, &p3], &whole).await;
+    assert_eq!(resumed(&parts), 0);
+
+    // Numbers with a gap: the assembly stops at it, and the completion goes on from there.
+    let id = new("gap").await;
+    let p1 = put_part(&parts, id, 1, &body(11, size)).await.unwrap();
+    let p3 = put_part(&parts, id, 3, &body(12, size)).await.unwrap();
+    let p4 = put_part(&parts, id, 4, &body(13, 10)).await.unwrap();
+    parts.settle(id);
+    let whole = [body(11, size), body(12, size), body(13, 10)].concat();
+    complete_as(&parts, &store, id, &[&p1, &p3, &p4], &whole).await;
+    assert_eq!(resumed(&parts), 1);
+
+    // Every object's usage, and no temporary left by an assembly dropped.
+    assert!(temps(store.root()).is_empty());
+    let objects = [2 * size + 10, 2 * size, size + 10, 2 * size + 10];
+    let bytes: usize = objects.iter().sum();
+    assert_eq!(store.usage(), bytes as u64 + 4 * ENTRY_COST);
+}
+
+#[tokio::test]
+async fn an_aborted_or_swept_upload_gives_back_what_its_assembly_ahead_holds() {
+    let (_dir, store) = store();
+    let parts = opened(&store);
+    for sweep in [false, true] {
+        let up = parts
+            .create(&p("gone"), MultipartMeta::default())
+            .await
+            .unwrap();
+        put_part(&parts, up.id, 1, &body(1, 4096)).await.unwrap();
+        put_part(&parts, up.id, 2, &body(2, 100)).await.unwrap();
+        parts.settle(up.id);
+        assert_eq!(temps(store.root()).len(), 1);
+        if sweep {
+            assert_eq!(parts.sweep(Duration::ZERO).await.unwrap(), 1);
+        } else {
+            parts.abort(up.id).await.unwrap();
+        }
+        assert!(temps(store.root()).is_empty(), "sweep: {sweep}");
+        assert_eq!(store.usage(), 0, "sweep: {sweep}");
+    }
 }

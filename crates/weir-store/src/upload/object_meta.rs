@@ -10,7 +10,7 @@ use crate::sys;
 impl Upload {
     /// Records `meta` (replacing what was) on the temporary file, which the commit renames with
     /// it. A failure discards the upload: the object cannot be kept whole.
-    pub(super) fn write_object_meta(&mut self, meta: &ObjectMeta) -> Result<(), StoreError> {
+    pub(crate) fn write_object_meta(&mut self, meta: &ObjectMeta) -> Result<(), StoreError> {
         let written = self
             .open_file()
             .and_then(|file| sys::write_object_meta(file, &meta.encode()));

@@ -1,0 +1,245 @@
+//! Assembling a local multipart upload ahead of its completion: while parts arrive, the parts
+//! recorded in order from part 1 (1, 2, 3, … up to the first one missing) are copied into the
+//! object's temporary and hashed, on a thread of their own, so that the completion has only
+//! the parts after them left to copy and hash.
+//!
+//! The object's SHA-256 must see its bytes in order, and S3 clients number parts from 1 and
+//! complete with all of them; so the work that can be done before the completion is that
+//! prefix. Parts sent in parallel are recorded out of order: the prefix grows when the lowest
+//! missing part is recorded, and the thread then takes every recorded part after it. With
+//! many parts (aws-cli's default is 8 MiB), almost all the object is assembled when the
+//! completion arrives; with as many parts as connections, little is.
+//!
+//! # Invariants
+//! - An assembly is a list of (part number, data file name). A data file's name is new for
+//!   every upload of a part (`record::data_name`'s nonce) and its bytes never change, so the
+//!   list names exactly the bytes copied and hashed. The completion uses an assembly only if
+//!   that list is the start of the parts it lists, data files included; otherwise it drops
+//!   it and assembles from scratch. A part sent again, a part left out, a restart: a wrong
+//!   assembly is never used, at worst its work is wasted.
+//! - At most one thread works on an upload's assembly, and at most one per CPU on all of
+//!   them ([`THREADS`]): past that a part recorded starts none, and the next one recorded, or
+//!   the completion, takes the work. `running` and `again`, under one
+//!   mutex, mean that a part recorded while the thread is busy is looked at before it stops.
+//! - The completion ([`Ahead::take`]) stops the thread at the next part boundary and waits
+//!   for it: the rest is done by the completion's copy and hash in parallel.
+//! - An assembly lives in memory, its bytes in an [`Upload`]'s temporary: dropped (the upload
+//!   aborted or swept, part 1 sent again, a completion that does not use it, a restart), the
+//!   temporary is removed and its quota given back like any upload's.
+
+use super::PartRecord;
+use super::local::{copy_part, hash_part, read_part};
+use crate::Upload;
+use crate::digest::Hashers;
+use crate::read_back::READ_BACK_BUF;
+use crate::sys::DirHandle;
+use std::io;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
+
+/// Assembly threads running, in every store: the work is CPU-bound (a copy and SHA-256), so
+/// more threads than CPUs would only slow the parts being received.
+static THREADS: AtomicUsize = AtomicUsize::new(0);
+
+/// Claims one of [`THREADS`] if fewer than the CPUs run.
+fn claim_thread() -> bool {
+    static CPUS: OnceLock<usize> = OnceLock::new();
+    let cpus = *CPUS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    THREADS
+        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+            (n < cpus).then_some(n + 1)
+        })
+        .is_ok()
+}
+
+/// One upload's assembly ahead, shared by the part requests that advance it, its thread and
+/// the completion that takes it.
+#[derive(Debug)]
+pub(super) struct Ahead {
+    /// The upload's directory (its part records and data files).
+    dir: DirHandle,
+    state: Mutex<State>,
+    /// Signalled when the thread stops.
+    stopped: Condvar,
+    /// Set by [`Ahead::take`] and [`Ahead::discard`]: the thread stops at the next part.
+    stop: AtomicBool,
+}
+
+#[derive(Debug)]
+struct State {
+    /// A thread is working on the assembly (it holds `work`).
+    running: bool,
+    /// A part was recorded while the thread was running: it looks again before stopping.
+    again: bool,
+    /// `None` while the thread holds it, or once it failed or was discarded.
+    work: Option<Assembly>,
+}
+
+/// The object assembled so far: its temporary, the hash of its bytes, and which parts they are.
+#[derive(Debug)]
+pub(super) struct Assembly {
+    pub(super) object: Upload,
+    pub(super) hashers: Hashers,
+    /// The parts copied and hashed, in order: (number, data file name).
+    pub(super) parts: Vec<(u32, String)>,
+}
+
+impl Assembly {
+    /// Whether the assembly is the start of `listed` ((number, data file name), in order).
+    pub(super) fn starts(&self, listed: &[(u32, String)]) -> bool {
+        listed.starts_with(&self.parts)
+    }
+
+    fn next_number(&self) -> u32 {
+        self.parts.last().map_or(1, |(n, _)| n + 1)
+    }
+}
+
+impl Ahead {
+    /// An assembly into `object` (an empty upload of the key, hashing) of the parts recorded in
+    /// `dir`; nothing runs until [`Ahead::advance`].
+    pub(super) fn new(dir: DirHandle, object: Upload) -> Arc<Ahead> {
+        let hashers = object.commit_hashers();
+        Arc::new(Ahead {
+            dir,
+            state: Mutex::new(State {
+                running: false,
+                again: false,
+                work: Some(Assembly {
+                    object,
+                    hashers,
+                    parts: Vec::new(),
+                }),
+            }),
+            stopped: Condvar::new(),
+            stop: AtomicBool::new(false),
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A part was recorded: the thread takes it if it is next (and those after it), starting
+    /// if none runs.
+    pub(super) fn advance(self: &Arc<Self>) {
+        let mut state = self.lock();
+        if state.running {
+            state.again = true;
+            return;
+        }
+        if state.work.is_none() || self.stop.load(Ordering::Relaxed) || !claim_thread() {
+            return;
+        }
+        state.running = true;
+        drop(state);
+        let ahead = Arc::clone(self);
+        // ALLOCATION: a thread (its stack) per run, not per part: a run takes every part
+        // recorded in order.
+        let spawned = std::thread::Builder::new()
+            .name("weir-assemble-ahead".into())
+            .spawn(move || {
+                ahead.run();
+                THREADS.fetch_sub(1, Ordering::AcqRel);
+            });
+        if spawned.is_err() {
+            THREADS.fetch_sub(1, Ordering::AcqRel);
+            // No thread: the assembly stays as it is, for the next part or the completion.
+            self.lock().running = false;
+            self.stopped.notify_all();
+        }
+    }
+
+    fn run(&self) {
+        let Some(mut work) = self.lock().work.take() else {
+            self.finish_run(None);
+            return;
+        };
+        // ALLOCATION: one read buffer per run, for the hash.
+        let mut buf = vec![0u8; READ_BACK_BUF];
+        loop {
+            if self.stop.load(Ordering::Relaxed) {
+                break;
+            }
+            match self.assemble_next(&mut work, &mut buf) {
+                Ok(true) => continue,
+                Ok(false) => {}
+                // The temporary cannot grow (no space, an I/O error): the completion, which
+                // starts from scratch, will answer it.
+                Err(_) => return self.finish_run(None),
+            }
+            let mut state = self.lock();
+            if !std::mem::take(&mut state.again) {
+                state.work = Some(work);
+                state.running = false;
+                drop(state);
+                self.stopped.notify_all();
+                return;
+            }
+        }
+        self.finish_run(Some(work));
+    }
+
+    fn finish_run(&self, work: Option<Assembly>) {
+        let mut state = self.lock();
+        state.running = false;
+        state.again = false;
+        state.work = work;
+        drop(state);
+        self.stopped.notify_all();
+    }
+
+    /// Copies and hashes the next part if it is recorded: `Ok(false)` if it is not (or was
+    /// replaced while it was being opened: its new record advances the assembly again).
+    fn assemble_next(&self, work: &mut Assembly, buf: &mut [u8]) -> io::Result<bool> {
+        let number = work.next_number();
+        let Some((part, data)) = read_part(&self.dir, number).map_err(io::Error::other)? else {
+            return Ok(false);
+        };
+        let source = match self.dir.open_read(&data) {
+            Ok(source) => source,
+            Err(e) if crate::tree::is_absent(&e) => return Ok(false),
+            Err(e) => return Err(e),
+        };
+        let PartRecord { size, .. } = part;
+        copy_part(&source, size, &mut work.object).map_err(io::Error::other)?;
+        hash_part(&source, size, &mut work.hashers, buf)?;
+        work.parts.push((number, data));
+        Ok(true)
+    }
+
+    /// The assembly, for the completion: stops the thread at its next part boundary and waits
+    /// for it. `None` if it failed.
+    pub(super) fn take(&self) -> Option<Assembly> {
+        self.stop.store(true, Ordering::Relaxed);
+        self.idle().work.take()
+    }
+
+    /// Drops the assembly (its temporary is removed, its quota given back) once the thread,
+    /// if one runs, stops at its next part boundary.
+    pub(super) fn discard(&self) {
+        drop(self.take());
+    }
+
+    /// The state once no thread runs.
+    fn idle(&self) -> MutexGuard<'_, State> {
+        let mut state = self.lock();
+        while state.running {
+            state = self.stopped.wait(state).unwrap_or_else(|e| e.into_inner());
+        }
+        state
+    }
+
+    /// Takes every part it can, on the caller's thread once no other runs (tests: what a
+    /// thread would have done, whether or not [`THREADS`] let one start).
+    #[cfg(test)]
+    pub(super) fn settle(&self) {
+        let mut state = self.idle();
+        if state.work.is_none() || self.stop.load(Ordering::Relaxed) {
+            return;
+        }
+        state.running = true;
+        drop(state);
+        self.run();
+    }
+}
