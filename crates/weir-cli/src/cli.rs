@@ -280,6 +280,17 @@ pub struct ServeArgs {
         value_parser = clap::value_parser!(u64).range(1..)
     )]
     pub s3_api_multipart_expiry: u64,
+    /// Seconds a CompleteMultipartUpload may run before its answer starts: past them weir
+    /// answers `200 OK` and sends a space every as many seconds until the result (or S3's
+    /// `<Error>` document) follows, as Amazon S3 does, so that a client's read timeout does not
+    /// cut the completion of a very large object (default 10; 0: every completion so, at once).
+    #[arg(
+        long,
+        env = "WEIR_S3_API_KEEP_ALIVE",
+        default_value_t = 10,
+        value_name = "SECONDS"
+    )]
+    pub s3_api_keep_alive: u64,
 }
 
 /// A listening address: `HOST:PORT`, `[IPv6]:PORT` or `:PORT` (→ `0.0.0.0:PORT`). Names are

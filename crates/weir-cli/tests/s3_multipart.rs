@@ -5,7 +5,8 @@
 //! object's composite or full-object checksum formed at completion kept and answered by
 //! HeadObject, GetObject (whole and by part) and GetObjectAttributes, checked against values
 //! the script computes with zlib and hashlib) and
-//! aws-cli (`aws s3 cp` of a 20 MiB file over an 8 MB multipart threshold, both ways,
+//! a completion answered `200` at once and kept alive (`--s3-api-keep-alive 0`), its result or
+//! `<Error>` document after; aws-cli (`aws s3 cp` of a 20 MiB file over an 8 MB multipart threshold, both ways,
 //! byte-exact); an abandoned upload swept (`--s3-api-multipart-expiry 1`); weir `SIGKILL`ed
 //! during a completion, leaving the old object or the new one, never a part of one. The bucket
 //! store runs on SeaweedFS's `weed mini`. Each test skips with a loud message without boto3,
@@ -197,6 +198,25 @@ fn boto3_multipart_uploads_on_both_stores() {
         boto3(server, "copy_and_checksums", &[]);
         boto3(server, "kept_checksums", &[]);
     });
+}
+
+/// A completion still running after `--s3-api-keep-alive` (here 0: every one) is answered
+/// `200` at once, kept alive with spaces, and ends with its result or S3's `<Error>` document,
+/// which boto3 reads as S3's: the object byte-exact, refusals with their codes, on both stores.
+#[test]
+fn completions_past_the_keep_alive_answer_200_then_their_result() {
+    if !tools_present(false) {
+        return;
+    }
+    let at_once = ["--s3-api-keep-alive", "0"];
+    let local = start(Kind::Local, None, None, &at_once);
+    boto3(&local, "bucket", &[]);
+    boto3(&local, "streamed", &[]);
+    drop(local);
+    let Some(weed) = start_weed() else { return };
+    let bucket = start(Kind::Bucket, Some(&weed), None, &at_once);
+    boto3(&bucket, "bucket", &[]);
+    boto3(&bucket, "streamed", &[]);
 }
 
 /// Over HTTPS boto3 sends each part as an `aws-chunked` body with a CRC32 trailer (over HTTP it

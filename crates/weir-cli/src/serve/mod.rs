@@ -285,6 +285,7 @@ impl ServeConfig {
                     .collect(),
                 region: args.s3_api_region,
                 multipart_expiry: std::time::Duration::from_secs(args.s3_api_multipart_expiry),
+                keep_alive: std::time::Duration::from_secs(args.s3_api_keep_alive),
             }),
             hook: args
                 .hook_command

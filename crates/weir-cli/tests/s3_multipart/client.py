@@ -345,6 +345,42 @@ def scenario_kept_checksums(s3, bucket):
     expect(s3.list_multipart_uploads(Bucket=bucket, Prefix="refused").get("Uploads"), None)
 
 
+def scenario_streamed(s3, bucket):
+    """A server that answers every completion at once (`--s3-api-keep-alive 0`): `200 OK`, its
+    XML declaration, spaces while the completion runs, then the result, or S3's `<Error>`
+    document in the `200`, which botocore finds (and, taking it for a 500, retries)."""
+    key = "streamed.bin"
+    uid = s3.create_multipart_upload(Bucket=bucket, Key=key)["UploadId"]
+    one, two = data(5 * MIB, 11), data(3 * MIB, 12)
+    p2, p1 = upload_parts(s3, bucket, key, uid, [(2, two), (1, one)])
+    # Refused: the error's code comes from the document in the 200, which botocore counts as
+    # a 500 (answered at once, a refusal would be a 400 or a 412); nothing is stored and the
+    # upload stays, so its retries are refused alike.
+    expect(
+        error_of(
+            s3.complete_multipart_upload, Bucket=bucket, Key=key, UploadId=uid,
+            MultipartUpload={"Parts": [p1, {"PartNumber": 2, "ETag": p1["ETag"]}]},
+        ),
+        (500, "InvalidPart"),
+    )
+    s3.put_object(Bucket=bucket, Key=key, Body=b"old")
+    expect(
+        error_of(
+            s3.complete_multipart_upload, Bucket=bucket, Key=key, UploadId=uid,
+            MultipartUpload={"Parts": [p1, p2]}, IfNoneMatch="*",
+        ),
+        (500, "PreconditionFailed"),
+    )
+    expect(s3.get_object(Bucket=bucket, Key=key)["Body"].read(), b"old")
+    done = s3.complete_multipart_upload(
+        Bucket=bucket, Key=key, UploadId=uid, MultipartUpload={"Parts": [p1, p2]},
+    )
+    expect(done["Key"], key)
+    body = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+    assert body == one + two, "completed object differs"
+    expect(s3.head_object(Bucket=bucket, Key=key)["ETag"], done["ETag"])
+
+
 def scenario_start(s3, bucket, key, uid_file):
     """An upload left behind: created, one part, never completed (for the sweep)."""
     uid = s3.create_multipart_upload(Bucket=bucket, Key=key)["UploadId"]

@@ -112,6 +112,9 @@ pub struct S3ApiConfig {
     pub region: String,
     /// Multipart uploads not touched for this long are removed (`--s3-api-multipart-expiry`).
     pub multipart_expiry: std::time::Duration,
+    /// How long a CompleteMultipartUpload runs before its `200` and spaces are sent
+    /// (`--s3-api-keep-alive`).
+    pub keep_alive: std::time::Duration,
 }
 
 /// The handler of `--s3-api`'s listener.
@@ -126,7 +129,11 @@ impl S3Api {
     /// The S3 API over `svc`'s store.
     pub fn new(svc: Arc<Service>, config: &S3ApiConfig) -> Self {
         Self {
-            multiparts: multipart::Multiparts::open(&svc, config.multipart_expiry),
+            multiparts: multipart::Multiparts::open(
+                &svc,
+                config.multipart_expiry,
+                config.keep_alive,
+            ),
             svc,
             route: RouteConfig {
                 base_domains: config.domains.clone(),

@@ -57,17 +57,24 @@ pub(in crate::serve) struct Multiparts {
     local: Option<Arc<LocalMultiparts>>,
     #[cfg(feature = "s3")]
     s3: Option<Arc<weir_store::S3Multiparts>>,
+    /// How long a completion runs before its answer starts (`complete.rs`).
+    keep_alive: Duration,
 }
 
 impl Multiparts {
     /// Opens the store's multipart uploads (locally: counts their parts, removes what a crash
     /// left) and starts their sweep: uploads not touched for `expiry` are removed. A local area
     /// that cannot be opened is logged, and multipart requests are then `InternalError`.
-    pub(in crate::serve) fn open(svc: &Service, expiry: Duration) -> Multiparts {
+    pub(in crate::serve) fn open(
+        svc: &Service,
+        expiry: Duration,
+        keep_alive: Duration,
+    ) -> Multiparts {
         let mut parts = Multiparts {
             local: None,
             #[cfg(feature = "s3")]
             s3: None,
+            keep_alive,
         };
         match svc.files() {
             Files::Local(store) => match LocalMultiparts::open(store) {
@@ -95,21 +102,21 @@ pub(super) trait WithMultiparts: Store {
     /// Its multipart uploads, whose parts are its own uploads.
     type Parts: MultipartStore<Upload = Self::Upload>;
     /// This store's, if they could be opened.
-    fn multiparts(all: &Multiparts) -> Option<&Self::Parts>;
+    fn multiparts(all: &Multiparts) -> Option<&Arc<Self::Parts>>;
 }
 
 impl WithMultiparts for LocalStore {
     type Parts = LocalMultiparts;
-    fn multiparts(all: &Multiparts) -> Option<&LocalMultiparts> {
-        all.local.as_deref()
+    fn multiparts(all: &Multiparts) -> Option<&Arc<LocalMultiparts>> {
+        all.local.as_ref()
     }
 }
 
 #[cfg(feature = "s3")]
 impl WithMultiparts for weir_store::S3Store {
     type Parts = weir_store::S3Multiparts;
-    fn multiparts(all: &Multiparts) -> Option<&weir_store::S3Multiparts> {
-        all.s3.as_deref()
+    fn multiparts(all: &Multiparts) -> Option<&Arc<weir_store::S3Multiparts>> {
+        all.s3.as_ref()
     }
 }
 
@@ -122,13 +129,14 @@ pub(super) async fn serve<S: WithMultiparts>(
     key: &str,
     operation: Operation,
 ) -> Result<(), weir::Error> {
-    let Some(parts) = S::multiparts(ctx.multiparts) else {
+    let Some(shared) = S::multiparts(ctx.multiparts) else {
         let e = S3Error::new(
             ErrorCode::InternalError,
             "Multipart uploads are unavailable.",
         );
         return reply::error(ex, &e).await;
     };
+    let parts: &S::Parts = shared;
     if let Err(e) = bucket::exists(store, bucket).await {
         return reply::error(ex, &e).await;
     }
@@ -152,7 +160,7 @@ pub(super) async fn serve<S: WithMultiparts>(
             part::copy(ctx, parts, ex, at, source).await
         }
         Operation::CompleteMultipartUpload { upload_id } => {
-            complete::complete(ctx, store, parts, ex, bucket, key, &upload_id).await
+            complete::complete(ctx, store, shared, ex, bucket, key, &upload_id).await
         }
         Operation::AbortMultipartUpload { upload_id } => {
             abort(parts, ex, bucket, key, &upload_id).await

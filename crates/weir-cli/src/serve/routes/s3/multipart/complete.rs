@@ -6,6 +6,15 @@
 //! upload: the client may complete it again. A completion sent again with the same parts gets
 //! the same answer.
 //!
+//! The store's completion runs on a task of its own. One still running after
+//! `--s3-api-keep-alive` is answered as Amazon S3 answers a long one: `200 OK` at once, the XML
+//! declaration, a space every as many seconds, then the result's document or S3's `<Error>`
+//! document (clients look for one in a completion's `200`; botocore takes it for a 500 and
+//! retries, which a refusal refuses alike). Without it, a client whose read timeout is shorter
+//! than the assembly of a very large object gives up, and its retry finds the upload busy.
+//! The task owns what it needs (the preconditions as text): a client that goes away does not
+//! stop a completion half-way.
+//!
 //! A part's checksum named in the list must be the one recorded (`InvalidPart`); when the
 //! upload announced an algorithm and every part has its checksum, the object's checksum is
 //! formed from the parts' as the upload's type says: `COMPOSITE`, S3's
@@ -27,23 +36,24 @@ use super::super::reply::{self, Missing};
 use super::{error, object_path};
 use crate::serve::preconditions;
 use http::StatusCode;
+use std::sync::Arc;
+use std::time::Duration;
 use weir::{Exchange, http};
-use weir_proto::conditional;
 use weir_s3api::checksum::{
     ChecksumAlgorithm, ChecksumType, ChecksumValue, CompositeChecksum, combine_crc,
 };
 use weir_s3api::xml::{parse, write};
 use weir_s3api::{ErrorCode, S3Error};
 use weir_store::{
-    CompletePart, FileMeta, MultipartCompleted, MultipartStore, ObjectChecksum, Store, StoreError,
-    UploadId,
+    CompletePart, FileMeta, MultipartCompleted, MultipartError, MultipartStore, ObjectChecksum,
+    Store, StoreError, UploadId, VersionCheck,
 };
 
 /// CompleteMultipartUpload.
 pub(in super::super) async fn complete<S: Store, M: MultipartStore>(
     ctx: &Ctx<'_>,
     store: &S,
-    parts: &M,
+    shared: &Arc<M>,
     ex: &mut Exchange<'_>,
     bucket: &str,
     key: &str,
@@ -66,6 +76,7 @@ pub(in super::super) async fn complete<S: Store, M: MultipartStore>(
         Ok(l) => l,
         Err(e) => return reply::error(ex, &e).await,
     };
+    let parts: &M = shared;
     let head = ex.request();
     // `If-Match` where there is no object: S3 answers `NoSuchKey`, not a failed precondition.
     if head.header("if-match").is_some() {
@@ -89,20 +100,119 @@ pub(in super::super) async fn complete<S: Store, M: MultipartStore>(
             etag: p.etag.clone(),
         })
         .collect();
-    let check = |meta: Option<&FileMeta>| preconditions::hold(head, meta);
-    let conditional = conditional::has_preconditions(&preconditions::Fields(head));
-    let done = parts
-        .complete(
-            id,
-            &named,
-            formed.as_ref().map(|(_, _, kept)| kept),
-            if conditional { Some(&check) } else { None },
-        )
-        .await;
-    let done: MultipartCompleted = match done {
-        Ok(d) if d.upload.key == path => d,
-        Ok(_) => return reply::error(ex, &no_such()).await,
-        Err(e) => return reply::error(ex, &error(&e)).await,
+    // The preconditions as text the completion's task owns, judged at the commit.
+    let condition = match preconditions::write_condition(head) {
+        Ok(kept) => kept,
+        Err(why) => return reply::error(ex, &S3Error::new(ErrorCode::InvalidArgument, why)).await,
+    };
+    let kept = formed.as_ref().map(|(_, _, kept)| kept.clone());
+    // The completion runs on a task of its own (it outlives this request if the client goes),
+    // so that this one can keep the connection alive while it runs. ALLOCATION: the task, once
+    // per completion.
+    let parts = Arc::clone(shared);
+    let mut running = tokio::spawn(async move {
+        let check = |meta: Option<&FileMeta>| preconditions::kept_hold(&condition, meta);
+        let check: Option<VersionCheck<'_>> = (!condition.is_empty()).then_some(&check);
+        parts.complete(id, &named, kept.as_ref(), check).await
+    });
+    let keep_alive = ctx.multiparts.keep_alive;
+    // Zero: the `200` at once, whatever the completion's outcome (tests use it so).
+    let answered_in_time = if keep_alive.is_zero() {
+        None
+    } else {
+        tokio::time::timeout(keep_alive, &mut running).await.ok()
+    };
+    let Some(done) = answered_in_time else {
+        return keep_alive_until_done(ctx, ex, running, keep_alive, &path, (bucket, key), formed)
+            .await;
+    };
+    match answer(ctx, ex, joined(done), &path, (bucket, key), formed) {
+        Ok(body) => reply::xml(ex, StatusCode::OK, body).await,
+        Err(e) => reply::error(ex, &e).await,
+    }
+}
+
+/// The checksum formed for the object: its algorithm, its type, and what the store keeps.
+type ObjectSum = Option<(ChecksumAlgorithm, ChecksumType, ObjectChecksum)>;
+
+/// The completion's outcome from its task (a task that panicked: `InternalError`).
+fn joined(
+    done: Result<Result<MultipartCompleted, MultipartError>, tokio::task::JoinError>,
+) -> Result<MultipartCompleted, MultipartError> {
+    done.unwrap_or_else(|e| {
+        Err(MultipartError::Store(StoreError::Io {
+            op: "complete multipart upload",
+            source: std::io::Error::other(e.to_string()),
+        }))
+    })
+}
+
+/// What Amazon S3 does with a completion that takes long: the `200 OK` head now, then a space
+/// every `every` while it runs (after the XML declaration, where XML allows white space), then
+/// the result's document, or S3's `<Error>` document in the same `200` (which S3 clients look
+/// for in a CompleteMultipartUpload's answer).
+async fn keep_alive_until_done(
+    ctx: &Ctx<'_>,
+    ex: &mut Exchange<'_>,
+    mut running: tokio::task::JoinHandle<Result<MultipartCompleted, MultipartError>>,
+    every: Duration,
+    path: &weir_store::StorePath,
+    names: (&str, &str),
+    formed: ObjectSum,
+) -> Result<(), weir::Error> {
+    const DECLARATION: &[u8] = b"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+    let id = reply::request_id();
+    // ALLOCATION: the resource (the request's path) for an error's document.
+    let resource = ex.request().path().to_owned();
+    let mut body = ex
+        .respond(StatusCode::OK)
+        .header("x-amz-request-id", &id)
+        .header("content-type", "application/xml")
+        .stream(None)
+        .await?;
+    body.write(DECLARATION).await?;
+    body.flush().await?;
+    let done = loop {
+        match tokio::time::timeout(every.max(Duration::from_millis(100)), &mut running).await {
+            Ok(done) => break joined(done),
+            Err(_) => {
+                body.write(b" ").await?;
+                body.flush().await?;
+            }
+        }
+    };
+    let document = match answer(ctx, body.exchange(), done, path, names, formed) {
+        Ok(document) => document,
+        Err(e) => weir_s3api::xml::errors::error_body(&e, &resource, &id),
+    };
+    body.write(without_declaration(&document)).await?;
+    body.finish().await
+}
+
+/// `document` after its XML declaration (the streamed answer sent its own first).
+fn without_declaration(document: &[u8]) -> &[u8] {
+    match document.strip_prefix(b"<?xml") {
+        Some(rest) => match rest.windows(2).position(|w| w == b"?>") {
+            Some(end) => rest[end + 2..].trim_ascii_start(),
+            None => document,
+        },
+        None => document,
+    }
+}
+
+/// The answer's document for the completion's outcome, or the error to answer.
+fn answer(
+    ctx: &Ctx<'_>,
+    ex: &mut Exchange<'_>,
+    done: Result<MultipartCompleted, MultipartError>,
+    path: &weir_store::StorePath,
+    (bucket, key): (&str, &str),
+    formed: ObjectSum,
+) -> Result<Vec<u8>, S3Error> {
+    let done = match done {
+        Ok(d) if d.upload.key == *path => d,
+        Ok(_) => return Err(S3Error::from_code(ErrorCode::NoSuchUpload)),
+        Err(e) => return Err(error(&e)),
     };
     if !done.repeated {
         ctx.svc.on_stored(path.as_str(), &done.committed);
@@ -115,9 +225,13 @@ pub(in super::super) async fn complete<S: Store, M: MultipartStore>(
         .as_ref()
         .map(|(a, kind, kept)| (*a, kept.value.as_str(), *kind));
     // A completion sent again (the upload is gone) answers without the checksum.
-    let body =
-        write::complete_multipart_upload(&location, bucket, key, etag.trim_matches('"'), checksum);
-    reply::xml(ex, StatusCode::OK, body).await
+    Ok(write::complete_multipart_upload(
+        &location,
+        bucket,
+        key,
+        etag.trim_matches('"'),
+        checksum,
+    ))
 }
 
 /// The completion's checksums against the recorded parts': a checksum the list names must be
