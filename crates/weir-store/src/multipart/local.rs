@@ -22,11 +22,14 @@
 //! (`ahead.rs`) is taken if it is their start; the parts after it are copied in order into
 //! that [`Upload`] of the key, or into a new one (`copy_file_range` at each part's offset:
 //! inside the kernel, blocks shared where btrfs or XFS allow; never through user space) while
-//! a second thread reads them once, in order, for the object's SHA-256 (the bytes bypass the upload's hashers); then the
-//! upload's commit: its `fsync` and its `rename` over the key, with the caller's check under
-//! the commit lock. Only then is the upload's directory removed. A `SIGKILL` before the rename
-//! leaves the old object and the upload (its temporary is removed at the next start, as any);
-//! after it, the new object, and an upload the client may complete again or the sweep removes.
+//! a second thread reads them once, in order, for the object's SHA-256 (the bytes bypass the
+//! upload's hashers); then the upload's commit: its `fsync` and its `rename` over the key,
+//! with the caller's check under the commit lock. Only then is the upload's directory
+//! removed. A completion of an upload being completed (a client's retry after its read timed
+//! out) waits for that one and answers as it did, from the `done` record, or tries itself if
+//! that one was refused (`local/complete.rs`). A `SIGKILL` before the rename leaves the old
+//! object and the upload (its temporary is removed at the next start, as any); after it, the
+//! new object, and an upload the client may complete again or the sweep removes.
 //!
 //! # Locking and the quota
 //! One mutex per store (`Inner`) orders what changes an upload's directory: a part's rename and
@@ -61,8 +64,12 @@ use std::collections::{HashMap, HashSet};
 use std::io::{self, Read, Write};
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
+
+mod complete;
+
+pub(super) use complete::{copy_part, hash_part};
 
 /// The multipart area's name inside the staging area.
 const DIR_NAME: &str = "multipart";
@@ -83,9 +90,15 @@ pub struct LocalMultiparts {
     /// `ROOT/.weir-staging/multipart/`.
     dir: DirHandle,
     inner: Mutex<Inner>,
+    /// Signalled when a completion ends (its [`Claim`](complete::Claim) dropped): a completion
+    /// of the same upload sent meanwhile waits for it.
+    completed: Condvar,
     /// How many parts the last completion took from an assembly ahead (tests).
     #[cfg(test)]
     pub(super) resumed: std::sync::atomic::AtomicUsize,
+    /// Completions waiting for another of the same upload (tests).
+    #[cfg(test)]
+    pub(super) waiting: std::sync::atomic::AtomicUsize,
 }
 
 #[derive(Debug, Default)]
@@ -114,8 +127,11 @@ impl LocalMultiparts {
             shared,
             dir,
             inner: Mutex::default(),
+            completed: Condvar::new(),
             #[cfg(test)]
             resumed: Default::default(),
+            #[cfg(test)]
+            waiting: Default::default(),
         };
         let mut charged = 0u64;
         for name in this.dir.names().map_err(io_err("read multipart area"))? {
@@ -451,171 +467,6 @@ impl LocalMultiparts {
         self.dir.sync().map_err(io_err("sync multipart area"))
     }
 
-    fn complete_now(
-        &self,
-        id: UploadId,
-        listed: &[CompletePart],
-        checksum: Option<&ObjectChecksum>,
-        check: Option<VersionCheck<'_>>,
-    ) -> Result<Completed, MultipartError> {
-        let (dir, upload) = {
-            let mut inner = self.lock();
-            let opened = match self.open_upload(id) {
-                Ok(opened) => opened,
-                Err(MultipartError::NoSuchUpload) => return self.completed_before(id, listed),
-                Err(e) => return Err(e),
-            };
-            if !inner.completing.insert(id) {
-                return Err(MultipartError::NoSuchUpload);
-            }
-            opened
-        };
-        let _claim = Claim { parts: self, id };
-        let mut data_names = Vec::with_capacity(listed.len());
-        let mut failed = None;
-        let parts = select_parts(listed, |n| match read_part(&dir, n) {
-            Ok(Some((part, data))) => {
-                data_names.push((n, data));
-                Some(part)
-            }
-            Ok(None) => None,
-            Err(e) => {
-                failed.get_or_insert(e);
-                None
-            }
-        });
-        if let Some(e) = failed {
-            return Err(e.into());
-        }
-        let parts = parts?;
-        check_part_checksums(&parts, checksum)?;
-        let total = parts.iter().map(|p| p.size).sum::<u64>();
-        // Checked at creation, so it is the object's (an old record's error: none).
-        let object_meta = upload
-            .meta
-            .completed_object_meta(parts.iter().map(|p| p.size), checksum)
-            .ok()
-            .filter(|meta| !meta.is_empty());
-        // The assembly made while the parts arrived, if it is the start of these parts: the
-        // object's first bytes, already copied and hashed.
-        let ahead = self.lock().ahead.remove(&id);
-        let resumed = ahead
-            .and_then(|ahead| ahead.take())
-            .filter(|assembly| assembly.starts(&data_names));
-        let (mut object, hashers, done) = match resumed {
-            Some(Assembly {
-                mut object,
-                hashers,
-                parts: done,
-            }) => {
-                if let Some(meta) = &object_meta {
-                    object.write_object_meta(meta)?;
-                }
-                (object, hashers, done.len())
-            }
-            None => {
-                let options = UploadOptions {
-                    hash: true,
-                    expected_digest: None,
-                    expected_len: Some(total),
-                    object_meta,
-                };
-                let object = self.store.begin(&upload.key, options)?;
-                let hashers = object.commit_hashers();
-                (object, hashers, 0)
-            }
-        };
-        #[cfg(test)]
-        self.resumed
-            .store(done, std::sync::atomic::Ordering::Relaxed);
-        if let Some(media_type) = &upload.meta.media_type {
-            object.set_media_type(media_type);
-        }
-        let rest = &parts[done..];
-        // Every remaining part's data file, opened before a byte is copied.
-        let mut sources = Vec::with_capacity(rest.len());
-        for (_, data) in &data_names[done..] {
-            sources.push(dir.open_read(data).map_err(io_err("open part"))?);
-        }
-        let stop = AtomicBool::new(false);
-        let digests = std::thread::scope(|scope| {
-            // The object's digests from the parts, on a second thread while this one copies
-            // them: both read the same cached pages, so the assembly takes the longer of the
-            // two instead of their sum, and commit reads nothing back. Without a thread (none
-            // could start), commit reads the assembled file back, as for any external write.
-            // ALLOCATION: the thread (its stack), once per completion.
-            let hashing = (!hashers.is_empty())
-                .then(|| {
-                    std::thread::Builder::new()
-                        .name("weir-assemble-hash".into())
-                        .spawn_scoped(scope, || hash_parts(&sources, rest, hashers, &stop))
-                        .ok()
-                })
-                .flatten();
-            let copied = copy_parts(&sources, rest, &mut object);
-            if copied.is_err() {
-                stop.store(true, Ordering::Relaxed);
-            }
-            let digests = hashing.and_then(|h| h.join().ok()).and_then(Result::ok);
-            copied.map(|()| digests)
-        })?;
-        if let Some(digests) = digests {
-            object.supply_digests(digests);
-        }
-        // The commit fsyncs and renames the object over the key if the check accepts the
-        // version there (under the commit lock).
-        let committed = match check {
-            Some(check) => object.commit_if(check)?,
-            None => object.commit()?,
-        };
-        let done = Completed {
-            committed,
-            parts,
-            upload,
-            repeated: false,
-        };
-        {
-            let inner = self.lock();
-            // The object is stored: a failure to record it leaves the upload to the sweep (or
-            // to a completion sent again, which stores the same object again).
-            let _ = self.finish(&dir, &done);
-            drop(inner);
-        }
-        Ok(done)
-    }
-
-    /// Replaces a completed upload's records and parts with its `done` record. Call with the
-    /// lock held.
-    fn finish(&self, dir: &DirHandle, done: &Completed) -> Result<(), StoreError> {
-        write_record(dir, DONE_RECORD, &record::encode_done(done))?;
-        match dir.unlink(UPLOAD_RECORD) {
-            Ok(()) => self.shared.usage.release(ENTRY_COST),
-            Err(e) if crate::tree::is_absent(&e) => {}
-            Err(e) => return Err(StoreError::from_io("remove multipart record", e)),
-        }
-        let freed = remove_dir_files(dir, Some(DONE_RECORD))?;
-        self.shared.usage.release(freed);
-        dir.sync().map_err(io_err("sync multipart upload"))
-    }
-
-    /// A completion of an upload that is no more: the same answer again if it was completed
-    /// with these parts, else `NoSuchUpload`.
-    fn completed_before(
-        &self,
-        id: UploadId,
-        listed: &[CompletePart],
-    ) -> Result<Completed, MultipartError> {
-        let dir = match self.dir.open_dir(&id.to_string()) {
-            Ok(dir) => dir,
-            Err(e) if crate::tree::is_absent(&e) => return Err(MultipartError::NoSuchUpload),
-            Err(e) => return Err(StoreError::from_io("open multipart upload", e).into()),
-        };
-        match read_text(&dir, DONE_RECORD)?.and_then(|t| decode_done(id, &t)) {
-            Some(done) if same_parts(&done, listed) => Ok(done),
-            _ => Err(MultipartError::NoSuchUpload),
-        }
-    }
-
     fn sweep_now(&self, older_than: Duration) -> Result<u64, StoreError> {
         let now = SystemTime::now();
         let mut removed = 0;
@@ -647,15 +498,31 @@ impl LocalMultiparts {
     }
 }
 
-/// Frees an upload being completed when dropped.
-struct Claim<'a> {
-    parts: &'a LocalMultiparts,
-    id: UploadId,
-}
+#[cfg(test)]
+impl LocalMultiparts {
+    /// Holds upload `id` as a running completion does (tests: one in progress).
+    pub(in crate::multipart) fn hold_claim(&self, id: UploadId) -> complete::Claim<'_> {
+        assert!(self.lock().completing.insert(id));
+        complete::Claim { parts: self, id }
+    }
 
-impl Drop for Claim<'_> {
-    fn drop(&mut self) {
-        self.parts.lock().completing.remove(&self.id);
+    /// What the completion holding upload `id` ([`LocalMultiparts::hold_claim`]) does.
+    pub(in crate::multipart) fn complete_held(
+        &self,
+        id: UploadId,
+        listed: &[CompletePart],
+    ) -> Result<Completed, MultipartError> {
+        let (dir, upload) = self.open_upload(id)?;
+        self.assemble(id, dir, upload, listed, None, None)
+    }
+
+    /// [`MultipartStore::complete`] on this thread, whatever the runtime.
+    pub(in crate::multipart) fn complete_here(
+        &self,
+        id: UploadId,
+        listed: &[CompletePart],
+    ) -> Result<Completed, MultipartError> {
+        self.complete_now(id, listed, None, None)
     }
 }
 
@@ -794,7 +661,6 @@ fn read_text(dir: &DirHandle, name: &str) -> Result<Option<String>, StoreError> 
     }
 }
 
-/// Replaces `dir/name` with `text` durably: temporary, fsync, rename, directory fsync.
 /// The CRC tag of a spliced part: its first `size` bytes, read back from the start.
 fn tag_of(file: &std::fs::File, size: u64) -> io::Result<PartTag> {
     let mut hasher = PartTagHasher::default();
@@ -805,70 +671,7 @@ fn tag_of(file: &std::fs::File, size: u64) -> io::Result<PartTag> {
     Ok(hasher.finish())
 }
 
-/// Copies each part's bytes into `object`, in order, after what it holds.
-fn copy_parts(
-    sources: &[std::fs::File],
-    parts: &[PartRecord],
-    object: &mut Upload,
-) -> Result<(), MultipartError> {
-    for (source, part) in sources.iter().zip(parts) {
-        copy_part(source, part.size, object)?;
-    }
-    Ok(())
-}
-
-/// Appends a part's `size` bytes to `object`.
-pub(super) fn copy_part(
-    source: &std::fs::File,
-    size: u64,
-    object: &mut Upload,
-) -> Result<(), StoreError> {
-    object.reserve_next(size)?;
-    // COPY: inside the kernel (`copy_file_range`, blocks shared where the filesystem can),
-    // never through user space.
-    let at = object.size();
-    let copied = sys::copy_file_at((source, 0), (object.file_mut(), at), size);
-    let (_, n) = copied.map_err(|e| StoreError::from_io("assemble parts", e))?;
-    if n != size {
-        return Err(StoreError::LengthMismatch {
-            expected: size,
-            actual: n,
-        });
-    }
-    object.record_external_write(n)
-}
-
-/// The digests of the parts' bytes, in order, after what `hashers` saw: the assembled
-/// object's. Gives up (an error) when `stop` is set, at the next part.
-fn hash_parts(
-    sources: &[std::fs::File],
-    parts: &[PartRecord],
-    mut hashers: Hashers,
-    stop: &AtomicBool,
-) -> io::Result<Digests> {
-    // ALLOCATION: one read buffer per completion.
-    let mut buf = vec![0u8; READ_BACK_BUF];
-    for (source, part) in sources.iter().zip(parts) {
-        if stop.load(Ordering::Relaxed) {
-            return Err(io::Error::other("assembly failed"));
-        }
-        hash_part(source, part.size, &mut hashers, &mut buf)?;
-    }
-    Ok(hashers.finish())
-}
-
-/// Hashes a part's `size` bytes, read through `buf`.
-pub(super) fn hash_part(
-    source: &std::fs::File,
-    size: u64,
-    hashers: &mut Hashers,
-    buf: &mut [u8],
-) -> io::Result<()> {
-    // COPY: page cache → buffer, the one pass the object's SHA-256 needs, since its bytes
-    // are copied inside the kernel.
-    read_from_start(source, size, buf, |bytes| hashers.update(bytes))
-}
-
+/// Replaces `dir/name` with `text` durably: temporary, fsync, rename, directory fsync.
 fn write_record(dir: &DirHandle, name: &str, text: &str) -> Result<(), StoreError> {
     let temp = format!("{name}.tmp");
     let _ = dir.unlink(&temp);

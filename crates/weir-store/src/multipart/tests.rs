@@ -652,3 +652,76 @@ async fn an_aborted_or_swept_upload_gives_back_what_its_assembly_ahead_holds() {
         assert_eq!(store.usage(), 0, "sweep: {sweep}");
     }
 }
+
+#[tokio::test]
+async fn a_completion_sent_again_while_one_runs_waits_for_it_and_gets_its_answer() {
+    let (_dir, store) = store();
+    let parts = std::sync::Arc::new(opened(&store));
+    let up = parts
+        .create(&p("retried.bin"), MultipartMeta::default())
+        .await
+        .unwrap();
+    let (one, two) = (body(1, MIN_PART_SIZE as usize), body(2, 10));
+    let p1 = put_part(&parts, up.id, 1, &one).await.unwrap();
+    let p2 = put_part(&parts, up.id, 2, &two).await.unwrap();
+    let listed = vec![named(&p1), named(&p2)];
+    // A completion is running when the client, its read timed out, sends it again.
+    let claim = parts.hold_claim(up.id);
+    let retry = std::thread::spawn({
+        let (parts, listed) = (std::sync::Arc::clone(&parts), listed.clone());
+        move || parts.complete_here(up.id, &listed)
+    });
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while parts.waiting.load(std::sync::atomic::Ordering::Relaxed) == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the retry never waited"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // The first one stores the object and lets go: the retry answers what it stored.
+    let first = parts.complete_held(up.id, &listed).unwrap();
+    drop(claim);
+    let again = retry.join().unwrap().unwrap();
+    assert!(!first.repeated && again.repeated);
+    // (The `done` record keeps what the answer needs: the digest and the stored file's meta.)
+    assert_eq!(
+        (again.committed.sha256, &again.committed.stored),
+        (first.committed.sha256, &first.committed.stored)
+    );
+    assert_eq!(read(&store, "retried.bin"), [one, two].concat());
+
+    // A refused completion leaves the upload: the one that waited for it tries, and stores.
+    let up = parts
+        .create(&p("refused.bin"), MultipartMeta::default())
+        .await
+        .unwrap();
+    let p1 = put_part(&parts, up.id, 1, &body(3, MIN_PART_SIZE as usize))
+        .await
+        .unwrap();
+    let listed = vec![named(&p1)];
+    let claim = parts.hold_claim(up.id);
+    let retry = std::thread::spawn({
+        let (parts, listed) = (std::sync::Arc::clone(&parts), listed.clone());
+        move || parts.complete_here(up.id, &listed)
+    });
+    while parts.waiting.load(std::sync::atomic::Ordering::Relaxed) == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the retry never waited"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let wrong = CompletePart {
+        number: 1,
+        etag: "\"0123\"".into(),
+    };
+    assert!(matches!(
+        parts.complete_held(up.id, &[wrong]),
+        Err(MultipartError::InvalidPart(1))
+    ));
+    drop(claim);
+    let stored = retry.join().unwrap().unwrap();
+    assert!(!stored.repeated);
+    assert_eq!(read(&store, "refused.bin"), body(3, MIN_PART_SIZE as usize));
+}

@@ -11,7 +11,9 @@
 //! declaration, a space every as many seconds, then the result's document or S3's `<Error>`
 //! document (clients look for one in a completion's `200`; botocore takes it for a 500 and
 //! retries, which a refusal refuses alike). Without it, a client whose read timeout is shorter
-//! than the assembly of a very large object gives up, and its retry finds the upload busy.
+//! than the assembly of a very large object gives up on an upload that then completes (a
+//! retry that arrives meanwhile gets the running completion's answer: the local store waits
+//! for it, the S3 store completes the same parts again).
 //! The task owns what it needs (the preconditions as text): a client that goes away does not
 //! stop a completion half-way.
 //!
