@@ -19,8 +19,8 @@
 //!   assembly is never used, at worst its work is wasted.
 //! - At most one thread works on an upload's assembly, and at most one per CPU on all of
 //!   them ([`THREADS`]): past that a part recorded starts none, and the next one recorded, or
-//!   the completion, takes the work. `running` and `again`, under one
-//!   mutex, mean that a part recorded while the thread is busy is looked at before it stops.
+//!   the completion, takes the work. `running` and `again`, under one mutex, mean that a part
+//!   recorded while the thread is busy is looked at before it stops.
 //! - The completion ([`Ahead::take`]) stops the thread at the next part boundary and waits
 //!   for it: the rest is done by the completion's copy and hash in parallel.
 //! - An assembly lives in memory, its bytes in an [`Upload`]'s temporary: dropped (the upload
