@@ -15,7 +15,8 @@
 //! retry that arrives meanwhile gets the running completion's answer: the local store waits
 //! for it, the S3 store completes the same parts again).
 //! The task owns what it needs (the preconditions as text): a client that goes away does not
-//! stop a completion half-way.
+//! stop a completion half-way, and the request still waits for it, so that what it stored is
+//! noted in the request's scope (the access log's line, the hooks: `serve/stored.rs`).
 //!
 //! A part's checksum named in the list must be the one recorded (`InvalidPart`); when the
 //! upload announced an algorithm and every part has its checksum, the object's checksum is
@@ -128,7 +129,8 @@ pub(in super::super) async fn complete<S: Store, M: MultipartStore>(
         return keep_alive_until_done(ctx, ex, running, keep_alive, &path, (bucket, key), formed)
             .await;
     };
-    match answer(ctx, ex, joined(done), &path, (bucket, key), formed) {
+    let done = noted(ctx, joined(done), &path);
+    match answer(ex, done, &path, (bucket, key), formed) {
         Ok(body) => reply::xml(ex, StatusCode::OK, body).await,
         Err(e) => reply::error(ex, &e).await,
     }
@@ -136,6 +138,21 @@ pub(in super::super) async fn complete<S: Store, M: MultipartStore>(
 
 /// The checksum formed for the object: its algorithm, its type, and what the store keeps.
 type ObjectSum = Option<(ChecksumAlgorithm, ChecksumType, ObjectChecksum)>;
+
+/// The completion's outcome, the object it stored noted for the request's log and the hooks
+/// (on the request's task, whose scope the note is: `serve/stored.rs`).
+fn noted(
+    ctx: &Ctx<'_>,
+    done: Result<MultipartCompleted, MultipartError>,
+    path: &weir_store::StorePath,
+) -> Result<MultipartCompleted, MultipartError> {
+    if let Ok(done) = &done {
+        if !done.repeated && done.upload.key == *path {
+            ctx.svc.on_stored(path.as_str(), &done.committed);
+        }
+    }
+    done
+}
 
 /// The completion's outcome from its task (a task that panicked: `InternalError`).
 fn joined(
@@ -166,24 +183,35 @@ async fn keep_alive_until_done(
     let id = reply::request_id();
     // ALLOCATION: the resource (the request's path) for an error's document.
     let resource = ex.request().path().to_owned();
-    let mut body = ex
-        .respond(StatusCode::OK)
-        .header("x-amz-request-id", &id)
-        .header("content-type", "application/xml")
-        .stream(None)
-        .await?;
-    body.write(DECLARATION).await?;
-    body.flush().await?;
-    let done = loop {
-        match tokio::time::timeout(every.max(Duration::from_millis(100)), &mut running).await {
-            Ok(done) => break joined(done),
-            Err(_) => {
-                body.write(b" ").await?;
-                body.flush().await?;
+    let kept_alive = async {
+        let mut body = ex
+            .respond(StatusCode::OK)
+            .header("x-amz-request-id", &id)
+            .header("content-type", "application/xml")
+            .stream(None)
+            .await?;
+        body.write(DECLARATION).await?;
+        body.flush().await?;
+        loop {
+            match tokio::time::timeout(every.max(Duration::from_millis(100)), &mut running).await {
+                Ok(done) => return Ok((body, joined(done))),
+                Err(_) => {
+                    body.write(b" ").await?;
+                    body.flush().await?;
+                }
             }
         }
     };
-    let document = match answer(ctx, body.exchange(), done, path, names, formed) {
+    let (mut body, done) = match kept_alive.await {
+        Ok(answered) => answered,
+        Err(gone) => {
+            // The client went away: the completion goes on, and what it stores is noted.
+            let _ = noted(ctx, joined(running.await), path);
+            return Err(gone);
+        }
+    };
+    let done = noted(ctx, done, path);
+    let document = match answer(body.exchange(), done, path, names, formed) {
         Ok(document) => document,
         Err(e) => weir_s3api::xml::errors::error_body(&e, &resource, &id),
     };
@@ -204,7 +232,6 @@ fn without_declaration(document: &[u8]) -> &[u8] {
 
 /// The answer's document for the completion's outcome, or the error to answer.
 fn answer(
-    ctx: &Ctx<'_>,
     ex: &mut Exchange<'_>,
     done: Result<MultipartCompleted, MultipartError>,
     path: &weir_store::StorePath,
@@ -216,9 +243,6 @@ fn answer(
         Ok(_) => return Err(S3Error::from_code(ErrorCode::NoSuchUpload)),
         Err(e) => return Err(error(&e)),
     };
-    if !done.repeated {
-        ctx.svc.on_stored(path.as_str(), &done.committed);
-    }
     let etag = preconditions::etag(&done.committed.stored);
     // ALLOCATION: the location, once per completion.
     let host = ex.request().header_str("host").unwrap_or("localhost");
