@@ -76,6 +76,14 @@ def upload_parts(s3, bucket, key, upload_id, bodies, md5=False, **extra):
     return parts
 
 
+def completion_error(s3, bucket, key, uid, parts, **extra):
+    """The (status, code) of a CompleteMultipartUpload of `parts` that must fail."""
+    return error_of(
+        s3.complete_multipart_upload,
+        Bucket=bucket, Key=key, UploadId=uid, MultipartUpload={"Parts": parts}, **extra,
+    )
+
+
 def scenario_round_trip(s3, bucket):
     """Parts out of order and resent, listings, completion byte-exact, ETags consistent."""
     key = "dir/big.bin"
@@ -131,10 +139,7 @@ def scenario_refusals(s3, bucket):
     p_small, p_big, p_last = upload_parts(s3, bucket, key, uid, [(1, small), (2, big), (3, last)])
 
     def complete(parts):
-        return error_of(
-            s3.complete_multipart_upload,
-            Bucket=bucket, Key=key, UploadId=uid, MultipartUpload={"Parts": parts},
-        )
+        return completion_error(s3, bucket, key, uid, parts)
 
     expect(complete([p_big, p_small]), (400, "InvalidPartOrder"))
     expect(complete([p_big, {"PartNumber": 9999, "ETag": p_last["ETag"]}]), (400, "InvalidPart"))
@@ -162,10 +167,7 @@ def scenario_refusals(s3, bucket):
     # If-None-Match: * where an object is: 412, nothing changed.
     s3.put_object(Bucket=bucket, Key=key, Body=b"old")
     expect(
-        error_of(
-            s3.complete_multipart_upload, Bucket=bucket, Key=key, UploadId=uid,
-            MultipartUpload={"Parts": [p_big, p_last]}, IfNoneMatch="*",
-        ),
+        completion_error(s3, bucket, key, uid, [p_big, p_last], IfNoneMatch="*"),
         (412, "PreconditionFailed"),
     )
     head = s3.head_object(Bucket=bucket, Key=key)
@@ -356,19 +358,11 @@ def scenario_streamed(s3, bucket):
     # Refused: the error's code comes from the document in the 200, which botocore counts as
     # a 500 (answered at once, a refusal would be a 400 or a 412); nothing is stored and the
     # upload stays, so its retries are refused alike.
-    expect(
-        error_of(
-            s3.complete_multipart_upload, Bucket=bucket, Key=key, UploadId=uid,
-            MultipartUpload={"Parts": [p1, {"PartNumber": 2, "ETag": p1["ETag"]}]},
-        ),
-        (500, "InvalidPart"),
-    )
+    wrong = {"PartNumber": 2, "ETag": p1["ETag"]}
+    expect(completion_error(s3, bucket, key, uid, [p1, wrong]), (500, "InvalidPart"))
     s3.put_object(Bucket=bucket, Key=key, Body=b"old")
     expect(
-        error_of(
-            s3.complete_multipart_upload, Bucket=bucket, Key=key, UploadId=uid,
-            MultipartUpload={"Parts": [p1, p2]}, IfNoneMatch="*",
-        ),
+        completion_error(s3, bucket, key, uid, [p1, p2], IfNoneMatch="*"),
         (500, "PreconditionFailed"),
     )
     expect(s3.get_object(Bucket=bucket, Key=key)["Body"].read(), b"old")

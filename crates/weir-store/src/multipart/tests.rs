@@ -653,6 +653,19 @@ async fn an_aborted_or_swept_upload_gives_back_what_its_assembly_ahead_holds() {
     }
 }
 
+/// Returns once a completion waits for another of the same upload. The deadline is no speed
+/// check: it turns a completion that never waits (the bug) into a failure instead of a hang.
+fn until_a_completion_waits(parts: &LocalMultiparts) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while parts.waiting.load(std::sync::atomic::Ordering::Relaxed) == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the retry never waited"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 #[tokio::test]
 async fn a_completion_sent_again_while_one_runs_waits_for_it_and_gets_its_answer() {
     let (_dir, store) = store();
@@ -671,14 +684,7 @@ async fn a_completion_sent_again_while_one_runs_waits_for_it_and_gets_its_answer
         let (parts, listed) = (std::sync::Arc::clone(&parts), listed.clone());
         move || parts.complete_here(up.id, &listed)
     });
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    while parts.waiting.load(std::sync::atomic::Ordering::Relaxed) == 0 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the retry never waited"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    until_a_completion_waits(&parts);
     // The first one stores the object and lets go: the retry answers what it stored.
     let first = parts.complete_held(up.id, &listed).unwrap();
     drop(claim);
@@ -705,13 +711,7 @@ async fn a_completion_sent_again_while_one_runs_waits_for_it_and_gets_its_answer
         let (parts, listed) = (std::sync::Arc::clone(&parts), listed.clone());
         move || parts.complete_here(up.id, &listed)
     });
-    while parts.waiting.load(std::sync::atomic::Ordering::Relaxed) == 0 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the retry never waited"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    until_a_completion_waits(&parts);
     let wrong = CompletePart {
         number: 1,
         etag: "\"0123\"".into(),
