@@ -112,6 +112,22 @@ pub fn process_cpu_ns(pid: &str) -> io::Result<u64> {
     Ok(ticks * 1_000_000_000 / rustix::param::clock_ticks_per_second())
 }
 
+/// Bytes process `pid` (every thread, exited ones included) sent to the storage layer, from
+/// `/proc/<pid>/io`: `write_bytes`, counted when a page is dirtied (a `write`, a splice or
+/// `copy_file_range` into a file), less `cancelled_write_bytes` (dirty pages that never reached
+/// the disk: a file truncated or unlinked first). What a server made the disk write, whoever
+/// wrote the pages back.
+pub fn written_bytes(pid: &str) -> io::Result<u64> {
+    let text = fs::read_to_string(format!("/proc/{pid}/io"))?;
+    let field = |name: &str| -> io::Result<u64> {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+            .and_then(|v| v.trim().parse().ok())
+            .ok_or_else(|| io::Error::other(format!("/proc/{pid}/io: no {name}")))
+    };
+    Ok(field("write_bytes")?.saturating_sub(field("cancelled_write_bytes")?))
+}
+
 /// `pid` and every process below it (children, their children, …), from the parent pid of
 /// each `/proc/<n>/stat`: a server that forks workers (nginx's master and its workers) is
 /// measured as a whole. A process that exits during the scan is left out.

@@ -14,7 +14,8 @@
 //! Per operation: wall time from the first connect to the last answer byte; the server's CPU
 //! time (`utime + stime` of `/proc/PID/stat`, every thread, before and after: 10 ms ticks,
 //! fine for operations of a second or more); its peak RSS (`VmHWM`, reset through
-//! `clear_refs` before the operation); the client's own CPU time (this process), to show the
+//! `clear_refs` before the operation); what it made the disk write (`/proc/PID/io`), per byte
+//! stored; the client's own CPU time (this process), to show the
 //! client is not the bottleneck. Before each operation `syncfs` flushes the previous one's
 //! dirty pages, so that no row pays for another's writeback. Uploads are checked: weir's
 //! SHA-256 (`/files/`) and ETag (`"sha256-…"`, S3) against the body's, multipart objects'
@@ -104,6 +105,8 @@ pub struct Row {
     pub server_cpu_s_per_gib: Samples,
     pub peak_mib: Samples,
     pub client_cpu_s_per_gib: Samples,
+    /// What the server made the disk write (`procfs::written_bytes`), per byte of the object.
+    pub disk_writes_per_byte: Samples,
     /// Multipart rows: the seconds of CompleteMultipartUpload alone (part of `seconds`).
     pub complete_s: Samples,
 }
@@ -118,6 +121,7 @@ impl Row {
             server_cpu_s_per_gib: Samples::default(),
             peak_mib: Samples::default(),
             client_cpu_s_per_gib: Samples::default(),
+            disk_writes_per_byte: Samples::default(),
             complete_s: Samples::default(),
         }
     }
@@ -194,6 +198,7 @@ fn measure(
     let key = key(row.op, row.server);
     procfs::reset_peak(pid)?;
     let cpu0 = procfs::process_cpu_ns(pid)?;
+    let written0 = procfs::written_bytes(pid)?;
     let client0 = clock::process_cpu_ns();
     let t0 = clock::monotonic_ns();
     let etag = match (row.op, row.server) {
@@ -216,6 +221,7 @@ fn measure(
     let seconds = (clock::monotonic_ns() - t0) as f64 / 1e9;
     let client_ns = clock::process_cpu_ns() - client0;
     let cpu_ns = procfs::process_cpu_ns(pid)? - cpu0;
+    let written = procfs::written_bytes(pid)?.saturating_sub(written0);
     let peak_kib = procfs::memory(pid)?.peak_kib;
     // Checks, outside the timing.
     match (row.op, row.server, etag) {
@@ -241,6 +247,7 @@ fn measure(
     row.server_cpu_s_per_gib.push(cpu_ns as f64 / 1e9 / gib);
     row.peak_mib.push(peak_kib as f64 / 1024.0);
     row.client_cpu_s_per_gib.push(client_ns as f64 / 1e9 / gib);
+    row.disk_writes_per_byte.push(written as f64 / size as f64);
     Ok(())
 }
 

@@ -1,5 +1,5 @@
 //! The `s3api` scenario's report section: one table of every row (throughput, server CPU per
-//! GiB, peak RSS, client CPU per GiB), and the targets as round-by-round ratios.
+//! GiB, peak RSS, disk writes, client CPU per GiB), and the targets as round-by-round ratios.
 
 use super::{Op, Row, Server};
 use crate::report::Section;
@@ -38,6 +38,7 @@ pub fn section(size: u64, parallel: usize, rows: &[Row], memory_note: &str) -> S
         "GiB/s",
         "Server CPU (s/GiB)",
         "Server peak RSS (MiB)",
+        "Server disk writes (× object)",
         "Client CPU (s/GiB)",
         "of which Complete (s)",
     ]);
@@ -49,6 +50,7 @@ pub fn section(size: u64, parallel: usize, rows: &[Row], memory_note: &str) -> S
             r.gib_s.show(2),
             r.server_cpu_s_per_gib.show(2),
             r.peak_mib.show(1),
+            r.disk_writes_per_byte.show(2),
             r.client_cpu_s_per_gib.show(2),
             r.complete_s.show(3),
         ]);
@@ -135,6 +137,10 @@ pub fn section(size: u64, parallel: usize, rows: &[Row], memory_note: &str) -> S
          the CompleteMultipartUpload request alone). Server CPU: \
          `utime + stime` of the server process (`/proc/PID/stat`, 10 ms ticks) over the \
          operation, per GiB. Peak RSS: the server's `VmHWM`, reset before each operation. \
+         Disk writes: the bytes the server process sent to the storage layer over the \
+         operation (`/proc/PID/io`, `write_bytes` less `cancelled_write_bytes`: counted when \
+         a page is dirtied, whoever writes it back), per byte of the object; a GET writes \
+         nothing. \
          `syncfs` on both data directories before each operation, outside the timing. GETs \
          read the objects the PUT rows stored (from the page cache: the GET rows measure the \
          servers, not the disk). On a shared machine (the CPU pressure above says how busy \
