@@ -20,19 +20,31 @@ pub(crate) const READ_BACK_BUF: usize = 256 * 1024;
 /// it are hashed, instead of a read, then a hash, in turn. COPY: page cache → `buf`, the one
 /// pass a hash over bytes that bypassed user space needs.
 pub(crate) fn read_from_start(
+    file: &File,
+    size: u64,
+    buf: &mut [u8],
+    each: impl FnMut(&[u8]),
+) -> io::Result<()> {
+    read_range(file, 0, size, buf, each)
+}
+
+/// [`read_from_start`] of `file[start..start + size]`: a multipart part written in place, in
+/// its upload's file.
+pub(crate) fn read_range(
     mut file: &File,
+    start: u64,
     size: u64,
     buf: &mut [u8],
     mut each: impl FnMut(&[u8]),
 ) -> io::Result<()> {
-    file.seek(SeekFrom::Start(0))?;
+    file.seek(SeekFrom::Start(start))?;
     let mut left = size;
     let mut advised = 0u64;
     while left > 0 {
         let at = size - left;
         while advised < size && advised < at + 2 * READ_AHEAD {
             let len = READ_AHEAD.min(size - advised);
-            sys::read_ahead(file, advised, len);
+            sys::read_ahead(file, start + advised, len);
             advised += len;
         }
         let want = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));

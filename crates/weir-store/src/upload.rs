@@ -137,6 +137,12 @@ pub struct Upload {
     pub(crate) path: StorePath,
     /// The temporary file's name in the staging area.
     pub(crate) temp: String,
+    /// Where the bytes go in the file: 0, or a multipart part's place in its upload's file
+    /// ([`Upload::in_place`]).
+    base: u64,
+    /// The file is shared (a multipart upload's, [`Upload::in_place`]): this upload owns only
+    /// `base..base + size`, which it gives back by punching a hole instead of unlinking.
+    in_place: bool,
     /// The temporary file, open; `None` while parked ([`Upload::park`]).
     file: Option<File>,
     state: State,
@@ -215,6 +221,8 @@ impl Upload {
             shared,
             path: path.clone(),
             temp,
+            base: 0,
+            in_place: false,
             file: Some(file),
             state: State::Open,
             size: 0,
@@ -235,61 +243,6 @@ impl Upload {
             upload.write_object_meta(&meta)?;
         }
         Ok(upload)
-    }
-
-    /// Takes over a file already in the staging area (`temp`, relative to it, `size` bytes
-    /// long and already charged to the quota with its entry) as this upload's temporary: a
-    /// resumable upload's data (`resumable.rs`). Dropped while open it stays (an error still
-    /// removes it, as commit does). An empty file is hashed while written, as by
-    /// [`Upload::begin`]: an upload sent whole in one request needs no read back. A file whose
-    /// SHA-256 state up to `size` was kept (`sha256`, of exactly `size` bytes) goes on hashing
-    /// from it, when SHA-256 is the only digest wanted. Otherwise nothing is hashed while
-    /// writing and commit reads the whole file back when it needs a digest. Either way the
-    /// digest covers every byte however many requests wrote them.
-    pub(crate) fn adopt(
-        shared: Arc<Shared>,
-        path: &StorePath,
-        temp: String,
-        (file, size): (File, u64),
-        sha256: Option<ResumableSha256>,
-        options: UploadOptions,
-    ) -> Upload {
-        // Resumable uploads (their only caller) carry no S3 metadata: none to lose here.
-        debug_assert!(options.object_meta.is_none());
-        let expected_digest = options.expected_digest.unwrap_or_default();
-        let want_sha256 = options.hash || expected_digest.sha256.is_some();
-        let want_sha512 = expected_digest.sha512.is_some();
-        let hashers = match sha256 {
-            _ if size == 0 => Hashers::new(want_sha256, want_sha512),
-            Some(state) if want_sha256 && !want_sha512 && state.len() == size => {
-                Hashers::resumed(state)
-            }
-            _ => Hashers::new(false, false),
-        };
-        #[cfg(any(test, feature = "fault-injection"))]
-        let hash = HashTrack::new(hashers, shared.faults.gate()).from(size);
-        #[cfg(not(any(test, feature = "fault-injection")))]
-        let hash = HashTrack::new(hashers).from(size);
-        Upload {
-            shared,
-            path: path.clone(),
-            temp,
-            file: Some(file),
-            state: State::Open,
-            size,
-            reserved: size,
-            preallocating: false,
-            expected_len: options.expected_len,
-            expected_digest,
-            want_sha256,
-            want_sha512,
-            hash,
-            supplied: None,
-            flushed: size,
-            keep_on_drop: Some(size),
-            client_modified: None,
-            media_type: None,
-        }
     }
 
     /// The SHA-256 state of exactly the bytes written so far, when it is at hand (see
@@ -354,7 +307,7 @@ impl Upload {
         if to <= from {
             return Ok(());
         }
-        match sys::preallocate(file, from, to - from) {
+        match sys::preallocate(file, self.base + from, to - from) {
             Ok(()) => Ok(()),
             Err(e) => Err(self.discard(StoreError::from_io("preallocate", e))),
         }
@@ -459,7 +412,7 @@ impl Upload {
         };
         let Some(file) = &self.file else { return };
         if let Some((offset, len)) = writeback::next_range(self.flushed, self.size, every) {
-            if self.shared.flusher.request(file, offset, len) {
+            if self.shared.flusher.request(file, self.base + offset, len) {
                 self.flushed = offset + len;
             }
         }
@@ -479,7 +432,7 @@ impl Upload {
     fn open_file(&mut self) -> io::Result<&mut File> {
         if self.file.is_none() {
             let mut file = self.shared.staging.open_rw(&self.temp)?;
-            file.seek(SeekFrom::Start(self.size))?;
+            file.seek(SeekFrom::Start(self.base + self.size))?;
             self.file = Some(file);
         }
         // Set just above when it was not.
@@ -593,6 +546,10 @@ impl Upload {
 
     fn commit_checked(mut self, check: Option<Check<'_>>) -> Result<Committed, StoreError> {
         self.ensure_open()?;
+        if self.in_place {
+            // A range of a shared file is never a file of its own: it ends by `seal_into`.
+            return Err(self.discard(StoreError::Discarded));
+        }
         let digests = match self.prepare() {
             Ok(d) => d,
             Err(e) => return Err(self.discard_file(e)),
@@ -649,7 +606,7 @@ impl Upload {
                     });
                 }
             }
-            let size = self.size;
+            let (size, base, in_place) = (self.size, self.base, self.in_place);
             let file = self
                 .open_file()
                 .map_err(|e| StoreError::from_io("reopen temporary file", e))?;
@@ -657,19 +614,27 @@ impl Upload {
                 .metadata()
                 .map_err(|e| StoreError::from_io("stat", e))?
                 .len();
-            if on_disk != size {
+            // In place, others' bytes may follow this range (the file holds the upload's parts).
+            let short = if in_place {
+                on_disk < base + size
+            } else {
+                on_disk != size
+            };
+            if short {
                 return Err(StoreError::LengthMismatch {
-                    expected: size,
+                    expected: base + size,
                     actual: on_disk,
                 });
             }
             file.sync_data()
                 .map_err(|e| StoreError::from_io("fsync part", e))?;
             let guard = gate()?;
-            self.shared
-                .staging
-                .rename(&self.temp, dir, name)
-                .map_err(|e| StoreError::from_io("rename part", e))?;
+            if !in_place {
+                self.shared
+                    .staging
+                    .rename(&self.temp, dir, name)
+                    .map_err(|e| StoreError::from_io("rename part", e))?;
+            }
             Ok(guard)
         })();
         let guard = match sealed {
@@ -687,6 +652,11 @@ impl Upload {
     /// Removes the temporary file. Dropping the upload does the same, ignoring errors.
     pub fn abort(mut self) -> Result<(), StoreError> {
         if self.state != State::Open {
+            return Ok(());
+        }
+        if self.in_place {
+            self.remove_temp();
+            self.state = State::Done;
             return Ok(());
         }
         self.state = State::Done;
@@ -909,7 +879,15 @@ impl Upload {
     /// fails, the temporary is left for the next start-up cleanup: the error that matters to
     /// the caller is the one that got here.
     fn remove_temp(&mut self) {
-        let _ = self.shared.staging.unlink(&self.temp);
+        if self.in_place {
+            // The range only: the file holds the other parts.
+            let (base, len) = (self.base, self.size.max(self.reserved));
+            if let Ok(file) = self.open_file() {
+                sys::punch_hole(file, base, len);
+            }
+        } else {
+            let _ = self.shared.staging.unlink(&self.temp);
+        }
         self.file = None;
         self.shared
             .usage
@@ -949,6 +927,8 @@ impl Drop for Upload {
     }
 }
 
+mod adopt;
+mod in_place;
 mod object_meta;
 mod target;
 

@@ -17,11 +17,10 @@ fn data(len: usize, seed: u8) -> Vec<u8> {
         .collect()
 }
 
+/// A part sent without a declared length (chunked): to a file of its own, never in place in
+/// the upload's file (which a completion takes whole, with nothing to assemble ahead).
 async fn put_part(parts: &LocalMultiparts, id: UploadId, number: u32, bytes: &[u8]) -> PartRecord {
-    let mut upload = parts
-        .begin_part(id, number, Some(bytes.len() as u64))
-        .await
-        .unwrap();
+    let mut upload = parts.begin_part(id, number, None).await.unwrap();
     upload.write(bytes).await.unwrap();
     parts
         .finish_part(id, number, upload, PartSeal::default())

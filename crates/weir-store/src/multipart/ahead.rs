@@ -28,7 +28,7 @@
 //!   temporary is removed and its quota given back like any upload's.
 
 use super::PartRecord;
-use super::local::{copy_part, hash_part, read_part};
+use super::local::{copy_part, hash_part, open_data, read_part};
 use crate::Upload;
 use crate::digest::Hashers;
 use crate::read_back::READ_BACK_BUF;
@@ -196,14 +196,14 @@ impl Ahead {
         let Some((part, data)) = read_part(&self.dir, number).map_err(io::Error::other)? else {
             return Ok(false);
         };
-        let source = match self.dir.open_read(&data) {
+        let (source, from) = match open_data(&self.dir, &data) {
             Ok(source) => source,
             Err(e) if crate::tree::is_absent(&e) => return Ok(false),
             Err(e) => return Err(e),
         };
         let PartRecord { size, .. } = part;
-        copy_part(&source, size, &mut work.object).map_err(io::Error::other)?;
-        hash_part(&source, size, &mut work.hashers, buf)?;
+        copy_part((&source, from), size, &mut work.object).map_err(io::Error::other)?;
+        hash_part((&source, from), size, &mut work.hashers, buf)?;
         work.parts.push((number, data));
         Ok(true)
     }

@@ -1,25 +1,35 @@
-//! [`LocalStore`]'s multipart uploads: files in the staging area, assembled by
-//! `copy_file_range` into an ordinary upload that the store commits.
+//! [`LocalStore`]'s multipart uploads: parts written in place in one file of the upload, which
+//! becomes the object, or in files of their own, assembled by `copy_file_range` into an
+//! ordinary upload that the store commits.
 //!
 //! Layout, in `ROOT/.weir-staging/multipart/` (never listed, served or addressable):
 //! - `{id}/` per upload (`id`: 32 hex digits, 128 random bits);
 //! - `{id}/upload`: the upload's record (`record.rs`), written once at creation;
 //! - `{id}/{n}.rec`: part `n`'s record (size, ETag, checksums, and the name of its data file);
-//! - `{id}/{n}-{nonce}.part`: a part's bytes, a fresh name per upload of the part.
+//! - `{id}/{n}-{nonce}.part`: a part's bytes, a fresh name per upload of the part;
+//! - `{id}/object`: the upload's file, where parts are written in place, each at the offset it
+//!   will have in the object (`local/in_place.rs`); a record names such a part
+//!   `object@OFFSET`.
 //!
 //! Records are replaced atomically (a temporary, `fsync`, `rename`, directory `fsync`).
 //!
 //! # A part
-//! [`LocalMultiparts::begin_part`] is an ordinary [`Upload`] in the staging area (`hash` off:
-//! the route splices into it, or writes); [`MultipartStore::finish_part`] takes its ETag (the
-//! route's, else its CRC tag read back from the temporary in 256 KiB steps: the part never in
-//! memory), fsyncs it, renames it into the upload's directory under a fresh name, writes the
-//! part's record naming it, and unlinks the data file the previous record named. The record's
-//! rename is the replacement: a part is the old bytes or the new, across a crash too.
+//! [`LocalMultiparts::begin_part`] is an upload into the part's place in the upload's file when
+//! it can take one (`local/in_place.rs`), else an ordinary [`Upload`] in the staging area
+//! (`hash` off either way: the route splices into it, or writes);
+//! [`MultipartStore::finish_part`] takes its ETag (the route's, else its CRC tag read back in
+//! 256 KiB steps: the part never in memory), fsyncs it, renames it into the upload's directory
+//! under a fresh name (a part in place stays where it is), writes the part's record naming
+//! it, and gives back the bytes the previous record named (a data file unlinked, a range in
+//! place punched out). The record's rename is the replacement: a part is the old bytes or the
+//! new, across a crash too.
 //!
 //! # Completion
-//! The listed parts are judged (`validate.rs`); the assembly made while they arrived
-//! (`ahead.rs`) is taken if it is their start; the parts after it are copied in order into
+//! The listed parts are judged (`validate.rs`); when they are in place and fill the upload's
+//! file from its start, that file is the object (a second name of it becomes the object's
+//! upload, which the commit renames over the key: nothing copied, `local/in_place.rs`).
+//! Otherwise the assembly made while they arrived (`ahead.rs`) is taken if it is their start;
+//! the parts after it are copied in order into
 //! that [`Upload`] of the key, or into a new one (`copy_file_range` at each part's offset:
 //! inside the kernel, blocks shared where btrfs or XFS allow; never through user space) while
 //! a second thread reads them once, in order, for the object's SHA-256 (the bytes bypass the
@@ -35,9 +45,9 @@
 //! One mutex per store (`Inner`) orders what changes an upload's directory: a part's rename and
 //! record, an upload's removal, the completions in progress (a part recorded, or an abort, while
 //! an upload is being assembled is refused as `NoSuchUpload`). A part's fsync is done before it
-//! is taken, the assembly's copies without it. Every `.part` file is charged its size
-//! and [`ENTRY_COST`] (what its [`Upload`] reserved) and each upload one [`ENTRY_COST`];
-//! whoever unlinks a file gives its charge back. [`LocalMultiparts::open`] counts them again
+//! is taken, the assembly's copies without it. Every part (a `.part` file, or a range in
+//! place) is charged its size and [`ENTRY_COST`] (what its [`Upload`] reserved) and each upload
+//! one [`ENTRY_COST`]; whoever removes a part gives its charge back. [`LocalMultiparts::open`] counts them again
 //! and removes what a crash left (temporaries, data files no record names, uploads without a
 //! record).
 
@@ -53,7 +63,7 @@ use super::{
 use crate::ObjectChecksum;
 use crate::digest::{Digests, Hashers};
 use crate::quota::ENTRY_COST;
-use crate::read_back::{READ_BACK_BUF, read_from_start};
+use crate::read_back::{READ_BACK_BUF, read_range};
 use crate::sys::{self, DirHandle, EntryKind};
 use crate::tree::{Missing, Resolved, STAGING_NAME, Shared, walk};
 use crate::{
@@ -68,8 +78,11 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
 mod complete;
+mod in_place;
 
 pub(super) use complete::{copy_part, hash_part};
+pub(super) use in_place::open_data;
+use in_place::{in_place_charges, release_data};
 
 /// The multipart area's name inside the staging area.
 const DIR_NAME: &str = "multipart";
@@ -99,6 +112,9 @@ pub struct LocalMultiparts {
     /// Completions waiting for another of the same upload (tests).
     #[cfg(test)]
     pub(super) waiting: std::sync::atomic::AtomicUsize,
+    /// The last completion took the upload's own file whole (tests, `local/in_place.rs`).
+    #[cfg(test)]
+    pub(super) whole: AtomicBool,
 }
 
 #[derive(Debug, Default)]
@@ -107,6 +123,8 @@ struct Inner {
     completing: HashSet<UploadId>,
     /// Uploads being assembled ahead of their completion (`ahead.rs`), from their part 1.
     ahead: HashMap<UploadId, Arc<Ahead>>,
+    /// The slots of the uploads whose file this process made (`local/in_place.rs`).
+    slots: HashMap<UploadId, in_place::Slots>,
 }
 
 impl LocalMultiparts {
@@ -132,6 +150,8 @@ impl LocalMultiparts {
             resumed: Default::default(),
             #[cfg(test)]
             waiting: Default::default(),
+            #[cfg(test)]
+            whole: Default::default(),
         };
         let mut charged = 0u64;
         for name in this.dir.names().map_err(io_err("read multipart area"))? {
@@ -229,18 +249,23 @@ impl LocalMultiparts {
         let tag = match seal.tag {
             Some(tag) => tag,
             None => {
-                let size = upload.size();
-                tag_of(upload.file_mut(), size).map_err(io_err("read part back"))?
+                let (base, size) = (upload.base(), upload.size());
+                tag_of(upload.file_mut(), base, size).map_err(io_err("read part back"))?
             }
         };
         let (dir, opened) = self.open_upload(id)?;
-        // Part 1 starts an assembly ahead (`ahead.rs`), replacing one that began with other
-        // bytes. Its temporary is made before the lock; without one, the completion does it all.
-        let fresh = (number == 1)
+        let in_place = upload.is_in_place();
+        // Part 1 in a file of its own starts an assembly ahead (`ahead.rs`), replacing one that
+        // began with other bytes (part 1 in place drops it: its upload's file is the object's
+        // start). The temporary is made before the lock; without one, the completion does it all.
+        let fresh = (number == 1 && !in_place)
             .then(|| self.start_ahead(id, &opened.key))
             .flatten();
-        let nonce = UploadId::random().map_err(io_err("random id"))?;
-        let data = data_name(number, nonce);
+        let data = if in_place {
+            in_place::data_at(upload.base())
+        } else {
+            data_name(number, UploadId::random().map_err(io_err("random id"))?)
+        };
         // The rename and the record under the lock: no removal or completion in between.
         let sealed = upload.seal_into(&dir, &data, || {
             let inner = self.lock();
@@ -265,17 +290,18 @@ impl LocalMultiparts {
         let rec = format!("{number}.rec");
         let previous = read_text(&dir, &rec)?.and_then(|t| decode_part(number, &t));
         if let Err(e) = write_record(&dir, &rec, &record::encode_part(&part, &data)) {
-            unlink_charged(&self.shared, &dir, &data);
+            release_data(&self.shared, &dir, &data, size);
             return Err(e.into());
         }
-        if let Some((_, old)) = previous {
-            unlink_charged(&self.shared, &dir, &old);
+        if let Some((old, old_data)) = previous {
+            release_data(&self.shared, &dir, &old_data, old.size);
         }
         let (ahead, replaced) = match fresh {
             Some(fresh) => {
                 let replaced = inner.ahead.insert(id, Arc::clone(&fresh));
                 (Some(fresh), replaced)
             }
+            None if number == 1 && in_place => (None, inner.ahead.remove(&id)),
             None => (inner.ahead.get(&id).cloned(), None),
         };
         drop(inner);
@@ -436,6 +462,7 @@ impl LocalMultiparts {
         }
         self.open_upload(id)?;
         let ahead = inner.ahead.remove(&id);
+        inner.slots.remove(&id);
         self.remove(id)?;
         drop(inner);
         // Outside the lock: its thread may be in the middle of a part.
@@ -487,6 +514,7 @@ impl LocalMultiparts {
                 continue;
             }
             let ahead = inner.ahead.remove(&id);
+            inner.slots.remove(&id);
             self.remove(id)?;
             drop(inner);
             if let Some(ahead) = ahead {
@@ -562,7 +590,11 @@ impl MultipartStore for LocalMultiparts {
         if expected_len.is_some_and(|n| n > MAX_PART_SIZE) {
             return Err(MultipartError::EntityTooLarge);
         }
-        let (_, upload) = self.open_upload(id)?;
+        let (dir, upload) = self.open_upload(id)?;
+        // Where it can, straight into its place in the object (`local/in_place.rs`).
+        if let Some(placed) = self.begin_in_place((id, &dir), &upload.key, number, expected_len)? {
+            return Ok(LocalUpload(placed));
+        }
         let options = UploadOptions {
             // The part's MD5 is the route's or read back; the object's SHA-256 is computed at
             // completion.
@@ -661,13 +693,13 @@ fn read_text(dir: &DirHandle, name: &str) -> Result<Option<String>, StoreError> 
     }
 }
 
-/// The CRC tag of a spliced part: its first `size` bytes, read back from the start.
-fn tag_of(file: &std::fs::File, size: u64) -> io::Result<PartTag> {
+/// The CRC tag of a spliced part: its `size` bytes from `base`, read back.
+fn tag_of(file: &std::fs::File, base: u64, size: u64) -> io::Result<PartTag> {
     let mut hasher = PartTagHasher::default();
     // ALLOCATION: one read buffer per part the route did not see; COPY: page cache → buffer,
     // the one pass its tag needs (at memory speed: the CRC is SIMD).
     let mut buf = vec![0u8; READ_BACK_BUF];
-    read_from_start(file, size, &mut buf, |bytes| hasher.update(bytes))?;
+    read_range(file, base, size, &mut buf, |bytes| hasher.update(bytes))?;
     Ok(hasher.finish())
 }
 
@@ -686,10 +718,12 @@ fn write_record(dir: &DirHandle, name: &str, text: &str) -> Result<(), StoreErro
     dir.sync().map_err(io_err("sync multipart upload"))
 }
 
-/// Unlinks every file in `dir` but `keep`; returns the charges of the `.part` files unlinked
-/// (the caller gives them back, and the upload's own entry).
+/// Unlinks every file in `dir` but `keep`; returns the charges of the parts unlinked (`.part`
+/// files, and those in place that records name: the caller gives them back, and the upload's
+/// own entry).
 fn remove_dir_files(dir: &DirHandle, keep: Option<&str>) -> Result<u64, StoreError> {
-    let mut freed = 0u64;
+    // Read before the records go.
+    let (mut freed, _) = in_place_charges(dir)?;
     for name in dir.names().map_err(io_err("read multipart upload"))? {
         let Some(name) = name.to_str() else { continue };
         if keep == Some(name) {
@@ -736,7 +770,11 @@ fn recover_upload(dir: &DirHandle) -> Result<u64, StoreError> {
             }
         }
     }
-    let mut charged = 0u64;
+    // Parts in place: charged as the records say (their file is kept while one names it).
+    let (mut charged, any_in_place) = in_place_charges(dir)?;
+    if !any_in_place && names.iter().any(|n| n == in_place::OBJECT_FILE) {
+        let _ = dir.unlink(in_place::OBJECT_FILE);
+    }
     for name in &names {
         if name.ends_with(".tmp") {
             let _ = dir.unlink(name);

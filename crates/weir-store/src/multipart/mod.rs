@@ -361,4 +361,6 @@ pub(crate) fn unhex<const N: usize>(text: &str) -> Option<[u8; N]> {
 }
 
 #[cfg(test)]
+mod in_place_tests;
+#[cfg(test)]
 mod tests;

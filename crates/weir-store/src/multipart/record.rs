@@ -136,14 +136,17 @@ pub(crate) fn encode_part(part: &PartRecord, data: &str) -> String {
     out
 }
 
-/// A part record and the name of its data file.
+/// A part record and what holds its bytes: its data file's name, or its place in the
+/// upload's file ([`data_at`]).
 pub(crate) fn decode_part(number: u32, text: &str) -> Option<(PartRecord, String)> {
     let (mut data, mut size, mut tag, mut modified) = (None, None, None, None);
     let mut checksums = Vec::new();
     for line in text.lines() {
         let (name, value) = line.split_once(' ')?;
         match name {
-            "data" if is_data_name(number, value) => data = Some(value.to_owned()),
+            "data" if is_data_name(number, value) || offset_of(value).is_some() => {
+                data = Some(value.to_owned())
+            }
             "size" => size = Some(value.parse().ok()?),
             "etag" => tag = Some(PartTag::parse(value)?),
             // Records written before random tags: always an MD5.
@@ -257,6 +260,24 @@ pub(crate) fn same_parts(done: &Completed, listed: &[super::CompletePart]) -> bo
 /// so that the record's rename is what replaces a part.
 pub(crate) fn data_name(number: u32, nonce: UploadId) -> String {
     format!("{number}-{nonce}.part")
+}
+
+/// The local store's file of an upload, whose parts are written in place
+/// (`local/in_place.rs`).
+pub(crate) const OBJECT_FILE: &str = "object";
+
+/// What a record names for a part in place at `offset` of the upload's file.
+pub(crate) fn data_at(offset: u64) -> String {
+    format!("{OBJECT_FILE}@{offset}")
+}
+
+/// The offset of a part in place, if `data` names one.
+pub(crate) fn offset_of(data: &str) -> Option<u64> {
+    let digits = data.strip_prefix(OBJECT_FILE)?.strip_prefix('@')?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
 }
 
 /// Whether `name` is a data file name of part `number`.

@@ -8,7 +8,7 @@ use crate::{ENTRY_COST, LocalMultiparts, LocalStore, StoreUpload};
 use sha2::Digest;
 
 /// `len` bytes of a pattern that differs per `seed`.
-fn body(seed: u8, len: usize) -> Vec<u8> {
+pub(super) fn body(seed: u8, len: usize) -> Vec<u8> {
     (0..len)
         .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
         .collect()
@@ -20,21 +20,40 @@ fn md5(bytes: &[u8]) -> [u8; 16] {
 }
 
 /// The tag of a part sent without an MD5.
-fn crc_tag(bytes: &[u8]) -> PartTag {
+pub(super) fn crc_tag(bytes: &[u8]) -> PartTag {
     let mut hasher = PartTagHasher::default();
     hasher.update(bytes);
     hasher.finish()
 }
 
-async fn put_part(
+pub(super) async fn put_part(
     parts: &LocalMultiparts,
     id: UploadId,
     number: u32,
     bytes: &[u8],
 ) -> Result<PartRecord, MultipartError> {
-    let mut upload = parts
-        .begin_part(id, number, Some(bytes.len() as u64))
-        .await?;
+    put_part_declared(parts, id, number, bytes, Some(bytes.len() as u64)).await
+}
+
+/// A part sent without a declared length (chunked): never written in place, always to a file
+/// of its own (`local/in_place.rs`), so the assembly ahead is what moves its bytes.
+pub(super) async fn put_own(
+    parts: &LocalMultiparts,
+    id: UploadId,
+    number: u32,
+    bytes: &[u8],
+) -> Result<PartRecord, MultipartError> {
+    put_part_declared(parts, id, number, bytes, None).await
+}
+
+async fn put_part_declared(
+    parts: &LocalMultiparts,
+    id: UploadId,
+    number: u32,
+    bytes: &[u8],
+    declared: Option<u64>,
+) -> Result<PartRecord, MultipartError> {
+    let mut upload = parts.begin_part(id, number, declared).await?;
     // In 1 MiB writes, as a body arrives.
     for chunk in bytes.chunks(1 << 20) {
         upload.write(chunk).await?;
@@ -44,14 +63,14 @@ async fn put_part(
         .await
 }
 
-fn named(part: &PartRecord) -> CompletePart {
+pub(super) fn named(part: &PartRecord) -> CompletePart {
     CompletePart {
         number: part.number,
         etag: format!("\"{}\"", part.etag()),
     }
 }
 
-fn opened(store: &LocalStore) -> LocalMultiparts {
+pub(super) fn opened(store: &LocalStore) -> LocalMultiparts {
     LocalMultiparts::open(store).unwrap()
 }
 
@@ -530,9 +549,9 @@ async fn parts_recorded_in_order_from_part_1_are_assembled_before_the_completion
         body(3, 999),
     );
     // Part 2 first: nothing can be assembled before part 1 is there.
-    let p2 = put_part(&parts, up.id, 2, &two).await.unwrap();
+    let p2 = put_own(&parts, up.id, 2, &two).await.unwrap();
     let usage = store.usage();
-    let p1 = put_part(&parts, up.id, 1, &one).await.unwrap();
+    let p1 = put_own(&parts, up.id, 1, &one).await.unwrap();
     parts.settle(up.id);
     // Parts 1 and 2 are copied into the object's temporary: one more entry and their bytes,
     // besides part 1's own file.
@@ -541,7 +560,7 @@ async fn parts_recorded_in_order_from_part_1_are_assembled_before_the_completion
         store.usage(),
         usage + (one.len() as u64 + ENTRY_COST) + assembled
     );
-    let p3 = put_part(&parts, up.id, 3, &three).await.unwrap();
+    let p3 = put_own(&parts, up.id, 3, &three).await.unwrap();
     parts.settle(up.id);
     complete_as(
         &parts,
@@ -582,11 +601,11 @@ async fn an_assembly_ahead_is_used_only_when_it_starts_the_completed_parts() {
 
     // Part 2 sent again after it was assembled: the assembly names the old bytes.
     let id = new("replaced").await;
-    let p1 = put_part(&parts, id, 1, &body(1, size)).await.unwrap();
-    put_part(&parts, id, 2, &body(2, size)).await.unwrap();
-    let p3 = put_part(&parts, id, 3, &body(3, 10)).await.unwrap();
+    let p1 = put_own(&parts, id, 1, &body(1, size)).await.unwrap();
+    put_own(&parts, id, 2, &body(2, size)).await.unwrap();
+    let p3 = put_own(&parts, id, 3, &body(3, 10)).await.unwrap();
     parts.settle(id);
-    let p2 = put_part(&parts, id, 2, &body(4, size)).await.unwrap();
+    let p2 = put_own(&parts, id, 2, &body(4, size)).await.unwrap();
     parts.settle(id);
     let whole = [body(1, size), body(4, size), body(3, 10)].concat();
     complete_as(&parts, &store, id, &[&p1, &p2, &p3], &whole).await;
@@ -594,10 +613,10 @@ async fn an_assembly_ahead_is_used_only_when_it_starts_the_completed_parts() {
 
     // Part 1 sent again: a new assembly from it, which takes the parts recorded after it.
     let id = new("restarted").await;
-    put_part(&parts, id, 1, &body(5, size)).await.unwrap();
-    let p2 = put_part(&parts, id, 2, &body(6, size)).await.unwrap();
+    put_own(&parts, id, 1, &body(5, size)).await.unwrap();
+    let p2 = put_own(&parts, id, 2, &body(6, size)).await.unwrap();
     parts.settle(id);
-    let p1 = put_part(&parts, id, 1, &body(7, size)).await.unwrap();
+    let p1 = put_own(&parts, id, 1, &body(7, size)).await.unwrap();
     parts.settle(id);
     let whole = [body(7, size), body(6, size)].concat();
     complete_as(&parts, &store, id, &[&p1, &p2], &whole).await;
@@ -605,9 +624,9 @@ async fn an_assembly_ahead_is_used_only_when_it_starts_the_completed_parts() {
 
     // A part left out of the completion: the assembly holds it, so it is not the start.
     let id = new("left-out").await;
-    let p1 = put_part(&parts, id, 1, &body(8, size)).await.unwrap();
-    put_part(&parts, id, 2, &body(9, size)).await.unwrap();
-    let p3 = put_part(&parts, id, 3, &body(10, 10)).await.unwrap();
+    let p1 = put_own(&parts, id, 1, &body(8, size)).await.unwrap();
+    put_own(&parts, id, 2, &body(9, size)).await.unwrap();
+    let p3 = put_own(&parts, id, 3, &body(10, 10)).await.unwrap();
     parts.settle(id);
     let whole = [body(8, size), body(10, 10)].concat();
     complete_as(&parts, &store, id, &[&p1, &p3], &whole).await;
@@ -615,9 +634,9 @@ async fn an_assembly_ahead_is_used_only_when_it_starts_the_completed_parts() {
 
     // Numbers with a gap: the assembly stops at it, and the completion goes on from there.
     let id = new("gap").await;
-    let p1 = put_part(&parts, id, 1, &body(11, size)).await.unwrap();
-    let p3 = put_part(&parts, id, 3, &body(12, size)).await.unwrap();
-    let p4 = put_part(&parts, id, 4, &body(13, 10)).await.unwrap();
+    let p1 = put_own(&parts, id, 1, &body(11, size)).await.unwrap();
+    let p3 = put_own(&parts, id, 3, &body(12, size)).await.unwrap();
+    let p4 = put_own(&parts, id, 4, &body(13, 10)).await.unwrap();
     parts.settle(id);
     let whole = [body(11, size), body(12, size), body(13, 10)].concat();
     complete_as(&parts, &store, id, &[&p1, &p3, &p4], &whole).await;

@@ -119,6 +119,10 @@ impl DirHandle {
         fs::rename(self.path.join(from), to_dir.path.join(to))
     }
 
+    pub(crate) fn link(&self, from: &str, to_dir: &DirHandle, to: &str) -> io::Result<()> {
+        fs::hard_link(self.checked_file(from)?, to_dir.path.join(to))
+    }
+
     pub(crate) fn unlink(&self, name: &str) -> io::Result<()> {
         fs::remove_file(self.path.join(name))
     }

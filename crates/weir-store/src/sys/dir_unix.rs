@@ -123,6 +123,18 @@ impl DirHandle {
         Ok(rustix::fs::renameat(&self.fd, from, &to_dir.fd, to)?)
     }
 
+    /// Gives the file `from` (in this directory) a second name, `to` in `to_dir` (which must
+    /// not exist).
+    pub(crate) fn link(&self, from: &str, to_dir: &DirHandle, to: &str) -> io::Result<()> {
+        Ok(rustix::fs::linkat(
+            &self.fd,
+            from,
+            &to_dir.fd,
+            to,
+            AtFlags::empty(),
+        )?)
+    }
+
     /// Removes the file `name` (never a directory).
     pub(crate) fn unlink(&self, name: &str) -> io::Result<()> {
         Ok(rustix::fs::unlinkat(&self.fd, name, AtFlags::empty())?)

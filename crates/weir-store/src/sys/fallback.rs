@@ -59,6 +59,9 @@ pub(crate) fn preallocate(_file: &File, _offset: u64, _len: u64) -> io::Result<(
     Ok(())
 }
 
+/// No holes: the blocks stay until the file is removed.
+pub(crate) fn punch_hole(_file: &File, _offset: u64, _len: u64) {}
+
 /// `source[0..len]` → `target[0..]` through one buffer: the bytes copied (fewer than `len`
 /// when the source ended first).
 pub(crate) fn copy_file(

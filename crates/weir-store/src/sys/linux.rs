@@ -173,6 +173,17 @@ pub(crate) fn preallocate(file: &File, offset: u64, len: u64) -> io::Result<()> 
     }
 }
 
+/// Gives back the blocks of `file[offset..offset + len]`, keeping its size (`fallocate` with
+/// `FALLOC_FL_PUNCH_HOLE`): the range then reads as zeros. Best effort: a filesystem without
+/// holes keeps the blocks until the file is removed.
+pub(crate) fn punch_hole(file: &File, offset: u64, len: u64) {
+    use rustix::fs::FallocateFlags;
+    if len > 0 {
+        let flags = FallocateFlags::PUNCH_HOLE | FallocateFlags::KEEP_SIZE;
+        let _ = rustix::fs::fallocate(file, flags, offset, len);
+    }
+}
+
 /// Bytes per `copy_file_range` call of [`copy_file`]: a bound on one system call's work.
 const COPY_PIECE: u64 = 64 << 20;
 

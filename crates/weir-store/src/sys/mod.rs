@@ -15,6 +15,7 @@
 //! | blocks reserved a window ahead of a declared length's bytes (`Upload::preallocate`) | `fallocate(KEEP_SIZE)` | no (written as it comes) |
 //! | a declared length checked against the free space (`Upload::preallocate`) | `fstatvfs` | no (a full disk fails the write) |
 //! | a server-side copy (`LocalStore::copy`) | a reflink (`FICLONE`), else `copy_file_range` | through a buffer |
+//! | the blocks of a multipart part written in place given back when it fails (`Upload::in_place`) | `fallocate(PUNCH_HOLE)` | no (freed with the upload) |
 //!
 //! The fallbacks are compiled (`fallback.rs` also unit-tested) on Linux too, so they cannot rot
 //! unnoticed.

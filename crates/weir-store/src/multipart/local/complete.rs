@@ -57,6 +57,8 @@ impl LocalMultiparts {
         checksum: Option<&ObjectChecksum>,
         check: Option<VersionCheck<'_>>,
     ) -> Result<Completed, MultipartError> {
+        #[cfg(test)]
+        self.whole.store(false, Ordering::Relaxed);
         let mut data_names = Vec::with_capacity(listed.len());
         let mut failed = None;
         let parts = select_parts(listed, |n| match read_part(&dir, n) {
@@ -82,6 +84,10 @@ impl LocalMultiparts {
             .completed_object_meta(parts.iter().map(|p| p.size), checksum)
             .ok()
             .filter(|meta| !meta.is_empty());
+        // The parts written in place fill the upload's file: it is the object.
+        if let Some(whole) = self.whole_file(id, &dir, &upload, (&parts, &data_names), total)? {
+            return self.commit_whole(id, dir, upload, whole, parts, object_meta, check);
+        }
         // The assembly made while the parts arrived, if it is the start of these parts: the
         // object's first bytes, already copied and hashed.
         let ahead = self.lock().ahead.remove(&id);
@@ -118,10 +124,10 @@ impl LocalMultiparts {
             object.set_media_type(media_type);
         }
         let rest = &parts[done..];
-        // Every remaining part's data file, opened before a byte is copied.
+        // Every remaining part's bytes, opened before a byte is copied.
         let mut sources = Vec::with_capacity(rest.len());
         for (_, data) in &data_names[done..] {
-            sources.push(dir.open_read(data).map_err(io_err("open part"))?);
+            sources.push(open_data(&dir, data).map_err(io_err("open part"))?);
         }
         let stop = AtomicBool::new(false);
         let digests = std::thread::scope(|scope| {
@@ -154,20 +160,91 @@ impl LocalMultiparts {
             Some(check) => object.commit_if(check)?,
             None => object.commit()?,
         };
+        Ok(self.recorded(id, &dir, committed, parts, upload))
+    }
+
+    /// The object's upload over the upload's own file, when the listed parts fill it from its
+    /// start (`in_place.rs`); `None`: the parts are copied.
+    fn whole_file(
+        &self,
+        id: UploadId,
+        dir: &DirHandle,
+        upload: &MultipartUpload,
+        (parts, data): (&[PartRecord], &[(u32, String)]),
+        total: u64,
+    ) -> Result<Option<Upload>, StoreError> {
+        if !self.take_whole(id, parts, data) {
+            return Ok(None);
+        }
+        let file = dir
+            .open_rw(in_place::OBJECT_FILE)
+            .map_err(io_err("open multipart file"))?;
+        let len = file.metadata().map_err(io_err("stat"))?.len();
+        // Bytes past the parts (a part not listed, a slot given up): they are not the object's.
+        if len != total {
+            return Ok(None);
+        }
+        // The ahead's copy, if one began from an earlier part 1, is not needed.
+        let ahead = self.lock().ahead.remove(&id);
+        if let Some(ahead) = ahead {
+            ahead.discard();
+        }
+        self.adopt_whole(dir, &upload.key, file, total).map(Some)
+    }
+
+    /// Commits the upload's own file as the object (`whole_file`): its metadata and media type
+    /// given, its SHA-256 read back once by the commit, nothing copied.
+    #[allow(clippy::too_many_arguments)]
+    fn commit_whole(
+        &self,
+        id: UploadId,
+        dir: DirHandle,
+        upload: MultipartUpload,
+        mut object: Upload,
+        parts: Vec<PartRecord>,
+        object_meta: Option<crate::ObjectMeta>,
+        check: Option<VersionCheck<'_>>,
+    ) -> Result<Completed, MultipartError> {
+        #[cfg(test)]
+        self.whole.store(true, Ordering::Relaxed);
+        if let Some(meta) = &object_meta {
+            if let Err(e) = object.write_object_meta(meta) {
+                let _ = object.abort();
+                return Err(e.into());
+            }
+        }
+        if let Some(media_type) = &upload.meta.media_type {
+            object.set_media_type(media_type);
+        }
+        let committed = match check {
+            Some(check) => object.commit_if(check)?,
+            None => object.commit()?,
+        };
+        Ok(self.recorded(id, &dir, committed, parts, upload))
+    }
+
+    /// The completion, recorded in place of the upload (`finish`).
+    fn recorded(
+        &self,
+        id: UploadId,
+        dir: &DirHandle,
+        committed: crate::Committed,
+        parts: Vec<PartRecord>,
+        upload: MultipartUpload,
+    ) -> Completed {
         let done = Completed {
             committed,
             parts,
             upload,
             repeated: false,
         };
-        {
-            let inner = self.lock();
-            // The object is stored: a failure to record it leaves the upload to the sweep (or
-            // to a completion sent again, which stores the same object again).
-            let _ = self.finish(&dir, &done);
-            drop(inner);
-        }
-        Ok(done)
+        let mut inner = self.lock();
+        inner.slots.remove(&id);
+        // The object is stored: a failure to record it leaves the upload to the sweep (or to
+        // a completion sent again, which stores the same object again).
+        let _ = self.finish(dir, &done);
+        drop(inner);
+        done
     }
 
     /// Replaces a completed upload's records and parts with its `done` record. Call with the
@@ -218,19 +295,19 @@ impl Drop for Claim<'_> {
 
 /// Copies each part's bytes into `object`, in order, after what it holds.
 fn copy_parts(
-    sources: &[std::fs::File],
+    sources: &[(std::fs::File, u64)],
     parts: &[PartRecord],
     object: &mut Upload,
 ) -> Result<(), MultipartError> {
-    for (source, part) in sources.iter().zip(parts) {
-        copy_part(source, part.size, object)?;
+    for ((source, from), part) in sources.iter().zip(parts) {
+        copy_part((source, *from), part.size, object)?;
     }
     Ok(())
 }
 
-/// Appends a part's `size` bytes to `object`.
+/// Appends a part's `size` bytes (from `from` in `source`) to `object`.
 pub(in crate::multipart) fn copy_part(
-    source: &std::fs::File,
+    (source, from): (&std::fs::File, u64),
     size: u64,
     object: &mut Upload,
 ) -> Result<(), StoreError> {
@@ -238,7 +315,7 @@ pub(in crate::multipart) fn copy_part(
     // COPY: inside the kernel (`copy_file_range`, blocks shared where the filesystem can),
     // never through user space.
     let at = object.size();
-    let copied = sys::copy_file_at((source, 0), (object.file_mut(), at), size);
+    let copied = sys::copy_file_at((source, from), (object.file_mut(), at), size);
     let (_, n) = copied.map_err(|e| StoreError::from_io("assemble parts", e))?;
     if n != size {
         return Err(StoreError::LengthMismatch {
@@ -252,30 +329,30 @@ pub(in crate::multipart) fn copy_part(
 /// The digests of the parts' bytes, in order, after what `hashers` saw: the assembled
 /// object's. Gives up (an error) when `stop` is set, at the next part.
 fn hash_parts(
-    sources: &[std::fs::File],
+    sources: &[(std::fs::File, u64)],
     parts: &[PartRecord],
     mut hashers: Hashers,
     stop: &AtomicBool,
 ) -> io::Result<Digests> {
     // ALLOCATION: one read buffer per completion.
     let mut buf = vec![0u8; READ_BACK_BUF];
-    for (source, part) in sources.iter().zip(parts) {
+    for ((source, from), part) in sources.iter().zip(parts) {
         if stop.load(Ordering::Relaxed) {
             return Err(io::Error::other("assembly failed"));
         }
-        hash_part(source, part.size, &mut hashers, &mut buf)?;
+        hash_part((source, *from), part.size, &mut hashers, &mut buf)?;
     }
     Ok(hashers.finish())
 }
 
-/// Hashes a part's `size` bytes, read through `buf`.
+/// Hashes a part's `size` bytes (from `from` in `source`), read through `buf`.
 pub(in crate::multipart) fn hash_part(
-    source: &std::fs::File,
+    (source, from): (&std::fs::File, u64),
     size: u64,
     hashers: &mut Hashers,
     buf: &mut [u8],
 ) -> io::Result<()> {
     // COPY: page cache → buffer, the one pass the object's SHA-256 needs, since its bytes
     // are copied inside the kernel.
-    read_from_start(source, size, buf, |bytes| hashers.update(bytes))
+    read_range(source, from, size, buf, |bytes| hashers.update(bytes))
 }

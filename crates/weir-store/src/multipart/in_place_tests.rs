@@ -1,0 +1,301 @@
+//! Parts written in place (`local/in_place.rs`): a completion of parts that fill the upload's
+//! file takes that file whole (the object is the very inode the parts were written into);
+//! every other case copies the listed ranges, byte-exact; failed parts, refused completions
+//! and restarts keep the upload whole and the quota exact.
+
+use super::tests::{body, named, opened, put_own, put_part};
+use super::*;
+use crate::testutil::{p, read, store, temps};
+use crate::{ENTRY_COST, LocalMultiparts, LocalStore, StoreUpload};
+use sha2::Digest;
+use std::os::unix::fs::MetadataExt;
+use std::path::PathBuf;
+
+const PART: usize = MIN_PART_SIZE as usize;
+
+/// The upload's file, where its parts in place are.
+fn upload_file(store: &LocalStore, id: UploadId) -> PathBuf {
+    store
+        .root()
+        .join(".weir-staging/multipart")
+        .join(id.to_string())
+        .join("object")
+}
+
+/// The data files of upload `id` (parts not in place).
+fn part_files(store: &LocalStore, id: UploadId) -> usize {
+    let dir = upload_file(store, id).parent().unwrap().to_owned();
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_str()
+                .unwrap()
+                .ends_with(".part")
+        })
+        .count()
+}
+
+fn whole(parts: &LocalMultiparts) -> bool {
+    parts.whole.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Completes and checks the object's bytes and SHA-256.
+async fn complete_check(
+    parts: &LocalMultiparts,
+    store: &LocalStore,
+    id: UploadId,
+    listed: &[&PartRecord],
+    expected: &[u8],
+) -> Completed {
+    let listed: Vec<CompletePart> = listed.iter().map(|p| named(p)).collect();
+    let done = parts.complete(id, &listed, None, None).await.unwrap();
+    assert_eq!(read(store, done.upload.key.as_str()), expected);
+    let sha: [u8; 32] = sha2::Sha256::digest(expected).into();
+    assert_eq!(done.committed.sha256, Some(sha));
+    done
+}
+
+#[tokio::test]
+async fn parts_in_place_become_the_object_without_a_copy() {
+    let (_dir, store) = store();
+    let parts = opened(&store);
+    let meta = MultipartMeta {
+        media_type: crate::MediaType::parse(b"text/x-in-place"),
+        metadata: vec![("color".into(), "blue".into())],
+        ..Default::default()
+    };
+    let up = parts.create(&p("placed.bin"), meta).await.unwrap();
+    let (one, two, three) = (body(1, PART), body(2, PART), body(3, 1000));
+    // Out of order, as parallel clients send them: each at its place (the stride is the first
+    // part's length that may be any part's but the last's: here part 2's).
+    let p2 = put_part(&parts, up.id, 2, &two).await.unwrap();
+    let p3 = put_part(&parts, up.id, 3, &three).await.unwrap();
+    let p1 = put_part(&parts, up.id, 1, &one).await.unwrap();
+    assert_eq!(part_files(&store, up.id), 0, "every part in place");
+    let file = upload_file(&store, up.id);
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().len(),
+        2 * PART as u64 + 1000
+    );
+    let inode = std::fs::metadata(&file).unwrap().ino();
+    // The parts and the upload are charged as parts in files of their own would be.
+    let sizes = 2 * PART as u64 + 1000;
+    assert_eq!(store.usage(), ENTRY_COST + sizes + 3 * ENTRY_COST);
+
+    complete_check(
+        &parts,
+        &store,
+        up.id,
+        &[&p1, &p2, &p3],
+        &[one, two, three].concat(),
+    )
+    .await;
+    assert!(whole(&parts));
+    // Not copied: the object is the file the parts were written into.
+    let object = store.root().join("placed.bin");
+    assert_eq!(std::fs::metadata(&object).unwrap().ino(), inode);
+    assert!(!file.exists());
+    use crate::{Store, StoreObject};
+    let opened_object = store.open(&p("placed.bin")).await.unwrap();
+    assert_eq!(
+        opened_object.media_type().map(|m| m.as_str()),
+        Some("text/x-in-place")
+    );
+    let kept = opened_object.object_meta().unwrap();
+    assert_eq!(kept.get("x-amz-meta-color"), Some(&b"blue"[..]));
+    assert_eq!(store.usage(), sizes + ENTRY_COST);
+    assert!(temps(store.root()).is_empty());
+}
+
+#[tokio::test]
+async fn parts_not_filling_the_file_are_copied_from_their_places() {
+    let (_dir, store) = store();
+    let parts = opened(&store);
+    let new = |key: &'static str| {
+        let parts = &parts;
+        async move {
+            parts
+                .create(&p(key), MultipartMeta::default())
+                .await
+                .unwrap()
+                .id
+        }
+    };
+
+    // Part 2 sent again: its slot is taken, so the new bytes go to a file of their own and the
+    // old range is given back.
+    let id = new("again").await;
+    let p1 = put_part(&parts, id, 1, &body(1, PART)).await.unwrap();
+    put_part(&parts, id, 2, &body(2, PART)).await.unwrap();
+    let p2 = put_part(&parts, id, 2, &body(4, PART)).await.unwrap();
+    assert_eq!(part_files(&store, id), 1);
+    let whole_bytes = [body(1, PART), body(4, PART)].concat();
+    complete_check(&parts, &store, id, &[&p1, &p2], &whole_bytes).await;
+    assert!(!whole(&parts));
+
+    // A part left out: the file holds bytes past the listed ones.
+    let id = new("left-out").await;
+    let p1 = put_part(&parts, id, 1, &body(5, PART)).await.unwrap();
+    let p2 = put_part(&parts, id, 2, &body(6, PART)).await.unwrap();
+    put_part(&parts, id, 3, &body(7, 10)).await.unwrap();
+    complete_check(
+        &parts,
+        &store,
+        id,
+        &[&p1, &p2],
+        &[body(5, PART), body(6, PART)].concat(),
+    )
+    .await;
+    assert!(!whole(&parts));
+
+    // A gap in the numbers, and a part shorter than the stride before the last.
+    let id = new("gap").await;
+    let p1 = put_part(&parts, id, 1, &body(8, PART + 5)).await.unwrap();
+    let p2 = put_part(&parts, id, 2, &body(9, PART)).await.unwrap();
+    let p4 = put_part(&parts, id, 4, &body(10, 33)).await.unwrap();
+    let expected = [body(8, PART + 5), body(9, PART), body(10, 33)].concat();
+    complete_check(&parts, &store, id, &[&p1, &p2, &p4], &expected).await;
+    assert!(!whole(&parts));
+
+    // Mixed: part 2 without a declared length, in a file of its own.
+    let id = new("mixed").await;
+    let p1 = put_part(&parts, id, 1, &body(11, PART)).await.unwrap();
+    let p2 = put_own(&parts, id, 2, &body(12, 77)).await.unwrap();
+    assert_eq!(part_files(&store, id), 1);
+    complete_check(
+        &parts,
+        &store,
+        id,
+        &[&p1, &p2],
+        &[body(11, PART), body(12, 77)].concat(),
+    )
+    .await;
+    assert!(!whole(&parts));
+
+    // Every object charged once, every part given back.
+    let objects = [2 * PART, 2 * PART, 2 * PART + 5 + 33, PART + 77];
+    let bytes: usize = objects.iter().sum();
+    assert_eq!(store.usage(), bytes as u64 + 4 * ENTRY_COST);
+    assert!(temps(store.root()).is_empty());
+}
+
+#[tokio::test]
+async fn a_failed_part_in_place_gives_its_range_back_and_is_sent_again_elsewhere() {
+    let (_dir, store) = store();
+    let parts = opened(&store);
+    let up = parts
+        .create(&p("failed"), MultipartMeta::default())
+        .await
+        .unwrap();
+    let p1 = put_part(&parts, up.id, 1, &body(1, PART)).await.unwrap();
+    let usage = store.usage();
+    // Part 2 begins in place, gets half its bytes, and its client goes away.
+    let two = body(2, PART);
+    let mut upload = parts.begin_part(up.id, 2, Some(PART as u64)).await.unwrap();
+    upload.write(&two[..PART / 2]).await.unwrap();
+    let file = upload_file(&store, up.id);
+    let blocks = std::fs::metadata(&file).unwrap().blocks();
+    drop(upload);
+    assert_eq!(store.usage(), usage, "its reservation given back");
+    // Its range is a hole again (the blocks of part 1 stay).
+    let after = std::fs::metadata(&file).unwrap().blocks();
+    assert!(after < blocks, "{after} blocks after, {blocks} before");
+    assert!(after * 512 >= PART as u64, "part 1 kept");
+    // Sent again: to a file of its own; the completion copies.
+    let p2 = put_part(&parts, up.id, 2, &two).await.unwrap();
+    assert_eq!(part_files(&store, up.id), 1);
+    complete_check(
+        &parts,
+        &store,
+        up.id,
+        &[&p1, &p2],
+        &[body(1, PART), two].concat(),
+    )
+    .await;
+    assert!(!whole(&parts));
+    assert_eq!(store.usage(), 2 * PART as u64 + ENTRY_COST);
+}
+
+#[tokio::test]
+async fn a_refused_completion_and_a_restart_keep_the_parts_in_place() {
+    let (dir, store) = store();
+    let parts = opened(&store);
+    let up = parts
+        .create(&p("kept"), MultipartMeta::default())
+        .await
+        .unwrap();
+    let p1 = put_part(&parts, up.id, 1, &body(1, PART)).await.unwrap();
+    let p2 = put_part(&parts, up.id, 2, &body(2, PART)).await.unwrap();
+    let usage = store.usage();
+    // A precondition refused at the commit: nothing stored, the upload and its file whole.
+    let refused: VersionCheck<'_> = &|_| false;
+    let listed = [named(&p1), named(&p2)];
+    assert!(matches!(
+        parts.complete(up.id, &listed, None, Some(refused)).await,
+        Err(MultipartError::Store(StoreError::PreconditionFailed))
+    ));
+    assert!(!store.root().join("kept").exists());
+    assert_eq!(store.usage(), usage);
+    assert!(temps(store.root()).is_empty());
+    let file = upload_file(&store, up.id);
+    assert_eq!(std::fs::metadata(&file).unwrap().len(), 2 * PART as u64);
+
+    // Restart: the parts in place are counted again from their records, and read back.
+    drop(parts);
+    drop(store);
+    let store = LocalStore::open(dir.path().join("root"), Default::default()).unwrap();
+    let parts = opened(&store);
+    assert_eq!(store.usage(), usage);
+    let listed = parts.list_parts(up.id, 0, 10).await.unwrap();
+    assert_eq!(listed.parts, vec![p1.clone(), p2.clone()]);
+    // A part sent after the restart goes to a file of its own: which slots this upload's
+    // earlier run claimed is not known.
+    let p3 = put_part(&parts, up.id, 3, &body(3, 10)).await.unwrap();
+    assert_eq!(part_files(&store, up.id), 1);
+    let expected = [body(1, PART), body(2, PART), body(3, 10)].concat();
+    complete_check(&parts, &store, up.id, &[&p1, &p2, &p3], &expected).await;
+    assert!(!whole(&parts));
+    assert_eq!(store.usage(), expected.len() as u64 + ENTRY_COST);
+
+    // An earlier run's parts in place that fill the file: taken whole after a restart too.
+    let up = parts
+        .create(&p("after"), MultipartMeta::default())
+        .await
+        .unwrap();
+    let q1 = put_part(&parts, up.id, 1, &body(4, PART)).await.unwrap();
+    let q2 = put_part(&parts, up.id, 2, &body(5, 9)).await.unwrap();
+    drop(parts);
+    drop(store);
+    let store = LocalStore::open(dir.path().join("root"), Default::default()).unwrap();
+    let parts = opened(&store);
+    let expected_after = [body(4, PART), body(5, 9)].concat();
+    complete_check(&parts, &store, up.id, &[&q1, &q2], &expected_after).await;
+    assert!(whole(&parts));
+    let objects = (expected.len() + expected_after.len()) as u64;
+    assert_eq!(store.usage(), objects + 2 * ENTRY_COST);
+}
+
+#[tokio::test]
+async fn an_aborted_upload_with_parts_in_place_gives_everything_back() {
+    let (_dir, store) = store();
+    let parts = opened(&store);
+    for sweep in [false, true] {
+        let up = parts
+            .create(&p("gone"), MultipartMeta::default())
+            .await
+            .unwrap();
+        put_part(&parts, up.id, 2, &body(2, PART)).await.unwrap();
+        put_part(&parts, up.id, 1, &body(1, PART)).await.unwrap();
+        assert!(upload_file(&store, up.id).exists());
+        if sweep {
+            assert_eq!(parts.sweep(std::time::Duration::ZERO).await.unwrap(), 1);
+        } else {
+            parts.abort(up.id).await.unwrap();
+        }
+        assert_eq!(store.usage(), 0, "sweep: {sweep}");
+        assert!(!upload_file(&store, up.id).exists());
+    }
+}
