@@ -319,16 +319,24 @@ pub trait StoreUpload: Send {
 
     /// Keeps with the object a checksum known only after its body (S3's `x-amz-checksum-*` in
     /// a trailer), as [`ObjectMeta::set_checksum`] at begin would have, with the commit. Call
-    /// after the last write. `Ok(false)`: the store can no longer change what the object is
-    /// created with, and nothing is kept (`S3Store` once a part has gone to the backend: the
-    /// object's metadata went with the creation of its multipart upload); `LocalStore` always
-    /// keeps it (the metadata is the temporary file's until the rename).
+    /// after the last write. `LocalStore` always keeps it (the metadata is the temporary
+    /// file's until the rename). `S3Store` keeps it in the object's metadata while no part
+    /// has gone to the backend, else in the version's sidecar, written after the completion
+    /// (`s3` module docs, "Sidecars of multipart versions"). `Ok(false)`: nothing is kept,
+    /// only when the backend upload was created with the SHA-256 in its metadata and without
+    /// [`StoreUpload::checksum_follows`] (a `HeadObject` would not look for a sidecar).
     fn keep_checksum(
         &mut self,
         algorithm: &str,
         kind: &str,
         value: &str,
     ) -> Result<bool, StoreError>;
+
+    /// Announces a checksum after the body ([`StoreUpload::keep_checksum`]; S3's
+    /// `x-amz-trailer`), so that the store can keep it whatever the object's size. Call before
+    /// the first write. `S3Store` marks a multipart upload created with its SHA-256 (see
+    /// `keep_checksum`); `LocalStore` needs nothing.
+    fn checksum_follows(&mut self) {}
 
     /// No more bytes follow: the upload gives up what it holds while it waits for its commit
     /// (one of a form's files, waiting for the rest of the form), and takes no more writes.

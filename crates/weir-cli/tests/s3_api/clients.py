@@ -2,8 +2,8 @@
 
 Usage: clients.py ENDPOINT CHECKS ROOT
   ENDPOINT  http(s)://127.0.0.1:PORT of the S3 API (AWS_CA_BUNDLE names the certificate for https)
-  CHECKS    comma-separated: boto3, bad_input, aws_cli, chunked_signed, tls_trailer, virtual_host,
-            rclone, s3cmd
+  CHECKS    comma-separated: boto3, bad_input, aws_cli, chunked_signed, tls_trailer,
+            tls_trailer_parts (the S3 store with --s3-part-size 5MiB), virtual_host, rclone, s3cmd
   ROOT      the local store's root, or "-" for a bucket store (then nothing is checked on disk)
 
 Credentials (from the test's token file): WRITER_KEY/WRITER_SECRET may read, write and delete;
@@ -376,6 +376,50 @@ def check_tls_trailer():
     absent(s3, "trailer", "bad")
 
 
+def check_tls_trailer_parts():
+    """boto3's default PutObject over HTTPS (a CRC32 trailer, no checksum asked for) of an object
+    several parts long on the S3 store (the server runs with --s3-part-size 5MiB): its backend
+    multipart upload was created before the trailer came, and the CRC32 is still kept (the
+    version's sidecar); the versions after it answer their own SHA-256, never that CRC32."""
+    assert ENDPOINT.startswith("https:"), ENDPOINT
+    s3 = client()
+    s3.create_bucket(Bucket="parts")
+    seen = []
+    s3.meta.events.register("before-send.s3.PutObject", lambda request, **_: seen.append(dict(request.headers)))
+    part = 5 << 20
+    body = data(3 * part + 12345, 5)
+    s3.put_object(Bucket="parts", Key="big", Body=body)
+    headers = {k.lower(): (v.decode() if isinstance(v, bytes) else v) for k, v in seen[0].items()}
+    assert headers.get("x-amz-trailer") == "x-amz-checksum-crc32", seen[0]
+    assert headers.get("x-amz-content-sha256") == "STREAMING-UNSIGNED-PAYLOAD-TRAILER", seen[0]
+    crc32 = base64.b64encode(zlib.crc32(body).to_bytes(4, "big")).decode()
+    head = s3.head_object(Bucket="parts", Key="big", ChecksumMode="ENABLED")
+    assert head["ContentLength"] == len(body), head
+    assert head.get("ChecksumCRC32") == crc32, head
+    assert head.get("ChecksumType") == "FULL_OBJECT", head
+    got = s3.get_object(Bucket="parts", Key="big", ChecksumMode="ENABLED")
+    assert got.get("ChecksumCRC32") == crc32, got
+    assert got["Body"].read() == body
+    # A copy holds it as its own.
+    s3.copy_object(Bucket="parts", Key="copy", CopySource={"Bucket": "parts", "Key": "big"})
+    head = s3.head_object(Bucket="parts", Key="copy", ChecksumMode="ENABLED")
+    assert head.get("ChecksumCRC32") == crc32, head
+
+    # Later versions without a checksum (boto3 sends one only when the operation requires it):
+    # one part, then several parts of other bytes. Each answers its own SHA-256.
+    plain = client(request_checksum_calculation="when_required")
+    for later in [data(1000, 6), data(2 * part + 7, 7)]:
+        seen.clear()
+        plain.put_object(Bucket="parts", Key="big", Body=later)
+        assert all("x-amz-trailer" not in {k.lower() for k in h} for h in seen), seen
+        head = s3.head_object(Bucket="parts", Key="big", ChecksumMode="ENABLED")
+        assert "ChecksumCRC32" not in head, head
+        sha256 = base64.b64encode(hashlib.sha256(later).digest()).decode()
+        assert head.get("ChecksumSHA256") == sha256, head
+        got = s3.get_object(Bucket="parts", Key="big")
+        assert got["Body"].read() == later
+
+
 def aws(*args, input_file=None):
     cmd = ["aws", "--endpoint-url", ENDPOINT, *args]
     env = dict(os.environ, AWS_ACCESS_KEY_ID=WRITER[0], AWS_SECRET_ACCESS_KEY=WRITER[1],
@@ -574,6 +618,7 @@ CHECK = {
     "aws_cli": check_aws_cli,
     "chunked_signed": check_chunked_signed,
     "tls_trailer": check_tls_trailer,
+    "tls_trailer_parts": check_tls_trailer_parts,
     "virtual_host": check_virtual_host,
     "rclone": check_rclone,
     "s3cmd": check_s3cmd,

@@ -228,3 +228,20 @@ fn s3_store_https_checksum_trailers() {
     let server = server::start(TOKENS, Some(weed), Some(&cert));
     run(&server, "tls_trailer", Some(&cert));
 }
+
+/// boto3's default PutObject over HTTPS (a CRC32 trailer) of an object several
+/// `--s3-part-size` long: the S3 store keeps the trailer's checksum though the object's backend
+/// multipart upload was created before it came, and gives it to no later version.
+#[test]
+fn s3_store_https_trailer_checksum_past_one_part() {
+    if !clients_present(false) {
+        return;
+    }
+    let cert = TestCert::new();
+    let Some(weed) = s3_nodes::start_weed() else {
+        return;
+    };
+    let parts = ["--s3-part-size", "5MiB"];
+    let server = server::start_with(TOKENS, Some(weed), Some(&cert), &parts);
+    run(&server, "tls_trailer_parts", Some(&cert));
+}

@@ -14,7 +14,7 @@
 //!   between the two, both names hold the object, and a failure of the delete (or a node that
 //!   dies there) leaves both; the error says so.
 
-use super::upload::ObjectWrite;
+use super::upload::{Late, ObjectWrite};
 use super::{S3Store, SHA256_META};
 use crate::quota::ENTRY_COST;
 use crate::store::{Store, VersionCheck};
@@ -83,6 +83,7 @@ impl S3Store {
                 source.meta.sha256,
                 source.meta.sha256,
                 written.etag.as_deref(),
+                Late::default(),
             )
             .await?;
         let committed = Committed {

@@ -13,9 +13,10 @@
 //! `PARTS_FIELD`) and `x-amz-meta-weir-checksum` (the S3 checksum a client sent,
 //! `CHECKSUM_FIELD`).
 //!
-//! The backend counts weir's own metadata (`x-amz-meta-weir-sha256`, `-weir-props`, `-weir-parts`) and the
-//! encoded values against its 2 KiB: a client's user metadata near the bound may be refused
-//! by the backend (`StoreError::Backend`), never stored in part.
+//! The backend counts weir's own metadata (`x-amz-meta-weir-sha256`, `-weir-props`,
+//! `-weir-parts`, `-weir-checksum-follows`: `sidecar.rs`) and the encoded values against its
+//! 2 KiB: a client's user metadata near the bound may be refused by the backend
+//! (`StoreError::Backend`), never stored in part.
 
 use crate::{CHECKSUM_FIELD, KEPT_FIELDS, ObjectMeta, PARTS_FIELD};
 

@@ -48,15 +48,37 @@
 //! when the client announced it before the body (`Content-Digest` in the head), since S3 takes
 //! metadata only at the creation of a multipart upload.
 //!
-//! # Digests of multipart uploads
-//! A multipart upload without a digest announced before its body (none, or a trailer's)
-//! gets a sidecar after its completion: the
-//! object `{prefix}.weir-meta/{path}`, two lines, the S3 ETag the completion answered and the
-//! SHA-256. `HeadObject` of a multipart version (ETag `…-N`) without the metadata reads it and
-//! takes the digest only when the ETags match: a sidecar never gives a digest to another
-//! version (one written later by another node, or one whose own sidecar was not written). A
-//! delete removes it; one left behind (a replace by a one-part upload) names a version that is
-//! gone, so it is never used.
+//! # Sidecars of multipart versions
+//! S3 takes an object's metadata only at the creation of its multipart upload, before the
+//! body. What becomes known later goes to a sidecar written after the completion: the object
+//! `{prefix}.weir-meta/{path}`, lines of text (`sidecar.rs`): the S3 ETag the completion
+//! answered, the SHA-256, and a checksum kept after the creation, if any. Two cases write one:
+//! - a multipart upload without a digest announced before its body (none, or a
+//!   `Content-Digest` trailer's): the SHA-256;
+//! - a checksum known only after the body (S3's `x-amz-trailer`,
+//!   [`StoreUpload::keep_checksum`]) once a part has gone to the backend: the checksum
+//!   (with the SHA-256). Up to one part it goes in the object's own metadata instead.
+//!
+//! `HeadObject` of a multipart version (ETag `…-N`) reads the sidecar when it may hold
+//! something the metadata lacks, and takes it only when the ETags match: a sidecar never
+//! gives a digest or a checksum to another version (one written later by another node, or one
+//! whose own sidecar was not written). "May hold" is decided without a request: the SHA-256 is
+//! missing from the metadata (every trailer-announced upload but one whose head also named a
+//! SHA-256), or the creation was marked `x-amz-meta-weir-checksum-follows` (a trailer was
+//! announced, [`StoreUpload::checksum_follows`], and the SHA-256 was in the metadata). A
+//! multipart version created with its digest and no trailer announced, the common case of
+//! `/files/`, tus and WebDAV uploads with `Content-Digest`, costs one `HeadObject` as before.
+//! The marker is added only in that one case, so it costs no metadata room otherwise.
+//!
+//! Every version whose `HeadObject` reads a sidecar writes its own, even with nothing new in
+//! it (a marked version whose checksum never came: the SHA-256 alone). An S3 ETag names a
+//! version's bytes and part sizes, not the version: without that, a version with the same
+//! bytes in the same parts as an earlier one would read the earlier one's checksum. Only a
+//! failed sidecar write leaves that (a checksum of the very same bytes).
+//! A delete removes the sidecar; one left behind (a replace by a one-part upload) names a
+//! version that is gone, so it is never used. A copy takes what the source's `HeadObject`
+//! gave, sidecar included, into its own metadata (a `CopyObject` is one request: all of it
+//! is known at its creation).
 //!
 //! # Listings
 //! The listings that must see everything (the usage, the sweeps of multipart and resumable
@@ -191,6 +213,9 @@ struct Head {
     object_meta: Option<ObjectMeta>,
     /// S3's ETag of this version, for `If-Match`.
     etag: String,
+    /// Created with [`sidecar::CHECKSUM_FOLLOWS_META`]: its sidecar may hold a checksum though
+    /// its metadata has the SHA-256.
+    checksum_follows: bool,
 }
 
 impl S3Store {
@@ -384,15 +409,21 @@ impl S3Store {
         }
     }
 
-    /// `HeadObject`, with the SHA-256 of the version's sidecar when its metadata has none
-    /// (see "Digests of multipart uploads" in the module docs): `None` when there is no object.
+    /// `HeadObject`, with what the version's sidecar holds (the SHA-256, a checksum) when it
+    /// may hold something its metadata lacks (see "Sidecars of multipart versions" in the
+    /// module docs): `None` when there is no object.
     async fn head(&self, key: &str) -> Result<Option<Head>, StoreError> {
         let Some(mut head) = self.head_raw(key).await? else {
             return Ok(None);
         };
-        // Only multipart versions (S3 ETag `…-N`) can lack the metadata weir writes.
-        if head.meta.sha256.is_none() && head.etag.contains('-') {
-            head.meta.sha256 = self.sidecar_sha256(key, &head.etag).await?;
+        // Only multipart versions (S3 ETag `…-N`) can lack the metadata weir writes; of those,
+        // only the ones without the SHA-256 or marked at creation can have a sidecar to read,
+        // so a version created with its digest costs no second request.
+        let lacking = head.meta.sha256.is_none() || head.checksum_follows;
+        if lacking && head.etag.contains('-') {
+            if let Some(sidecar) = self.sidecar(key, &head.etag).await? {
+                sidecar.fill(&mut head);
+            }
         }
         Ok(Some(head))
     }
@@ -457,6 +488,8 @@ impl S3Store {
             part: BytesMut::new(),
             size: 0,
             multipart: None,
+            checksum_follows: false,
+            late_checksum: None,
         })
     }
 
@@ -735,7 +768,7 @@ pub use resumable::{
     S3Append, S3AppendEnd, S3Creation, S3ResumableOptions, S3Resumables, S3UploadState,
 };
 pub use upload::S3Upload;
-use upload::{ObjectWrite, abort_request, create_multipart_request, upload_part};
+use upload::{Late, ObjectWrite, abort_request, create_multipart_request, upload_part};
 
 // ---- helpers ---------------------------------------------------------------------------
 
@@ -757,6 +790,7 @@ fn head_from(headers: &HeaderMap) -> Result<Head, StoreError> {
     let etag = text("etag").unwrap_or("").to_owned();
     let props = text(props::PROPS_META).and_then(props::decode);
     let object_meta = meta::from_headers(headers);
+    let checksum_follows = headers.contains_key(sidecar::CHECKSUM_FOLLOWS_META);
     // A client's time (WebDAV's `X-OC-Mtime`, rclone's S3 backend) is the object's, as
     // `LocalStore` keeps it in the file: its second, marked as a weak date validator.
     let modified = match meta::mtime(object_meta.as_ref()) {
@@ -773,6 +807,7 @@ fn head_from(headers: &HeaderMap) -> Result<Head, StoreError> {
         props,
         object_meta,
         etag,
+        checksum_follows,
     })
 }
 

@@ -30,7 +30,7 @@
 //! **Sweep**: every key under `.weir-multipart/` listed (every page), grouped by upload; an
 //! upload whose newest object is older than the age given is deleted whole (the record first).
 
-use super::upload::{ObjectWrite, S3Upload};
+use super::upload::{Late, ObjectWrite, S3Upload};
 use super::*;
 use crate::ObjectChecksum;
 use crate::UploadId;
@@ -368,6 +368,7 @@ impl S3Multiparts {
                 Some(sha256),
                 Some(sha256),
                 written.etag.as_deref(),
+                Late::default(),
             )
             .await?;
         Ok(Committed {

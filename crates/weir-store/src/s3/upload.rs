@@ -1,6 +1,7 @@
 //! `S3Upload`: an upload streamed into one `PutObject` or a multipart upload with bounded parts
 //! in flight (see the parent module's docs).
 
+use super::sidecar::CHECKSUM_FOLLOWS_META;
 use super::*;
 use crate::{ContentDigest, DigestAlgorithm};
 use std::borrow::Cow;
@@ -20,6 +21,9 @@ pub(super) struct Multipart {
     /// the upload was created (a form's finished file, [`StoreUpload::finish_writes`]); `None`:
     /// the object gets a sidecar at completion.
     pub(super) sha256_meta: Option<[u8; 32]>,
+    /// Created with [`CHECKSUM_FOLLOWS_META`]: a `HeadObject` reads the sidecar though the
+    /// SHA-256 is in the metadata, so a checksum kept now can still go there.
+    pub(super) checksum_follows: bool,
 }
 
 /// An upload to S3 (see the module doc). Dropped without commit: the multipart upload, if
@@ -38,6 +42,11 @@ pub struct S3Upload {
     /// Bytes taken from the store's usage for this upload (see "Quota" in the module docs):
     /// given back on a drop without commit, kept as the object's on commit.
     pub(super) reserved: u64,
+    /// A checksum is announced for after the body ([`StoreUpload::checksum_follows`]).
+    pub(super) checksum_follows: bool,
+    /// The checksum kept after the multipart upload's creation (a [`crate::CHECKSUM_FIELD`]
+    /// value): written to the sidecar after the completion.
+    pub(super) late_checksum: Option<String>,
 }
 
 impl S3Upload {
@@ -71,7 +80,13 @@ impl S3Upload {
                 .then(|| self.hashers.clone().finish().sha256)
                 .flatten()
         });
-        let headers = self.creation_headers(sha256.as_ref());
+        let mut headers = self.creation_headers(sha256.as_ref());
+        // Marked only when it changes what a `HeadObject` does: without the SHA-256 the
+        // sidecar is read anyway (see "Sidecars of multipart versions" in the module doc).
+        let checksum_follows = self.checksum_follows && sha256.is_some();
+        if checksum_follows {
+            headers.push((CHECKSUM_FOLLOWS_META.into(), "1".to_owned()));
+        }
         let s = &self.store;
         let upload_id = create_multipart_request(s, &self.key, &headers).await?;
         self.multipart = Some(Multipart {
@@ -80,6 +95,7 @@ impl S3Upload {
             in_flight: JoinSet::new(),
             done: Vec::new(),
             sha256_meta: sha256,
+            checksum_follows,
         });
         Ok(())
     }
@@ -156,7 +172,7 @@ impl S3Upload {
             }
         }
         let store = self.store.clone();
-        let (written, stored_sha256) = if self.multipart.is_none() {
+        let (written, stored_sha256, marked) = if self.multipart.is_none() {
             // One part: a single PutObject, with the digest just computed as its metadata.
             let headers = self.creation_headers(digests.sha256.as_ref());
             // No copy: the part's bytes are the object's body.
@@ -165,6 +181,7 @@ impl S3Upload {
             (
                 store.write_checked(&self.key, check, write).await?,
                 digests.sha256,
+                false,
             )
         } else {
             let Some(mp) = self.multipart.as_mut() else {
@@ -177,7 +194,7 @@ impl S3Upload {
                 etags,
             };
             let written = store.write_checked(&self.key, check, write).await?;
-            (written, mp.sha256_meta)
+            (written, mp.sha256_meta, mp.checksum_follows)
         };
         // Completed: nothing left to abort.
         self.multipart = None;
@@ -192,6 +209,10 @@ impl S3Upload {
                 stored_sha256,
                 digests.sha256,
                 written.etag.as_deref(),
+                Late {
+                    checksum: self.late_checksum.as_deref(),
+                    marked,
+                },
             )
             .await?;
         Ok(Committed {
@@ -220,6 +241,17 @@ pub(super) enum ObjectWrite<'a> {
         upload_id: &'a str,
         etags: Vec<&'a str>,
     },
+}
+
+/// What a version's creation could not hold, for its sidecar ([`S3Store::committed_meta`]);
+/// the default: nothing.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Late<'a> {
+    /// A checksum kept after the creation (a [`crate::CHECKSUM_FIELD`] value: a trailer's).
+    pub(super) checksum: Option<&'a str>,
+    /// Created with [`CHECKSUM_FOLLOWS_META`]: its `HeadObject` reads the sidecar, so it gets
+    /// one even without a checksum.
+    pub(super) marked: bool,
 }
 
 /// What [`S3Store::write_checked`] wrote over.
@@ -338,8 +370,13 @@ impl S3Store {
     /// (a form's undo deletes only what this describes, `store/in_order.rs`). A
     /// version created without its SHA-256 (`stored_sha256`: `None`; a multipart upload whose
     /// digest was not known at its creation) gets the sidecar that binds `sha256` to that ETag
-    /// (see "Digests of multipart uploads" in the module doc): a version another node wrote
-    /// since has another ETag, so never gets this digest.
+    /// (see "Sidecars of multipart versions" in the module doc), and so does one given a
+    /// checksum after its creation ([`Late`]) and one created marked even without a checksum: its
+    /// `HeadObject` reads the sidecar, which must then be its own, not one an earlier version
+    /// with the same bytes in the same parts (so the same S3 ETag) left. A version another
+    /// node wrote since has another ETag, so never gets this digest or checksum. A sidecar
+    /// that cannot be written leaves the version without them (it is stored already: an error
+    /// now would report a stored object as not stored).
     pub(super) async fn committed_meta(
         &self,
         key: &str,
@@ -347,7 +384,9 @@ impl S3Store {
         stored_sha256: Option<[u8; 32]>,
         sha256: Option<[u8; 32]>,
         etag: Option<&str>,
+        late: Late<'_>,
     ) -> Result<FileMeta, StoreError> {
+        let Late { checksum, marked } = late;
         let mut stored = match self.head_raw(key).await? {
             Some(h) if etag.is_none_or(|e| same_etag(e, &h.etag)) => h.meta,
             _ => FileMeta {
@@ -356,9 +395,11 @@ impl S3Store {
                 sha256: stored_sha256,
             },
         };
-        if let (None, Some(sha256), Some(etag)) = (stored_sha256, sha256, etag) {
-            if self.put_sidecar(key, etag, &sha256).await.is_ok() {
-                stored.sha256 = Some(sha256);
+        let digest_missing = stored_sha256.is_none() && sha256.is_some();
+        if let Some(etag) = etag.filter(|_| digest_missing || checksum.is_some() || marked) {
+            let written = self.put_sidecar(key, etag, sha256.as_ref(), checksum).await;
+            if written.is_ok() && stored.sha256.is_none() {
+                stored.sha256 = sha256;
             }
         }
         Ok(stored)
@@ -425,13 +466,30 @@ impl StoreUpload for S3Upload {
         kind: &str,
         value: &str,
     ) -> Result<bool, StoreError> {
-        if self.multipart.is_some() {
-            // Created with its metadata already (`creation_headers`).
+        let Some(mp) = &self.multipart else {
+            let meta = self.options.object_meta.get_or_insert_with(ObjectMeta::new);
+            meta.set_checksum(algorithm, kind, value)?;
+            return Ok(true);
+        };
+        // Created with its metadata already (`creation_headers`): the sidecar written after
+        // the completion holds the checksum, if a `HeadObject` will read it (the SHA-256 was
+        // not in the metadata, or the creation was marked).
+        if mp.sha256_meta.is_some() && !mp.checksum_follows {
             return Ok(false);
         }
-        let meta = self.options.object_meta.get_or_insert_with(ObjectMeta::new);
-        meta.set_checksum(algorithm, kind, value)?;
+        // Checked as the metadata field would be, so the sidecar holds only what it could.
+        let mut field = ObjectMeta::new();
+        field.set_checksum(algorithm, kind, value)?;
+        // ALLOCATION: the field's text, once per upload kept with a late checksum.
+        self.late_checksum = Some(format!("{algorithm} {kind} {value}"));
         Ok(true)
+    }
+
+    fn checksum_follows(&mut self) {
+        // Read when the multipart upload is created (`start_multipart`), which no write has
+        // done yet.
+        debug_assert!(self.multipart.is_none());
+        self.checksum_follows = true;
     }
 
     fn expect_digest(&mut self, digest: ContentDigest) -> Result<(), StoreError> {

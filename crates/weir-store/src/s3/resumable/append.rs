@@ -434,7 +434,14 @@ impl S3Append {
         // A multipart object created without its digest gets the sidecar, as a plain one.
         let completed_etag = written.etag.as_deref();
         let stored = s
-            .committed_meta(&key, size, stored_sha256, Some(sha256), completed_etag)
+            .committed_meta(
+                &key,
+                size,
+                stored_sha256,
+                Some(sha256),
+                completed_etag,
+                Late::default(),
+            )
             .await?;
         Ok(Committed {
             size,

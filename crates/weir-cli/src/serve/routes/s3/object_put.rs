@@ -25,8 +25,9 @@
 //!
 //! The checksum a client sends in the head (`x-amz-checksum-*`) is kept with the object, in
 //! its S3 metadata (`weir_store::CHECKSUM_FIELD`), for GetObject's `x-amz-checksum-mode`; one
-//! sent in the trailer too, where the store can still add it after the body
-//! (`StoreUpload::keep_checksum`: always locally, on the S3 store up to one part size).
+//! sent in the trailer too, added after the body (`StoreUpload::keep_checksum`), announced to
+//! the store before the body (`StoreUpload::checksum_follows`) so that the S3 store keeps it
+//! past one part size too (in the version's sidecar).
 //!
 //! A key ending in `/` with an empty body is a folder (S3 consoles' "folder" objects), created
 //! with `Store::create_dir`.
@@ -204,6 +205,11 @@ async fn put_checked<S: Store>(
         Ok(u) => u,
         Err(e) => return Ok(Err(reply::store_error(&e, Missing::Key))),
     };
+    if expected.trailer.is_some() && expected.checksum.is_none() {
+        // Before the first write: a store that creates the object's metadata early (the S3
+        // store, past one part) marks where the trailer's checksum will be.
+        upload.checksum_follows();
+    }
     let received = if chunked.is_some() || expected.needs_checks() {
         // The signed SHA-256 is the store's expected digest, judged at the commit.
         let wanted = Wanted {
@@ -245,9 +251,8 @@ async fn put_checked<S: Store>(
             };
         }
     };
-    // The trailer's checksum, verified: kept with the commit where the store can still add it
-    // (always locally; on the S3 store while no part has gone to the backend, i.e. up to one
-    // part size), else only echoed.
+    // The trailer's checksum, verified: kept with the commit (announced above, so every store
+    // can keep it; were one unable to, it would only be echoed).
     if let Some(value) = checksum.filter(|_| expected.checksum.is_none()) {
         let kept =
             upload.keep_checksum(value.algorithm().name(), "FULL_OBJECT", &value.to_base64());
