@@ -26,9 +26,14 @@
 //! - An assembly lives in memory, its bytes in an [`Upload`]'s temporary: dropped (the upload
 //!   aborted or swept, part 1 sent again, a completion that does not use it, a restart), the
 //!   temporary is removed and its quota given back like any upload's.
+//! - Parts written in place (`local/in_place.rs`) are only hashed ([`Ahead::hashing`]): their
+//!   bytes are already where the object's will be. Such an assembly goes on only while each
+//!   part is in place right after the one before, and only a completion that takes the
+//!   upload's file whole uses it.
 
 use super::PartRecord;
 use super::local::{copy_part, hash_part, open_data, read_part};
+use super::record::offset_of;
 use crate::Upload;
 use crate::digest::Hashers;
 use crate::read_back::READ_BACK_BUF;
@@ -75,13 +80,17 @@ struct State {
     work: Option<Assembly>,
 }
 
-/// The object assembled so far: its temporary, the hash of its bytes, and which parts they are.
+/// The object assembled so far: its temporary (none for parts written in place, which are
+/// only hashed: the upload's file is the object's), the hash of its bytes, and which parts
+/// they are.
 #[derive(Debug)]
 pub(super) struct Assembly {
-    pub(super) object: Upload,
+    pub(super) object: Option<Upload>,
     pub(super) hashers: Hashers,
     /// The parts copied and hashed, in order: (number, data file name).
     pub(super) parts: Vec<(u32, String)>,
+    /// The bytes hashed: where the next part in place must start.
+    pub(super) end: u64,
 }
 
 impl Assembly {
@@ -100,6 +109,16 @@ impl Ahead {
     /// `dir`; nothing runs until [`Ahead::advance`].
     pub(super) fn new(dir: DirHandle, object: Upload) -> Arc<Ahead> {
         let hashers = object.commit_hashers();
+        Self::with(dir, Some(object), hashers)
+    }
+
+    /// The SHA-256 of the parts written in place in `dir`'s upload file, in order from part 1
+    /// (`local/in_place.rs`): nothing to copy, the file is the object's.
+    pub(super) fn hashing(dir: DirHandle) -> Arc<Ahead> {
+        Self::with(dir, None, Hashers::new(true, false))
+    }
+
+    fn with(dir: DirHandle, object: Option<Upload>, hashers: Hashers) -> Arc<Ahead> {
         Arc::new(Ahead {
             dir,
             state: Mutex::new(State {
@@ -109,6 +128,7 @@ impl Ahead {
                     object,
                     hashers,
                     parts: Vec::new(),
+                    end: 0,
                 }),
             }),
             stopped: Condvar::new(),
@@ -202,8 +222,15 @@ impl Ahead {
             Err(e) => return Err(e),
         };
         let PartRecord { size, .. } = part;
-        copy_part((&source, from), size, &mut work.object).map_err(io::Error::other)?;
+        match &mut work.object {
+            Some(object) => copy_part((&source, from), size, object).map_err(io::Error::other)?,
+            // Hashing in place: the part must be where it will be in the object, right after
+            // the parts hashed (else this assembly ends here, and the completion copies).
+            None if offset_of(&data) != Some(work.end) => return Ok(false),
+            None => {}
+        }
         hash_part((&source, from), size, &mut work.hashers, buf)?;
+        work.end += size;
         work.parts.push((number, data));
         Ok(true)
     }

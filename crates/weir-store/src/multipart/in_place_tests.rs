@@ -3,7 +3,7 @@
 //! every other case copies the listed ranges, byte-exact; failed parts, refused completions
 //! and restarts keep the upload whole and the quota exact.
 
-use super::tests::{body, named, opened, put_own, put_part};
+use super::tests::{body, named, opened, put_own, put_part, resumed};
 use super::*;
 use crate::testutil::{p, read, store, temps};
 use crate::{ENTRY_COST, LocalMultiparts, LocalStore, StoreUpload};
@@ -108,6 +108,64 @@ async fn parts_in_place_become_the_object_without_a_copy() {
     assert_eq!(kept.get("x-amz-meta-color"), Some(&b"blue"[..]));
     assert_eq!(store.usage(), sizes + ENTRY_COST);
     assert!(temps(store.root()).is_empty());
+}
+
+#[tokio::test]
+async fn parts_in_place_recorded_in_order_are_hashed_before_the_completion() {
+    let (_dir, store) = store();
+    let parts = opened(&store);
+    let up = parts
+        .create(&p("hashed.bin"), MultipartMeta::default())
+        .await
+        .unwrap();
+    let bodies = [body(1, PART), body(2, PART), body(3, PART), body(4, 77)];
+    // Part 3 before part 2: the hash stops at the gap and goes on once part 2 is there.
+    let p1 = put_part(&parts, up.id, 1, &bodies[0]).await.unwrap();
+    let p3 = put_part(&parts, up.id, 3, &bodies[2]).await.unwrap();
+    parts.settle(up.id);
+    let p2 = put_part(&parts, up.id, 2, &bodies[1]).await.unwrap();
+    let p4 = put_part(&parts, up.id, 4, &bodies[3]).await.unwrap();
+    parts.settle(up.id);
+    // Nothing copied ahead: no temporary, only the parts' charges and the upload's.
+    assert!(temps(store.root()).is_empty());
+    let total = (3 * PART + 77) as u64;
+    assert_eq!(store.usage(), ENTRY_COST + total + 4 * ENTRY_COST);
+    complete_check(
+        &parts,
+        &store,
+        up.id,
+        &[&p1, &p2, &p3, &p4],
+        &bodies.concat(),
+    )
+    .await;
+    assert!(whole(&parts));
+    assert_eq!(
+        resumed(&parts),
+        4,
+        "every part hashed before the completion"
+    );
+
+    // Part 1 sent again after it was hashed: its new bytes are in a file of their own, the
+    // hash names the old ones, and the completion copies.
+    let up = parts
+        .create(&p("again.bin"), MultipartMeta::default())
+        .await
+        .unwrap();
+    put_part(&parts, up.id, 1, &bodies[0]).await.unwrap();
+    let p2 = put_part(&parts, up.id, 2, &bodies[3]).await.unwrap();
+    parts.settle(up.id);
+    let p1 = put_part(&parts, up.id, 1, &bodies[1]).await.unwrap();
+    parts.settle(up.id);
+    complete_check(
+        &parts,
+        &store,
+        up.id,
+        &[&p1, &p2],
+        &[&bodies[1][..], &bodies[3]].concat(),
+    )
+    .await;
+    assert!(!whole(&parts));
+    assert_eq!(store.usage(), total + (PART + 77) as u64 + 2 * ENTRY_COST);
 }
 
 #[tokio::test]

@@ -51,7 +51,7 @@
 //! and removes what a crash left (temporaries, data files no record names, uploads without a
 //! record).
 
-use super::ahead::{Ahead, Assembly};
+use super::ahead::Ahead;
 use super::record::{
     self, data_name, decode_done, decode_part, decode_upload, record_number, same_parts,
 };
@@ -255,12 +255,14 @@ impl LocalMultiparts {
         };
         let (dir, opened) = self.open_upload(id)?;
         let in_place = upload.is_in_place();
-        // Part 1 in a file of its own starts an assembly ahead (`ahead.rs`), replacing one that
-        // began with other bytes (part 1 in place drops it: its upload's file is the object's
-        // start). The temporary is made before the lock; without one, the completion does it all.
-        let fresh = (number == 1 && !in_place)
-            .then(|| self.start_ahead(id, &opened.key))
-            .flatten();
+        // Part 1 starts an assembly ahead (`ahead.rs`), replacing one that began with other
+        // bytes: a copy into a temporary of the object made before the lock (without one, the
+        // completion does it all), or, in place, the hash of the upload's file.
+        let fresh = match (number, in_place) {
+            (1, false) => self.start_ahead(id, &opened.key),
+            (1, true) => self.dir.open_dir(&id.to_string()).ok().map(Ahead::hashing),
+            _ => None,
+        };
         let data = if in_place {
             in_place::data_at(upload.base())
         } else {
@@ -301,7 +303,6 @@ impl LocalMultiparts {
                 let replaced = inner.ahead.insert(id, Arc::clone(&fresh));
                 (Some(fresh), replaced)
             }
-            None if number == 1 && in_place => (None, inner.ahead.remove(&id)),
             None => (inner.ahead.get(&id).cloned(), None),
         };
         drop(inner);

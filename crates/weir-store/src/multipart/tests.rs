@@ -529,7 +529,7 @@ async fn complete_as(
 }
 
 /// How many parts the last completion took from the assembly ahead.
-fn resumed(parts: &LocalMultiparts) -> usize {
+pub(super) fn resumed(parts: &LocalMultiparts) -> usize {
     parts.resumed.load(std::sync::atomic::Ordering::Relaxed)
 }
 

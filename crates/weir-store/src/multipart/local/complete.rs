@@ -93,13 +93,10 @@ impl LocalMultiparts {
         let ahead = self.lock().ahead.remove(&id);
         let resumed = ahead
             .and_then(|ahead| ahead.take())
-            .filter(|assembly| assembly.starts(&data_names));
+            .filter(|assembly| assembly.starts(&data_names))
+            .and_then(|assembly| Some((assembly.object?, assembly.hashers, assembly.parts)));
         let (mut object, hashers, done) = match resumed {
-            Some(Assembly {
-                mut object,
-                hashers,
-                parts: done,
-            }) => {
+            Some((mut object, hashers, done)) => {
                 if let Some(meta) = &object_meta {
                     object.write_object_meta(meta)?;
                 }
@@ -184,12 +181,33 @@ impl LocalMultiparts {
         if len != total {
             return Ok(None);
         }
-        // The ahead's copy, if one began from an earlier part 1, is not needed.
+        // The parts hashed while they arrived, if they are the start of these: the rest is
+        // hashed here (a copy ahead, from an earlier part 1, is dropped).
         let ahead = self.lock().ahead.remove(&id);
-        if let Some(ahead) = ahead {
-            ahead.discard();
+        let hashed = ahead
+            .and_then(|ahead| ahead.take())
+            .filter(|assembly| assembly.object.is_none() && assembly.starts(data))
+            .map(|assembly| (assembly.hashers, assembly.end, assembly.parts.len()));
+        #[cfg(test)]
+        self.resumed.store(
+            hashed.as_ref().map_or(0, |(_, _, n)| *n),
+            std::sync::atomic::Ordering::Relaxed,
+        );
+        let mut object = self.adopt_whole(dir, &upload.key, file, total)?;
+        if let Some((mut hashers, end, _)) = hashed {
+            // ALLOCATION: one read buffer per completion; COPY: page cache → buffer, the rest's
+            // one pass for the SHA-256.
+            let mut buf = vec![0u8; READ_BACK_BUF];
+            let file = object.file_mut();
+            match hash_part((file, end), total - end, &mut hashers, &mut buf) {
+                Ok(()) => object.supply_digests(hashers.finish()),
+                Err(e) => {
+                    let _ = object.abort();
+                    return Err(StoreError::from_io("read back for digest", e));
+                }
+            }
         }
-        self.adopt_whole(dir, &upload.key, file, total).map(Some)
+        Ok(Some(object))
     }
 
     /// Commits the upload's own file as the object (`whole_file`): its metadata and media type
