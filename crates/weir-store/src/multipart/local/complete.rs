@@ -238,6 +238,10 @@ impl LocalMultiparts {
             Some(check) => object.commit_if(check)?,
             None => object.commit()?,
         };
+        // The object's file no longer belongs to the upload: gone from it at once, so that
+        // nothing done to the upload later (a part's range given back, were the completion's
+        // record to fail) can reach the object's bytes.
+        let _ = dir.unlink(in_place::OBJECT_FILE);
         Ok(self.recorded(id, &dir, committed, parts, upload))
     }
 
