@@ -169,6 +169,111 @@ async fn parts_in_place_recorded_in_order_are_hashed_before_the_completion() {
 }
 
 #[tokio::test]
+async fn parts_copied_from_an_object_go_in_place_too() {
+    let (_dir, store) = store();
+    let parts = opened(&store);
+    let source = body(9, 2 * PART + 123);
+    let mut src = store.begin(&p("src"), Default::default()).unwrap();
+    src.write(&source).unwrap();
+    src.commit().unwrap();
+    let up = parts
+        .create(&p("copied"), MultipartMeta::default())
+        .await
+        .unwrap();
+    // UploadPartCopy of three ranges (aws-cli's copy of an object past 5 GB, in small).
+    let ranges = [
+        0..PART as u64,
+        PART as u64..2 * PART as u64,
+        2 * PART as u64..source.len() as u64,
+    ];
+    let mut copied = vec![None, None, None];
+    for i in [1, 2, 0] {
+        let part = parts
+            .copy_part(
+                up.id,
+                i as u32 + 1,
+                &p("src"),
+                Some(ranges[i].clone()),
+                None,
+            )
+            .await
+            .unwrap();
+        copied[i] = Some(part);
+    }
+    let copied: Vec<PartRecord> = copied.into_iter().map(Option::unwrap).collect();
+    assert_eq!(part_files(&store, up.id), 0, "every copied part in place");
+    let inode = std::fs::metadata(upload_file(&store, up.id)).unwrap().ino();
+    let listed: Vec<&PartRecord> = copied.iter().collect();
+    complete_check(&parts, &store, up.id, &listed, &source).await;
+    assert!(whole(&parts));
+    let object = store.root().join("copied");
+    assert_eq!(std::fs::metadata(object).unwrap().ino(), inode);
+    assert_eq!(store.usage(), 2 * (source.len() as u64 + ENTRY_COST));
+}
+
+#[tokio::test]
+async fn a_short_last_part_sent_first_is_put_after_the_others_at_the_completion() {
+    let (_dir, store) = store();
+    let parts = opened(&store);
+    let up = parts
+        .create(&p("short-last"), MultipartMeta::default())
+        .await
+        .unwrap();
+    // Part 3 first: no stride yet, so a file of its own; parts 1 and 2 in place.
+    let p3 = put_part(&parts, up.id, 3, &body(3, 999)).await.unwrap();
+    let p1 = put_part(&parts, up.id, 1, &body(1, PART)).await.unwrap();
+    let p2 = put_part(&parts, up.id, 2, &body(2, PART)).await.unwrap();
+    assert_eq!(part_files(&store, up.id), 1);
+    let file = upload_file(&store, up.id);
+    let inode = std::fs::metadata(&file).unwrap().ino();
+    let expected = [body(1, PART), body(2, PART), body(3, 999)].concat();
+    // Refused first: nothing stored; the retry cuts the file and puts part 3 in again.
+    let refused: VersionCheck<'_> = &|_| false;
+    let listed = [named(&p1), named(&p2), named(&p3)];
+    assert!(matches!(
+        parts.complete(up.id, &listed, None, Some(refused)).await,
+        Err(MultipartError::Store(StoreError::PreconditionFailed))
+    ));
+    assert!(temps(store.root()).is_empty());
+    complete_check(&parts, &store, up.id, &[&p1, &p2, &p3], &expected).await;
+    assert!(whole(&parts));
+    let object = store.root().join("short-last");
+    assert_eq!(std::fs::metadata(object).unwrap().ino(), inode);
+    assert_eq!(store.usage(), expected.len() as u64 + ENTRY_COST);
+
+    // The same, but part 3 is sent again once the stride is known and its client goes away:
+    // its slot was claimed, so the completion copies (a writer of that slot could be where
+    // part 3 would go).
+    let up = parts
+        .create(&p("claimed"), MultipartMeta::default())
+        .await
+        .unwrap();
+    let q3 = put_part(&parts, up.id, 3, &body(4, 999)).await.unwrap();
+    let q1 = put_part(&parts, up.id, 1, &body(5, PART)).await.unwrap();
+    let q2 = put_part(&parts, up.id, 2, &body(6, PART)).await.unwrap();
+    let mut again = parts.begin_part(up.id, 3, Some(999)).await.unwrap();
+    again.write(&body(7, 500)).await.unwrap();
+    drop(again);
+    let expected = [body(5, PART), body(6, PART), body(4, 999)].concat();
+    complete_check(&parts, &store, up.id, &[&q1, &q2, &q3], &expected).await;
+    assert!(!whole(&parts));
+
+    // Sent again and recorded in place: all in place, taken whole.
+    let up = parts
+        .create(&p("again"), MultipartMeta::default())
+        .await
+        .unwrap();
+    put_part(&parts, up.id, 3, &body(8, 999)).await.unwrap();
+    let r1 = put_part(&parts, up.id, 1, &body(9, PART)).await.unwrap();
+    let r2 = put_part(&parts, up.id, 2, &body(10, PART)).await.unwrap();
+    let r3 = put_part(&parts, up.id, 3, &body(11, 999)).await.unwrap();
+    assert_eq!(part_files(&store, up.id), 0);
+    let expected = [body(9, PART), body(10, PART), body(11, 999)].concat();
+    complete_check(&parts, &store, up.id, &[&r1, &r2, &r3], &expected).await;
+    assert!(whole(&parts));
+}
+
+#[tokio::test]
 async fn parts_not_filling_the_file_are_copied_from_their_places() {
     let (_dir, store) = store();
     let parts = opened(&store);
@@ -218,8 +323,23 @@ async fn parts_not_filling_the_file_are_copied_from_their_places() {
     complete_check(&parts, &store, id, &[&p1, &p2, &p4], &expected).await;
     assert!(!whole(&parts));
 
-    // Mixed: part 2 without a declared length, in a file of its own.
+    // Mixed: part 1 without a declared length, in a file of its own, before part 2 in place.
     let id = new("mixed").await;
+    let p1 = put_own(&parts, id, 1, &body(13, PART)).await.unwrap();
+    let p2 = put_part(&parts, id, 2, &body(14, 77)).await.unwrap();
+    complete_check(
+        &parts,
+        &store,
+        id,
+        &[&p1, &p2],
+        &[body(13, PART), body(14, 77)].concat(),
+    )
+    .await;
+    assert!(!whole(&parts));
+
+    // The last part without a declared length: copied in after the others, the file taken
+    // whole all the same.
+    let id = new("last-own").await;
     let p1 = put_part(&parts, id, 1, &body(11, PART)).await.unwrap();
     let p2 = put_own(&parts, id, 2, &body(12, 77)).await.unwrap();
     assert_eq!(part_files(&store, id), 1);
@@ -231,12 +351,12 @@ async fn parts_not_filling_the_file_are_copied_from_their_places() {
         &[body(11, PART), body(12, 77)].concat(),
     )
     .await;
-    assert!(!whole(&parts));
+    assert!(whole(&parts));
 
     // Every object charged once, every part given back.
-    let objects = [2 * PART, 2 * PART, 2 * PART + 5 + 33, PART + 77];
+    let objects = [2 * PART, 2 * PART, 2 * PART + 5 + 33, PART + 77, PART + 77];
     let bytes: usize = objects.iter().sum();
-    assert_eq!(store.usage(), bytes as u64 + 4 * ENTRY_COST);
+    assert_eq!(store.usage(), bytes as u64 + 5 * ENTRY_COST);
     assert!(temps(store.root()).is_empty());
 }
 

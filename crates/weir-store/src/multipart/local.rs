@@ -353,10 +353,8 @@ impl LocalMultiparts {
         check: Option<VersionCheck<'_>>,
     ) -> Result<PartRecord, MultipartError> {
         check_part_number(number)?;
-        let (key, _) = {
-            let (_, upload) = self.open_upload(id)?;
-            (upload.key, ())
-        };
+        let (dir, upload) = self.open_upload(id)?;
+        let key = upload.key;
         let (source, meta) = self.store.open_file(from)?;
         if let Some(check) = check {
             if !check(Some(&meta)) {
@@ -377,10 +375,16 @@ impl LocalMultiparts {
             expected_len: Some(len),
             object_meta: None,
         };
-        let mut upload = self.store.begin(&key, options)?;
+        // Into its place in the upload's file where it can take one, as a part sent.
+        let placed = self.begin_in_place((id, &dir), &key, number, Some(len))?;
+        let mut upload = match placed {
+            Some(placed) => placed,
+            None => self.store.begin(&key, options)?,
+        };
         upload.reserve_next(len)?;
         // COPY: inside the kernel (`copy_file_range`), never through user space.
-        let copied = sys::copy_file_at((&source, range.start), (upload.file_mut(), 0), len);
+        let at = upload.base();
+        let copied = sys::copy_file_at((&source, range.start), (upload.file_mut(), at), len);
         let (_, n) = copied.map_err(|e| StoreError::from_io("copy part", e))?;
         upload.record_external_write(n)?;
         self.finish_part_now(id, number, upload, PartSeal::default())

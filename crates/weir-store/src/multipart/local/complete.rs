@@ -3,6 +3,7 @@
 //! hashed on two threads, the commit; and a completion sent again while one runs, which waits
 //! for it and gets its answer (a client whose read timed out and that retries).
 
+use super::in_place::Whole;
 use super::*;
 
 impl LocalMultiparts {
@@ -170,12 +171,26 @@ impl LocalMultiparts {
         (parts, data): (&[PartRecord], &[(u32, String)]),
         total: u64,
     ) -> Result<Option<Upload>, StoreError> {
-        if !self.take_whole(id, parts, data) {
-            return Ok(None);
-        }
+        let appended = match self.take_whole(id, parts, data) {
+            Whole::No => return Ok(None),
+            Whole::Yes => None,
+            Whole::LastAt(end) => Some(end),
+        };
         let file = dir
             .open_rw(in_place::OBJECT_FILE)
             .map_err(io_err("open multipart file"))?;
+        if let (Some(end), Some(last), Some((_, last_data))) = (appended, parts.last(), data.last())
+        {
+            // No record names bytes past the parts in place (`take_whole`): cut them, then the
+            // last part after them. COPY: inside the kernel, one short part.
+            file.set_len(end).map_err(io_err("cut multipart file"))?;
+            let (source, from) = open_data(dir, last_data).map_err(io_err("open part"))?;
+            let (_, n) = sys::copy_file_at((&source, from), (&file, end), last.size)
+                .map_err(io_err("assemble parts"))?;
+            if n != last.size {
+                return Ok(None);
+            }
+        }
         let len = file.metadata().map_err(io_err("stat"))?.len();
         // Bytes past the parts (a part not listed, a slot given up): they are not the object's.
         if len != total {

@@ -24,7 +24,11 @@
 //! - The completion takes the file whole (`complete.rs`) only when the listed parts are in
 //!   place, each right after the one before from offset 0, the file is exactly their length,
 //!   and every slot claimed is one of them (no part upload still writing into the file);
-//!   slots then close. Otherwise it copies the listed ranges, as it copies parts' files.
+//!   slots then close. The last part may instead be in a file of its own (a short last part
+//!   begun before any full one, when no stride was known), if its slot was never claimed and
+//!   the file is this run's: the file is cut right after the others and the last part copied
+//!   there. Otherwise the completion copies the listed ranges, as it copies parts' files.
+//! - UploadPartCopy takes a slot as a part sent does (`copy_file_range` into it).
 //! - Taken whole, the file gets a second name in the staging area, which becomes the object's
 //!   upload ([`Upload::adopt`]): its commit renames that name over the key, and a failed
 //!   commit (a precondition) removes only that name. The upload's own name stays until the
@@ -96,6 +100,21 @@ pub(in crate::multipart) struct Slots {
     taken: HashSet<u32>,
     /// No more claims: the file is an earlier run's, or a completion took it whole.
     closed: bool,
+    /// The file is an earlier run's: records this run did not write may name parts in it.
+    inherited: bool,
+}
+
+/// What a completion may do with the upload's file (`LocalMultiparts::take_whole`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(in crate::multipart) enum Whole {
+    /// The parts are not all in place from its start: they are copied.
+    No,
+    /// The listed parts fill it from its start: it is the object.
+    Yes,
+    /// All but the last are in place from its start; the last, in a file of its own (a short
+    /// last part begun before any full one, when no stride was known yet), is copied in right
+    /// after them (`end`), and the file cut there first.
+    LastAt(u64),
 }
 
 impl Slots {
@@ -139,6 +158,7 @@ impl LocalMultiparts {
                     Ok(_) => vacant.insert(Slots::default()),
                     Err(e) if e.kind() == io::ErrorKind::AlreadyExists => vacant.insert(Slots {
                         closed: true,
+                        inherited: true,
                         ..Slots::default()
                     }),
                     Err(e) => return Err(StoreError::from_io("create multipart file", e)),
@@ -157,36 +177,56 @@ impl LocalMultiparts {
         Upload::in_place(shared, key, (temp, file, offset), expected_len).map(Some)
     }
 
-    /// Whether the completion of upload `id` may take its file whole: `parts` (with their
-    /// data, in order) fill it from offset 0, and every slot claimed is one of them. If so,
-    /// the slots close. Call before the file's length is checked.
+    /// Whether the completion of upload `id` may take its file whole ([`Whole`]): `parts`
+    /// (with their data, in order) fill it from offset 0, or all but the last do, and every
+    /// slot claimed is one of them (no part upload writes into it). If so, the slots close.
+    /// Call before the file's length is checked.
     pub(in crate::multipart) fn take_whole(
         &self,
         id: UploadId,
         parts: &[PartRecord],
         data: &[(u32, String)],
-    ) -> bool {
+    ) -> Whole {
         let mut end = 0u64;
-        for (part, (_, data)) in parts.iter().zip(data) {
+        let last = parts.len().saturating_sub(1);
+        for (part, (_, data)) in parts[..last].iter().zip(data) {
             if offset_of(data) != Some(end) {
-                return false;
+                return Whole::No;
             }
             end += part.size;
         }
+        let last_data = data.get(last).map(|(_, d)| d.as_str());
+        let whole = match last_data.map(offset_of) {
+            Some(Some(offset)) if offset == end => Whole::Yes,
+            Some(None) => Whole::LastAt(end),
+            _ => return Whole::No,
+        };
         let mut inner = self.lock();
         let Some(slots) = inner.slots.get_mut(&id) else {
-            // Made by an earlier run: no part of this run writes into it.
-            return true;
+            // Made by an earlier run: no part of this run writes into it. Bytes past the parts
+            // may be an unlisted part's, which only the length check tells: taken whole only
+            // as it is.
+            return if whole == Whole::Yes {
+                whole
+            } else {
+                Whole::No
+            };
         };
-        if !slots
+        let all_listed = slots
             .taken
             .iter()
-            .all(|n| parts.iter().any(|p| p.number == *n))
-        {
-            return false;
+            .all(|n| parts.iter().any(|p| p.number == *n));
+        // A file of an earlier run may hold parts this run's slots do not know of, past `end`;
+        // and a last part whose slot was claimed may be being written there, right where its
+        // copy would go.
+        let last_claimed = parts
+            .last()
+            .is_some_and(|p| slots.taken.contains(&p.number));
+        if !all_listed || (whole != Whole::Yes && (slots.inherited || last_claimed)) {
+            return Whole::No;
         }
         slots.closed = true;
-        true
+        whole
     }
 
     /// The object's upload over upload `id`'s file (`file`, `size` bytes: the listed parts),
