@@ -138,7 +138,26 @@ async fn metadata_goes_with_objects<S: Store>(store: &S) {
         Err(StoreError::NoSpace) => eprintln!("no dead properties on this filesystem"),
         Err(e) => panic!("{e}"),
     }
-    for path in ["m/small", "m/big", "m/none", "m/moved", "m/bare"] {
+    // A time set (WebDAV's `X-OC-Mtime`; in a bucket: a copy of the object onto itself)
+    // keeps the object's metadata, weir's own fields with it (a kept checksum).
+    let mut with_checksum = given.clone();
+    with_checksum
+        .set_checksum("CRC32", "FULL_OBJECT", "AAAAAA==")
+        .unwrap();
+    put(store, "m/timed", 2 * PART + 1, Some(with_checksum)).await;
+    let time = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_600_000_000);
+    store.set_modified(&p("m/timed"), time).await.unwrap();
+    let timed = kept(store, "m/timed").await.unwrap();
+    assert_eq!(timed.checksum(), Some(("CRC32", "FULL_OBJECT", "AAAAAA==")));
+    assert_eq!(timed.get("x-amz-meta-color"), Some(&b"blue"[..]));
+    // Its second (locally marked within it as a client's time, `version_date.rs`).
+    let modified = store.open(&p("m/timed")).await.unwrap().meta().modified;
+    let secs = modified
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    assert_eq!(secs, 1_600_000_000);
+    for path in ["m/small", "m/big", "m/none", "m/moved", "m/bare", "m/timed"] {
         store.delete(&p(path), None).await.unwrap();
     }
 }

@@ -104,9 +104,10 @@ impl S3Store {
                 false => Err(StoreError::NotFound),
             };
         };
-        // ALLOCATION: the metadata rebuilt without its old time, once per call.
+        // ALLOCATION: the metadata rebuilt without its old time, once per call. Every field
+        // kept, weir's own too (the checksum, the parts' sizes), not only those a client sees.
         let mut kept = crate::ObjectMeta::new();
-        for (name, value) in head.object_meta.iter().flat_map(|m| m.fields()) {
+        for (name, value) in head.object_meta.iter().flat_map(|m| m.stored_fields()) {
             if name != super::meta::MTIME {
                 // Pushed as it was read: it was accepted then.
                 let _ = kept.push(name, value);
