@@ -183,68 +183,6 @@ pub struct Upload {
 }
 
 impl Upload {
-    pub(crate) fn begin(
-        shared: Arc<Shared>,
-        path: &StorePath,
-        options: UploadOptions,
-    ) -> Result<Upload, StoreError> {
-        let declared = options.expected_len.unwrap_or(0);
-        // A declared length that cannot fit is refused now, before the client sends its body;
-        // only a window of it is held (`quota::reserved_end`), so that a client declaring much
-        // and sending little holds nothing others need. The temporary is an entry from now on,
-        // and the file will be one.
-        shared.usage.fits(declared.saturating_add(ENTRY_COST))?;
-        let reserved = reserved_end(0, declared);
-        shared.usage.reserve(reserved.saturating_add(ENTRY_COST))?;
-        let prepared = (|| {
-            // Refuse now what the rename would refuse (or silently do) at commit, before the
-            // client sends its body; create nothing in the tree yet.
-            check_target(&shared, path)?;
-            create_temp(&shared.staging)
-        })();
-        let (temp, file) = match prepared {
-            Ok(p) => p,
-            Err(e) => {
-                shared.usage.release(reserved.saturating_add(ENTRY_COST));
-                return Err(e);
-            }
-        };
-        let expected_digest = options.expected_digest.unwrap_or_default();
-        let want_sha256 = options.hash || expected_digest.sha256.is_some();
-        let want_sha512 = expected_digest.sha512.is_some();
-        let hashers = Hashers::new(want_sha256, want_sha512);
-        #[cfg(any(test, feature = "fault-injection"))]
-        let hash = HashTrack::new(hashers, shared.faults.gate());
-        #[cfg(not(any(test, feature = "fault-injection")))]
-        let hash = HashTrack::new(hashers);
-        let mut upload = Upload {
-            shared,
-            path: path.clone(),
-            temp,
-            base: 0,
-            in_place: false,
-            file: Some(file),
-            state: State::Open,
-            size: 0,
-            reserved,
-            preallocating: false,
-            expected_len: options.expected_len,
-            expected_digest,
-            want_sha256,
-            want_sha512,
-            hash,
-            supplied: None,
-            flushed: 0,
-            keep_on_drop: None,
-            client_modified: None,
-            media_type: Some(false),
-        };
-        if let Some(meta) = options.object_meta.filter(|m| !m.is_empty()) {
-            upload.write_object_meta(&meta)?;
-        }
-        Ok(upload)
-    }
-
     /// The SHA-256 state of exactly the bytes written so far, when it is at hand (see
     /// `HashTrack::sha256_at`): what a resumable upload keeps with its offset.
     pub(crate) fn sha256_state(&self) -> Option<ResumableSha256> {
@@ -928,6 +866,7 @@ impl Drop for Upload {
 }
 
 mod adopt;
+mod begin;
 mod in_place;
 mod object_meta;
 mod target;

@@ -5,16 +5,19 @@
 //! sweep leaving nothing behind.
 
 use sha2::{Digest, Sha256};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use weir_store::{
     CompletePart, LocalMultiparts, LocalOptions, LocalStore, MIN_PART_SIZE, MultipartError,
-    MultipartMeta, MultipartStore, PartRecord, PartSeal, PartTag, PartTagHasher, S3Config,
-    S3Multiparts, S3Store, Store, StoreError, StoreObject, StorePath, StoreReader, StoreUpload,
-    UploadId, VersionCheck,
+    MultipartMeta, MultipartStore, PartRecord, PartSeal, PartTag, PartTagHasher, S3Multiparts,
+    Store, StoreError, StoreObject, StorePath, StoreUpload, UploadId, VersionCheck,
 };
-use weir_testkit::seaweed::{self, Seaweed};
+#[allow(dead_code)] // `config` is for tests that open a second store on the same `weed`
+#[path = "support/stores.rs"]
+mod stores;
+use stores::{PART, read_all, weed_store};
 
-const PART: usize = MIN_PART_SIZE as usize;
+// The parts here are S3's least: a part of `PART` bytes may be any part but the last.
+const _: () = assert!(PART as u64 == MIN_PART_SIZE);
 
 fn p(s: &str) -> StorePath {
     StorePath::parse(s).unwrap()
@@ -35,17 +38,6 @@ fn crc_tag(bytes: &[u8]) -> PartTag {
     let mut hasher = PartTagHasher::default();
     hasher.update(bytes);
     hasher.finish()
-}
-
-async fn read_all<S: Store>(store: &S, path: &str) -> Vec<u8> {
-    let obj = store.open(&p(path)).await.unwrap();
-    let size = obj.meta().size;
-    let mut reader = obj.read(0..size).await.unwrap();
-    let mut out = Vec::new();
-    while let Some(chunk) = reader.next_chunk().await.unwrap() {
-        out.extend_from_slice(&chunk);
-    }
-    out
 }
 
 /// A part sent in 100,000-byte writes; `give_md5`: the MD5 the route verified (else the store
@@ -272,31 +264,9 @@ async fn local_multipart_uploads() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn s3_multipart_uploads() {
-    let Some(weed) = Seaweed::start() else {
+    let Some((_weed, store)) = weed_store("tenant").await else {
         return;
     };
-    let config = S3Config {
-        endpoint: weed.endpoint.clone(),
-        region: "us-east-1".into(),
-        bucket: seaweed::BUCKET.into(),
-        prefix: "tenant".into(),
-        access_key: seaweed::ACCESS_KEY.into(),
-        secret_key: seaweed::SECRET_KEY.into(),
-        session_token: None,
-        part_size: PART,
-        parts_in_flight: 2,
-        path_style: true,
-        request_timeout: Duration::from_secs(60),
-    };
-    let store = S3Store::new(config).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        match store.create_bucket_if_missing().await {
-            Ok(()) => break,
-            Err(e) if Instant::now() > deadline => panic!("bucket: {e}\n{}", weed.log()),
-            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
-        }
-    }
     let parts = S3Multiparts::new(store.clone());
     multipart_flow(&parts, &store).await;
     // Nothing left: neither weir's objects nor the backend's multipart uploads.

@@ -5,15 +5,14 @@
 //! `seaweed`; skipped with a loud message when `weed` is not installed, failed under
 //! `WEIR_REQUIRE_TOOLS=1`).
 
-use std::time::{Duration, Instant};
 use weir_store::{
-    CopyMeta, LocalOptions, LocalStore, MediaType, ObjectMeta, S3Config, S3Store, Store,
-    StoreError, StoreObject, StorePath, StoreReader, StoreUpload, UploadOptions,
+    CopyMeta, LocalOptions, LocalStore, MediaType, ObjectMeta, Store, StoreError, StoreObject,
+    StorePath, StoreUpload, UploadOptions,
 };
-use weir_testkit::seaweed::{self, Seaweed};
-
-/// S3's smallest part (but the last).
-const PART: usize = 5 << 20;
+#[allow(dead_code)] // `config` is for tests that open a second store on the same `weed`
+#[path = "support/stores.rs"]
+mod stores;
+use stores::{PART, read_all, weed_store};
 
 fn p(s: &str) -> StorePath {
     StorePath::parse(s).unwrap()
@@ -38,18 +37,6 @@ async fn put<S: Store>(store: &S, path: &str, len: usize, object_meta: Option<Ob
         up.write(chunk).await.unwrap();
     }
     up.commit(None).await.unwrap();
-}
-
-/// The object's bytes: a `Content-Encoding` kept with it changes nothing the store reads back.
-async fn read_all<S: Store>(store: &S, path: &str) -> Vec<u8> {
-    let object = store.open(&p(path)).await.unwrap();
-    let size = object.meta().size;
-    let mut reader = object.read(0..size).await.unwrap();
-    let mut out = Vec::new();
-    while let Some(chunk) = reader.next_chunk().await.unwrap() {
-        out.extend_from_slice(&chunk);
-    }
-    out
 }
 
 async fn kept<S: Store>(store: &S, path: &str) -> Option<ObjectMeta> {
@@ -184,31 +171,8 @@ async fn metadata_goes_with_objects_in_both_stores() {
             metadata_goes_with_objects(&local).await;
         }
     }
-    let Some(weed) = Seaweed::start() else {
+    let Some((_weed, store)) = weed_store("meta/").await else {
         return;
     };
-    let store = S3Store::new(S3Config {
-        endpoint: weed.endpoint.clone(),
-        region: "us-east-1".into(),
-        bucket: seaweed::BUCKET.into(),
-        prefix: "meta/".into(),
-        access_key: seaweed::ACCESS_KEY.into(),
-        secret_key: seaweed::SECRET_KEY.into(),
-        session_token: None,
-        part_size: PART,
-        parts_in_flight: 2,
-        path_style: true,
-        request_timeout: Duration::from_secs(60),
-    })
-    .unwrap();
-    // `weed mini` creates its bucket shortly after its S3 port opens.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        match store.create_bucket_if_missing().await {
-            Ok(()) => break,
-            Err(e) if Instant::now() > deadline => panic!("bucket: {e}\n{}", weed.log()),
-            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
-        }
-    }
     metadata_goes_with_objects(&store).await;
 }

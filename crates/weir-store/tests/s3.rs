@@ -7,14 +7,14 @@ use sha2::{Digest, Sha256};
 use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+#[allow(dead_code)] // `read_all`: this file reads ranges (its own `read_all`)
+#[path = "support/stores.rs"]
+mod stores;
+use stores::{PART, config, weed_store};
 use weir_store::{
-    ContentDigest, CopyMeta, LocalOptions, LocalStore, S3Config, S3Store, Store, StoreError,
-    StoreObject, StorePath, StoreReader, StoreUpload, UploadOptions,
+    ContentDigest, CopyMeta, LocalOptions, LocalStore, S3Store, Store, StoreError, StoreObject,
+    StorePath, StoreReader, StoreUpload, UploadOptions,
 };
-use weir_testkit::seaweed::{self, Seaweed};
-
-/// S3's smallest part (but the last): SeaweedFS enforces it as AWS does.
-const PART: usize = 5 << 20;
 
 fn p(s: &str) -> StorePath {
     StorePath::parse(s).unwrap()
@@ -24,38 +24,6 @@ fn data(len: usize, seed: u8) -> Vec<u8> {
     (0..len)
         .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
         .collect()
-}
-
-fn config(weed: &Seaweed, prefix: &str) -> S3Config {
-    S3Config {
-        endpoint: weed.endpoint.clone(),
-        region: "us-east-1".into(),
-        bucket: seaweed::BUCKET.into(),
-        prefix: prefix.into(),
-        access_key: seaweed::ACCESS_KEY.into(),
-        secret_key: seaweed::SECRET_KEY.into(),
-        session_token: None,
-        part_size: PART,
-        parts_in_flight: 2,
-        path_style: true,
-        request_timeout: Duration::from_secs(60),
-    }
-}
-
-/// A store on a fresh `weed mini` with its bucket there; `None` when skipped.
-async fn s3(prefix: &str) -> Option<(Seaweed, S3Store)> {
-    let weed = Seaweed::start()?;
-    let store = S3Store::new(config(&weed, prefix)).unwrap();
-    // `weed mini` creates its bucket shortly after its S3 port opens.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        match store.create_bucket_if_missing().await {
-            Ok(()) => break,
-            Err(e) if Instant::now() > deadline => panic!("bucket: {e}\n{}", weed.log()),
-            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
-        }
-    }
-    Some((weed, store))
 }
 
 async fn put<S: Store>(
@@ -273,7 +241,7 @@ async fn local_store_through_the_interface() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn s3_store_through_the_interface() {
-    let Some((_weed, store)) = s3("tenant/one").await else {
+    let Some((_weed, store)) = weed_store("tenant/one").await else {
         return;
     };
     round_trip(&store).await;
@@ -292,7 +260,7 @@ async fn s3_store_through_the_interface() {
 /// its last part; all commit byte-exact with their SHA-256, nothing left pending.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn s3_finished_uploads_hold_at_most_one_part() {
-    let Some((_weed, store)) = s3("fin").await else {
+    let Some((_weed, store)) = weed_store("fin").await else {
         return;
     };
     let mib3 = 3 << 20;
@@ -341,7 +309,7 @@ async fn s3_finished_uploads_hold_at_most_one_part() {
 /// Aborted, dropped, mis-digested and over-long uploads leave no object and no multipart upload.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn s3_failed_uploads_leave_nothing() {
-    let Some((weed, store)) = s3("").await else {
+    let Some((weed, store)) = weed_store("").await else {
         return;
     };
     let body = data(5 * PART + 123, 1);
@@ -451,7 +419,7 @@ async fn s3_failed_uploads_leave_nothing() {
 /// An announced SHA-256 is stored with a multipart object (S3 takes metadata only at creation).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn s3_announced_digest_is_stored_with_a_multipart_object() {
-    let Some((_weed, store)) = s3("").await else {
+    let Some((_weed, store)) = weed_store("").await else {
         return;
     };
     let body = data(3 * PART + 5, 2);
@@ -476,7 +444,7 @@ async fn s3_announced_digest_is_stored_with_a_multipart_object() {
 /// `If-Match` on a version that is gone is refused.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn s3_conditional_creators_race_safely() {
-    let Some((weed, store)) = s3("").await else {
+    let Some((weed, store)) = weed_store("").await else {
         return;
     };
     let weed = &weed;
@@ -644,7 +612,7 @@ async fn late_digests_are_verified_by_both_stores() {
     let dir = tempfile::tempdir().unwrap();
     let local = LocalStore::open(dir.path(), LocalOptions::default()).unwrap();
     late_digests(&local, true).await;
-    let Some((_weed, store)) = s3("late/").await else {
+    let Some((_weed, store)) = weed_store("late/").await else {
         return;
     };
     late_digests(&store, false).await;
@@ -660,7 +628,7 @@ async fn late_digests_are_verified_by_both_stores() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sweeps_walk_every_page() {
     use weir_store::{S3ResumableOptions, S3Resumables};
-    let Some((_weed, store)) = s3("paged/").await else {
+    let Some((_weed, store)) = weed_store("paged/").await else {
         return;
     };
     let store = store.with_list_page(2);
@@ -816,7 +784,7 @@ async fn copies_and_renames_in_both_stores() {
     let dir = tempfile::tempdir().unwrap();
     let local = LocalStore::open(dir.path(), LocalOptions::default()).unwrap();
     copies_and_renames(&local, true).await;
-    let Some((_weed, store)) = s3("copies/").await else {
+    let Some((_weed, store)) = weed_store("copies/").await else {
         return;
     };
     copies_and_renames(&store, false).await;

@@ -7,16 +7,14 @@
 //! under `WEIR_REQUIRE_TOOLS=1`).
 
 use sha2::{Digest, Sha256};
-use std::time::{Duration, Instant};
 use weir_store::{
-    ContentDigest, CopyMeta, LocalOptions, LocalStore, ObjectMeta, S3Config, S3Store, Store,
-    StoreError, StoreObject, StorePath, StoreReader, StoreUpload, UploadOptions,
+    ContentDigest, CopyMeta, LocalOptions, LocalStore, ObjectMeta, S3Store, Store, StoreError,
+    StoreObject, StorePath, StoreUpload, UploadOptions,
 };
-use weir_testkit::seaweed::{self, Seaweed};
-
-/// S3's smallest part (but the last): SeaweedFS enforces it as AWS does. An object of
-/// `3 * PART - 1` bytes is three backend parts.
-const PART: usize = 5 << 20;
+#[allow(dead_code)] // `config` is for tests that open a second store on the same `weed`
+#[path = "support/stores.rs"]
+mod stores;
+use stores::{PART, read_all, weed_store};
 
 /// A CRC32 in base64, as a client's trailer sends it (its value is not checked by the store:
 /// the route verified it).
@@ -81,17 +79,6 @@ async fn checksum<S: Store>(store: &S, path: &str) -> (Option<(String, String, S
 
 fn crc() -> Option<(String, String, String)> {
     Some((CRC.0.into(), CRC.1.into(), CRC.2.into()))
-}
-
-async fn read_all<S: Store>(store: &S, path: &str) -> Vec<u8> {
-    let object = store.open(&p(path)).await.unwrap();
-    let size = object.meta().size;
-    let mut reader = object.read(0..size).await.unwrap();
-    let mut out = Vec::new();
-    while let Some(chunk) = reader.next_chunk().await.unwrap() {
-        out.extend_from_slice(&chunk);
-    }
-    out
 }
 
 /// What both stores do: a trailer's checksum kept for a small and a large object, not
@@ -218,7 +205,7 @@ async fn trailer_checksums_are_kept_by_both_stores() {
             trailer_checksums_are_kept(&local).await;
         }
     }
-    let Some((_weed, store)) = s3("trailer/").await else {
+    let Some((_weed, store)) = weed_store("trailer/").await else {
         return;
     };
     trailer_checksums_are_kept(&store).await;
@@ -227,33 +214,4 @@ async fn trailer_checksums_are_kept_by_both_stores() {
         store.pending_multipart_keys().await.unwrap(),
         Vec::<String>::new()
     );
-}
-
-/// A store on a fresh `weed mini` with its bucket there; `None` when skipped.
-async fn s3(prefix: &str) -> Option<(Seaweed, S3Store)> {
-    let weed = Seaweed::start()?;
-    let store = S3Store::new(S3Config {
-        endpoint: weed.endpoint.clone(),
-        region: "us-east-1".into(),
-        bucket: seaweed::BUCKET.into(),
-        prefix: prefix.into(),
-        access_key: seaweed::ACCESS_KEY.into(),
-        secret_key: seaweed::SECRET_KEY.into(),
-        session_token: None,
-        part_size: PART,
-        parts_in_flight: 2,
-        path_style: true,
-        request_timeout: Duration::from_secs(60),
-    })
-    .unwrap();
-    // `weed mini` creates its bucket shortly after its S3 port opens.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        match store.create_bucket_if_missing().await {
-            Ok(()) => break,
-            Err(e) if Instant::now() > deadline => panic!("bucket: {e}\n{}", weed.log()),
-            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
-        }
-    }
-    Some((weed, store))
 }

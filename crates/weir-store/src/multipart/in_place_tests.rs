@@ -3,11 +3,10 @@
 //! every other case copies the listed ranges, byte-exact; failed parts, refused completions
 //! and restarts keep the upload whole and the quota exact.
 
-use super::tests::{body, named, opened, put_own, put_part, resumed};
+use super::tests::{body, complete_as, named, new_upload, opened, put_own, put_part, resumed};
 use super::*;
-use crate::testutil::{p, read, store, temps};
+use crate::testutil::{p, store, temps};
 use crate::{ENTRY_COST, LocalMultiparts, LocalStore, StoreUpload};
-use sha2::Digest;
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 
@@ -42,22 +41,6 @@ fn whole(parts: &LocalMultiparts) -> bool {
     parts.whole.load(std::sync::atomic::Ordering::Relaxed)
 }
 
-/// Completes and checks the object's bytes and SHA-256.
-async fn complete_check(
-    parts: &LocalMultiparts,
-    store: &LocalStore,
-    id: UploadId,
-    listed: &[&PartRecord],
-    expected: &[u8],
-) -> Completed {
-    let listed: Vec<CompletePart> = listed.iter().map(|p| named(p)).collect();
-    let done = parts.complete(id, &listed, None, None).await.unwrap();
-    assert_eq!(read(store, done.upload.key.as_str()), expected);
-    let sha: [u8; 32] = sha2::Sha256::digest(expected).into();
-    assert_eq!(done.committed.sha256, Some(sha));
-    done
-}
-
 #[tokio::test]
 async fn parts_in_place_become_the_object_without_a_copy() {
     let (_dir, store) = store();
@@ -85,7 +68,7 @@ async fn parts_in_place_become_the_object_without_a_copy() {
     let sizes = 2 * PART as u64 + 1000;
     assert_eq!(store.usage(), ENTRY_COST + sizes + 3 * ENTRY_COST);
 
-    complete_check(
+    complete_as(
         &parts,
         &store,
         up.id,
@@ -114,10 +97,7 @@ async fn parts_in_place_become_the_object_without_a_copy() {
 async fn parts_in_place_recorded_in_order_are_hashed_before_the_completion() {
     let (_dir, store) = store();
     let parts = opened(&store);
-    let up = parts
-        .create(&p("hashed.bin"), MultipartMeta::default())
-        .await
-        .unwrap();
+    let up = new_upload(&parts, "hashed.bin").await;
     let bodies = [body(1, PART), body(2, PART), body(3, PART), body(4, 77)];
     // Part 3 before part 2: the hash stops at the gap and goes on once part 2 is there.
     let p1 = put_part(&parts, up.id, 1, &bodies[0]).await.unwrap();
@@ -130,7 +110,7 @@ async fn parts_in_place_recorded_in_order_are_hashed_before_the_completion() {
     assert!(temps(store.root()).is_empty());
     let total = (3 * PART + 77) as u64;
     assert_eq!(store.usage(), ENTRY_COST + total + 4 * ENTRY_COST);
-    complete_check(
+    complete_as(
         &parts,
         &store,
         up.id,
@@ -147,16 +127,13 @@ async fn parts_in_place_recorded_in_order_are_hashed_before_the_completion() {
 
     // Part 1 sent again after it was hashed: its new bytes are in a file of their own, the
     // hash names the old ones, and the completion copies.
-    let up = parts
-        .create(&p("again.bin"), MultipartMeta::default())
-        .await
-        .unwrap();
+    let up = new_upload(&parts, "again.bin").await;
     put_part(&parts, up.id, 1, &bodies[0]).await.unwrap();
     let p2 = put_part(&parts, up.id, 2, &bodies[3]).await.unwrap();
     parts.settle(up.id);
     let p1 = put_part(&parts, up.id, 1, &bodies[1]).await.unwrap();
     parts.settle(up.id);
-    complete_check(
+    complete_as(
         &parts,
         &store,
         up.id,
@@ -176,10 +153,7 @@ async fn parts_copied_from_an_object_go_in_place_too() {
     let mut src = store.begin(&p("src"), Default::default()).unwrap();
     src.write(&source).unwrap();
     src.commit().unwrap();
-    let up = parts
-        .create(&p("copied"), MultipartMeta::default())
-        .await
-        .unwrap();
+    let up = new_upload(&parts, "copied").await;
     // UploadPartCopy of three ranges (aws-cli's copy of an object past 5 GB, in small).
     let ranges = [
         0..PART as u64,
@@ -204,7 +178,7 @@ async fn parts_copied_from_an_object_go_in_place_too() {
     assert_eq!(part_files(&store, up.id), 0, "every copied part in place");
     let inode = std::fs::metadata(upload_file(&store, up.id)).unwrap().ino();
     let listed: Vec<&PartRecord> = copied.iter().collect();
-    complete_check(&parts, &store, up.id, &listed, &source).await;
+    complete_as(&parts, &store, up.id, &listed, &source).await;
     assert!(whole(&parts));
     let object = store.root().join("copied");
     assert_eq!(std::fs::metadata(object).unwrap().ino(), inode);
@@ -215,10 +189,7 @@ async fn parts_copied_from_an_object_go_in_place_too() {
 async fn a_short_last_part_sent_first_is_put_after_the_others_at_the_completion() {
     let (_dir, store) = store();
     let parts = opened(&store);
-    let up = parts
-        .create(&p("short-last"), MultipartMeta::default())
-        .await
-        .unwrap();
+    let up = new_upload(&parts, "short-last").await;
     // Part 3 first: no stride yet, so a file of its own; parts 1 and 2 in place.
     let p3 = put_part(&parts, up.id, 3, &body(3, 999)).await.unwrap();
     let p1 = put_part(&parts, up.id, 1, &body(1, PART)).await.unwrap();
@@ -235,7 +206,7 @@ async fn a_short_last_part_sent_first_is_put_after_the_others_at_the_completion(
         Err(MultipartError::Store(StoreError::PreconditionFailed))
     ));
     assert!(temps(store.root()).is_empty());
-    complete_check(&parts, &store, up.id, &[&p1, &p2, &p3], &expected).await;
+    complete_as(&parts, &store, up.id, &[&p1, &p2, &p3], &expected).await;
     assert!(whole(&parts));
     let object = store.root().join("short-last");
     assert_eq!(std::fs::metadata(object).unwrap().ino(), inode);
@@ -244,10 +215,7 @@ async fn a_short_last_part_sent_first_is_put_after_the_others_at_the_completion(
     // The same, but part 3 is sent again once the stride is known and its client goes away:
     // its slot was claimed, so the completion copies (a writer of that slot could be where
     // part 3 would go).
-    let up = parts
-        .create(&p("claimed"), MultipartMeta::default())
-        .await
-        .unwrap();
+    let up = new_upload(&parts, "claimed").await;
     let q3 = put_part(&parts, up.id, 3, &body(4, 999)).await.unwrap();
     let q1 = put_part(&parts, up.id, 1, &body(5, PART)).await.unwrap();
     let q2 = put_part(&parts, up.id, 2, &body(6, PART)).await.unwrap();
@@ -255,21 +223,18 @@ async fn a_short_last_part_sent_first_is_put_after_the_others_at_the_completion(
     again.write(&body(7, 500)).await.unwrap();
     drop(again);
     let expected = [body(5, PART), body(6, PART), body(4, 999)].concat();
-    complete_check(&parts, &store, up.id, &[&q1, &q2, &q3], &expected).await;
+    complete_as(&parts, &store, up.id, &[&q1, &q2, &q3], &expected).await;
     assert!(!whole(&parts));
 
     // Sent again and recorded in place: all in place, taken whole.
-    let up = parts
-        .create(&p("again"), MultipartMeta::default())
-        .await
-        .unwrap();
+    let up = new_upload(&parts, "again").await;
     put_part(&parts, up.id, 3, &body(8, 999)).await.unwrap();
     let r1 = put_part(&parts, up.id, 1, &body(9, PART)).await.unwrap();
     let r2 = put_part(&parts, up.id, 2, &body(10, PART)).await.unwrap();
     let r3 = put_part(&parts, up.id, 3, &body(11, 999)).await.unwrap();
     assert_eq!(part_files(&store, up.id), 0);
     let expected = [body(9, PART), body(10, PART), body(11, 999)].concat();
-    complete_check(&parts, &store, up.id, &[&r1, &r2, &r3], &expected).await;
+    complete_as(&parts, &store, up.id, &[&r1, &r2, &r3], &expected).await;
     assert!(whole(&parts));
 }
 
@@ -277,34 +242,23 @@ async fn a_short_last_part_sent_first_is_put_after_the_others_at_the_completion(
 async fn parts_not_filling_the_file_are_copied_from_their_places() {
     let (_dir, store) = store();
     let parts = opened(&store);
-    let new = |key: &'static str| {
-        let parts = &parts;
-        async move {
-            parts
-                .create(&p(key), MultipartMeta::default())
-                .await
-                .unwrap()
-                .id
-        }
-    };
-
     // Part 2 sent again: its slot is taken, so the new bytes go to a file of their own and the
     // old range is given back.
-    let id = new("again").await;
+    let id = new_upload(&parts, "again").await.id;
     let p1 = put_part(&parts, id, 1, &body(1, PART)).await.unwrap();
     put_part(&parts, id, 2, &body(2, PART)).await.unwrap();
     let p2 = put_part(&parts, id, 2, &body(4, PART)).await.unwrap();
     assert_eq!(part_files(&store, id), 1);
     let whole_bytes = [body(1, PART), body(4, PART)].concat();
-    complete_check(&parts, &store, id, &[&p1, &p2], &whole_bytes).await;
+    complete_as(&parts, &store, id, &[&p1, &p2], &whole_bytes).await;
     assert!(!whole(&parts));
 
     // A part left out: the file holds bytes past the listed ones.
-    let id = new("left-out").await;
+    let id = new_upload(&parts, "left-out").await.id;
     let p1 = put_part(&parts, id, 1, &body(5, PART)).await.unwrap();
     let p2 = put_part(&parts, id, 2, &body(6, PART)).await.unwrap();
     put_part(&parts, id, 3, &body(7, 10)).await.unwrap();
-    complete_check(
+    complete_as(
         &parts,
         &store,
         id,
@@ -315,19 +269,19 @@ async fn parts_not_filling_the_file_are_copied_from_their_places() {
     assert!(!whole(&parts));
 
     // A gap in the numbers, and a part shorter than the stride before the last.
-    let id = new("gap").await;
+    let id = new_upload(&parts, "gap").await.id;
     let p1 = put_part(&parts, id, 1, &body(8, PART + 5)).await.unwrap();
     let p2 = put_part(&parts, id, 2, &body(9, PART)).await.unwrap();
     let p4 = put_part(&parts, id, 4, &body(10, 33)).await.unwrap();
     let expected = [body(8, PART + 5), body(9, PART), body(10, 33)].concat();
-    complete_check(&parts, &store, id, &[&p1, &p2, &p4], &expected).await;
+    complete_as(&parts, &store, id, &[&p1, &p2, &p4], &expected).await;
     assert!(!whole(&parts));
 
     // Mixed: part 1 without a declared length, in a file of its own, before part 2 in place.
-    let id = new("mixed").await;
+    let id = new_upload(&parts, "mixed").await.id;
     let p1 = put_own(&parts, id, 1, &body(13, PART)).await.unwrap();
     let p2 = put_part(&parts, id, 2, &body(14, 77)).await.unwrap();
-    complete_check(
+    complete_as(
         &parts,
         &store,
         id,
@@ -339,11 +293,11 @@ async fn parts_not_filling_the_file_are_copied_from_their_places() {
 
     // The last part without a declared length: copied in after the others, the file taken
     // whole all the same.
-    let id = new("last-own").await;
+    let id = new_upload(&parts, "last-own").await.id;
     let p1 = put_part(&parts, id, 1, &body(11, PART)).await.unwrap();
     let p2 = put_own(&parts, id, 2, &body(12, 77)).await.unwrap();
     assert_eq!(part_files(&store, id), 1);
-    complete_check(
+    complete_as(
         &parts,
         &store,
         id,
@@ -364,10 +318,7 @@ async fn parts_not_filling_the_file_are_copied_from_their_places() {
 async fn a_failed_part_in_place_gives_its_range_back_and_is_sent_again_elsewhere() {
     let (_dir, store) = store();
     let parts = opened(&store);
-    let up = parts
-        .create(&p("failed"), MultipartMeta::default())
-        .await
-        .unwrap();
+    let up = new_upload(&parts, "failed").await;
     let p1 = put_part(&parts, up.id, 1, &body(1, PART)).await.unwrap();
     let usage = store.usage();
     // Part 2 begins in place, gets half its bytes, and its client goes away.
@@ -385,7 +336,7 @@ async fn a_failed_part_in_place_gives_its_range_back_and_is_sent_again_elsewhere
     // Sent again: to a file of its own; the completion copies.
     let p2 = put_part(&parts, up.id, 2, &two).await.unwrap();
     assert_eq!(part_files(&store, up.id), 1);
-    complete_check(
+    complete_as(
         &parts,
         &store,
         up.id,
@@ -401,10 +352,7 @@ async fn a_failed_part_in_place_gives_its_range_back_and_is_sent_again_elsewhere
 async fn a_refused_completion_and_a_restart_keep_the_parts_in_place() {
     let (dir, store) = store();
     let parts = opened(&store);
-    let up = parts
-        .create(&p("kept"), MultipartMeta::default())
-        .await
-        .unwrap();
+    let up = new_upload(&parts, "kept").await;
     let p1 = put_part(&parts, up.id, 1, &body(1, PART)).await.unwrap();
     let p2 = put_part(&parts, up.id, 2, &body(2, PART)).await.unwrap();
     let usage = store.usage();
@@ -434,15 +382,12 @@ async fn a_refused_completion_and_a_restart_keep_the_parts_in_place() {
     let p3 = put_part(&parts, up.id, 3, &body(3, 10)).await.unwrap();
     assert_eq!(part_files(&store, up.id), 1);
     let expected = [body(1, PART), body(2, PART), body(3, 10)].concat();
-    complete_check(&parts, &store, up.id, &[&p1, &p2, &p3], &expected).await;
+    complete_as(&parts, &store, up.id, &[&p1, &p2, &p3], &expected).await;
     assert!(!whole(&parts));
     assert_eq!(store.usage(), expected.len() as u64 + ENTRY_COST);
 
     // An earlier run's parts in place that fill the file: taken whole after a restart too.
-    let up = parts
-        .create(&p("after"), MultipartMeta::default())
-        .await
-        .unwrap();
+    let up = new_upload(&parts, "after").await;
     let q1 = put_part(&parts, up.id, 1, &body(4, PART)).await.unwrap();
     let q2 = put_part(&parts, up.id, 2, &body(5, 9)).await.unwrap();
     drop(parts);
@@ -450,7 +395,7 @@ async fn a_refused_completion_and_a_restart_keep_the_parts_in_place() {
     let store = LocalStore::open(dir.path().join("root"), Default::default()).unwrap();
     let parts = opened(&store);
     let expected_after = [body(4, PART), body(5, 9)].concat();
-    complete_check(&parts, &store, up.id, &[&q1, &q2], &expected_after).await;
+    complete_as(&parts, &store, up.id, &[&q1, &q2], &expected_after).await;
     assert!(whole(&parts));
     let objects = (expected.len() + expected_after.len()) as u64;
     assert_eq!(store.usage(), objects + 2 * ENTRY_COST);
@@ -461,10 +406,7 @@ async fn an_aborted_upload_with_parts_in_place_gives_everything_back() {
     let (_dir, store) = store();
     let parts = opened(&store);
     for sweep in [false, true] {
-        let up = parts
-            .create(&p("gone"), MultipartMeta::default())
-            .await
-            .unwrap();
+        let up = new_upload(&parts, "gone").await;
         put_part(&parts, up.id, 2, &body(2, PART)).await.unwrap();
         put_part(&parts, up.id, 1, &body(1, PART)).await.unwrap();
         assert!(upload_file(&store, up.id).exists());

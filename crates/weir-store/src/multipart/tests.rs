@@ -63,6 +63,14 @@ async fn put_part_declared(
         .await
 }
 
+/// A new upload of `key`, without metadata.
+pub(super) async fn new_upload(parts: &LocalMultiparts, key: &str) -> MultipartUpload {
+    parts
+        .create(&p(key), MultipartMeta::default())
+        .await
+        .unwrap()
+}
+
 pub(super) fn named(part: &PartRecord) -> CompletePart {
     CompletePart {
         number: part.number,
@@ -252,10 +260,7 @@ async fn refused_completions_store_nothing_and_keep_the_upload() {
 async fn part_numbers_sizes_and_metadata_are_checked_first() {
     let (_dir, store) = store();
     let parts = opened(&store);
-    let up = parts
-        .create(&p("k"), MultipartMeta::default())
-        .await
-        .unwrap();
+    let up = new_upload(&parts, "k").await;
     for n in [0, MAX_PART_NUMBER + 1] {
         assert!(matches!(
             parts.begin_part(up.id, n, None).await,
@@ -314,10 +319,7 @@ async fn a_spliced_part_gets_its_md5_read_back_and_a_copied_part_its_range() {
     let source = body(7, 3 << 20);
     src.write(&source).unwrap();
     src.commit().unwrap();
-    let up = parts
-        .create(&p("dst"), MultipartMeta::default())
-        .await
-        .unwrap();
+    let up = new_upload(&parts, "dst").await;
     // The route's own path into the file (as `splice` leaves it): bytes the store never saw.
     let bytes = body(5, MIN_PART_SIZE as usize + 1);
     let mut upload = parts
@@ -402,20 +404,14 @@ async fn uploads_are_listed_by_key_then_id_with_a_prefix_and_markers() {
 async fn the_sweep_removes_idle_uploads_and_a_restart_keeps_the_recorded_parts() {
     let (dir, store) = store();
     let parts = opened(&store);
-    let kept = parts
-        .create(&p("kept"), MultipartMeta::default())
-        .await
-        .unwrap();
+    let kept = new_upload(&parts, "kept").await;
     let p1 = put_part(&parts, kept.id, 1, &body(1, 4096)).await.unwrap();
     parts.settle(kept.id);
     // The upload and its part; then the part assembled ahead, in a temporary of the object
     // (an entry and its bytes), which a restart removes.
     let baseline = ENTRY_COST + (4096 + ENTRY_COST);
     assert_eq!(store.usage(), baseline + (4096 + ENTRY_COST));
-    let idle = parts
-        .create(&p("idle"), MultipartMeta::default())
-        .await
-        .unwrap();
+    let idle = new_upload(&parts, "idle").await;
     put_part(&parts, idle.id, 1, &body(2, 100)).await.unwrap();
     parts.settle(idle.id);
     assert_eq!(parts.sweep(Duration::from_secs(3600)).await.unwrap(), 0);
@@ -514,7 +510,7 @@ async fn a_completion_keeps_its_checksum_only_over_the_parts_it_was_formed_from(
 }
 
 /// Completes `parts` of upload `id` and checks the object: `expected`'s bytes and SHA-256.
-async fn complete_as(
+pub(super) async fn complete_as(
     parts: &LocalMultiparts,
     store: &LocalStore,
     id: UploadId,
@@ -588,19 +584,8 @@ async fn an_assembly_ahead_is_used_only_when_it_starts_the_completed_parts() {
     let (_dir, store) = store();
     let parts = opened(&store);
     let size = MIN_PART_SIZE as usize;
-    let new = |key: &'static str| {
-        let parts = &parts;
-        async move {
-            parts
-                .create(&p(key), MultipartMeta::default())
-                .await
-                .unwrap()
-                .id
-        }
-    };
-
     // Part 2 sent again after it was assembled: the assembly names the old bytes.
-    let id = new("replaced").await;
+    let id = new_upload(&parts, "replaced").await.id;
     let p1 = put_own(&parts, id, 1, &body(1, size)).await.unwrap();
     put_own(&parts, id, 2, &body(2, size)).await.unwrap();
     let p3 = put_own(&parts, id, 3, &body(3, 10)).await.unwrap();
@@ -612,7 +597,7 @@ async fn an_assembly_ahead_is_used_only_when_it_starts_the_completed_parts() {
     assert_eq!(resumed(&parts), 0);
 
     // Part 1 sent again: a new assembly from it, which takes the parts recorded after it.
-    let id = new("restarted").await;
+    let id = new_upload(&parts, "restarted").await.id;
     put_own(&parts, id, 1, &body(5, size)).await.unwrap();
     let p2 = put_own(&parts, id, 2, &body(6, size)).await.unwrap();
     parts.settle(id);
@@ -623,7 +608,7 @@ async fn an_assembly_ahead_is_used_only_when_it_starts_the_completed_parts() {
     assert_eq!(resumed(&parts), 2);
 
     // A part left out of the completion: the assembly holds it, so it is not the start.
-    let id = new("left-out").await;
+    let id = new_upload(&parts, "left-out").await.id;
     let p1 = put_own(&parts, id, 1, &body(8, size)).await.unwrap();
     put_own(&parts, id, 2, &body(9, size)).await.unwrap();
     let p3 = put_own(&parts, id, 3, &body(10, 10)).await.unwrap();
@@ -633,7 +618,7 @@ async fn an_assembly_ahead_is_used_only_when_it_starts_the_completed_parts() {
     assert_eq!(resumed(&parts), 0);
 
     // Numbers with a gap: the assembly stops at it, and the completion goes on from there.
-    let id = new("gap").await;
+    let id = new_upload(&parts, "gap").await.id;
     let p1 = put_own(&parts, id, 1, &body(11, size)).await.unwrap();
     let p3 = put_own(&parts, id, 3, &body(12, size)).await.unwrap();
     let p4 = put_own(&parts, id, 4, &body(13, 10)).await.unwrap();
@@ -654,10 +639,7 @@ async fn an_aborted_or_swept_upload_gives_back_what_its_assembly_ahead_holds() {
     let (_dir, store) = store();
     let parts = opened(&store);
     for sweep in [false, true] {
-        let up = parts
-            .create(&p("gone"), MultipartMeta::default())
-            .await
-            .unwrap();
+        let up = new_upload(&parts, "gone").await;
         put_part(&parts, up.id, 1, &body(1, 4096)).await.unwrap();
         put_part(&parts, up.id, 2, &body(2, 100)).await.unwrap();
         parts.settle(up.id);
@@ -689,10 +671,7 @@ fn until_a_completion_waits(parts: &LocalMultiparts) {
 async fn a_completion_sent_again_while_one_runs_waits_for_it_and_gets_its_answer() {
     let (_dir, store) = store();
     let parts = std::sync::Arc::new(opened(&store));
-    let up = parts
-        .create(&p("retried.bin"), MultipartMeta::default())
-        .await
-        .unwrap();
+    let up = new_upload(&parts, "retried.bin").await;
     let (one, two) = (body(1, MIN_PART_SIZE as usize), body(2, 10));
     let p1 = put_part(&parts, up.id, 1, &one).await.unwrap();
     let p2 = put_part(&parts, up.id, 2, &two).await.unwrap();
@@ -717,10 +696,7 @@ async fn a_completion_sent_again_while_one_runs_waits_for_it_and_gets_its_answer
     assert_eq!(read(&store, "retried.bin"), [one, two].concat());
 
     // A refused completion leaves the upload: the one that waited for it tries, and stores.
-    let up = parts
-        .create(&p("refused.bin"), MultipartMeta::default())
-        .await
-        .unwrap();
+    let up = new_upload(&parts, "refused.bin").await;
     let p1 = put_part(&parts, up.id, 1, &body(3, MIN_PART_SIZE as usize))
         .await
         .unwrap();

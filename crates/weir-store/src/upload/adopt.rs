@@ -2,6 +2,7 @@
 //! upload's data (`resumable.rs`), or a multipart upload's own file whose parts are the object
 //! (`multipart/local/in_place.rs`).
 
+use super::begin::hash_track;
 use super::*;
 
 impl Upload {
@@ -25,9 +26,8 @@ impl Upload {
         // Metadata is written on the file itself (`write_object_meta`), not taken here: none to
         // lose.
         debug_assert!(options.object_meta.is_none());
-        let expected_digest = options.expected_digest.unwrap_or_default();
-        let want_sha256 = options.hash || expected_digest.sha256.is_some();
-        let want_sha512 = expected_digest.sha512.is_some();
+        let mut upload = Upload::opened(shared, path, (temp, file), size, options);
+        let (want_sha256, want_sha512) = (upload.want_sha256, upload.want_sha512);
         let hashers = match sha256 {
             _ if size == 0 => Hashers::new(want_sha256, want_sha512),
             Some(state) if want_sha256 && !want_sha512 && state.len() == size => {
@@ -35,31 +35,11 @@ impl Upload {
             }
             _ => Hashers::new(false, false),
         };
-        #[cfg(any(test, feature = "fault-injection"))]
-        let hash = HashTrack::new(hashers, shared.faults.gate()).from(size);
-        #[cfg(not(any(test, feature = "fault-injection")))]
-        let hash = HashTrack::new(hashers).from(size);
-        Upload {
-            shared,
-            path: path.clone(),
-            temp,
-            base: 0,
-            in_place: false,
-            file: Some(file),
-            state: State::Open,
-            size,
-            reserved: size,
-            preallocating: false,
-            expected_len: options.expected_len,
-            expected_digest,
-            want_sha256,
-            want_sha512,
-            hash,
-            supplied: None,
-            flushed: size,
-            keep_on_drop: Some(size),
-            client_modified: None,
-            media_type: None,
-        }
+        upload.hash = hash_track(&upload.shared, hashers).from(size);
+        upload.size = size;
+        upload.flushed = size;
+        upload.keep_on_drop = Some(size);
+        upload.media_type = None;
+        upload
     }
 }

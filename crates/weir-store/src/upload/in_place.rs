@@ -4,6 +4,7 @@
 //! length check at the seal; its end differs (no rename at the seal, a hole instead of an
 //! unlink when it fails).
 
+use super::begin::reserve_declared;
 use super::*;
 
 impl Upload {
@@ -20,40 +21,23 @@ impl Upload {
         (temp, mut file, base): (String, File, u64),
         expected_len: Option<u64>,
     ) -> Result<Upload, StoreError> {
-        let declared = expected_len.unwrap_or(0);
-        shared.usage.fits(declared.saturating_add(ENTRY_COST))?;
-        let reserved = reserved_end(0, declared);
-        shared.usage.reserve(reserved.saturating_add(ENTRY_COST))?;
+        let reserved = reserve_declared(&shared, expected_len)?;
         if let Err(e) = file.seek(SeekFrom::Start(base)) {
             shared.usage.release(reserved.saturating_add(ENTRY_COST));
             return Err(StoreError::from_io("seek", e));
         }
-        #[cfg(any(test, feature = "fault-injection"))]
-        let hash = HashTrack::new(Hashers::new(false, false), shared.faults.gate());
-        #[cfg(not(any(test, feature = "fault-injection")))]
-        let hash = HashTrack::new(Hashers::new(false, false));
-        Ok(Upload {
-            shared,
-            path: path.clone(),
-            temp,
-            base,
-            in_place: true,
-            file: Some(file),
-            state: State::Open,
-            size: 0,
-            reserved,
-            preallocating: false,
+        // Never hashed here: the part's tag is the route's or read back, the object's digest
+        // its completion's.
+        let options = UploadOptions {
+            hash: false,
+            expected_digest: None,
             expected_len,
-            expected_digest: ContentDigest::default(),
-            want_sha256: false,
-            want_sha512: false,
-            hash,
-            supplied: None,
-            flushed: 0,
-            keep_on_drop: None,
-            client_modified: None,
-            media_type: Some(false),
-        })
+            object_meta: None,
+        };
+        let mut upload = Upload::opened(shared, path, (temp, file), reserved, options);
+        upload.base = base;
+        upload.in_place = true;
+        Ok(upload)
     }
 
     /// Whether this upload writes a range of a shared file ([`Upload::in_place`]).
