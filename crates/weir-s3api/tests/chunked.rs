@@ -422,7 +422,7 @@ fn trailers_are_checked() {
         (
             "trailer value not base64",
             good.replacen(&value, "!!!!!!==", 1),
-            ErrorCode::InvalidDigest,
+            ErrorCode::BadDigest,
         ),
         (
             "no final CRLF",

@@ -420,9 +420,17 @@ fn complete_multipart_upload_body() {
         ErrorCode::InvalidPartOrder
     );
     assert_eq!(
-        code(&complete(&[(1, "a"), (1, "b")])),
+        code(&complete(&[(1, "a"), (2, "b"), (1, "c")])),
         ErrorCode::InvalidPartOrder
     );
+    // A number listed again stands for its part once, named by its last entry.
+    let parts = parse::complete_multipart_upload(&complete(&[(1, "a"), (1, "b"), (2, "c")]));
+    let parts = parts.unwrap();
+    let listed: Vec<_> = parts
+        .iter()
+        .map(|p| (p.part_number, p.etag.as_str()))
+        .collect();
+    assert_eq!(listed, [(1, "b"), (2, "c")]);
     assert_eq!(code(&complete(&[(0, "a")])), ErrorCode::InvalidArgument);
     assert_eq!(
         code(&complete(&[(10_001, "a")])),

@@ -339,6 +339,23 @@ impl LocalStore {
         Ok(true)
     }
 
+    /// The directory `path`'s modification time, `None` if there is no directory there (a
+    /// file, a link, nothing).
+    pub fn dir_modified(
+        &self,
+        path: &StorePath,
+    ) -> Result<Option<std::time::SystemTime>, StoreError> {
+        let parent = match self.shared.resolve(parent_of(path)) {
+            Ok(parent) => parent,
+            Err(StoreError::NotFound) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let stat = stat(parent.get(&self.shared), path.file_name())?;
+        Ok(stat
+            .filter(|s| s.kind == EntryKind::Dir)
+            .map(|s| s.modified))
+    }
+
     /// Deletes a stored file, durably (the directory is fsynced). Directories are not deleted
     /// ([`StoreError::IsDirectory`]); empty ones are left behind by design, since another
     /// upload may be about to use them.

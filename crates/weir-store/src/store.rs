@@ -156,6 +156,17 @@ pub trait Store: Send + Sync + 'static {
     /// Whether `path` is a directory: one created empty, or (`S3Store`) any key below it.
     fn is_dir(&self, path: &StorePath) -> impl Future<Output = Result<bool, StoreError>> + Send;
 
+    /// When the directory `path` was last changed, or `None` if no directory is there. Where
+    /// a listing knows no time for a directory (`S3Store`: a common prefix carries none), this
+    /// asks for one: S3's ListBuckets answers it as a bucket's `CreationDate`. `LocalStore`: the
+    /// directory's modification time. `S3Store`: the `LastModified` of the first key below,
+    /// which is the `path/` marker `create_dir` wrote once, when the folder was made by it,
+    /// else the first key in byte order.
+    fn dir_modified(
+        &self,
+        path: &StorePath,
+    ) -> impl Future<Output = Result<Option<std::time::SystemTime>, StoreError>> + Send;
+
     /// Deletes the directory `path` if it is empty, giving its
     /// [`ENTRY_COST`](crate::ENTRY_COST) back: [`StoreError::DirectoryNotEmpty`] when anything
     /// is in it, [`StoreError::NotADirectory`] for a file, [`StoreError::NotFound`] if there
@@ -498,6 +509,13 @@ impl Store for LocalStore {
             Err(StoreError::NotFound | StoreError::NotADirectory) => Ok(false),
             Err(e) => Err(e),
         }
+    }
+
+    async fn dir_modified(
+        &self,
+        path: &StorePath,
+    ) -> Result<Option<std::time::SystemTime>, StoreError> {
+        LocalStore::dir_modified(self, path)
     }
 
     async fn delete(

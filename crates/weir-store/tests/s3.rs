@@ -6,7 +6,7 @@
 use sha2::{Digest, Sha256};
 use std::num::NonZeroUsize;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 #[allow(dead_code)] // `read_all`: this file reads ranges (its own `read_all`)
 #[path = "support/stores.rs"]
 mod stores;
@@ -189,6 +189,28 @@ async fn only_empty_folders_are_deleted<S: Store>(store: &S) {
     store.delete(&p("file"), None).await.unwrap();
 }
 
+/// `dir_modified`, one behaviour for both stores: a folder made by `create_dir` has a time no
+/// earlier than just before it was made (S3's ListBuckets answers it as `CreationDate`; on the
+/// S3 store a common prefix has none, the marker does), a folder made by a file below it has
+/// one too; a file or nothing has none. The comparison is with the clock read before, less
+/// the second S3's `LastModified` may round away: a date, not a duration.
+async fn folders_have_times<S: Store>(store: &S) {
+    let before = SystemTime::now() - Duration::from_secs(2);
+    assert!(store.create_dir(&p("timed")).await.unwrap());
+    let made = store.dir_modified(&p("timed")).await.unwrap();
+    assert!(made.is_some_and(|t| t >= before), "{made:?}");
+    put(store, "implied/f", b"x").await.unwrap();
+    let implied = store.dir_modified(&p("implied")).await.unwrap();
+    assert!(implied.is_some_and(|t| t >= before), "{implied:?}");
+    assert_eq!(store.dir_modified(&p("implied/f")).await.unwrap(), None);
+    assert_eq!(store.dir_modified(&p("absent")).await.unwrap(), None);
+    assert_eq!(store.dir_modified(&p("absent/deeper")).await.unwrap(), None);
+    store.delete(&p("implied/f"), None).await.unwrap();
+    // The local store keeps the emptied folder; the S3 store has nothing left there to delete.
+    let _ = store.delete_dir(&p("implied")).await;
+    store.delete_dir(&p("timed")).await.unwrap();
+}
+
 /// Names with spaces, `+`, `%` and non-ASCII letters, files and folders, are listed as they
 /// were stored (an S3 listing asked with `encoding-type=url` comes back encoded: `z+1.txt`).
 async fn names_are_listed_as_stored<S: Store>(store: &S) {
@@ -236,6 +258,7 @@ async fn local_store_through_the_interface() {
     round_trip(&store).await;
     pages_visit_everything_once(&store).await;
     only_empty_folders_are_deleted(&store).await;
+    folders_have_times(&store).await;
     names_are_listed_as_stored(&store).await;
 }
 
@@ -246,6 +269,7 @@ async fn s3_store_through_the_interface() {
     };
     round_trip(&store).await;
     only_empty_folders_are_deleted(&store).await;
+    folders_have_times(&store).await;
     names_are_listed_as_stored(&store).await;
     // Nothing of the uploads is left pending.
     assert_eq!(

@@ -181,15 +181,24 @@ pub struct CompletedPart {
     pub checksums: Vec<ChecksumValue>,
 }
 
-/// Parses `CompleteMultipartUpload`: at least one part, at most 10 000, in strictly ascending
-/// part order (`InvalidPartOrder` otherwise, as S3).
+/// Parses `CompleteMultipartUpload`: at least one part, at most 10 000, in ascending part order
+/// (`InvalidPartOrder` otherwise, as S3).
+///
+/// A number listed again right after itself stands for that part once, named by its last entry:
+/// a client that sent a part twice (two uploads of it raced) may list both answers, the one
+/// that finished last last, and that is the one the upload holds; the earlier entries name a
+/// version that was replaced. Nothing is lost by this leniency: the last entry's ETag must
+/// still name the part recorded (`InvalidPart` otherwise), so a stale ETag listed last is
+/// refused. (Amazon S3 refuses such a list; Ceph RGW takes it, and s3-tests'
+/// `test_multipart_resend_first_finishes_last` sends it.) The list returned is strictly
+/// ascending.
 pub fn complete_multipart_upload(body: &[u8]) -> Result<Vec<CompletedPart>, S3Error> {
     let root = parse_tree(body, MAX_COMPLETE_BODY)?;
     expect_root(&root, "CompleteMultipartUpload")?;
     if root.children.len() > MAX_PARTS {
         return Err(malformed("A multipart upload has at most 10000 parts."));
     }
-    let mut parts = Vec::with_capacity(root.children.len());
+    let mut parts: Vec<CompletedPart> = Vec::with_capacity(root.children.len());
     for part in &root.children {
         if part.name != "Part" {
             return Err(malformed(
@@ -236,17 +245,18 @@ pub fn complete_multipart_upload(body: &[u8]) -> Result<Vec<CompletedPart>, S3Er
         let (Some(part_number), Some(etag)) = (number, etag) else {
             return Err(malformed("A part needs PartNumber and ETag."));
         };
-        if parts
-            .last()
-            .is_some_and(|prev: &CompletedPart| prev.part_number >= part_number)
-        {
-            return Err(S3Error::from_code(ErrorCode::InvalidPartOrder));
-        }
-        parts.push(CompletedPart {
+        let part = CompletedPart {
             part_number,
             etag,
             checksums,
-        });
+        };
+        match parts.last_mut() {
+            Some(prev) if prev.part_number > part_number => {
+                return Err(S3Error::from_code(ErrorCode::InvalidPartOrder));
+            }
+            Some(prev) if prev.part_number == part_number => *prev = part,
+            _ => parts.push(part),
+        }
     }
     if parts.is_empty() {
         return Err(malformed(

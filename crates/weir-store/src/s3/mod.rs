@@ -647,14 +647,23 @@ impl Store for S3Store {
     }
 
     async fn is_dir(&self, path: &StorePath) -> Result<bool, StoreError> {
-        // One key under `path/` is enough, the marker or anything below: no delimiter.
+        Ok(self.dir_modified(path).await?.is_some())
+    }
+
+    async fn dir_modified(&self, path: &StorePath) -> Result<Option<SystemTime>, StoreError> {
+        // One key under `path/` is enough, the marker or anything below: no delimiter. The
+        // marker `path/` sorts before every other key below it, so when `create_dir` made the
+        // folder its time is the one answered.
         let i = &self.inner;
         let below = format!("{}/", self.key(path));
         let mut action = i.bucket.list_objects_v2(Some(&i.credentials));
         action.with_prefix(below.as_str());
         action.with_max_keys(1);
         let parsed = self.list_objects("list objects", action).await?;
-        Ok(!parsed.contents.is_empty() || !parsed.common_prefixes.is_empty())
+        Ok(parsed
+            .contents
+            .first()
+            .map(|c| list::parse_iso8601(&c.last_modified).unwrap_or(UNIX_EPOCH)))
     }
 
     async fn delete_dir(&self, path: &StorePath) -> Result<(), StoreError> {

@@ -3,7 +3,7 @@
 //! - ListBuckets: the top-level folders whose names are valid S3 bucket names and in which the
 //!   caller may read, paged through the store's listing (`list_pages.rs`: a local scan runs off
 //!   the async workers); `CreationDate` is the folder's modification time (a folder has no
-//!   creation time in every store). With `max-buckets`, a page of them and a
+//!   creation time in every store; on the S3 store, its marker's). With `max-buckets`, a page of them and a
 //!   `ContinuationToken` (the last name answered) when more follow.
 //! - CreateBucket: the folder (`Store::create_dir`); one already there is created again
 //!   successfully, as S3 answers its owner in `us-east-1` (every credential of a weir server is
@@ -17,11 +17,12 @@ use super::{Ctx, keys, small_body};
 use crate::serve::list_pages;
 use http::StatusCode;
 use std::num::NonZeroUsize;
+use std::time::SystemTime;
 use weir::{Exchange, http};
 use weir_s3api::route::{ListBucketsParams, valid_bucket_name};
 use weir_s3api::xml::{parse, write};
 use weir_s3api::{ErrorCode, S3Error};
-use weir_store::{Store, StoreError};
+use weir_store::{Entry, Store, StoreError};
 
 /// Folders listed per page of ListBuckets.
 const PAGE: NonZeroUsize = NonZeroUsize::new(1000).expect("not zero");
@@ -54,18 +55,20 @@ pub(super) async fn list<S: Store + Clone>(
             }
         };
         for entry in &page.entries {
-            if entry.is_dir
+            if !(entry.is_dir
                 && valid_bucket_name(&entry.name)
                 && entry.name.starts_with(&params.prefix)
-                && ctx.caller.reads_in(&entry.name)
-                && listed_bucket_exists(store, &entry.name).await
+                && ctx.caller.reads_in(&entry.name))
             {
+                continue;
+            }
+            if let Some(created) = listed_bucket_time(store, entry).await {
                 if params.max_buckets == Some(listed) {
                     // One more is there: the answer says where the next page starts.
                     next_token = last.take();
                     break 'pages;
                 }
-                out.bucket(&entry.name, entry.modified);
+                out.bucket(&entry.name, created);
                 listed += 1;
                 last = Some(entry.name.clone());
             }
@@ -78,13 +81,19 @@ pub(super) async fn list<S: Store + Clone>(
     reply::xml(ex, StatusCode::OK, out.finish(next_token.as_deref())).await
 }
 
-/// Whether a folder the store's listing names is a bucket HeadBucket would find. Locally a
-/// listed folder is one. A bucket store lists the common prefixes its backend answers, and
-/// SeaweedFS keeps (and lists) a filer directory after its last key is deleted: such a prefix
-/// holds no key, so it is no bucket (HeadBucket, ListObjects: `NoSuchBucket`) and is not
-/// listed either (one request per listed bucket, on the S3 store only).
-async fn listed_bucket_exists<S: Store>(store: &S, name: &str) -> bool {
-    S::LOCAL_FILES || exists(store, name).await.is_ok()
+/// The `CreationDate` of a folder the store's listing names, `None` if it is no bucket
+/// HeadBucket would find. Locally a listed folder is one, with its time. A bucket store lists
+/// the common prefixes its backend answers, which carry no time, and SeaweedFS keeps (and
+/// lists) a filer directory after its last key is deleted: such a prefix holds no key, so it
+/// is no bucket (HeadBucket, ListObjects: `NoSuchBucket`) and is not listed either. One request
+/// per listed bucket, on the S3 store only, answers both (`Store::dir_modified`: the time of
+/// the marker CreateBucket wrote).
+async fn listed_bucket_time<S: Store>(store: &S, entry: &Entry) -> Option<SystemTime> {
+    if S::LOCAL_FILES {
+        return Some(entry.modified);
+    }
+    let path = keys::bucket_path(&entry.name).ok()?;
+    store.dir_modified(&path).await.ok().flatten()
 }
 
 /// Whether `bucket` exists: `Ok(())`, or `NoSuchBucket` (a file there is not a bucket).
