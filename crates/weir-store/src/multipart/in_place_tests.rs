@@ -198,7 +198,8 @@ async fn a_short_last_part_sent_first_is_put_after_the_others_at_the_completion(
     let file = upload_file(&store, up.id);
     let inode = std::fs::metadata(&file).unwrap().ino();
     let expected = [body(1, PART), body(2, PART), body(3, 999)].concat();
-    // Refused first: nothing stored; the retry cuts the file and puts part 3 in again.
+    // Refused first: nothing stored, and the file holds the parts in place only again (the
+    // copy of part 3 after them is cut: no record names it); the retry puts part 3 in again.
     let refused: VersionCheck<'_> = &|_| false;
     let listed = [named(&p1), named(&p2), named(&p3)];
     assert!(matches!(
@@ -206,6 +207,7 @@ async fn a_short_last_part_sent_first_is_put_after_the_others_at_the_completion(
         Err(MultipartError::Store(StoreError::PreconditionFailed))
     ));
     assert!(temps(store.root()).is_empty());
+    assert_eq!(std::fs::metadata(&file).unwrap().len(), 2 * PART as u64);
     complete_as(&parts, &store, up.id, &[&p1, &p2, &p3], &expected).await;
     assert!(whole(&parts));
     let object = store.root().join("short-last");
@@ -418,4 +420,123 @@ async fn an_aborted_upload_with_parts_in_place_gives_everything_back() {
         assert_eq!(store.usage(), 0, "sweep: {sweep}");
         assert!(!upload_file(&store, up.id).exists());
     }
+}
+
+/// A completion that stored the object but whose record was never written (the process
+/// stopped between the two, or writing the record failed) left an upload whose records name
+/// parts in place in a file that is gone from it, or that is the object's too. The upload is
+/// completed: a completion sent again gets `NoSuchUpload` (S3's answer for an upload
+/// completed) and removes it, a restart removes it, and neither charges its parts any more;
+/// the object stays as stored. (The states are made by hand: what the commit's rename and the
+/// unlink after it leave.)
+#[tokio::test]
+async fn a_completion_stored_but_not_recorded_leaves_no_upload() {
+    let (dir, store) = store();
+    let parts = opened(&store);
+    let expected = [body(1, PART), body(2, 9)].concat();
+    let mut ids = Vec::new();
+    for key in ["unlinked", "at-open-unlinked", "at-open-linked"] {
+        let up = new_upload(&parts, key).await;
+        let p1 = put_part(&parts, up.id, 1, &body(1, PART)).await.unwrap();
+        let p2 = put_part(&parts, up.id, 2, &body(2, 9)).await.unwrap();
+        let file = upload_file(&store, up.id);
+        assert_eq!(std::fs::read(&file).unwrap(), expected);
+        // The commit's rename: the file has the key's name too (not charged: made by hand).
+        std::fs::hard_link(&file, store.root().join(key)).unwrap();
+        ids.push((key, up.id, [named(&p1), named(&p2)]));
+    }
+    let charged = store.usage();
+
+    // In this process: the name the commit's unlink takes away is gone.
+    let (_, id, listed) = &ids[0];
+    std::fs::remove_file(upload_file(&store, *id)).unwrap();
+    assert!(matches!(
+        parts.complete(*id, listed, None, None).await,
+        Err(MultipartError::NoSuchUpload)
+    ));
+    assert!(!upload_file(&store, *id).parent().unwrap().exists());
+    let one_upload = (expected.len() as u64 + ENTRY_COST) + ENTRY_COST + ENTRY_COST;
+    assert_eq!(store.usage(), charged - one_upload);
+    assert!(matches!(
+        parts.list_parts(*id, 0, 10).await,
+        Err(MultipartError::NoSuchUpload)
+    ));
+
+    // After a restart: one upload stopped after the unlink, one before it.
+    std::fs::remove_file(upload_file(&store, ids[1].1)).unwrap();
+    drop(parts);
+    drop(store);
+    let store = LocalStore::open(dir.path().join("root"), Default::default()).unwrap();
+    let parts = opened(&store);
+    for (key, id, listed) in &ids {
+        assert!(
+            !upload_file(&store, *id).parent().unwrap().exists(),
+            "{key}"
+        );
+        assert!(matches!(
+            parts.complete(*id, listed, None, None).await,
+            Err(MultipartError::NoSuchUpload)
+        ));
+        assert_eq!(std::fs::read(store.root().join(key)).unwrap(), expected);
+    }
+    // Only the three objects are charged, as the store's scan found them.
+    assert_eq!(store.usage(), 3 * (expected.len() as u64 + ENTRY_COST));
+}
+
+/// Bytes a stop left in the upload's file where no record names a part (a part interrupted
+/// mid-way: never charged) are given back at the next open: the gap between recorded parts
+/// reads as zeros and takes no blocks, the file ends with the last recorded part. The parts
+/// recorded are intact, and a completion of them after the part sent again is byte-exact.
+#[tokio::test]
+async fn a_restart_gives_back_what_interrupted_parts_left_in_place() {
+    use std::io::{Seek, SeekFrom, Write};
+    let (dir, store) = store();
+    let parts = opened(&store);
+    let up = new_upload(&parts, "trimmed").await;
+    let p1 = put_part(&parts, up.id, 1, &body(1, PART)).await.unwrap();
+    let p3 = put_part(&parts, up.id, 3, &body(3, PART)).await.unwrap();
+    let usage = store.usage();
+    // What parts 2 and 4, cut off by a stop, wrote into their slots: no record names them.
+    let file = upload_file(&store, up.id);
+    let mut written = std::fs::OpenOptions::new().write(true).open(&file).unwrap();
+    for slot in [1u64, 3] {
+        written.seek(SeekFrom::Start(slot * PART as u64)).unwrap();
+        written.write_all(&body(9, PART / 2)).unwrap();
+    }
+    written.sync_all().unwrap();
+    drop(written);
+    let blocks_before = std::fs::metadata(&file).unwrap().blocks();
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().len(),
+        3 * PART as u64 + PART as u64 / 2
+    );
+
+    drop(parts);
+    drop(store);
+    let store = LocalStore::open(dir.path().join("root"), Default::default()).unwrap();
+    let parts = opened(&store);
+    assert_eq!(store.usage(), usage);
+    let meta = std::fs::metadata(&file).unwrap();
+    assert_eq!(
+        meta.len(),
+        3 * PART as u64,
+        "cut after the last part recorded"
+    );
+    let bytes = std::fs::read(&file).unwrap();
+    assert!(
+        bytes[PART..2 * PART].iter().all(|b| *b == 0),
+        "the gap reads zeros"
+    );
+    assert_eq!(&bytes[2 * PART..], &body(3, PART)[..]);
+    // Both the gap's and the tail's blocks went back (the filesystem allocates whole blocks).
+    let half_part_blocks = (PART as u64 / 2) / 512;
+    assert!(
+        meta.blocks() + 2 * half_part_blocks <= blocks_before,
+        "{} → {}",
+        blocks_before,
+        meta.blocks()
+    );
+    let p2 = put_part(&parts, up.id, 2, &body(2, PART)).await.unwrap();
+    let expected = [body(1, PART), body(2, PART), body(3, PART)].concat();
+    complete_as(&parts, &store, up.id, &[&p1, &p2, &p3], &expected).await;
 }

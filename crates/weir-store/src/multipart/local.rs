@@ -176,6 +176,12 @@ impl LocalMultiparts {
                 let _ = this.dir.remove_dir(name);
                 continue;
             }
+            if in_place::committed_unrecorded(&upload_dir, true)? {
+                // Its completion stored the object, then the process stopped: completed.
+                remove_dir_files(&upload_dir, None)?;
+                let _ = this.dir.remove_dir(name);
+                continue;
+            }
             charged += ENTRY_COST + recover_upload(&upload_dir)?;
         }
         this.shared.usage.charge(charged);
@@ -461,20 +467,30 @@ impl LocalMultiparts {
     }
 
     fn abort_now(&self, id: UploadId) -> Result<(), MultipartError> {
-        let mut inner = self.lock();
+        let inner = self.lock();
         if inner.completing.contains(&id) {
             return Err(MultipartError::NoSuchUpload);
         }
         self.open_upload(id)?;
+        Ok(self.drop_upload(inner, id)?)
+    }
+
+    /// Removes upload `id` (`remove`) with what this process holds for it (its slots, its
+    /// assembly ahead), then releases the lock `inner`.
+    fn drop_upload(
+        &self,
+        mut inner: MutexGuard<'_, Inner>,
+        id: UploadId,
+    ) -> Result<(), StoreError> {
         let ahead = inner.ahead.remove(&id);
         inner.slots.remove(&id);
-        self.remove(id)?;
+        let removed = self.remove(id);
         drop(inner);
         // Outside the lock: its thread may be in the middle of a part.
         if let Some(ahead) = ahead {
             ahead.discard();
         }
-        Ok(())
+        removed
     }
 
     /// Removes upload `id`'s directory, giving back its charges. Call with the lock held.
@@ -514,17 +530,11 @@ impl LocalMultiparts {
             if idle < older_than {
                 continue;
             }
-            let mut inner = self.lock();
+            let inner = self.lock();
             if inner.completing.contains(&id) {
                 continue;
             }
-            let ahead = inner.ahead.remove(&id);
-            inner.slots.remove(&id);
-            self.remove(id)?;
-            drop(inner);
-            if let Some(ahead) = ahead {
-                ahead.discard();
-            }
+            self.drop_upload(inner, id)?;
             removed += 1;
         }
         Ok(removed)
@@ -775,9 +785,12 @@ fn recover_upload(dir: &DirHandle) -> Result<u64, StoreError> {
             }
         }
     }
-    // Parts in place: charged as the records say (their file is kept while one names it).
+    // Parts in place: charged as the records say (their file is kept while one names it, and
+    // holds only what they name).
     let (mut charged, any_in_place) = in_place_charges(dir)?;
-    if !any_in_place && names.iter().any(|n| n == in_place::OBJECT_FILE) {
+    if any_in_place {
+        in_place::trim_unrecorded(dir)?;
+    } else if names.iter().any(|n| n == in_place::OBJECT_FILE) {
         let _ = dir.unlink(in_place::OBJECT_FILE);
     }
     for name in &names {

@@ -18,6 +18,12 @@ impl LocalMultiparts {
             return self.completed_before(id, listed);
         };
         let _claim = Claim { parts: self, id };
+        if in_place::committed_unrecorded(&dir, false)? {
+            // An earlier completion stored the object but could not record it: the upload is
+            // completed, and goes as the record would have taken it.
+            self.drop_upload(self.lock(), id)?;
+            return Err(MultipartError::NoSuchUpload);
+        }
         self.assemble(id, dir, upload, listed, checksum, check)
     }
 
@@ -162,7 +168,8 @@ impl LocalMultiparts {
     }
 
     /// The object's upload over the upload's own file, when the listed parts fill it from its
-    /// start (`in_place.rs`); `None`: the parts are copied.
+    /// start (`in_place.rs`), and where the parts in place end when the last part was copied
+    /// after them; `None`: the parts are copied.
     fn whole_file(
         &self,
         id: UploadId,
@@ -170,7 +177,7 @@ impl LocalMultiparts {
         upload: &MultipartUpload,
         (parts, data): (&[PartRecord], &[(u32, String)]),
         total: u64,
-    ) -> Result<Option<Upload>, StoreError> {
+    ) -> Result<Option<(Upload, Option<u64>)>, StoreError> {
         let appended = match self.take_whole(id, parts, data) {
             Whole::No => return Ok(None),
             Whole::Yes => None,
@@ -222,7 +229,7 @@ impl LocalMultiparts {
                 }
             }
         }
-        Ok(Some(object))
+        Ok(Some((object, appended)))
     }
 
     /// Commits the upload's own file as the object (`whole_file`): its metadata and media type
@@ -233,26 +240,35 @@ impl LocalMultiparts {
         id: UploadId,
         dir: DirHandle,
         upload: MultipartUpload,
-        mut object: Upload,
+        (mut object, appended): (Upload, Option<u64>),
         parts: Vec<PartRecord>,
         object_meta: Option<crate::ObjectMeta>,
         check: Option<VersionCheck<'_>>,
     ) -> Result<Completed, MultipartError> {
         #[cfg(test)]
         self.whole.store(true, Ordering::Relaxed);
+        // Refused, the file goes back to the parts in place: a copy of the last part after
+        // them is no record's, and would stay there uncharged.
+        let refused = |e: StoreError| {
+            if let (Some(end), Ok(file)) = (appended, dir.open_rw(in_place::OBJECT_FILE)) {
+                let _ = file.set_len(end);
+            }
+            MultipartError::from(e)
+        };
         if let Some(meta) = &object_meta {
             if let Err(e) = object.write_object_meta(meta) {
                 let _ = object.abort();
-                return Err(e.into());
+                return Err(refused(e));
             }
         }
         if let Some(media_type) = &upload.meta.media_type {
             object.set_media_type(media_type);
         }
         let committed = match check {
-            Some(check) => object.commit_if(check)?,
-            None => object.commit()?,
-        };
+            Some(check) => object.commit_if(check),
+            None => object.commit(),
+        }
+        .map_err(refused)?;
         // The object's file no longer belongs to the upload: gone from it at once, so that
         // nothing done to the upload later (a part's range given back, were the completion's
         // record to fail) can reach the object's bytes.

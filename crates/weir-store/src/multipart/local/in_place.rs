@@ -31,11 +31,18 @@
 //! - UploadPartCopy takes a slot as a part sent does (`copy_file_range` into it).
 //! - Taken whole, the file gets a second name in the staging area, which becomes the object's
 //!   upload ([`Upload::adopt`]): its commit renames that name over the key, and a failed
-//!   commit (a precondition) removes only that name. The upload's own name stays until the
-//!   completion is recorded, so a crash before leaves the upload whole.
+//!   commit (a precondition) removes only that name, so the upload stays whole. Once the
+//!   commit renamed it over the key, the upload's own name is unlinked, before the completion
+//!   is recorded: nothing done to the upload after can reach the object's bytes.
+//! - A completion that committed but was not recorded (a crash between the two, or the record
+//!   failing) leaves records naming parts in place whose file is gone, or, stopped before the
+//!   unlink, is the object's too ([`committed_unrecorded`]): the upload is completed and is
+//!   removed, at open or by a completion sent again (then `NoSuchUpload`, S3's answer for an
+//!   upload completed).
 //! - Quota: a part in place is charged like a part's file (its bytes and an entry); a failed
 //!   one gives its range back (a hole, `Upload::in_place`). Bytes of a slot no record names
-//!   (a part interrupted by a crash) are not charged, and are freed with the upload.
+//!   (a part interrupted by a crash) are not charged; the next open gives them back to the
+//!   disk ([`trim_unrecorded`]), else the upload's end does.
 
 use super::*;
 use crate::multipart::MIN_PART_SIZE;
@@ -72,23 +79,93 @@ pub(in crate::multipart) fn release_data(shared: &Shared, dir: &DirHandle, data:
     }
 }
 
+/// Whether a completion committed this upload's file as its object and was not recorded:
+/// records name parts in place but the file is no longer the upload's alone. A completion
+/// unlinks it from the upload right after its commit, so it is absent; a stop between the
+/// commit and that unlink leaves it with a second name, the object's. Counting names is only
+/// sound `at_open`, when no completion runs and the staging area holds no name of it (the
+/// store's open empties it first); a running process checks absence only.
+pub(in crate::multipart) fn committed_unrecorded(
+    dir: &DirHandle,
+    at_open: bool,
+) -> Result<bool, StoreError> {
+    // The file first: the records are read only when it is absent or, at open, shared.
+    match dir.open_read(OBJECT_FILE) {
+        Ok(file) if !at_open || !has_second_name(&file)? => return Ok(false),
+        Ok(_) => {}
+        Err(e) if crate::tree::is_absent(&e) => {}
+        Err(e) => return Err(StoreError::from_io("open multipart file", e)),
+    }
+    Ok(!recorded_ranges(dir)?.is_empty())
+}
+
+/// Whether `file` has another name than the upload's (Unix: its link count).
+fn has_second_name(file: &std::fs::File) -> Result<bool, StoreError> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        Ok(file.metadata().map_err(io_err("stat"))?.nlink() > 1)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = file;
+        Ok(false)
+    }
+}
+
 /// What the parts in place that `dir`'s records name are charged (their bytes and an entry
 /// each), and whether there is any.
 pub(in crate::multipart) fn in_place_charges(dir: &DirHandle) -> Result<(u64, bool), StoreError> {
-    let mut charged = 0u64;
-    let mut any = false;
+    let ranges = recorded_ranges(dir)?;
+    let charged = ranges.iter().map(|(_, size)| size + ENTRY_COST).sum();
+    Ok((charged, !ranges.is_empty()))
+}
+
+/// The ranges (offset, length) of the upload's file that `dir`'s records name.
+fn recorded_ranges(dir: &DirHandle) -> Result<Vec<(u64, u64)>, StoreError> {
+    // ALLOCATION: a range per part in place, when an upload is opened, swept or completed.
+    let mut ranges = Vec::new();
     for name in dir.names().map_err(io_err("read multipart upload"))? {
         let Some(number) = name.to_str().and_then(record_number) else {
             continue;
         };
         if let Some((part, data)) = read_part(dir, number)? {
-            if offset_of(&data).is_some() {
-                charged += part.size + ENTRY_COST;
-                any = true;
+            if let Some(offset) = offset_of(&data) {
+                ranges.push((offset, part.size));
             }
         }
     }
-    Ok((charged, any))
+    Ok(ranges)
+}
+
+/// At open, for an upload of an earlier run: gives the disk back the bytes of its file that no
+/// record names (parts interrupted by the stop, never charged). No one writes there again:
+/// after a restart, new parts go to files of their own. The gaps between the recorded ranges
+/// are punched out and the file is cut after the last one, which also lets a completion of
+/// the parts recorded take the file whole (its length is theirs).
+pub(in crate::multipart) fn trim_unrecorded(dir: &DirHandle) -> Result<(), StoreError> {
+    let mut ranges = recorded_ranges(dir)?;
+    if ranges.is_empty() {
+        return Ok(());
+    }
+    let file = match dir.open_rw(OBJECT_FILE) {
+        Ok(file) => file,
+        Err(e) if crate::tree::is_absent(&e) => return Ok(()),
+        Err(e) => return Err(StoreError::from_io("open multipart file", e)),
+    };
+    ranges.sort_unstable();
+    let mut end = 0u64;
+    for (offset, size) in ranges {
+        if offset > end {
+            sys::punch_hole(&file, end, offset - end);
+        }
+        end = end.max(offset + size);
+    }
+    let len = file.metadata().map_err(io_err("stat"))?.len();
+    if len > end {
+        file.set_len(end).map_err(io_err("cut multipart file"))?;
+    }
+    Ok(())
 }
 
 /// The slots of one upload whose file this process made.
