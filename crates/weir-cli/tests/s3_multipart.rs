@@ -6,7 +6,8 @@
 //! HeadObject, GetObject (whole and by part) and GetObjectAttributes, checked against values
 //! the script computes with zlib and hashlib) and
 //! a completion answered `200` at once and kept alive (`--s3-api-keep-alive 0`), its result or
-//! `<Error>` document after; aws-cli (`aws s3 cp` of a 20 MiB file over an 8 MB multipart threshold, both ways,
+//! `<Error>` document after, and its spaces read on the wire while a proxy holds the bucket
+//! store's backend; aws-cli (`aws s3 cp` of a 20 MiB file over an 8 MB multipart threshold, both ways,
 //! byte-exact); an abandoned upload swept (`--s3-api-multipart-expiry 1`); weir `SIGKILL`ed
 //! during a completion, leaving the old object or the new one, never a part of one. The bucket
 //! store runs on SeaweedFS's `weed mini`. Each test skips with a loud message without boto3,
@@ -15,6 +16,8 @@
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 use weir_testkit::seaweed::Seaweed;
 use weir_testkit::tools;
@@ -217,6 +220,164 @@ fn completions_past_the_keep_alive_answer_200_then_their_result() {
     let bucket = start(Kind::Bucket, Some(&weed), None, &at_once);
     boto3(&bucket, "bucket", &[]);
     boto3(&bucket, "streamed", &[]);
+}
+
+/// A TCP proxy in front of `weed`'s S3 gateway whose answers to `CompleteMultipartUpload` can
+/// be held: a backend slow to complete, on demand. A connection's answers are held while the
+/// hold is on and its latest request is a `POST …uploadId=` (hyper's client writes a request's
+/// head in one piece and sends one request at a time per connection); every other request
+/// goes through.
+struct HoldingProxy {
+    addr: SocketAddr,
+    held: Arc<(Mutex<bool>, Condvar)>,
+}
+
+impl HoldingProxy {
+    fn start(backend: SocketAddr) -> HoldingProxy {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let held = Arc::new((Mutex::new(false), Condvar::new()));
+        let gate = Arc::clone(&held);
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(client) = client else { return };
+                let Ok(server) = TcpStream::connect(backend) else {
+                    continue;
+                };
+                let completing = Arc::new(AtomicBool::new(false));
+                let marks = Arc::clone(&completing);
+                let (up_from, up_to) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+                std::thread::spawn(move || {
+                    pump(up_from, up_to, |chunk| {
+                        let head = |method: &[u8]| chunk.starts_with(method);
+                        if head(b"POST ") {
+                            let complete = chunk.windows(9).any(|w| w == b"uploadId=");
+                            marks.store(complete, Ordering::SeqCst);
+                        } else if [&b"GET "[..], b"PUT ", b"HEAD ", b"DELETE "]
+                            .iter()
+                            .any(|m| head(m))
+                        {
+                            marks.store(false, Ordering::SeqCst);
+                        }
+                    });
+                });
+                let gate = Arc::clone(&gate);
+                std::thread::spawn(move || {
+                    pump(server, client, |_| {
+                        let (lock, released) = &*gate;
+                        let mut on = lock.lock().unwrap();
+                        while *on && completing.load(Ordering::SeqCst) {
+                            on = released.wait(on).unwrap();
+                        }
+                    });
+                });
+            }
+        });
+        HoldingProxy { addr, held }
+    }
+
+    fn hold(&self, on: bool) {
+        let (lock, released) = &*self.held;
+        *lock.lock().unwrap() = on;
+        released.notify_all();
+    }
+}
+
+/// Copies `from` to `to`, calling `each` with every chunk read before it is written.
+fn pump(mut from: TcpStream, mut to: TcpStream, mut each: impl FnMut(&[u8])) {
+    use std::io::{Read, Write};
+    let mut buf = vec![0u8; 64 << 10];
+    loop {
+        let n = match from.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        each(&buf[..n]);
+        if to.write_all(&buf[..n]).is_err() {
+            break;
+        }
+    }
+    let _ = to.shutdown(std::net::Shutdown::Write);
+}
+
+/// The spaces themselves: a completion on the bucket store whose backend is held (a slow S3
+/// service behind weir, what the keep-alive is for) is answered `200`, the XML declaration and
+/// spaces, which the client reads while the backend still holds the answer; once it answers,
+/// the result's document follows. `--s3-api-keep-alive 0`: the `200` at once. Deterministic:
+/// the backend is let go only after the client has read a space.
+#[test]
+fn a_completion_held_by_its_backend_is_kept_alive_with_spaces() {
+    use std::io::{BufRead, BufReader, Write};
+    if !tools_present(false) {
+        return;
+    }
+    let Some(weed) = start_weed() else { return };
+    let proxy = HoldingProxy::start(weed.s3_addr);
+    let s3: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = dir.path().join("tokens");
+    std::fs::write(
+        &tokens,
+        format!("{SECRET} read,create,write,delete name={ACCESS_KEY}\n"),
+    )
+    .unwrap();
+    let (s3_arg, tokens_arg) = (s3.to_string(), tokens.to_str().unwrap().to_owned());
+    let args = [
+        "--s3-api",
+        &s3_arg,
+        "--token-file",
+        &tokens_arg,
+        "--s3-api-keep-alive",
+        "0",
+    ];
+    let store = format!("s3://{}", weir_testkit::seaweed::BUCKET);
+    let endpoint = format!("http://{}", proxy.addr);
+    let node = s3_nodes::start_node_via(&endpoint, &store, &args);
+    let server = Server {
+        child: None,
+        s3,
+        root: dir.path().join("root"),
+        dir,
+        node: Some(node),
+        ca: None,
+    };
+    wait_listening(s3);
+    boto3(&server, "bucket", &[]);
+
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/s3_multipart/client.py");
+    let mut child = Command::new("python3")
+        .arg(script)
+        .args([&server.endpoint(), ACCESS_KEY, SECRET, BUCKET, "spaces"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut to_script = child.stdin.take().unwrap();
+    let mut from_script = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    let mut next_line = |line: &mut String| {
+        line.clear();
+        from_script.read_line(line).unwrap();
+        line.trim().to_owned()
+    };
+    let ready = next_line(&mut line);
+    let mut space = String::new();
+    if ready == "READY" {
+        proxy.hold(true);
+        writeln!(to_script, "GO").unwrap();
+        space = next_line(&mut line);
+    }
+    proxy.hold(false);
+    drop(to_script);
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        ready == "READY" && space == "SPACE" && out.status.success(),
+        "spaces ({ready}, {space}): {}\n{}\nserver log: {}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        server_log(&server)
+    );
 }
 
 /// Over HTTPS boto3 sends each part as an `aws-chunked` body with a CRC32 trailer (over HTTP it

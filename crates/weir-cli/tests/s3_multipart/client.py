@@ -375,6 +375,56 @@ def scenario_streamed(s3, bucket):
     expect(s3.head_object(Bucket=bucket, Key=key)["ETag"], done["ETag"])
 
 
+def scenario_spaces(s3, bucket):
+    """The spaces of a kept-alive completion, on the wire: the test holds the store's backend
+    (its proxy) between the lines this script and it exchange, so the completion cannot end
+    before this script has read a space. READY (the parts are in) → the test holds the
+    backend and answers GO → the completion is sent (presigned, read raw): `200`, the XML
+    declaration, then a space → SPACE → the test lets the backend answer → the result's
+    document after the spaces, and the object byte-exact."""
+    import http.client
+    import urllib.parse
+
+    key = "spaces.bin"
+    body = data(3 * MIB, 21)
+    uid = s3.create_multipart_upload(Bucket=bucket, Key=key)["UploadId"]
+    parts = upload_parts(s3, bucket, key, uid, [(1, body)])
+    # Signature V4 in the query (botocore presigns with V2 unless told).
+    signer = boto3.client(
+        "s3",
+        endpoint_url=s3.meta.endpoint_url,
+        aws_access_key_id=sys.argv[2],
+        aws_secret_access_key=sys.argv[3],
+        region_name="us-east-1",
+        config=Config(signature_version="s3v4", s3={"addressing_style": "path"}),
+    )
+    url = signer.generate_presigned_url(
+        "complete_multipart_upload",
+        Params={"Bucket": bucket, "Key": key, "UploadId": uid},
+        HttpMethod="POST",
+    )
+    xml = "<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>%s</ETag></Part>" \
+        "</CompleteMultipartUpload>" % parts[0]["ETag"]
+    print("READY", flush=True)
+    expect(sys.stdin.readline().strip(), "GO")
+    target = urllib.parse.urlsplit(url)
+    conn = http.client.HTTPConnection(target.hostname, target.port, timeout=60)
+    conn.request("POST", target.path + "?" + target.query, body=xml.encode())
+    resp = conn.getresponse()
+    assert resp.status == 200, (resp.status, resp.read())
+    declaration = b'<?xml version="1.0" encoding="UTF-8"?>\n'
+    expect(resp.read(len(declaration)), declaration)
+    # Held: nothing but spaces can come until the test lets the backend answer.
+    expect(resp.read(1), b" ")
+    print("SPACE", flush=True)
+    rest = resp.read()
+    document = rest.lstrip(b" ")
+    assert document.startswith(b"<CompleteMultipartUploadResult"), rest[:200]
+    assert b"<Error>" not in rest, rest
+    got = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+    assert got == body, "completed object differs"
+
+
 def scenario_start(s3, bucket, key, uid_file):
     """An upload left behind: created, one part, never completed (for the sweep)."""
     uid = s3.create_multipart_upload(Bucket=bucket, Key=key)["UploadId"]

@@ -55,9 +55,14 @@ pub fn start_weed() -> Option<Seaweed> {
 /// Starts a node serving `store` (an `s3://` URL on `weed`'s bucket) with `args`, with its own
 /// state directory and the bucket's credentials in its environment.
 pub fn start_node(weed: &Seaweed, store: &str, args: &[&str]) -> Node {
+    start_node_via(&weed.endpoint, store, args)
+}
+
+/// [`start_node`] reaching `weed`'s S3 gateway at `endpoint` (a proxy in front of it).
+pub fn start_node_via(endpoint: &str, store: &str, args: &[&str]) -> Node {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("state");
-    let mut all = vec!["--store", store, "--s3-endpoint", &weed.endpoint];
+    let mut all = vec!["--store", store, "--s3-endpoint", endpoint];
     all.extend_from_slice(args);
     let env = [
         ("AWS_ACCESS_KEY_ID", seaweed::ACCESS_KEY),
