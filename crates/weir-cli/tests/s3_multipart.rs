@@ -25,7 +25,7 @@ use weir_testkit::tools;
 // The shared node helpers this test does not all use.
 #[allow(dead_code)]
 mod s3_nodes;
-use s3_nodes::{WEIR, start_node, start_weed};
+use s3_nodes::{WEIR, start_weed};
 
 const ACCESS_KEY: &str = "AKIDWEIRTEST";
 const SECRET: &str = "weir-test-secret-key";
@@ -103,6 +103,11 @@ fn wait_listening(addr: SocketAddr) {
 /// Starts weir on a fresh root (`Kind::Local`, or `root` given again after a kill) or on
 /// `weed`'s bucket, with the test's credential and `extra` arguments.
 fn start(kind: Kind, weed: Option<&Seaweed>, root: Option<&Path>, extra: &[&str]) -> Server {
+    start_at(kind, weed.map(|w| w.endpoint.as_str()), root, extra)
+}
+
+/// [`start`], the bucket store reaching `weed`'s S3 gateway at `backend` (a proxy before it).
+fn start_at(kind: Kind, backend: Option<&str>, root: Option<&Path>, extra: &[&str]) -> Server {
     let dir = tempfile::tempdir().unwrap();
     let tokens = dir.path().join("tokens");
     std::fs::write(
@@ -131,9 +136,9 @@ fn start(kind: Kind, weed: Option<&Seaweed>, root: Option<&Path>, extra: &[&str]
             }
         }
         Kind::Bucket => {
-            let weed = weed.expect("a bucket store needs weed");
+            let backend = backend.expect("a bucket store needs weed");
             let store = format!("s3://{}", weir_testkit::seaweed::BUCKET);
-            let node = start_node(weed, &store, &args);
+            let node = s3_nodes::start_node_via(backend, &store, &args);
             Server {
                 child: None,
                 s3,
@@ -313,35 +318,9 @@ fn a_completion_held_by_its_backend_is_kept_alive_with_spaces() {
     }
     let Some(weed) = start_weed() else { return };
     let proxy = HoldingProxy::start(weed.s3_addr);
-    let s3: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let tokens = dir.path().join("tokens");
-    std::fs::write(
-        &tokens,
-        format!("{SECRET} read,create,write,delete name={ACCESS_KEY}\n"),
-    )
-    .unwrap();
-    let (s3_arg, tokens_arg) = (s3.to_string(), tokens.to_str().unwrap().to_owned());
-    let args = [
-        "--s3-api",
-        &s3_arg,
-        "--token-file",
-        &tokens_arg,
-        "--s3-api-keep-alive",
-        "0",
-    ];
-    let store = format!("s3://{}", weir_testkit::seaweed::BUCKET);
-    let endpoint = format!("http://{}", proxy.addr);
-    let node = s3_nodes::start_node_via(&endpoint, &store, &args);
-    let server = Server {
-        child: None,
-        s3,
-        root: dir.path().join("root"),
-        dir,
-        node: Some(node),
-        ca: None,
-    };
-    wait_listening(s3);
+    let backend = format!("http://{}", proxy.addr);
+    let at_once = ["--s3-api-keep-alive", "0"];
+    let server = start_at(Kind::Bucket, Some(&backend), None, &at_once);
     boto3(&server, "bucket", &[]);
 
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/s3_multipart/client.py");
