@@ -176,7 +176,7 @@ impl LocalMultiparts {
                 let _ = this.dir.remove_dir(name);
                 continue;
             }
-            if in_place::committed_unrecorded(&upload_dir, true)? {
+            if in_place::committed_unrecorded_at_open(&upload_dir)? {
                 // Its completion stored the object, then the process stopped: completed.
                 remove_dir_files(&upload_dir, None)?;
                 let _ = this.dir.remove_dir(name);

@@ -18,12 +18,6 @@ impl LocalMultiparts {
             return self.completed_before(id, listed);
         };
         let _claim = Claim { parts: self, id };
-        if in_place::committed_unrecorded(&dir, false)? {
-            // An earlier completion stored the object but could not record it: the upload is
-            // completed, and goes as the record would have taken it.
-            self.drop_upload(self.lock(), id)?;
-            return Err(MultipartError::NoSuchUpload);
-        }
         self.assemble(id, dir, upload, listed, checksum, check)
     }
 
@@ -83,6 +77,15 @@ impl LocalMultiparts {
             return Err(e.into());
         }
         let parts = parts?;
+        // Parts in place whose file is gone: an earlier completion stored the object but could
+        // not record it. The upload is completed, and goes as the record would have taken it.
+        let in_place = data_names
+            .iter()
+            .any(|(_, d)| in_place::offset_of(d).is_some());
+        if in_place && in_place::file_gone(&dir)? {
+            self.drop_upload(self.lock(), id)?;
+            return Err(MultipartError::NoSuchUpload);
+        }
         check_part_checksums(&parts, checksum)?;
         let total = parts.iter().map(|p| p.size).sum::<u64>();
         // Checked at creation, so it is the object's (an old record's error: none).

@@ -36,7 +36,7 @@
 //!   is recorded: nothing done to the upload after can reach the object's bytes.
 //! - A completion that committed but was not recorded (a crash between the two, or the record
 //!   failing) leaves records naming parts in place whose file is gone, or, stopped before the
-//!   unlink, is the object's too ([`committed_unrecorded`]): the upload is completed and is
+//!   unlink, is the object's too ([`committed_unrecorded_at_open`]): the upload is completed and is
 //!   removed, at open or by a completion sent again (then `NoSuchUpload`, S3's answer for an
 //!   upload completed).
 //! - Quota: a part in place is charged like a part's file (its bytes and an entry); a failed
@@ -79,24 +79,33 @@ pub(in crate::multipart) fn release_data(shared: &Shared, dir: &DirHandle, data:
     }
 }
 
-/// Whether a completion committed this upload's file as its object and was not recorded:
-/// records name parts in place but the file is no longer the upload's alone. A completion
-/// unlinks it from the upload right after its commit, so it is absent; a stop between the
-/// commit and that unlink leaves it with a second name, the object's. Counting names is only
-/// sound `at_open`, when no completion runs and the staging area holds no name of it (the
-/// store's open empties it first); a running process checks absence only.
-pub(in crate::multipart) fn committed_unrecorded(
+/// At open: whether a completion committed this upload's file as its object and was not
+/// recorded: records name parts in place but the file is no longer the upload's alone. A
+/// completion unlinks it from the upload right after its commit, so it is absent; a stop
+/// between the commit and that unlink leaves it with a second name, the object's. Counting
+/// names is sound at open only, when no completion runs and the staging area holds no name
+/// of it (the store's open empties it first); a running completion checks absence alone
+/// ([`file_gone`]).
+pub(in crate::multipart) fn committed_unrecorded_at_open(
     dir: &DirHandle,
-    at_open: bool,
 ) -> Result<bool, StoreError> {
-    // The file first: the records are read only when it is absent or, at open, shared.
+    // The file first: the records are read only when it is absent or shared.
     match dir.open_read(OBJECT_FILE) {
-        Ok(file) if !at_open || !has_second_name(&file)? => return Ok(false),
+        Ok(file) if !has_second_name(&file)? => return Ok(false),
         Ok(_) => {}
         Err(e) if crate::tree::is_absent(&e) => {}
         Err(e) => return Err(StoreError::from_io("open multipart file", e)),
     }
     Ok(!recorded_ranges(dir)?.is_empty())
+}
+
+/// Whether the upload's file is gone: with records naming parts in place, a completion
+/// committed it and was not recorded ([`committed_unrecorded_at_open`]).
+pub(in crate::multipart) fn file_gone(dir: &DirHandle) -> Result<bool, StoreError> {
+    match dir.stat(OBJECT_FILE) {
+        Ok(found) => Ok(found.is_none()),
+        Err(e) => Err(StoreError::from_io("stat multipart file", e)),
+    }
 }
 
 /// Whether `file` has another name than the upload's (Unix: its link count).
