@@ -22,13 +22,6 @@ fn main() {
         panic!("usage: s3_put FILE KEY");
     };
     let config = S3Config {
-        endpoint: env("S3_ENDPOINT"),
-        region: "us-east-1".into(),
-        bucket: env("S3_BUCKET"),
-        prefix: String::new(),
-        access_key: env("AWS_ACCESS_KEY_ID"),
-        secret_key: env("AWS_SECRET_ACCESS_KEY"),
-        session_token: None,
         part_size: std::env::var("S3_PART_SIZE").map_or(S3Config::DEFAULT_PART_SIZE, |v| {
             v.parse().expect("S3_PART_SIZE: bytes")
         }),
@@ -36,8 +29,13 @@ fn main() {
             .map_or(S3Config::DEFAULT_PARTS_IN_FLIGHT, |v| {
                 v.parse().expect("S3_PARTS_IN_FLIGHT")
             }),
-        path_style: true,
         request_timeout: Duration::from_secs(120),
+        ..S3Config::new(
+            &env("S3_ENDPOINT"),
+            &env("S3_BUCKET"),
+            &env("AWS_ACCESS_KEY_ID"),
+            &env("AWS_SECRET_ACCESS_KEY"),
+        )
     };
     let store = S3Store::new(config).expect("store");
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -90,17 +90,15 @@ pub fn direct(weed: &Seaweed) -> weir_store::S3Store {
 #[allow(dead_code)] // only s3_serve.rs looks under a prefix
 pub fn direct_under(weed: &Seaweed, prefix: &str) -> weir_store::S3Store {
     weir_store::S3Store::new(weir_store::S3Config {
-        endpoint: weed.endpoint.clone(),
-        region: "us-east-1".into(),
-        bucket: seaweed::BUCKET.into(),
         prefix: prefix.into(),
-        access_key: seaweed::ACCESS_KEY.into(),
-        secret_key: seaweed::SECRET_KEY.into(),
-        session_token: None,
         part_size: 5 << 20,
         parts_in_flight: 1,
-        path_style: true,
-        request_timeout: Duration::from_secs(60),
+        ..weir_store::S3Config::new(
+            &weed.endpoint,
+            seaweed::BUCKET,
+            seaweed::ACCESS_KEY,
+            seaweed::SECRET_KEY,
+        )
     })
     .unwrap()
 }

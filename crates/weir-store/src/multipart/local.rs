@@ -176,13 +176,14 @@ impl LocalMultiparts {
                 let _ = this.dir.remove_dir(name);
                 continue;
             }
-            if in_place::committed_unrecorded_at_open(&upload_dir)? {
-                // Its completion stored the object, then the process stopped: completed.
-                remove_dir_files(&upload_dir, None)?;
-                let _ = this.dir.remove_dir(name);
-                continue;
+            match recover_upload(&upload_dir)? {
+                Some(parts) => charged += ENTRY_COST + parts,
+                None => {
+                    // Its completion stored the object, then the process stopped: completed.
+                    remove_dir_files(&upload_dir, None)?;
+                    let _ = this.dir.remove_dir(name);
+                }
             }
-            charged += ENTRY_COST + recover_upload(&upload_dir)?;
         }
         this.shared.usage.charge(charged);
         Ok(this)
@@ -763,9 +764,11 @@ fn remove_dir_files(dir: &DirHandle, keep: Option<&str>) -> Result<u64, StoreErr
     Ok(freed)
 }
 
-/// At open: removes an upload's temporaries and the data files no record names; returns what
-/// its parts take (sizes and entries).
-fn recover_upload(dir: &DirHandle) -> Result<u64, StoreError> {
+/// At open: removes an upload's temporaries and the data files no record names, and gives back
+/// the bytes of its file no record names; returns what its parts take (sizes and entries), or
+/// `None` when a completion stored it and was not recorded (the caller removes it). Its records
+/// are read once, here.
+fn recover_upload(dir: &DirHandle) -> Result<Option<u64>, StoreError> {
     let names: Vec<String> = dir
         .names()
         .map_err(io_err("read multipart upload"))?
@@ -773,10 +776,15 @@ fn recover_upload(dir: &DirHandle) -> Result<u64, StoreError> {
         .filter_map(|n| n.into_string().ok())
         .collect();
     let mut named = HashSet::new();
+    // ALLOCATION: a range per part in place, once per upload at open.
+    let mut in_place = Vec::new();
     for name in &names {
         if let Some(number) = record_number(name) {
             match read_text(dir, name)?.and_then(|t| decode_part(number, &t)) {
-                Some((_, data)) => {
+                Some((part, data)) => {
+                    if let Some(offset) = in_place::offset_of(&data) {
+                        in_place.push((offset, part.size));
+                    }
                     named.insert(data);
                 }
                 None => {
@@ -785,11 +793,14 @@ fn recover_upload(dir: &DirHandle) -> Result<u64, StoreError> {
             }
         }
     }
+    if in_place::committed_unrecorded_at_open(dir, !in_place.is_empty())? {
+        return Ok(None);
+    }
     // Parts in place: charged as the records say (their file is kept while one names it, and
     // holds only what they name).
-    let (mut charged, any_in_place) = in_place_charges(dir)?;
-    if any_in_place {
-        in_place::trim_unrecorded(dir)?;
+    let mut charged = in_place.iter().map(|(_, size)| size + ENTRY_COST).sum();
+    if !in_place.is_empty() {
+        in_place::trim_unrecorded(dir, in_place)?;
     } else if names.iter().any(|n| n == in_place::OBJECT_FILE) {
         let _ = dir.unlink(in_place::OBJECT_FILE);
     }
@@ -808,5 +819,5 @@ fn recover_upload(dir: &DirHandle) -> Result<u64, StoreError> {
             }
         }
     }
-    Ok(charged)
+    Ok(Some(charged))
 }

@@ -172,6 +172,25 @@ impl S3Config {
     /// Default [`S3Config::request_timeout`]: a part of the default size needs well under this
     /// on any link an upload server should use.
     pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+
+    /// A bucket at `endpoint` with these credentials and the defaults for the rest: region
+    /// `us-east-1`, no prefix, no session token, path-style URLs, the default part size, parts
+    /// in flight and request timeout. Change a field with struct update syntax.
+    pub fn new(endpoint: &str, bucket: &str, access_key: &str, secret_key: &str) -> S3Config {
+        S3Config {
+            endpoint: endpoint.to_owned(),
+            region: "us-east-1".to_owned(),
+            bucket: bucket.to_owned(),
+            prefix: String::new(),
+            access_key: access_key.to_owned(),
+            secret_key: secret_key.to_owned(),
+            session_token: None,
+            part_size: Self::DEFAULT_PART_SIZE,
+            parts_in_flight: Self::DEFAULT_PARTS_IN_FLIGHT,
+            path_style: true,
+            request_timeout: Self::DEFAULT_REQUEST_TIMEOUT,
+        }
+    }
 }
 
 type HttpClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;

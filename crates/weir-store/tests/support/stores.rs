@@ -17,17 +17,15 @@ const BUCKET_TRIES: u32 = 150;
 /// The store's configuration on `weed`, under `prefix`.
 pub fn config(weed: &Seaweed, prefix: &str) -> S3Config {
     S3Config {
-        endpoint: weed.endpoint.clone(),
-        region: "us-east-1".into(),
-        bucket: seaweed::BUCKET.into(),
         prefix: prefix.into(),
-        access_key: seaweed::ACCESS_KEY.into(),
-        secret_key: seaweed::SECRET_KEY.into(),
-        session_token: None,
         part_size: PART,
         parts_in_flight: 2,
-        path_style: true,
-        request_timeout: Duration::from_secs(60),
+        ..S3Config::new(
+            &weed.endpoint,
+            seaweed::BUCKET,
+            seaweed::ACCESS_KEY,
+            seaweed::SECRET_KEY,
+        )
     }
 }
 

@@ -66,17 +66,11 @@ pub fn run_child(a: &DirectArgs) -> ! {
 /// The bench's store: the bucket and prefix both rows use, with the given part settings.
 fn config(endpoint: &str, part_size: usize, parts_in_flight: usize) -> S3Config {
     S3Config {
-        endpoint: endpoint.into(),
-        region: "us-east-1".into(),
-        bucket: STORE_BUCKET.into(),
         prefix: STORE_PREFIX.into(),
-        access_key: CREDENTIALS.0.into(),
-        secret_key: CREDENTIALS.1.into(),
-        session_token: None,
         part_size,
         parts_in_flight,
-        path_style: true,
         request_timeout: Duration::from_secs(120),
+        ..S3Config::new(endpoint, STORE_BUCKET, CREDENTIALS.0, CREDENTIALS.1)
     }
 }
 

@@ -80,7 +80,8 @@ pub(in crate::multipart) fn release_data(shared: &Shared, dir: &DirHandle, data:
 }
 
 /// At open: whether a completion committed this upload's file as its object and was not
-/// recorded: records name parts in place but the file is no longer the upload's alone. A
+/// recorded: records name parts in place (`any_in_place`, as the caller read them) but the
+/// file is no longer the upload's alone. A
 /// completion unlinks it from the upload right after its commit, so it is absent; a stop
 /// between the commit and that unlink leaves it with a second name, the object's. Counting
 /// names is sound at open only, when no completion runs and the staging area holds no name
@@ -88,15 +89,16 @@ pub(in crate::multipart) fn release_data(shared: &Shared, dir: &DirHandle, data:
 /// ([`file_gone`]).
 pub(in crate::multipart) fn committed_unrecorded_at_open(
     dir: &DirHandle,
+    any_in_place: bool,
 ) -> Result<bool, StoreError> {
-    // The file first: the records are read only when it is absent or shared.
-    match dir.open_read(OBJECT_FILE) {
-        Ok(file) if !has_second_name(&file)? => return Ok(false),
-        Ok(_) => {}
-        Err(e) if crate::tree::is_absent(&e) => {}
-        Err(e) => return Err(StoreError::from_io("open multipart file", e)),
+    if !any_in_place {
+        return Ok(false);
     }
-    Ok(!recorded_ranges(dir)?.is_empty())
+    match dir.open_read(OBJECT_FILE) {
+        Ok(file) => has_second_name(&file),
+        Err(e) if crate::tree::is_absent(&e) => Ok(true),
+        Err(e) => Err(StoreError::from_io("open multipart file", e)),
+    }
 }
 
 /// Whether the upload's file is gone: with records naming parts in place, a completion
@@ -152,11 +154,11 @@ fn recorded_ranges(dir: &DirHandle) -> Result<Vec<(u64, u64)>, StoreError> {
 /// after a restart, new parts go to files of their own. The gaps between the recorded ranges
 /// are punched out and the file is cut after the last one, which also lets a completion of
 /// the parts recorded take the file whole (its length is theirs).
-pub(in crate::multipart) fn trim_unrecorded(dir: &DirHandle) -> Result<(), StoreError> {
-    let mut ranges = recorded_ranges(dir)?;
-    if ranges.is_empty() {
-        return Ok(());
-    }
+/// `ranges`: (offset, length) of each part in place its records name.
+pub(in crate::multipart) fn trim_unrecorded(
+    dir: &DirHandle,
+    mut ranges: Vec<(u64, u64)>,
+) -> Result<(), StoreError> {
     let file = match dir.open_rw(OBJECT_FILE) {
         Ok(file) => file,
         Err(e) if crate::tree::is_absent(&e) => return Ok(()),
