@@ -30,6 +30,14 @@
 //!   bytes are already where the object's will be. Such an assembly goes on only while each
 //!   part is in place right after the one before, and only a completion that takes the
 //!   upload's file whole uses it.
+//! - The hash is held to the parts' pace ([`Lead`], [`Ahead::caught_up`]): a part in place
+//!   recorded more than [`Lead::within`] past the bytes hashed, while the thread hashes towards
+//!   it, is answered once the hash comes within that lead. The part's client sends its next
+//!   part only then, so on a machine whose CPUs the receiving fills, the hash gets its share
+//!   instead of being left for the completion. The wait is only on the hash's progress: it ends
+//!   as soon as the thread stops (a missing part, the completion, a failure), and a part more
+//!   than [`Lead::at_most`] ahead does not wait at all (its answer could otherwise wait past a
+//!   client's read timeout for gigabytes to be hashed).
 
 use super::PartRecord;
 use super::local::{copy_part, hash_part, open_data, read_part};
@@ -39,8 +47,35 @@ use crate::digest::Hashers;
 use crate::read_back::READ_BACK_BUF;
 use crate::sys::DirHandle;
 use std::io;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
+use tokio::sync::Notify;
+
+/// How far past the object's hash a part written in place may be answered without waiting for
+/// the hash (see the module doc).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Lead {
+    /// A part starting at most this far past the bytes hashed is answered at once: a few parts
+    /// of what clients send in parallel (8 × 8 MiB for aws-cli), and what the completion is
+    /// left to hash at most when the parts come in order.
+    pub(crate) within: u64,
+    /// A part starting further than this past the bytes hashed is answered at once too: its
+    /// wait would be the hash of all that (a quarter of a second with SHA instructions, a few
+    /// seconds without), which the completion does, with its keep-alive, instead.
+    pub(crate) at_most: u64,
+}
+
+impl Lead {
+    pub(crate) const DEFAULT: Lead = Lead {
+        within: 64 << 20,
+        at_most: 256 << 20,
+    };
+
+    /// Whether a part starting `ahead_by` bytes past those hashed waits for the hash.
+    fn waits(self, ahead_by: u64) -> bool {
+        ahead_by > self.within && ahead_by <= self.at_most
+    }
+}
 
 /// Assembly threads running, in every store: the work is CPU-bound (a copy and SHA-256), so
 /// more threads than CPUs would only slow the parts being received.
@@ -68,6 +103,13 @@ pub(super) struct Ahead {
     stopped: Condvar,
     /// Set by [`Ahead::take`] and [`Ahead::discard`]: the thread stops at the next part.
     stop: AtomicBool,
+    /// The bytes hashed so far (`Assembly::end`), for [`Ahead::caught_up`].
+    hashed: AtomicU64,
+    /// Signalled when a part is hashed and when the thread stops.
+    progress: Notify,
+    /// Held by a test to hold the thread before its next part.
+    #[cfg(test)]
+    pub(super) hold: Mutex<()>,
 }
 
 #[derive(Debug)]
@@ -133,6 +175,10 @@ impl Ahead {
             }),
             stopped: Condvar::new(),
             stop: AtomicBool::new(false),
+            hashed: AtomicU64::new(0),
+            progress: Notify::new(),
+            #[cfg(test)]
+            hold: Mutex::new(()),
         })
     }
 
@@ -166,7 +212,7 @@ impl Ahead {
             THREADS.fetch_sub(1, Ordering::AcqRel);
             // No thread: the assembly stays as it is, for the next part or the completion.
             self.lock().running = false;
-            self.stopped.notify_all();
+            self.notify_stopped();
         }
     }
 
@@ -181,8 +227,17 @@ impl Ahead {
             if self.stop.load(Ordering::Relaxed) {
                 break;
             }
-            match self.assemble_next(&mut work, &mut buf) {
-                Ok(true) => continue,
+            #[cfg(test)]
+            let held = self.hold.lock().unwrap_or_else(|e| e.into_inner());
+            let next = self.assemble_next(&mut work, &mut buf);
+            #[cfg(test)]
+            drop(held);
+            match next {
+                Ok(true) => {
+                    self.hashed.store(work.end, Ordering::Release);
+                    self.progress.notify_waiters();
+                    continue;
+                }
                 Ok(false) => {}
                 // The temporary cannot grow (no space, an I/O error): the completion, which
                 // starts from scratch, will answer it.
@@ -193,7 +248,7 @@ impl Ahead {
                 state.work = Some(work);
                 state.running = false;
                 drop(state);
-                self.stopped.notify_all();
+                self.notify_stopped();
                 return;
             }
         }
@@ -206,7 +261,29 @@ impl Ahead {
         state.again = false;
         state.work = work;
         drop(state);
+        self.notify_stopped();
+    }
+
+    fn notify_stopped(&self) {
         self.stopped.notify_all();
+        self.progress.notify_waiters();
+    }
+
+    /// Returns once the part starting at `offset` in the upload's file need not wait for the
+    /// hash any more: the hash came within `lead` of it, or the thread stopped (see the module
+    /// doc).
+    pub(super) async fn caught_up(&self, offset: u64, lead: Lead) {
+        loop {
+            // Registered before the check: a part hashed in between wakes it.
+            let mut progress = std::pin::pin!(self.progress.notified());
+            progress.as_mut().enable();
+            let ahead_by = offset.saturating_sub(self.hashed.load(Ordering::Acquire));
+            let hashing = self.lock().running && !self.stop.load(Ordering::Relaxed);
+            if !(hashing && lead.waits(ahead_by)) {
+                return;
+            }
+            progress.await;
+        }
     }
 
     /// Copies and hashes the next part if it is recorded: `Ok(false)` if it is not (or was
@@ -255,6 +332,22 @@ impl Ahead {
             state = self.stopped.wait(state).unwrap_or_else(|e| e.into_inner());
         }
         state
+    }
+
+    /// Starts the thread, however long the threads of other stores keep it from starting
+    /// (tests that hold it with `hold`).
+    #[cfg(test)]
+    pub(super) fn start(self: &Arc<Self>) {
+        while !self.lock().running {
+            self.advance();
+            std::thread::yield_now();
+        }
+    }
+
+    /// The bytes hashed so far (tests).
+    #[cfg(test)]
+    pub(super) fn hashed(&self) -> u64 {
+        self.hashed.load(Ordering::Acquire)
     }
 
     /// Takes every part it can, on the caller's thread once no other runs (tests: what a

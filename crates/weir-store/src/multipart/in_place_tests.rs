@@ -540,3 +540,72 @@ async fn a_restart_gives_back_what_interrupted_parts_left_in_place() {
     let expected = [body(1, PART), body(2, PART), body(3, PART)].concat();
     complete_as(&parts, &store, up.id, &[&p1, &p2, &p3], &expected).await;
 }
+
+/// Polls `fut` once.
+async fn poll_once<F: Future>(mut fut: std::pin::Pin<&mut F>) -> std::task::Poll<F::Output> {
+    std::future::poll_fn(|cx| std::task::Poll::Ready(fut.as_mut().poll(cx))).await
+}
+
+// The hash thread is held by a std mutex across the parts' awaits on purpose: the test runs
+// on one thread, and only that other thread waits on it.
+#[allow(clippy::await_holding_lock)]
+#[tokio::test]
+async fn a_part_far_past_the_hash_is_answered_once_the_hash_comes_near_or_stops() {
+    use super::ahead::Lead;
+    let (_dir, store) = store();
+    let mut parts = opened(&store);
+    let part = PART as u64;
+    parts.lead = Lead {
+        within: part,
+        at_most: 3 * part,
+    };
+    let up = new_upload(&parts, "paced.bin").await;
+    let bodies: Vec<_> = (1..=6).map(|n| body(n, PART)).collect();
+    let mut listed = vec![put_part(&parts, up.id, 1, &bodies[0]).await.unwrap()];
+    parts.settle(up.id);
+    // (Taken after each `settle`, which waits until only the store and itself hold it.)
+    let ahead = parts.ahead_of(up.id).unwrap();
+    assert_eq!(ahead.hashed(), part);
+
+    // The hash held at part 1's end: a part one part past it is answered at once, one two parts
+    // past it waits, one further than `at_most` is answered at once.
+    let held = ahead.hold.lock().unwrap();
+    listed.push(put_part(&parts, up.id, 3, &bodies[2]).await.unwrap());
+    ahead.start();
+    let mut fourth = std::pin::pin!(put_part(&parts, up.id, 4, &bodies[3]));
+    assert!(
+        poll_once(fourth.as_mut()).await.is_pending(),
+        "two parts past the hash"
+    );
+    listed.push(put_part(&parts, up.id, 6, &bodies[5]).await.unwrap());
+    assert!(poll_once(fourth.as_mut()).await.is_pending());
+    // Let go, the hash stops at the gap (part 2): part 4 is answered, nothing more hashed.
+    drop(held);
+    listed.push(fourth.await.unwrap());
+    drop(ahead);
+    parts.settle(up.id);
+    let ahead = parts.ahead_of(up.id).unwrap();
+    assert_eq!(ahead.hashed(), part);
+
+    // Held again before part 2: part 5, three parts past the hash, waits until the hash,
+    // let go, has taken parts 2 and 3.
+    let held = ahead.hold.lock().unwrap();
+    listed.push(put_part(&parts, up.id, 2, &bodies[1]).await.unwrap());
+    ahead.start();
+    let mut fifth = std::pin::pin!(put_part(&parts, up.id, 5, &bodies[4]));
+    assert!(
+        poll_once(fifth.as_mut()).await.is_pending(),
+        "three parts past the hash"
+    );
+    drop(held);
+    listed.push(fifth.await.unwrap());
+    let hashed = ahead.hashed();
+    assert!(hashed >= 3 * part, "answered at {hashed} bytes hashed");
+
+    drop(ahead);
+    parts.settle(up.id);
+    listed.sort_by_key(|p| p.number);
+    let listed: Vec<_> = listed.iter().collect();
+    complete_as(&parts, &store, up.id, &listed, &bodies.concat()).await;
+    assert!(whole(&parts), "every part in place, hashed ahead");
+}

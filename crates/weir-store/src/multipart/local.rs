@@ -51,7 +51,7 @@
 //! and removes what a crash left (temporaries, data files no record names, uploads without a
 //! record).
 
-use super::ahead::Ahead;
+use super::ahead::{Ahead, Lead};
 use super::record::{
     self, data_name, decode_done, decode_part, decode_upload, record_number, same_parts,
 };
@@ -95,6 +95,10 @@ fn io_err(op: &'static str) -> impl Fn(io::Error) -> StoreError {
     move |e| StoreError::from_io(op, e)
 }
 
+/// A part in place of an upload hashed ahead, and its offset in the upload's file: its answer
+/// may wait for the hash ([`Ahead::caught_up`]).
+type PartAhead = (Arc<Ahead>, u64);
+
 /// The local store's multipart uploads (see the module doc). Cheap to share behind an `Arc`.
 #[derive(Debug)]
 pub struct LocalMultiparts {
@@ -106,6 +110,8 @@ pub struct LocalMultiparts {
     /// Signalled when a completion ends (its [`Claim`](complete::Claim) dropped): a completion
     /// of the same upload sent meanwhile waits for it.
     completed: Condvar,
+    /// How far a part in place may be answered ahead of the object's hash (`ahead.rs`).
+    pub(super) lead: Lead,
     /// How many parts the last completion took from an assembly ahead (tests).
     #[cfg(test)]
     pub(super) resumed: std::sync::atomic::AtomicUsize,
@@ -146,6 +152,7 @@ impl LocalMultiparts {
             dir,
             inner: Mutex::default(),
             completed: Condvar::new(),
+            lead: Lead::DEFAULT,
             #[cfg(test)]
             resumed: Default::default(),
             #[cfg(test)]
@@ -245,13 +252,15 @@ impl LocalMultiparts {
         Ok(made?)
     }
 
+    /// Records part `number`; with it, for a part in place of an upload hashed ahead, that
+    /// assembly and the part's offset, for the answer's wait (`ahead.rs`).
     fn finish_part_now(
         &self,
         id: UploadId,
         number: u32,
         mut upload: Upload,
         seal: PartSeal,
-    ) -> Result<PartRecord, MultipartError> {
+    ) -> Result<(PartRecord, Option<PartAhead>), MultipartError> {
         check_part_number(number)?;
         let tag = match seal.tag {
             Some(tag) => tag,
@@ -316,10 +325,11 @@ impl LocalMultiparts {
         if let Some(replaced) = replaced {
             replaced.discard();
         }
-        if let Some(ahead) = ahead {
+        if let Some(ahead) = &ahead {
             ahead.advance();
         }
-        Ok(part)
+        // A part in place may wait for the hash to come near its offset (`ahead.rs`).
+        Ok((part, ahead.zip(in_place::offset_of(&data))))
     }
 
     /// A new assembly ahead of upload `id`'s completion, into a temporary of `key`; `None` if
@@ -335,6 +345,12 @@ impl LocalMultiparts {
         };
         let object = self.store.begin(key, options).ok()?;
         Some(Ahead::new(dir, object))
+    }
+
+    /// Upload `id`'s assembly ahead (tests).
+    #[cfg(test)]
+    pub(super) fn ahead_of(&self, id: UploadId) -> Option<Arc<Ahead>> {
+        self.lock().ahead.get(&id).cloned()
     }
 
     /// Waits until upload `id`'s assembly ahead has taken every part it can (tests).
@@ -394,7 +410,10 @@ impl LocalMultiparts {
         let copied = sys::copy_file_at((&source, range.start), (upload.file_mut(), at), len);
         let (_, n) = copied.map_err(|e| StoreError::from_io("copy part", e))?;
         upload.record_external_write(n)?;
-        self.finish_part_now(id, number, upload, PartSeal::default())
+        // Copied inside the kernel, the part is no CPU's work: its answer does not wait for the
+        // hash.
+        let (part, _) = self.finish_part_now(id, number, upload, PartSeal::default())?;
+        Ok(part)
     }
 
     fn list_parts_now(
@@ -633,7 +652,14 @@ impl MultipartStore for LocalMultiparts {
             return Err(MultipartError::EntityTooLarge);
         }
         // A read back for the MD5, an fsync: off the runtime's workers.
-        off_the_runtime(|| self.finish_part_now(id, number, upload.0, seal))
+        let (part, catch_up) =
+            off_the_runtime(|| self.finish_part_now(id, number, upload.0, seal))?;
+        // The answer waits, if it must, for the object's hash to come near the part
+        // (`ahead.rs`, "held to the parts' pace").
+        if let Some((ahead, offset)) = catch_up {
+            ahead.caught_up(offset, self.lead).await;
+        }
+        Ok(part)
     }
 
     async fn copy_part(
