@@ -546,6 +546,15 @@ async fn poll_once<F: Future>(mut fut: std::pin::Pin<&mut F>) -> std::task::Poll
     std::future::poll_fn(|cx| std::task::Poll::Ready(fut.as_mut().poll(cx))).await
 }
 
+/// What `fut` gives at its first poll: it must not wait (for a hash the test holds, it would
+/// wait for ever).
+async fn at_once<F: Future>(fut: F) -> F::Output {
+    match poll_once(std::pin::pin!(fut)).await {
+        std::task::Poll::Ready(out) => out,
+        std::task::Poll::Pending => panic!("waited"),
+    }
+}
+
 // The hash thread is held by a std mutex across the parts' awaits on purpose: the test runs
 // on one thread, and only that other thread waits on it.
 #[allow(clippy::await_holding_lock)]
@@ -570,14 +579,22 @@ async fn a_part_far_past_the_hash_is_answered_once_the_hash_comes_near_or_stops(
     // The hash held at part 1's end: a part one part past it is answered at once, one two parts
     // past it waits, one further than `at_most` is answered at once.
     let held = ahead.hold.lock().unwrap();
-    listed.push(put_part(&parts, up.id, 3, &bodies[2]).await.unwrap());
+    listed.push(
+        at_once(put_part(&parts, up.id, 3, &bodies[2]))
+            .await
+            .unwrap(),
+    );
     ahead.start();
     let mut fourth = std::pin::pin!(put_part(&parts, up.id, 4, &bodies[3]));
     assert!(
         poll_once(fourth.as_mut()).await.is_pending(),
         "two parts past the hash"
     );
-    listed.push(put_part(&parts, up.id, 6, &bodies[5]).await.unwrap());
+    listed.push(
+        at_once(put_part(&parts, up.id, 6, &bodies[5]))
+            .await
+            .unwrap(),
+    );
     assert!(poll_once(fourth.as_mut()).await.is_pending());
     // Let go, the hash stops at the gap (part 2): part 4 is answered, nothing more hashed.
     drop(held);
@@ -590,7 +607,11 @@ async fn a_part_far_past_the_hash_is_answered_once_the_hash_comes_near_or_stops(
     // Held again before part 2: part 5, three parts past the hash, waits until the hash,
     // let go, has taken parts 2 and 3.
     let held = ahead.hold.lock().unwrap();
-    listed.push(put_part(&parts, up.id, 2, &bodies[1]).await.unwrap());
+    listed.push(
+        at_once(put_part(&parts, up.id, 2, &bodies[1]))
+            .await
+            .unwrap(),
+    );
     ahead.start();
     let mut fifth = std::pin::pin!(put_part(&parts, up.id, 5, &bodies[4]));
     assert!(
