@@ -54,19 +54,19 @@ use tokio::sync::Notify;
 /// How far past the object's hash a part written in place may be answered without waiting for
 /// the hash (see the module doc).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Lead {
+pub(super) struct Lead {
     /// A part starting at most this far past the bytes hashed is answered at once: a few parts
     /// of what clients send in parallel (8 × 8 MiB for aws-cli), and what the completion is
     /// left to hash at most when the parts come in order.
-    pub(crate) within: u64,
+    pub(super) within: u64,
     /// A part starting further than this past the bytes hashed is answered at once too: its
     /// wait would be the hash of all that (a quarter of a second with SHA instructions, a few
     /// seconds without), which the completion does, with its keep-alive, instead.
-    pub(crate) at_most: u64,
+    pub(super) at_most: u64,
 }
 
 impl Lead {
-    pub(crate) const DEFAULT: Lead = Lead {
+    pub(super) const DEFAULT: Lead = Lead {
         within: 64 << 20,
         at_most: 256 << 20,
     };

@@ -570,7 +570,9 @@ async fn a_part_far_past_the_hash_is_answered_once_the_hash_comes_near_or_stops(
     };
     let up = new_upload(&parts, "paced.bin").await;
     let bodies: Vec<_> = (1..=6).map(|n| body(n, PART)).collect();
-    let mut listed = vec![put_part(&parts, up.id, 1, &bodies[0]).await.unwrap()];
+    // Part `n`, with its body.
+    let put = |n: u32| put_part(&parts, up.id, n, &bodies[n as usize - 1]);
+    let mut listed = vec![put(1).await.unwrap()];
     parts.settle(up.id);
     // (Taken after each `settle`, which waits until only the store and itself hold it.)
     let ahead = parts.ahead_of(up.id).unwrap();
@@ -579,22 +581,14 @@ async fn a_part_far_past_the_hash_is_answered_once_the_hash_comes_near_or_stops(
     // The hash held at part 1's end: a part one part past it is answered at once, one two parts
     // past it waits, one further than `at_most` is answered at once.
     let held = ahead.hold.lock().unwrap();
-    listed.push(
-        at_once(put_part(&parts, up.id, 3, &bodies[2]))
-            .await
-            .unwrap(),
-    );
+    listed.push(at_once(put(3)).await.unwrap());
     ahead.start();
-    let mut fourth = std::pin::pin!(put_part(&parts, up.id, 4, &bodies[3]));
+    let mut fourth = std::pin::pin!(put(4));
     assert!(
         poll_once(fourth.as_mut()).await.is_pending(),
         "two parts past the hash"
     );
-    listed.push(
-        at_once(put_part(&parts, up.id, 6, &bodies[5]))
-            .await
-            .unwrap(),
-    );
+    listed.push(at_once(put(6)).await.unwrap());
     assert!(poll_once(fourth.as_mut()).await.is_pending());
     // Let go, the hash stops at the gap (part 2): part 4 is answered, nothing more hashed.
     drop(held);
@@ -607,13 +601,9 @@ async fn a_part_far_past_the_hash_is_answered_once_the_hash_comes_near_or_stops(
     // Held again before part 2: part 5, three parts past the hash, waits until the hash,
     // let go, has taken parts 2 and 3.
     let held = ahead.hold.lock().unwrap();
-    listed.push(
-        at_once(put_part(&parts, up.id, 2, &bodies[1]))
-            .await
-            .unwrap(),
-    );
+    listed.push(at_once(put(2)).await.unwrap());
     ahead.start();
-    let mut fifth = std::pin::pin!(put_part(&parts, up.id, 5, &bodies[4]));
+    let mut fifth = std::pin::pin!(put(5));
     assert!(
         poll_once(fifth.as_mut()).await.is_pending(),
         "three parts past the hash"
