@@ -50,6 +50,7 @@ use crate::fault::Op;
 use crate::hash_job::{HashJob, HashTrack, Hashed, Written};
 use crate::media_type::MediaType;
 use crate::meta::FileMeta;
+use crate::multipart::PartPace;
 use crate::object_meta::ObjectMeta;
 use crate::path::StorePath;
 use crate::precondition::{self, Check};
@@ -180,6 +181,9 @@ pub struct Upload {
     /// [`Upload::set_media_type`] keeps one), `None` for an adopted one (a resumable upload's,
     /// which an earlier request may have given one): then asked of the file at commit.
     media_type: Option<bool>,
+    /// A multipart part in place, paced with the other parts of its upload in flight
+    /// (`multipart/pace.rs`, [`Upload::before_piece`]).
+    pace: Option<PartPace>,
 }
 
 impl Upload {

@@ -115,7 +115,7 @@ const PIPELINE_AFTER: u64 = 2 << 20;
 
 /// How many bytes the splice path moves before telling the upload: the store then starts
 /// writing them back to disk while the rest arrives (the commit's fsync has less to do).
-const SPLICE_PIECE: u64 = 8 << 20;
+pub(super) const SPLICE_PIECE: u64 = 8 << 20;
 
 /// A body's checkpoints (a resumable append's, `resumable.rs`), polled after each piece of the
 /// body is written. A checkpoint runs off the connection's task (`fdatasync` and the record's
@@ -170,12 +170,15 @@ async fn step(
 }
 
 /// Socket → file with splice, in pieces; after each, tells the upload how many bytes it got.
+/// Before each, the upload may hold the piece back (a multipart part behind an earlier one of
+/// its upload: `Upload::before_piece`), told how much of the body is at hand.
 pub(super) async fn splice_body(
     ex: &mut Exchange<'_>,
     upload: &mut Upload,
     progress: &mut dyn Checkpoints,
 ) -> Result<(), BodyFailure> {
     loop {
+        upload.before_piece(ex.body_at_hand()).await;
         // Reserved before it is written: the bytes are recorded only after the piece.
         upload
             .reserve_next(SPLICE_PIECE)
@@ -184,7 +187,10 @@ pub(super) async fn splice_body(
             .body_to_file_at_most(upload.file_mut(), SPLICE_PIECE)
             .await
         {
-            Ok(0) => return Ok(()),
+            Ok(0) => {
+                upload.body_ended();
+                return Ok(());
+            }
             Ok(n) => {
                 upload
                     .record_external_write(n)

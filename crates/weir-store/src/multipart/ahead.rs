@@ -40,11 +40,11 @@
 //!   client's read timeout for gigabytes to be hashed).
 
 use super::PartRecord;
-use super::local::{copy_part, hash_part, open_data, read_part};
+use super::local::{copy_part, open_data, read_part};
 use super::record::offset_of;
 use crate::Upload;
 use crate::digest::Hashers;
-use crate::read_back::READ_BACK_BUF;
+use crate::read_back::{READ_BACK_BUF, read_range};
 use crate::sys::DirHandle;
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -76,6 +76,9 @@ impl Lead {
         ahead_by > self.within && ahead_by <= self.at_most
     }
 }
+
+/// How often the thread tells the bytes hashed within a part ([`Ahead::caught_up`]'s waiters).
+const TELL_EVERY: u64 = 4 << 20;
 
 /// Assembly threads running, in every store: the work is CPU-bound (a copy and SHA-256), so
 /// more threads than CPUs would only slow the parts being received.
@@ -306,7 +309,19 @@ impl Ahead {
             None if offset_of(&data) != Some(work.end) => return Ok(false),
             None => {}
         }
-        hash_part((&source, from), size, &mut work.hashers, buf)?;
+        // The bytes hashed are told as the hash goes, not only per part: a piece waiting within
+        // reach of the hash (`pace.rs`) goes on as soon as the hash comes near, instead of
+        // once a whole part is hashed, while the receiving has stopped.
+        let (base, mut told, mut done) = (work.end, 0u64, 0u64);
+        read_range(&source, from, size, buf, |bytes| {
+            work.hashers.update(bytes);
+            done += bytes.len() as u64;
+            if done - told >= TELL_EVERY {
+                told = done;
+                self.hashed.store(base + done, Ordering::Release);
+                self.progress.notify_waiters();
+            }
+        })?;
         work.end += size;
         work.parts.push((number, data));
         Ok(true)

@@ -620,3 +620,55 @@ async fn a_part_far_past_the_hash_is_answered_once_the_hash_comes_near_or_stops(
     complete_as(&parts, &store, up.id, &listed, &bodies.concat()).await;
     assert!(whole(&parts), "every part in place, hashed ahead");
 }
+
+/// Parts in flight are paced (`pace.rs`) through the uploads `begin_part` gives: a part waits
+/// before its next piece while an earlier part of its upload presses, and a piece out of the
+/// hash's reach waits while the hash runs, never once it stops.
+// As above: the hash thread is held by a std mutex across the pieces' polls on purpose.
+// Paused time: a pressing mark lasts its hold whatever this machine's speed.
+#[allow(clippy::await_holding_lock)]
+#[tokio::test(start_paused = true)]
+async fn parts_in_flight_go_earliest_first_and_within_reach_of_the_hash() {
+    use super::pace::{PRESSING, REACH};
+    let (_dir, store) = store();
+    let parts = opened(&store);
+    let up = new_upload(&parts, "paced.bin").await;
+    let len = Some(PART as u64);
+    put_part(&parts, up.id, 1, &body(1, PART)).await.unwrap();
+    parts.settle(up.id);
+
+    // Earliest first: part 3 waits while part 2 presses, and goes once part 2's body ended;
+    // part 2 finding little at hand (the network's pace) holds nothing.
+    let mut second = parts.begin_part(up.id, 2, len).await.unwrap();
+    let mut third = parts.begin_part(up.id, 3, len).await.unwrap();
+    let second = second.file().unwrap();
+    at_once(second.before_piece(PRESSING - 1)).await;
+    at_once(third.file().unwrap().before_piece(0)).await;
+    at_once(second.before_piece(PRESSING)).await;
+    {
+        let mut piece = std::pin::pin!(third.file().unwrap().before_piece(0));
+        assert!(
+            poll_once(piece.as_mut()).await.is_pending(),
+            "part 2 presses"
+        );
+        second.body_ended();
+        assert!(poll_once(piece.as_mut()).await.is_ready());
+    }
+
+    // Within reach: the hash held before part 2 (running, at part 1's end), a part starting
+    // more than REACH past it waits, one within it does not; let go, the hash stops at the
+    // missing part 2, and the far part goes.
+    // Offsets REACH + 1 part and REACH + 2 parts: REACH and REACH + 1 part past the hash.
+    let edge = u32::try_from(REACH / PART as u64).unwrap() + 2;
+    let mut near = parts.begin_part(up.id, edge, len).await.unwrap();
+    let mut far = parts.begin_part(up.id, edge + 1, len).await.unwrap();
+    let ahead = parts.ahead_of(up.id).unwrap();
+    let held = ahead.hold.lock().unwrap();
+    ahead.start();
+    let mut piece = std::pin::pin!(far.file().unwrap().before_piece(0));
+    assert!(poll_once(piece.as_mut()).await.is_pending(), "out of reach");
+    at_once(third.file().unwrap().before_piece(0)).await;
+    at_once(near.file().unwrap().before_piece(0)).await;
+    drop(held);
+    piece.await;
+}

@@ -80,7 +80,7 @@ use std::time::{Duration, SystemTime};
 mod complete;
 mod in_place;
 
-pub(super) use complete::{copy_part, hash_part};
+pub(super) use complete::copy_part;
 pub(super) use in_place::open_data;
 use in_place::{in_place_charges, release_data};
 
@@ -316,6 +316,9 @@ impl LocalMultiparts {
         }
         let (ahead, replaced) = match fresh {
             Some(fresh) => {
+                if let (true, Some(slots)) = (in_place, inner.slots.get(&id)) {
+                    slots.pace.hashed_by(&fresh);
+                }
                 let replaced = inner.ahead.insert(id, Arc::clone(&fresh));
                 (Some(fresh), replaced)
             }

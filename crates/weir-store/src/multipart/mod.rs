@@ -40,11 +40,13 @@ use std::time::{Duration, SystemTime};
 
 mod ahead;
 mod local;
+mod pace;
 mod part_tag;
 pub(crate) mod record;
 mod validate;
 
 pub use local::LocalMultiparts;
+pub(crate) use pace::PartPace;
 pub use part_tag::{PartTag, PartTagHasher};
 pub use validate::{check_part_checksums, select_parts};
 

@@ -67,6 +67,7 @@ impl Upload {
             keep_on_drop: None,
             client_modified: None,
             media_type: Some(false),
+            pace: None,
         }
     }
 }

@@ -20,6 +20,7 @@ impl Upload {
         path: &StorePath,
         (temp, mut file, base): (String, File, u64),
         expected_len: Option<u64>,
+        pace: PartPace,
     ) -> Result<Upload, StoreError> {
         let reserved = reserve_declared(&shared, expected_len)?;
         if let Err(e) = file.seek(SeekFrom::Start(base)) {
@@ -37,7 +38,24 @@ impl Upload {
         let mut upload = Upload::opened(shared, path, (temp, file), reserved, options);
         upload.base = base;
         upload.in_place = true;
+        upload.pace = Some(pace);
         Ok(upload)
+    }
+
+    /// Before a body's loop moves the next piece of it into the file itself (the splice path):
+    /// a part in place reports `at_hand` (`weir::Exchange::body_at_hand`) and may wait for
+    /// the other parts of its upload (`multipart/pace.rs`); any other upload goes on at once.
+    pub async fn before_piece(&self, at_hand: u64) {
+        if let Some(pace) = &self.pace {
+            pace.before_piece(at_hand, self.size).await;
+        }
+    }
+
+    /// The body's loop has moved the whole body (see [`Upload::before_piece`]).
+    pub fn body_ended(&self) {
+        if let Some(pace) = &self.pace {
+            pace.ended();
+        }
     }
 
     /// Whether this upload writes a range of a shared file ([`Upload::in_place`]).

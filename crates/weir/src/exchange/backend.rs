@@ -47,6 +47,8 @@ pub(crate) trait Backend {
     /// The read-ahead in force (HTTP/2: at most the stream window).
     fn pause_threshold(&self) -> usize;
     fn is_body_complete(&self) -> bool;
+    /// Body bytes a read would get without waiting, as far as the protocol knows.
+    fn body_at_hand(&self) -> u64;
     /// The open file the client passed with this request (HTTP/1.1 on a Unix socket only).
     fn take_passed_fd(&mut self) -> Option<std::os::fd::OwnedFd> {
         None

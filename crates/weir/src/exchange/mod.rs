@@ -257,6 +257,17 @@ impl<'c> Exchange<'c> {
         on_backend!(self.take_passed_fd())
     }
 
+    /// Body bytes a read would get now, without waiting for the client: those the server
+    /// holds plus, over HTTP/1.1 on Linux TCP, those queued in the socket (`FIONREAD`, which
+    /// may count the start of a request pipelined after this body's end). A lower bound where
+    /// the socket cannot be asked: TLS counts only the bytes decrypted, HTTP/2 only the frame
+    /// at hand. A handler that takes several bodies at once can tell from it which of them the
+    /// network holds back (little at hand between reads) and which the server does (a full
+    /// socket): `weir serve` lets the first part of a multipart upload go first only then.
+    pub fn body_at_hand(&self) -> u64 {
+        on_backend!(&self.body_at_hand())
+    }
+
     /// Whether the whole body has been read.
     pub fn is_body_complete(&self) -> bool {
         on_backend!(&self.is_body_complete())

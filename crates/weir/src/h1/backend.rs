@@ -70,6 +70,10 @@ impl Backend for Conn {
         self.body.decoder.is_done()
     }
 
+    fn body_at_hand(&self) -> u64 {
+        Conn::body_at_hand(self)
+    }
+
     fn take_passed_fd(&mut self) -> Option<std::os::fd::OwnedFd> {
         self.io.passed_fd.take()
     }

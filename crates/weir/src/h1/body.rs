@@ -16,7 +16,7 @@
 use super::conn::Conn;
 use super::io::{Io, Read, body_wait};
 use crate::exchange::body::Broken;
-use crate::transport::low_water::BODY_LOW_WATER;
+use crate::transport::low_water::{self, BODY_LOW_WATER};
 use crate::{Error, zero_copy};
 use bytes::{Buf, Bytes};
 use std::fs::File;
@@ -370,6 +370,19 @@ impl Conn {
                 Err(Error::from(e))
             }
         }
+    }
+
+    /// [`crate::Exchange::body_at_hand`]: the payload buffered and the socket's queue, within
+    /// what is left of the body.
+    pub(crate) fn body_at_hand(&self) -> u64 {
+        if self.body.decoder.is_done() {
+            return 0;
+        }
+        let at_hand = self.io.rbuf.len() as u64 + low_water::queued(&self.io.stream);
+        self.body
+            .decoder
+            .remaining_hint()
+            .map_or(at_hand, |left| at_hand.min(left))
     }
 
     /// Raises the socket's low-water mark while a large declared body streams in fast (the

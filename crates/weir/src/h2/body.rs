@@ -92,6 +92,11 @@ impl BodyIn {
         self.done && self.chunk.is_empty()
     }
 
+    /// The frame received and not yet handed over: h2 does not tell what it holds past it.
+    pub(crate) fn at_hand(&self) -> u64 {
+        self.chunk.len() as u64
+    }
+
     /// Sets the pause threshold; capacity kept back beyond the new need is given back.
     pub(crate) fn set_pause_threshold(&mut self, bytes: usize) {
         self.policy.set_pause_threshold(bytes);

@@ -238,6 +238,10 @@ impl Backend for H2Stream {
         self.body.is_done()
     }
 
+    fn body_at_hand(&self) -> u64 {
+        self.body.at_hand()
+    }
+
     async fn send_informational(
         &mut self,
         status: StatusCode,

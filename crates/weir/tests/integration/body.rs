@@ -392,3 +392,31 @@ fn body_to_file_in_bounded_pieces() {
         assert!(field(&text, "pieces") >= 6, "{framing}: {text}");
     }
 }
+
+#[test]
+fn body_at_hand_counts_what_a_read_would_get_without_waiting() {
+    // The client sends the head and 60,000 of 1 MiB, then waits: the handler sees exactly
+    // those at hand (buffered or queued in the socket: fewer than the receive window a fresh
+    // connection opens with), 20,000 fewer once it read that many,
+    // and none once the body ended, whatever the client sent after it (a pipelined request
+    // is not the body's).
+    const ID: u64 = 0xA7_4A4D;
+    let server = TestServer::start(Config::default());
+    let total = 1usize << 20;
+    let data = pattern(total, 9);
+    let mut c = server.connect();
+    let mut writer = c.stream().try_clone().unwrap();
+    let head = format!(
+        "PUT /at-hand?id={ID}&want=60000&take=20000 HTTP/1.1\r\nHost: a\r\n\
+         Content-Length: {total}\r\n\r\n"
+    );
+    writer.write_all(head.as_bytes()).unwrap();
+    writer.write_all(&data[..60_000]).unwrap();
+    assert_eq!(observed(ID), "before=60000 after=40000");
+    writer.write_all(&data[60_000..]).unwrap();
+    writer
+        .write_all(b"GET /hello HTTP/1.1\r\nHost: a\r\n\r\n")
+        .unwrap();
+    assert_eq!(c.read_response().text(), format!("end=0 read={total}\n"));
+    assert_eq!(c.read_response().text(), "Hello, World!");
+}

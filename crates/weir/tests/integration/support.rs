@@ -155,6 +155,39 @@ impl Handler for Routes {
                 );
                 ex.respond(StatusCode::OK).body(text).await
             }
+            (_, "/at-hand") => {
+                // What `body_at_hand` says once `want` body bytes are at hand (waiting for
+                // them: the client sends them and stops) and after reading `take` of them,
+                // recorded under `id` (`observed`) before the rest is read; answered: what it
+                // says once the body ended.
+                let id = query_u64(ex, "id").unwrap_or(0);
+                let want = query_u64(ex, "want").unwrap_or(0);
+                let take = query_u64(ex, "take").unwrap_or(0) as usize;
+                for _ in 0..1000 {
+                    if ex.body_at_hand() >= want {
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+                let before = ex.body_at_hand();
+                let mut buf = vec![0u8; take];
+                let mut got = 0;
+                while got < take {
+                    match ex.read_body(&mut buf[got..]).await? {
+                        0 => break,
+                        n => got += n,
+                    }
+                }
+                let after = ex.body_at_hand();
+                OBSERVED
+                    .lock()
+                    .unwrap()
+                    .push((id, format!("before={before} after={after}")));
+                let mut rest = Vec::new();
+                ex.read_body_to_end(&mut rest).await?;
+                let text = format!("end={} read={}\n", ex.body_at_hand(), got + rest.len());
+                ex.respond(StatusCode::OK).body(text).await
+            }
             (_, "/chunks") => {
                 let mut hasher = Sha256::new();
                 let mut largest = 0;

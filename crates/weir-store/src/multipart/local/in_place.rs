@@ -46,6 +46,7 @@
 
 use super::*;
 use crate::multipart::MIN_PART_SIZE;
+use crate::multipart::pace::UploadPace;
 pub(in crate::multipart) use record::{OBJECT_FILE, data_at, offset_of};
 use std::collections::hash_map::Entry;
 
@@ -190,6 +191,8 @@ pub(in crate::multipart) struct Slots {
     closed: bool,
     /// The file is an earlier run's: records this run did not write may name parts in it.
     inherited: bool,
+    /// The parts being written in place (`multipart/pace.rs`).
+    pub(in crate::multipart) pace: Arc<UploadPace>,
 }
 
 /// What a completion may do with the upload's file (`LocalMultiparts::take_whole`).
@@ -252,9 +255,9 @@ impl LocalMultiparts {
                     Err(e) => return Err(StoreError::from_io("create multipart file", e)),
                 },
             };
-            slots.claim(number, len)
+            slots.claim(number, len).map(|o| (o, slots.pace.join(o)))
         };
-        let Some(offset) = offset else {
+        let Some((offset, pace)) = offset else {
             return Ok(None);
         };
         let file = dir
@@ -262,7 +265,7 @@ impl LocalMultiparts {
             .map_err(io_err("open multipart file"))?;
         let temp = format!("{DIR_NAME}/{id}/{OBJECT_FILE}");
         let shared = Arc::clone(&self.shared);
-        Upload::in_place(shared, key, (temp, file, offset), expected_len).map(Some)
+        Upload::in_place(shared, key, (temp, file, offset), expected_len, pace).map(Some)
     }
 
     /// Whether the completion of upload `id` may take its file whole ([`Whole`]): `parts`

@@ -4,13 +4,15 @@
 //! checked, the trailers parsed), then through what must be computed beside the store's own
 //! SHA-256 (the MD5, an `x-amz-checksum-*`, a signed payload's SHA-256 where the store does
 //! not judge it), then to `StoreUpload::write` (the store's backpressure reaches the socket).
+//! Every piece of it, a multipart part written in place is paced as on the splice path
+//! (`Upload::before_piece`: the parts before it first, within reach of the object's hash).
 //!
 //! Invariants: the decoder hands out ranges of the chunk, so no copy is added on the data
 //! path; every check is made after the last byte and before the caller commits, so a body
 //! that fails one is aborted by the caller and nothing is stored.
 
 use super::reply::Failure;
-use crate::serve::body::BodyFailure;
+use crate::serve::body::{BodyFailure, SPLICE_PIECE};
 use sha2::{Digest, Sha256};
 use weir::Exchange;
 use weir_s3api::checksum::{Checksum, ChecksumAlgorithm, ChecksumValue, ContentMd5};
@@ -58,12 +60,27 @@ pub(super) async fn read<U: StoreUpload>(
     let mut checksum = algorithm.map(Checksum::new);
     let mut trailer = None;
     let mut ended = decoder.is_none();
+    // Paced every piece as the splice path is (`body::splice_body`): a multipart part in
+    // place may wait for the parts before it, and for the object's hash.
+    let (mut received, mut paced_at) = (0u64, 0u64);
     loop {
+        if received >= paced_at {
+            if let Some(file) = upload.file() {
+                file.before_piece(ex.body_at_hand()).await;
+            }
+            paced_at = received + SPLICE_PIECE;
+        }
         let chunk = match ex.read_body_chunk().await {
             Ok(Some(chunk)) => chunk,
-            Ok(None) => break,
+            Ok(None) => {
+                if let Some(file) = upload.file() {
+                    file.body_ended();
+                }
+                break;
+            }
             Err(e) => return Err(Failure::Body(BodyFailure::Body(e))),
         };
+        received += chunk.len() as u64;
         let mut feed = |data: &[u8]| {
             if let Some(m) = &mut md5 {
                 m.update(data);

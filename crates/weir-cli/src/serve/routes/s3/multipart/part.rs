@@ -8,6 +8,9 @@
 //! - **spliced** (a local store, `UNSIGNED-PAYLOAD`, no `Content-MD5`, no `x-amz-checksum-*`,
 //!   no trailer): socket → file with `splice` (`body::splice_body`), no byte through user
 //!   space; the store reads the part back once for its CRC tag (`finish_part` with no tag);
+//!   a part in place is paced with the other parts of its upload in flight before each piece
+//!   (`weir_store`'s `multipart/pace.rs`: the earlier parts first when the server, not the
+//!   network, is what limits them, and within reach of the object's hash);
 //! - **checked** (anything else, and every part into a bucket): `checked_body.rs`, the loop
 //!   PutObject shares: the `aws-chunked` decoder when it is one, then the MD5, the asked
 //!   checksum and, for a signed payload, the SHA-256, each only if the client sent it, and the
