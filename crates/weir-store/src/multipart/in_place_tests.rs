@@ -658,8 +658,10 @@ async fn parts_in_flight_go_earliest_first_and_within_reach_of_the_hash() {
     // Within reach: the hash held before part 2 (running, at part 1's end), a part starting
     // more than REACH past it waits, one within it does not; let go, the hash stops at the
     // missing part 2, and the far part goes.
-    // Offsets REACH + 1 part and REACH + 2 parts: REACH and REACH + 1 part past the hash.
+    // The hash at part 1's end (5 MiB): `near` starts 255 MiB past it (REACH less 1 MiB),
+    // `far` 260 MiB past.
     let edge = u32::try_from(REACH / PART as u64).unwrap() + 2;
+    assert_eq!(u64::from(edge - 2) * PART as u64, REACH - (1 << 20));
     let mut near = parts.begin_part(up.id, edge, len).await.unwrap();
     let mut far = parts.begin_part(up.id, edge + 1, len).await.unwrap();
     let ahead = parts.ahead_of(up.id).unwrap();
@@ -669,6 +671,17 @@ async fn parts_in_flight_go_earliest_first_and_within_reach_of_the_hash() {
     assert!(poll_once(piece.as_mut()).await.is_pending(), "out of reach");
     at_once(third.file().unwrap().before_piece(0)).await;
     at_once(near.file().unwrap().before_piece(0)).await;
+    // The reach counts from where the piece starts: 1 MiB into `near`, exactly REACH past the
+    // hash, at once; a byte further, it waits.
+    near.write(&vec![0; 1 << 20]).await.unwrap();
+    at_once(near.file().unwrap().before_piece(0)).await;
+    near.write(&[0]).await.unwrap();
+    let mut next = std::pin::pin!(near.file().unwrap().before_piece(0));
+    assert!(
+        poll_once(next.as_mut()).await.is_pending(),
+        "its next piece"
+    );
     drop(held);
     piece.await;
+    next.await;
 }
