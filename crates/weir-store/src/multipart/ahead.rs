@@ -30,6 +30,11 @@
 //!   bytes are already where the object's will be. Such an assembly goes on only while each
 //!   part is in place right after the one before, and only a completion that takes the
 //!   upload's file whole uses it.
+//! - A part in place may be hashed from the moment its bytes are all written
+//!   ([`Ahead::written`]), before its record: the record waits for an fsync of the upload's
+//!   file, which flushes the parts still arriving too, and the hash would wait for the disk.
+//!   A part told written that then fails to be recorded is forgotten ([`Ahead::unwritten`]),
+//!   and an assembly that took it is dropped: its range no longer holds the part.
 //! - The hash is held to the parts' pace ([`Lead`], [`Ahead::caught_up`]): a part in place
 //!   recorded more than [`Lead::within`] past the bytes hashed, while the thread hashes towards
 //!   it, is answered once the hash comes within that lead. The part's client sends its next
@@ -39,9 +44,8 @@
 //!   than [`Lead::at_most`] ahead does not wait at all (its answer could otherwise wait past a
 //!   client's read timeout for gigabytes to be hashed).
 
-use super::PartRecord;
 use super::local::{copy_part, open_data, read_part};
-use super::record::offset_of;
+use super::record::{data_at, offset_of};
 use crate::Upload;
 use crate::digest::Hashers;
 use crate::read_back::{READ_BACK_BUF, read_range};
@@ -123,6 +127,19 @@ struct State {
     again: bool,
     /// `None` while the thread holds it, or once it failed or was discarded.
     work: Option<Assembly>,
+    /// Parts in place whose bytes are all written and not yet recorded (their fsync runs):
+    /// the hash need not wait for their durability, only for their bytes ([`Ahead::written`]).
+    written: Vec<Written>,
+}
+
+/// A part in place written and not yet recorded.
+#[derive(Debug)]
+struct Written {
+    number: u32,
+    offset: u64,
+    size: u64,
+    /// The thread took it: if it is not recorded after all, the assembly is wrong.
+    taken: bool,
 }
 
 /// The object assembled so far: its temporary (none for parts written in place, which are
@@ -169,6 +186,7 @@ impl Ahead {
             state: Mutex::new(State {
                 running: false,
                 again: false,
+                written: Vec::new(),
                 work: Some(Assembly {
                     object,
                     hashers,
@@ -293,7 +311,7 @@ impl Ahead {
     /// replaced while it was being opened: its new record advances the assembly again).
     fn assemble_next(&self, work: &mut Assembly, buf: &mut [u8]) -> io::Result<bool> {
         let number = work.next_number();
-        let Some((part, data)) = read_part(&self.dir, number).map_err(io::Error::other)? else {
+        let Some((size, data)) = self.part(number)? else {
             return Ok(false);
         };
         let (source, from) = match open_data(&self.dir, &data) {
@@ -301,7 +319,6 @@ impl Ahead {
             Err(e) if crate::tree::is_absent(&e) => return Ok(false),
             Err(e) => return Err(e),
         };
-        let PartRecord { size, .. } = part;
         match &mut work.object {
             Some(object) => copy_part((&source, from), size, object).map_err(io::Error::other)?,
             // Hashing in place: the part must be where it will be in the object, right after
@@ -338,6 +355,57 @@ impl Ahead {
     /// if one runs, stops at its next part boundary.
     pub(super) fn discard(&self) {
         drop(self.take());
+    }
+
+    /// Part `number`'s `size` bytes are written in place at `offset` and it is being recorded:
+    /// the thread may hash them before the record (whose fsync can take as long as the whole
+    /// file's dirty pages take to reach the disk). Followed by [`Ahead::recorded`] or
+    /// [`Ahead::unwritten`].
+    pub(super) fn written(self: &Arc<Self>, number: u32, offset: u64, size: u64) {
+        let mut state = self.lock();
+        state.written.retain(|w| w.number != number);
+        state.written.push(Written {
+            number,
+            offset,
+            size,
+            taken: false,
+        });
+        drop(state);
+        self.advance();
+    }
+
+    /// Part `number` is recorded: its record is what the thread reads from now on.
+    pub(super) fn recorded(&self, number: u32) {
+        self.lock().written.retain(|w| w.number != number);
+    }
+
+    /// Part `number`, told [`Ahead::written`], failed to be recorded: its bytes may be written
+    /// again, so an assembly that hashed them is dropped (the completion assembles from
+    /// scratch).
+    pub(super) fn unwritten(&self, number: u32) {
+        let mut state = self.lock();
+        let Some(i) = state.written.iter().position(|w| w.number == number) else {
+            return;
+        };
+        let taken = state.written.swap_remove(i).taken;
+        drop(state);
+        if taken {
+            self.discard();
+        }
+    }
+
+    /// Part `number` as the thread sees it: its record, else the part written in place and
+    /// being recorded (then taken: see [`Ahead::unwritten`]).
+    fn part(&self, number: u32) -> io::Result<Option<(u64, String)>> {
+        if let Some((part, data)) = read_part(&self.dir, number).map_err(io::Error::other)? {
+            return Ok(Some((part.size, data)));
+        }
+        let mut state = self.lock();
+        let Some(w) = state.written.iter_mut().find(|w| w.number == number) else {
+            return Ok(None);
+        };
+        w.taken = true;
+        Ok(Some((w.size, data_at(w.offset))))
     }
 
     /// The state once no thread runs.

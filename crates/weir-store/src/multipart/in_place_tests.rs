@@ -145,6 +145,61 @@ async fn parts_in_place_recorded_in_order_are_hashed_before_the_completion() {
     assert_eq!(store.usage(), total + (PART + 77) as u64 + 2 * ENTRY_COST);
 }
 
+/// A part in place is hashed from its bytes as soon as they are all written, before its record
+/// (whose fsync flushes the whole file); one that then fails to be recorded is not hashed, or
+/// if it was, its assembly is dropped.
+// The hash thread is held by a std mutex across a part's finish on purpose: the test runs on
+// one thread, and only that other thread waits on it.
+#[allow(clippy::await_holding_lock)]
+#[tokio::test]
+async fn parts_in_place_are_hashed_once_written_and_forgotten_if_not_recorded() {
+    let (_dir, store) = store();
+    let parts = opened(&store);
+    let part = PART as u64;
+    let bodies = &[body(1, PART), body(2, PART)];
+    let parts = &parts;
+    // Part 1 recorded and hashed, then `begin_part`'s upload of part 2 (in place after it).
+    let first = |key| async move {
+        let up = new_upload(parts, key).await;
+        let p1 = put_part(parts, up.id, 1, &bodies[0]).await.unwrap();
+        parts.settle(up.id);
+        let ahead = parts.ahead_of(up.id).unwrap();
+        assert_eq!(ahead.hashed(), part);
+        let second = parts.begin_part(up.id, 2, Some(part)).await.unwrap();
+        (up.id, p1, ahead, second)
+    };
+
+    // Part 2 written in place, not recorded: hashed all the same.
+    let (id, p1, ahead, mut second) = first("early.bin").await;
+    second.write(&bodies[1]).await.unwrap();
+    ahead.written(2, second.0.base(), part);
+    ahead.settle();
+    assert_eq!(ahead.hashed(), 2 * part, "hashed before its record");
+    // Forgotten after the thread took it, the assembly is dropped (the part's bytes may be
+    // written again), and the completion hashes them itself.
+    ahead.unwritten(2);
+    assert!(ahead.take().is_none(), "the assembly that took it dropped");
+    drop(ahead);
+    let p2 = parts
+        .finish_part(id, 2, second, PartSeal::default())
+        .await
+        .unwrap();
+    complete_as(parts, &store, id, &[&p1, &p2], &bodies.concat()).await;
+    assert!(whole(parts), "both parts in place");
+    assert_eq!(resumed(parts), 0, "the dropped assembly not used");
+
+    // Part 2 declared whole and finished short: told written, then not recorded. The thread,
+    // held before it looks for part 2, finds it forgotten.
+    let (id, _, ahead, mut short) = first("short.bin").await;
+    let held = ahead.hold.lock().unwrap();
+    short.write(&bodies[1][..PART - 1]).await.unwrap();
+    let refused = parts.finish_part(id, 2, short, PartSeal::default()).await;
+    assert!(refused.is_err(), "{refused:?}");
+    drop(held);
+    ahead.settle();
+    assert_eq!(ahead.hashed(), part, "a part not recorded is not hashed");
+}
+
 #[tokio::test]
 async fn parts_copied_from_an_object_go_in_place_too() {
     let (_dir, store) = store();

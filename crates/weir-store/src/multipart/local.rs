@@ -258,10 +258,52 @@ impl LocalMultiparts {
         &self,
         id: UploadId,
         number: u32,
-        mut upload: Upload,
+        upload: Upload,
         seal: PartSeal,
     ) -> Result<(PartRecord, Option<PartAhead>), MultipartError> {
         check_part_number(number)?;
+        // A part in place is hashed as soon as its bytes are all written, while its tag is
+        // read back and it is made durable: its fsync flushes the upload's whole file, the
+        // parts still arriving included, and the hash would otherwise wait for the disk.
+        let early = match upload.is_in_place() {
+            true => self.hash_written(id, number, upload.base(), upload.size()),
+            false => None,
+        };
+        let recorded = self.record_part(id, number, upload, seal, early.as_ref());
+        if let Some(early) = early {
+            match &recorded {
+                Ok(_) => early.recorded(number),
+                Err(_) => early.unwritten(number),
+            }
+        }
+        recorded
+    }
+
+    /// Tells upload `id`'s hash that part `number` is written in place (`Ahead::written`):
+    /// part 1 starts that hash. The hash told, if any.
+    fn hash_written(&self, id: UploadId, number: u32, base: u64, size: u64) -> Option<Arc<Ahead>> {
+        let ahead = if number == 1 {
+            let fresh = Ahead::hashing(self.dir.open_dir(&id.to_string()).ok()?);
+            if let Some(slots) = self.lock().slots.get(&id) {
+                slots.pace.hashed_by(&fresh);
+            }
+            fresh
+        } else {
+            self.lock().ahead.get(&id).cloned()?
+        };
+        ahead.written(number, base, size);
+        Some(ahead)
+    }
+
+    /// [`LocalMultiparts::finish_part_now`]'s record; `early`, the hash told of the part.
+    fn record_part(
+        &self,
+        id: UploadId,
+        number: u32,
+        mut upload: Upload,
+        seal: PartSeal,
+        early: Option<&Arc<Ahead>>,
+    ) -> Result<(PartRecord, Option<PartAhead>), MultipartError> {
         let tag = match seal.tag {
             Some(tag) => tag,
             None => {
@@ -276,7 +318,7 @@ impl LocalMultiparts {
         // completion does it all), or, in place, the hash of the upload's file.
         let fresh = match (number, in_place) {
             (1, false) => self.start_ahead(id, &opened.key),
-            (1, true) => self.dir.open_dir(&id.to_string()).ok().map(Ahead::hashing),
+            (1, true) => early.cloned(),
             _ => None,
         };
         let data = if in_place {
