@@ -363,12 +363,16 @@ impl Ahead {
     /// [`Ahead::unwritten`].
     pub(super) fn written(self: &Arc<Self>, number: u32, offset: u64, size: u64) {
         let mut state = self.lock();
-        state.written.retain(|w| w.number != number);
+        // Told again (a test), it stays taken if it was: forgetting it must drop the assembly.
+        let taken = match state.written.iter().position(|w| w.number == number) {
+            Some(i) => state.written.swap_remove(i).taken,
+            None => false,
+        };
         state.written.push(Written {
             number,
             offset,
             size,
-            taken: false,
+            taken,
         });
         drop(state);
         self.advance();
@@ -406,6 +410,14 @@ impl Ahead {
         };
         w.taken = true;
         Ok(Some((w.size, data_at(w.offset))))
+    }
+
+    /// The parts told written and not yet recorded (tests).
+    #[cfg(test)]
+    pub(super) fn unrecorded(&self) -> Vec<u32> {
+        let mut numbers: Vec<_> = self.lock().written.iter().map(|w| w.number).collect();
+        numbers.sort_unstable();
+        numbers
     }
 
     /// The state once no thread runs.

@@ -156,7 +156,7 @@ async fn parts_in_place_are_hashed_once_written_and_forgotten_if_not_recorded() 
     let (_dir, store) = store();
     let parts = opened(&store);
     let part = PART as u64;
-    let bodies = &[body(1, PART), body(2, PART)];
+    let bodies = &[body(1, PART), body(2, PART), body(3, PART)];
     let parts = &parts;
     // Part 1 recorded and hashed, then `begin_part`'s upload of part 2 (in place after it).
     let first = |key| async move {
@@ -169,23 +169,32 @@ async fn parts_in_place_are_hashed_once_written_and_forgotten_if_not_recorded() 
         (up.id, p1, ahead, second)
     };
 
-    // Part 2 written in place, not recorded: hashed all the same.
+    // Parts 2 and 3 written in place, not recorded: hashed all the same.
     let (id, p1, ahead, mut second) = first("early.bin").await;
+    let mut third = parts.begin_part(id, 3, Some(part)).await.unwrap();
     second.write(&bodies[1]).await.unwrap();
+    third.write(&bodies[2]).await.unwrap();
     ahead.written(2, second.0.base(), part);
+    ahead.written(3, third.0.base(), part);
     ahead.settle();
-    assert_eq!(ahead.hashed(), 2 * part, "hashed before its record");
-    // Forgotten after the thread took it, the assembly is dropped (the part's bytes may be
-    // written again), and the completion hashes them itself.
-    ahead.unwritten(2);
-    assert!(ahead.take().is_none(), "the assembly that took it dropped");
-    drop(ahead);
+    assert_eq!(ahead.hashed(), 3 * part, "hashed before their records");
+    // Part 2 recorded: part 3 alone is still told written.
     let p2 = parts
         .finish_part(id, 2, second, PartSeal::default())
         .await
         .unwrap();
-    complete_as(parts, &store, id, &[&p1, &p2], &bodies.concat()).await;
-    assert!(whole(parts), "both parts in place");
+    assert_eq!(ahead.unrecorded(), [3]);
+    // Part 3 forgotten after the thread took it: the assembly is dropped (the part's bytes
+    // may be written again), and the completion hashes them itself.
+    ahead.unwritten(3);
+    assert!(ahead.take().is_none(), "the assembly that took it dropped");
+    drop(ahead);
+    let p3 = parts
+        .finish_part(id, 3, third, PartSeal::default())
+        .await
+        .unwrap();
+    complete_as(parts, &store, id, &[&p1, &p2, &p3], &bodies.concat()).await;
+    assert!(whole(parts), "every part in place");
     assert_eq!(resumed(parts), 0, "the dropped assembly not used");
 
     // Part 2 declared whole and finished short: told written, then not recorded. The thread,
