@@ -315,7 +315,8 @@ impl LocalMultiparts {
         let in_place = upload.is_in_place();
         // Part 1 starts an assembly ahead (`ahead.rs`), replacing one that began with other
         // bytes: a copy into a temporary of the object made before the lock (without one, the
-        // completion does it all), or, in place, the hash of the upload's file.
+        // completion does it all), or, in place, the hash of the upload's file (started when
+        // the part was written, `hash_written`).
         let fresh = match (number, in_place) {
             (1, false) => self.start_ahead(id, &opened.key),
             (1, true) => early.cloned(),
