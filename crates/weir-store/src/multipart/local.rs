@@ -358,10 +358,8 @@ impl LocalMultiparts {
             release_data(&self.shared, &dir, &old_data, old.size);
         }
         let (ahead, replaced) = match fresh {
+            // In place, the pace already keeps to it (`hash_written`).
             Some(fresh) => {
-                if let (true, Some(slots)) = (in_place, inner.slots.get(&id)) {
-                    slots.pace.hashed_by(&fresh);
-                }
                 let replaced = inner.ahead.insert(id, Arc::clone(&fresh));
                 (Some(fresh), replaced)
             }
